@@ -1,0 +1,45 @@
+# The README's two commands: `make run` (the main job on local Spark) and `make test` (the suite).
+# Both create .venv and install on first use.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+SCENARIO ?= conf/scenarios/steady.toml
+ARGS ?=
+
+.PHONY: run test lint bench bench-core bench-send check-java conformance cluster-test clean
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev,notebooks]'
+	@touch $(STAMP)
+
+check-java:
+	@command -v java >/dev/null 2>&1 || { echo "error: Java 17 is required by Spark and 'java' is not on PATH (Debian: apt-get install -y openjdk-17-jre-headless)" >&2; exit 1; }
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	 if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then echo "error: Spark 4 needs Java 17 or newer, found: $$(java -version 2>&1 | head -1)" >&2; exit 1; fi
+
+test: $(STAMP) check-java
+	$(PY) -m pytest -q
+
+run: $(STAMP) check-java
+	./spark-submit.sh jobs/pipeline.py --scenario $(SCENARIO) $(ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check rocketsim jobs tests
+
+conformance: $(STAMP)
+	$(PY) -m rocketsim.conformance tests/data/conformance
+
+bench: $(STAMP) check-java
+	$(PY) -m rocketsim.bench pipeline
+
+bench-core: $(STAMP)
+	$(PY) -m rocketsim.bench core
+
+bench-send: $(STAMP)
+	$(PY) -m rocketsim.bench send
+
+clean:
+	rm -rf $(VENV) warehouse spark-warehouse build *.egg-info

@@ -1,0 +1,1 @@
+"""Benchmarks the project ships: ``python -m rocketsim.bench core|send|pipeline``."""

@@ -1,0 +1,39 @@
+"""The one error family of rocketsim."""
+
+from __future__ import annotations
+
+
+class RocketSimError(Exception):
+    """Base class of every error rocketsim raises on purpose."""
+
+
+class DecodeError(RocketSimError, ValueError):
+    """Bytes that do not decode: truncated, corrupt, or with lengths past the end."""
+
+
+class EncodeError(RocketSimError, ValueError):
+    """A value that upstream's encoder refuses (e.g. properties longer than a short can hold)."""
+
+
+class ConfigError(RocketSimError, ValueError):
+    """A bad setting: names the key, the rule and the value."""
+
+
+class MQClientError(RocketSimError):
+    """Upstream's MQClientException: a response code and a text, with the FAQ suffix in the message.
+
+    ``response_code`` is -1 when upstream builds the exception without a code; then the full message is
+    ``text + suffix``; with a code it is ``"CODE: <code>  DESC: <text>" + suffix``.
+    """
+
+    def __init__(self, response_code: int, error_message: str, faq_url: str) -> None:
+        self.response_code = response_code
+        self.error_message = error_message
+        self.faq_url = faq_url
+        suffix = "\nFor more information, please visit the url, " + faq_url
+        if response_code == -1:
+            full = error_message + suffix
+        else:
+            full = f"CODE: {response_code}  DESC: {error_message}" + suffix
+        self.full_message = full
+        super().__init__(full)

@@ -1,0 +1,742 @@
+"""Latency-fault tolerance and queue selection of the RocketMQ producer, for the three client lines.
+
+Lines (``ClientVersion.fault_line``): ``'4.9.7'`` (4.8.0-4.9.7, with the route-mutation quirk), ``'4.9.8'``
+(the quirk fixed) and ``'5'`` (5.2.0 and later: QueueFilters, reachability, the detector). Upstream classes:
+``MQFaultStrategy``, ``LatencyFaultToleranceImpl`` (+ ``FaultItem``),
+``TopicPublishInfo.selectOneMessageQueue`` and ``ThreadLocalIndex``. Read top to bottom:
+
+1. Java arithmetic helpers (int32 overflow, ``Math.abs``, ``%``, ``String.hashCode``).
+2. Random sources: an injected :class:`IntSource` (``nextInt()`` / ``nextInt(bound)``); a replay source fed
+   with recorded draws and a seeded, counter-based SplitMix64 source for simulation.
+3. :class:`ThreadLocalIndex` per line.
+4. :class:`FaultArrays` (latencyMax / notAvailableDuration) and ``computeNotAvailableDuration``.
+5. :class:`FaultTable`: the fault items in ``ConcurrentHashMap`` iteration order, update / isAvailable /
+   isReachable / remove, ``pickOneAtLeast`` and the 5.x ``detectByOneRound``.
+6. :class:`FaultStrategy`: ``selectOneMessageQueue`` and ``updateFaultItem`` per line, and the 5.x detector
+   ticks driven by the simulated clock.
+
+Nothing reads the wall clock: every time is an argument (simulated ms). ``on_event`` hooks, when set,
+report what happened in the conformance vectors' event format (for tests and debugging only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from rocketsim.errors import ConfigError, RocketSimError
+from rocketsim.route import QueueSlot, TopicPublishInfo
+
+LINE_4_9_7 = "4.9.7"
+LINE_4_9_8 = "4.9.8"
+LINE_5 = "5"
+LINES = (LINE_4_9_7, LINE_4_9_8, LINE_5)
+
+EventHook = Callable[[list], None] | None
+
+# ---- 1. Java arithmetic -------------------------------------------------------------------------
+
+INT_MIN = -(2**31)
+INT_MAX = 2**31 - 1
+POSITIVE_MASK = 0x7FFFFFFF
+_M32 = 0xFFFFFFFF
+_M64 = 0xFFFFFFFFFFFFFFFF
+
+
+def int32(x: int) -> int:
+    """Wrap to a Java ``int`` (two's complement overflow, as ``++index`` does)."""
+    x &= _M32
+    return x - 0x100000000 if x & 0x80000000 else x
+
+
+def java_abs(x: int) -> int:
+    """``Math.abs(int)``: ``Math.abs(Integer.MIN_VALUE)`` stays negative."""
+    return x if x >= 0 or x == INT_MIN else -x
+
+
+def java_rem(a: int, b: int) -> int:
+    """Java ``a % b`` for ints: the sign follows the dividend."""
+    r = abs(a) % abs(b)
+    return -r if a < 0 else r
+
+
+def java_string_hash(s: str) -> int:
+    """``String.hashCode()`` over UTF-16 code units, as a Java int."""
+    data = s.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _M32
+    return int32(h)
+
+
+def chm_spread(h: int) -> int:
+    """``ConcurrentHashMap.spread``: ``(h ^ (h >>> 16)) & HASH_BITS``."""
+    u = h & _M32
+    return (u ^ (u >> 16)) & 0x7FFFFFFF
+
+
+# ---- 2. random sources --------------------------------------------------------------------------
+
+
+class IntSource(Protocol):
+    """What ``ThreadLocalIndex`` draws from ``java.util.Random``."""
+
+    def next_int(self) -> int:
+        """``nextInt()``: any Java int."""
+        ...
+
+    def next_int_bound(self, bound: int) -> int:
+        """``nextInt(bound)``: ``0 <= v < bound``."""
+        ...
+
+
+class ReplayExhaustedError(RocketSimError):
+    """A replay source was asked for more draws than were recorded, or for another kind of draw."""
+
+
+NEXT_INT = "nextInt()"
+NEXT_INT_MAX = f"nextInt({INT_MAX})"
+
+
+class ReplayIntSource:
+    """Feeds recorded draws back in order: ``[(call, value)]``, call ``"nextInt()"`` or ``"nextInt(N)"``."""
+
+    def __init__(self, draws: list[tuple[str, int]], name: str = "") -> None:
+        self._draws = list(draws)
+        self._pos = 0
+        self.name = name
+
+    @property
+    def remaining(self) -> int:
+        return len(self._draws) - self._pos
+
+    def _take(self, call: str) -> int:
+        if self._pos >= len(self._draws):
+            raise ReplayExhaustedError(f"{self.name}: no recorded draw left for {call}")
+        recorded_call, value = self._draws[self._pos]
+        if recorded_call != call:
+            raise ReplayExhaustedError(f"{self.name}: draw {self._pos} was {recorded_call}, asked for {call}")
+        self._pos += 1
+        return value
+
+    def next_int(self) -> int:
+        return self._take(NEXT_INT)
+
+    def next_int_bound(self, bound: int) -> int:
+        return self._take(f"nextInt({bound})")
+
+
+_GAMMA = 0x9E3779B97F4A7C15
+
+
+def mix64(z: int) -> int:
+    """SplitMix64's finaliser (Stafford variant 13)."""
+    z &= _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _part_bits(part: int | str) -> int:
+    if isinstance(part, str):  # FNV-1a over UTF-8: stable across runs (unlike hash())
+        h = 0xCBF29CE484222325
+        for byte in part.encode("utf-8"):
+            h = ((h ^ byte) * 0x100000001B3) & _M64
+        return h
+    return part & _M64
+
+
+def derive_key(seed: int, *parts: int | str) -> int:
+    """A 64-bit stream key from a seed and labels, e.g. ``(seed, producer, thread, "sendWhichQueue")``."""
+    k = mix64(_part_bits(seed) + _GAMMA)
+    for part in parts:
+        k = mix64((k ^ _part_bits(part)) + _GAMMA)
+    return k
+
+
+class SplitMixIntSource:
+    """Counter-based draws: draw ``i`` of stream ``key`` is ``mix64(key + (i + 1) * GAMMA)``.
+
+    Deterministic and independent of any other stream or of call order elsewhere; the compiled path can
+    reproduce it from ``(key, counter)`` alone.
+    """
+
+    def __init__(self, key: int) -> None:
+        self.key = key & _M64
+        self.counter = 0
+
+    def _next64(self) -> int:
+        self.counter += 1
+        return mix64(self.key + self.counter * _GAMMA)
+
+    def next_int(self) -> int:
+        return int32(self._next64() >> 32)
+
+    def next_int_bound(self, bound: int) -> int:
+        if bound <= 0:
+            raise ValueError(f"bound must be positive, got {bound}")
+        return ((self._next64() >> 32) * bound) >> 32  # multiply-shift: uniform enough for 2**31 bounds
+
+    @classmethod
+    def for_index(
+        cls, seed: int, producer: int, thread: int, index_name: str, generation: int = 0
+    ) -> SplitMixIntSource:
+        """The stream of one index of one producer thread (``generation``: the N-th TopicPublishInfo)."""
+        return cls(derive_key(seed, producer, thread, index_name, generation))
+
+
+# ---- 3. ThreadLocalIndex ------------------------------------------------------------------------
+
+
+class ThreadLocalIndex:
+    """``ThreadLocalIndex``: a per-thread counter with a random start.
+
+    4.9: the start is ``Math.abs(nextInt())`` and is stored before the first increment; ``incrementAndGet``
+    returns ``Math.abs(++i & 0x7FFFFFFF)``. 5.x: the start is ``nextInt()`` (may be negative), returns
+    ``++i & 0x7FFFFFFF``, and ``reset()`` stores ``Math.abs(nextInt(Integer.MAX_VALUE))``. ``++i`` wraps as a
+    Java int. Upstream shares one ``Random`` between threads; here ``source_for(thread)`` gives the source
+    of a thread, so a simulation can key draws by thread (replay passes one source for all).
+    """
+
+    def __init__(
+        self, line: str, source_for: Callable[[int], IntSource], name: str = "", on_event: EventHook = None
+    ) -> None:
+        if line not in LINES:
+            raise ConfigError(f"fault line must be one of {LINES}, got {line!r}")
+        self.line = line
+        self.name = name
+        self.on_event = on_event
+        self._source_for = source_for
+        self._sources: dict[int, IntSource] = {}
+        self._values: dict[int, int] = {}
+
+    @classmethod
+    def shared(
+        cls, line: str, source: IntSource, name: str = "", on_event: EventHook = None
+    ) -> ThreadLocalIndex:
+        """One source for every thread, as upstream's single ``Random``."""
+        return cls(line, lambda _thread: source, name, on_event)
+
+    def _source(self, thread: int) -> IntSource:
+        src = self._sources.get(thread)
+        if src is None:
+            src = self._sources[thread] = self._source_for(thread)
+        return src
+
+    def value(self, thread: int = 0) -> int | None:
+        """The stored value (None before the first use), for inspection."""
+        return self._values.get(thread)
+
+    def _emit(self, event: list) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def increment_and_get(self, thread: int = 0) -> int:
+        index = self._values.get(thread)
+        if index is None:
+            drawn = self._source(thread).next_int()
+            self._emit(["rand", self.name, NEXT_INT, drawn])
+            if self.line == LINE_5:
+                index = drawn
+            else:
+                index = java_abs(drawn)
+                self._values[thread] = index
+                self._emit(["set", self.name, index])
+        index = int32(index + 1)
+        self._values[thread] = index
+        result = index & POSITIVE_MASK  # Math.abs of a masked value changes nothing
+        self._emit(["inc", self.name, result])
+        return result
+
+    def reset(self, thread: int = 0) -> None:
+        """5.x ``reset()``: a random new position (``resetIndex`` on every retry with fault tolerance on)."""
+        if self.line != LINE_5:
+            raise ConfigError("ThreadLocalIndex.reset exists only in the 5.x line")
+        drawn = self._source(thread).next_int_bound(INT_MAX)
+        self._emit(["rand", self.name, NEXT_INT_MAX, drawn])
+        index = java_abs(drawn)
+        self._values[thread] = index
+        self._emit(["set", self.name, index])
+
+
+# ---- 4. latencyMax / notAvailableDuration ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FaultArrays:
+    """``latencyMax`` and ``notAvailableDuration`` (ms), index by index."""
+
+    latency_max: tuple[int, ...]
+    not_available_duration: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.latency_max) != len(self.not_available_duration):
+            # upstream would index notAvailableDuration out of bounds
+            raise ConfigError(
+                "latency_max and not_available_duration must have the same length, got "
+                f"{len(self.latency_max)} and {len(self.not_available_duration)}"
+            )
+        if not self.latency_max:
+            raise ConfigError("latency_max must not be empty")
+
+    @classmethod
+    def default(cls, line: str) -> FaultArrays:
+        return DEFAULT_ARRAYS_5 if line == LINE_5 else DEFAULT_ARRAYS_4_9
+
+    def not_available_duration_for(self, latency_ms: int) -> int:
+        """``computeNotAvailableDuration``: the duration of the last ``latencyMax[i] <= latency``, else 0."""
+        for i in range(len(self.latency_max) - 1, -1, -1):
+            if latency_ms >= self.latency_max[i]:
+                return self.not_available_duration[i]
+        return 0
+
+
+DEFAULT_ARRAYS_4_9 = FaultArrays(
+    (50, 100, 550, 1000, 2000, 3000, 15000), (0, 0, 30000, 60000, 120000, 180000, 600000)
+)
+DEFAULT_ARRAYS_5 = FaultArrays(
+    (50, 100, 550, 1800, 3000, 5000, 15000), (0, 0, 2000, 5000, 6000, 10000, 30000)
+)
+
+# the latency ``updateFaultItem`` feeds to computeNotAvailableDuration when isolation is asked for
+ISOLATION_LATENCY_MS = {LINE_4_9_7: 30000, LINE_4_9_8: 30000, LINE_5: 10000}
+
+
+# ---- 5. the fault-item table (LatencyFaultToleranceImpl) --------------------------------------------
+
+
+@dataclass(slots=True)
+class FaultItem:
+    """``FaultItem``: owned and mutated by its :class:`FaultTable` only."""
+
+    name: str
+    current_latency: int = 0
+    start_timestamp: int = 0
+    check_stamp: int = 0  # 5.x
+    reachable: bool = False  # 5.x ``reachableFlag``; a new item is unreachable until its update sets it
+
+    def is_available(self, now: int) -> bool:
+        # 4.9: (now - start) >= 0; 5.x: now >= start -- the same for exact integers
+        return now - self.start_timestamp >= 0
+
+
+@dataclass(frozen=True)
+class FaultItemView:
+    """An immutable copy of a fault item (snapshots, the ``fault_isolated_until_ms`` column)."""
+
+    name: str
+    current_latency: int
+    start_timestamp: int
+    reachable: bool
+    check_stamp: int
+
+    def as_vector_row(self, line: str) -> list:
+        if line == LINE_5:
+            return [self.name, self.current_latency, self.start_timestamp, self.reachable, self.check_stamp]
+        return [self.name, self.current_latency, self.start_timestamp]
+
+
+_CHM_INITIAL_BINS = 32  # new ConcurrentHashMap(16): tableSizeFor(16 + 8 + 1) = 32
+
+
+class FaultTable:
+    """``LatencyFaultToleranceImpl``: fault items keyed by broker name, iterated like ``ConcurrentHashMap``.
+
+    Iteration order matters (``pickOneAtLeast`` sorts stably, the detector probes in order, and the
+    vectors print the table): bins are visited by index, ``bin = spread(name.hashCode()) & (n - 1)``, and
+    entries inside a bin in insertion order. The table starts with 32 bins and doubles when the size
+    reaches 3/4 of the bins, splitting each bin the way ``ConcurrentHashMap.transfer`` does.
+    Treeification (8 colliding names in one bin) is not modelled.
+    """
+
+    def __init__(
+        self,
+        line: str,
+        which_item_worst: ThreadLocalIndex | None = None,
+        detect_interval_ms: int = 2000,
+        detect_timeout_ms: int = 200,
+        on_event: EventHook = None,
+    ) -> None:
+        if line not in LINES:
+            raise ConfigError(f"fault line must be one of {LINES}, got {line!r}")
+        self.line = line
+        self.which_item_worst = which_item_worst
+        self.detect_interval_ms = detect_interval_ms
+        self.detect_timeout_ms = detect_timeout_ms
+        self.on_event = on_event
+        self._items: dict[str, FaultItem] = {}
+        self._bins: list[list[str]] = [[] for _ in range(_CHM_INITIAL_BINS)]
+        self._size_ctl = _CHM_INITIAL_BINS - (_CHM_INITIAL_BINS >> 2)
+
+    # -- ConcurrentHashMap layout --
+    def names(self) -> list[str]:
+        """Broker names in iteration order."""
+        return [name for b in self._bins for name in b]
+
+    def _insert(self, item: FaultItem) -> None:
+        n = len(self._bins)
+        self._bins[chm_spread(java_string_hash(item.name)) & (n - 1)].append(item.name)
+        self._items[item.name] = item
+        if len(self._items) >= self._size_ctl:
+            self._resize()
+
+    def _resize(self) -> None:
+        n = len(self._bins)
+        new_bins: list[list[str]] = [[] for _ in range(2 * n)]
+        for i, names in enumerate(self._bins):
+            if not names:
+                continue
+            hashes = [chm_spread(java_string_hash(x)) for x in names]
+            # the trailing run whose (hash & n) bit does not change moves as is; nodes before it are
+            # re-linked one by one in front of it (reversing them), as in ConcurrentHashMap.transfer
+            run_bit, last_run = hashes[0] & n, 0
+            for j in range(1, len(names)):
+                if hashes[j] & n != run_bit:
+                    run_bit, last_run = hashes[j] & n, j
+            lo: list[str] = list(names[last_run:]) if run_bit == 0 else []
+            hi: list[str] = list(names[last_run:]) if run_bit != 0 else []
+            for j in range(last_run):
+                (lo if hashes[j] & n == 0 else hi).insert(0, names[j])
+            new_bins[i], new_bins[i + n] = lo, hi
+        self._bins = new_bins
+        self._size_ctl = 2 * n - (n >> 1)
+
+    # -- LatencyFaultTolerance --
+    def get(self, name: str) -> FaultItem | None:
+        return self._items.get(name)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def update_fault_item(
+        self, name: str, current_latency: int, not_available_duration: int, now: int, reachable: bool = True
+    ) -> None:
+        """4.9: ``start = now + duration``, always overwritten (a fast success ends an isolation).
+
+        5.x: the start only moves forward, and only for a duration > 0 (a new item keeps start 0);
+        ``reachableFlag`` is set to ``reachable`` every time.
+        """
+        item = self._items.get(name)
+        created = item is None
+        if item is None:
+            item = FaultItem(name)
+        item.current_latency = current_latency
+        if self.line == LINE_5:
+            if not_available_duration > 0 and now + not_available_duration > item.start_timestamp:
+                item.start_timestamp = now + not_available_duration
+            item.reachable = reachable
+        else:
+            item.start_timestamp = now + not_available_duration
+        if created:
+            self._insert(item)
+
+    def is_available(self, name: str, now: int) -> bool:
+        item = self._items.get(name)
+        return True if item is None else item.is_available(now)
+
+    def is_reachable(self, name: str) -> bool:
+        item = self._items.get(name)
+        return True if item is None else item.reachable
+
+    def remove(self, name: str) -> None:
+        if self._items.pop(name, None) is not None:
+            for b in self._bins:
+                if name in b:
+                    b.remove(name)
+                    break
+        if self.on_event is not None:
+            self.on_event(["remove", name])
+
+    def pick_one_at_least(self, now: int, thread: int = 0) -> str | None:
+        """4.9 ``pickOneAtLeast``: sort (available first, then latency, then start; stable) and pick
+        ``whichItemWorst.incrementAndGet() % half`` among the better half (the first item if half is 0)."""
+        items = [self._items[n] for n in self.names()]
+        if self.on_event is not None:
+            self.on_event(["list_before_sort", [self._row(i, now) for i in items]])
+        # Collections.sort is a stable merge sort and compareTo is a consistent order at a fixed `now`
+        items.sort(key=lambda i: (not i.is_available(now), i.current_latency, i.start_timestamp))
+        if self.on_event is not None:
+            self.on_event(["list_after_sort", [self._row(i, now) for i in items]])
+        if not items:
+            return None
+        half = len(items) // 2
+        if half <= 0:
+            picked = items[0].name
+        else:
+            if self.which_item_worst is None:
+                raise ConfigError("pickOneAtLeast needs the whichItemWorst index")
+            picked = items[self.which_item_worst.increment_and_get(thread) % half].name
+        if self.on_event is not None:
+            self.on_event(["pickOneAtLeast", picked])
+        return picked
+
+    def _row(self, item: FaultItem, now: int) -> list:
+        return [*self.view(item).as_vector_row(self.line), item.is_available(now)]
+
+    def detect_by_one_round(
+        self, now: int, resolver: Callable[[str], str | None], probe: Callable[[str, int], bool] | None
+    ) -> None:
+        """5.x ``detectByOneRound``: for every item due (``now - checkStamp >= 0``) move its check stamp
+        on by ``detectInterval``, drop it if its broker no longer resolves, and mark it reachable if the
+        probe (``getMaxOffset`` with ``detectTimeout``) succeeds. Probes take no simulated time."""
+        for name in self.names():  # removing the current entry does not disturb the rest of the walk
+            item = self._items.get(name)
+            if item is None or now - item.check_stamp < 0:
+                continue
+            item.check_stamp = now + self.detect_interval_ms
+            addr = resolver(name)
+            if addr is None:
+                self._items.pop(name, None)
+                for b in self._bins:
+                    if name in b:
+                        b.remove(name)
+                        break
+                continue
+            if probe is None:
+                continue
+            if probe(addr, self.detect_timeout_ms) and not item.reachable:
+                item.reachable = True
+
+    # -- inspection --
+    @staticmethod
+    def view(item: FaultItem) -> FaultItemView:
+        return FaultItemView(
+            item.name, item.current_latency, item.start_timestamp, item.reachable, item.check_stamp
+        )
+
+    def snapshot(self) -> list[FaultItemView]:
+        """Every item, in ``ConcurrentHashMap`` iteration order."""
+        return [self.view(self._items[n]) for n in self.names()]
+
+    def vector_rows(self) -> list[list]:
+        return [v.as_vector_row(self.line) for v in self.snapshot()]
+
+    def isolated_until(self, name: str, now: int) -> int | None:
+        """The item's start timestamp if the broker is isolated at ``now``, else None."""
+        item = self._items.get(name)
+        if item is None or item.is_available(now):
+            return None
+        return item.start_timestamp
+
+
+# ---- 6. MQFaultStrategy -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FaultUpdate:
+    """One ``updateFaultItem`` call made by the send loop.
+
+    ``duration`` is what reached the table (None when ``sendLatencyFaultEnable`` is off and the strategy
+    did nothing); ``reachable`` is None in the 4.9 lines, which have no such argument.
+    """
+
+    broker: str
+    latency: int
+    isolation: bool
+    reachable: bool | None
+    duration: int | None
+
+    def as_vector(self) -> list:
+        if self.reachable is None:
+            return [self.broker, self.latency, self.isolation, self.duration]
+        return [self.broker, self.latency, self.isolation, self.reachable, self.duration]
+
+
+@dataclass
+class Detector:
+    """The 5.x ``LatencyFaultToleranceImpl`` detector: ``detectByOneRound`` every ``period_ms`` from
+    ``first_tick_ms``, doing nothing unless ``startDetectorEnable``. The resolver maps a broker name to its
+    master address (None when gone from the route); the probe answers ``detect(addr, timeoutMs)``."""
+
+    first_tick_ms: int
+    resolver: Callable[[str], str | None]
+    probe: Callable[[str, int], bool] | None
+    period_ms: int = 3000
+    on_tick: Callable[[int], None] | None = None
+    on_tick_done: Callable[[int], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.next_tick_ms = self.first_tick_ms
+
+
+class FaultStrategy:
+    """``MQFaultStrategy`` of one producer: its fault table and its line's selection and update rules."""
+
+    def __init__(
+        self,
+        line: str,
+        table: FaultTable | None = None,
+        *,
+        send_latency_fault_enable: bool = False,
+        arrays: FaultArrays | None = None,
+        start_detector_enable: bool = False,
+        detector: Detector | None = None,
+    ) -> None:
+        if line not in LINES:
+            raise ConfigError(f"fault line must be one of {LINES}, got {line!r}")
+        if start_detector_enable and line != LINE_5:
+            raise ConfigError("start_detector_enable exists only in the 5.x line")
+        self.line = line
+        self.table = table if table is not None else FaultTable(line)
+        self.send_latency_fault_enable = send_latency_fault_enable
+        self.arrays = arrays if arrays is not None else FaultArrays.default(line)
+        self.start_detector_enable = start_detector_enable
+        self.detector = detector
+
+    # -- clock --
+    def advance_to(self, now: int) -> None:
+        """Run the detector ticks due at or before ``now``, each at its own tick time (5.x)."""
+        d = self.detector
+        if d is None:
+            return
+        while d.next_tick_ms <= now:
+            tick = d.next_tick_ms
+            d.next_tick_ms += d.period_ms
+            if not self.start_detector_enable:
+                continue
+            if d.on_tick is not None:
+                d.on_tick(tick)
+            self.table.detect_by_one_round(tick, d.resolver, d.probe)
+            if d.on_tick_done is not None:
+                d.on_tick_done(tick)
+
+    # -- updateFaultItem --
+    def update_fault_item(
+        self, broker: str, latency: int, isolation: bool, now: int, reachable: bool = True
+    ) -> FaultUpdate:
+        """The loop's call; the table changes only when latency fault tolerance is on."""
+        reach = reachable if self.line == LINE_5 else None
+        if not self.send_latency_fault_enable:
+            return FaultUpdate(broker, latency, isolation, reach, None)
+        duration = self.arrays.not_available_duration_for(
+            ISOLATION_LATENCY_MS[self.line] if isolation else latency
+        )
+        self.table.update_fault_item(broker, latency, duration, now, reachable)
+        return FaultUpdate(broker, latency, isolation, reach, duration)
+
+    def isolated_until(self, broker: str, now: int) -> int | None:
+        return self.table.isolated_until(broker, now)
+
+    # -- selectOneMessageQueue --
+    def select_one_message_queue(
+        self,
+        tp: TopicPublishInfo,
+        last_broker_name: str | None,
+        now: int,
+        reset_index: bool = False,
+        thread: int = 0,
+    ) -> QueueSlot | None:
+        """The queue for the next attempt. ``reset_index`` is 5.x's flag (true on retries)."""
+        if self.line == LINE_5:
+            return self._select_5(tp, last_broker_name, now, reset_index, thread)
+        return self._select_4_9(tp, last_broker_name, now, thread)
+
+    def _select_4_9(self, tp: TopicPublishInfo, last: str | None, now: int, thread: int) -> QueueSlot:
+        if not self.send_latency_fault_enable:
+            return select_avoiding_broker_4_9(tp, last, thread)
+        queues = tp.message_queue_list
+        n = len(queues)
+        # one incrementAndGet, then a local `index++` (which may wrap) per probe; lastBrokerName is ignored
+        index = tp.send_which_queue.increment_and_get(thread)
+        for _ in range(n):
+            pos = java_rem(java_abs(index), n)
+            index = int32(index + 1)
+            if pos < 0:
+                pos = 0
+            mq = queues[pos]
+            if self.table.is_available(mq.broker_name, now):
+                return mq
+        not_best = self.table.pick_one_at_least(now, thread)
+        write_queue_nums = tp.write_queue_nums_by_broker(not_best, writable_only=self.line == LINE_4_9_8)
+        if write_queue_nums > 0:
+            mq = select_plain(tp, thread)
+            if not_best is None:
+                return mq
+            queue_id = tp.send_which_queue.increment_and_get(thread) % write_queue_nums
+            if self.line == LINE_4_9_7:
+                # the quirk: the cached MessageQueue of the route is rewritten in place, so this queue
+                # slot points at `not_best` for every later send until the route changes
+                mq.broker_name = not_best
+                mq.queue_id = queue_id
+                return mq
+            return QueueSlot(mq.topic, not_best, queue_id)
+        if not_best is not None:  # remove(null) throws inside upstream's try; it ends up below as well
+            self.table.remove(not_best)
+        return select_plain(tp, thread)
+
+    def _select_5(
+        self, tp: TopicPublishInfo, last: str | None, now: int, reset_index: bool, thread: int
+    ) -> QueueSlot | None:
+        def not_last(mq: QueueSlot) -> bool:  # BrokerFilter
+            return last is None or mq.broker_name != last
+
+        if self.send_latency_fault_enable:
+            if reset_index:
+                tp.send_which_queue.reset(thread)
+            table = self.table
+            mq = select_filtered(tp, thread, lambda q: table.is_available(q.broker_name, now) and not_last(q))
+            if mq is not None:
+                return mq
+            mq = select_filtered(tp, thread, lambda q: table.is_reachable(q.broker_name) and not_last(q))
+            if mq is not None:
+                return mq
+            return select_plain(tp, thread)
+        mq = select_filtered(tp, thread, not_last)
+        return mq if mq is not None else select_plain(tp, thread)
+
+
+def select_plain(tp: TopicPublishInfo, thread: int = 0) -> QueueSlot:
+    """``TopicPublishInfo.selectOneMessageQueue()``: round robin (the index is never negative here)."""
+    queues = tp.message_queue_list
+    return queues[tp.send_which_queue.increment_and_get(thread) % len(queues)]
+
+
+def select_avoiding_broker_4_9(tp: TopicPublishInfo, last: str | None, thread: int = 0) -> QueueSlot:
+    """4.9 ``selectOneMessageQueue(lastBrokerName)``: up to ``size`` round-robin steps avoiding ``last``."""
+    if last is None:
+        return select_plain(tp, thread)
+    queues = tp.message_queue_list
+    for _ in range(len(queues)):
+        mq = queues[tp.send_which_queue.increment_and_get(thread) % len(queues)]
+        if mq.broker_name != last:
+            return mq
+    return select_plain(tp, thread)
+
+
+def select_filtered(
+    tp: TopicPublishInfo, thread: int, accept: Callable[[QueueSlot], bool]
+) -> QueueSlot | None:
+    """5.x ``selectOneMessageQueue(QueueFilter...)``: up to ``size`` round-robin steps, else None."""
+    queues = tp.message_queue_list
+    n = len(queues)
+    for _ in range(n):
+        mq = queues[java_abs(java_rem(tp.send_which_queue.increment_and_get(thread), n))]
+        if accept(mq):
+            return mq
+    return None
+
+
+def new_strategy(
+    line: str,
+    *,
+    send_latency_fault_enable: bool,
+    which_item_worst_source: IntSource,
+    arrays: FaultArrays | None = None,
+    start_detector_enable: bool = False,
+    detector: Detector | None = None,
+    detect_interval_ms: int = 2000,
+    detect_timeout_ms: int = 200,
+    on_event: EventHook = None,
+) -> FaultStrategy:
+    """A producer's strategy with a fresh table and ``whichItemWorst`` index."""
+    worst = ThreadLocalIndex.shared(line, which_item_worst_source, "whichItemWorst", on_event)
+    table = FaultTable(line, worst, detect_interval_ms, detect_timeout_ms, on_event)
+    return FaultStrategy(
+        line,
+        table,
+        send_latency_fault_enable=send_latency_fault_enable,
+        arrays=arrays,
+        start_detector_enable=start_detector_enable,
+        detector=detector,
+    )

@@ -1,0 +1,430 @@
+"""Scenario files (TOML) -> validated, typed configuration.
+
+A scenario describes a cluster, producers, a workload, the broker model and a fault timeline. Loading
+validates everything before any Spark work starts: an unknown key, a wrong type or a value out of range
+raises ``ScenarioError`` naming the dotted key path, the rule and the value
+(``producers.count must be >= 1, got 0``).
+
+``--set key=value`` overrides use :func:`apply_overrides` on the raw mapping before validation, so an
+override is checked exactly like a value in the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rocketsim.errors import ConfigError
+from rocketsim.versions import ClientVersion, parse_version
+
+
+class ScenarioError(ConfigError):
+    """A scenario that cannot run: names the key path, the rule and the value."""
+
+
+SEND_MODES = ("sync", "async", "oneway")
+MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
+FAULT_KINDS = ("outage", "hang", "slowdown", "flapping", "error_burst")
+BROKER_ERRORS = (
+    "remoting_timeout",
+    "connect_refused",
+    "system_busy",
+    "system_error",
+    "service_not_available",
+    "flush_disk_timeout",
+    "flush_slave_timeout",
+    "slave_not_available",
+)
+ARRIVALS = ("poisson", "uniform")
+BODY_DISTRIBUTIONS = ("fixed", "lognormal", "uniform")
+COMPRESS_TYPES = ("ZLIB", "LZ4", "ZSTD")
+INVALID_KINDS = ("bad_topic", "empty_body", "oversize_body", "oversize_properties", "reserved_property")
+
+
+def _rule(rule: str, check: typing.Callable[[Any], bool]) -> dict[str, Any]:
+    return {"rule": rule, "check": check}
+
+
+def _ge(lo: float) -> dict[str, Any]:
+    return _rule(f"must be >= {lo}", lambda v: v >= lo)
+
+
+def _gt(lo: float) -> dict[str, Any]:
+    return _rule(f"must be > {lo}", lambda v: v > lo)
+
+
+def _between(lo: float, hi: float) -> dict[str, Any]:
+    return _rule(f"must be between {lo} and {hi}", lambda v: lo <= v <= hi)
+
+
+def _one_of(options: tuple[str, ...]) -> dict[str, Any]:
+    return _rule(f"must be one of {', '.join(options)}", lambda v: v in options)
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """Brokers (master names) and the topic's queues on each."""
+
+    brokers: tuple[str, ...] = ("broker-a", "broker-b")
+    write_queues: int = field(default=4, metadata=_between(1, 1024))
+    read_queues: int = field(default=4, metadata=_between(1, 1024))
+    perm: int = field(default=6, metadata=_between(0, 15))
+    # brokers without write permission for the topic (perm 4): still routed, never selected for sends
+    read_only_brokers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    """DefaultMQProducer settings (snake_case, upstream defaults) and how many producers run them."""
+
+    count: int = field(default=4, metadata=_between(1, 100_000))
+    group: str = "rocketsim_producer_group"
+    threads: int = field(default=1, metadata=_between(1, 1024))
+    client_version: str = "4.9.8"
+    send_mode: Mapping[str, float] = field(
+        default_factory=lambda: {"sync": 1.0}, metadata={"keys": SEND_MODES, "weights": True}
+    )
+    send_msg_timeout_ms: int = field(default=3000, metadata=_gt(0))
+    retry_times_when_send_failed: int = field(default=2, metadata=_between(0, 64))
+    retry_times_when_send_async_failed: int = field(default=2, metadata=_between(0, 64))
+    send_latency_fault_enable: bool = False
+    compress_msg_body_over_howmuch: int = field(default=4096, metadata=_ge(0))
+    compress_type: str = field(default="ZLIB", metadata=_one_of(COMPRESS_TYPES))
+    compress_level: int = field(default=5, metadata=_between(-1, 22))
+    max_message_size: int = field(default=4_194_304, metadata=_gt(0))
+    default_topic_queue_nums: int = field(default=4, metadata=_between(1, 1024))
+    retry_another_broker_when_not_store_ok: bool = False
+    send_msg_max_timeout_per_request_ms: int = field(default=-1, metadata=_ge(-1))
+    async_semaphore_permits: int = field(default=65535, metadata=_ge(1))
+    start_detector_enable: bool = False
+
+    @property
+    def version(self) -> ClientVersion:
+        return parse_version(self.client_version)
+
+
+@dataclass(frozen=True)
+class BodySizeConfig:
+    distribution: str = field(default="lognormal", metadata=_one_of(BODY_DISTRIBUTIONS))
+    median: int = field(default=1024, metadata=_ge(0))
+    sigma: float = field(default=0.8, metadata=_ge(0))
+    min: int = field(default=1, metadata=_ge(0))
+    max: int = field(default=65536, metadata=_ge(0))
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """What the producers send, and when."""
+
+    messages: int = field(default=0, metadata=_ge(0))  # total; 0 means duration_s x rate_per_s
+    duration_s: float = field(default=60.0, metadata=_gt(0))
+    rate_per_s: float = field(default=1000.0, metadata=_gt(0))  # all producers together
+    arrival: str = field(default="poisson", metadata=_one_of(ARRIVALS))
+    topics: tuple[str, ...] = ("TopicTest",)
+    tags: tuple[str, ...] = ("TagA", "TagB", "TagC")
+    keys: bool = True  # one KEYS value per message
+    body_size: BodySizeConfig = field(default_factory=BodySizeConfig)
+    compressibility: float = field(default=0.5, metadata=_between(0, 1))
+    message_types: Mapping[str, float] = field(
+        default_factory=lambda: {"normal": 1.0}, metadata={"keys": MESSAGE_TYPES, "weights": True}
+    )
+    order_keys: int = field(default=64, metadata=_ge(1))  # distinct selector keys of ordered messages
+    delay_levels: tuple[int, ...] = (1, 2, 3, 4, 5)
+    batch_size: int = field(default=8, metadata=_between(1, 4096))
+    # fraction of messages made invalid on purpose, by kind (they become REJECTED results)
+    invalid: Mapping[str, float] = field(default_factory=dict, metadata={"keys": INVALID_KINDS, "fractions": True})
+
+    def total_messages(self) -> int:
+        return self.messages if self.messages > 0 else int(round(self.duration_s * self.rate_per_s))
+
+
+@dataclass(frozen=True)
+class LatencyConfig:
+    """Per-attempt latency: a lognormal body with rare Pareto spikes (a heavy tail)."""
+
+    median_ms: float = field(default=2.0, metadata=_gt(0))
+    sigma: float = field(default=0.5, metadata=_ge(0))
+    spike_probability: float = field(default=0.001, metadata=_between(0, 1))
+    spike_scale_ms: float = field(default=50.0, metadata=_gt(0))
+    spike_alpha: float = field(default=1.5, metadata=_gt(0))
+    connect_refused_ms: float = field(default=1.0, metadata=_ge(0))  # a refused connection fails fast
+
+
+@dataclass(frozen=True)
+class BrokerModelConfig:
+    """One broker's behaviour outside faults: latency and a background error mix (probabilities)."""
+
+    latency: LatencyConfig = field(default_factory=LatencyConfig)
+    errors: Mapping[str, float] = field(default_factory=dict, metadata={"keys": BROKER_ERRORS, "fractions": True})
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    """One entry of the fault timeline, in seconds from the scenario start."""
+
+    broker: str
+    kind: str = field(metadata=_one_of(FAULT_KINDS))
+    start_s: float = field(metadata=_ge(0))
+    end_s: float = field(metadata=_gt(0))
+    factor: float = field(default=10.0, metadata=_ge(1))  # slowdown: latency x factor
+    period_s: float = field(default=20.0, metadata=_gt(0))  # flapping: one down+up cycle
+    down_s: float = field(default=10.0, metadata=_gt(0))  # flapping: down part of each cycle
+    error: str = field(default="system_busy", metadata=_one_of(BROKER_ERRORS))  # error_burst
+    rate: float = field(default=0.5, metadata=_between(0, 1))  # error_burst: probability per attempt
+
+
+@dataclass(frozen=True)
+class RouteConfig:
+    """Name-server and route-polling timings (ms)."""
+
+    poll_interval_ms: int = field(default=30_000, metadata=_gt(0))
+    broker_expire_ms: int = field(default=120_000, metadata=_gt(0))
+    heartbeat_interval_ms: int = field(default=30_000, metadata=_gt(0))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A whole, validated scenario."""
+
+    name: str = "scenario"
+    seed: int = 42
+    description: str = ""
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    producers: ProducerConfig = field(default_factory=ProducerConfig)
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    brokers: Mapping[str, BrokerModelConfig] = field(default_factory=dict)  # "default" and per-broker names
+    faults: tuple[FaultConfig, ...] = ()
+    route: RouteConfig = field(default_factory=RouteConfig)
+    source_text: str = field(default="", compare=False, repr=False)
+
+    def broker_model(self, broker: str) -> BrokerModelConfig:
+        """The model of ``broker``: its own section if any, else ``default``, else built-in defaults."""
+        return self.brokers.get(broker) or self.brokers.get("default") or BrokerModelConfig()
+
+    @property
+    def run_id(self) -> str:
+        """The default run id: scenario name and seed."""
+        return f"{self.name}-s{self.seed}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Building typed config from a raw mapping
+# ---------------------------------------------------------------------------------------------------
+
+
+def _fail(path: str, rule: str, value: Any) -> typing.NoReturn:
+    raise ScenarioError(f"{path} {rule}, got {value!r}")
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", str(tp))
+
+
+def _convert(tp: Any, value: Any, path: str, meta: Mapping[str, Any]) -> Any:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, Mapping):
+            _fail(path, "must be a table", value)
+        return _build(tp, value, path)
+    if origin is tuple:
+        (item_tp, _) = typing.get_args(tp)
+        if not isinstance(value, list | tuple):
+            _fail(path, f"must be a list of {_type_name(item_tp)}", value)
+        return tuple(_convert(item_tp, v, f"{path}[{i}]", {}) for i, v in enumerate(value))
+    if origin is Mapping or origin is dict:
+        _, val_tp = typing.get_args(tp)
+        if not isinstance(value, Mapping):
+            _fail(path, "must be a table", value)
+        allowed = meta.get("keys")
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if allowed is not None and k not in allowed:
+                _fail(f"{path}.{k}", f"is not a known key (expected one of {', '.join(allowed)})", v)
+            out[k] = _convert(val_tp, v, f"{path}.{k}", {})
+            if meta.get("weights") or meta.get("fractions"):
+                if not math.isfinite(out[k]) or out[k] < 0:
+                    _fail(f"{path}.{k}", "must be a finite number >= 0", v)
+        if meta.get("weights") and out and sum(out.values()) <= 0:
+            _fail(path, "weights must add up to more than 0", dict(value))
+        if meta.get("weights") and not out:
+            _fail(path, "must name at least one entry", dict(value))
+        if meta.get("fractions") and sum(out.values()) > 1:
+            _fail(path, "fractions must add up to at most 1", dict(value))
+        return types.MappingProxyType(out)
+    if tp is bool:
+        if not isinstance(value, bool):
+            _fail(path, "must be true or false", value)
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            _fail(path, "must be an integer", value)
+    elif tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            _fail(path, "must be a number", value)
+        value = float(value)
+        if not math.isfinite(value):
+            _fail(path, "must be a finite number", value)
+    elif tp is str:
+        if not isinstance(value, str):
+            _fail(path, "must be a string", value)
+    if "check" in meta and not meta["check"](value):
+        _fail(path, meta["rule"], value)
+    return value
+
+
+def _build(cls: Any, raw: Mapping[str, Any], path: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "source_text"}
+    for key in raw:
+        if key not in fields:
+            where = f"{path}.{key}" if path else key
+            _fail(where, f"is not a known key (expected one of {', '.join(sorted(fields))})", raw[key])
+    kwargs = {}
+    for name, f in fields.items():
+        where = f"{path}.{name}" if path else name
+        if name in raw:
+            kwargs[name] = _convert(hints[name], raw[name], where, f.metadata)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            _fail(where, "is required", None)
+    return cls(**kwargs)
+
+
+def _check_cross_fields(sc: Scenario) -> None:
+    brokers = sc.cluster.brokers
+    if not brokers:
+        _fail("cluster.brokers", "must name at least one broker", list(brokers))
+    for i, b in enumerate(brokers):
+        if not b or not b.strip():
+            _fail(f"cluster.brokers[{i}]", "must be a non-blank broker name", b)
+    if len(set(brokers)) != len(brokers):
+        _fail("cluster.brokers", "must not repeat a broker name", list(brokers))
+    for i, b in enumerate(sc.cluster.read_only_brokers):
+        if b not in brokers:
+            _fail(f"cluster.read_only_brokers[{i}]", "must name a broker of cluster.brokers", b)
+    if set(sc.cluster.read_only_brokers) >= set(brokers):
+        _fail("cluster.read_only_brokers", "must leave at least one writable broker", list(brokers))
+    for name in sc.brokers:
+        if name != "default" and name not in brokers:
+            _fail(f"brokers.{name}", "must be 'default' or a broker of cluster.brokers", name)
+    try:
+        sc.producers.version  # noqa: B018 - parse to validate
+    except ConfigError as exc:
+        _fail("producers.client_version", str(exc).split(", got")[0].removeprefix("client_version "),
+              sc.producers.client_version)
+    if sc.producers.group.strip() == "":
+        _fail("producers.group", "must not be blank", sc.producers.group)
+    wl = sc.workload
+    if wl.body_size.min > wl.body_size.max:
+        _fail("workload.body_size.min", f"must be <= workload.body_size.max ({wl.body_size.max})",
+              wl.body_size.min)
+    if not wl.topics:
+        _fail("workload.topics", "must name at least one topic", [])
+    if wl.total_messages() <= 0:
+        _fail("workload.messages", "must give at least one message (or duration_s x rate_per_s >= 1)",
+              wl.messages)
+    for i, lvl in enumerate(wl.delay_levels):
+        if lvl < 1:
+            _fail(f"workload.delay_levels[{i}]", "must be >= 1", lvl)
+    if wl.message_types.get("delay", 0) > 0 and not wl.delay_levels:
+        _fail("workload.delay_levels", "must not be empty when message_types.delay > 0", [])
+    from rocketsim.errors import MQClientError
+    from rocketsim.validate import check_send_topic_allowed, check_topic  # the client's own topic rules
+
+    for i, topic in enumerate(wl.topics):
+        try:
+            check_topic(topic, version=sc.producers.version)
+            check_send_topic_allowed(topic, version=sc.producers.version)
+        except MQClientError as exc:  # keep upstream's text as the rule
+            _fail(f"workload.topics[{i}]", f"is not a topic the client accepts ({exc.error_message})", topic)
+    windows: dict[str, list[tuple[float, float, int]]] = {}
+    for i, fault in enumerate(sc.faults):
+        where = f"faults[{i}]"
+        if fault.broker not in brokers:
+            _fail(f"{where}.broker", "must name a broker of cluster.brokers", fault.broker)
+        if fault.end_s <= fault.start_s:
+            _fail(f"{where}.end_s", f"must be after start_s ({fault.start_s})", fault.end_s)
+        if fault.kind == "flapping" and fault.down_s >= fault.period_s:
+            _fail(f"{where}.down_s", f"must be shorter than period_s ({fault.period_s})", fault.down_s)
+        for (s, e, j) in windows.get(fault.broker, []):
+            if fault.start_s < e and s < fault.end_s:
+                _fail(f"{where}", f"must not overlap faults[{j}] on the same broker ({s}-{e} s)",
+                      f"{fault.start_s}-{fault.end_s} s")
+        windows.setdefault(fault.broker, []).append((fault.start_s, fault.end_s, i))
+
+
+def scenario_from_mapping(raw: Mapping[str, Any], source_text: str = "") -> Scenario:
+    """Validate a raw mapping (parsed TOML, overrides applied) into a :class:`Scenario`."""
+    raw = dict(raw)
+    faults = raw.get("faults", [])
+    if not isinstance(faults, list):
+        _fail("faults", "must be an array of tables ([[faults]])", faults)
+    sc = _build(Scenario, raw, "")
+    sc = dataclasses.replace(sc, source_text=source_text)
+    _check_cross_fields(sc)
+    return sc
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """``key.path=value`` -> (path, value); the value is read as a TOML literal, else as a string."""
+    if "=" not in item:
+        raise ScenarioError(f"--set {item!r} must look like key.path=value")
+    key, text = item.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise ScenarioError(f"--set {item!r} must name a dotted key path")
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text
+    return key, value
+
+
+def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Set each ``key.path=value`` into (a copy of) the raw mapping; lists are indexed by number."""
+    import copy
+
+    out = copy.deepcopy(raw)
+    for item in overrides:
+        key, value = parse_override(item)
+        node: Any = out
+        parts = key.split(".")
+        for i, part in enumerate(parts[:-1]):
+            if isinstance(node, list):
+                if not part.isdigit() or int(part) >= len(node):
+                    raise ScenarioError(f"--set {key}: {'.'.join(parts[: i + 1])} is not an index of the list")
+                node = node[int(part)]
+            else:
+                node = node.setdefault(part, {})
+                if not isinstance(node, dict | list):
+                    raise ScenarioError(f"--set {key}: {'.'.join(parts[: i + 1])} is not a table")
+        last = parts[-1]
+        if isinstance(node, list):
+            if not last.isdigit() or int(last) >= len(node):
+                raise ScenarioError(f"--set {key}: {last} is not an index of the list")
+            node[int(last)] = value
+        else:
+            node[last] = value
+    return out
+
+
+def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
+    """Read, override and validate a scenario file. Raises ``ScenarioError`` on any problem."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"scenario file {str(p)!r} cannot be read: {exc.strerror}") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"scenario file {str(p)!r} is not valid TOML: {exc}") from None
+    raw.setdefault("name", p.stem)
+    raw = apply_overrides(raw, overrides or [])
+    return scenario_from_mapping(raw, source_text=text)

@@ -1,0 +1,1031 @@
+"""The producer's send loops: SYNC, ASYNC and ONEWAY, as ``DefaultMQProducerImpl`` runs them.
+
+* SYNC transcribes ``sendDefaultImpl``: ``timesTotal = 1 + retryTimesWhenSendFailed`` attempts, the
+  ``lastBrokerName`` passed to selection, the call-timeout budget (``costTime = now - beginTimestampFirst;
+  if (timeout < costTime) break``), the 5.3.3+ per-request cap ``sendMsgMaxTimeoutPerRequest``, the
+  ``updateFaultItem`` call each outcome makes in each line, the retry response codes of each version,
+  ``retryAnotherBrokerWhenNotStoreOK`` and the final exceptions.
+* ASYNC transcribes ``send(msg, callback, timeout)`` -> ``sendDefaultImpl(ASYNC)`` (one selection) ->
+  ``MQClientAPIImpl.sendMessageAsync`` / ``onExceptionImpl``; see :func:`async_send_steps`.
+* ONEWAY is ``sendDefaultImpl(ONEWAY)``: one attempt, no response, no retry; see :func:`oneway_send_steps`.
+
+Each loop is a generator that yields a :class:`Call` per request and receives its :class:`Outcome`, so a
+simulation can interleave several sender threads (or overlapping async sends) in simulated-time order;
+:func:`run_steps` drives one with a transport callable. The clock is simulated ms; the loop advances it
+by each outcome's latency and lets the strategy run the 5.x detector ticks that fall due meanwhile.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rocketsim.errors import ConfigError, MQClientError, RocketSimError
+from rocketsim.fault import LINE_5, FaultStrategy, FaultUpdate
+from rocketsim.route import TopicPublishInfo
+from rocketsim.validate import ClientErrorCode, ResponseCode
+from rocketsim.versions import V4_9_8, ClientVersion
+
+# ---- constants ------------------------------------------------------------------------------------
+
+
+SEND_OK = "SEND_OK"
+NOT_OK_STATUSES = ("FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE")
+REMOTING_KINDS = ("connect", "timeout", "send_request", "too_many_requests")
+OUTCOME_KINDS = ("ok", "status", "remoting", "broker", "client", "interrupted")
+
+_RETRY_CODES_4_9 = frozenset(
+    {
+        ResponseCode.TOPIC_NOT_EXIST,
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        ResponseCode.SYSTEM_ERROR,
+        ResponseCode.NO_PERMISSION,
+        ResponseCode.NO_BUYER_ID,
+        ResponseCode.NOT_IN_CURRENT_UNIT,
+    }
+)
+
+
+def retry_response_codes(version: ClientVersion) -> frozenset[int]:
+    """``DefaultMQProducer.retryResponseCodes``: + SYSTEM_BUSY from 5.3.0, + GO_AWAY from 5.3.1."""
+    codes = set(_RETRY_CODES_4_9)
+    if version.tuple >= (5, 3, 0):
+        codes.add(ResponseCode.SYSTEM_BUSY)
+    if version.tuple >= (5, 3, 1):
+        codes.add(ResponseCode.GO_AWAY)
+    return frozenset(codes)
+
+
+def _tip(version: ClientVersion) -> str:
+    """``FAQUrl.suggestTodo(FAQUrl.SEND_MSG_FAILED)``."""
+    return f"\nSee {version.faq_url} for further details."
+
+
+# ---- errors (the Java exceptions a send can end with) ------------------------------------------------
+
+
+class SendError(RocketSimError):
+    """An exception a send ends with; ``java_class`` is upstream's simple class name."""
+
+    java_class: ClassVar[str] = "Exception"
+    response_code: int | None = None
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(message)
+
+
+class RemotingConnectError(SendError):
+    java_class = "RemotingConnectException"
+
+
+class RemotingTimeoutError(SendError):
+    java_class = "RemotingTimeoutException"
+
+
+class RemotingSendRequestError(SendError):
+    java_class = "RemotingSendRequestException"
+
+
+class RemotingTooMuchRequestError(SendError):
+    java_class = "RemotingTooMuchRequestException"
+
+
+class SendInterruptedError(SendError):
+    java_class = "InterruptedException"
+
+
+class MQBrokerError(SendError):
+    """``MQBrokerException``: the broker answered with an error response code."""
+
+    java_class = "MQBrokerException"
+
+    def __init__(self, response_code: int, remark: str = "") -> None:
+        super().__init__(f"CODE: {response_code}  DESC: {remark}")
+        self.response_code = response_code
+        self.remark = remark
+
+
+class ClientError(MQClientError):
+    """``new MQClientException(text, cause)``, optionally followed by ``setResponseCode(code)``.
+
+    Upstream's ``FAQUrl.attachDefaultURL`` appends the "For more information" suffix only when the text has
+    no "\\nSee <url> for further details." tip of its own, and a later ``setResponseCode`` leaves the
+    message as it was (no "CODE: .. DESC:" prefix).
+    """
+
+    java_class: ClassVar[str] = "MQClientException"
+
+    def __init__(self, error_message: str, faq_url: str, response_code: int = -1) -> None:
+        super().__init__(-1, error_message, faq_url)
+        if "\nSee " in error_message:
+            self.full_message = error_message
+            self.args = (error_message,)
+        self.response_code = response_code
+
+
+class SendFailedError(ClientError):
+    """The final "Send [n] times, still failed, ..." exception of ``sendDefaultImpl``; ``cause`` is the simple
+    class name of the last exception."""
+
+    def __init__(self, response_code: int, error_message: str, faq_url: str, cause: str | None) -> None:
+        super().__init__(error_message, faq_url, response_code)
+        self.cause = cause
+
+
+Failure = SendError | MQClientError
+
+
+def error_label(err: BaseException) -> str:
+    """``thrown:<class>[:<responseCode>]``, the vectors' ``result_counts`` key."""
+    cls = getattr(err, "java_class", type(err).__name__)
+    code = getattr(err, "response_code", None)
+    return f"thrown:{cls}" if code is None else f"thrown:{cls}:{code}"
+
+
+# ---- inputs and records -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SendConfig:
+    """The producer settings the send loops read (DefaultMQProducer names in snake_case)."""
+
+    version: ClientVersion = V4_9_8
+    send_msg_timeout_ms: int = 3000
+    retry_times_when_send_failed: int = 2
+    retry_times_when_send_async_failed: int = 2
+    retry_another_broker_when_not_store_ok: bool = False
+    send_msg_max_timeout_per_request_ms: int = -1  # 5.3.3+; -1 = off
+    retry_response_codes: frozenset[int] | None = None  # None: the version's default set
+
+    def __post_init__(self) -> None:
+        if self.retry_times_when_send_failed < 0:
+            raise ConfigError(
+                f"retry_times_when_send_failed must be >= 0, got {self.retry_times_when_send_failed}"
+            )
+        if self.retry_times_when_send_async_failed < 0:
+            raise ConfigError(
+                "retry_times_when_send_async_failed must be >= 0, got "
+                f"{self.retry_times_when_send_async_failed}"
+            )
+
+    @classmethod
+    def from_settings(cls, settings: object) -> SendConfig:
+        """From any object with the producer attributes (e.g. ``scenario.ProducerConfig``)."""
+        return cls(
+            version=settings.version,  # type: ignore[attr-defined]
+            send_msg_timeout_ms=settings.send_msg_timeout_ms,  # type: ignore[attr-defined]
+            retry_times_when_send_failed=settings.retry_times_when_send_failed,  # type: ignore[attr-defined]
+            retry_times_when_send_async_failed=settings.retry_times_when_send_async_failed,  # type: ignore[attr-defined]
+            retry_another_broker_when_not_store_ok=settings.retry_another_broker_when_not_store_ok,  # type: ignore[attr-defined]
+            send_msg_max_timeout_per_request_ms=getattr(settings, "send_msg_max_timeout_per_request_ms", -1),
+        )
+
+    @property
+    def times_total(self) -> int:
+        return 1 + self.retry_times_when_send_failed
+
+    @property
+    def retry_codes(self) -> frozenset[int]:
+        if self.retry_response_codes is not None:
+            return self.retry_response_codes
+        return retry_response_codes(self.version)
+
+    @property
+    def max_timeout_per_request(self) -> int:
+        """The effective cap (-1 = none): the setting exists from 5.3.3 on."""
+        if self.version.tuple < (5, 3, 3):
+            return -1
+        return self.send_msg_max_timeout_per_request_ms
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one request to a broker came to, and how long the client waited for it.
+
+    ``kind``: ``ok`` (SEND_OK), ``status`` (a non-OK store status, no exception), ``remoting``
+    (``connect`` / ``timeout`` / ``send_request``; ``too_many_requests`` is the client's own semaphore
+    refusal), ``broker`` (MQBrokerException with ``response_code``), ``client`` (MQClientException, e.g. the
+    broker address is unknown), ``interrupted``. For SYNC the transport decides the latency, including
+    ``min(latency, timeout)`` for calls that time out (see :func:`cap_to_timeout`).
+    """
+
+    kind: str
+    latency_ms: int
+    status: str = SEND_OK
+    remoting: str = ""
+    response_code: int = 0
+    remark: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in OUTCOME_KINDS:
+            raise ConfigError(f"Outcome.kind must be one of {OUTCOME_KINDS}, got {self.kind!r}")
+        if self.kind == "status" and self.status not in NOT_OK_STATUSES:
+            raise ConfigError(f"Outcome.status must be one of {NOT_OK_STATUSES}, got {self.status!r}")
+        if self.kind == "remoting" and self.remoting not in REMOTING_KINDS:
+            raise ConfigError(f"Outcome.remoting must be one of {REMOTING_KINDS}, got {self.remoting!r}")
+        if self.latency_ms < 0:
+            raise ConfigError(f"Outcome.latency_ms must be >= 0, got {self.latency_ms}")
+
+    @classmethod
+    def ok(cls, latency_ms: int) -> Outcome:
+        return cls("ok", latency_ms)
+
+    @classmethod
+    def not_ok(cls, status: str, latency_ms: int) -> Outcome:
+        return cls("status", latency_ms, status=status)
+
+    @classmethod
+    def remoting_error(cls, what: str, latency_ms: int) -> Outcome:
+        return cls("remoting", latency_ms, remoting=what)
+
+    @classmethod
+    def broker_error(cls, response_code: int, latency_ms: int, remark: str = "") -> Outcome:
+        return cls("broker", latency_ms, response_code=response_code, remark=remark)
+
+    @classmethod
+    def client_error(cls, latency_ms: int) -> Outcome:
+        return cls("client", latency_ms)
+
+    @classmethod
+    def interrupted(cls, latency_ms: int) -> Outcome:
+        return cls("interrupted", latency_ms)
+
+    @classmethod
+    def from_label(cls, label: str, latency_ms: int) -> Outcome:
+        """Parse the vectors' labels: ``ok``, ``status:<SendStatus>``, ``remoting:timeout``, ``broker:2``."""
+        head, _, tail = label.partition(":")
+        if head == "ok":
+            return cls.ok(latency_ms)
+        if head == "status":
+            return cls.not_ok(tail, latency_ms)
+        if head == "remoting":
+            return cls.remoting_error(tail, latency_ms)
+        if head == "broker":
+            return cls.broker_error(int(tail), latency_ms)
+        if head in ("client", "interrupted"):
+            return cls(head, latency_ms)
+        raise ConfigError(f"unknown outcome label {label!r}")
+
+    @property
+    def label(self) -> str:
+        if self.kind == "status":
+            return f"status:{self.status}"
+        if self.kind == "remoting":
+            return f"remoting:{self.remoting}"
+        if self.kind == "broker":
+            return f"broker:{self.response_code}"
+        return self.kind
+
+
+def cap_to_timeout(outcome: Outcome, timeout_ms: int) -> Outcome:
+    """A reply slower than the call's timeout is a ``RemotingTimeoutException`` after exactly the timeout."""
+    if outcome.latency_ms > max(timeout_ms, 0):
+        return Outcome.remoting_error("timeout", max(timeout_ms, 0))
+    return outcome
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request the loop wants to make: the transport answers it with an :class:`Outcome`."""
+
+    attempt: int
+    broker: str
+    queue_id: int
+    start_ms: int
+    timeout_ms: int
+    mode: str = "sync"
+
+
+Transport = Callable[[int, str, int, int, int], Outcome]  # (attempt, broker, queue_id, start_ms, timeout_ms)
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One attempt: what was selected, sent, answered, and what the fault table was told.
+
+    ``outcome`` is None when nothing was sent (SYNC ``break:callTimeout``); ``end_ms`` is when the loop
+    learnt the outcome; ``isolated_until_ms`` is the broker's fault-item start after the update if that
+    broker is isolated then (the ``fault_isolated_until_ms`` column).
+    """
+
+    index: int
+    last_broker: str | None
+    reset_index: bool
+    start_ms: int
+    broker: str
+    queue_id: int
+    timeout_ms: int | None
+    outcome: Outcome | None
+    fault_update: FaultUpdate | None
+    flow: str
+    isolated_until_ms: int | None
+    end_ms: int
+
+    @property
+    def sent(self) -> bool:
+        return self.outcome is not None
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """The ``SendResult`` the application gets (SYNC return value, ASYNC ``onSuccess``)."""
+
+    status: str
+    broker: str
+    queue_id: int
+    from_attempt: int
+
+
+@dataclass(frozen=True)
+class SendRecord:
+    """A whole send: its attempts and how it ended (``result`` or ``error``; ONEWAY success has neither)."""
+
+    mode: str
+    topic: str
+    begin_ms: int
+    end_ms: int
+    attempts: tuple[AttemptRecord, ...]
+    result: SendResult | None
+    error: Failure | None
+    brokers_sent: tuple[str | None, ...]
+    dispatch_update: FaultUpdate | None = None  # ASYNC: sendDefaultImpl's own update after dispatching
+
+    @property
+    def label(self) -> str:
+        if self.error is not None:
+            return error_label(self.error)
+        if self.result is not None:
+            return f"returned:{self.result.status}"
+        return "returned:none"
+
+    def result_or_raise(self) -> SendResult | None:
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+Steps = Generator[Call, Outcome, SendRecord]
+AttemptHook = Callable[[AttemptRecord], None] | None
+
+
+def run_steps(steps: Steps, transport: Transport) -> SendRecord:
+    """Drive a send generator to its end, asking ``transport`` for each call's outcome."""
+    try:
+        call = next(steps)
+        while True:
+            call = steps.send(
+                transport(call.attempt, call.broker, call.queue_id, call.start_ms, call.timeout_ms)
+            )
+    except StopIteration as stop:
+        return stop.value
+
+
+def _brokers_text(brokers: list[str | None]) -> str:
+    return "[" + ", ".join("null" if b is None else b for b in brokers) + "]"  # Arrays.toString
+
+
+def _no_route(mode: str, topic: str, now: int, version: ClientVersion) -> SendRecord:
+    err = ClientError(
+        f"No route info of this topic: {topic}{_tip(version)}",
+        version.faq_url,
+        ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION,
+    )
+    return SendRecord(mode, topic, now, now, (), None, err, ())
+
+
+def _remoting_exception(what: str, broker: str, timeout_ms: int) -> SendError:
+    if what == "connect":
+        return RemotingConnectError(f"connect to {broker} failed")
+    if what == "timeout":
+        return RemotingTimeoutError(f"wait response on the channel <{broker}> timeout, {timeout_ms}(ms)")
+    if what == "send_request":
+        return RemotingSendRequestError(f"send request to <{broker}> failed")
+    return RemotingTooMuchRequestError("invokeAsyncImpl invoke too fast")
+
+
+def _final_code(exc: Failure | None) -> int:
+    """The response code ``sendDefaultImpl`` puts on its final MQClientException."""
+    if isinstance(exc, MQBrokerError):
+        return exc.response_code
+    if isinstance(exc, RemotingConnectError):
+        return ClientErrorCode.CONNECT_BROKER_EXCEPTION
+    if isinstance(exc, RemotingTimeoutError):
+        return ClientErrorCode.ACCESS_BROKER_TIMEOUT
+    if isinstance(exc, MQClientError):
+        return ClientErrorCode.BROKER_NOT_EXIST_EXCEPTION
+    return -1  # e.g. RemotingSendRequestException keeps the constructor's -1
+
+
+def _send_failed(
+    times: int, cost: int, topic: str, brokers: list[str | None], exc: Failure | None, version: ClientVersion
+) -> SendFailedError:
+    info = (
+        f"Send [{times}] times, still failed, cost [{cost}]ms, Topic: {topic}, "
+        f"BrokersSent: {_brokers_text(brokers)}"
+    ) + _tip(version)
+    cause = None if exc is None else getattr(exc, "java_class", type(exc).__name__)
+    return SendFailedError(_final_code(exc), info, version.faq_url, cause)
+
+
+def _broker_not_exist(broker: str, version: ClientVersion) -> ClientError:
+    return ClientError(f"The broker[{broker}] not exist", version.faq_url)
+
+
+# ---- SYNC ---------------------------------------------------------------------------------------------
+
+
+def sync_send_steps(
+    strategy: FaultStrategy,
+    tp: TopicPublishInfo | None,
+    cfg: SendConfig,
+    topic: str,
+    begin_ms: int,
+    *,
+    thread: int = 0,
+    on_attempt: AttemptHook = None,
+) -> Steps:
+    """``sendDefaultImpl(SYNC)`` for the strategy's line. ``on_attempt`` sees each attempt as soon as its
+    flow is decided, before the next selection (the vectors' ``table`` is taken there).
+
+    ``updateFaultItem(broker, latency, isolation[, reachable])`` per outcome:
+    4.9 -- success and interrupt: (false); RemotingException, MQClientException, MQBrokerException: (true).
+    5.x -- success and interrupt: (false, true); MQClientException: (false, true); RemotingException:
+    (true, !startDetectorEnable); MQBrokerException: (true, false).
+    """
+    version = cfg.version
+    v5 = strategy.line == LINE_5
+    timeout = cfg.send_msg_timeout_ms
+    if tp is None or not tp.ok():
+        return _no_route("sync", topic, begin_ms, version)
+    times_total = cfg.times_total
+    cap = cfg.max_timeout_per_request if v5 else -1
+    retry_codes = cfg.retry_codes
+    brokers_sent: list[str | None] = [None] * times_total
+    attempts: list[AttemptRecord] = []
+    mq = None
+    exception: Failure | None = None
+    send_result: SendResult | None = None
+    call_timeout = False
+    now = begin_ms
+
+    def done(rec: AttemptRecord) -> None:
+        attempts.append(rec)
+        if on_attempt is not None:
+            on_attempt(rec)
+
+    def record(result: SendResult | None, error: Failure | None) -> SendRecord:
+        return SendRecord("sync", topic, begin_ms, now, tuple(attempts), result, error, tuple(brokers_sent))
+
+    times = 0
+    while times < times_total:
+        last = None if mq is None else mq.broker_name
+        reset = v5 and times > 0
+        selected = strategy.select_one_message_queue(tp, last, now, reset, thread)
+        if selected is None:
+            break
+        mq = selected
+        broker, queue_id = mq.broker_name, mq.queue_id
+        brokers_sent[times] = broker
+        begin_prev = now
+        cost = begin_prev - begin_ms
+        if timeout < cost:
+            call_timeout = True
+            done(
+                AttemptRecord(
+                    times,
+                    last,
+                    reset,
+                    begin_prev,
+                    broker,
+                    queue_id,
+                    None,
+                    None,
+                    None,
+                    f"break:callTimeout(costTime={cost})",
+                    None,
+                    begin_prev,
+                )
+            )
+            break
+        cur_timeout = timeout - cost
+        if cap > -1 and times + 1 < times_total and cur_timeout > cap:
+            cur_timeout = cap  # leave time for another attempt
+        outcome = yield Call(times, broker, queue_id, begin_prev, cur_timeout, "sync")
+        now = begin_prev + outcome.latency_ms
+        strategy.advance_to(now)  # detector ticks that fell due during the call run first
+        latency = now - begin_prev
+        # upstream reads mq.getBrokerName() again here; a 4.9.7 slot may have been rewritten meanwhile
+        target = mq.broker_name
+        kind = outcome.kind
+        returned = False
+        if kind in ("ok", "status"):
+            upd = strategy.update_fault_item(target, latency, False, now, True)
+            send_result = SendResult(outcome.status, broker, queue_id, times)
+            if outcome.status != SEND_OK and cfg.retry_another_broker_when_not_store_ok:
+                flow = "continue:not_SEND_OK"
+            else:
+                flow, returned = "return", True
+        elif kind == "remoting":
+            upd = strategy.update_fault_item(
+                target, latency, True, now, not strategy.start_detector_enable if v5 else True
+            )
+            exception = _remoting_exception(outcome.remoting, broker, cur_timeout)
+            flow = "continue:RemotingException"
+        elif kind == "client":
+            upd = strategy.update_fault_item(target, latency, not v5, now, True)
+            exception = _broker_not_exist(broker, version)
+            flow = "continue:MQClientException"
+        elif kind == "broker":
+            upd = strategy.update_fault_item(target, latency, True, now, False)
+            exception = MQBrokerError(outcome.response_code, outcome.remark)
+            if outcome.response_code in retry_codes:
+                flow = "continue:MQBrokerException(retry code)"
+            elif send_result is not None:
+                flow, returned = "return_earlier_result:MQBrokerException(non-retry code)", True
+            else:
+                flow = "throw:MQBrokerException(non-retry code)"
+        else:  # interrupted
+            upd = strategy.update_fault_item(target, latency, False, now, True)
+            flow = "throw:InterruptedException"
+        done(
+            AttemptRecord(
+                times,
+                last,
+                reset,
+                begin_prev,
+                broker,
+                queue_id,
+                cur_timeout,
+                outcome,
+                upd,
+                flow,
+                strategy.isolated_until(target, now),
+                now,
+            )
+        )
+        if returned:
+            return record(send_result, None)
+        if flow.startswith("throw:MQBroker"):
+            return record(None, exception)
+        if flow == "throw:InterruptedException":
+            return record(None, SendInterruptedError("sleep interrupted"))
+        times += 1
+
+    if send_result is not None:
+        return record(send_result, None)
+    if call_timeout:
+        return record(None, RemotingTooMuchRequestError("sendDefaultImpl call timeout"))
+    return record(None, _send_failed(times, now - begin_ms, topic, brokers_sent, exception, version))
+
+
+def send_sync(
+    strategy: FaultStrategy,
+    tp: TopicPublishInfo | None,
+    cfg: SendConfig,
+    topic: str,
+    begin_ms: int,
+    transport: Transport,
+    *,
+    thread: int = 0,
+    on_attempt: AttemptHook = None,
+) -> SendRecord:
+    """One SYNC send, start to end."""
+    return run_steps(
+        sync_send_steps(strategy, tp, cfg, topic, begin_ms, thread=thread, on_attempt=on_attempt), transport
+    )
+
+
+# ---- ASYNC --------------------------------------------------------------------------------------------
+
+ASYNC_SEMAPHORE_PERMITS = 65535  # NettySystemConfig.CLIENT_ASYNC_SEMAPHORE_VALUE
+
+
+class AsyncSemaphore:
+    """``NettyRemotingAbstract.semaphoreAsync`` (fair, 65535 permits) in simulated time.
+
+    Each dispatched request holds a permit until its response (or its timeout scan); an acquisition waits
+    up to the request's timeout for the earliest release. Acquisitions are served in the order they are
+    asked for, which matches upstream's fairness when the driver asks in time order.
+    """
+
+    def __init__(self, permits: int = ASYNC_SEMAPHORE_PERMITS) -> None:
+        if permits < 1:
+            raise ConfigError(f"async_semaphore_permits must be >= 1, got {permits}")
+        self.permits = permits
+        self._releases: list[int] = []
+
+    def in_flight(self, now: int) -> int:
+        while self._releases and self._releases[0] <= now:
+            heapq.heappop(self._releases)
+        return len(self._releases)
+
+    def try_acquire(self, now: int, wait_ms: int) -> int | None:
+        """The time a permit is granted (``now`` if one is free), None if none frees within ``wait_ms``."""
+        if self.in_flight(now) < self.permits:
+            return now
+        if wait_ms > 0 and self._releases[0] <= now + wait_ms:
+            return heapq.heappop(self._releases)
+        return None
+
+    def hold_until(self, release_ms: int) -> None:
+        heapq.heappush(self._releases, release_ms)
+
+
+@dataclass(frozen=True)
+class ResponseScan:
+    """``NettyRemotingClient``'s ``scanResponseTable`` timer: first 3 s after start, then every second.
+
+    An async request that gets no answer is failed by the scan once ``begin + timeout + 1000 <= now``,
+    so its callback fires up to two seconds after the timeout (sync calls wait exactly the timeout).
+    """
+
+    first_ms: int = 3000
+    period_ms: int = 1000
+
+    def timeout_fired_ms(self, begin_ms: int, timeout_ms: int) -> int:
+        due = begin_ms + timeout_ms + 1000
+        if due <= self.first_ms:
+            return self.first_ms
+        return self.first_ms + -(-(due - self.first_ms) // self.period_ms) * self.period_ms
+
+
+def async_send_steps(
+    strategy: FaultStrategy,
+    tp: TopicPublishInfo | None,
+    cfg: SendConfig,
+    topic: str,
+    begin_ms: int,
+    *,
+    semaphore: AsyncSemaphore | None = None,
+    scan: ResponseScan | None = None,
+    thread: int = 0,
+    on_attempt: AttemptHook = None,
+) -> Steps:
+    """One ASYNC send: the callback's outcome and every request made for it.
+
+    Upstream (4.9.8 and 5.3.3 ``MQClientAPIImpl.sendMessageAsync`` / ``onExceptionImpl``):
+
+    * ``sendDefaultImpl(ASYNC)`` selects once (``timesTotal = 1``); after the request is dispatched it calls
+      ``updateFaultItem(broker, dispatch time, false[, true])`` -- in 4.9 that overwrites (ends) an
+      isolation of that broker; in 5.x it only marks it reachable.
+    * A broker error response: ``updateFaultItem(.., true[, true])`` and **no retry** (``needRetry=false``);
+      the callback gets the ``MQBrokerException``. A non-OK store status goes to ``onSuccess``.
+    * No response (send failed, timeout, connect failure in 5.x, anything else): ``updateFaultItem(.., true
+      [, true])`` and a retry on ``selectOneMessageQueue(tpInfo, failedBroker[, resetIndex=false])`` while
+      ``curTimes.incrementAndGet() <= retryTimesWhenSendAsyncFailed`` (5.x also needs time left, and does
+      not retry ``RemotingTooMuchRequestException``). The retry's timeout is what is left of the previous.
+    * 4.9 throws connect failures and semaphore refusals synchronously from ``invokeAsync``; they are caught
+      in ``sendMessageAsync`` (``updateFaultItem(.., true)``) and retried at once, still inside
+      ``sendDefaultImpl``, whose own ``updateFaultItem(first broker, elapsed, false)`` follows them.
+    * A timed-out request is failed by the 1 s response-table scan (see :class:`ResponseScan`), so a retry
+      after a timeout has no budget left: 4.9 still tries and fails at once
+      (``RemotingTooMuchRequestException: invokeAsync call the addr[..] timeout``), 5.x does not retry.
+    * The semaphore (65535 permits): ``tryAcquire(timeout)``; refused with ``RemotingTimeoutException
+      ("invokeAsyncImpl tryAcquire semaphore timeout, <t>ms, waiting thread nums: <n>
+      semaphoreAsyncValue: <p>")``, or ``RemotingTooMuchRequestException("invokeAsyncImpl invoke too
+      fast")`` when the timeout is <= 0. Simplification: the permit is taken before the connection check.
+    * A ``client`` outcome on the first request is ``sendKernelImpl``'s "broker not exist" (the final
+      "Send [1] times" exception, no retry); on a retry it is treated as a synchronous failure. Executor
+      queueing and the encoding cost no simulated time; the broker address in texts is the broker name.
+
+    Flows: ``return`` (onSuccess), ``retry``, ``callback:onException``, ``throw:MQClientException``.
+    """
+    version = cfg.version
+    v5 = strategy.line == LINE_5
+    scan = scan if scan is not None else ResponseScan()
+    timeout = cfg.send_msg_timeout_ms
+    now = begin_ms
+    if not timeout > 0:  # the executor task's `timeout > costTime` check
+        return SendRecord(
+            "async",
+            topic,
+            now,
+            now,
+            (),
+            None,
+            RemotingTooMuchRequestError("DEFAULT ASYNC send call timeout"),
+            (),
+        )
+    if tp is None or not tp.ok():
+        return _no_route("async", topic, begin_ms, version)
+    first = strategy.select_one_message_queue(tp, None, now, False, thread)
+    if first is None:  # unreachable with a non-empty queue list
+        return SendRecord(
+            "async", topic, now, now, (), None, _send_failed(0, 0, topic, [None], None, version), (None,)
+        )
+    brokers_sent: tuple[str | None, ...] = (first.broker_name,)
+    attempts: list[AttemptRecord] = []
+    dispatch_update: FaultUpdate | None = None
+    in_sync_part = True  # still inside sendDefaultImpl's sendKernelImpl call
+    mq = first
+    req_timeout = timeout
+    cur_times = 0  # onExceptionImpl's AtomicInteger
+    attempt = 0
+    last: str | None = None
+
+    def done(rec: AttemptRecord) -> None:
+        attempts.append(rec)
+        if on_attempt is not None:
+            on_attempt(rec)
+
+    def end_sync_part(t: int) -> None:
+        # sendDefaultImpl's updateFaultItem(mq.getBrokerName(), end - beginTimestampPrev, false[, true])
+        nonlocal in_sync_part, dispatch_update
+        if in_sync_part:
+            in_sync_part = False
+            dispatch_update = strategy.update_fault_item(first.broker_name, t - begin_ms, False, t, True)
+
+    while True:
+        broker, queue_id = mq.broker_name, mq.queue_id
+        call_begin = now  # sendMessageAsync's beginStartTime
+        refused: Failure | None = None  # the client gave up before sending anything
+        if not v5 and req_timeout < 0:  # 4.9 NettyRemotingClient.invokeAsync: timeoutMillis < costTime
+            refused = RemotingTooMuchRequestError(f"invokeAsync call the addr[{broker}] timeout")
+            outcome, start = Outcome.remoting_error("too_many_requests", 0), now
+        else:
+            grant = now if semaphore is None else semaphore.try_acquire(now, req_timeout)
+            if grant is None and req_timeout <= 0:
+                refused = RemotingTooMuchRequestError("invokeAsyncImpl invoke too fast")
+                outcome, start = Outcome.remoting_error("too_many_requests", 0), now
+            elif grant is None:
+                refused = RemotingTimeoutError(
+                    f"invokeAsyncImpl tryAcquire semaphore timeout, {req_timeout}ms, "
+                    "waiting thread nums: 0 semaphoreAsyncValue: 0"
+                )
+                outcome, start = Outcome.remoting_error("timeout", req_timeout), now
+            else:
+                start = grant
+                outcome = yield Call(attempt, broker, queue_id, grant, req_timeout - (grant - now), "async")
+        call_timeout = req_timeout - (start - call_begin)
+        kind = outcome.kind
+
+        if kind == "client" and attempt == 0 and refused is None:
+            # sendKernelImpl: broker address unknown -> MQClientException caught by sendDefaultImpl
+            now = start + outcome.latency_ms
+            strategy.advance_to(now)
+            upd = strategy.update_fault_item(first.broker_name, now - begin_ms, not v5, now, True)
+            done(
+                AttemptRecord(
+                    attempt,
+                    last,
+                    False,
+                    start,
+                    broker,
+                    queue_id,
+                    call_timeout,
+                    outcome,
+                    upd,
+                    "throw:MQClientException",
+                    strategy.isolated_until(broker, now),
+                    now,
+                )
+            )
+            err = _send_failed(
+                1, now - begin_ms, topic, [first.broker_name], _broker_not_exist(broker, version), version
+            )
+            return SendRecord("async", topic, begin_ms, now, tuple(attempts), None, err, brokers_sent)
+
+        # failures thrown out of invokeAsync, caught by sendMessageAsync's catch block
+        thrown: Failure | None = None
+        if refused is not None:
+            thrown = None if v5 else refused  # 5.x completes the future exceptionally instead
+        elif kind == "client":
+            thrown = _broker_not_exist(broker, version)
+        elif not v5 and kind == "remoting" and outcome.remoting == "connect":
+            thrown = RemotingConnectError(f"connect to {broker} failed")
+        elif not v5 and kind == "interrupted":
+            thrown = SendInterruptedError("interrupted")
+
+        if thrown is not None:
+            now = start + outcome.latency_ms
+            strategy.advance_to(now)
+            upd = strategy.update_fault_item(broker, now - call_begin, True, now, False)
+            error, need_retry = thrown, True
+        else:
+            end_sync_part(start)  # dispatched: sendKernelImpl returned; the rest happens on a callback
+            if refused is None and kind == "remoting" and outcome.remoting == "timeout":
+                fired = scan.timeout_fired_ms(start, call_timeout)
+            else:
+                fired = start + outcome.latency_ms
+            if semaphore is not None and refused is None:
+                semaphore.hold_until(fired)
+            now = fired
+            strategy.advance_to(now)
+            # 4.9 measures from the ResponseFuture (after the permit), 5.x from sendMessageAsync's start
+            lat = now - (call_begin if v5 else start)
+            if kind in ("ok", "status"):
+                upd = strategy.update_fault_item(broker, lat, False, now, True)
+                done(
+                    AttemptRecord(
+                        attempt,
+                        last,
+                        False,
+                        start,
+                        broker,
+                        queue_id,
+                        call_timeout,
+                        outcome,
+                        upd,
+                        "return",
+                        strategy.isolated_until(broker, now),
+                        now,
+                    )
+                )
+                return SendRecord(
+                    "async",
+                    topic,
+                    begin_ms,
+                    now,
+                    tuple(attempts),
+                    SendResult(outcome.status, broker, queue_id, attempt),
+                    None,
+                    brokers_sent,
+                    dispatch_update,
+                )
+            upd = strategy.update_fault_item(broker, lat, True, now, True)
+            if kind == "broker":
+                error, need_retry = MQBrokerError(outcome.response_code, outcome.remark), False
+            elif kind == "remoting" and outcome.remoting == "send_request":
+                error, need_retry = ClientError("send request failed", version.faq_url), True
+            elif kind == "remoting" and outcome.remoting == "timeout":
+                text = (
+                    f"wait response timeout, cost={now - call_begin}"
+                    if v5
+                    else f"wait response timeout {call_timeout}ms"
+                )
+                error, need_retry = ClientError(text, version.faq_url), True
+            else:  # 5.x connect failure, interrupt, "invoke too fast": operationFail's last branch
+                error = ClientError("unknown reason" if v5 else "unknow reseaon", version.faq_url)
+                need_retry = not isinstance(refused, RemotingTooMuchRequestError)
+
+        # onExceptionImpl
+        cur_times += 1
+        remaining = req_timeout - (now - call_begin)
+        if need_retry and cur_times <= cfg.retry_times_when_send_async_failed and (not v5 or remaining > 0):
+            done(
+                AttemptRecord(
+                    attempt,
+                    last,
+                    False,
+                    start,
+                    broker,
+                    queue_id,
+                    call_timeout,
+                    outcome,
+                    upd,
+                    "retry",
+                    strategy.isolated_until(broker, now),
+                    now,
+                )
+            )
+            last = broker
+            selected = strategy.select_one_message_queue(tp, broker, now, False, thread)
+            mq = selected if selected is not None else mq
+            req_timeout = remaining
+            attempt += 1
+            continue
+        done(
+            AttemptRecord(
+                attempt,
+                last,
+                False,
+                start,
+                broker,
+                queue_id,
+                call_timeout,
+                outcome,
+                upd,
+                "callback:onException",
+                strategy.isolated_until(broker, now),
+                now,
+            )
+        )
+        end_sync_part(now)  # a chain that failed synchronously returns to sendDefaultImpl only now
+        return SendRecord(
+            "async", topic, begin_ms, now, tuple(attempts), None, error, brokers_sent, dispatch_update
+        )
+
+
+def send_async(
+    strategy: FaultStrategy,
+    tp: TopicPublishInfo | None,
+    cfg: SendConfig,
+    topic: str,
+    begin_ms: int,
+    transport: Transport,
+    *,
+    semaphore: AsyncSemaphore | None = None,
+    scan: ResponseScan | None = None,
+    thread: int = 0,
+    on_attempt: AttemptHook = None,
+) -> SendRecord:
+    """One ASYNC send, its retries run as its responses arrive."""
+    return run_steps(
+        async_send_steps(
+            strategy,
+            tp,
+            cfg,
+            topic,
+            begin_ms,
+            semaphore=semaphore,
+            scan=scan,
+            thread=thread,
+            on_attempt=on_attempt,
+        ),
+        transport,
+    )
+
+
+# ---- ONEWAY -------------------------------------------------------------------------------------------
+
+
+def oneway_send_steps(
+    strategy: FaultStrategy,
+    tp: TopicPublishInfo | None,
+    cfg: SendConfig,
+    topic: str,
+    begin_ms: int,
+    *,
+    thread: int = 0,
+    on_attempt: AttemptHook = None,
+) -> Steps:
+    """``sendDefaultImpl(ONEWAY)``: one attempt, no retry, no result.
+
+    The client waits only for the request to be written, so whatever the broker does (store, error,
+    hang) it costs no simulated time and reads as success (``updateFaultItem(broker, 0, false)``).
+    Connect and send failures, a client error and an interrupt are seen: the first three end in
+    "Send [1] times, still failed" (updates as in SYNC), an interrupt in ``InterruptedException``.
+    """
+    version = cfg.version
+    v5 = strategy.line == LINE_5
+    if tp is None or not tp.ok():
+        return _no_route("oneway", topic, begin_ms, version)
+    now = begin_ms
+    mq = strategy.select_one_message_queue(tp, None, now, False, thread)
+    if mq is None:
+        return SendRecord(
+            "oneway", topic, now, now, (), None, _send_failed(0, 0, topic, [None], None, version), (None,)
+        )
+    broker, queue_id = mq.broker_name, mq.queue_id
+    outcome = yield Call(0, broker, queue_id, now, cfg.send_msg_timeout_ms, "oneway")
+    kind = outcome.kind
+    failed = kind in ("client", "interrupted") or (
+        kind == "remoting" and outcome.remoting in ("connect", "send_request")
+    )
+    now = begin_ms + (outcome.latency_ms if failed else 0)
+    strategy.advance_to(now)
+    latency = now - begin_ms
+    error: Failure | None = None
+    if not failed:
+        upd = strategy.update_fault_item(mq.broker_name, latency, False, now, True)
+        flow = "return"
+    elif kind == "remoting":
+        upd = strategy.update_fault_item(
+            mq.broker_name, latency, True, now, not strategy.start_detector_enable if v5 else True
+        )
+        exc: Failure = _remoting_exception(outcome.remoting, broker, cfg.send_msg_timeout_ms)
+        error, flow = _send_failed(1, latency, topic, [broker], exc, version), "continue:RemotingException"
+    elif kind == "client":
+        upd = strategy.update_fault_item(mq.broker_name, latency, not v5, now, True)
+        exc = _broker_not_exist(broker, version)
+        error, flow = _send_failed(1, latency, topic, [broker], exc, version), "continue:MQClientException"
+    else:
+        upd = strategy.update_fault_item(mq.broker_name, latency, False, now, True)
+        error, flow = SendInterruptedError("interrupted"), "throw:InterruptedException"
+    rec = AttemptRecord(
+        0,
+        None,
+        False,
+        begin_ms,
+        broker,
+        queue_id,
+        cfg.send_msg_timeout_ms,
+        outcome,
+        upd,
+        flow,
+        strategy.isolated_until(broker, now),
+        now,
+    )
+    if on_attempt is not None:
+        on_attempt(rec)
+    return SendRecord("oneway", topic, begin_ms, now, (rec,), None, error, (broker,))
+
+
+def send_oneway(
+    strategy: FaultStrategy,
+    tp: TopicPublishInfo | None,
+    cfg: SendConfig,
+    topic: str,
+    begin_ms: int,
+    transport: Transport,
+    *,
+    thread: int = 0,
+    on_attempt: AttemptHook = None,
+) -> SendRecord:
+    """One ONEWAY send."""
+    return run_steps(
+        oneway_send_steps(strategy, tp, cfg, topic, begin_ms, thread=thread, on_attempt=on_attempt), transport
+    )

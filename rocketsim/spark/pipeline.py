@@ -1,0 +1,238 @@
+"""The Spark stages of a run: generate -> simulate -> summarize, each a thin adapter over the core.
+
+* generate: one row per producer, ``mapInArrow`` runs :func:`rocketsim.workload.generate_producer`.
+* simulate: ``groupBy("producer").applyInArrow`` runs :func:`rocketsim.simulate.simulate` on each
+  producer's messages; the result rows carry their attempts as a nested list, so one pass of the
+  simulation feeds both ``send_results`` and ``send_attempts`` (the nested frame is persisted once).
+* summarize: Spark aggregations in :mod:`rocketsim.spark.summaries`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from rocketsim import __version__, schemas, simulate, workload
+from rocketsim.scenario import Scenario, ScenarioError, load_scenario
+from rocketsim.spark import summaries
+from rocketsim.spark.delta_sink import write_run
+from rocketsim.spark.session import spark_schema
+
+ATTEMPTS_COLUMN = "attempt_rows"
+
+
+@dataclass(frozen=True)
+class JobArgs:
+    """The command line every job shares."""
+
+    scenario_path: str
+    warehouse: str = "warehouse"
+    run_id: str = ""
+    overrides: tuple[str, ...] = ()
+    partitions: int = 0  # 0: Spark's default parallelism
+    window_ms: int = 10_000
+    quiet: bool = False
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def parse_job_args(argv: list[str] | None, prog: str, description: str) -> tuple[JobArgs, Scenario]:
+    """Parse and validate before Spark starts; a bad scenario exits with code 2 and one clear line."""
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument("--scenario", required=True, help="scenario TOML file, e.g. conf/scenarios/steady.toml")
+    p.add_argument("--warehouse", default="warehouse", help="folder of the Delta tables (default ./warehouse)")
+    p.add_argument("--run-id", default="", help="run id (default: <scenario name>-s<seed>)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a scenario key by dotted path, e.g. --set workload.messages=200000")
+    p.add_argument("--partitions", type=int, default=0, help="partitions of the simulate stage")
+    p.add_argument("--window-ms", type=int, default=10_000, help="window of the summary tables (ms)")
+    p.add_argument("--quiet", action="store_true", help="print only the final summary")
+    ns = p.parse_args(argv)
+    try:
+        sc = load_scenario(ns.scenario, ns.overrides)
+        if ns.partitions < 0:
+            raise ScenarioError(f"--partitions must be >= 1, got {ns.partitions}")
+        if ns.window_ms <= 0:
+            raise ScenarioError(f"--window-ms must be > 0, got {ns.window_ms}")
+        if ns.run_id and not all(c.isalnum() or c in "-_." for c in ns.run_id):
+            raise ScenarioError(f"--run-id may hold only letters, digits, '-', '_' and '.', got {ns.run_id!r}")
+    except ScenarioError as exc:
+        print(f"ScenarioError: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    args = JobArgs(ns.scenario, ns.warehouse, ns.run_id or sc.run_id, tuple(ns.overrides), ns.partitions,
+                   ns.window_ms, ns.quiet)
+    return args, sc
+
+
+def _partitions(spark: SparkSession, args: JobArgs) -> int:
+    return args.partitions or spark.sparkContext.defaultParallelism
+
+
+# ---- generate -----------------------------------------------------------------------------------
+
+
+def generate_messages(spark: SparkSession, sc: Scenario, run_id: str, partitions: int) -> DataFrame:
+    """The ``messages`` of the run: each producer's rows are made on the worker that owns it."""
+    shares = workload.producer_shares(sc)
+    n = len(shares)
+
+    def produce(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for p in batch.column(0).to_pylist():
+                yield from workload.generate_producer(sc, shares[p])
+
+    producers = spark.range(0, n, 1, numPartitions=max(1, min(partitions, n)))
+    schema = spark_schema(schemas.without_run_id(schemas.MESSAGES))
+    return producers.mapInArrow(produce, schema).withColumn("run_id", F.lit(run_id))
+
+
+# ---- simulate -----------------------------------------------------------------------------------
+
+_ATTEMPT_STRUCT = pa.struct(list(schemas.without_run_id(schemas.SEND_ATTEMPTS)))
+NESTED_RESULTS = schemas.without_run_id(schemas.SEND_RESULTS).append(
+    pa.field(ATTEMPTS_COLUMN, pa.list_(_ATTEMPT_STRUCT))
+)
+
+
+def nest_attempts(results: pa.Table, attempts: pa.Table) -> pa.Table:
+    """Attach each result's attempt rows (matched on seq) as a list column."""
+    results = results.sort_by([("seq", "ascending")])
+    attempts = attempts.sort_by([("seq", "ascending"), ("attempt", "ascending")])
+    import numpy as np
+
+    counts = np.zeros(results.num_rows, np.int32)
+    if attempts.num_rows:
+        idx = np.searchsorted(results.column("seq").to_numpy(), attempts.column("seq").to_numpy())
+        np.add.at(counts, idx, 1)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    struct = pa.StructArray.from_arrays([attempts.column(f.name).combine_chunks() for f in _ATTEMPT_STRUCT],
+                                        fields=list(_ATTEMPT_STRUCT))
+    nested = pa.ListArray.from_arrays(pa.array(offsets), struct, type=pa.list_(_ATTEMPT_STRUCT))
+    return results.append_column(ATTEMPTS_COLUMN, nested)
+
+
+def simulate_sends(messages: DataFrame, sc: Scenario, run_id: str, partitions: int) -> DataFrame:
+    """Results with nested attempts: one group per producer through :func:`rocketsim.simulate.simulate`."""
+
+    def per_producer(table: pa.Table) -> pa.Table:
+        out = simulate.simulate(table.drop_columns(["run_id"]), sc)
+        return nest_attempts(out.results, out.attempts)
+
+    spark = messages.sparkSession
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    nested = messages.groupBy("producer").applyInArrow(per_producer, spark_schema(NESTED_RESULTS))
+    return nested.withColumn("run_id", F.lit(run_id))
+
+
+def split_nested(nested: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(send_attempts, send_results) from the nested frame."""
+    results = nested.drop(ATTEMPTS_COLUMN)
+    attempts = nested.select("run_id", F.explode(ATTEMPTS_COLUMN).alias("a")).select("run_id", "a.*")
+    return attempts, results
+
+
+# ---- the whole run ------------------------------------------------------------------------------
+
+
+def _say(args: JobArgs, text: str) -> None:
+    if not args.quiet:
+        print(text, flush=True)
+
+
+def run_generate(spark: SparkSession, args: JobArgs, sc: Scenario) -> int:
+    t = time.monotonic()
+    df = generate_messages(spark, sc, args.run_id, _partitions(spark, args))
+    rep = write_run(df, args.warehouse, "messages", args.run_id, schemas.MESSAGES)
+    _say(args, f"[generate] {rep.rows:,} messages -> {rep.path} ({time.monotonic() - t:.1f} s)")
+    return rep.rows
+
+
+def run_simulate(spark: SparkSession, args: JobArgs, sc: Scenario, messages: DataFrame | None = None
+                 ) -> tuple[int, int]:
+    from rocketsim.spark.tables import read_spark
+
+    t = time.monotonic()
+    if messages is None:
+        messages = read_spark(spark, args.warehouse, "messages", args.run_id)
+    nested = simulate_sends(messages, sc, args.run_id, _partitions(spark, args)).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        attempts, results = split_nested(nested)
+        rep_r = write_run(results, args.warehouse, "send_results", args.run_id, schemas.SEND_RESULTS)
+        rep_a = write_run(attempts, args.warehouse, "send_attempts", args.run_id, schemas.SEND_ATTEMPTS)
+    finally:
+        nested.unpersist()
+    _say(args, f"[simulate] {rep_r.rows:,} results, {rep_a.rows:,} attempts -> {rep_r.path}, {rep_a.path} "
+               f"({time.monotonic() - t:.1f} s)")
+    return rep_r.rows, rep_a.rows
+
+
+def run_summarize(spark: SparkSession, args: JobArgs) -> None:
+    from rocketsim.spark.tables import read_spark
+
+    t = time.monotonic()
+    attempts = read_spark(spark, args.warehouse, "send_attempts", args.run_id)
+    results = read_spark(spark, args.warehouse, "send_results", args.run_id)
+    outputs = {
+        "broker_windows": (summaries.broker_windows(attempts, args.window_ms), schemas.BROKER_WINDOWS),
+        "producer_windows": (summaries.producer_windows(results, args.window_ms), schemas.PRODUCER_WINDOWS),
+        "run_summary": (summaries.run_summary(results), schemas.RUN_SUMMARY),
+    }
+    for name, (df, schema) in outputs.items():
+        write_run(df, args.warehouse, name, args.run_id, schema)
+    _say(args, f"[summarize] broker_windows, producer_windows, run_summary ({time.monotonic() - t:.1f} s)")
+
+
+def write_runs_row(spark: SparkSession, args: JobArgs, sc: Scenario, messages: int, attempts: int,
+                   started: datetime, wall_s: float) -> None:
+    row = {
+        "run_id": args.run_id, "scenario_name": sc.name, "scenario_text": sc.source_text,
+        "overrides": list(args.overrides), "seed": sc.seed, "code_version": __version__,
+        "messages": messages, "attempts": attempts, "started_at": started.isoformat(timespec="seconds"),
+        "wall_time_s": wall_s,
+    }
+    table = pa.Table.from_pylist([row], schema=schemas.RUNS)
+    df = spark.createDataFrame(table.to_pandas(), schema=spark_schema(schemas.RUNS))
+    write_run(df, args.warehouse, "runs", args.run_id, schemas.RUNS)
+
+
+def print_summary(args: JobArgs) -> None:
+    """The end-of-run summary, from the tiny run_summary table."""
+    from rocketsim.spark.tables import read_arrow
+
+    rows = read_arrow(args.warehouse, "run_summary", args.run_id).to_pylist()
+    overall = next(r for r in rows if r["scope"] == "all")
+    brokers = sorted((r for r in rows if r["scope"] != "all"), key=lambda r: r["scope"])
+    msgs = overall["messages"]
+    print(f"\nrun {args.run_id}: {msgs:,} messages, {overall['ok'] / msgs:.2%} SEND_OK, "
+          f"{overall['failed']:,} failed, {overall['rejected']:,} rejected, {overall['retries']:,} retries")
+    print(f"  send latency p50 {overall['latency_p50_ms']:.1f} ms, p99 {overall['latency_p99_ms']:.1f} ms, "
+          f"p99.9 {overall['latency_p999_ms']:.1f} ms, max {overall['latency_max_ms']} ms")
+    for r in brokers:
+        print(f"  {r['scope']:<12} {r['share']:6.1%} of stored messages, p99 {r['latency_p99_ms']:.1f} ms")
+    print(f"  tables: {Path(args.warehouse).resolve()}/{{messages,send_attempts,send_results,broker_windows,"
+          f"producer_windows,run_summary,runs}} (run_id={args.run_id})")
+
+
+def run_pipeline(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
+    """generate -> simulate -> summarize -> runs row -> printed summary."""
+    started = datetime.now(UTC)
+    t = time.monotonic()
+    _say(args, f"rocketsim {__version__}: scenario {sc.name} (seed {sc.seed}, "
+               f"{sc.workload.total_messages():,} messages, client {sc.producers.client_version}, "
+               f"fault strategy {'on' if sc.producers.send_latency_fault_enable else 'off'}) "
+               f"-> {args.warehouse} run_id={args.run_id}")
+    messages = run_generate(spark, args, sc)
+    _, attempts = run_simulate(spark, args, sc)
+    run_summarize(spark, args)
+    write_runs_row(spark, args, sc, messages, attempts, started, time.monotonic() - t)
+    print_summary(args)
+    _say(args, f"done in {time.monotonic() - t:.1f} s")

@@ -1,0 +1,151 @@
+"""Build the SparkSession every job and test uses, and derive Spark schemas from the Arrow ones.
+
+Precedence of settings, lowest first: ``conf/spark-defaults.conf`` of the repo, whatever spark-submit
+already put in the JVM (``--conf``, ``--master``, ``--properties-file``), then ``extra_conf``, then the
+``master`` argument. The Delta extension is switched on only when its classes are on the JVM classpath
+(design §5): Maven is unreachable here, so most runs use the embedded ``deltalake`` sink instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pyarrow as pa
+import pyspark
+from pyspark import SparkConf, SparkContext
+from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+CONF_FILE_NAME = "spark-defaults.conf"
+DEFAULT_MASTER = "local[*]"
+
+# Settings the pipeline relies on; applied unless the caller or spark-submit chose otherwise.
+REQUIRED_DEFAULTS: Mapping[str, str] = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "32768",
+    "spark.sql.session.timeZone": "UTC",
+    # Delta readers expect INT64 micros, not Spark's legacy INT96 timestamps.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+}
+
+
+def spark_schema(arrow_schema: pa.Schema) -> StructType:
+    """The Spark ``StructType`` of an Arrow schema (types and nullability), so schemas stay declared once."""
+    return from_arrow_schema(arrow_schema)
+
+
+def find_conf_file(conf_file: str | os.PathLike[str] | None = None) -> Path | None:
+    """The spark-defaults file to load: ``conf_file`` if given, else the repo's, else one in the CWD."""
+    if conf_file is not None:
+        path = Path(conf_file)
+        if not path.is_file():
+            raise FileNotFoundError(f"Spark conf file not found: {path}")
+        return path
+    repo_root = Path(__file__).resolve().parents[2]
+    for candidate in (
+        repo_root / "conf" / CONF_FILE_NAME,
+        Path.cwd() / "conf" / CONF_FILE_NAME,
+        Path.cwd() / CONF_FILE_NAME,  # shipped with --files in cluster deploy mode
+    ):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_conf_file(path: Path | None) -> dict[str, str]:
+    """Parse a spark-defaults file: ``key value`` (or ``key=value``) lines, ``#`` comments."""
+    if path is None:
+        return {}
+    conf: dict[str, str] = {}
+    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        sep = min((i for i in (line.find(" "), line.find("\t"), line.find("=")) if i > 0), default=-1)
+        if sep < 0:
+            raise ValueError(f"{path}:{lineno}: expected 'key value', got {raw!r}")
+        key, value = line[:sep].strip(), line[sep + 1 :].strip().lstrip("=").strip()
+        conf[key] = value
+    return conf
+
+
+def build_session(
+    app_name: str = "rocketsim",
+    master: str | None = None,
+    extra_conf: Mapping[str, str] | None = None,
+    conf_file: str | os.PathLike[str] | None = None,
+) -> SparkSession:
+    """Create (or return the active) SparkSession with the repo defaults, Arrow on and UTC.
+
+    ``master=None`` keeps the master spark-submit chose, else ``local[*]``. The Delta extension is
+    enabled only when ``io.delta.sql.DeltaSparkSessionExtension`` can be loaded by the driver JVM.
+    """
+    # Without this, pyspark starts workers with whatever `python3` is on PATH (maybe without pyarrow).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ or SparkContext._jvm is not None
+    if submitted:
+        # The JVM already runs (spark-submit or an earlier session): its conf is the base layer.
+        SparkContext._ensure_initialized()
+    conf = SparkConf()
+    for key, value in read_conf_file(find_conf_file(conf_file)).items():
+        conf.setIfMissing(key, value)
+    for key, value in (extra_conf or {}).items():
+        conf.set(key, str(value))
+    if master is not None:
+        conf.setMaster(master)
+    elif not conf.contains("spark.master"):
+        conf.setMaster(DEFAULT_MASTER)
+    for key, value in REQUIRED_DEFAULTS.items():
+        conf.setIfMissing(key, value)
+    conf.setAppName(app_name)
+
+    if not submitted:
+        # Start the JVM with the final conf so driver memory and spark.jars take effect.
+        SparkContext._ensure_initialized(conf=conf)
+    if _delta_loadable(conf):
+        extensions = [e for e in conf.get("spark.sql.extensions", "").split(",") if e]
+        if DELTA_EXTENSION not in extensions:
+            conf.set("spark.sql.extensions", ",".join([*extensions, DELTA_EXTENSION]))
+        conf.setIfMissing("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+
+    spark = SparkSession.builder.config(conf=conf).getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("ROCKETSIM_SPARK_LOG_LEVEL", "WARN"))
+    return spark
+
+
+def delta_enabled(spark: SparkSession) -> bool:
+    """Whether this session runs the delta-spark extension (so ``format("delta")`` works)."""
+    extensions = spark.conf.get("spark.sql.extensions", "") or ""
+    return DELTA_EXTENSION in extensions.split(",") and _jvm_class_loadable(DELTA_EXTENSION)
+
+
+def _delta_loadable(conf: SparkConf) -> bool:
+    """Delta's extension class is on the driver classpath (via py4j), or a Delta jar is configured."""
+    if _jvm_class_loadable(DELTA_EXTENSION):
+        return True
+    jars = [j for key in ("spark.jars", "spark.driver.extraClassPath") for j in conf.get(key, "").split(",")]
+    homes = [os.environ.get("SPARK_HOME", ""), os.path.dirname(pyspark.__file__)]
+    for home in filter(None, homes):
+        jars += [p.name for p in (Path(home) / "jars").glob("delta-spark*.jar")]
+    # A jar named but not loadable by the gateway JVM (e.g. added later) is still put on the classpath
+    # by SparkContext, so trust its name.
+    return any(Path(j.strip()).name.startswith(("delta-spark", "delta-core")) for j in jars if j.strip())
+
+
+def _jvm_class_loadable(name: str) -> bool:
+    jvm = SparkContext._jvm
+    if jvm is None:
+        return False
+    try:
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName(name, False, loader)
+    except Exception:  # py4j wraps ClassNotFoundException; any failure means "not usable"
+        return False
+    return True

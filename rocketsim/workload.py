@@ -1,0 +1,249 @@
+"""Synthetic messages: one producer's sends, generated column-wise from the scenario.
+
+Every value comes from the counter-based generator keyed by ``(seed, producer, seq)`` (on a workload
+salt, apart from the broker model's draws), so a producer's messages are the same whichever worker makes
+them and however the run is partitioned. Arrival times need a running sum per producer, so a producer's
+messages are made in order, in chunks (``chunk_rows``), carrying the clock from chunk to chunk.
+
+What the client adds to a message's properties is modelled as the Java client does it:
+``WAIT=true`` (Message's constructor), ``TAGS``, ``KEYS``, ``UNIQ_KEY`` (set on send), ``DELAY`` for delay
+messages, ``TRAN_MSG=true`` and ``PGROUP`` for transactional half messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rocketsim import brokers as rng
+from rocketsim.scenario import MESSAGE_TYPES, SEND_MODES, Scenario
+from rocketsim.schemas import MESSAGES, without_run_id
+
+WORKLOAD_SALT = 0x5EED_0F_3E55A6E5  # keeps workload draws apart from the broker model's
+EPOCH_MS = 1_700_000_000_000  # wall-clock instant of simulated time 0 (for UNIQ_KEY ids)
+
+# streams of the workload draws
+S_GAP, S_TYPE, S_MODE, S_TOPIC, S_TAG, S_BODY_A, S_BODY_B, S_ORDER, S_DELAY, S_INVALID, S_INVALID_KIND = range(11)
+
+BAD_TOPIC = "bad topic!"  # illegal characters: the client refuses it
+RESERVED_PROPERTY = "UNIQ_KEY"  # a system property name putUserProperty refuses
+OVERSIZE_PROPERTY_BYTES = 40_000  # a user property that pushes properties past 32767 bytes
+
+_SCHEMA = without_run_id(MESSAGES)
+
+
+@dataclass(frozen=True)
+class ProducerShare:
+    """How many messages one producer sends and at what rate."""
+
+    producer: int
+    messages: int
+    rate_per_s: float
+
+
+def producer_shares(sc: Scenario) -> list[ProducerShare]:
+    """Split the workload evenly over the producers (the first ``total % count`` get one more)."""
+    total = sc.workload.total_messages()
+    count = sc.producers.count
+    rate = sc.workload.rate_per_s / count
+    return [ProducerShare(p, total // count + (1 if p < total % count else 0), rate) for p in range(count)]
+
+
+def _uniforms(seed: int, producer: int, seqs: np.ndarray, stream: int) -> np.ndarray:
+    keys = rng.draw_keys(seed ^ WORKLOAD_SALT, producer, seqs, np.zeros(len(seqs), np.int64))
+    return rng.uniforms(keys, stream)
+
+
+def _choose(u: np.ndarray, weights: dict[str, float], names: tuple[str, ...]) -> np.ndarray:
+    """Index into ``names`` drawn by ``weights`` (names missing from weights have weight 0)."""
+    w = np.array([weights.get(n, 0.0) for n in names], dtype=np.float64)
+    cum = np.cumsum(w / w.sum())
+    return np.minimum(np.searchsorted(cum, u, side="right"), len(names) - 1)
+
+
+def _hex_ids(raw: np.ndarray) -> pa.Array:
+    """Rows of bytes -> uppercase hex strings, built straight into an Arrow string buffer."""
+    digits = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
+    n, width = raw.shape
+    out = np.empty((n, width * 2), dtype=np.uint8)
+    out[:, 0::2] = digits[raw >> 4]
+    out[:, 1::2] = digits[raw & 15]
+    offsets = np.arange(0, n * width * 2 + 1, width * 2, dtype=np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(out.tobytes()))
+
+
+def uniq_ids(seed: int, producer: int, seqs: np.ndarray, born_ts_ms: np.ndarray) -> pa.Array:
+    """UNIQ_KEY ids in MessageClientIDSetter's layout for a producer process of its own.
+
+    ip (4) = 10.x.y.z from the producer number, pid (2) and class-loader hash (4) drawn per producer,
+    time (4) = ms since the start of the (UTC) month of the send, counter (2) = seq (a fresh process
+    counts from 0).
+    """
+    n = len(seqs)
+    raw = np.empty((n, 16), dtype=np.uint8)
+    ip = (10 << 24) | (producer & 0xFFFFFF)
+    k = rng.draw_key(seed ^ WORKLOAD_SALT, producer, -1 & 0xFFFFFFFF, 0)
+    pid = int(rng.uniform(k, 0) * 65536)
+    loader = int(rng.uniform(k, 1) * (1 << 32))
+    raw[:, 0:4] = np.frombuffer(ip.to_bytes(4, "big"), np.uint8)
+    raw[:, 4:6] = np.frombuffer(pid.to_bytes(2, "big"), np.uint8)
+    raw[:, 6:10] = np.frombuffer(loader.to_bytes(4, "big"), np.uint8)
+    now = born_ts_ms + EPOCH_MS
+    month_start = now.astype("datetime64[ms]").astype("datetime64[M]").astype("datetime64[ms]").astype(np.int64)
+    diff = (now - month_start).astype(np.uint32)
+    raw[:, 10:14] = diff.astype(">u4").view(np.uint8).reshape(n, 4)
+    raw[:, 14:16] = (seqs & 0xFFFF).astype(">u2").view(np.uint8).reshape(n, 2)
+    return _hex_ids(raw)
+
+
+def _utf8_len(s: str) -> int:
+    return len(s.encode("utf-8"))
+
+
+def generate_producer(sc: Scenario, share: ProducerShare, chunk_rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
+    """Yield the producer's messages as record batches (schema ``MESSAGES`` without run_id), in seq order."""
+    wl = sc.workload
+    version = sc.producers.version
+    trailing = 0 if version.properties_trailing_separator else -1
+    topics = wl.topics
+    tags = wl.tags or ("",)
+    topic_len = np.array([_utf8_len(t) for t in topics], np.int32)
+    tag_len = np.array([_utf8_len(t) for t in tags], np.int32)
+    pgroup_len = _utf8_len(sc.producers.group)
+    mtype_weights = dict(wl.message_types)
+    batch_weight = mtype_weights.pop("batch", 0.0)
+    total_weight = batch_weight + sum(mtype_weights.values())
+    batch_p = batch_weight / total_weight
+    mean_gap = 1000.0 / share.rate_per_s
+    invalid = dict(wl.invalid)
+    invalid_total = sum(invalid.values())
+    invalid_names = tuple(invalid)
+    clock = 0.0
+    for lo in range(0, share.messages, chunk_rows):
+        hi = min(lo + chunk_rows, share.messages)
+        seqs = np.arange(lo, hi, dtype=np.int64)
+        n = hi - lo
+
+        keys = rng.draw_keys(sc.seed ^ WORKLOAD_SALT, share.producer, seqs, np.zeros(n, np.int64))
+
+        def u(stream: int) -> np.ndarray:
+            return rng.uniforms(keys, stream)
+
+        # arrivals: exponential gaps (poisson) or a fixed gap (uniform), carried across chunks
+        gaps = -np.log1p(-u(S_GAP)) * mean_gap if wl.arrival == "poisson" else np.full(n, mean_gap)
+        times = clock + np.cumsum(gaps)
+        clock = float(times[-1])
+        born = np.floor(times).astype(np.int64)
+
+        # batches are blocks of batch_size consecutive seqs; the block's first seq decides
+        block_first = (seqs // wl.batch_size) * wl.batch_size
+        in_batch = _uniforms(sc.seed, share.producer, block_first, S_TYPE) < batch_p if batch_p > 0 else (
+            np.zeros(n, bool))
+        if mtype_weights and sum(mtype_weights.values()) > 0:
+            mtype = _choose(u(S_TYPE + 16), mtype_weights, MESSAGE_TYPES)
+        else:
+            mtype = np.zeros(n, np.int64)
+        mtype = np.where(in_batch, MESSAGE_TYPES.index("batch"), mtype)
+        topic_seq = np.where(in_batch, block_first, seqs)
+        topic_idx = np.minimum((_uniforms(sc.seed, share.producer, topic_seq, S_TOPIC) * len(topics))
+                               .astype(np.int64), len(topics) - 1)
+        mode_idx = _choose(u(S_MODE), dict(sc.producers.send_mode), SEND_MODES)
+        # a batch is one send: every message of the block takes the block's send mode (never oneway)
+        mode_idx = np.where(in_batch, _choose(_uniforms(sc.seed, share.producer, block_first, S_MODE),
+                                              dict(sc.producers.send_mode), SEND_MODES), mode_idx)
+        tag_idx = np.minimum((u(S_TAG) * len(tags)).astype(np.int64), len(tags) - 1)
+
+        body = _body_sizes(sc, u(S_BODY_A), u(S_BODY_B))
+        is_delay = mtype == MESSAGE_TYPES.index("delay")
+        is_txn = mtype == MESSAGE_TYPES.index("transaction")
+        is_ordered = mtype == MESSAGE_TYPES.index("ordered")
+        levels = np.array(wl.delay_levels or (1,), np.int32)
+        delay = np.where(is_delay, levels[np.minimum((u(S_DELAY) * len(levels)).astype(np.int64),
+                                                      len(levels) - 1)], 0).astype(np.int32)
+        order_idx = np.minimum((u(S_ORDER) * wl.order_keys).astype(np.int64), wl.order_keys - 1)
+
+        # invalid messages on purpose: which kind, if any
+        topic_col = pc.take(pa.array(topics, pa.string()), topic_idx)
+        reserved: np.ndarray = np.full(n, None, dtype=object)
+        extra_props = np.zeros(n, np.int64)
+        if invalid_total > 0:
+            bad = u(S_INVALID) < invalid_total
+            kind = _choose(u(S_INVALID_KIND), invalid, invalid_names)
+            for j, name in enumerate(invalid_names):
+                hit = bad & (kind == j)
+                if not hit.any():
+                    continue
+                if name == "bad_topic":
+                    topic_col = pc.if_else(hit, BAD_TOPIC, topic_col)
+                elif name == "empty_body":
+                    body = np.where(hit, 0, body)
+                elif name == "oversize_body":
+                    body = np.where(hit, sc.producers.max_message_size + 1, body)
+                elif name == "oversize_properties":
+                    # one user property "BIG" whose value makes the whole string too long
+                    extra_props = np.where(hit, len("BIG") + 2 + OVERSIZE_PROPERTY_BYTES, extra_props)
+                elif name == "reserved_property":
+                    reserved = np.where(hit, RESERVED_PROPERTY, reserved)
+
+        ids = uniq_ids(sc.seed, share.producer, seqs, born)
+        key_col = None
+        key_len = np.zeros(n, np.int64)
+        if wl.keys:
+            key_col = pc.binary_join_element_wise(f"k{share.producer}-", pc.cast(pa.array(seqs), pa.string()), "")
+            key_len = np.asarray(pc.binary_length(key_col), np.int64)
+        # properties string bytes, as the client sends it: sum of name + SEP1 + value + SEP2
+        props = (len("WAIT") + 2 + len("true")) + (len("UNIQ_KEY") + 2 + 32) + extra_props
+        props = props + np.where(tag_len[tag_idx] > 0, len("TAGS") + 2 + tag_len[tag_idx], 0)
+        props = props + np.where(key_len > 0, len("KEYS") + 2 + key_len, 0)
+        props = props + np.where(is_delay, len("DELAY") + 2 + np.where(delay >= 10, 2, 1), 0)
+        props = props + np.where(is_txn, (len("TRAN_MSG") + 2 + len("true")) + (len("PGROUP") + 2 + pgroup_len), 0)
+        props = props + trailing
+
+        batch_size = np.where(in_batch, np.minimum(wl.batch_size, share.messages - block_first), 1)
+        cols = {
+            "producer": pa.array(np.full(n, share.producer, np.int32)),
+            "seq": pa.array(seqs),
+            "thread": pa.array((seqs % sc.producers.threads).astype(np.int32)),
+            "topic": topic_col,
+            "tags": pc.take(pa.array(tags, pa.string()), tag_idx),
+            "keys": key_col if key_col is not None else pa.nulls(n, pa.string()),
+            "uniq_msg_id": ids,
+            "body_size": pa.array(body.astype(np.int32)),
+            "compressibility": pa.array(np.full(n, wl.compressibility, np.float32)),
+            "properties_size": pa.array(props.astype(np.int32)),
+            "flag": pa.array(np.zeros(n, np.int32)),
+            "message_type": pc.take(pa.array(MESSAGE_TYPES, pa.string()), mtype),
+            "delay_level": pa.array(delay),
+            "send_mode": pc.take(pa.array(SEND_MODES, pa.string()), mode_idx),
+            "born_ts_ms": pa.array(born),
+            "batch_id": pa.array(np.where(in_batch, block_first, 0), mask=~in_batch),
+            "batch_size": pa.array(batch_size.astype(np.int32)),
+            "order_key": pc.if_else(is_ordered, pc.binary_join_element_wise(
+                "order-", pc.cast(pa.array(order_idx), pa.string()), ""), None),
+            "reserved_property": pa.array(reserved, pa.string()),
+        }
+        yield pa.RecordBatch.from_pydict(cols, schema=_SCHEMA)
+
+
+def _body_sizes(sc: Scenario, u1: np.ndarray, u2: np.ndarray) -> np.ndarray:
+    b = sc.workload.body_size
+    if b.distribution == "fixed":
+        size = np.full(len(u1), float(b.median))
+    elif b.distribution == "uniform":
+        size = b.min + u1 * (b.max - b.min + 1)
+    else:  # lognormal around the median (Box-Muller from two uniforms)
+        z = np.sqrt(-2.0 * np.log1p(-u1)) * np.cos(2.0 * np.pi * u2)
+        size = b.median * np.exp(b.sigma * z)
+    return np.clip(np.floor(size), b.min, b.max).astype(np.int64)
+
+
+def generate(sc: Scenario, producers: list[int] | None = None) -> pa.Table:
+    """All messages of the given producers (default: all) as one table: for tests and small runs."""
+    shares = producer_shares(sc)
+    chosen = shares if producers is None else [shares[p] for p in producers]
+    batches = [b for s in chosen for b in generate_producer(sc, s)]
+    return pa.Table.from_batches(batches, schema=_SCHEMA)

@@ -1,0 +1,32 @@
+"""Shared fixtures: one SparkSession for the whole run, requested only by Spark tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A small, fast local SparkSession shared by every Spark test; never stopped by a test."""
+    from rocketsim.spark.session import build_session
+
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    session = build_session(
+        app_name="rocketsim-tests",
+        master="local[2]",
+        extra_conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.sql.warehouse.dir": str(warehouse),
+        },
+    )
+    yield session
+    session.stop()

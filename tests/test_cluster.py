@@ -1,0 +1,188 @@
+"""Cluster proof: a standalone master and worker on 127.0.0.1 run a job submitted by ./spark-submit.sh.
+
+Uses pyspark's own ``bin/spark-class`` (no Spark download). The job is ``jobs/smoke.py``; the lead adds
+the pipeline job here once it exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from rocketsim.schemas import SEND_ATTEMPTS
+from rocketsim.spark.tables import read_arrow
+
+ROOT = Path(__file__).resolve().parents[1]
+SPARK_HOME = Path(pyspark.__file__).parent
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.spark,
+    pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        # Own process group: stopping it also stops the executor JVMs the worker forks.
+        return subprocess.Popen(
+            [str(SPARK_HOME / "bin" / "spark-class"), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+def _master_state(webui_port: int) -> dict[str, object]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{webui_port}/json/", timeout=2) as resp:
+        return json.load(resp)
+
+
+@pytest.fixture()
+def standalone(tmp_path: Path) -> Iterator[tuple[str, int, Path]]:
+    """A master and one 1-core worker bound to 127.0.0.1; yields (master URL, web UI port, work dir)."""
+    port, webui, worker_ui = _free_port(), _free_port(), _free_port()
+    conf_dir = tmp_path / "spark-conf"  # empty: no site defaults leak in
+    work = tmp_path / "work"
+    conf_dir.mkdir()
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_CONF_DIR": str(conf_dir),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_LOCAL_DIRS": str(tmp_path / "local"),
+        "SPARK_NO_DAEMONIZE": "1",
+    }
+    master = _start(
+        [
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(webui),
+        ],
+        tmp_path / "master.log",
+        env,
+    )
+    procs = [master]
+    try:
+        worker = _start(
+            [
+                "org.apache.spark.deploy.worker.Worker",
+                f"spark://127.0.0.1:{port}",
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                "1",
+                "--memory",
+                "1g",
+                "--webui-port",
+                str(worker_ui),
+                "--work-dir",
+                str(work),
+            ],
+            tmp_path / "worker.log",
+            env,
+        )
+        procs.append(worker)
+        deadline = time.monotonic() + 45
+        while True:
+            try:
+                if any(w.get("state") == "ALIVE" for w in _master_state(webui).get("workers", [])):
+                    break
+            except OSError:
+                pass  # master not listening yet
+            if time.monotonic() > deadline or master.poll() is not None or worker.poll() is not None:
+                logs = "\n".join(p.read_text()[-2000:] for p in tmp_path.glob("*.log"))
+                pytest.fail(f"standalone worker did not register:\n{logs}")
+            time.sleep(0.5)
+        yield f"spark://127.0.0.1:{port}", webui, work
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+
+
+def test_smoke_job_runs_on_standalone_cluster(standalone: tuple[str, int, Path], tmp_path: Path) -> None:
+    master_url, webui, work = standalone
+    warehouse = tmp_path / "warehouse"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    cmd = [
+        str(ROOT / "spark-submit.sh"),
+        "--master",
+        master_url,
+        "--conf",
+        "spark.executor.memory=512m",
+        "--conf",
+        "spark.cores.max=1",
+        "--conf",
+        "spark.driver.host=127.0.0.1",
+        "--conf",
+        "spark.driver.bindAddress=127.0.0.1",
+        "--driver-memory",
+        "1g",
+        "jobs/smoke.py",
+        "--warehouse",
+        str(warehouse),
+        "--run-id",
+        "cluster-1",
+        "--rows",
+        "2000",
+    ]
+    # From another CWD: the script must resolve the repo itself.
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=80)
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (report["rows"], report["run_id"], report["engine"]) == (2000, "cluster-1", "deltalake")
+
+    table = read_arrow(warehouse, "smoke_attempts", "cluster-1", arrow_schema=SEND_ATTEMPTS)
+    assert table.schema.equals(SEND_ATTEMPTS)
+    assert table.num_rows == 2000
+    assert sorted(table.column("seq").to_pylist()) == list(range(2000))
+
+    # The tasks ran in an executor the worker launched, not in the driver.
+    apps = _master_state(webui).get("completedapps", [])
+    assert len(apps) == 1
+    assert list(work.glob("app-*/*/stderr")), "no executor was launched on the worker"
+
+
+def test_spark_submit_usage_and_bad_job() -> None:
+    usage = subprocess.run([str(ROOT / "spark-submit.sh"), "-h"], capture_output=True, text=True, timeout=30)
+    assert usage.returncode == 0 and "usage: spark-submit.sh" in usage.stdout
+    missing = subprocess.run(
+        [str(ROOT / "spark-submit.sh"), "--master", "local[1]", "jobs/no_such_job.py"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert missing.returncode == 2 and "job file not found" in missing.stderr

@@ -1,0 +1,55 @@
+"""Every upstream vector file in tests/data/conformance passes, nothing skipped."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rocketsim.conformance import CHECKERS, run_dir
+
+VECTORS = Path(__file__).parent / "data" / "conformance"
+
+
+@pytest.mark.parametrize("file_name", sorted(CHECKERS))
+def test_vector_file_passes(file_name: str, tmp_path: Path) -> None:
+    (tmp_path / file_name).symlink_to(VECTORS / file_name)
+    results = list(run_dir(tmp_path))
+    failures = [f"{r.vector_id}: {r.detail}" for r in results if r.status == "failed"]
+    skipped = [r.vector_id for r in results if r.status == "skipped"]
+    assert results, f"no vectors ran for {file_name}"
+    assert not failures, "\n".join(failures[:20])
+    assert not skipped, f"{len(skipped)} skipped, e.g. {skipped[:5]}"
+
+
+def test_cli_summary_line_and_exit_code(tmp_path: Path) -> None:
+    (tmp_path / "validators.json").symlink_to(VECTORS / "validators.json")
+    done = subprocess.run(
+        [sys.executable, "-m", "rocketsim.conformance", str(tmp_path)], capture_output=True, text=True
+    )
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.endswith("0 failed, 0 skipped") and not last.startswith("0 passed"), done.stdout
+    assert done.returncode == 0
+
+
+def test_cli_fails_when_nothing_ran(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rocketsim.conformance", str(tmp_path)], capture_output=True, text=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "0 passed, 0 failed, 0 skipped"
+    assert done.returncode == 1
+
+
+def test_cli_reports_a_broken_vector(tmp_path: Path) -> None:
+    text = (VECTORS / "properties.json").read_text()
+    # Corrupt one expected output: the runner must notice and exit 1.
+    broken = text.replace('"utf8_len": 0', '"utf8_len": 1', 1)
+    assert broken != text
+    (tmp_path / "properties.json").write_text(broken)
+    done = subprocess.run(
+        [sys.executable, "-m", "rocketsim.conformance", str(tmp_path)], capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    assert "FAILED" in done.stdout

@@ -1,0 +1,205 @@
+"""Scenario files: defaults, overrides, and bad input that fails fast naming key, rule and value."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rocketsim.scenario import (
+    Scenario,
+    ScenarioError,
+    apply_overrides,
+    load_scenario,
+    parse_override,
+    scenario_from_mapping,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = sorted((ROOT / "conf" / "scenarios").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+def test_shipped_scenarios_load_and_say_what_they_answer(path: Path) -> None:
+    sc = load_scenario(path)
+    assert sc.name == path.stem
+    assert "Question:" in sc.source_text
+    assert sc.workload.total_messages() > 0
+
+
+def test_shipped_set_is_complete() -> None:
+    names = {p.stem for p in SCENARIOS}
+    assert {"steady", "broker_outage", "brownout", "flapping", "hung_broker"} <= names
+
+
+def test_defaults_are_default_mq_producer_defaults() -> None:
+    p = scenario_from_mapping({}).producers
+    assert (p.send_msg_timeout_ms, p.retry_times_when_send_failed, p.retry_times_when_send_async_failed) == (
+        3000,
+        2,
+        2,
+    )
+    assert p.send_latency_fault_enable is False
+    assert (p.compress_msg_body_over_howmuch, p.max_message_size, p.default_topic_queue_nums) == (
+        4096,
+        4_194_304,
+        4,
+    )
+    assert p.retry_another_broker_when_not_store_ok is False
+    assert p.threads == 1
+
+
+def test_overrides_set_nested_keys_and_list_items() -> None:
+    raw = {
+        "workload": {"messages": 10},
+        "faults": [{"broker": "broker-a", "kind": "outage", "start_s": 1, "end_s": 2}],
+    }
+    out = apply_overrides(
+        raw,
+        [
+            "seed=7",
+            "workload.messages=200000",
+            "faults.0.end_s=9.5",
+            "producers.client_version=5.3.3",
+            "producers.send_latency_fault_enable=true",
+        ],
+    )
+    sc = scenario_from_mapping(out)
+    assert sc.seed == 7 and sc.workload.messages == 200_000 and sc.faults[0].end_s == 9.5
+    assert sc.producers.client_version == "5.3.3" and sc.producers.send_latency_fault_enable is True
+    assert raw["workload"]["messages"] == 10  # the input is not mutated
+
+
+def test_override_value_falls_back_to_string() -> None:
+    assert parse_override("producers.group=my_group") == ("producers.group", "my_group")
+    assert parse_override('workload.topics=["A","B"]') == ("workload.topics", ["A", "B"])
+
+
+BAD = [
+    ({"nope": 1}, "nope is not a known key"),
+    ({"producers": {"cuont": 2}}, "producers.cuont is not a known key"),
+    ({"seed": "x"}, "seed must be an integer, got 'x'"),
+    ({"seed": 1.5}, "seed must be an integer, got 1.5"),
+    ({"producers": {"count": 0}}, "producers.count must be between 1 and 100000, got 0"),
+    ({"producers": {"send_msg_timeout_ms": -5}}, "producers.send_msg_timeout_ms must be > 0, got -5"),
+    ({"producers": {"retry_times_when_send_failed": -1}}, "producers.retry_times_when_send_failed must be"),
+    ({"producers": {"send_latency_fault_enable": "yes"}}, "must be true or false, got 'yes'"),
+    ({"producers": {"client_version": "4.3.0"}}, "producers.client_version must be in 4.8.0-4.9.8"),
+    ({"producers": {"client_version": "five"}}, "producers.client_version must look like"),
+    ({"producers": {"send_mode": {"sync": 0}}}, "producers.send_mode weights must add up to more than 0"),
+    ({"producers": {"send_mode": {"burst": 1}}}, "producers.send_mode.burst is not a known key"),
+    ({"producers": {"compress_type": "GZIP"}}, "producers.compress_type must be one of ZLIB, LZ4, ZSTD"),
+    ({"cluster": {"brokers": []}}, "cluster.brokers must name at least one broker"),
+    ({"cluster": {"brokers": ["a", "a"]}}, "cluster.brokers must not repeat a broker name"),
+    ({"cluster": {"write_queues": 0}}, "cluster.write_queues must be between 1 and 1024, got 0"),
+    ({"workload": {"messages": -1}}, "workload.messages must be >= 0, got -1"),
+    ({"workload": {"rate_per_s": 0}}, "workload.rate_per_s must be > 0, got 0"),
+    ({"workload": {"topics": ["bad topic!"]}}, "workload.topics[0] is not a topic the client accepts"),
+    ({"workload": {"topics": ["SCHEDULE_TOPIC_XXXX"]}}, "workload.topics[0]"),
+    ({"workload": {"topics": "TopicTest"}}, "workload.topics must be a list of str"),
+    ({"workload": {"body_size": {"min": 10, "max": 5}}}, "workload.body_size.min must be <="),
+    ({"workload": {"compressibility": 1.5}}, "workload.compressibility must be between 0 and 1, got 1.5"),
+    ({"workload": {"invalid": {"bad_topic": 0.7, "empty_body": 0.7}}}, "fractions must add up to at most 1"),
+    ({"workload": {"delay_levels": [0]}}, "workload.delay_levels[0] must be >= 1, got 0"),
+    ({"brokers": {"broker-z": {}}}, "brokers.broker-z must be 'default' or a broker of cluster.brokers"),
+    (
+        {"brokers": {"default": {"latency": {"median_ms": 0}}}},
+        "brokers.default.latency.median_ms must be > 0",
+    ),
+    (
+        {"brokers": {"default": {"errors": {"system_busy": -0.1}}}},
+        "brokers.default.errors.system_busy must be",
+    ),
+    (
+        {"faults": [{"broker": "broker-z", "kind": "outage", "start_s": 1, "end_s": 2}]},
+        "faults[0].broker must name a broker of cluster.brokers, got 'broker-z'",
+    ),
+    (
+        {"faults": [{"broker": "broker-a", "kind": "outage", "start_s": 5, "end_s": 2}]},
+        "faults[0].end_s must be after start_s (5.0), got 2.0",
+    ),
+    (
+        {"faults": [{"broker": "broker-a", "kind": "meteor", "start_s": 1, "end_s": 2}]},
+        "faults[0].kind must be one of outage",
+    ),
+    ({"faults": [{"broker": "broker-a", "kind": "outage", "end_s": 2}]}, "faults[0].start_s is required"),
+    (
+        {
+            "faults": [
+                {"broker": "broker-a", "kind": "outage", "start_s": 1, "end_s": 10},
+                {"broker": "broker-a", "kind": "hang", "start_s": 5, "end_s": 20},
+            ]
+        },
+        "faults[1] must not overlap faults[0]",
+    ),
+    (
+        {
+            "faults": [
+                {
+                    "broker": "broker-a",
+                    "kind": "flapping",
+                    "start_s": 1,
+                    "end_s": 100,
+                    "period_s": 10,
+                    "down_s": 10,
+                }
+            ]
+        },
+        "faults[0].down_s must be shorter than period_s",
+    ),
+    ({"faults": {"broker": "broker-a"}}, "faults must be an array of tables"),
+]
+
+
+@pytest.mark.parametrize(("raw", "message"), BAD, ids=[m for _, m in BAD])
+def test_bad_scenarios_name_key_rule_and_value(raw: dict, message: str) -> None:
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_mapping(raw)
+    assert message in str(info.value)
+
+
+def test_at_least_twenty_bad_cases() -> None:
+    assert len(BAD) >= 20
+
+
+def test_bad_toml_and_missing_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("seed = = 3\n")
+    with pytest.raises(ScenarioError, match="is not valid TOML"):
+        load_scenario(bad)
+    with pytest.raises(ScenarioError, match="cannot be read"):
+        load_scenario(tmp_path / "missing.toml")
+
+
+def test_bad_override_is_a_scenario_error() -> None:
+    with pytest.raises(ScenarioError, match="must look like key.path=value"):
+        parse_override("seed")
+
+
+def test_job_fails_fast_with_exit_2_and_leaves_no_trace(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "jobs" / "pipeline.py"),
+            "--scenario",
+            str(SCENARIOS[0]),
+            "--warehouse",
+            str(warehouse),
+            "--set",
+            "producers.count=0",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "producers.count must be between 1 and 100000, got 0" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not warehouse.exists()
+
+
+def test_run_id_defaults_to_name_and_seed() -> None:
+    assert Scenario(name="brownout", seed=11).run_id == "brownout-s11"

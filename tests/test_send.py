@@ -1,0 +1,326 @@
+"""The send loops: retries, budgets, response codes per version, ASYNC and ONEWAY."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from rocketsim.fault import FaultStrategy, SplitMixIntSource, ThreadLocalIndex, new_strategy
+from rocketsim.route import TopicPublishInfo, TopicRouteData, topic_publish_info
+from rocketsim.send import (
+    AsyncSemaphore,
+    Call,
+    ClientError,
+    MQBrokerError,
+    Outcome,
+    RemotingTooMuchRequestError,
+    ResponseCode,
+    ResponseScan,
+    SendConfig,
+    SendFailedError,
+    SendInterruptedError,
+    async_send_steps,
+    cap_to_timeout,
+    retry_response_codes,
+    send_async,
+    send_oneway,
+    send_sync,
+)
+from rocketsim.versions import parse_version
+
+Behaviour = Callable[[str, int, int], Outcome]  # (broker, start_ms, timeout_ms) -> Outcome
+
+
+def _setup(
+    version: str, queues: dict[str, int], fault: bool = False, seed: int = 1
+) -> tuple[FaultStrategy, TopicPublishInfo, SendConfig]:
+    v = parse_version(version)
+    strategy = new_strategy(
+        v.fault_line, send_latency_fault_enable=fault, which_item_worst_source=SplitMixIntSource(seed)
+    )
+    index = ThreadLocalIndex(
+        v.fault_line, lambda t: SplitMixIntSource.for_index(seed, 0, t, "sendWhichQueue")
+    )
+    tp = topic_publish_info("TopicTest", TopicRouteData.simple(queues), index)
+    return strategy, tp, SendConfig(version=v)
+
+
+def _transport(by_broker: dict[str, Behaviour]):
+    calls: list[tuple[int, str, int, int]] = []
+
+    def transport(attempt: int, broker: str, queue_id: int, start_ms: int, timeout_ms: int) -> Outcome:
+        calls.append((attempt, broker, start_ms, timeout_ms))
+        return by_broker[broker](broker, start_ms, timeout_ms)
+
+    transport.calls = calls  # type: ignore[attr-defined]
+    return transport
+
+
+def _ok(latency: int = 5) -> Behaviour:
+    return lambda b, s, t: Outcome.ok(latency)
+
+
+def _connect_refused(latency: int = 3) -> Behaviour:
+    return lambda b, s, t: Outcome.remoting_error("connect", latency)
+
+
+def _hang(extra: int = 0) -> Behaviour:
+    return lambda b, s, t: Outcome.remoting_error("timeout", t + extra)
+
+
+def _code(code: int) -> Behaviour:
+    return lambda b, s, t: Outcome.broker_error(code, 7)
+
+
+@pytest.mark.parametrize("version", ["4.9.7", "4.9.8", "5.3.3"])
+def test_fault_off_retries_onto_the_other_broker(version: str) -> None:
+    strategy, tp, cfg = _setup(version, {"broker-a": 4, "broker-b": 4})
+    transport = _transport({"broker-a": _connect_refused(), "broker-b": _ok()})
+    now, seen_retry = 0, 0
+    for _ in range(40):
+        rec = send_sync(strategy, tp, cfg, "TopicTest", now, transport)
+        assert rec.result is not None and rec.result.status == "SEND_OK"
+        assert rec.attempts[-1].broker == "broker-b"
+        if len(rec.attempts) == 2:
+            seen_retry += 1
+            assert rec.attempts[0].broker == "broker-a"
+            assert rec.attempts[0].flow == "continue:RemotingException"
+            assert rec.attempts[0].fault_update is not None and rec.attempts[0].fault_update.duration is None
+            assert rec.attempts[1].last_broker == "broker-a"
+        now = rec.end_ms + 10
+    assert seen_retry >= 5
+    assert len(strategy.table) == 0  # fault tolerance off: nothing recorded
+
+
+@pytest.mark.parametrize(
+    ("version", "url"),
+    [
+        ("4.9.8", "http://rocketmq.apache.org/docs/faq/"),
+        ("5.3.3", "https://rocketmq.apache.org/docs/bestPractice/06FAQ"),
+    ],
+)
+def test_final_exception_matches_upstream_text(version: str, url: str) -> None:
+    strategy, tp, cfg = _setup(version, {"broker-b": 4})
+    rec = send_sync(strategy, tp, cfg, "TopicTest", 1_000, _transport({"broker-b": _connect_refused(3)}))
+    err = rec.error
+    assert isinstance(err, SendFailedError)
+    assert err.response_code == 10001 and err.cause == "RemotingConnectException"
+    assert err.error_message == (
+        "Send [3] times, still failed, cost [9]ms, Topic: TopicTest, "
+        f"BrokersSent: [broker-b, broker-b, broker-b]\nSee {url} for further details."
+    )
+    assert str(err) == err.error_message  # the tip is already there: getMessage() adds nothing
+    assert rec.label == "thrown:MQClientException:10001"
+    with pytest.raises(SendFailedError):
+        rec.result_or_raise()
+
+
+def test_a_hung_broker_eats_the_3s_budget_so_no_retry_happens() -> None:
+    strategy, tp, cfg = _setup("4.9.8", {"broker-a": 2})
+    rec = send_sync(strategy, tp, cfg, "TopicTest", 0, _transport({"broker-a": _hang(extra=1)}))
+    assert [a.sent for a in rec.attempts] == [True, False]
+    assert rec.attempts[1].flow == "break:callTimeout(costTime=3001)"
+    assert isinstance(rec.error, RemotingTooMuchRequestError)
+    assert rec.error.message == "sendDefaultImpl call timeout"
+    # a timeout of exactly the budget leaves costTime == timeout: the retries still go, with 0 ms each
+    rec = send_sync(strategy, tp, cfg, "TopicTest", 10_000, _transport({"broker-a": _hang()}))
+    assert [a.timeout_ms for a in rec.attempts] == [3000, 0, 0]
+    assert isinstance(rec.error, SendFailedError) and rec.error.response_code == 10002
+
+
+def test_retry_response_codes_by_version() -> None:
+    busy, go_away = ResponseCode.SYSTEM_BUSY, ResponseCode.GO_AWAY
+    assert busy not in retry_response_codes(parse_version("4.9.8"))
+    assert busy not in retry_response_codes(parse_version("5.2.0"))
+    assert busy in retry_response_codes(parse_version("5.3.0"))
+    assert go_away not in retry_response_codes(parse_version("5.3.0"))
+    assert {busy, go_away} <= retry_response_codes(parse_version("5.3.1"))
+    assert {busy, go_away} <= retry_response_codes(parse_version("5.x"))
+
+
+@pytest.mark.parametrize(("version", "attempts"), [("4.9.8", 1), ("5.2.0", 1), ("5.3.0", 3)])
+def test_sync_system_busy_retries_only_where_upstream_does(version: str, attempts: int) -> None:
+    strategy, tp, cfg = _setup(version, {"broker-a": 2, "broker-b": 2})
+    rec = send_sync(
+        strategy, tp, cfg, "TopicTest", 0, _transport({b: _code(2) for b in ("broker-a", "broker-b")})
+    )
+    assert len(rec.attempts) == attempts
+    if attempts == 1:
+        assert isinstance(rec.error, MQBrokerError) and rec.error.response_code == 2
+        assert rec.attempts[0].flow == "throw:MQBrokerException(non-retry code)"
+    else:
+        assert isinstance(rec.error, SendFailedError) and rec.error.response_code == 2
+
+
+def test_5x_broker_error_marks_unreachable_and_remoting_error_isolates() -> None:
+    strategy, tp, cfg = _setup("5.3.3", {"broker-a": 1}, fault=True)
+    rec = send_sync(strategy, tp, cfg, "TopicTest", 0, _transport({"broker-a": _code(1)}))
+    assert [a.fault_update.as_vector() for a in rec.attempts] == [["broker-a", 7, True, False, 10_000]] * 3
+    assert not strategy.table.is_reachable("broker-a")
+    assert rec.attempts[0].isolated_until_ms == 10_007
+
+
+def test_not_store_ok_retries_another_broker_only_when_asked() -> None:
+    flush = {"broker-a": lambda b, s, t: Outcome.not_ok("FLUSH_DISK_TIMEOUT", 4), "broker-b": _ok()}
+    for retry_another, expected in ((False, "FLUSH_DISK_TIMEOUT"), (True, "SEND_OK")):
+        strategy, tp, cfg = _setup("4.9.8", {"broker-a": 1, "broker-b": 1})
+        cfg = SendConfig(version=cfg.version, retry_another_broker_when_not_store_ok=retry_another)
+        results = []
+        for start in range(0, 40, 10):
+            rec = send_sync(strategy, tp, cfg, "TopicTest", start, _transport(flush))
+            results.append(rec.result.status)
+        assert expected in results and (retry_another or "SEND_OK" in results)
+        assert all(r == "SEND_OK" for r in results) == retry_another
+
+
+def test_interrupt_is_thrown_without_isolation() -> None:
+    strategy, tp, cfg = _setup("4.9.8", {"broker-a": 1}, fault=True)
+    rec = send_sync(
+        strategy, tp, cfg, "TopicTest", 0, _transport({"broker-a": lambda b, s, t: Outcome.interrupted(2)})
+    )
+    assert isinstance(rec.error, SendInterruptedError) and len(rec.attempts) == 1
+    assert rec.attempts[0].fault_update.as_vector() == ["broker-a", 2, False, 0]
+
+
+def test_5x_per_request_cap_exists_from_5_3_3() -> None:
+    for version, expected in (("5.3.3", [1000, 1000, 1000]), ("5.3.2", [3000, 0, 0])):
+        strategy, tp, _ = _setup(version, {"broker-a": 1, "broker-b": 1})
+        cfg = SendConfig(version=parse_version(version), send_msg_max_timeout_per_request_ms=1000)
+        rec = send_sync(
+            strategy, tp, cfg, "TopicTest", 0, _transport({"broker-a": _hang(), "broker-b": _hang()})
+        )
+        assert [a.timeout_ms for a in rec.attempts] == expected
+
+
+def test_sender_threads_keep_their_own_index() -> None:
+    strategy, tp, cfg = _setup("4.9.8", {"broker-a": 8})
+    transport = _transport({"broker-a": _ok()})
+    q0 = [send_sync(strategy, tp, cfg, "T", 0, transport, thread=0).result.queue_id for _ in range(3)]
+    q1 = [send_sync(strategy, tp, cfg, "T", 0, transport, thread=1).result.queue_id for _ in range(3)]
+    assert q0 != q1
+    assert [(q - q0[0]) % 8 for q in q0] == [0, 1, 2] and [(q - q1[0]) % 8 for q in q1] == [0, 1, 2]
+
+
+def test_cap_to_timeout() -> None:
+    assert cap_to_timeout(Outcome.ok(3500), 3000) == Outcome.remoting_error("timeout", 3000)
+    assert cap_to_timeout(Outcome.ok(20), 3000) == Outcome.ok(20)
+
+
+# ---- ASYNC ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["4.9.8", "5.3.3"])
+def test_async_does_not_retry_a_broker_error_even_system_busy(version: str) -> None:
+    strategy, tp, cfg = _setup(version, {"broker-a": 2, "broker-b": 2})
+    transport = _transport({"broker-a": _code(2), "broker-b": _code(2)})
+    rec = send_async(strategy, tp, cfg, "TopicTest", 0, transport)
+    assert len(rec.attempts) == 1 and rec.attempts[0].flow == "callback:onException"
+    assert isinstance(rec.error, MQBrokerError) and rec.error.response_code == 2
+
+
+@pytest.mark.parametrize("version", ["4.9.8", "5.3.3"])
+def test_async_retries_network_failures_up_to_the_async_limit(version: str) -> None:
+    send_failed: Behaviour = lambda b, s, t: Outcome.remoting_error("send_request", 4)  # noqa: E731
+    strategy, tp, cfg = _setup(version, {"broker-a": 2, "broker-b": 2})
+    rec = send_async(
+        strategy, tp, cfg, "TopicTest", 0, _transport({"broker-a": send_failed, "broker-b": send_failed})
+    )
+    assert [a.flow for a in rec.attempts] == ["retry", "retry", "callback:onException"]
+    assert [a.start_ms for a in rec.attempts] == [0, 4, 8]
+    # every retry avoids the broker that just failed
+    assert all(a.broker != a.last_broker for a in rec.attempts[1:])
+    assert isinstance(rec.error, ClientError) and rec.error.error_message == "send request failed"
+    strategy, tp, cfg = _setup(version, {"broker-a": 2, "broker-b": 2})
+    ok_after = send_async(
+        strategy, tp, cfg, "TopicTest", 0, _transport({"broker-a": send_failed, "broker-b": _ok()})
+    )
+    assert ok_after.result is not None and ok_after.attempts[-1].broker == "broker-b"
+
+
+def test_async_timeout_fires_at_the_response_scan_and_has_no_budget_left() -> None:
+    for version in ("4.9.8", "5.3.3"):
+        strategy, tp, cfg = _setup(version, {"broker-a": 2}, fault=True)
+        transport = _transport({"broker-a": _hang()})
+        rec = send_async(strategy, tp, cfg, "TopicTest", 500, transport, scan=ResponseScan(3_000, 1_000))
+        assert rec.attempts[0].end_ms == 5_000  # 500 + 3000 + 1000 -> next scan tick
+        assert len(transport.calls) == 1  # no request is sent after the budget is gone
+        if version == "4.9.8":  # 4.9 still runs its retries, each refused at once
+            assert [a.outcome.label for a in rec.attempts[1:]] == ["remoting:too_many_requests"] * 2
+            assert isinstance(rec.error, RemotingTooMuchRequestError)
+            assert rec.error.message == "invokeAsync call the addr[broker-a] timeout"
+        else:
+            assert len(rec.attempts) == 1
+            assert rec.error.error_message == "wait response timeout, cost=4500"
+
+
+def test_4_9_async_dispatch_update_overwrites_isolation_but_5x_does_not() -> None:
+    for version, isolated_after in (("4.9.8", False), ("5.3.3", True)):
+        strategy, tp, cfg = _setup(version, {"broker-a": 1}, fault=True)
+        strategy.update_fault_item("broker-a", 5, isolation=True, now=0)
+        rec = send_async(strategy, tp, cfg, "TopicTest", 100, _transport({"broker-a": _ok(3)}))
+        assert rec.dispatch_update is not None and rec.dispatch_update.latency == 0
+        assert (not strategy.table.is_available("broker-a", 103)) == isolated_after
+
+
+def test_async_semaphore_bounds_requests_in_flight() -> None:
+    strategy, tp, cfg = _setup("5.3.3", {"broker-a": 4})
+    sem = AsyncSemaphore(permits=1)
+    first = async_send_steps(strategy, tp, cfg, "T", 0, semaphore=sem)
+    call1 = next(first)
+    assert isinstance(call1, Call) and call1.start_ms == 0
+    with pytest.raises(StopIteration):
+        first.send(Outcome.ok(500))  # holds the only permit until 500
+    second = async_send_steps(strategy, tp, cfg, "T", 100, semaphore=sem)
+    call2 = next(second)
+    assert (call2.start_ms, call2.timeout_ms) == (500, 2600)  # waited 400 ms for the permit
+    with pytest.raises(StopIteration):
+        second.send(Outcome.ok(3_000))
+    # the permit is busy until 3500: a send with a 1 s budget at 600 gives up waiting at 1600
+    transport = _transport({"broker-a": _ok()})
+    third = send_async(
+        strategy,
+        tp,
+        SendConfig(version=cfg.version, send_msg_timeout_ms=1_000),
+        "T",
+        600,
+        transport,
+        semaphore=sem,
+    )
+    assert transport.calls == [] and len(third.attempts) == 1
+    assert third.attempts[0].outcome == Outcome.remoting_error("timeout", 1_000)
+    assert (
+        isinstance(third.error, ClientError)
+        and third.error.error_message == "wait response timeout, cost=1000"
+    )
+
+
+# ---- ONEWAY -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["4.9.8", "5.3.3"])
+def test_oneway_makes_one_attempt_and_never_retries(version: str) -> None:
+    strategy, tp, cfg = _setup(version, {"broker-a": 2, "broker-b": 2})
+    transport = _transport({"broker-a": _connect_refused(), "broker-b": _connect_refused()})
+    rec = send_oneway(strategy, tp, cfg, "TopicTest", 0, transport)
+    assert len(rec.attempts) == 1 and len(transport.calls) == 1
+    assert isinstance(rec.error, SendFailedError)
+    assert rec.error.error_message.startswith("Send [1] times, still failed, cost [3]ms")
+    silent = send_oneway(
+        strategy, tp, cfg, "TopicTest", 10, _transport({"broker-a": _code(2), "broker-b": _code(2)})
+    )
+    assert silent.error is None and silent.result is None  # no response, no result: the error is unseen
+    assert silent.end_ms == 10
+
+
+@pytest.mark.parametrize("mode", [send_sync, send_oneway])
+def test_no_writable_queue_is_no_route_info(mode: Callable[..., object]) -> None:
+    strategy, _, cfg = _setup("4.9.8", {"broker-a": 1})
+    index = ThreadLocalIndex.shared("4.9.8", SplitMixIntSource(3))
+    read_only = topic_publish_info("T", TopicRouteData.simple({"broker-a": 4}, perm=4), index)
+    rec = mode(strategy, read_only, cfg, "T", 0, _transport({}))
+    assert rec.label == "thrown:MQClientException:10005" and rec.attempts == ()
+    assert (
+        str(rec.error)
+        == "No route info of this topic: T\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+    )

@@ -11,8 +11,9 @@ ARGS ?=
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev,notebooks]'
+	@echo "installing rocketsim and its pinned dependencies into $(VENV) (first run only; log: $(VENV)/install.log)"
+	@$(PY) -m pip install --upgrade pip > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@$(PY) -m pip install -c constraints.txt -e '.[dev,notebooks]' >> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
 
 check-java:

@@ -13,7 +13,7 @@ usage() {
     cat <<EOF
 usage: $(basename "$0") [spark-submit options] JOB.py [job arguments]
 
-Runs JOB.py (a path, or one relative to the repo such as jobs/smoke.py) with the spark-submit of
+Runs JOB.py (a path, or one relative to the repo such as jobs/pipeline.py) with the spark-submit of
 the pyspark installed in $VENV. The rocketsim package is zipped into build/ and shipped with
 --py-files; conf/spark-defaults.conf is the properties file unless --properties-file is given.
 
@@ -25,7 +25,7 @@ Executors use the venv's Python; on a remote cluster point them at theirs with
 
 examples:
   $(basename "$0") jobs/pipeline.py --scenario conf/scenarios/steady.toml
-  $(basename "$0") --master spark://127.0.0.1:7077 jobs/smoke.py --warehouse /tmp/wh --run-id r1
+  $(basename "$0") --master spark://127.0.0.1:7077 jobs/pipeline.py --scenario conf/scenarios/brownout.toml --warehouse /shared/wh
 EOF
 }
 
@@ -133,6 +133,10 @@ SUBMIT="$VENV/bin/spark-submit"
 [[ -x "$SUBMIT" ]] || SUBMIT="$PYSPARK_DIR/bin/spark-submit"
 export PYSPARK_PYTHON="$PY"
 export PYSPARK_DRIVER_PYTHON="$PY"
+# conf/ holds log4j2.properties (a quiet console) next to the Spark defaults.
+export SPARK_CONF_DIR="${SPARK_CONF_DIR:-$ROOT/conf}"
+# numba's compiled send loop is cached here (a zip-imported package cannot cache beside its source).
+export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$ROOT/build/numba-cache}"
 
 # Zip the package for the executors; built in a temp file and renamed, so concurrent runs never see
 # a half-written zip.

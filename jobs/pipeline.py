@@ -1,7 +1,7 @@
 """Run a scenario end to end: generate -> simulate -> summarize, writing Delta tables.
 
-    ./spark-submit.sh jobs/pipeline.py --scenario conf/scenarios/steady.toml [--warehouse DIR]
-        [--run-id ID] [--set key=value ...] [--partitions N]
+./spark-submit.sh jobs/pipeline.py --scenario conf/scenarios/steady.toml [--warehouse DIR]
+    [--run-id ID] [--set key=value ...] [--partitions N]
 """
 
 from __future__ import annotations

@@ -166,14 +166,28 @@ class BrokerParams:
             kinds.append(kind)
             codes.append(code)
         lat = cfg.latency
-        return cls(lat.median_ms, lat.sigma, lat.spike_probability, lat.spike_scale_ms, lat.spike_alpha,
-                   lat.connect_refused_ms, tuple(cum), tuple(kinds), tuple(codes))
+        return cls(
+            lat.median_ms,
+            lat.sigma,
+            lat.spike_probability,
+            lat.spike_scale_ms,
+            lat.spike_alpha,
+            lat.connect_refused_ms,
+            tuple(cum),
+            tuple(kinds),
+            tuple(codes),
+        )
 
 
 # fault kinds as integers, in the order of the flat timeline arrays
 FAULT_OUTAGE, FAULT_HANG, FAULT_SLOWDOWN, FAULT_FLAPPING, FAULT_ERROR_BURST = range(5)
-_FAULT_CODES = {"outage": FAULT_OUTAGE, "hang": FAULT_HANG, "slowdown": FAULT_SLOWDOWN,
-                "flapping": FAULT_FLAPPING, "error_burst": FAULT_ERROR_BURST}
+_FAULT_CODES = {
+    "outage": FAULT_OUTAGE,
+    "hang": FAULT_HANG,
+    "slowdown": FAULT_SLOWDOWN,
+    "flapping": FAULT_FLAPPING,
+    "error_burst": FAULT_ERROR_BURST,
+}
 
 
 @dataclass(frozen=True)
@@ -193,8 +207,17 @@ class FaultWindow:
     @classmethod
     def from_config(cls, f: FaultConfig) -> FaultWindow:
         burst_kind, burst_code = ERROR_KINDS[f.error]
-        return cls(_FAULT_CODES[f.kind], int(round(f.start_s * 1000)), int(round(f.end_s * 1000)), f.factor,
-                   int(round(f.period_s * 1000)), int(round(f.down_s * 1000)), burst_kind, burst_code, f.rate)
+        return cls(
+            _FAULT_CODES[f.kind],
+            int(round(f.start_s * 1000)),
+            int(round(f.end_s * 1000)),
+            f.factor,
+            int(round(f.period_s * 1000)),
+            int(round(f.down_s * 1000)),
+            burst_kind,
+            burst_code,
+            f.rate,
+        )
 
     def active(self, t_ms: int) -> bool:
         return self.start_ms <= t_ms < self.end_ms
@@ -224,8 +247,11 @@ class BrokerModel:
         brokers = sc.cluster.brokers
         params = tuple(BrokerParams.from_config(sc.broker_model(b)) for b in brokers)
         faults = tuple(
-            tuple(sorted((FaultWindow.from_config(f) for f in sc.faults if f.broker == b),
-                         key=lambda w: w.start_ms))
+            tuple(
+                sorted(
+                    (FaultWindow.from_config(f) for f in sc.faults if f.broker == b), key=lambda w: w.start_ms
+                )
+            )
             for b in brokers
         )
         return cls(sc.seed, brokers, params, faults)
@@ -246,8 +272,9 @@ class BrokerModel:
                     t += w.period_ms
         return out
 
-    def attempt(self, producer: int, seq: int, attempt: int, broker: str, start_ms: int,
-                timeout_ms: int) -> AttemptOutcome:
+    def attempt(
+        self, producer: int, seq: int, attempt: int, broker: str, start_ms: int, timeout_ms: int
+    ) -> AttemptOutcome:
         """The outcome of one attempt starting at ``start_ms`` with ``timeout_ms`` left for the call."""
         key = draw_key(self.seed, producer, seq, attempt)
         b = self.index(broker)
@@ -266,8 +293,9 @@ def base_latency_ms(p: BrokerParams, key: int) -> float:
     return latency
 
 
-def attempt_outcome(p: BrokerParams, faults: tuple[FaultWindow, ...], key: int, start_ms: int,
-                    timeout_ms: int) -> AttemptOutcome:
+def attempt_outcome(
+    p: BrokerParams, faults: tuple[FaultWindow, ...], key: int, start_ms: int, timeout_ms: int
+) -> AttemptOutcome:
     """The model's decision, in the order: fault window, background error, latency vs timeout."""
     timeout_ms = max(int(timeout_ms), 0)
     factor = 1.0

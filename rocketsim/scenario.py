@@ -139,7 +139,9 @@ class WorkloadConfig:
     delay_levels: tuple[int, ...] = (1, 2, 3, 4, 5)
     batch_size: int = field(default=8, metadata=_between(1, 4096))
     # fraction of messages made invalid on purpose, by kind (they become REJECTED results)
-    invalid: Mapping[str, float] = field(default_factory=dict, metadata={"keys": INVALID_KINDS, "fractions": True})
+    invalid: Mapping[str, float] = field(
+        default_factory=dict, metadata={"keys": INVALID_KINDS, "fractions": True}
+    )
 
     def total_messages(self) -> int:
         return self.messages if self.messages > 0 else int(round(self.duration_s * self.rate_per_s))
@@ -162,7 +164,9 @@ class BrokerModelConfig:
     """One broker's behaviour outside faults: latency and a background error mix (probabilities)."""
 
     latency: LatencyConfig = field(default_factory=LatencyConfig)
-    errors: Mapping[str, float] = field(default_factory=dict, metadata={"keys": BROKER_ERRORS, "fractions": True})
+    errors: Mapping[str, float] = field(
+        default_factory=dict, metadata={"keys": BROKER_ERRORS, "fractions": True}
+    )
 
 
 @dataclass(frozen=True)
@@ -248,9 +252,8 @@ def _convert(tp: Any, value: Any, path: str, meta: Mapping[str, Any]) -> Any:
             if allowed is not None and k not in allowed:
                 _fail(f"{path}.{k}", f"is not a known key (expected one of {', '.join(allowed)})", v)
             out[k] = _convert(val_tp, v, f"{path}.{k}", {})
-            if meta.get("weights") or meta.get("fractions"):
-                if not math.isfinite(out[k]) or out[k] < 0:
-                    _fail(f"{path}.{k}", "must be a finite number >= 0", v)
+            if (meta.get("weights") or meta.get("fractions")) and (not math.isfinite(out[k]) or out[k] < 0):
+                _fail(f"{path}.{k}", "must be a finite number >= 0", v)
         if meta.get("weights") and out and sum(out.values()) <= 0:
             _fail(path, "weights must add up to more than 0", dict(value))
         if meta.get("weights") and not out:
@@ -271,9 +274,8 @@ def _convert(tp: Any, value: Any, path: str, meta: Mapping[str, Any]) -> Any:
         value = float(value)
         if not math.isfinite(value):
             _fail(path, "must be a finite number", value)
-    elif tp is str:
-        if not isinstance(value, str):
-            _fail(path, "must be a string", value)
+    elif tp is str and not isinstance(value, str):
+        _fail(path, "must be a string", value)
     if "check" in meta and not meta["check"](value):
         _fail(path, meta["rule"], value)
     return value
@@ -316,19 +318,28 @@ def _check_cross_fields(sc: Scenario) -> None:
     try:
         sc.producers.version  # noqa: B018 - parse to validate
     except ConfigError as exc:
-        _fail("producers.client_version", str(exc).split(", got")[0].removeprefix("client_version "),
-              sc.producers.client_version)
+        _fail(
+            "producers.client_version",
+            str(exc).split(", got")[0].removeprefix("client_version "),
+            sc.producers.client_version,
+        )
     if sc.producers.group.strip() == "":
         _fail("producers.group", "must not be blank", sc.producers.group)
     wl = sc.workload
     if wl.body_size.min > wl.body_size.max:
-        _fail("workload.body_size.min", f"must be <= workload.body_size.max ({wl.body_size.max})",
-              wl.body_size.min)
+        _fail(
+            "workload.body_size.min",
+            f"must be <= workload.body_size.max ({wl.body_size.max})",
+            wl.body_size.min,
+        )
     if not wl.topics:
         _fail("workload.topics", "must name at least one topic", [])
     if wl.total_messages() <= 0:
-        _fail("workload.messages", "must give at least one message (or duration_s x rate_per_s >= 1)",
-              wl.messages)
+        _fail(
+            "workload.messages",
+            "must give at least one message (or duration_s x rate_per_s >= 1)",
+            wl.messages,
+        )
     for i, lvl in enumerate(wl.delay_levels):
         if lvl < 1:
             _fail(f"workload.delay_levels[{i}]", "must be >= 1", lvl)
@@ -352,10 +363,13 @@ def _check_cross_fields(sc: Scenario) -> None:
             _fail(f"{where}.end_s", f"must be after start_s ({fault.start_s})", fault.end_s)
         if fault.kind == "flapping" and fault.down_s >= fault.period_s:
             _fail(f"{where}.down_s", f"must be shorter than period_s ({fault.period_s})", fault.down_s)
-        for (s, e, j) in windows.get(fault.broker, []):
+        for s, e, j in windows.get(fault.broker, []):
             if fault.start_s < e and s < fault.end_s:
-                _fail(f"{where}", f"must not overlap faults[{j}] on the same broker ({s}-{e} s)",
-                      f"{fault.start_s}-{fault.end_s} s")
+                _fail(
+                    f"{where}",
+                    f"must not overlap faults[{j}] on the same broker ({s}-{e} s)",
+                    f"{fault.start_s}-{fault.end_s} s",
+                )
         windows.setdefault(fault.broker, []).append((fault.start_s, fault.end_s, i))
 
 
@@ -398,7 +412,9 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
         for i, part in enumerate(parts[:-1]):
             if isinstance(node, list):
                 if not part.isdigit() or int(part) >= len(node):
-                    raise ScenarioError(f"--set {key}: {'.'.join(parts[: i + 1])} is not an index of the list")
+                    raise ScenarioError(
+                        f"--set {key}: {'.'.join(parts[: i + 1])} is not an index of the list"
+                    )
                 node = node[int(part)]
             else:
                 node = node.setdefault(part, {})

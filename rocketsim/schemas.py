@@ -59,7 +59,9 @@ SEND_RESULTS = pa.schema(
         pa.field("seq", pa.int64(), nullable=False),
         pa.field("uniq_msg_id", pa.string(), nullable=False),
         pa.field("send_mode", pa.string(), nullable=False),
-        pa.field("status", pa.string(), nullable=False),  # SEND_OK|FLUSH_*|SLAVE_NOT_AVAILABLE|FAILED|REJECTED|...
+        pa.field(
+            "status", pa.string(), nullable=False
+        ),  # SEND_OK|FLUSH_*|SLAVE_NOT_AVAILABLE|FAILED|REJECTED|...
         pa.field("error", pa.string()),
         pa.field("attempts", pa.int32(), nullable=False),
         pa.field("brokers_sent", pa.list_(pa.string())),
@@ -79,8 +81,14 @@ SEND_RESULTS = pa.schema(
 
 _LATENCY_PERCENTILES = [
     pa.field(name, pa.float64())
-    for name in ("latency_p50_ms", "latency_p75_ms", "latency_p95_ms", "latency_p99_ms", "latency_p999_ms",
-                 "latency_p9999_ms")
+    for name in (
+        "latency_p50_ms",
+        "latency_p75_ms",
+        "latency_p95_ms",
+        "latency_p99_ms",
+        "latency_p999_ms",
+        "latency_p9999_ms",
+    )
 ]
 
 BROKER_WINDOWS = pa.schema(

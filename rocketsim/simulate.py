@@ -15,8 +15,9 @@ Time and order, per producer instance (its own fault table, route cache and per-
 * The route a producer sees changes only at its 30 s polls after the name server dropped or re-added a
   broker (:mod:`rocketsim.route`); each change builds a new TopicPublishInfo with a new index.
 * Ordered messages go through ``send(msg, selector, key)`` (SelectMessageQueueByHash, one attempt, no
-  fault-table update); batches are one send of a ``MessageBatch`` (never compressed); invalid messages are
-  not sent: they become ``REJECTED`` results with the client's own error text.
+  fault-table update); batches are one send of a ``MessageBatch`` (never compressed): every member gets
+  the batch's outcome, and its attempts are counted (and its attempt rows keyed) on the first member;
+  invalid messages are not sent: they become ``REJECTED`` results with the client's own error text.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ from rocketsim.fault import (
 from rocketsim.message import MessageSysFlag
 from rocketsim.route import (
     PERM_READ,
-    PERM_WRITE,
     BrokerData,
     BrokerOutage,
     QueueData,
@@ -445,8 +445,17 @@ def _prepare(messages: pa.Table, sc: Scenario) -> tuple[list[_Send], _Results, l
     return sends, res, rejected
 
 
-def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
-    """Simulate one producer's messages (schema ``MESSAGES`` without run_id, any row order)."""
+def simulate_producer(messages: pa.Table, sc: Scenario, *, fast: bool = True) -> SimOutput:
+    """Simulate one producer's messages (schema ``MESSAGES`` without run_id, any row order).
+
+    ``fast``: use the compiled path (:mod:`rocketsim.fastsim`, the same tables) where it applies;
+    ``fast=False`` always runs this reference.
+    """
+    if fast:
+        from rocketsim import fastsim
+
+        if fastsim.supports(sc, messages):
+            return fastsim.simulate_producer(messages, sc)
     if messages.num_rows == 0:
         return SimOutput(ATTEMPTS_SCHEMA.empty_table(), RESULTS_SCHEMA.empty_table())
     producers = pc.unique(messages.column("producer")).to_pylist()
@@ -482,8 +491,10 @@ def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
         queue_id = record.result.queue_id if record.result is not None else (last.queue_id if last else None)
         exhausted = any(a.flow.startswith("break:callTimeout") for a in record.attempts)
         for row in s.members:
-            res.set(row, status=status, error=error, attempts=len(sent), brokers_sent=[a.broker for a in sent],
-                    broker=broker, queue_id=queue_id, send_ts_ms=record.begin_ms, end_ts_ms=record.end_ms,
+            # a batch's attempts are counted once, on its first message (where its attempt rows are)
+            lead = row == s.row
+            res.set(row, status=status, error=error, attempts=len(sent) if lead else 0,
+                    brokers_sent=[a.broker for a in sent] if lead else [], broker=broker, queue_id=queue_id, send_ts_ms=record.begin_ms, end_ts_ms=record.end_ms,
                     queue_wait_ms=record.begin_ms - res.cols["born_ts_ms"][row],
                     latency_ms=record.end_ms - record.begin_ms, retry_budget_exhausted=exhausted)
     res.cols["producer"] = [producer] * res.n

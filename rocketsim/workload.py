@@ -27,7 +27,9 @@ WORKLOAD_SALT = 0x5EED_0F_3E55A6E5  # keeps workload draws apart from the broker
 EPOCH_MS = 1_700_000_000_000  # wall-clock instant of simulated time 0 (for UNIQ_KEY ids)
 
 # streams of the workload draws
-S_GAP, S_TYPE, S_MODE, S_TOPIC, S_TAG, S_BODY_A, S_BODY_B, S_ORDER, S_DELAY, S_INVALID, S_INVALID_KIND = range(11)
+S_GAP, S_TYPE, S_MODE, S_TOPIC, S_TAG, S_BODY_A, S_BODY_B, S_ORDER, S_DELAY, S_INVALID, S_INVALID_KIND = (
+    range(11)
+)
 
 BAD_TOPIC = "bad topic!"  # illegal characters: the client refuses it
 RESERVED_PROPERTY = "UNIQ_KEY"  # a system property name putUserProperty refuses
@@ -93,7 +95,9 @@ def uniq_ids(seed: int, producer: int, seqs: np.ndarray, born_ts_ms: np.ndarray)
     raw[:, 4:6] = np.frombuffer(pid.to_bytes(2, "big"), np.uint8)
     raw[:, 6:10] = np.frombuffer(loader.to_bytes(4, "big"), np.uint8)
     now = born_ts_ms + EPOCH_MS
-    month_start = now.astype("datetime64[ms]").astype("datetime64[M]").astype("datetime64[ms]").astype(np.int64)
+    month_start = (
+        now.astype("datetime64[ms]").astype("datetime64[M]").astype("datetime64[ms]").astype(np.int64)
+    )
     diff = (now - month_start).astype(np.uint32)
     raw[:, 10:14] = diff.astype(">u4").view(np.uint8).reshape(n, 4)
     raw[:, 14:16] = (seqs & 0xFFFF).astype(">u2").view(np.uint8).reshape(n, 2)
@@ -104,14 +108,15 @@ def _utf8_len(s: str) -> int:
     return len(s.encode("utf-8"))
 
 
-def generate_producer(sc: Scenario, share: ProducerShare, chunk_rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
+def generate_producer(
+    sc: Scenario, share: ProducerShare, chunk_rows: int = 1 << 20
+) -> Iterator[pa.RecordBatch]:
     """Yield the producer's messages as record batches (schema ``MESSAGES`` without run_id), in seq order."""
     wl = sc.workload
     version = sc.producers.version
     trailing = 0 if version.properties_trailing_separator else -1
     topics = wl.topics
     tags = wl.tags or ("",)
-    topic_len = np.array([_utf8_len(t) for t in topics], np.int32)
     tag_len = np.array([_utf8_len(t) for t in tags], np.int32)
     pgroup_len = _utf8_len(sc.producers.group)
     mtype_weights = dict(wl.message_types)
@@ -130,7 +135,7 @@ def generate_producer(sc: Scenario, share: ProducerShare, chunk_rows: int = 1 <<
 
         keys = rng.draw_keys(sc.seed ^ WORKLOAD_SALT, share.producer, seqs, np.zeros(n, np.int64))
 
-        def u(stream: int) -> np.ndarray:
+        def u(stream: int, keys: np.ndarray = keys) -> np.ndarray:
             return rng.uniforms(keys, stream)
 
         # arrivals: exponential gaps (poisson) or a fixed gap (uniform), carried across chunks
@@ -141,20 +146,32 @@ def generate_producer(sc: Scenario, share: ProducerShare, chunk_rows: int = 1 <<
 
         # batches are blocks of batch_size consecutive seqs; the block's first seq decides
         block_first = (seqs // wl.batch_size) * wl.batch_size
-        in_batch = _uniforms(sc.seed, share.producer, block_first, S_TYPE) < batch_p if batch_p > 0 else (
-            np.zeros(n, bool))
+        in_batch = (
+            _uniforms(sc.seed, share.producer, block_first, S_TYPE) < batch_p
+            if batch_p > 0
+            else (np.zeros(n, bool))
+        )
         if mtype_weights and sum(mtype_weights.values()) > 0:
             mtype = _choose(u(S_TYPE + 16), mtype_weights, MESSAGE_TYPES)
         else:
             mtype = np.zeros(n, np.int64)
         mtype = np.where(in_batch, MESSAGE_TYPES.index("batch"), mtype)
         topic_seq = np.where(in_batch, block_first, seqs)
-        topic_idx = np.minimum((_uniforms(sc.seed, share.producer, topic_seq, S_TOPIC) * len(topics))
-                               .astype(np.int64), len(topics) - 1)
+        topic_idx = np.minimum(
+            (_uniforms(sc.seed, share.producer, topic_seq, S_TOPIC) * len(topics)).astype(np.int64),
+            len(topics) - 1,
+        )
         mode_idx = _choose(u(S_MODE), dict(sc.producers.send_mode), SEND_MODES)
         # a batch is one send: every message of the block takes the block's send mode (never oneway)
-        mode_idx = np.where(in_batch, _choose(_uniforms(sc.seed, share.producer, block_first, S_MODE),
-                                              dict(sc.producers.send_mode), SEND_MODES), mode_idx)
+        mode_idx = np.where(
+            in_batch,
+            _choose(
+                _uniforms(sc.seed, share.producer, block_first, S_MODE),
+                dict(sc.producers.send_mode),
+                SEND_MODES,
+            ),
+            mode_idx,
+        )
         tag_idx = np.minimum((u(S_TAG) * len(tags)).astype(np.int64), len(tags) - 1)
 
         body = _body_sizes(sc, u(S_BODY_A), u(S_BODY_B))
@@ -162,8 +179,9 @@ def generate_producer(sc: Scenario, share: ProducerShare, chunk_rows: int = 1 <<
         is_txn = mtype == MESSAGE_TYPES.index("transaction")
         is_ordered = mtype == MESSAGE_TYPES.index("ordered")
         levels = np.array(wl.delay_levels or (1,), np.int32)
-        delay = np.where(is_delay, levels[np.minimum((u(S_DELAY) * len(levels)).astype(np.int64),
-                                                      len(levels) - 1)], 0).astype(np.int32)
+        delay = np.where(
+            is_delay, levels[np.minimum((u(S_DELAY) * len(levels)).astype(np.int64), len(levels) - 1)], 0
+        ).astype(np.int32)
         order_idx = np.minimum((u(S_ORDER) * wl.order_keys).astype(np.int64), wl.order_keys - 1)
 
         # invalid messages on purpose: which kind, if any
@@ -193,14 +211,18 @@ def generate_producer(sc: Scenario, share: ProducerShare, chunk_rows: int = 1 <<
         key_col = None
         key_len = np.zeros(n, np.int64)
         if wl.keys:
-            key_col = pc.binary_join_element_wise(f"k{share.producer}-", pc.cast(pa.array(seqs), pa.string()), "")
+            key_col = pc.binary_join_element_wise(
+                f"k{share.producer}-", pc.cast(pa.array(seqs), pa.string()), ""
+            )
             key_len = np.asarray(pc.binary_length(key_col), np.int64)
         # properties string bytes, as the client sends it: sum of name + SEP1 + value + SEP2
         props = (len("WAIT") + 2 + len("true")) + (len("UNIQ_KEY") + 2 + 32) + extra_props
         props = props + np.where(tag_len[tag_idx] > 0, len("TAGS") + 2 + tag_len[tag_idx], 0)
         props = props + np.where(key_len > 0, len("KEYS") + 2 + key_len, 0)
         props = props + np.where(is_delay, len("DELAY") + 2 + np.where(delay >= 10, 2, 1), 0)
-        props = props + np.where(is_txn, (len("TRAN_MSG") + 2 + len("true")) + (len("PGROUP") + 2 + pgroup_len), 0)
+        props = props + np.where(
+            is_txn, (len("TRAN_MSG") + 2 + len("true")) + (len("PGROUP") + 2 + pgroup_len), 0
+        )
         props = props + trailing
 
         batch_size = np.where(in_batch, np.minimum(wl.batch_size, share.messages - block_first), 1)
@@ -222,8 +244,11 @@ def generate_producer(sc: Scenario, share: ProducerShare, chunk_rows: int = 1 <<
             "born_ts_ms": pa.array(born),
             "batch_id": pa.array(np.where(in_batch, block_first, 0), mask=~in_batch),
             "batch_size": pa.array(batch_size.astype(np.int32)),
-            "order_key": pc.if_else(is_ordered, pc.binary_join_element_wise(
-                "order-", pc.cast(pa.array(order_idx), pa.string()), ""), None),
+            "order_key": pc.if_else(
+                is_ordered,
+                pc.binary_join_element_wise("order-", pc.cast(pa.array(order_idx), pa.string()), ""),
+                None,
+            ),
             "reserved_property": pa.array(reserved, pa.string()),
         }
         yield pa.RecordBatch.from_pydict(cols, schema=_SCHEMA)

@@ -1,7 +1,7 @@
 """Cluster proof: a standalone master and worker on 127.0.0.1 run a job submitted by ./spark-submit.sh.
 
-Uses pyspark's own ``bin/spark-class`` (no Spark download). The job is ``jobs/smoke.py``; the lead adds
-the pipeline job here once it exists.
+Uses pyspark's own ``bin/spark-class`` (no Spark download). The job is the real pipeline on a small
+broker-outage scenario, submitted from another working directory.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from rocketsim.schemas import SEND_ATTEMPTS
+from rocketsim.schemas import SEND_RESULTS
 from rocketsim.spark.tables import read_arrow
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,7 +133,7 @@ def standalone(tmp_path: Path) -> Iterator[tuple[str, int, Path]]:
             _stop(proc)
 
 
-def test_smoke_job_runs_on_standalone_cluster(standalone: tuple[str, int, Path], tmp_path: Path) -> None:
+def test_pipeline_runs_on_standalone_cluster(standalone: tuple[str, int, Path], tmp_path: Path) -> None:
     master_url, webui, work = standalone
     warehouse = tmp_path / "warehouse"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
@@ -142,7 +142,7 @@ def test_smoke_job_runs_on_standalone_cluster(standalone: tuple[str, int, Path],
         "--master",
         master_url,
         "--conf",
-        "spark.executor.memory=512m",
+        "spark.executor.memory=768m",
         "--conf",
         "spark.cores.max=1",
         "--conf",
@@ -151,24 +151,32 @@ def test_smoke_job_runs_on_standalone_cluster(standalone: tuple[str, int, Path],
         "spark.driver.bindAddress=127.0.0.1",
         "--driver-memory",
         "1g",
-        "jobs/smoke.py",
+        "jobs/pipeline.py",
+        "--scenario",
+        "conf/scenarios/broker_outage.toml",
         "--warehouse",
         str(warehouse),
         "--run-id",
         "cluster-1",
-        "--rows",
-        "2000",
+        "--set",
+        "workload.messages=3000",
+        "--set",
+        "producers.count=2",
+        "--partitions",
+        "2",
     ]
+    cmd[cmd.index("conf/scenarios/broker_outage.toml")] = str(ROOT / "conf/scenarios/broker_outage.toml")
     # From another CWD: the script must resolve the repo itself.
-    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=80)
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-4000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert (report["rows"], report["run_id"], report["engine"]) == (2000, "cluster-1", "deltalake")
+    assert "run cluster-1: 3,000 messages" in done.stdout
 
-    table = read_arrow(warehouse, "smoke_attempts", "cluster-1", arrow_schema=SEND_ATTEMPTS)
-    assert table.schema.equals(SEND_ATTEMPTS)
-    assert table.num_rows == 2000
-    assert sorted(table.column("seq").to_pylist()) == list(range(2000))
+    results = read_arrow(warehouse, "send_results", "cluster-1")
+    assert results.schema.equals(SEND_RESULTS)
+    assert results.num_rows == 3000
+    attempts = read_arrow(warehouse, "send_attempts", "cluster-1")
+    assert attempts.num_rows == sum(results.column("attempts").to_pylist())
+    assert {r["scope"] for r in read_arrow(warehouse, "run_summary", "cluster-1").to_pylist()} >= {"all"}
 
     # The tasks ran in an executor the worker launched, not in the driver.
     apps = _master_state(webui).get("completedapps", [])

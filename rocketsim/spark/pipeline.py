@@ -49,10 +49,18 @@ def parse_job_args(argv: list[str] | None, prog: str, description: str) -> tuple
     """Parse and validate before Spark starts; a bad scenario exits with code 2 and one clear line."""
     p = argparse.ArgumentParser(prog=prog, description=description)
     p.add_argument("--scenario", required=True, help="scenario TOML file, e.g. conf/scenarios/steady.toml")
-    p.add_argument("--warehouse", default="warehouse", help="folder of the Delta tables (default ./warehouse)")
+    p.add_argument(
+        "--warehouse", default="warehouse", help="folder of the Delta tables (default ./warehouse)"
+    )
     p.add_argument("--run-id", default="", help="run id (default: <scenario name>-s<seed>)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a scenario key by dotted path, e.g. --set workload.messages=200000")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario key by dotted path, e.g. --set workload.messages=200000",
+    )
     p.add_argument("--partitions", type=int, default=0, help="partitions of the simulate stage")
     p.add_argument("--window-ms", type=int, default=10_000, help="window of the summary tables (ms)")
     p.add_argument("--quiet", action="store_true", help="print only the final summary")
@@ -64,12 +72,21 @@ def parse_job_args(argv: list[str] | None, prog: str, description: str) -> tuple
         if ns.window_ms <= 0:
             raise ScenarioError(f"--window-ms must be > 0, got {ns.window_ms}")
         if ns.run_id and not all(c.isalnum() or c in "-_." for c in ns.run_id):
-            raise ScenarioError(f"--run-id may hold only letters, digits, '-', '_' and '.', got {ns.run_id!r}")
+            raise ScenarioError(
+                f"--run-id may hold only letters, digits, '-', '_' and '.', got {ns.run_id!r}"
+            )
     except ScenarioError as exc:
         print(f"ScenarioError: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    args = JobArgs(ns.scenario, ns.warehouse, ns.run_id or sc.run_id, tuple(ns.overrides), ns.partitions,
-                   ns.window_ms, ns.quiet)
+    args = JobArgs(
+        ns.scenario,
+        ns.warehouse,
+        ns.run_id or sc.run_id,
+        tuple(ns.overrides),
+        ns.partitions,
+        ns.window_ms,
+        ns.quiet,
+    )
     return args, sc
 
 
@@ -114,8 +131,9 @@ def nest_attempts(results: pa.Table, attempts: pa.Table) -> pa.Table:
         idx = np.searchsorted(results.column("seq").to_numpy(), attempts.column("seq").to_numpy())
         np.add.at(counts, idx, 1)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    struct = pa.StructArray.from_arrays([attempts.column(f.name).combine_chunks() for f in _ATTEMPT_STRUCT],
-                                        fields=list(_ATTEMPT_STRUCT))
+    struct = pa.StructArray.from_arrays(
+        [attempts.column(f.name).combine_chunks() for f in _ATTEMPT_STRUCT], fields=list(_ATTEMPT_STRUCT)
+    )
     nested = pa.ListArray.from_arrays(pa.array(offsets), struct, type=pa.list_(_ATTEMPT_STRUCT))
     return results.append_column(ATTEMPTS_COLUMN, nested)
 
@@ -156,22 +174,28 @@ def run_generate(spark: SparkSession, args: JobArgs, sc: Scenario) -> int:
     return rep.rows
 
 
-def run_simulate(spark: SparkSession, args: JobArgs, sc: Scenario, messages: DataFrame | None = None
-                 ) -> tuple[int, int]:
+def run_simulate(
+    spark: SparkSession, args: JobArgs, sc: Scenario, messages: DataFrame | None = None
+) -> tuple[int, int]:
     from rocketsim.spark.tables import read_spark
 
     t = time.monotonic()
     if messages is None:
         messages = read_spark(spark, args.warehouse, "messages", args.run_id)
-    nested = simulate_sends(messages, sc, args.run_id, _partitions(spark, args)).persist(StorageLevel.MEMORY_AND_DISK)
+    nested = simulate_sends(messages, sc, args.run_id, _partitions(spark, args)).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
     try:
         attempts, results = split_nested(nested)
         rep_r = write_run(results, args.warehouse, "send_results", args.run_id, schemas.SEND_RESULTS)
         rep_a = write_run(attempts, args.warehouse, "send_attempts", args.run_id, schemas.SEND_ATTEMPTS)
     finally:
         nested.unpersist()
-    _say(args, f"[simulate] {rep_r.rows:,} results, {rep_a.rows:,} attempts -> {rep_r.path}, {rep_a.path} "
-               f"({time.monotonic() - t:.1f} s)")
+    _say(
+        args,
+        f"[simulate] {rep_r.rows:,} results, {rep_a.rows:,} attempts -> {rep_r.path}, {rep_a.path} "
+        f"({time.monotonic() - t:.1f} s)",
+    )
     return rep_r.rows, rep_a.rows
 
 
@@ -191,12 +215,69 @@ def run_summarize(spark: SparkSession, args: JobArgs) -> None:
     _say(args, f"[summarize] broker_windows, producer_windows, run_summary ({time.monotonic() - t:.1f} s)")
 
 
-def write_runs_row(spark: SparkSession, args: JobArgs, sc: Scenario, messages: int, attempts: int,
-                   started: datetime, wall_s: float) -> None:
+class ReconciliationError(RuntimeError):
+    """The run's tables disagree with each other: the run is reported as failed."""
+
+
+def reconcile(spark: SparkSession, args: JobArgs) -> dict[str, int]:
+    """Check the run's tables agree: one result per message, attempt rows = sum of attempts, per-broker
+    sums = totals. Raises :class:`ReconciliationError` naming every broken rule."""
+    from rocketsim.spark.tables import read_spark
+
+    def one(table: str, *aggs: object) -> dict:
+        df = read_spark(spark, args.warehouse, table, args.run_id)
+        return df.agg(*aggs).first().asDict()  # one aggregated row
+
+    m = one("messages", F.count(F.lit(1)).alias("n"), F.countDistinct("producer", "seq").alias("keys"))
+    r = one(
+        "send_results",
+        F.count(F.lit(1)).alias("n"),
+        F.countDistinct("producer", "seq").alias("keys"),
+        F.coalesce(F.sum("attempts"), F.lit(0)).alias("attempts"),
+        F.sum(
+            F.when(F.col("status").isin("FAILED", "REJECTED") | F.col("broker").isNull(), 0).otherwise(1)
+        ).alias("stored"),
+    )
+    a = one("send_attempts", F.count(F.lit(1)).alias("n"))
+    s = (
+        read_spark(spark, args.warehouse, "run_summary", args.run_id)
+        .where(F.col("scope") != "all")
+        .agg(F.coalesce(F.sum("messages"), F.lit(0)).alias("stored"))
+        .first()
+        .asDict()
+    )
+    checks = {
+        "one result per message": (m["n"], r["n"]),
+        "distinct (producer, seq) in messages and results": (m["keys"], r["keys"]),
+        "result rows are distinct (producer, seq)": (r["n"], r["keys"]),
+        "attempt rows = sum of results.attempts": (a["n"], r["attempts"]),
+        "per-broker messages in run_summary = stored results": (s["stored"], r["stored"] or 0),
+    }
+    broken = [f"{rule}: {x} != {y}" for rule, (x, y) in checks.items() if x != y]
+    if broken:
+        raise ReconciliationError(f"run {args.run_id} does not reconcile: " + "; ".join(broken))
+    return {"messages": m["n"], "results": r["n"], "attempts": a["n"]}
+
+
+def write_runs_row(
+    spark: SparkSession,
+    args: JobArgs,
+    sc: Scenario,
+    messages: int,
+    attempts: int,
+    started: datetime,
+    wall_s: float,
+) -> None:
     row = {
-        "run_id": args.run_id, "scenario_name": sc.name, "scenario_text": sc.source_text,
-        "overrides": list(args.overrides), "seed": sc.seed, "code_version": __version__,
-        "messages": messages, "attempts": attempts, "started_at": started.isoformat(timespec="seconds"),
+        "run_id": args.run_id,
+        "scenario_name": sc.name,
+        "scenario_text": sc.source_text,
+        "overrides": list(args.overrides),
+        "seed": sc.seed,
+        "code_version": __version__,
+        "messages": messages,
+        "attempts": attempts,
+        "started_at": started.isoformat(timespec="seconds"),
         "wall_time_s": wall_s,
     }
     table = pa.Table.from_pylist([row], schema=schemas.RUNS)
@@ -212,27 +293,42 @@ def print_summary(args: JobArgs) -> None:
     overall = next(r for r in rows if r["scope"] == "all")
     brokers = sorted((r for r in rows if r["scope"] != "all"), key=lambda r: r["scope"])
     msgs = overall["messages"]
-    print(f"\nrun {args.run_id}: {msgs:,} messages, {overall['ok'] / msgs:.2%} SEND_OK, "
-          f"{overall['failed']:,} failed, {overall['rejected']:,} rejected, {overall['retries']:,} retries")
-    print(f"  send latency p50 {overall['latency_p50_ms']:.1f} ms, p99 {overall['latency_p99_ms']:.1f} ms, "
-          f"p99.9 {overall['latency_p999_ms']:.1f} ms, max {overall['latency_max_ms']} ms")
+    print(
+        f"\nrun {args.run_id}: {msgs:,} messages, {overall['ok'] / msgs:.2%} SEND_OK, "
+        f"{overall['failed']:,} failed, {overall['rejected']:,} rejected, {overall['retries']:,} retries"
+    )
+    print(
+        f"  send latency p50 {overall['latency_p50_ms']:.1f} ms, p99 {overall['latency_p99_ms']:.1f} ms, "
+        f"p99.9 {overall['latency_p999_ms']:.1f} ms, max {overall['latency_max_ms']} ms"
+    )
     for r in brokers:
         print(f"  {r['scope']:<12} {r['share']:6.1%} of stored messages, p99 {r['latency_p99_ms']:.1f} ms")
-    print(f"  tables: {Path(args.warehouse).resolve()}/{{messages,send_attempts,send_results,broker_windows,"
-          f"producer_windows,run_summary,runs}} (run_id={args.run_id})")
+    print(
+        f"  tables: {Path(args.warehouse).resolve()}/{{messages,send_attempts,send_results,broker_windows,"
+        f"producer_windows,run_summary,runs}} (run_id={args.run_id})"
+    )
 
 
 def run_pipeline(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
     """generate -> simulate -> summarize -> runs row -> printed summary."""
     started = datetime.now(UTC)
     t = time.monotonic()
-    _say(args, f"rocketsim {__version__}: scenario {sc.name} (seed {sc.seed}, "
-               f"{sc.workload.total_messages():,} messages, client {sc.producers.client_version}, "
-               f"fault strategy {'on' if sc.producers.send_latency_fault_enable else 'off'}) "
-               f"-> {args.warehouse} run_id={args.run_id}")
+    _say(
+        args,
+        f"rocketsim {__version__}: scenario {sc.name} (seed {sc.seed}, "
+        f"{sc.workload.total_messages():,} messages, client {sc.producers.client_version}, "
+        f"fault strategy {'on' if sc.producers.send_latency_fault_enable else 'off'}) "
+        f"-> {args.warehouse} run_id={args.run_id}",
+    )
     messages = run_generate(spark, args, sc)
     _, attempts = run_simulate(spark, args, sc)
     run_summarize(spark, args)
+    counts = reconcile(spark, args)
+    _say(
+        args,
+        f"[reconcile] {counts['messages']:,} messages = {counts['results']:,} results; "
+        f"{counts['attempts']:,} attempt rows = sum of attempts; per-broker sums = totals",
+    )
     write_runs_row(spark, args, sc, messages, attempts, started, time.monotonic() - t)
     print_summary(args)
     _say(args, f"done in {time.monotonic() - t:.1f} s")

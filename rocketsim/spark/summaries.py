@@ -10,8 +10,14 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 PERCENTILES = (0.5, 0.75, 0.95, 0.99, 0.999, 0.9999)
-PERCENTILE_COLUMNS = ("latency_p50_ms", "latency_p75_ms", "latency_p95_ms", "latency_p99_ms", "latency_p999_ms",
-                      "latency_p9999_ms")
+PERCENTILE_COLUMNS = (
+    "latency_p50_ms",
+    "latency_p75_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "latency_p999_ms",
+    "latency_p9999_ms",
+)
 
 
 def _percentiles(col: str) -> list[Column]:
@@ -25,7 +31,7 @@ def _window(col: str, window_ms: int) -> Column:
 
 
 def broker_windows(attempts: DataFrame, window_ms: int) -> DataFrame:
-    """Per broker and window of attempt start time: sends, failures by kind, bytes, latency, isolation, skew."""
+    """Per broker and attempt-start window: sends, failures by kind, bytes, latency, isolation, skew."""
     a = attempts.withColumn("window_start_ms", _window("start_ts_ms", window_ms))
     keys = ["run_id", "broker", "window_start_ms"]
     outcome = F.col("outcome")
@@ -40,13 +46,15 @@ def broker_windows(attempts: DataFrame, window_ms: int) -> DataFrame:
         *_percentiles("latency_ms"),
         F.max("latency_ms").alias("latency_max_ms"),
         F.countDistinct(
-            F.when(F.col("fault_isolated_until_ms") > F.col("start_ts_ms") + F.col("latency_ms"), F.col("producer"))
+            F.when(
+                F.col("fault_isolated_until_ms") > F.col("start_ts_ms") + F.col("latency_ms"),
+                F.col("producer"),
+            )
         ).alias("isolated_producers"),
     )
     per_queue = a.groupBy(*keys, "queue_id").agg(F.count(F.lit(1)).alias("n"))
     skew = per_queue.groupBy(*keys).agg((F.max("n") / F.avg("n")).alias("queue_skew"))
-    return (main.join(skew, keys, "left")
-            .withColumn("window_ms", F.lit(window_ms).cast("long")))
+    return main.join(skew, keys, "left").withColumn("window_ms", F.lit(window_ms).cast("long"))
 
 
 def producer_windows(results: DataFrame, window_ms: int) -> DataFrame:
@@ -94,6 +102,9 @@ def run_summary(results: DataFrame) -> DataFrame:
     stored = results.where(F.col("broker").isNotNull() & (status != "REJECTED") & (status != "FAILED"))
     per_broker = stored.groupBy("run_id", F.col("broker").alias("scope")).agg(*metrics())
     total = stored.groupBy("run_id").agg(F.count(F.lit(1)).alias("_stored"))
-    per_broker = (per_broker.join(total, "run_id")
-                  .withColumn("share", F.col("messages") / F.col("_stored")).drop("_stored"))
+    per_broker = (
+        per_broker.join(total, "run_id")
+        .withColumn("share", F.col("messages") / F.col("_stored"))
+        .drop("_stored")
+    )
     return overall.unionByName(per_broker)

@@ -1,0 +1,186 @@
+"""The Spark pipeline: the grouped map equals the local oracle, runs are deterministic across partition
+counts, idempotent per run id, reconcile, and reject bad messages with upstream's text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+
+from rocketsim import simulate, workload
+from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim.schemas import TABLES
+from rocketsim.spark import pipeline
+from rocketsim.spark.delta_sink import write_run
+from rocketsim.spark.tables import read_arrow, read_spark
+
+pytestmark = pytest.mark.spark
+
+SCENARIO = {
+    "name": "pipe",
+    "seed": 3,
+    "cluster": {"brokers": ["broker-a", "broker-b", "broker-c"], "write_queues": 4, "read_queues": 4},
+    "producers": {
+        "count": 3,
+        "threads": 2,
+        "client_version": "4.9.8",
+        "send_latency_fault_enable": True,
+        "send_mode": {"sync": 0.8, "async": 0.1, "oneway": 0.1},
+    },
+    "workload": {
+        "messages": 3000,
+        "rate_per_s": 300.0,
+        "message_types": {"normal": 0.7, "ordered": 0.1, "delay": 0.05, "transaction": 0.05, "batch": 0.1},
+        "invalid": {
+            "bad_topic": 0.01,
+            "oversize_body": 0.01,
+            "reserved_property": 0.01,
+            "oversize_properties": 0.005,
+            "empty_body": 0.005,
+        },
+        "body_size": {"distribution": "lognormal", "median": 3000, "sigma": 1.0, "min": 1, "max": 70000},
+    },
+    "brokers": {"default": {"errors": {"system_error": 0.01, "remoting_timeout": 0.005}}},
+    "faults": [{"broker": "broker-b", "kind": "outage", "start_s": 2, "end_s": 6}],
+}
+
+
+@pytest.fixture(scope="module")
+def scenario() -> Scenario:
+    return scenario_from_mapping(SCENARIO)
+
+
+def _args(warehouse: Path, run_id: str, partitions: int) -> pipeline.JobArgs:
+    return pipeline.JobArgs("inline", str(warehouse), run_id, (), partitions, 1000, quiet=True)
+
+
+def _sorted(t: pa.Table, keys: list[str]) -> pa.Table:
+    return t.drop_columns(["run_id"]).sort_by([(k, "ascending") for k in keys])
+
+
+def test_grouped_map_equals_local_oracle(spark, scenario: Scenario) -> None:
+    messages = pipeline.generate_messages(spark, scenario, "r-oracle", 2)
+    local = workload.generate(scenario)
+    expected_messages = spark.createDataFrame(local.to_pandas(), schema=messages.drop("run_id").schema)
+    assert_df_equality(messages.drop("run_id"), expected_messages, ignore_row_order=True)
+
+    nested = pipeline.simulate_sends(messages, scenario, "r-oracle", 2)
+    attempts, results = pipeline.split_nested(nested)
+    oracle = simulate.simulate(local, scenario)
+    exp_results = spark.createDataFrame(oracle.results.to_pandas(), schema=results.drop("run_id").schema)
+    exp_attempts = spark.createDataFrame(oracle.attempts.to_pandas(), schema=attempts.drop("run_id").schema)
+    assert_df_equality(results.drop("run_id"), exp_results, ignore_row_order=True)
+    assert_df_equality(attempts.drop("run_id"), exp_attempts, ignore_row_order=True)
+
+
+@pytest.fixture(scope="module")
+def two_runs(spark, scenario: Scenario, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same scenario as run id p1 (1 partition) and p4 (4 partitions) in one warehouse."""
+    warehouse = tmp_path_factory.mktemp("wh")
+    for run_id, parts in (("p1", 1), ("p4", 4)):
+        args = _args(warehouse, run_id, parts)
+        pipeline.run_generate(spark, args, scenario)
+        pipeline.run_simulate(spark, args, scenario)
+        pipeline.run_summarize(spark, args)
+        pipeline.reconcile(spark, args)
+    return warehouse
+
+
+KEYS = {
+    "messages": ["producer", "seq"],
+    "send_results": ["producer", "seq"],
+    "send_attempts": ["producer", "seq", "attempt"],
+    "broker_windows": ["broker", "window_start_ms"],
+    "producer_windows": ["producer", "window_start_ms"],
+    "run_summary": ["scope"],
+}
+
+
+@pytest.mark.parametrize("table", sorted(KEYS))
+def test_partition_count_does_not_change_tables(two_runs: Path, table: str) -> None:
+    one = _sorted(read_arrow(str(two_runs), table, "p1"), KEYS[table])
+    four = _sorted(read_arrow(str(two_runs), table, "p4"), KEYS[table])
+    assert one.num_rows > 0
+    assert one.equals(four), f"{table} differs between --partitions 1 and 4"
+
+
+def test_tables_reconcile(two_runs: Path) -> None:
+    messages = read_arrow(str(two_runs), "messages", "p1")
+    results = read_arrow(str(two_runs), "send_results", "p1")
+    attempts = read_arrow(str(two_runs), "send_attempts", "p1")
+    assert results.num_rows == messages.num_rows == 3000
+    assert attempts.num_rows == pc.sum(results.column("attempts")).as_py()
+    summary = {r["scope"]: r for r in read_arrow(str(two_runs), "run_summary", "p1").to_pylist()}
+    assert summary["all"]["messages"] == 3000
+    stored = sum(r["messages"] for scope, r in summary.items() if scope != "all")
+    statuses = results.column("status").to_pylist()
+    assert stored == sum(1 for s in statuses if s not in ("FAILED", "REJECTED"))
+    assert abs(sum(r["share"] for scope, r in summary.items() if scope != "all") - 1.0) < 1e-9
+
+
+def test_reconcile_fails_loudly_when_a_row_is_missing(spark, two_runs: Path) -> None:
+    """Copy run p1 to run "broken" without one result row: reconciliation must refuse it."""
+    for table in ("messages", "send_attempts", "run_summary", "send_results"):
+        df = read_spark(spark, str(two_runs), table, "p1").withColumn("run_id", F.lit("broken"))
+        if table == "send_results":
+            df = df.where((F.col("seq") != 0) | (F.col("producer") != 0))
+        write_run(df, str(two_runs), table, "broken", TABLES[table])
+    with pytest.raises(pipeline.ReconciliationError, match="one result per message: 3000 != 2999"):
+        pipeline.reconcile(spark, _args(two_runs, "broken", 1))
+
+
+def test_outage_shows_in_the_tables(two_runs: Path) -> None:
+    attempts = read_arrow(str(two_runs), "send_attempts", "p1").to_pandas()
+    messages = read_arrow(str(two_runs), "messages", "p1").to_pandas()[["producer", "seq", "message_type"]]
+    attempts = attempts.merge(messages, on=["producer", "seq"])
+    during = (attempts.start_ts_ms >= 2000) & (attempts.start_ts_ms < 6000)
+    on_b = attempts[during & (attempts.broker == "broker-b")]
+    assert len(on_b) > 0 and (on_b.outcome == "remoting:connect").all()
+    # every failure the send loop saw isolates broker-b (ordered sends bypass the fault table)
+    looped = on_b[on_b.message_type != "ordered"]
+    assert looped.fault_isolated_until_ms.notna().all()
+    assert (looped.fault_isolated_until_ms >= looped.start_ts_ms + 600_000).all()  # 4.9: 600 s
+    before = attempts[(attempts.start_ts_ms < 2000) & (attempts.broker == "broker-b")]
+    assert (before.outcome != "remoting:connect").all()
+
+
+def test_rejected_messages_carry_upstream_text(two_runs: Path) -> None:
+    results = read_arrow(str(two_runs), "send_results", "p1").to_pandas()
+    rejected = results[results.status == "REJECTED"]
+    assert len(rejected) > 0 and (rejected.attempts == 0).all()
+    texts = set(rejected.error)
+    assert any(
+        t.startswith("CODE: 13  DESC: the message body size over max value, MAX: 4194304") for t in texts
+    )
+    assert any("The specified topic[bad topic!] contains illegal characters" in t for t in texts)
+    assert any(t == "The Property<UNIQ_KEY> is used by system, input another please" for t in texts)
+    assert any(t.startswith("Properties size of message exceeded, properties size: ") for t in texts)
+    assert any(t.startswith("CODE: 13  DESC: the message body length is zero") for t in texts)
+
+
+def test_rerun_replaces_the_run_and_keeps_others(spark, two_runs: Path, scenario: Scenario) -> None:
+    from deltalake import DeltaTable
+
+    before = read_arrow(str(two_runs), "send_results", "p4")
+    version = DeltaTable(str(two_runs / "send_results")).version()
+    args = _args(two_runs, "p4", 2)
+    pipeline.run_generate(spark, args, scenario)
+    pipeline.run_simulate(spark, args, scenario)
+    after = read_arrow(str(two_runs), "send_results", "p4")
+    keys = KEYS["send_results"]
+    assert _sorted(after, keys).equals(_sorted(before, keys))
+    assert DeltaTable(str(two_runs / "send_results")).version() > version
+    assert read_arrow(str(two_runs), "send_results", "p1").num_rows == 3000
+    runs = set(read_arrow(str(two_runs), "send_results").column("run_id").to_pylist())
+    assert {"p1", "p4"} <= runs
+
+
+def test_spark_reader_matches_deltalake_reader(spark, two_runs: Path) -> None:
+    via_spark = read_spark(spark, str(two_runs), "send_attempts", "p1")
+    via_delta = read_arrow(str(two_runs), "send_attempts", "p1")
+    assert via_spark.count() == via_delta.num_rows
+    assert via_spark.agg({"latency_ms": "sum"}).first()[0] == pc.sum(via_delta.column("latency_ms")).as_py()

@@ -67,37 +67,45 @@ def _choose(u: np.ndarray, weights: dict[str, float], names: tuple[str, ...]) ->
     return np.minimum(np.searchsorted(cum, u, side="right"), len(names) - 1)
 
 
+_HEX_PAIRS = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint16)
+
+
 def _hex_ids(raw: np.ndarray) -> pa.Array:
     """Rows of bytes -> uppercase hex strings, built straight into an Arrow string buffer."""
-    digits = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
     n, width = raw.shape
-    out = np.empty((n, width * 2), dtype=np.uint8)
-    out[:, 0::2] = digits[raw >> 4]
-    out[:, 1::2] = digits[raw & 15]
+    chars = _HEX_PAIRS[raw]  # one gather: each byte becomes its two hex digits
     offsets = np.arange(0, n * width * 2 + 1, width * 2, dtype=np.int32)
-    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(out.tobytes()))
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars))
+
+
+def producer_identity(seed: int, producer: int) -> tuple[bytes, int, int]:
+    """What MessageClientIDSetter fixes at class init for a producer's process: (ip, pid, loader hash).
+
+    ip = 10.x.y.z from the producer number; pid and class-loader hash are drawn per producer.
+    """
+    k = rng.draw_key(seed ^ WORKLOAD_SALT, producer, 0xFFFFFFFF, 0)
+    ip = ((10 << 24) | (producer & 0xFFFFFF)).to_bytes(4, "big")
+    return ip, int(rng.uniform(k, 0) * 65536), int(rng.uniform(k, 1) * (1 << 32))
 
 
 def uniq_ids(seed: int, producer: int, seqs: np.ndarray, born_ts_ms: np.ndarray) -> pa.Array:
-    """UNIQ_KEY ids in MessageClientIDSetter's layout for a producer process of its own.
+    """UNIQ_KEY ids in MessageClientIDSetter's layout, for a producer that is a process of its own.
 
-    ip (4) = 10.x.y.z from the producer number, pid (2) and class-loader hash (4) drawn per producer,
-    time (4) = ms since the start of the (UTC) month of the send, counter (2) = seq (a fresh process
-    counts from 0).
+    ip (4), pid (2), class-loader hash (4) from :func:`producer_identity`; time (4) = ms since the start of
+    the (UTC) month of the send; counter (2) = seq (a fresh process counts from 0).
     """
     n = len(seqs)
+    ip, pid, loader = producer_identity(seed, producer)
     raw = np.empty((n, 16), dtype=np.uint8)
-    ip = (10 << 24) | (producer & 0xFFFFFF)
-    k = rng.draw_key(seed ^ WORKLOAD_SALT, producer, -1 & 0xFFFFFFFF, 0)
-    pid = int(rng.uniform(k, 0) * 65536)
-    loader = int(rng.uniform(k, 1) * (1 << 32))
-    raw[:, 0:4] = np.frombuffer(ip.to_bytes(4, "big"), np.uint8)
+    raw[:, 0:4] = np.frombuffer(ip, np.uint8)
     raw[:, 4:6] = np.frombuffer(pid.to_bytes(2, "big"), np.uint8)
     raw[:, 6:10] = np.frombuffer(loader.to_bytes(4, "big"), np.uint8)
     now = born_ts_ms + EPOCH_MS
-    month_start = (
-        now.astype("datetime64[ms]").astype("datetime64[M]").astype("datetime64[ms]").astype(np.int64)
-    )
+    months = now.astype("datetime64[ms]").astype("datetime64[M]")
+    if n and months[0] == months[-1]:  # the common case: one month, one start (born times are sorted)
+        month_start = np.int64(months[0].astype("datetime64[ms]").astype(np.int64))
+    else:
+        month_start = months.astype("datetime64[ms]").astype(np.int64)
     diff = (now - month_start).astype(np.uint32)
     raw[:, 10:14] = diff.astype(">u4").view(np.uint8).reshape(n, 4)
     raw[:, 14:16] = (seqs & 0xFFFF).astype(">u2").view(np.uint8).reshape(n, 2)
@@ -124,6 +132,7 @@ def generate_producer(
     total_weight = batch_weight + sum(mtype_weights.values())
     batch_p = batch_weight / total_weight
     mean_gap = 1000.0 / share.rate_per_s
+    order_names = pa.array([f"order-{k}" for k in range(wl.order_keys)], pa.string())
     invalid = dict(wl.invalid)
     invalid_total = sum(invalid.values())
     invalid_names = tuple(invalid)
@@ -244,11 +253,7 @@ def generate_producer(
             "born_ts_ms": pa.array(born),
             "batch_id": pa.array(np.where(in_batch, block_first, 0), mask=~in_batch),
             "batch_size": pa.array(batch_size.astype(np.int32)),
-            "order_key": pc.if_else(
-                is_ordered,
-                pc.binary_join_element_wise("order-", pc.cast(pa.array(order_idx), pa.string()), ""),
-                None,
-            ),
+            "order_key": pc.if_else(is_ordered, pc.take(order_names, order_idx), None),
             "reserved_property": pa.array(reserved, pa.string()),
         }
         yield pa.RecordBatch.from_pydict(cols, schema=_SCHEMA)

@@ -1,0 +1,135 @@
+"""The seeded broker model: counter-based draws, fault windows, error mix, heavy tail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketsim import brokers as bm
+from rocketsim.scenario import scenario_from_mapping
+
+
+def model(**raw: object) -> bm.BrokerModel:
+    base = {"cluster": {"brokers": ["broker-a", "broker-b"]}}
+    return bm.BrokerModel.from_scenario(scenario_from_mapping({**base, **raw}))
+
+
+@given(
+    st.integers(0, 2**40),
+    st.integers(0, 10_000),
+    st.integers(0, 2**40),
+    st.integers(0, 16),
+    st.integers(0, 5),
+)
+def test_vectorised_draws_equal_scalar_draws(
+    seed: int, producer: int, seq: int, attempt: int, stream: int
+) -> None:
+    keys = bm.draw_keys(seed, producer, np.array([seq], np.int64), np.array([attempt], np.int64))
+    assert int(keys[0]) == bm.draw_key(seed, producer, seq, attempt)
+    assert bm.uniforms(keys, stream)[0] == bm.uniform(int(keys[0]), stream)
+
+
+def test_draws_are_uniform_and_independent_of_order() -> None:
+    keys = bm.draw_keys(1, 2, np.arange(200_000), np.zeros(200_000, np.int64))
+    u = bm.uniforms(keys, 0)
+    assert u.min() >= 0 and u.max() < 1
+    assert abs(u.mean() - 0.5) < 0.005
+    hist, _ = np.histogram(u, bins=10, range=(0, 1))
+    assert hist.min() > 19_000
+    shuffled = np.random.default_rng(0).permutation(200_000)
+    keys2 = bm.draw_keys(1, 2, shuffled, np.zeros(200_000, np.int64))
+    assert np.array_equal(bm.uniforms(keys2, 0), u[shuffled])
+
+
+def test_same_inputs_same_outcome_different_attempt_different_draw() -> None:
+    m = model()
+    a = m.attempt(0, 7, 0, "broker-a", 1000, 3000)
+    assert a == m.attempt(0, 7, 0, "broker-a", 1000, 3000)
+    lat = {m.attempt(0, 7, k, "broker-a", 1000, 3000).latency_ms for k in range(50)}
+    assert len(lat) > 3
+
+
+def test_latency_body_and_heavy_tail() -> None:
+    m = model(
+        brokers={
+            "default": {
+                "latency": {
+                    "median_ms": 4.0,
+                    "sigma": 0.3,
+                    "spike_probability": 0.01,
+                    "spike_scale_ms": 100.0,
+                    "spike_alpha": 1.5,
+                }
+            }
+        }
+    )
+    lat = np.array([m.attempt(0, s, 0, "broker-a", 0, 100_000).latency_ms for s in range(20_000)])
+    assert 3 <= np.median(lat) <= 5
+    spikes = (lat >= 100).mean()
+    assert 0.005 < spikes < 0.015  # the Pareto spikes start at their scale
+    assert lat.max() > 300  # a heavy tail
+
+
+def test_error_mix_frequencies_and_kinds() -> None:
+    m = model(
+        brokers={
+            "default": {"errors": {"system_busy": 0.1, "flush_slave_timeout": 0.05, "connect_refused": 0.05}}
+        }
+    )
+    outs = [m.attempt(1, s, 0, "broker-a", 0, 3000) for s in range(20_000)]
+    labels = [o.label for o in outs]
+    assert abs(labels.count("broker:2") / 20_000 - 0.1) < 0.01
+    assert abs(labels.count("status:FLUSH_SLAVE_TIMEOUT") / 20_000 - 0.05) < 0.008
+    assert abs(labels.count("remoting:connect") / 20_000 - 0.05) < 0.008
+    assert all(o.latency_ms <= 3000 for o in outs)
+
+
+def test_timeouts_cost_the_whole_timeout() -> None:
+    m = model(brokers={"default": {"errors": {"remoting_timeout": 1.0}}})
+    out = m.attempt(0, 1, 0, "broker-a", 0, 1234)
+    assert (out.kind, out.latency_ms) == (bm.REMOTING_TIMEOUT, 1234)
+    slow = model(
+        brokers={"default": {"latency": {"median_ms": 5000.0, "sigma": 0.0, "spike_probability": 0.0}}}
+    )
+    out = slow.attempt(0, 1, 0, "broker-a", 0, 3000)
+    assert (out.kind, out.latency_ms) == (bm.REMOTING_TIMEOUT, 3000)
+
+
+@pytest.mark.parametrize(
+    ("fault", "inside", "label", "latency"),
+    [
+        ({"kind": "outage"}, 15_000, "remoting:connect", 1),
+        ({"kind": "hang"}, 15_000, "remoting:timeout", 3000),
+        ({"kind": "error_burst", "error": "system_error", "rate": 1.0}, 15_000, "broker:1", None),
+        ({"kind": "flapping", "period_s": 4, "down_s": 1}, 10_500, "remoting:connect", 1),
+        ({"kind": "flapping", "period_s": 4, "down_s": 1}, 12_500, "ok", None),
+    ],
+)
+def test_fault_windows(fault: dict, inside: int, label: str, latency: int | None) -> None:
+    m = model(faults=[{"broker": "broker-b", "start_s": 10, "end_s": 20, **fault}])
+    out = m.attempt(0, 3, 0, "broker-b", inside, 3000)
+    assert out.label == label
+    if latency is not None:
+        assert out.latency_ms == latency
+    assert m.attempt(0, 3, 0, "broker-b", 25_000, 3000).label == "ok"  # after the window
+    assert m.attempt(0, 3, 0, "broker-a", inside, 3000).label == "ok"  # other broker untouched
+
+
+def test_slowdown_multiplies_latency() -> None:
+    m = model(
+        faults=[{"broker": "broker-b", "kind": "slowdown", "start_s": 0, "end_s": 100, "factor": 30}],
+        brokers={"default": {"latency": {"median_ms": 2.0, "sigma": 0.0, "spike_probability": 0.0}}},
+    )
+    assert m.attempt(0, 1, 0, "broker-b", 50_000, 3000).latency_ms == 60
+    assert m.attempt(0, 1, 0, "broker-a", 50_000, 3000).latency_ms == 2
+
+
+def test_down_intervals_of_flapping() -> None:
+    m = model(
+        faults=[
+            {"broker": "broker-a", "kind": "flapping", "start_s": 0, "end_s": 10, "period_s": 4, "down_s": 1}
+        ]
+    )
+    assert m.down_intervals("broker-a", 100_000) == [(0, 1000), (4000, 5000), (8000, 9000)]

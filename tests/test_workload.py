@@ -1,0 +1,124 @@
+"""Synthetic messages: seeded per (producer, seq), exact property sizes, real UNIQ_KEY ids."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from rocketsim import codec
+from rocketsim.message import MessageConst
+from rocketsim.scenario import scenario_from_mapping
+from rocketsim.versions import parse_version
+from rocketsim.workload import EPOCH_MS, generate, generate_producer, producer_identity, producer_shares
+
+MIXED = {
+    "name": "wl",
+    "seed": 9,
+    "producers": {
+        "count": 3,
+        "threads": 2,
+        "group": "grp_1",
+        "send_mode": {"sync": 0.5, "async": 0.3, "oneway": 0.2},
+    },
+    "workload": {
+        "messages": 20_000,
+        "rate_per_s": 2000.0,
+        "topics": ["TopicA", "TopicB"],
+        "tags": ["TagA", "", "Tag_long_name"],
+        "message_types": {"normal": 0.5, "ordered": 0.1, "delay": 0.1, "transaction": 0.1, "batch": 0.2},
+        "delay_levels": [1, 3, 18],
+        "batch_size": 4,
+        "invalid": {"bad_topic": 0.01, "empty_body": 0.01, "oversize_body": 0.01},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def table() -> pa.Table:
+    return generate(scenario_from_mapping(MIXED))
+
+
+def test_counts_split_over_producers() -> None:
+    sc = scenario_from_mapping({"producers": {"count": 3}, "workload": {"messages": 10}})
+    assert [s.messages for s in producer_shares(sc)] == [4, 3, 3]
+
+
+def test_same_rows_whatever_the_chunking() -> None:
+    sc = scenario_from_mapping(MIXED)
+    share = producer_shares(sc)[1]
+    whole = pa.Table.from_batches(list(generate_producer(sc, share)))
+    chunked = pa.Table.from_batches(list(generate_producer(sc, share, chunk_rows=777)))
+    # arrival times are a running float sum: chunking must not change a single value
+    assert whole.equals(chunked)
+
+
+def test_other_seed_other_messages(table: pa.Table) -> None:
+    other = generate(scenario_from_mapping({**MIXED, "seed": 10}))
+    assert not other.column("born_ts_ms").equals(table.column("born_ts_ms"))
+
+
+def _properties(row: dict, group: str) -> dict[str, str]:
+    """The properties the Java client would send for this row."""
+    props = {
+        MessageConst.PROPERTY_WAIT_STORE_MSG_OK: "true",
+        MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: row["uniq_msg_id"],
+    }
+    if row["tags"]:
+        props[MessageConst.PROPERTY_TAGS] = row["tags"]
+    if row["keys"]:
+        props[MessageConst.PROPERTY_KEYS] = row["keys"]
+    if row["message_type"] == "delay":
+        props[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(row["delay_level"])
+    if row["message_type"] == "transaction":
+        props[MessageConst.PROPERTY_TRANSACTION_PREPARED] = "true"
+        props[MessageConst.PROPERTY_PRODUCER_GROUP] = group
+    return props
+
+
+@pytest.mark.parametrize("version", ["4.9.8", "5.3.3"])
+def test_properties_size_is_the_exact_encoded_length(version: str) -> None:
+    sc = scenario_from_mapping({**MIXED, "producers": {**MIXED["producers"], "client_version": version}})
+    rows = generate(sc).slice(0, 3000).to_pylist()
+    v = parse_version(version)
+    for row in rows:
+        expected = codec.properties_size(_properties(row, "grp_1"), version=v)
+        assert row["properties_size"] == expected, row
+
+
+def test_uniq_ids_are_message_client_id_setter_ids(table: pa.Table) -> None:
+    for row in table.slice(0, 500).to_pylist() + table.slice(15_000, 500).to_pylist():
+        ip, pid, loader = producer_identity(9, row["producer"])
+        now = EPOCH_MS + row["born_ts_ms"]
+        start = codec.month_start_ms(now, "UTC")
+        assert row["uniq_msg_id"] == codec.build_uniq_id(ip, pid, loader, now, start, row["seq"])
+        assert codec.uniq_id_ip(row["uniq_msg_id"]) == ip
+
+
+def test_batches_are_blocks_of_one_topic_and_mode(table: pa.Table) -> None:
+    df = table.to_pandas()
+    batches = df[df.batch_id.notna()]
+    assert len(batches) > 0
+    for (_, bid), block in batches.groupby(["producer", "batch_id"]):
+        assert block.seq.min() == bid and len(block) == block.batch_size.iloc[0] <= 4
+        assert block.topic.nunique() == 1 or "bad topic!" in set(block.topic)
+        assert block.send_mode.nunique() == 1
+
+
+def test_mix_proportions_and_fields(table: pa.Table) -> None:
+    df = table.to_pandas()
+    share = df.message_type.value_counts(normalize=True)
+    assert (
+        abs(share["batch"] - 0.2) < 0.04 and abs(share["ordered"] - 0.1) < 0.02
+    )  # weights are overall shares
+    assert set(df[df.message_type == "delay"].delay_level) == {1, 3, 18}
+    assert (df[df.message_type != "delay"].delay_level == 0).all()
+    assert df[df.message_type == "ordered"].order_key.notna().all()
+    assert df[df.message_type != "ordered"].order_key.isna().all()
+    assert (df.thread == df.seq % 2).all()
+    assert set(df.topic) == {"TopicA", "TopicB", "bad topic!"}
+    assert (df.body_size == 0).sum() > 0 and (df.body_size == 4_194_305).sum() > 0
+    for _, g in df.groupby("producer"):
+        assert np.all(np.diff(g.sort_values("seq").born_ts_ms.to_numpy()) >= 0)
+    # 20k messages at 2000/s: about 10 s of arrivals per producer (poisson)
+    assert 8_000 < df.born_ts_ms.max() < 12_000

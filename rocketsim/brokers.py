@@ -84,6 +84,9 @@ STREAM_SPIKE_SIZE = 4  # Pareto spike size
 STREAM_BURST = 5  # error burst hit or not
 N_STREAMS = 6
 
+MAX_SPIKE_EXPONENT = 50.0  # e^50 x the spike scale: far past any timeout, and finite
+MAX_LATENCY_MS = 1e9  # about 11.6 days: an answer that never comes within any send timeout
+
 
 def _mix(z: int) -> int:
     z = (z ^ (z >> 30)) * _C1 & _M64
@@ -288,9 +291,11 @@ def base_latency_ms(p: BrokerParams, key: int) -> float:
     z = math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
     latency = p.median_ms * math.exp(p.sigma * z)
     if uniform(key, STREAM_SPIKE) < p.spike_probability:
-        # Pareto(scale, alpha) by inversion: scale / U^(1/alpha)
-        latency += p.spike_scale_ms / (1.0 - uniform(key, STREAM_SPIKE_SIZE)) ** (1.0 / p.spike_alpha)
-    return latency
+        # Pareto(scale, alpha) by inversion, scale * U^(-1/alpha), with the exponent bounded so a tiny
+        # alpha cannot overflow
+        e = -math.log(1.0 - uniform(key, STREAM_SPIKE_SIZE)) / p.spike_alpha
+        latency += p.spike_scale_ms * math.exp(min(e, MAX_SPIKE_EXPONENT))
+    return min(latency, MAX_LATENCY_MS)
 
 
 def attempt_outcome(

@@ -396,6 +396,19 @@ def _no_route(mode: str, topic: str, now: int, version: ClientVersion) -> SendRe
     return SendRecord(mode, topic, now, now, (), None, err, ())
 
 
+def no_route_select(topic: str, version: ClientVersion) -> ClientError:
+    """``sendSelectImpl``'s refusal when the topic has no writable queue (selector sends)."""
+    return ClientError(f"No route info for this topic, {topic}", version.faq_url)
+
+
+def oneway_write_failed(outcome: Outcome) -> bool:
+    """Whether a ONEWAY request failed to be written (the only outcomes a oneway caller sees)."""
+    kind = outcome.kind
+    if kind == "remoting":
+        return outcome.remoting in ("connect", "send_request")
+    return kind in ("client", "interrupted")
+
+
 def _remoting_exception(what: str, broker: str, timeout_ms: int) -> SendError:
     if what == "connect":
         return RemotingConnectError(f"connect to {broker} failed")
@@ -972,9 +985,7 @@ def oneway_send_steps(
     broker, queue_id = mq.broker_name, mq.queue_id
     outcome = yield Call(0, broker, queue_id, now, cfg.send_msg_timeout_ms, "oneway")
     kind = outcome.kind
-    failed = kind in ("client", "interrupted") or (
-        kind == "remoting" and outcome.remoting in ("connect", "send_request")
-    )
+    failed = oneway_write_failed(outcome)
     now = begin_ms + (outcome.latency_ms if failed else 0)
     strategy.advance_to(now)
     latency = now - begin_ms
@@ -1006,7 +1017,7 @@ def oneway_send_steps(
         outcome,
         upd,
         flow,
-        strategy.isolated_until(broker, now),
+        strategy.isolated_until(mq.broker_name, now),  # the broker the update went to (re-read, as upstream)
         now,
     )
     if on_attempt is not None:

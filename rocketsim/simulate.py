@@ -66,12 +66,19 @@ from rocketsim.schemas import SEND_ATTEMPTS, SEND_RESULTS, without_run_id
 from rocketsim.send import (
     AsyncSemaphore,
     AttemptRecord,
+    Call,
+    MQBrokerError,
     Outcome,
-    RemotingTimeoutError,
     SendConfig,
+    SendInterruptedError,
     SendRecord,
+    SendResult,
+    _broker_not_exist,
+    _remoting_exception,
     async_send_steps,
+    no_route_select,
     oneway_send_steps,
+    oneway_write_failed,
     sync_send_steps,
 )
 from rocketsim.validate import check_message, check_properties_size
@@ -138,9 +145,17 @@ def route_timeline(sc: Scenario) -> RouteTimeline:
     line = sc.producers.version.fault_line
     hb = sc.route.heartbeat_interval_ms
     refresh = RouteRefresh.for_line(line)
-    refresh = type(refresh)(**{**refresh.__dict__, "poll_interval_ms": sc.route.poll_interval_ms,
-                               "broker_expire_ms": sc.route.broker_expire_ms}) if hasattr(
-        refresh, "broker_expire_ms") else refresh
+    refresh = (
+        type(refresh)(
+            **{
+                **refresh.__dict__,
+                "poll_interval_ms": sc.route.poll_interval_ms,
+                "broker_expire_ms": sc.route.broker_expire_ms,
+            }
+        )
+        if hasattr(refresh, "broker_expire_ms")
+        else refresh
+    )
     outages = []
     horizon = _horizon_ms(sc)
     for b in sc.cluster.brokers:
@@ -270,36 +285,58 @@ class ProducerSimulation:
 
     # -- ordered sends: SelectMessageQueueByHash, one attempt --
     def ordered_steps(self, s: _Send, begin: int) -> Generator:
+        """``send(msg, selector, key)``: SelectMessageQueueByHash over the cached queue list, one call.
+
+        The queue object is read once, when it is chosen (``sendKernelImpl`` takes its broker and id
+        before the call), so a concurrent 4.9.7 rewrite of the slot does not change where this send went.
+        """
         tp = self.publish_info(s.topic, begin)
         queues = tp.message_queue_list
-        value = java_rem(java_string_hash(s.order_key or ""), len(queues))
-        mq = queues[java_abs(value)]
+        if not queues:
+            return SendRecord(
+                "sync", s.topic, begin, begin, (), None, no_route_select(s.topic, self.version), ()
+            )
+        slot = queues[java_abs(java_rem(java_string_hash(s.order_key or ""), len(queues)))]
+        broker, queue_id = slot.broker_name, slot.queue_id
         timeout = self.cfg.send_msg_timeout_ms
-        outcome = yield _call(0, mq.broker_name, mq.queue_id, begin, timeout)
+        outcome = yield Call(0, broker, queue_id, begin, timeout)
         end = begin + outcome.latency_ms
-        rec = AttemptRecord(0, None, False, begin, mq.broker_name, mq.queue_id, timeout, outcome, None, "return",
-                            self.strategy.isolated_until(mq.broker_name, end), end)
-        from rocketsim.send import MQBrokerError, SendResult, _remoting_exception
-
-        error = None
+        rec = AttemptRecord(
+            0,
+            None,
+            False,
+            begin,
+            broker,
+            queue_id,
+            timeout,
+            outcome,
+            None,
+            "return",
+            self.strategy.isolated_until(broker, end),
+            end,
+        )
+        error: BaseException | None = None
         result = None
         if outcome.kind in ("ok", "status"):
-            result = SendResult(outcome.status, mq.broker_name, mq.queue_id, 0)
+            result = SendResult(outcome.status, broker, queue_id, 0)
         elif outcome.kind == "remoting":
-            error = _remoting_exception(outcome.remoting, mq.broker_name, timeout)
+            error = _remoting_exception(outcome.remoting, broker, timeout)
         elif outcome.kind == "broker":
             error = MQBrokerError(outcome.response_code, outcome.remark)
+        elif outcome.kind == "client":
+            error = _broker_not_exist(broker, self.version)
         else:
-            error = RemotingTimeoutError(f"{outcome.kind} on {mq.broker_name}")
-        return SendRecord("sync", s.topic, begin, end, (rec,), result, error, (mq.broker_name,))
+            error = SendInterruptedError("interrupted")
+        return SendRecord("sync", s.topic, begin, end, (rec,), result, error, (broker,))
 
     def steps(self, s: _Send, begin: int) -> Generator:
         if s.order_key is not None:
             return self.ordered_steps(s, begin)
         tp = self.publish_info(s.topic, begin)
         if s.mode == "async":
-            return async_send_steps(self.strategy, tp, self.cfg, s.topic, begin, semaphore=self.semaphore,
-                                    thread=s.thread)
+            return async_send_steps(
+                self.strategy, tp, self.cfg, s.topic, begin, semaphore=self.semaphore, thread=s.thread
+            )
         if s.mode == "oneway":
             return oneway_send_steps(self.strategy, tp, self.cfg, s.topic, begin, thread=s.thread)
         return sync_send_steps(self.strategy, tp, self.cfg, s.topic, begin, thread=s.thread)
@@ -330,9 +367,12 @@ class ProducerSimulation:
                 if s.mode != "async":
                     schedule_thread(s.thread, record.end_ms)
                 return
-            outcome = self.transport_for(s.seq)(call.attempt, call.broker, call.queue_id, call.start_ms,
-                                                call.timeout_ms)
-            heapq.heappush(heap, (call.start_ms + outcome.latency_ms, DELIVER, next(counter), (s, gen, outcome)))
+            outcome = self.transport_for(s.seq)(
+                call.attempt, call.broker, call.queue_id, call.start_ms, call.timeout_ms
+            )
+            # a oneway caller waits only for the write: the call is over at once unless the write failed
+            waited = outcome.latency_ms if call.mode != "oneway" or oneway_write_failed(outcome) else 0
+            heapq.heappush(heap, (call.start_ms + waited, DELIVER, next(counter), (s, gen, outcome)))
 
         for th in per_thread:
             schedule_thread(th, 0)
@@ -353,16 +393,12 @@ class ProducerSimulation:
         return done
 
 
-def _call(attempt: int, broker: str, queue_id: int, start: int, timeout: int) -> object:
-    from rocketsim.send import Call
-
-    return Call(attempt, broker, queue_id, start, timeout)
-
-
 # ---- validation, sizes and the tables ----------------------------------------------------------
 
 
-def rejection(topic: str, body_size: int, properties_size: int, reserved: str | None, sc: Scenario) -> str | None:
+def rejection(
+    topic: str, body_size: int, properties_size: int, reserved: str | None, sc: Scenario
+) -> str | None:
     """The client's error text if this message is refused before any send, else None.
 
     Order as the client meets the checks: ``putUserProperty`` (at message construction), then
@@ -389,9 +425,24 @@ def _prepare(messages: pa.Table, sc: Scenario) -> tuple[list[_Send], _Results, l
     p = sc.producers
     n = messages.num_rows
     res = _Results(n)
-    col = {name: messages.column(name).to_pylist() for name in (
-        "seq", "thread", "topic", "uniq_msg_id", "body_size", "compressibility", "properties_size",
-        "message_type", "send_mode", "born_ts_ms", "batch_id", "order_key", "reserved_property")}
+    col = {
+        name: messages.column(name).to_pylist()
+        for name in (
+            "seq",
+            "thread",
+            "topic",
+            "uniq_msg_id",
+            "body_size",
+            "compressibility",
+            "properties_size",
+            "message_type",
+            "send_mode",
+            "born_ts_ms",
+            "batch_id",
+            "order_key",
+            "reserved_property",
+        )
+    }
     body = np.asarray(messages.column("body_size"), np.int64)
     comp = np.asarray(messages.column("compressibility"), np.float64)
     is_batch = np.asarray(pc.is_valid(messages.column("batch_id")))
@@ -404,22 +455,46 @@ def _prepare(messages: pa.Table, sc: Scenario) -> tuple[list[_Send], _Results, l
     txn = np.asarray(pc.equal(messages.column("message_type"), "transaction"))
     sys_flag = np.where(compress, zflag, 0) | np.where(txn, MessageSysFlag.TRANSACTION_PREPARED_TYPE, 0)
     props = np.asarray(messages.column("properties_size"), np.int64)
-    element = codec.encoded_message_sizes(body, props, version=p.version)  # a batch element: the body is never compressed
-    batch_props = 4 + 2 + 4 + 8 + 2 + 32 + (0 if p.version.properties_trailing_separator else -1)  # WAIT, UNIQ_KEY
+    element = codec.encoded_message_sizes(
+        body, props, version=p.version
+    )  # a batch element: the body is never compressed
+    batch_props = (
+        4 + 2 + 4 + 8 + 2 + 32 + (0 if p.version.properties_trailing_separator else -1)
+    )  # WAIT, UNIQ_KEY
 
     rejected: list[int] = []
     sends: list[_Send] = []
     batches: dict[int, _Send] = {}
     for i in range(n):
         seq = col["seq"][i]
-        res.set(i, producer=None, seq=seq, uniq_msg_id=col["uniq_msg_id"][i], born_ts_ms=col["born_ts_ms"][i],
-                send_mode=col["send_mode"][i], compressed=bool(compress[i]), sys_flag=int(sys_flag[i]))
+        res.set(
+            i,
+            producer=None,
+            seq=seq,
+            uniq_msg_id=col["uniq_msg_id"][i],
+            born_ts_ms=col["born_ts_ms"][i],
+            send_mode=col["send_mode"][i],
+            compressed=bool(compress[i]),
+            sys_flag=int(sys_flag[i]),
+        )
         why = rejection(col["topic"][i], int(body[i]), int(props[i]), col["reserved_property"][i], sc)
         if why is not None:
             rejected.append(i)
-            res.set(i, status=REJECTED, error=why, attempts=0, brokers_sent=[], broker=None, queue_id=None,
-                    send_ts_ms=col["born_ts_ms"][i], end_ts_ms=col["born_ts_ms"][i], queue_wait_ms=0,
-                    latency_ms=0, wire_bytes=0, retry_budget_exhausted=False)
+            res.set(
+                i,
+                status=REJECTED,
+                error=why,
+                attempts=0,
+                brokers_sent=[],
+                broker=None,
+                queue_id=None,
+                send_ts_ms=col["born_ts_ms"][i],
+                end_ts_ms=col["born_ts_ms"][i],
+                queue_wait_ms=0,
+                latency_ms=0,
+                wire_bytes=0,
+                retry_budget_exhausted=False,
+            )
             continue
         mode = col["send_mode"][i]
         mtype = col["message_type"][i]
@@ -429,8 +504,19 @@ def _prepare(messages: pa.Table, sc: Scenario) -> tuple[list[_Send], _Results, l
         if bid is not None:
             b = batches.get(bid)
             if b is None:
-                b = batches[bid] = _Send(i, seq, col["thread"][i], col["born_ts_ms"][i], mode, col["topic"][i],
-                                         None, [], batch_props, False, 0)
+                b = batches[bid] = _Send(
+                    i,
+                    seq,
+                    col["thread"][i],
+                    col["born_ts_ms"][i],
+                    mode,
+                    col["topic"][i],
+                    None,
+                    [],
+                    batch_props,
+                    False,
+                    0,
+                )
                 sends.append(b)
             b.members.append(i)
             b.born_ms = max(b.born_ms, col["born_ts_ms"][i])  # sent once the last member is made
@@ -439,9 +525,21 @@ def _prepare(messages: pa.Table, sc: Scenario) -> tuple[list[_Send], _Results, l
             continue
         wire = int(sent_body[i] + props[i])
         res.set(i, wire_bytes=wire)
-        sends.append(_Send(i, seq, col["thread"][i], col["born_ts_ms"][i], mode, col["topic"][i],
-                           col["order_key"][i] if mtype == "ordered" else None, [i], wire, bool(compress[i]),
-                           int(sys_flag[i])))
+        sends.append(
+            _Send(
+                i,
+                seq,
+                col["thread"][i],
+                col["born_ts_ms"][i],
+                mode,
+                col["topic"][i],
+                col["order_key"][i] if mtype == "ordered" else None,
+                [i],
+                wire,
+                bool(compress[i]),
+                int(sys_flag[i]),
+            )
+        )
     return sends, res, rejected
 
 
@@ -473,7 +571,10 @@ def simulate_producer(messages: pa.Table, sc: Scenario, *, fast: bool = True) ->
             att["seq"].append(s.seq)
             att["attempt"].append(a.index)
             att["start_ts_ms"].append(a.start_ms)
-            att["latency_ms"].append(a.outcome.latency_ms)
+            # a oneway caller waits for the write only; other modes wait for the broker's answer
+            att["latency_ms"].append(
+                a.end_ms - a.start_ms if record.mode == "oneway" else a.outcome.latency_ms
+            )
             att["broker"].append(a.broker)
             att["queue_id"].append(a.queue_id)
             att["outcome"].append(a.outcome.label)
@@ -493,13 +594,24 @@ def simulate_producer(messages: pa.Table, sc: Scenario, *, fast: bool = True) ->
         for row in s.members:
             # a batch's attempts are counted once, on its first message (where its attempt rows are)
             lead = row == s.row
-            res.set(row, status=status, error=error, attempts=len(sent) if lead else 0,
-                    brokers_sent=[a.broker for a in sent] if lead else [], broker=broker, queue_id=queue_id, send_ts_ms=record.begin_ms, end_ts_ms=record.end_ms,
-                    queue_wait_ms=record.begin_ms - res.cols["born_ts_ms"][row],
-                    latency_ms=record.end_ms - record.begin_ms, retry_budget_exhausted=exhausted)
+            res.set(
+                row,
+                status=status,
+                error=error,
+                attempts=len(sent) if lead else 0,
+                brokers_sent=[a.broker for a in sent] if lead else [],
+                broker=broker,
+                queue_id=queue_id,
+                send_ts_ms=record.begin_ms,
+                end_ts_ms=record.end_ms,
+                queue_wait_ms=record.begin_ms - res.cols["born_ts_ms"][row],
+                latency_ms=record.end_ms - record.begin_ms,
+                retry_budget_exhausted=exhausted,
+            )
     res.cols["producer"] = [producer] * res.n
     attempts = pa.Table.from_pydict(att, schema=ATTEMPTS_SCHEMA).sort_by(
-        [("seq", "ascending"), ("attempt", "ascending")])
+        [("seq", "ascending"), ("attempt", "ascending")]
+    )
     results = pa.Table.from_pydict(res.cols, schema=RESULTS_SCHEMA)
     return SimOutput(attempts, results)
 
@@ -518,4 +630,6 @@ def simulate(messages: pa.Table, sc: Scenario) -> SimOutput:
     producer_col = messages.column("producer")
     for p in sorted(pc.unique(producer_col).to_pylist()):
         outs.append(simulate_producer(messages.filter(pc.equal(producer_col, p)), sc))
-    return SimOutput(pa.concat_tables([o.attempts for o in outs]), pa.concat_tables([o.results for o in outs]))
+    return SimOutput(
+        pa.concat_tables([o.attempts for o in outs]), pa.concat_tables([o.results for o in outs])
+    )

@@ -1138,6 +1138,10 @@ def _rejections(
         why = ref.rejection(topic[k], int(body[r]), int(props[r]), res[k], sc)
         if why is not None:
             out[r] = why
+    if out and pc.any(pc.is_valid(messages.column("batch_id"))).as_py():
+        out = ref.batch_rejections(
+            out, messages.column("batch_id").to_pylist(), messages.column("reserved_property").to_pylist(), sc
+        )
     return out
 
 

@@ -420,6 +420,30 @@ def rejection(
     return None
 
 
+BATCH_FAILED = "Failed to initiate the MessageBatch"  # DefaultMQProducer.batch() wraps any member's error
+
+
+def batch_rejections(
+    reject: dict[int, str], batch_ids: list[int | None], reserved: list[str | None], sc: Scenario
+) -> dict[int, str]:
+    """Spread a member's rejection to its whole batch, as ``DefaultMQProducer.batch()`` does.
+
+    ``batch()`` validates every member (and ``generateFromList`` their common topic) and wraps the first
+    failure in ``MQClientException("Failed to initiate the MessageBatch", e)``: nothing of the batch is
+    sent. A member whose ``putUserProperty`` failed was never made, so only it is rejected (with its own
+    text) and the rest of its batch goes on.
+    """
+    broken = {batch_ids[r] for r in reject if batch_ids[r] is not None and reserved[r] is None}
+    if not broken:
+        return reject
+    text = MQClientError(-1, BATCH_FAILED, sc.producers.version.faq_url).full_message
+    out = dict(reject)
+    for r, bid in enumerate(batch_ids):
+        if bid in broken and (r not in out or reserved[r] is None):
+            out[r] = text
+    return out
+
+
 def _prepare(messages: pa.Table, sc: Scenario) -> tuple[list[_Send], _Results, list[int]]:
     """Sends in seq order, the results skeleton, and the rows rejected up front."""
     p = sc.producers
@@ -462,6 +486,13 @@ def _prepare(messages: pa.Table, sc: Scenario) -> tuple[list[_Send], _Results, l
         4 + 2 + 4 + 8 + 2 + 32 + (0 if p.version.properties_trailing_separator else -1)
     )  # WAIT, UNIQ_KEY
 
+    whys: dict[int, str] = {}
+    for i in range(n):
+        why = rejection(col["topic"][i], int(body[i]), int(props[i]), col["reserved_property"][i], sc)
+        if why is not None:
+            whys[i] = why
+    whys = batch_rejections(whys, col["batch_id"], col["reserved_property"], sc)
+
     rejected: list[int] = []
     sends: list[_Send] = []
     batches: dict[int, _Send] = {}
@@ -477,7 +508,7 @@ def _prepare(messages: pa.Table, sc: Scenario) -> tuple[list[_Send], _Results, l
             compressed=bool(compress[i]),
             sys_flag=int(sys_flag[i]),
         )
-        why = rejection(col["topic"][i], int(body[i]), int(props[i]), col["reserved_property"][i], sc)
+        why = whys.get(i)
         if why is not None:
             rejected.append(i)
             res.set(

@@ -68,3 +68,30 @@ def test_tiny_spike_alpha_is_bounded_not_a_crash() -> None:
         ).as_py()
         > 0
     )
+
+
+def test_one_bad_member_rejects_its_whole_batch() -> None:
+    sc, messages = _one_producer(
+        {
+            "workload": {
+                "messages": 2000,
+                "message_types": {"batch": 1.0},
+                "batch_size": 4,
+                "invalid": {"bad_topic": 0.02, "reserved_property": 0.02},
+            },
+        }
+    )
+    out = (
+        _same(sc, messages)
+        .results.to_pandas()
+        .merge(messages.to_pandas()[["seq", "batch_id", "topic", "reserved_property"]], on="seq")
+    )
+    batch_failed = out[out.error.fillna("").str.startswith("Failed to initiate the MessageBatch\n")]
+    assert len(batch_failed) > 0 and (batch_failed.status == "REJECTED").all()
+    for _, block in out.groupby("batch_id"):
+        if (block.topic == "bad topic!").any():  # generateFromList/checkMessage fail: nothing is sent
+            assert (block.status == "REJECTED").all()
+        elif block.reserved_property.notna().any():  # that member was never made; the rest is sent
+            made = block[block.reserved_property.isna()]
+            assert (made.status != "REJECTED").all()
+            assert (block[block.reserved_property.notna()].error.str.contains("is used by system")).all()

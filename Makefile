@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCENARIO ?= conf/scenarios/steady.toml
 ARGS ?=
 
-.PHONY: run test lint bench bench-core bench-send check-java conformance cluster-test clean
+.PHONY: run test lint bench bench-core bench-send check-java conformance cluster-test clean compare report
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,17 @@ test: $(STAMP) check-java
 
 run: $(STAMP) check-java
 	./spark-submit.sh jobs/pipeline.py --scenario $(SCENARIO) $(ARGS)
+
+# One scenario under two variants (fault strategy off / on) in one Spark job -> comparisons tables.
+COMPARE_SCENARIO ?= conf/scenarios/brownout.toml
+compare: $(STAMP) check-java
+	./spark-submit.sh jobs/compare.py --scenario $(COMPARE_SCENARIO) \
+	    --variant fault_off:producers.send_latency_fault_enable=false \
+	    --variant fault_on:producers.send_latency_fault_enable=true $(ARGS)
+
+# A self-contained HTML page of the most recent run (or ARGS="--run-id ID") -> reports/<run id>.html
+report: $(STAMP)
+	$(PY) jobs/report.py $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check rocketsim jobs tests

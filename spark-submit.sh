@@ -126,6 +126,17 @@ if [[ ! -x "$PY" ]] || ! "$PY" -c 'import pyspark' >/dev/null 2>&1; then
     make -s -C "$ROOT" .venv/.installed-stamp
 fi
 
+# Preflight: run the job in plain Python up to its build_session (which then exits 75), so bad arguments
+# or a bad scenario fail here with exit code 2 and one line on stderr, before the JVM starts (a Python
+# driver's stderr would otherwise reach stdout through spark-submit). Skipped for jobs without Spark (they
+# would simply run twice), in cluster deploy mode (the driver's files are elsewhere), and with
+# ROCKETSIM_PREFLIGHT=0. Exit 0 means the job finished without Spark (e.g. --help).
+if [[ $cluster_mode -eq 0 && "${ROCKETSIM_PREFLIGHT:-1}" != 0 ]] && grep -q "build_session" "$job"; then
+    rc=0
+    ROCKETSIM_PREFLIGHT_ONLY=1 "$PY" "$job" "$@" || rc=$?
+    [[ $rc -eq 75 ]] || exit $rc
+fi
+
 PYSPARK_DIR="$("$PY" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
 # Always the pip-installed Spark, whatever SPARK_HOME the shell may point at (versions must match).
 export SPARK_HOME="$PYSPARK_DIR"

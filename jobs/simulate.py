@@ -1,10 +1,10 @@
-"""Simulate the sends of a run's ``messages`` into ``send_attempts`` and ``send_results``."""
+"""Simulate the sends of a run's ``messages`` into ``send_attempts``, ``send_results`` and ``commit_log``."""
 
 from __future__ import annotations
 
 import sys
 
-from rocketsim.spark.pipeline import parse_job_args, run_simulate
+from rocketsim.spark.pipeline import parse_job_args, reconcile, run_simulate
 from rocketsim.spark.session import build_session
 
 
@@ -13,6 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session(app_name=f"rocketsim-simulate-{args.run_id}")
     try:
         run_simulate(spark, args, scenario)
+        reconcile(spark, args, through="simulate")  # raises ReconciliationError: the job fails
     finally:
         spark.stop()
     return 0

@@ -1,10 +1,11 @@
-"""Summarize a simulated run into ``broker_windows``, ``producer_windows`` and ``run_summary``."""
+"""Summarize a simulated run into ``isolation_intervals``, ``broker_windows``, ``queue_windows``,
+``producer_windows`` and ``run_summary``."""
 
 from __future__ import annotations
 
 import sys
 
-from rocketsim.spark.pipeline import parse_job_args, print_summary, run_summarize
+from rocketsim.spark.pipeline import parse_job_args, print_summary, reconcile, run_summarize
 from rocketsim.spark.session import build_session
 
 
@@ -13,6 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session(app_name=f"rocketsim-summarize-{args.run_id}")
     try:
         run_summarize(spark, args)
+        reconcile(spark, args, through="summarize")  # raises ReconciliationError: the job fails
         print_summary(args)
     finally:
         spark.stop()

@@ -639,9 +639,14 @@ def _java_string2bytes(text: str) -> bytes | None:
     return bytes(out)
 
 
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
 def _hex_bytes(text: str, where: str, lengths: tuple[int, ...]) -> bytes:
     if len(text) not in lengths:
         raise DecodeError(f"{where}: {len(text)} characters, expected {' or '.join(map(str, lengths))}")
+    if not all(c in _HEX_DIGITS for c in text):  # bytes.fromhex would skip whitespace between pairs
+        raise DecodeError(f"{where}: {text[:64]!r} is not hexadecimal")
     try:
         return bytes.fromhex(text)
     except ValueError:

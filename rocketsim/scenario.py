@@ -46,6 +46,7 @@ ARRIVALS = ("poisson", "uniform")
 BODY_DISTRIBUTIONS = ("fixed", "lognormal", "uniform")
 COMPRESS_TYPES = ("ZLIB", "LZ4", "ZSTD")
 INVALID_KINDS = ("bad_topic", "empty_body", "oversize_body", "oversize_properties", "reserved_property")
+TRANSACTION_STATES = ("commit", "rollback", "unknown")  # LocalTransactionState COMMIT/ROLLBACK_MESSAGE/UNKNOW
 
 
 def _rule(rule: str, check: typing.Callable[[Any], bool]) -> dict[str, Any]:
@@ -62,6 +63,19 @@ def _gt(lo: float) -> dict[str, Any]:
 
 def _between(lo: float, hi: float) -> dict[str, Any]:
     return _rule(f"must be between {lo} and {hi}", lambda v: lo <= v <= hi)
+
+
+def _gt_le(lo: float, hi: float) -> dict[str, Any]:
+    return _rule(f"must be > {lo} and <= {hi}", lambda v: lo < v <= hi)
+
+
+# Upper limits that keep every time in int64 milliseconds and every latency finite (beyond them a
+# validated scenario used to overflow, divide by zero or loop forever inside the simulate stage).
+JAVA_INT_MIN, JAVA_INT_MAX = -(2**31), 2**31 - 1
+JAVA_LONG_MIN, JAVA_LONG_MAX = -(2**63), 2**63 - 1
+MAX_SCENARIO_S = 31_536_000  # one year: the longest workload span or fault time
+MAX_LATENCY_MS = 86_400_000  # one day: the largest latency parameter
+MAX_FLAP_CYCLES = 100_000
 
 
 def _one_of(options: tuple[str, ...]) -> dict[str, Any]:
@@ -114,7 +128,7 @@ class ProducerConfig:
 class BodySizeConfig:
     distribution: str = field(default="lognormal", metadata=_one_of(BODY_DISTRIBUTIONS))
     median: int = field(default=1024, metadata=_ge(0))
-    sigma: float = field(default=0.8, metadata=_ge(0))
+    sigma: float = field(default=0.8, metadata=_between(0, 10))  # beyond: exp() overflows
     min: int = field(default=1, metadata=_ge(0))
     max: int = field(default=65536, metadata=_ge(0))
 
@@ -124,7 +138,7 @@ class WorkloadConfig:
     """What the producers send, and when."""
 
     messages: int = field(default=0, metadata=_ge(0))  # total; 0 means duration_s x rate_per_s
-    duration_s: float = field(default=60.0, metadata=_gt(0))
+    duration_s: float = field(default=60.0, metadata=_gt_le(0, MAX_SCENARIO_S))
     rate_per_s: float = field(default=1000.0, metadata=_gt(0))  # all producers together
     arrival: str = field(default="poisson", metadata=_one_of(ARRIVALS))
     topics: tuple[str, ...] = ("TopicTest",)
@@ -135,7 +149,8 @@ class WorkloadConfig:
     message_types: Mapping[str, float] = field(
         default_factory=lambda: {"normal": 1.0}, metadata={"keys": MESSAGE_TYPES, "weights": True}
     )
-    order_keys: int = field(default=64, metadata=_ge(1))  # distinct selector keys of ordered messages
+    # distinct selector keys of ordered messages
+    order_keys: int = field(default=64, metadata=_between(1, 1_000_000))
     delay_levels: tuple[int, ...] = (1, 2, 3, 4, 5)
     batch_size: int = field(default=8, metadata=_between(1, 4096))
     # fraction of messages made invalid on purpose, by kind (they become REJECTED results)
@@ -151,12 +166,13 @@ class WorkloadConfig:
 class LatencyConfig:
     """Per-attempt latency: a lognormal body with rare Pareto spikes (a heavy tail)."""
 
-    median_ms: float = field(default=2.0, metadata=_gt(0))
-    sigma: float = field(default=0.5, metadata=_ge(0))
+    median_ms: float = field(default=2.0, metadata=_gt_le(0, MAX_LATENCY_MS))
+    sigma: float = field(default=0.5, metadata=_between(0, 10))
     spike_probability: float = field(default=0.001, metadata=_between(0, 1))
-    spike_scale_ms: float = field(default=50.0, metadata=_gt(0))
-    spike_alpha: float = field(default=1.5, metadata=_gt(0))
-    connect_refused_ms: float = field(default=1.0, metadata=_ge(0))  # a refused connection fails fast
+    spike_scale_ms: float = field(default=50.0, metadata=_gt_le(0, MAX_LATENCY_MS))
+    spike_alpha: float = field(default=1.5, metadata=_ge(0.1))  # smaller: (1 - u) ** (1 / a) underflows
+    # a refused connection fails fast
+    connect_refused_ms: float = field(default=1.0, metadata=_between(0, MAX_LATENCY_MS))
 
 
 @dataclass(frozen=True)
@@ -175,10 +191,11 @@ class FaultConfig:
 
     broker: str
     kind: str = field(metadata=_one_of(FAULT_KINDS))
-    start_s: float = field(metadata=_ge(0))
-    end_s: float = field(metadata=_gt(0))
-    factor: float = field(default=10.0, metadata=_ge(1))  # slowdown: latency x factor
-    period_s: float = field(default=20.0, metadata=_gt(0))  # flapping: one down+up cycle
+    start_s: float = field(metadata=_between(0, MAX_SCENARIO_S))
+    end_s: float = field(metadata=_gt_le(0, MAX_SCENARIO_S))
+    factor: float = field(default=10.0, metadata=_between(1, 1_000_000))  # slowdown: latency x factor
+    # flapping: one down+up cycle (at least 1 ms: the model runs in whole milliseconds)
+    period_s: float = field(default=20.0, metadata=_between(0.001, MAX_SCENARIO_S))
     down_s: float = field(default=10.0, metadata=_gt(0))  # flapping: down part of each cycle
     error: str = field(default="system_busy", metadata=_one_of(BROKER_ERRORS))  # error_burst
     rate: float = field(default=0.5, metadata=_between(0, 1))  # error_burst: probability per attempt
@@ -194,6 +211,45 @@ class RouteConfig:
 
 
 @dataclass(frozen=True)
+class TransactionConfig:
+    """Transactional messages after their half is stored: the producer's local transaction, and the
+    broker's check-back (``BrokerConfig`` names: transactionCheckInterval, transactionCheckMax,
+    transactionTimeOut)."""
+
+    # state the local transaction returns after a SEND_OK half (weights)
+    outcome: Mapping[str, float] = field(
+        default_factory=lambda: {"commit": 0.9, "rollback": 0.05, "unknown": 0.05},
+        metadata={"keys": TRANSACTION_STATES, "weights": True},
+    )
+    # the producer dies after its half is stored and before it ends the transaction
+    producer_crash: float = field(default=0.0, metadata=_between(0, 1))
+    # state a check-back finds (checkLocalTransaction), drawn per check (weights)
+    check_outcome: Mapping[str, float] = field(
+        default_factory=lambda: {"commit": 0.5, "rollback": 0.25, "unknown": 0.25},
+        metadata={"keys": TRANSACTION_STATES, "weights": True},
+    )
+    check_interval_ms: int = field(default=60_000, metadata=_gt(0))
+    check_max: int = field(default=15, metadata=_between(1, 1000))
+    timeout_ms: int = field(default=6_000, metadata=_ge(0))
+
+
+@dataclass(frozen=True)
+class ConsumerGroupConfig:
+    """One consumer group in clustering mode: ``count`` instances rebalancing every workload topic with
+    AllocateMessageQueueAveragely."""
+
+    name: str = "rocketsim_consumer_group"
+    count: int = field(default=4, metadata=_between(1, 10_000))
+
+
+@dataclass(frozen=True)
+class ConsumersConfig:
+    """The consumer groups whose per-consumer load the run reports (``consumer_load``)."""
+
+    groups: tuple[ConsumerGroupConfig, ...] = (ConsumerGroupConfig(),)
+
+
+@dataclass(frozen=True)
 class Scenario:
     """A whole, validated scenario."""
 
@@ -206,6 +262,8 @@ class Scenario:
     brokers: Mapping[str, BrokerModelConfig] = field(default_factory=dict)  # "default" and per-broker names
     faults: tuple[FaultConfig, ...] = ()
     route: RouteConfig = field(default_factory=RouteConfig)
+    transactions: TransactionConfig = field(default_factory=TransactionConfig)
+    consumers: ConsumersConfig = field(default_factory=ConsumersConfig)
     source_text: str = field(default="", compare=False, repr=False)
 
     def broker_model(self, broker: str) -> BrokerModelConfig:
@@ -268,6 +326,12 @@ def _convert(tp: Any, value: Any, path: str, meta: Mapping[str, Any]) -> Any:
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             _fail(path, "must be an integer", value)
+        # the client's settings are Java ints; the seed lands in an int64 column of ``runs``
+        kind, lo, hi = ("int", JAVA_INT_MIN, JAVA_INT_MAX)
+        if path == "seed":
+            kind, lo, hi = ("long", JAVA_LONG_MIN, JAVA_LONG_MAX)
+        if not lo <= value <= hi:
+            _fail(path, f"must fit a Java {kind} ({lo}..{hi})", value)
     elif tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             _fail(path, "must be a number", value)
@@ -340,6 +404,24 @@ def _check_cross_fields(sc: Scenario) -> None:
             "must give at least one message (or duration_s x rate_per_s >= 1)",
             wl.messages,
         )
+    if wl.total_messages() > JAVA_INT_MAX:
+        _fail(
+            "workload.duration_s x workload.rate_per_s",
+            f"must give at most {JAVA_INT_MAX} messages",
+            wl.total_messages(),
+        )
+    if wl.messages > 0 and wl.messages / wl.rate_per_s > MAX_SCENARIO_S:  # else duration_s bounds it
+        _fail(
+            "workload.rate_per_s",
+            f"must send workload.messages ({wl.total_messages()}) within {MAX_SCENARIO_S} s",
+            wl.rate_per_s,
+        )
+    if sc.producers.compress_type == "ZLIB" and not -1 <= sc.producers.compress_level <= 9:
+        _fail(
+            "producers.compress_level",
+            "must be between -1 and 9 with compress_type ZLIB",
+            sc.producers.compress_level,
+        )
     for i, lvl in enumerate(wl.delay_levels):
         if lvl < 1:
             _fail(f"workload.delay_levels[{i}]", "must be >= 1", lvl)
@@ -354,6 +436,14 @@ def _check_cross_fields(sc: Scenario) -> None:
             check_send_topic_allowed(topic, version=sc.producers.version)
         except MQClientError as exc:  # keep upstream's text as the rule
             _fail(f"workload.topics[{i}]", f"is not a topic the client accepts ({exc.error_message})", topic)
+    groups = [g.name for g in sc.consumers.groups]
+    if not groups:
+        _fail("consumers.groups", "must name at least one consumer group", [])
+    for i, name in enumerate(groups):
+        if not name.strip():
+            _fail(f"consumers.groups[{i}].name", "must not be blank", name)
+        if name in groups[:i]:
+            _fail(f"consumers.groups[{i}].name", "must not repeat a group name", name)
     windows: dict[str, list[tuple[float, float, int]]] = {}
     for i, fault in enumerate(sc.faults):
         where = f"faults[{i}]"
@@ -363,6 +453,14 @@ def _check_cross_fields(sc: Scenario) -> None:
             _fail(f"{where}.end_s", f"must be after start_s ({fault.start_s})", fault.end_s)
         if fault.kind == "flapping" and fault.down_s >= fault.period_s:
             _fail(f"{where}.down_s", f"must be shorter than period_s ({fault.period_s})", fault.down_s)
+        cycles = (fault.end_s - fault.start_s) / fault.period_s
+        if fault.kind == "flapping" and cycles > MAX_FLAP_CYCLES:
+            _fail(
+                f"{where}.period_s",
+                f"must give at most {MAX_FLAP_CYCLES} flapping cycles between start_s and end_s "
+                f"({cycles:.0f} cycles)",
+                fault.period_s,
+            )
         for s, e, j in windows.get(fault.broker, []):
             if fault.start_s < e and s < fault.end_s:
                 _fail(

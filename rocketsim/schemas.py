@@ -52,6 +52,20 @@ SEND_ATTEMPTS = pa.schema(
     ]
 )
 
+BROKER_SIDE_KEY = b"rocketsim.stage"
+BROKER_SIDE_VALUE = b"broker_side"
+
+
+def _broker_side(name: str, type_: pa.DataType) -> pa.Field:
+    """A nullable column that the broker-side step adds after the simulation (tagged in its metadata)."""
+    return pa.field(name, type_, metadata={BROKER_SIDE_KEY: BROKER_SIDE_VALUE})
+
+
+def is_broker_side(field: pa.Field) -> bool:
+    """Whether ``field`` is added by the broker-side step rather than produced by the simulation."""
+    return (field.metadata or {}).get(BROKER_SIDE_KEY) == BROKER_SIDE_VALUE
+
+
 SEND_RESULTS = pa.schema(
     [
         RUN_ID,
@@ -76,6 +90,16 @@ SEND_RESULTS = pa.schema(
         pa.field("compressed", pa.bool_(), nullable=False),
         pa.field("sys_flag", pa.int32(), nullable=False),
         pa.field("retry_budget_exhausted", pa.bool_(), nullable=False),  # attempts left, but no time
+        # -- the broker side (rocketsim.broker, added by the Spark layer after the simulation; null unless
+        # the result's copy was stored: status not FAILED/REJECTED and its last attempt stored it) --
+        _broker_side("store_ts_ms", pa.int64()),  # attempt start + latency
+        _broker_side("store_topic", pa.string()),  # topic the broker wrote (SCHEDULE_TOPIC_XXXX, half topic)
+        _broker_side("store_queue_id", pa.int32()),  # its queue (delay: level - 1, half: 0)
+        _broker_side("queue_offset", pa.int64()),  # in (broker, store_topic, store_queue_id)
+        _broker_side("commit_log_offset", pa.int64()),  # in the broker's commit log
+        _broker_side("store_size", pa.int32()),  # exact store-format record size
+        _broker_side("offset_msg_id", pa.string()),  # MessageDecoder.createMessageId(store host, offset)
+        _broker_side("deliver_ts_ms", pa.int64()),  # delay messages: store time + the level's delay
     ]
 )
 
@@ -91,23 +115,44 @@ _LATENCY_PERCENTILES = [
     )
 ]
 
+# attempts by outcome: ok, remoting:timeout, remoting:connect, broker:<code>, status:<not SEND_OK>, other
+_ATTEMPT_OUTCOMES = [
+    pa.field(name, pa.int64(), nullable=False)
+    for name in (
+        "ok",
+        "failed_timeout",
+        "failed_connect",
+        "failed_broker_error",
+        "not_store_ok",
+        "failed_other",
+    )
+]
+_QUEUE_WAIT = [  # OMB's "publish delay": born -> send start
+    pa.field("queue_wait_p50_ms", pa.float64()),
+    pa.field("queue_wait_p99_ms", pa.float64()),
+    pa.field("queue_wait_max_ms", pa.int64()),
+]
+_QUEUE_SPREAD = [  # of sends over queues; idle queues count as 0; null without sends
+    pa.field("queue_skew", pa.float64()),  # max / mean (1.0 = even)
+    pa.field("queue_gini", pa.float64()),  # Gini coefficient (0 = even)
+]
+
 BROKER_WINDOWS = pa.schema(
     [
         RUN_ID,
         pa.field("broker", pa.string(), nullable=False),
         pa.field("window_start_ms", pa.int64(), nullable=False),
         pa.field("window_ms", pa.int64(), nullable=False),
-        pa.field("sends", pa.int64(), nullable=False),  # attempts that went to this broker
-        pa.field("ok", pa.int64(), nullable=False),
-        pa.field("failed_timeout", pa.int64(), nullable=False),
-        pa.field("failed_connect", pa.int64(), nullable=False),
-        pa.field("failed_broker_error", pa.int64(), nullable=False),
-        pa.field("not_store_ok", pa.int64(), nullable=False),  # FLUSH_*_TIMEOUT / SLAVE_NOT_AVAILABLE
+        pa.field("sends", pa.int64(), nullable=False),  # attempts that went to this broker (0: none)
+        *_ATTEMPT_OUTCOMES,
+        pa.field("error_rate", pa.float64()),  # (sends - ok) / sends; null without sends
+        pa.field("publish_rate_per_s", pa.float64(), nullable=False),  # ok attempts per second
+        pa.field("retries", pa.int64(), nullable=False),  # attempts after a message's first
         pa.field("bytes", pa.int64(), nullable=False),
-        *_LATENCY_PERCENTILES,
+        *_LATENCY_PERCENTILES,  # of attempt latency; null without sends
         pa.field("latency_max_ms", pa.int64()),
-        pa.field("isolated_producers", pa.int64(), nullable=False),
-        pa.field("queue_skew", pa.float64()),  # max / mean of sends over the broker's queues
+        pa.field("isolated_producers", pa.int64(), nullable=False),  # with an isolation overlapping it
+        *_QUEUE_SPREAD,  # over the broker's queues
     ]
 )
 
@@ -117,15 +162,21 @@ PRODUCER_WINDOWS = pa.schema(
         pa.field("producer", pa.int32(), nullable=False),
         pa.field("window_start_ms", pa.int64(), nullable=False),
         pa.field("window_ms", pa.int64(), nullable=False),
-        pa.field("sends", pa.int64(), nullable=False),
+        pa.field("sends", pa.int64(), nullable=False),  # messages whose send began in the window
         pa.field("ok", pa.int64(), nullable=False),
-        pa.field("publish_rate_per_s", pa.float64(), nullable=False),
-        pa.field("error_rate", pa.float64(), nullable=False),
+        pa.field("failed", pa.int64(), nullable=False),
+        pa.field("rejected", pa.int64(), nullable=False),
+        pa.field("publish_rate_per_s", pa.float64(), nullable=False),  # SEND_OK messages per second
+        pa.field("error_rate", pa.float64(), nullable=False),  # (failed + rejected) / sends
+        pa.field("attempts", pa.int64(), nullable=False),
         pa.field("retries", pa.int64(), nullable=False),
-        pa.field("retry_budget_exhausted", pa.int64(), nullable=False),
-        pa.field("queue_wait_p50_ms", pa.float64()),
-        pa.field("queue_wait_p99_ms", pa.float64()),
-        pa.field("queue_wait_max_ms", pa.int64()),
+        pa.field("retry_budget_exhausted", pa.int64(), nullable=False),  # "lost retry opportunity"
+        pa.field("bytes", pa.int64(), nullable=False),
+        *_LATENCY_PERCENTILES,  # of the send call (all attempts)
+        pa.field("latency_max_ms", pa.int64()),
+        *_QUEUE_WAIT,
+        *_QUEUE_SPREAD,  # of this producer's attempts over all the run's queues
+        pa.field("isolated_brokers", pa.int64(), nullable=False),  # with an isolation overlapping it
     ]
 )
 
@@ -142,8 +193,68 @@ RUN_SUMMARY = pa.schema(
         pa.field("share", pa.float64(), nullable=False),  # of all stored messages (brokers) / 1.0 (all)
         *_LATENCY_PERCENTILES,
         pa.field("latency_max_ms", pa.int64()),
+        # -- added for analysis (rocketsim.spark.summaries.run_summary) --
+        pa.field("retry_budget_exhausted", pa.int64(), nullable=False),
+        *_QUEUE_WAIT,
+        pa.field("error_rate", pa.float64()),  # (failed + rejected) / messages
+        pa.field("publish_rate_per_s", pa.float64()),  # ok / duration
+        pa.field("duration_ms", pa.int64(), nullable=False),  # the run: first birth to last send end
+        pa.field("sends", pa.int64(), nullable=False),  # attempts sent to the scope
+        *[f for f in _ATTEMPT_OUTCOMES if f.name != "ok"],
+        pa.field("attempt_error_rate", pa.float64()),  # failed attempts / sends
+        pa.field("bytes", pa.int64(), nullable=False),  # wire bytes of those attempts
+        *_QUEUE_SPREAD,
+        pa.field("isolations", pa.int64(), nullable=False),  # isolation intervals of the scope's brokers
+        pa.field("isolated_ms", pa.int64(), nullable=False),  # their producer-ms up to the run's end
     ]
 )
+
+# Derived from send_attempts.fault_isolated_until_ms (rocketsim.analysis.isolation_intervals): when a
+# producer's latency-fault table kept a broker isolated, [start_ms, end_ms).
+ISOLATION_INTERVALS = pa.schema(
+    [
+        RUN_ID,
+        pa.field("producer", pa.int32(), nullable=False),
+        pa.field("broker", pa.string(), nullable=False),
+        pa.field("start_ms", pa.int64(), nullable=False),
+        pa.field("end_ms", pa.int64(), nullable=False),
+    ]
+)
+
+QUEUE_WINDOWS = pa.schema(
+    [
+        RUN_ID,
+        pa.field("broker", pa.string(), nullable=False),
+        pa.field("queue_id", pa.int32(), nullable=False),
+        pa.field("window_start_ms", pa.int64(), nullable=False),
+        pa.field("window_ms", pa.int64(), nullable=False),
+        pa.field("sends", pa.int64(), nullable=False),  # attempts to this queue (0 included)
+        pa.field("ok", pa.int64(), nullable=False),
+        pa.field("skew", pa.float64()),  # sends / mean sends of the broker's queues in the window
+    ]
+)
+
+VARIANT = pa.field("variant", pa.string(), nullable=False)
+
+# One row per (comparison, variant, scope, metric): each run_summary metric side by side with the
+# baseline variant's (rocketsim.spark.compare).
+COMPARISONS = pa.schema(
+    [
+        RUN_ID,  # the comparison's id
+        VARIANT,
+        pa.field("overrides", pa.list_(pa.string()), nullable=False),  # the variant's, after --set
+        pa.field("baseline", pa.string(), nullable=False),  # the baseline variant's name
+        pa.field("scope", pa.string(), nullable=False),  # "all" or a broker
+        pa.field("metric", pa.string(), nullable=False),  # a run_summary column
+        pa.field("value", pa.float64()),
+        pa.field("baseline_value", pa.float64()),
+        pa.field("delta", pa.float64()),  # value - baseline_value
+        pa.field("delta_pct", pa.float64()),  # 100 * delta / |baseline_value|; null if that is 0
+    ]
+)
+
+# broker_windows of every variant of a comparison
+COMPARISON_WINDOWS = pa.schema([RUN_ID, VARIANT, *[f for f in BROKER_WINDOWS if f.name != "run_id"]])
 
 RUNS = pa.schema(
     [
@@ -160,6 +271,88 @@ RUNS = pa.schema(
     ]
 )
 
+COMMIT_LOG = pa.schema(
+    [
+        RUN_ID,
+        pa.field("broker", pa.string(), nullable=False),
+        pa.field("commit_log_offset", pa.int64(), nullable=False),  # running sum of store sizes
+        pa.field("store_size", pa.int32(), nullable=False),  # exact store-format record size
+        pa.field("store_ts_ms", pa.int64(), nullable=False),  # storing attempt's start + latency
+        pa.field("store_topic", pa.string(), nullable=False),  # as written: SCHEDULE_TOPIC_XXXX, half topic
+        pa.field("store_queue_id", pa.int32(), nullable=False),
+        pa.field("queue_offset", pa.int64(), nullable=False),  # in (broker, store_topic, store_queue_id)
+        pa.field("offset_msg_id", pa.string(), nullable=False),
+        pa.field("store_sys_flag", pa.int32(), nullable=False),
+        pa.field("producer", pa.int32(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),  # the message (each member of a batch)
+        pa.field("send_seq", pa.int64(), nullable=False),  # the send's leading message (attempt rows' seq)
+        pa.field("attempt", pa.int32(), nullable=False),
+        pa.field("born_ts_ms", pa.int64(), nullable=False),  # the storing attempt's start
+        pa.field("message_type", pa.string(), nullable=False),
+        pa.field("real_topic", pa.string()),  # REAL_TOPIC / REAL_QID of delay and half records
+        pa.field("real_queue_id", pa.int32()),
+        pa.field("delay_level", pa.int32()),  # the (clamped) level of a delay record
+        pa.field("deliver_ts_ms", pa.int64()),  # store time + the level's delay
+        pa.field("index_entries", pa.int32(), nullable=False),  # IndexService keys: UNIQ_KEY + keys
+        pa.field("is_result", pa.bool_(), nullable=False),  # the copy send_results points at
+    ]
+)
+
+BROKER_STORAGE = pa.schema(
+    [
+        RUN_ID,
+        pa.field("broker", pa.string(), nullable=False),
+        pa.field("window_start_ms", pa.int64(), nullable=False),  # by store time
+        pa.field("window_ms", pa.int64(), nullable=False),
+        pa.field("topic", pa.string(), nullable=False),  # as stored (SCHEDULE_TOPIC_XXXX, half topic, ...)
+        pa.field("queue_id", pa.int32(), nullable=False),
+        pa.field("messages", pa.int64(), nullable=False),  # records written to this queue in the window
+        pa.field("store_bytes", pa.int64(), nullable=False),  # their commit-log bytes
+        pa.field("cq_entries", pa.int64(), nullable=False),  # this consume queue, cumulative (20 B each)
+        pa.field("cq_files", pa.int64(), nullable=False),  # its files (300,000 entries each), cumulative
+        # broker-wide and cumulative at the window's end (the same on every queue row of a broker window)
+        pa.field("commit_log_bytes", pa.int64(), nullable=False),
+        pa.field("commit_log_files", pa.int64(), nullable=False),  # 1 GiB each
+        pa.field("index_entries", pa.int64(), nullable=False),  # one per UNIQ_KEY and per key
+        pa.field("index_files", pa.int64(), nullable=False),
+    ]
+)
+
+TRANSACTIONS = pa.schema(
+    [
+        RUN_ID,
+        pa.field("producer", pa.int32(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("uniq_msg_id", pa.string(), nullable=False),
+        pa.field("topic", pa.string(), nullable=False),  # the real topic
+        pa.field("send_status", pa.string(), nullable=False),
+        pa.field("broker", pa.string()),  # where the half is stored (null: not stored)
+        pa.field("queue_id", pa.int32()),  # the real queue (REAL_QID)
+        pa.field("half_store_ts_ms", pa.int64()),
+        pa.field("half_queue_offset", pa.int64()),  # in RMQ_SYS_TRANS_HALF_TOPIC queue 0
+        pa.field("half_commit_log_offset", pa.int64()),
+        pa.field("half_store_size", pa.int32()),
+        pa.field("local_state", pa.string(), nullable=False),  # commit|rollback|unknown|crash|not_run
+        pa.field("checks", pa.int32(), nullable=False),  # check-backs made
+        pa.field("resolution", pa.string(), nullable=False),  # commit|rollback|discard|not_stored
+        pa.field("resolved_by", pa.string()),  # producer|check|discard
+        pa.field("resolved_ts_ms", pa.int64()),
+    ]
+)
+
+CONSUMER_LOAD = pa.schema(
+    [
+        RUN_ID,
+        pa.field("consumer_group", pa.string(), nullable=False),
+        pa.field("consumer", pa.string()),  # null: a queue no consumer reads (queue id >= read_queues)
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("broker", pa.string()),  # null with queue_id: a consumer that got no queue
+        pa.field("queue_id", pa.int32()),
+        pa.field("messages", pa.int64(), nullable=False),  # messages consumers of the topic get here
+        pa.field("bytes", pa.int64(), nullable=False),
+    ]
+)
+
 TABLES: dict[str, pa.Schema] = {
     "messages": MESSAGES,
     "send_attempts": SEND_ATTEMPTS,
@@ -168,9 +361,23 @@ TABLES: dict[str, pa.Schema] = {
     "producer_windows": PRODUCER_WINDOWS,
     "run_summary": RUN_SUMMARY,
     "runs": RUNS,
+    "commit_log": COMMIT_LOG,
+    "broker_storage": BROKER_STORAGE,
+    "transactions": TRANSACTIONS,
+    "consumer_load": CONSUMER_LOAD,
+    "isolation_intervals": ISOLATION_INTERVALS,
+    "queue_windows": QUEUE_WINDOWS,
+    "comparisons": COMPARISONS,
+    "comparison_windows": COMPARISON_WINDOWS,
 }
 
 
 def without_run_id(schema: pa.Schema) -> pa.Schema:
-    """The schema as the core produces it (the Spark layer adds the run_id partition column)."""
+    """The schema as the core produces it: the Spark layer adds the run_id partition column and the
+    broker-side columns (``is_broker_side``) of ``send_results``."""
+    return pa.schema([f for f in schema if f.name != "run_id" and not is_broker_side(f)])
+
+
+def data_schema(schema: pa.Schema) -> pa.Schema:
+    """Every column a table's data files hold: all but the run_id partition column."""
     return pa.schema([f for f in schema if f.name != "run_id"])

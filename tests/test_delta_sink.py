@@ -14,7 +14,7 @@ from chispa import assert_df_equality
 from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
-from rocketsim.schemas import SEND_RESULTS, without_run_id
+from rocketsim.schemas import SEND_RESULTS, data_schema
 from rocketsim.spark.delta_sink import (
     DeltaSinkError,
     commit_run,
@@ -36,7 +36,7 @@ def rows(n: int, start: int = 0, schema: pa.Schema = SCHEMA) -> pa.Table:
     """n deterministic rows of every column but run_id; int64 columns are unique (start + i)."""
     ids = range(start, start + n)
     cols: dict[str, list[object]] = {}
-    for field in without_run_id(schema):
+    for field in data_schema(schema):
         t, name = field.type, field.name
         if pa.types.is_int32(t):
             values: list[object] = [i % 1000 - 7 for i in ids]
@@ -55,7 +55,7 @@ def rows(n: int, start: int = 0, schema: pa.Schema = SCHEMA) -> pa.Table:
         if field.nullable:
             values = [None if i % 10 == 0 else v for i, v in zip(ids, values, strict=True)]
         cols[name] = values
-    return pa.table(cols, schema=without_run_id(schema))
+    return pa.table(cols, schema=data_schema(schema))
 
 
 def with_run(table: pa.Table, run_id: str) -> pa.Table:
@@ -91,7 +91,7 @@ def test_write_then_read_back_by_deltalake_and_spark(spark: SparkSession, wareho
     assert_df_equality(back, expected, ignore_row_order=True, ignore_nullable=True)
 
     # The data files themselves carry the declared physical types (int32 stays int32).
-    declared = without_run_id(SCHEMA)
+    declared = data_schema(SCHEMA)
     for uri in DeltaTable(table_path(warehouse, TABLE)).file_uris():
         file_schema = pq.read_schema(uri)
         assert file_schema.names == declared.names

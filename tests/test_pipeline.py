@@ -85,6 +85,7 @@ def two_runs(spark, scenario: Scenario, tmp_path_factory: pytest.TempPathFactory
         args = _args(warehouse, run_id, parts)
         pipeline.run_generate(spark, args, scenario)
         pipeline.run_simulate(spark, args, scenario)
+        pipeline.run_broker_side(spark, args, scenario)
         pipeline.run_summarize(spark, args)
         pipeline.reconcile(spark, args)
     return warehouse
@@ -97,6 +98,10 @@ KEYS = {
     "broker_windows": ["broker", "window_start_ms"],
     "producer_windows": ["producer", "window_start_ms"],
     "run_summary": ["scope"],
+    "commit_log": ["broker", "commit_log_offset"],
+    "broker_storage": ["broker", "window_start_ms", "topic", "queue_id"],
+    "transactions": ["producer", "seq"],
+    "consumer_load": ["consumer_group", "topic", "broker", "queue_id", "consumer"],
 }
 
 

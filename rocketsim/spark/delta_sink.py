@@ -21,6 +21,7 @@ import json
 import math
 import os
 import random
+import signal
 import time
 import uuid
 from collections.abc import Iterable
@@ -49,6 +50,12 @@ ENGINE_DELTA_SPARK = "delta-spark"
 # Delta's own data-skipping prefix for string statistics (delta.dataSkippingStringPrefixLength).
 STRING_STATS_PREFIX = 32
 _RUN_ID_FORBIDDEN = set("'\"\\/") | {chr(c) for c in range(32)} | {"\x7f"}
+# Fault-injection hook for the crash-safety tests (never set it otherwise): "<table>:<stage>[,...]" makes
+# the process SIGKILL itself at that point of a deltalake-engine write. Stages, in order: "written"
+# (Spark's Parquet files in _staging), "staged" (files moved into the run's partition, uncommitted),
+# "before_commit" (commit_run, just before the Delta transaction).
+CRASH_AT_ENV = "ROCKETSIM_CRASH_AT"
+CRASH_STAGES = ("written", "staged", "before_commit")
 
 
 class DeltaSinkError(RocketSimError):
@@ -120,6 +127,13 @@ def check_run_id(run_id: str) -> str:
             f"characters, got {run_id!r}"
         )
     return run_id
+
+
+def _crash_point(table: str, stage: str) -> None:
+    """SIGKILL this process here if ``ROCKETSIM_CRASH_AT`` names ``<table>:<stage>`` (tests only)."""
+    wanted = os.environ.get(CRASH_AT_ENV)
+    if wanted and f"{table}:{stage}" in {w.strip() for w in wanted.split(",")}:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -205,8 +219,10 @@ def stage_run(
     moved: list[str] = []
     try:
         writer.parquet(f"{uri}/{STAGING_DIR}/{write_id}")
+        _crash_point(table, "written")
         files = _publish(fs, root, staging, partition_dir(run_id), write_id, data_schema, moved)
         fs.delete_dir(staging)
+        _crash_point(table, "staged")
     except BaseException:
         # Best effort: what is left is invisible anyway and vacuum_orphans would get it later.
         with contextlib.suppress(OSError):
@@ -294,6 +310,7 @@ def commit_run(staged: StagedRun, *, max_attempts: int = 8, table: DeltaTable | 
         }
     )
     jitter = random.Random()
+    _crash_point(staged.table, "before_commit")
     for attempt in range(1, max_attempts + 1):
         dt = table if (table is not None and attempt == 1) else DeltaTable(staged.table_uri)
         before = _run_files(dt, staged.run_id, root)

@@ -24,6 +24,11 @@ DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 CONF_FILE_NAME = "spark-defaults.conf"
 DEFAULT_MASTER = "local[*]"
+# spark-submit.sh first runs a job in plain Python with this set to "1", so bad arguments or a bad
+# scenario fail with one line before the JVM starts; build_session then ends that dry run with
+# PREFLIGHT_OK instead of starting Spark.
+PREFLIGHT_ENV = "ROCKETSIM_PREFLIGHT_ONLY"
+PREFLIGHT_OK = 75
 
 # Settings the pipeline relies on; applied unless the caller or spark-submit chose otherwise.
 REQUIRED_DEFAULTS: Mapping[str, str] = {
@@ -86,6 +91,8 @@ def build_session(
     ``master=None`` keeps the master spark-submit chose, else ``local[*]``. The Delta extension is
     enabled only when ``io.delta.sql.DeltaSparkSessionExtension`` can be loaded by the driver JVM.
     """
+    if os.environ.get(PREFLIGHT_ENV) == "1":
+        raise SystemExit(PREFLIGHT_OK)  # the job's input is valid; the real run follows in spark-submit
     # Without this, pyspark starts workers with whatever `python3` is on PATH (maybe without pyarrow).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 

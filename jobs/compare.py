@@ -1,0 +1,28 @@
+"""Compare variants of one scenario on the same messages and fault timeline, in one Spark job.
+
+./spark-submit.sh jobs/compare.py --scenario conf/scenarios/brownout.toml \\
+    --variant fault_off:producers.send_latency_fault_enable=false \\
+    --variant fault_on:producers.send_latency_fault_enable=true [--sweep KEY=V1,V2 ...]
+    [--baseline NAME] [--warehouse DIR] [--run-id ID] [--set key=value ...] [--window-ms MS]
+"""
+
+from __future__ import annotations
+
+import sys
+
+from rocketsim.spark.compare import parse_compare_args, run_compare
+from rocketsim.spark.session import build_session
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, base, scenarios = parse_compare_args(argv, "jobs/compare.py", __doc__)  # exits 2 before Spark
+    spark = build_session(app_name=f"rocketsim-compare-{args.run_id}")
+    try:
+        run_compare(spark, args, base, scenarios)
+    finally:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

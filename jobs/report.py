@@ -1,0 +1,35 @@
+"""Write a self-contained HTML report of one run (summary tables and charts, PNGs embedded).
+
+Needs no Spark: python jobs/report.py [--run-id ID] [--warehouse DIR] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rocketsim.spark.explore import find_warehouse, latest_run
+from rocketsim.spark.report import write_report
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="jobs/report.py", description=__doc__.splitlines()[0])
+    p.add_argument("--run-id", default="", help="the run (default: the most recent run in the warehouse)")
+    p.add_argument(
+        "--warehouse", default="warehouse", help="folder of the Delta tables (default ./warehouse)"
+    )
+    p.add_argument("--out", default="", help="the HTML file (default reports/<run id>.html)")
+    args = p.parse_args(argv)
+    warehouse = find_warehouse(args.warehouse)
+    try:
+        run_id = args.run_id or latest_run(warehouse)
+        path = write_report(warehouse, run_id, args.out or f"reports/{run_id}.html")
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"report of run {run_id}: {path.resolve()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""``python -m rocketsim.bench pipeline``: rocketsim end to end against Spark's own Parquet-write floor.
+
+In one process and one SparkSession, for each N it measures
+
+(a) the floor: Spark writing N rows of the ``send_results`` schema to Parquet (rows made by Spark
+    expressions from ``spark.range``: no Python in the loop);
+(b) rocketsim end to end: generate + simulate + write the Delta tables of the simulate stage for N
+    messages of a fault-on 4.9.8 scenario with 8 brokers and 64 producers (summaries excluded);
+
+and prints both times, their ratio, messages/s, and the peak RSS of the driver (Python + JVM) and of the
+Python workers, sampled every 0.2 s. With ``--repeat R`` each figure is the median of R runs. The table
+is printed and written as JSON (``--json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+
+SCENARIO = """
+name = "bench"
+seed = 1
+[cluster]
+brokers = ["broker-a", "broker-b", "broker-c", "broker-d", "broker-e", "broker-f", "broker-g", "broker-h"]
+write_queues = 4
+read_queues = 4
+[producers]
+count = 64
+client_version = "4.9.8"
+send_latency_fault_enable = true
+[workload]
+messages = 1000
+rate_per_s = 20000.0
+[brokers.default]
+latency = { median_ms = 2.0, sigma = 0.5, spike_probability = 0.001, spike_scale_ms = 40.0 }
+errors = { system_busy = 0.0005, remoting_timeout = 0.0001, flush_slave_timeout = 0.0002 }
+[[faults]]
+broker = "broker-c"
+kind = "slowdown"
+start_s = 60.0
+end_s = 360.0
+factor = 20.0
+"""
+
+
+class RssSampler:
+    """Peak RSS of this process tree: the driver (this Python and its JVM) and the Python workers."""
+
+    def __init__(self, period_s: float = 0.2) -> None:
+        self.period_s = period_s
+        self.driver_peak = 0
+        self.workers_peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        driver, workers = me.memory_info().rss, 0
+        for child in me.children(recursive=True):
+            try:
+                name = " ".join(child.cmdline())
+                rss = child.memory_info().rss
+            except psutil.Error:
+                continue  # a worker that just ended
+            if "pyspark.daemon" in name or "pyspark.worker" in name:
+                workers += rss
+            elif "java" in name:
+                driver += rss
+        self.driver_peak = max(self.driver_peak, driver)
+        self.workers_peak = max(self.workers_peak, workers)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(self.period_s)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+
+@dataclass
+class Row:
+    """One N: medians over the repeats."""
+
+    messages: int
+    floor_s: float
+    rocketsim_s: float
+    ratio: float
+    messages_per_s: float
+    attempts: int
+    driver_peak_mib: float
+    workers_peak_mib: float
+    repeats: int
+
+
+def floor_seconds(spark, n: int, out: Path, partitions: int) -> float:  # noqa: ANN001 - SparkSession
+    """Spark writing n rows with the send_results schema to Parquet (the floor)."""
+    from pyspark.sql import functions as F
+
+    from rocketsim import schemas
+    from rocketsim.spark.session import spark_schema
+
+    target = spark_schema(schemas.SEND_RESULTS)
+    id_ = F.col("id")
+    values = {
+        "run_id": F.lit("floor"),
+        "producer": (id_ % 64).cast("int"),
+        "seq": (id_ / 64).cast("long"),
+        "uniq_msg_id": F.lpad(F.upper(F.hex(id_ * 2654435761)), 32, "0"),
+        "send_mode": F.lit("sync"),
+        "status": F.when(id_ % 1000 == 0, "FAILED").otherwise("SEND_OK"),
+        "attempts": F.lit(1),
+        "brokers_sent": F.array(F.concat(F.lit("broker-"), (id_ % 8).cast("string"))),
+        "broker": F.concat(F.lit("broker-"), (id_ % 8).cast("string")),
+        "queue_id": (id_ % 4).cast("int"),
+        "born_ts_ms": id_ / 20,
+        "send_ts_ms": id_ / 20,
+        "end_ts_ms": id_ / 20 + 2,
+        "latency_ms": (id_ % 7).cast("long"),
+        "wire_bytes": (id_ % 2000 + 100).cast("int"),
+        "compressed": F.lit(False),
+        "sys_flag": F.lit(0),
+        "retry_budget_exhausted": F.lit(False),
+    }
+    cols = [
+        (
+            values.get(f.name, F.lit(0))
+            if f.dataType.typeName() not in ("string", "array")
+            else values.get(f.name, F.lit(None))
+        )
+        .cast(f.dataType)
+        .alias(f.name)
+        for f in target.fields
+    ]
+    df = spark.range(0, n, 1, numPartitions=partitions).select(*cols)
+    t = time.monotonic()
+    df.write.mode("overwrite").parquet(str(out))
+    return time.monotonic() - t
+
+
+def rocketsim_seconds(spark, n: int, warehouse: Path, scenario_path: Path) -> tuple[float, int]:  # noqa: ANN001
+    """generate + simulate + write Delta for n messages; returns (seconds, attempt rows)."""
+    from rocketsim.scenario import load_scenario
+    from rocketsim.spark import pipeline
+
+    sc = load_scenario(scenario_path, [f"workload.messages={n}"])
+    args = pipeline.JobArgs(str(scenario_path), str(warehouse), f"bench-{n}", (), 0, 10_000, quiet=True)
+    t = time.monotonic()
+    pipeline.run_generate(spark, args, sc)
+    _, attempts = pipeline.run_simulate(spark, args, sc)
+    return time.monotonic() - t, attempts
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m rocketsim.bench pipeline", description=__doc__)
+    p.add_argument("--sizes", default="1000000,10000000", help="comma-separated message counts")
+    p.add_argument("--repeat", type=int, default=3, help="runs per size; figures are medians")
+    p.add_argument("--json", default="bench-results/pipeline.json", help="where to write the table as JSON")
+    p.add_argument("--master", default="local[*]")
+    ns = p.parse_args(argv)
+    sizes = [int(s.replace("_", "")) for s in ns.sizes.split(",") if s]
+
+    from rocketsim.spark.session import build_session
+
+    spark = build_session(app_name="rocketsim-bench", master=ns.master)
+    partitions = spark.sparkContext.defaultParallelism
+    work = Path(tempfile.mkdtemp(prefix="rocketsim-bench-"))
+    scenario_path = work / "bench.toml"
+    scenario_path.write_text(SCENARIO)
+    rows: list[Row] = []
+    try:
+        floor_seconds(spark, 100_000, work / "warmup-floor", partitions)  # JIT, class loading
+        rocketsim_seconds(spark, 20_000, work / "warmup-wh", scenario_path)  # numba cache, workers
+        for n in sizes:
+            floors, sims, driver, workers, attempts = [], [], [], [], 0
+            for r in range(ns.repeat):
+                floors.append(floor_seconds(spark, n, work / f"floor-{n}-{r}", partitions))
+                shutil.rmtree(work / f"floor-{n}-{r}", ignore_errors=True)
+                with RssSampler() as rss:
+                    secs, attempts = rocketsim_seconds(spark, n, work / f"wh-{n}-{r}", scenario_path)
+                sims.append(secs)
+                driver.append(rss.driver_peak / 2**20)
+                workers.append(rss.workers_peak / 2**20)
+                shutil.rmtree(work / f"wh-{n}-{r}", ignore_errors=True)
+                print(
+                    f"  N={n:,} run {r + 1}: floor {floors[-1]:.1f} s, rocketsim {sims[-1]:.1f} s", flush=True
+                )
+            f, s = statistics.median(floors), statistics.median(sims)
+            rows.append(
+                Row(
+                    n,
+                    round(f, 2),
+                    round(s, 2),
+                    round(s / f, 2),
+                    round(n / s),
+                    attempts,
+                    round(statistics.median(driver)),
+                    round(statistics.median(workers)),
+                    ns.repeat,
+                )
+            )
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+    cpu = (
+        next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")
+            ),
+            platform.processor(),
+        )
+        if Path("/proc/cpuinfo").exists()
+        else ""
+    )
+    print(
+        f"\nrocketsim pipeline benchmark: {os.cpu_count()} cores ({cpu}), "
+        f"{psutil.virtual_memory().total / 2**30:.0f} GiB, medians of {ns.repeat}"
+    )
+    print(
+        f"{'messages':>12} {'floor s':>9} {'rocketsim s':>12} {'ratio':>6} {'msg/s':>10} "
+        f"{'attempts':>11} {'driver MiB':>11} {'workers MiB':>12}"
+    )
+    for r in rows:
+        print(
+            f"{r.messages:>12,} {r.floor_s:>9.1f} {r.rocketsim_s:>12.1f} {r.ratio:>6.2f} "
+            f"{r.messages_per_s:>10,} {r.attempts:>11,} {r.driver_peak_mib:>11,.0f} "
+            f"{r.workers_peak_mib:>12,.0f}"
+        )
+    if len(rows) >= 2:
+        a, b = rows[0], rows[-1]
+        print(
+            f"scaling {a.messages:,} -> {b.messages:,}: time x{b.rocketsim_s / a.rocketsim_s:.2f} "
+            f"for x{b.messages / a.messages:.0f} messages; "
+            f"driver RSS x{b.driver_peak_mib / a.driver_peak_mib:.2f}"
+        )
+    out = Path(ns.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps(
+            {"machine": {"cores": os.cpu_count(), "cpu": cpu}, "rows": [asdict(r) for r in rows]}, indent=2
+        )
+    )
+    print(f"written: {out}")
+    return 0

@@ -1,0 +1,524 @@
+"""The broker side of a send: what a stored attempt becomes in the broker's store (pure, vectorised).
+
+An attempt whose outcome is ``ok`` or ``status:*`` was written by the broker. This module says what was
+written, following the broker of the client's line (a 4.9.x client talks to a 4.9.8 broker, a 5.x client
+to a 5.3.3 broker; ``SendMessageProcessor``, ``CommitLog``/``HookUtils``, ``TransactionalMessageBridge``,
+``MessageExtEncoder``):
+
+* normal and ordered messages: the request's properties plus ``CLUSTER=DefaultCluster``; a 4.9.8 broker
+  leaves ``WAIT=true`` out of the stored string (it saves 9 bytes), a 5.x broker keeps it;
+* delay messages (transaction type NOT or COMMIT, level > 0): :func:`rocketsim.message.broker_delay_transform`
+  (level clamped to the table's maximum, 18), stored in ``SCHEDULE_TOPIC_XXXX`` queue level - 1 with
+  ``REAL_TOPIC``/``REAL_QID``; the properties string is rebuilt from the whole map, so ``WAIT`` is back;
+  delivery at store time + the level's delay;
+* transactional half messages: ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0 with ``REAL_TOPIC``/``REAL_QID`` (5.x
+  also ``__transactionId__`` = UNIQ_KEY), transaction bits reset to NOT_TYPE (``TRAN_MSG=true`` stays in
+  the properties: that is what marks it prepared), string rebuilt (``WAIT`` back);
+* batch elements (``encodeBatch``): one record per element, the element's own properties, a ``\\x02``
+  when they do not end with one (4.9), then the batch request's (``WAIT=true``, 5.x ``UNIQ_KEY``,
+  ``CLUSTER``); the body is the element's (never compressed).
+
+Record sizes come from :func:`rocketsim.codec.store_sizes` (the exact ``calMsgLength``), stored bodies are
+what the client sent (compressed where it compressed). Brokers get IPv4 store hosts ``10.1.0.N:10911`` by
+their place in ``cluster.brokers``; the offset message id is ``createMessageId(store host, offset)``.
+
+Approximations: the client's properties are the workload's (``WAIT``, ``TAGS``, ``KEYS``, ``UNIQ_KEY``,
+``DELAY``, ``TRAN_MSG``, ``PGROUP``); commit-log offsets are a running sum of record sizes, without the
+blank filler a broker writes at the end of each 1 GiB file; what a broker writes later (the scheduled
+delivery of a delay message, a committed transaction's final message, op-half and check-back records)
+is not in the commit log here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rocketsim import codec
+from rocketsim.codec import SocketAddress, StoredMessage
+from rocketsim.message import MessageConst, MessageSysFlag, broker_delay_transform
+from rocketsim.scenario import Scenario
+from rocketsim.schemas import COMMIT_LOG, data_schema
+from rocketsim.versions import ClientVersion
+
+__all__ = [
+    "CLUSTER_NAME",
+    "COPY_COLUMNS",
+    "LOG_COLUMNS",
+    "COMMIT_LOG_FILE_BYTES",
+    "CQ_ENTRIES_PER_FILE",
+    "CQ_ENTRY_BYTES",
+    "HALF_TOPIC",
+    "INDEX_ENTRIES_PER_FILE",
+    "SCHEDULE_TOPIC",
+    "STORE_COLUMNS",
+    "STORE_PORT",
+    "client_properties",
+    "commit_log_files",
+    "consume_queue_files",
+    "index_files",
+    "is_stored_outcome",
+    "log_records",
+    "offset_msg_ids",
+    "store_host_hex",
+    "store_hosts",
+    "store_records",
+    "with_offsets",
+    "stored_copies",
+    "stored_properties",
+    "stored_record_size",
+]
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
+HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"  # TransactionalMessageUtil.buildHalfTopic()
+TRANSACTION_ID = "__transactionId__"  # TransactionalMessageUtil.TRANSACTION_ID (5.x half messages)
+CLUSTER_NAME = "DefaultCluster"  # BrokerConfig.brokerClusterName
+STORE_PORT = 10911  # NettyServerConfig.listenPort of a broker
+COMMIT_LOG_FILE_BYTES = 1024 * 1024 * 1024  # MessageStoreConfig.mappedFileSizeCommitLog
+CQ_ENTRY_BYTES = 20  # ConsumeQueue.CQ_STORE_UNIT_SIZE: offset (8), size (4), tags code (8)
+CQ_ENTRIES_PER_FILE = 300_000  # mappedFileSizeConsumeQueue / CQ_STORE_UNIT_SIZE
+INDEX_MAX_NUM = 5_000_000 * 4  # MessageStoreConfig.maxIndexNum
+INDEX_ENTRIES_PER_FILE = INDEX_MAX_NUM - 1  # IndexHeader.indexCount starts at 1; full at maxIndexNum
+
+# What a stored record is, for the properties the broker writes.
+NORMAL, DELAYED, HALF, BATCH_ELEMENT = 0, 1, 2, 3
+
+# One stored copy of a message, before store_records: the storing attempt, the message, its result.
+COPY_COLUMNS = pa.schema(
+    [
+        pa.field("producer", pa.int32(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),  # the message (a batch: each member)
+        pa.field("send_seq", pa.int64(), nullable=False),  # the send's leading message (attempt rows' seq)
+        pa.field("attempt", pa.int32(), nullable=False),
+        pa.field("start_ts_ms", pa.int64(), nullable=False),
+        pa.field("latency_ms", pa.int64(), nullable=False),
+        pa.field("broker", pa.string(), nullable=False),
+        pa.field("queue_id", pa.int32(), nullable=False),
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("tags", pa.string()),
+        pa.field("keys", pa.string()),
+        pa.field("uniq_msg_id", pa.string(), nullable=False),
+        pa.field("body_size", pa.int32(), nullable=False),
+        pa.field("properties_size", pa.int32(), nullable=False),
+        pa.field("message_type", pa.string(), nullable=False),
+        pa.field("delay_level", pa.int32(), nullable=False),
+        pa.field("batch_id", pa.int64()),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("wire_bytes", pa.int32(), nullable=False),
+        pa.field("sys_flag", pa.int32(), nullable=False),
+    ]
+)
+MESSAGE_COLUMNS = (
+    "topic",
+    "tags",
+    "keys",
+    "uniq_msg_id",
+    "body_size",
+    "properties_size",
+    "message_type",
+    "delay_level",
+    "batch_id",
+)
+ATTEMPT_COLUMNS = ("attempt", "start_ts_ms", "latency_ms", "broker", "queue_id")
+RESULT_COLUMNS = ("status", "wire_bytes", "sys_flag")
+NOT_STORED_STATUSES = ("FAILED", "REJECTED")  # results that point at no stored copy
+
+# Columns store_records adds to its input.
+STORE_COLUMNS = pa.schema(
+    [
+        pa.field("store_ts_ms", pa.int64(), nullable=False),
+        pa.field("store_topic", pa.string(), nullable=False),
+        pa.field("store_queue_id", pa.int32(), nullable=False),
+        pa.field("store_sys_flag", pa.int32(), nullable=False),
+        pa.field("store_body_size", pa.int32(), nullable=False),
+        pa.field("store_props_size", pa.int32(), nullable=False),
+        pa.field("store_size", pa.int32(), nullable=False),
+        pa.field("delay_level_stored", pa.int32()),  # the clamped level of a delayed record
+        pa.field("deliver_ts_ms", pa.int64()),
+        pa.field("real_topic", pa.string()),  # REAL_TOPIC of delayed and half records
+        pa.field("real_queue_id", pa.int32()),  # REAL_QID
+        pa.field("index_entries", pa.int32(), nullable=False),  # IndexService keys of the record
+    ]
+)
+
+_WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+_UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+_TRAN_BITS = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE  # 0xC: the transaction type bits
+
+
+# ---- hosts and ids ------------------------------------------------------------------------------
+
+
+def store_hosts(brokers: Sequence[str]) -> tuple[SocketAddress, ...]:
+    """Each broker's store host: ``10.1.x.y:10911`` with x.y = its 1-based place in ``brokers``."""
+    if len(brokers) > 0xFFFF:
+        raise ValueError(f"at most 65535 brokers get a store host, got {len(brokers)}")
+    return tuple(
+        SocketAddress(bytes([10, 1, (i + 1) >> 8, (i + 1) & 0xFF]), STORE_PORT) for i in range(len(brokers))
+    )
+
+
+def store_host_hex(brokers: Sequence[str]) -> dict[str, str]:
+    """Each broker's store host as the first 16 hex digits of its offset message ids (ip + port)."""
+    return {
+        b: codec.create_message_id(h.ip, h.port, 0)[:16]
+        for b, h in zip(brokers, store_hosts(brokers), strict=True)
+    }
+
+
+_HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
+
+
+def _hex_rows(raw: np.ndarray) -> pa.Array:
+    """Rows of bytes -> uppercase hex strings, written straight into an Arrow string buffer."""
+    n, width = raw.shape
+    out = np.empty((n, width * 2), dtype=np.uint8)
+    out[:, 0::2] = _HEX[raw >> 4]
+    out[:, 1::2] = _HEX[raw & 15]
+    offsets = np.arange(0, n * width * 2 + 1, width * 2, dtype=np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(out.tobytes()))
+
+
+def offset_msg_ids(broker_index: np.ndarray, offsets: np.ndarray, hosts: Sequence[SocketAddress]) -> pa.Array:
+    """Vectorised ``codec.create_message_id(host.ip, host.port, offset)`` for IPv4 store hosts."""
+    if any(len(h.ip) != 4 for h in hosts):
+        raise ValueError("offset_msg_ids handles IPv4 store hosts only")
+    head = np.array([list(h.ip) + list(h.port.to_bytes(4, "big")) for h in hosts], np.uint8).reshape(-1, 8)
+    idx = np.asarray(broker_index, np.int64)
+    raw = np.empty((len(idx), 16), np.uint8)
+    raw[:, :8] = head[idx]
+    raw[:, 8:] = np.asarray(offsets, ">i8").view(np.uint8).reshape(-1, 8)
+    return _hex_rows(raw)
+
+
+# ---- the scalar reference: the property maps, as client and broker build them -------------------
+
+
+def client_properties(row: Mapping[str, object], sc: Scenario) -> dict[str, str]:
+    """The properties the client sent for one ``messages`` row (the workload's model of the client)."""
+    props = {_WAIT: "true"}
+    if row.get("tags"):
+        props[MessageConst.PROPERTY_TAGS] = str(row["tags"])
+    if row.get("keys"):
+        props[MessageConst.PROPERTY_KEYS] = str(row["keys"])
+    props[_UNIQ] = str(row["uniq_msg_id"])
+    if row["message_type"] == "delay":
+        props[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(row["delay_level"])
+    if row["message_type"] == "transaction":
+        props[MessageConst.PROPERTY_TRANSACTION_PREPARED] = "true"
+        props[MessageConst.PROPERTY_PRODUCER_GROUP] = sc.producers.group
+    return props
+
+
+def _batch_properties(version: ClientVersion) -> dict[str, str]:
+    """The batch request's own properties as the broker sees them: WAIT, 5.x UNIQ_KEY, CLUSTER."""
+    props = {_WAIT: "true"}
+    if version.is_5:  # 5.x DefaultMQProducer.batch() gives the batch a UNIQ_KEY (32 hex chars, IPv4)
+        props[_UNIQ] = "0" * 32
+    props[MessageConst.PROPERTY_CLUSTER] = CLUSTER_NAME
+    return props
+
+
+def stored_properties(
+    row: Mapping[str, object], sc: Scenario
+) -> tuple[str, int, dict[str, str] | list[tuple[str, str]], int | None]:
+    """(stored topic, stored queue id, properties as written, delivery delay in ms or None) for one
+    stored copy: ``row`` holds the ``messages`` columns plus the attempt's ``queue_id``. A batch element's
+    properties are the element's items then the batch's (a list: names may repeat)."""
+    version = sc.producers.version
+    topic, queue_id = str(row["topic"]), int(row["queue_id"])  # type: ignore[call-overload]
+    props = client_properties(row, sc)
+    if row.get("batch_id") is not None:
+        return topic, queue_id, [*props.items(), *_batch_properties(version).items()], None
+    props[MessageConst.PROPERTY_CLUSTER] = CLUSTER_NAME
+    if row["message_type"] == "transaction":  # TransactionalMessageBridge.parseHalfMessageInner
+        if version.is_5:
+            props[TRANSACTION_ID] = props[_UNIQ]
+        props[MessageConst.PROPERTY_REAL_TOPIC] = topic
+        props[MessageConst.PROPERTY_REAL_QUEUE_ID] = str(queue_id)
+        return HALF_TOPIC, 0, props, None
+    sys_flag = int(row.get("sys_flag") or 0)  # type: ignore[call-overload]
+    moved = broker_delay_transform(topic, queue_id, props, sys_flag, 0)
+    if moved.delayed:
+        return moved.topic, moved.queue_id, dict(moved.properties), moved.deliver_timestamp_ms
+    if not version.is_5:  # a 4.9.8 broker does not store WAIT (SendMessageProcessor, ISSUE 2883)
+        props.pop(_WAIT, None)
+    return topic, queue_id, props, None
+
+
+def stored_record_size(row: Mapping[str, object], sc: Scenario, store_host: SocketAddress) -> int:
+    """``codec.store_size`` of the record the broker writes for one stored copy (the scalar reference).
+
+    ``row`` holds the ``messages`` columns, the attempt's ``queue_id`` and the result's ``wire_bytes``
+    and ``sys_flag``. A batch element is sized as ``encodeBatch`` does: the record without properties
+    plus element properties, a separator where needed, and the batch's properties.
+    """
+    version = sc.producers.version
+    topic, queue_id, props, _ = stored_properties(row, sc)
+    is_batch = row.get("batch_id") is not None
+    body_len = int(row["body_size"] if is_batch else row["wire_bytes"] - row["properties_size"])  # type: ignore[operator]
+    sys_flag = int(row.get("sys_flag") or 0)  # type: ignore[call-overload]
+    if topic == HALF_TOPIC:
+        sys_flag = MessageSysFlag.reset_transaction_value(sys_flag, MessageSysFlag.TRANSACTION_NOT_TYPE)
+    producer = int(row.get("producer") or 0)  # type: ignore[call-overload]
+    born = SocketAddress(((10 << 24) | (producer & 0xFFFFFF)).to_bytes(4, "big"), 0)
+    msg = StoredMessage(
+        topic=topic,
+        body=bytes(body_len),
+        born_host=born,
+        store_host=store_host,
+        properties={} if is_batch else props,  # type: ignore[arg-type]
+        sys_flag=sys_flag,
+        queue_id=queue_id,
+    )
+    size = codec.store_size(msg, version=version)
+    if is_batch:
+        items = list(props)  # element items, then the batch's
+        n_element = len(client_properties(row, sc))
+        element = codec.properties_to_bytes(items[:n_element], version=version)
+        batch = codec.properties_to_bytes(items[n_element:], version=version)
+        sep = 1 if element and batch and not element.endswith(b"\x02") else 0
+        size += len(element) + sep + len(batch)
+    return size
+
+
+# ---- the vectorised path ------------------------------------------------------------------------
+
+
+def _entry(name: str, value_len: np.ndarray | int) -> np.ndarray | int:
+    """Bytes one ``name\\x01value\\x02`` entry adds to a properties string."""
+    return len(name) + 2 + value_len
+
+
+def _digits(values: np.ndarray) -> np.ndarray:
+    """Decimal digits of ``str(v)`` for ints (a minus sign counts)."""
+    v = np.asarray(values, np.int64)
+    a = np.abs(v)
+    d = np.ones(len(v), np.int64)
+    p = 10
+    for _ in range(18):
+        d += a >= p
+        p *= 10
+    return d + (v < 0)
+
+
+@cache
+def _delay_lookup(levels: tuple[int, ...]) -> dict[int, tuple[int, int, int]]:
+    """level -> (clamped level, schedule queue id, delay ms) by the broker's own transform."""
+    out = {}
+    for level in levels:
+        t = broker_delay_transform("T", 0, {MessageConst.PROPERTY_DELAY_TIME_LEVEL: str(level)}, 0, 0)
+        assert t.delayed and t.effective_level is not None and t.deliver_timestamp_ms is not None
+        out[level] = (t.effective_level, t.queue_id, t.deliver_timestamp_ms)
+    return out
+
+
+def _np(table: pa.Table, name: str, dtype: type = np.int64) -> np.ndarray:
+    return np.asarray(table.column(name).fill_null(0).to_numpy(zero_copy_only=False), dtype)
+
+
+def _lengths(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """UTF-8 byte length per row (0 for null)."""
+    return np.asarray(pc.binary_length(column).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+
+
+def _key_tokens(keys: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Per row, how many non-empty keys ``keys.split(" ")`` gives (0 for null)."""
+    keys = (keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys).cast(pa.string())
+    parts = pc.split_pattern(keys.fill_null(""), " ")
+    nonempty = np.asarray(
+        pc.greater(pc.binary_length(parts.flatten()), 0).to_numpy(zero_copy_only=False), np.int64
+    )
+    offsets = np.asarray(parts.offsets, np.int64)
+    csum = np.concatenate([[0], np.cumsum(nonempty)])
+    return csum[offsets[1:]] - csum[offsets[:-1]]
+
+
+def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
+    """``table`` plus :data:`STORE_COLUMNS`: one input row per stored copy of a message.
+
+    Input columns: ``topic``, ``keys``, ``uniq_msg_id``, ``body_size``, ``properties_size``,
+    ``message_type``, ``delay_level``, ``batch_id`` (messages), ``wire_bytes``, ``sys_flag`` (the
+    member's result), ``queue_id``, ``start_ts_ms``, ``latency_ms`` (the storing attempt). Row by row,
+    so any batching of the rows gives the same output.
+    """
+    version = sc.producers.version
+    n = table.num_rows
+    topic = table.column("topic")
+    topic_len = _lengths(topic)
+    uniq_len = _lengths(table.column("uniq_msg_id"))
+    body = _np(table, "body_size")
+    props = _np(table, "properties_size")
+    wire = _np(table, "wire_bytes")
+    sys_flag = _np(table, "sys_flag")
+    level = _np(table, "delay_level")
+    queue_id = _np(table, "queue_id")
+    is_batch = np.asarray(pc.is_valid(table.column("batch_id")).to_numpy(zero_copy_only=False), bool)
+    tran = sys_flag & _TRAN_BITS
+    half = (tran == MessageSysFlag.TRANSACTION_PREPARED_TYPE) & ~is_batch
+    delayed = (level > 0) & ((tran == 0) | (tran == MessageSysFlag.TRANSACTION_COMMIT_TYPE)) & ~is_batch
+
+    # the delay transform, once per distinct level
+    eff = np.zeros(n, np.int64)
+    sched_q = np.zeros(n, np.int64)
+    delay_ms = np.zeros(n, np.int64)
+    if delayed.any():
+        lookup = _delay_lookup(tuple(sorted(set(level[delayed].tolist()))))
+        for lv, (e, q, d) in lookup.items():
+            hit = delayed & (level == lv)
+            eff[hit], sched_q[hit], delay_ms[hit] = e, q, d
+
+    # the properties string the broker writes
+    cluster = _entry(MessageConst.PROPERTY_CLUSTER, len(CLUSTER_NAME))
+    real = _entry(MessageConst.PROPERTY_REAL_TOPIC, topic_len) + _entry(
+        MessageConst.PROPERTY_REAL_QUEUE_ID, _digits(queue_id)
+    )
+    normal_props = props + cluster - (0 if version.is_5 else _entry(_WAIT, 4))
+    delayed_props = props + cluster + real + _digits(eff) - _digits(level)
+    half_props = props + cluster + real + (_entry(TRANSACTION_ID, uniq_len) if version.is_5 else 0)
+    batch_props = (
+        props
+        + (0 if version.is_5 else 1)
+        + codec.properties_size(_batch_properties(version), version=version)
+    )
+    kind = np.select([is_batch, half, delayed], [BATCH_ELEMENT, HALF, DELAYED], NORMAL)
+    stored_props = np.choose(kind, [normal_props, delayed_props, half_props, batch_props])
+
+    store_topic = pc.if_else(pa.array(delayed), SCHEDULE_TOPIC, pc.if_else(pa.array(half), HALF_TOPIC, topic))
+    store_topic_len = np.where(delayed, len(SCHEDULE_TOPIC), np.where(half, len(HALF_TOPIC), topic_len))
+    store_q = np.where(delayed, sched_q, np.where(half, 0, queue_id))
+    store_flag = np.where(half, sys_flag & ~_TRAN_BITS, sys_flag)
+    store_body = np.where(is_batch, body, wire - props)
+    sizes = codec.store_sizes(store_body, store_topic_len, stored_props, store_flag)
+    store_ts = _np(table, "start_ts_ms") + _np(table, "latency_ms")
+    moved = delayed | half
+    cols = {
+        "store_ts_ms": pa.array(store_ts),
+        "store_topic": store_topic,
+        "store_queue_id": pa.array(store_q.astype(np.int32)),
+        "store_sys_flag": pa.array(store_flag.astype(np.int32)),
+        "store_body_size": pa.array(store_body.astype(np.int32)),
+        "store_props_size": pa.array(stored_props.astype(np.int32)),
+        "store_size": pa.array(sizes.astype(np.int32)),
+        "delay_level_stored": pa.array(eff.astype(np.int32), mask=~delayed),
+        "deliver_ts_ms": pa.array(store_ts + delay_ms, mask=~delayed),
+        "real_topic": pc.if_else(pa.array(moved), topic, pa.scalar(None, pa.string())),
+        "real_queue_id": pa.array(queue_id.astype(np.int32), mask=~moved),
+        "index_entries": pa.array((1 + _key_tokens(table.column("keys"))).astype(np.int32)),
+    }
+    for f in STORE_COLUMNS:
+        table = table.append_column(f, pa.chunked_array([cols[f.name]], f.type))
+    return table
+
+
+# ---- every stored copy, and the commit log it makes ----------------------------------------------
+
+# The brokers' write order: store time, then a fixed tie-break (a batch's elements stay together).
+STORE_ORDER = ("store_ts_ms", "producer", "send_seq", "attempt", "seq")
+OFFSET_NAMES = ("queue_offset", "commit_log_offset", "offset_msg_id")
+# A commit-log record before its offsets (what the simulate stage nests per result row).
+LOG_COLUMNS = pa.schema([f for f in data_schema(COMMIT_LOG) if f.name not in OFFSET_NAMES])
+
+
+def is_stored_outcome(outcome: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """Attempts the broker wrote: ``ok`` (SEND_OK) or ``status:*`` (stored, flush/slave not OK)."""
+    return pc.or_(pc.equal(outcome, "ok"), pc.starts_with(outcome, "status:"))
+
+
+def stored_copies(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> pa.Table:
+    """Every stored copy (:data:`COPY_COLUMNS`): each stored attempt, once per member of its send.
+
+    A batch's attempts are keyed by its leading member; every non-rejected member of the batch is a
+    copy. Rows in no set order.
+    """
+    sent = messages.select(["producer", "seq", *MESSAGE_COLUMNS]).join(
+        results.select(["producer", "seq", *RESULT_COLUMNS]), ["producer", "seq"], join_type="inner"
+    )
+    sent = sent.filter(pc.not_equal(sent.column("status"), "REJECTED"))
+    att = attempts.filter(is_stored_outcome(attempts.column("outcome")))
+    att = att.select(["producer", "seq", *ATTEMPT_COLUMNS]).rename_columns(
+        ["producer", "send_seq", *ATTEMPT_COLUMNS]
+    )
+    lead = att.join(
+        sent.select(["producer", "seq", "batch_id"]), ["producer", "send_seq"], ["producer", "seq"], "inner"
+    )
+    single = lead.filter(pc.is_null(lead.column("batch_id"))).drop_columns(["batch_id"])
+    single = single.join(sent, ["producer", "send_seq"], ["producer", "seq"], "inner")
+    single = single.append_column("seq", single.column("send_seq"))
+    grouped = lead.filter(pc.is_valid(lead.column("batch_id")))
+    grouped = grouped.join(
+        sent.filter(pc.is_valid(sent.column("batch_id"))), ["producer", "batch_id"], join_type="inner"
+    )
+    parts = [t.select(COPY_COLUMNS.names).cast(COPY_COLUMNS) for t in (single, grouped)]
+    return pa.concat_tables(parts)
+
+
+def log_records(messages: pa.Table, attempts: pa.Table, results: pa.Table, sc: Scenario) -> pa.Table:
+    """:data:`LOG_COLUMNS`: every stored copy as its broker wrote it, sorted by (producer, seq, attempt).
+
+    ``is_result`` marks the copy ``send_results`` points at: the last storing attempt of a message
+    whose status is not FAILED/REJECTED (a not-OK store that a retry lost is still returned).
+    """
+    records = store_records(stored_copies(messages, attempts, results), sc)
+    records = records.sort_by([("producer", "ascending"), ("seq", "ascending"), ("attempt", "ascending")])
+    producer = np.asarray(records.column("producer").to_numpy(zero_copy_only=False))
+    seq = np.asarray(records.column("seq").to_numpy(zero_copy_only=False))
+    last = np.ones(len(seq), bool)
+    last[:-1] = (producer[1:] != producer[:-1]) | (seq[1:] != seq[:-1])
+    answered = pc.invert(pc.is_in(records.column("status"), value_set=pa.array(NOT_STORED_STATUSES)))
+    records = records.append_column("is_result", pc.and_(pa.array(last), answered))
+    renamed = {
+        "start_ts_ms": "born_ts_ms",
+        "delay_level": "requested_level",
+        "delay_level_stored": "delay_level",
+    }
+    records = records.rename_columns([renamed.get(n, n) for n in records.column_names])
+    return records.select(LOG_COLUMNS.names).cast(LOG_COLUMNS)
+
+
+def with_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
+    """``log`` (:data:`LOG_COLUMNS`) as the commit log (``COMMIT_LOG`` columns) in the brokers' write
+    order: queue offsets per (broker, store topic, store queue), commit-log offsets as the running sum
+    of record sizes per broker, offset message ids. The local oracle of the Spark windows."""
+    log = log.sort_by([(k, "ascending") for k in STORE_ORDER])
+    df = log.select(["broker", "store_topic", "store_queue_id", "store_size"]).to_pandas()
+    queue_offset = df.groupby(["broker", "store_topic", "store_queue_id"], sort=False).cumcount()
+    size = df["store_size"].astype(np.int64)
+    commit_log_offset = size.groupby(df["broker"], sort=False).cumsum() - size
+    brokers = list(sc.cluster.brokers)
+    index = np.array([brokers.index(b) for b in df["broker"]], np.int64)
+    cols = {
+        "queue_offset": pa.array(queue_offset.to_numpy(np.int64)),
+        "commit_log_offset": pa.array(commit_log_offset.to_numpy(np.int64)),
+        "offset_msg_id": offset_msg_ids(index, commit_log_offset.to_numpy(np.int64), store_hosts(brokers)),
+    }
+    for name in OFFSET_NAMES:
+        log = log.append_column(name, cols[name])
+    schema = data_schema(COMMIT_LOG)
+    return log.select(schema.names).cast(schema)
+
+
+# ---- store files --------------------------------------------------------------------------------
+
+
+def _ceil_div(values: np.ndarray | int, size: int) -> np.ndarray:
+    return -(-np.asarray(values, np.int64) // size)
+
+
+def commit_log_files(total_bytes: np.ndarray | int) -> np.ndarray:
+    """1 GiB commit-log files holding ``total_bytes`` (end-of-file fillers not counted)."""
+    return _ceil_div(total_bytes, COMMIT_LOG_FILE_BYTES)
+
+
+def consume_queue_files(entries: np.ndarray | int) -> np.ndarray:
+    """Files of one consume queue with ``entries`` entries (300,000 x 20 bytes per file)."""
+    return _ceil_div(entries, CQ_ENTRIES_PER_FILE)
+
+
+def index_files(entries: np.ndarray | int) -> np.ndarray:
+    """Index files for ``entries`` index entries: the first is made with the first record."""
+    return np.maximum(_ceil_div(entries, INDEX_ENTRIES_PER_FILE), 1)

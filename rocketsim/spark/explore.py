@@ -1,0 +1,156 @@
+"""Load a run's (or a comparison's) analysis tables as pandas: what the notebooks and the report read.
+
+No SparkSession is started: the tables are read with ``deltalake``
+(:func:`rocketsim.spark.tables.read_pandas`).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from deltalake import DeltaTable
+
+from rocketsim import analysis, schemas
+from rocketsim.scenario import Scenario, ScenarioError, apply_overrides, scenario_from_mapping
+from rocketsim.spark.tables import list_runs, read_pandas, table_path
+
+
+def find_warehouse(path: str | os.PathLike[str] = "warehouse") -> str:
+    """``path`` if it exists, else the same name one folder up (a notebook runs in ``notebooks/``)."""
+    p = Path(path)
+    if p.is_dir() or p.is_absolute():
+        return str(p)
+    parent = Path("..") / p
+    return str(parent) if parent.is_dir() else str(p)
+
+
+def _exists(warehouse: str, table: str) -> bool:
+    return DeltaTable.is_deltatable(table_path(warehouse, table))
+
+
+def _read(warehouse: str, table: str, run_id: str) -> pd.DataFrame:
+    """The run's rows of ``table``; an empty frame with the declared columns if the table is absent."""
+    if not _exists(warehouse, table):
+        return schemas.TABLES[table].empty_table().to_pandas()
+    return read_pandas(warehouse, table, run_id)
+
+
+def latest_run(warehouse: str, table: str = "run_summary") -> str:
+    """The most recent run (by ``runs.started_at``) that has rows in ``table``; else the last run id."""
+    have = list_runs(warehouse, table)
+    if not have:
+        raise FileNotFoundError(
+            f"no run in {Path(warehouse).resolve()}/{table}: run `make run` (or jobs/pipeline.py) first"
+        )
+    if _exists(warehouse, "runs"):
+        runs = read_pandas(warehouse, "runs", columns=["run_id", "started_at"])
+        runs = runs[runs.run_id.isin(have)].sort_values(["started_at", "run_id"])
+        if len(runs):
+            return str(runs.run_id.iloc[-1])
+    return have[-1]
+
+
+def latest_comparison(warehouse: str) -> str:
+    """The most recent comparison (``jobs/compare.py``) in the warehouse."""
+    return latest_run(warehouse, "comparisons")
+
+
+def _runs_row(warehouse: str, run_id: str) -> dict | None:
+    if not _exists(warehouse, "runs"):
+        return None
+    rows = read_pandas(warehouse, "runs", run_id).to_dict("records")
+    return rows[0] if rows else None
+
+
+def scenario_of(runs_row: dict | None, extra_overrides: Sequence[str] = ()) -> Scenario | None:
+    """The scenario a run ran (its text and overrides from the ``runs`` row); None if unknown."""
+    if not runs_row:
+        return None
+    try:
+        raw = tomllib.loads(runs_row["scenario_text"])
+        raw.setdefault("name", runs_row["scenario_name"])
+        raw = apply_overrides(raw, [*list(runs_row["overrides"]), *extra_overrides])
+        return scenario_from_mapping(raw, source_text=runs_row["scenario_text"])
+    except (ScenarioError, tomllib.TOMLDecodeError):
+        return None  # written by another version of rocketsim: charts go without the fault shading
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Everything the run charts need, as pandas frames."""
+
+    run_id: str
+    summary: pd.DataFrame  # run_summary
+    broker_windows: pd.DataFrame
+    queue_windows: pd.DataFrame
+    producer_windows: pd.DataFrame
+    intervals: pd.DataFrame  # isolation_intervals
+    runs_row: dict | None = None
+    scenario: Scenario | None = None
+    faults: list[analysis.FaultSpan] = field(default_factory=list)
+
+    @property
+    def span_ms(self) -> int:
+        """The run's span (first birth to last send end), from run_summary."""
+        rows = self.summary[self.summary.scope == "all"]
+        return int(rows.duration_ms.iloc[0]) if len(rows) else 0
+
+
+def load_run(warehouse: str, run_id: str) -> RunData:
+    """Read a run's summary tables (small: per window, per queue, per interval; no per-message rows)."""
+    summary = _read(warehouse, "run_summary", run_id)
+    if summary.empty:
+        raise FileNotFoundError(f"run {run_id!r} has no run_summary rows in {Path(warehouse).resolve()}")
+    row = _runs_row(warehouse, run_id)
+    sc = scenario_of(row)
+    return RunData(
+        run_id=run_id,
+        summary=summary,
+        broker_windows=_read(warehouse, "broker_windows", run_id),
+        queue_windows=_read(warehouse, "queue_windows", run_id),
+        producer_windows=_read(warehouse, "producer_windows", run_id),
+        intervals=_read(warehouse, "isolation_intervals", run_id),
+        runs_row=row,
+        scenario=sc,
+        faults=analysis.fault_spans(sc) if sc is not None else [],
+    )
+
+
+@dataclass(frozen=True)
+class ComparisonData:
+    """A comparison's rows and windows, with its variants in the order they were given."""
+
+    run_id: str
+    rows: pd.DataFrame  # comparisons (long: variant, scope, metric, value, baseline_value, delta, ...)
+    windows: pd.DataFrame  # comparison_windows
+    variants: list[str]
+    baseline: str
+    overrides: dict[str, list[str]]
+    runs_row: dict | None = None
+    faults: dict[str, list[analysis.FaultSpan]] = field(default_factory=dict)
+
+
+def load_comparison(warehouse: str, run_id: str) -> ComparisonData:
+    """Read a comparison written by ``jobs/compare.py``."""
+    rows = _read(warehouse, "comparisons", run_id)
+    if rows.empty:
+        raise FileNotFoundError(
+            f"comparison {run_id!r} has no rows in {Path(warehouse).resolve()}/comparisons"
+        )
+    windows = _read(warehouse, "comparison_windows", run_id)
+    firsts = rows.drop_duplicates("variant")
+    overrides = {r.variant: list(r.overrides) for r in firsts.itertuples()}
+    baseline = str(rows.baseline.iloc[0])
+    # the baseline first, then the others in name order (the table keeps no order)
+    variants = [baseline, *sorted(v for v in overrides if v != baseline)]
+    row = _runs_row(warehouse, run_id)
+    faults: dict[str, list[analysis.FaultSpan]] = {}
+    for v in variants:
+        sc = scenario_of(row, overrides[v])
+        faults[v] = analysis.fault_spans(sc) if sc is not None else []
+    return ComparisonData(run_id, rows, windows, variants, baseline, overrides, row, faults)

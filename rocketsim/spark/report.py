@@ -1,0 +1,146 @@
+"""A static, self-contained HTML report of one run: the summary tables and the charts (base64 PNGs).
+
+For people who do not use notebooks; needs no Spark (the tables are read with ``deltalake``).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from rocketsim import __version__, analysis, plots
+from rocketsim.spark.explore import RunData, load_run
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
+       color: #222; line-height: 1.4; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.6em 0; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
+th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
+.meta td { text-align: left; } .muted { color: #777; font-size: 0.85em; }
+img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
+pre { background: #f8f8f8; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }
+"""
+
+
+def _table(df: pd.DataFrame, floatfmt: str = "{:,.2f}") -> str:
+    def fmt(v: object) -> str:
+        if isinstance(v, float):
+            return "-" if pd.isna(v) else floatfmt.format(v)
+        if isinstance(v, int):
+            return f"{v:,}"
+        return html.escape(str(v))
+
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in [df.index.name or "", *df.columns])
+    body = "".join(
+        "<tr>" + f"<td>{html.escape(str(idx))}</td>" + "".join(f"<td>{fmt(v)}</td>" for v in row) + "</tr>"
+        for idx, row in zip(df.index, df.itertuples(index=False), strict=True)
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _meta(run: RunData) -> str:
+    row = run.runs_row or {}
+    sc = run.scenario
+    items = [("run id", run.run_id)]
+    if row:
+        items += [
+            ("scenario", f"{row['scenario_name']} (seed {row['seed']})"),
+            ("overrides", " ".join(row["overrides"]) or "none"),
+            ("messages / attempts", f"{row['messages']:,} / {row['attempts']:,}"),
+            ("started at (UTC) / wall time", f"{row['started_at']} / {row['wall_time_s']:.1f} s"),
+            ("rocketsim version", row["code_version"]),
+        ]
+    if sc is not None:
+        p = sc.producers
+        items += [
+            ("producers", f"{p.count} x client {p.client_version}, {p.threads} thread(s)"),
+            ("fault strategy", "on (sendLatencyFaultEnable)" if p.send_latency_fault_enable else "off"),
+            ("retries / timeout", f"{p.retry_times_when_send_failed} / {p.send_msg_timeout_ms} ms"),
+            ("brokers", ", ".join(sc.cluster.brokers)),
+        ]
+    faults = "; ".join(f"{f.label} {f.start_ms / 1000:g}-{f.end_ms / 1000:g} s" for f in run.faults)
+    items.append(("fault timeline", faults or "none"))
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in items)
+    return f'<table class="meta">{rows}</table>'
+
+
+def figures(run: RunData) -> list[tuple[str, str, object]]:
+    """(name, caption, Figure) of every chart of the run, in report order."""
+    return [
+        (
+            "latency_percentiles",
+            "Attempt latency percentiles per broker: a slow broker shows as a raised p99 band.",
+            plots.latency_percentiles(run.broker_windows, run.faults),
+        ),
+        (
+            "traffic_share",
+            "Share of attempts per broker: with the fault strategy on, a slow broker loses traffic.",
+            plots.traffic_share(run.broker_windows, run.faults),
+        ),
+        (
+            "retries_failures",
+            "Failed attempts by outcome, retries, and sends that ran out of time with retries left.",
+            plots.retries_and_failures(run.broker_windows, run.producer_windows, run.faults),
+        ),
+        (
+            "publish_delay",
+            "Queue wait before a send starts (publish delay): producers falling behind.",
+            plots.publish_delay(run.producer_windows, run.faults),
+        ),
+        (
+            "isolation_gantt",
+            "When each producer's latency-fault table isolated a broker (derived from the attempts).",
+            plots.isolation_gantt(run.intervals, run.span_ms, run.faults),
+        ),
+        (
+            "queue_heatmap",
+            "Sends per queue relative to the broker's mean queue: persistent red rows are skew.",
+            plots.queue_heatmap(run.queue_windows),
+        ),
+    ]
+
+
+def render_report(warehouse: str | os.PathLike[str], run_id: str) -> str:
+    """The report of ``run_id`` as one HTML document (figures embedded as base64 PNG)."""
+    run = load_run(os.fspath(warehouse), run_id)
+    summary = analysis.summary_frame(run.summary)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>rocketsim run {html.escape(run_id)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>rocketsim run {html.escape(run_id)}</h1>",
+        f'<p class="muted">generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by rocketsim {__version__} '
+        f"from {html.escape(str(Path(warehouse).resolve()))}</p>",
+        "<h2>Run</h2>",
+        _meta(run),
+        "<h2>Summary</h2>",
+        '<p class="muted">Latency is the send call (all attempts); "attempts sent" and "failed attempts" '
+        'count attempts to that broker; "isolated" is producer-seconds of latency-fault isolation within '
+        "the run.</p>",
+        _table(summary),
+        "<h2>Charts</h2>",
+    ]
+    for name, caption, fig in figures(run):
+        data = plots.figure_png_base64(fig)
+        parts.append(
+            f'<figure id="{name}"><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
+        )
+        parts.append(f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    if run.scenario is not None:
+        parts += ["<h2>Scenario file</h2>", f"<pre>{html.escape(run.scenario.source_text)}</pre>"]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(warehouse: str | os.PathLike[str], run_id: str, out: str | os.PathLike[str]) -> Path:
+    """Write the report of ``run_id`` to ``out`` (folders made as needed)."""
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_report(warehouse, run_id), encoding="utf-8")
+    return path

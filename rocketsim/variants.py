@@ -1,0 +1,173 @@
+"""Variants of one scenario for a comparison: named sets of ``--set`` overrides, and sweep grids.
+
+A comparison runs every variant on the same messages (same arrivals) and the same fault timeline, so a
+variant may change how producers send (fault strategy, client version, retries, timeouts, ...) or the
+broker model, but not what is sent and when: ``seed``, ``workload.*`` and ``producers.count`` belong in
+the base overrides (``--set``), and a variant that changes them is refused.
+
+Syntax (command line):
+
+* ``--variant NAME:KEY=VALUE`` (repeat the same NAME to add overrides; ``--variant NAME`` alone is the
+  scenario as it is), e.g. ``fault_on:producers.send_latency_fault_enable=true``;
+* ``--sweep KEY=V1,V2,V3`` (repeatable): the grid of every combination, named ``client_version=5.3.3``
+  or ``client_version=5.3.3+retry_times_when_send_failed=4``. With both, each variant is crossed with
+  each sweep point (``fault_on+client_version=5.3.3``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocketsim.scenario import ProducerConfig, Scenario, ScenarioError, load_scenario, parse_override
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]{0,79}$")
+NAME_RULE = "must be 1-80 characters: letters, digits and _ . = + - (not starting with a symbol)"
+
+# Producer settings the message generator never reads (rocketsim.workload.generate_producer): variants
+# that differ only in these (and in cluster, brokers, faults, route) share one set of messages. Anything
+# not listed here is assumed to shape the messages, so a new setting is safe by default.
+SEND_ONLY_PRODUCER_SETTINGS = (
+    "send_msg_timeout_ms",
+    "retry_times_when_send_failed",
+    "retry_times_when_send_async_failed",
+    "send_latency_fault_enable",
+    "compress_msg_body_over_howmuch",
+    "compress_type",
+    "compress_level",
+    "default_topic_queue_nums",
+    "retry_another_broker_when_not_store_ok",
+    "send_msg_max_timeout_per_request_ms",
+    "async_semaphore_permits",
+    "start_detector_enable",
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A named set of scenario overrides, applied after the base ``--set`` overrides."""
+
+    name: str
+    overrides: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return "; ".join(self.overrides) if self.overrides else "(scenario as is)"
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name):
+        raise ScenarioError(f"variant name {name!r} {NAME_RULE}")
+    return name
+
+
+def parse_variants(specs: Sequence[str]) -> list[Variant]:
+    """``NAME[:KEY=VALUE]`` items -> variants, in first-seen order (a repeated NAME adds overrides)."""
+    order: list[str] = []
+    overrides: dict[str, list[str]] = {}
+    for spec in specs:
+        name, sep, override = spec.partition(":")
+        name = check_name(name.strip())
+        if name not in overrides:
+            order.append(name)
+            overrides[name] = []
+        if sep:
+            if not override.strip():
+                raise ScenarioError(f"--variant {spec!r} must look like NAME:key.path=value")
+            parse_override(override)  # the same rule as --set: key.path=value
+            overrides[name].append(override.strip())
+    return [Variant(n, tuple(overrides[n])) for n in order]
+
+
+def _short_key(key: str) -> str:
+    return key.rsplit(".", 1)[-1]
+
+
+def sweep_variants(sweeps: Sequence[str]) -> list[Variant]:
+    """``KEY=V1,V2,...`` items -> the grid of every combination (the first key varies slowest)."""
+    axes: list[list[tuple[str, str]]] = []
+    seen: set[str] = set()
+    for item in sweeps:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        parts = [v.strip() for v in values.split(",")]
+        if not sep or not key or any(not p for p in key.split(".")) or not all(parts):
+            raise ScenarioError(f"--sweep {item!r} must look like key.path=v1,v2,v3")
+        if key in seen:
+            raise ScenarioError(f"--sweep {key} is given twice")
+        if len(set(parts)) != len(parts):
+            raise ScenarioError(f"--sweep {key} repeats a value: {values}")
+        seen.add(key)
+        axes.append([(key, v) for v in parts])
+    out: list[Variant] = []
+    if not axes:
+        return out
+    for combo in itertools.product(*axes):
+        name = "+".join(f"{_short_key(k)}={v}" for k, v in combo)
+        if not NAME_RE.match(name):
+            raise ScenarioError(
+                f"sweep point {name!r} is not a usable variant name ({NAME_RULE}); "
+                "use --variant NAME:KEY=VALUE"
+            )
+        for k, v in combo:
+            parse_override(f"{k}={v}")
+        out.append(Variant(name, tuple(f"{k}={v}" for k, v in combo)))
+    return out
+
+
+def combine(variants: Sequence[Variant], sweep: Sequence[Variant]) -> list[Variant]:
+    """Variants crossed with sweep points (either side may be empty)."""
+    if not sweep:
+        return list(variants)
+    if not variants:
+        return list(sweep)
+    return [
+        Variant(check_name(f"{v.name}+{s.name}"), (*v.overrides, *s.overrides))
+        for v in variants
+        for s in sweep
+    ]
+
+
+def arrival_signature(sc: Scenario) -> tuple:
+    """What decides which messages exist and when they are born."""
+    return (sc.seed, sc.workload, sc.producers.count)
+
+
+def message_signature(sc: Scenario) -> tuple:
+    """Everything the message generator reads: variants with equal signatures share their messages."""
+    p = sc.producers
+    trailing = p.version.properties_trailing_separator  # the only thing the version changes in messages
+    defaults = ProducerConfig()
+    p = dataclasses.replace(
+        p, client_version="", **{k: getattr(defaults, k) for k in SEND_ONLY_PRODUCER_SETTINGS}
+    )
+    return (*arrival_signature(sc), p, trailing)
+
+
+def build_scenarios(
+    path: str | Path, base_overrides: Sequence[str], variants: Sequence[Variant]
+) -> tuple[Scenario, dict[str, Scenario]]:
+    """The base scenario and each variant's, validated; raises ``ScenarioError`` naming the variant."""
+    if len(variants) < 2:
+        raise ScenarioError(f"a comparison needs at least 2 variants, got {len(variants)}")
+    names = [v.name for v in variants]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ScenarioError(f"variant names must be unique, got {', '.join(dupes)} more than once")
+    base = load_scenario(path, list(base_overrides))
+    out: dict[str, Scenario] = {}
+    for v in variants:
+        try:
+            sc = load_scenario(path, [*base_overrides, *v.overrides])
+        except ScenarioError as exc:
+            raise ScenarioError(f"variant {v.name}: {exc}") from None
+        if arrival_signature(sc) != arrival_signature(base):
+            raise ScenarioError(
+                f"variant {v.name}: must not change seed, workload.* or producers.count "
+                f"(variants share the same messages; put such overrides in --set), got {v.describe()}"
+            )
+        out[v.name] = sc
+    return base, out

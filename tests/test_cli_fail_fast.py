@@ -1,0 +1,268 @@
+"""Bad input fails every job before Spark starts: exit code 2, exactly one line on stderr naming the key
+(or option), the rule and the value, nothing on stdout, and no warehouse or table created (design §7).
+
+Each job in jobs/ that takes a scenario is run as a command (``python jobs/<job>.py``) on several bad
+inputs, and once more through ``./spark-submit.sh``, whose preflight must give the same single line
+instead of starting a JVM (where a Python driver's stderr would land on stdout after Spark's banner).
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from rocketsim.spark.session import PREFLIGHT_ENV
+
+ROOT = Path(__file__).resolve().parents[1]
+STEADY = ROOT / "conf" / "scenarios" / "steady.toml"
+# Jobs that read a scenario (the others, such as vacuum.py, take no scenario).
+SCENARIO_JOBS = sorted(
+    p.name
+    for p in (ROOT / "jobs").glob("*.py")
+    if "parse_job_args" in p.read_text() or "--scenario" in p.read_text()
+)
+# What a job needs besides the scenario to get as far as validating it.
+JOB_EXTRA = {
+    "compare.py": [
+        "--variant",
+        "on:producers.send_latency_fault_enable=true",
+        "--variant",
+        "off:producers.send_latency_fault_enable=false",
+    ]
+}
+
+BAD_FAULTS = """
+name = "bad"
+[cluster]
+brokers = ["broker-a", "broker-b"]
+[workload]
+messages = 100
+[[faults]]
+broker = "broker-a"
+kind = "outage"
+start_s = 10
+end_s = 60
+[[faults]]
+broker = "broker-a"
+kind = "slowdown"
+start_s = 30
+end_s = 90
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    args: tuple[str, ...]  # after --scenario/--warehouse
+    expected: str  # the whole stderr line
+    scenario: str = ""  # TOML text instead of steady.toml
+
+
+CASES = [
+    Case(
+        "out-of-range",
+        ("--set", "producers.count=0"),
+        "ScenarioError: producers.count must be between 1 and 100000, got 0",
+    ),
+    Case(
+        "unknown-key",
+        ("--set", "producers.cuont=3"),
+        "ScenarioError: producers.cuont is not a known key (expected one of ",
+    ),
+    Case(
+        "wrong-type",
+        ("--set", "producers.send_latency_fault_enable=yes"),
+        "ScenarioError: producers.send_latency_fault_enable must be true or false, got 'yes'",
+    ),
+    Case(
+        "upstream-topic",
+        ("--set", 'workload.topics=["bad topic!"]'),
+        "ScenarioError: workload.topics[0] is not a topic the client accepts (The specified "
+        "topic[bad topic!] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$), got 'bad topic!'",
+    ),
+    Case(
+        "zero-brokers",
+        ("--set", "cluster.brokers=[]"),
+        "ScenarioError: cluster.brokers must name at least one broker, got []",
+    ),
+    Case(
+        "unknown-broker-fault",
+        ("--set", "faults.1.broker=broker-z"),
+        "ScenarioError: faults[1].broker must name a broker of cluster.brokers, got 'broker-z'",
+        BAD_FAULTS,
+    ),
+    Case(
+        "overlapping-faults",
+        (),
+        "ScenarioError: faults[1] must not overlap faults[0] on the same broker (10.0-60.0 s), "
+        "got '30.0-90.0 s'",
+        BAD_FAULTS,
+    ),
+    Case(
+        "inverted-window",
+        ("--set", "faults.0.end_s=5"),
+        "ScenarioError: faults[0].end_s must be after start_s (10.0), got 5.0",
+        BAD_FAULTS,
+    ),
+    Case("partitions-0", ("--partitions", "0"), "ScenarioError: --partitions must be >= 1, got 0"),
+    Case("partitions-negative", ("--partitions", "-4"), "ScenarioError: --partitions must be >= 1, got -4"),
+    Case(
+        "overflow",
+        ("--set", "producers.send_msg_timeout_ms=9223372036854775808"),
+        "ScenarioError: producers.send_msg_timeout_ms must fit a Java int (-2147483648..2147483647), "
+        "got 9223372036854775808",
+    ),
+    Case(
+        "missing-file",
+        (),
+        "ScenarioError: scenario file 'missing.toml' cannot be read: No such file or directory",
+        "<missing>",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    returncode: int
+    stdout: str
+    stderr: str
+    warehouse_created: bool
+
+
+def _run(job: str, case: Case, tmp: Path, *, via_submit: bool) -> Outcome:
+    work = tmp / f"{job}-{case.name}-{'submit' if via_submit else 'python'}"
+    work.mkdir()
+    scenario = str(STEADY)
+    if case.scenario == "<missing>":
+        scenario = "missing.toml"
+    elif case.scenario:
+        (work / "bad.toml").write_text(case.scenario)
+        scenario = "bad.toml"
+    warehouse = work / "wh"
+    argv = [f"jobs/{job}", "--scenario", scenario, "--warehouse", str(warehouse), *JOB_EXTRA.get(job, [])]
+    argv += case.args
+    if via_submit:
+        cmd = [str(ROOT / "spark-submit.sh"), "--master", "local[1]", *argv]
+    else:
+        cmd = [sys.executable, str(ROOT / argv[0]), *argv[1:]]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROCKETSIM_", "PYSPARK_"))}
+    done = subprocess.run(cmd, cwd=work, capture_output=True, text=True, env=env, timeout=120)
+    created = warehouse.exists() or (work / "warehouse").exists() or (work / "spark-warehouse").exists()
+    return Outcome(done.returncode, done.stdout, done.stderr, created)
+
+
+def _check(outcome: Outcome, case: Case, label: str) -> list[str]:
+    problems = []
+    lines = outcome.stderr.splitlines()
+    if outcome.returncode != 2:
+        problems.append(f"{label}: exit code {outcome.returncode}, not 2; stderr: {outcome.stderr[-400:]}")
+    if len(lines) != 1 or not lines[0].startswith(case.expected):
+        problems.append(f"{label}: stderr is not the one expected line {case.expected!r}: {lines[:6]}")
+    if outcome.stdout.strip():
+        problems.append(f"{label}: printed to stdout: {outcome.stdout[:300]!r}")
+    if outcome.warehouse_created:
+        problems.append(f"{label}: a warehouse was created")
+    return problems
+
+
+def test_the_jobs_are_found() -> None:
+    assert {"generate.py", "simulate.py", "summarize.py", "pipeline.py"} <= set(SCENARIO_JOBS)
+
+
+def _run_in_process(
+    job: str, case: Case, tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Outcome:
+    """The job file run as __main__ in this interpreter: the same code path as the command, minus the
+    interpreter start-up (so the whole matrix costs well under a second)."""
+    work = tmp / f"{job}-{case.name}-inproc"
+    work.mkdir()
+    scenario = str(STEADY)
+    if case.scenario == "<missing>":
+        scenario = "missing.toml"
+    elif case.scenario:
+        (work / "bad.toml").write_text(case.scenario)
+        scenario = "bad.toml"
+    warehouse = work / "wh"
+    argv = [f"jobs/{job}", "--scenario", scenario, "--warehouse", str(warehouse), *JOB_EXTRA.get(job, [])]
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(sys, "argv", [*argv, *case.args])
+    # A bad input that slipped through would stop at build_session instead of starting Spark here.
+    monkeypatch.setenv(PREFLIGHT_ENV, "1")
+    capsys.readouterr()
+    code: object = 0
+    try:
+        runpy.run_path(str(ROOT / "jobs" / job), run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    created = warehouse.exists() or (work / "warehouse").exists() or (work / "spark-warehouse").exists()
+    return Outcome(code if isinstance(code, int) else 1, out.out, out.err, created)
+
+
+def test_every_job_rejects_every_bad_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    problems = []
+    for job in SCENARIO_JOBS:
+        for case in CASES:
+            with monkeypatch.context() as mp:
+                out = _run_in_process(job, case, tmp_path, mp, capsys)
+            problems += _check(out, case, f"{job} {case.name}")
+    assert not problems, "\n".join(problems)
+
+
+def test_every_job_fails_fast_as_a_command(tmp_path: Path) -> None:
+    """Each job as a real command on two of the cases (rotating through them)."""
+    runs = [
+        (job, CASES[(2 * i + k) % len(CASES)]) for i, job in enumerate(SCENARIO_JOBS) for k in range(2)
+    ]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outcomes = list(pool.map(lambda jc: _run(jc[0], jc[1], tmp_path, via_submit=False), runs))
+    problems = [
+        p
+        for (job, case), out in zip(runs, outcomes, strict=True)
+        for p in _check(out, case, f"{job} {case.name}")
+    ]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="spark-submit.sh needs Java 17")
+def test_spark_submit_fails_fast_without_starting_spark(tmp_path: Path) -> None:
+    """Through ./spark-submit.sh: the same single line, from its preflight, before any JVM starts."""
+    picks = {job: CASES[i % len(CASES)] for i, job in enumerate(SCENARIO_JOBS)}
+    picks["pipeline.py"] = CASES[0]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        outcomes = dict(
+            zip(
+                picks,
+                pool.map(lambda job: _run(job, picks[job], tmp_path, via_submit=True), picks),
+                strict=True,
+            )
+        )
+    problems = [p for job, out in outcomes.items() for p in _check(out, picks[job], f"spark-submit {job}")]
+    assert not problems, "\n".join(problems)
+
+
+def test_usage_errors_are_one_line_too(tmp_path: Path) -> None:
+    for args, expected in (
+        (["--partitions", "x"], "jobs/pipeline.py: error: argument --partitions: invalid int value: 'x'"),
+        (["--bogus"], "jobs/pipeline.py: error: unrecognized arguments: --bogus"),
+    ):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "jobs" / "pipeline.py"), "--scenario", str(STEADY), *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2
+        assert done.stderr.splitlines() == [f"{expected} (see --help)"]
+    assert not (tmp_path / "warehouse").exists()

@@ -1,0 +1,98 @@
+"""Bad messages inside a valid workload (design §4, §7): every invalid kind becomes a REJECTED result with
+the client validator's text and no attempt, the simulation completes, and the compiled path agrees with
+the reference -- also when a producer has nothing left to send (every message rejected), which once
+crashed the compiled path with an IndexError."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from rocketsim import simulate, workload
+from rocketsim.scenario import INVALID_KINDS, Scenario, scenario_from_mapping
+
+# The start of upstream's message for each kind (Validators.checkMessage / checkTopic, MessageDecoder).
+UPSTREAM_TEXT = {
+    "bad_topic": "The specified topic[bad topic!] contains illegal characters",
+    "empty_body": "CODE: 13  DESC: the message body length is zero",
+    "oversize_body": "CODE: 13  DESC: the message body size over max value, MAX: 4194304",
+    "oversize_properties": "Properties size of message exceeded, properties size: ",
+    "reserved_property": "The Property<UNIQ_KEY> is used by system, input another please",
+}
+
+
+def _scenario(invalid: dict[str, float], messages: int = 30) -> Scenario:
+    return scenario_from_mapping(
+        {
+            "producers": {"count": 2, "send_mode": {"sync": 1, "oneway": 1}},
+            "workload": {
+                "messages": messages,
+                "message_types": {"normal": 3, "delay": 1, "transaction": 1},
+                "invalid": invalid,
+            },
+        }
+    )
+
+
+def _per_producer(messages: pa.Table, sc: Scenario, *, fast: bool) -> simulate.SimOutput:
+    outs = [
+        simulate.simulate_producer(messages.filter(pc.equal(messages.column("producer"), p)), sc, fast=fast)
+        for p in range(sc.producers.count)
+    ]
+    return simulate.SimOutput(
+        pa.concat_tables([o.attempts for o in outs]), pa.concat_tables([o.results for o in outs])
+    )
+
+
+def _key(t: pa.Table) -> pa.Table:
+    return t.sort_by([("producer", "ascending"), ("seq", "ascending")])
+
+
+def test_upstream_texts_cover_every_invalid_kind() -> None:
+    assert set(UPSTREAM_TEXT) == set(INVALID_KINDS)
+
+
+@pytest.mark.parametrize("kind", INVALID_KINDS)
+def test_every_message_of_a_kind_rejected_with_upstream_text(kind: str) -> None:
+    sc = _scenario({kind: 1.0})
+    messages = workload.generate(sc)
+    for fast in (True, False):
+        out = _per_producer(messages, sc, fast=fast)
+        results = out.results
+        assert results.num_rows == messages.num_rows == 30
+        assert set(results.column("status").to_pylist()) == {"REJECTED"}
+        assert set(results.column("attempts").to_pylist()) == {0}
+        assert out.attempts.num_rows == 0
+        assert all(e.startswith(UPSTREAM_TEXT[kind]) for e in results.column("error").to_pylist()), kind
+    assert _key(_per_producer(messages, sc, fast=True).results).equals(
+        _key(_per_producer(messages, sc, fast=False).results)
+    )
+
+
+def test_mixed_invalid_kinds_are_counted_and_the_rest_is_sent() -> None:
+    sc = _scenario(dict.fromkeys(INVALID_KINDS, 0.08), messages=600)  # 40 % invalid
+    messages = workload.generate(sc)
+    fast = _per_producer(messages, sc, fast=True)
+    reference = _per_producer(messages, sc, fast=False)
+    assert _key(fast.results).equals(_key(reference.results))
+    results = fast.results.to_pandas()
+    assert len(results) == 600
+    rejected = results[results.status == "REJECTED"]
+    assert 150 < len(rejected) < 330
+    for kind, text in UPSTREAM_TEXT.items():
+        assert rejected.error.str.startswith(text).any(), kind
+    # exactly the messages the generator made invalid are rejected, and none of them was attempted
+    m = messages.to_pandas()
+    invalid = (
+        (m.topic != "TopicTest")
+        | (m.body_size == 0)
+        | (m.body_size > sc.producers.max_message_size)
+        | m.reserved_property.notna()
+        | (m.properties_size > 32767)
+    )
+    expected = set(zip(m.producer[invalid], m.seq[invalid], strict=True))
+    assert set(zip(rejected.producer, rejected.seq, strict=True)) == expected
+    assert (rejected.attempts == 0).all()
+    sent = results[results.status != "REJECTED"]
+    assert fast.attempts.num_rows == sent.attempts.sum() and len(sent) > 0

@@ -1,0 +1,206 @@
+"""Variants and sweeps of a comparison: parsing, naming, validation before Spark, shared messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from rocketsim import workload
+from rocketsim.scenario import ScenarioError
+from rocketsim.spark.compare import format_comparison, parse_compare_args
+from rocketsim.variants import (
+    Variant,
+    build_scenarios,
+    combine,
+    message_signature,
+    parse_variants,
+    sweep_variants,
+)
+
+BROWNOUT = str(Path(__file__).resolve().parents[1] / "conf" / "scenarios" / "brownout.toml")
+SMALL = ("workload.messages=400",)
+
+
+def test_parse_variants_merges_repeated_names_in_order() -> None:
+    got = parse_variants(
+        [
+            "off:producers.send_latency_fault_enable=false",
+            "on:producers.send_latency_fault_enable=true",
+            "off:producers.retry_times_when_send_failed=4",
+            "plain",
+        ]
+    )
+    assert got == [
+        Variant(
+            "off", ("producers.send_latency_fault_enable=false", "producers.retry_times_when_send_failed=4")
+        ),
+        Variant("on", ("producers.send_latency_fault_enable=true",)),
+        Variant("plain", ()),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("bad name:producers.count=2", "variant name 'bad name'"),
+        ("-x:producers.count=2", "variant name '-x'"),
+        ("x:", "must look like NAME:key.path=value"),
+        ("x:novalue", "must look like key.path=value"),
+    ],
+)
+def test_parse_variants_refuses_bad_specs(spec: str, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message):
+        parse_variants([spec])
+
+
+def test_sweep_builds_the_grid_with_readable_names() -> None:
+    got = sweep_variants(
+        ["producers.client_version=4.9.7,4.9.8,5.3.3", "producers.retry_times_when_send_failed=0,2"]
+    )
+    assert [v.name for v in got] == [
+        "client_version=4.9.7+retry_times_when_send_failed=0",
+        "client_version=4.9.7+retry_times_when_send_failed=2",
+        "client_version=4.9.8+retry_times_when_send_failed=0",
+        "client_version=4.9.8+retry_times_when_send_failed=2",
+        "client_version=5.3.3+retry_times_when_send_failed=0",
+        "client_version=5.3.3+retry_times_when_send_failed=2",
+    ]
+    assert got[-1].overrides == ("producers.client_version=5.3.3", "producers.retry_times_when_send_failed=2")
+    crossed = combine(parse_variants(["on:producers.send_latency_fault_enable=true"]), got[:2])
+    assert [v.name for v in crossed] == [f"on+{s.name}" for s in got[:2]]
+    assert crossed[0].overrides == ("producers.send_latency_fault_enable=true", *got[0].overrides)
+
+
+@pytest.mark.parametrize(
+    ("sweep", "message"),
+    [
+        ("producers.client_version", "must look like key.path=v1,v2,v3"),
+        ("producers.client_version=4.9.7,,5.3.3", "must look like"),
+        ("producers.client_version=4.9.7,4.9.7", "repeats a value"),
+        ('producers.group="a b",c', "not a usable variant name"),
+    ],
+)
+def test_sweep_refuses_bad_axes(sweep: str, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message):
+        sweep_variants([sweep])
+
+
+def test_build_scenarios_validates_each_variant_and_names_it() -> None:
+    ok = parse_variants(["a:producers.send_latency_fault_enable=false", "b:producers.client_version=5.3.3"])
+    base, scenarios = build_scenarios(BROWNOUT, SMALL, ok)
+    assert base.workload.messages == 400
+    assert scenarios["b"].producers.client_version == "5.3.3"
+    assert not scenarios["a"].producers.send_latency_fault_enable
+    with pytest.raises(
+        ScenarioError, match=r"^variant b: producers.retry_times_when_send_failed must be between"
+    ):
+        build_scenarios(BROWNOUT, SMALL, parse_variants(["a", "b:producers.retry_times_when_send_failed=-1"]))
+    with pytest.raises(ScenarioError, match="variant b: must not change seed, workload"):
+        build_scenarios(BROWNOUT, SMALL, parse_variants(["a", "b:workload.rate_per_s=900"]))
+    with pytest.raises(ScenarioError, match="at least 2 variants"):
+        build_scenarios(BROWNOUT, SMALL, parse_variants(["a"]))
+    with pytest.raises(ScenarioError, match="unique"):
+        build_scenarios(BROWNOUT, SMALL, [Variant("a"), Variant("a", ("seed=3",))])
+
+
+def test_variants_that_change_only_sending_share_the_very_same_messages() -> None:
+    _, sc = build_scenarios(
+        BROWNOUT,
+        SMALL,
+        parse_variants(
+            [
+                "base",
+                "off:producers.send_latency_fault_enable=false",
+                "retries:producers.retry_times_when_send_failed=5",
+                "timeout:producers.send_msg_timeout_ms=500",
+                "v5:producers.client_version=5.3.3",
+            ]
+        ),
+    )
+    base = workload.generate(sc["base"])
+    for name in ("off", "retries", "timeout"):
+        assert message_signature(sc[name]) == message_signature(sc["base"])
+        assert workload.generate(sc[name]).equals(base), name
+    # 5.x keeps the trailing property separator: other messages, but the same arrivals
+    assert message_signature(sc["v5"]) != message_signature(sc["base"])
+    v5 = workload.generate(sc["v5"])
+    assert not v5.equals(base)
+    assert v5.column("born_ts_ms").equals(base.column("born_ts_ms"))
+    assert np.all(np.asarray(v5.column("properties_size")) - np.asarray(base.column("properties_size")) == 1)
+
+
+def test_compare_args_exit_2_before_spark_on_a_bad_variant(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse_compare_args(
+            [
+                "--scenario",
+                BROWNOUT,
+                "--variant",
+                "on:producers.send_latency_fault_enable=maybe",
+                "--variant",
+                "off:producers.send_latency_fault_enable=false",
+            ]
+        )
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err
+        == "ScenarioError: variant on: producers.send_latency_fault_enable must be true or false, got 'maybe'"
+    )
+    with pytest.raises(SystemExit) as exc:
+        parse_compare_args(["--scenario", BROWNOUT, "--variant", "a", "b", "--baseline", "c"])
+    assert exc.value.code == 2
+    assert "--baseline must name a variant (a, b), got 'c'" in capsys.readouterr().err
+
+
+def test_compare_args_default_ids_baseline_and_sweep() -> None:
+    args, base, scenarios = parse_compare_args(
+        [
+            "--scenario",
+            BROWNOUT,
+            "--set",
+            "workload.messages=100",
+            "--sweep",
+            "producers.client_version=4.9.8,5.3.3",
+        ]
+    )
+    assert args.run_id == f"{base.run_id}-compare" == "brownout-s11-compare"
+    assert args.baseline == "client_version=4.9.8"
+    assert list(scenarios) == ["client_version=4.9.8", "client_version=5.3.3"]
+
+
+def test_format_comparison_puts_variants_side_by_side_with_deltas() -> None:
+    rows = [
+        ("all", "messages", "off", 1000.0, 0.0),
+        ("all", "messages", "on", 1000.0, 0.0),
+        ("all", "latency_p99_ms", "off", 200.0, 0.0),
+        ("all", "latency_p99_ms", "on", 150.0, -25.0),
+        ("broker-b", "sends", "off", 250.0, 0.0),
+        ("broker-b", "sends", "on", 200.0, -20.0),
+    ]
+    table = pa.Table.from_pylist(
+        [{"scope": s, "metric": m, "variant": v, "value": x, "delta_pct": d} for s, m, v, x, d in rows]
+    )
+    text = format_comparison(table, ["off", "on"], "off", "cmp-1")
+    lines = text.splitlines()
+    assert "comparison cmp-1" in lines[1] and "deltas vs off" in lines[1]
+    assert lines[2].split() == ["metric", "off", "(baseline)", "on"]
+    p99 = next(line for line in lines if line.strip().startswith("latency_p99_ms"))
+    assert p99.split() == ["latency_p99_ms", "200.0", "150.0", "(-25.0%)"]
+    sends = next(line for line in lines if line.strip().startswith("broker-b sends"))
+    assert sends.split() == ["broker-b", "sends", "250", "200", "(-20.0%)"]
+
+
+def test_analysis_core_modules_import_no_pyspark() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, rocketsim.analysis, rocketsim.plots, rocketsim.variants; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -43,22 +43,23 @@ EXPLORE_FIGURES = {
     "publish_delay",
     "isolation_gantt",
     "queue_heatmap",
+    "broker_storage",
 }
 COMPARE_FIGURES = {"variant_timelines", "variant_broker_sends", "variant_metrics"}
 
 
 @pytest.fixture(scope="module")
 def warehouse(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One run (simulate, summarize, runs row) and one comparison, in one warehouse."""
+    """One run (generate, simulate, broker side, summarize, runs row) and one comparison, in one warehouse."""
     from datetime import UTC, datetime
 
     wh = tmp_path_factory.mktemp("analysis-wh")
     sc = load_scenario(ROOT / "conf/scenarios/flapping.toml", RUN_OVERRIDES)
     args = pipeline.JobArgs("flapping.toml", str(wh), RUN_ID, tuple(RUN_OVERRIDES), 2, 2000, quiet=True)
     started = datetime.now(UTC)
-    # the messages go straight into the simulate stage (this test needs no messages table)
-    generated = pipeline.generate_messages(spark, sc, RUN_ID, 2)
-    messages, attempts = pipeline.run_simulate(spark, args, sc, messages=generated)
+    messages = pipeline.run_generate(spark, args, sc)
+    _, attempts = pipeline.run_simulate(spark, args, sc)
+    pipeline.run_broker_side(spark, args, sc)  # the storage section of the explore notebook
     pipeline.run_summarize(spark, args)
     pipeline.write_runs_row(spark, args, sc, messages, attempts, started, 1.0)
 

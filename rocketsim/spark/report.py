@@ -106,6 +106,27 @@ def figures(run: RunData) -> list[tuple[str, str, object]]:
     ]
 
 
+def storage_figures(warehouse: str, run_id: str) -> list[tuple[str, str, object]]:
+    """The broker-side chart (commit log, stored queues, consumer load) if the run has its tables."""
+    from rocketsim import plots_storage
+    from rocketsim.spark.tables import read_pandas
+
+    try:
+        storage = read_pandas(warehouse, "broker_storage", run_id)
+        load = read_pandas(warehouse, "consumer_load", run_id)
+    except Exception:  # a warehouse without the broker-side tables: the report goes without the chart
+        return []
+    if storage.empty:
+        return []
+    return [
+        (
+            "broker_storage",
+            "Commit-log growth per broker, records per stored queue, and messages per consumer.",
+            plots_storage.storage_and_consumers(storage, load),
+        )
+    ]
+
+
 def render_report(warehouse: str | os.PathLike[str], run_id: str) -> str:
     """The report of ``run_id`` as one HTML document (figures embedded as base64 PNG)."""
     run = load_run(os.fspath(warehouse), run_id)
@@ -126,7 +147,7 @@ def render_report(warehouse: str | os.PathLike[str], run_id: str) -> str:
         _table(summary),
         "<h2>Charts</h2>",
     ]
-    for name, caption, fig in figures(run):
+    for name, caption, fig in figures(run) + storage_figures(os.fspath(warehouse), run_id):
         data = plots.figure_png_base64(fig)
         parts.append(
             f'<figure id="{name}"><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'

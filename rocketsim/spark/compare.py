@@ -85,18 +85,10 @@ def parse_compare_args(
 ) -> tuple[CompareArgs, Scenario, dict[str, Scenario]]:
     """Parse and validate every variant before Spark starts; bad input exits with code 2 and one line."""
     p = pipeline.OneLineArgumentParser(prog=prog, description=description)  # usage errors: one line too
-    p.add_argument("--scenario", required=True, help="scenario TOML file, e.g. conf/scenarios/brownout.toml")
-    p.add_argument(
-        "--warehouse", default="warehouse", help="folder of the Delta tables (default ./warehouse)"
-    )
-    p.add_argument("--run-id", default="", help="comparison id (default: <scenario name>-s<seed>-compare)")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a scenario key for every variant, e.g. --set workload.messages=200000",
+    pipeline.add_scenario_arguments(
+        p,
+        run_id_help="comparison id (default: <scenario name>-s<seed>-compare)",
+        set_help="override a scenario key for every variant, e.g. --set workload.messages=200000",
     )
     p.add_argument(
         "--variant",

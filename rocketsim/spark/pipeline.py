@@ -57,21 +57,23 @@ class OneLineArgumentParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def parse_job_args(argv: list[str] | None, prog: str, description: str) -> tuple[JobArgs, Scenario]:
-    """Parse and validate before Spark starts; a bad scenario exits with code 2 and one clear line."""
-    p = OneLineArgumentParser(prog=prog, description=description)
+def add_scenario_arguments(p: argparse.ArgumentParser, *, run_id_help: str, set_help: str) -> None:
+    """The options every job shares: --scenario, --warehouse, --run-id, --set."""
     p.add_argument("--scenario", required=True, help="scenario TOML file, e.g. conf/scenarios/steady.toml")
     p.add_argument(
         "--warehouse", default="warehouse", help="folder of the Delta tables (default ./warehouse)"
     )
-    p.add_argument("--run-id", default="", help="run id (default: <scenario name>-s<seed>)")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a scenario key by dotted path, e.g. --set workload.messages=200000",
+    p.add_argument("--run-id", default="", help=run_id_help)
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=set_help)
+
+
+def parse_job_args(argv: list[str] | None, prog: str, description: str) -> tuple[JobArgs, Scenario]:
+    """Parse and validate before Spark starts; a bad scenario exits with code 2 and one clear line."""
+    p = OneLineArgumentParser(prog=prog, description=description)
+    add_scenario_arguments(
+        p,
+        run_id_help="run id (default: <scenario name>-s<seed>)",
+        set_help="override a scenario key by dotted path, e.g. --set workload.messages=200000",
     )
     p.add_argument("--partitions", type=int, default=None, help="partitions of the simulate stage")
     p.add_argument("--window-ms", type=int, default=10_000, help="window of the summary tables (ms)")

@@ -294,16 +294,13 @@ def _entry(name: str, value_len: np.ndarray | int) -> np.ndarray | int:
     return len(name) + 2 + value_len
 
 
+_TENS = 10 ** np.arange(1, 19, dtype=np.int64)  # 10 .. 10**18
+
+
 def _digits(values: np.ndarray) -> np.ndarray:
     """Decimal digits of ``str(v)`` for ints (a minus sign counts)."""
     v = np.asarray(values, np.int64)
-    a = np.abs(v)
-    d = np.ones(len(v), np.int64)
-    p = 10
-    for _ in range(18):
-        d += a >= p
-        p *= 10
-    return d + (v < 0)
+    return 1 + np.searchsorted(_TENS, np.abs(v), side="right") + (v < 0)
 
 
 @cache
@@ -315,6 +312,10 @@ def _delay_lookup(levels: tuple[int, ...]) -> dict[int, tuple[int, int, int]]:
         assert t.delayed and t.effective_level is not None and t.deliver_timestamp_ms is not None
         out[level] = (t.effective_level, t.queue_id, t.deliver_timestamp_ms)
     return out
+
+
+def _chunks(column: pa.ChunkedArray | pa.Array) -> list[pa.Array]:
+    return column.chunks if isinstance(column, pa.ChunkedArray) else [column]
 
 
 def _np(table: pa.Table, name: str, dtype: type = np.int64) -> np.ndarray:
@@ -411,7 +412,8 @@ def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
         "index_entries": pa.array((1 + _key_tokens(table.column("keys"))).astype(np.int32)),
     }
     for f in STORE_COLUMNS:
-        table = table.append_column(f, pa.chunked_array([cols[f.name]], f.type))
+        col = cols[f.name]  # chunks as they are: a list holding a ChunkedArray converts row by row
+        table = table.append_column(f, pa.chunked_array(_chunks(col), f.type))
     return table
 
 

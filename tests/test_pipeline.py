@@ -77,14 +77,21 @@ def test_grouped_map_equals_local_oracle(spark, scenario: Scenario) -> None:
     assert_df_equality(attempts.drop("run_id"), exp_attempts, ignore_row_order=True)
 
 
+RUNS = {"p1": 1, "p4": 4, "f1": 1, "f3": 3}  # run id -> partitions; f: the fused stage
+
+
 @pytest.fixture(scope="module")
 def two_runs(spark, scenario: Scenario, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same scenario as run id p1 (1 partition) and p4 (4 partitions) in one warehouse."""
+    """The same scenario in one warehouse, through the staged stages as run p1 (1 partition) and p4 (4
+    partitions), and through the fused stage as f1 and f3."""
     warehouse = tmp_path_factory.mktemp("wh")
-    for run_id, parts in (("p1", 1), ("p4", 4)):
+    for run_id, parts in RUNS.items():
         args = _args(warehouse, run_id, parts)
-        pipeline.run_generate(spark, args, scenario)
-        pipeline.run_simulate(spark, args, scenario)
+        if run_id.startswith("f"):
+            pipeline.run_generate_simulate(spark, args, scenario)
+        else:
+            pipeline.run_generate(spark, args, scenario)
+            pipeline.run_simulate(spark, args, scenario)
         pipeline.run_broker_side(spark, args, scenario)
         pipeline.run_summarize(spark, args)
         pipeline.reconcile(spark, args)
@@ -106,11 +113,13 @@ KEYS = {
 
 
 @pytest.mark.parametrize("table", sorted(KEYS))
-def test_partition_count_does_not_change_tables(two_runs: Path, table: str) -> None:
+def test_partition_count_and_stage_do_not_change_tables(two_runs: Path, table: str) -> None:
     one = _sorted(read_arrow(str(two_runs), table, "p1"), KEYS[table])
-    four = _sorted(read_arrow(str(two_runs), table, "p4"), KEYS[table])
     assert one.num_rows > 0
-    assert one.equals(four), f"{table} differs between --partitions 1 and 4"
+    for other in ("p4", "f1", "f3"):
+        assert one.equals(_sorted(read_arrow(str(two_runs), table, other), KEYS[table])), (
+            f"{table} differs between p1 and {other} (p: staged stages, f: fused; digit: partitions)"
+        )
 
 
 def test_tables_reconcile(two_runs: Path) -> None:

@@ -40,6 +40,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from rocketsim.errors import RocketSimError
+from rocketsim.run_files import filesystem as _filesystem
+from rocketsim.run_files import table_path
 from rocketsim.spark.session import delta_enabled, spark_schema
 
 PARTITION_COLUMN = "run_id"
@@ -106,14 +108,6 @@ class WriteReport:
 # --------------------------------------------------------------------------------------------- paths
 
 
-def table_path(warehouse: str | os.PathLike[str], table: str) -> str:
-    """``<warehouse>/<table>``: an absolute local path, or a URI kept as given."""
-    base = os.fspath(warehouse)
-    if "://" in base:
-        return base.rstrip("/") + "/" + table
-    return os.path.join(os.path.abspath(base), table)
-
-
 def partition_dir(run_id: str) -> str:
     """Hive-style directory of a run, its value percent-escaped as Hive and deltalake do."""
     return f"{PARTITION_COLUMN}={quote(run_id, safe=' -_.+@~,')}"
@@ -134,12 +128,6 @@ def _crash_point(table: str, stage: str) -> None:
     wanted = os.environ.get(CRASH_AT_ENV)
     if wanted and f"{table}:{stage}" in {w.strip() for w in wanted.split(",")}:
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    if "://" in uri:
-        return pafs.FileSystem.from_uri(uri)
-    return pafs.LocalFileSystem(), uri
 
 
 # ------------------------------------------------------------------------------------------- writing
@@ -192,6 +180,16 @@ def conform(df: DataFrame, arrow_schema: pa.Schema, *, with_run_id: str | None =
     return df.select(*cols)
 
 
+def new_write_id() -> str:
+    """A fresh write id: UTC time (sortable) plus a random suffix."""
+    return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:12]}"
+
+
+def staging_path(warehouse: str | os.PathLike[str], table: str, write_id: str) -> str:
+    """``<table>/_staging/<write_id>``: where a write's files wait, hidden from Delta readers."""
+    return f"{table_path(warehouse, table)}/{STAGING_DIR}/{write_id}"
+
+
 def stage_run(
     df: DataFrame,
     warehouse: str | os.PathLike[str],
@@ -207,18 +205,38 @@ def stage_run(
     """
     check_run_id(run_id)
     started = time.monotonic()
-    uri = table_path(warehouse, table)
-    fs, root = _filesystem(uri)
-    write_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:12]}"
-    staging = f"{root}/{STAGING_DIR}/{write_id}"
-
+    write_id = new_write_id()
+    staging = staging_path(warehouse, table, write_id)
     writer = conform(df, arrow_schema).write.mode("errorifexists")
     if max_records_per_file:
         writer = writer.option("maxRecordsPerFile", str(max_records_per_file))
+    try:
+        writer.parquet(staging)
+    except BaseException:
+        discard_staging(warehouse, table, write_id)
+        raise
+    return stage_written(warehouse, table, run_id, arrow_schema, write_id, started=started)
+
+
+def stage_written(
+    warehouse: str | os.PathLike[str],
+    table: str,
+    run_id: str,
+    arrow_schema: pa.Schema,
+    write_id: str,
+    *,
+    started: float | None = None,
+) -> StagedRun:
+    """Move the ``part-*.parquet`` files already written to ``staging_path(..., write_id)`` (by Spark
+    or by tasks writing with pyarrow) into the run's partition, with footer statistics; no commit."""
+    check_run_id(run_id)
+    started = time.monotonic() if started is None else started
+    uri = table_path(warehouse, table)
+    fs, root = _filesystem(uri)
+    _, staging = _filesystem(staging_path(warehouse, table, write_id))
     data_schema = pa.schema([f for f in arrow_schema if f.name != PARTITION_COLUMN])
     moved: list[str] = []
     try:
-        writer.parquet(f"{uri}/{STAGING_DIR}/{write_id}")
         _crash_point(table, "written")
         files = _publish(fs, root, staging, partition_dir(run_id), write_id, data_schema, moved)
         fs.delete_dir(staging)
@@ -240,6 +258,13 @@ def stage_run(
         files=tuple(files),
         stage_s=time.monotonic() - started,
     )
+
+
+def discard_staging(warehouse: str | os.PathLike[str], table: str, write_id: str) -> None:
+    """Delete a write's staging folder if it is there (best effort: vacuum_orphans gets leftovers)."""
+    fs, staging = _filesystem(staging_path(warehouse, table, write_id))
+    with contextlib.suppress(OSError):
+        fs.delete_dir(staging)
 
 
 def _publish(

@@ -6,6 +6,8 @@
   simulation feeds both ``send_results`` and ``send_attempts`` (the nested frame is persisted once).
   Each result row also carries its stored copies (:mod:`rocketsim.spark.broker_side`): they are
   numbered into ``commit_log``, and ``send_results`` gets its copy's offsets before it is written.
+* generate + simulate fused (:mod:`rocketsim.spark.fused`, the default for the ``deltalake`` engine): the
+  same tables written by the tasks themselves, without passing rows through Spark.
 * broker side: ``broker_storage``, ``transactions``, ``consumer_load`` from ``commit_log``.
 * summarize: Spark aggregations in :mod:`rocketsim.spark.summaries`.
 """
@@ -28,9 +30,9 @@ from pyspark.sql import functions as F
 
 from rocketsim import __version__, schemas, simulate, workload
 from rocketsim.scenario import Scenario, ScenarioError, load_scenario
-from rocketsim.spark import broker_side, summaries
+from rocketsim.spark import broker_side, fused, summaries
 from rocketsim.spark.delta_sink import write_run
-from rocketsim.spark.session import spark_schema
+from rocketsim.spark.session import delta_enabled, spark_schema
 
 ATTEMPTS_COLUMN = "attempt_rows"
 
@@ -226,6 +228,23 @@ def run_simulate(
     return rep_r.rows, rep_a.rows
 
 
+def run_generate_simulate(spark: SparkSession, args: JobArgs, sc: Scenario) -> tuple[int, int]:
+    """generate + simulate in one pass (:mod:`rocketsim.spark.fused`) for the ``deltalake`` engine; the
+    staged stages (``run_generate``, ``run_simulate``) when the session writes through delta-spark."""
+    if delta_enabled(spark):
+        messages = run_generate(spark, args, sc)
+        _, attempts = run_simulate(spark, args, sc)
+        return messages, attempts
+    rep = fused.generate_and_simulate(spark, sc, args.warehouse, args.run_id, _partitions(spark, args))
+    _say(
+        args,
+        f"[generate+simulate] {rep.messages:,} messages, {rep.attempts:,} attempts, {rep.results:,} results, "
+        f"{rep.log_records:,} commit-log records ({rep.producers_s:.1f} s producers, {rep.brokers_s:.1f} s "
+        f"brokers, {rep.commit_s:.1f} s commit)",
+    )
+    return rep.messages, rep.attempts
+
+
 def run_broker_side(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
     """broker_storage, transactions, consumer_load from the run's commit_log, results and messages."""
     from rocketsim.spark.tables import read_spark
@@ -413,8 +432,7 @@ def run_pipeline(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
         f"fault strategy {'on' if sc.producers.send_latency_fault_enable else 'off'}) "
         f"-> {args.warehouse} run_id={args.run_id}",
     )
-    messages = run_generate(spark, args, sc)
-    _, attempts = run_simulate(spark, args, sc)
+    messages, attempts = run_generate_simulate(spark, args, sc)
     run_broker_side(spark, args, sc)
     run_summarize(spark, args)
     counts = reconcile(spark, args)

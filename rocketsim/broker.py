@@ -459,14 +459,141 @@ def stored_copies(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> 
     return pa.concat_tables(parts)
 
 
+def _ints(table: pa.Table, name: str) -> np.ndarray:
+    """A column without nulls as int64."""
+    return np.asarray(table.column(name).to_numpy(), np.int64)
+
+
+def _mask(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A boolean column as numpy, null as False (what ``filter`` drops)."""
+    return np.asarray(values.fill_null(False).to_numpy(zero_copy_only=False), bool)
+
+
+def _pair_keys(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray] | None:
+    """One int64 per (producer, value) that sorts as the pair, alike for every array of ``pairs``; None
+    when the pairs do not fit in one int64."""
+    filled = [(p, v) for p, v in pairs if len(p)]
+    if not filled:
+        return [np.asarray(v, np.int64) for _, v in pairs]
+    p_lo, p_hi = min(int(p.min()) for p, _ in filled), max(int(p.max()) for p, _ in filled)
+    if p_lo == p_hi:  # one producer: the value alone
+        return [np.asarray(v, np.int64) for _, v in pairs]
+    v_lo, v_hi = min(int(v.min()) for _, v in filled), max(int(v.max()) for _, v in filled)
+    span = v_hi - v_lo + 1
+    if (p_hi - p_lo + 1) * span >= 1 << 62:
+        return None
+    return [(p - p_lo) * span + (v - v_lo) for p, v in pairs]
+
+
+def _sorted_unique(key: np.ndarray) -> np.ndarray | None:
+    """The row order that sorts ``key``, or None when a key repeats."""
+    if (key[1:] > key[:-1]).all():
+        return np.arange(len(key))
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    return order if (ordered[1:] > ordered[:-1]).all() else None
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Position of each value in the sorted unique ``keys``, -1 where it is not there."""
+    if len(keys) == len(values) and (keys == values).all():
+        return np.arange(len(keys))
+    pos = np.minimum(np.searchsorted(keys, values), max(len(keys) - 1, 0))
+    found = keys[pos] == values if len(keys) else np.zeros(len(values), bool)
+    return np.where(found, pos, -1)
+
+
+def _copy_rows(
+    messages: pa.Table, attempts: pa.Table, results: pa.Table
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Row numbers (message, attempt, message's result) of every stored copy in (producer, seq, attempt)
+    order: :func:`stored_copies` then the sort, by index arithmetic. None when a key repeats (the joins
+    then decide the order of ties) or does not fit an int64."""
+    key_columns = [(t, c) for t in (messages, results, attempts) for c in ("producer", "seq")]
+    if any(t.column(c).null_count for t, c in [*key_columns, (attempts, "attempt")]):
+        return None
+    mp, ms, rp, rs, ap, as_ = (_ints(t, c) for t, c in key_columns)
+    keys = _pair_keys([(mp, ms), (rp, rs), (ap, as_)])
+    if keys is None:
+        return None
+    msg_key, res_key, att_key = keys
+    msg_order, res_order = _sorted_unique(msg_key), _sorted_unique(res_key)
+    if msg_order is None or res_order is None:
+        return None
+    msg_key, res_key = msg_key[msg_order], res_key[res_order]
+
+    # sent: messages with a result that is not REJECTED
+    res = _lookup(res_key, msg_key)
+    sent = res >= 0
+    res_row = res_order[res[sent]]
+    not_rejected = _mask(pc.not_equal(results.column("status"), "REJECTED"))[res_row]
+    sent[sent] = not_rejected
+    sent_key, sent_msg, sent_res = msg_key[sent], msg_order[sent], res_row[not_rejected]
+
+    # the stored attempts of a sent message (a batch's: of its leading member)
+    att = np.flatnonzero(_mask(is_stored_outcome(attempts.column("outcome"))))
+    lead = _lookup(sent_key, att_key[att])
+    att, lead = att[lead >= 0], lead[lead >= 0]
+    in_batch = _mask(pc.is_valid(messages.column("batch_id")))[sent_msg]
+    single = ~in_batch[lead]
+    copy_att, copy_member = [att[single]], [lead[single]]
+    if not single.all():  # one copy per sent member of the batch: (producer, batch_id) groups
+        batch_id = np.asarray(messages.column("batch_id").fill_null(0).to_numpy(), np.int64)[sent_msg]
+        members = np.flatnonzero(in_batch)
+        group_keys = _pair_keys([(mp[sent_msg[members]], batch_id[members])])
+        if group_keys is None:
+            return None
+        by_group = np.argsort(group_keys[0], kind="stable")
+        groups = group_keys[0][by_group]
+        leads = np.searchsorted(members, lead[~single])  # the leading member among the members
+        start = np.searchsorted(groups, group_keys[0][leads], "left")
+        counts = np.searchsorted(groups, group_keys[0][leads], "right") - start
+        pick = np.repeat(np.arange(len(leads)), counts)
+        within = np.arange(len(pick)) - np.repeat(np.cumsum(counts) - counts, counts)
+        copy_att.append(att[~single][pick])
+        copy_member.append(members[by_group[start[pick] + within]])
+    c_att, c_member = np.concatenate(copy_att), np.concatenate(copy_member)
+
+    # (producer, seq, attempt) order; a repeated key leaves the order of its copies to the joins
+    c_key, c_no = sent_key[c_member], _ints(attempts, "attempt")[c_att]
+
+    def increasing() -> bool:
+        same = c_key[1:] == c_key[:-1]
+        return bool(((c_key[1:] > c_key[:-1]) | (same & (c_no[1:] > c_no[:-1]))).all())
+
+    if not increasing():
+        order = np.lexsort((c_no, c_key))
+        c_att, c_member, c_key, c_no = c_att[order], c_member[order], c_key[order], c_no[order]
+        if not increasing():
+            return None
+    return sent_msg[c_member], c_att, sent_res[c_member]
+
+
+def _copies_at(
+    messages: pa.Table, attempts: pa.Table, results: pa.Table, rows: tuple[np.ndarray, ...]
+) -> pa.Table:
+    """The copies at :func:`_copy_rows`' rows, with the columns :func:`store_records` and the log need."""
+    msg, att, res = (pa.array(r) for r in rows)
+    taken = [
+        messages.select(["producer", "seq", *(c for c in MESSAGE_COLUMNS if c != "tags")]).take(msg),
+        attempts.select(["seq", *ATTEMPT_COLUMNS]).rename_columns(["send_seq", *ATTEMPT_COLUMNS]).take(att),
+        results.select(list(RESULT_COLUMNS)).take(res),
+    ]
+    return pa.table({name: t.column(name) for t in taken for name in t.column_names})
+
+
 def log_records(messages: pa.Table, attempts: pa.Table, results: pa.Table, sc: Scenario) -> pa.Table:
     """:data:`LOG_COLUMNS`: every stored copy as its broker wrote it, sorted by (producer, seq, attempt).
 
     ``is_result`` marks the copy ``send_results`` points at: the last storing attempt of a message
     whose status is not FAILED/REJECTED (a not-OK store that a retry lost is still returned).
     """
-    records = store_records(stored_copies(messages, attempts, results), sc)
-    records = records.sort_by([("producer", "ascending"), ("seq", "ascending"), ("attempt", "ascending")])
+    rows = _copy_rows(messages, attempts, results)
+    if rows is None:  # repeated keys: the joins, then a sort
+        records = store_records(stored_copies(messages, attempts, results), sc)
+        records = records.sort_by([(k, "ascending") for k in ("producer", "seq", "attempt")])
+    else:
+        records = store_records(_copies_at(messages, attempts, results, rows), sc)
     producer = np.asarray(records.column("producer").to_numpy(zero_copy_only=False))
     seq = np.asarray(records.column("seq").to_numpy(zero_copy_only=False))
     last = np.ones(len(seq), bool)

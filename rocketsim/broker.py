@@ -170,17 +170,11 @@ def store_host_hex(brokers: Sequence[str]) -> dict[str, str]:
     }
 
 
-_HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
-
-
-def _hex_rows(raw: np.ndarray) -> pa.Array:
-    """Rows of bytes -> uppercase hex strings, written straight into an Arrow string buffer."""
-    n, width = raw.shape
-    out = np.empty((n, width * 2), dtype=np.uint8)
-    out[:, 0::2] = _HEX[raw >> 4]
-    out[:, 1::2] = _HEX[raw & 15]
-    offsets = np.arange(0, n * width * 2 + 1, width * 2, dtype=np.int32)
-    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(out.tobytes()))
+# uppercase hex digits as ASCII, first digit in the lowest byte: of each byte (2), of each uint16 (4)
+_HEX_PAIRS = np.array([ord(f"{b:02X}"[0]) | ord(f"{b:02X}"[1]) << 8 for b in range(256)], "<u2")
+_HEX_QUADS = _HEX_PAIRS[np.arange(1 << 16) >> 8].astype("<u4") | _HEX_PAIRS[np.arange(1 << 16) & 255].astype(
+    "<u4"
+) << np.uint32(16)
 
 
 def offset_msg_ids(broker_index: np.ndarray, offsets: np.ndarray, hosts: Sequence[SocketAddress]) -> pa.Array:
@@ -189,10 +183,12 @@ def offset_msg_ids(broker_index: np.ndarray, offsets: np.ndarray, hosts: Sequenc
         raise ValueError("offset_msg_ids handles IPv4 store hosts only")
     head = np.array([list(h.ip) + list(h.port.to_bytes(4, "big")) for h in hosts], np.uint8).reshape(-1, 8)
     idx = np.asarray(broker_index, np.int64)
-    raw = np.empty((len(idx), 16), np.uint8)
-    raw[:, :8] = head[idx]
-    raw[:, 8:] = np.asarray(offsets, ">i8").view(np.uint8).reshape(-1, 8)
-    return _hex_rows(raw)
+    offset_digits = _HEX_QUADS[np.asarray(offsets, ">i8").view(">u2").astype(np.intp)]
+    chars = np.empty((len(idx), 2), "V16")  # 32 hex digits a row: host and port, offset
+    chars[:, 0] = _HEX_PAIRS[head].view("V16").ravel()[idx]
+    chars[:, 1] = offset_digits.view("V16").ravel()
+    row_offsets = np.arange(0, len(idx) * 32 + 1, 32, dtype=np.int32)
+    return pa.StringArray.from_buffers(len(idx), pa.py_buffer(row_offsets), pa.py_buffer(chars))
 
 
 # ---- the scalar reference: the property maps, as client and broker build them -------------------

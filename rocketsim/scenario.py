@@ -157,6 +157,10 @@ class WorkloadConfig:
     invalid: Mapping[str, float] = field(
         default_factory=dict, metadata={"keys": INVALID_KINDS, "fractions": True}
     )
+    # a hot spot: the first hot_producers producers send hot_share of the messages (and of the rate)
+    # between them, the others the rest; 0 splits both evenly over all producers
+    hot_share: float = field(default=0.0, metadata=_rule("must be >= 0 and < 1", lambda v: 0 <= v < 1))
+    hot_producers: int = field(default=1, metadata=_between(1, 100_000))
 
     def total_messages(self) -> int:
         return self.messages if self.messages > 0 else int(round(self.duration_s * self.rate_per_s))
@@ -398,6 +402,12 @@ def _check_cross_fields(sc: Scenario) -> None:
         )
     if not wl.topics:
         _fail("workload.topics", "must name at least one topic", [])
+    if wl.hot_share > 0 and wl.hot_producers >= sc.producers.count:
+        _fail(
+            "workload.hot_producers",
+            f"must be < producers.count ({sc.producers.count}) when workload.hot_share > 0",
+            wl.hot_producers,
+        )
     if wl.total_messages() <= 0:
         _fail(
             "workload.messages",

@@ -47,12 +47,26 @@ class ProducerShare:
     rate_per_s: float
 
 
+def _split(total: int, count: int) -> list[int]:
+    """``total`` over ``count`` parts as evenly as integers allow (the first ones get one more)."""
+    return [total // count + (1 if i < total % count else 0) for i in range(count)]
+
+
 def producer_shares(sc: Scenario) -> list[ProducerShare]:
-    """Split the workload evenly over the producers (the first ``total % count`` get one more)."""
-    total = sc.workload.total_messages()
+    """Split the workload over the producers: evenly (the first ``total % count`` get one more), or,
+    with ``workload.hot_share`` > 0, that fraction of messages and rate over the first
+    ``hot_producers`` and the rest over the others."""
+    wl = sc.workload
+    total = wl.total_messages()
     count = sc.producers.count
-    rate = sc.workload.rate_per_s / count
-    return [ProducerShare(p, total // count + (1 if p < total % count else 0), rate) for p in range(count)]
+    if wl.hot_share <= 0:
+        rate = wl.rate_per_s / count
+        return [ProducerShare(p, n, rate) for p, n in enumerate(_split(total, count))]
+    hot, cold = wl.hot_producers, count - wl.hot_producers
+    hot_total = int(round(total * wl.hot_share))
+    counts = _split(hot_total, hot) + _split(total - hot_total, cold)
+    rates = [wl.rate_per_s * wl.hot_share / hot] * hot + [wl.rate_per_s * (1 - wl.hot_share) / cold] * cold
+    return [ProducerShare(p, n, r) for p, (n, r) in enumerate(zip(counts, rates, strict=True))]
 
 
 def _uniforms(seed: int, producer: int, seqs: np.ndarray, stream: int) -> np.ndarray:

@@ -103,6 +103,11 @@ BAD = [
     ({"workload": {"compressibility": 1.5}}, "workload.compressibility must be between 0 and 1, got 1.5"),
     ({"workload": {"invalid": {"bad_topic": 0.7, "empty_body": 0.7}}}, "fractions must add up to at most 1"),
     ({"workload": {"delay_levels": [0]}}, "workload.delay_levels[0] must be >= 1, got 0"),
+    ({"workload": {"hot_share": 1.0}}, "workload.hot_share must be >= 0 and < 1, got 1.0"),
+    (
+        {"producers": {"count": 2}, "workload": {"hot_share": 0.5, "hot_producers": 2}},
+        "workload.hot_producers must be < producers.count (2) when workload.hot_share > 0, got 2",
+    ),
     ({"brokers": {"broker-z": {}}}, "brokers.broker-z must be 'default' or a broker of cluster.brokers"),
     (
         {"brokers": {"default": {"latency": {"median_ms": 0}}}},

@@ -44,6 +44,32 @@ def test_counts_split_over_producers() -> None:
     assert [s.messages for s in producer_shares(sc)] == [4, 3, 3]
 
 
+@pytest.mark.parametrize(
+    ("total", "count", "hot", "share"), [(10_000, 64, 1, 0.5), (7, 5, 2, 0.3), (999, 3, 2, 0.9)]
+)
+def test_hot_producers_send_their_share(total: int, count: int, hot: int, share: float) -> None:
+    sc = scenario_from_mapping(
+        {
+            "producers": {"count": count},
+            "workload": {"messages": total, "rate_per_s": 500.0, "hot_share": share, "hot_producers": hot},
+        }
+    )
+    shares = producer_shares(sc)
+    assert [s.producer for s in shares] == list(range(count))
+    assert sum(s.messages for s in shares) == total
+    assert sum(s.messages for s in shares[:hot]) == round(total * share)
+    assert max(s.messages for s in shares[:hot]) - min(s.messages for s in shares[:hot]) <= 1
+    assert max(s.messages for s in shares[hot:]) - min(s.messages for s in shares[hot:]) <= 1
+    assert sum(s.rate_per_s for s in shares) == pytest.approx(500.0)
+    assert sum(s.rate_per_s for s in shares[:hot]) == pytest.approx(500.0 * share)
+
+
+def test_hot_share_zero_is_the_even_split() -> None:
+    even = producer_shares(scenario_from_mapping({"producers": {"count": 4}, "workload": {"messages": 10}}))
+    assert [s.messages for s in even] == [3, 3, 2, 2]
+    assert {s.rate_per_s for s in even} == {1000.0 / 4}
+
+
 def test_same_rows_whatever_the_chunking() -> None:
     sc = scenario_from_mapping(MIXED)
     share = producer_shares(sc)[1]

@@ -128,12 +128,7 @@ def generate_and_simulate(
         )
         t2 = time.monotonic()
         _delete_dir(dirs.scratch)
-        reports = tuple(
-            delta_sink.commit_run(
-                delta_sink.stage_written(warehouse, t, run_id, schemas.TABLES[t], write_ids[t])
-            )
-            for t in TABLES
-        )
+        reports = tuple(_commit(warehouse, t, run_id, write_ids[t]) for t in TABLES)
     except BaseException:
         for d in dirs.all():
             _delete_dir(d)  # best effort: vacuum_orphans removes what a killed driver leaves
@@ -153,6 +148,20 @@ def generate_and_simulate(
         brokers_s=t2 - t1,
         commit_s=time.monotonic() - t2,
     )
+
+
+def _commit(warehouse: str, table: str, run_id: str, write_id: str) -> delta_sink.WriteReport:
+    """Move a table's staged files into the run's partition and commit them; if the commit fails, the
+    moved files are deleted (they are orphans no reader sees, but need not wait for a vacuum)."""
+    staged = delta_sink.stage_written(warehouse, table, run_id, schemas.TABLES[table], write_id)
+    try:
+        return delta_sink.commit_run(staged)
+    except BaseException:
+        fs, root = run_files.filesystem(staged.table_uri)
+        for f in staged.files:
+            with contextlib.suppress(OSError):
+                fs.delete_file(f"{root}/{f.path}")
+        raise
 
 
 def _delete_dir(uri: str) -> None:

@@ -221,9 +221,7 @@ def test_every_job_rejects_every_bad_input(
 
 def test_every_job_fails_fast_as_a_command(tmp_path: Path) -> None:
     """Each job as a real command on two of the cases (rotating through them)."""
-    runs = [
-        (job, CASES[(2 * i + k) % len(CASES)]) for i, job in enumerate(SCENARIO_JOBS) for k in range(2)
-    ]
+    runs = [(job, CASES[(2 * i + k) % len(CASES)]) for i, job in enumerate(SCENARIO_JOBS) for k in range(2)]
     with ThreadPoolExecutor(max_workers=4) as pool:
         outcomes = list(pool.map(lambda jc: _run(jc[0], jc[1], tmp_path, via_submit=False), runs))
     problems = [

@@ -52,7 +52,8 @@ ALL_TYPES = list(CompressionType)
 # Hex digits plus everything bytes.fromhex or int() might quietly accept or choke on: whitespace, signs,
 # underscores, full-width and Arabic-Indic digits, separators of the properties format.
 ID_ALPHABET = st.sampled_from(
-    list(string.hexdigits) + [" ", "\t", "\n", "\x0b", "\x0c", "\r", "+", "-", "_", "x", "\x01", "\x02"]
+    list(string.hexdigits)
+    + [" ", "\t", "\n", "\x0b", "\x0c", "\r", "+", "-", "_", "x", "\x01", "\x02"]
     + ["\uff10", "\u0661", "\u00e9", "\U0001f600", "\x00"]
 )
 

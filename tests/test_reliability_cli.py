@@ -117,7 +117,12 @@ def submit(job: str, run_id: str, warehouse: Path, *, crash_at: str = "") -> Don
         *RUNS[run_id],
     ]
     proc = subprocess.Popen(
-        cmd, cwd=warehouse.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cmd,
+        cwd=warehouse.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,
     )
     try:

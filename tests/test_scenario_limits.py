@@ -99,8 +99,14 @@ LIMIT_CASES: list[tuple[dict[str, Any], str]] = [
     (
         {
             "faults": [
-                {"broker": "broker-a", "kind": "flapping", "start_s": 0, "end_s": 9, "period_s": 4e-4,
-                 "down_s": 1e-4}
+                {
+                    "broker": "broker-a",
+                    "kind": "flapping",
+                    "start_s": 0,
+                    "end_s": 9,
+                    "period_s": 4e-4,
+                    "down_s": 1e-4,
+                }
             ]
         },
         f"faults[0].period_s must be between 0.001 and {YEAR_S}, got 0.0004",
@@ -108,8 +114,14 @@ LIMIT_CASES: list[tuple[dict[str, Any], str]] = [
     (
         {
             "faults": [
-                {"broker": "broker-a", "kind": "flapping", "start_s": 0, "end_s": 2e6, "period_s": 1,
-                 "down_s": 0.5}
+                {
+                    "broker": "broker-a",
+                    "kind": "flapping",
+                    "start_s": 0,
+                    "end_s": 2e6,
+                    "period_s": 1,
+                    "down_s": 0.5,
+                }
             ]
         },
         "faults[0].period_s must give at most 100000 flapping cycles between start_s and end_s "
@@ -223,8 +235,14 @@ def _sweep() -> Iterator[tuple[str, dict[str, Any]]]:
             for value in EXTREMES:
                 raw = copy.deepcopy(BASE)
                 raw["faults"] = [
-                    {"broker": "broker-a", "kind": kind, "start_s": 0.0, "end_s": 0.004, "period_s": 0.002,
-                     "down_s": 0.001}
+                    {
+                        "broker": "broker-a",
+                        "kind": kind,
+                        "start_s": 0.0,
+                        "end_s": 0.004,
+                        "period_s": 0.002,
+                        "down_s": 0.001,
+                    }
                 ]
                 _set(raw, f"faults.0.{key}", value)
                 yield f"faults.0.{key}={value} ({kind})", raw

@@ -4,6 +4,7 @@ message type and client line, several producers, shuffled and duplicated inputs 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -36,9 +37,9 @@ from rocketsim.broker import (
     TRANSACTION_ID,
     _batch_properties,
     is_stored_outcome,
-    offset_msg_ids,
     store_hosts,
 )
+from rocketsim.codec import SocketAddress
 from rocketsim.message import MessageConst, MessageSysFlag, broker_delay_transform
 from rocketsim.scenario import Scenario, load_scenario, scenario_from_mapping
 from rocketsim.schemas import COMMIT_LOG, data_schema
@@ -212,6 +213,33 @@ def _oracle_log_records(messages: pa.Table, attempts: pa.Table, results: pa.Tabl
     return records.select(LOG_COLUMNS.names).cast(LOG_COLUMNS)
 
 
+_HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
+
+
+def _oracle_hex_rows(raw: np.ndarray) -> pa.Array:
+    """Rows of bytes -> uppercase hex strings, written straight into an Arrow string buffer."""
+    n, width = raw.shape
+    out = np.empty((n, width * 2), dtype=np.uint8)
+    out[:, 0::2] = _HEX[raw >> 4]
+    out[:, 1::2] = _HEX[raw & 15]
+    offsets = np.arange(0, n * width * 2 + 1, width * 2, dtype=np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(out.tobytes()))
+
+
+def _oracle_offset_msg_ids(
+    broker_index: np.ndarray, offsets: np.ndarray, hosts: Sequence[SocketAddress]
+) -> pa.Array:
+    """Vectorised ``codec.create_message_id(host.ip, host.port, offset)`` for IPv4 store hosts."""
+    if any(len(h.ip) != 4 for h in hosts):
+        raise ValueError("offset_msg_ids handles IPv4 store hosts only")
+    head = np.array([list(h.ip) + list(h.port.to_bytes(4, "big")) for h in hosts], np.uint8).reshape(-1, 8)
+    idx = np.asarray(broker_index, np.int64)
+    raw = np.empty((len(idx), 16), np.uint8)
+    raw[:, :8] = head[idx]
+    raw[:, 8:] = np.asarray(offsets, ">i8").view(np.uint8).reshape(-1, 8)
+    return _oracle_hex_rows(raw)
+
+
 def _oracle_with_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
     log = log.sort_by([(k, "ascending") for k in STORE_ORDER])
     df = log.select(["broker", "store_topic", "store_queue_id", "store_size"]).to_pandas()
@@ -223,7 +251,9 @@ def _oracle_with_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
     cols = {
         "queue_offset": pa.array(queue_offset.to_numpy(np.int64)),
         "commit_log_offset": pa.array(commit_log_offset.to_numpy(np.int64)),
-        "offset_msg_id": offset_msg_ids(index, commit_log_offset.to_numpy(np.int64), store_hosts(brokers)),
+        "offset_msg_id": _oracle_offset_msg_ids(
+            index, commit_log_offset.to_numpy(np.int64), store_hosts(brokers)
+        ),
     }
     for name in OFFSET_NAMES:
         log = log.append_column(name, cols[name])
@@ -403,6 +433,16 @@ def test_with_offsets_equals_the_oracle(run: Run) -> None:
         _same_offsets(_shuffled(log.filter(pc.equal(log.column("broker"), b)), 6), sc)
     _same_offsets(log.slice(0, 0), sc)
     _same_offsets(LOG_COLUMNS.empty_table(), sc)
+
+
+def test_offset_msg_ids_equal_the_oracle() -> None:
+    hosts = store_hosts([f"b{i}" for i in range(300)])
+    rng = np.random.default_rng(2)
+    index = rng.integers(0, 300, 5000)
+    offsets = np.concatenate([[0, 1, 255, 256, 2**31, 2**63 - 1], rng.integers(0, 2**63 - 1, 4994)])
+    assert broker.offset_msg_ids(index, offsets, hosts).equals(_oracle_offset_msg_ids(index, offsets, hosts))
+    empty = np.zeros(0, np.int64)
+    assert broker.offset_msg_ids(empty, empty, hosts).equals(_oracle_offset_msg_ids(empty, empty, hosts))
 
 
 def test_with_offsets_of_ties_and_unknown_brokers() -> None:

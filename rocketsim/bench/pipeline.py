@@ -11,8 +11,11 @@ In one process and one SparkSession, for each N it measures
     summary tables that follow in a full run are not timed;
 
 and prints both times, their ratio, messages/s, and the peak RSS of the driver (Python + JVM) and of the
-Python workers, sampled every 0.2 s. With ``--repeat R`` each figure is the median of R runs. The table
-is printed and written as JSON (``--json``).
+Python workers, sampled every 0.2 s. With ``--repeat R`` each figure is the median of R runs. Then, at
+the largest N, one skewed run (``--hot-share``, default 0.5: producer 0 sends half of the messages), and
+the targets of design §6 checked against the medians: ratio <= 2.0 at the largest N, time x <= 10.5
+and driver RSS x <= 1.5 from the smallest N to the largest. The table is printed and written as JSON
+(``--json``).
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ class RssSampler:
 class Row:
     """One N: medians over the repeats."""
 
+    workload: str  # "even", or "hot <share>": producer 0 sends that share
     messages: int
     floor_s: float
     rocketsim_s: float
@@ -158,16 +162,37 @@ def floor_seconds(spark, n: int, out: Path, partitions: int) -> float:  # noqa: 
     return time.monotonic() - t
 
 
-def rocketsim_seconds(spark, n: int, warehouse: Path, scenario_path: Path) -> tuple[float, int]:  # noqa: ANN001
+def rocketsim_seconds(
+    spark,  # noqa: ANN001 - SparkSession
+    n: int,
+    warehouse: Path,
+    scenario_path: Path,
+    hot_share: float = 0.0,
+) -> tuple[float, int]:
     """generate + simulate + write Delta for n messages; returns (seconds, attempt rows)."""
     from rocketsim.scenario import load_scenario
     from rocketsim.spark import pipeline
 
-    sc = load_scenario(scenario_path, [f"workload.messages={n}"])
+    sc = load_scenario(scenario_path, [f"workload.messages={n}", f"workload.hot_share={hot_share}"])
     args = pipeline.JobArgs(str(scenario_path), str(warehouse), f"bench-{n}", (), 0, 10_000, quiet=True)
     t = time.monotonic()
     _, attempts = pipeline.run_generate_simulate(spark, args, sc)
     return time.monotonic() - t, attempts
+
+
+def targets(rows: list[Row]) -> dict[str, tuple[float, float, bool]]:
+    """Design §6 against the even-workload medians: name -> (value, limit, met)."""
+    if not rows:
+        return {}
+    out = {f"ratio at {rows[-1].messages:,}": (rows[-1].ratio, 2.0, rows[-1].ratio <= 2.0)}
+    if len(rows) >= 2:
+        a, b = rows[0], rows[-1]
+        time_x = b.rocketsim_s / a.rocketsim_s
+        rss_x = b.driver_peak_mib / a.driver_peak_mib
+        scale = b.messages / a.messages
+        out[f"time x from {a.messages:,} to {b.messages:,}"] = (time_x, 1.05 * scale, time_x <= 1.05 * scale)
+        out[f"driver RSS x from {a.messages:,} to {b.messages:,}"] = (rss_x, 1.5, rss_x <= 1.5)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,6 +201,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=3, help="runs per size; figures are medians")
     p.add_argument("--json", default="bench-results/pipeline.json", help="where to write the table as JSON")
     p.add_argument("--master", default="local[*]")
+    p.add_argument(
+        "--hot-share",
+        type=float,
+        default=0.5,
+        help="the skewed run at the largest N: producer 0's share of the messages (0: no skewed run)",
+    )
     ns = p.parse_args(argv)
     sizes = [int(s.replace("_", "")) for s in ns.sizes.split(",") if s]
 
@@ -207,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
             f, s = statistics.median(floors), statistics.median(sims)
             rows.append(
                 Row(
+                    "even",
                     n,
                     round(f, 2),
                     round(s, 2),
@@ -216,6 +248,29 @@ def main(argv: list[str] | None = None) -> int:
                     round(statistics.median(driver)),
                     round(statistics.median(workers)),
                     ns.repeat,
+                )
+            )
+        if ns.hot_share > 0 and rows:
+            n, f = rows[-1].messages, rows[-1].floor_s
+            with RssSampler() as rss:
+                secs, attempts = rocketsim_seconds(
+                    spark, n, work / f"wh-hot-{n}", scenario_path, hot_share=ns.hot_share
+                )
+            shutil.rmtree(work / f"wh-hot-{n}", ignore_errors=True)
+            print(f"  N={n:,} producer 0 with {ns.hot_share:.0%}: rocketsim {secs:.1f} s", flush=True)
+            skew = f"hot {ns.hot_share:g}"
+            rows.append(
+                Row(
+                    skew,
+                    n,
+                    f,
+                    round(secs, 2),
+                    round(secs / f, 2),
+                    round(n / secs),
+                    attempts,
+                    round(rss.driver_peak / 2**20),
+                    round(rss.workers_peak / 2**20),
+                    1,
                 )
             )
     finally:
@@ -239,27 +294,28 @@ def main(argv: list[str] | None = None) -> int:
         f"{psutil.virtual_memory().total / 2**30:.0f} GiB, medians of {ns.repeat}"
     )
     print(
-        f"{'messages':>12} {'floor s':>9} {'rocketsim s':>12} {'ratio':>6} {'msg/s':>10} "
-        f"{'attempts':>11} {'driver MiB':>11} {'workers MiB':>12}"
+        f"{'workload':>9} {'messages':>12} {'floor s':>9} {'rocketsim s':>12} {'ratio':>6} {'msg/s':>10} "
+        f"{'attempts':>11} {'driver MiB':>11} {'workers MiB':>12} {'runs':>5}"
     )
     for r in rows:
         print(
-            f"{r.messages:>12,} {r.floor_s:>9.1f} {r.rocketsim_s:>12.1f} {r.ratio:>6.2f} "
+            f"{r.workload:>9} {r.messages:>12,} {r.floor_s:>9.1f} {r.rocketsim_s:>12.1f} {r.ratio:>6.2f} "
             f"{r.messages_per_s:>10,} {r.attempts:>11,} {r.driver_peak_mib:>11,.0f} "
-            f"{r.workers_peak_mib:>12,.0f}"
+            f"{r.workers_peak_mib:>12,.0f} {r.repeats:>5}"
         )
-    if len(rows) >= 2:
-        a, b = rows[0], rows[-1]
-        print(
-            f"scaling {a.messages:,} -> {b.messages:,}: time x{b.rocketsim_s / a.rocketsim_s:.2f} "
-            f"for x{b.messages / a.messages:.0f} messages; "
-            f"driver RSS x{b.driver_peak_mib / a.driver_peak_mib:.2f}"
-        )
+    checks = targets([r for r in rows if r.workload == "even"])
+    for name, (value, limit, ok) in checks.items():
+        print(f"{'PASS' if ok else 'FAIL'} {name}: {value:.2f} (target <= {limit})")
     out = Path(ns.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         json.dumps(
-            {"machine": {"cores": os.cpu_count(), "cpu": cpu}, "rows": [asdict(r) for r in rows]}, indent=2
+            {
+                "machine": {"cores": os.cpu_count(), "cpu": cpu},
+                "rows": [asdict(r) for r in rows],
+                "targets": {k: {"value": v, "limit": lim, "ok": ok} for k, (v, lim, ok) in checks.items()},
+            },
+            indent=2,
         )
     )
     print(f"written: {out}")

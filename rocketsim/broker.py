@@ -31,6 +31,7 @@ is not in the commit log here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from functools import cache
 
@@ -465,20 +466,31 @@ def _mask(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(values.fill_null(False).to_numpy(zero_copy_only=False), bool)
 
 
-def _pair_keys(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray] | None:
-    """One int64 per (producer, value) that sorts as the pair, alike for every array of ``pairs``; None
-    when the pairs do not fit in one int64."""
-    filled = [(p, v) for p, v in pairs if len(p)]
-    if not filled:
-        return [np.asarray(v, np.int64) for _, v in pairs]
-    p_lo, p_hi = min(int(p.min()) for p, _ in filled), max(int(p.max()) for p, _ in filled)
-    if p_lo == p_hi:  # one producer: the value alone
-        return [np.asarray(v, np.int64) for _, v in pairs]
-    v_lo, v_hi = min(int(v.min()) for _, v in filled), max(int(v.max()) for _, v in filled)
-    span = v_hi - v_lo + 1
-    if (p_hi - p_lo + 1) * span >= 1 << 62:
+def _packed(keys: Sequence[np.ndarray]) -> np.ndarray | None:
+    """One int64 per row that sorts as the row's tuple of ``keys`` (mixed radix over their ranges);
+    None when the ranges do not fit."""
+    n = len(keys[0])
+    if n == 0:
+        return np.zeros(0, np.int64)
+    lows = [int(k.min()) for k in keys]
+    spans = [int(k.max()) - lo + 1 for k, lo in zip(keys, lows, strict=True)]
+    if math.prod(spans) >= 1 << 63:
         return None
-    return [(p - p_lo) * span + (v - v_lo) for p, v in pairs]
+    packed = np.zeros(n, np.int64)
+    for k, lo, span in zip(keys, lows, spans, strict=True):
+        if span > 1:
+            packed *= span
+            packed += k
+            packed -= lo
+    return packed
+
+
+def _group_codes(keys: Sequence[np.ndarray]) -> np.ndarray:
+    """Int codes, equal where the rows' ``keys`` are: packed, or numbered when they do not fit."""
+    packed = _packed(keys)
+    if packed is not None:
+        return packed
+    return np.unique(np.stack(keys), axis=1, return_inverse=True)[1].reshape(-1)
 
 
 def _sorted_unique(key: np.ndarray) -> np.ndarray | None:
@@ -509,10 +521,10 @@ def _copy_rows(
     if any(t.column(c).null_count for t, c in [*key_columns, (attempts, "attempt")]):
         return None
     mp, ms, rp, rs, ap, as_ = (_ints(t, c) for t, c in key_columns)
-    keys = _pair_keys([(mp, ms), (rp, rs), (ap, as_)])
+    keys = _packed([np.concatenate([mp, rp, ap]), np.concatenate([ms, rs, as_])])
     if keys is None:
         return None
-    msg_key, res_key, att_key = keys
+    msg_key, res_key, att_key = np.split(keys, [len(mp), len(mp) + len(rp)])
     msg_order, res_order = _sorted_unique(msg_key), _sorted_unique(res_key)
     if msg_order is None or res_order is None:
         return None
@@ -536,14 +548,14 @@ def _copy_rows(
     if not single.all():  # one copy per sent member of the batch: (producer, batch_id) groups
         batch_id = np.asarray(messages.column("batch_id").fill_null(0).to_numpy(), np.int64)[sent_msg]
         members = np.flatnonzero(in_batch)
-        group_keys = _pair_keys([(mp[sent_msg[members]], batch_id[members])])
-        if group_keys is None:
+        group = _packed([mp[sent_msg[members]], batch_id[members]])
+        if group is None:
             return None
-        by_group = np.argsort(group_keys[0], kind="stable")
-        groups = group_keys[0][by_group]
-        leads = np.searchsorted(members, lead[~single])  # the leading member among the members
-        start = np.searchsorted(groups, group_keys[0][leads], "left")
-        counts = np.searchsorted(groups, group_keys[0][leads], "right") - start
+        by_group = np.argsort(group, kind="stable")
+        groups = group[by_group]
+        leads = group[np.searchsorted(members, lead[~single])]  # the leading member's group
+        start = np.searchsorted(groups, leads, "left")
+        counts = np.searchsorted(groups, leads, "right") - start
         pick = np.repeat(np.arange(len(leads)), counts)
         within = np.arange(len(pick)) - np.repeat(np.cumsum(counts) - counts, counts)
         copy_att.append(att[~single][pick])
@@ -605,21 +617,70 @@ def log_records(messages: pa.Table, attempts: pa.Table, results: pa.Table, sc: S
     return records.select(LOG_COLUMNS.names).cast(LOG_COLUMNS)
 
 
+def _store_order(log: pa.Table) -> np.ndarray | None:
+    """The stable row order of :data:`STORE_ORDER`; None when the rows are in it already."""
+    if log.num_rows == 0:
+        return None
+    ts, producer, send_seq, attempt, seq = (_ints(log, k) for k in STORE_ORDER)
+    # (send_seq, seq) sorts as (send_seq, seq - send_seq), a batch member's place in its batch (small),
+    # when the difference cannot overflow
+    bound = max(abs(int(f(k))) for k in (send_seq, seq) for f in (np.min, np.max))
+    packed = _packed([ts, producer, send_seq, attempt, seq - send_seq]) if bound < 1 << 62 else None
+    if packed is None:
+        return np.lexsort((seq, attempt, send_seq, producer, ts))
+    if (packed[1:] >= packed[:-1]).all():
+        return None
+    order = np.argsort(packed)
+    ordered = packed[order]
+    return order if (ordered[1:] > ordered[:-1]).all() else np.argsort(packed, kind="stable")
+
+
+def _running_sums(groups: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
+    """Per row, the sum of ``values`` (None: 1 a row) over the earlier rows of its group (int codes)."""
+    n = len(groups)
+    if n == 0 or groups.min() == groups.max():
+        return np.arange(n) if values is None else np.cumsum(values) - values
+    codes = groups - groups.min()
+    order = np.argsort(codes.astype(np.uint16) if codes.max() < 1 << 16 else codes, kind="stable")
+    if values is None:
+        before = np.arange(n)  # group by group, each in row order
+    else:
+        before = np.cumsum(values[order])
+        before -= values[order]
+    g = codes[order]
+    first = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
+    out = np.empty(n, np.int64)
+    out[order] = before - np.repeat(before[first], np.diff(np.append(first, n)))
+    return out
+
+
+def _broker_index(column: pa.ChunkedArray, brokers: Sequence[str]) -> np.ndarray:
+    """Each row's place in ``brokers``; ValueError for a broker not there."""
+    index = pc.index_in(column, value_set=pa.array(brokers, pa.string()))
+    if index.null_count:
+        missing = column.filter(pc.is_null(index))[0].as_py()
+        raise ValueError(f"{missing!r} is not in the cluster's brokers {list(brokers)}")
+    return np.asarray(index.to_numpy(), np.int64)
+
+
 def with_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
     """``log`` (:data:`LOG_COLUMNS`) as the commit log (``COMMIT_LOG`` columns) in the brokers' write
     order: queue offsets per (broker, store topic, store queue), commit-log offsets as the running sum
-    of record sizes per broker, offset message ids. The local oracle of the Spark windows."""
-    log = log.sort_by([(k, "ascending") for k in STORE_ORDER])
-    df = log.select(["broker", "store_topic", "store_queue_id", "store_size"]).to_pandas()
-    queue_offset = df.groupby(["broker", "store_topic", "store_queue_id"], sort=False).cumcount()
-    size = df["store_size"].astype(np.int64)
-    commit_log_offset = size.groupby(df["broker"], sort=False).cumsum() - size
+    of record sizes per broker, offset message ids. The local oracle of the Spark windows.
+
+    Any row order in, any mix of producers and brokers (vectorised: one sort, then running sums)."""
+    order = _store_order(log)
+    if order is not None:
+        log = log.take(pa.array(order))
     brokers = list(sc.cluster.brokers)
-    index = np.array([brokers.index(b) for b in df["broker"]], np.int64)
+    index = _broker_index(log.column("broker"), brokers)
+    commit_log_offset = _running_sums(index, _ints(log, "store_size"))
+    topic = np.asarray(pc.dictionary_encode(log.column("store_topic").combine_chunks()).indices, np.int64)
+    queue_key = _group_codes([index, topic, _ints(log, "store_queue_id")])
     cols = {
-        "queue_offset": pa.array(queue_offset.to_numpy(np.int64)),
-        "commit_log_offset": pa.array(commit_log_offset.to_numpy(np.int64)),
-        "offset_msg_id": offset_msg_ids(index, commit_log_offset.to_numpy(np.int64), store_hosts(brokers)),
+        "queue_offset": pa.array(_running_sums(queue_key)),
+        "commit_log_offset": pa.array(commit_log_offset),
+        "offset_msg_id": offset_msg_ids(index, commit_log_offset, store_hosts(brokers)),
     }
     for name in OFFSET_NAMES:
         log = log.append_column(name, cols[name])

@@ -399,7 +399,7 @@ def test_log_records_of_keys_far_apart_equal_the_oracle() -> None:
     sc, *tables = _simulated(_mixed("5.3.3"))
 
     def moved(t: pa.Table) -> pa.Table:
-        far = pc.multiply(pc.cast(pc.equal(t.column("producer"), 1), pa.int64()), 1 << 61)
+        far = pc.multiply(pc.cast(pc.equal(t.column("producer"), 1), pa.int64()), 1 << 62)
         return t.set_column(t.schema.get_field_index("seq"), "seq", pc.add(t.column("seq"), far))
 
     _same_log(*(moved(t) for t in tables), sc, fast=False)
@@ -445,19 +445,47 @@ def test_offset_msg_ids_equal_the_oracle() -> None:
     assert broker.offset_msg_ids(empty, empty, hosts).equals(_oracle_offset_msg_ids(empty, empty, hosts))
 
 
+def _with(log: pa.Table, **columns: Any) -> pa.Table:
+    for name, values in columns.items():
+        i = log.schema.get_field_index(name)
+        log = log.set_column(i, log.field(i), pa.array(values, log.field(i).type))
+    return log
+
+
 def test_with_offsets_of_ties_and_unknown_brokers() -> None:
     sc, messages, attempts, results = _simulated(_mixed("5.3.3"))
     log = _oracle_log_records(messages, attempts, results, sc)
-    _same_offsets(_shuffled(pa.concat_tables([log, log, log]), 7), sc)  # equal STORE_ORDER keys
-    constant = log.set_column(
-        log.schema.get_field_index("store_ts_ms"), "store_ts_ms", pa.array(np.zeros(log.num_rows, np.int64))
-    )
-    _same_offsets(_shuffled(constant, 8), sc)
-    stranger = log.set_column(0, LOG_COLUMNS.field("broker"), pa.array(["broker-x"] * log.num_rows))
+    n = log.num_rows
+    _same_offsets(_shuffled(pa.concat_tables([log, log, log]), 7), sc)  # equal rows
+    _same_offsets(_shuffled(_with(log, store_ts_ms=np.zeros(n)), 8), sc)
+    # different records with equal STORE_ORDER keys keep their input order, in both sorts
+    ts = log.column("store_ts_ms").to_numpy() // 5000
+    zeros = np.zeros(n, np.int64)
+    _same_offsets(_shuffled(_with(log, store_ts_ms=ts, send_seq=zeros, seq=zeros, attempt=zeros), 9), sc)
+    far = ts + (log.column("producer").to_numpy() % 2 << 62)  # too far apart to pack: lexsort
+    _same_offsets(_shuffled(_with(log, store_ts_ms=far, send_seq=zeros, seq=zeros, attempt=zeros), 10), sc)
+    stranger = _with(log, broker=["broker-x"] * n)
     with pytest.raises(ValueError):
         _oracle_with_offsets(stranger, sc)
     with pytest.raises(ValueError):
         broker.with_offsets(stranger, sc)
+
+
+def test_with_offsets_of_far_apart_keys() -> None:
+    """Sort keys that do not pack into one int64: lexsort; queue keys: numbered."""
+    sc, messages, attempts, results = _simulated(_mixed("4.9.8"))
+    log = _oracle_log_records(messages, attempts, results, sc)
+    for name, shift in (("store_ts_ms", 1 << 62), ("seq", 1 << 62), ("send_seq", -(1 << 62))):
+        column = log.column(name)
+        far = pc.multiply(pc.cast(pc.equal(log.column("producer"), 1), column.type), shift)
+        _same_offsets(
+            _shuffled(log.set_column(log.schema.get_field_index(name), name, pc.add(column, far)), 9), sc
+        )
+    rng = np.random.default_rng(3)
+    keys = [rng.integers(0, 3, 1000) << 61, rng.integers(0, 3, 1000) << 40, rng.integers(0, 2, 1000)]
+    codes = broker._group_codes(keys)
+    same = np.all([k[:, None] == k[None, :] for k in keys], axis=0)
+    assert broker._packed(keys) is None and ((codes[:, None] == codes[None, :]) == same).all()
 
 
 # ---- random scenarios ----------------------------------------------------------------------------

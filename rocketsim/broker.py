@@ -173,9 +173,9 @@ def store_host_hex(brokers: Sequence[str]) -> dict[str, str]:
 
 # uppercase hex digits as ASCII, first digit in the lowest byte: of each byte (2), of each uint16 (4)
 _HEX_PAIRS = np.array([ord(f"{b:02X}"[0]) | ord(f"{b:02X}"[1]) << 8 for b in range(256)], "<u2")
-_HEX_QUADS = _HEX_PAIRS[np.arange(1 << 16) >> 8].astype("<u4") | _HEX_PAIRS[np.arange(1 << 16) & 255].astype(
-    "<u4"
-) << np.uint32(16)
+_HEX_QUADS = (
+    _HEX_PAIRS[np.arange(1 << 16) >> 8] | _HEX_PAIRS[np.arange(1 << 16) & 0xFF].astype("<u4") << 16
+).astype("<u4")
 
 
 def offset_msg_ids(broker_index: np.ndarray, offsets: np.ndarray, hosts: Sequence[SocketAddress]) -> pa.Array:
@@ -312,6 +312,7 @@ def _delay_lookup(levels: tuple[int, ...]) -> dict[int, tuple[int, int, int]]:
 
 
 def _chunks(column: pa.ChunkedArray | pa.Array) -> list[pa.Array]:
+    """The arrays of a column, chunked or not."""
     return column.chunks if isinstance(column, pa.ChunkedArray) else [column]
 
 

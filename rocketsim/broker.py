@@ -670,13 +670,17 @@ def with_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
     of record sizes per broker, offset message ids. The local oracle of the Spark windows.
 
     Any row order in, any mix of producers and brokers (vectorised: one sort, then running sums)."""
-    order = _store_order(log)
-    if order is not None:
-        log = log.take(pa.array(order))
     brokers = list(sc.cluster.brokers)
     index = _broker_index(log.column("broker"), brokers)
+    topics = pc.dictionary_encode(log.column("store_topic").combine_chunks())
+    topic = np.asarray(topics.indices, np.int64)
+    order = _store_order(log)
+    if order is not None:  # broker and topic rebuilt from their codes: cheaper than taking the strings
+        index, topic = index[order], topic[order]
+        log = log.drop_columns(["broker", "store_topic"]).take(pa.array(order))
+        log = log.append_column("broker", pa.array(brokers, pa.string()).take(pa.array(index)))
+        log = log.append_column("store_topic", topics.dictionary.take(pa.array(topic)))
     commit_log_offset = _running_sums(index, _ints(log, "store_size"))
-    topic = np.asarray(pc.dictionary_encode(log.column("store_topic").combine_chunks()).indices, np.int64)
     queue_key = _group_codes([index, topic, _ints(log, "store_queue_id")])
     cols = {
         "queue_offset": pa.array(_running_sums(queue_key)),

@@ -10,12 +10,12 @@ In one process and one SparkSession, for each N it measures
     ``send_attempts``, ``send_results`` (with their offsets) and ``commit_log``; the broker-side and
     summary tables that follow in a full run are not timed;
 
-and prints both times, their ratio, messages/s, and the peak RSS of the driver (Python + JVM) and of the
-Python workers, sampled every 0.2 s. With ``--repeat R`` each figure is the median of R runs. Then, at
-the largest N, one skewed run (``--hot-share``, default 0.5: producer 0 sends half of the messages), and
-the targets of design §6 checked against the medians: ratio <= 2.0 at the largest N, time x <= 10.5
-and driver RSS x <= 1.5 from the smallest N to the largest. The table is printed and written as JSON
-(``--json``).
+and prints both times, their ratio, messages/s, and the peak RSS of the driver (Python + JVM; the JVM
+keeps the heap the floor's write grew, so the Python alone is shown too) and of the Python workers,
+sampled every 0.2 s. With ``--repeat R`` each figure is the median of R runs. Then, at the largest N,
+one skewed run (``--hot-share``, default 0.5: producer 0 sends half of the messages), and the targets
+of design §6 checked against the medians: ratio <= 2.0 at the largest N, time x <= 10.5 and driver
+RSS x <= 1.5 from the smallest N to the largest. The table is printed and written as JSON (``--json``).
 """
 
 from __future__ import annotations
@@ -66,13 +66,15 @@ class RssSampler:
     def __init__(self, period_s: float = 0.2) -> None:
         self.period_s = period_s
         self.driver_peak = 0
+        self.python_peak = 0  # the driver's Python alone (what the fused stage keeps on the driver)
         self.workers_peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self) -> None:
         me = psutil.Process()
-        driver, workers = me.memory_info().rss, 0
+        python = me.memory_info().rss
+        driver, workers = python, 0
         for child in me.children(recursive=True):
             try:
                 name = " ".join(child.cmdline())
@@ -84,6 +86,7 @@ class RssSampler:
             elif "java" in name:
                 driver += rss
         self.driver_peak = max(self.driver_peak, driver)
+        self.python_peak = max(self.python_peak, python)
         self.workers_peak = max(self.workers_peak, workers)
 
     def _run(self) -> None:
@@ -113,6 +116,7 @@ class Row:
     messages_per_s: float
     attempts: int
     driver_peak_mib: float
+    driver_python_peak_mib: float
     workers_peak_mib: float
     repeats: int
 
@@ -222,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         floor_seconds(spark, 100_000, work / "warmup-floor", partitions)  # JIT, class loading
         rocketsim_seconds(spark, 20_000, work / "warmup-wh", scenario_path)  # numba cache, workers
         for n in sizes:
-            floors, sims, driver, workers, attempts = [], [], [], [], 0
+            floors, sims, driver, python, workers, attempts = [], [], [], [], [], 0
             for r in range(ns.repeat):
                 floors.append(floor_seconds(spark, n, work / f"floor-{n}-{r}", partitions))
                 shutil.rmtree(work / f"floor-{n}-{r}", ignore_errors=True)
@@ -230,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                     secs, attempts = rocketsim_seconds(spark, n, work / f"wh-{n}-{r}", scenario_path)
                 sims.append(secs)
                 driver.append(rss.driver_peak / 2**20)
+                python.append(rss.python_peak / 2**20)
                 workers.append(rss.workers_peak / 2**20)
                 shutil.rmtree(work / f"wh-{n}-{r}", ignore_errors=True)
                 print(
@@ -246,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                     round(n / s),
                     attempts,
                     round(statistics.median(driver)),
+                    round(statistics.median(python)),
                     round(statistics.median(workers)),
                     ns.repeat,
                 )
@@ -269,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
                     round(n / secs),
                     attempts,
                     round(rss.driver_peak / 2**20),
+                    round(rss.python_peak / 2**20),
                     round(rss.workers_peak / 2**20),
                     1,
                 )
@@ -295,12 +302,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"{'workload':>9} {'messages':>12} {'floor s':>9} {'rocketsim s':>12} {'ratio':>6} {'msg/s':>10} "
-        f"{'attempts':>11} {'driver MiB':>11} {'workers MiB':>12} {'runs':>5}"
+        f"{'attempts':>11} {'driver MiB':>11} {'of it Python':>12} {'workers MiB':>12} {'runs':>5}"
     )
     for r in rows:
         print(
             f"{r.workload:>9} {r.messages:>12,} {r.floor_s:>9.1f} {r.rocketsim_s:>12.1f} {r.ratio:>6.2f} "
             f"{r.messages_per_s:>10,} {r.attempts:>11,} {r.driver_peak_mib:>11,.0f} "
+            f"{r.driver_python_peak_mib:>12,.0f} "
             f"{r.workers_peak_mib:>12,.0f} {r.repeats:>5}"
         )
     checks = targets([r for r in rows if r.workload == "even"])

@@ -63,6 +63,7 @@ __all__ = [
     "consume_queue_files",
     "index_files",
     "is_stored_outcome",
+    "broker_indexes",
     "log_records",
     "offset_msg_ids",
     "store_host_hex",
@@ -655,7 +656,7 @@ def _running_sums(groups: np.ndarray, values: np.ndarray | None = None) -> np.nd
     return out
 
 
-def _broker_index(column: pa.ChunkedArray, brokers: Sequence[str]) -> np.ndarray:
+def broker_indexes(column: pa.ChunkedArray | pa.Array, brokers: Sequence[str]) -> np.ndarray:
     """Each row's place in ``brokers``; ValueError for a broker not there."""
     index = pc.index_in(column, value_set=pa.array(brokers, pa.string()))
     if index.null_count:
@@ -671,7 +672,7 @@ def with_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
 
     Any row order in, any mix of producers and brokers (vectorised: one sort, then running sums)."""
     brokers = list(sc.cluster.brokers)
-    index = _broker_index(log.column("broker"), brokers)
+    index = broker_indexes(log.column("broker"), brokers)
     topics = pc.dictionary_encode(log.column("store_topic").combine_chunks())
     topic = np.asarray(topics.indices, np.int64)
     order = _store_order(log)

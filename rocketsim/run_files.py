@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -153,15 +152,6 @@ def _delete_quietly(fs: pafs.FileSystem, path: str) -> None:
         fs.delete_file(path)
 
 
-def broker_indexes(column: pa.ChunkedArray | pa.Array, brokers: tuple[str, ...]) -> np.ndarray:
-    """Each row's place in ``brokers`` (every value must be one of them)."""
-    index = pc.index_in(column, value_set=pa.array(brokers, pa.string()))
-    if index.null_count:
-        unknown = pc.unique(pc.filter(column, pc.is_null(index))).to_pylist()
-        raise ValueError(f"broker names outside cluster.brokers: {unknown}")
-    return np.asarray(index.to_numpy(zero_copy_only=False), np.int64)
-
-
 def with_null_store_columns(results: pa.Table) -> pa.Table:
     """``send_results`` rows that point at no stored copy: the broker-side columns are null."""
     for name in RESULT_STORE_COLUMNS:
@@ -200,7 +190,7 @@ def write_producer_files(sc: Scenario, share: workload.ProducerShare, dirs: RunD
     if len(at) and (at.max() >= len(seq) or not (seq[at] == pointed_seq).all()):
         raise AssertionError(f"producer {p}: a commit-log record points at no result")
     result_broker = np.full(len(seq), -1, np.int64)
-    result_broker[at] = broker_indexes(pointed.column("broker"), brokers)
+    result_broker[at] = broker.broker_indexes(pointed.column("broker"), brokers)
 
     unpointed = results.filter(pa.array(result_broker < 0))
     if unpointed.num_rows:
@@ -212,7 +202,7 @@ def write_producer_files(sc: Scenario, share: workload.ProducerShare, dirs: RunD
         len(brokers),
         f"{dirs.scratch}/{SCRATCH_RESULTS.format(p)}",
     )
-    log_broker = broker_indexes(log.column("broker"), brokers)
+    log_broker = broker.broker_indexes(log.column("broker"), brokers)
     _write_ipc_per_broker(log, log_broker, len(brokers), f"{dirs.scratch}/{SCRATCH_LOG.format(p)}")
     return ProducerCounts(p, messages.num_rows, out.attempts.num_rows, results.num_rows)
 

@@ -118,9 +118,9 @@ def test_producer_bins_put_the_heaviest_alone() -> None:
 
 
 def test_broker_indexes_refuse_unknown_brokers() -> None:
-    assert run_files.broker_indexes(pa.array(["b", "a", "b"]), ("a", "b")).tolist() == [1, 0, 1]
-    with pytest.raises(ValueError, match=r"outside cluster.brokers: \['z'\]"):
-        run_files.broker_indexes(pa.array(["a", "z"]), ("a", "b"))
+    assert broker.broker_indexes(pa.array(["b", "a", "b"]), ("a", "b")).tolist() == [1, 0, 1]
+    with pytest.raises(ValueError, match=r"'z' is not in the cluster's brokers \['a', 'b'\]"):
+        broker.broker_indexes(pa.array(["a", "z"]), ("a", "b"))
 
 
 @pytest.mark.spark

@@ -53,6 +53,26 @@ DICTIONARY_COLUMNS = (
     "store_topic",
     "real_topic",
 )
+# Columns whose min/max go into the file footers (and so into Delta's data-skipping statistics): the
+# keys and times a reader filters on. Statistics of every column cost a tenth of the write time.
+STATISTICS_COLUMNS = (
+    "producer",
+    "seq",
+    "attempt",
+    "topic",
+    "message_type",
+    "broker",
+    "queue_id",
+    "status",
+    "outcome",
+    "born_ts_ms",
+    "send_ts_ms",
+    "end_ts_ms",
+    "start_ts_ms",
+    "store_ts_ms",
+    "commit_log_offset",
+    "queue_offset",
+)
 PRODUCER_PART = "part-p{:06d}.parquet"
 BROKER_PART = "part-b{:06d}.parquet"
 SCRATCH_LOG = "log-p{:06d}.arrow"
@@ -112,9 +132,12 @@ def write_parquet(table: pa.Table, uri: str) -> None:
     fs, path = filesystem(uri)
     tmp = f"{path}.{uuid.uuid4().hex}.tmp"
     dictionary = [n for n in table.column_names if n in DICTIONARY_COLUMNS]
+    statistics = [n for n in table.column_names if n in STATISTICS_COLUMNS]
     try:
         with fs.open_output_stream(tmp) as sink:
-            pq.write_table(table, sink, compression="snappy", use_dictionary=dictionary)
+            pq.write_table(
+                table, sink, compression="snappy", use_dictionary=dictionary, write_statistics=statistics
+            )
         fs.move(tmp, path)
     except BaseException:
         _delete_quietly(fs, tmp)
@@ -208,11 +231,15 @@ def write_producer_files(sc: Scenario, share: workload.ProducerShare, dirs: RunD
 
 
 def _read_broker_batches(uris: list[str], b: int, schema: pa.Schema) -> pa.Table:
+    """Record batch ``b`` of each IPC file: memory-mapped (no copy) when local, read when remote."""
     batches = []
     for uri in uris:
         fs, path = filesystem(uri)
-        with fs.open_input_file(path) as handle:
-            batches.append(pa.ipc.open_file(handle).get_batch(b))
+        if isinstance(fs, pafs.LocalFileSystem):
+            batches.append(pa.ipc.open_file(pa.memory_map(path)).get_batch(b))
+        else:
+            with fs.open_input_file(path) as handle:
+                batches.append(pa.ipc.open_file(handle).get_batch(b))
     return pa.Table.from_batches(batches, schema=schema)
 
 

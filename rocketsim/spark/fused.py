@@ -128,16 +128,16 @@ def generate_and_simulate(
         )
         t2 = time.monotonic()
         _delete_dir(dirs.scratch)
+        if len(per_producer) != len(shares) or len(per_broker) != n_brokers:
+            raise RuntimeError(
+                f"fused stage: {len(per_producer)} of {len(shares)} producers and {len(per_broker)} of "
+                f"{n_brokers} brokers reported; nothing committed"
+            )
         reports = tuple(_commit(warehouse, t, run_id, write_ids[t]) for t in TABLES)
     except BaseException:
         for d in dirs.all():
             _delete_dir(d)  # best effort: vacuum_orphans removes what a killed driver leaves
         raise
-    if len(per_producer) != len(shares) or len(per_broker) != n_brokers:
-        raise RuntimeError(
-            f"fused stage: {len(per_producer)} of {len(shares)} producers and {len(per_broker)} of "
-            f"{n_brokers} brokers reported"
-        )
     return FusedReport(
         messages=sum(r["a"] for r in per_producer),
         results=reports[TABLES.index("send_results")].rows,

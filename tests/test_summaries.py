@@ -278,6 +278,31 @@ def test_run_summary_hand_computed(spark, summary) -> None:
 # ---- exact percentiles --------------------------------------------------------------------------
 
 
+def test_histogram_percentiles_equal_spark_percentile_and_numpy(spark) -> None:
+    """The histogram path (run_summary's queue waits) gives ``percentile``'s values: ties, one value,
+    two values, a run of many distinct values, nulls ignored."""
+    rng = np.random.default_rng(8)
+    values = {
+        "one": np.array([7]),
+        "two": np.array([3, 10]),
+        "ties": np.array([5] * 40 + [6] * 3 + [900]),
+        "wide": rng.integers(0, 5_000_000, 20_000),  # nearly all distinct
+        "tail": np.floor(np.exp(rng.normal(1.5, 1.2, 3001))).astype(int),
+    }
+    rows = [(g, int(v)) for g, vs in values.items() for v in vs] + [("two", None)]
+    df = spark.createDataFrame(rows, "g string, latency_ms long")
+    names = [f"p{i}" for i in range(len(QS))]
+    ps = [q / 100 for q in QS]
+    hist = {r["g"]: r for r in summaries.histogram_percentiles(df, ["g"], "latency_ms", names, ps).collect()}
+    spark_pct = {
+        r["g"]: r for r in df.groupBy("g").agg(*summaries.percentiles("latency_ms", names, ps)).collect()
+    }
+    for g, vs in values.items():  # 5 groups: tiny results
+        got = [hist[g][n] for n in names]
+        assert got == [spark_pct[g][n] for n in names], g
+        np.testing.assert_allclose(got, np.percentile(vs, QS), rtol=1e-12, atol=1e-9, err_msg=g)
+
+
 def test_percentiles_are_exact_like_numpy(spark, summary) -> None:
     """Spark's ``percentile`` interpolates linearly between closest ranks: numpy's default."""
     rng = np.random.default_rng(5)

@@ -56,6 +56,41 @@ def percentiles(
     return [arr.getItem(i).alias(name) for i, name in enumerate(names)]
 
 
+def histogram_percentiles(
+    df: DataFrame, group: Sequence[str], col: str, names: Sequence[str], ps: Sequence[float]
+) -> DataFrame:
+    """Exact percentiles of ``col`` per ``group``, equal to :func:`percentiles`, from a histogram: for a
+    column with very many distinct values in one group (queue waits of a whole run) Spark's
+    ``percentile`` keeps them all in one boxed hash map, while this counts (group, value) pairs with a
+    hash aggregate and walks the cumulative counts. Null values are ignored, as ``percentile`` does.
+
+    Like ``percentile``: position ``p * (n - 1)``; the values at its floor and ceiling ranks, weighted
+    ``(ceil - pos) * low + (pos - floor) * high`` (the low value alone when they are one rank or one
+    value).
+    """
+    value = F.col(col).cast("double")
+    hist = (
+        df.where(F.col(col).isNotNull()).groupBy(*group, value.alias("_v")).agg(F.count(F.lit(1)).alias("_c"))
+    )
+    by_value = (
+        Window.partitionBy(*group).orderBy("_v").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    hist = hist.withColumn("_cum", F.sum("_c").over(by_value)).withColumn(
+        "_n", F.sum("_c").over(Window.partitionBy(*group))
+    )
+    aggs = []
+    for name, p in zip(names, ps, strict=True):
+        pos = F.lit(float(p)) * (F.col("_n") - 1)
+        low_rank, high_rank = F.floor(pos), F.ceil(pos)
+        low = F.min(F.when(F.col("_cum") > low_rank, F.col("_v")))  # the value at that 0-based rank
+        high = F.min(F.when(F.col("_cum") > high_rank, F.col("_v")))
+        at = F.max(pos)  # one value per group
+        weighted = (F.ceil(at) - at) * low + (at - F.floor(at)) * high
+        same = (F.ceil(at) == F.floor(at)) | (low == high)
+        aggs.append(F.when(same, low).otherwise(weighted).alias(name))
+    return hist.groupBy(*group).agg(*aggs)
+
+
 def _queue_wait() -> list[Column]:
     return [
         *percentiles("queue_wait_ms", ("queue_wait_p50_ms", "queue_wait_p99_ms"), (0.5, 0.99)),
@@ -330,7 +365,7 @@ def run_summary(
             F.sum(F.col("retry_budget_exhausted").cast("long")).alias("retry_budget_exhausted"),
             *percentiles("latency_ms"),
             F.max("latency_ms").alias("latency_max_ms"),
-            *_queue_wait(),
+            F.max("queue_wait_ms").alias("queue_wait_max_ms"),
         ]
 
     def attempt_metrics() -> list[Column]:
@@ -372,6 +407,13 @@ def run_summary(
         F.when(stored, F.col("broker")),
         [*message_metrics(), F.max("end_ts_ms").alias("_last_end"), F.min("born_ts_ms").alias("_first_born")],
     )
+    # queue-wait percentiles by histogram: a whole run's waits can take millions of distinct values
+    scoped = results.select(*keys, F.lit("all").alias("scope"), "queue_wait_ms").unionByName(
+        results.where(stored).select(*keys, F.col("broker").alias("scope"), "queue_wait_ms")
+    )
+    names, ps = ("queue_wait_p50_ms", "queue_wait_p99_ms"), (0.5, 0.99)
+    waits = histogram_percentiles(scoped, [*keys, "scope"], "queue_wait_ms", names, ps)
+    messages = messages.join(waits, [*keys, "scope"], "left")
     sends = by_scope(_with_kind(attempts), F.col("broker"), attempt_metrics())
     isolations = by_scope(intervals, F.col("broker"), interval_metrics())
 

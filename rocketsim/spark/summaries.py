@@ -15,7 +15,9 @@ Every function takes ``keys``: the columns that identify a run (``("run_id",)``;
 
 Percentiles are exact: Spark's ``percentile`` (linear interpolation between the closest ranks, numpy's
 default), not ``percentile_approx``. It keeps a map of distinct values per group; latencies are whole
-milliseconds, so that map stays small at any row count. The "queues" of skew and Gini are the
+milliseconds, so that map stays small at any row count. Queue waits are not small: a saturated run's
+waits take millions of distinct values, so ``run_summary`` takes their percentiles from a histogram
+(:func:`histogram_percentiles`, the same values). The "queues" of skew and Gini are the
 (broker, queue id) pairs that received at least one attempt anywhere in the run, so an idle queue
 counts as a zero.
 """

@@ -77,7 +77,12 @@ def parse_job_args(argv: list[str] | None, prog: str, description: str) -> tuple
         run_id_help="run id (default: <scenario name>-s<seed>)",
         set_help="override a scenario key by dotted path, e.g. --set workload.messages=200000",
     )
-    p.add_argument("--partitions", type=int, default=None, help="partitions of the simulate stage")
+    p.add_argument(
+        "--partitions",
+        type=int,
+        default=None,
+        help="tasks of the simulate stage (the producers are spread over them)",
+    )
     p.add_argument("--window-ms", type=int, default=10_000, help="window of the summary tables (ms)")
     p.add_argument("--quiet", action="store_true", help="print only the final summary")
     ns = p.parse_args(argv)

@@ -207,13 +207,14 @@ def write_producer_files(sc: Scenario, share: workload.ProducerShare, dirs: RunD
     seq = _np_col(results, "seq")
     if len(seq) > 1 and not (np.diff(seq) > 0).all():
         raise AssertionError(f"producer {p}: simulate returned results out of seq order")
-    pointed = log.filter(log.column("is_result"))
-    pointed_seq = _np_col(pointed, "seq")
+    log_broker = broker.broker_indexes(log.column("broker"), brokers)
+    is_result = _np_col(log, "is_result").astype(bool)
+    pointed_seq = _np_col(log, "seq")[is_result]
     at = np.searchsorted(seq, pointed_seq)
     if len(at) and (at.max() >= len(seq) or not (seq[at] == pointed_seq).all()):
         raise AssertionError(f"producer {p}: a commit-log record points at no result")
     result_broker = np.full(len(seq), -1, np.int64)
-    result_broker[at] = broker.broker_indexes(pointed.column("broker"), brokers)
+    result_broker[at] = log_broker[is_result]
 
     unpointed = results.filter(pa.array(result_broker < 0))
     if unpointed.num_rows:
@@ -225,7 +226,6 @@ def write_producer_files(sc: Scenario, share: workload.ProducerShare, dirs: RunD
         len(brokers),
         f"{dirs.scratch}/{SCRATCH_RESULTS.format(p)}",
     )
-    log_broker = broker.broker_indexes(log.column("broker"), brokers)
     _write_ipc_per_broker(log, log_broker, len(brokers), f"{dirs.scratch}/{SCRATCH_LOG.format(p)}")
     return ProducerCounts(p, messages.num_rows, out.attempts.num_rows, results.num_rows)
 

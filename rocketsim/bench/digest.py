@@ -127,7 +127,8 @@ def run_digests(warehouse: Path, only: list[str] | None) -> dict[str, dict[str, 
     for name, scenario, overrides in cases():
         if only and name not in only:
             continue
-        argv = ["--scenario", str(ROOT / scenario), "--warehouse", str(warehouse), "--run-id", name, "--quiet"]
+        argv = ["--scenario", str(ROOT / scenario), "--warehouse", str(warehouse), "--run-id", name]
+        argv.append("--quiet")
         for o in overrides:
             argv += ["--set", o]
         print(f"[digest] {name}", file=sys.stderr, flush=True)

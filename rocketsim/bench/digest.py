@@ -2,7 +2,8 @@
 change kept the behaviour (or to show exactly which tables it changed).
 
 It runs ``jobs/pipeline.py`` (as ``make run`` does, every table) for each shipped scenario at 20,000
-messages on each client line (4.9.7, 4.9.8, 5.3.3), plus a ``mixed`` case that exercises what the shipped
+messages on each client line (4.9.7, 4.9.8, 5.3.3), the same spread over each fault timeline (``-span``:
+a lower rate), plus a ``mixed`` case that exercises what the shipped
 scenarios do not (async and oneway sends, batches, ordered, delay and transactional messages, invalid
 messages, the 5.x detector), all in one process, then reads every table of every run back with
 ``deltalake`` and prints one sha256 per (case, table) over its rows in a canonical order (wall-clock
@@ -33,6 +34,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ("steady", "broker_outage", "brownout", "flapping", "hung_broker")
 LINES = ("4.9.7", "4.9.8", "5.3.3")
 MESSAGES = 20_000
+# At their own rates 20,000 messages end before most fault windows start; these rates spread the same
+# 20,000 messages over the whole fault timeline (the "-span" cases).
+SPAN_RATES = {"broker_outage": 55.0, "brownout": 40.0, "flapping": 40.0, "hung_broker": 95.0}
 # what the shipped scenarios leave out, on top of steady.toml
 MIXED = (
     "producers.send_mode.sync=0.5",
@@ -74,6 +78,9 @@ def cases() -> list[tuple[str, str, list[str]]]:
         common = [f"workload.messages={MESSAGES}", f"producers.client_version={line}"]
         for name in SCENARIOS:
             out.append((f"{name}-{line}", f"conf/scenarios/{name}.toml", common))
+            if name in SPAN_RATES:
+                span = [*common, f"workload.rate_per_s={SPAN_RATES[name]}"]
+                out.append((f"{name}-{line}-span", f"conf/scenarios/{name}.toml", span))
         mixed = [*common, *MIXED]
         if line == "5.3.3":
             mixed.append("producers.start_detector_enable=true")

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from rocketsim.spark.pipeline import parse_job_args, run_broker_side
+from rocketsim.spark.cli import parse_job_args
+from rocketsim.spark.pipeline import run_broker_side
 from rocketsim.spark.session import build_session
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from rocketsim.spark.compare import parse_compare_args, run_compare
+from rocketsim.spark.cli import parse_compare_args
+from rocketsim.spark.compare import run_compare
 from rocketsim.spark.session import build_session
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from rocketsim.spark.pipeline import parse_job_args, run_generate
+from rocketsim.spark.cli import parse_job_args
+from rocketsim.spark.pipeline import run_generate
 from rocketsim.spark.session import build_session
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rocketsim.spark.explore import find_warehouse, latest_run
-from rocketsim.spark.report import write_report
+from rocketsim.present.explore import find_warehouse, latest_run
+from rocketsim.present.report import write_report
 
 
 def main(argv: list[str] | None = None) -> int:

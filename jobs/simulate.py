@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from rocketsim.spark.pipeline import parse_job_args, reconcile, run_simulate
+from rocketsim.spark.cli import parse_job_args
+from rocketsim.spark.pipeline import reconcile, run_simulate
 from rocketsim.spark.session import build_session
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from rocketsim.spark.pipeline import parse_job_args, print_summary, reconcile, run_summarize
+from rocketsim.spark.cli import parse_job_args
+from rocketsim.spark.pipeline import print_summary, reconcile, run_summarize
 from rocketsim.spark.session import build_session
 
 

@@ -7,12 +7,10 @@ Files younger than ``--min-age-s`` are kept, so a job still writing is never har
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from deltalake import DeltaTable
-
-from rocketsim.spark.delta_sink import table_path, vacuum_orphans
+from rocketsim.warehouse.read import list_tables
+from rocketsim.warehouse.vacuum import vacuum_orphans
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,11 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args(argv)
 
-    tables = args.table or sorted(
-        name
-        for name in (os.listdir(args.warehouse) if os.path.isdir(args.warehouse) else [])
-        if DeltaTable.is_deltatable(table_path(args.warehouse, name))
-    )
+    tables = args.table or list_tables(args.warehouse)
     verb = "would delete" if args.dry_run else "deleted"
     for table in tables:
         removed = vacuum_orphans(args.warehouse, table, min_age_s=args.min_age_s, dry_run=args.dry_run)

@@ -1,7 +1,9 @@
 """rocketsim: simulate Apache RocketMQ producer sends at scale.
 
-The core modules (everything directly under ``rocketsim/`` except the ``spark`` subpackage) are pure
-Python: no I/O, no pyspark, no wall clock, no global random.
+Four layers, each importing only the ones before it: the core (everything directly under ``rocketsim/``
+and ``rocketsim/engine/``: pure Python, no I/O, no pyspark, no wall clock, no global random),
+``rocketsim.warehouse`` (files and the Delta log: pyarrow, deltalake), ``rocketsim.present`` (charts,
+the report, notebook helpers: matplotlib) and ``rocketsim.spark`` (the code that needs pyspark).
 """
 
 from __future__ import annotations

@@ -1,10 +1,16 @@
-"""Output table schemas, declared once (Arrow) and shared by the core, the jobs and the tests.
+"""Output table schemas, declared once (Arrow), and the table registry: what each table is.
 
 Every table is partitioned by ``run_id``. The Spark layer derives its ``StructType`` from these.
 Columns beyond design §5 are additions the analyses need (timestamps of each send, the sender thread).
+
+:data:`REGISTRY` has one row per table (name, schema, keys, the stage that writes it); the end-of-run
+listing, the reconciliation, the readers' declared schemas and the table tests iterate it, so a new
+table is its schema and row here plus the code of the stage that writes it (the stage names its module).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -90,7 +96,7 @@ SEND_RESULTS = pa.schema(
         pa.field("compressed", pa.bool_(), nullable=False),
         pa.field("sys_flag", pa.int32(), nullable=False),
         pa.field("retry_budget_exhausted", pa.bool_(), nullable=False),  # attempts left, but no time
-        # -- the broker side (rocketsim.broker, added by the Spark layer after the simulation; null unless
+        # -- the broker side (rocketsim.store, added by the broker step after the simulation; null unless
         # the result's copy was stored: status not FAILED/REJECTED and its last attempt stored it) --
         _broker_side("store_ts_ms", pa.int64()),  # attempt start + latency
         _broker_side("store_topic", pa.string()),  # topic the broker wrote (SCHEDULE_TOPIC_XXXX, half topic)
@@ -353,23 +359,62 @@ CONSUMER_LOAD = pa.schema(
     ]
 )
 
-TABLES: dict[str, pa.Schema] = {
-    "messages": MESSAGES,
-    "send_attempts": SEND_ATTEMPTS,
-    "send_results": SEND_RESULTS,
-    "broker_windows": BROKER_WINDOWS,
-    "producer_windows": PRODUCER_WINDOWS,
-    "run_summary": RUN_SUMMARY,
-    "runs": RUNS,
-    "commit_log": COMMIT_LOG,
-    "broker_storage": BROKER_STORAGE,
-    "transactions": TRANSACTIONS,
-    "consumer_load": CONSUMER_LOAD,
-    "isolation_intervals": ISOLATION_INTERVALS,
-    "queue_windows": QUEUE_WINDOWS,
-    "comparisons": COMPARISONS,
-    "comparison_windows": COMPARISON_WINDOWS,
-}
+# ---- the table registry -----------------------------------------------------------------------------
+
+# The stages that write tables, and where each one is (a new table is a row below plus the stage's code).
+GENERATE = "generate"  # producer tasks (rocketsim.stage.producer_messages, scheduled by rocketsim.spark.run)
+SIMULATE = "simulate"  # producer and broker tasks (rocketsim.stage, rocketsim.warehouse.stage_files)
+BROKER_SIDE = "broker_side"  # Spark aggregations of the commit log (rocketsim.spark.broker_side)
+SUMMARIZE = "summarize"  # Spark aggregations of attempts and results (rocketsim.spark.summaries)
+RUNS_ROW = "runs_row"  # the driver, once a run is complete (rocketsim.spark.pipeline.write_runs_row)
+COMPARE = "compare"  # a comparison of variants (rocketsim.spark.compare)
+RUN_STAGES = (GENERATE, SIMULATE, BROKER_SIDE, SUMMARIZE, RUNS_ROW)  # what jobs/pipeline.py writes
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One Delta table: its name (``<warehouse>/<name>``), schema, the columns that identify a row within
+    a run (``run_id`` aside), the stage that writes it, and its wall-clock columns (job metadata that a
+    rerun changes; every other column is a function of the scenario)."""
+
+    name: str
+    schema: pa.Schema
+    keys: tuple[str, ...]
+    stage: str
+    wall_clock: tuple[str, ...] = ()
+
+
+# In the order the end of a run lists them (and a run's stage commits its own tables: messages first).
+REGISTRY: tuple[TableSpec, ...] = (
+    TableSpec("messages", MESSAGES, ("producer", "seq"), GENERATE),
+    TableSpec("send_attempts", SEND_ATTEMPTS, ("producer", "seq", "attempt"), SIMULATE),
+    TableSpec("send_results", SEND_RESULTS, ("producer", "seq"), SIMULATE),
+    TableSpec("broker_windows", BROKER_WINDOWS, ("broker", "window_start_ms"), SUMMARIZE),
+    TableSpec("queue_windows", QUEUE_WINDOWS, ("broker", "queue_id", "window_start_ms"), SUMMARIZE),
+    TableSpec("producer_windows", PRODUCER_WINDOWS, ("producer", "window_start_ms"), SUMMARIZE),
+    TableSpec("isolation_intervals", ISOLATION_INTERVALS, ("producer", "broker", "start_ms"), SUMMARIZE),
+    TableSpec("run_summary", RUN_SUMMARY, ("scope",), SUMMARIZE),
+    TableSpec("commit_log", COMMIT_LOG, ("broker", "commit_log_offset"), SIMULATE),
+    TableSpec(
+        "broker_storage", BROKER_STORAGE, ("broker", "window_start_ms", "topic", "queue_id"), BROKER_SIDE
+    ),
+    TableSpec("transactions", TRANSACTIONS, ("producer", "seq"), BROKER_SIDE),
+    TableSpec(
+        "consumer_load",
+        CONSUMER_LOAD,
+        ("consumer_group", "topic", "broker", "queue_id", "consumer"),
+        BROKER_SIDE,
+    ),
+    TableSpec("runs", RUNS, (), RUNS_ROW, wall_clock=("started_at", "wall_time_s", "code_version")),
+    TableSpec("comparisons", COMPARISONS, ("variant", "scope", "metric"), COMPARE),
+    TableSpec("comparison_windows", COMPARISON_WINDOWS, ("variant", "broker", "window_start_ms"), COMPARE),
+)
+TABLES: dict[str, TableSpec] = {t.name: t for t in REGISTRY}
+
+
+def written_by(*stages: str) -> tuple[TableSpec, ...]:
+    """The tables the given stages write, in registry order."""
+    return tuple(t for t in REGISTRY if t.stage in stages)
 
 
 def without_run_id(schema: pa.Schema) -> pa.Schema:

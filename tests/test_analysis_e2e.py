@@ -15,9 +15,11 @@ import pytest
 from nbclient import NotebookClient
 
 from rocketsim import analysis
+from rocketsim.present import explore
 from rocketsim.scenario import load_scenario
-from rocketsim.spark import compare, explore, pipeline
-from rocketsim.spark.tables import read_pandas
+from rocketsim.spark import compare, pipeline
+from rocketsim.spark.cli import JobArgs, parse_compare_args
+from rocketsim.warehouse.read import read_pandas
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -55,7 +57,7 @@ def warehouse(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     wh = tmp_path_factory.mktemp("analysis-wh")
     sc = load_scenario(ROOT / "conf/scenarios/flapping.toml", RUN_OVERRIDES)
-    args = pipeline.JobArgs("flapping.toml", str(wh), RUN_ID, tuple(RUN_OVERRIDES), 2, 2000, quiet=True)
+    args = JobArgs("flapping.toml", str(wh), RUN_ID, tuple(RUN_OVERRIDES), 2, 2000, quiet=True)
     started = datetime.now(UTC)
     messages = pipeline.run_generate(spark, args, sc)
     _, attempts = pipeline.run_simulate(spark, args, sc)
@@ -63,7 +65,7 @@ def warehouse(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
     pipeline.run_summarize(spark, args)
     pipeline.write_runs_row(spark, args, sc, messages, attempts, started, 1.0)
 
-    cargs, base, scenarios = compare.parse_compare_args(
+    cargs, base, scenarios = parse_compare_args(
         [
             "--scenario",
             str(ROOT / "conf/scenarios/brownout.toml"),

@@ -1,22 +1,22 @@
-"""The broker side through Spark: send_results' offsets and ids equal the local oracle, offsets are dense
-and ordered, commit-log offsets are running sums of exact sizes, and broker_storage, transactions and
-consumer_load agree with the results and with each other."""
+"""The broker side through Spark (:mod:`rocketsim.spark.broker_side`), on a run made by the staged jobs:
+the commit log equals the local oracle, and broker_storage, transactions and consumer_load agree with
+the results and with each other. (The numbering itself: tests/test_store.py.)"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from rocketsim import broker, codec, schemas
-from rocketsim.message import parse_delay_levels
+from rocketsim import schemas, store
 from rocketsim.scenario import Scenario, scenario_from_mapping
 from rocketsim.spark import broker_side, pipeline
-from rocketsim.spark.tables import read_arrow, read_pandas, read_spark
+from rocketsim.spark.cli import JobArgs
+from rocketsim.spark.read import read_spark
+from rocketsim.warehouse.read import read_arrow, read_pandas
 
 pytestmark = pytest.mark.spark
 
@@ -57,14 +57,9 @@ def scenario() -> Scenario:
 @pytest.fixture(scope="module")
 def warehouse(spark, scenario: Scenario, tmp_path_factory: pytest.TempPathFactory) -> str:
     path = str(tmp_path_factory.mktemp("bs"))
-    args = pipeline.JobArgs("inline", path, RUN, (), 2, 5000, quiet=True)
+    args = JobArgs("inline", path, RUN, (), 2, 5000, quiet=True)
     pipeline.run_generate(spark, args, scenario)
-    bucket = broker_side.OFFSET_BUCKET_MS
-    try:  # offsets numbered in 10 s slices of store time (8 slices) must add up as one
-        broker_side.OFFSET_BUCKET_MS = 10_000
-        pipeline.run_simulate(spark, args, scenario)
-    finally:
-        broker_side.OFFSET_BUCKET_MS = bucket
+    pipeline.run_simulate(spark, args, scenario)
     pipeline.run_broker_side(spark, args, scenario)
     return path
 
@@ -75,9 +70,7 @@ def oracle(warehouse: str, scenario: Scenario) -> pd.DataFrame:
     messages, attempts, results = (
         read_arrow(warehouse, t, RUN) for t in ("messages", "send_attempts", "send_results")
     )
-    return broker.with_offsets(
-        broker.log_records(messages, attempts, results, scenario), scenario
-    ).to_pandas()
+    return store.with_offsets(store.log_records(messages, attempts, results, scenario), scenario).to_pandas()
 
 
 @pytest.fixture(scope="module")
@@ -87,75 +80,11 @@ def results(warehouse: str) -> pd.DataFrame:
 
 def test_commit_log_equals_the_local_oracle(warehouse: str, oracle: pd.DataFrame) -> None:
     got = read_pandas(warehouse, "commit_log", RUN).drop(columns=["run_id"])
-    got = got.sort_values(list(broker.STORE_ORDER)).reset_index(drop=True)
+    got = got.sort_values(list(store.STORE_ORDER)).reset_index(drop=True)
     pd.testing.assert_frame_equal(got, oracle[got.columns].reset_index(drop=True), check_dtype=False)
     assert got.duplicated(["producer", "seq"]).any()  # a not-OK store retried elsewhere: two copies
     assert (got.offset_msg_id.str.len() == 32).all()
-    assert got.store_ts_ms.max() > 7 * 10_000  # the numbering ran over several slices of store time
-
-
-def test_offsets_are_dense_and_follow_store_order(oracle: pd.DataFrame) -> None:
-    for _, q in oracle.groupby(["broker", "store_topic", "store_queue_id"]):
-        assert q.queue_offset.tolist() == list(range(len(q)))
-        assert q.store_ts_ms.is_monotonic_increasing
-    for _, b in oracle.groupby("broker"):
-        sizes = b.store_size.to_numpy(np.int64)
-        assert b.commit_log_offset.tolist() == np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
-
-
-def test_results_point_at_their_last_stored_copy(results: pd.DataFrame, oracle: pd.DataFrame) -> None:
-    last = oracle.sort_values("attempt").groupby(["producer", "seq"]).tail(1)
-    cols = ["store_ts_ms", "store_topic", "store_queue_id", "queue_offset", "commit_log_offset", "store_size"]
-    merged = results.merge(
-        last[["producer", "seq", *cols]], on=["producer", "seq"], suffixes=("", "_o"), how="left"
-    )
-    stored = ~merged.status.isin(["FAILED", "REJECTED"])
-    for c in cols:  # NaN on both sides: a oneway whose attempt the broker did not store
-        a, b = merged.loc[stored, c], merged.loc[stored, f"{c}_o"]
-        assert a.isna().tolist() == b.isna().tolist() and a[a.notna()].tolist() == b[a.notna()].tolist(), c
-        assert merged.loc[~stored, c].isna().all(), c
-    # a oneway result may point at nothing: the broker failed while the client saw success
-    answered = results[~results.status.isin(["FAILED", "REJECTED", "ONEWAY_SENT"])]
-    assert answered.queue_offset.notna().all()
-    assert results.queue_offset.notna().sum() > 1000
-
-
-def test_store_sizes_are_exact_for_a_sample(
-    warehouse: str, scenario: Scenario, results: pd.DataFrame
-) -> None:
-    messages = read_pandas(warehouse, "messages", RUN)
-    rows = results[results.queue_offset.notna()].merge(
-        messages.drop(columns=["run_id", "send_mode", "born_ts_ms", "uniq_msg_id"]), on=["producer", "seq"]
-    )
-    sample = pd.concat([g.head(8) for _, g in rows.groupby("message_type")])
-    hosts = broker.store_hosts(scenario.cluster.brokers)
-    for r in sample.to_dict("records"):
-        r["batch_id"] = None if pd.isna(r["batch_id"]) else int(r["batch_id"])
-        r["queue_id"] = int(r["queue_id"])
-        host = hosts[scenario.cluster.brokers.index(r["broker"])]
-        assert broker.stored_record_size(r, scenario, host) == r["store_size"], r["message_type"]
-
-
-def test_offset_msg_ids_decode_to_store_host_and_offset(scenario: Scenario, results: pd.DataFrame) -> None:
-    stored = results[results.offset_msg_id.notna()]
-    hosts = dict(zip(scenario.cluster.brokers, broker.store_hosts(scenario.cluster.brokers), strict=True))
-    assert {h.ip for h in hosts.values()} == {bytes([10, 1, 0, 1]), bytes([10, 1, 0, 2])}
-    for msg_id, b, offset in zip(stored.offset_msg_id, stored.broker, stored.commit_log_offset, strict=True):
-        decoded = codec.decode_message_id(msg_id)
-        assert (decoded.ip, decoded.port, decoded.offset) == (hosts[b].ip, 10911, offset)
-
-
-def test_delay_messages_wait_in_the_schedule_topic(warehouse: str, results: pd.DataFrame) -> None:
-    messages = read_pandas(warehouse, "messages", RUN)[["producer", "seq", "message_type", "delay_level"]]
-    rows = results[results.queue_offset.notna()].merge(messages, on=["producer", "seq"])
-    delay = rows[rows.message_type == "delay"]
-    assert set(delay.delay_level) == {2, 20}
-    level = delay.delay_level.clip(upper=18)  # 20 is clamped to maxDelayLevel
-    table = parse_delay_levels()
-    assert (delay.store_topic == broker.SCHEDULE_TOPIC).all()
-    assert (delay.store_queue_id == level - 1).all()
-    assert (delay.deliver_ts_ms == delay.store_ts_ms + level.map(table.level_to_ms)).all()
-    assert rows[rows.message_type != "delay"].deliver_ts_ms.isna().all()
+    assert got.store_ts_ms.max() > 7 * 10_000  # the records span several minutes of store time
 
 
 def test_transactions_table(warehouse: str, scenario: Scenario, results: pd.DataFrame) -> None:
@@ -166,7 +95,7 @@ def test_transactions_table(warehouse: str, scenario: Scenario, results: pd.Data
         results[["producer", "seq", "end_ts_ms", "queue_offset", "store_topic"]], on=["producer", "seq"]
     )
     stored = merged.half_queue_offset.notna()
-    assert (merged.loc[stored, "store_topic"] == broker.HALF_TOPIC).all()
+    assert (merged.loc[stored, "store_topic"] == store.HALF_TOPIC).all()
     assert (merged.loc[stored, "half_queue_offset"] == merged.loc[stored, "queue_offset"]).all()
     assert (merged.loc[~stored, "resolution"] == "not_stored").all()
     by_producer = merged[merged.resolved_by == "producer"]
@@ -192,16 +121,16 @@ def test_broker_storage_totals(warehouse: str, oracle: pd.DataFrame) -> None:
     assert per_broker["index"].to_dict() == oracle.groupby("broker").index_entries.sum().to_dict()
     # broker-wide columns are the same on every queue row of a broker window
     assert (storage.groupby(["broker", "window_start_ms"]).commit_log_bytes.nunique() == 1).all()
-    assert (storage.cq_files == broker.consume_queue_files(storage.cq_entries.to_numpy())).all()
-    assert (storage.commit_log_files == broker.commit_log_files(storage.commit_log_bytes.to_numpy())).all()
+    assert (storage.cq_files == store.consume_queue_files(storage.cq_entries.to_numpy())).all()
+    assert (storage.commit_log_files == store.commit_log_files(storage.commit_log_bytes.to_numpy())).all()
     assert (storage.index_files == 1).all()
-    assert {broker.SCHEDULE_TOPIC, broker.HALF_TOPIC, "TopicTest"} == set(storage.topic)
+    assert {store.SCHEDULE_TOPIC, store.HALF_TOPIC, "TopicTest"} == set(storage.topic)
 
 
 def test_consumer_load(warehouse: str, oracle: pd.DataFrame) -> None:
     load = read_pandas(warehouse, "consumer_load", RUN)
     txns = read_pandas(warehouse, "transactions", RUN)
-    visible = (oracle.store_topic != broker.HALF_TOPIC).sum() + (txns.resolution == "commit").sum()
+    visible = (oracle.store_topic != store.HALF_TOPIC).sum() + (txns.resolution == "commit").sum()
     assert load.groupby("consumer_group").messages.sum().to_dict() == {
         "cg-three": visible,
         "cg-eight": visible,
@@ -241,7 +170,7 @@ def test_send_results_have_the_declared_schema(warehouse: str) -> None:
 
 
 def test_storage_figure(warehouse: str) -> None:
-    from rocketsim import plots_storage
+    from rocketsim.present import plots_storage
 
     fig = plots_storage.storage_and_consumers(
         read_pandas(warehouse, "broker_storage", RUN), read_pandas(warehouse, "consumer_load", RUN)

@@ -21,7 +21,7 @@ import pyspark
 import pytest
 
 from rocketsim.schemas import SEND_RESULTS
-from rocketsim.spark.tables import read_arrow
+from rocketsim.warehouse.read import read_arrow
 
 ROOT = Path(__file__).resolve().parents[1]
 SPARK_HOME = Path(pyspark.__file__).parent

@@ -1,4 +1,5 @@
-"""The Delta sink's contract (design §5) on the embedded deltalake engine, plus the session helpers."""
+"""The Delta sink's contract (design §6) for DataFrames (:mod:`rocketsim.spark.delta_sink`) on the embedded
+deltalake engine, plus the session helpers."""
 
 from __future__ import annotations
 
@@ -15,16 +16,13 @@ from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from rocketsim.schemas import SEND_RESULTS, data_schema
-from rocketsim.spark.delta_sink import (
-    DeltaSinkError,
-    commit_run,
-    stage_run,
-    table_path,
-    vacuum_orphans,
-    write_run,
-)
+from rocketsim.spark.delta_sink import stage_run, write_run
+from rocketsim.spark.read import read_spark
 from rocketsim.spark.session import delta_enabled, read_conf_file, spark_schema
-from rocketsim.spark.tables import list_runs, read_arrow, read_spark
+from rocketsim.warehouse.delta import commit_run
+from rocketsim.warehouse.paths import DeltaSinkError, table_path
+from rocketsim.warehouse.read import list_runs, read_arrow
+from rocketsim.warehouse.vacuum import vacuum_orphans
 
 pytestmark = pytest.mark.spark
 

@@ -1,5 +1,7 @@
-"""The Spark pipeline: the grouped map equals the local oracle, runs are deterministic across partition
-counts, idempotent per run id, reconcile, and reject bad messages with upstream's text."""
+"""The Spark pipeline: the run's stage equals the local oracle (the core functions called directly) and
+the staged jobs (generate, then simulate reading the committed messages), every table is the same for
+1 and N partitions, runs are idempotent per run id, reconcile, and reject bad messages with upstream's
+text."""
 
 from __future__ import annotations
 
@@ -8,15 +10,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from rocketsim import simulate, workload
+from rocketsim import schemas, simulate, store, workload
 from rocketsim.scenario import Scenario, scenario_from_mapping
 from rocketsim.schemas import TABLES
 from rocketsim.spark import pipeline
+from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.delta_sink import write_run
-from rocketsim.spark.tables import read_arrow, read_spark
+from rocketsim.spark.read import read_spark
+from rocketsim.warehouse.read import read_arrow
 
 pytestmark = pytest.mark.spark
 
@@ -54,43 +57,28 @@ def scenario() -> Scenario:
     return scenario_from_mapping(SCENARIO)
 
 
-def _args(warehouse: Path, run_id: str, partitions: int) -> pipeline.JobArgs:
-    return pipeline.JobArgs("inline", str(warehouse), run_id, (), partitions, 1000, quiet=True)
+def _args(warehouse: Path, run_id: str, partitions: int) -> JobArgs:
+    return JobArgs("inline", str(warehouse), run_id, (), partitions, 1000, quiet=True)
 
 
 def _sorted(t: pa.Table, keys: list[str]) -> pa.Table:
     return t.drop_columns(["run_id"]).sort_by([(k, "ascending") for k in keys])
 
 
-def test_grouped_map_equals_local_oracle(spark, scenario: Scenario) -> None:
-    messages = pipeline.generate_messages(spark, scenario, "r-oracle", 2)
-    local = workload.generate(scenario)
-    expected_messages = spark.createDataFrame(local.to_pandas(), schema=messages.drop("run_id").schema)
-    assert_df_equality(messages.drop("run_id"), expected_messages, ignore_row_order=True)
-
-    nested = pipeline.simulate_sends(messages, scenario, "r-oracle", 2)
-    attempts, results = pipeline.split_nested(nested)
-    oracle = simulate.simulate(local, scenario)
-    exp_results = spark.createDataFrame(oracle.results.to_pandas(), schema=results.drop("run_id").schema)
-    exp_attempts = spark.createDataFrame(oracle.attempts.to_pandas(), schema=attempts.drop("run_id").schema)
-    assert_df_equality(results.drop("run_id"), exp_results, ignore_row_order=True)
-    assert_df_equality(attempts.drop("run_id"), exp_attempts, ignore_row_order=True)
-
-
-RUNS = {"p1": 1, "p4": 4, "f1": 1, "f3": 3}  # run id -> partitions; f: the fused stage
+RUNS = {"r1": 1, "r3": 3, "s2": 2}  # run id -> partitions; r: the run's stage, s: the staged jobs
 
 
 @pytest.fixture(scope="module")
 def two_runs(spark, scenario: Scenario, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same scenario in one warehouse, through the staged stages as run p1 (1 partition) and p4 (4
-    partitions), and through the fused stage as f1 and f3."""
+    """The same scenario in one warehouse, through the run's stage as r1 (1 partition) and r3 (3), and
+    through the staged jobs (generate, then simulate from the committed messages) as s2."""
     warehouse = tmp_path_factory.mktemp("wh")
     for run_id, parts in RUNS.items():
         args = _args(warehouse, run_id, parts)
-        if run_id.startswith("f"):
+        if run_id.startswith("r"):
             pipeline.run_generate_simulate(spark, args, scenario)
         else:
-            pipeline.run_generate(spark, args, scenario)
+            assert pipeline.run_generate(spark, args, scenario) == 3000
             pipeline.run_simulate(spark, args, scenario)
         pipeline.run_broker_side(spark, args, scenario)
         pipeline.run_summarize(spark, args)
@@ -98,37 +86,50 @@ def two_runs(spark, scenario: Scenario, tmp_path_factory: pytest.TempPathFactory
     return warehouse
 
 
-KEYS = {
-    "messages": ["producer", "seq"],
-    "send_results": ["producer", "seq"],
-    "send_attempts": ["producer", "seq", "attempt"],
-    "broker_windows": ["broker", "window_start_ms"],
-    "producer_windows": ["producer", "window_start_ms"],
-    "run_summary": ["scope"],
-    "commit_log": ["broker", "commit_log_offset"],
-    "broker_storage": ["broker", "window_start_ms", "topic", "queue_id"],
-    "transactions": ["producer", "seq"],
-    "consumer_load": ["consumer_group", "topic", "broker", "queue_id", "consumer"],
-}
+def _by(t: pa.Table, keys: tuple[str, ...]) -> pa.Table:
+    return t.sort_by([(k, "ascending") for k in keys])
 
 
-@pytest.mark.parametrize("table", sorted(KEYS))
+def test_the_stage_equals_the_local_oracle(two_runs: Path, scenario: Scenario) -> None:
+    """The core functions called directly, on one machine: the committed tables are theirs."""
+    messages = workload.generate(scenario)
+    out = simulate.simulate(messages, scenario)
+    log = store.with_offsets(store.log_records(messages, out.attempts, out.results, scenario), scenario)
+    oracle = {"messages": messages, "send_attempts": out.attempts, "commit_log": log}
+    for table, want in oracle.items():
+        keys = TABLES[table].keys
+        got = read_arrow(str(two_runs), table, "r1").select(want.column_names)
+        assert _by(got, keys).equals(_by(want, keys).cast(got.schema)), table
+    results = read_arrow(str(two_runs), "send_results", "r1").drop_columns(["run_id"])
+    core = results.select(out.results.column_names)
+    assert _by(core, ("producer", "seq")).equals(_by(out.results, ("producer", "seq")).cast(core.schema))
+    pointed = _by(log.filter(log.column("is_result")), ("producer", "seq"))
+    stored = _by(results.filter(pc.is_valid(results.column("commit_log_offset"))), ("producer", "seq"))
+    for name in store.RESULT_STORE_COLUMNS:
+        assert stored.column(name).equals(pointed.column(name)), name
+
+
+RUN_TABLES = [t for t in schemas.written_by(*schemas.RUN_STAGES) if t.keys]  # runs: wall-clock metadata
+
+
+@pytest.mark.parametrize("table", [t.name for t in RUN_TABLES])
 def test_partition_count_and_stage_do_not_change_tables(two_runs: Path, table: str) -> None:
-    one = _sorted(read_arrow(str(two_runs), table, "p1"), KEYS[table])
+    keys = list(TABLES[table].keys)
+    one = _sorted(read_arrow(str(two_runs), table, "r1"), keys)
     assert one.num_rows > 0
-    for other in ("p4", "f1", "f3"):
-        assert one.equals(_sorted(read_arrow(str(two_runs), table, other), KEYS[table])), (
-            f"{table} differs between p1 and {other} (p: staged stages, f: fused; digit: partitions)"
+    for other in ("r3", "s2"):
+        assert one.equals(_sorted(read_arrow(str(two_runs), table, other), keys)), (
+            f"{table} differs between r1 and {other} (r: run stage, s: staged jobs; digit: partitions)"
         )
 
 
 def test_tables_reconcile(two_runs: Path) -> None:
-    messages = read_arrow(str(two_runs), "messages", "p1")
-    results = read_arrow(str(two_runs), "send_results", "p1")
-    attempts = read_arrow(str(two_runs), "send_attempts", "p1")
+    messages = read_arrow(str(two_runs), "messages", "r1")
+    results = read_arrow(str(two_runs), "send_results", "r1")
+    attempts = read_arrow(str(two_runs), "send_attempts", "r1")
     assert results.num_rows == messages.num_rows == 3000
     assert attempts.num_rows == pc.sum(results.column("attempts")).as_py()
-    summary = {r["scope"]: r for r in read_arrow(str(two_runs), "run_summary", "p1").to_pylist()}
+    summary = {r["scope"]: r for r in read_arrow(str(two_runs), "run_summary", "r1").to_pylist()}
     assert summary["all"]["messages"] == 3000
     stored = sum(r["messages"] for scope, r in summary.items() if scope != "all")
     statuses = results.column("status").to_pylist()
@@ -137,19 +138,19 @@ def test_tables_reconcile(two_runs: Path) -> None:
 
 
 def test_reconcile_fails_loudly_when_a_row_is_missing(spark, two_runs: Path) -> None:
-    """Copy run p1 to run "broken" without one result row: reconciliation must refuse it."""
+    """Copy run r1 to run "broken" without one result row: reconciliation must refuse it."""
     for table in ("messages", "send_attempts", "run_summary", "send_results"):
-        df = read_spark(spark, str(two_runs), table, "p1").withColumn("run_id", F.lit("broken"))
+        df = read_spark(spark, str(two_runs), table, "r1").withColumn("run_id", F.lit("broken"))
         if table == "send_results":
             df = df.where((F.col("seq") != 0) | (F.col("producer") != 0))
-        write_run(df, str(two_runs), table, "broken", TABLES[table])
+        write_run(df, str(two_runs), table, "broken", TABLES[table].schema)
     with pytest.raises(pipeline.ReconciliationError, match="one result per message: 3000 != 2999"):
         pipeline.reconcile(spark, _args(two_runs, "broken", 1))
 
 
 def test_outage_shows_in_the_tables(two_runs: Path) -> None:
-    attempts = read_arrow(str(two_runs), "send_attempts", "p1").to_pandas()
-    messages = read_arrow(str(two_runs), "messages", "p1").to_pandas()[["producer", "seq", "message_type"]]
+    attempts = read_arrow(str(two_runs), "send_attempts", "r1").to_pandas()
+    messages = read_arrow(str(two_runs), "messages", "r1").to_pandas()[["producer", "seq", "message_type"]]
     attempts = attempts.merge(messages, on=["producer", "seq"])
     during = (attempts.start_ts_ms >= 2000) & (attempts.start_ts_ms < 6000)
     on_b = attempts[during & (attempts.broker == "broker-b")]
@@ -163,7 +164,7 @@ def test_outage_shows_in_the_tables(two_runs: Path) -> None:
 
 
 def test_rejected_messages_carry_upstream_text(two_runs: Path) -> None:
-    results = read_arrow(str(two_runs), "send_results", "p1").to_pandas()
+    results = read_arrow(str(two_runs), "send_results", "r1").to_pandas()
     rejected = results[results.status == "REJECTED"]
     assert len(rejected) > 0 and (rejected.attempts == 0).all()
     texts = set(rejected.error)
@@ -179,22 +180,22 @@ def test_rejected_messages_carry_upstream_text(two_runs: Path) -> None:
 def test_rerun_replaces_the_run_and_keeps_others(spark, two_runs: Path, scenario: Scenario) -> None:
     from deltalake import DeltaTable
 
-    before = read_arrow(str(two_runs), "send_results", "p4")
+    before = read_arrow(str(two_runs), "send_results", "r3")
     version = DeltaTable(str(two_runs / "send_results")).version()
-    args = _args(two_runs, "p4", 2)
+    args = _args(two_runs, "r3", 2)
     pipeline.run_generate(spark, args, scenario)
     pipeline.run_simulate(spark, args, scenario)
-    after = read_arrow(str(two_runs), "send_results", "p4")
-    keys = KEYS["send_results"]
+    after = read_arrow(str(two_runs), "send_results", "r3")
+    keys = list(TABLES["send_results"].keys)
     assert _sorted(after, keys).equals(_sorted(before, keys))
     assert DeltaTable(str(two_runs / "send_results")).version() > version
-    assert read_arrow(str(two_runs), "send_results", "p1").num_rows == 3000
+    assert read_arrow(str(two_runs), "send_results", "r1").num_rows == 3000
     runs = set(read_arrow(str(two_runs), "send_results").column("run_id").to_pylist())
-    assert {"p1", "p4"} <= runs
+    assert {"r1", "r3"} <= runs
 
 
 def test_spark_reader_matches_deltalake_reader(spark, two_runs: Path) -> None:
-    via_spark = read_spark(spark, str(two_runs), "send_attempts", "p1")
-    via_delta = read_arrow(str(two_runs), "send_attempts", "p1")
+    via_spark = read_spark(spark, str(two_runs), "send_attempts", "r1")
+    via_delta = read_arrow(str(two_runs), "send_attempts", "r1")
     assert via_spark.count() == via_delta.num_rows
     assert via_spark.agg({"latency_ms": "sum"}).first()[0] == pc.sum(via_delta.column("latency_ms")).as_py()

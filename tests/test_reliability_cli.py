@@ -35,8 +35,8 @@ from urllib.parse import unquote
 import pytest
 from deltalake import DeltaTable
 
-from rocketsim.spark.delta_sink import CRASH_AT_ENV
-from rocketsim.spark.tables import list_runs, read_arrow
+from rocketsim.warehouse.delta import CRASH_AT_ENV
+from rocketsim.warehouse.read import list_runs, read_arrow
 
 ROOT = Path(__file__).resolve().parents[1]
 STEADY = ROOT / "conf" / "scenarios" / "steady.toml"

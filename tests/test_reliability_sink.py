@@ -15,9 +15,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from rocketsim.schemas import SEND_RESULTS
-from rocketsim.spark import delta_sink
-from rocketsim.spark.delta_sink import CRASH_AT_ENV, write_run
-from rocketsim.spark.tables import read_arrow
+from rocketsim.spark.delta_sink import write_run
+from rocketsim.warehouse import delta
+from rocketsim.warehouse.delta import CRASH_AT_ENV
+from rocketsim.warehouse.read import read_arrow
 
 pytestmark = pytest.mark.spark
 
@@ -101,16 +102,16 @@ def test_crash_hook_fires_at_the_documented_points_only(
 
     def fake_kill(pid: int, sig: int) -> None:
         assert sig == signal.SIGKILL
-        kills.append(next(s for s in delta_sink.CRASH_STAGES if f"{TABLE}:{s}" in pending))
+        kills.append(next(s for s in delta.CRASH_STAGES if f"{TABLE}:{s}" in pending))
 
-    monkeypatch.setattr(delta_sink.os, "kill", fake_kill)
+    monkeypatch.setattr(delta.os, "kill", fake_kill)
     warehouse = str(tmp_path / "wh")
     df = spark.createDataFrame(_rows(20, 0))
-    for stage in delta_sink.CRASH_STAGES:
+    for stage in delta.CRASH_STAGES:
         pending = {f"{TABLE}:{stage}"}
         monkeypatch.setenv(CRASH_AT_ENV, f"messages:written, {TABLE}:{stage}")
         write_run(df, warehouse, TABLE, "r1", SEND_RESULTS)
-    assert kills == list(delta_sink.CRASH_STAGES)
+    assert kills == list(delta.CRASH_STAGES)
     monkeypatch.setenv(CRASH_AT_ENV, "messages:staged")
     pending = set()
     write_run(df, warehouse, TABLE, "r1", SEND_RESULTS)

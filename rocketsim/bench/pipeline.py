@@ -176,9 +176,10 @@ def rocketsim_seconds(
     """generate + simulate + write Delta for n messages; returns (seconds, attempt rows)."""
     from rocketsim.scenario import load_scenario
     from rocketsim.spark import pipeline
+    from rocketsim.spark.cli import JobArgs
 
     sc = load_scenario(scenario_path, [f"workload.messages={n}", f"workload.hot_share={hot_share}"])
-    args = pipeline.JobArgs(str(scenario_path), str(warehouse), f"bench-{n}", (), 0, 10_000, quiet=True)
+    args = JobArgs(str(scenario_path), str(warehouse), f"bench-{n}", (), 0, 10_000, quiet=True)
     t = time.monotonic()
     _, attempts = pipeline.run_generate_simulate(spark, args, sc)
     return time.monotonic() - t, attempts

@@ -1,44 +1,22 @@
-"""The broker side of a run in Spark: the commit log, send_results' offsets, storage, transactions,
-consumer load. Thin over the core (:mod:`rocketsim.broker`, :mod:`rocketsim.transactions`,
-:mod:`rocketsim.rebalance`).
-
-* In the simulate stage's grouped map each producer's stored copies are made next to its results
-  (:func:`nest_copies`: :func:`rocketsim.broker.log_records`, nested per result row like the attempts),
-  so no join is needed to find them.
-* :func:`commit_log` explodes them and numbers them with window functions in the brokers' write order
-  (:data:`rocketsim.broker.STORE_ORDER`, a total order, so any partitioning gives the same numbers):
-  commit-log offsets are a running sum of record sizes per broker, queue offsets a row number per
-  (broker, stored topic, stored queue). To keep more than one task per broker busy the windows run per
-  (broker, minute of store time) and add the totals of the earlier minutes (a small table, broadcast).
-  The offset message id is ``createMessageId`` as a Spark expression: the broker's host prefix from
-  the core (:func:`rocketsim.broker.store_host_hex`) + the offset in hex; it equals the core's
-  vectorised :func:`rocketsim.broker.offset_msg_ids` (the tests compare them), with no Python pass.
-* ``send_results`` gets its copy's columns by one join (:func:`add_store_columns`); the broker-side
-  stage reads ``commit_log`` for ``broker_storage``, ``transactions`` and ``consumer_load``.
-
-The local oracle is :func:`rocketsim.broker.log_records` + :func:`rocketsim.broker.with_offsets`.
+"""The broker side of a run in Spark: ``broker_storage``, ``transactions``, ``consumer_load`` and their
+reconciliation rules, aggregated from the committed ``commit_log`` (numbered by the stage's broker step,
+:func:`rocketsim.store.number_broker`). Thin over the core (:mod:`rocketsim.store`,
+:mod:`rocketsim.transactions`, :mod:`rocketsim.rebalance`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from rocketsim import broker, rebalance, schemas, transactions
+from rocketsim import rebalance, schemas, store, transactions
 from rocketsim.scenario import Scenario
-from rocketsim.simulate import SimOutput
 from rocketsim.spark.session import spark_schema
+from rocketsim.spark.summaries import window_start
 
-COPIES_COLUMN = "copy_rows"
-COPIES_FIELD = pa.field(COPIES_COLUMN, pa.list_(pa.struct(list(broker.LOG_COLUMNS))))
-OFFSET_BUCKET_MS = 60_000  # store-time slice of the offset windows
-LOG_SCHEMA = schemas.data_schema(schemas.COMMIT_LOG)
-# the columns send_results gains, from the commit-log record it points at
-RESULT_STORE_COLUMNS = tuple(f.name for f in schemas.SEND_RESULTS if schemas.is_broker_side(f))
 # transactions columns taken as they are from the message and its result
 _TXN_PASSED = frozenset(
     {
@@ -54,116 +32,18 @@ _TXN_PASSED = frozenset(
 )
 
 
-# ---- the simulate stage -------------------------------------------------------------------------
-
-
-def nest_copies(nested: pa.Table, messages: pa.Table, out: SimOutput, sc: Scenario) -> pa.Table:
-    """``nested`` (one producer's results sorted by seq) plus each message's stored copies as a list."""
-    log = broker.log_records(messages, out.attempts, out.results, sc)  # sorted by (producer, seq, attempt)
-    counts = np.zeros(nested.num_rows, np.int32)
-    if log.num_rows:
-        idx = np.searchsorted(nested.column("seq").to_numpy(), log.column("seq").to_numpy())
-        np.add.at(counts, idx, 1)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    struct = pa.StructArray.from_arrays(
-        [log.column(f.name).combine_chunks() for f in broker.LOG_COLUMNS], fields=list(broker.LOG_COLUMNS)
-    )
-    return nested.append_column(
-        COPIES_FIELD, pa.ListArray.from_arrays(pa.array(offsets), struct, type=COPIES_FIELD.type)
-    )
-
-
-def commit_log(nested: DataFrame, sc: Scenario) -> DataFrame:
-    """The ``commit_log`` rows (without run_id) from the nested simulate frame."""
-    records = nested.select(F.explode(COPIES_COLUMN).alias("c")).select("c.*")
-    return with_offsets(records, sc)
-
-
-def with_offsets(records: DataFrame, sc: Scenario) -> DataFrame:
-    """Commit-log records (:data:`rocketsim.broker.LOG_COLUMNS`) numbered: queue offset, commit-log
-    offset, offset message id (:data:`LOG_SCHEMA`)."""
-    size = F.col("store_size").cast("long")
-    queue = ["broker", "store_topic", "store_queue_id"]
-    order = [F.col(c) for c in broker.STORE_ORDER]
-    running = Window.unboundedPreceding, Window.currentRow
-    earlier = Window.unboundedPreceding, -1
-    sliced = records.withColumn(
-        "bucket", F.floor(F.col("store_ts_ms") / F.lit(OFFSET_BUCKET_MS)).cast("long")
-    )
-    # numbers inside a (broker, bucket) slice
-    in_log = Window.partitionBy("broker", "bucket").orderBy(*order).rowsBetween(*running)
-    in_queue = Window.partitionBy(*queue, "bucket").orderBy(*order)
-    rows = sliced.withColumn("log_in_bucket", F.sum(size).over(in_log) - size).withColumn(
-        "queue_in_bucket", F.row_number().over(in_queue) - 1
-    )
-    # what the earlier slices hold
-    log_base = (
-        sliced.groupBy("broker", "bucket")
-        .agg(F.sum(size).alias("bytes"))
-        .select(
-            "broker",
-            "bucket",
-            F.coalesce(
-                F.sum("bytes").over(Window.partitionBy("broker").orderBy("bucket").rowsBetween(*earlier)),
-                F.lit(0),
-            ).alias("log_base"),
-        )
-    )
-    queue_base = (
-        sliced.groupBy(*queue, "bucket")
-        .agg(F.count(F.lit(1)).alias("n"))
-        .select(
-            *queue,
-            "bucket",
-            F.coalesce(
-                F.sum("n").over(Window.partitionBy(*queue).orderBy("bucket").rowsBetween(*earlier)), F.lit(0)
-            )
-            .cast("long")
-            .alias("queue_base"),
-        )
-    )
-    numbered = (
-        rows.join(F.broadcast(log_base), ["broker", "bucket"])
-        .join(F.broadcast(queue_base), [*queue, "bucket"])
-        .withColumn("commit_log_offset", (F.col("log_base") + F.col("log_in_bucket")).cast("long"))
-        .withColumn("queue_offset", (F.col("queue_base") + F.col("queue_in_bucket")).cast("long"))
-        .withColumn("offset_msg_id", _offset_msg_id(F.col("broker"), F.col("commit_log_offset"), sc))
-    )
-    return numbered.select(*[F.col(f.name).cast(f.dataType) for f in spark_schema(LOG_SCHEMA).fields])
-
-
-def _offset_msg_id(broker_name: Column, offset: Column, sc: Scenario) -> Column:
-    """``createMessageId(store host, offset)`` as a Spark expression: the broker's host bytes in hex
-    (:func:`rocketsim.broker.store_host_hex`) then the offset as 16 hex digits (Spark's ``hex`` of a
-    long is uppercase, two's complement: offsets are never negative). Equal to
-    :func:`rocketsim.broker.offset_msg_ids`, without a round trip through Python."""
-    prefixes = broker.store_host_hex(sc.cluster.brokers)
-    prefix = F.create_map(*[F.lit(x) for kv in prefixes.items() for x in kv])[broker_name]
-    return F.concat(prefix, F.lpad(F.hex(offset), 16, "0"))
-
-
-def add_store_columns(results: DataFrame, log: DataFrame) -> DataFrame:
-    """``results`` plus the broker-side columns of ``send_results`` from the record it points at."""
-    pointed = log.where(F.col("is_result")).select("producer", "seq", *RESULT_STORE_COLUMNS)
-    return results.join(pointed, ["producer", "seq"], "left").select(*results.columns, *RESULT_STORE_COLUMNS)
-
-
 # ---- the broker-side stage ----------------------------------------------------------------------
 
 
-def _window(col: str, window_ms: int) -> Column:
-    return (F.floor(F.col(col) / F.lit(window_ms)) * F.lit(window_ms)).cast("long")
-
-
 def _ceil_div(col: Column, size: int) -> Column:
-    return F.floor((col + F.lit(size - 1)) / F.lit(size)).cast("long")  # as broker's file counts
+    return F.floor((col + F.lit(size - 1)) / F.lit(size)).cast("long")  # as the broker counts files
 
 
 def broker_storage(log: DataFrame, window_ms: int) -> DataFrame:
     """``broker_storage``: per broker, store-time window and stored (topic, queue) with writes in it."""
     running = Window.unboundedPreceding, Window.currentRow
     per_queue = (
-        log.withColumn("window_start_ms", _window("store_ts_ms", window_ms))
+        log.withColumn("window_start_ms", window_start("store_ts_ms", window_ms))
         .groupBy(
             "broker",
             "window_start_ms",
@@ -199,12 +79,12 @@ def broker_storage(log: DataFrame, window_ms: int) -> DataFrame:
         "messages",
         "store_bytes",
         "cq_entries",
-        _ceil_div(F.col("cq_entries"), broker.CQ_ENTRIES_PER_FILE).alias("cq_files"),
+        _ceil_div(F.col("cq_entries"), store.CQ_ENTRIES_PER_FILE).alias("cq_files"),
         "commit_log_bytes",
-        _ceil_div(F.col("commit_log_bytes"), broker.COMMIT_LOG_FILE_BYTES).alias("commit_log_files"),
+        _ceil_div(F.col("commit_log_bytes"), store.COMMIT_LOG_FILE_BYTES).alias("commit_log_files"),
         "index_entries",
         F.greatest(
-            F.lit(1).cast("long"), _ceil_div(F.col("index_entries"), broker.INDEX_ENTRIES_PER_FILE)
+            F.lit(1).cast("long"), _ceil_div(F.col("index_entries"), store.INDEX_ENTRIES_PER_FILE)
         ).alias("index_files"),
     )
 
@@ -214,7 +94,7 @@ def transaction_table(log: DataFrame, messages: DataFrame, results: DataFrame, s
     txn = messages.where(F.col("message_type") == "transaction").select(
         "producer", "seq", "uniq_msg_id", "topic"
     )
-    half = F.col("store_topic") == broker.HALF_TOPIC
+    half = F.col("store_topic") == store.HALF_TOPIC
     res = results.select(
         "producer",
         "seq",
@@ -227,7 +107,7 @@ def transaction_table(log: DataFrame, messages: DataFrame, results: DataFrame, s
         F.when(half, F.col("commit_log_offset")).alias("half_commit_log_offset"),
         F.when(half, F.col("store_size")).alias("half_store_size"),
     )
-    born = log.where(F.col("is_result") & (F.col("store_topic") == broker.HALF_TOPIC)).select(
+    born = log.where(F.col("is_result") & (F.col("store_topic") == store.HALF_TOPIC)).select(
         "producer", "seq", F.col("born_ts_ms").alias("half_born_ts_ms")
     )
     rows = txn.join(res, ["producer", "seq"]).join(born, ["producer", "seq"], "left")
@@ -251,7 +131,7 @@ def consumer_load(log: DataFrame, txns: DataFrame, sc: Scenario) -> DataFrame:
     committed (their bytes: the stored half's); halves themselves and rolled back or discarded
     transactions never.
     """
-    visible = log.where(F.col("store_topic") != broker.HALF_TOPIC).select(
+    visible = log.where(F.col("store_topic") != store.HALF_TOPIC).select(
         F.coalesce("real_topic", "store_topic").alias("topic"),
         "broker",
         F.coalesce("real_queue_id", "store_queue_id").alias("queue_id"),
@@ -286,7 +166,7 @@ def consumer_load(log: DataFrame, txns: DataFrame, sc: Scenario) -> DataFrame:
 
 
 def _stored(outcome: Column) -> Column:
-    """Spark form of :func:`rocketsim.broker.is_stored_outcome`."""
+    """Spark form of :func:`rocketsim.store.is_stored_outcome`."""
     return (outcome == "ok") | outcome.startswith("status:")
 
 
@@ -298,7 +178,7 @@ def reconcile_checks(read: Callable[[str], DataFrame]) -> dict[str, tuple[int, i
         return df.agg(*aggs).first().asDict()  # one aggregated row
 
     n = F.count(F.lit(1))
-    half = F.col("store_topic") == broker.HALF_TOPIC
+    half = F.col("store_topic") == store.HALF_TOPIC
     log = one(
         read("commit_log"),
         n.alias("records"),
@@ -311,7 +191,7 @@ def reconcile_checks(read: Callable[[str], DataFrame]) -> dict[str, tuple[int, i
     r = one(
         read("send_results"),
         F.count(F.col("queue_offset")).alias("with_offset"),
-        F.count(F.when(~F.col("status").isin(*broker.NOT_STORED_STATUSES, "ONEWAY_SENT"), 1)).alias(
+        F.count(F.when(~F.col("status").isin(*store.NOT_STORED_STATUSES, "ONEWAY_SENT"), 1)).alias(
             "answered"
         ),
         F.count(F.when(~F.col("status").isin("ONEWAY_SENT") & F.col("queue_offset").isNotNull(), 1)).alias(

@@ -1,199 +1,120 @@
 """Compare variants of one scenario in ONE Spark job, on the same messages and fault timeline.
 
-The variants are just another grouping key: each class of variants with the same message signature
-(:func:`rocketsim.variants.message_signature`, normally one class) generates its messages once; they
-are cross-joined with the variant names and ``groupBy(variant, producer).applyInArrow`` simulates each
-producer under the variant's :class:`~rocketsim.scenario.Scenario`, looked up by name. The summaries of
-:mod:`rocketsim.spark.summaries` run with ``keys=("run_id", "variant")``, and the comparison writes:
+The variants are just another dimension of the run's stage: one Spark task per bin of (variant,
+producer) pairs (longest first onto the least loaded bin) runs the same producer step as a run
+(:func:`rocketsim.warehouse.stage_files.write_producer_files` over :mod:`rocketsim.stage`) under the
+variant's :class:`~rocketsim.scenario.Scenario`, writing the attempts and results into a scratch folder
+per variant. A variant cannot change what is sent (:mod:`rocketsim.variants` refuses it), so every
+variant generates the same messages. The summaries of :mod:`rocketsim.spark.summaries` then run over
+those files with ``keys=("run_id", "variant")``, and the comparison writes:
 
 * ``comparisons``: every ``run_summary`` metric of every variant and scope, next to the baseline
   variant's value, with the delta and the delta in percent (long format);
 * ``comparison_windows``: ``broker_windows`` of every variant (the timelines side by side);
 * a ``runs`` row for the comparison (the base scenario, its overrides, counts, wall time).
 
-Nothing per message is written, so the driver and the warehouse stay small whatever the run size.
+Nothing per message is committed, so the driver and the warehouse stay small whatever the run size.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import reduce
 
 import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from rocketsim import __version__, analysis, schemas, simulate
-from rocketsim.scenario import Scenario, ScenarioError
+from rocketsim import __version__, schemas, stage, workload
+from rocketsim.present.frames import KEY_METRICS
+from rocketsim.scenario import Scenario
 from rocketsim.spark import pipeline, summaries
+from rocketsim.spark.cli import CompareArgs, JobArgs
 from rocketsim.spark.delta_sink import write_run
+from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
 from rocketsim.spark.session import spark_schema
-from rocketsim.variants import (
-    Variant,
-    build_scenarios,
-    combine,
-    message_signature,
-    parse_variants,
-    sweep_variants,
-)
+from rocketsim.variants import Variant
+from rocketsim.warehouse.paths import delete_dir, list_files, make_dir, new_write_id, staging_path
+from rocketsim.warehouse.read import read_arrow
+from rocketsim.warehouse.stage_files import StageDirs, write_producer_files
 
 KEYS = ("run_id", "variant")
 # every run_summary metric is compared
 METRICS = tuple(f.name for f in schemas.RUN_SUMMARY if f.name not in ("run_id", "scope"))
-# what the grouped map returns: a variant's results with their attempts nested (pipeline.nest_attempts)
-NESTED_VARIANT_RESULTS = pa.schema(
-    [
-        schemas.VARIANT,
-        *schemas.without_run_id(schemas.SEND_RESULTS),
-        pa.field(
-            pipeline.ATTEMPTS_COLUMN, pa.list_(pa.struct(list(schemas.without_run_id(schemas.SEND_ATTEMPTS))))
-        ),
-    ]
-)
 # what the printed table shows (all of them are in the comparisons table)
-SHOWN_OVERALL = analysis.KEY_METRICS
+SHOWN_OVERALL = KEY_METRICS
 SHOWN_PER_BROKER = ("sends", "share", "latency_p99_ms")
 _INTEGER_METRICS = frozenset(f.name for f in schemas.RUN_SUMMARY if pa.types.is_integer(f.type))
+# what each variant's producer steps write into its scratch folder
+VARIANT_TABLES = ("send_attempts", "send_results")
 
 
 class ComparisonError(RuntimeError):
     """The variants of a comparison do not agree on what they were given (e.g. message counts)."""
 
 
-@dataclass(frozen=True)
-class CompareArgs:
-    """The command line of ``jobs/compare.py``."""
-
-    scenario_path: str
-    variants: tuple[Variant, ...]
-    baseline: str
-    warehouse: str = "warehouse"
-    run_id: str = ""
-    overrides: tuple[str, ...] = ()
-    partitions: int = 0  # 0: Spark's default parallelism
-    window_ms: int = 10_000
-    quiet: bool = False
-
-
-def parse_compare_args(
-    argv: list[str] | None, prog: str = "jobs/compare.py", description: str | None = None
-) -> tuple[CompareArgs, Scenario, dict[str, Scenario]]:
-    """Parse and validate every variant before Spark starts; bad input exits with code 2 and one line."""
-    p = pipeline.OneLineArgumentParser(prog=prog, description=description)  # usage errors: one line too
-    pipeline.add_scenario_arguments(
-        p,
-        run_id_help="comparison id (default: <scenario name>-s<seed>-compare)",
-        set_help="override a scenario key for every variant, e.g. --set workload.messages=200000",
-    )
-    p.add_argument(
-        "--variant",
-        "--variants",
-        dest="variants",
-        action="extend",
-        nargs="+",
-        default=[],
-        metavar="NAME[:KEY=VALUE]",
-        help="a variant and one of its overrides (repeat NAME for more), e.g. "
-        "fault_on:producers.send_latency_fault_enable=true",
-    )
-    p.add_argument(
-        "--sweep",
-        action="append",
-        default=[],
-        metavar="KEY=V1,V2",
-        help="a grid axis, e.g. --sweep producers.client_version=4.9.7,4.9.8,5.3.3 (repeatable)",
-    )
-    p.add_argument("--baseline", default="", help="the variant deltas are taken against (default: the first)")
-    p.add_argument("--partitions", type=int, default=None, help="partitions of the simulate stage")
-    p.add_argument("--window-ms", type=int, default=10_000, help="window of comparison_windows (ms)")
-    p.add_argument("--quiet", action="store_true", help="print only the comparison table")
-    ns = p.parse_args(argv)
-    try:
-        variants = combine(parse_variants(ns.variants), sweep_variants(ns.sweep))
-        base, scenarios = build_scenarios(ns.scenario, ns.overrides, variants)
-        names = [v.name for v in variants]
-        baseline = ns.baseline or names[0]
-        if baseline not in names:
-            raise ScenarioError(f"--baseline must name a variant ({', '.join(names)}), got {baseline!r}")
-        if ns.partitions is not None and ns.partitions < 1:  # absent: Spark's default parallelism
-            raise ScenarioError(f"--partitions must be >= 1, got {ns.partitions}")
-        if ns.window_ms <= 0:
-            raise ScenarioError(f"--window-ms must be > 0, got {ns.window_ms}")
-        run_id = ns.run_id or f"{base.run_id}-compare"
-        if not all(c.isalnum() or c in "-_." for c in run_id):
-            what = "--run-id" if ns.run_id else "name (it names the comparison)"
-            raise ScenarioError(f"{what} may hold only letters, digits, '-', '_' and '.', got {run_id!r}")
-        if len(run_id) > 200:
-            raise ScenarioError(f"the run id must be at most 200 characters, got {run_id!r}")
-    except ScenarioError as exc:
-        print(f"ScenarioError: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    args = CompareArgs(
-        scenario_path=ns.scenario,
-        variants=tuple(variants),
-        baseline=baseline,
-        warehouse=ns.warehouse,
-        run_id=run_id,
-        overrides=tuple(ns.overrides),
-        partitions=ns.partitions or 0,
-        window_ms=ns.window_ms,
-        quiet=ns.quiet,
-    )
-    return args, base, scenarios
-
-
 # ---- the Spark side -----------------------------------------------------------------------------
 
 
-def variant_messages(
-    spark: SparkSession, scenarios: dict[str, Scenario], run_id: str, partitions: int
-) -> DataFrame:
-    """Every variant's messages: generated once per message signature, cross-joined with the names."""
-    classes: list[tuple[tuple, list[str]]] = []  # signatures hold mappings: compared, not hashed
-    for name, sc in scenarios.items():
-        sig = message_signature(sc)
-        same = next((names for s, names in classes if s == sig), None)
-        if same is None:
-            classes.append((sig, [name]))
-        else:
-            same.append(name)
-    frames = []
-    for _, names in classes:
-        messages = pipeline.generate_messages(spark, scenarios[names[0]], run_id, partitions)
-        names_df = spark.createDataFrame([(n,) for n in names], "variant string")
-        frames.append(messages.crossJoin(F.broadcast(names_df)))
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f)
-    return out
+@dataclass(frozen=True)
+class VariantRows:
+    """The attempts and results of every variant (each with ``run_id`` and ``variant``), read from the
+    scratch files the producer steps wrote; ``scratch`` is deleted once the comparison is written."""
+
+    attempts: DataFrame
+    results: DataFrame
+    scratch: str
 
 
-def simulate_variants(messages: DataFrame, scenarios: dict[str, Scenario], partitions: int) -> DataFrame:
-    """Results with nested attempts and a ``variant`` column: one group per (variant, producer)."""
+def simulate_variants(
+    spark: SparkSession, scenarios: dict[str, Scenario], warehouse: str, run_id: str, partitions: int
+) -> VariantRows:
+    """Every variant's producers through the run's producer step, one task per bin of (variant,
+    producer) pairs; their attempts and results as DataFrames."""
+    names = list(scenarios)
+    shares = workload.producer_shares(scenarios[names[0]])  # producers.count: the same in every variant
+    pairs = [(name, share) for name in names for share in shares]
+    scratch = staging_path(warehouse, "comparisons", new_write_id() + SCRATCH_SUFFIX)
+    dirs = {
+        name: StageDirs({t: f"{scratch}/v{i:04d}/{t}" for t in VARIANT_TABLES})
+        for i, name in enumerate(names)
+    }
+    for d in dirs.values():
+        for folder in d.all():
+            make_dir(folder)
 
-    def per_group(table: pa.Table) -> pa.Table:
-        name = table.column("variant")[0].as_py()
-        out = simulate.simulate(table.drop_columns(["run_id", "variant"]), scenarios[name])
-        nested = pipeline.nest_attempts(out.results, out.attempts)
-        return nested.add_column(0, schemas.VARIANT, pa.array([name] * nested.num_rows, pa.string()))
+    def work(i: int) -> tuple[int, int]:
+        name, share = pairs[i]
+        c = write_producer_files(scenarios[name], share, dirs[name])
+        return c.messages, c.attempts
 
-    # Partitioned by the grouping keys so the grouped map adds no second shuffle (and the session's
-    # spark.sql.shuffle.partitions is left alone).
-    grouped = messages.repartition(partitions, "variant", "producer").groupBy("variant", "producer")
-    return grouped.applyInArrow(per_group, spark_schema(NESTED_VARIANT_RESULTS))
+    try:
+        done = map_bins(spark, stage.balanced_bins([s.messages for _, s in pairs], partitions), work)
+        if len(done) != len(pairs):
+            raise RuntimeError(f"comparison: {len(done)} of {len(pairs)} (variant, producer) steps reported")
+        run = F.lit(run_id).cast("string")
 
+        def read(table: str) -> DataFrame:
+            schema = spark_schema(schemas.data_schema(schemas.TABLES[table].schema))
+            frames = [
+                spark.read.schema(schema)
+                .parquet(
+                    *[f"{d.tables[table]}/{f}" for f in list_files(d.tables[table], "part-", ".parquet")]
+                )
+                .select(run.alias("run_id"), F.lit(name).alias("variant"), "*")
+                for name, d in dirs.items()
+            ]
+            return reduce(DataFrame.unionByName, frames)
 
-def split_variants(nested: DataFrame, run_id: str) -> tuple[DataFrame, DataFrame]:
-    """(attempts, results), each with run_id and variant."""
-    nested = nested.withColumn("run_id", F.lit(run_id))
-    results = nested.drop(pipeline.ATTEMPTS_COLUMN)
-    attempts = nested.select(*KEYS, F.explode(pipeline.ATTEMPTS_COLUMN).alias("a")).select(*KEYS, "a.*")
-    return attempts, results
+        return VariantRows(read("send_attempts"), read("send_results"), scratch)
+    except BaseException:
+        delete_dir(scratch)
+        raise
 
 
 def comparison_table(summary: DataFrame, variants: Sequence[Variant], baseline: str) -> DataFrame:
@@ -225,8 +146,6 @@ def run_compare(
 ) -> pa.Table:
     """Simulate every variant, write ``comparisons`` + ``comparison_windows`` + a ``runs`` row, print the
     table; returns the comparisons rows (tiny)."""
-    from rocketsim.spark.tables import read_arrow
-
     started = datetime.now(UTC)
     t = time.monotonic()
     say = (lambda text: None) if args.quiet else (lambda text: print(text, flush=True))
@@ -238,10 +157,9 @@ def run_compare(
     for v in args.variants:
         say(f"  {v.name}: {v.describe()}")
     partitions = args.partitions or spark.sparkContext.defaultParallelism
-    messages = variant_messages(spark, scenarios, args.run_id, partitions)
-    nested = simulate_variants(messages, scenarios, partitions)
-    # Every summary reads these: simulated once (per-message data, kept on the executors), and the
-    # small ones (intervals, the per-variant summary) computed once.
+    rows_of = simulate_variants(spark, scenarios, args.warehouse, args.run_id, partitions)
+    attempts, results = rows_of.attempts, rows_of.results
+    # Every summary reads these small ones: computed once.
     cached: list[DataFrame] = []
 
     def keep(df: DataFrame, level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> DataFrame:
@@ -249,8 +167,6 @@ def run_compare(
         return df
 
     try:
-        nested = keep(nested)
-        attempts, results = split_variants(nested, args.run_id)
         intervals = keep(summaries.isolation_intervals(attempts, KEYS))
         summary = keep(summaries.run_summary(results, attempts, intervals=intervals, keys=KEYS))
         windows = summaries.broker_windows(attempts, args.window_ms, intervals=intervals, keys=KEYS)
@@ -265,6 +181,7 @@ def run_compare(
     finally:
         for df in cached:
             df.unpersist()
+        delete_dir(rows_of.scratch)
     rows = read_arrow(args.warehouse, "comparisons", args.run_id)
     say(f"[compare] {rep_c.rows:,} comparison rows -> {rep_c.path} ({time.monotonic() - t:.1f} s)")
     counts = _overall(rows, "messages")
@@ -274,7 +191,7 @@ def run_compare(
             f"comparison {args.run_id}: variants must each have {total:,} messages, got {wrong}"
         )
     attempts_total = int(sum(_overall(rows, "attempts").values()))
-    job = pipeline.JobArgs(args.scenario_path, args.warehouse, args.run_id, args.overrides, quiet=True)
+    job = JobArgs(args.scenario_path, args.warehouse, args.run_id, args.overrides, quiet=True)
     pipeline.write_runs_row(spark, job, base, total, attempts_total, started, time.monotonic() - t)
     print(format_comparison(rows, [v.name for v in args.variants], args.baseline, args.run_id))
     say(f"done in {time.monotonic() - t:.1f} s")

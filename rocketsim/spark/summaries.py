@@ -100,7 +100,8 @@ def _queue_wait() -> list[Column]:
     ]
 
 
-def _window(col: str, window_ms: int) -> Column:
+def window_start(col: str, window_ms: int) -> Column:
+    """The start of the ``window_ms`` window holding ``col`` (ms): ``floor(col / w) * w``."""
     return (F.floor(F.col(col) / F.lit(window_ms)) * F.lit(window_ms)).cast("long")
 
 
@@ -168,8 +169,8 @@ def _run_queues(attempts: DataFrame, keys: Sequence[str]) -> DataFrame:
 def _run_windows(attempts: DataFrame, keys: Sequence[str], window_ms: int) -> DataFrame:
     """(keys, window_start_ms) of every window from the run's first attempt to its last."""
     bounds = attempts.groupBy(*keys).agg(
-        F.min(_window("start_ts_ms", window_ms)).alias("_lo"),
-        F.max(_window("start_ts_ms", window_ms)).alias("_hi"),
+        F.min(window_start("start_ts_ms", window_ms)).alias("_lo"),
+        F.max(window_start("start_ts_ms", window_ms)).alias("_hi"),
     )
     return bounds.select(
         *keys, F.explode(F.sequence("_lo", "_hi", F.lit(window_ms).cast("long"))).alias("window_start_ms")
@@ -231,7 +232,7 @@ def _interval_windows(intervals: DataFrame, keys: Sequence[str], window_ms: int)
 
 def queue_windows(attempts: DataFrame, window_ms: int, keys: Sequence[str] = RUN_KEYS) -> DataFrame:
     """Sends per (broker, queue) and window, zeros included; ``skew`` = sends / the broker's queue mean."""
-    a = attempts.withColumn("window_start_ms", _window("start_ts_ms", window_ms))
+    a = attempts.withColumn("window_start_ms", window_start("start_ts_ms", window_ms))
     cell = [*keys, "broker", "queue_id", "window_start_ms"]
     counts = a.groupBy(*cell).agg(
         F.count(F.lit(1)).alias("sends"), F.sum((F.col("outcome") == "ok").cast("long")).alias("ok")
@@ -254,7 +255,7 @@ def broker_windows(
     """Per broker and attempt-start window (every broker x every window of the run, zeros included)."""
     keys = list(keys)
     cell = [*keys, "broker", "window_start_ms"]
-    a = _with_kind(attempts).withColumn("window_start_ms", _window("start_ts_ms", window_ms))
+    a = _with_kind(attempts).withColumn("window_start_ms", window_start("start_ts_ms", window_ms))
     main = a.groupBy(*cell).agg(
         *_attempt_counts(), *percentiles("latency_ms"), F.max("latency_ms").alias("latency_max_ms")
     )
@@ -296,7 +297,7 @@ def producer_windows(
     wait; queue skew and Gini over all of the run's queues (by attempt start); brokers it isolated."""
     keys = list(keys)
     cell = [*keys, "producer", "window_start_ms"]
-    r = results.withColumn("window_start_ms", _window("send_ts_ms", window_ms))
+    r = results.withColumn("window_start_ms", window_start("send_ts_ms", window_ms))
     status = F.col("status")
     out = (
         r.groupBy(*cell)
@@ -319,7 +320,7 @@ def producer_windows(
     )
     n_queues = _run_queues(attempts, keys).groupBy(*keys).agg(F.count(F.lit(1)).alias("n_queues"))
     per_queue = (
-        attempts.withColumn("window_start_ms", _window("start_ts_ms", window_ms))
+        attempts.withColumn("window_start_ms", window_start("start_ts_ms", window_ms))
         .groupBy(*cell, "broker", "queue_id")
         .agg(F.count(F.lit(1)).alias("n"))
         .join(n_queues, keys)

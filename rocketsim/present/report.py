@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from rocketsim import __version__, analysis, plots
-from rocketsim.spark.explore import RunData, load_run
+from rocketsim import __version__
+from rocketsim.present import frames, plots, plots_storage
+from rocketsim.present.explore import RunData, load_run
+from rocketsim.warehouse.read import read_pandas
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
@@ -108,9 +110,6 @@ def figures(run: RunData) -> list[tuple[str, str, object]]:
 
 def storage_figures(warehouse: str, run_id: str) -> list[tuple[str, str, object]]:
     """The broker-side chart (commit log, stored queues, consumer load) if the run has its tables."""
-    from rocketsim import plots_storage
-    from rocketsim.spark.tables import read_pandas
-
     try:
         storage = read_pandas(warehouse, "broker_storage", run_id)
         load = read_pandas(warehouse, "consumer_load", run_id)
@@ -130,7 +129,7 @@ def storage_figures(warehouse: str, run_id: str) -> list[tuple[str, str, object]
 def render_report(warehouse: str | os.PathLike[str], run_id: str) -> str:
     """The report of ``run_id`` as one HTML document (figures embedded as base64 PNG)."""
     run = load_run(os.fspath(warehouse), run_id)
-    summary = analysis.summary_frame(run.summary)
+    summary = frames.summary_frame(run.summary)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

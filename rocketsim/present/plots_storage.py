@@ -1,5 +1,5 @@
 """Charts of the broker side of a run: matplotlib over the pandas frames of ``broker_storage`` and
-``consumer_load`` (as ``rocketsim.spark.tables.read_pandas`` returns them). No pyplot state: the
+``consumer_load`` (as ``rocketsim.warehouse.read.read_pandas`` returns them). No pyplot state: the
 function returns a :class:`matplotlib.figure.Figure`.
 """
 
@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from rocketsim.broker import COMMIT_LOG_FILE_BYTES, HALF_TOPIC, SCHEDULE_TOPIC
+from rocketsim.store import COMMIT_LOG_FILE_BYTES, HALF_TOPIC, SCHEDULE_TOPIC
 
 __all__ = ["storage_and_consumers"]
 

@@ -1,7 +1,7 @@
 """Load a run's (or a comparison's) analysis tables as pandas: what the notebooks and the report read.
 
 No SparkSession is started: the tables are read with ``deltalake``
-(:func:`rocketsim.spark.tables.read_pandas`).
+(:func:`rocketsim.warehouse.read.read_pandas`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-from deltalake import DeltaTable
 
 from rocketsim import analysis, schemas
 from rocketsim.scenario import Scenario, ScenarioError, apply_overrides, scenario_from_mapping
-from rocketsim.spark.tables import list_runs, read_pandas, table_path
+from rocketsim.warehouse.read import is_table, list_runs, read_pandas
 
 
 def find_warehouse(path: str | os.PathLike[str] = "warehouse") -> str:
@@ -29,14 +28,10 @@ def find_warehouse(path: str | os.PathLike[str] = "warehouse") -> str:
     return str(parent) if parent.is_dir() else str(p)
 
 
-def _exists(warehouse: str, table: str) -> bool:
-    return DeltaTable.is_deltatable(table_path(warehouse, table))
-
-
 def _read(warehouse: str, table: str, run_id: str) -> pd.DataFrame:
     """The run's rows of ``table``; an empty frame with the declared columns if the table is absent."""
-    if not _exists(warehouse, table):
-        return schemas.TABLES[table].empty_table().to_pandas()
+    if not is_table(warehouse, table):
+        return schemas.TABLES[table].schema.empty_table().to_pandas()
     return read_pandas(warehouse, table, run_id)
 
 
@@ -47,7 +42,7 @@ def latest_run(warehouse: str, table: str = "run_summary") -> str:
         raise FileNotFoundError(
             f"no run in {Path(warehouse).resolve()}/{table}: run `make run` (or jobs/pipeline.py) first"
         )
-    if _exists(warehouse, "runs"):
+    if is_table(warehouse, "runs"):
         runs = read_pandas(warehouse, "runs", columns=["run_id", "started_at"])
         runs = runs[runs.run_id.isin(have)].sort_values(["started_at", "run_id"])
         if len(runs):
@@ -61,7 +56,7 @@ def latest_comparison(warehouse: str) -> str:
 
 
 def _runs_row(warehouse: str, run_id: str) -> dict | None:
-    if not _exists(warehouse, "runs"):
+    if not is_table(warehouse, "runs"):
         return None
     rows = read_pandas(warehouse, "runs", run_id).to_dict("records")
     return rows[0] if rows else None

@@ -1,23 +1,35 @@
-"""The fast ``log_records``/``with_offsets`` (and ``store_records``) give byte-identical tables to the
-implementations they replaced, kept here verbatim as the oracle, over the shipped scenarios, every
-message type and client line, several producers, shuffled and duplicated inputs and random scenarios."""
+"""What a broker stores (:mod:`rocketsim.store`): stored records (sizes, topics, queues, delay), offsets
+and offset ids, store-file counts, and the broker step (numbering, the results' store columns).
+
+Sizes are checked against ``codec.store_size`` of the StoredMessage the broker's steps build; delay rules
+against the conformance vectors (constants.json -> delay). The fast ``log_records``/``with_offsets`` (and
+``store_records``) give byte-identical tables to the implementations they replaced, kept here verbatim as
+the oracle, over the shipped scenarios, every message type and client line, several producers, shuffled
+and duplicated inputs and random scenarios. The broker step is checked on a whole local run: offsets
+dense and in store order, each result pointing at its last stored copy, exact sizes, decodable ids."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketsim import broker, codec, simulate, workload
-from rocketsim.broker import (
+from rocketsim import codec, simulate, store, workload
+from rocketsim.codec import SocketAddress
+from rocketsim.message import MessageConst, MessageSysFlag, broker_delay_transform, parse_delay_levels
+from rocketsim.scenario import Scenario, load_scenario, scenario_from_mapping
+from rocketsim.schemas import COMMIT_LOG, data_schema
+from rocketsim.store import (
     ATTEMPT_COLUMNS,
     BATCH_ELEMENT,
     CLUSTER_NAME,
@@ -35,14 +47,254 @@ from rocketsim.broker import (
     STORE_COLUMNS,
     STORE_ORDER,
     TRANSACTION_ID,
-    _batch_properties,
+    batch_properties,
     is_stored_outcome,
     store_hosts,
 )
-from rocketsim.codec import SocketAddress
-from rocketsim.message import MessageConst, MessageSysFlag, broker_delay_transform
-from rocketsim.scenario import Scenario, load_scenario, scenario_from_mapping
-from rocketsim.schemas import COMMIT_LOG, data_schema
+
+VECTORS = Path(__file__).parent / "data" / "conformance"
+
+
+def _scenario(version: str) -> Scenario:
+    return scenario_from_mapping(
+        {
+            "seed": 5,
+            "cluster": {"brokers": ["broker-a", "broker-b"]},
+            "producers": {
+                "count": 2,
+                "client_version": version,
+                "retry_another_broker_when_not_store_ok": True,
+            },
+            "workload": {
+                "messages": 1500,
+                "rate_per_s": 300.0,
+                "delay_levels": [1, 3, 18, 20, 25],
+                "message_types": {
+                    "normal": 0.5,
+                    "ordered": 0.1,
+                    "delay": 0.15,
+                    "transaction": 0.15,
+                    "batch": 0.1,
+                },
+                "body_size": {
+                    "distribution": "lognormal",
+                    "median": 3000,
+                    "sigma": 1.0,
+                    "min": 1,
+                    "max": 70000,
+                },
+                "invalid": {"bad_topic": 0.01, "oversize_body": 0.01},
+            },
+            "brokers": {"default": {"errors": {"flush_disk_timeout": 0.05, "system_error": 0.01}}},
+        }
+    )
+
+
+@pytest.fixture(scope="module", params=["4.9.8", "5.3.3"])
+def records_run(request: pytest.FixtureRequest) -> tuple[Scenario, pa.Table, pa.Table]:
+    """(scenario, messages, store records) of a small simulated run with every message type."""
+    sc = _scenario(request.param)
+    messages = workload.generate(sc)
+    out = simulate.simulate(messages, sc)
+    records = store.store_records(store.stored_copies(messages, out.attempts, out.results), sc)
+    return sc, messages, records
+
+
+def test_store_sizes_equal_codec_store_size_of_the_stored_message(
+    records_run: tuple[Scenario, pa.Table, pa.Table],
+) -> None:
+    sc, _, records = records_run
+    hosts = store.store_hosts(sc.cluster.brokers)
+    rows = records.to_pylist()
+    assert {r["message_type"] for r in rows} == {"normal", "ordered", "delay", "transaction", "batch"}
+    assert any(r["sys_flag"] & MessageSysFlag.COMPRESSED_FLAG for r in rows)  # compressed bodies are stored
+    for r in rows:
+        # the workload's properties size is what the client would write
+        assert (
+            codec.properties_size(store.client_properties(r, sc), version=sc.producers.version)
+            == r["properties_size"]
+        )
+        assert store.stored_record_size(r, sc, hosts[0]) == r["store_size"], r
+        _, _, props, _ = store.stored_properties(r, sc)
+        if r["batch_id"] is None:
+            assert codec.properties_size(props, version=sc.producers.version) == r["store_props_size"]
+
+
+def test_a_normal_record_encodes_to_its_size(records_run: tuple[Scenario, pa.Table, pa.Table]) -> None:
+    """Build the bytes once: encode_store of the broker's StoredMessage has exactly store_size bytes."""
+    sc, _, records = records_run
+    r = next(r for r in records.to_pylist() if r["message_type"] == "normal")
+    topic, queue_id, props, _ = store.stored_properties(r, sc)
+    assert ("WAIT" in props) == sc.producers.version.is_5  # a 4.9.8 broker leaves WAIT=true out
+    assert props["CLUSTER"] == store.CLUSTER_NAME
+    msg = codec.StoredMessage(
+        topic=topic,
+        body=bytes(r["wire_bytes"] - r["properties_size"]),
+        born_host=codec.SocketAddress(bytes([10, 0, 0, r["producer"]]), 50000),
+        store_host=store.store_hosts(sc.cluster.brokers)[0],
+        properties=props,
+        sys_flag=r["sys_flag"],
+        queue_id=queue_id,
+    )
+    data = codec.encode_store(msg, version=sc.producers.version)
+    assert len(data) == r["store_size"]
+    assert codec.decode_store(data, version=sc.producers.version).properties == props
+
+
+def test_where_each_kind_is_stored(records_run: tuple[Scenario, pa.Table, pa.Table]) -> None:
+    sc, _, records = records_run
+    table = parse_delay_levels()
+    for r in records.to_pylist():
+        if r["message_type"] == "delay":
+            level = min(r["delay_level"], 18)  # levels above maxDelayLevel are clamped
+            assert (r["store_topic"], r["store_queue_id"], r["delay_level_stored"]) == (
+                store.SCHEDULE_TOPIC,
+                level - 1,
+                level,
+            )
+            assert r["deliver_ts_ms"] == r["start_ts_ms"] + r["latency_ms"] + table.level_to_ms[level]
+            assert (r["real_topic"], r["real_queue_id"]) == (r["topic"], r["queue_id"])
+        elif r["message_type"] == "transaction":
+            assert (r["store_topic"], r["store_queue_id"]) == (store.HALF_TOPIC, 0)
+            assert r["store_sys_flag"] & 0xC == MessageSysFlag.TRANSACTION_NOT_TYPE  # reset by the bridge
+            assert r["sys_flag"] & 0xC == MessageSysFlag.TRANSACTION_PREPARED_TYPE
+            assert (r["real_topic"], r["real_queue_id"], r["deliver_ts_ms"]) == (
+                r["topic"],
+                r["queue_id"],
+                None,
+            )
+            _, _, props, _ = store.stored_properties(r, sc)
+            assert props["TRAN_MSG"] == "true" and ("__transactionId__" in props) == sc.producers.version.is_5
+        else:
+            assert (r["store_topic"], r["store_queue_id"]) == (r["topic"], r["queue_id"])
+            assert r["real_topic"] is None and r["deliver_ts_ms"] is None
+        assert r["index_entries"] == 2  # UNIQ_KEY + one key
+        assert r["store_ts_ms"] == r["start_ts_ms"] + r["latency_ms"]
+
+
+def test_delay_rules_follow_the_conformance_vectors() -> None:
+    vectors = json.loads((VECTORS / "constants.json").read_text())["delay"]["broker_put_transform"]
+    sc = _scenario("4.9.8")
+    store_ts = 1_700_000_000_000
+    rows = [
+        {
+            "producer": 0,
+            "topic": v["original_topic"],
+            "tags": None,
+            "keys": None,
+            "uniq_msg_id": "0" * 32,
+            "body_size": 10,
+            "properties_size": 60,
+            "message_type": "delay",
+            "delay_level": int(v["input_DELAY_property"]),
+            "batch_id": None,
+            "wire_bytes": 70,
+            "sys_flag": v["sysFlag"],
+            "queue_id": v["original_queueId"],
+            "start_ts_ms": store_ts,
+            "latency_ms": 0,
+        }
+        for v in vectors
+    ]
+    out = store.store_records(pa.Table.from_pylist(rows), sc).to_pylist()
+    checked = 0
+    for v, r in zip(vectors, out, strict=True):
+        assert (r["deliver_ts_ms"] is not None) == v["delayed"], v
+        if v["sysFlag"] & 0xC == MessageSysFlag.TRANSACTION_PREPARED_TYPE:
+            assert r["store_topic"] == store.HALF_TOPIC  # a prepared message goes to the half topic first
+            continue
+        assert (r["store_topic"], r["store_queue_id"]) == (v["stored_topic"], v["stored_queueId"]), v
+        if v["delayed"]:
+            assert r["delay_level_stored"] == v["effective_level_written_back_to_DELAY"]
+            assert (r["real_topic"], str(r["real_queue_id"])) == (v["REAL_TOPIC"], v["REAL_QID"])
+            assert r["deliver_ts_ms"] == v["deliver_timestamp_for_storeTimestamp_1700000000000"]
+        checked += 1
+    assert checked == len(vectors) - 1
+
+
+def test_offsets_are_dense_and_the_commit_log_is_a_running_sum(
+    records_run: tuple[Scenario, pa.Table, pa.Table],
+) -> None:
+    sc, messages, _ = records_run
+    out = simulate.simulate(messages, sc)
+    log = store.log_records(messages, out.attempts, out.results, sc)
+    committed = store.with_offsets(log, sc).to_pandas()
+    keys = list(store.STORE_ORDER)
+    assert committed[keys].apply(tuple, axis=1).is_monotonic_increasing  # the brokers' write order
+    for _, q in committed.groupby(["broker", "store_topic", "store_queue_id"]):
+        assert q["queue_offset"].tolist() == list(range(len(q)))  # dense, increasing with store order
+    hosts = store.store_hosts(sc.cluster.brokers)
+    for name, b in committed.groupby("broker"):
+        sizes = b["store_size"].to_numpy(np.int64)
+        assert (b["commit_log_offset"].to_numpy() == np.concatenate([[0], np.cumsum(sizes)[:-1]])).all()
+        host = hosts[sc.cluster.brokers.index(name)]
+        for msg_id, offset in zip(b["offset_msg_id"].head(50), b["commit_log_offset"].head(50), strict=True):
+            decoded = codec.decode_message_id(msg_id)
+            assert (decoded.ip, decoded.port, decoded.offset) == (host.ip, host.port, offset)
+    # the copy a result points at: its last storing attempt, unless the send FAILED
+    pointed = committed[committed.is_result].set_index(["producer", "seq"])
+    results = out.results.to_pandas().set_index(["producer", "seq"])
+    stored = results[~results.status.isin(["FAILED", "REJECTED", "ONEWAY_SENT"])]
+    assert stored.index.isin(pointed.index).all() and pointed.index.is_unique
+    assert not results[results.status == "FAILED"].index.isin(pointed.index).any()
+    last_attempt = committed.groupby(["producer", "seq"]).attempt.max()
+    assert (pointed.attempt == last_attempt[pointed.index]).all()
+
+
+def test_copies_fan_a_batch_out_and_keep_duplicates(records_run: tuple[Scenario, pa.Table, pa.Table]) -> None:
+    """A stored batch attempt is one copy per member; a stored not-OK attempt retried elsewhere is a
+    copy too."""
+    _, _, records = records_run
+    df = records.to_pandas()
+    batch = df[df.batch_id.notna()]
+    assert (batch.groupby(["producer", "batch_id", "attempt"]).send_seq.nunique() == 1).all()
+    assert (batch.send_seq <= batch.seq).all() and (batch.send_seq < batch.seq).any()
+    per_message = df.groupby(["producer", "seq"]).size()
+    assert (per_message > 1).any()  # status:FLUSH_DISK_TIMEOUT, then another broker (retryAnother... = true)
+
+
+def test_offset_msg_ids_equal_create_message_id() -> None:
+    hosts = store.store_hosts([f"b{i}" for i in range(300)])
+    assert (hosts[0].ip, hosts[0].port, hosts[299].ip) == (bytes([10, 1, 0, 1]), 10911, bytes([10, 1, 1, 44]))
+    rng = np.random.default_rng(1)
+    index = rng.integers(0, 300, 500)
+    offsets = np.concatenate([[0, 1, 2**31, 2**63 - 1], rng.integers(0, 2**62, 496)])
+    ids = store.offset_msg_ids(index, offsets, hosts).to_pylist()
+    for i, o, msg_id in zip(index, offsets, ids, strict=True):
+        assert msg_id == codec.create_message_id(hosts[i].ip, hosts[i].port, int(o))
+
+
+def test_store_file_counts() -> None:
+    gib = store.COMMIT_LOG_FILE_BYTES
+    assert store.commit_log_files(np.array([0, 1, gib, gib + 1])).tolist() == [0, 1, 1, 2]
+    assert store.consume_queue_files(np.array([1, 300_000, 300_001])).tolist() == [1, 1, 2]
+    assert store.CQ_ENTRY_BYTES * store.CQ_ENTRIES_PER_FILE == 6_000_000  # mappedFileSizeConsumeQueue
+    # IndexHeader counts from 1 and a file is full at maxIndexNum (20,000,000): 19,999,999 entries each
+    assert store.index_files(np.array([0, 19_999_999, 20_000_000])).tolist() == [1, 1, 2]
+
+
+def test_index_entries_count_uniq_key_and_each_key() -> None:
+    sc = _scenario("4.9.8")
+    row = {
+        "producer": 0,
+        "topic": "T",
+        "tags": None,
+        "uniq_msg_id": "0" * 32,
+        "body_size": 1,
+        "properties_size": 50,
+        "message_type": "normal",
+        "delay_level": 0,
+        "batch_id": None,
+        "wire_bytes": 51,
+        "sys_flag": 0,
+        "queue_id": 0,
+        "start_ts_ms": 0,
+        "latency_ms": 1,
+    }
+    keys = [None, "", "a", "a b", " a  b ", "k1 k2 k3"]
+    out = store.store_records(pa.Table.from_pylist([{**row, "keys": k} for k in keys]), sc)
+    assert out.column("index_entries").to_pylist() == [1, 1, 2, 3, 3, 4]  # String.split(" "), empties skipped
+
 
 SCENARIOS = sorted((Path(__file__).parent.parent / "conf" / "scenarios").glob("*.toml"))
 VERSIONS = ("4.9.7", "4.9.8", "5.3.3")
@@ -138,9 +390,7 @@ def _oracle_store_records(table: pa.Table, sc: Scenario) -> pa.Table:
     delayed_props = props + cluster + real + _digits(eff) - _digits(level)
     half_props = props + cluster + real + (_entry(TRANSACTION_ID, uniq_len) if version.is_5 else 0)
     batch_props = (
-        props
-        + (0 if version.is_5 else 1)
-        + codec.properties_size(_batch_properties(version), version=version)
+        props + (0 if version.is_5 else 1) + codec.properties_size(batch_properties(version), version=version)
     )
     kind = np.select([is_batch, half, delayed], [BATCH_ELEMENT, HALF, DELAYED], NORMAL)
     stored_props = np.choose(kind, [normal_props, delayed_props, half_props, batch_props])
@@ -337,16 +587,16 @@ def _same_log(
     messages: pa.Table, attempts: pa.Table, results: pa.Table, sc: Scenario, fast: bool = True
 ) -> pa.Table:
     """log_records equals the oracle; ``fast``: by index arithmetic, not the joins."""
-    assert (broker._copy_rows(messages, attempts, results) is not None) == fast
+    assert (store.copy_rows(messages, attempts, results) is not None) == fast
     want = _oracle_log_records(messages, attempts, results, sc)
-    got = broker.log_records(messages, attempts, results, sc)
+    got = store.log_records(messages, attempts, results, sc)
     assert got.equals(want, check_metadata=True)
     return want
 
 
 def _same_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
     want = _oracle_with_offsets(log, sc)
-    got = broker.with_offsets(log, sc)
+    got = store.with_offsets(log, sc)
     assert got.equals(want, check_metadata=True)
     return want
 
@@ -357,9 +607,9 @@ def _same_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
 def test_store_records_equal_the_oracle(run: Run) -> None:
     sc, messages, attempts, results = run
     copies = _oracle_stored_copies(messages, attempts, results)
-    assert broker.store_records(copies, sc).equals(_oracle_store_records(copies, sc), check_metadata=True)
+    assert store.store_records(copies, sc).equals(_oracle_store_records(copies, sc), check_metadata=True)
     order = [(k, "ascending") for k in ("producer", "seq", "attempt")]  # copies come in no set order
-    assert broker.stored_copies(messages, attempts, results).sort_by(order).equals(copies.sort_by(order))
+    assert store.stored_copies(messages, attempts, results).sort_by(order).equals(copies.sort_by(order))
 
 
 def test_log_records_per_producer_equal_the_oracle(run: Run) -> None:
@@ -440,9 +690,9 @@ def test_offset_msg_ids_equal_the_oracle() -> None:
     rng = np.random.default_rng(2)
     index = rng.integers(0, 300, 5000)
     offsets = np.concatenate([[0, 1, 255, 256, 2**31, 2**63 - 1], rng.integers(0, 2**63 - 1, 4994)])
-    assert broker.offset_msg_ids(index, offsets, hosts).equals(_oracle_offset_msg_ids(index, offsets, hosts))
+    assert store.offset_msg_ids(index, offsets, hosts).equals(_oracle_offset_msg_ids(index, offsets, hosts))
     empty = np.zeros(0, np.int64)
-    assert broker.offset_msg_ids(empty, empty, hosts).equals(_oracle_offset_msg_ids(empty, empty, hosts))
+    assert store.offset_msg_ids(empty, empty, hosts).equals(_oracle_offset_msg_ids(empty, empty, hosts))
 
 
 def _with(log: pa.Table, **columns: Any) -> pa.Table:
@@ -468,7 +718,7 @@ def test_with_offsets_of_ties_and_unknown_brokers() -> None:
     with pytest.raises(ValueError):
         _oracle_with_offsets(stranger, sc)
     with pytest.raises(ValueError):
-        broker.with_offsets(stranger, sc)
+        store.with_offsets(stranger, sc)
 
 
 def test_with_offsets_of_far_apart_keys() -> None:
@@ -480,9 +730,9 @@ def test_with_offsets_of_far_apart_keys() -> None:
         _same_offsets(_shuffled(_with(log, **{name: log.column(name).to_numpy() + producer1 * shift}), 9), sc)
     rng = np.random.default_rng(3)
     keys = [rng.integers(0, 3, 1000) << 61, rng.integers(0, 3, 1000) << 40, rng.integers(0, 2, 1000)]
-    codes = broker._group_codes(keys)
+    codes = store.group_codes(keys)
     same = np.all([k[:, None] == k[None, :] for k in keys], axis=0)
-    assert broker._packed(keys) is None and ((codes[:, None] == codes[None, :]) == same).all()
+    assert store.pack_keys(keys) is None and ((codes[:, None] == codes[None, :]) == same).all()
 
 
 # ---- random scenarios ----------------------------------------------------------------------------
@@ -546,3 +796,170 @@ def test_random_scenarios_equal_the_oracle(sc: Scenario, seed: int) -> None:
         _same_log(_producer(messages, p), _producer(attempts, p), _producer(results, p), sc)
     log = _same_log(messages, attempts, results, sc)
     _same_offsets(_shuffled(log, seed), sc)
+
+
+# ---- the broker step on a whole run --------------------------------------------------------------
+
+BROKER_STEP = {
+    "name": "broker-side",
+    "seed": 8,
+    "cluster": {"brokers": ["broker-a", "broker-b"], "write_queues": 4, "read_queues": 3},
+    "producers": {
+        "count": 2,
+        "threads": 2,
+        "client_version": "4.9.8",
+        "retry_another_broker_when_not_store_ok": True,
+        "send_mode": {"sync": 0.8, "async": 0.1, "oneway": 0.1},
+    },
+    "workload": {
+        "messages": 1500,
+        "rate_per_s": 20.0,  # 75 s
+        "delay_levels": [2, 20],
+        "message_types": {"normal": 0.5, "ordered": 0.1, "delay": 0.1, "transaction": 0.2, "batch": 0.1},
+        "invalid": {"bad_topic": 0.01},
+    },
+    "brokers": {"default": {"errors": {"flush_disk_timeout": 0.03, "system_error": 0.01}}},
+}
+
+
+def _message_keys(t: pa.Table) -> pa.ChunkedArray:
+    """(producer, seq) as one int64."""
+    return pc.add(pc.multiply(pc.cast(t.column("producer"), pa.int64()), 1 << 40), t.column("seq"))
+
+
+@pytest.fixture(scope="module")
+def step_run() -> tuple[Scenario, pa.Table, pa.Table, pd.DataFrame, pd.DataFrame]:
+    """(scenario, messages, attempts, commit log, results with their store columns) of a local run: every
+    producer's records (store.log_records), then store.number_broker once per broker."""
+    sc = scenario_from_mapping(BROKER_STEP)
+    messages = workload.generate(sc)
+    out = simulate.simulate(messages, sc)
+    log = store.log_records(messages, out.attempts, out.results, sc)
+    key = _message_keys(out.results)
+    has_record = pc.is_in(key, value_set=_message_keys(log.filter(log.column("is_result"))))
+    logs, results = [], [store.with_null_store_columns(out.results.filter(pc.invert(has_record)))]
+    for b in sc.cluster.brokers:
+        mine = log.filter(pc.equal(log.column("broker"), b))
+        own = pc.is_in(key, value_set=_message_keys(mine.filter(mine.column("is_result"))))
+        numbered, completed = store.number_broker(mine, out.results.filter(own), sc)
+        logs.append(numbered)
+        results.append(completed)
+    committed = pa.concat_tables(logs).to_pandas()
+    completed = pa.concat_tables(results).sort_by([("producer", "ascending"), ("seq", "ascending")])
+    assert completed.num_rows == messages.num_rows
+    return sc, messages, out.attempts, committed, completed.to_pandas()
+
+
+def test_broker_step_offsets_are_dense_and_follow_store_order(step_run: tuple) -> None:
+    _, _, _, oracle, _ = step_run
+    assert oracle.duplicated(["producer", "seq"]).any()  # a not-OK store retried elsewhere: two copies
+    assert (oracle.offset_msg_id.str.len() == 32).all()
+    assert oracle.store_ts_ms.max() > 7 * 10_000  # the records span several minutes of store time
+    for _, q in oracle.groupby(["broker", "store_topic", "store_queue_id"]):
+        assert q.queue_offset.tolist() == list(range(len(q)))
+        assert q.store_ts_ms.is_monotonic_increasing
+    for _, b in oracle.groupby("broker"):
+        sizes = b.store_size.to_numpy(np.int64)
+        assert b.commit_log_offset.tolist() == np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
+
+
+def test_broker_step_results_point_at_their_last_stored_copy(step_run: tuple) -> None:
+    _, _, _, oracle, results = step_run
+    last = oracle.sort_values("attempt").groupby(["producer", "seq"]).tail(1)
+    cols = ["store_ts_ms", "store_topic", "store_queue_id", "queue_offset", "commit_log_offset", "store_size"]
+    merged = results.merge(
+        last[["producer", "seq", *cols]], on=["producer", "seq"], suffixes=("", "_o"), how="left"
+    )
+    stored = ~merged.status.isin(["FAILED", "REJECTED"])
+    for c in cols:  # NaN on both sides: a oneway whose attempt the broker did not store
+        a, b = merged.loc[stored, c], merged.loc[stored, f"{c}_o"]
+        assert a.isna().tolist() == b.isna().tolist() and a[a.notna()].tolist() == b[a.notna()].tolist(), c
+        assert merged.loc[~stored, c].isna().all(), c
+    # a oneway result may point at nothing: the broker failed while the client saw success
+    answered = results[~results.status.isin(["FAILED", "REJECTED", "ONEWAY_SENT"])]
+    assert answered.queue_offset.notna().all()
+    assert results.queue_offset.notna().sum() > 1000
+
+
+def test_broker_step_store_sizes_are_exact_for_a_sample(step_run: tuple) -> None:
+    sc, messages, _, _, results = step_run
+    rows = results[results.queue_offset.notna()].merge(
+        messages.to_pandas().drop(columns=["send_mode", "born_ts_ms", "uniq_msg_id"]), on=["producer", "seq"]
+    )
+    sample = pd.concat([g.head(8) for _, g in rows.groupby("message_type")])
+    hosts = store.store_hosts(sc.cluster.brokers)
+    for r in sample.to_dict("records"):
+        r["batch_id"] = None if pd.isna(r["batch_id"]) else int(r["batch_id"])
+        r["queue_id"] = int(r["queue_id"])
+        host = hosts[sc.cluster.brokers.index(r["broker"])]
+        assert store.stored_record_size(r, sc, host) == r["store_size"], r["message_type"]
+
+
+def test_broker_step_offset_msg_ids_decode_to_store_host_and_offset(step_run: tuple) -> None:
+    sc, _, _, _, results = step_run
+    stored = results[results.offset_msg_id.notna()]
+    hosts = dict(zip(sc.cluster.brokers, store.store_hosts(sc.cluster.brokers), strict=True))
+    assert {h.ip for h in hosts.values()} == {bytes([10, 1, 0, 1]), bytes([10, 1, 0, 2])}
+    for msg_id, b, offset in zip(stored.offset_msg_id, stored.broker, stored.commit_log_offset, strict=True):
+        decoded = codec.decode_message_id(msg_id)
+        assert (decoded.ip, decoded.port, decoded.offset) == (hosts[b].ip, 10911, int(offset))
+
+
+def test_broker_step_delay_messages_wait_in_the_schedule_topic(step_run: tuple) -> None:
+    _, messages, _, _, results = step_run
+    kinds = messages.select(["producer", "seq", "message_type", "delay_level"]).to_pandas()
+    rows = results[results.queue_offset.notna()].merge(kinds, on=["producer", "seq"])
+    delay = rows[rows.message_type == "delay"]
+    assert set(delay.delay_level) == {2, 20}
+    level = delay.delay_level.clip(upper=18)  # 20 is clamped to maxDelayLevel
+    table = parse_delay_levels()
+    assert (delay.store_topic == store.SCHEDULE_TOPIC).all()
+    assert (delay.store_queue_id == level - 1).all()
+    assert (delay.deliver_ts_ms == delay.store_ts_ms + level.map(table.level_to_ms)).all()
+    assert rows[rows.message_type != "delay"].deliver_ts_ms.isna().all()
+
+
+def test_broker_step_refuses_results_and_records_that_do_not_pair_up(step_run: tuple) -> None:
+    sc, messages, attempts, _, _ = step_run
+    out = simulate.simulate(messages, sc)
+    numbered = store.with_offsets(store.log_records(messages, attempts, out.results, sc), sc)
+    own = pc.is_in(
+        _message_keys(out.results), value_set=_message_keys(numbered.filter(numbered["is_result"]))
+    )
+    results = out.results.filter(own)
+    assert store.attach_store_columns(results, numbered).num_rows == results.num_rows
+    with pytest.raises(AssertionError, match="do not pair up"):
+        store.attach_store_columns(results.slice(1), numbered)
+    assert store.RESULT_STORE_COLUMNS == (
+        "store_ts_ms",
+        "store_topic",
+        "store_queue_id",
+        "queue_offset",
+        "commit_log_offset",
+        "store_size",
+        "offset_msg_id",
+        "deliver_ts_ms",
+    )
+
+
+def test_pointed_brokers_tag_records_and_results(step_run: tuple) -> None:
+    sc, messages, attempts, _, _ = step_run
+    one = messages.filter(pc.equal(messages.column("producer"), 1))
+    out = simulate.simulate(one, sc)
+    log = store.log_records(one, out.attempts, out.results, sc)
+    log_broker, result_broker = store.pointed_brokers(out.results, log, sc.cluster.brokers)
+    brokers = np.array(sc.cluster.brokers)
+    assert (brokers[log_broker] == np.array(log.column("broker").to_pylist())).all()
+    statuses = np.array(out.results.column("status").to_pylist())
+    assert (result_broker[np.isin(statuses, ["FAILED", "REJECTED"])] == -1).all()
+    assert (result_broker >= 0).sum() == pc.sum(log.column("is_result")).as_py() > 0
+    with pytest.raises(AssertionError, match="seq order"):
+        store.pointed_brokers(
+            out.results.take(pa.array(range(out.results.num_rows - 1, -1, -1))), log, brokers
+        )
+
+
+def test_broker_indexes_refuse_unknown_brokers() -> None:
+    assert store.broker_indexes(pa.array(["b", "a", "b"]), ("a", "b")).tolist() == [1, 0, 1]
+    with pytest.raises(ValueError, match=r"'z' is not in the cluster's brokers \['a', 'b'\]"):
+        store.broker_indexes(pa.array(["a", "z"]), ("a", "b"))

@@ -1,4 +1,4 @@
-"""The broker side of a send: what a stored attempt becomes in the broker's store (pure, vectorised).
+"""What a broker stores: what a stored attempt becomes in the broker's store (pure, vectorised).
 
 An attempt whose outcome is ``ok`` or ``status:*`` was written by the broker. This module says what was
 written, following the broker of the client's line (a 4.9.x client talks to a 4.9.8 broker, a 5.x client
@@ -27,6 +27,10 @@ Approximations: the client's properties are the workload's (``WAIT``, ``TAGS``, 
 blank filler a broker writes at the end of each 1 GiB file; what a broker writes later (the scheduled
 delivery of a delay message, a committed transaction's final message, op-half and check-back records)
 is not in the commit log here.
+
+The broker step of the stage (:func:`number_broker`): one broker's records, from every producer, numbered
+in its write order (:func:`with_offsets`), and the ``send_results`` rows that point at them completed
+with the record's columns (:func:`attach_store_columns`, :data:`RESULT_STORE_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from rocketsim import codec
 from rocketsim.codec import SocketAddress, StoredMessage
 from rocketsim.message import MessageConst, MessageSysFlag, broker_delay_transform
 from rocketsim.scenario import Scenario
-from rocketsim.schemas import COMMIT_LOG, data_schema
+from rocketsim.schemas import COMMIT_LOG, SEND_RESULTS, data_schema, is_broker_side
 from rocketsim.versions import ClientVersion
 
 __all__ = [
@@ -55,9 +59,12 @@ __all__ = [
     "CQ_ENTRY_BYTES",
     "HALF_TOPIC",
     "INDEX_ENTRIES_PER_FILE",
+    "RESULT_STORE_COLUMNS",
     "SCHEDULE_TOPIC",
     "STORE_COLUMNS",
     "STORE_PORT",
+    "attach_store_columns",
+    "batch_properties",
     "client_properties",
     "commit_log_files",
     "consume_queue_files",
@@ -65,10 +72,12 @@ __all__ = [
     "is_stored_outcome",
     "broker_indexes",
     "log_records",
+    "number_broker",
     "offset_msg_ids",
-    "store_host_hex",
+    "pointed_brokers",
     "store_hosts",
     "store_records",
+    "with_null_store_columns",
     "with_offsets",
     "stored_copies",
     "stored_properties",
@@ -164,14 +173,6 @@ def store_hosts(brokers: Sequence[str]) -> tuple[SocketAddress, ...]:
     )
 
 
-def store_host_hex(brokers: Sequence[str]) -> dict[str, str]:
-    """Each broker's store host as the first 16 hex digits of its offset message ids (ip + port)."""
-    return {
-        b: codec.create_message_id(h.ip, h.port, 0)[:16]
-        for b, h in zip(brokers, store_hosts(brokers), strict=True)
-    }
-
-
 # uppercase hex digits as ASCII, first digit in the lowest byte: of each byte (2), of each uint16 (4)
 _HEX_PAIRS = np.array([ord(f"{b:02X}"[0]) | ord(f"{b:02X}"[1]) << 8 for b in range(256)], "<u2")
 _HEX_QUADS = (
@@ -180,7 +181,9 @@ _HEX_QUADS = (
 
 
 def offset_msg_ids(broker_index: np.ndarray, offsets: np.ndarray, hosts: Sequence[SocketAddress]) -> pa.Array:
-    """Vectorised ``codec.create_message_id(host.ip, host.port, offset)`` for IPv4 store hosts."""
+    """Vectorised :func:`rocketsim.codec.create_message_id` (``MessageDecoder.createMessageId``) of
+    ``(host.ip, host.port, offset)`` for IPv4 store hosts: 32 uppercase hex digits a row, ip and port
+    then the offset (tests/test_store.py holds the two equal)."""
     if any(len(h.ip) != 4 for h in hosts):
         raise ValueError("offset_msg_ids handles IPv4 store hosts only")
     head = np.array([list(h.ip) + list(h.port.to_bytes(4, "big")) for h in hosts], np.uint8).reshape(-1, 8)
@@ -212,7 +215,7 @@ def client_properties(row: Mapping[str, object], sc: Scenario) -> dict[str, str]
     return props
 
 
-def _batch_properties(version: ClientVersion) -> dict[str, str]:
+def batch_properties(version: ClientVersion) -> dict[str, str]:
     """The batch request's own properties as the broker sees them: WAIT, 5.x UNIQ_KEY, CLUSTER."""
     props = {_WAIT: "true"}
     if version.is_5:  # 5.x DefaultMQProducer.batch() gives the batch a UNIQ_KEY (32 hex chars, IPv4)
@@ -231,7 +234,7 @@ def stored_properties(
     topic, queue_id = str(row["topic"]), int(row["queue_id"])  # type: ignore[call-overload]
     props = client_properties(row, sc)
     if row.get("batch_id") is not None:
-        return topic, queue_id, [*props.items(), *_batch_properties(version).items()], None
+        return topic, queue_id, [*props.items(), *batch_properties(version).items()], None
     props[MessageConst.PROPERTY_CLUSTER] = CLUSTER_NAME
     if row["message_type"] == "transaction":  # TransactionalMessageBridge.parseHalfMessageInner
         if version.is_5:
@@ -381,9 +384,7 @@ def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
     delayed_props = props + cluster + real + _digits(eff) - _digits(level)
     half_props = props + cluster + real + (_entry(TRANSACTION_ID, uniq_len) if version.is_5 else 0)
     batch_props = (
-        props
-        + (0 if version.is_5 else 1)
-        + codec.properties_size(_batch_properties(version), version=version)
+        props + (0 if version.is_5 else 1) + codec.properties_size(batch_properties(version), version=version)
     )
     kind = np.select([is_batch, half, delayed], [BATCH_ELEMENT, HALF, DELAYED], NORMAL)
     stored_props = np.choose(kind, [normal_props, delayed_props, half_props, batch_props])
@@ -468,7 +469,7 @@ def _mask(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(values.fill_null(False).to_numpy(zero_copy_only=False), bool)
 
 
-def _packed(keys: Sequence[np.ndarray]) -> np.ndarray | None:
+def pack_keys(keys: Sequence[np.ndarray]) -> np.ndarray | None:
     """One int64 per row that sorts as the row's tuple of ``keys`` (mixed radix over their ranges);
     None when the ranges do not fit."""
     n = len(keys[0])
@@ -487,9 +488,9 @@ def _packed(keys: Sequence[np.ndarray]) -> np.ndarray | None:
     return packed
 
 
-def _group_codes(keys: Sequence[np.ndarray]) -> np.ndarray:
+def group_codes(keys: Sequence[np.ndarray]) -> np.ndarray:
     """Int codes, equal where the rows' ``keys`` are: packed, or numbered when they do not fit."""
-    packed = _packed(keys)
+    packed = pack_keys(keys)
     if packed is not None:
         return packed
     return np.unique(np.stack(keys), axis=1, return_inverse=True)[1].reshape(-1)
@@ -513,7 +514,7 @@ def _lookup(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.where(found, pos, -1)
 
 
-def _copy_rows(
+def copy_rows(
     messages: pa.Table, attempts: pa.Table, results: pa.Table
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Row numbers (message, attempt, message's result) of every stored copy in (producer, seq, attempt)
@@ -523,7 +524,7 @@ def _copy_rows(
     if any(t.column(c).null_count for t, c in [*key_columns, (attempts, "attempt")]):
         return None
     mp, ms, rp, rs, ap, as_ = (_ints(t, c) for t, c in key_columns)
-    keys = _packed([np.concatenate([mp, rp, ap]), np.concatenate([ms, rs, as_])])
+    keys = pack_keys([np.concatenate([mp, rp, ap]), np.concatenate([ms, rs, as_])])
     if keys is None:
         return None
     msg_key, res_key, att_key = np.split(keys, [len(mp), len(mp) + len(rp)])
@@ -550,7 +551,7 @@ def _copy_rows(
     if not single.all():  # one copy per sent member of the batch: (producer, batch_id) groups
         batch_id = np.asarray(messages.column("batch_id").fill_null(0).to_numpy(), np.int64)[sent_msg]
         members = np.flatnonzero(in_batch)
-        group = _packed([mp[sent_msg[members]], batch_id[members]])
+        group = pack_keys([mp[sent_msg[members]], batch_id[members]])
         if group is None:
             return None
         by_group = np.argsort(group, kind="stable")
@@ -582,7 +583,7 @@ def _copy_rows(
 def _copies_at(
     messages: pa.Table, attempts: pa.Table, results: pa.Table, rows: tuple[np.ndarray, ...]
 ) -> pa.Table:
-    """The copies at :func:`_copy_rows`' rows, with the columns :func:`store_records` and the log need."""
+    """The copies at :func:`copy_rows`' rows, with the columns :func:`store_records` and the log need."""
     msg, att, res = (pa.array(r) for r in rows)
     taken = [
         messages.select(["producer", "seq", *(c for c in MESSAGE_COLUMNS if c != "tags")]).take(msg),
@@ -598,7 +599,7 @@ def log_records(messages: pa.Table, attempts: pa.Table, results: pa.Table, sc: S
     ``is_result`` marks the copy ``send_results`` points at: the last storing attempt of a message
     whose status is not FAILED/REJECTED (a not-OK store that a retry lost is still returned).
     """
-    rows = _copy_rows(messages, attempts, results)
+    rows = copy_rows(messages, attempts, results)
     if rows is None:  # repeated keys: the joins, then a sort
         records = store_records(stored_copies(messages, attempts, results), sc)
         records = records.sort_by([(k, "ascending") for k in ("producer", "seq", "attempt")])
@@ -627,7 +628,7 @@ def _store_order(log: pa.Table) -> np.ndarray | None:
     # (send_seq, seq) sorts as (send_seq, seq - send_seq), a batch member's place in its batch (small),
     # when the difference cannot overflow
     bound = max(abs(int(f(k))) for k in (send_seq, seq) for f in (np.min, np.max))
-    packed = _packed([ts, producer, send_seq, attempt, seq - send_seq]) if bound < 1 << 62 else None
+    packed = pack_keys([ts, producer, send_seq, attempt, seq - send_seq]) if bound < 1 << 62 else None
     if packed is None:
         return np.lexsort((seq, attempt, send_seq, producer, ts))
     if (packed[1:] >= packed[:-1]).all():
@@ -668,7 +669,7 @@ def broker_indexes(column: pa.ChunkedArray | pa.Array, brokers: Sequence[str]) -
 def with_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
     """``log`` (:data:`LOG_COLUMNS`) as the commit log (``COMMIT_LOG`` columns) in the brokers' write
     order: queue offsets per (broker, store topic, store queue), commit-log offsets as the running sum
-    of record sizes per broker, offset message ids. The local oracle of the Spark windows.
+    of record sizes per broker, offset message ids.
 
     Any row order in, any mix of producers and brokers (vectorised: one sort, then running sums)."""
     brokers = list(sc.cluster.brokers)
@@ -682,7 +683,7 @@ def with_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
         log = log.append_column("broker", pa.array(brokers, pa.string()).take(pa.array(index)))
         log = log.append_column("store_topic", topics.dictionary.take(pa.array(topic)))
     commit_log_offset = _running_sums(index, _ints(log, "store_size"))
-    queue_key = _group_codes([index, topic, _ints(log, "store_queue_id")])
+    queue_key = group_codes([index, topic, _ints(log, "store_queue_id")])
     cols = {
         "queue_offset": pa.array(_running_sums(queue_key)),
         "commit_log_offset": pa.array(commit_log_offset),
@@ -692,6 +693,70 @@ def with_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
         log = log.append_column(name, cols[name])
     schema = data_schema(COMMIT_LOG)
     return log.select(schema.names).cast(schema)
+
+
+# ---- the broker step: one broker's numbering and the results pointing at it ----------------------
+
+RESULTS_DATA = data_schema(SEND_RESULTS)
+# the columns send_results gains from the commit-log record it points at
+RESULT_STORE_COLUMNS = tuple(f.name for f in SEND_RESULTS if is_broker_side(f))
+
+
+def pointed_brokers(
+    results: pa.Table, log: pa.Table, brokers: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """For one producer's ``results`` (in seq order) and its commit-log records (:func:`log_records`):
+    (each record's place in ``brokers``, each result's broker: that of the record it points at
+    (``is_result``), -1 when it points at none)."""
+    seq = _ints(results, "seq")
+    if len(seq) > 1 and not (seq[1:] > seq[:-1]).all():
+        raise AssertionError("pointed_brokers needs one producer's results in increasing seq order")
+    log_broker = broker_indexes(log.column("broker"), brokers)
+    is_result = _mask(log.column("is_result"))
+    pointed_seq = _ints(log, "seq")[is_result]
+    at = np.searchsorted(seq, pointed_seq)
+    if len(at) and (at.max() >= len(seq) or not (seq[at] == pointed_seq).all()):
+        raise AssertionError("a commit-log record points at no result")
+    result_broker = np.full(len(seq), -1, np.int64)
+    result_broker[at] = log_broker[is_result]
+    return log_broker, result_broker
+
+
+def with_null_store_columns(results: pa.Table) -> pa.Table:
+    """``send_results`` rows that point at no stored copy: the broker-side columns are null."""
+    for name in RESULT_STORE_COLUMNS:
+        field = RESULTS_DATA.field(name)
+        results = results.append_column(field, pa.nulls(results.num_rows, field.type))
+    return results.select(RESULTS_DATA.names).cast(RESULTS_DATA)
+
+
+def _result_keys(table: pa.Table) -> np.ndarray:
+    """One int64 per (producer, seq): producer in the bits above 40."""
+    return (_ints(table, "producer") << 40) | _ints(table, "seq")
+
+
+def attach_store_columns(results: pa.Table, numbered: pa.Table) -> pa.Table:
+    """``results`` (each pointing at one record of ``numbered``) with that record's broker-side columns."""
+    pointed = numbered.filter(numbered.column("is_result"))
+    keys, wanted = _result_keys(pointed), _result_keys(results)
+    order = np.argsort(keys, kind="stable")
+    at = np.searchsorted(keys, wanted, sorter=order)
+    paired = len(keys) == len(wanted) and (
+        not len(at) or (at.max() < len(keys) and (keys[order[at]] == wanted).all())
+    )
+    if not paired:
+        raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
+    take = pa.array(order[at])
+    for name in RESULT_STORE_COLUMNS:
+        results = results.append_column(RESULTS_DATA.field(name), pointed.column(name).take(take))
+    return results.select(RESULTS_DATA.names).cast(RESULTS_DATA)
+
+
+def number_broker(log: pa.Table, results: pa.Table, sc: Scenario) -> tuple[pa.Table, pa.Table]:
+    """The broker step: one broker's records from every producer (:data:`LOG_COLUMNS`) and the results
+    that point at them -> (its ``commit_log`` rows, those results with their store columns)."""
+    numbered = with_offsets(log, sc)
+    return numbered, attach_store_columns(results, numbered)
 
 
 # ---- store files --------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Charts of a run and of a comparison: matplotlib over the pandas frames of the summary tables.
 
-Every function takes frames as read by :mod:`rocketsim.spark.explore` (or ``read_pandas``) and returns a
+Every function takes frames as read by :mod:`rocketsim.present.explore` (or ``read_pandas``) and returns a
 :class:`matplotlib.figure.Figure` with a title, axis labels with units and a legend; faults of the
 scenario, when given, are shaded. No pyplot state is used, so figures can be made anywhere (notebooks,
 the HTML report, tests); :func:`save_figure` writes a PNG, :func:`figure_png_base64` embeds one.

@@ -1,0 +1,200 @@
+"""The jobs' command line, declared once: the options every job shares, and the two parsers built on them
+(a run's jobs: ``jobs/pipeline.py``, ``generate.py``, ``simulate.py``, ``broker_side.py``,
+``summarize.py``; a comparison: ``jobs/compare.py``).
+
+Everything is parsed and validated before Spark starts: a bad option, scenario or variant exits with
+code 2 and one line on stderr naming the key, the rule and the value (``ScenarioError: ...``, or
+argparse's usage error on one line). Nothing here starts Spark; the jobs call ``build_session`` after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rocketsim.scenario import Scenario, ScenarioError, load_scenario
+from rocketsim.variants import Variant, build_scenarios, combine, parse_variants, sweep_variants
+
+MAX_RUN_ID = 200
+T = typing.TypeVar("T")
+
+
+@dataclass(frozen=True)
+class JobArgs:
+    """The command line of a run's jobs."""
+
+    scenario_path: str
+    warehouse: str = "warehouse"
+    run_id: str = ""
+    overrides: tuple[str, ...] = ()
+    partitions: int = 0  # 0: Spark's default parallelism
+    window_ms: int = 10_000
+    quiet: bool = False
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CompareArgs:
+    """The command line of ``jobs/compare.py``."""
+
+    scenario_path: str
+    variants: tuple[Variant, ...]
+    baseline: str
+    warehouse: str = "warehouse"
+    run_id: str = ""
+    overrides: tuple[str, ...] = ()
+    partitions: int = 0  # 0: Spark's default parallelism
+    window_ms: int = 10_000
+    quiet: bool = False
+
+
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit code 2), like a bad scenario."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def shared_parser(
+    prog: str, description: str | None, *, run_id_help: str, set_help: str, window_help: str, quiet_help: str
+) -> OneLineArgumentParser:
+    """A parser with the options every job shares: --scenario, --warehouse, --run-id, --set,
+    --partitions, --window-ms, --quiet."""
+    p = OneLineArgumentParser(prog=prog, description=description)
+    p.add_argument("--scenario", required=True, help="scenario TOML file, e.g. conf/scenarios/steady.toml")
+    p.add_argument(
+        "--warehouse", default="warehouse", help="folder of the Delta tables (default ./warehouse)"
+    )
+    p.add_argument("--run-id", default="", help=run_id_help)
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=set_help)
+    p.add_argument(
+        "--partitions",
+        type=int,
+        default=None,
+        help="tasks the producers are spread over (default: Spark's default parallelism)",
+    )
+    p.add_argument("--window-ms", type=int, default=10_000, help=window_help)
+    p.add_argument("--quiet", action="store_true", help=quiet_help)
+    return p
+
+
+def check_shared(ns: argparse.Namespace) -> None:
+    """The rules of the shared numeric options."""
+    if ns.partitions is not None and ns.partitions < 1:  # absent: Spark's default parallelism
+        raise ScenarioError(f"--partitions must be >= 1, got {ns.partitions}")
+    if ns.window_ms <= 0:
+        raise ScenarioError(f"--window-ms must be > 0, got {ns.window_ms}")
+
+
+def checked_run_id(given: str, default: str, name: str, what: str) -> str:
+    """``--run-id`` or, when not given, ``default`` (made from the scenario's ``name``; it names a
+    ``what``), checked: letters, digits, '-', '_' and '.' only (else ``write_run`` would refuse it after
+    Spark started), at most 200 characters."""
+    allowed = "letters, digits, '-', '_' and '.'"
+    if given and not _plain(given):
+        raise ScenarioError(f"--run-id may hold only {allowed}, got {given!r}")
+    if not given and not _plain(default):
+        raise ScenarioError(f"name must hold only {allowed} (it names the {what}), got {name!r}")
+    run_id = given or default
+    if len(run_id) > MAX_RUN_ID:
+        raise ScenarioError(f"the run id must be at most {MAX_RUN_ID} characters, got {run_id!r}")
+    return run_id
+
+
+def _plain(run_id: str) -> bool:
+    return all(c.isalnum() or c in "-_." for c in run_id)
+
+
+def one_line_errors(parse: Callable[[], T]) -> T:
+    """``parse()``, with a ScenarioError reported as one line on stderr and exit code 2."""
+    try:
+        return parse()
+    except ScenarioError as exc:
+        print(f"ScenarioError: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def parse_job_args(argv: list[str] | None, prog: str, description: str | None) -> tuple[JobArgs, Scenario]:
+    """Parse and validate a run's job before Spark starts; bad input exits with code 2 and one line."""
+    p = shared_parser(
+        prog,
+        description,
+        run_id_help="run id (default: <scenario name>-s<seed>)",
+        set_help="override a scenario key by dotted path, e.g. --set workload.messages=200000",
+        window_help="window of the summary tables (ms)",
+        quiet_help="print only the final summary",
+    )
+    ns = p.parse_args(argv)
+
+    def parse() -> tuple[JobArgs, Scenario]:
+        sc = load_scenario(ns.scenario, ns.overrides)
+        check_shared(ns)
+        run_id = checked_run_id(ns.run_id, sc.run_id, sc.name, "run")
+        args = JobArgs(
+            ns.scenario, ns.warehouse, run_id, tuple(ns.overrides), ns.partitions or 0, ns.window_ms, ns.quiet
+        )
+        return args, sc
+
+    return one_line_errors(parse)
+
+
+def parse_compare_args(
+    argv: list[str] | None, prog: str = "jobs/compare.py", description: str | None = None
+) -> tuple[CompareArgs, Scenario, dict[str, Scenario]]:
+    """Parse and validate every variant before Spark starts; bad input exits with code 2 and one line."""
+    p = shared_parser(
+        prog,
+        description,
+        run_id_help="comparison id (default: <scenario name>-s<seed>-compare)",
+        set_help="override a scenario key for every variant, e.g. --set workload.messages=200000",
+        window_help="window of comparison_windows (ms)",
+        quiet_help="print only the comparison table",
+    )
+    p.add_argument(
+        "--variant",
+        "--variants",
+        dest="variants",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="NAME[:KEY=VALUE]",
+        help="a variant and one of its overrides (repeat NAME for more), e.g. "
+        "fault_on:producers.send_latency_fault_enable=true",
+    )
+    p.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="a grid axis, e.g. --sweep producers.client_version=4.9.7,4.9.8,5.3.3 (repeatable)",
+    )
+    p.add_argument("--baseline", default="", help="the variant deltas are taken against (default: the first)")
+    ns = p.parse_args(argv)
+
+    def parse() -> tuple[CompareArgs, Scenario, dict[str, Scenario]]:
+        variants = combine(parse_variants(ns.variants), sweep_variants(ns.sweep))
+        base, scenarios = build_scenarios(ns.scenario, ns.overrides, variants)
+        names = [v.name for v in variants]
+        baseline = ns.baseline or names[0]
+        if baseline not in names:
+            raise ScenarioError(f"--baseline must name a variant ({', '.join(names)}), got {baseline!r}")
+        check_shared(ns)
+        run_id = checked_run_id(ns.run_id, f"{base.run_id}-compare", base.name, "comparison")
+        args = CompareArgs(
+            scenario_path=ns.scenario,
+            variants=tuple(variants),
+            baseline=baseline,
+            warehouse=ns.warehouse,
+            run_id=run_id,
+            overrides=tuple(ns.overrides),
+            partitions=ns.partitions or 0,
+            window_ms=ns.window_ms,
+            quiet=ns.quiet,
+        )
+        return args, base, scenarios
+
+    return one_line_errors(parse)

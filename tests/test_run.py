@@ -1,0 +1,114 @@
+"""A run's stage on Spark (:mod:`rocketsim.spark.run`): a hot producer with half the traffic completes,
+a failed commit leaves no staged file behind, and the delta-spark publisher reads exactly the staged
+files. (Its tables equal the staged jobs' and the local oracle's: tests/test_pipeline.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from rocketsim import schemas
+from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim.spark import delta_sink, pipeline
+from rocketsim.spark.cli import JobArgs
+from rocketsim.warehouse.delta import WriteReport
+from rocketsim.warehouse.files import write_parquet
+from rocketsim.warehouse.paths import STAGING_DIR, DeltaSinkError, new_write_id, staging_path
+from rocketsim.warehouse.read import read_arrow
+
+pytestmark = pytest.mark.spark
+
+MIXED = {
+    "name": "fused",
+    "seed": 11,
+    "cluster": {"brokers": ["broker-a", "broker-b", "broker-c"], "write_queues": 4},
+    "producers": {
+        "count": 4,
+        "threads": 2,
+        "client_version": "4.9.8",
+        "send_latency_fault_enable": True,
+        "send_mode": {"sync": 0.8, "async": 0.1, "oneway": 0.1},
+    },
+    "workload": {
+        "messages": 2000,
+        "rate_per_s": 400.0,
+        "message_types": {"normal": 0.6, "ordered": 0.1, "delay": 0.1, "transaction": 0.1, "batch": 0.1},
+        "invalid": {"bad_topic": 0.01, "oversize_body": 0.01},
+    },
+    "brokers": {"default": {"errors": {"system_error": 0.01, "remoting_timeout": 0.005}}},
+    "faults": [{"broker": "broker-b", "kind": "outage", "start_s": 1, "end_s": 3}],
+}
+
+
+@pytest.fixture(scope="module")
+def scenario() -> Scenario:
+    return scenario_from_mapping(MIXED)
+
+
+def test_hot_producer_with_half_the_traffic_completes(spark, tmp_path: Path) -> None:
+    mapping = {**MIXED, "workload": {**MIXED["workload"], "messages": 6000, "hot_share": 0.5}}
+    sc = scenario_from_mapping(mapping)
+    args = JobArgs("inline", str(tmp_path), "hot", (), 2, 1000, quiet=True)
+    messages, attempts = pipeline.run_generate_simulate(spark, args, sc)
+    assert messages == 6000
+    counts = pipeline.reconcile(spark, args, through="simulate")
+    assert counts == {"messages": 6000, "results": 6000, "attempts": attempts}
+    per_producer = read_arrow(str(tmp_path), "messages", "hot", columns=["producer"]).column("producer")
+    assert np.bincount(per_producer.to_numpy()).tolist() == [3000, 1000, 1000, 1000]
+    staging = [p for p in tmp_path.rglob("*") if STAGING_DIR in p.parts and p.is_file()]
+    assert staging == []  # committed: nothing left in staging or scratch
+
+
+def test_a_failed_commit_leaves_no_staged_files(spark, scenario: Scenario, tmp_path: Path) -> None:
+    """send_attempts exists with another schema: the stage fails naming it, and no
+    staging or scratch file is left behind."""
+    from deltalake import DeltaTable
+
+    other = pa.schema([pa.field("run_id", pa.string()), pa.field("x", pa.int64())])
+    DeltaTable.create(str(tmp_path / "send_attempts"), other, partition_by=["run_id"])
+    args = JobArgs("inline", str(tmp_path), "boom", (), 2, 1000, quiet=True)
+    with pytest.raises(DeltaSinkError, match="send_attempts"):
+        pipeline.run_generate_simulate(spark, args, scenario)
+    leftovers = [p for p in (tmp_path / "send_attempts").rglob("*") if "_delta_log" not in p.parts]
+    assert [p for p in leftovers if p.is_file()] == []
+    staging = [p for p in tmp_path.rglob("*") if STAGING_DIR in p.parts and p.is_file()]
+    assert staging == []
+
+
+def test_the_delta_spark_publisher_reads_exactly_the_staged_files(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without Delta's jars here, the delta-spark write itself is replaced: what it is given must be the
+    rows of the staged part files (not the temporary ones), and the staging folder goes afterwards."""
+    schema = schemas.ISOLATION_INTERVALS
+    data = schemas.data_schema(schema)
+    rows = pa.table(
+        {
+            "producer": pa.array([1, 2, 3], pa.int32()),
+            "broker": ["a", "b", "c"],
+            "start_ms": [1, 2, 3],
+            "end_ms": [4, 5, 6],
+        },
+        schema=data,
+    )
+    wh, write_id = str(tmp_path), new_write_id()
+    staging = Path(staging_path(wh, "isolation_intervals", write_id))
+    staging.mkdir(parents=True)
+    write_parquet(rows.slice(0, 2), str(staging / "part-p000000.parquet"))
+    write_parquet(rows.slice(2), str(staging / "part-p000001.parquet"))
+    (staging / "part-p000002.parquet.1234.tmp").write_bytes(b"half a file")
+    given: list[pa.Table] = []
+
+    def fake(df, warehouse, table, run_id, arrow_schema, max_records_per_file) -> WriteReport:  # noqa: ANN001
+        given.append(pa.Table.from_pandas(df.toPandas(), schema=data, preserve_index=False))
+        return WriteReport(table, run_id, "delta-spark", warehouse, 0, 1, df.count(), 0, 0, 0.0, 0.0)
+
+    monkeypatch.setattr(delta_sink, "_write_delta_spark", fake)
+    report = delta_sink.publish_staged(
+        spark, wh, "isolation_intervals", "r1", schema, write_id, engine="delta-spark"
+    )
+    assert report.rows == 3 and given[0].sort_by("producer").equals(rows)
+    assert not staging.exists()

@@ -1,0 +1,106 @@
+"""The stage's core functions (:mod:`rocketsim.stage`): a producer's tables equal the simulation and the
+commit-log records of the core, every record and result is tagged with its broker, the broker step over
+all producers equals the commit log numbered at once, and producers are spread over tasks longest first."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from rocketsim import simulate, stage, store, workload
+from rocketsim.scenario import Scenario, scenario_from_mapping
+
+MIXED = {
+    "name": "stage",
+    "seed": 11,
+    "cluster": {"brokers": ["broker-a", "broker-b", "broker-c"], "write_queues": 4},
+    "producers": {
+        "count": 4,
+        "threads": 2,
+        "client_version": "4.9.8",
+        "send_latency_fault_enable": True,
+        "send_mode": {"sync": 0.8, "async": 0.1, "oneway": 0.1},
+    },
+    "workload": {
+        "messages": 2000,
+        "rate_per_s": 400.0,
+        "message_types": {"normal": 0.6, "ordered": 0.1, "delay": 0.1, "transaction": 0.1, "batch": 0.1},
+        "invalid": {"bad_topic": 0.01, "oversize_body": 0.01},
+    },
+    "brokers": {"default": {"errors": {"system_error": 0.01, "remoting_timeout": 0.005}}},
+    "faults": [{"broker": "broker-b", "kind": "outage", "start_s": 1, "end_s": 3}],
+}
+
+
+@pytest.fixture(scope="module")
+def scenario() -> Scenario:
+    return scenario_from_mapping(MIXED)
+
+
+@pytest.fixture(scope="module")
+def tables(scenario: Scenario) -> list[stage.ProducerTables]:
+    return [
+        stage.producer_tables(scenario, stage.producer_messages(scenario, s))
+        for s in workload.producer_shares(scenario)
+    ]
+
+
+def test_producer_tables_equal_the_core_functions(scenario: Scenario, tables: list) -> None:
+    for share, t in zip(workload.producer_shares(scenario), tables, strict=True):
+        messages = workload.generate(scenario, [share.producer])
+        assert t.messages.equals(messages)
+        out = simulate.simulate(messages, scenario)
+        assert t.attempts.equals(out.attempts) and t.results.equals(out.results)
+        assert t.log.equals(store.log_records(messages, out.attempts, out.results, scenario))
+
+
+def test_records_and_results_carry_their_broker(scenario: Scenario, tables: list) -> None:
+    brokers = np.array(scenario.cluster.brokers)
+    for t in tables:
+        assert (brokers[t.log_broker] == np.array(t.log.column("broker").to_pylist())).all()
+        stored, where = t.stored_results()
+        unstored = t.unstored_results()
+        assert stored.num_rows + unstored.num_rows == t.results.num_rows
+        assert stored.num_rows == pc.sum(t.log.column("is_result")).as_py()
+        assert set(unstored.column("status").to_pylist()) <= {"FAILED", "REJECTED", "ONEWAY_SENT"}
+        assert unstored.column("commit_log_offset").null_count == unstored.num_rows
+        assert unstored.schema.equals(store.RESULTS_DATA)
+        pointed = t.log.filter(t.log.column("is_result")).sort_by([("seq", "ascending")])
+        assert (brokers[where] == np.array(pointed.column("broker").to_pylist())).all()
+
+
+def test_broker_steps_equal_the_whole_commit_log_numbered_at_once(scenario: Scenario, tables: list) -> None:
+    whole = store.with_offsets(pa.concat_tables([t.log for t in tables]), scenario)
+    parts = []
+    for b in range(len(scenario.cluster.brokers)):
+        log = pa.concat_tables([t.log.filter(pa.array(t.log_broker == b)) for t in tables])
+        results = pa.concat_tables(
+            [t.stored_results()[0].filter(pa.array(t.stored_results()[1] == b)) for t in tables]
+        )
+        out = stage.broker_tables(scenario, b, log, results)
+        assert out.broker == b and out.results.num_rows == results.num_rows
+        assert out.results.column("commit_log_offset").null_count == 0
+        parts.append(out.commit_log)
+    order = [("broker", "ascending"), ("commit_log_offset", "ascending")]
+    assert pa.concat_tables(parts).sort_by(order).equals(whole.sort_by(order))
+
+
+def test_producer_tables_take_one_producer(scenario: Scenario) -> None:
+    with pytest.raises(ValueError, match="one producer's messages"):
+        stage.producer_tables(scenario, workload.generate(scenario, [0, 1]))
+
+
+def test_producer_bins_put_the_heaviest_alone() -> None:
+    sc = scenario_from_mapping(
+        {"producers": {"count": 64}, "workload": {"messages": 100_000, "hot_share": 0.5, "rate_per_s": 1e4}}
+    )
+    bins = stage.producer_bins(workload.producer_shares(sc), 4)
+    assert sorted(p for b in bins for p in b) == list(range(64))
+    assert [0] in bins  # the hot producer has a task of its own
+    sizes = sorted(len(b) for b in bins)
+    assert sizes[0] == 1 and sizes[-1] - sizes[1] <= 1  # the other 63 spread evenly over 3 tasks
+    assert stage.producer_bins(workload.producer_shares(sc), 1000) == [[p] for p in range(64)]
+    assert stage.producer_bins(workload.producer_shares(sc), 1) == [list(range(64))]
+    assert stage.balanced_bins([5, 1, 1, 1, 1, 1], 2) == [[0], [1, 2, 3, 4, 5]]

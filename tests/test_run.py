@@ -22,7 +22,7 @@ from rocketsim.warehouse.read import read_arrow
 pytestmark = pytest.mark.spark
 
 MIXED = {
-    "name": "fused",
+    "name": "stage",
     "seed": 11,
     "cluster": {"brokers": ["broker-a", "broker-b", "broker-c"], "write_queues": 4},
     "producers": {
@@ -106,7 +106,7 @@ def test_the_delta_spark_publisher_reads_exactly_the_staged_files(
         given.append(pa.Table.from_pandas(df.toPandas(), schema=data, preserve_index=False))
         return WriteReport(table, run_id, "delta-spark", warehouse, 0, 1, df.count(), 0, 0, 0.0, 0.0)
 
-    monkeypatch.setattr(delta_sink, "_write_delta_spark", fake)
+    monkeypatch.setattr(delta_sink, "write_delta_spark", fake)
     report = delta_sink.publish_staged(
         spark, wh, "isolation_intervals", "r1", schema, write_id, engine="delta-spark"
     )

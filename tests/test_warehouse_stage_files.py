@@ -19,7 +19,7 @@ from rocketsim.warehouse.files import write_parquet
 from rocketsim.warehouse.stage_files import StageDirs
 
 MIXED = {
-    "name": "fused",
+    "name": "stage",
     "seed": 11,
     "cluster": {"brokers": ["broker-a", "broker-b", "broker-c"], "write_queues": 4},
     "producers": {

@@ -66,7 +66,7 @@ class RssSampler:
     def __init__(self, period_s: float = 0.2) -> None:
         self.period_s = period_s
         self.driver_peak = 0
-        self.python_peak = 0  # the driver's Python alone (what the fused stage keeps on the driver)
+        self.python_peak = 0  # the driver's Python alone (what the run's stage keeps on the driver)
         self.workers_peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)

@@ -59,7 +59,7 @@ def write_run(
     check_run_id(run_id)
     engine = _engine(df.sparkSession, engine)
     if engine == ENGINE_DELTA_SPARK:
-        return _write_delta_spark(df, warehouse, table, run_id, arrow_schema, max_records_per_file)
+        return write_delta_spark(df, warehouse, table, run_id, arrow_schema, max_records_per_file)
     staged = stage_run(df, warehouse, table, run_id, arrow_schema, max_records_per_file=max_records_per_file)
     return commit_run(staged)
 
@@ -84,7 +84,7 @@ def publish_staged(
     parts = [f"{staging}/{n}" for n in list_files(staging, "part-", ".parquet")]
     df = spark.read.schema(data).parquet(*parts) if parts else spark.createDataFrame([], data)
     try:
-        return _write_delta_spark(df, warehouse, table, run_id, arrow_schema, None)
+        return write_delta_spark(df, warehouse, table, run_id, arrow_schema, None)
     finally:
         discard_staging(warehouse, table, write_id)
 
@@ -145,7 +145,7 @@ def stage_run(
     return stage_written(warehouse, table, run_id, arrow_schema, write_id, started=started)
 
 
-def _write_delta_spark(
+def write_delta_spark(
     df: DataFrame,
     warehouse: str | os.PathLike[str],
     table: str,
@@ -153,6 +153,8 @@ def _write_delta_spark(
     arrow_schema: pa.Schema,
     max_records_per_file: int | None,
 ) -> WriteReport:
+    """Replace run ``run_id`` of the table with ``df`` through delta-spark (``replaceWhere`` on the
+    run's partition); the report's counts come from Delta's commit metrics."""
     started = time.monotonic()
     uri = table_path(warehouse, table)
     writer = (

@@ -12,9 +12,12 @@ where their output goes (:mod:`rocketsim.warehouse.stage_files` writes the run's
    records from every producer and the results pointing at them (:func:`rocketsim.store.number_broker`:
    offsets need all of a broker's records, which is why this is a second step).
 
-What a task computes is a dataclass (:class:`ProducerTables`, :class:`BrokerTables`), so more outputs
-(e.g. mergeable aggregates of the summary tables beside the rows) are more fields computed here; the
-task writers and the schedulers pass them on without knowing what they hold.
+What a task computes is a dataclass (:class:`ProducerTables`, :class:`BrokerTables`), so a new output is
+a field computed here. Mergeable aggregates of the summary tables beside the rows, for instance: a field
+of both dataclasses, computed here; written by :mod:`rocketsim.warehouse.stage_files` into the scratch
+folder beside the records; merged by its ``finish_stage`` (which the schedulers already call once every
+task is done) into the summary tables' staged files; their registry rows then name the simulate stage,
+so the schedulers publish them with the stage's other tables. The schedulers do not change.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ from rocketsim.spark.delta_sink import publish_staged
 from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.paths import check_run_id, delete_dir, make_dir, new_write_id, staging_path
 from rocketsim.warehouse.read import run_file_ranges
-from rocketsim.warehouse.stage_files import StageDirs, write_broker_files, write_producer_files
+from rocketsim.warehouse.stage_files import StageDirs, finish_stage, write_broker_files, write_producer_files
 
 SCRATCH_SUFFIX = "-scratch"
 COUNTS = pa.schema([pa.field("who", pa.int64()), pa.field("a", pa.int64()), pa.field("b", pa.int64())])
@@ -125,8 +125,7 @@ def run_stage(
         t1 = time.monotonic()
         per_broker = map_bins(spark, [[b] for b in range(n_brokers)], broker_work) if simulates else []
         t2 = time.monotonic()
-        if scratch is not None:
-            delete_dir(scratch)
+        finish_stage(dirs)
         if len(per_producer) != len(shares) or (simulates and len(per_broker) != n_brokers):
             raise RuntimeError(
                 f"stage: {len(per_producer)} of {len(shares)} producers and {len(per_broker)} of "

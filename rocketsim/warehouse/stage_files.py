@@ -12,7 +12,8 @@ the core stage (:mod:`rocketsim.stage`) and then publish the files; this module 
 2. :func:`write_broker_files`, once per broker: that broker's batch of every producer's scratch files,
    :func:`rocketsim.stage.broker_tables`, then that broker's ``commit_log`` and ``send_results`` Parquet.
 
-A task writes the tables :class:`StageDirs` names (each into its own folder). Every file name is a
+A task writes the tables :class:`StageDirs` names (each into its own folder); once every task is done
+the driver calls :func:`finish_stage`, then publishes the staged files. Every file name is a
 function of the producer or the broker, and each file is written under a temporary name and renamed, so
 a task that Spark re-runs rewrites the same file with the same bytes.
 """
@@ -28,6 +29,7 @@ import pyarrow as pa
 from rocketsim import schemas, stage, store, workload
 from rocketsim.scenario import Scenario
 from rocketsim.warehouse.files import read_ipc_group, read_parquet, write_ipc_groups, write_parquet
+from rocketsim.warehouse.paths import delete_dir
 
 MESSAGES_DATA = schemas.data_schema(schemas.MESSAGES)
 ATTEMPTS_DATA = schemas.data_schema(schemas.SEND_ATTEMPTS)
@@ -145,6 +147,13 @@ def write_broker_files(sc: Scenario, b: int, producers: Sequence[int], dirs: Sta
     if out.results.num_rows:
         write_parquet(out.results, _part(dirs, "send_results", BROKER_PART.format(b)))
     return BrokerCounts(b, out.commit_log.num_rows, out.results.num_rows)
+
+
+def finish_stage(dirs: StageDirs) -> None:
+    """What the driver does once every task of the stage is done, before it publishes the tables: the
+    scratch files are no longer needed."""
+    if dirs.scratch is not None:
+        delete_dir(dirs.scratch)
 
 
 def _part(dirs: StageDirs, table: str, name: str) -> str:

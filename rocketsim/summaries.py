@@ -36,6 +36,8 @@ columns (``keys={"variant": name}``): every table is then computed per key, as t
 
 from __future__ import annotations
 
+import json
+import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from functools import partial
@@ -190,6 +192,11 @@ _PRODUCER_ORDER = {
 }
 
 
+_LENGTH = struct.Struct("<Q")
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd" if pa.Codec.is_available("zstd") else None)
+_META_TABLE, _META_WINDOW, _META_KEYS = b"rocketsim.table", b"rocketsim.window_ms", b"rocketsim.key_names"
+
+
 @dataclass(frozen=True)
 class SummaryAggregates:
     """What the summary tables need from some producers' attempts and results; see
@@ -214,8 +221,43 @@ class SummaryAggregates:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the Arrow buffers (what shipping them to the driver costs, roughly)."""
+        """Bytes of the Arrow buffers in memory."""
         return sum(t.nbytes for t in self.tables().values())
+
+    def to_bytes(self) -> bytes:
+        """The aggregates as bytes, for a task to hand them to the driver: per table an 8-byte
+        little-endian length, then an Arrow IPC stream (zstd) whose schema metadata names the table,
+        the window and the key columns."""
+        meta = {_META_WINDOW: str(self.window_ms).encode(), _META_KEYS: json.dumps(self.key_names).encode()}
+        out = []
+        for name, table in self.tables().items():
+            sink = pa.BufferOutputStream()
+            schema = table.schema.with_metadata({**meta, _META_TABLE: name.encode()})
+            with pa.ipc.new_stream(sink, schema, options=_IPC_OPTIONS) as writer:
+                writer.write_table(table.replace_schema_metadata(schema.metadata))
+            stream = sink.getvalue()
+            out += [_LENGTH.pack(stream.size), stream.to_pybytes()]
+        return b"".join(out)
+
+    @staticmethod
+    def from_bytes(data: bytes) -> SummaryAggregates:
+        """The aggregates :meth:`to_bytes` wrote."""
+        tables: dict[str, pa.Table] = {}
+        meta: dict[bytes, bytes] = {}
+        at = 0
+        while at < len(data):
+            (size,) = _LENGTH.unpack_from(data, at)
+            table = pa.ipc.open_stream(
+                pa.py_buffer(data[at + _LENGTH.size : at + _LENGTH.size + size])
+            ).read_all()
+            meta = dict(table.schema.metadata or {})
+            tables[meta[_META_TABLE].decode()] = table.replace_schema_metadata(None)
+            at += _LENGTH.size + size
+        if set(tables) != set(AGGREGATE_TABLES):
+            raise ValueError(f"not summary aggregates: tables {sorted(tables)}")
+        window_ms = int(meta[_META_WINDOW])
+        key_names = tuple(json.loads(meta[_META_KEYS]))
+        return SummaryAggregates(window_ms, key_names, **tables)
 
 
 def _table_fields() -> tuple[str, ...]:
@@ -313,9 +355,10 @@ class _Groups:
             present = np.bincount(packed) > 0
             rank = np.cumsum(present) - 1
             self.index = rank[packed]
-        else:
-            _, index = np.unique(packed, return_inverse=True)
-            self.index = index.reshape(-1).astype(np.int64)
+        else:  # a stable sort: fast on concatenated sorted runs (merged aggregates)
+            order = np.argsort(packed, kind="stable")
+            self.index = np.empty(n, np.int64)
+            self.index[order] = np.cumsum(_first_of_runs(packed[order])) - 1
         self.n = int(self.index.max()) + 1 if n else 0
         self.first = np.zeros(self.n, np.int64)  # a row of each group
         self.first[self.index[::-1]] = np.arange(n - 1, -1, -1)

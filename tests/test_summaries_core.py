@@ -451,3 +451,15 @@ def test_isolation_intervals_equal_the_reference() -> None:
     ref = analysis.isolation_intervals(attempts.to_pandas())
     assert [tuple(r.values()) for r in got] == list(ref.itertuples(index=False, name=None))
     assert summaries.isolation_intervals(attempts.slice(0, 0)).num_rows == 0
+
+
+def test_aggregates_travel_as_bytes() -> None:
+    attempts, results = edge_tables(EDGE_ATTEMPTS, EDGE_RESULTS)
+    aggs = core_summaries(attempts, results, 1000, variant="v")
+    for agg in aggs:
+        back = summaries.SummaryAggregates.from_bytes(agg.to_bytes())
+        assert (back.window_ms, back.key_names) == (1000, ("variant",))
+        for name, table in agg.tables().items():
+            assert back.tables()[name].equals(table), name
+    with pytest.raises(ValueError, match="not summary aggregates"):
+        summaries.SummaryAggregates.from_bytes(b"")

@@ -14,7 +14,10 @@ included) without Spark and without reading anything back (design §6, one pass)
 * a broker task, holding every commit-log record of its broker, calls :func:`broker_storage`,
   :func:`stored_transactions` and :func:`queue_deliveries`;
 * the driver calls :func:`merge` (associative, any order gives the same value) and
-  :func:`summary_tables`, and :func:`consumer_load` on the brokers' deliveries.
+  :func:`summary_tables`, and :func:`consumer_load` on the brokers' deliveries; ``transactions`` is
+  the brokers' rows plus the producers' (each transactional message is in exactly one of them: a
+  half's offsets exist only once its broker numbered it, and only stored halves can commit, so the
+  deliveries of a broker are complete).
 
 Exactness. Every float is computed with Spark's expression in Spark's order of operations:
 
@@ -51,6 +54,7 @@ from rocketsim.scenario import Scenario
 
 __all__ = [
     "AGGREGATE_TABLES",
+    "DELIVERIES",
     "OUTCOME_COLUMNS",
     "PERCENTILES",
     "PERCENTILE_COLUMNS",

@@ -1,0 +1,25 @@
+"""The warehouse layer: files and the Delta log, with pyarrow and deltalake (no pyspark).
+
+* :mod:`~rocketsim.warehouse.paths`: table paths and file systems (local paths or URIs), run partitions,
+  staging folders, write ids;
+* :mod:`~rocketsim.warehouse.files`: Parquet and Arrow IPC files written atomically;
+* :mod:`~rocketsim.warehouse.stage_files`: the files a run's stage tasks write (over :mod:`rocketsim.stage`);
+* :mod:`~rocketsim.warehouse.delta`: staged files -> one ``deltalake`` commit per table and run;
+* :mod:`~rocketsim.warehouse.vacuum`: orphans of killed jobs;
+* :mod:`~rocketsim.warehouse.read`: the committed rows as Arrow or pandas.
+
+The readers are reachable from here too (``from rocketsim.warehouse import read_pandas``), imported on
+first use: a stage task imports this package and needs neither deltalake nor pandas.
+"""
+
+from __future__ import annotations
+
+__all__ = ["list_runs", "list_tables", "read_arrow", "read_pandas"]
+
+
+def __getattr__(name: str) -> object:
+    if name in __all__:
+        from rocketsim.warehouse import read
+
+        return getattr(read, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -49,7 +49,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import broker, rebalance, schemas, transactions
+from rocketsim import rebalance, schemas, store, transactions
 from rocketsim.scenario import Scenario
 
 __all__ = [
@@ -1082,7 +1082,7 @@ def _key_columns(runs: _Runs, key_names: Sequence[str], run: np.ndarray) -> dict
 
 
 def _output(schema_name: str, key_names: Sequence[str], cols: Mapping[str, object]) -> pa.Table:
-    schema = _with_keys(schemas.data_schema(schemas.TABLES[schema_name]), key_names, pa.string())
+    schema = _with_keys(schemas.data_schema(schemas.TABLES[schema_name].schema), key_names, pa.string())
     return pa.table({f.name: cols[f.name] for f in schema}, schema=schema)
 
 
@@ -1478,11 +1478,11 @@ def broker_storage(log: pa.Table, window_ms: int) -> pa.Table:
             "messages": messages,
             "store_bytes": store_bytes,
             "cq_entries": cq_entries,
-            "cq_files": _spark_ceil_div(cq_entries, broker.CQ_ENTRIES_PER_FILE),
+            "cq_files": _spark_ceil_div(cq_entries, store.CQ_ENTRIES_PER_FILE),
             "commit_log_bytes": commit_log_bytes,
-            "commit_log_files": _spark_ceil_div(commit_log_bytes, broker.COMMIT_LOG_FILE_BYTES),
+            "commit_log_files": _spark_ceil_div(commit_log_bytes, store.COMMIT_LOG_FILE_BYTES),
             "index_entries": index_entries,
-            "index_files": np.maximum(_spark_ceil_div(index_entries, broker.INDEX_ENTRIES_PER_FILE), 1),
+            "index_files": np.maximum(_spark_ceil_div(index_entries, store.INDEX_ENTRIES_PER_FILE), 1),
         },
         schema=schema,
     )
@@ -1535,7 +1535,7 @@ def _resolved(rows: pa.Table, sc: Scenario) -> pa.Table:
 def _half_results(log: pa.Table) -> pa.Table:
     """The records ``send_results`` points at in the half topic (stored transactional halves)."""
     half = pc.and_(
-        pc.and_(log.column("is_result"), pc.equal(log.column("store_topic"), broker.HALF_TOPIC)),
+        pc.and_(log.column("is_result"), pc.equal(log.column("store_topic"), store.HALF_TOPIC)),
         pc.equal(log.column("message_type"), "transaction"),
     )
     return log.filter(half)
@@ -1576,7 +1576,7 @@ def stored_transactions(log: pa.Table, results: pa.Table, sc: Scenario) -> pa.Ta
 
 def unstored_transactions(messages: pa.Table, results: pa.Table, log: pa.Table, sc: Scenario) -> pa.Table:
     """``transactions`` rows of a producer's transactional messages whose result points at no stored
-    half (``log``: its commit-log records, :func:`rocketsim.broker.log_records`): half columns null,
+    half (``log``: its commit-log records, :func:`rocketsim.store.log_records`): half columns null,
     resolved ``not_stored``. With :func:`stored_transactions` of every broker: the whole table."""
     txn = messages.filter(pc.equal(messages.column("message_type"), "transaction"))
     txn = txn.select(["producer", "seq", "uniq_msg_id", "topic"])
@@ -1625,7 +1625,7 @@ def queue_deliveries(log: pa.Table, txns: pa.Table) -> pa.Table:
     """What consumers of each (topic, broker, queue) get from a broker (:data:`DELIVERIES`): its
     records not in the half topic, in their real topic and queue (delay records too), plus its
     committed transactions (``txns``: the broker's :func:`stored_transactions`), sized as their half."""
-    visible = log.filter(pc.not_equal(log.column("store_topic"), broker.HALF_TOPIC))
+    visible = log.filter(pc.not_equal(log.column("store_topic"), store.HALF_TOPIC))
     committed = txns.filter(pc.equal(txns.column("resolution"), "commit"))
     parts = [
         pa.table(

@@ -19,12 +19,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from rocketsim import broker, schemas, simulate, summaries, workload
+from rocketsim import schemas, simulate, store, summaries, workload
 from rocketsim.scenario import Scenario, scenario_from_mapping
 from rocketsim.spark import pipeline
 from rocketsim.spark import summaries as spark_summaries
+from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.session import spark_schema
-from rocketsim.spark.tables import read_arrow
+from rocketsim.warehouse.read import read_arrow
 
 pytestmark = pytest.mark.spark
 
@@ -177,7 +178,7 @@ def warehouse(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
     wh = tmp_path_factory.mktemp("core-summaries")
     for run_id, (_, window_ms) in RUNS.items():
         sc = scenario_of(run_id)
-        args = pipeline.JobArgs("inline", str(wh), run_id, (), 2, window_ms, quiet=True)
+        args = JobArgs("inline", str(wh), run_id, (), 2, window_ms, quiet=True)
         pipeline.run_generate_simulate(spark, args, sc)
         pipeline.run_broker_side(spark, args, sc)
         pipeline.run_summarize(spark, args)
@@ -207,7 +208,7 @@ def test_summary_tables_equal_the_pipeline(warehouse: Path, run_id: str) -> None
     assert set(got) == set(summaries.SUMMARY_TABLES)
     for name, table in got.items():
         expected = read_arrow(str(warehouse), name, run_id)
-        assert table.schema == schemas.data_schema(schemas.TABLES[name]), name
+        assert table.schema == schemas.data_schema(schemas.TABLES[name].schema), name
         assert expected.num_rows > 0, name
         assert_same(expected, table, KEYS[name])
 
@@ -231,7 +232,7 @@ def test_broker_side_tables_equal_the_pipeline(warehouse: Path, run_id: str) -> 
         deliveries.append(summaries.queue_deliveries(records, stored))
     m, a, r = by_producer(messages), by_producer(attempts), by_producer(core_results)
     for p in m:  # one producer task each: its own records, not numbered
-        own = broker.log_records(m[p], a.get(p, attempts.schema.empty_table()), r[p], sc)
+        own = store.log_records(m[p], a.get(p, attempts.schema.empty_table()), r[p], sc)
         txns.append(summaries.unstored_transactions(m[p], r[p], own, sc))
     random.Random(1).shuffle(deliveries)
     got = {
@@ -241,7 +242,7 @@ def test_broker_side_tables_equal_the_pipeline(warehouse: Path, run_id: str) -> 
     }
     for name, table in got.items():
         expected = read_arrow(str(warehouse), name, run_id)
-        assert table.schema == schemas.data_schema(schemas.TABLES[name]), name
+        assert table.schema == schemas.data_schema(schemas.TABLES[name].schema), name
         assert expected.num_rows > 0, name
         assert_same(expected, table, KEYS[name])
 

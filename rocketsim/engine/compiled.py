@@ -23,7 +23,10 @@ How the reference is mirrored:
 * Rows: the kernel reports attempts and one outcome per send; error texts are made in Python with
   :mod:`rocketsim.send`'s own constructors, and :func:`rocketsim.engine.plan.build_tables` makes the rows.
 
-Every function of the event loop is compiled without the runtime's reference counting (``_nrt=False``):
+The loop's steps are separate functions for the reader and one function for the machine: numba inlines
+them into :func:`run_loop` (``inline="always"``), which lets LLVM keep the loop's counters in registers
+(~30% faster than calls). Every function of the event loop is compiled without the runtime's reference
+counting (``_nrt=False``):
 the loop allocates nothing (the caller passes every array in), and the atomic incref/decref pairs the
 runtime would put around each array argument cost more than the simulation itself. numba freezes the
 module-level constants it reads (OutcomeKind, SendKind, ...) into the cached machine code: after changing
@@ -139,6 +142,7 @@ H_TIME, H_EVENT, H_COUNTER, H_PAYLOAD = range(4)
 NO_BROKER = -1  # no broker / no lastBrokerName / a MessageQueue made on the spot (slot)
 INT_MIN = -2147483648
 _NO_RC = {"cache": True, "_nrt": False}
+_STEP = {**_NO_RC, "inline": "always"}  # the event loop's steps: inlined into it
 _G = np.uint64(rng.GAMMA)
 _C1 = np.uint64(rng.MIX_C1)
 _C2 = np.uint64(rng.MIX_C2)
@@ -727,7 +731,7 @@ def select_queue(inp, state, i, t, last, now, reset):
 # ---- the event heap: rows (time, event, counter, payload), smallest (time, event, counter) first -------
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def _heap_less(h, a, b):
     if h[a, H_TIME] != h[b, H_TIME]:
         return h[a, H_TIME] < h[b, H_TIME]
@@ -736,7 +740,7 @@ def _heap_less(h, a, b):
     return h[a, H_COUNTER] < h[b, H_COUNTER]
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def heap_push(h, st, t, event, payload):
     """Push an event; the push counter (the last key) is ``st[ST_COUNTER]``."""
     i = st[ST_HEAP_SIZE]
@@ -755,7 +759,7 @@ def heap_push(h, st, t, event, payload):
         i = parent
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def heap_pop(h, st):
     """Drop the root (read it first)."""
     n = st[ST_HEAP_SIZE] - 1
@@ -778,7 +782,7 @@ def heap_pop(h, st):
         i = m
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def schedule_next_send(inp, state, th, free_at):
     """Push the START of thread ``th``'s next send, at ``max(its born time, free_at)``."""
     threads = inp.threads
@@ -791,7 +795,7 @@ def schedule_next_send(inp, state, th, free_at):
 # ---- the steps of the event loop ----------------------------------------------------------------------
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def publish_info(inp, state, topic, now):
     """The producer's TopicPublishInfo instance of ``topic`` at ``now``: the cached one, or a new one after
     a route change (new slots, new per-thread indexes)."""
@@ -823,7 +827,7 @@ def publish_info(inp, state, topic, now):
     return cache.instance[topic]
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write):
     """Ask the broker model for the call's outcome and push its completion (a oneway caller waits only
     for the write: at once unless the write failed)."""
@@ -843,14 +847,14 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
     heap_push(state.heap, state.counters, done_at, Event.DELIVER, s)
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def fail(res, s, failure, now):
     res.status[s] = Status.FAILED
     res.error[s] = failure
     res.end[s] = now
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def start_send(inp, state, s, th, now):
     """A send starts: take its TopicPublishInfo; an ordered send makes its one call, a oneway send its
     one call, a SYNC send enters sendDefaultImpl's loop. Returns (run the loop step, thread free at)."""
@@ -885,7 +889,7 @@ def start_send(inp, state, s, th, now):
     return True, -1
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def record_attempt(state, s, attempt, latency, target, now):
     """The attempt row of send ``s``'s call that just completed (isolation as of ``target`` at ``now``)."""
     fl, att, st = state.in_flight, state.attempts, state.counters
@@ -906,7 +910,7 @@ def record_attempt(state, s, attempt, latency, target, now):
     res.queue_id[s] = fl.queue_id[s]
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def deliver_ordered(inp, state, s, now):
     """An ordered send's call completed: its one attempt decides the result. Returns the thread's free
     time (-1: an async ordered send, whose thread did not wait)."""
@@ -929,7 +933,7 @@ def deliver_ordered(inp, state, s, now):
     return now if inp.sends.kind[s] == SendKind.ORDERED else -1
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def call_target(state, s):
     """``mq.getBrokerName()`` read again after the call: a 4.9.7 slot may have been rewritten meanwhile."""
     fl = state.in_flight
@@ -937,7 +941,7 @@ def call_target(state, s):
     return state.instances.queue_broker[fl.instance[s], p] if p >= 0 else fl.broker[s]
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def deliver_oneway(inp, state, s, now):
     """A oneway call completed (written, or failed to be written): one attempt, no retry."""
     fl, res = state.in_flight, state.outcomes
@@ -961,7 +965,7 @@ def deliver_oneway(inp, state, s, now):
     return now
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def is_retry_code(rules, code):
     """``getRetryResponseCodes().contains(code)``."""
     for c in range(rules.retry_codes.shape[0]):  # noqa: SIM110 - numba compiles no generator here
@@ -970,7 +974,7 @@ def is_retry_code(rules, code):
     return False
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def deliver_sync(inp, state, s, now):
     """A SYNC call completed: sendDefaultImpl's catch clauses. Returns (run the loop step, thread free at)."""
     cfg, fl, res = inp.config, state.in_flight, state.outcomes
@@ -1014,7 +1018,7 @@ def deliver_sync(inp, state, s, now):
     return True, -1
 
 
-@njit(**_NO_RC)
+@njit(**_STEP)
 def send_default_impl_step(inp, state, s, now):
     """sendDefaultImpl's loop from its ``times < timesTotal`` test: select, check the call-timeout budget,
     make the call. Returns the thread's free time when the send ended (-1: a call is under way)."""
@@ -1300,7 +1304,7 @@ def run_prepared(prep: Prepared, sc: Scenario) -> KernelOut:
             n = 2 * state.instances.n_queues.shape[0]
             state = state._replace(instances=_grown(state.instances, n), indexes=_grown(state.indexes, n))
     n_a = int(state.counters[ST_ATTEMPTS])
-    attempts = _zeros(AttemptRows, n_a)
+    attempts = _zeros(AttemptRows, n_a, {"attempt": np.int32, "queue_id": np.int32, "code": np.int32})
     label = np.zeros(n_a, np.int64)
     att_off = np.zeros(prep.n_sends + 1, np.int64)
     sort_attempts(state.attempts, n_a, plan.label_keys, attempts, label, att_off)

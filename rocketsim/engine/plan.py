@@ -701,13 +701,13 @@ def _attempts_table(prep: Prepared, out: EngineOutput) -> pa.Table:
         {
             "producer": pa.array(np.full(n_a, prep.producer, np.int32)),
             "seq": pa.array(prep.s_seq[out.a_send]),
-            "attempt": pa.array(out.a_attempt.astype(np.int32)),
+            "attempt": pa.array(out.a_attempt.astype(np.int32, copy=False)),
             "start_ts_ms": pa.array(out.a_start),
             "latency_ms": pa.array(out.a_latency),
             "broker": _take_str(out.brokers, out.a_broker),
-            "queue_id": pa.array(out.a_queue_id.astype(np.int32)),
+            "queue_id": pa.array(out.a_queue_id.astype(np.int32, copy=False)),
             "outcome": _take_str(out.labels, out.a_label),
-            "response_code": pa.array(out.a_code.astype(np.int32), mask=~out.a_has_code),
+            "response_code": pa.array(out.a_code.astype(np.int32, copy=False), mask=~out.a_has_code),
             "fault_isolated_until_ms": pa.array(
                 out.a_isolated_until, mask=out.a_isolated_until == NO_ISOLATION
             ),
@@ -716,36 +716,39 @@ def _attempts_table(prep: Prepared, out: EngineOutput) -> pa.Table:
     )
 
 
-def _per_row(prep: Prepared, values: np.ndarray, default: np.ndarray | int) -> np.ndarray:
-    """A per-send array spread over the message rows (``default`` on rejected rows)."""
-    rows = prep.send_of_row
-    if values.size == 0:  # every row rejected
-        return np.broadcast_to(np.asarray(default), rows.shape).copy()
-    return np.where(rows >= 0, values[np.maximum(rows, 0)], default)
-
-
 def _results_table(prep: Prepared, out: EngineOutput) -> pa.Table:
-    n = prep.send_of_row.size
-    status = _per_row(prep, out.status, Status.REJECTED)
+    rows = prep.send_of_row
+    n = rows.size
+    sent = rows >= 0
+    srow = np.where(sent, rows, 0)
+
+    def per_row(values: np.ndarray, default: np.ndarray | int) -> np.ndarray:
+        """A per-send array spread over the message rows (``default`` on rejected rows)."""
+        if values.size == 0:  # every row rejected
+            return np.broadcast_to(np.asarray(default), rows.shape).copy()
+        return np.where(sent, values[srow], default)
+
+    status = per_row(out.status, Status.REJECTED)
     texts = list(out.texts)
-    err_idx = _per_row(prep, out.error, -1)
+    err_idx = per_row(out.error, -1)
     for r in np.flatnonzero(prep.rejected).tolist():
         err_idx[r] = len(texts)
         texts.append(prep.reject_text[r])
     # a batch's attempts are counted (and its brokers listed) on its first member only
-    lead = _per_row(prep, prep.s_row, -1) == np.arange(n)
-    counts = np.where(lead, _per_row(prep, out.n_sent, 0), 0)
+    lead = per_row(prep.s_row, -1) == np.arange(n)
+    counts = np.where(lead, per_row(out.n_sent, 0), 0)
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
-    first = _per_row(prep, out.att_off[:-1], 0)
+    first = per_row(out.att_off[:-1], 0)
     value_pos = np.repeat(first - offsets[:-1], counts) + np.arange(offsets[-1])
     brokers_sent = pa.ListArray.from_arrays(
         pa.array(offsets.astype(np.int32)), _take_str(out.brokers, out.a_broker[value_pos])
     )
-    begin = _per_row(prep, out.begin, prep.born)
-    end = _per_row(prep, out.end, prep.born)
-    broker = _per_row(prep, out.broker, -1)
-    qid = _per_row(prep, out.queue_id, -1)
+    begin = per_row(out.begin, prep.born)
+    end = per_row(out.end, prep.born)
+    broker = per_row(out.broker, -1)
+    qid = per_row(out.queue_id, -1)
+    exhausted = per_row(out.exhausted, False)
     m = prep.messages
     return _table(
         RESULTS_SCHEMA,
@@ -769,7 +772,7 @@ def _results_table(prep: Prepared, out: EngineOutput) -> pa.Table:
             "wire_bytes": pa.array(prep.row_wire.astype(np.int32)),
             "compressed": pa.array(prep.compressed),
             "sys_flag": pa.array(prep.sys_flag.astype(np.int32)),
-            "retry_budget_exhausted": pa.array(_per_row(prep, out.exhausted, False).astype(bool)),
+            "retry_budget_exhausted": pa.array(exhausted.astype(bool)),
         },
     )
 

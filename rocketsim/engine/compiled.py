@@ -26,9 +26,9 @@ How the reference is mirrored:
 The loop's steps are separate functions for the reader and one function for the machine: numba inlines
 them into :func:`run_loop` (``inline="always"``), which lets LLVM keep the loop's counters in registers
 (~30% faster than calls). Every function of the event loop is compiled without the runtime's reference
-counting (``_nrt=False``):
-the loop allocates nothing (the caller passes every array in), and the atomic incref/decref pairs the
-runtime would put around each array argument cost more than the simulation itself. numba freezes the
+counting (``_nrt=False``): the loop allocates nothing (the caller passes every array in), and the atomic
+incref/decref pairs the runtime would put around each array argument cost more than the simulation
+itself. numba freezes the
 module-level constants it reads (OutcomeKind, SendKind, ...) into the cached machine code: after changing
 one of them, clear the cache (``__pycache__/*.nbi``) or touch this file.
 """

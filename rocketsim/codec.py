@@ -52,6 +52,7 @@ __all__ = [
     "build_uniq_id",
     "crc32_masked",
     "create_message_id",
+    "decimal_lengths",
     "decode_message_id",
     "decode_messages",
     "decode_store",
@@ -1211,6 +1212,18 @@ def encoded_message_sizes(
     props = _as_int64(props_lens)
     sizes = body + props + ELEMENT_OVERHEAD
     return np.where(props > MAX_PROPERTIES_SIZE, np.int64(-1), sizes)
+
+
+_TENS = 10 ** np.arange(1, 20, dtype=np.uint64)  # 10 .. 10**19
+
+
+def decimal_lengths(values: np.ndarray | Sequence[int]) -> np.ndarray:
+    """Per row ``String.valueOf(v).length()`` of Java ints/longs (a minus sign counts): the bytes of a
+    number written as a property value (``DELAY`` = ``Message.setDelayTimeLevel``'s
+    ``String.valueOf(level)``, ``REAL_QID``), any number of digits."""
+    v = np.asarray(values, dtype=np.int64)
+    magnitude = np.abs(v).view(np.uint64)  # abs(Long.MIN_VALUE) wraps to itself, which is 2**63 unsigned
+    return 1 + np.searchsorted(_TENS, magnitude, side="right").astype(np.int64) + (v < 0)
 
 
 def _value_lengths(column: PropertyColumn, n: int) -> np.ndarray:

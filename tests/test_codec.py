@@ -22,6 +22,7 @@ from rocketsim.codec import (
     build_uniq_id,
     crc32_masked,
     create_message_id,
+    decimal_lengths,
     decode_message_id,
     decode_messages,
     decode_store,
@@ -591,3 +592,11 @@ def test_checkers_notice_a_corrupted_expectation(
     failures = [r for r in checker.run(broken) if r.status == "failed"]
     assert len(failures) == 1 and "expected" in failures[0].detail
     json.loads(broken.read_text())  # still valid JSON: the checker, not the parser, caught it
+
+
+@pytest.mark.parametrize(
+    "value", [0, 1, 9, 10, 99, 100, 2147483647, -1, -10, -2147483648, 10**18 - 1, 10**18, -(2**63), 2**63 - 1]
+)
+def test_decimal_lengths_are_java_string_value_of_lengths(value: int) -> None:
+    # String.valueOf(long): what Message.setDelayTimeLevel writes as DELAY (and the broker as REAL_QID)
+    assert decimal_lengths([value]).tolist() == [len(str(value))]

@@ -160,7 +160,30 @@ class ClientVersion:
 
     @property
     def decoder_knows_v2_store_format(self) -> bool:
-        """5.x ``MessageDecoder`` declares MESSAGE_MAGIC_CODE_V2, BLANK_MAGIC_CODE, the store timestamp."""
+        """5.x ``MessageDecoder`` declares MESSAGE_MAGIC_CODE_V2, BLANK_MAGIC_CODE, the store timestamp, and
+        its ``decode`` / ``decodeProperties`` read the V2 format (``MessageVersion``: 2-byte topic length)."""
+        return self.is_5
+
+    # -- decoding edges (MessageDecoder.decode's flags; kept together) --
+    @property
+    def decoder_decompresses_by_type(self) -> bool:
+        """``decode``'s ``deCompressBody`` picks the decompressor by the sys flag's type bits
+        (``CompressorFactory``, 4.9.4 and later); before, ``UtilAll.uncompress`` always inflates zlib."""
+        return self.at_least("4.9.4")
+
+    @property
+    def decoder_clears_compressed_flag(self) -> bool:
+        """``decode`` clears COMPRESSED_FLAG in the sys flag after inflating the body (5.3.2 and later)."""
+        return self.at_least("5.3.2")
+
+    @property
+    def decoder_has_crc_check_option(self) -> bool:
+        """``decode(..., checkCRC)`` exists (5.x): a body whose CRC is not BODYCRC decodes to null."""
+        return self.is_5
+
+    @property
+    def decoder_has_properties_string_option(self) -> bool:
+        """``decode(..., isSetPropertiesString)`` exists (5.x): adds the raw text as ``propertiesString``."""
         return self.is_5
 
     # -- producer defaults read from each version's DefaultMQProducer (kept together) --

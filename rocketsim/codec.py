@@ -477,7 +477,12 @@ def decode_messages(
     """``MessageDecoder.decodeMessages``: batch elements back to ``Message`` objects (with ``topic``).
 
     ``strict``: TOTALSIZE must match, MAGICCODE and BODYCRC must be 0, lengths non-negative and inside the
-    data, properties canonical for ``version``. ``java``: header fields ignored, Java's exceptions.
+    data, properties canonical for ``version``. ``java``: header fields ignored, Java's exceptions (no
+    try/catch upstream: ``NegativeArraySizeException`` for a negative length, ``BufferUnderflowException``
+    for short input). In both, ``decodeMessage``'s ``new byte[len]`` makes a BODYLEN / PROPLEN of 0 an
+    empty body ``b""`` and empty properties ``{}`` (not None, unlike a store record's ``decode``).
+    Not modelled: 5.x's inner-batch helpers ``decodeMessage(MessageExt, List)`` / ``countInnerMsgNum``
+    (the broker's batch consume queue, which the producer model never reads).
     """
     view = memoryview(data)
     end = len(view)

@@ -7,9 +7,14 @@ values that overflow, and the properties parser silently drops what it cannot re
 
 Decoders have two modes. ``mode="strict"`` (default) accepts only bytes the encoder of ``version`` could have
 written, so anything that decodes re-encodes to the same bytes; everything else raises ``DecodeError`` with
-what is wrong and where. ``mode="java"`` does what the Java decoder does (malformed UTF-8 becomes U+FFFD,
-header fields are ignored, unreadable property segments are dropped) and raises ``JavaDecodeError`` where
-Java throws. Encoders raise ``JavaEncodeError`` (an ``EncodeError``) where Java throws.
+what is wrong and where. ``mode="java"`` does what the Java decoder of ``version`` does, edge for edge
+(malformed UTF-8 becomes U+FFFD, header fields are ignored, unreadable property segments are dropped, a
+store record's empty body or properties stay None, 5.x reads the V2 store format, ``decodes`` returns the
+records before the first bad one) and raises ``JavaDecodeError`` where Java throws or where its ``decode``
+catches an exception and returns null. Where strict deliberately differs (``b""`` / ``{}`` for zero-length
+store sections; V1 records only), the function says so. Decoders raise nothing but ``DecodeError`` whatever
+the bytes (asking for a flag the version's decoder lacks is a ``ConfigError``).
+Encoders raise ``JavaEncodeError`` (an ``EncodeError``) where Java throws.
 
 The size functions return ``len(encode(...))`` without building bytes; the vectorised ones do it for
 columns of lengths (numpy / pyarrow) at tens of millions of rows per second.
@@ -28,7 +33,8 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from rocketsim.errors import DecodeError, EncodeError
+from rocketsim import compression
+from rocketsim.errors import ConfigError, DecodeError, EncodeError
 from rocketsim.javaint import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, int8, int16, int32, java_string_hash
 from rocketsim.message import Message, MessageSysFlag
 from rocketsim.versions import V4_9_8, ClientVersion
@@ -52,9 +58,11 @@ __all__ = [
     "build_uniq_id",
     "crc32_masked",
     "create_message_id",
+    "decimal_lengths",
     "decode_message_id",
     "decode_messages",
     "decode_store",
+    "decode_store_properties",
     "decode_stores",
     "encode_message",
     "encode_messages",
@@ -469,7 +477,12 @@ def decode_messages(
     """``MessageDecoder.decodeMessages``: batch elements back to ``Message`` objects (with ``topic``).
 
     ``strict``: TOTALSIZE must match, MAGICCODE and BODYCRC must be 0, lengths non-negative and inside the
-    data, properties canonical for ``version``. ``java``: header fields ignored, Java's exceptions.
+    data, properties canonical for ``version``. ``java``: header fields ignored, Java's exceptions (no
+    try/catch upstream: ``NegativeArraySizeException`` for a negative length, ``BufferUnderflowException``
+    for short input). In both, ``decodeMessage``'s ``new byte[len]`` makes a BODYLEN / PROPLEN of 0 an
+    empty body ``b""`` and empty properties ``{}`` (not None, unlike a store record's ``decode``).
+    Not modelled: 5.x's inner-batch helpers ``decodeMessage(MessageExt, List)`` / ``countInnerMsgNum``
+    (the broker's batch consume queue, which the producer model never reads).
     """
     view = memoryview(data)
     end = len(view)
@@ -595,14 +608,21 @@ def create_message_id(ip: bytes, port: int, offset: int) -> str:
 
 
 def _java_string2bytes(text: str) -> bytes | None:
-    """``UtilAll.string2bytes``: a non-hex char reads as nibble -1 (so the byte becomes 0xFF or 0xF_)."""
+    """``UtilAll.string2bytes``: ``toUpperCase()`` (which may change the length, e.g. ``ß`` -> ``SS``),
+    then one byte per pair of UTF-16 units; a unit that is not a hex digit reads as nibble -1 (so the byte
+    becomes 0xFF or 0xF_); an odd last unit is ignored. Null or ``""`` -> null."""
     if not text:
         return None
-    text = text.upper()
+    raw = text.upper().encode("utf-16-le", "surrogatepass")
+    units = struct.unpack(f"<{len(raw) // 2}H", raw)
     digits = "0123456789ABCDEF"
+
+    def nibble(unit: int) -> int:
+        return digits.find(chr(unit)) if unit < 0x80 else -1
+
     out = bytearray()
-    for k in range(len(text) // 2):
-        hi, lo = digits.find(text[2 * k]), digits.find(text[2 * k + 1])
+    for k in range(len(units) // 2):
+        hi, lo = nibble(units[2 * k]), nibble(units[2 * k + 1])
         out.append(((hi << 4) | lo) & 0xFF if lo >= 0 else 0xFF)
     return bytes(out)
 
@@ -624,7 +644,14 @@ def _hex_bytes(text: str, where: str, lengths: tuple[int, ...]) -> bytes:
 def decode_message_id(msg_id: str, *, mode: Mode = "strict") -> MessageId:
     """``MessageDecoder.decodeMessageId``: 32 hex chars = IPv4 id, 56 = IPv6 id.
 
-    ``java`` mode reproduces upstream on malformed ids (any other length reads a 16-byte address).
+    ``java`` mode reproduces upstream (4.9.8 = 5.3.3) on malformed ids: the address is 4 bytes iff
+    ``msgId.length() == 32`` (UTF-16 units of the text as given), else 16; the bytes come from
+    ``UtilAll.string2bytes`` (see ``_java_string2bytes``); null/``""`` -> ``NullPointerException``
+    (``ByteBuffer.wrap(null)``), too few bytes -> ``BufferUnderflowException``, a port outside 0..65535 ->
+    ``IllegalArgumentException``; an IPv4-mapped IPv6 address reads as IPv4 (``InetAddress.getByAddress``).
+    Python's ``str.upper`` stands for Java's ``toUpperCase()`` in a root-like locale (same Unicode case
+    mappings; a Turkish default locale would map ``i`` differently, which changes nothing here: ``I`` is
+    not a hex digit either way).
     """
     if mode == "strict":
         raw = _hex_bytes(msg_id, "message id", (32, 56))
@@ -708,13 +735,15 @@ class StoredMessage:
     ``store_size`` is upstream's ``storeSize``: 0 lets ``encode_store`` compute the size; a positive value is
     the buffer size Java allocates (zero padding, or an overflow if too small). Decoding sets it to
     TOTALSIZE. Host addresses keep the bytes as written (``msg_id`` applies Java's IPv4-mapped rule).
+    ``body`` and ``properties`` are None where upstream leaves them null (a java-mode decode of BODYLEN or
+    PROPLEN <= 0); ``encode_store`` writes None properties as PROPLEN 0, like ``{}``.
     """
 
     topic: str
     body: bytes | None
     born_host: SocketAddress
     store_host: SocketAddress
-    properties: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    properties: Mapping[str, str] | None = field(default_factory=lambda: MappingProxyType({}))
     sys_flag: int = 0
     flag: int = 0
     body_crc: int = 0
@@ -728,7 +757,8 @@ class StoredMessage:
     store_size: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "properties", MappingProxyType(dict(self.properties or {})))
+        if self.properties is not None:  # None: Java's null map (a java-mode decode of PROPLEN <= 0)
+            object.__setattr__(self, "properties", MappingProxyType(dict(self.properties)))
 
     @property
     def msg_id(self) -> str:
@@ -840,10 +870,123 @@ def store_size(msg: StoredMessage, *, version: ClientVersion = V4_9_8) -> int:
     return capacity
 
 
+@dataclass(frozen=True, slots=True)
+class _JavaDecodeOptions:
+    """The flags of upstream's ``decode(buffer, readBody, deCompressBody, isClient, isSetPropertiesString,
+    checkCRC)`` that change what is read (``isClient`` only picks ``MessageClientExt``, whose ``getMsgId()``
+    is the ``UNIQ_KEY`` property when present; :attr:`StoredMessage.msg_id` is its ``offsetMsgId``)."""
+
+    read_body: bool = True
+    decompress_body: bool = False
+    check_crc: bool = False
+    set_properties_string: bool = False
+
+
+_STRICT_OPTIONS = _JavaDecodeOptions()
+_TOTAL_MAGIC = struct.Struct(
+    ">i"  # TOTALSIZE
+    "i"  # MAGICCODE
+)
+_TOPICLEN_V2 = struct.Struct(">h")  # TOPICLEN of the 5.x V2 format (signed short)
+_CRC_ERROR = "Msg crc is error!"
+
+
+def _java_options(
+    version: ClientVersion,
+    mode: Mode,
+    *,
+    read_body: bool,
+    decompress_body: bool,
+    check_crc: bool,
+    set_properties_string: bool,
+) -> _JavaDecodeOptions:
+    options = _JavaDecodeOptions(read_body, decompress_body, check_crc, set_properties_string)
+    if mode == "strict" and options != _STRICT_OPTIONS:
+        raise ConfigError(
+            "read_body, decompress_body, check_crc and set_properties_string apply to mode='java' only "
+            "(strict mode reads exactly what encode_store writes)"
+        )
+    if check_crc and not version.decoder_has_crc_check_option:
+        raise ConfigError(f"check_crc: MessageDecoder.decode of {version} has no checkCRC flag (5.x has)")
+    if set_properties_string and not version.decoder_has_properties_string_option:
+        raise ConfigError(
+            f"set_properties_string: MessageDecoder.decode of {version} has no isSetPropertiesString flag "
+            "(5.x has)"
+        )
+    return options
+
+
+def _store_topic_length_size(magic: int, version: ClientVersion, strict: bool, where: str) -> int:
+    """Bytes of TOPICLEN for a record with this magic code: 1 (V1), 2 (5.x V2, java mode); else raise.
+
+    4.9's decoder never reads the magic (any value, V1 layout); 5.x's ``MessageVersion.valueOfMagicCode``
+    knows V1 and V2 and throws ``IllegalArgumentException("Invalid magicCode " + m)`` for anything else.
+    Strict mode reads only what ``encode_store`` writes (V1), in every version.
+    """
+    if magic == MESSAGE_MAGIC_CODE or not (strict or version.decoder_refuses_unknown_magic):
+        return 1
+    if magic == MESSAGE_MAGIC_CODE_V2 and not strict and version.decoder_knows_v2_store_format:
+        return 2
+    note = ""
+    if magic == MESSAGE_MAGIC_CODE_V2:
+        note = (
+            " (the 5.x V2 format with a 2-byte topic length: encode_store never writes it, so strict mode "
+            "refuses it; mode='java' reads it for a 5.x version)"
+            if strict and version.decoder_knows_v2_store_format
+            else " (the V2 format with a 2-byte topic length is not supported)"
+        )
+    raise JavaDecodeError(
+        f"{where}: MAGICCODE {magic & 0xFFFF_FFFF:#010x} is not "
+        f"{MESSAGE_MAGIC_CODE & 0xFFFF_FFFF:#010x}{note}",
+        _ILLEGAL_ARGUMENT,
+        f"Invalid magicCode {magic}",
+    )
+
+
+def _java_body(
+    body: bytes, sys_flag: int, body_crc: int, version: ClientVersion, options: _JavaDecodeOptions, where: str
+) -> tuple[bytes, int]:
+    """What 4.9/5.x ``decode`` does to a read body: the 5.x CRC check, then decompression (``deCompressBody``
+    and COMPRESSED_FLAG): by the sys flag's type bits from 4.9.4 (``CompressorFactory``; zlib before,
+    ``UtilAll.uncompress``), clearing COMPRESSED_FLAG in the sys flag from 5.3.2. Returns (body, sys flag)."""
+    if options.check_crc and crc32_masked(body) != body_crc:
+        raise JavaDecodeError(
+            f"{where}: BODYCRC {body_crc} is not the body's {crc32_masked(body)}",
+            "java.lang.Exception",
+            _CRC_ERROR,
+        )
+    if options.decompress_body and sys_flag & MessageSysFlag.COMPRESSED_FLAG:
+        try:
+            ctype = (
+                compression.get_compression_type(sys_flag)
+                if version.decoder_decompresses_by_type
+                else compression.CompressionType.ZLIB
+            )
+        except compression.CompressionTypeError as exc:
+            raise JavaDecodeError(f"{where}: {exc}", "java.lang.RuntimeException", str(exc)) from None
+        try:
+            body = compression.decompress_as(body, ctype, java_compat=True)
+        except DecodeError as exc:
+            raise JavaDecodeError(f"{where}: {exc}", "java.io.IOException") from None
+        if version.decoder_clears_compressed_flag:
+            sys_flag &= ~MessageSysFlag.COMPRESSED_FLAG
+    return body, sys_flag
+
+
 def _decode_store_at(
-    view: memoryview, pos: int, end: int, version: ClientVersion, mode: Mode, where: str
+    view: memoryview,
+    pos: int,
+    end: int,
+    version: ClientVersion,
+    mode: Mode,
+    where: str,
+    options: _JavaDecodeOptions = _STRICT_OPTIONS,
 ) -> tuple[StoredMessage, int]:
-    """Decode one record starting at ``pos``; returns it and the offset after its last field."""
+    """Decode one record starting at ``pos``; returns it and the offset after its last field.
+
+    Java mode follows ``MessageDecoder.decode``'s reads one by one, so it raises (with the Java exception
+    it catches) exactly where upstream's ``decode`` returns null.
+    """
     strict = mode == "strict"
 
     def need(p: int, n: int, what: str) -> None:
@@ -852,22 +995,13 @@ def _decode_store_at(
                 f"{where}: truncated in {what} at byte {p} (needs {n}, {end - p} left)", _BUFFER_UNDERFLOW
             )
 
+    need(pos, _TOTAL_MAGIC.size, "TOTALSIZE/MAGICCODE")
+    _, magic = _TOTAL_MAGIC.unpack_from(view, pos)
+    topic_len_size = _store_topic_length_size(magic, version, strict, where)  # 5.x checks it at once
     need(pos, STORE_HEAD.size, "the fixed header")
     (total, magic, body_crc, queue_id, flag, queue_offset, commit_log_offset, sys_flag, born_ts) = (
         STORE_HEAD.unpack_from(view, pos)
     )
-    if magic != MESSAGE_MAGIC_CODE and (strict or version.decoder_refuses_unknown_magic):
-        v2 = (
-            " (the 5.x V2 format with a 2-byte topic length is not supported)"
-            if magic == MESSAGE_MAGIC_CODE_V2
-            else ""
-        )
-        raise JavaDecodeError(
-            f"{where}: MAGICCODE {magic & 0xFFFF_FFFF:#010x} is not "
-            f"{MESSAGE_MAGIC_CODE & 0xFFFF_FFFF:#010x}{v2}",
-            _ILLEGAL_ARGUMENT,
-            f"Invalid magicCode {magic}",
-        )
     p = pos + STORE_HEAD.size
 
     def host(p: int, v6: bool, what: str) -> tuple[SocketAddress, int]:
@@ -889,18 +1023,29 @@ def _decode_store_at(
     need(p, STORE_MID.size, "RECONSUMETIMES/PREPARED_TRANSACTION_OFFSET/BODYLEN")
     reconsume, prepared, body_len = STORE_MID.unpack_from(view, p)
     p += STORE_MID.size
-    body: bytes | None
+    # 15 BODY: strict reads b"" for BODYLEN 0 (what encode_store writes for b""); Java leaves the body null
+    # when BODYLEN <= 0 and then does not move (a negative length is not skipped backwards)
+    body: bytes | None = b"" if strict else None
     if body_len < 0 and strict:
         raise DecodeError(f"{where}: BODYLEN {body_len} is negative")
-    if body_len > 0:
+    if body_len > 0 and not options.read_body:  # byteBuffer.position(position + bodyLen)
+        if body_len > end - p:
+            raise JavaDecodeError(
+                f"{where}: skipping BODY (BODYLEN {body_len}) runs past the end ({end - p} bytes left)",
+                _ILLEGAL_ARGUMENT,
+            )
+        p += body_len
+    elif body_len > 0:
         need(p, body_len, f"BODY (BODYLEN {body_len})")
         body = bytes(view[p : p + body_len])
         p += body_len
-    else:
-        body = b"" if strict else None  # Java leaves the body null when BODYLEN <= 0
-    need(p, 1, "TOPICLEN")
-    (topic_len,) = TOPICLEN.unpack_from(view, p)
-    p += 1
+        if not strict:
+            body, sys_flag = _java_body(body, sys_flag, body_crc, version, options, where)
+    # 16 TOPIC: a signed byte, or a signed short in the 5.x V2 format
+    length_field = TOPICLEN if topic_len_size == 1 else _TOPICLEN_V2
+    need(p, length_field.size, "TOPICLEN")
+    (topic_len,) = length_field.unpack_from(view, p)
+    p += length_field.size
     if topic_len < 0:
         raise JavaDecodeError(f"{where}: TOPICLEN {topic_len} is negative", _NEGATIVE_ARRAY, str(topic_len))
     need(p, topic_len, f"TOPIC (TOPICLEN {topic_len})")
@@ -913,17 +1058,20 @@ def _decode_store_at(
             raise DecodeError(f"{where}: topic has invalid UTF-8 at byte {exc.start}") from None
     else:
         topic = java_utf8_decode(topic_bytes)
+    # 17 PROPERTIES: strict reads {} for PROPLEN 0 (what encode_store writes for no properties); Java leaves
+    # the map null when PROPLEN <= 0 and does not move past a negative length
     need(p, PROPLEN.size, "PROPLEN")
     (prop_len,) = PROPLEN.unpack_from(view, p)
     p += PROPLEN.size
-    props: dict[str, str] = {}
+    props: dict[str, str] | None = {} if strict else None
     if prop_len < 0 and strict:
         raise DecodeError(f"{where}: PROPLEN {prop_len} is negative")
     if prop_len > 0:
         need(p, prop_len, f"PROPERTIES (PROPLEN {prop_len})")
-        props = parse_properties(
-            bytes(view[p : p + prop_len]), version=version, mode=mode, where=f"{where}: properties"
-        )
+        raw = bytes(view[p : p + prop_len])
+        props = parse_properties(raw, version=version, mode=mode, where=f"{where}: properties")
+        if options.set_properties_string:
+            props["propertiesString"] = java_utf8_decode(raw)
         p += prop_len
     msg = StoredMessage(
         topic=topic,
@@ -955,28 +1103,148 @@ def _decode_store_at(
     return msg, p
 
 
-def decode_store(data: bytes, *, version: ClientVersion = V4_9_8, mode: Mode = "strict") -> StoredMessage:
-    """``MessageDecoder.decode(buffer, readBody=true, deCompressBody=false)``: one store record.
+def decode_store(
+    data: bytes,
+    *,
+    version: ClientVersion = V4_9_8,
+    mode: Mode = "strict",
+    read_body: bool = True,
+    decompress_body: bool = False,
+    check_crc: bool = False,
+    set_properties_string: bool = False,
+) -> StoredMessage:
+    """``MessageDecoder.decode(buffer, readBody, deCompressBody[, isClient, isSetPropertiesString,
+    checkCRC])``: one store record, by default as ``decode(buffer, true, false)``.
 
-    ``strict``: magic, lengths, padding and TOTALSIZE == len(data) are checked, UTF-8 must be valid.
-    ``java``: what upstream reads (it ignores TOTALSIZE, and 4.9 the magic; trailing bytes are ignored).
+    ``strict``: magic (V1), lengths, padding and TOTALSIZE == len(data) are checked, UTF-8 must be valid;
+    a BODYLEN / PROPLEN of 0 reads as ``b""`` / ``{}`` (rocketsim's choice: the record compares equal to
+    the one encoded, and ``encode_store`` writes the same bytes for None). The java-mode flags are refused.
+
+    ``java``: what upstream reads, edge for edge (4.9.8 = 4.9.7; 5.3.3): TOTALSIZE ignored, trailing
+    bytes ignored; the magic ignored by 4.9, checked by 5.x, which also reads the V2 format (2-byte topic
+    length); BODYLEN <= 0 -> ``body`` None (position not moved); PROPLEN <= 0 -> ``properties`` None;
+    ``read_body=False`` skips the body (None); ``decompress_body`` inflates a COMPRESSED_FLAG body (5.3.2+
+    clear the flag); 5.x only: ``check_crc`` (BODYCRC must be the body's ``UtilAll.crc32``) and
+    ``set_properties_string`` (adds ``propertiesString``, the raw properties text). Where upstream's
+    ``decode`` catches an exception and returns null, this raises :class:`JavaDecodeError` naming it.
+    Not modelled: ``new byte[len]`` beyond the JVM's heap is an ``OutOfMemoryError``, which ``decode`` does
+    not catch; here it is the ``BufferUnderflowException`` a large enough heap gives.
     """
+    options = _java_options(
+        version,
+        mode,
+        read_body=read_body,
+        decompress_body=decompress_body,
+        check_crc=check_crc,
+        set_properties_string=set_properties_string,
+    )
     view = memoryview(data)
-    msg, p = _decode_store_at(view, 0, len(view), version, mode, "store record")
+    msg, p = _decode_store_at(view, 0, len(view), version, mode, "store record", options)
     if mode == "strict" and p != len(view):
         raise DecodeError(f"store record: {len(view) - p} trailing bytes after TOTALSIZE {msg.store_size}")
     return msg
 
 
-def decode_stores(data: bytes, *, version: ClientVersion = V4_9_8) -> list[StoredMessage]:
-    """Records back to back (a commit-log slice), each strictly decoded and delimited by its TOTALSIZE."""
+def decode_stores(
+    data: bytes,
+    *,
+    version: ClientVersion = V4_9_8,
+    mode: Mode = "strict",
+    read_body: bool = True,
+    decompress_body: bool = True,
+) -> list[StoredMessage]:
+    """Records back to back (a commit-log slice or a pull response body).
+
+    ``strict``: each record strictly decoded and delimited by its TOTALSIZE; any bad record raises.
+    ``java``: ``MessageDecoder.decodes(buffer, readBody)`` (``clientDecode``: ``deCompressBody`` true; 5.x
+    ``decodesBatch(buffer, readBody, decompressBody, isClient)`` with ``decompress_body``): records are
+    read one after the other from where the previous one's properties end (TOTALSIZE, hence padding, is
+    ignored) and the list stops before the first record ``decode`` returns null for: the prefix, never an
+    exception. ``read_body`` and ``decompress_body`` apply to java mode (strict refuses ``read_body=False``
+    and never decompresses).
+    """
     view = memoryview(data)
     out: list[StoredMessage] = []
     pos = 0
-    while pos < len(view):
-        msg, pos = _decode_store_at(view, pos, len(view), version, "strict", f"store record {len(out)}")
+    if mode == "strict":
+        _java_options(
+            version,
+            mode,
+            read_body=read_body,
+            decompress_body=False,
+            check_crc=False,
+            set_properties_string=False,
+        )
+        while pos < len(view):
+            msg, pos = _decode_store_at(view, pos, len(view), version, mode, f"store record {len(out)}")
+            out.append(msg)
+        return out
+    options = _JavaDecodeOptions(read_body=read_body, decompress_body=decompress_body)
+    while pos < len(view):  # while (byteBuffer.hasRemaining())
+        try:
+            msg, pos = _decode_store_at(
+                view, pos, len(view), version, mode, f"store record {len(out)}", options
+            )
+        except DecodeError:  # decode returned null: break
+            break
         out.append(msg)
     return out
+
+
+def decode_store_properties(data: bytes, *, version: ClientVersion = V4_9_8) -> dict[str, str] | None:
+    """``MessageDecoder.decodeProperties(buffer)``: only the properties of the record at index 0.
+
+    Absolute reads at offsets computed from SYSFLAG (host sizes), BODYLEN and TOPICLEN, in Java int
+    arithmetic (a corrupt BODYLEN may point anywhere, even backwards); 5.x first checks the magic and
+    reads a 2-byte TOPICLEN for V2. PROPLEN <= 0 -> None. It has no try/catch: where Java throws
+    (``IndexOutOfBoundsException``, ``IllegalArgumentException``, ``BufferUnderflowException``,
+    ``NegativeArraySizeException``) this raises :class:`JavaDecodeError` naming it.
+    """
+    view = memoryview(data)
+    limit = len(view)
+    where = "decodeProperties"
+
+    def absolute(fmt: struct.Struct, index: int, what: str) -> int:
+        if index < 0 or index > limit - fmt.size:
+            raise JavaDecodeError(
+                f"{where}: {what} at index {index} is outside the {limit} bytes",
+                "java.lang.IndexOutOfBoundsException",
+            )
+        return int(fmt.unpack_from(view, index)[0])
+
+    def position(index: int) -> int:
+        if index < 0 or index > limit:
+            raise JavaDecodeError(
+                f"{where}: position {index} is outside the {limit} bytes", _ILLEGAL_ARGUMENT
+            )
+        return index
+
+    sys_flag = absolute(STORE_PORT, 36, "SYSFLAG")  # SYSFLAG_POSITION
+    topic_len_size = 1
+    if version.decoder_refuses_unknown_magic:  # 5.x: MessageVersion.valueOfMagicCode
+        magic = absolute(STORE_PORT, 4, "MAGICCODE")  # MESSAGE_MAGIC_CODE_POSITION
+        topic_len_size = _store_topic_length_size(magic, version, False, where)
+    born_len = 20 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 8
+    store_len = 20 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else 8
+    body_size_position = STORE_HEAD.size + born_len + STORE_TIMESTAMP.size + store_len + 4 + 8
+    topic_length_position = int32(
+        body_size_position + 4 + absolute(STORE_PORT, body_size_position, "BODYLEN")
+    )
+    if topic_len_size == 1 and not version.decoder_refuses_unknown_magic:  # 4.9: absolute get(index)
+        topic_length = absolute(TOPICLEN, topic_length_position, "TOPICLEN")
+    else:  # 5.x: position(topicLengthPosition), then a relative get() / getShort()
+        field_ = TOPICLEN if topic_len_size == 1 else _TOPICLEN_V2
+        if limit - position(topic_length_position) < field_.size:
+            raise JavaDecodeError(f"{where}: truncated in TOPICLEN", _BUFFER_UNDERFLOW)
+        topic_length = int(field_.unpack_from(view, topic_length_position)[0])
+    properties_position = int32(topic_length_position + topic_len_size + topic_length)
+    prop_len = absolute(PROPLEN, properties_position, "PROPLEN")
+    start = position(int32(properties_position + 2))
+    if prop_len <= 0:
+        return None
+    if limit - start < prop_len:
+        raise JavaDecodeError(f"{where}: truncated in PROPERTIES (PROPLEN {prop_len})", _BUFFER_UNDERFLOW)
+    return string_to_properties(java_utf8_decode(bytes(view[start : start + prop_len])))
 
 
 def message_decoder_constants(version: ClientVersion = V4_9_8) -> dict[str, object]:
@@ -1211,6 +1479,18 @@ def encoded_message_sizes(
     props = _as_int64(props_lens)
     sizes = body + props + ELEMENT_OVERHEAD
     return np.where(props > MAX_PROPERTIES_SIZE, np.int64(-1), sizes)
+
+
+_TENS = 10 ** np.arange(1, 20, dtype=np.uint64)  # 10 .. 10**19
+
+
+def decimal_lengths(values: np.ndarray | Sequence[int]) -> np.ndarray:
+    """Per row ``String.valueOf(v).length()`` of Java ints/longs (a minus sign counts): the bytes of a
+    number written as a property value (``DELAY`` = ``Message.setDelayTimeLevel``'s
+    ``String.valueOf(level)``, ``REAL_QID``), any number of digits."""
+    v = np.asarray(values, dtype=np.int64)
+    magnitude = np.abs(v).view(np.uint64)  # abs(Long.MIN_VALUE) wraps to itself, which is 2**63 unsigned
+    return 1 + np.searchsorted(_TENS, magnitude, side="right").astype(np.int64) + (v < 0)
 
 
 def _value_lengths(column: PropertyColumn, n: int) -> np.ndarray:

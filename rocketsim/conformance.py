@@ -27,6 +27,11 @@ CHECKERS: dict[str, str] = {
     "fault_strategy_4_9.jsonl": "fault_strategy",
     "fault_strategy_4_9_7.jsonl": "fault_strategy",
     "fault_strategy_5_x.jsonl": "fault_strategy",
+    # the real, unmodified Java client (4.9.8, 4.9.7, 5.3.3) against a scripted broker, SYNC sends: the same
+    # record format, the version from each scenario header's ``upstream``
+    "real_client_fault_strategy_4_9.jsonl": "fault_strategy",
+    "real_client_fault_strategy_4_9_7.jsonl": "fault_strategy",
+    "real_client_fault_strategy_5_x.jsonl": "fault_strategy",
 }
 
 

@@ -625,9 +625,8 @@ _DEFAULTS_5 = ProducerDefaults(
     retry_response_codes=(17, 14, 1, 2, 16, 204, 205, 1500),
     send_msg_max_timeout_per_request=-1,
     auto_batch=False,
-    enable_backpressure_for_async_mode=False,
-    back_pressure_for_async_send_num=1024,
-    back_pressure_for_async_send_size=100 * 1024 * 1024,
+    # enable_backpressure_for_async_mode, back_pressure_for_async_send_num/_size: per version, from
+    # ClientVersion.async_backpressure_defaults (producer_defaults fills them in)
     batch_max_delay_ms=-1,
     batch_max_bytes=-1,
     total_batch_max_bytes=-1,
@@ -638,8 +637,17 @@ _DEFAULTS_5 = ProducerDefaults(
 
 
 def producer_defaults(version: ClientVersion = V4_9_8) -> ProducerDefaults:
-    """The producer defaults of ``version``'s line."""
-    return _DEFAULTS[version.api_line]
+    """The producer defaults of ``version``'s line (and the fields that differ inside the 5.x line)."""
+    defaults = _DEFAULTS[version.api_line]
+    backpressure = version.async_backpressure_defaults
+    if backpressure is None:
+        return defaults
+    return replace(
+        defaults,
+        enable_backpressure_for_async_mode=backpressure.enable_backpressure_for_async_mode,
+        back_pressure_for_async_send_num=backpressure.back_pressure_for_async_send_num,
+        back_pressure_for_async_send_size=backpressure.back_pressure_for_async_send_size,
+    )
 
 
 _DEFAULTS = {API_4: _DEFAULTS_4_9, API_5: _DEFAULTS_5}

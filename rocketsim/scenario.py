@@ -23,7 +23,14 @@ from typing import Any
 
 from rocketsim.errors import ConfigError
 from rocketsim.javaint import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
-from rocketsim.versions import ClientVersion, parse_version
+from rocketsim.versions import (
+    BACK_PRESSURE_MIN_SEND_NUM,
+    BACK_PRESSURE_MIN_SEND_SIZE,
+    AsyncBackpressure,
+    BrokerVersion,
+    ClientVersion,
+    parse_version,
+)
 
 
 class ScenarioError(ConfigError):
@@ -119,10 +126,46 @@ class ProducerConfig:
     send_msg_max_timeout_per_request_ms: int = field(default=-1, metadata=_ge(-1))
     async_semaphore_permits: int = field(default=65535, metadata=_ge(1))
     start_detector_enable: bool = False
+    # 5.x DefaultMQProducer async backpressure (None: the client version's default, see
+    # ClientVersion.async_backpressure_defaults). Inert unless enabled, and enabling it is refused: the
+    # semaphores are not modelled. Refused on 4.x, which has no such settings.
+    enable_backpressure_for_async_mode: bool | None = None
+    back_pressure_for_async_send_num: int | None = field(
+        default=None,
+        metadata=_rule(
+            f"must be >= {BACK_PRESSURE_MIN_SEND_NUM} (DefaultMQProducerImpl raises smaller values to it)",
+            lambda v: v >= BACK_PRESSURE_MIN_SEND_NUM,
+        ),
+    )
+    back_pressure_for_async_send_size: int | None = field(
+        default=None,
+        metadata=_rule(
+            f"must be >= {BACK_PRESSURE_MIN_SEND_SIZE} (DefaultMQProducerImpl raises smaller values to it)",
+            lambda v: v >= BACK_PRESSURE_MIN_SEND_SIZE,
+        ),
+    )
 
     @property
     def version(self) -> ClientVersion:
         return parse_version(self.client_version)
+
+    @property
+    def async_backpressure(self) -> AsyncBackpressure | None:
+        """The 5.x async backpressure settings, the version's defaults where not given; None on 4.x."""
+        defaults = self.version.async_backpressure_defaults
+        if defaults is None:
+            return None
+        given = {
+            name: getattr(self, name) for name in BACKPRESSURE_SETTINGS if getattr(self, name) is not None
+        }
+        return dataclasses.replace(defaults, **given)
+
+
+BACKPRESSURE_SETTINGS = (
+    "enable_backpressure_for_async_mode",
+    "back_pressure_for_async_send_num",
+    "back_pressure_for_async_send_size",
+)
 
 
 @dataclass(frozen=True)
@@ -233,9 +276,17 @@ class TransactionConfig:
         default_factory=lambda: {"commit": 0.5, "rollback": 0.25, "unknown": 0.25},
         metadata={"keys": TRANSACTION_STATES, "weights": True},
     )
-    check_interval_ms: int = field(default=60_000, metadata=_gt(0))
+    # None: the broker version's BrokerConfig.transactionCheckInterval (60 s in 4.9.8, 30 s in 5.3.3)
+    check_interval_ms: int | None = field(default=None, metadata=_gt(0))
+    # BrokerConfig.transactionCheckMax and transactionTimeOut: 15 and 6 * 1000 in 4.9.8 and 5.3.3 alike
     check_max: int = field(default=15, metadata=_between(1, 1000))
     timeout_ms: int = field(default=6_000, metadata=_ge(0))
+
+    def check_interval_for(self, broker: BrokerVersion) -> int:
+        """``check_interval_ms``, else ``broker``'s ``BrokerVersion.transaction_check_interval_ms``."""
+        return (
+            broker.transaction_check_interval_ms if self.check_interval_ms is None else self.check_interval_ms
+        )
 
 
 @dataclass(frozen=True)
@@ -296,6 +347,11 @@ def _type_name(tp: Any) -> str:
 
 def _convert(tp: Any, value: Any, path: str, meta: Mapping[str, Any]) -> Any:
     origin = typing.get_origin(tp)
+    if origin is types.UnionType and type(None) in typing.get_args(tp):
+        # ``X | None``: None (the default) means "the version's value"; TOML has no null, so a given
+        # value is always checked as an X
+        (tp,) = (a for a in typing.get_args(tp) if a is not type(None))
+        origin = typing.get_origin(tp)
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, Mapping):
             _fail(path, "must be a table", value)
@@ -392,6 +448,7 @@ def _check_cross_fields(sc: Scenario) -> None:
             str(exc).split(", got")[0].removeprefix("client_version "),
             sc.producers.client_version,
         )
+    _check_async_backpressure(sc.producers)
     if sc.producers.group.strip() == "":
         _fail("producers.group", "must not be blank", sc.producers.group)
     wl = sc.workload
@@ -480,6 +537,21 @@ def _check_cross_fields(sc: Scenario) -> None:
                     f"{fault.start_s}-{fault.end_s} s",
                 )
         windows.setdefault(fault.broker, []).append((fault.start_s, fault.end_s, i))
+
+
+def _check_async_backpressure(producers: ProducerConfig) -> None:
+    """The 5.x backpressure settings: refused on 4.x (no such fields), and enabling them is not modelled."""
+    given = [name for name in BACKPRESSURE_SETTINGS if getattr(producers, name) is not None]
+    if given and producers.version.async_backpressure_defaults is None:
+        raise ScenarioError(
+            f"producers.{given[0]} exists only in 5.x clients (DefaultMQProducer 5.0.0 and later), "
+            f"not in client_version {producers.client_version}"
+        )
+    if producers.enable_backpressure_for_async_mode:
+        raise ScenarioError(
+            "producers.enable_backpressure_for_async_mode = true is not modelled yet (the async send "
+            "semaphores of DefaultMQProducerImpl); leave it false (upstream's default)"
+        )
 
 
 def scenario_from_mapping(raw: Mapping[str, Any], source_text: str = "") -> Scenario:

@@ -1,7 +1,7 @@
 """Transactional messages after the half is stored: the local transaction and the broker's check-back.
 
 ``TransactionMQProducer.sendMessageInTransaction`` sends the half message (``TRAN_MSG=true``); the broker
-stores it in ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketsim.broker`). Then, per message:
+stores it in ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketsim.store`). Then, per message:
 
 * the send result is not SEND_OK (FLUSH_*/SLAVE_NOT_AVAILABLE): the producer does not run the local
   transaction and ends it with ROLLBACK_MESSAGE at once (``local_state`` ``not_run``);
@@ -9,7 +9,9 @@ stores it in ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketsim.broker`). Then, per m
   returns commit, rollback or unknown (``[transactions] outcome`` weights) and the producer ends it with
   that state when the send returns (commit/rollback resolve there, unknown is ignored by the broker);
 * unknown or crash: ``TransactionalMessageCheckService`` runs every ``check_interval_ms``
-  (transactionCheckInterval, 60 s; ticks at multiples of it in simulated time) and checks a half once
+  (``BrokerConfig.transactionCheckInterval``; by default the broker version's: 60 s for a 4.9.x client's
+  4.9.8 broker, 30 s for a 5.x client's 5.3.3 broker; ticks at multiples of it in simulated time, the
+  service's fixed delay from its start) and checks a half once
   ``tick - born > timeout_ms`` (transactionTimeOut, 6 s; born = the storing request's start). Each check
   asks the producer group (the crashed instance's peers, or itself restarted), which answers commit,
   rollback or unknown (``check_outcome`` weights); the first commit/rollback resolves it at that tick.
@@ -82,6 +84,7 @@ def first_check_ms(born_ts_ms: np.ndarray, interval_ms: int, timeout_ms: int) ->
 def resolve(table: pa.Table, sc: Scenario) -> pa.Table:
     """``table`` (:data:`INPUT_COLUMNS`, one row per transactional message) plus :data:`OUTPUT_COLUMNS`."""
     cfg = sc.transactions
+    interval = cfg.check_interval_for(sc.producers.version.broker)
     n = table.num_rows
     producers = np.asarray(table.column("producer").to_numpy(zero_copy_only=False), np.int64)
     seqs = np.asarray(table.column("seq").to_numpy(zero_copy_only=False), np.int64)
@@ -96,7 +99,7 @@ def resolve(table: pa.Table, sc: Scenario) -> pa.Table:
     to_check = crash | (ran & (local == UNKNOWN))
 
     # check-backs, one tick apart, until one finds commit or rollback
-    first = first_check_ms(born, cfg.check_interval_ms, cfg.timeout_ms)
+    first = first_check_ms(born, interval, cfg.timeout_ms)
     checks = np.zeros(n, np.int64)
     answer = np.full(n, UNKNOWN)
     pending = to_check.copy()
@@ -123,7 +126,7 @@ def resolve(table: pa.Table, sc: Scenario) -> pa.Table:
     resolution[discarded] = "discard"
     resolved_by = np.full(n, None, dtype=object)
     resolved_by[by_producer], resolved_by[checked], resolved_by[discarded] = "producer", "check", "discard"
-    resolved_ts = np.where(by_producer, end, first + (checks - 1 + discarded) * cfg.check_interval_ms)
+    resolved_ts = np.where(by_producer, end, first + (checks - 1 + discarded) * interval)
     cols = {
         "local_state": pa.array(state.tolist(), pa.string()),
         "checks": pa.array(checks.astype(np.int32)),

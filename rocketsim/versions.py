@@ -160,8 +160,45 @@ class ClientVersion:
 
     @property
     def decoder_knows_v2_store_format(self) -> bool:
-        """5.x ``MessageDecoder`` declares MESSAGE_MAGIC_CODE_V2, BLANK_MAGIC_CODE, the store timestamp."""
+        """5.x ``MessageDecoder`` declares MESSAGE_MAGIC_CODE_V2, BLANK_MAGIC_CODE, the store timestamp, and
+        its ``decode`` / ``decodeProperties`` read the V2 format (``MessageVersion``: 2-byte topic length)."""
         return self.is_5
+
+    # -- decoding edges (MessageDecoder.decode's flags; kept together) --
+    @property
+    def decoder_decompresses_by_type(self) -> bool:
+        """``decode``'s ``deCompressBody`` picks the decompressor by the sys flag's type bits
+        (``CompressorFactory``, 4.9.4 and later); before, ``UtilAll.uncompress`` always inflates zlib."""
+        return self.at_least("4.9.4")
+
+    @property
+    def decoder_clears_compressed_flag(self) -> bool:
+        """``decode`` clears COMPRESSED_FLAG in the sys flag after inflating the body (5.3.2 and later)."""
+        return self.at_least("5.3.2")
+
+    @property
+    def decoder_has_crc_check_option(self) -> bool:
+        """``decode(..., checkCRC)`` exists (5.x): a body whose CRC is not BODYCRC decodes to null."""
+        return self.is_5
+
+    @property
+    def decoder_has_properties_string_option(self) -> bool:
+        """``decode(..., isSetPropertiesString)`` exists (5.x): adds the raw text as ``propertiesString``."""
+        return self.is_5
+
+    # -- producer defaults read from each version's DefaultMQProducer (kept together) --
+    @property
+    def async_backpressure_defaults(self) -> AsyncBackpressure | None:
+        """``DefaultMQProducer``'s async backpressure fields (5.0.0 and later; None before), read from the
+        field initialisers of client/src/main/java/org/apache/rocketmq/client/producer/DefaultMQProducer.java:
+        ``enableBackpressureForAsyncMode = false``; ``backPressureForAsyncSendNum = 10000`` (5.0.0-5.3.3;
+        1024 on develop after 5.3.3, upstream commit cfddd12c2c); ``backPressureForAsyncSendSize = 100 *
+        1024 * 1024``. Inert unless enabled: ``DefaultMQProducerImpl.executeAsyncMessageSend`` takes the
+        semaphores only when ``isEnableBackpressureForAsyncMode()``."""
+        if not self.is_5:
+            return None
+        send_num = 1024 if self.tuple > _tuple("5.3.3") else 10_000
+        return AsyncBackpressure(False, send_num, 100 * 1024 * 1024)
 
     # -- validators and FAQ --
     @property
@@ -208,6 +245,25 @@ def in_4_line(v: ClientVersion) -> bool:
 
 
 @dataclass(frozen=True)
+class AsyncBackpressure:
+    """The 5.x producer's async backpressure settings (``DefaultMQProducer`` field names in snake case).
+
+    ``DefaultMQProducerImpl`` builds fair semaphores of ``max(send_num, 10)`` permits and ``max(send_size,
+    1 MiB)`` bytes; an async send takes one permit and its body length before it is queued, but only when
+    ``enable_backpressure_for_async_mode`` is true (false by default).
+    """
+
+    enable_backpressure_for_async_mode: bool
+    back_pressure_for_async_send_num: int
+    back_pressure_for_async_send_size: int
+
+
+# The floors DefaultMQProducerImpl applies when it builds the semaphores (5.3.2+ setters apply them too).
+BACK_PRESSURE_MIN_SEND_NUM = 10
+BACK_PRESSURE_MIN_SEND_SIZE = 1024 * 1024
+
+
+@dataclass(frozen=True)
 class BrokerVersion:
     """The broker (and name server) a client line talks to; its properties say what it does."""
 
@@ -242,6 +298,15 @@ class BrokerVersion:
     def nameserver_scan_interval_ms(self) -> int:
         """``scanNotActiveBroker``'s period: 10 s in 4.9, ``scanNotActiveBrokerInterval`` = 5 s in 5.x."""
         return 5_000 if self.is_5 else 10_000
+
+    # -- broker defaults read from each version's BrokerConfig (kept together) --
+    @property
+    def transaction_check_interval_ms(self) -> int:
+        """``BrokerConfig.transactionCheckInterval``: ``60 * 1000`` in 4.9.8 (also 4.8.0-4.9.7), ``30 * 1000``
+        in 5.3.3 (common/src/main/java/org/apache/rocketmq/common/BrokerConfig.java field initialiser). The
+        ``TransactionalMessageCheckService`` waits this long between check rounds. (transactionTimeOut 6000
+        and transactionCheckMax 15 are the same in both.)"""
+        return 30_000 if self.is_5 else 60_000
 
     def __str__(self) -> str:
         return self.text

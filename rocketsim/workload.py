@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim import rng
+from rocketsim.codec import decimal_lengths
 from rocketsim.scenario import MESSAGE_TYPES, SEND_MODES, Scenario
 from rocketsim.schemas import MESSAGES, without_run_id
 
@@ -242,7 +243,9 @@ def generate_producer(
         props = (len("WAIT") + 2 + len("true")) + (len("UNIQ_KEY") + 2 + 32) + extra_props
         props = props + np.where(tag_len[tag_idx] > 0, len("TAGS") + 2 + tag_len[tag_idx], 0)
         props = props + np.where(key_len > 0, len("KEYS") + 2 + key_len, 0)
-        props = props + np.where(is_delay, len("DELAY") + 2 + np.where(delay >= 10, 2, 1), 0)
+        # DELAY = String.valueOf(level) (Message.setDelayTimeLevel): any level >= 1, any number of digits;
+        # the broker clamps levels above its maximum (18) when it stores them, the client sends them as is
+        props = props + np.where(is_delay, len("DELAY") + 2 + decimal_lengths(delay), 0)
         props = props + np.where(
             is_txn, (len("TRAN_MSG") + 2 + len("true")) + (len("PGROUP") + 2 + pgroup_len), 0
         )

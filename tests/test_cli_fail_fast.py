@@ -121,6 +121,17 @@ CASES = [
         "got 9223372036854775808",
     ),
     Case(
+        "unmodelled-backpressure",
+        (
+            "--set",
+            "producers.client_version=5.3.3",
+            "--set",
+            "producers.enable_backpressure_for_async_mode=true",
+        ),
+        "ScenarioError: producers.enable_backpressure_for_async_mode = true is not modelled yet (the async "
+        "send semaphores of DefaultMQProducerImpl); leave it false (upstream's default)",
+    ),
+    Case(
         "missing-file",
         (),
         "ScenarioError: scenario file 'missing.toml' cannot be read: No such file or directory",

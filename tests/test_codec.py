@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +24,11 @@ from rocketsim.codec import (
     build_uniq_id,
     crc32_masked,
     create_message_id,
+    decimal_lengths,
     decode_message_id,
     decode_messages,
     decode_store,
+    decode_store_properties,
     decode_stores,
     encode_message,
     encode_messages,
@@ -50,12 +54,12 @@ from rocketsim.codec import (
     uniq_id_nearly_time,
     uniq_id_pid,
 )
-from rocketsim.errors import DecodeError, EncodeError
+from rocketsim.errors import ConfigError, DecodeError, EncodeError
 from rocketsim.javaint import java_string_hash
 from rocketsim.message import Message
 from rocketsim.vectors import encode_message as encode_message_checker
 from rocketsim.vectors import store_encode as store_checker
-from rocketsim.versions import V4_9_8, V5_DEVELOP
+from rocketsim.versions import V4_9_8, V5_DEVELOP, ClientVersion, parse_version
 
 VECTORS = Path(__file__).parent / "data" / "conformance"
 BOTH = [V4_9_8, V5_DEVELOP]
@@ -389,11 +393,13 @@ class TestStore:
         with pytest.raises(DecodeError, match=match):
             decode_store(bytes(data))
 
-    def test_v2_magic_is_refused_by_name(self) -> None:
+    def test_v2_magic_is_refused_by_name_in_strict_mode(self) -> None:
+        # strict reads what encode_store writes (V1 only); 5.x java mode reads V2 (TestDecoderEdges)
         data = bytearray(encode_store(_stored()))
         data[4:8] = MESSAGE_MAGIC_CODE_V2.to_bytes(4, "big", signed=True)
-        with pytest.raises(DecodeError, match="V2 format"):
-            decode_store(bytes(data), version=V5_DEVELOP, mode="java")
+        for v in BOTH:
+            with pytest.raises(DecodeError, match="V2 format"):
+                decode_store(bytes(data), version=v)
         assert decode_store(bytes(data), mode="java").topic == "TopicTest"  # 4.9 ignores the magic
 
     def test_java_mode_leniency(self) -> None:
@@ -591,3 +597,284 @@ def test_checkers_notice_a_corrupted_expectation(
     failures = [r for r in checker.run(broken) if r.status == "failed"]
     assert len(failures) == 1 and "expected" in failures[0].detail
     json.loads(broken.read_text())  # still valid JSON: the checker, not the parser, caught it
+
+
+@pytest.mark.parametrize(
+    "value", [0, 1, 9, 10, 99, 100, 2147483647, -1, -10, -2147483648, 10**18 - 1, 10**18, -(2**63), 2**63 - 1]
+)
+def test_decimal_lengths_are_java_string_value_of_lengths(value: int) -> None:
+    # String.valueOf(long): what Message.setDelayTimeLevel writes as DELAY (and the broker as REAL_QID)
+    assert decimal_lengths([value]).tolist() == [len(str(value))]
+
+
+# ---------------------------------------------------------------------------------- decoder edges
+#
+# Every edge of upstream's MessageDecoder decode functions (common/src/main/java/org/apache/rocketmq/common/
+# message/MessageDecoder.java, tags rocketmq-all-4.9.8 (= 4.9.7) and rocketmq-all-5.3.3), java mode; strict
+# mode keeps rocketsim's own choices where noted.
+
+V4_9_3 = parse_version("4.9.3")
+V5_3_3 = parse_version("5.3.3")
+JAVA_LINES = [V4_9_8, V5_3_3]
+_BODYLEN_AT = 84  # BODYLEN of a record with IPv4 hosts: 48-byte head + 8 + 8 + 8 + 4 + 8
+
+
+def _v2_record(msg: StoredMessage, version: ClientVersion = V5_3_3) -> bytes:
+    """``msg`` in the 5.x V2 commit-log layout (``MessageVersion.MESSAGE_VERSION_V2``): magic 0xDAA320AB and
+    a 2-byte TOPICLEN (IPv4 hosts)."""
+    v1 = encode_store(dataclass_replace(msg, topic=""), version=version)
+    at = _BODYLEN_AT + 4 + len(msg.body or b"")
+    topic = msg.topic.encode()
+    data = v1[:at] + struct.pack(">h", len(topic)) + topic + v1[at + 1 :]
+    return struct.pack(">ii", len(data), MESSAGE_MAGIC_CODE_V2) + data[8:]
+
+
+def _set_int(data: bytes, at: int, value: int, fmt: str = ">i") -> bytes:
+    out = bytearray(data)
+    struct.pack_into(fmt, out, at, value)
+    return bytes(out)
+
+
+class TestDecoderEdges:
+    def test_proplen_zero_leaves_properties_null(self) -> None:
+        # decode: `if (propertiesLength > 0) { ... msgExt.setProperties(map); }` -> getProperties() null
+        for v in JAVA_LINES:
+            data = encode_store(_stored(properties={}), version=v)
+            assert decode_store(data, version=v, mode="java").properties is None
+            assert decode_store(data, version=v).properties == {}  # strict: rocketsim's {} (re-encodes alike)
+        data = encode_store(_stored(properties={}), version=V5_3_3)
+        got = decode_store(data, version=V5_3_3, mode="java", set_properties_string=True)
+        assert got.properties is None  # isSetPropertiesString only acts inside `propertiesLength > 0`
+
+    def test_negative_proplen_leaves_properties_null_and_the_position_before_them(self) -> None:
+        # decode: a negative `short propertiesLength` is not > 0: no read, the position stays after PROPLEN
+        a = _set_int(encode_store(_stored(properties={})), 112, -1, ">h")
+        b = encode_store(_stored(topic="B"))
+        got = decode_stores(a + b, mode="java")
+        assert [(m.topic, m.properties) for m in got] == [
+            ("TopicTest", None),
+            ("B", {"WAIT": "true", "TAGS": "TagA"}),
+        ]
+        with pytest.raises(DecodeError, match="PROPLEN -1 is negative"):
+            decode_stores(a + b)
+        # the property bytes left behind are read as the next record: 5.x's magic check refuses them
+        data = encode_store(_stored(), version=V5_3_3)
+        cut = _set_int(data, 112, -1, ">h")
+        assert [m.properties for m in decode_stores(cut + data, version=V5_3_3, mode="java")] == [None]
+
+    def test_bodylen_zero_or_negative_leaves_the_body_null(self) -> None:
+        # decode: `if (bodyLen > 0) { ... msgExt.setBody(body); }`; a negative length does not move the
+        # position
+        for v in JAVA_LINES:
+            empty = encode_store(_stored(body=b"", body_crc=0), version=v)
+            assert decode_store(empty, version=v, mode="java").body is None
+            assert decode_store(empty, version=v).body == b""  # strict: rocketsim's b"" (re-encodes alike)
+            negative = _set_int(empty, _BODYLEN_AT, -5)
+            got = decode_store(negative, version=v, mode="java")
+            assert (got.body, got.topic, got.properties) == (
+                None,
+                "TopicTest",
+                {"WAIT": "true", "TAGS": "TagA"},
+            )
+            with pytest.raises(DecodeError, match="BODYLEN -5 is negative"):
+                decode_store(negative, version=v)
+
+    def test_v2_magic_decodes_in_5x_java_mode(self) -> None:
+        # 5.3.3 decode: MessageVersion.valueOfMagicCode(magic) -> V2: `int topicLen = buffer.getShort()`
+        msg = _stored(topic="T" * 200)  # over 127 bytes: only the V2 format holds it
+        data = _v2_record(msg)
+        assert decode_store(data, version=V5_3_3, mode="java") == dataclass_replace(msg, store_size=len(data))
+        with pytest.raises(DecodeError, match="V2 format"):
+            decode_store(data, version=V5_3_3)  # strict: encode_store never writes V2
+        # 4.9.8 decode never reads the magic: the 2-byte length's high byte is a TOPICLEN of 0, then PROPLEN
+        # is read from 0xC8 'T'
+        got = decode_store(data, version=V4_9_8, mode="java")
+        assert got.topic == "" and got.properties is None  # PROPLEN 0xC854 is negative
+        v2_short_topic = _v2_record(_stored(), V5_3_3)
+        records = [
+            encode_store(_stored(), version=V5_3_3),
+            v2_short_topic,
+            encode_store(_stored(topic="Z"), version=V5_3_3),
+        ]
+        got_all = decode_stores(b"".join(records), version=V5_3_3, mode="java", decompress_body=False)
+        assert [m.topic for m in got_all] == ["TopicTest", "TopicTest", "Z"]
+
+    def test_unknown_magic_is_invalid_in_5x_and_ignored_in_4_9(self) -> None:
+        # 5.3.3 MessageVersion.valueOfMagicCode: IllegalArgumentException("Invalid magicCode " + magicCode)
+        data = _set_int(encode_store(_stored(), version=V5_3_3), 4, 0)
+        with pytest.raises(JavaDecodeError) as err:
+            decode_store(data, version=V5_3_3, mode="java")
+        assert (err.value.java_exception, err.value.java_message) == (
+            "java.lang.IllegalArgumentException",
+            "Invalid magicCode 0",
+        )
+        with pytest.raises(JavaDecodeError, match="Invalid magicCode|MAGICCODE"):
+            decode_store(data[:8], version=V5_3_3, mode="java")  # checked before the rest is read
+        # 4.9.8 decode: `byteBuffer.getInt()` for MAGICCODE, value unused
+        assert decode_store(_set_int(encode_store(_stored()), 4, 0), mode="java").topic == "TopicTest"
+
+    def test_decodes_returns_the_prefix_before_the_first_null(self) -> None:
+        # decodes: `while (hasRemaining) { msgExt = clientDecode(..); if (null != msgExt) add; else break; }`
+        for v in JAVA_LINES:
+            good = encode_store(_stored(), version=v)
+            other = encode_store(_stored(topic="B"), version=v)
+            assert [m.topic for m in decode_stores(good + other, version=v, mode="java")] == [
+                "TopicTest",
+                "B",
+            ]
+            for tail in (other[:-1], other[:47], b"\x00" * 3):
+                got = decode_stores(good + tail, version=v, mode="java")
+                assert [m.topic for m in got] == ["TopicTest"]
+            assert decode_stores(b"", version=v, mode="java") == []
+            assert decode_stores(b"\xff" * 7, version=v, mode="java") == []
+            with pytest.raises(DecodeError):
+                decode_stores(good + other[:-1], version=v)  # strict raises
+
+    def test_decodes_reads_records_back_to_back_ignoring_totalsize(self) -> None:
+        # decode never uses TOTALSIZE to move on: padding of a preset storeSize is read as the next record.
+        # 5.x: its zero magic is invalid; 4.9.8: it reads BODYLEN 0x0500002A from the next record's store host
+        # and runs out of bytes. Both stop after the first record; strict mode delimits by TOTALSIZE.
+        for v in JAVA_LINES:
+            padded = encode_store(_stored(store_size=150), version=v)
+            other = encode_store(_stored(topic="B"), version=v)
+            assert [m.topic for m in decode_stores(padded + other, version=v)] == ["TopicTest", "B"]
+            assert [m.topic for m in decode_stores(padded + other, version=v, mode="java")] == ["TopicTest"]
+
+    def test_decodes_decompresses_and_5_3_2_clears_the_flag(self) -> None:
+        # decodes -> clientDecode(bb, readBody) = decode(bb, readBody, deCompressBody=true, isClient=true):
+        # CompressorFactory.getCompressor(getCompressionType(sysFlag)).decompress(body); 5.3.2+ then
+        # `sysFlag &= ~MessageSysFlag.COMPRESSED_FLAG` (4.9.8 keeps it)
+        plain = b"x" * 5000
+        packed = zlib.compress(plain, 5)
+        msg = _stored(body=packed, sys_flag=0x301, body_crc=crc32_masked(packed))
+        for v, flag in ((V4_9_8, 0x301), (V5_3_3, 0x300)):
+            data = encode_store(msg, version=v)
+            (got,) = decode_stores(data, version=v, mode="java")
+            assert (got.body, got.sys_flag) == (plain, flag)
+            assert decode_store(data, version=v, mode="java", decompress_body=True) == got
+            assert decode_store(data, version=v, mode="java").body == packed  # decode(bb, true, false)
+            raw = decode_stores(data, version=v, mode="java", decompress_body=False)  # 5.x decodesBatch
+            assert raw[0].body == packed and raw[0].sys_flag == 0x301
+
+    def test_a_body_that_does_not_decompress_makes_decode_null(self) -> None:
+        packed = zlib.compress(b"y" * 100)
+        lz4_bits = _stored(body=packed, sys_flag=0x101)  # says LZ4, holds zlib
+        for v in JAVA_LINES:
+            data = encode_store(lz4_bits, version=v)
+            with pytest.raises(JavaDecodeError) as err:
+                decode_store(data, version=v, mode="java", decompress_body=True)
+            assert err.value.java_exception == "java.io.IOException"
+            assert decode_stores(data, version=v, mode="java") == []
+        # CompressionType.findByValue(4): RuntimeException("Unknown compress type value: 4")
+        with pytest.raises(JavaDecodeError) as err:
+            decode_store(encode_store(_stored(sys_flag=0x401)), mode="java", decompress_body=True)
+        assert err.value.java_message == "Unknown compress type value: 4"
+        # before 4.9.4 decode inflated with UtilAll.uncompress: zlib whatever the type bits say
+        (old,) = decode_stores(encode_store(lz4_bits), version=V4_9_3, mode="java")
+        assert old.body == b"y" * 100 and old.sys_flag == 0x101
+
+    def test_read_body_false_skips_the_body(self) -> None:
+        # decode(bb, readBody=false, ..): `byteBuffer.position(byteBuffer.position() + bodyLen)`, body null
+        for v in JAVA_LINES:
+            a, b = encode_store(_stored(), version=v), encode_store(_stored(topic="B"), version=v)
+            got = decode_stores(a + b, version=v, mode="java", read_body=False)
+            assert [(m.topic, m.body) for m in got] == [("TopicTest", None), ("B", None)]
+            past_end = _set_int(a, _BODYLEN_AT, 1000)  # position beyond the limit: IllegalArgumentException
+            with pytest.raises(JavaDecodeError) as err:
+                decode_store(past_end, version=v, mode="java", read_body=False)
+            assert err.value.java_exception == "java.lang.IllegalArgumentException"
+        with pytest.raises(ConfigError, match="mode='java' only"):
+            decode_store(encode_store(_stored()), read_body=False)
+
+    def test_check_crc_is_a_5x_option(self) -> None:
+        # 5.3.3 decode(.., checkCRC): `if (UtilAll.crc32(body, 0, bodyLen) != bodyCRC) throw new
+        # Exception("Msg crc is error!")` -> null
+        data = encode_store(_stored(), version=V5_3_3)
+        assert decode_store(data, version=V5_3_3, mode="java", check_crc=True).body == b"Hello RocketMQ"
+        with pytest.raises(JavaDecodeError) as err:
+            decode_store(_set_int(data, 8, 7), version=V5_3_3, mode="java", check_crc=True)
+        assert (err.value.java_exception, err.value.java_message) == (
+            "java.lang.Exception",
+            "Msg crc is error!",
+        )
+        with pytest.raises(ConfigError, match="no checkCRC"):
+            decode_store(encode_store(_stored()), mode="java", check_crc=True)
+
+    def test_set_properties_string_is_a_5x_option(self) -> None:
+        # 5.3.3 decode(.., isSetPropertiesString): map.put("propertiesString", propertiesString)
+        data = encode_store(_stored(), version=V5_3_3)
+        got = decode_store(data, version=V5_3_3, mode="java", set_properties_string=True)
+        assert got.properties == {
+            "WAIT": "true",
+            "TAGS": "TagA",
+            "propertiesString": "WAIT\x01true\x02TAGS\x01TagA\x02",
+        }
+        with pytest.raises(ConfigError, match="no isSetPropertiesString"):
+            decode_store(encode_store(_stored()), mode="java", set_properties_string=True)
+
+    def test_batch_elements_read_empty_body_and_properties_as_empty(self) -> None:
+        # decodeMessage: `new byte[bodyLen]` -> an empty array (not null); string2messageProperties(new
+        # String(new byte[0])) -> an empty HashMap (not null): unlike decode's store records
+        data = encode_message(Message("T", b"", 3, {}))
+        for mode in ("strict", "java"):
+            (got,) = decode_messages(data, mode=mode)  # type: ignore[arg-type]
+            assert got.body == b"" and got.properties == {} and got.properties is not None and got.flag == 3
+        assert decode_messages(b"", mode="java") == []  # decodeMessages: `while (hasRemaining)`
+
+    def test_string2message_properties_of_null_is_an_empty_map(self) -> None:
+        # string2messageProperties(null): `new HashMap<>()` then `if (properties != null)` -> empty, not null
+        assert string_to_properties(None) == {} and string_to_properties("") == {}
+
+    def test_decode_message_id_counts_utf16_units(self) -> None:
+        # decodeMessageId: `msgId.length() == 32 ? 4 : 16` counts UTF-16 units; UtilAll.string2bytes pairs
+        # units after toUpperCase(), a surrogate is no hex digit (nibble -1)
+        emoji = decode_message_id("0A00000500002A9F00000000075BCD" + "\U0001f600", mode="java")
+        assert (emoji.ip_text, emoji.port, emoji.offset) == ("10.0.0.5", 10911, 0x075BCDFF)
+        # "ß".toUpperCase() is "SS": 33 units -> 16 bytes (the odd last one ignored), the first one 0xFF
+        sharp = decode_message_id("ß" + "0A0000" + "00002A9F" + "0000000000000001" + "F", mode="java")
+        assert (sharp.ip_text, sharp.port, sharp.offset) == ("255.10.0.0", 10911, 1)
+        with pytest.raises(JavaDecodeError) as err:
+            decode_message_id("", mode="java")  # string2bytes("") is null: ByteBuffer.wrap(null)
+        assert err.value.java_exception == "java.lang.NullPointerException"
+
+
+class TestDecodeProperties:
+    # MessageDecoder.decodeProperties(ByteBuffer): absolute reads, no try/catch
+    def test_reads_only_the_properties(self) -> None:
+        for v in JAVA_LINES:
+            assert decode_store_properties(encode_store(_stored(), version=v), version=v) == {
+                "WAIT": "true",
+                "TAGS": "TagA",
+            }
+            # `if (propertiesLength > 0) {..} return null;`
+            assert decode_store_properties(encode_store(_stored(properties={}), version=v), version=v) is None
+
+    def test_magic_and_v2(self) -> None:
+        v2 = _v2_record(_stored(topic="T" * 300))
+        assert decode_store_properties(v2, version=V5_3_3) == {"WAIT": "true", "TAGS": "TagA"}
+        with pytest.raises(JavaDecodeError, match="Invalid magicCode|MAGICCODE"):
+            decode_store_properties(_set_int(encode_store(_stored(), version=V5_3_3), 4, 1), version=V5_3_3)
+        assert decode_store_properties(_set_int(encode_store(_stored()), 4, 1)) == {
+            "WAIT": "true",
+            "TAGS": "TagA",
+        }
+
+    def test_java_index_arithmetic(self) -> None:
+        data = encode_store(_stored())
+        # BODYLEN -4 points TOPICLEN back at BODYLEN's own 0xFF (-1); PROPLEN is then read at 84 too: -1
+        for v in JAVA_LINES:
+            assert (
+                decode_store_properties(
+                    _set_int(encode_store(_stored(), version=v), _BODYLEN_AT, -4), version=v
+                )
+                is None
+            )
+        with pytest.raises(JavaDecodeError) as err:
+            decode_store_properties(_set_int(data, _BODYLEN_AT, 10_000))
+        assert err.value.java_exception == "java.lang.IndexOutOfBoundsException"
+        with pytest.raises(JavaDecodeError) as err:
+            decode_store_properties(data[:30])  # getInt(SYSFLAG_POSITION = 36)
+        assert err.value.java_exception == "java.lang.IndexOutOfBoundsException"
+        with pytest.raises(JavaDecodeError) as err:
+            decode_store_properties(data[:-1])
+        assert err.value.java_exception == "java.nio.BufferUnderflowException"

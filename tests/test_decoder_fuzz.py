@@ -2,8 +2,10 @@
 decoders refuse corrupt bytes with an error, never a crash or a wrong message).
 
 Covered here: the id readers on any text (whitespace, separators, non-ASCII digits), ``decode_stores``
-(commit-log slices), ``string_to_properties`` / ``java_utf8_decode`` / java-mode ``parse_properties``
-(the lenient readers must not raise at all), and every decompressor (``decompress``, ``decompress_as``
+(commit-log slices; java mode must not raise at all: ``decodes`` returns the prefix), java-mode
+``decode_store`` with every flag and ``decode_store_properties``, ``string_to_properties`` /
+``java_utf8_decode`` / java-mode ``parse_properties`` (the lenient readers must not raise at all), and
+every decompressor (``decompress``, ``decompress_as``
 with and without ``java_compat``, ``decode_body``). Only ``DecodeError`` may escape a strict decoder;
 whatever decodes must re-encode to the same bytes (compressed streams are not canonical, so for them
 the round trip is checked from the encoder's side and mutated streams must decode or raise DecodeError).
@@ -22,6 +24,8 @@ from rocketsim.codec import (
     StoredMessage,
     create_message_id,
     decode_message_id,
+    decode_store,
+    decode_store_properties,
     decode_stores,
     encode_store,
     java_utf8_decode,
@@ -43,7 +47,7 @@ from rocketsim.compression import (
     decompress_as,
 )
 from rocketsim.errors import DecodeError
-from rocketsim.versions import V4_9_8, V5_DEVELOP, ClientVersion
+from rocketsim.versions import V4_9_8, V5_DEVELOP, ClientVersion, parse_version
 
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 VERSIONS = st.sampled_from([V4_9_8, V5_DEVELOP])
@@ -245,3 +249,43 @@ def test_ids_with_whitespace_or_non_ascii_digits_are_refused(text: str) -> None:
             call(text)
     with pytest.raises(DecodeError):
         uniq_id_nearly_time(text, 1_700_000_000_000, "UTC")
+
+
+@FUZZ
+@given(
+    st.lists(st.tuples(st.sampled_from(["T", "TopicTest", "中文"]), st.binary(max_size=24)), max_size=3),
+    EDITS,
+    st.none() | st.integers(0, 10_000),
+    st.sampled_from([V4_9_8, parse_version("4.9.3"), parse_version("5.3.3"), V5_DEVELOP]),
+    st.sampled_from([0, COMPRESSED_FLAG | 0x300, COMPRESSED_FLAG | 0x100, COMPRESSED_FLAG | 0x700]),
+)
+def test_java_mode_store_decoders_raise_only_decode_error(
+    records: list[tuple[str, bytes]],
+    edits: list[tuple[int, int]],
+    cut: int | None,
+    version: ClientVersion,
+    sys_flag: int,
+) -> None:
+    """decodes never throws (it returns the prefix); decode and decodeProperties raise only DecodeError."""
+    msgs = [dataclasses.replace(_stored(t, b, i), sys_flag=sys_flag) for i, (t, b) in enumerate(records)]
+    data = _mutate(b"".join(encode_store(m, version=version) for m in msgs), edits, cut)
+    for read_body in (True, False):
+        got = decode_stores(data, version=version, mode="java", read_body=read_body)
+        assert len(got) <= max(1, len(data) // 48)
+    calls = [
+        lambda: decode_store(data, version=version, mode="java"),
+        lambda: decode_store(data, version=version, mode="java", decompress_body=True, read_body=True),
+        lambda: decode_store(data, version=version, mode="java", read_body=False),
+        lambda: decode_store_properties(data, version=version),
+    ]
+    if version.decoder_has_crc_check_option:
+        calls.append(
+            lambda: decode_store(
+                data, version=version, mode="java", check_crc=True, set_properties_string=True
+            )
+        )
+    for call in calls:
+        try:
+            call()
+        except DecodeError:
+            continue

@@ -16,6 +16,7 @@ from rocketsim.scenario import (
     parse_override,
     scenario_from_mapping,
 )
+from rocketsim.versions import AsyncBackpressure
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "conf" / "scenarios").glob("*.toml"))
@@ -49,6 +50,57 @@ def test_defaults_are_default_mq_producer_defaults() -> None:
     )
     assert p.retry_another_broker_when_not_store_ok is False
     assert p.threads == 1
+
+
+@pytest.mark.parametrize(("version", "send_num"), [("5.2.0", 10_000), ("5.3.3", 10_000), ("5.x", 1024)])
+def test_async_backpressure_settings_default_to_the_versions(version: str, send_num: int) -> None:
+    # DefaultMQProducer field initialisers: enableBackpressureForAsyncMode = false,
+    # backPressureForAsyncSendNum = 10000 up to 5.3.3 (1024 on develop), backPressureForAsyncSendSize =
+    # 100 * 1024 * 1024; inert unless enabled (DefaultMQProducerImpl.executeAsyncMessageSend takes the
+    # semaphores only then)
+    p = scenario_from_mapping({"producers": {"client_version": version}}).producers
+    assert p.async_backpressure == AsyncBackpressure(False, send_num, 100 * 1024 * 1024)
+    given = {"back_pressure_for_async_send_num": 50, "back_pressure_for_async_send_size": 2 * 1024 * 1024}
+    p = scenario_from_mapping({"producers": {"client_version": version, **given}}).producers
+    assert p.async_backpressure == AsyncBackpressure(False, 50, 2 * 1024 * 1024)
+    off = {"client_version": version, "enable_backpressure_for_async_mode": False}
+    assert (
+        scenario_from_mapping(
+            {"producers": off}
+        ).producers.async_backpressure.enable_backpressure_for_async_mode
+        is False
+    )  # type: ignore[union-attr]
+    assert scenario_from_mapping({}).producers.async_backpressure is None  # 4.9.8: no such settings
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "enable_backpressure_for_async_mode=false",
+        "back_pressure_for_async_send_num=10000",
+        "back_pressure_for_async_send_size=104857600",
+    ],
+)
+def test_async_backpressure_settings_are_refused_on_4x(setting: str) -> None:
+    raw = apply_overrides({"producers": {"client_version": "4.9.8"}}, [f"producers.{setting}"])
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_mapping(raw)
+    name = setting.split("=")[0]
+    assert str(info.value) == (
+        f"producers.{name} exists only in 5.x clients (DefaultMQProducer 5.0.0 and later), "
+        "not in client_version 4.9.8"
+    )
+
+
+def test_enabling_async_backpressure_is_refused_until_modelled() -> None:
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_mapping(
+            {"producers": {"client_version": "5.3.3", "enable_backpressure_for_async_mode": True}}
+        )
+    assert "\n" not in str(info.value)
+    assert str(info.value).startswith(
+        "producers.enable_backpressure_for_async_mode = true is not modelled yet"
+    )
 
 
 def test_overrides_set_nested_keys_and_list_items() -> None:
@@ -155,6 +207,18 @@ BAD = [
         "faults[0].down_s must be shorter than period_s",
     ),
     ({"faults": {"broker": "broker-a"}}, "faults must be an array of tables"),
+    (
+        {"producers": {"client_version": "5.3.3", "back_pressure_for_async_send_num": 9}},
+        "producers.back_pressure_for_async_send_num must be >= 10 (DefaultMQProducerImpl raises smaller",
+    ),
+    (
+        {"producers": {"client_version": "5.3.3", "back_pressure_for_async_send_size": 1048575}},
+        "producers.back_pressure_for_async_send_size must be >= 1048576",
+    ),
+    (
+        {"producers": {"client_version": "5.3.3", "enable_backpressure_for_async_mode": "yes"}},
+        "producers.enable_backpressure_for_async_mode must be true or false, got 'yes'",
+    ),
 ]
 
 

@@ -963,3 +963,43 @@ def test_broker_indexes_refuse_unknown_brokers() -> None:
     assert store.broker_indexes(pa.array(["b", "a", "b"]), ("a", "b")).tolist() == [1, 0, 1]
     with pytest.raises(ValueError, match=r"'z' is not in the cluster's brokers \['a', 'b'\]"):
         store.broker_indexes(pa.array(["a", "z"]), ("a", "b"))
+
+
+@pytest.mark.parametrize(("version", "level", "digits"), [("4.9.8", 100, 3), ("5.3.3", 2147483647, 10)])
+def test_delay_levels_above_the_maximum_are_stored_clamped_to_18(
+    version: str, level: int, digits: int
+) -> None:
+    # The client sends DELAY=String.valueOf(level) unbounded (Message.setDelayTimeLevel); the broker clamps
+    # (4.9.8 CommitLog.asyncPutMessage, 5.3.3 HookUtils.transformDelayLevelMessage: level > maxDelayLevel ->
+    # setDelayTimeLevel(maxDelayLevel)), writes DELAY=18 back and stores in SCHEDULE_TOPIC_XXXX queue 17.
+    sc = scenario_from_mapping(
+        {
+            "seed": 3,
+            "producers": {"count": 1, "client_version": version},
+            "workload": {"messages": 40, "message_types": {"delay": 1.0}, "delay_levels": [level]},
+        }
+    )
+    messages = workload.generate(sc)
+    out = simulate.simulate(messages, sc)
+    records = store.store_records(store.stored_copies(messages, out.attempts, out.results), sc)
+    hosts = store.store_hosts(sc.cluster.brokers)
+    rows = records.to_pylist()
+    assert rows and all(r["delay_level"] == level for r in rows)
+    v = sc.producers.version
+    for r in rows:
+        assert (r["store_topic"], r["store_queue_id"], r["delay_level_stored"]) == (
+            store.SCHEDULE_TOPIC,
+            17,
+            18,
+        )
+        _, _, props, _ = store.stored_properties(r, sc)
+        assert props["DELAY"] == "18"
+        assert codec.properties_size(props, version=v) == r["store_props_size"]
+        assert store.stored_record_size(r, sc, hosts[0]) == r["store_size"]
+        # the written-back DELAY is digits - 2 bytes shorter than the one the client sent
+        client = store.client_properties(r, sc)
+        assert client["DELAY"] == str(level)
+        shorter = codec.properties_size(client, version=v) - codec.properties_size(
+            {**client, "DELAY": "18"}, version=v
+        )
+        assert shorter == digits - 2

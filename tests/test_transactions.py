@@ -10,6 +10,7 @@ import pytest
 
 from rocketsim import transactions
 from rocketsim.scenario import Scenario, ScenarioError, TransactionConfig, scenario_from_mapping
+from rocketsim.versions import BROKER_4_9_8, BROKER_5_3_3
 
 
 def _sc(**tx: object) -> Scenario:
@@ -31,8 +32,50 @@ def _rows(status: list[str], born: list[int | None], end: list[int] | None = Non
 
 
 def test_defaults_are_the_broker_config_defaults() -> None:
+    # BrokerConfig: transactionCheckInterval 60 * 1000 (4.9.8) / 30 * 1000 (5.3.3), transactionCheckMax 15,
+    # transactionTimeOut 6 * 1000 (both)
     cfg = TransactionConfig()
-    assert (cfg.check_interval_ms, cfg.check_max, cfg.timeout_ms) == (60_000, 15, 6_000)
+    assert cfg.check_interval_ms is None  # the broker version's
+    assert (cfg.check_interval_for(BROKER_4_9_8), cfg.check_max, cfg.timeout_ms) == (60_000, 15, 6_000)
+    assert (cfg.check_interval_for(BROKER_5_3_3), cfg.check_max, cfg.timeout_ms) == (30_000, 15, 6_000)
+    assert TransactionConfig(check_interval_ms=10_000).check_interval_for(BROKER_5_3_3) == 10_000
+
+
+@pytest.mark.parametrize(
+    ("version", "first_check"), [("4.8.0", 60_000), ("4.9.8", 60_000), ("5.3.3", 30_000)]
+)
+def test_transaction_check_interval_default_per_version(version: str, first_check: int) -> None:
+    # BrokerConfig.transactionCheckInterval: 60 * 1000 in 4.9.8, 30 * 1000 in 5.3.3 (a 4.x client talks to a
+    # 4.9.8 broker, a 5.x client to a 5.3.3 one); TransactionalMessageCheckService waits it between rounds
+    sc = scenario_from_mapping(
+        {
+            "seed": 11,
+            "producers": {"client_version": version},
+            "transactions": {"outcome": {"unknown": 1.0}, "check_outcome": {"unknown": 1.0}},
+        }
+    )
+    out = transactions.resolve(_rows(["SEND_OK"], [0]), sc).to_pylist()[0]
+    # 15 checks at first_check, 2 x first_check, ...; the 16th tick discards the half
+    assert (out["checks"], out["resolved_ts_ms"]) == (15, 16 * first_check)
+    sc = scenario_from_mapping(
+        {
+            "seed": 11,
+            "producers": {"client_version": version},
+            "transactions": {"outcome": {"unknown": 1.0}, "check_outcome": {"commit": 1.0}},
+        }
+    )
+    assert transactions.resolve(_rows(["SEND_OK"], [0]), sc).to_pylist()[0]["resolved_ts_ms"] == first_check
+    given = scenario_from_mapping(
+        {
+            "producers": {"client_version": version},
+            "transactions": {
+                "outcome": {"unknown": 1.0},
+                "check_outcome": {"commit": 1.0},
+                "check_interval_ms": 45_000,
+            },
+        }
+    )
+    assert transactions.resolve(_rows(["SEND_OK"], [0]), given).to_pylist()[0]["resolved_ts_ms"] == 45_000
 
 
 def test_producer_ends_commit_and_rollback_when_the_send_returns() -> None:
@@ -137,6 +180,7 @@ def test_outcomes_follow_the_weights_and_do_not_depend_on_row_grouping() -> None
         ({"producer_crash": 1.5}, "transactions.producer_crash must be between 0 and 1"),
         ({"check_max": 0}, "transactions.check_max must be between 1 and 1000"),
         ({"check_interval_ms": 0}, "transactions.check_interval_ms must be > 0"),
+        ({"check_interval_ms": "30s"}, "transactions.check_interval_ms must be an integer, got '30s'"),
         ({"timeout": 5}, "transactions.timeout is not a known key"),
     ],
 )

@@ -11,6 +11,7 @@ from rocketsim.versions import (
     LINE_4_9_7,
     LINE_4_9_8,
     LINE_5,
+    AsyncBackpressure,
     FaultLine,
     before,
     parse_version,
@@ -67,3 +68,18 @@ def test_since_and_before() -> None:
 def test_unmodelled_versions_are_refused() -> None:
     with pytest.raises(ConfigError, match="5.2.0 and later"):
         parse_version("5.1.4")
+
+
+def test_transaction_check_interval_is_the_broker_versions() -> None:
+    # BrokerConfig.transactionCheckInterval field initialiser: 60 * 1000 (4.9.8), 30 * 1000 (5.3.3)
+    assert BROKER_4_9_8.transaction_check_interval_ms == 60_000
+    assert BROKER_5_3_3.transaction_check_interval_ms == 30_000
+
+
+def test_backpressure_is_off_by_default_in_5_3_3() -> None:
+    # DefaultMQProducer (5.3.3): enableBackpressureForAsyncMode = false, backPressureForAsyncSendNum = 10000,
+    # backPressureForAsyncSendSize = 100 * 1024 * 1024; develop after 5.3.3 lowered the count to 1024
+    assert parse_version("5.3.3").async_backpressure_defaults == AsyncBackpressure(False, 10_000, 104_857_600)
+    assert parse_version("5.2.0").async_backpressure_defaults == AsyncBackpressure(False, 10_000, 104_857_600)
+    assert parse_version("5.x").async_backpressure_defaults == AsyncBackpressure(False, 1024, 104_857_600)
+    assert parse_version("4.9.8").async_backpressure_defaults is None  # no such fields in 4.x

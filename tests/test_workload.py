@@ -148,3 +148,29 @@ def test_mix_proportions_and_fields(table: pa.Table) -> None:
         assert np.all(np.diff(g.sort_values("seq").born_ts_ms.to_numpy()) >= 0)
     # 20k messages at 2000/s: about 10 s of arrivals per producer (poisson)
     assert 8_000 < df.born_ts_ms.max() < 12_000
+
+
+@pytest.mark.parametrize(("level", "digits"), [(100, 3), (2147483647, 10)])
+def test_delay_levels_of_any_size_are_sized_by_their_decimal_length(level: int, digits: int) -> None:
+    # Message.setDelayTimeLevel(int level) = putProperty("DELAY", String.valueOf(level)) (4.9.8 and 5.3.3):
+    # no client bound (Validators never read DELAY), so level 100 is sent as 3 digits, Integer.MAX_VALUE as 10
+    def run(lv: int) -> list[dict]:
+        sc = scenario_from_mapping(
+            {
+                **MIXED,
+                "workload": {
+                    **MIXED["workload"],
+                    "messages": 300,
+                    "message_types": {"delay": 1.0},
+                    "delay_levels": [lv],
+                    "invalid": {},
+                },
+            }
+        )
+        return generate(sc).to_pylist()
+
+    rows, one_digit = run(level), run(1)
+    assert {r["delay_level"] for r in rows} == {level}
+    for row, base in zip(rows, one_digit, strict=True):
+        assert row["properties_size"] == codec.properties_size(_properties(row, "grp_1"))
+        assert row["properties_size"] - base["properties_size"] == digits - 1

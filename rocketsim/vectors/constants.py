@@ -110,8 +110,9 @@ _SETS = frozenset(
     }
 )
 
-# producer_defaults key -> ProducerDefaults field (rocketsim.message) and ProducerConfig field
-# (rocketsim.scenario; None when the scenario has no such setting).
+# producer_defaults key -> ProducerDefaults field (rocketsim.message) and ProducerConfig field or dotted
+# property path, read with the version's defaults filled in (rocketsim.scenario; None when the scenario has
+# no such setting).
 PRODUCER_FIELDS: dict[str, tuple[str, str | None]] = {
     "defaultTopicQueueNums": ("default_topic_queue_nums", "default_topic_queue_nums"),
     "sendMsgTimeout": ("send_msg_timeout", "send_msg_timeout_ms"),
@@ -131,9 +132,18 @@ PRODUCER_FIELDS: dict[str, tuple[str, str | None]] = {
     ),
     "maxMessageSize": ("max_message_size", "max_message_size"),
     "autoBatch": ("auto_batch", None),
-    "enableBackpressureForAsyncMode": ("enable_backpressure_for_async_mode", None),
-    "backPressureForAsyncSendNum": ("back_pressure_for_async_send_num", None),
-    "backPressureForAsyncSendSize": ("back_pressure_for_async_send_size", None),
+    "enableBackpressureForAsyncMode": (
+        "enable_backpressure_for_async_mode",
+        "async_backpressure.enable_backpressure_for_async_mode",
+    ),
+    "backPressureForAsyncSendNum": (
+        "back_pressure_for_async_send_num",
+        "async_backpressure.back_pressure_for_async_send_num",
+    ),
+    "backPressureForAsyncSendSize": (
+        "back_pressure_for_async_send_size",
+        "async_backpressure.back_pressure_for_async_send_size",
+    ),
     "batchMaxDelayMs": ("batch_max_delay_ms", None),
     "batchMaxBytes": ("batch_max_bytes", None),
     "totalBatchMaxBytes": ("total_batch_max_bytes", None),
@@ -191,14 +201,17 @@ def _producer_defaults(expected: Mapping[str, Any], version: ClientVersion) -> s
 
 
 def _producer_config(expected: Mapping[str, Any], version: ClientVersion) -> str | None:
-    config = attr("scenario", "ProducerConfig")()
+    config = attr("scenario", "ProducerConfig")(client_version=version.text)
     got: dict[str, Any] = {}
     want: dict[str, Any] = {}
     for key, value in expected.items():
-        field_name = PRODUCER_FIELDS.get(key, ("", None))[1]
-        if field_name is None or not hasattr(config, field_name):
+        path = PRODUCER_FIELDS.get(key, ("", None))[1]
+        if path is None or not hasattr(config, path.split(".")[0]):
             continue
-        got[key], want[key] = getattr(config, field_name), value
+        obj: Any = config
+        for part in path.split("."):
+            obj = getattr(obj, part)
+        got[key], want[key] = obj, value
     return differ(want, got)
 
 

@@ -1,4 +1,5 @@
-"""Replay of ``fault_strategy_{4_9,4_9_7,5_x}.jsonl`` (README "How to replay").
+"""Replay of ``fault_strategy_{4_9,4_9_7,5_x}.jsonl`` and ``real_client_fault_strategy_*.jsonl`` (README
+"How to replay").
 
 Per scenario: a simulated clock from ``sim_start_time_ms``; per send, the route update (a new
 TopicPublishInfo with a new index) if ``k`` is a ``before_send_index``, the gap (5.x: due detector ticks),
@@ -34,7 +35,14 @@ from rocketsim.send import AttemptRecord, Outcome, SendConfig, SendRecord, send_
 from rocketsim.vectors import Result, failed, passed
 from rocketsim.versions import ClientVersion, parse_version
 
-FILES = ("fault_strategy_4_9.jsonl", "fault_strategy_4_9_7.jsonl", "fault_strategy_5_x.jsonl")
+FILES = (
+    "fault_strategy_4_9.jsonl",
+    "fault_strategy_4_9_7.jsonl",
+    "fault_strategy_5_x.jsonl",
+    "real_client_fault_strategy_4_9.jsonl",
+    "real_client_fault_strategy_4_9_7.jsonl",
+    "real_client_fault_strategy_5_x.jsonl",
+)
 
 
 class ReplayMismatch(RocketSimError):

@@ -75,7 +75,7 @@ def _decode_out(msg: StoredMessage) -> dict[str, Any]:
         "preparedTransactionOffset": msg.prepared_transaction_offset,
         "body_hex": None if msg.body is None else msg.body.hex(),
         "topic": msg.topic,
-        "properties_sorted": sorted_pairs(msg.properties),
+        "properties_sorted": None if msg.properties is None else sorted_pairs(msg.properties),
         "msgId": msg.msg_id,
     }
 

@@ -1,4 +1,4 @@
-"""The shipped pipeline benchmark runs end to end as a command and reports what it measured."""
+"""The shipped pipeline benchmark runs whole processes and reports what it measured."""
 
 from __future__ import annotations
 
@@ -9,31 +9,40 @@ from pathlib import Path
 
 import pytest
 
+from rocketsim.bench import pipeline
+
 pytestmark = pytest.mark.spark
 
 
-def test_bench_pipeline_command_writes_its_table(tmp_path: Path) -> None:
+def test_bench_pipeline_times_the_job_and_the_floor_as_processes(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, "-m", "rocketsim.bench", "pipeline", "--sizes", "2000,4000", "--repeat", "1"]
-    done = subprocess.run(
-        [*cmd, "--json", str(out)], capture_output=True, text=True, timeout=600, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    cmd = [sys.executable, "-m", "rocketsim.bench", "pipeline", "--sizes", "3000", "--modes", "sync"]
+    flags = ["--compare-size", "0", "--hot-share", "0", "--no-one-producer", "--json", str(out)]
+    done = subprocess.run([*cmd, *flags], capture_output=True, text=True, timeout=600, check=False)
     report = json.loads(out.read_text())
-    rows = report["rows"]
-    assert [(r["workload"], r["messages"]) for r in rows] == [
-        ("even", 2000),
-        ("even", 4000),
-        ("hot 0.5", 4000),
+    (row,) = report["rows"]
+    assert done.returncode == (0 if row["met"] else 1), done.stderr[-2000:]
+    assert (row["case"], row["messages"], row["target"]) == ("brownout sync", 3000, 2.0)
+    assert row["floor_s"] > 0 and row["job_s"] > 0
+    assert row["ratio"] == pytest.approx(row["job_s"] / row["floor_s"], rel=0.02)
+    # the stage breakdown is read off the pipeline's own output: its stages sum to less than the process
+    stages = row["stages_s"]
+    assert {"producers", "brokers", "driver", "commits", "rest of the process"} <= set(stages)
+    assert 0 < sum(stages[k] for k in ("producers", "brokers", "driver", "commits")) < row["job_s"]
+    assert row["driver_peak_mib"] > 100 and row["worker_peak_mib"] > 10
+    assert ("PASS" if row["met"] else "FAIL") + " brownout sync at 3,000" in done.stdout
+    assert "cores" in report["machine"]
+
+
+def test_cases_follow_the_sizes_and_modes() -> None:
+    small = pipeline.cases_for(400_000, ["sync", "async"], largest=False, hot_share=0.5, one_producer=True)
+    assert [(c.name, c.scenario) for c in small] == [
+        ("steady sync", pipeline.STEADY),
+        ("steady async", pipeline.STEADY),
     ]
-    for r in rows:
-        assert r["floor_s"] > 0 and r["rocketsim_s"] > 0
-        assert r["ratio"] == pytest.approx(r["rocketsim_s"] / r["floor_s"], rel=0.02)
-        assert r["attempts"] >= r["messages"]
-        assert r["driver_peak_mib"] > 100 and r["workers_peak_mib"] > 10
-    assert set(report["targets"]) == {
-        "ratio at 4,000",
-        "time x from 2,000 to 4,000",
-        "driver RSS x from 2,000 to 4,000",
-    }
-    assert "ratio at 4,000" in done.stdout and "workers MiB" in done.stdout
+    assert small[1].overrides == (pipeline.ASYNC,)
+    big = pipeline.cases_for(10_000_000, ["sync"], largest=True, hot_share=0.5, one_producer=True)
+    assert [c.name for c in big] == ["brownout sync", "hot 0.5", "one producer"]
+    argv = big[2].argv(Path("/tmp/wh"), "local[2]")
+    assert argv[1:3] == ["--master", "local[2]"] and argv[3].endswith("jobs/pipeline.py")
+    assert "workload.messages=10000000" in argv and "producers.count=1" in argv

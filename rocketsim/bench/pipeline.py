@@ -1,21 +1,26 @@
-"""``python -m rocketsim.bench pipeline``: rocketsim end to end against Spark's own Parquet-write floor.
+"""``python -m rocketsim.bench pipeline`` (``make bench``): what users run, against the Parquet floor.
 
-In one process and one SparkSession, for each N it measures
+Every figure is the wall-clock time of a whole process, start-up included, started the way the README
+starts it (``./spark-submit.sh --master 'local[2]' ...``):
 
-(a) the floor: Spark writing N rows of the ``send_results`` schema to Parquet (rows made by Spark
-    expressions from ``spark.range``: no Python in the loop);
-(b) rocketsim end to end: generate + simulate + write Delta for N messages of a fault-on 4.9.8
-    scenario with 8 brokers and 64 producers, as ``make run`` does it
-    (:func:`rocketsim.spark.pipeline.run_generate_simulate`): the committed tables ``messages``,
-    ``send_attempts``, ``send_results`` (with their offsets) and ``commit_log``; the broker-side and
-    summary tables that follow in a full run are not timed;
+- **floor**: :mod:`rocketsim.bench.floor`, Spark writing N ``send_results``-shaped rows to Parquet;
+- **pipeline**: ``jobs/pipeline.py``, every table of the run (messages to run_summary and ``runs``);
+- **compare**: ``jobs/compare.py`` with two variants (fault strategy off / on).
 
-and prints both times, their ratio, messages/s, and the peak RSS of the driver (Python + JVM; the JVM
-keeps the heap the floor's write grew, so the Python alone is shown too) and of the Python workers,
-sampled every 0.2 s. With ``--repeat R`` each figure is the median of R runs. Then, at the largest N,
-one skewed run (``--hot-share``, default 0.5: producer 0 sends half of the messages), and the targets
-of design §6 checked against the medians: ratio <= 2.0 at the largest N, time x <= 10.5 and driver
-RSS x <= 1.5 from the smallest N to the largest. The table is printed and written as JSON (``--json``).
+The cases (``--sizes``, default 400k, 2M and 10M; ``--modes`` sync and async):
+
+- 400k: ``conf/scenarios/steady.toml`` as shipped (what ``make run`` runs); larger N:
+  ``conf/scenarios/brownout.toml`` (a degraded broker) at N messages; async: every send ASYNC;
+- at the largest N, a skewed run (producer 0 sends ``--hot-share`` of the messages) and a run with one
+  producer sending everything (its worker's RSS is the memory bound of a producer's size);
+- ``jobs/compare.py`` at ``--compare-size`` (default 2M), brownout, two variants.
+
+For each size the floor runs first, then each job of that size; with ``--repeat R`` every figure is the
+median of R runs. Besides the ratio it prints the stage breakdown the pipeline reports (producer tasks,
+broker tasks, driver merge, commits, and the rest of the process: JVM, session, workers' start-up), the
+driver's peak RSS (Python + JVM) and the largest Python worker's, sampled every 0.2 s, and the machine.
+Targets (issue 13): pipeline <= 2.0x the floor, compare <= 3.0x, every worker under 2 GiB. The table is
+also written as JSON (``--json``).
 """
 
 from __future__ import annotations
@@ -24,70 +29,127 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import psutil
 
-SCENARIO = """
-name = "bench"
-seed = 1
-[cluster]
-brokers = ["broker-a", "broker-b", "broker-c", "broker-d", "broker-e", "broker-f", "broker-g", "broker-h"]
-write_queues = 4
-read_queues = 4
-[producers]
-count = 64
-client_version = "4.9.8"
-send_latency_fault_enable = true
-[workload]
-messages = 1000
-rate_per_s = 20000.0
-[brokers.default]
-latency = { median_ms = 2.0, sigma = 0.5, spike_probability = 0.001, spike_scale_ms = 40.0 }
-errors = { system_busy = 0.0005, remoting_timeout = 0.0001, flush_slave_timeout = 0.0002 }
-[[faults]]
-broker = "broker-c"
-kind = "slowdown"
-start_s = 60.0
-end_s = 360.0
-factor = 20.0
-"""
+ROOT = Path(__file__).resolve().parents[2]
+SUBMIT = str(ROOT / "spark-submit.sh")
+FLOOR = str(Path(__file__).with_name("floor.py"))
+STEADY = str(ROOT / "conf" / "scenarios" / "steady.toml")
+BROWNOUT = str(ROOT / "conf" / "scenarios" / "brownout.toml")
+ASYNC = "producers.send_mode={ async = 1.0 }"
+FAULT_OFF_ON = (
+    "--variant",
+    "fault_off:producers.send_latency_fault_enable=false",
+    "--variant",
+    "fault_on:producers.send_latency_fault_enable=true",
+)
+GIB = 2**30
+PIPELINE_TARGET, COMPARE_TARGET, WORKER_LIMIT_GIB = 2.0, 3.0, 2.0
+
+# "[one pass] ... (1.2 s producer tasks, 0.3 s broker tasks, 0.1 s driver merge, 0.4 s commits)"
+STAGES = re.compile(
+    r"\((?P<producers>[\d.]+) s producer tasks, (?P<brokers>[\d.]+) s broker tasks, "
+    r"(?P<driver>[\d.]+) s driver merge, (?P<commits>[\d.]+) s commits\)"
+)
+DONE = re.compile(r"done in (?P<s>[\d.]+) s")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One job to time: the job file, its arguments, and what it is called in the table."""
+
+    name: str
+    job: str  # "pipeline" | "compare"
+    messages: int
+    scenario: str
+    overrides: tuple[str, ...] = ()
+
+    def argv(self, warehouse: Path, master: str) -> list[str]:
+        sets = [a for o in (f"workload.messages={self.messages}", *self.overrides) for a in ("--set", o)]
+        extra = FAULT_OFF_ON if self.job == "compare" else ()
+        return [
+            SUBMIT,
+            "--master",
+            master,
+            str(ROOT / "jobs" / f"{self.job}.py"),
+            "--scenario",
+            self.scenario,
+            "--warehouse",
+            str(warehouse),
+            "--run-id",
+            "bench",
+            *sets,
+            *extra,
+        ]
+
+
+@dataclass
+class Timed:
+    """One whole process: wall seconds, peak RSS, and what it printed."""
+
+    seconds: float
+    driver_peak: int
+    worker_peak: int  # the largest single Python worker
+    stdout: str
+
+
+@dataclass
+class Row:
+    """One case: medians over the repeats."""
+
+    case: str
+    messages: int
+    floor_s: float
+    job_s: float
+    ratio: float
+    target: float
+    messages_per_s: int
+    stages_s: dict[str, float] = field(default_factory=dict)
+    driver_peak_mib: int = 0
+    worker_peak_mib: int = 0
+    repeats: int = 1
+
+    @property
+    def met(self) -> bool:
+        return self.ratio <= self.target and self.worker_peak_mib < WORKER_LIMIT_GIB * 1024
 
 
 class RssSampler:
-    """Peak RSS of this process tree: the driver (this Python and its JVM) and the Python workers."""
+    """Peak RSS under one process: the driver (spark-submit's JVM and the job's Python) and the
+    largest single Python worker (``pyspark.daemon``/``pyspark.worker`` processes)."""
 
-    def __init__(self, period_s: float = 0.2) -> None:
-        self.period_s = period_s
-        self.driver_peak = 0
-        self.python_peak = 0  # the driver's Python alone (what the run's stage keeps on the driver)
-        self.workers_peak = 0
+    def __init__(self, root: int, period_s: float = 0.2) -> None:
+        self.root, self.period_s = root, period_s
+        self.driver_peak = self.worker_peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self) -> None:
-        me = psutil.Process()
-        python = me.memory_info().rss
-        driver, workers = python, 0
-        for child in me.children(recursive=True):
+        try:
+            procs = [psutil.Process(self.root), *psutil.Process(self.root).children(recursive=True)]
+        except psutil.Error:
+            return
+        driver = 0
+        for proc in procs:
             try:
-                name = " ".join(child.cmdline())
-                rss = child.memory_info().rss
+                name, rss = " ".join(proc.cmdline()), proc.memory_info().rss
             except psutil.Error:
-                continue  # a worker that just ended
+                continue  # a process that just ended
             if "pyspark.daemon" in name or "pyspark.worker" in name:
-                workers += rss
-            elif "java" in name:
+                self.worker_peak = max(self.worker_peak, rss)
+            else:
                 driver += rss
         self.driver_peak = max(self.driver_peak, driver)
-        self.python_peak = max(self.python_peak, python)
-        self.workers_peak = max(self.workers_peak, workers)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -101,231 +163,167 @@ class RssSampler:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self._sample()
 
 
-@dataclass
-class Row:
-    """One N: medians over the repeats."""
-
-    workload: str  # "even", or "hot <share>": producer 0 sends that share
-    messages: int
-    floor_s: float
-    rocketsim_s: float
-    ratio: float
-    messages_per_s: float
-    attempts: int
-    driver_peak_mib: float
-    driver_python_peak_mib: float
-    workers_peak_mib: float
-    repeats: int
-
-
-def floor_seconds(spark, n: int, out: Path, partitions: int) -> float:  # noqa: ANN001 - SparkSession
-    """Spark writing n rows with the send_results schema to Parquet (the floor)."""
-    from pyspark.sql import functions as F
-
-    from rocketsim import schemas
-    from rocketsim.spark.session import spark_schema
-
-    target = spark_schema(schemas.SEND_RESULTS)
-    id_ = F.col("id")
-    values = {
-        "run_id": F.lit("floor"),
-        "producer": (id_ % 64).cast("int"),
-        "seq": (id_ / 64).cast("long"),
-        "uniq_msg_id": F.lpad(F.upper(F.hex(id_ * 2654435761)), 32, "0"),
-        "send_mode": F.lit("sync"),
-        "status": F.when(id_ % 1000 == 0, "FAILED").otherwise("SEND_OK"),
-        "attempts": F.lit(1),
-        "brokers_sent": F.array(F.concat(F.lit("broker-"), (id_ % 8).cast("string"))),
-        "broker": F.concat(F.lit("broker-"), (id_ % 8).cast("string")),
-        "queue_id": (id_ % 4).cast("int"),
-        "born_ts_ms": id_ / 20,
-        "send_ts_ms": id_ / 20,
-        "end_ts_ms": id_ / 20 + 2,
-        "latency_ms": (id_ % 7).cast("long"),
-        "wire_bytes": (id_ % 2000 + 100).cast("int"),
-        "compressed": F.lit(False),
-        "sys_flag": F.lit(0),
-        "retry_budget_exhausted": F.lit(False),
-    }
-    cols = [
-        (
-            values.get(f.name, F.lit(0))
-            if f.dataType.typeName() not in ("string", "array")
-            else values.get(f.name, F.lit(None))
-        )
-        .cast(f.dataType)
-        .alias(f.name)
-        for f in target.fields
-    ]
-    df = spark.range(0, n, 1, numPartitions=partitions).select(*cols)
+def run_process(argv: list[str]) -> Timed:
+    """Run ``argv`` to its end, timing it and sampling its RSS; raises if it fails."""
     t = time.monotonic()
-    df.write.mode("overwrite").parquet(str(out))
-    return time.monotonic() - t
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    with RssSampler(proc.pid) as rss:
+        out, err = proc.communicate()
+    seconds = time.monotonic() - t
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}:\n{err[-3000:]}")
+    return Timed(seconds, rss.driver_peak, rss.worker_peak, out)
 
 
-def rocketsim_seconds(
-    spark,  # noqa: ANN001 - SparkSession
-    n: int,
-    warehouse: Path,
-    scenario_path: Path,
-    hot_share: float = 0.0,
-) -> tuple[float, int]:
-    """generate + simulate + write Delta for n messages; returns (seconds, attempt rows)."""
-    from rocketsim.scenario import load_scenario
-    from rocketsim.spark import pipeline
-    from rocketsim.spark.cli import JobArgs
-
-    sc = load_scenario(scenario_path, [f"workload.messages={n}", f"workload.hot_share={hot_share}"])
-    args = JobArgs(str(scenario_path), str(warehouse), f"bench-{n}", (), 0, 10_000, quiet=True)
-    t = time.monotonic()
-    _, attempts = pipeline.run_generate_simulate(spark, args, sc)
-    return time.monotonic() - t, attempts
+def floor(n: int, work: Path, master: str) -> Timed:
+    out = work / f"floor-{n}"
+    try:
+        return run_process([SUBMIT, "--master", master, FLOOR, str(n), str(out)])
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
-def targets(rows: list[Row]) -> dict[str, tuple[float, float, bool]]:
-    """Design §6 against the even-workload medians: name -> (value, limit, met)."""
-    if not rows:
+def job(case: Case, work: Path, master: str) -> Timed:
+    warehouse = work / f"wh-{re.sub(r'[^A-Za-z0-9.]+', '-', case.name)}-{case.messages}"
+    try:
+        return run_process(case.argv(warehouse, master))
+    finally:
+        shutil.rmtree(warehouse, ignore_errors=True)
+
+
+def stages(timed: Timed) -> dict[str, float]:
+    """The stage breakdown the pipeline printed, and the rest of the process (start-up, ``runs``)."""
+    found, done = STAGES.search(timed.stdout), DONE.search(timed.stdout)
+    if not found:
         return {}
-    out = {f"ratio at {rows[-1].messages:,}": (rows[-1].ratio, 2.0, rows[-1].ratio <= 2.0)}
-    if len(rows) >= 2:
-        a, b = rows[0], rows[-1]
-        time_x = b.rocketsim_s / a.rocketsim_s
-        rss_x = b.driver_peak_mib / a.driver_peak_mib
-        scale = b.messages / a.messages
-        out[f"time x from {a.messages:,} to {b.messages:,}"] = (time_x, 1.05 * scale, time_x <= 1.05 * scale)
-        out[f"driver RSS x from {a.messages:,} to {b.messages:,}"] = (rss_x, 1.5, rss_x <= 1.5)
+    out = {k: float(v) for k, v in found.groupdict().items()}
+    out["rest of the process"] = round(timed.seconds - sum(out.values()), 1)
+    if done:
+        out["start-up before the run"] = round(timed.seconds - float(done["s"]), 1)
     return out
+
+
+def cases_for(n: int, modes: list[str], largest: bool, hot_share: float, one_producer: bool) -> list[Case]:
+    """The pipeline cases of one size (see the module docstring)."""
+    scenario = STEADY if n == 400_000 else BROWNOUT
+    label = "steady" if scenario == STEADY else "brownout"
+    out = [Case(f"{label} {m}", "pipeline", n, scenario, (ASYNC,) if m == "async" else ()) for m in modes]
+    if largest and hot_share > 0:
+        out.append(Case(f"hot {hot_share:g}", "pipeline", n, BROWNOUT, (f"workload.hot_share={hot_share}",)))
+    if largest:
+        out.append(
+            Case("one producer", "pipeline", n, BROWNOUT, ("producers.count=1", "producers.threads=16"))
+        )
+    return out
+
+
+def measure(cases: list[Case], n: int, work: Path, ns: argparse.Namespace) -> list[Row]:
+    """The floor of size n and each case, ``ns.repeat`` times; medians."""
+    floors: list[float] = []
+    timed: dict[str, list[Timed]] = {c.name: [] for c in cases}
+    for r in range(ns.repeat):
+        floors.append(floor(n, work, ns.master).seconds)
+        print(f"  N={n:,} run {r + 1}: floor {floors[-1]:.1f} s", flush=True)
+        for c in cases:
+            timed[c.name].append(job(c, work, ns.master))
+            print(f"  N={n:,} run {r + 1}: {c.name} {timed[c.name][-1].seconds:.1f} s", flush=True)
+    f = statistics.median(floors)
+    rows = []
+    for c in cases:
+        runs = sorted(timed[c.name], key=lambda t: t.seconds)
+        mid = runs[len(runs) // 2]
+        s = mid.seconds
+        rows.append(
+            Row(
+                c.name,
+                n,
+                round(f, 1),
+                round(s, 1),
+                round(s / f, 2),
+                COMPARE_TARGET if c.job == "compare" else PIPELINE_TARGET,
+                round(n / s),
+                stages(mid),
+                round(statistics.median(t.driver_peak for t in runs) / 2**20),
+                round(max(t.worker_peak for t in runs) / 2**20),
+                ns.repeat,
+            )
+        )
+    return rows
+
+
+def machine() -> str:
+    cpu = platform.processor()
+    info = Path("/proc/cpuinfo")
+    if info.exists():
+        cpu = next(
+            (ln.split(":", 1)[1].strip() for ln in info.read_text().splitlines() if "model name" in ln), cpu
+        )
+    return f"{os.cpu_count()} cores ({cpu}), {psutil.virtual_memory().total / GIB:.0f} GiB"
+
+
+def print_table(rows: list[Row], master: str) -> None:
+    print(f"\nrocketsim: whole processes against the Parquet floor, --master {master}, {machine()}")
+    print(
+        f"{'case':>16} {'messages':>11} {'floor s':>8} {'job s':>7} {'ratio':>6} {'target':>6} "
+        f"{'msg/s':>9} {'driver MiB':>10} {'worker MiB':>10}  stages (s)"
+    )
+    for r in rows:
+        breakdown = ", ".join(f"{k} {v:g}" for k, v in r.stages_s.items())
+        print(
+            f"{r.case:>16} {r.messages:>11,} {r.floor_s:>8.1f} {r.job_s:>7.1f} {r.ratio:>6.2f} "
+            f"{r.target:>6.1f} {r.messages_per_s:>9,} {r.driver_peak_mib:>10,} {r.worker_peak_mib:>10,}  "
+            f"{breakdown}"
+        )
+    for r in rows:
+        print(
+            f"{'PASS' if r.met else 'FAIL'} {r.case} at {r.messages:,}: {r.ratio:.2f}x "
+            f"(target <= {r.target}), largest worker {r.worker_peak_mib:,} MiB "
+            f"(limit {WORKER_LIMIT_GIB:g} GiB)"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m rocketsim.bench pipeline", description=__doc__)
-    p.add_argument("--sizes", default="1000000,10000000", help="comma-separated message counts")
-    p.add_argument("--repeat", type=int, default=3, help="runs per size; figures are medians")
-    p.add_argument("--json", default="bench-results/pipeline.json", help="where to write the table as JSON")
-    p.add_argument("--master", default="local[*]")
+    p.add_argument("--sizes", default="400000,2000000,10000000", help="comma-separated message counts")
+    p.add_argument("--modes", default="sync,async", help="send modes of the pipeline cases")
+    p.add_argument("--compare-size", type=int, default=2_000_000, help="jobs/compare.py's size (0: none)")
+    p.add_argument("--hot-share", type=float, default=0.5, help="the skewed run's share (0: no skewed run)")
     p.add_argument(
-        "--hot-share",
-        type=float,
-        default=0.5,
-        help="the skewed run at the largest N: producer 0's share of the messages (0: no skewed run)",
+        "--one-producer",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="at the largest size, also one producer sending every message",
     )
+    p.add_argument("--repeat", type=int, default=1, help="runs per case; figures are medians")
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--json", default="bench-results/pipeline.json", help="where to write the table as JSON")
     ns = p.parse_args(argv)
-    sizes = [int(s.replace("_", "")) for s in ns.sizes.split(",") if s]
-
-    from rocketsim.spark.session import build_session
-
-    spark = build_session(app_name="rocketsim-bench", master=ns.master)
-    partitions = spark.sparkContext.defaultParallelism
+    sizes = sorted(int(s.replace("_", "")) for s in ns.sizes.split(",") if s)
+    modes = [m for m in ns.modes.split(",") if m]
     work = Path(tempfile.mkdtemp(prefix="rocketsim-bench-"))
-    scenario_path = work / "bench.toml"
-    scenario_path.write_text(SCENARIO)
     rows: list[Row] = []
     try:
-        floor_seconds(spark, 100_000, work / "warmup-floor", partitions)  # JIT, class loading
-        rocketsim_seconds(spark, 20_000, work / "warmup-wh", scenario_path)  # numba cache, workers
         for n in sizes:
-            floors, sims, driver, python, workers, attempts = [], [], [], [], [], 0
-            for r in range(ns.repeat):
-                floors.append(floor_seconds(spark, n, work / f"floor-{n}-{r}", partitions))
-                shutil.rmtree(work / f"floor-{n}-{r}", ignore_errors=True)
-                with RssSampler() as rss:
-                    secs, attempts = rocketsim_seconds(spark, n, work / f"wh-{n}-{r}", scenario_path)
-                sims.append(secs)
-                driver.append(rss.driver_peak / 2**20)
-                python.append(rss.python_peak / 2**20)
-                workers.append(rss.workers_peak / 2**20)
-                shutil.rmtree(work / f"wh-{n}-{r}", ignore_errors=True)
-                print(
-                    f"  N={n:,} run {r + 1}: floor {floors[-1]:.1f} s, rocketsim {sims[-1]:.1f} s", flush=True
-                )
-            f, s = statistics.median(floors), statistics.median(sims)
-            rows.append(
-                Row(
-                    "even",
-                    n,
-                    round(f, 2),
-                    round(s, 2),
-                    round(s / f, 2),
-                    round(n / s),
-                    attempts,
-                    round(statistics.median(driver)),
-                    round(statistics.median(python)),
-                    round(statistics.median(workers)),
-                    ns.repeat,
-                )
-            )
-        if ns.hot_share > 0 and rows:
-            n, f = rows[-1].messages, rows[-1].floor_s
-            with RssSampler() as rss:
-                secs, attempts = rocketsim_seconds(
-                    spark, n, work / f"wh-hot-{n}", scenario_path, hot_share=ns.hot_share
-                )
-            shutil.rmtree(work / f"wh-hot-{n}", ignore_errors=True)
-            print(f"  N={n:,} producer 0 with {ns.hot_share:.0%}: rocketsim {secs:.1f} s", flush=True)
-            skew = f"hot {ns.hot_share:g}"
-            rows.append(
-                Row(
-                    skew,
-                    n,
-                    f,
-                    round(secs, 2),
-                    round(secs / f, 2),
-                    round(n / secs),
-                    attempts,
-                    round(rss.driver_peak / 2**20),
-                    round(rss.python_peak / 2**20),
-                    round(rss.workers_peak / 2**20),
-                    1,
-                )
+            cases = cases_for(n, modes, n == sizes[-1], ns.hot_share, ns.one_producer)
+            if n == ns.compare_size:
+                cases.append(Case("compare 2 variants", "compare", n, BROWNOUT))
+            rows += measure(cases, n, work, ns)
+        if ns.compare_size and ns.compare_size not in sizes:
+            rows += measure(
+                [Case("compare 2 variants", "compare", ns.compare_size, BROWNOUT)], ns.compare_size, work, ns
             )
     finally:
-        spark.stop()
         shutil.rmtree(work, ignore_errors=True)
-
-    cpu = (
-        next(
-            (
-                ln.split(":", 1)[1].strip()
-                for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")
-            ),
-            platform.processor(),
-        )
-        if Path("/proc/cpuinfo").exists()
-        else ""
-    )
-    print(
-        f"\nrocketsim pipeline benchmark: {os.cpu_count()} cores ({cpu}), "
-        f"{psutil.virtual_memory().total / 2**30:.0f} GiB, medians of {ns.repeat}"
-    )
-    print(
-        f"{'workload':>9} {'messages':>12} {'floor s':>9} {'rocketsim s':>12} {'ratio':>6} {'msg/s':>10} "
-        f"{'attempts':>11} {'driver MiB':>11} {'of it Python':>12} {'workers MiB':>12} {'runs':>5}"
-    )
-    for r in rows:
-        print(
-            f"{r.workload:>9} {r.messages:>12,} {r.floor_s:>9.1f} {r.rocketsim_s:>12.1f} {r.ratio:>6.2f} "
-            f"{r.messages_per_s:>10,} {r.attempts:>11,} {r.driver_peak_mib:>11,.0f} "
-            f"{r.driver_python_peak_mib:>12,.0f} "
-            f"{r.workers_peak_mib:>12,.0f} {r.repeats:>5}"
-        )
-    checks = targets([r for r in rows if r.workload == "even"])
-    for name, (value, limit, ok) in checks.items():
-        print(f"{'PASS' if ok else 'FAIL'} {name}: {value:.2f} (target <= {limit})")
+    print_table(rows, ns.master)
     out = Path(ns.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         json.dumps(
-            {
-                "machine": {"cores": os.cpu_count(), "cpu": cpu},
-                "rows": [asdict(r) for r in rows],
-                "targets": {k: {"value": v, "limit": lim, "ok": ok} for k, (v, lim, ok) in checks.items()},
-            },
+            {"machine": machine(), "master": ns.master, "rows": [asdict(r) | {"met": r.met} for r in rows]},
             indent=2,
         )
     )
     print(f"written: {out}")
-    return 0
+    return 0 if all(r.met for r in rows) else 1

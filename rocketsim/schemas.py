@@ -199,7 +199,7 @@ RUN_SUMMARY = pa.schema(
         pa.field("share", pa.float64(), nullable=False),  # of all stored messages (brokers) / 1.0 (all)
         *_LATENCY_PERCENTILES,
         pa.field("latency_max_ms", pa.int64()),
-        # -- added for analysis (rocketsim.spark.summaries.run_summary) --
+        # -- added for analysis (rocketsim.summaries) --
         pa.field("retry_budget_exhausted", pa.int64(), nullable=False),
         *_QUEUE_WAIT,
         pa.field("error_rate", pa.float64()),  # (failed + rejected) / messages
@@ -362,10 +362,12 @@ CONSUMER_LOAD = pa.schema(
 # ---- the table registry -----------------------------------------------------------------------------
 
 # The stages that write tables, and where each one is (a new table is a row below plus the stage's code).
-GENERATE = "generate"  # producer tasks (rocketsim.stage.producer_messages, scheduled by rocketsim.spark.run)
-SIMULATE = "simulate"  # producer and broker tasks (rocketsim.stage, rocketsim.warehouse.stage_files)
-BROKER_SIDE = "broker_side"  # Spark aggregations of the commit log (rocketsim.spark.broker_side)
-SUMMARIZE = "summarize"  # Spark aggregations of attempts and results (rocketsim.spark.summaries)
+# The first four are parts of one stage (rocketsim.stage, rocketsim.warehouse.stage_files, scheduled by
+# rocketsim.spark.run): jobs/pipeline.py runs them in one pass, the other jobs one at a time.
+GENERATE = "generate"  # producer tasks (rocketsim.stage.producer_messages)
+SIMULATE = "simulate"  # producer and broker tasks (rocketsim.stage.producer_tables, broker_tables)
+BROKER_SIDE = "broker_side"  # broker and producer tasks, the driver's consumer_load (rocketsim.broker_side)
+SUMMARIZE = "summarize"  # producer tasks' aggregates, merged by the driver (rocketsim.summaries)
 RUNS_ROW = "runs_row"  # the driver, once a run is complete (rocketsim.spark.pipeline.write_runs_row)
 COMPARE = "compare"  # a comparison of variants (rocketsim.spark.compare)
 RUN_STAGES = (GENERATE, SIMULATE, BROKER_SIDE, SUMMARIZE, RUNS_ROW)  # what jobs/pipeline.py writes

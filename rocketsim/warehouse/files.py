@@ -75,13 +75,19 @@ class _AtomicOutput:
                     self.fs.delete_file(self.tmp)
 
 
-def write_parquet(table: pa.Table, uri: str) -> None:
-    """Write ``table`` to ``uri`` atomically (snappy; dictionaries and statistics on the columns above)."""
+def write_parquet(table: pa.Table, uri: str, row_group_size: int | None = None) -> None:
+    """Write ``table`` to ``uri`` atomically (snappy; dictionaries and statistics on the columns above;
+    ``row_group_size`` rows per row group, default pyarrow's)."""
     dictionary = [n for n in table.column_names if n in DICTIONARY_COLUMNS]
     statistics = [n for n in table.column_names if n in STATISTICS_COLUMNS]
     with _AtomicOutput(uri) as sink:
         pq.write_table(
-            table, sink, compression="snappy", use_dictionary=dictionary, write_statistics=statistics
+            table,
+            sink,
+            compression="snappy",
+            use_dictionary=dictionary,
+            write_statistics=statistics,
+            row_group_size=row_group_size,
         )
 
 
@@ -127,3 +133,29 @@ def read_parquet(uris: Sequence[str], schema: pa.Schema, filters: list[tuple] | 
         fs, path = filesystem(uri)
         parts.append(pq.read_table(path, filesystem=fs, columns=schema.names, filters=filters).cast(schema))
     return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+def write_bytes(data: bytes, uri: str) -> None:
+    """Write ``data`` to ``uri`` atomically."""
+    with _AtomicOutput(uri) as sink:
+        sink.write(data)
+
+
+def read_bytes(uri: str) -> bytes:
+    """The whole content of ``uri``."""
+    fs, path = filesystem(uri)
+    with fs.open_input_stream(path) as handle:
+        return handle.read()
+
+
+def write_ipc(table: pa.Table, uri: str) -> None:
+    """``table`` as an Arrow IPC file, atomically."""
+    with _AtomicOutput(uri) as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+def read_ipc(uri: str) -> pa.Table:
+    """The table of an Arrow IPC file :func:`write_ipc` wrote."""
+    fs, path = filesystem(uri)
+    with fs.open_input_file(path) as handle:
+        return pa.ipc.open_file(handle).read_all()

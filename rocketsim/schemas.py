@@ -109,30 +109,28 @@ SEND_RESULTS = pa.schema(
     ]
 )
 
-_LATENCY_PERCENTILES = [
-    pa.field(name, pa.float64())
-    for name in (
-        "latency_p50_ms",
-        "latency_p75_ms",
-        "latency_p95_ms",
-        "latency_p99_ms",
-        "latency_p999_ms",
-        "latency_p9999_ms",
-    )
-]
+# the exact percentiles of the summary tables (rocketsim.summaries.PERCENTILES: p50 ... p99.99)
+LATENCY_PERCENTILE_COLUMNS = (
+    "latency_p50_ms",
+    "latency_p75_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "latency_p999_ms",
+    "latency_p9999_ms",
+)
+_LATENCY_PERCENTILES = [pa.field(name, pa.float64()) for name in LATENCY_PERCENTILE_COLUMNS]
 
-# attempts by outcome: ok, remoting:timeout, remoting:connect, broker:<code>, status:<not SEND_OK>, other
-_ATTEMPT_OUTCOMES = [
-    pa.field(name, pa.int64(), nullable=False)
-    for name in (
-        "ok",
-        "failed_timeout",
-        "failed_connect",
-        "failed_broker_error",
-        "not_store_ok",
-        "failed_other",
-    )
-]
+# attempts by outcome (the rule: rocketsim.summaries.OUTCOME_KINDS): ok, remoting:timeout,
+# remoting:connect, broker:<code>, status:<not SEND_OK>, other
+OUTCOME_COLUMNS = (
+    "ok",
+    "failed_timeout",
+    "failed_connect",
+    "failed_broker_error",
+    "not_store_ok",
+    "failed_other",
+)
+_ATTEMPT_OUTCOMES = [pa.field(name, pa.int64(), nullable=False) for name in OUTCOME_COLUMNS]
 _QUEUE_WAIT = [  # OMB's "publish delay": born -> send start
     pa.field("queue_wait_p50_ms", pa.float64()),
     pa.field("queue_wait_p99_ms", pa.float64()),

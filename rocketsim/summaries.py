@@ -81,15 +81,8 @@ __all__ = [
     "summary_tables",
 ]
 
-PERCENTILES = (0.5, 0.75, 0.95, 0.99, 0.999, 0.9999)
-PERCENTILE_COLUMNS = (
-    "latency_p50_ms",
-    "latency_p75_ms",
-    "latency_p95_ms",
-    "latency_p99_ms",
-    "latency_p999_ms",
-    "latency_p9999_ms",
-)
+PERCENTILES = (0.5, 0.75, 0.95, 0.99, 0.999, 0.9999)  # the columns: schemas.LATENCY_PERCENTILE_COLUMNS
+PERCENTILE_COLUMNS = schemas.LATENCY_PERCENTILE_COLUMNS
 QUEUE_WAIT_PERCENTILES = (0.5, 0.99)
 QUEUE_WAIT_COLUMNS = ("queue_wait_p50_ms", "queue_wait_p99_ms")
 # An attempt's outcome label -> the outcome column counting it: the first row that matches (its label
@@ -101,8 +94,9 @@ OUTCOME_KINDS = (
     ("failed_broker_error", "prefix", "broker:"),
     ("not_store_ok", "prefix", "status:"),
 )
-OUTCOME_COLUMNS = (*(column for column, _, _ in OUTCOME_KINDS), "failed_other")
+OUTCOME_COLUMNS = schemas.OUTCOME_COLUMNS  # the tables' columns, in this order
 OK, FAILED_OTHER = 0, len(OUTCOME_COLUMNS) - 1  # indexes into OUTCOME_COLUMNS
+assert tuple(c for c, _, _ in OUTCOME_KINDS) == OUTCOME_COLUMNS[:-1], "OUTCOME_KINDS follows OUTCOME_COLUMNS"
 # the columns producer_aggregates reads (a task reading committed files reads only these)
 ATTEMPT_COLUMNS = (
     "producer",

@@ -197,10 +197,10 @@ def test_reconcile_fails_loudly_when_a_task_drops_a_row(
     """Producer 0's task writes its send_results file without one row: the one pass refuses the run."""
     written = stage_files.write_parquet
 
-    def dropping(table: pa.Table, uri: str) -> None:
+    def dropping(table: pa.Table, uri: str, *rest: object) -> None:
         if "/send_results/" in uri and uri.endswith(stage_files.PRODUCER_PART.format(0)):
             table = table.slice(1)
-        written(table, uri)
+        written(table, uri, *rest)
 
     def in_process(spark, bins, work):  # noqa: ANN001, ANN202 - the tasks, here: monkeypatch reaches them
         return {item: dict(work(item)) for b in bins for item in b}

@@ -2,7 +2,8 @@
 without Spark: the one pass's files equal the local oracle (the core functions called directly on the
 whole run), a re-run task rewrites the same bytes, the stages that read committed files (simulate,
 broker side, summarize) give the same tables as the one pass, a comparison's producer step writes only
-its variants' aggregates, and the work refuses what the stage does not do."""
+its variants' aggregates, the work refuses what the stage does not do, and a task reads files another
+writer made (string_view columns) as the table's types."""
 
 from __future__ import annotations
 
@@ -247,3 +248,33 @@ def test_stage_work_refuses_what_the_stage_does_not_do(tmp_path: Path) -> None:
     assert stage_files.tables_read(STAGES) == ()
     assert stage_files.tables_read((SIMULATE,)) == ("messages",)
     assert stage_files.tables_read((BROKER_SIDE,)) == ("messages", "send_results", "commit_log")
+
+
+def test_files_of_another_writer_with_string_views_read_the_same(
+    scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """delta-rs rewrites a file (a DELETE) with string_view columns: a task reads it as the table's
+    types, its producer's rows only, row groups skipped by their statistics."""
+    messages = workload.generate(scenario)
+    views = pa.schema(
+        [f.with_type(pa.string_view()) if pa.types.is_string(f.type) else f for f in messages.schema]
+    )
+    path = tmp_path / "views.parquet"
+    pq.write_table(_by(messages, "producer", "seq").cast(views), path, row_group_size=200)
+    read_groups: list[int] = []
+    read_row_groups = pq.ParquetFile.read_row_groups
+
+    def spy(self: pq.ParquetFile, groups: list[int], *args: object, **kwargs: object) -> pa.Table:
+        read_groups.extend(groups)
+        return read_row_groups(self, groups, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    got = stage_files.read_producer_messages([str(path)], 2)
+    assert 0 < len(read_groups) < pq.ParquetFile(path).num_row_groups
+    assert got.equals(messages.filter(pc.equal(messages.column("producer"), 2)))
+    transactional = stage_files.read_producer_rows(
+        [str(path)], stage_files.MESSAGES_DATA, 2, filters=[("message_type", "=", "transaction")]
+    )
+    assert transactional.num_rows > 0 and set(transactional.column("message_type").to_pylist()) == {
+        "transaction"
+    }

@@ -21,8 +21,13 @@ check-java:
 	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
 	 if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then echo "error: Spark 4 needs Java 17 or newer, found: $$(java -version 2>&1 | head -1)" >&2; exit 1; fi
 
+# The whole suite (the compiled engine where it applies), then the engine suites again on the readable
+# reference engine alone.
+ENGINE_TESTS := tests/test_engines.py tests/test_engine_plan.py tests/test_simulate.py tests/test_send.py \
+	tests/test_fault.py tests/test_conformance.py tests/test_rejected_inputs.py
 test: $(STAMP) check-java
 	$(PY) -m pytest -q
+	ROCKETSIM_ENGINE=reference $(PY) -m pytest -q $(ENGINE_TESTS)
 
 run: $(STAMP) check-java
 	./spark-submit.sh jobs/pipeline.py --scenario $(SCENARIO) $(ARGS)

@@ -6,75 +6,25 @@ burst). Every draw comes from a counter-based generator keyed by ``(seed, produc
 so an attempt's outcome depends only on those keys, the broker, the start time and the timeout: the same
 inputs give the same outcome on any machine, partition or order.
 
-Outcome kinds are small integers (``OK`` ... ``INTERRUPTED``) so the compiled send loop can use them;
-:func:`outcome_label` renders them as the conformance vectors write them (``remoting:timeout``).
+Answers are :class:`rocketsim.outcomes.OutcomeKind` values (small integers, so the compiled engine can use
+them) with a latency and a response code; draws are :mod:`rocketsim.rng`'s.
 """
+
+# Mirrored by engine/compiled.py (attempt_outcome, base_latency, over engine/plan.py's Model arrays);
+# tests/test_engines.py compares them.
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
+from rocketsim.outcomes import OutcomeKind, outcome_label
+from rocketsim.rng import draw_key, uniform
 from rocketsim.scenario import BrokerModelConfig, FaultConfig, Scenario
 
-# ---- outcome kinds -------------------------------------------------------------------------------
-OK = 0
-FLUSH_DISK_TIMEOUT = 1
-FLUSH_SLAVE_TIMEOUT = 2
-SLAVE_NOT_AVAILABLE = 3
-REMOTING_CONNECT = 4
-REMOTING_TIMEOUT = 5
-REMOTING_SEND_REQUEST = 6
-BROKER_ERROR = 7
-CLIENT_ERROR = 8
-INTERRUPTED = 9
-
-_LABELS = {
-    OK: "ok",
-    FLUSH_DISK_TIMEOUT: "status:FLUSH_DISK_TIMEOUT",
-    FLUSH_SLAVE_TIMEOUT: "status:FLUSH_SLAVE_TIMEOUT",
-    SLAVE_NOT_AVAILABLE: "status:SLAVE_NOT_AVAILABLE",
-    REMOTING_CONNECT: "remoting:connect",
-    REMOTING_TIMEOUT: "remoting:timeout",
-    REMOTING_SEND_REQUEST: "remoting:send_request",
-    CLIENT_ERROR: "client",
-    INTERRUPTED: "interrupted",
-}
-
-# broker response codes (ResponseCode) of the error mix
-SYSTEM_ERROR = 1
-SYSTEM_BUSY = 2
-SERVICE_NOT_AVAILABLE = 14
-
-# error-mix entry -> (outcome kind, response code or 0)
-ERROR_KINDS: dict[str, tuple[int, int]] = {
-    "remoting_timeout": (REMOTING_TIMEOUT, 0),
-    "connect_refused": (REMOTING_CONNECT, 0),
-    "system_busy": (BROKER_ERROR, SYSTEM_BUSY),
-    "system_error": (BROKER_ERROR, SYSTEM_ERROR),
-    "service_not_available": (BROKER_ERROR, SERVICE_NOT_AVAILABLE),
-    "flush_disk_timeout": (FLUSH_DISK_TIMEOUT, 0),
-    "flush_slave_timeout": (FLUSH_SLAVE_TIMEOUT, 0),
-    "slave_not_available": (SLAVE_NOT_AVAILABLE, 0),
-}
-
-
-def outcome_label(kind: int, code: int = 0) -> str:
-    """The vectors' spelling of an outcome: ``ok``, ``status:...``, ``remoting:...``, ``broker:<code>``."""
-    if kind == BROKER_ERROR:
-        return f"broker:{code}"
-    return _LABELS[kind]
-
-
-# ---- counter-based random draws ------------------------------------------------------------------
-# SplitMix64's finaliser over a key built from (seed, producer, seq, attempt, stream): a stateless
-# generator, so any attempt's draws can be made alone, in any order, on any worker.
-_M64 = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
-_C1 = 0xBF58476D1CE4E5B9
-_C2 = 0x94D049BB133111EB
+# ---- draws -------------------------------------------------------------------------------------
+# Every draw of an attempt is ``rng.uniform(rng.draw_key(seed, producer, seq, attempt), stream)``: a
+# stateless generator, so any attempt's draws can be made alone, in any order, on any worker.
 
 STREAM_ERROR = 0  # background error mix
 STREAM_LATENCY_A = 1  # lognormal body (Box-Muller, first uniform)
@@ -87,47 +37,22 @@ N_STREAMS = 6
 MAX_SPIKE_EXPONENT = 50.0  # e^50 x the spike scale: far past any timeout, and finite
 MAX_LATENCY_MS = 1e9  # about 11.6 days: an answer that never comes within any send timeout
 
+# broker response codes (ResponseCode) of the error mix
+SYSTEM_ERROR = 1
+SYSTEM_BUSY = 2
+SERVICE_NOT_AVAILABLE = 14
 
-def _mix(z: int) -> int:
-    z = (z ^ (z >> 30)) * _C1 & _M64
-    z = (z ^ (z >> 27)) * _C2 & _M64
-    return z ^ (z >> 31)
-
-
-def draw_key(seed: int, producer: int, seq: int, attempt: int) -> int:
-    """A 64-bit key for one attempt; streams are derived from it."""
-    z = _mix((seed * _GOLDEN + 0x632BE59BD9B4E019) & _M64)
-    z = _mix((z + producer * _GOLDEN + 1) & _M64)
-    z = _mix((z + seq * _GOLDEN + 2) & _M64)
-    return _mix((z + attempt * _GOLDEN + 3) & _M64)
-
-
-def uniform(key: int, stream: int) -> float:
-    """A uniform in [0, 1) for one stream of one attempt key (53 bits)."""
-    return (_mix((key + (stream + 1) * _GOLDEN) & _M64) >> 11) * (1.0 / (1 << 53))
-
-
-def _mix_np(z: np.ndarray) -> np.ndarray:
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(_C1)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(_C2)
-    return z ^ (z >> np.uint64(31))
-
-
-def draw_keys(seed: int, producer: int, seqs: np.ndarray, attempts: np.ndarray) -> np.ndarray:
-    """Vectorised :func:`draw_key` (uint64 arithmetic wraps exactly like the masked scalar version)."""
-    g = np.uint64(_GOLDEN)
-    with np.errstate(over="ignore"):
-        z = _mix_np(np.uint64(seed * _GOLDEN + 0x632BE59BD9B4E019 & _M64) + np.zeros(1, np.uint64))
-        z = _mix_np(z + np.uint64(producer * _GOLDEN + 1 & _M64))
-        z = _mix_np(z + seqs.astype(np.uint64) * g + np.uint64(2))
-        return _mix_np(z + attempts.astype(np.uint64) * g + np.uint64(3))
-
-
-def uniforms(keys: np.ndarray, stream: int) -> np.ndarray:
-    """Vectorised :func:`uniform`."""
-    with np.errstate(over="ignore"):
-        z = _mix_np(keys + np.uint64((stream + 1) * _GOLDEN & _M64))
-    return (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+# error-mix entry -> (outcome kind, response code or 0)
+ERROR_KINDS: dict[str, tuple[OutcomeKind, int]] = {
+    "remoting_timeout": (OutcomeKind.REMOTING_TIMEOUT, 0),
+    "connect_refused": (OutcomeKind.REMOTING_CONNECT, 0),
+    "system_busy": (OutcomeKind.BROKER_ERROR, SYSTEM_BUSY),
+    "system_error": (OutcomeKind.BROKER_ERROR, SYSTEM_ERROR),
+    "service_not_available": (OutcomeKind.BROKER_ERROR, SERVICE_NOT_AVAILABLE),
+    "flush_disk_timeout": (OutcomeKind.FLUSH_DISK_TIMEOUT, 0),
+    "flush_slave_timeout": (OutcomeKind.FLUSH_SLAVE_TIMEOUT, 0),
+    "slave_not_available": (OutcomeKind.SLAVE_NOT_AVAILABLE, 0),
+}
 
 
 # ---- the model ----------------------------------------------------------------------------------
@@ -308,28 +233,34 @@ def attempt_outcome(
         if not w.active(start_ms):
             continue
         if w.down(start_ms):  # connection refused, fast
-            return AttemptOutcome(REMOTING_CONNECT, min(int(round(p.connect_refused_ms)), timeout_ms))
+            return AttemptOutcome(
+                OutcomeKind.REMOTING_CONNECT, min(int(round(p.connect_refused_ms)), timeout_ms)
+            )
         if w.kind == FAULT_HANG:  # the broker accepts the request and never answers
-            return AttemptOutcome(REMOTING_TIMEOUT, timeout_ms)
+            return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms)
         if w.kind == FAULT_SLOWDOWN:
             factor *= w.factor
         elif w.kind == FAULT_ERROR_BURST and uniform(key, STREAM_BURST) < w.rate:
             latency = min(int(round(base_latency_ms(p, key))), timeout_ms)
-            if w.burst_kind == REMOTING_TIMEOUT:
-                return AttemptOutcome(REMOTING_TIMEOUT, timeout_ms)
-            if w.burst_kind == REMOTING_CONNECT:
-                return AttemptOutcome(REMOTING_CONNECT, min(int(round(p.connect_refused_ms)), timeout_ms))
+            if w.burst_kind == OutcomeKind.REMOTING_TIMEOUT:
+                return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms)
+            if w.burst_kind == OutcomeKind.REMOTING_CONNECT:
+                return AttemptOutcome(
+                    OutcomeKind.REMOTING_CONNECT, min(int(round(p.connect_refused_ms)), timeout_ms)
+                )
             return AttemptOutcome(w.burst_kind, latency, w.burst_code)
     u = uniform(key, STREAM_ERROR)
     latency_f = base_latency_ms(p, key) * factor
     latency = int(round(latency_f))
     for cum, kind, code in zip(p.error_cum, p.error_kind, p.error_code, strict=True):
         if u < cum:
-            if kind == REMOTING_TIMEOUT:
-                return AttemptOutcome(REMOTING_TIMEOUT, timeout_ms)
-            if kind == REMOTING_CONNECT:
-                return AttemptOutcome(REMOTING_CONNECT, min(int(round(p.connect_refused_ms)), timeout_ms))
+            if kind == OutcomeKind.REMOTING_TIMEOUT:
+                return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms)
+            if kind == OutcomeKind.REMOTING_CONNECT:
+                return AttemptOutcome(
+                    OutcomeKind.REMOTING_CONNECT, min(int(round(p.connect_refused_ms)), timeout_ms)
+                )
             return AttemptOutcome(kind, min(latency, timeout_ms), code)
     if latency >= timeout_ms:  # the call gives up at its timeout
-        return AttemptOutcome(REMOTING_TIMEOUT, timeout_ms)
-    return AttemptOutcome(OK, latency)
+        return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms)
+    return AttemptOutcome(OutcomeKind.OK, latency)

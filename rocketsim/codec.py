@@ -29,6 +29,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 
 from rocketsim.errors import DecodeError, EncodeError
+from rocketsim.javaint import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, int8, int16, int32, java_string_hash
 from rocketsim.message import Message, MessageSysFlag
 from rocketsim.versions import V4_9_8, ClientVersion
 
@@ -65,7 +66,6 @@ __all__ = [
     "ip_text",
     "java_inet_address_bytes",
     "java_hashmap_order",
-    "java_string_hash",
     "java_utf8_decode",
     "java_utf8_encode",
     "message_decoder_constants",
@@ -98,8 +98,6 @@ MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7
 MESSAGE_MAGIC_CODE_V2 = -626843477  # 0xDAA320AB, 5.x commit log with a 2-byte topic length
 BLANK_MAGIC_CODE = -875286124  # 0xCBD43194, end-of-file filler in the commit log
 
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 _PROPS_TOO_BIG_4_9 = "Properties size of message exceeded, properties size: {}, maxSize: {}."
 
 
@@ -126,21 +124,6 @@ _BUFFER_OVERFLOW = "java.nio.BufferOverflowException"
 _NEGATIVE_ARRAY = "java.lang.NegativeArraySizeException"
 _ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"
 _NPE = "java.lang.NullPointerException"
-
-
-def _i32(value: int) -> int:
-    """Java int narrowing."""
-    return ((value + 0x8000_0000) & 0xFFFF_FFFF) - 0x8000_0000
-
-
-def _i16(value: int) -> int:
-    """Java ``(short)`` cast."""
-    return ((value + 0x8000) & 0xFFFF) - 0x8000
-
-
-def _i8(value: int) -> int:
-    """Java ``(byte)`` cast."""
-    return ((value + 0x80) & 0xFF) - 0x80
 
 
 def _allocate(capacity: int, needed: int, what: str) -> None:
@@ -276,21 +259,6 @@ def _java_utf8_decode_malformed(b: bytes) -> str:
     return "".join(out)
 
 
-def java_string_hash(text: str | None) -> int:
-    """``String.hashCode()`` over UTF-16 units (0 for a null key, as HashMap hashes it)."""
-    if text is None:
-        return 0
-    h = 0
-    if text.isascii():
-        for ch in text.encode("ascii"):
-            h = (31 * h + ch) & 0xFFFF_FFFF
-    else:
-        units = text.encode("utf-16-be", "surrogatepass")
-        for k in range(0, len(units), 2):
-            h = (31 * h + ((units[k] << 8) | units[k + 1])) & 0xFFFF_FFFF
-    return _i32(h)
-
-
 def java_hashmap_order(keys: Iterable[str | None], initial_capacity: int = 16) -> list[str | None]:
     """The order a ``java.util.HashMap`` iterates keys put in this order (duplicates keep their first slot).
 
@@ -375,7 +343,7 @@ def string_to_properties(text: str | None) -> dict[str, str]:
 
 def parsed_properties_java_order(props: Mapping[str, str], *, version: ClientVersion = V4_9_8) -> list[str]:
     """Key order of the ``HashMap`` that ``string2messageProperties`` returns (capacity 16; 128 in 5.x)."""
-    return [k for k in java_hashmap_order(props, 128 if version.is_5 else 16) if k is not None]
+    return [k for k in java_hashmap_order(props, version.properties_map_capacity) if k is not None]
 
 
 def parse_properties(
@@ -444,7 +412,7 @@ def _checked_properties_bytes(props: PropertyItems, version: ClientVersion, wher
         err.properties_size = size  # type: ignore[attr-defined]
         err.max_size = MAX_PROPERTIES_SIZE  # type: ignore[attr-defined]
         raise err
-    return data, _i16(size)
+    return data, int16(size)
 
 
 def encode_message(msg: Message, *, version: ClientVersion = V4_9_8) -> bytes:
@@ -456,10 +424,10 @@ def encode_message(msg: Message, *, version: ClientVersion = V4_9_8) -> bytes:
     body = msg.body
     if body is None:
         raise JavaEncodeError("message body is None (Java: NullPointerException)", _NPE, _NPE_ENCODE_MESSAGE)
-    _check_range("flag", msg.flag, _INT_MIN, _INT_MAX, "int")
+    _check_range("flag", msg.flag, INT_MIN, INT_MAX, "int")
     props, prop_len = _checked_properties_bytes(msg.properties, version, "encodeMessage")
     needed = ELEMENT_OVERHEAD + len(body) + len(props)
-    capacity = _i32(ELEMENT_OVERHEAD + len(body) + prop_len)
+    capacity = int32(ELEMENT_OVERHEAD + len(body) + prop_len)
     if capacity != needed:
         _allocate(capacity, needed, f"encodeMessage with {len(props)} property bytes")
     return b"".join(
@@ -476,17 +444,17 @@ def encoded_message_size(msg: Message, *, version: ClientVersion = V4_9_8) -> in
     """``len(encode_message(msg, version=version))``; raises exactly where ``encode_message`` raises."""
     if msg.body is None:
         raise JavaEncodeError("message body is None (Java: NullPointerException)", _NPE, _NPE_ENCODE_MESSAGE)
-    _check_range("flag", msg.flag, _INT_MIN, _INT_MAX, "int")
+    _check_range("flag", msg.flag, INT_MIN, INT_MAX, "int")
     size = properties_size(msg.properties, version=version)
     if size > MAX_PROPERTIES_SIZE:
         _checked_properties_bytes(msg.properties, version, "encodeMessage")  # raises the 4.9 error
-        capacity = _i32(ELEMENT_OVERHEAD + len(msg.body) + _i16(size))
+        capacity = int32(ELEMENT_OVERHEAD + len(msg.body) + int16(size))
         _allocate(
             capacity, ELEMENT_OVERHEAD + len(msg.body) + size, f"encodeMessage with {size} property bytes"
         )
     needed = ELEMENT_OVERHEAD + len(msg.body) + size
-    if needed > _INT_MAX:
-        _allocate(_i32(needed), needed, "encodeMessage")
+    if needed > INT_MAX:
+        _allocate(int32(needed), needed, "encodeMessage")
     return needed
 
 
@@ -622,7 +590,7 @@ def create_message_id(ip: bytes, port: int, offset: int) -> str:
         raise EncodeError(f"ip must be 4 or 16 bytes, got {len(ip)}")
     if not 0 <= port <= 0xFFFF:
         raise EncodeError(f"port must be 0..65535, got {port}")
-    _check_range("offset", offset, _LONG_MIN, _LONG_MAX, "long")
+    _check_range("offset", offset, LONG_MIN, LONG_MAX, "long")
     return (ip + _PORT_OFFSET.pack(port, offset)).hex().upper()
 
 
@@ -784,7 +752,7 @@ def _store_parts(msg: StoredMessage, version: ClientVersion) -> tuple[bytes, byt
     born_len = 20 if msg.sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 8
     store_len = 20 if msg.sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else 8
     base = STORE_HEAD.size + STORE_TIMESTAMP.size + STORE_MID.size + 1 + 2
-    computed = _i32(base + born_len + store_len + len(msg.body) + _i8(len(topic)) + _i16(len(props)))
+    computed = int32(base + born_len + store_len + len(msg.body) + int8(len(topic)) + int16(len(props)))
     needed = (
         base
         + len(msg.born_host.ip)
@@ -800,7 +768,7 @@ def _store_parts(msg: StoredMessage, version: ClientVersion) -> tuple[bytes, byt
 
 def _check_store_fields(msg: StoredMessage) -> None:
     for name in ("sys_flag", "flag", "body_crc", "queue_id", "reconsume_times", "store_size"):
-        _check_range(name, getattr(msg, name), _INT_MIN, _INT_MAX, "int")
+        _check_range(name, getattr(msg, name), INT_MIN, INT_MAX, "int")
     for name in (
         "queue_offset",
         "commit_log_offset",
@@ -808,7 +776,7 @@ def _check_store_fields(msg: StoredMessage) -> None:
         "store_timestamp",
         "prepared_transaction_offset",
     ):
-        _check_range(name, getattr(msg, name), _LONG_MIN, _LONG_MAX, "long")
+        _check_range(name, getattr(msg, name), LONG_MIN, LONG_MAX, "long")
 
 
 def encode_store(msg: StoredMessage, *, version: ClientVersion = V4_9_8) -> bytes:
@@ -843,9 +811,9 @@ def encode_store(msg: StoredMessage, *, version: ClientVersion = V4_9_8) -> byte
         STORE_PORT.pack(msg.store_host.port),
         STORE_MID.pack(msg.reconsume_times, msg.prepared_transaction_offset, len(body)),
         body,
-        TOPICLEN.pack(_i8(len(topic))),
+        TOPICLEN.pack(int8(len(topic))),
         topic,
-        PROPLEN.pack(_i16(len(props))),
+        PROPLEN.pack(int16(len(props))),
         props,
     ]
     if capacity > needed:
@@ -863,7 +831,7 @@ def store_size(msg: StoredMessage, *, version: ClientVersion = V4_9_8) -> int:
     born_len = 20 if msg.sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 8
     store_len = 20 if msg.sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else 8
     base = STORE_HEAD.size + STORE_TIMESTAMP.size + STORE_MID.size + 1 + 2
-    computed = _i32(base + born_len + store_len + len(msg.body) + _i8(topic_len) + _i16(props_len))
+    computed = int32(base + born_len + store_len + len(msg.body) + int8(topic_len) + int16(props_len))
     needed = (
         base + len(msg.born_host.ip) + 4 + len(msg.store_host.ip) + 4 + len(msg.body) + topic_len + props_len
     )
@@ -888,7 +856,7 @@ def _decode_store_at(
     (total, magic, body_crc, queue_id, flag, queue_offset, commit_log_offset, sys_flag, born_ts) = (
         STORE_HEAD.unpack_from(view, pos)
     )
-    if magic != MESSAGE_MAGIC_CODE and (strict or version.is_5):
+    if magic != MESSAGE_MAGIC_CODE and (strict or version.decoder_refuses_unknown_magic):
         v2 = (
             " (the 5.x V2 format with a 2-byte topic length is not supported)"
             if magic == MESSAGE_MAGIC_CODE_V2
@@ -1013,7 +981,7 @@ def decode_stores(data: bytes, *, version: ClientVersion = V4_9_8) -> list[Store
 
 def message_decoder_constants(version: ClientVersion = V4_9_8) -> dict[str, object]:
     """The public constants of ``MessageDecoder`` in ``version`` (4.9 spells POSITION as POSTION)."""
-    pos = "POSITION" if version.is_5 else "POSTION"
+    pos = version.decoder_position_spelling
     out: dict[str, object] = {
         f"MESSAGE_MAGIC_CODE_{pos}": 4,
         f"MESSAGE_FLAG_{pos}": 16,
@@ -1025,7 +993,7 @@ def message_decoder_constants(version: ClientVersion = V4_9_8) -> dict[str, obje
         "QUEUE_OFFSET_POSITION": 4 + 4 + 4 + 4 + 4,
         "SYSFLAG_POSITION": 4 + 4 + 4 + 4 + 4 + 8 + 8,
     }
-    if version.is_5:
+    if version.decoder_knows_v2_store_format:
         out["MESSAGE_STORE_TIMESTAMP_POSITION"] = 56
         out["MESSAGE_MAGIC_CODE_V2"] = MESSAGE_MAGIC_CODE_V2
         out["BLANK_MAGIC_CODE"] = BLANK_MAGIC_CODE
@@ -1109,7 +1077,7 @@ def fake_ip(now_ms: int) -> bytes:
 
 
 def _uniq_time_field(now_ms: int, start_ms: int) -> int:
-    diff = _i32(now_ms - start_ms)
+    diff = int32(now_ms - start_ms)
     if -1_000_000 < diff < 0:  # a small step back (NTP) is written as 0
         diff = 0
     return diff
@@ -1123,7 +1091,7 @@ def build_uniq_id(
         raise EncodeError(f"ip must be 4 or 16 bytes, got {len(ip)}")
     raw = (
         bytes(ip)
-        + UNIQ_FIXED.pack(_i16(pid), _i32(class_loader_hash))
+        + UNIQ_FIXED.pack(int16(pid), int32(class_loader_hash))
         + UNIQ_TAIL.pack(_uniq_time_field(now_ms, start_time_ms), counter & 0xFFFF)
     )
     return raw.hex().upper()
@@ -1155,7 +1123,7 @@ class MessageClientIDSetter:
             raise ValueError(f"ip must be 4 or 16 bytes, got {len(self.ip)}")
         self.pid = pid
         self.class_loader_hash = class_loader_hash
-        self._fix_hex = (self.ip + UNIQ_FIXED.pack(_i16(pid), _i32(class_loader_hash))).hex().upper()
+        self._fix_hex = (self.ip + UNIQ_FIXED.pack(int16(pid), int32(class_loader_hash))).hex().upper()
         self.counter = counter
         self.start_time_ms = 0
         self.next_start_time_ms = 0
@@ -1171,7 +1139,7 @@ class MessageClientIDSetter:
         if now >= self.next_start_time_ms:
             self._set_start_time(now)
         count = self.counter
-        self.counter = _i32(count + 1)
+        self.counter = int32(count + 1)
         return (
             self._fix_hex
             + UNIQ_TAIL.pack(_uniq_time_field(now, self.start_time_ms), count & 0xFFFF).hex().upper()

@@ -108,7 +108,7 @@ def reset_transaction_value(sys_flag: int, transaction_type: int) -> int:
 
 def supports_compression_type(version: ClientVersion = V4_9_8) -> bool:
     """Whether the client has a configurable compression type and writes type bits (4.9.4 and later)."""
-    return version.tuple >= (4, 9, 4)
+    return version.writes_compression_type
 
 
 def compressed_sys_flag(

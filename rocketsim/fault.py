@@ -5,9 +5,10 @@ Lines (``ClientVersion.fault_line``): ``'4.9.7'`` (4.8.0-4.9.7, with the route-m
 ``MQFaultStrategy``, ``LatencyFaultToleranceImpl`` (+ ``FaultItem``),
 ``TopicPublishInfo.selectOneMessageQueue`` and ``ThreadLocalIndex``. Read top to bottom:
 
-1. Java arithmetic helpers (int32 overflow, ``Math.abs``, ``%``, ``String.hashCode``).
+1. :data:`FAULT_UPDATES`: the ``updateFaultItem(broker, latency, isolation[, reachable])`` call each
+   outcome makes, per line and per call site (``sendDefaultImpl``, ``sendMessageAsync``, its callback).
 2. Random sources: an injected :class:`IntSource` (``nextInt()`` / ``nextInt(bound)``); a replay source fed
-   with recorded draws and a seeded, counter-based SplitMix64 source for simulation.
+   with recorded draws; the seeded one for simulation is :class:`rocketsim.rng.SplitMixIntSource`.
 3. :class:`ThreadLocalIndex` per line.
 4. :class:`FaultArrays` (latencyMax / notAvailableDuration) and ``computeNotAvailableDuration``.
 5. :class:`FaultTable`: the fault items in ``ConcurrentHashMap`` iteration order, update / isAvailable /
@@ -15,65 +16,122 @@ Lines (``ClientVersion.fault_line``): ``'4.9.7'`` (4.8.0-4.9.7, with the route-m
 6. :class:`FaultStrategy`: ``selectOneMessageQueue`` and ``updateFaultItem`` per line, and the 5.x detector
    ticks driven by the simulated clock.
 
-Nothing reads the wall clock: every time is an argument (simulated ms). ``on_event`` hooks, when set,
-report what happened in the conformance vectors' event format (for tests and debugging only).
+Java int arithmetic is :mod:`rocketsim.javaint`. Nothing reads the wall clock: every time is an argument
+(simulated ms). ``on_event`` hooks, when set, report what happened in the conformance vectors' event
+format (for tests and debugging only).
 """
+
+# Mirrored by engine/compiled.py (select_queue, fault_table_update, pick_one_at_least, the kernel's
+# fault-table arrays); tests/test_engines.py compares them. FAULT_UPDATES is data both engines read.
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Protocol
 
 from rocketsim.errors import ConfigError, RocketSimError
+from rocketsim.javaint import INT_MAX, POSITIVE_MASK, chm_spread, int32, java_abs, java_rem, java_string_hash
+from rocketsim.outcomes import Catch
 from rocketsim.route import QueueSlot, TopicPublishInfo
-
-LINE_4_9_7 = "4.9.7"
-LINE_4_9_8 = "4.9.8"
-LINE_5 = "5"
-LINES = (LINE_4_9_7, LINE_4_9_8, LINE_5)
+from rocketsim.versions import LINE_4_9_7, LINE_4_9_8, LINE_5, LINES
 
 EventHook = Callable[[list], None] | None
 
-# ---- 1. Java arithmetic -------------------------------------------------------------------------
 
-INT_MIN = -(2**31)
-INT_MAX = 2**31 - 1
-POSITIVE_MASK = 0x7FFFFFFF
-_M32 = 0xFFFFFFFF
-_M64 = 0xFFFFFFFFFFFFFFFF
+# ---- 1. the updateFaultItem rule ------------------------------------------------------------------
+# Mirrored by engine/compiled.py (through engine/plan.py's FaultRules arrays); tests/test_engines.py
+# runs both engines over every cell, tests/test_fault.py checks each cell against upstream's source.
 
 
-def int32(x: int) -> int:
-    """Wrap to a Java ``int`` (two's complement overflow, as ``++index`` does)."""
-    x &= _M32
-    return x - 0x100000000 if x & 0x80000000 else x
+class Site(IntEnum):
+    """Where the client calls ``updateFaultItem``."""
+
+    # DefaultMQProducerImpl.sendDefaultImpl: after sendKernelImpl returned (any mode: the ASYNC dispatch
+    # update is this very call), and in each catch clause (SYNC and ONEWAY; ASYNC's MQClientException
+    # from sendKernelImpl, e.g. an unknown broker address)
+    SEND_DEFAULT_IMPL = 0
+    # MQClientAPIImpl.sendMessageAsync: catch (Exception ex) around invokeAsync (thrown synchronously)
+    SEND_MESSAGE_ASYNC_CATCH = 1
+    # the InvokeCallback of sendMessageAsync: a response processed (RESULT), processSendResponse threw
+    # (BROKER), or no response (send failed, timeout, 5.x connect failure, interrupt, refused permit)
+    ASYNC_CALLBACK = 2
 
 
-def java_abs(x: int) -> int:
-    """``Math.abs(int)``: ``Math.abs(Integer.MIN_VALUE)`` stays negative."""
-    return x if x >= 0 or x == INT_MIN else -x
+class Reachable(IntEnum):
+    """The ``reachable`` argument of an ``updateFaultItem`` call."""
+
+    NO = 0
+    YES = 1
+    UNLESS_DETECTOR = 2  # 5.x RemotingException: ``reachable = !mqFaultStrategy.isStartDetectorEnable()``
+    NO_ARGUMENT = 3  # 4.9: ``updateFaultItem(brokerName, currentLatency, isolation)`` has none
+
+    def value_for(self, start_detector_enable: bool) -> bool:
+        """The boolean passed (4.9 has no such argument: its table ignores the value)."""
+        if self is Reachable.UNLESS_DETECTOR:
+            return not start_detector_enable
+        return self is not Reachable.NO
 
 
-def java_rem(a: int, b: int) -> int:
-    """Java ``a % b`` for ints: the sign follows the dividend."""
-    r = abs(a) % abs(b)
-    return -r if a < 0 else r
+FaultUpdateRule = tuple[bool, Reachable]  # (isolation, reachable)
+
+_SEND_DEFAULT_IMPL_4_9: dict[Catch, FaultUpdateRule] = {
+    Catch.RESULT: (False, Reachable.NO_ARGUMENT),
+    Catch.REMOTING: (True, Reachable.NO_ARGUMENT),
+    Catch.CLIENT: (True, Reachable.NO_ARGUMENT),
+    Catch.BROKER: (True, Reachable.NO_ARGUMENT),
+    Catch.INTERRUPTED: (False, Reachable.NO_ARGUMENT),
+}
+_ASYNC_4_9: dict[Site, dict[Catch, FaultUpdateRule]] = {
+    # 4.9 invokeAsync throws connect failures, refused permits and interrupts itself
+    Site.SEND_MESSAGE_ASYNC_CATCH: {
+        Catch.REMOTING: (True, Reachable.NO_ARGUMENT),
+        Catch.CLIENT: (True, Reachable.NO_ARGUMENT),
+        Catch.INTERRUPTED: (True, Reachable.NO_ARGUMENT),
+    },
+    Site.ASYNC_CALLBACK: {
+        Catch.RESULT: (False, Reachable.NO_ARGUMENT),
+        Catch.REMOTING: (True, Reachable.NO_ARGUMENT),
+        Catch.BROKER: (True, Reachable.NO_ARGUMENT),
+    },
+}
 
 
-def java_string_hash(s: str) -> int:
-    """``String.hashCode()`` over UTF-16 code units, as a Java int."""
-    data = s.encode("utf-16-be", "surrogatepass")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _M32
-    return int32(h)
+def _copy(sites: dict[Site, dict[Catch, FaultUpdateRule]]) -> dict[Site, dict[Catch, FaultUpdateRule]]:
+    return {site: dict(cells) for site, cells in sites.items()}
 
 
-def chm_spread(h: int) -> int:
-    """``ConcurrentHashMap.spread``: ``(h ^ (h >>> 16)) & HASH_BITS``."""
-    u = h & _M32
-    return (u ^ (u >> 16)) & 0x7FFFFFFF
+# line -> call site -> what the outcome is caught as -> (isolation, reachable). Only the cells the
+# simulation can reach are here (a missing cell is a KeyError, not a silent default). Upstream, at the
+# tags rocketmq-all-4.9.7, rocketmq-all-4.9.8 and rocketmq-all-5.3.3: DefaultMQProducerImpl.sendDefaultImpl
+# and MQClientAPIImpl.sendMessageAsync (the calls are quoted in tests/test_fault.py).
+FAULT_UPDATES: dict[str, dict[Site, dict[Catch, FaultUpdateRule]]] = {
+    LINE_4_9_7: {Site.SEND_DEFAULT_IMPL: dict(_SEND_DEFAULT_IMPL_4_9), **_copy(_ASYNC_4_9)},
+    LINE_4_9_8: {Site.SEND_DEFAULT_IMPL: dict(_SEND_DEFAULT_IMPL_4_9), **_copy(_ASYNC_4_9)},
+    LINE_5: {
+        Site.SEND_DEFAULT_IMPL: {
+            Catch.RESULT: (False, Reachable.YES),
+            Catch.REMOTING: (True, Reachable.UNLESS_DETECTOR),
+            Catch.CLIENT: (False, Reachable.YES),
+            Catch.BROKER: (True, Reachable.NO),
+            Catch.INTERRUPTED: (False, Reachable.YES),
+        },
+        # 5.x invokeAsync completes the future exceptionally instead of throwing, but for a client error
+        Site.SEND_MESSAGE_ASYNC_CATCH: {Catch.CLIENT: (True, Reachable.NO)},
+        Site.ASYNC_CALLBACK: {
+            Catch.RESULT: (False, Reachable.YES),
+            Catch.REMOTING: (True, Reachable.YES),
+            Catch.BROKER: (True, Reachable.YES),
+            Catch.INTERRUPTED: (True, Reachable.YES),
+        },
+    },
+}
+
+
+def fault_update_rule(line: str, site: Site, catch: Catch) -> FaultUpdateRule:
+    """The (isolation, reachable) of the ``updateFaultItem`` call ``line`` makes at ``site`` for ``catch``."""
+    return FAULT_UPDATES[line][site][catch]
 
 
 # ---- 2. random sources --------------------------------------------------------------------------
@@ -125,65 +183,6 @@ class ReplayIntSource:
 
     def next_int_bound(self, bound: int) -> int:
         return self._take(f"nextInt({bound})")
-
-
-_GAMMA = 0x9E3779B97F4A7C15
-
-
-def mix64(z: int) -> int:
-    """SplitMix64's finaliser (Stafford variant 13)."""
-    z &= _M64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
-    return z ^ (z >> 31)
-
-
-def _part_bits(part: int | str) -> int:
-    if isinstance(part, str):  # FNV-1a over UTF-8: stable across runs (unlike hash())
-        h = 0xCBF29CE484222325
-        for byte in part.encode("utf-8"):
-            h = ((h ^ byte) * 0x100000001B3) & _M64
-        return h
-    return part & _M64
-
-
-def derive_key(seed: int, *parts: int | str) -> int:
-    """A 64-bit stream key from a seed and labels, e.g. ``(seed, producer, thread, "sendWhichQueue")``."""
-    k = mix64(_part_bits(seed) + _GAMMA)
-    for part in parts:
-        k = mix64((k ^ _part_bits(part)) + _GAMMA)
-    return k
-
-
-class SplitMixIntSource:
-    """Counter-based draws: draw ``i`` of stream ``key`` is ``mix64(key + (i + 1) * GAMMA)``.
-
-    Deterministic and independent of any other stream or of call order elsewhere; the compiled path can
-    reproduce it from ``(key, counter)`` alone.
-    """
-
-    def __init__(self, key: int) -> None:
-        self.key = key & _M64
-        self.counter = 0
-
-    def _next64(self) -> int:
-        self.counter += 1
-        return mix64(self.key + self.counter * _GAMMA)
-
-    def next_int(self) -> int:
-        return int32(self._next64() >> 32)
-
-    def next_int_bound(self, bound: int) -> int:
-        if bound <= 0:
-            raise ValueError(f"bound must be positive, got {bound}")
-        return ((self._next64() >> 32) * bound) >> 32  # multiply-shift: uniform enough for 2**31 bounds
-
-    @classmethod
-    def for_index(
-        cls, seed: int, producer: int, thread: int, index_name: str, generation: int = 0
-    ) -> SplitMixIntSource:
-        """The stream of one index of one producer thread (``generation``: the N-th TopicPublishInfo)."""
-        return cls(derive_key(seed, producer, thread, index_name, generation))
 
 
 # ---- 3. ThreadLocalIndex ------------------------------------------------------------------------
@@ -301,6 +300,16 @@ DEFAULT_ARRAYS_5 = FaultArrays(
 
 # the latency ``updateFaultItem`` feeds to computeNotAvailableDuration when isolation is asked for
 ISOLATION_LATENCY_MS = {LINE_4_9_7: 30000, LINE_4_9_8: 30000, LINE_5: 10000}
+
+
+def rewrites_cached_queue(line: str) -> bool:
+    """4.9.7's fallback (``pickOneAtLeast``) rewrites the route's cached MessageQueue in place."""
+    return line == LINE_4_9_7
+
+
+def counts_writable_queues_only(line: str) -> bool:
+    """4.9.8's ``getWriteQueueNumsByBroker`` skips queue datas without the write permission."""
+    return line == LINE_4_9_8
 
 
 # ---- 5. the fault-item table (LatencyFaultToleranceImpl) --------------------------------------------
@@ -615,6 +624,14 @@ class FaultStrategy:
         self.table.update_fault_item(broker, latency, duration, now, reachable)
         return FaultUpdate(broker, latency, isolation, reach, duration)
 
+    def record_outcome(self, site: Site, catch: Catch, broker: str, latency: int, now: int) -> FaultUpdate:
+        """The ``updateFaultItem`` call the client makes at ``site`` for an outcome caught as ``catch``:
+        its (isolation, reachable) come from :data:`FAULT_UPDATES`."""
+        isolation, reachable = fault_update_rule(self.line, site, catch)
+        return self.update_fault_item(
+            broker, latency, isolation, now, reachable.value_for(self.start_detector_enable)
+        )
+
     def isolated_until(self, broker: str, now: int) -> int | None:
         return self.table.isolated_until(broker, now)
 
@@ -648,13 +665,15 @@ class FaultStrategy:
             if self.table.is_available(mq.broker_name, now):
                 return mq
         not_best = self.table.pick_one_at_least(now, thread)
-        write_queue_nums = tp.write_queue_nums_by_broker(not_best, writable_only=self.line == LINE_4_9_8)
+        write_queue_nums = tp.write_queue_nums_by_broker(
+            not_best, writable_only=counts_writable_queues_only(self.line)
+        )
         if write_queue_nums > 0:
             mq = select_plain(tp, thread)
             if not_best is None:
                 return mq
             queue_id = tp.send_which_queue.increment_and_get(thread) % write_queue_nums
-            if self.line == LINE_4_9_7:
+            if rewrites_cached_queue(self.line):
                 # the quirk: the cached MessageQueue of the route is rewritten in place, so this queue
                 # slot points at `not_best` for every later send until the route changes
                 mq.broker_name = not_best

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from rocketsim.errors import RocketSimError
-from rocketsim.versions import V4_9_8, ClientVersion
+from rocketsim.javaint import INT_MAX, INT_MIN
+from rocketsim.versions import API_4, API_5, V4_9_8, ClientVersion
 
 __all__ = [
     "DEFAULT_MESSAGE_DELAY_LEVEL",
@@ -163,20 +164,21 @@ class MessageConst:
             "PROPERTY_DLQ_ORIGIN_MESSAGE_ID",
         }
     )
+    _UNDECLARED = MappingProxyType({API_4: _ONLY_IN_5, API_5: frozenset()})  # per line: absent names
 
     @classmethod
     def names(cls, version: ClientVersion = V4_9_8) -> dict[str, str]:
         """Every public String constant of the class in ``version``, Java name -> value."""
         out = {}
         for name, value in vars(cls).items():
-            if name.isupper() and isinstance(value, str) and (version.is_5 or name not in cls._ONLY_IN_5):
+            if name.isupper() and isinstance(value, str) and name not in cls._UNDECLARED[version.api_line]:
                 out[name] = value
         return out
 
     @classmethod
     def string_hash_set(cls, version: ClientVersion = V4_9_8) -> frozenset[str]:
         """``STRING_HASH_SET``: property names reserved for the system in ``version``."""
-        return _HASH_SET_5 if version.is_5 else _HASH_SET_4_9
+        return _HASH_SETS[version.api_line]
 
 
 _HASH_SET_4_9 = frozenset(
@@ -238,6 +240,7 @@ _HASH_SET_5 = _HASH_SET_4_9 | frozenset(
         MessageConst.PROPERTY_CRC32,
     }
 )
+_HASH_SETS = {API_4: _HASH_SET_4_9, API_5: _HASH_SET_5}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -301,8 +304,6 @@ class MessageSysFlag:
 # Java parsing helpers
 # --------------------------------------------------------------------------------------------------
 
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-
 
 def java_parse_int(text: str | None) -> int:
     """``Integer.parseInt``: optional sign, then decimal digits (any Unicode Nd digit), int32 range.
@@ -314,7 +315,7 @@ def java_parse_int(text: str | None) -> int:
     digits = text[1:] if text[:1] in ("+", "-") else text
     if digits and all(c.isdecimal() for c in digits):
         value = int(text)
-        if _INT_MIN <= value <= _INT_MAX:
+        if INT_MIN <= value <= INT_MAX:
             return value
     raise MessageError(f'For input string: "{text}"', "java.lang.NumberFormatException")
 
@@ -638,7 +639,10 @@ _DEFAULTS_5 = ProducerDefaults(
 
 def producer_defaults(version: ClientVersion = V4_9_8) -> ProducerDefaults:
     """The producer defaults of ``version``'s line."""
-    return _DEFAULTS_5 if version.is_5 else _DEFAULTS_4_9
+    return _DEFAULTS[version.api_line]
+
+
+_DEFAULTS = {API_4: _DEFAULTS_4_9, API_5: _DEFAULTS_5}
 
 
 # Broker response code -> SendStatus (any other code becomes an MQBrokerException with that code).

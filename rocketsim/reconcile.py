@@ -30,9 +30,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim import schemas, store
+from rocketsim.engine.plan import ONEWAY_SENT
 from rocketsim.errors import RocketSimError
 from rocketsim.grouping import pack_keys, string_codes
-from rocketsim.simulate import ONEWAY_SENT
 
 
 class ReconciliationError(RocketSimError, RuntimeError):

@@ -17,12 +17,10 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rocketsim.errors import ConfigError
-
-if TYPE_CHECKING:  # the index lives with the selection logic; only typed here
-    from rocketsim.fault import ThreadLocalIndex
+from rocketsim.versions import BROKER_4_9_8, BrokerVersion
 
 # PermName bits
 PERM_PRIORITY = 0x8
@@ -36,6 +34,15 @@ AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"  # TopicValidator.AUTO_CREATE_TOPIC_KEY_T
 BROKER_CHANNEL_EXPIRED_TIME_MS = 120_000  # RouteInfoManager: no heartbeat for this long -> dropped
 POLL_NAME_SERVER_INTERVAL_MS = 30_000  # ClientConfig.pollNameServerInterval
 REGISTER_NAME_SERVER_PERIOD_MS = 30_000  # BrokerConfig.registerNameServerPeriod (the heartbeat)
+
+
+class QueueIndex(Protocol):
+    """What a TopicPublishInfo's ``sendWhichQueue`` does (``rocketsim.fault.ThreadLocalIndex``, which lives
+    with the selection logic)."""
+
+    def increment_and_get(self, thread: int = 0) -> int: ...
+
+    def reset(self, thread: int = 0) -> None: ...
 
 
 def is_writeable(perm: int) -> bool:
@@ -178,7 +185,7 @@ class TopicPublishInfo:
     topic: str
     route: TopicRouteData  # queue datas in the sorted order upstream leaves them in
     message_queue_list: list[QueueSlot]
-    send_which_queue: ThreadLocalIndex
+    send_which_queue: QueueIndex
     order_topic: bool = False
     have_topic_router_info: bool = True
     generation: int = field(default=1)
@@ -228,7 +235,7 @@ def build_queue_list(topic: str, route: TopicRouteData) -> tuple[list[QueueSlot]
 
 
 def topic_publish_info(
-    topic: str, route: TopicRouteData, send_which_queue: ThreadLocalIndex, generation: int = 1
+    topic: str, route: TopicRouteData, send_which_queue: QueueIndex, generation: int = 1
 ) -> TopicPublishInfo:
     """Build the TopicPublishInfo of ``topic`` from ``route`` with a fresh index."""
     slots, order, sorted_route = build_queue_list(topic, route)
@@ -274,11 +281,13 @@ class RouteRefresh:
     producer_start_ms: int = 0
 
     @classmethod
-    def for_line(cls, fault_line: str, producer_start_ms: int = 0) -> RouteRefresh:
-        """Upstream defaults of a client line ('4.9.7', '4.9.8' or '5')."""
-        if fault_line == "5":
-            return cls(5, 5_000, producer_start_ms=producer_start_ms)
-        return cls(5_000, 10_000, producer_start_ms=producer_start_ms)
+    def for_broker(cls, broker: BrokerVersion, producer_start_ms: int = 0) -> RouteRefresh:
+        """Upstream defaults of the name server of a broker line (``ClientVersion.broker``)."""
+        return cls(
+            broker.nameserver_scan_first_ms,
+            broker.nameserver_scan_interval_ms,
+            producer_start_ms=producer_start_ms,
+        )
 
     def nameserver_drop_ms(self, last_heartbeat_ms: int) -> int:
         """The first scan tick ``T`` with ``last + expiry < T``: when the name server forgets the broker."""
@@ -334,7 +343,7 @@ class RouteTimeline:
 
     full_route: TopicRouteData
     outages: tuple[BrokerOutage, ...] = ()
-    refresh: RouteRefresh = field(default_factory=lambda: RouteRefresh.for_line("4.9.8"))
+    refresh: RouteRefresh = field(default_factory=lambda: RouteRefresh.for_broker(BROKER_4_9_8))
 
     def _absent_intervals(self) -> list[tuple[str, int, int | None]]:
         """(broker, dropped_from, back_at) intervals in name-server time."""

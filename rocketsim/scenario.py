@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketsim.errors import ConfigError
+from rocketsim.javaint import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
 from rocketsim.versions import ClientVersion, parse_version
 
 
@@ -71,8 +72,8 @@ def _gt_le(lo: float, hi: float) -> dict[str, Any]:
 
 # Upper limits that keep every time in int64 milliseconds and every latency finite (beyond them a
 # validated scenario used to overflow, divide by zero or loop forever inside the simulate stage).
-JAVA_INT_MIN, JAVA_INT_MAX = -(2**31), 2**31 - 1
-JAVA_LONG_MIN, JAVA_LONG_MAX = -(2**63), 2**63 - 1
+JAVA_INT_MIN, JAVA_INT_MAX = INT_MIN, INT_MAX
+JAVA_LONG_MIN, JAVA_LONG_MAX = LONG_MIN, LONG_MAX
 MAX_SCENARIO_S = 31_536_000  # one year: the longest workload span or fault time
 MAX_LATENCY_MS = 86_400_000  # one day: the largest latency parameter
 MAX_FLAP_CYCLES = 100_000

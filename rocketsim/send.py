@@ -15,6 +15,10 @@ simulation can interleave several sender threads (or overlapping async sends) in
 by each outcome's latency and lets the strategy run the 5.x detector ticks that fall due meanwhile.
 """
 
+# Mirrored by engine/compiled.py (start_send, deliver_sync, deliver_oneway, send_default_impl_step: the
+# SYNC and ONEWAY loops; ASYNC is not compiled yet); tests/test_engines.py compares them. The
+# updateFaultItem calls are rocketsim.fault.FAULT_UPDATES, which both read.
+
 from __future__ import annotations
 
 import heapq
@@ -23,7 +27,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rocketsim.errors import ConfigError, MQClientError, RocketSimError
-from rocketsim.fault import LINE_5, FaultStrategy, FaultUpdate
+from rocketsim.fault import LINE_5, FaultStrategy, FaultUpdate, Site
+from rocketsim.outcomes import Catch
 from rocketsim.route import TopicPublishInfo
 from rocketsim.validate import ClientErrorCode, ResponseCode
 from rocketsim.versions import V4_9_8, ClientVersion
@@ -51,9 +56,9 @@ _RETRY_CODES_4_9 = frozenset(
 def retry_response_codes(version: ClientVersion) -> frozenset[int]:
     """``DefaultMQProducer.retryResponseCodes``: + SYSTEM_BUSY from 5.3.0, + GO_AWAY from 5.3.1."""
     codes = set(_RETRY_CODES_4_9)
-    if version.tuple >= (5, 3, 0):
+    if version.retries_system_busy:
         codes.add(ResponseCode.SYSTEM_BUSY)
-    if version.tuple >= (5, 3, 1):
+    if version.retries_go_away:
         codes.add(ResponseCode.GO_AWAY)
     return frozenset(codes)
 
@@ -196,7 +201,7 @@ class SendConfig:
     @property
     def max_timeout_per_request(self) -> int:
         """The effective cap (-1 = none): the setting exists from 5.3.3 on."""
-        if self.version.tuple < (5, 3, 3):
+        if not self.version.has_max_timeout_per_request:
             return -1
         return self.send_msg_max_timeout_per_request_ms
 
@@ -387,18 +392,42 @@ def _brokers_text(brokers: list[str | None]) -> str:
     return "[" + ", ".join("null" if b is None else b for b in brokers) + "]"  # Arrays.toString
 
 
-def _no_route(mode: str, topic: str, now: int, version: ClientVersion) -> SendRecord:
-    err = ClientError(
+def no_route_error(topic: str, version: ClientVersion) -> ClientError:
+    """``sendDefaultImpl``'s refusal when the topic has no route (or no writable queue)."""
+    return ClientError(
         f"No route info of this topic: {topic}{_tip(version)}",
         version.faq_url,
         ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION,
     )
-    return SendRecord(mode, topic, now, now, (), None, err, ())
+
+
+def _no_route(mode: str, topic: str, now: int, version: ClientVersion) -> SendRecord:
+    return SendRecord(mode, topic, now, now, (), None, no_route_error(topic, version), ())
 
 
 def no_route_select(topic: str, version: ClientVersion) -> ClientError:
     """``sendSelectImpl``'s refusal when the topic has no writable queue (selector sends)."""
     return ClientError(f"No route info for this topic, {topic}", version.faq_url)
+
+
+# Mirrors rocketsim.outcomes.CATCH_OF_KIND (the model's kinds); tests/test_engine_plan.py compares them.
+_CATCH = {
+    "ok": Catch.RESULT,
+    "status": Catch.RESULT,
+    "remoting": Catch.REMOTING,
+    "client": Catch.CLIENT,
+    "broker": Catch.BROKER,
+    "interrupted": Catch.INTERRUPTED,
+}
+
+
+def catch_of(outcome: Outcome) -> Catch:
+    """The ``catch`` clause that sees ``outcome`` (``RESULT``: none, a SendResult came back).
+
+    Mirrors :data:`rocketsim.outcomes.CATCH_OF_KIND` (the broker model's kinds); tests/test_engine_plan.py
+    checks that they agree.
+    """
+    return _CATCH[outcome.kind]
 
 
 def oneway_write_failed(outcome: Outcome) -> bool:
@@ -409,7 +438,7 @@ def oneway_write_failed(outcome: Outcome) -> bool:
     return kind in ("client", "interrupted")
 
 
-def _remoting_exception(what: str, broker: str, timeout_ms: int) -> SendError:
+def remoting_exception(what: str, broker: str, timeout_ms: int) -> SendError:
     if what == "connect":
         return RemotingConnectError(f"connect to {broker} failed")
     if what == "timeout":
@@ -432,7 +461,7 @@ def _final_code(exc: Failure | None) -> int:
     return -1  # e.g. RemotingSendRequestException keeps the constructor's -1
 
 
-def _send_failed(
+def send_failed_error(
     times: int, cost: int, topic: str, brokers: list[str | None], exc: Failure | None, version: ClientVersion
 ) -> SendFailedError:
     info = (
@@ -443,7 +472,7 @@ def _send_failed(
     return SendFailedError(_final_code(exc), info, version.faq_url, cause)
 
 
-def _broker_not_exist(broker: str, version: ClientVersion) -> ClientError:
+def broker_not_exist_error(broker: str, version: ClientVersion) -> ClientError:
     return ClientError(f"The broker[{broker}] not exist", version.faq_url)
 
 
@@ -463,10 +492,8 @@ def sync_send_steps(
     """``sendDefaultImpl(SYNC)`` for the strategy's line. ``on_attempt`` sees each attempt as soon as its
     flow is decided, before the next selection (the vectors' ``table`` is taken there).
 
-    ``updateFaultItem(broker, latency, isolation[, reachable])`` per outcome:
-    4.9 -- success and interrupt: (false); RemotingException, MQClientException, MQBrokerException: (true).
-    5.x -- success and interrupt: (false, true); MQClientException: (false, true); RemotingException:
-    (true, !startDetectorEnable); MQBrokerException: (true, false).
+    Each outcome makes the ``updateFaultItem`` call of :data:`rocketsim.fault.FAULT_UPDATES`
+    (``Site.SEND_DEFAULT_IMPL``, by the clause that catches it).
     """
     version = cfg.version
     v5 = strategy.line == LINE_5
@@ -534,25 +561,20 @@ def sync_send_steps(
         target = mq.broker_name
         kind = outcome.kind
         returned = False
+        upd = strategy.record_outcome(Site.SEND_DEFAULT_IMPL, catch_of(outcome), target, latency, now)
         if kind in ("ok", "status"):
-            upd = strategy.update_fault_item(target, latency, False, now, True)
             send_result = SendResult(outcome.status, broker, queue_id, times)
             if outcome.status != SEND_OK and cfg.retry_another_broker_when_not_store_ok:
                 flow = "continue:not_SEND_OK"
             else:
                 flow, returned = "return", True
         elif kind == "remoting":
-            upd = strategy.update_fault_item(
-                target, latency, True, now, not strategy.start_detector_enable if v5 else True
-            )
-            exception = _remoting_exception(outcome.remoting, broker, cur_timeout)
+            exception = remoting_exception(outcome.remoting, broker, cur_timeout)
             flow = "continue:RemotingException"
         elif kind == "client":
-            upd = strategy.update_fault_item(target, latency, not v5, now, True)
-            exception = _broker_not_exist(broker, version)
+            exception = broker_not_exist_error(broker, version)
             flow = "continue:MQClientException"
         elif kind == "broker":
-            upd = strategy.update_fault_item(target, latency, True, now, False)
             exception = MQBrokerError(outcome.response_code, outcome.remark)
             if outcome.response_code in retry_codes:
                 flow = "continue:MQBrokerException(retry code)"
@@ -561,7 +583,6 @@ def sync_send_steps(
             else:
                 flow = "throw:MQBrokerException(non-retry code)"
         else:  # interrupted
-            upd = strategy.update_fault_item(target, latency, False, now, True)
             flow = "throw:InterruptedException"
         done(
             AttemptRecord(
@@ -591,7 +612,7 @@ def sync_send_steps(
         return record(send_result, None)
     if call_timeout:
         return record(None, RemotingTooMuchRequestError("sendDefaultImpl call timeout"))
-    return record(None, _send_failed(times, now - begin_ms, topic, brokers_sent, exception, version))
+    return record(None, send_failed_error(times, now - begin_ms, topic, brokers_sent, exception, version))
 
 
 def send_sync(
@@ -727,7 +748,7 @@ def async_send_steps(
     first = strategy.select_one_message_queue(tp, None, now, False, thread)
     if first is None:  # unreachable with a non-empty queue list
         return SendRecord(
-            "async", topic, now, now, (), None, _send_failed(0, 0, topic, [None], None, version), (None,)
+            "async", topic, now, now, (), None, send_failed_error(0, 0, topic, [None], None, version), (None,)
         )
     brokers_sent: tuple[str | None, ...] = (first.broker_name,)
     attempts: list[AttemptRecord] = []
@@ -749,7 +770,9 @@ def async_send_steps(
         nonlocal in_sync_part, dispatch_update
         if in_sync_part:
             in_sync_part = False
-            dispatch_update = strategy.update_fault_item(first.broker_name, t - begin_ms, False, t, True)
+            dispatch_update = strategy.record_outcome(
+                Site.SEND_DEFAULT_IMPL, Catch.RESULT, first.broker_name, t - begin_ms, t
+            )
 
     while True:
         broker, queue_id = mq.broker_name, mq.queue_id
@@ -779,7 +802,9 @@ def async_send_steps(
             # sendKernelImpl: broker address unknown -> MQClientException caught by sendDefaultImpl
             now = start + outcome.latency_ms
             strategy.advance_to(now)
-            upd = strategy.update_fault_item(first.broker_name, now - begin_ms, not v5, now, True)
+            upd = strategy.record_outcome(
+                Site.SEND_DEFAULT_IMPL, Catch.CLIENT, first.broker_name, now - begin_ms, now
+            )
             done(
                 AttemptRecord(
                     attempt,
@@ -796,8 +821,13 @@ def async_send_steps(
                     now,
                 )
             )
-            err = _send_failed(
-                1, now - begin_ms, topic, [first.broker_name], _broker_not_exist(broker, version), version
+            err = send_failed_error(
+                1,
+                now - begin_ms,
+                topic,
+                [first.broker_name],
+                broker_not_exist_error(broker, version),
+                version,
             )
             return SendRecord("async", topic, begin_ms, now, tuple(attempts), None, err, brokers_sent)
 
@@ -806,7 +836,7 @@ def async_send_steps(
         if refused is not None:
             thrown = None if v5 else refused  # 5.x completes the future exceptionally instead
         elif kind == "client":
-            thrown = _broker_not_exist(broker, version)
+            thrown = broker_not_exist_error(broker, version)
         elif not v5 and kind == "remoting" and outcome.remoting == "connect":
             thrown = RemotingConnectError(f"connect to {broker} failed")
         elif not v5 and kind == "interrupted":
@@ -815,7 +845,9 @@ def async_send_steps(
         if thrown is not None:
             now = start + outcome.latency_ms
             strategy.advance_to(now)
-            upd = strategy.update_fault_item(broker, now - call_begin, True, now, False)
+            upd = strategy.record_outcome(
+                Site.SEND_MESSAGE_ASYNC_CATCH, catch_of(outcome), broker, now - call_begin, now
+            )
             error, need_retry = thrown, True
         else:
             end_sync_part(start)  # dispatched: sendKernelImpl returned; the rest happens on a callback
@@ -830,7 +862,7 @@ def async_send_steps(
             # 4.9 measures from the ResponseFuture (after the permit), 5.x from sendMessageAsync's start
             lat = now - (call_begin if v5 else start)
             if kind in ("ok", "status"):
-                upd = strategy.update_fault_item(broker, lat, False, now, True)
+                upd = strategy.record_outcome(Site.ASYNC_CALLBACK, Catch.RESULT, broker, lat, now)
                 done(
                     AttemptRecord(
                         attempt,
@@ -858,7 +890,7 @@ def async_send_steps(
                     brokers_sent,
                     dispatch_update,
                 )
-            upd = strategy.update_fault_item(broker, lat, True, now, True)
+            upd = strategy.record_outcome(Site.ASYNC_CALLBACK, catch_of(outcome), broker, lat, now)
             if kind == "broker":
                 error, need_retry = MQBrokerError(outcome.response_code, outcome.remark), False
             elif kind == "remoting" and outcome.remoting == "send_request":
@@ -973,14 +1005,20 @@ def oneway_send_steps(
     "Send [1] times, still failed" (updates as in SYNC), an interrupt in ``InterruptedException``.
     """
     version = cfg.version
-    v5 = strategy.line == LINE_5
     if tp is None or not tp.ok():
         return _no_route("oneway", topic, begin_ms, version)
     now = begin_ms
     mq = strategy.select_one_message_queue(tp, None, now, False, thread)
     if mq is None:
         return SendRecord(
-            "oneway", topic, now, now, (), None, _send_failed(0, 0, topic, [None], None, version), (None,)
+            "oneway",
+            topic,
+            now,
+            now,
+            (),
+            None,
+            send_failed_error(0, 0, topic, [None], None, version),
+            (None,),
         )
     broker, queue_id = mq.broker_name, mq.queue_id
     outcome = yield Call(0, broker, queue_id, now, cfg.send_msg_timeout_ms, "oneway")
@@ -990,21 +1028,24 @@ def oneway_send_steps(
     strategy.advance_to(now)
     latency = now - begin_ms
     error: Failure | None = None
+    # a request that was written reads as sent, whatever the broker makes of it
+    catch = catch_of(outcome) if failed else Catch.RESULT
+    upd = strategy.record_outcome(Site.SEND_DEFAULT_IMPL, catch, mq.broker_name, latency, now)
     if not failed:
-        upd = strategy.update_fault_item(mq.broker_name, latency, False, now, True)
         flow = "return"
     elif kind == "remoting":
-        upd = strategy.update_fault_item(
-            mq.broker_name, latency, True, now, not strategy.start_detector_enable if v5 else True
+        exc: Failure = remoting_exception(outcome.remoting, broker, cfg.send_msg_timeout_ms)
+        error, flow = (
+            send_failed_error(1, latency, topic, [broker], exc, version),
+            "continue:RemotingException",
         )
-        exc: Failure = _remoting_exception(outcome.remoting, broker, cfg.send_msg_timeout_ms)
-        error, flow = _send_failed(1, latency, topic, [broker], exc, version), "continue:RemotingException"
     elif kind == "client":
-        upd = strategy.update_fault_item(mq.broker_name, latency, not v5, now, True)
-        exc = _broker_not_exist(broker, version)
-        error, flow = _send_failed(1, latency, topic, [broker], exc, version), "continue:MQClientException"
+        exc = broker_not_exist_error(broker, version)
+        error, flow = (
+            send_failed_error(1, latency, topic, [broker], exc, version),
+            "continue:MQClientException",
+        )
     else:
-        upd = strategy.update_fault_item(mq.broker_name, latency, False, now, True)
         error, flow = SendInterruptedError("interrupted"), "throw:InterruptedException"
     rec = AttemptRecord(
         0,

@@ -218,7 +218,7 @@ def client_properties(row: Mapping[str, object], sc: Scenario) -> dict[str, str]
 def batch_properties(version: ClientVersion) -> dict[str, str]:
     """The batch request's own properties as the broker sees them: WAIT, 5.x UNIQ_KEY, CLUSTER."""
     props = {_WAIT: "true"}
-    if version.is_5:  # 5.x DefaultMQProducer.batch() gives the batch a UNIQ_KEY (32 hex chars, IPv4)
+    if version.gives_batch_uniq_key:  # 32 hex chars (IPv4)
         props[_UNIQ] = "0" * 32
     props[MessageConst.PROPERTY_CLUSTER] = CLUSTER_NAME
     return props
@@ -237,7 +237,7 @@ def stored_properties(
         return topic, queue_id, [*props.items(), *batch_properties(version).items()], None
     props[MessageConst.PROPERTY_CLUSTER] = CLUSTER_NAME
     if row["message_type"] == "transaction":  # TransactionalMessageBridge.parseHalfMessageInner
-        if version.is_5:
+        if version.broker.stores_half_transaction_id:
             props[TRANSACTION_ID] = props[_UNIQ]
         props[MessageConst.PROPERTY_REAL_TOPIC] = topic
         props[MessageConst.PROPERTY_REAL_QUEUE_ID] = str(queue_id)
@@ -246,7 +246,7 @@ def stored_properties(
     moved = broker_delay_transform(topic, queue_id, props, sys_flag, 0)
     if moved.delayed:
         return moved.topic, moved.queue_id, dict(moved.properties), moved.deliver_timestamp_ms
-    if not version.is_5:  # a 4.9.8 broker does not store WAIT (SendMessageProcessor, ISSUE 2883)
+    if not version.broker.keeps_wait_in_store:
         props.pop(_WAIT, None)
     return topic, queue_id, props, None
 
@@ -380,12 +380,12 @@ def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
     real = _entry(MessageConst.PROPERTY_REAL_TOPIC, topic_len) + _entry(
         MessageConst.PROPERTY_REAL_QUEUE_ID, _digits(queue_id)
     )
-    normal_props = props + cluster - (0 if version.is_5 else _entry(_WAIT, 4))
+    normal_props = props + cluster - (0 if version.broker.keeps_wait_in_store else _entry(_WAIT, 4))
     delayed_props = props + cluster + real + _digits(eff) - _digits(level)
-    half_props = props + cluster + real + (_entry(TRANSACTION_ID, uniq_len) if version.is_5 else 0)
-    batch_props = (
-        props + (0 if version.is_5 else 1) + codec.properties_size(batch_properties(version), version=version)
-    )
+    transaction_id = _entry(TRANSACTION_ID, uniq_len) if version.broker.stores_half_transaction_id else 0
+    half_props = props + cluster + real + transaction_id
+    separator = 0 if version.properties_trailing_separator else 1  # element props end with \x02 in 5.x
+    batch_props = props + separator + codec.properties_size(batch_properties(version), version=version)
     kind = np.select([is_batch, half, delayed], [BATCH_ELEMENT, HALF, DELAYED], NORMAL)
     stored_props = np.choose(kind, [normal_props, delayed_props, half_props, batch_props])
 

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import brokers as rng
+from rocketsim import rng
 from rocketsim.scenario import TRANSACTION_STATES, Scenario
 
 __all__ = ["INPUT_COLUMNS", "OUTPUT_COLUMNS", "TRANSACTION_SALT", "resolve"]

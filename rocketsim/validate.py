@@ -19,25 +19,9 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from rocketsim.errors import EncodeError, MQClientError
-from rocketsim.versions import V4_9_8, ClientVersion
+from rocketsim.versions import API_4, API_5, V4_9_8, ClientVersion, before, in_5_line, since
 
 ConstantValue = int | str
-
-
-def _since(*version: int) -> Callable[[ClientVersion], bool]:
-    return lambda v: v.tuple >= version
-
-
-def _before(*version: int) -> Callable[[ClientVersion], bool]:
-    return lambda v: v.tuple < version
-
-
-def _is_4(v: ClientVersion) -> bool:
-    return not v.is_5
-
-
-def _is_5(v: ClientVersion) -> bool:
-    return v.is_5
 
 
 class _Constants:
@@ -83,8 +67,8 @@ class TopicValidator(_Constants):
     SYNC_BROKER_MEMBER_GROUP_PREFIX = "rmq_sys_SYNC_BROKER_MEMBER_"
 
     _AVAILABLE: ClassVar[dict[str, Callable[[ClientVersion], bool]]] = {
-        "RMQ_SYS_ROCKSDB_OFFSET_TOPIC": _is_5,
-        "SYNC_BROKER_MEMBER_GROUP_PREFIX": _is_5,
+        "RMQ_SYS_ROCKSDB_OFFSET_TOPIC": in_5_line,
+        "SYNC_BROKER_MEMBER_GROUP_PREFIX": in_5_line,
     }
 
     NOT_ALLOWED_SEND_TOPICS: ClassVar[frozenset[str]] = frozenset(
@@ -107,7 +91,7 @@ class TopicValidator(_Constants):
     @classmethod
     def system_topic_set(cls, version: ClientVersion = V4_9_8) -> frozenset[str]:
         """``getSystemTopicSet()`` as initialised (without topics added at run time)."""
-        return cls._SYSTEM_TOPICS_5 if version.is_5 else cls._SYSTEM_TOPICS_4
+        return {API_4: cls._SYSTEM_TOPICS_4, API_5: cls._SYSTEM_TOPICS_5}[version.api_line]
 
     @classmethod
     def not_allowed_send_topic_set(cls, version: ClientVersion = V4_9_8) -> frozenset[str]:
@@ -206,13 +190,13 @@ class ResponseCode(_Constants):
         {"SUCCESS", "SYSTEM_ERROR", "SYSTEM_BUSY", "REQUEST_CODE_NOT_SUPPORTED", "TRANSACTION_FAILED"}
     )
     _AVAILABLE: ClassVar[dict[str, Callable[[ClientVersion], bool]]] = {
-        "INVALID_PARAMETER": _since(5, 3, 2),
-        "UPDATE_AND_CREATE_ACL_CONFIG_FAILED": _before(5, 3, 3),
-        "DELETE_ACL_CONFIG_FAILED": _before(5, 3, 3),
-        "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED": _before(5, 3, 3),
-        "FLOW_CONTROL": _since(4, 9, 5),
-        "USER_NOT_EXIST": _since(5, 3, 0),
-        "POLICY_NOT_EXIST": _since(5, 3, 0),
+        "INVALID_PARAMETER": since("5.3.2"),
+        "UPDATE_AND_CREATE_ACL_CONFIG_FAILED": before("5.3.3"),
+        "DELETE_ACL_CONFIG_FAILED": before("5.3.3"),
+        "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED": before("5.3.3"),
+        "FLOW_CONTROL": since("4.9.5"),
+        "USER_NOT_EXIST": since("5.3.0"),
+        "POLICY_NOT_EXIST": since("5.3.0"),
         # 5.x only (remoting.protocol.ResponseCode)
         **dict.fromkeys(
             (
@@ -246,7 +230,7 @@ class ResponseCode(_Constants):
                 "CONTROLLER_JRAFT_INTERNAL_ERROR",
                 "CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS",
             ),
-            _is_5,
+            in_5_line,
         ),
     }
 
@@ -264,7 +248,7 @@ class PermName(_Constants):
     PERM_INHERIT = 0x1
 
     _AVAILABLE: ClassVar[dict[str, Callable[[ClientVersion], bool]]] = {
-        name: _is_5
+        name: in_5_line
         for name in ("INDEX_PERM_PRIORITY", "INDEX_PERM_READ", "INDEX_PERM_WRITE", "INDEX_PERM_INHERIT")
     }
 
@@ -335,7 +319,7 @@ class FAQUrl:
     @classmethod
     def declared(cls, version: ClientVersion = V4_9_8) -> dict[str, str]:
         """The URL fields of ``version`` (``DEFAULT_FAQ_URL`` exists only after 5.3.3)."""
-        names = cls.FIELDS if version.tuple > (5, 3, 3) else cls.FIELDS[1:]
+        names = cls.FIELDS if version.declares_default_faq_url else cls.FIELDS[1:]
         return dict.fromkeys(names, version.faq_url)
 
     @staticmethod
@@ -469,7 +453,7 @@ def check_message(
         raise _fail("the message body length is zero", version, illegal)
     if body_len > max_message_size:
         raise _fail(f"the message body size over max value, MAX: {max_message_size}", version, illegal)
-    if version.is_5 and properties:
+    if version.checks_inner_multi_dispatch and properties:
         lmq_path = properties.get("INNER_MULTI_DISPATCH")
         if lmq_path is not None and FILE_SEPARATOR in lmq_path:
             raise _fail(

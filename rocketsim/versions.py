@@ -1,13 +1,21 @@
-"""Client versions and the behaviour each line of the Java client has.
+"""Client and broker versions, and every behaviour that differs between them, as named properties.
 
 A ``client_version`` is a real version string ("4.9.7", "4.9.8", "5.3.3"). The conformance vectors also
 use "5.x" for the upstream ``develop`` branch (newer than every 5.3.x tag), which parses here as 5.99.0.
+
+Ask the version what it does (``version.retries_system_busy``), never its number: a version comparison
+is written once, here. Adding a client version: make :func:`parse_version` accept it, then read each
+property below against that tag's code (and :data:`rocketsim.fault.FAULT_UPDATES` if its fault line is
+new). The broker a client talks to is :attr:`ClientVersion.broker`: a 4.9.x client talks to a 4.9.8
+broker, a 5.x client to a 5.3.3 broker.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import IntEnum
 from functools import cache
 
 from rocketsim.errors import ConfigError
@@ -17,6 +25,37 @@ DEVELOP = (5, 99, 0)
 
 FAQ_URL_4 = "http://rocketmq.apache.org/docs/faq/"
 FAQ_URL_5 = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+
+# The client lines of the fault strategy (MQFaultStrategy and what calls it), as text and as ints.
+LINE_4_9_7 = "4.9.7"  # 4.8.0-4.9.7: the fallback rewrites the cached MessageQueue (route-mutation quirk)
+LINE_4_9_8 = "4.9.8"  # 4.9.8: the quirk fixed
+LINE_5 = "5"  # 5.2.0 and later: QueueFilters, reachability, the detector
+LINES = (LINE_4_9_7, LINE_4_9_8, LINE_5)
+
+# The client API generations, which key the tables of what a line's classes declare (constants, defaults).
+API_4 = "4.x"
+API_5 = "5.x"
+
+
+class FaultLine(IntEnum):
+    """The fault lines as ints (arrays, the compiled engine); ``LINES[line]`` is the text."""
+
+    V4_9_7 = 0
+    V4_9_8 = 1
+    V5 = 2
+
+    @classmethod
+    def of(cls, text: str) -> FaultLine:
+        return cls(LINES.index(text))
+
+    @property
+    def text(self) -> str:
+        return LINES[self]
+
+
+def _tuple(text: str) -> tuple[int, int, int]:
+    major, minor, patch = (int(x) for x in text.split("."))
+    return (major, minor, patch)
 
 
 @dataclass(frozen=True, order=True)
@@ -35,18 +74,54 @@ class ClientVersion:
     def tuple(self) -> tuple[int, int, int]:
         return (self.major, self.minor, self.patch)
 
+    def at_least(self, text: str) -> bool:
+        """Whether this is ``text`` or later (for tables of "exists since" facts, e.g. response codes)."""
+        return self.tuple >= _tuple(text)
+
     @property
     def is_5(self) -> bool:
-        """The 5.x line (5.2.0 and later in this model)."""
+        """The 5.x line (5.2.0 and later in this model); ask a named property below instead."""
         return self.major >= 5
 
+    @property
+    def api_line(self) -> str:
+        """``API_4`` or ``API_5``: the key of a line's tables of declared constants and defaults."""
+        return API_5 if self.is_5 else API_4
+
+    @property
+    def broker(self) -> BrokerVersion:
+        """The broker this client talks to: a 4.9.x client a 4.9.8 broker, a 5.x client a 5.3.3 broker."""
+        return BROKER_5_3_3 if self.is_5 else BROKER_4_9_8
+
+    # -- fault strategy and send loop --
     @property
     def fault_line(self) -> str:
         """Which MQFaultStrategy applies: '4.9.7' (route-mutation quirk), '4.9.8' or '5'."""
         if self.is_5:
-            return "5"
-        return "4.9.8" if self.tuple >= (4, 9, 8) else "4.9.7"
+            return LINE_5
+        return LINE_4_9_8 if self.at_least("4.9.8") else LINE_4_9_7
 
+    @property
+    def has_fault_detector(self) -> bool:
+        """The 5.x ``LatencyFaultToleranceImpl`` detector (``startDetectorEnable``) exists."""
+        return self.fault_line == LINE_5
+
+    @property
+    def retries_system_busy(self) -> bool:
+        """``DefaultMQProducer.retryResponseCodes`` holds SYSTEM_BUSY (5.3.0 and later)."""
+        return self.at_least("5.3.0")
+
+    @property
+    def retries_go_away(self) -> bool:
+        """``DefaultMQProducer.retryResponseCodes`` holds GO_AWAY (5.3.1 and later)."""
+        return self.at_least("5.3.1")
+
+    @property
+    def has_max_timeout_per_request(self) -> bool:
+        """``sendMsgMaxTimeoutPerRequest`` exists (5.3.3 and later)."""
+        return self.at_least("5.3.3")
+
+    # -- message encoding and properties --
     @property
     def properties_trailing_separator(self) -> bool:
         """5.x keeps the final \\x02 after the last property; 4.9 removes it."""
@@ -58,16 +133,122 @@ class ClientVersion:
         return not self.is_5
 
     @property
+    def properties_map_capacity(self) -> int:
+        """The initial capacity of the HashMap ``string2messageProperties`` returns (16; 128 in 5.x)."""
+        return 128 if self.is_5 else 16
+
+    @property
+    def writes_compression_type(self) -> bool:
+        """A configurable compression type, written in sys flag bits 8-10 (4.9.4 and later)."""
+        return self.at_least("4.9.4")
+
+    @property
+    def gives_batch_uniq_key(self) -> bool:
+        """5.x ``DefaultMQProducer.batch()`` gives the batch request its own UNIQ_KEY."""
+        return self.is_5
+
+    # -- decoding (MessageDecoder) --
+    @property
+    def decoder_refuses_unknown_magic(self) -> bool:
+        """5.x ``MessageDecoder`` refuses a record whose magic code is not MESSAGE_MAGIC_CODE."""
+        return self.is_5
+
+    @property
+    def decoder_position_spelling(self) -> str:
+        """How ``MessageDecoder`` spells its ``*_POSITION`` constants (4.9: ``POSTION``)."""
+        return "POSITION" if self.is_5 else "POSTION"
+
+    @property
+    def decoder_knows_v2_store_format(self) -> bool:
+        """5.x ``MessageDecoder`` declares MESSAGE_MAGIC_CODE_V2, BLANK_MAGIC_CODE, the store timestamp."""
+        return self.is_5
+
+    # -- validators and FAQ --
+    @property
+    def checks_inner_multi_dispatch(self) -> bool:
+        """5.x ``Validators.checkMessage`` refuses an INNER_MULTI_DISPATCH with a file separator."""
+        return self.is_5
+
+    @property
     def faq_url(self) -> str:
         return FAQ_URL_5 if self.is_5 else FAQ_URL_4
 
     @property
+    def declares_default_faq_url(self) -> bool:
+        """``FAQUrl.DEFAULT_FAQ_URL`` exists (develop after 5.3.3)."""
+        return self.tuple > _tuple("5.3.3")
+
+    @property
     def group_max_length(self) -> int:
         """Validators.checkGroup's limit: 255, except develop after 5.3.3 (120)."""
-        return 120 if self.tuple > (5, 3, 3) else 255
+        return 120 if self.tuple > _tuple("5.3.3") else 255
 
     def __str__(self) -> str:
         return self.text
+
+
+def since(text: str) -> Callable[[ClientVersion], bool]:
+    """``lambda v: v is text or later``, for tables of what exists in which version."""
+    return lambda v: v.at_least(text)
+
+
+def before(text: str) -> Callable[[ClientVersion], bool]:
+    """``lambda v: v is older than text``."""
+    return lambda v: not v.at_least(text)
+
+
+def in_5_line(v: ClientVersion) -> bool:
+    """For tables of what exists in the 5.x line only."""
+    return v.is_5
+
+
+def in_4_line(v: ClientVersion) -> bool:
+    """For tables of what exists in the 4.x line only."""
+    return not v.is_5
+
+
+@dataclass(frozen=True)
+class BrokerVersion:
+    """The broker (and name server) a client line talks to; its properties say what it does."""
+
+    text: str
+
+    @property
+    def is_5(self) -> bool:
+        return _tuple(self.text) >= (5, 0, 0)
+
+    @property
+    def keeps_wait_in_store(self) -> bool:
+        """5.x stores ``WAIT=true``; a 4.9.8 broker leaves it out (SendMessageProcessor, ISSUE 2883)."""
+        return self.is_5
+
+    @property
+    def stores_half_transaction_id(self) -> bool:
+        """5.x ``TransactionalMessageBridge.parseHalfMessageInner`` adds ``__transactionId__`` = UNIQ_KEY."""
+        return self.is_5
+
+    @property
+    def pc_synchronized_is_system_busy(self) -> bool:
+        """``[PC_SYNCHRONIZED]`` answers SYSTEM_BUSY from 5.3.0 on, SYSTEM_ERROR before."""
+        return _tuple(self.text) >= (5, 3, 0)
+
+    @property
+    def nameserver_scan_first_ms(self) -> int:
+        """``scanNotActiveBroker``'s first run: 5 s in 4.9 (``scheduleAtFixedRate(.., 5, 10, SECONDS)``),
+        5 ms in 5.x (``(.., 5, scanNotActiveBrokerInterval, MILLISECONDS)``)."""
+        return 5 if self.is_5 else 5_000
+
+    @property
+    def nameserver_scan_interval_ms(self) -> int:
+        """``scanNotActiveBroker``'s period: 10 s in 4.9, ``scanNotActiveBrokerInterval`` = 5 s in 5.x."""
+        return 5_000 if self.is_5 else 10_000
+
+    def __str__(self) -> str:
+        return self.text
+
+
+BROKER_4_9_8 = BrokerVersion("4.9.8")
+BROKER_5_3_3 = BrokerVersion("5.3.3")
 
 
 @cache

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import brokers as rng
+from rocketsim import rng
 from rocketsim.scenario import MESSAGE_TYPES, SEND_MODES, Scenario
 from rocketsim.schemas import MESSAGES, without_run_id
 

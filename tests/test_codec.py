@@ -33,7 +33,6 @@ from rocketsim.codec import (
     encoded_message_sizes,
     fake_ip,
     java_hashmap_order,
-    java_string_hash,
     java_utf8_decode,
     java_utf8_encode,
     month_start_ms,
@@ -52,6 +51,7 @@ from rocketsim.codec import (
     uniq_id_pid,
 )
 from rocketsim.errors import DecodeError, EncodeError
+from rocketsim.javaint import java_string_hash
 from rocketsim.message import Message
 from rocketsim.vectors import encode_message as encode_message_checker
 from rocketsim.vectors import store_encode as store_checker

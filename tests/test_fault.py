@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pytest
 
 from rocketsim.fault import (
-    INT_MAX,
-    INT_MIN,
+    FAULT_UPDATES,
     LINE_4_9_7,
     LINE_4_9_8,
     LINE_5,
+    LINES,
     Detector,
     FaultArrays,
     FaultStrategy,
     FaultTable,
+    Reachable,
     ReplayIntSource,
-    SplitMixIntSource,
+    Site,
     ThreadLocalIndex,
-    chm_spread,
-    java_string_hash,
     new_strategy,
 )
+from rocketsim.javaint import INT_MAX, INT_MIN, chm_spread, java_string_hash
+from rocketsim.outcomes import Catch
+from rocketsim.rng import SplitMixIntSource
 from rocketsim.route import TopicPublishInfo, TopicRouteData, topic_publish_info
 
 
@@ -68,20 +71,6 @@ def test_one_index_value_per_thread() -> None:
     assert index.increment_and_get(0) == 101
     assert index.increment_and_get(1) == 201
     assert index.increment_and_get(0) == 102
-
-
-def test_seeded_source_is_deterministic_and_keyed() -> None:
-    a = SplitMixIntSource.for_index(42, producer=3, thread=1, index_name="sendWhichQueue", generation=2)
-    b = SplitMixIntSource.for_index(42, producer=3, thread=1, index_name="sendWhichQueue", generation=2)
-    other = SplitMixIntSource.for_index(42, producer=3, thread=2, index_name="sendWhichQueue", generation=2)
-    draws = [a.next_int() for _ in range(100)]
-    assert draws == [b.next_int() for _ in range(100)]
-    assert draws != [other.next_int() for _ in range(100)]
-    assert all(INT_MIN <= d <= INT_MAX for d in draws)
-    assert any(d < 0 for d in draws) and any(d > 0 for d in draws)
-    bounded = [a.next_int_bound(INT_MAX) for _ in range(1000)] + [a.next_int_bound(3) for _ in range(300)]
-    assert all(0 <= v < INT_MAX for v in bounded)
-    assert set(bounded[1000:]) == {0, 1, 2}
 
 
 # ---- the fault table --------------------------------------------------------------------------
@@ -254,3 +243,93 @@ def test_5x_detector_marks_reachable_and_drops_unresolvable_items() -> None:
     off.update_fault_item("broker-a", 5, isolation=True, now=0, reachable=False)
     off.advance_to(60_000)  # startDetectorEnable=false: ticks do nothing
     assert not off.table.is_reachable("broker-a")
+
+
+# ---- FAULT_UPDATES against upstream's source ----------------------------------------------------------
+# Each cell's updateFaultItem call as written at the tags (file:line). 4.9: (broker, latency, isolation);
+# 5.x: (broker, latency, isolation, reachable). rocketmq-all-4.9.7 and -4.9.8 have the same
+# DefaultMQProducerImpl lines; their MQClientAPIImpl differs only in line numbers (4.9.8's shown).
+_SDI = "this.updateFaultItem(mq.getBrokerName(), endTimestamp - beginTimestampPrev, "
+_RF = "producer.updateFaultItem(brokerName, System.currentTimeMillis() - responseFuture.getBeginTimestamp(), "
+_BS = "producer.updateFaultItem(brokerName, System.currentTimeMillis() - beginStartTime, "
+UPSTREAM_CALLS: dict[str, dict[Site, dict[Catch, str | tuple[str, str]]]] = {
+    "4.9": {
+        Site.SEND_DEFAULT_IMPL: {  # DefaultMQProducerImpl.sendDefaultImpl (4.9.7 = 4.9.8)
+            Catch.RESULT: _SDI + "false);",  # :578, after sendKernelImpl returned
+            Catch.REMOTING: _SDI + "true);",  # :597 catch (RemotingException e)
+            Catch.CLIENT: _SDI + "true);",  # :604 catch (MQClientException e)
+            Catch.BROKER: _SDI + "true);",  # :611 catch (MQBrokerException e)
+            Catch.INTERRUPTED: _SDI + "false);",  # :626 catch (InterruptedException e)
+        },
+        Site.SEND_MESSAGE_ASYNC_CATCH: {  # MQClientAPIImpl.sendMessageAsync: catch (Exception ex), :576
+            Catch.REMOTING: "producer.updateFaultItem(brokerName, cost, true);",
+            Catch.CLIENT: "producer.updateFaultItem(brokerName, cost, true);",
+            Catch.INTERRUPTED: "producer.updateFaultItem(brokerName, cost, true);",
+        },
+        Site.ASYNC_CALLBACK: {  # its InvokeCallback.operationComplete
+            Catch.RESULT: _RF + "false);",  # :549, after sendCallback.onSuccess
+            Catch.BROKER: _RF + "true);",  # :551, processSendResponse threw
+            Catch.REMOTING: _RF + "true);",  # :556, response == null (send failed, timeout)
+        },
+    },
+    "5": {
+        Site.SEND_DEFAULT_IMPL: {  # DefaultMQProducerImpl.sendDefaultImpl at rocketmq-all-5.3.3
+            Catch.RESULT: _SDI + "false, true);",  # :791
+            Catch.CLIENT: _SDI + "false, true);",  # :810 catch (MQClientException e)
+            # :819 / :822 catch (RemotingException e): if (isStartDetectorEnable()) ... else ...
+            Catch.REMOTING: (_SDI + "true, false);", _SDI + "true, true);"),
+            Catch.BROKER: _SDI + "true, false);",  # :832 catch (MQBrokerException e)
+            Catch.INTERRUPTED: _SDI + "false, true);",  # :849 catch (InterruptedException e)
+        },
+        Site.SEND_MESSAGE_ASYNC_CATCH: {  # MQClientAPIImpl.sendMessageAsync: catch (Exception ex), :672
+            Catch.CLIENT: "producer.updateFaultItem(brokerName, cost, true, false);",
+        },
+        Site.ASYNC_CALLBACK: {
+            Catch.RESULT: _BS + "false, true);",  # :642 operationSucceed, after onSuccess
+            Catch.BROKER: _BS + "true, true);",  # :644 operationSucceed, processSendResponse threw
+            Catch.REMOTING: _BS + "true, true);",  # :652 operationFail
+            Catch.INTERRUPTED: _BS + "true, true);",  # :652 operationFail ("unknown reason")
+        },
+    },
+}
+_ARGS = re.compile(r", (true|false)(?:, (true|false))?\);$")
+
+
+def _parsed(call: str) -> tuple[bool, bool | None]:
+    m = _ARGS.search(call)
+    assert m is not None, call
+    return m[1] == "true", None if m[2] is None else m[2] == "true"
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_fault_updates_are_upstream_calls(line: str) -> None:
+    quoted = UPSTREAM_CALLS["5" if line == LINE_5 else "4.9"]
+    table = FAULT_UPDATES[line]
+    assert {s: set(c) for s, c in table.items()} == {s: set(c) for s, c in quoted.items()}
+    for site, cells in table.items():
+        for catch, (isolation, reachable) in cells.items():
+            call = quoted[site][catch]
+            if isinstance(call, tuple):  # reachable depends on startDetectorEnable
+                with_detector, without = (_parsed(c) for c in call)
+                assert reachable is Reachable.UNLESS_DETECTOR
+                assert (isolation, reachable.value_for(True)) == with_detector
+                assert (isolation, reachable.value_for(False)) == without
+                continue
+            upstream_isolation, upstream_reachable = _parsed(call)
+            assert isolation == upstream_isolation, (line, site, catch)
+            if upstream_reachable is None:
+                assert reachable is Reachable.NO_ARGUMENT
+            else:
+                assert reachable.value_for(False) == upstream_reachable == reachable.value_for(True)
+
+
+def test_record_outcome_reads_the_table_and_reports_the_call() -> None:
+    s5 = _strategy(LINE_5)
+    upd = s5.record_outcome(Site.SEND_DEFAULT_IMPL, Catch.BROKER, "b", 3, now=0)
+    assert (upd.isolation, upd.reachable, upd.duration) == (True, False, 10_000)
+    assert not s5.table.is_reachable("b")
+    s49 = _strategy(LINE_4_9_8)
+    upd = s49.record_outcome(Site.SEND_DEFAULT_IMPL, Catch.CLIENT, "b", 3, now=0)
+    assert (upd.isolation, upd.reachable, upd.duration) == (True, None, 600_000)
+    with pytest.raises(KeyError):  # a cell the simulation cannot reach is not in the table
+        s5.record_outcome(Site.SEND_MESSAGE_ASYNC_CATCH, Catch.REMOTING, "b", 3, now=0)

@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import pytest
 
 from rocketsim import simulate, workload
+from rocketsim.engine import compiled, reference
 from rocketsim.scenario import INVALID_KINDS, Scenario, scenario_from_mapping
 
 # The start of upstream's message for each kind (Validators.checkMessage / checkTopic, MessageDecoder).
@@ -35,9 +36,16 @@ def _scenario(invalid: dict[str, float], messages: int = 30) -> Scenario:
     )
 
 
+def _simulate(messages: pa.Table, sc: Scenario, *, fast: bool) -> simulate.SimOutput:
+    """One producer: ``fast``, the compiled engine where it covers the input (else the reference)."""
+    if fast and compiled.supports(sc, messages):
+        return compiled.simulate_producer(messages, sc)
+    return reference.simulate_producer(messages, sc)
+
+
 def _per_producer(messages: pa.Table, sc: Scenario, *, fast: bool) -> simulate.SimOutput:
     outs = [
-        simulate.simulate_producer(messages.filter(pc.equal(messages.column("producer"), p)), sc, fast=fast)
+        _simulate(messages.filter(pc.equal(messages.column("producer"), p)), sc, fast=fast)
         for p in range(sc.producers.count)
     ]
     return simulate.SimOutput(

@@ -19,6 +19,7 @@ from rocketsim.route import (
     route_versions,
     topic_publish_info,
 )
+from rocketsim.versions import V4_9_8, parse_version
 
 
 def _index() -> ThreadLocalIndex:
@@ -80,12 +81,16 @@ def test_own_route_wins_and_no_route_is_none() -> None:
 
 
 @pytest.mark.parametrize(
-    ("line", "drop_at", "seen_until"), [("4.9.8", 185_000, 210_010), ("5", 180_005, 180_010)]
+    ("client", "drop_at", "seen_until"), [("4.9.8", 185_000, 210_010), ("5.3.3", 180_005, 180_010)]
 )
-def test_dead_broker_selectable_until_route_expiry_and_poll(line: str, drop_at: int, seen_until: int) -> None:
+def test_dead_broker_selectable_until_route_expiry_and_poll(
+    client: str, drop_at: int, seen_until: int
+) -> None:
     full = TopicRouteData.simple({"broker-a": 4, "broker-b": 4})
     timeline = RouteTimeline(
-        full, (BrokerOutage("broker-b", last_heartbeat_ms=60_000),), RouteRefresh.for_line(line)
+        full,
+        (BrokerOutage("broker-b", last_heartbeat_ms=60_000),),
+        RouteRefresh.for_broker(parse_version(client).broker),
     )
     # name server: strictly more than 120 s after the last heartbeat, at a scan tick (10 s in 4.9, 5 s in 5.x)
     assert "broker-b" in timeline.nameserver_route_at(drop_at - 1).broker_names
@@ -102,7 +107,7 @@ def test_dead_broker_selectable_until_route_expiry_and_poll(line: str, drop_at: 
 
 def test_broker_back_before_expiry_never_leaves_and_graceful_drop_is_immediate() -> None:
     full = TopicRouteData.simple({"broker-a": 4, "broker-b": 4})
-    refresh = RouteRefresh.for_line("4.9.8")
+    refresh = RouteRefresh.for_broker(V4_9_8.broker)
     blip = RouteTimeline(full, (BrokerOutage("broker-b", 60_000, back_ms=120_000),), refresh)
     assert blip.change_times(10**6) == []
     graceful = RouteTimeline(

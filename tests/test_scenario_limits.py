@@ -22,6 +22,8 @@ import pyarrow.compute as pc
 import pytest
 
 from rocketsim import simulate, workload
+from rocketsim.engine import compiled
+from rocketsim.engine import reference as engine_reference
 from rocketsim.scenario import ScenarioError, scenario_from_mapping
 
 JAVA_INT = "must fit a Java int (-2147483648..2147483647)"
@@ -290,7 +292,7 @@ def test_every_extreme_value_is_refused_or_runs() -> None:
                 messages = workload.generate(sc)
                 results = simulate.simulate(messages, sc).results  # the compiled path where it applies
                 first = messages.filter(pc.equal(messages.column("producer"), 0))
-                reference = simulate.simulate_producer(first, sc, fast=False).results
+                reference = engine_reference.simulate_producer(first, sc).results
         except Exception as exc:  # noqa: BLE001 - every escape is a finding
             problems.append(f"{label}: validated, then {type(exc).__name__}: {str(exc)[:160]}")
             continue
@@ -312,8 +314,8 @@ def test_ordered_send_on_an_empty_route() -> None:
         }
     )
     messages = workload.generate(sc)
-    for fast in (True, False):
-        results = simulate.simulate_producer(messages, sc, fast=fast).results
+    for simulate_producer in (compiled.simulate_producer, engine_reference.simulate_producer):
+        results = simulate_producer(messages, sc).results
         assert results.num_rows == 200
         assert set(results.column("status").to_pylist()) == {"FAILED"}
         assert any("No route info" in e for e in results.column("error").to_pylist())

@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from rocketsim.fault import FaultStrategy, SplitMixIntSource, ThreadLocalIndex, new_strategy
+from rocketsim.fault import FaultStrategy, ThreadLocalIndex, new_strategy
+from rocketsim.rng import SplitMixIntSource
 from rocketsim.route import TopicPublishInfo, TopicRouteData, topic_publish_info
 from rocketsim.send import (
     AsyncSemaphore,

@@ -1,10 +1,12 @@
-"""Simulation semantics of the reference engine (and the fast path agreeing with it) on edge cases."""
+"""Simulation semantics on edge cases, through the facade (the engine ROCKETSIM_ENGINE names), checked
+against the reference engine."""
 
 from __future__ import annotations
 
 import pyarrow.compute as pc
 
 from rocketsim import workload
+from rocketsim.engine import reference
 from rocketsim.scenario import scenario_from_mapping
 from rocketsim.simulate import simulate_producer
 
@@ -15,7 +17,7 @@ def _one_producer(raw: dict):
 
 
 def _same(sc, messages):
-    ref = simulate_producer(messages, sc, fast=False)
+    ref = reference.simulate_producer(messages, sc)
     fast = simulate_producer(messages, sc)
     assert ref.results.equals(fast.results) and ref.attempts.equals(fast.attempts)
     return ref

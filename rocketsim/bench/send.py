@@ -3,15 +3,16 @@
 Builds a fault-on 4.9.8 scenario (8 brokers x 4 write queues, SYNC sends, a few sender threads), with a
 brown-out on one broker (slow enough for the latency-fault table to isolate it) and background errors on
 another (each exception isolates it, as 4.9 does). Generates one producer's messages with
-:mod:`rocketsim.workload`, warms up the compiled path (numba compile or cache load is not timed), then
+:mod:`rocketsim.workload`, warms up the compiled engine (numba compile or cache load is not timed), then
 reports:
 
-* the send loop itself (:func:`rocketsim.fastsim.run_prepared`: event loop, selection, fault table,
-  retries, broker model) in attempts/s and messages/s -- the design's >= 1M attempts/s per core target;
-* the whole fast path (:func:`rocketsim.fastsim.simulate_producer`: messages table in, both output
-  tables out);
-* the reference (:func:`rocketsim.simulate.simulate_producer` with ``fast=False``) on a small sample,
-  and whether both paths give equal tables on that sample (exit 1 if not).
+* the send loop itself (:func:`rocketsim.engine.compiled.run_prepared`: event loop, selection, fault
+  table, retries, broker model) in attempts/s and messages/s -- the design's >= 1M attempts/s per core
+  target;
+* the whole compiled engine (:func:`rocketsim.engine.compiled.simulate_producer`: messages table in, both
+  output tables out);
+* the reference engine (:func:`rocketsim.engine.reference.simulate_producer`) on a small sample, and
+  whether both engines give equal tables on that sample (exit 1 if not).
 
 The process is pinned to one CPU, and both wall and CPU times are printed (the machine may be shared).
 """
@@ -31,9 +32,10 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from rocketsim import fastsim, workload
+from rocketsim import workload
+from rocketsim.engine import compiled, reference
+from rocketsim.engine.plan import prepare
 from rocketsim.scenario import Scenario, scenario_from_mapping
-from rocketsim.simulate import simulate_producer
 
 TARGET_ATTEMPTS_PER_S = 1_000_000
 BROKERS = tuple(f"broker-{c}" for c in "abcdefgh")
@@ -160,25 +162,25 @@ def main(argv: list[str] | None = None) -> int:
     messages = workload.generate(sc)
     gen_s = time.perf_counter() - t
     print(f"workload: {messages.num_rows:,} messages of one producer (generated in {gen_s:.1f} s)")
-    if not fastsim.supports(sc, messages):
-        print("error: the fast path does not support this scenario", file=sys.stderr)
+    if not compiled.supports(sc, messages):
+        print("error: the compiled engine does not support this scenario", file=sys.stderr)
         return 2
 
     t = time.perf_counter()
-    fastsim.simulate_producer(messages.slice(0, min(2_000, messages.num_rows)), sc)
+    compiled.simulate_producer(messages.slice(0, min(2_000, messages.num_rows)), sc)
     print(f"warm-up:  {time.perf_counter() - t:.1f} s (numba compile, or cache load; not counted below)")
 
-    prep = fastsim.prepare(messages, sc)
-    ko, wall, cpu = _timed(lambda: fastsim.run_prepared(prep, sc), args.repeat)
-    n_att = int(ko.a_send.size)
+    prep = prepare(messages, sc)
+    ko, wall, cpu = _timed(lambda: compiled.run_prepared(prep, sc), args.repeat)
+    n_att = ko.n_attempts
     n_msg = messages.num_rows
-    print(f"send loop (fastsim.run_prepared), best of {args.repeat}: {wall:.3f} s wall, {cpu:.3f} s CPU")
+    print(f"send loop (compiled.run_prepared), best of {args.repeat}: {wall:.3f} s wall, {cpu:.3f} s CPU")
     print(f"    attempts {n_att:>11,}  {_rate(n_att, wall)} wall  {_rate(n_att, cpu)} CPU")
     print(f"    messages {n_msg:>11,}  {_rate(n_msg, wall)} wall  {_rate(n_msg, cpu)} CPU")
-    out, wall_all, cpu_all = _timed(lambda: fastsim.simulate_producer(messages, sc), args.repeat)
+    out, wall_all, cpu_all = _timed(lambda: compiled.simulate_producer(messages, sc), args.repeat)
     print(
-        f"whole fast path (fastsim.simulate_producer: Arrow in, both tables out): {wall_all:.3f} s wall, "
-        f"{cpu_all:.3f} s CPU"
+        "whole compiled engine (compiled.simulate_producer: Arrow in, both tables out): "
+        f"{wall_all:.3f} s wall, {cpu_all:.3f} s CPU"
     )
     print(
         f"    attempts {out.attempts.num_rows:>11,}  {_rate(out.attempts.num_rows, wall_all)} wall  "
@@ -192,11 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     sample = messages.slice(0, min(args.sample, n_msg))
-    ref, wall_ref, cpu_ref = _timed(lambda: simulate_producer(sample, sc, fast=False), 1)
-    fast = fastsim.simulate_producer(sample, sc)
+    ref, wall_ref, cpu_ref = _timed(lambda: reference.simulate_producer(sample, sc), 1)
+    fast = compiled.simulate_producer(sample, sc)
     same = ref.attempts.equals(fast.attempts) and ref.results.equals(fast.results)
     print(
-        f"reference (simulate_producer(fast=False)) on the first {sample.num_rows:,} messages: "
+        f"reference engine (reference.simulate_producer) on the first {sample.num_rows:,} messages: "
         f"{wall_ref:.2f} s wall, {cpu_ref:.2f} s CPU"
     )
     print(

@@ -1,16 +1,17 @@
-"""The compiled send loop (:mod:`rocketsim.fastsim`) gives exactly the reference's tables.
+"""The two send engines give the same tables: :mod:`rocketsim.engine.compiled` against
+:mod:`rocketsim.engine.reference`, and the choice between them (``ROCKETSIM_ENGINE``).
 
-Every case runs one small scenario through ``simulate_producer(..., fast=False)`` (the readable reference)
-and through the fast path, and compares the two Arrow tables (schema, rows, values, order). A mismatch
-fails with the first differing rows of each column. Cases are chosen so that each one really exercises
-its feature (the comments say what it hits: pickOneAtLeast, the 4.9.7 slot rewrite, route changes, ...).
+Every case runs one small scenario through both engines and compares the two Arrow tables (schema, rows,
+values, order). A mismatch fails with the first differing rows of each column. Cases are chosen so that
+each one really exercises its feature (the comments say what it hits: pickOneAtLeast, the 4.9.7 slot
+rewrite, route changes, ...); the cells of :data:`rocketsim.fault.FAULT_UPDATES` are each exercised, and
+each one the compiled engine reads is shown to be read from the table.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -18,10 +19,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocketsim import brokers as bm
-from rocketsim import fastsim, workload
-from rocketsim.fault import SplitMixIntSource, derive_key
+from rocketsim import workload
+from rocketsim.engine import ENGINE_VARIABLE, compiled, reference
+from rocketsim.engine.plan import SimOutput, SimulationError
+from rocketsim.errors import ConfigError
+from rocketsim.fault import FAULT_UPDATES, LINE_5, FaultStrategy, Reachable, Site
+from rocketsim.outcomes import Catch, OutcomeKind
 from rocketsim.scenario import Scenario, scenario_from_mapping
-from rocketsim.simulate import SimOutput, simulate, simulate_producer
+from rocketsim.simulate import simulate, simulate_producer
+from rocketsim.versions import parse_version
 
 VERSIONS = ("4.9.7", "4.9.8", "5.3.3")
 BROKERS4 = ("broker-a", "broker-b", "broker-c", "broker-d")
@@ -131,9 +137,9 @@ def check(sc: Scenario) -> SimOutput:
     producer_col = messages.column("producer")
     for p in sorted(pc.unique(producer_col).to_pylist()):
         m = messages.filter(pc.equal(producer_col, p))
-        assert fastsim.supports(sc, m)
-        ref = simulate_producer(m, sc, fast=False)
-        fast = fastsim.simulate_producer(m, sc)
+        assert compiled.supports(sc, m)
+        ref = reference.simulate_producer(m, sc)
+        fast = compiled.simulate_producer(m, sc)
         assert_same(ref, fast)
         first = first or ref
     assert first is not None
@@ -142,26 +148,6 @@ def check(sc: Scenario) -> SimOutput:
 
 def statuses(out: SimOutput) -> dict[str, int]:
     return {d["values"]: d["counts"] for d in pc.value_counts(out.results.column("status")).to_pylist()}
-
-
-# ---- the draws are the reference's, bit for bit ----------------------------------------------------
-
-
-def test_draw_keys_match_the_reference() -> None:
-    seed, producer = 123456789, 5
-    z = bm._mix((seed * bm._GOLDEN + 0x632BE59BD9B4E019) & fastsim._M64)
-    z2 = np.uint64(bm._mix((z + producer * bm._GOLDEN + 1) & fastsim._M64))
-    for seq, attempt in ((0, 0), (1, 2), (10**9, 7), (2**40 + 3, 1)):
-        key = np.uint64(fastsim._attempt_key(z2, seq, attempt))  # boxed as a Python int: keep it uint64
-        assert int(key) == bm.draw_key(seed, producer, seq, attempt)
-        for stream in range(bm.N_STREAMS):
-            assert fastsim._uniform(key, stream) == bm.uniform(int(key), stream)
-    base = np.uint64(derive_key(seed, producer))
-    bits = np.uint64(fastsim._part_bits("sendWhichQueue:TopicTest"))
-    for thread, generation in ((0, 0), (3, 2), (17, 11)):
-        key = fastsim._index_key(base, thread, bits, generation)
-        src = SplitMixIntSource.for_index(seed, producer, thread, "sendWhichQueue:TopicTest", generation)
-        assert int(key) == src.key
 
 
 # ---- the grid: client lines x fault tolerance x threads, on a route change and a brown-out ---------------
@@ -420,10 +406,10 @@ def test_read_only_broker_is_never_selected() -> None:
 def test_several_producers_through_simulate() -> None:
     sc = scenario("4.9.8", count=3, threads=2, messages=900, errors={"connect_refused": 0.1})
     messages = workload.generate(sc)
-    fast = simulate(messages, sc)  # dispatches each producer to the fast path
+    fast = simulate(messages, sc)  # each producer through the chosen engine
     producer_col = messages.column("producer")
     refs = [
-        simulate_producer(messages.filter(pc.equal(producer_col, p)), sc, fast=False)
+        reference.simulate_producer(messages.filter(pc.equal(producer_col, p)), sc)
         for p in sorted(pc.unique(producer_col).to_pylist())
     ]
     assert_same(
@@ -487,27 +473,195 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 @given(sc=scenarios())
 def test_random_scenarios(sc: Scenario) -> None:
     messages = workload.generate(sc)
-    assert fastsim.supports(sc, messages)
-    assert_same(simulate_producer(messages, sc, fast=False), fastsim.simulate_producer(messages, sc))
+    assert compiled.supports(sc, messages)
+    assert_same(reference.simulate_producer(messages, sc), compiled.simulate_producer(messages, sc))
 
 
-# ---- what the fast path leaves to the reference, and the dispatch ----------------------------------------
+# ---- the updateFaultItem table: every cell exercised, and read by both engines ------------------------
+# The broker model never answers with a client error, an interrupt or a failed request write; these
+# tests make three error-mix entries do so, so every catch clause of sendDefaultImpl is reached.
+CELL_ERRORS = {
+    "connect_refused": 0.06,
+    "remoting_timeout": 0.03,
+    "system_busy": 0.04,  # a retry code in 5.3.x only
+    "system_error": 0.03,  # always retried
+    "flush_disk_timeout": 0.03,  # -> MQClientException
+    "slave_not_available": 0.02,  # -> InterruptedException
+    "flush_slave_timeout": 0.02,  # -> RemotingSendRequestException
+}
 
 
-def test_dispatch_uses_the_fast_path_and_falls_back() -> None:
+@pytest.fixture
+def every_outcome_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(bm.ERROR_KINDS, "flush_disk_timeout", (OutcomeKind.CLIENT_ERROR, 0))
+    monkeypatch.setitem(bm.ERROR_KINDS, "slave_not_available", (OutcomeKind.INTERRUPTED, 0))
+    monkeypatch.setitem(bm.ERROR_KINDS, "flush_slave_timeout", (OutcomeKind.REMOTING_SEND_REQUEST, 0))
+
+
+def cell_scenario(version: str, modes: dict[str, float], **kw: Any) -> Scenario:
+    return scenario(
+        version,
+        threads=3,
+        messages=kw.pop("messages", 600),
+        errors=kw.pop("errors", CELL_ERRORS),
+        **kw,
+        producers={"send_mode": modes, "retry_times_when_send_async_failed": 2},
+    )
+
+
+@pytest.mark.usefixtures("every_outcome_kind")
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_fault_update_cell_is_exercised(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: set[tuple[str, Site, Catch]] = set()
+    record = FaultStrategy.record_outcome
+
+    def spy(self: FaultStrategy, site: Site, catch: Catch, *args: Any) -> Any:
+        seen.add((self.line, site, catch))
+        return record(self, site, catch, *args)
+
+    monkeypatch.setattr(FaultStrategy, "record_outcome", spy)
+    sc = cell_scenario(version, {"sync": 1, "oneway": 1, "async": 2}, messages=1500)
+    reference.simulate_producer(workload.generate(sc), sc)
+    line = sc.producers.version.fault_line
+    assert seen == {(line, site, c) for site, cells in FAULT_UPDATES[line].items() for c in cells}
+
+
+@pytest.mark.usefixtures("every_outcome_kind")
+@pytest.mark.parametrize("version", VERSIONS)
+def test_engines_agree_on_every_outcome_kind(version: str) -> None:
+    out = check(cell_scenario(version, {"sync": 2, "oneway": 1}))
+    labels = set(out.attempts.column("outcome").to_pylist())
+    assert {"client", "interrupted", "remoting:send_request", "remoting:connect", "ok"} <= labels
+
+
+@pytest.mark.usefixtures("every_outcome_kind")
+@pytest.mark.parametrize("catch", list(Catch))
+@pytest.mark.parametrize("version", VERSIONS)
+def test_both_engines_read_each_send_default_impl_cell(
+    version: str, catch: Catch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # flipping a cell's isolation changes the tables, and both engines still agree: both read the table
+    modes = {"sync": 2, "oneway": 1}
+    before = check(cell_scenario(version, modes))
+    cells = FAULT_UPDATES[parse_version(version).fault_line][Site.SEND_DEFAULT_IMPL]
+    isolation, reachable = cells[catch]
+    monkeypatch.setitem(cells, catch, (not isolation, reachable))
+    after = check(cell_scenario(version, modes))
+    assert not after.attempts.equals(before.attempts)
+
+
+@pytest.mark.usefixtures("every_outcome_kind")
+@pytest.mark.parametrize("catch", [Catch.RESULT, Catch.REMOTING, Catch.BROKER])
+def test_both_engines_read_the_5x_reachable_flag(catch: Catch, monkeypatch: pytest.MonkeyPatch) -> None:
+    # two brokers that errors isolate often: selection falls back to the reachable filter
+    errors = {"connect_refused": 0.3, "system_error": 0.2, "remoting_timeout": 0.1}
+    sc_args = {"brokers": BROKERS4[:2], "errors": errors}
+    before = check(cell_scenario("5.3.3", {"sync": 1}, **sc_args))
+    cells = FAULT_UPDATES[LINE_5][Site.SEND_DEFAULT_IMPL]
+    isolation, reachable = cells[catch]
+    flipped = Reachable.NO if reachable.value_for(False) else Reachable.YES
+    monkeypatch.setitem(cells, catch, (isolation, flipped))
+    after = check(cell_scenario("5.3.3", {"sync": 1}, **sc_args))
+    assert not after.attempts.equals(before.attempts)
+
+
+# ---- what the compiled engine leaves to the reference, and the choice of engine ---------------------------
+
+
+def test_what_the_compiled_engine_covers() -> None:
     sc = scenario("4.9.8", messages=300, errors={"connect_refused": 0.1})
     messages = workload.generate(sc)
-    assert_same(simulate_producer(messages, sc, fast=False), simulate_producer(messages, sc))
+    assert compiled.supports(sc, messages)
+    assert_same(reference.simulate_producer(messages, sc), simulate_producer(messages, sc))
 
     mixed = scenario("4.9.8", messages=300, producers={"send_mode": {"sync": 1, "async": 1}})
     m = workload.generate(mixed)
-    assert not fastsim.supports(mixed, m)  # ASYNC stays on the reference path
-    assert_same(simulate_producer(m, mixed, fast=False), simulate_producer(m, mixed))
-
+    assert not compiled.supports(mixed, m)  # ASYNC stays with the reference
+    with pytest.raises(SimulationError, match="ASYNC sends"):
+        compiled.simulate_producer(m, mixed)
     detector = scenario("5.3.3", messages=50, producers={"start_detector_enable": True})
-    assert not fastsim.supports(detector, workload.generate(detector))
+    assert not compiled.supports(detector, workload.generate(detector))
     no_detector = scenario("4.9.8", messages=50, producers={"start_detector_enable": True})
-    assert fastsim.supports(no_detector, workload.generate(no_detector))  # 4.9 has no detector to start
-    assert not fastsim.supports(sc, messages.slice(0, 0))
+    assert compiled.supports(no_detector, workload.generate(no_detector))  # 4.9 has no detector to start
     two = scenario("4.9.8", count=2, messages=20)
-    assert not fastsim.supports(two, workload.generate(two))
+    assert not compiled.supports(two, workload.generate(two))
+    twice = pa.concat_tables([messages.slice(0, 10), messages.slice(5, 10)])
+    assert not compiled.supports(sc, twice)  # repeated seqs: the reference's order interleaves them
+    empty = messages.slice(0, 0)
+    assert compiled.supports(sc, empty)
+    assert_same(reference.simulate_producer(empty, sc), compiled.simulate_producer(empty, sc))
+
+
+def test_every_message_rejected() -> None:
+    sc = scenario("5.3.3", messages=50, work={"invalid": {"bad_topic": 1.0}})
+    messages = workload.generate(sc)
+    out = check(sc)
+    assert out.attempts.num_rows == 0 and set(out.results.column("status").to_pylist()) == {"REJECTED"}
+    assert out.results.num_rows == messages.num_rows
+
+
+def test_repeated_seqs_keep_the_reference_order() -> None:
+    sc = scenario("4.9.8", threads=2, messages=40, errors={"connect_refused": 0.3})
+    m = workload.generate(sc)
+    twice = pa.concat_tables([m, m])  # every send twice, in the same threads
+    out = simulate_producer(twice, sc)  # the reference: the compiled engine does not cover it
+    keys = list(
+        zip(out.attempts.column("seq").to_pylist(), out.attempts.column("attempt").to_pylist(), strict=True)
+    )
+    assert keys == sorted(keys) and out.results.num_rows == 2 * m.num_rows
+
+
+@pytest.fixture
+def engine_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The engine functions called, in order (each still runs)."""
+    calls: list[str] = []
+    for module, name in (
+        (reference, "simulate_producer"),
+        (compiled, "simulate_producer"),
+        (compiled, "simulate_covered"),
+    ):
+        real = getattr(module, name)
+
+        def spy(
+            *args: Any, _real: Any = real, _name: str = f"{module.__name__.rsplit('.', 1)[1]}.{name}"
+        ) -> Any:
+            calls.append(_name)
+            return _real(*args)
+
+        monkeypatch.setattr(module, name, spy)
+    return calls
+
+
+def test_rocketsim_engine_chooses(engine_calls: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    sync = scenario("4.9.8", messages=60)
+    m_sync = workload.generate(sync)
+    asyn = scenario("4.9.8", messages=60, producers={"send_mode": {"async": 1}})
+    m_async = workload.generate(asyn)
+
+    monkeypatch.delenv(ENGINE_VARIABLE, raising=False)  # unset: compiled where it covers the input
+    simulate_producer(m_sync, sync)
+    simulate_producer(m_async, asyn)
+    assert engine_calls == ["compiled.simulate_covered", "reference.simulate_producer"]
+
+    engine_calls.clear()
+    monkeypatch.setenv(ENGINE_VARIABLE, "reference")
+    simulate_producer(m_sync, sync)
+    simulate(m_async, asyn)  # every producer through the facade
+    assert engine_calls == ["reference.simulate_producer"] * 2
+
+    engine_calls.clear()
+    monkeypatch.setenv(ENGINE_VARIABLE, "compiled")
+    simulate_producer(m_sync, sync)
+    with pytest.raises(SimulationError, match=r"^the compiled engine does not cover ASYNC sends"):
+        simulate_producer(m_async, asyn)
+    assert engine_calls == [
+        "compiled.simulate_producer",
+        "compiled.simulate_covered",
+        "compiled.simulate_producer",
+    ]
+
+    monkeypatch.setenv(ENGINE_VARIABLE, "fast")
+    with pytest.raises(ConfigError) as info:
+        simulate_producer(m_sync, sync)
+    assert str(info.value) == "ROCKETSIM_ENGINE must be one of reference, compiled (or unset), got 'fast'"
+    assert "\n" not in str(info.value)

@@ -1,0 +1,1420 @@
+"""The compiled send engine (numba): the reference engine's tables, ~100x faster, for the inputs it covers.
+
+Not covered yet (:func:`supports` says no, and ``rocketsim.engine`` runs the reference instead): ASYNC
+sends other than ordered ones (``send(msg, callback)``: ``sendMessageAsync`` / ``onExceptionImpl``, the
+async semaphore and the response-table scan) and the 5.x detector (``startDetectorEnable``); issue 13
+brings them here. Covered: SYNC and ONEWAY sends, ordered (selector) sends, batches, transactional sends,
+rejected rows; the three fault lines with ``send_latency_fault_enable`` on and off; any number of sender
+threads; route versions and the 4.9.7 route-mutation quirk; retry codes per version,
+``retry_another_broker_when_not_store_ok``, the call-timeout budget and the 5.3.3+ per-request cap; every
+fault kind and the error mix of the broker model.
+
+How the reference is mirrored:
+
+* Events: the reference keeps a heap of ``(time, event, counter)`` with call completions (DELIVER)
+  before send starts (START) at equal times and the push counter as the last key; the kernel keeps the
+  same heap with the same pushes in the same order, so the fault table sees the same updates in the same
+  order. A ONEWAY call completes when its request is written (at once unless the write failed).
+* Routes: one TopicPublishInfo "instance" per (topic, cache miss) with its own queue slots (mutable, for
+  4.9.7) and per-thread ``ThreadLocalIndex`` state; a send keeps its instance for all its retries.
+* Draws: SplitMix64 with uint64 wrap-around, keyed exactly as ``rng.draw_key`` / ``rng.derive_key``;
+  string parts (``sendWhichQueue:<topic>``, ``whichItemWorst``) are hashed in Python and passed in.
+* The fault table is kept in ``ConcurrentHashMap`` iteration order (bins, insertion order, resizes).
+* Rows: the kernel reports attempts and one outcome per send; error texts are made in Python with
+  :mod:`rocketsim.send`'s own constructors, and :func:`rocketsim.engine.plan.build_tables` makes the rows.
+
+The loop's steps are separate functions for the reader and one function for the machine: numba inlines
+them into :func:`run_loop` (``inline="always"``), which lets LLVM keep the loop's counters in registers
+(~30% faster than calls). Every function of the event loop is compiled without the runtime's reference
+counting (``_nrt=False``): the loop allocates nothing (the caller passes every array in), and the atomic
+incref/decref pairs the runtime would put around each array argument cost more than the simulation
+itself. numba freezes the
+module-level constants it reads (OutcomeKind, SendKind, ...) into the cached machine code: after changing
+one of them, clear the cache (``__pycache__/*.nbi``) or touch this file.
+"""
+
+# Mirrored by engine/reference.py (the readable event loop over rocketsim.send / rocketsim.fault, which
+# covers every input); tests/test_engines.py runs both on the same inputs and compares every table.
+# What mirrors what, here -> there:
+#   run_loop, start_send, deliver_*, send_default_impl_step -> reference.ProducerSimulation.run and the
+#       send.sync_send_steps / oneway_send_steps generators and reference.ordered_steps;
+#   select_queue, fault_table_update, fault_table_remove, pick_one_at_least, increment_and_get,
+#       reset_index -> fault.FaultStrategy / FaultTable / ThreadLocalIndex;
+#   attempt_outcome, base_latency -> brokers.attempt_outcome / base_latency_ms;
+#   mix64, uniform, attempt_key, index_key -> rng.mix64 / uniform / draw_key / derive_key;
+#   int32, java_abs, java_rem -> javaint (tests/test_rng.py and tests/test_javaint.py compare them).
+# The rules both read as data: fault.FAULT_UPDATES (through plan.FaultRules), the line rules in
+# plan.Config, the broker model as plan.Model, the retry codes.
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numba import njit
+
+from rocketsim import brokers as bm
+from rocketsim import rng
+from rocketsim.engine.plan import (
+    NO_ISOLATION,
+    P_MEDIAN,
+    P_SIGMA,
+    P_SPIKE_ALPHA,
+    P_SPIKE_PROBABILITY,
+    P_SPIKE_SCALE,
+    W_BURST_CODE,
+    W_BURST_KIND,
+    W_DOWN,
+    W_END,
+    W_KIND,
+    W_PERIOD,
+    W_START,
+    WF_FACTOR,
+    WF_RATE,
+    Config,
+    EngineOutput,
+    FaultRules,
+    Model,
+    Plan,
+    Prepared,
+    Routes,
+    SendKind,
+    SimOutput,
+    SimulationError,
+    Status,
+    build_tables,
+    error_text,
+    plan_for,
+    prepare,
+    start_detector_enable,
+)
+from rocketsim.outcomes import Catch, OutcomeKind
+from rocketsim.scenario import Scenario
+from rocketsim.send import (
+    MQBrokerError,
+    RemotingTooMuchRequestError,
+    SendInterruptedError,
+    broker_not_exist_error,
+    no_route_error,
+    no_route_select,
+    remoting_exception,
+    send_failed_error,
+)
+from rocketsim.versions import ClientVersion
+
+__all__ = ["KernelOut", "run_prepared", "simulate_covered", "simulate_producer", "supports", "unsupported"]
+
+
+class Event(IntEnum):
+    """Heap order at equal times: call completions before send starts (as the reference)."""
+
+    DELIVER = 0
+    START = 1
+
+
+class Failure(IntEnum):
+    """How a send failed, for its error text (made in Python by :func:`_error_text`)."""
+
+    NONE = 0
+    SEND_FAILED = 1  # "Send [n] times, still failed": aux = times, cost = ms
+    BROKER = 2  # MQBrokerException: aux = response code
+    CALL_TIMEOUT = 3  # "sendDefaultImpl call timeout"
+    NO_ROUTE = 4  # "No route info of this topic"
+    REMOTING = 5  # an ordered send's RemotingException: aux = OutcomeKind, cost = timeout ms
+    SLEEP_INTERRUPTED = 6  # sendDefaultImpl's InterruptedException
+    INTERRUPTED = 7  # a oneway send's InterruptedException
+    ORDERED_OTHER = 8  # an ordered send's client error or interrupt: aux = OutcomeKind
+    NO_ROUTE_SELECT = 9  # sendSelectImpl: "No route info for this topic"
+
+
+# the loop's counters, kept in one array so the loop can stop when a buffer is full and go on after
+ST_HEAP_SIZE, ST_COUNTER, ST_INSTANCES, ST_ATTEMPTS, ST_STARTED = range(5)
+LOOP_DONE, LOOP_ATTEMPTS_FULL, LOOP_INSTANCES_FULL = range(3)
+# the fault table's ConcurrentHashMap counters
+META_SIZE, META_BINS, META_SIZE_CTL = range(3)
+# a heap row: (time, event, counter, payload)
+H_TIME, H_EVENT, H_COUNTER, H_PAYLOAD = range(4)
+
+NO_BROKER = -1  # no broker / no lastBrokerName / a MessageQueue made on the spot (slot)
+INT_MIN = -2147483648
+_NO_RC = {"cache": True, "_nrt": False}
+_STEP = {**_NO_RC, "inline": "always"}  # the event loop's steps: inlined into it
+_G = np.uint64(rng.GAMMA)
+_C1 = np.uint64(rng.MIX_C1)
+_C2 = np.uint64(rng.MIX_C2)
+_U2 = np.uint64(2)
+_U3 = np.uint64(3)
+_S11 = np.uint64(11)
+_S27 = np.uint64(27)
+_S30 = np.uint64(30)
+_S31 = np.uint64(31)
+_S32 = np.uint64(32)
+_INT_MAX_U = np.uint64(0x7FFFFFFF)
+_INV53 = rng.INV_2_53
+_MAX_SPIKE_EXPONENT = bm.MAX_SPIKE_EXPONENT
+_MAX_LATENCY_MS = bm.MAX_LATENCY_MS
+
+
+# ---- the kernel's arguments -------------------------------------------------------------------------
+
+
+class Sends(NamedTuple):
+    """The prepared sends (per send, in seq order)."""
+
+    seq: np.ndarray
+    born: np.ndarray
+    thread: np.ndarray  # dense thread index
+    kind: np.ndarray  # SendKind
+    topic: np.ndarray
+    order_hash: np.ndarray
+
+
+class Threads(NamedTuple):
+    """Sender threads: their sends in order, and how far each has got."""
+
+    value: np.ndarray  # the thread number (keys its index draws)
+    sends: np.ndarray  # send indexes grouped by thread, in seq order
+    offsets: np.ndarray  # thread t's sends are sends[offsets[t]:offsets[t + 1]]
+    order: np.ndarray  # threads by their first send (the reference's dict order)
+    cursor: np.ndarray  # position of each thread's next send in ``sends``
+
+
+class Keys(NamedTuple):
+    """Draw keys of the producer (string parts hashed in Python)."""
+
+    producer: np.uint64  # rng.producer_key(seed, producer)
+    index_base: np.uint64  # rng.derive_key(seed, producer)
+    topic_bits: np.ndarray  # rng.part_bits("sendWhichQueue:<topic>") per topic
+    worst: np.uint64  # rng.derive_key(seed, producer, "whichItemWorst")
+
+
+class FaultTable(NamedTuple):
+    """``LatencyFaultToleranceImpl``'s items by broker index, in ConcurrentHashMap iteration order."""
+
+    exists: np.ndarray
+    latency: np.ndarray
+    start: np.ndarray
+    reachable: np.ndarray
+    bins: np.ndarray  # [bins, B] broker indexes in insertion order
+    bin_len: np.ndarray
+    meta: np.ndarray  # META_* counters
+    broker_hash: np.ndarray  # spread(name.hashCode()) per broker
+    old_bins: np.ndarray  # scratch for resizes
+    old_len: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+class Worst(NamedTuple):
+    """``whichItemWorst``: a value per thread, one shared source (4.9 lines), and a sort buffer."""
+
+    is_set: np.ndarray
+    value: np.ndarray
+    counter: np.ndarray  # [1]
+    key: np.uint64
+    items: np.ndarray  # scratch for pickOneAtLeast's sort
+
+
+class Instances(NamedTuple):
+    """TopicPublishInfo instances: their queue slots (which 4.9.7 rewrites) and route version."""
+
+    queue_broker: np.ndarray  # [I, Q]
+    queue_id: np.ndarray  # [I, Q]
+    n_queues: np.ndarray  # [I]
+    route_version: np.ndarray  # [I]
+
+
+class TopicCache(NamedTuple):
+    """The producer's cached TopicPublishInfo per topic."""
+
+    version: np.ndarray  # route version it was built from, -1: none
+    instance: np.ndarray
+
+
+class Indexes(NamedTuple):
+    """``sendWhichQueue`` (ThreadLocalIndex) of each instance and thread: [instance, thread]."""
+
+    is_set: np.ndarray
+    value: np.ndarray
+    counter: np.ndarray  # draws taken from the source
+    key: np.ndarray  # the source's key
+
+
+class InFlight(NamedTuple):
+    """Per send: where it is in its loop, its current call, and the SendResult kept so far."""
+
+    instance: np.ndarray
+    slot: np.ndarray  # queue slot of the call (-1: a MessageQueue made on the spot)
+    broker: np.ndarray
+    queue_id: np.ndarray
+    times: np.ndarray  # sendDefaultImpl's ``times``
+    begin: np.ndarray  # beginTimestampFirst
+    call_start: np.ndarray  # beginTimestampPrev
+    last_broker: np.ndarray  # lastBrokerName
+    kind: np.ndarray  # the call's OutcomeKind
+    latency: np.ndarray
+    code: np.ndarray
+    has_result: np.ndarray  # a SendResult was kept (retryAnotherBrokerWhenNotStoreOK)
+    result_status: np.ndarray
+    result_broker: np.ndarray
+    result_queue_id: np.ndarray
+
+
+class SendOutcomes(NamedTuple):
+    """Per send: how it ended."""
+
+    status: np.ndarray  # Status
+    error: np.ndarray  # Failure
+    aux: np.ndarray  # see Failure
+    cost: np.ndarray  # see Failure
+    broker: np.ndarray  # the result's broker, else the last attempt's, else -1
+    queue_id: np.ndarray
+    end: np.ndarray
+    exhausted: np.ndarray
+    n_sent: np.ndarray
+
+
+class AttemptRows(NamedTuple):
+    """Attempts in the order they completed."""
+
+    send: np.ndarray
+    attempt: np.ndarray
+    start: np.ndarray
+    latency: np.ndarray
+    broker: np.ndarray
+    queue_id: np.ndarray
+    kind: np.ndarray
+    code: np.ndarray
+    isolated_until: np.ndarray
+
+
+class Inputs(NamedTuple):
+    """What the kernel reads: the sends, their threads, and the scenario's arrays (engine/plan.py)."""
+
+    sends: Sends
+    threads: Threads
+    config: Config
+    rules: FaultRules
+    routes: Routes
+    keys: Keys
+    model: Model
+
+
+class State(NamedTuple):
+    """What the kernel writes: the producer's state and the output buffers."""
+
+    counters: np.ndarray  # ST_* counters
+    heap: np.ndarray  # [N, 4] heap rows (H_* columns)
+    fault_table: FaultTable
+    worst: Worst
+    instances: Instances
+    topics: TopicCache
+    indexes: Indexes
+    in_flight: InFlight
+    outcomes: SendOutcomes
+    attempts: AttemptRows
+
+
+# ---- SplitMix64 and Java int arithmetic: compiled twins of rocketsim.rng and rocketsim.javaint ----------
+
+
+@njit(**_NO_RC)
+def mix64(z):
+    """``rng.mix64`` (uint64 wraps like the masked Python ints)."""
+    z = (z ^ (z >> _S30)) * _C1
+    z = (z ^ (z >> _S27)) * _C2
+    return z ^ (z >> _S31)
+
+
+@njit(**_NO_RC)
+def uniform(key, stream):
+    """``rng.uniform``."""
+    return np.float64(mix64(key + np.uint64(stream + 1) * _G) >> _S11) * _INV53
+
+
+@njit(**_NO_RC)
+def int32(x):
+    """``javaint.int32``."""
+    return ((x + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+
+
+@njit(**_NO_RC)
+def java_abs(x):
+    """``javaint.java_abs``."""
+    if x >= 0 or x == INT_MIN:
+        return x
+    return -x
+
+
+@njit(**_NO_RC)
+def java_rem(a, b):
+    """``javaint.java_rem``."""
+    r = abs(a) % abs(b)
+    return -r if a < 0 else r
+
+
+@njit(**_NO_RC)
+def index_key(index_base, thread, topic_bits, generation):
+    """``rng.derive_key(seed, producer, thread, "sendWhichQueue:<topic>", generation)`` from its first two."""
+    k = mix64((index_base ^ np.uint64(thread)) + _G)
+    k = mix64((k ^ topic_bits) + _G)
+    return mix64((k ^ np.uint64(generation)) + _G)
+
+
+@njit(**_NO_RC)
+def attempt_key(producer_key, seq, attempt):
+    """``rng.attempt_key``: ``rng.draw_key(seed, producer, seq, attempt)`` from ``rng.producer_key``."""
+    z = mix64(producer_key + np.uint64(seq) * _G + _U2)
+    return mix64(z + np.uint64(attempt) * _G + _U3)
+
+
+# ---- ThreadLocalIndex ----------------------------------------------------------------------------------
+
+
+@njit(**_NO_RC)
+def increment_and_get(ix, i, t, line5):
+    """``incrementAndGet`` (4.9: the start is ``Math.abs(nextInt())``, 5.x: ``nextInt()``)."""
+    if ix.is_set[i, t]:
+        index = ix.value[i, t]
+    else:
+        ix.counter[i, t] += 1
+        drawn = int32(np.int64(mix64(ix.key[i, t] + np.uint64(ix.counter[i, t]) * _G) >> _S32))
+        index = drawn if line5 else java_abs(drawn)
+    index = int32(index + 1)
+    ix.value[i, t] = index
+    ix.is_set[i, t] = True
+    return index & 0x7FFFFFFF
+
+
+@njit(**_NO_RC)
+def reset_index(ix, i, t):
+    """5.x ``reset()``: ``Math.abs(nextInt(Integer.MAX_VALUE))``."""
+    ix.counter[i, t] += 1
+    x = mix64(ix.key[i, t] + np.uint64(ix.counter[i, t]) * _G) >> _S32
+    ix.value[i, t] = java_abs(np.int64((x * _INT_MAX_U) >> _S32))
+    ix.is_set[i, t] = True
+
+
+@njit(**_NO_RC)
+def worst_increment_and_get(worst, t):
+    """``whichItemWorst.incrementAndGet()`` (the 4.9 start: ``Math.abs(nextInt())``)."""
+    if worst.is_set[t]:
+        index = worst.value[t]
+    else:
+        worst.counter[0] += 1
+        index = java_abs(int32(np.int64(mix64(worst.key + np.uint64(worst.counter[0]) * _G) >> _S32)))
+    index = int32(index + 1)
+    worst.value[t] = index
+    worst.is_set[t] = True
+    return index & 0x7FFFFFFF
+
+
+# ---- the fault table (LatencyFaultToleranceImpl) in ConcurrentHashMap iteration order ------------------
+
+
+@njit(**_NO_RC)
+def fault_table_resize(ft):
+    """``ConcurrentHashMap.transfer``: double the bins; a bin's trailing run keeps its order, the nodes
+    before it are re-linked one by one in front of their new bin (reversed)."""
+    n = ft.meta[META_BINS]
+    bins, blen, bhash, old, old_len, lo, hi = (
+        ft.bins,
+        ft.bin_len,
+        ft.broker_hash,
+        ft.old_bins,
+        ft.old_len,
+        ft.lo,
+        ft.hi,
+    )
+    for i in range(n):
+        old_len[i] = blen[i]
+        for j in range(blen[i]):
+            old[i, j] = bins[i, j]
+    for i in range(n):
+        m = old_len[i]
+        blen[i] = 0
+        blen[i + n] = 0
+        if m == 0:
+            continue
+        run_bit = bhash[old[i, 0]] & n
+        last_run = 0
+        for j in range(1, m):
+            if bhash[old[i, j]] & n != run_bit:
+                run_bit = bhash[old[i, j]] & n
+                last_run = j
+        nlo = 0
+        nhi = 0
+        for j in range(last_run - 1, -1, -1):
+            b = old[i, j]
+            if bhash[b] & n == 0:
+                lo[nlo] = b
+                nlo += 1
+            else:
+                hi[nhi] = b
+                nhi += 1
+        for j in range(last_run, m):
+            if run_bit == 0:
+                lo[nlo] = old[i, j]
+                nlo += 1
+            else:
+                hi[nhi] = old[i, j]
+                nhi += 1
+        for j in range(nlo):
+            bins[i, j] = lo[j]
+        blen[i] = nlo
+        for j in range(nhi):
+            bins[i + n, j] = hi[j]
+        blen[i + n] = nhi
+    ft.meta[META_BINS] = 2 * n
+    ft.meta[META_SIZE_CTL] = 2 * n - (n >> 1)
+
+
+@njit(**_NO_RC)
+def fault_table_update(ft, b, latency, isolation, now, reachable, cfg, rules):
+    """``updateFaultItem`` with latency fault tolerance on (4.9 overwrites the start, 5.x only extends it)."""
+    probe = cfg.isolation_latency_ms if isolation else latency
+    duration = 0
+    for k in range(rules.latency_max.shape[0] - 1, -1, -1):
+        if probe >= rules.latency_max[k]:
+            duration = rules.not_available_duration[k]
+            break
+    created = not ft.exists[b]
+    if created:
+        ft.start[b] = 0
+        ft.reachable[b] = False
+    ft.latency[b] = latency
+    if cfg.line5:
+        if duration > 0 and now + duration > ft.start[b]:
+            ft.start[b] = now + duration
+        ft.reachable[b] = reachable
+    else:
+        ft.start[b] = now + duration
+    if created:
+        i = ft.broker_hash[b] & (ft.meta[META_BINS] - 1)
+        ft.bins[i, ft.bin_len[i]] = b
+        ft.bin_len[i] += 1
+        ft.exists[b] = True
+        ft.meta[META_SIZE] += 1
+        if ft.meta[META_SIZE] >= ft.meta[META_SIZE_CTL]:
+            fault_table_resize(ft)
+
+
+@njit(**_NO_RC)
+def record_outcome(ft, catch, b, latency, now, cfg, rules):
+    """The ``updateFaultItem`` call ``sendDefaultImpl`` makes for an outcome caught as ``catch``
+    (``fault.FAULT_UPDATES``); the table changes only with latency fault tolerance on."""
+    if cfg.fault_on:
+        fault_table_update(ft, b, latency, rules.isolation[catch], now, rules.reachable[catch], cfg, rules)
+
+
+@njit(**_NO_RC)
+def fault_table_remove(ft, b):
+    if not ft.exists[b]:
+        return
+    ft.exists[b] = False
+    ft.meta[META_SIZE] -= 1
+    i = ft.broker_hash[b] & (ft.meta[META_BINS] - 1)
+    m = ft.bin_len[i]
+    for j in range(m):
+        if ft.bins[i, j] == b:
+            for k in range(j, m - 1):
+                ft.bins[i, k] = ft.bins[i, k + 1]
+            ft.bin_len[i] = m - 1
+            return
+
+
+@njit(**_NO_RC)
+def is_available(ft, b, now):
+    return (not ft.exists[b]) or now - ft.start[b] >= 0
+
+
+@njit(**_NO_RC)
+def isolated_until(ft, b, now):
+    """The item's start if ``b`` is isolated at ``now``, else NO_ISOLATION."""
+    if ft.exists[b] and now - ft.start[b] < 0:
+        return ft.start[b]
+    return NO_ISOLATION
+
+
+@njit(**_NO_RC)
+def pick_one_at_least(ft, worst, now, t):
+    """4.9 ``pickOneAtLeast``: stable sort by (unavailable, latency, start), then the better half."""
+    lat, start, items = ft.latency, ft.start, worst.items
+    cnt = 0
+    for i in range(ft.meta[META_BINS]):
+        for j in range(ft.bin_len[i]):
+            items[cnt] = ft.bins[i, j]
+            cnt += 1
+    for i in range(1, cnt):  # insertion sort: stable like Collections.sort
+        x = items[i]
+        xa = 0 if now - start[x] >= 0 else 1
+        j = i - 1
+        while j >= 0:
+            y = items[j]
+            ya = 0 if now - start[y] >= 0 else 1
+            if ya > xa or (ya == xa and (lat[y] > lat[x] or (lat[y] == lat[x] and start[y] > start[x]))):
+                items[j + 1] = y
+                j -= 1
+            else:
+                break
+        items[j + 1] = x
+    if cnt == 0:
+        return NO_BROKER
+    half = cnt // 2
+    if half <= 0:
+        return items[0]
+    return items[worst_increment_and_get(worst, t) % half]
+
+
+# ---- the broker model: brokers.attempt_outcome ---------------------------------------------------------
+
+
+@njit(**_NO_RC)
+def base_latency(model, b, key):
+    """``brokers.base_latency_ms``: a lognormal body (Box-Muller) plus a Pareto spike."""
+    par = model.params
+    u1 = uniform(key, bm.STREAM_LATENCY_A)
+    u2 = uniform(key, bm.STREAM_LATENCY_B)
+    z = np.sqrt(-2.0 * np.log(1.0 - u1)) * np.cos(2.0 * np.pi * u2)
+    latency = par[b, P_MEDIAN] * np.exp(par[b, P_SIGMA] * z)
+    if uniform(key, bm.STREAM_SPIKE) < par[b, P_SPIKE_PROBABILITY]:
+        e = -np.log(1.0 - uniform(key, bm.STREAM_SPIKE_SIZE)) / par[b, P_SPIKE_ALPHA]
+        latency += par[b, P_SPIKE_SCALE] * np.exp(min(e, _MAX_SPIKE_EXPONENT))
+    return min(latency, _MAX_LATENCY_MS)
+
+
+@njit(**_NO_RC)
+def attempt_outcome(model, b, key, start, timeout):
+    """(OutcomeKind, latency, response code) of one attempt; the reference adds TIMEOUT_OVERSHOOT_MS to a
+    timeout's latency when it makes the Outcome, so a timeout costs ``timeout + 1`` here."""
+    if timeout < 0:
+        timeout = 0
+    conn = min(model.connect_ms[b], timeout)
+    factor = 1.0
+    wi, wf = model.window_ints, model.window_floats
+    for j in range(model.window_offsets[b], model.window_offsets[b + 1]):
+        if not (wi[j, W_START] <= start < wi[j, W_END]):
+            continue
+        kind = wi[j, W_KIND]
+        down = kind == bm.FAULT_OUTAGE or (
+            kind == bm.FAULT_FLAPPING and (start - wi[j, W_START]) % wi[j, W_PERIOD] < wi[j, W_DOWN]
+        )
+        if down:  # connection refused, fast
+            return OutcomeKind.REMOTING_CONNECT, conn, 0
+        if kind == bm.FAULT_HANG:  # the broker accepts the request and never answers
+            return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0
+        if kind == bm.FAULT_SLOWDOWN:
+            factor *= wf[j, WF_FACTOR]
+        elif kind == bm.FAULT_ERROR_BURST and uniform(key, bm.STREAM_BURST) < wf[j, WF_RATE]:
+            lat_b = min(np.rint(base_latency(model, b, key)), np.float64(timeout))
+            burst = wi[j, W_BURST_KIND]
+            if burst == OutcomeKind.REMOTING_TIMEOUT:
+                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0
+            if burst == OutcomeKind.REMOTING_CONNECT:
+                return OutcomeKind.REMOTING_CONNECT, conn, 0
+            return burst, np.int64(lat_b), wi[j, W_BURST_CODE]
+    u = uniform(key, bm.STREAM_ERROR)
+    lat_r = np.rint(base_latency(model, b, key) * factor)  # compared as floats: exact, and never overflows
+    for e in range(model.error_cum.shape[1]):
+        if u < model.error_cum[b, e]:
+            kind = model.error_kind[b, e]
+            if kind == OutcomeKind.REMOTING_TIMEOUT:
+                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0
+            if kind == OutcomeKind.REMOTING_CONNECT:
+                return OutcomeKind.REMOTING_CONNECT, conn, 0
+            return kind, np.int64(min(lat_r, np.float64(timeout))), model.error_code[b, e]
+    if lat_r >= timeout:  # the call gives up at its timeout
+        return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0
+    return OutcomeKind.OK, np.int64(lat_r), 0
+
+
+@njit(**_NO_RC)
+def is_stored(kind):
+    """SEND_OK or a non-OK store status: a SendResult (its Status is the kind's value)."""
+    return kind <= OutcomeKind.SLAVE_NOT_AVAILABLE
+
+
+@njit(**_NO_RC)
+def oneway_write_failed(kind):
+    """``send.oneway_write_failed``: the only outcomes a oneway caller sees."""
+    return (
+        kind == OutcomeKind.REMOTING_CONNECT
+        or kind == OutcomeKind.REMOTING_SEND_REQUEST
+        or kind == OutcomeKind.CLIENT_ERROR
+        or kind == OutcomeKind.INTERRUPTED
+    )
+
+
+# ---- queue selection: MQFaultStrategy.selectOneMessageQueue of each line ----------------------------
+
+
+@njit(**_NO_RC)
+def _select_5(inst, ix, ft, i, t, last, now, reset, cfg):
+    """5.x: the available-and-not-last filter, then the reachable-and-not-last one, then round robin."""
+    qb, qq, nq = inst.queue_broker, inst.queue_id, inst.n_queues[i]
+    line5 = cfg.line5
+    if cfg.fault_on:
+        if reset:
+            reset_index(ix, i, t)
+        for _ in range(nq):
+            p = increment_and_get(ix, i, t, line5) % nq
+            b = qb[i, p]
+            if is_available(ft, b, now) and b != last:
+                return p, b, qq[i, p]
+        for _ in range(nq):
+            p = increment_and_get(ix, i, t, line5) % nq
+            b = qb[i, p]
+            if ((not ft.exists[b]) or ft.reachable[b]) and b != last:
+                return p, b, qq[i, p]
+    else:
+        for _ in range(nq):
+            p = increment_and_get(ix, i, t, line5) % nq
+            if qb[i, p] != last:
+                return p, qb[i, p], qq[i, p]
+    p = increment_and_get(ix, i, t, line5) % nq
+    return p, qb[i, p], qq[i, p]
+
+
+@njit(**_NO_RC)
+def _select_4_9(inst, ix, routes, ft, worst, i, t, last, now, cfg):
+    """4.9: round robin over available brokers, else ``pickOneAtLeast`` (4.9.7 rewrites the slot)."""
+    qb, qq, nq = inst.queue_broker, inst.queue_id, inst.n_queues[i]
+    line5 = cfg.line5
+    if not cfg.fault_on:
+        if last >= 0:
+            for _ in range(nq):
+                p = increment_and_get(ix, i, t, line5) % nq
+                if qb[i, p] != last:
+                    return p, qb[i, p], qq[i, p]
+        p = increment_and_get(ix, i, t, line5) % nq
+        return p, qb[i, p], qq[i, p]
+    # one incrementAndGet, then a local `index++` (which may wrap) per probe; lastBrokerName is ignored
+    index = increment_and_get(ix, i, t, line5)
+    for _ in range(nq):
+        p = java_rem(java_abs(index), nq)
+        index = int32(index + 1)
+        if p < 0:
+            p = 0
+        if is_available(ft, qb[i, p], now):
+            return p, qb[i, p], qq[i, p]
+    not_best = pick_one_at_least(ft, worst, now, t)
+    wqn = routes.write_queue_nums[inst.route_version[i], not_best] if not_best >= 0 else -1
+    if wqn > 0:
+        p = increment_and_get(ix, i, t, line5) % nq
+        if not_best < 0:
+            return p, qb[i, p], qq[i, p]
+        qid = increment_and_get(ix, i, t, line5) % wqn
+        if cfg.rewrites_cached_queue:  # 4.9.7: the cached MessageQueue is rewritten in place
+            qb[i, p] = not_best
+            qq[i, p] = qid
+            return p, not_best, qid
+        return NO_BROKER, not_best, qid
+    if not_best >= 0:
+        fault_table_remove(ft, not_best)
+    p = increment_and_get(ix, i, t, line5) % nq
+    return p, qb[i, p], qq[i, p]
+
+
+@njit(**_NO_RC)
+def select_queue(inp, state, i, t, last, now, reset):
+    """(slot, broker, queue id); slot -1 is a MessageQueue made on the spot (4.9.8's pickOneAtLeast)."""
+    cfg, inst, ix, ft = inp.config, state.instances, state.indexes, state.fault_table
+    if cfg.line5:
+        return _select_5(inst, ix, ft, i, t, last, now, reset, cfg)
+    return _select_4_9(inst, ix, inp.routes, ft, state.worst, i, t, last, now, cfg)
+
+
+# ---- the event heap: rows (time, event, counter, payload), smallest (time, event, counter) first -------
+
+
+@njit(**_STEP)
+def _heap_less(h, a, b):
+    if h[a, H_TIME] != h[b, H_TIME]:
+        return h[a, H_TIME] < h[b, H_TIME]
+    if h[a, H_EVENT] != h[b, H_EVENT]:
+        return h[a, H_EVENT] < h[b, H_EVENT]
+    return h[a, H_COUNTER] < h[b, H_COUNTER]
+
+
+@njit(**_STEP)
+def heap_push(h, st, t, event, payload):
+    """Push an event; the push counter (the last key) is ``st[ST_COUNTER]``."""
+    i = st[ST_HEAP_SIZE]
+    h[i, H_TIME] = t
+    h[i, H_EVENT] = event
+    h[i, H_COUNTER] = st[ST_COUNTER]
+    h[i, H_PAYLOAD] = payload
+    st[ST_HEAP_SIZE] = i + 1
+    st[ST_COUNTER] += 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not _heap_less(h, i, parent):
+            break
+        for c in range(4):
+            h[i, c], h[parent, c] = h[parent, c], h[i, c]
+        i = parent
+
+
+@njit(**_STEP)
+def heap_pop(h, st):
+    """Drop the root (read it first)."""
+    n = st[ST_HEAP_SIZE] - 1
+    st[ST_HEAP_SIZE] = n
+    if n == 0:
+        return
+    for c in range(4):
+        h[0, c] = h[n, c]
+    i = 0
+    while True:
+        m = 2 * i + 1
+        if m >= n:
+            break
+        if m + 1 < n and _heap_less(h, m + 1, m):
+            m += 1
+        if not _heap_less(h, m, i):
+            break
+        for c in range(4):
+            h[i, c], h[m, c] = h[m, c], h[i, c]
+        i = m
+
+
+@njit(**_STEP)
+def schedule_next_send(inp, state, th, free_at):
+    """Push the START of thread ``th``'s next send, at ``max(its born time, free_at)``."""
+    threads = inp.threads
+    k = threads.cursor[th]
+    if k < threads.offsets[th + 1]:
+        born = inp.sends.born[threads.sends[k]]
+        heap_push(state.heap, state.counters, max(born, free_at), Event.START, th)
+
+
+# ---- the steps of the event loop ----------------------------------------------------------------------
+
+
+@njit(**_STEP)
+def publish_info(inp, state, topic, now):
+    """The producer's TopicPublishInfo instance of ``topic`` at ``now``: the cached one, or a new one after
+    a route change (new slots, new per-thread indexes)."""
+    routes, inst, cache, ix, st = inp.routes, state.instances, state.topics, state.indexes, state.counters
+    lo = 0
+    hi = routes.start.shape[0]
+    while lo < hi:  # bisect_right(version starts, now) - 1
+        mid = (lo + hi) >> 1
+        if routes.start[mid] <= now:
+            lo = mid + 1
+        else:
+            hi = mid
+    v = lo - 1
+    if cache.version[topic] != v:
+        i = st[ST_INSTANCES]
+        st[ST_INSTANCES] = i + 1
+        inst.n_queues[i] = routes.n_queues[v]
+        inst.route_version[i] = v
+        for p in range(routes.queue_broker.shape[1]):
+            inst.queue_broker[i, p] = routes.queue_broker[v, p]
+            inst.queue_id[i, p] = routes.queue_id[v, p]
+        keys, threads = inp.keys, inp.threads
+        for tt in range(threads.value.shape[0]):
+            ix.is_set[i, tt] = False
+            ix.counter[i, tt] = 0
+            ix.key[i, tt] = index_key(keys.index_base, threads.value[tt], keys.topic_bits[topic], v)
+        cache.version[topic] = v
+        cache.instance[topic] = i
+    return cache.instance[topic]
+
+
+@njit(**_STEP)
+def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write):
+    """Ask the broker model for the call's outcome and push its completion (a oneway caller waits only
+    for the write: at once unless the write failed)."""
+    key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
+    kind, lat, code = attempt_outcome(inp.model, b, key, now, timeout)
+    fl = state.in_flight
+    fl.slot[s] = slot
+    fl.broker[s] = b
+    fl.queue_id[s] = q
+    fl.call_start[s] = now
+    fl.kind[s] = kind
+    fl.latency[s] = lat
+    fl.code[s] = code
+    done_at = now + lat
+    if waited_for_write and not oneway_write_failed(kind):
+        done_at = now
+    heap_push(state.heap, state.counters, done_at, Event.DELIVER, s)
+
+
+@njit(**_STEP)
+def fail(res, s, failure, now):
+    res.status[s] = Status.FAILED
+    res.error[s] = failure
+    res.end[s] = now
+
+
+@njit(**_STEP)
+def start_send(inp, state, s, th, now):
+    """A send starts: take its TopicPublishInfo; an ordered send makes its one call, a oneway send its
+    one call, a SYNC send enters sendDefaultImpl's loop. Returns (run the loop step, thread free at)."""
+    sends, cfg, fl, res, inst = inp.sends, inp.config, state.in_flight, state.outcomes, state.instances
+    kind = sends.kind[s]
+    i = publish_info(inp, state, sends.topic[s], now)
+    fl.instance[s] = i
+    fl.begin[s] = now
+    ordered = kind == SendKind.ORDERED or kind == SendKind.ORDERED_ASYNC
+    if kind == SendKind.ORDERED_ASYNC:  # the caller's thread does not wait
+        schedule_next_send(inp, state, th, now)
+    nq = inst.n_queues[i]
+    if ordered and nq == 0:  # sendSelectImpl: "No route info for this topic, T"
+        fail(res, s, Failure.NO_ROUTE_SELECT, now)
+        return False, now if kind == SendKind.ORDERED else -1
+    if ordered:  # SelectMessageQueueByHash: one attempt, no fault-table update
+        p = java_abs(java_rem(sends.order_hash[s], nq))
+        # the queue is read once, when chosen: a later 4.9.7 rewrite of the slot does not move it
+        b, q = inst.queue_broker[i, p], inst.queue_id[i, p]
+        make_call(inp, state, s, 0, p, b, q, now, cfg.timeout_ms, False)
+        return False, -1
+    if nq == 0:  # "No route info of this topic"
+        fail(res, s, Failure.NO_ROUTE, now)
+        return False, now
+    if kind == SendKind.ONEWAY:
+        p, b, q = select_queue(inp, state, i, th, np.int64(NO_BROKER), now, False)
+        make_call(inp, state, s, 0, p, b, q, now, cfg.timeout_ms, True)
+        return False, -1
+    fl.times[s] = 0
+    fl.last_broker[s] = NO_BROKER
+    fl.has_result[s] = False
+    return True, -1
+
+
+@njit(**_STEP)
+def record_attempt(state, s, attempt, latency, target, now):
+    """The attempt row of send ``s``'s call that just completed (isolation as of ``target`` at ``now``)."""
+    fl, att, st = state.in_flight, state.attempts, state.counters
+    n = st[ST_ATTEMPTS]
+    att.send[n] = s
+    att.attempt[n] = attempt
+    att.start[n] = fl.call_start[s]
+    att.latency[n] = latency
+    att.broker[n] = fl.broker[s]
+    att.queue_id[n] = fl.queue_id[s]
+    att.kind[n] = fl.kind[s]
+    att.code[n] = fl.code[s]
+    att.isolated_until[n] = isolated_until(state.fault_table, target, now)
+    st[ST_ATTEMPTS] = n + 1
+    res = state.outcomes
+    res.n_sent[s] += 1
+    res.broker[s] = fl.broker[s]
+    res.queue_id[s] = fl.queue_id[s]
+
+
+@njit(**_STEP)
+def deliver_ordered(inp, state, s, now):
+    """An ordered send's call completed: its one attempt decides the result. Returns the thread's free
+    time (-1: an async ordered send, whose thread did not wait)."""
+    fl, res = state.in_flight, state.outcomes
+    kind, code = fl.kind[s], fl.code[s]
+    record_attempt(state, s, 0, fl.latency[s], fl.broker[s], now)
+    res.end[s] = now
+    if is_stored(kind):
+        res.status[s] = kind
+    elif kind == OutcomeKind.BROKER_ERROR:
+        fail(res, s, Failure.BROKER, now)
+        res.aux[s] = code
+    elif kind == OutcomeKind.CLIENT_ERROR or kind == OutcomeKind.INTERRUPTED:
+        fail(res, s, Failure.ORDERED_OTHER, now)
+        res.aux[s] = kind
+    else:  # a RemotingException
+        fail(res, s, Failure.REMOTING, now)
+        res.aux[s] = kind
+        res.cost[s] = inp.config.timeout_ms
+    return now if inp.sends.kind[s] == SendKind.ORDERED else -1
+
+
+@njit(**_STEP)
+def call_target(state, s):
+    """``mq.getBrokerName()`` read again after the call: a 4.9.7 slot may have been rewritten meanwhile."""
+    fl = state.in_flight
+    p = fl.slot[s]
+    return state.instances.queue_broker[fl.instance[s], p] if p >= 0 else fl.broker[s]
+
+
+@njit(**_STEP)
+def deliver_oneway(inp, state, s, now):
+    """A oneway call completed (written, or failed to be written): one attempt, no retry."""
+    fl, res = state.in_flight, state.outcomes
+    kind = fl.kind[s]
+    failed = oneway_write_failed(kind)
+    latency = now - fl.begin[s]
+    target = call_target(state, s)
+    # a request that was written reads as sent, whatever the broker makes of it
+    catch = inp.rules.catch_of_kind[kind] if failed else Catch.RESULT
+    record_outcome(state.fault_table, catch, target, latency, now, inp.config, inp.rules)
+    if not failed:
+        res.status[s] = Status.ONEWAY_SENT
+    elif kind == OutcomeKind.INTERRUPTED:
+        fail(res, s, Failure.INTERRUPTED, now)
+    else:
+        fail(res, s, Failure.SEND_FAILED, now)
+        res.aux[s] = 1
+        res.cost[s] = latency
+    record_attempt(state, s, 0, latency, target, now)  # the latency the caller waited: the write only
+    res.end[s] = now
+    return now
+
+
+@njit(**_STEP)
+def is_retry_code(rules, code):
+    """``getRetryResponseCodes().contains(code)``."""
+    for c in range(rules.retry_codes.shape[0]):  # noqa: SIM110 - numba compiles no generator here
+        if rules.retry_codes[c] == code:
+            return True
+    return False
+
+
+@njit(**_STEP)
+def deliver_sync(inp, state, s, now):
+    """A SYNC call completed: sendDefaultImpl's catch clauses. Returns (run the loop step, thread free at)."""
+    cfg, fl, res = inp.config, state.in_flight, state.outcomes
+    kind, code = fl.kind[s], fl.code[s]
+    target = call_target(state, s)
+    times = fl.times[s]
+    catch = inp.rules.catch_of_kind[kind]
+    record_outcome(state.fault_table, catch, target, fl.latency[s], now, cfg, inp.rules)
+    returned = False
+    thrown = False
+    if catch == Catch.RESULT:  # SEND_OK or a non-OK store status
+        fl.has_result[s] = True
+        fl.result_status[s] = kind
+        fl.result_broker[s] = fl.broker[s]
+        fl.result_queue_id[s] = fl.queue_id[s]
+        returned = kind == OutcomeKind.OK or not cfg.retry_another_broker
+    elif catch == Catch.BROKER and not is_retry_code(inp.rules, code):
+        if fl.has_result[s]:
+            returned = True
+        else:
+            thrown = True
+            res.error[s] = Failure.BROKER
+            res.aux[s] = code
+    elif catch == Catch.INTERRUPTED:
+        thrown = True
+        res.error[s] = Failure.SLEEP_INTERRUPTED
+    # RemotingException, MQClientException, a retried MQBrokerException: the loop goes on
+    record_attempt(state, s, times, fl.latency[s], target, now)
+    if returned:
+        res.status[s] = fl.result_status[s]
+        res.broker[s] = fl.result_broker[s]
+        res.queue_id[s] = fl.result_queue_id[s]
+        res.end[s] = now
+        return False, now
+    if thrown:
+        res.status[s] = Status.FAILED
+        res.end[s] = now
+        return False, now
+    fl.times[s] = times + 1
+    fl.last_broker[s] = target
+    return True, -1
+
+
+@njit(**_STEP)
+def send_default_impl_step(inp, state, s, now):
+    """sendDefaultImpl's loop from its ``times < timesTotal`` test: select, check the call-timeout budget,
+    make the call. Returns the thread's free time when the send ended (-1: a call is under way)."""
+    cfg, fl, res = inp.config, state.in_flight, state.outcomes
+    times = fl.times[s]
+    exhausted = False
+    done = times >= cfg.times_total
+    if not done:
+        reset = cfg.line5 and times > 0  # resetIndex on every retry
+        p, b, q = select_queue(inp, state, fl.instance[s], inp.sends.thread[s], fl.last_broker[s], now, reset)
+        cost = now - fl.begin[s]
+        if cfg.timeout_ms < cost:
+            exhausted = True
+            done = True
+        else:
+            cur = cfg.timeout_ms - cost
+            cap = cfg.max_timeout_per_request_ms
+            if cap > -1 and times + 1 < cfg.times_total and cur > cap:
+                cur = cap  # leave time for another attempt
+            make_call(inp, state, s, times, p, b, q, now, cur, False)
+    if not done:
+        return -1
+    res.exhausted[s] = exhausted
+    res.end[s] = now
+    if fl.has_result[s]:
+        res.status[s] = fl.result_status[s]
+        res.broker[s] = fl.result_broker[s]
+        res.queue_id[s] = fl.result_queue_id[s]
+    elif exhausted:
+        fail(res, s, Failure.CALL_TIMEOUT, now)
+    else:
+        fail(res, s, Failure.SEND_FAILED, now)
+        res.aux[s] = times
+        res.cost[s] = now - fl.begin[s]
+    return now
+
+
+@njit(**_NO_RC)
+def run_loop(inp, state):
+    """Process events until none is left (LOOP_DONE) or a buffer is full (the caller grows it, then calls
+    again)."""
+    st, heap, threads, sends = state.counters, state.heap, inp.threads, inp.sends
+    if st[ST_STARTED] == 0:  # each thread's first send, in the order the threads first appear
+        st[ST_STARTED] = 1
+        for j in range(threads.value.shape[0]):
+            schedule_next_send(inp, state, threads.order[j], 0)
+    cap_i = state.instances.n_queues.shape[0]
+    cap_a = state.attempts.send.shape[0]
+    while st[ST_HEAP_SIZE] > 0:
+        if st[ST_ATTEMPTS] >= cap_a:  # an event records at most one attempt and builds at most one instance
+            return LOOP_ATTEMPTS_FULL
+        if st[ST_INSTANCES] >= cap_i:
+            return LOOP_INSTANCES_FULL
+        now = heap[0, H_TIME]
+        event = heap[0, H_EVENT]
+        payload = heap[0, H_PAYLOAD]
+        heap_pop(heap, st)
+        if event == Event.START:
+            th = payload
+            s = threads.sends[threads.cursor[th]]
+            threads.cursor[th] += 1
+            step, free_at = start_send(inp, state, s, th, now)
+        else:
+            s = payload
+            kind = sends.kind[s]
+            step = False
+            if kind == SendKind.ORDERED or kind == SendKind.ORDERED_ASYNC:
+                free_at = deliver_ordered(inp, state, s, now)
+            elif kind == SendKind.ONEWAY:
+                free_at = deliver_oneway(inp, state, s, now)
+            else:
+                step, free_at = deliver_sync(inp, state, s, now)
+        if step:
+            free_at = send_default_impl_step(inp, state, s, now)
+        if free_at >= 0:
+            schedule_next_send(inp, state, sends.thread[s], free_at)
+    return LOOP_DONE
+
+
+@njit(**_NO_RC)
+def sort_attempts(att, n_a, label_keys, out, label, off):
+    """The attempts in (send, attempt) order into ``out`` -- a counting sort by send, stable because a
+    send's attempts are recorded in order -- with each (kind, code) as an index into ``label_keys``; and
+    ``off[s]``, the position of send s's first attempt (``off`` is zero on entry)."""
+    n_s = off.shape[0] - 1
+    for k in range(n_a):
+        off[att.send[k] + 1] += 1
+    for s in range(n_s):
+        off[s + 1] += off[s]
+    for k in range(n_a):  # off[s] is the next free position of send s meanwhile
+        s = att.send[k]
+        j = off[s]
+        off[s] += 1
+        out.send[j] = s
+        out.attempt[j] = att.attempt[k]
+        out.start[j] = att.start[k]
+        out.latency[j] = att.latency[k]
+        out.broker[j] = att.broker[k]
+        out.queue_id[j] = att.queue_id[k]
+        out.kind[j] = att.kind[k]
+        out.code[j] = att.code[k]
+        out.isolated_until[j] = att.isolated_until[k]
+        kind = att.kind[k]
+        key = kind * 4294967296 + (att.code[k] if kind == OutcomeKind.BROKER_ERROR else 0)
+        label[j] = -1
+        for m in range(label_keys.shape[0]):
+            if label_keys[m] == key:
+                label[j] = m
+                break
+    for s in range(n_s, 0, -1):  # back to first positions
+        off[s] = off[s - 1]
+    off[0] = 0
+
+
+# ---- the Python around the kernel ---------------------------------------------------------------------
+
+
+def unsupported(sc: Scenario, messages: pa.Table) -> str | None:
+    """Why this engine does not give the reference's tables for these messages (None: it does)."""
+    if start_detector_enable(sc):
+        return "the 5.x detector (start_detector_enable)"
+    if messages.num_rows == 0:
+        return None
+    producers = pc.min_max(messages.column("producer")).as_py()
+    if producers["min"] != producers["max"]:
+        return "messages of several producers"
+    seq = np.asarray(messages.column("seq"), np.int64)
+    if not np.all(seq[1:] > seq[:-1]):
+        seq = np.sort(seq)
+        if np.any(seq[1:] == seq[:-1]):
+            return "repeated seq values"  # the reference's (seq, attempt) order interleaves their attempts
+    mode = messages.column("send_mode")
+    if not pc.any(pc.equal(mode, "async")).as_py():
+        return None
+    mtype = messages.column("message_type")
+    ordered = pc.and_(pc.equal(mtype, "ordered"), pc.is_valid(messages.column("order_key")))
+    ordered = pc.and_(ordered, pc.is_null(messages.column("batch_id")))
+    plain_async = pc.and_(pc.equal(mode, "async"), pc.invert(pc.or_(pc.equal(mtype, "transaction"), ordered)))
+    if pc.any(plain_async).as_py():
+        return "ASYNC sends (other than ordered ones)"
+    return None
+
+
+def supports(sc: Scenario, messages: pa.Table) -> bool:
+    """Whether :func:`simulate_producer` gives the reference's tables for these messages."""
+    return unsupported(sc, messages) is None
+
+
+@dataclass
+class KernelOut:
+    """The kernel's answer: attempts in (send, attempt) order, and per send how it ended."""
+
+    attempts: AttemptRows
+    label: np.ndarray  # index into Plan.labels
+    att_off: np.ndarray  # send s has attempts att_off[s]:att_off[s + 1]
+    sends: SendOutcomes
+    begin: np.ndarray
+
+    @property
+    def n_attempts(self) -> int:
+        return int(self.attempts.send.size)
+
+
+def _grown(arrays: NamedTuple, n: int) -> NamedTuple:
+    """A copy of ``arrays`` with ``n`` rows (the rows they had first, zeros after)."""
+    out = []
+    for a in arrays:
+        b = np.zeros((n, *a.shape[1:]), a.dtype)
+        b[: a.shape[0]] = a
+        out.append(b)
+    return type(arrays)(*out)
+
+
+def _threads(prep: Prepared) -> tuple[Threads, np.ndarray]:
+    values, dense = np.unique(prep.s_thread, return_inverse=True)
+    dense = dense.reshape(-1).astype(np.int64)
+    n_t = values.size
+    offsets = np.zeros(n_t + 1, np.int64)
+    np.cumsum(np.bincount(dense, minlength=n_t), out=offsets[1:])
+    _, first = np.unique(dense, return_index=True)
+    threads = Threads(
+        value=values.astype(np.int64),
+        sends=np.argsort(dense, kind="stable").astype(np.int64),
+        offsets=offsets,
+        order=dense[np.sort(first)].astype(np.int64),  # threads by first send
+        cursor=offsets[:n_t].copy(),
+    )
+    return threads, dense
+
+
+def _fault_table(plan: Plan) -> FaultTable:
+    n_b, nb = len(plan.brokers), plan.max_bins
+    meta = np.zeros(3, np.int64)
+    meta[META_BINS], meta[META_SIZE_CTL] = 32, 24  # new ConcurrentHashMap(16): 32 bins, resize at 24
+    return FaultTable(
+        exists=np.zeros(n_b, np.bool_),
+        latency=np.zeros(n_b, np.int64),
+        start=np.zeros(n_b, np.int64),
+        reachable=np.zeros(n_b, np.bool_),
+        bins=np.zeros((nb, n_b), np.int64),
+        bin_len=np.zeros(nb, np.int64),
+        meta=meta,
+        broker_hash=plan.broker_hash,
+        old_bins=np.zeros((nb, n_b), np.int64),
+        old_len=np.zeros(nb, np.int64),
+        lo=np.zeros(n_b, np.int64),
+        hi=np.zeros(n_b, np.int64),
+    )
+
+
+def _zeros(cls: type, n: int, dtypes: dict[str, type] | None = None) -> NamedTuple:
+    """A NamedTuple of zero arrays of length ``n`` (int64 unless ``dtypes`` says otherwise)."""
+    dtypes = dtypes or {}
+    return cls(*(np.zeros(n, dtypes.get(f, np.int64)) for f in cls._fields))
+
+
+def _inputs(prep: Prepared, plan: Plan, sc: Scenario) -> Inputs:
+    threads, dense = _threads(prep)
+    seed, producer = sc.seed, prep.producer
+    keys = Keys(
+        producer=np.uint64(rng.producer_key(seed, producer)),
+        index_base=np.uint64(rng.derive_key(seed, producer)),
+        topic_bits=np.array([rng.part_bits(f"sendWhichQueue:{t}") for t in prep.topics], np.uint64),
+        worst=np.uint64(rng.derive_key(seed, producer, "whichItemWorst")),
+    )
+    sends = Sends(
+        prep.s_seq, prep.s_born, dense, prep.s_kind, prep.s_topic.astype(np.int64), prep.s_order_hash
+    )
+    return Inputs(sends, threads, plan.config, plan.rules, plan.routes, keys, plan.model)
+
+
+def _initial_state(prep: Prepared, plan: Plan, inp: Inputs) -> State:
+    n_s, n_t, n_b = prep.n_sends, inp.threads.value.size, len(plan.brokers)
+    n_topics = len(prep.topics)
+    cap_i = n_topics * plan.routes.start.size + 4  # instances: grown when full
+    max_q = plan.routes.queue_broker.shape[1]
+    outcomes = _zeros(SendOutcomes, n_s, {"status": np.int8, "error": np.int8, "exhausted": np.bool_})
+    outcomes.broker[:] = NO_BROKER
+    outcomes.queue_id[:] = -1
+    n_async = int(np.count_nonzero(prep.s_kind == SendKind.ORDERED_ASYNC))
+    return State(
+        counters=np.zeros(5, np.int64),
+        heap=np.zeros((2 * n_t + n_async + 2, 4), np.int64),  # one START per thread, DELIVERs in flight
+        fault_table=_fault_table(plan),
+        worst=Worst(
+            np.zeros(n_t, np.bool_),
+            np.zeros(n_t, np.int64),
+            np.zeros(1, np.int64),
+            inp.keys.worst,
+            np.zeros(n_b, np.int64),
+        ),
+        instances=Instances(
+            np.zeros((cap_i, max_q), np.int64),
+            np.zeros((cap_i, max_q), np.int64),
+            np.zeros(cap_i, np.int64),
+            np.zeros(cap_i, np.int64),
+        ),
+        topics=TopicCache(np.full(n_topics, -1, np.int64), np.zeros(n_topics, np.int64)),
+        indexes=Indexes(
+            np.zeros((cap_i, n_t), np.bool_),
+            np.zeros((cap_i, n_t), np.int64),
+            np.zeros((cap_i, n_t), np.int64),
+            np.zeros((cap_i, n_t), np.uint64),
+        ),
+        in_flight=_zeros(InFlight, n_s, {"has_result": np.bool_}),
+        outcomes=outcomes,
+        attempts=_zeros(AttemptRows, n_s + n_s // 4 + 16),  # grown when full
+    )
+
+
+def run_prepared(prep: Prepared, sc: Scenario) -> KernelOut:
+    """Run the kernel over prepared sends; returns its raw arrays (for benchmarks and tests)."""
+    plan = plan_for(sc)
+    inp = _inputs(prep, plan, sc)
+    state = _initial_state(prep, plan, inp)
+    while True:
+        status = run_loop(inp, state)
+        if status == LOOP_DONE:
+            break
+        if status == LOOP_ATTEMPTS_FULL:
+            state = state._replace(attempts=_grown(state.attempts, 2 * state.attempts.send.shape[0]))
+        else:
+            n = 2 * state.instances.n_queues.shape[0]
+            state = state._replace(instances=_grown(state.instances, n), indexes=_grown(state.indexes, n))
+    n_a = int(state.counters[ST_ATTEMPTS])
+    attempts = _zeros(AttemptRows, n_a, {"attempt": np.int32, "queue_id": np.int32, "code": np.int32})
+    label = np.zeros(n_a, np.int64)
+    att_off = np.zeros(prep.n_sends + 1, np.int64)
+    sort_attempts(state.attempts, n_a, plan.label_keys, attempts, label, att_off)
+    return KernelOut(attempts, label, att_off, state.outcomes, state.in_flight.begin)
+
+
+def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) -> str:
+    """The reference's error text of one failure (see :class:`Failure`), made by rocketsim.send."""
+    failure = key[0]
+    err: BaseException
+    if failure == Failure.SEND_FAILED:
+        _, times, cost, topic, sent, total = key
+        listed: list[str | None] = list(sent) + [None] * (total - len(sent))
+        err = send_failed_error(times, cost, topic, listed, None, version)
+    elif failure == Failure.BROKER:
+        err = MQBrokerError(key[1], "")
+    elif failure == Failure.CALL_TIMEOUT:
+        err = RemotingTooMuchRequestError("sendDefaultImpl call timeout")
+    elif failure == Failure.NO_ROUTE:
+        err = no_route_error(key[1], version)
+    elif failure == Failure.NO_ROUTE_SELECT:
+        err = no_route_select(key[1], version)
+    elif failure == Failure.REMOTING:
+        what = {
+            OutcomeKind.REMOTING_CONNECT: "connect",
+            OutcomeKind.REMOTING_TIMEOUT: "timeout",
+            OutcomeKind.REMOTING_SEND_REQUEST: "send_request",
+        }[key[1]]
+        err = remoting_exception(what, brokers[key[2]], key[3])
+    elif failure == Failure.SLEEP_INTERRUPTED:
+        err = SendInterruptedError("sleep interrupted")
+    elif failure == Failure.INTERRUPTED:
+        err = SendInterruptedError("interrupted")
+    elif key[1] == OutcomeKind.CLIENT_ERROR:  # an ordered send's client error
+        err = broker_not_exist_error(brokers[key[2]], version)
+    else:  # an ordered send's interrupt
+        err = SendInterruptedError("interrupted")
+    return error_text(err)
+
+
+def _error_texts(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> tuple[np.ndarray, list[str]]:
+    """Each failed send's error text, as an index into a list of distinct texts."""
+    res, brokers = ko.sends, plan.brokers
+    texts: list[str] = []
+    text_id: dict[tuple, int] = {}
+    s_text = np.full(prep.n_sends, -1, np.int64)
+    for s in np.flatnonzero(res.error != Failure.NONE).tolist():
+        failure = int(res.error[s])
+        topic = prep.topics[int(prep.s_topic[s])]
+        if failure == Failure.SEND_FAILED:
+            sent = tuple(brokers[b] for b in ko.attempts.broker[ko.att_off[s] : ko.att_off[s + 1]].tolist())
+            total = 1 if prep.s_kind[s] == SendKind.ONEWAY else plan.config.times_total
+            key: tuple = (failure, int(res.aux[s]), int(res.cost[s]), topic, sent, total)
+        elif failure in (Failure.NO_ROUTE, Failure.NO_ROUTE_SELECT):
+            key = (failure, topic)
+        elif failure in (Failure.REMOTING, Failure.ORDERED_OTHER):
+            key = (failure, int(res.aux[s]), int(res.broker[s]), int(res.cost[s]))
+        else:
+            key = (failure, int(res.aux[s]))
+        k = text_id.get(key)
+        if k is None:
+            k = text_id[key] = len(texts)
+            texts.append(_error_text(key, brokers, sc.producers.version))
+        s_text[s] = k
+    return s_text, texts
+
+
+def engine_output(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> EngineOutput:
+    """The kernel's arrays as an :class:`rocketsim.engine.plan.EngineOutput`."""
+    s_text, texts = _error_texts(prep, plan, ko, sc)
+    a = ko.attempts
+    return EngineOutput(
+        brokers=list(plan.brokers),
+        labels=plan.labels,
+        texts=texts,
+        a_send=a.send,
+        a_attempt=a.attempt,
+        a_start=a.start,
+        a_latency=a.latency,
+        a_broker=a.broker,
+        a_queue_id=a.queue_id,
+        a_label=ko.label,
+        a_code=a.code,
+        a_has_code=a.kind == OutcomeKind.BROKER_ERROR,
+        a_isolated_until=a.isolated_until,
+        att_off=ko.att_off,
+        status=ko.sends.status,
+        error=s_text,
+        broker=ko.sends.broker,
+        queue_id=ko.sends.queue_id,
+        begin=ko.begin,
+        end=ko.sends.end,
+        exhausted=ko.sends.exhausted,
+        n_sent=ko.sends.n_sent,
+    )
+
+
+def simulate_covered(messages: pa.Table, sc: Scenario) -> SimOutput:
+    """:func:`simulate_producer` for messages :func:`supports` accepts (not checked again)."""
+    if messages.num_rows == 0:
+        return SimOutput.empty()
+    prep = prepare(messages, sc)
+    plan = plan_for(sc)
+    return build_tables(prep, engine_output(prep, plan, run_prepared(prep, sc), sc))
+
+
+def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
+    """:func:`rocketsim.engine.reference.simulate_producer`, compiled; :class:`SimulationError` for input
+    :func:`supports` refuses."""
+    why = unsupported(sc, messages)
+    if why is not None:
+        raise SimulationError(f"the compiled engine does not cover {why}; use ROCKETSIM_ENGINE=reference")
+    return simulate_covered(messages, sc)

@@ -1,0 +1,789 @@
+"""What both send engines need: a scenario's arrays, the prepared sends, rejections, and the output tables.
+
+The two engines (:mod:`rocketsim.engine.reference`, :mod:`rocketsim.engine.compiled`) differ only in how
+they run the per-producer event loop. Everything else is here, once:
+
+* the scenario side: the route timeline and route versions a producer sees, the broker model and the
+  rules of its client line as flat arrays (:class:`Plan`, :func:`plan_for`; the compiled kernel takes
+  them as the NamedTuples :class:`Config`, :class:`FaultRules`, :class:`Routes`, :class:`Model`);
+* the messages side: :func:`prepare` turns one producer's messages into sends in seq order (a batch is
+  one send led by its first accepted member), with sizes, flags and the rows the client refuses up front
+  (:func:`rejection`, :func:`batch_rejections`, with the client's own texts);
+* the output: an engine reports what it decided as an :class:`EngineOutput` (attempts in (send, attempt)
+  order, one outcome per send); :func:`build_tables` makes the ``send_attempts`` and ``send_results``
+  rows (schemas ``ATTEMPTS_SCHEMA`` / ``RESULTS_SCHEMA``) from it.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import IntEnum
+from functools import cache
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rocketsim import brokers as bm
+from rocketsim import codec
+from rocketsim.compression import CompressibilityModel, CompressionType, compressed_sys_flag, default_model
+from rocketsim.errors import MQClientError, RocketSimError
+from rocketsim.fault import (
+    FAULT_UPDATES,
+    ISOLATION_LATENCY_MS,
+    FaultArrays,
+    Site,
+    counts_writable_queues_only,
+    rewrites_cached_queue,
+)
+from rocketsim.javaint import chm_spread, java_string_hash
+from rocketsim.message import Message, MessageSysFlag
+from rocketsim.outcomes import CATCH_OF_KIND, Catch, OutcomeKind
+from rocketsim.route import (
+    PERM_READ,
+    BrokerData,
+    BrokerOutage,
+    QueueData,
+    RouteRefresh,
+    RouteTimeline,
+    TopicPublishInfo,
+    TopicRouteData,
+    build_queue_list,
+    route_versions,
+)
+from rocketsim.scenario import Scenario
+from rocketsim.schemas import SEND_ATTEMPTS, SEND_RESULTS, without_run_id
+from rocketsim.send import Outcome, SendConfig
+from rocketsim.validate import MAX_PROPERTIES_SIZE, check_message, check_properties_size
+from rocketsim.versions import LINE_5
+
+ATTEMPTS_SCHEMA = without_run_id(SEND_ATTEMPTS)
+RESULTS_SCHEMA = without_run_id(SEND_RESULTS)
+
+TIMEOUT_OVERSHOOT_MS = 1  # a RemotingTimeoutException is raised once the wait has passed the timeout
+NO_ISOLATION = np.iinfo(np.int64).min  # "not isolated" in an attempt's isolated-until array (null)
+BATCH_FAILED = "Failed to initiate the MessageBatch"  # DefaultMQProducer.batch() wraps any member's error
+MODES = ("sync", "oneway", "async")  # the send_mode column's values, in :attr:`Prepared.s_mode` order
+MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
+
+
+class Status(IntEnum):
+    """The ``status`` column: a stored message's SendStatus (0..3, equal to its :class:`OutcomeKind`),
+    ``FAILED`` (the send threw), ``ONEWAY_SENT`` (a oneway request was written), ``REJECTED``."""
+
+    SEND_OK = 0
+    FLUSH_DISK_TIMEOUT = 1
+    FLUSH_SLAVE_TIMEOUT = 2
+    SLAVE_NOT_AVAILABLE = 3
+    FAILED = 4
+    ONEWAY_SENT = 5  # a oneway send has no SendResult: it was written, nothing more is known
+    REJECTED = 6  # refused by the client's validators before any send
+
+
+STATUS_NAMES = tuple(s.name for s in Status)
+FAILED = Status.FAILED.name
+ONEWAY_SENT = Status.ONEWAY_SENT.name
+REJECTED = Status.REJECTED.name
+
+
+class SendKind(IntEnum):
+    """How a prepared send is made."""
+
+    SYNC = 0  # sendDefaultImpl(SYNC): also transactional half messages and oneway batches
+    ONEWAY = 1  # sendDefaultImpl(ONEWAY)
+    ORDERED = 2  # send(msg, selector, key): SelectMessageQueueByHash, one attempt, the thread waits
+    ORDERED_ASYNC = 3  # send(msg, selector, key, callback): the same call, the thread does not wait
+    ASYNC = 4  # send(msg, callback): sendDefaultImpl(ASYNC)
+
+
+class SimulationError(RocketSimError):
+    """The input cannot be simulated (e.g. rows of several producers, or a missing column)."""
+
+
+@dataclass(frozen=True)
+class SimOutput:
+    """The two tables of a simulation: one row per attempt, one per message."""
+
+    attempts: pa.Table
+    results: pa.Table
+
+    @classmethod
+    def empty(cls) -> SimOutput:
+        return cls(ATTEMPTS_SCHEMA.empty_table(), RESULTS_SCHEMA.empty_table())
+
+
+# ---- the broker model's answer as the send loop's Outcome ----------------------------------------
+
+_KIND_TO_OUTCOME: dict[int, Callable[[bm.AttemptOutcome], Outcome]] = {
+    OutcomeKind.OK: lambda o: Outcome.ok(o.latency_ms),
+    OutcomeKind.FLUSH_DISK_TIMEOUT: lambda o: Outcome.not_ok("FLUSH_DISK_TIMEOUT", o.latency_ms),
+    OutcomeKind.FLUSH_SLAVE_TIMEOUT: lambda o: Outcome.not_ok("FLUSH_SLAVE_TIMEOUT", o.latency_ms),
+    OutcomeKind.SLAVE_NOT_AVAILABLE: lambda o: Outcome.not_ok("SLAVE_NOT_AVAILABLE", o.latency_ms),
+    OutcomeKind.REMOTING_CONNECT: lambda o: Outcome.remoting_error("connect", o.latency_ms),
+    OutcomeKind.REMOTING_TIMEOUT: lambda o: Outcome.remoting_error(
+        "timeout", o.latency_ms + TIMEOUT_OVERSHOOT_MS
+    ),
+    OutcomeKind.REMOTING_SEND_REQUEST: lambda o: Outcome.remoting_error("send_request", o.latency_ms),
+    OutcomeKind.BROKER_ERROR: lambda o: Outcome.broker_error(o.response_code, o.latency_ms),
+    OutcomeKind.CLIENT_ERROR: lambda o: Outcome.client_error(o.latency_ms),
+    OutcomeKind.INTERRUPTED: lambda o: Outcome.interrupted(o.latency_ms),
+}
+
+
+def to_outcome(o: bm.AttemptOutcome) -> Outcome:
+    """The broker model's answer as the send loop's :class:`rocketsim.send.Outcome`."""
+    return _KIND_TO_OUTCOME[o.kind](o)
+
+
+# ---- the cluster as routes ----------------------------------------------------------------------
+
+
+def cluster_route(sc: Scenario) -> TopicRouteData:
+    """The full route of a workload topic: every broker with its write/read queues and permission."""
+    c = sc.cluster
+    queue_datas = tuple(
+        QueueData(b, c.read_queues, c.write_queues, PERM_READ if b in c.read_only_brokers else c.perm)
+        for b in c.brokers
+    )
+    broker_datas = tuple(BrokerData.of(b, {0: f"addr-of-{b}"}) for b in c.brokers)
+    return TopicRouteData(queue_datas, broker_datas)
+
+
+def route_timeline(sc: Scenario) -> RouteTimeline:
+    """Brokers that are down (outages, flap downs) stop heartbeating; the name server and polls follow.
+
+    The name server's timers are upstream's of the client's broker line. ``route.poll_interval_ms`` and
+    ``route.broker_expire_ms`` of the scenario are not applied (they never were: upstream's defaults
+    hold); ``route.heartbeat_interval_ms`` is.
+    """
+    model = bm.BrokerModel.from_scenario(sc)
+    hb = sc.route.heartbeat_interval_ms
+    refresh = RouteRefresh.for_broker(sc.producers.version.broker)
+    outages = []
+    horizon = horizon_ms(sc)
+    for b in sc.cluster.brokers:
+        for start, end in model.down_intervals(b, horizon):
+            outages.append(BrokerOutage(b, (start // hb) * hb, end))
+    return RouteTimeline(cluster_route(sc), tuple(outages), refresh)
+
+
+def horizon_ms(sc: Scenario) -> int:
+    """A time safely after every send of the scenario (for route change lists)."""
+    wl = sc.workload
+    per_producer_rate = wl.rate_per_s / sc.producers.count
+    n = -(-wl.total_messages() // sc.producers.count)
+    arrivals_ms = int(n / per_producer_rate * 1000 * 1.5) + 60_000
+    faults_ms = max((int(f.end_s * 1000) for f in sc.faults), default=0)
+    return max(arrivals_ms, faults_ms) + 600_000
+
+
+def producer_route_versions(sc: Scenario) -> list[tuple[int, TopicRouteData]]:
+    """``[(from_ms, route)]``: the route a producer sees from 0 and after each change it polls."""
+    return route_versions(route_timeline(sc), horizon_ms(sc))
+
+
+def route_version_at(starts: list[int], now: int) -> int:
+    """The index of the route version in force at ``now`` (``starts``: the versions' start times)."""
+    return bisect.bisect_right(starts, now) - 1
+
+
+# ---- the scenario as arrays (what the compiled kernel takes) --------------------------------------
+
+
+class Config(NamedTuple):
+    """The producer settings and line rules the kernel branches on."""
+
+    line5: bool  # the 5.x MQFaultStrategy (QueueFilters, reachability, extend-only fault items)
+    rewrites_cached_queue: bool  # 4.9.7: the fallback rewrites the cached MessageQueue in place
+    fault_on: bool  # sendLatencyFaultEnable
+    timeout_ms: int  # sendMsgTimeout
+    times_total: int  # 1 + retryTimesWhenSendFailed
+    max_timeout_per_request_ms: int  # sendMsgMaxTimeoutPerRequest (5.3.3+), -1: none
+    retry_another_broker: bool  # retryAnotherBrokerWhenNotStoreOK
+    isolation_latency_ms: int  # what updateFaultItem(.., isolation=true) feeds computeNotAvailableDuration
+
+
+class FaultRules(NamedTuple):
+    """The fault-table rules as arrays: :data:`rocketsim.fault.FAULT_UPDATES` at ``sendDefaultImpl``."""
+
+    retry_codes: np.ndarray  # retryResponseCodes
+    latency_max: np.ndarray
+    not_available_duration: np.ndarray
+    catch_of_kind: np.ndarray  # [OutcomeKind] -> Catch
+    isolation: np.ndarray  # [Catch] -> bool, Site.SEND_DEFAULT_IMPL
+    reachable: np.ndarray  # [Catch] -> bool, resolved against startDetectorEnable
+
+
+class Routes(NamedTuple):
+    """The route versions a producer sees, as queue lists of broker indexes."""
+
+    start: np.ndarray  # [V] start ms of each version
+    n_queues: np.ndarray  # [V] writable queues in the version
+    queue_broker: np.ndarray  # [V, Q] broker index of each queue slot
+    queue_id: np.ndarray  # [V, Q]
+    write_queue_nums: np.ndarray  # [V, B] getWriteQueueNumsByBroker of each broker (-1: none)
+
+
+# column layout of Model's arrays
+P_MEDIAN, P_SIGMA, P_SPIKE_PROBABILITY, P_SPIKE_SCALE, P_SPIKE_ALPHA = range(5)
+W_KIND, W_START, W_END, W_PERIOD, W_DOWN, W_BURST_KIND, W_BURST_CODE = range(7)
+WF_FACTOR, WF_RATE = range(2)
+
+
+class Model(NamedTuple):
+    """:class:`rocketsim.brokers.BrokerModel` as arrays (per broker, then its fault windows)."""
+
+    params: np.ndarray  # [B, 5] float: P_* columns
+    connect_ms: np.ndarray  # [B] a refused connection's latency
+    error_cum: np.ndarray  # [B, E] cumulative probabilities of the error mix
+    error_kind: np.ndarray  # [B, E] OutcomeKind
+    error_code: np.ndarray  # [B, E] response code
+    window_offsets: np.ndarray  # [B + 1] broker b's windows are rows offsets[b]:offsets[b + 1]
+    window_ints: np.ndarray  # [W, 7] W_* columns
+    window_floats: np.ndarray  # [W, 2] WF_* columns
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything the compiled kernel needs that depends on the scenario only."""
+
+    brokers: tuple[str, ...]
+    config: Config
+    rules: FaultRules
+    routes: Routes
+    model: Model
+    broker_hash: np.ndarray  # ConcurrentHashMap.spread(name.hashCode()) of each broker
+    max_bins: int  # the fault table's bins with every broker in it
+    label_keys: np.ndarray  # kind << 32 | response code, of every outcome the model can give
+    labels: list[str]  # their ``outcome`` column texts
+
+
+_PLANS: dict[int, tuple[Scenario, Plan]] = {}
+
+
+def plan_for(sc: Scenario) -> Plan:
+    """The scenario's :class:`Plan`, cached per scenario object."""
+    hit = _PLANS.get(id(sc))
+    if hit is not None and hit[0] is sc:
+        return hit[1]
+    plan = _build_plan(sc)
+    if len(_PLANS) > 32:
+        _PLANS.clear()
+    _PLANS[id(sc)] = (sc, plan)
+    return plan
+
+
+def _config(sc: Scenario) -> Config:
+    p = sc.producers
+    line = p.version.fault_line
+    cfg = SendConfig.from_settings(p)
+    return Config(
+        line5=line == LINE_5,
+        rewrites_cached_queue=rewrites_cached_queue(line),
+        fault_on=bool(p.send_latency_fault_enable),
+        timeout_ms=cfg.send_msg_timeout_ms,
+        times_total=cfg.times_total,
+        max_timeout_per_request_ms=cfg.max_timeout_per_request if line == LINE_5 else -1,
+        retry_another_broker=bool(cfg.retry_another_broker_when_not_store_ok),
+        isolation_latency_ms=ISOLATION_LATENCY_MS[line],
+    )
+
+
+def start_detector_enable(sc: Scenario) -> bool:
+    """``startDetectorEnable`` as the strategy sees it (the 4.9 lines have no detector)."""
+    return bool(sc.producers.start_detector_enable) and sc.producers.version.has_fault_detector
+
+
+def _fault_rules(sc: Scenario) -> FaultRules:
+    line = sc.producers.version.fault_line
+    arrays = FaultArrays.default(line)
+    at_send_default = FAULT_UPDATES[line][Site.SEND_DEFAULT_IMPL]
+    detector = start_detector_enable(sc)
+    return FaultRules(
+        retry_codes=np.array(sorted(SendConfig.from_settings(sc.producers).retry_codes), np.int64),
+        latency_max=np.array(arrays.latency_max, np.int64),
+        not_available_duration=np.array(arrays.not_available_duration, np.int64),
+        catch_of_kind=np.array([CATCH_OF_KIND[k] for k in OutcomeKind], np.int64),
+        isolation=np.array([at_send_default[c][0] for c in Catch], np.bool_),
+        reachable=np.array([at_send_default[c][1].value_for(detector) for c in Catch], np.bool_),
+    )
+
+
+def _routes(sc: Scenario, brokers: tuple[str, ...]) -> Routes:
+    bidx = {b: k for k, b in enumerate(brokers)}
+    writable_only = counts_writable_queues_only(sc.producers.version.fault_line)
+    versions = producer_route_versions(sc)
+    lists = [build_queue_list("T", route) for _, route in versions]
+    max_q = max(1, max(len(slots) for slots, _, _ in lists))
+    qb = np.zeros((len(versions), max_q), np.int64)
+    qq = np.zeros((len(versions), max_q), np.int64)
+    wqn = np.full((len(versions), len(brokers)), -1, np.int64)
+    for v, (slots, order, sorted_route) in enumerate(lists):
+        qb[v, : len(slots)] = [bidx[s.broker_name] for s in slots]
+        qq[v, : len(slots)] = [s.queue_id for s in slots]
+        tp = TopicPublishInfo("T", sorted_route, slots, None, order)  # type: ignore[arg-type]
+        for b, k in bidx.items():
+            wqn[v, k] = tp.write_queue_nums_by_broker(b, writable_only=writable_only)
+    return Routes(
+        start=np.array([t for t, _ in versions], np.int64),
+        n_queues=np.array([len(slots) for slots, _, _ in lists], np.int64),
+        queue_broker=qb,
+        queue_id=qq,
+        write_queue_nums=wqn,
+    )
+
+
+def _model(sc: Scenario) -> Model:
+    bmod = bm.BrokerModel.from_scenario(sc)
+    params = bmod.params
+    offsets = np.zeros(len(bmod.brokers) + 1, np.int64)
+    ints: list[list[int]] = []
+    floats: list[list[float]] = []
+    for k, windows in enumerate(bmod.faults):
+        for w in windows:
+            ints.append([w.kind, w.start_ms, w.end_ms, w.period_ms, w.down_ms, w.burst_kind, w.burst_code])
+            floats.append([w.factor, w.rate])
+        offsets[k + 1] = len(ints)
+    return Model(
+        params=np.array(
+            [[q.median_ms, q.sigma, q.spike_probability, q.spike_scale_ms, q.spike_alpha] for q in params],
+            np.float64,
+        ),
+        connect_ms=np.array([int(round(q.connect_refused_ms)) for q in params], np.int64),
+        error_cum=np.array([q.error_cum for q in params], np.float64),
+        error_kind=np.array([q.error_kind for q in params], np.int64),
+        error_code=np.array([q.error_code for q in params], np.int64),
+        window_offsets=offsets,
+        window_ints=np.array(ints, np.int64).reshape(-1, 7),
+        window_floats=np.array(floats, np.float64).reshape(-1, 2),
+    )
+
+
+def _max_bins(n_brokers: int) -> int:
+    """ConcurrentHashMap bins the fault table can grow to (from 32, doubling at 3/4 full)."""
+    bins, size_ctl = 32, 24
+    while n_brokers >= size_ctl:
+        size_ctl = 2 * bins - (bins >> 1)
+        bins *= 2
+    return bins
+
+
+def _labels(model: Model) -> tuple[np.ndarray, list[str]]:
+    """Every (kind, response code) the model can answer, and its ``outcome`` text."""
+    broker_error = OutcomeKind.BROKER_ERROR
+    codes = {
+        int(c)
+        for c, k in zip(model.error_code.ravel(), model.error_kind.ravel(), strict=True)
+        if k == broker_error
+    }
+    codes |= {int(r[W_BURST_CODE]) for r in model.window_ints if r[W_BURST_KIND] == broker_error}
+    pairs = [(int(k), 0) for k in OutcomeKind if k != broker_error] + [
+        (int(broker_error), c) for c in sorted(codes)
+    ]
+    labels = [to_outcome(bm.AttemptOutcome(k, 0, c)).label for k, c in pairs]
+    return np.array([(k << 32) + c for k, c in pairs], np.int64), labels
+
+
+def _build_plan(sc: Scenario) -> Plan:
+    brokers = tuple(sc.cluster.brokers)
+    model = _model(sc)
+    label_keys, labels = _labels(model)
+    return Plan(
+        brokers=brokers,
+        config=_config(sc),
+        rules=_fault_rules(sc),
+        routes=_routes(sc, brokers),
+        model=model,
+        broker_hash=np.array([chm_spread(java_string_hash(b)) for b in brokers], np.int64),
+        max_bins=_max_bins(len(brokers)),
+        label_keys=label_keys,
+        labels=labels,
+    )
+
+
+# ---- the messages side: rejections ----------------------------------------------------------------
+
+
+def rejection(
+    topic: str, body_size: int, properties_size: int, reserved: str | None, sc: Scenario
+) -> str | None:
+    """The client's error text if this message is refused before any send, else None.
+
+    Order as the client meets the checks: ``putUserProperty`` (at message construction), then
+    ``Validators.checkMessage`` on send, then the properties length when the request is encoded.
+    """
+    version = sc.producers.version
+    if reserved is not None:
+        try:
+            Message(topic, b"x").put_user_property(reserved, "v", version=version)
+        except RocketSimError as exc:
+            return str(exc)
+    try:
+        check_message(topic, body_size, sc.producers.max_message_size, None, version)
+        check_properties_size(properties_size)
+    except (MQClientError, RocketSimError) as exc:
+        return getattr(exc, "full_message", None) or str(exc)
+    return None
+
+
+def batch_rejections(
+    reject: dict[int, str], batch_ids: list[int | None], reserved: list[str | None], sc: Scenario
+) -> dict[int, str]:
+    """Spread a member's rejection to its whole batch, as ``DefaultMQProducer.batch()`` does.
+
+    ``batch()`` validates every member (and ``generateFromList`` their common topic) and wraps the first
+    failure in ``MQClientException("Failed to initiate the MessageBatch", e)``: nothing of the batch is
+    sent. A member whose ``putUserProperty`` failed was never made, so only it is rejected (with its own
+    text) and the rest of its batch goes on.
+    """
+    broken = {batch_ids[r] for r in reject if batch_ids[r] is not None and reserved[r] is None}
+    if not broken:
+        return reject
+    text = MQClientError(-1, BATCH_FAILED, sc.producers.version.faq_url).full_message
+    out = dict(reject)
+    for r, bid in enumerate(batch_ids):
+        if bid in broken and (r not in out or reserved[r] is None):
+            out[r] = text
+    return out
+
+
+def _rejections(
+    messages: pa.Table, sc: Scenario, body: np.ndarray, props: np.ndarray, topic_idx: np.ndarray, topics: list
+) -> dict[int, str]:
+    """Rows the client refuses, with its text; only rows that can fail are checked one by one."""
+    p = sc.producers
+    bad_topic = np.array([rejection(t, 1, 0, None, sc) is not None for t in topics] + [True], bool)
+    reserved = np.asarray(pc.is_valid(messages.column("reserved_property")))
+    suspect = (
+        reserved
+        | bad_topic[topic_idx]
+        | (body == 0)
+        | (body > p.max_message_size)
+        | (props > MAX_PROPERTIES_SIZE)
+    )
+    rows = np.flatnonzero(suspect)
+    if rows.size == 0:
+        return {}
+    topic = messages.column("topic").take(rows).to_pylist()
+    res = messages.column("reserved_property").take(rows).to_pylist()
+    out: dict[int, str] = {}
+    for k, r in enumerate(rows.tolist()):
+        why = rejection(topic[k], int(body[r]), int(props[r]), res[k], sc)
+        if why is not None:
+            out[r] = why
+    if out and pc.any(pc.is_valid(messages.column("batch_id"))).as_py():
+        out = batch_rejections(
+            out, messages.column("batch_id").to_pylist(), messages.column("reserved_property").to_pylist(), sc
+        )
+    return out
+
+
+# ---- the messages side: sends -----------------------------------------------------------------------
+
+
+@cache
+def compression_model(ctype: str, level: int) -> CompressibilityModel:
+    """The seeded compressibility model of a compression type and level (built once)."""
+    return default_model(CompressionType[ctype], level)
+
+
+@dataclass
+class Prepared:
+    """One producer's messages as sends (arrays), plus what the result rows need."""
+
+    messages: pa.Table  # sorted by seq
+    producer: int
+    topics: list[str]  # topic id -> name
+    # per row
+    rejected: np.ndarray  # bool
+    reject_text: dict[int, str]  # row -> the client's text
+    send_of_row: np.ndarray  # send index, -1 if rejected
+    row_wire: np.ndarray
+    compressed: np.ndarray
+    sys_flag: np.ndarray
+    born: np.ndarray
+    # per send
+    s_row: np.ndarray  # the leading row
+    s_seq: np.ndarray
+    s_born: np.ndarray
+    s_thread: np.ndarray  # the thread value of the leading row
+    s_kind: np.ndarray  # SendKind
+    s_mode: np.ndarray  # index into MODES
+    s_topic: np.ndarray  # index into topics
+    s_order_hash: np.ndarray  # String.hashCode of an ordered send's key
+    s_wire: np.ndarray
+
+    @property
+    def n_sends(self) -> int:
+        return int(self.s_seq.size)
+
+
+def _codes(col: pa.ChunkedArray | pa.Array, names: tuple[str, ...] | None = None) -> tuple[np.ndarray, list]:
+    """Dictionary codes of a string column (-1 for null) and the dictionary (or codes into ``names``)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()  # one dictionary for every row
+    enc = pc.dictionary_encode(col)
+    dictionary = enc.dictionary.to_pylist()
+    idx = np.asarray(enc.indices.fill_null(-1), np.int64)
+    if names is None:
+        return idx, dictionary
+    remap = np.array([names.index(d) if d in names else -2 for d in dictionary] + [-1], np.int64)
+    return remap[idx], list(names)
+
+
+def _batch_request_properties_size(sc: Scenario) -> int:
+    """The batch request's own properties on the wire: ``WAIT=true`` and ``UNIQ_KEY`` (32 hex chars)."""
+    return 4 + 2 + 4 + 8 + 2 + 32 + (0 if sc.producers.version.properties_trailing_separator else -1)
+
+
+def prepare(messages: pa.Table, sc: Scenario) -> Prepared:
+    """One producer's messages (any row order) as sends in seq order, rejected rows, sizes and flags.
+
+    A send is an accepted message, or a batch (one send of a ``MessageBatch``, never compressed, sent once
+    its last member is made, keyed by its first accepted member); transactional half messages and oneway
+    batches are synchronous calls; ordered messages with a key go through the selector.
+    """
+    if messages.num_rows == 0:
+        raise SimulationError("prepare needs at least one message")
+    p = sc.producers
+    seq_col = np.asarray(messages.column("seq"), np.int64)
+    if seq_col.size > 1 and not bool(np.all(seq_col[1:] > seq_col[:-1])):
+        messages = messages.sort_by([("seq", "ascending")])
+        seq_col = np.asarray(messages.column("seq"), np.int64)
+    n = messages.num_rows
+    producer = int(messages.column("producer")[0].as_py())
+    body = np.asarray(messages.column("body_size"), np.int64)
+    comp = np.asarray(messages.column("compressibility"), np.float64)
+    props = np.asarray(messages.column("properties_size"), np.int64)
+    born = np.asarray(messages.column("born_ts_ms"), np.int64)
+    thread = np.asarray(messages.column("thread"), np.int64)
+    is_batch = np.asarray(pc.is_valid(messages.column("batch_id")))
+    batch_id = np.asarray(messages.column("batch_id").fill_null(0), np.int64)
+    mtype, _ = _codes(messages.column("message_type"), MESSAGE_TYPES)
+    mode, _ = _codes(messages.column("send_mode"), MODES)
+
+    # sizes and flags: a batch element's body is never compressed
+    compress = (body >= p.compress_msg_body_over_howmuch) & ~is_batch
+    sent_body = body.copy()
+    if compress.any():
+        model = compression_model(p.compress_type, p.compress_level)
+        sent_body[compress] = model.predict_sizes(body[compress], comp[compress])
+    zflag = compressed_sys_flag(CompressionType[p.compress_type], version=p.version)
+    txn = mtype == MESSAGE_TYPES.index("transaction")
+    sys_flag = np.where(compress, zflag, 0) | np.where(txn, MessageSysFlag.TRANSACTION_PREPARED_TYPE, 0)
+    element = codec.encoded_message_sizes(body, props, version=p.version)
+    batch_props = _batch_request_properties_size(sc)
+
+    topic_idx, topics = _codes(messages.column("topic"))
+    reject_text = _rejections(messages, sc, body, props, topic_idx, topics)
+    rejected = np.zeros(n, bool)
+    if reject_text:
+        rejected[np.fromiter(reject_text, np.int64, len(reject_text))] = True
+    ok = ~rejected
+    oneway = MODES.index("oneway")
+    eff_mode = np.where(txn | ((mode == oneway) & is_batch), MODES.index("sync"), mode)
+
+    # sends: every accepted non-batch row, and each batch at its first accepted member
+    batch_rows = np.flatnonzero(ok & is_batch)
+    _, first, inverse = np.unique(batch_id[batch_rows], return_index=True, return_inverse=True)
+    leaders = batch_rows[first]
+    s_row = np.sort(np.concatenate([np.flatnonzero(ok & ~is_batch), leaders]))
+    n_s = s_row.size
+    send_of_row = np.full(n, -1, np.int64)
+    send_of_row[s_row] = np.arange(n_s)
+    send_of_row[batch_rows] = send_of_row[leaders][inverse.reshape(-1)]
+    s_born = born[s_row].copy()
+    s_wire = (sent_body + props)[s_row]
+    if batch_rows.size:
+        sb = send_of_row[batch_rows]
+        np.maximum.at(s_born, sb, born[batch_rows])
+        batch_wire = np.zeros(n_s, np.int64)
+        np.add.at(batch_wire, sb, element[batch_rows])
+        s_wire = np.where(is_batch[s_row], batch_props + batch_wire, s_wire)
+    row_wire = np.where(rejected, 0, np.where(is_batch, element, sent_body + props))
+
+    # ordered sends: SelectMessageQueueByHash over String.hashCode of the key
+    okey_idx, okeys = _codes(messages.column("order_key"))
+    ohash = np.array([java_string_hash(k) for k in okeys] + [0], np.int64)[okey_idx]
+    ordered = (mtype == MESSAGE_TYPES.index("ordered")) & (okey_idx >= 0)
+    s_mode = eff_mode[s_row]
+    s_ordered = ordered[s_row] & ~is_batch[s_row]
+    is_async = s_mode == MODES.index("async")
+    s_kind = np.select(
+        [s_ordered & is_async, s_ordered, is_async, s_mode == oneway],
+        [SendKind.ORDERED_ASYNC, SendKind.ORDERED, SendKind.ASYNC, SendKind.ONEWAY],
+        SendKind.SYNC,
+    ).astype(np.int64)
+    return Prepared(
+        messages=messages,
+        producer=producer,
+        topics=topics,
+        rejected=rejected,
+        reject_text=reject_text,
+        send_of_row=send_of_row,
+        row_wire=row_wire,
+        compressed=compress,
+        sys_flag=sys_flag,
+        born=born,
+        s_row=s_row,
+        s_seq=seq_col[s_row],
+        s_born=s_born,
+        s_thread=thread[s_row],
+        s_kind=s_kind,
+        s_mode=s_mode,
+        s_topic=topic_idx[s_row],
+        s_order_hash=ohash[s_row],
+        s_wire=s_wire,
+    )
+
+
+def one_producer(messages: pa.Table) -> int:
+    """The producer of ``messages``; :class:`SimulationError` if the rows are of several producers."""
+    producers = pc.unique(messages.column("producer")).to_pylist()
+    if len(producers) != 1:
+        raise SimulationError(f"simulate_producer takes one producer's messages, got producers {producers}")
+    return int(producers[0])
+
+
+# ---- the output: what an engine decided, as the two tables ---------------------------------------
+
+
+@dataclass
+class EngineOutput:
+    """What an engine decided: attempts in (send, attempt) order, and one outcome per send.
+
+    Strings are indexes: brokers into ``brokers``, outcome labels into ``labels``, error texts into
+    ``texts`` (-1: none); an attempt's isolated-until time is :data:`NO_ISOLATION` when not isolated.
+    """
+
+    brokers: list[str]
+    labels: list[str]
+    texts: list[str]
+    a_send: np.ndarray
+    a_attempt: np.ndarray
+    a_start: np.ndarray
+    a_latency: np.ndarray
+    a_broker: np.ndarray
+    a_queue_id: np.ndarray
+    a_label: np.ndarray
+    a_code: np.ndarray
+    a_has_code: np.ndarray  # the outcome is a broker error (the response_code column is not null)
+    a_isolated_until: np.ndarray
+    att_off: np.ndarray  # send s has attempts att_off[s]:att_off[s + 1]
+    status: np.ndarray  # Status
+    error: np.ndarray  # index into texts, -1: none
+    broker: np.ndarray  # the result's broker, else the last attempt's, else -1
+    queue_id: np.ndarray  # -1: none
+    begin: np.ndarray
+    end: np.ndarray
+    exhausted: np.ndarray  # the call-timeout budget ran out (retry_budget_exhausted)
+    n_sent: np.ndarray  # attempts sent
+
+
+def _table(schema: pa.Schema, n: int, columns: dict[str, pa.Array | pa.ChunkedArray]) -> pa.Table:
+    """A table of ``schema``; a column the simulation does not fill is all nulls."""
+    return pa.Table.from_arrays([columns.get(f.name, pa.nulls(n, f.type)) for f in schema], schema=schema)
+
+
+def _take_str(names: list[str], idx: np.ndarray) -> pa.Array:
+    """``names[idx]`` as a string array, null where ``idx < 0``."""
+    return pc.take(pa.array(names, pa.string()), pa.array(idx, pa.int64(), mask=idx < 0))
+
+
+def _attempts_table(prep: Prepared, out: EngineOutput) -> pa.Table:
+    n_a = out.a_send.size
+    return _table(
+        ATTEMPTS_SCHEMA,
+        n_a,
+        {
+            "producer": pa.array(np.full(n_a, prep.producer, np.int32)),
+            "seq": pa.array(prep.s_seq[out.a_send]),
+            "attempt": pa.array(out.a_attempt.astype(np.int32, copy=False)),
+            "start_ts_ms": pa.array(out.a_start),
+            "latency_ms": pa.array(out.a_latency),
+            "broker": _take_str(out.brokers, out.a_broker),
+            "queue_id": pa.array(out.a_queue_id.astype(np.int32, copy=False)),
+            "outcome": _take_str(out.labels, out.a_label),
+            "response_code": pa.array(out.a_code.astype(np.int32, copy=False), mask=~out.a_has_code),
+            "fault_isolated_until_ms": pa.array(
+                out.a_isolated_until, mask=out.a_isolated_until == NO_ISOLATION
+            ),
+            "wire_bytes": pa.array(prep.s_wire[out.a_send].astype(np.int32)),
+        },
+    )
+
+
+def _results_table(prep: Prepared, out: EngineOutput) -> pa.Table:
+    rows = prep.send_of_row
+    n = rows.size
+    sent = rows >= 0
+    srow = np.where(sent, rows, 0)
+
+    def per_row(values: np.ndarray, default: np.ndarray | int) -> np.ndarray:
+        """A per-send array spread over the message rows (``default`` on rejected rows)."""
+        if values.size == 0:  # every row rejected
+            return np.broadcast_to(np.asarray(default), rows.shape).copy()
+        return np.where(sent, values[srow], default)
+
+    status = per_row(out.status, Status.REJECTED)
+    texts = list(out.texts)
+    err_idx = per_row(out.error, -1)
+    for r in np.flatnonzero(prep.rejected).tolist():
+        err_idx[r] = len(texts)
+        texts.append(prep.reject_text[r])
+    # a batch's attempts are counted (and its brokers listed) on its first member only
+    lead = per_row(prep.s_row, -1) == np.arange(n)
+    counts = np.where(lead, per_row(out.n_sent, 0), 0)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    first = per_row(out.att_off[:-1], 0)
+    value_pos = np.repeat(first - offsets[:-1], counts) + np.arange(offsets[-1])
+    brokers_sent = pa.ListArray.from_arrays(
+        pa.array(offsets.astype(np.int32)), _take_str(out.brokers, out.a_broker[value_pos])
+    )
+    begin = per_row(out.begin, prep.born)
+    end = per_row(out.end, prep.born)
+    broker = per_row(out.broker, -1)
+    qid = per_row(out.queue_id, -1)
+    exhausted = per_row(out.exhausted, False)
+    m = prep.messages
+    return _table(
+        RESULTS_SCHEMA,
+        n,
+        {
+            "producer": pa.array(np.full(n, prep.producer, np.int32)),
+            "seq": m.column("seq"),
+            "uniq_msg_id": m.column("uniq_msg_id"),
+            "send_mode": m.column("send_mode"),
+            "status": _take_str(list(STATUS_NAMES), status),
+            "error": _take_str(texts, err_idx),
+            "attempts": pa.array(counts.astype(np.int32)),
+            "brokers_sent": brokers_sent,
+            "broker": _take_str(out.brokers, broker),
+            "queue_id": pa.array(qid.astype(np.int32), mask=qid < 0),
+            "born_ts_ms": m.column("born_ts_ms"),
+            "send_ts_ms": pa.array(begin),
+            "end_ts_ms": pa.array(end),
+            "queue_wait_ms": pa.array(begin - prep.born),
+            "latency_ms": pa.array(end - begin),
+            "wire_bytes": pa.array(prep.row_wire.astype(np.int32)),
+            "compressed": pa.array(prep.compressed),
+            "sys_flag": pa.array(prep.sys_flag.astype(np.int32)),
+            "retry_budget_exhausted": pa.array(exhausted.astype(bool)),
+        },
+    )
+
+
+def build_tables(prep: Prepared, out: EngineOutput) -> SimOutput:
+    """The ``send_attempts`` and ``send_results`` rows of one producer (results in seq order)."""
+    return SimOutput(_attempts_table(prep, out), _results_table(prep, out))
+
+
+def error_text(err: BaseException) -> str:
+    """The ``error`` column's text of an exception a send ended with: ``<Java class>: <message>``."""
+    cls = getattr(err, "java_class", type(err).__name__)
+    text = getattr(err, "full_message", None) or str(err)
+    return f"{cls}: {text}"

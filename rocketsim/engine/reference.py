@@ -1,0 +1,425 @@
+"""The readable send engine: one producer's sends driven in simulated time over :mod:`rocketsim.send`.
+
+The queue choice, fault table and retry loop are :mod:`rocketsim.fault` and :mod:`rocketsim.send` (the
+send loops are generators); the answers come from :mod:`rocketsim.brokers`; this module drives them.
+Time and order, per producer instance (its own fault table, route cache and per-thread queue indexes):
+
+* Sender threads take their sends in seq order (``thread = seq % threads``, from the workload). A sync or
+  oneway send starts at ``max(born, thread free)``, so queueing delay is an outcome; an async send is
+  dispatched at its born time and its thread moves on at once (bounded by the async semaphore).
+* Every call is an event at its end time; events are handled in time order (calls ending before sends
+  starting at the same ms, then by creation order), so the fault table sees updates in the order the
+  client would, across threads and overlapping async sends.
+* The route a producer sees changes only at its 30 s polls after the name server dropped or re-added a
+  broker (:mod:`rocketsim.route`); each change builds a new TopicPublishInfo with a new index.
+* Ordered messages go through ``send(msg, selector, key)`` (SelectMessageQueueByHash, one attempt, no
+  fault-table update); batches are one send of a ``MessageBatch`` (never compressed): every member gets
+  the batch's outcome, and its attempts are counted (and its attempt rows keyed) on the first member;
+  invalid messages are not sent: they become ``REJECTED`` results with the client's own error text.
+"""
+
+# Mirrored by engine/compiled.py (the numba kernel: same events, same order, same tables, only faster);
+# tests/test_engines.py runs both on the same inputs and compares every table. This one covers every
+# input; the compiled one the cases its ``supports`` accepts. Both read engine/plan.py (prepared sends,
+# the scenario's routes and rules, the output tables) and rocketsim.fault.FAULT_UPDATES.
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+import pyarrow as pa
+
+from rocketsim import brokers as bm
+from rocketsim.engine.plan import (
+    NO_ISOLATION,
+    EngineOutput,
+    Prepared,
+    SendKind,
+    SimOutput,
+    Status,
+    build_tables,
+    error_text,
+    one_producer,
+    prepare,
+    producer_route_versions,
+    route_version_at,
+    start_detector_enable,
+    to_outcome,
+)
+from rocketsim.errors import MQClientError
+from rocketsim.fault import Detector, FaultStrategy, ThreadLocalIndex, new_strategy
+from rocketsim.javaint import java_abs, java_rem
+from rocketsim.rng import SplitMixIntSource, derive_key
+from rocketsim.route import TopicPublishInfo, topic_publish_info
+from rocketsim.scenario import Scenario
+from rocketsim.send import (
+    AsyncSemaphore,
+    AttemptRecord,
+    Call,
+    MQBrokerError,
+    Outcome,
+    SendConfig,
+    SendError,
+    SendInterruptedError,
+    SendRecord,
+    SendResult,
+    async_send_steps,
+    broker_not_exist_error,
+    no_route_select,
+    oneway_send_steps,
+    oneway_write_failed,
+    remoting_exception,
+    sync_send_steps,
+)
+
+__all__ = ["ProducerSimulation", "Send", "simulate_producer"]
+
+
+class Event(IntEnum):
+    """Heap order at equal times: call completions before send starts."""
+
+    DELIVER = 0
+    START = 1
+
+
+@dataclass(frozen=True)
+class Send:
+    """One send as the producer makes it (a row of :class:`rocketsim.engine.plan.Prepared`)."""
+
+    index: int  # the send's index in the prepared sends
+    seq: int
+    thread: int
+    born_ms: int
+    kind: SendKind
+    topic: str
+    order_hash: int  # String.hashCode of an ordered send's key
+
+    @property
+    def waits(self) -> bool:
+        """Whether the sender thread waits for this send to end before taking its next one."""
+        return self.kind not in (SendKind.ASYNC, SendKind.ORDERED_ASYNC)
+
+
+def sends_of(prep: Prepared) -> list[Send]:
+    """The prepared sends, in seq order."""
+    return [
+        Send(s, seq, thread, born, SendKind(kind), prep.topics[topic], ohash)
+        for s, (seq, thread, born, kind, topic, ohash) in enumerate(
+            zip(
+                prep.s_seq.tolist(),
+                prep.s_thread.tolist(),
+                prep.s_born.tolist(),
+                prep.s_kind.tolist(),
+                prep.s_topic.tolist(),
+                prep.s_order_hash.tolist(),
+                strict=True,
+            )
+        )
+    ]
+
+
+class ProducerSimulation:
+    """The state of one producer instance: strategy, route cache, indexes, clock, and the event loop."""
+
+    def __init__(self, sc: Scenario, producer: int) -> None:
+        self.sc = sc
+        self.producer = producer
+        p = sc.producers
+        self.version = p.version
+        self.line = self.version.fault_line
+        self.cfg = SendConfig.from_settings(p)
+        self.model = bm.BrokerModel.from_scenario(sc)
+        self.versions = producer_route_versions(sc)
+        self._version_starts = [t for t, _ in self.versions]
+        self._tp: dict[str, tuple[int, TopicPublishInfo]] = {}
+        self._route_now = self.versions[0][1]
+        self._tick_ms = 0
+        detecting = start_detector_enable(sc)
+        detector = Detector(3000, self._resolve, self._probe) if detecting else None
+        self.strategy: FaultStrategy = new_strategy(
+            self.line,
+            send_latency_fault_enable=p.send_latency_fault_enable,
+            which_item_worst_source=SplitMixIntSource(derive_key(sc.seed, producer, "whichItemWorst")),
+            start_detector_enable=detecting,
+            detector=detector,
+        )
+        if detector is not None:
+            detector.on_tick = self._on_tick
+        self.semaphore = AsyncSemaphore(p.async_semaphore_permits)
+
+    # -- 5.x detector hooks: resolve through the producer's route, probe the broker model --
+    def _on_tick(self, t: int) -> None:
+        self._tick_ms = t
+
+    def _resolve(self, broker: str) -> str | None:
+        return self._route_now.master_addr(broker)
+
+    def _probe(self, addr: str, timeout_ms: int) -> bool:
+        broker = addr.removeprefix("addr-of-")
+        return not any(w.down(self._tick_ms) for w in self.model.faults[self.model.index(broker)])
+
+    # -- routes --
+    def publish_info(self, topic: str, now: int) -> TopicPublishInfo:
+        """The producer's cached TopicPublishInfo of ``topic``, rebuilt after each route change."""
+        v = route_version_at(self._version_starts, now)
+        self._route_now = self.versions[v][1]
+        cached = self._tp.get(topic)
+        if cached is not None and cached[0] == v:
+            return cached[1]
+        sc, producer = self.sc, self.producer
+
+        def source_for(thread: int, v: int = v) -> SplitMixIntSource:
+            return SplitMixIntSource.for_index(sc.seed, producer, thread, f"sendWhichQueue:{topic}", v)
+
+        index = ThreadLocalIndex(self.line, source_for, f"sendWhichQueue:{topic}")
+        tp = topic_publish_info(topic, self.versions[v][1], index, v + 1)
+        self._tp[topic] = (v, tp)
+        return tp
+
+    # -- the transport: the broker model, keyed by (seed, producer, seq, attempt) --
+    def transport_for(self, seq: int) -> Callable[[int, str, int, int, int], Outcome]:
+        def transport(attempt: int, broker: str, queue_id: int, start_ms: int, timeout_ms: int) -> Outcome:
+            return to_outcome(self.model.attempt(self.producer, seq, attempt, broker, start_ms, timeout_ms))
+
+        return transport
+
+    # -- ordered sends: SelectMessageQueueByHash, one attempt --
+    def ordered_steps(self, s: Send, begin: int) -> Generator:
+        """``send(msg, selector, key)``: SelectMessageQueueByHash over the cached queue list, one call.
+
+        The queue object is read once, when it is chosen (``sendKernelImpl`` takes its broker and id
+        before the call), so a concurrent 4.9.7 rewrite of the slot does not change where this send went.
+        """
+        tp = self.publish_info(s.topic, begin)
+        queues = tp.message_queue_list
+        if not queues:
+            return SendRecord(
+                "sync", s.topic, begin, begin, (), None, no_route_select(s.topic, self.version), ()
+            )
+        slot = queues[java_abs(java_rem(s.order_hash, len(queues)))]
+        broker, queue_id = slot.broker_name, slot.queue_id
+        timeout = self.cfg.send_msg_timeout_ms
+        outcome = yield Call(0, broker, queue_id, begin, timeout)
+        end = begin + outcome.latency_ms
+        rec = AttemptRecord(
+            0,
+            None,
+            False,
+            begin,
+            broker,
+            queue_id,
+            timeout,
+            outcome,
+            None,
+            "return",
+            self.strategy.isolated_until(broker, end),
+            end,
+        )
+        error: SendError | MQClientError | None = None
+        result = None
+        if outcome.kind in ("ok", "status"):
+            result = SendResult(outcome.status, broker, queue_id, 0)
+        elif outcome.kind == "remoting":
+            error = remoting_exception(outcome.remoting, broker, timeout)
+        elif outcome.kind == "broker":
+            error = MQBrokerError(outcome.response_code, outcome.remark)
+        elif outcome.kind == "client":
+            error = broker_not_exist_error(broker, self.version)
+        else:
+            error = SendInterruptedError("interrupted")
+        return SendRecord("sync", s.topic, begin, end, (rec,), result, error, (broker,))
+
+    def steps(self, s: Send, begin: int) -> Generator:
+        if s.kind in (SendKind.ORDERED, SendKind.ORDERED_ASYNC):
+            return self.ordered_steps(s, begin)
+        tp = self.publish_info(s.topic, begin)
+        if s.kind == SendKind.ASYNC:
+            return async_send_steps(
+                self.strategy, tp, self.cfg, s.topic, begin, semaphore=self.semaphore, thread=s.thread
+            )
+        if s.kind == SendKind.ONEWAY:
+            return oneway_send_steps(self.strategy, tp, self.cfg, s.topic, begin, thread=s.thread)
+        return sync_send_steps(self.strategy, tp, self.cfg, s.topic, begin, thread=s.thread)
+
+    def run(self, sends: list[Send]) -> list[tuple[Send, SendRecord]]:
+        """Drive every send to its end in simulated time; returns (send, record) in completion order."""
+        per_thread: dict[int, list[Send]] = {}
+        for s in sends:  # already in seq order
+            per_thread.setdefault(s.thread, []).append(s)
+        cursor = dict.fromkeys(per_thread, 0)
+        heap: list[tuple[int, int, int, object]] = []
+        counter = itertools.count()
+        done: list[tuple[Send, SendRecord]] = []
+
+        def schedule_thread(th: int, free_at: int) -> None:
+            i = cursor[th]
+            if i < len(per_thread[th]):
+                s = per_thread[th][i]
+                heapq.heappush(heap, (max(s.born_ms, free_at), Event.START, next(counter), th))
+
+        def advance(s: Send, gen: Generator, value: Outcome | None) -> None:
+            try:
+                call = next(gen) if value is None else gen.send(value)
+            except StopIteration as stop:
+                record: SendRecord = stop.value
+                done.append((s, record))
+                if s.waits:
+                    schedule_thread(s.thread, record.end_ms)
+                return
+            outcome = self.transport_for(s.seq)(
+                call.attempt, call.broker, call.queue_id, call.start_ms, call.timeout_ms
+            )
+            # a oneway caller waits only for the write: the call is over at once unless the write failed
+            waited = outcome.latency_ms if call.mode != "oneway" or oneway_write_failed(outcome) else 0
+            heapq.heappush(heap, (call.start_ms + waited, Event.DELIVER, next(counter), (s, gen, outcome)))
+
+        for th in per_thread:
+            schedule_thread(th, 0)
+        while heap:
+            t, kind, _, payload = heapq.heappop(heap)
+            self.strategy.advance_to(t)
+            if kind == Event.START:
+                th = payload  # type: ignore[assignment]
+                s = per_thread[th][cursor[th]]
+                cursor[th] += 1
+                gen = self.steps(s, t)
+                if not s.waits:
+                    schedule_thread(th, t)  # the caller's thread does not wait for an async send
+                advance(s, gen, None)
+            else:
+                s, gen, outcome = payload  # type: ignore[misc]
+                advance(s, gen, outcome)
+        return done
+
+
+# ---- records -> the engine output ----------------------------------------------------------------
+
+
+class _Interned:
+    """Strings as indexes into a growing list."""
+
+    def __init__(self, values: list[str] | None = None) -> None:
+        self.values: list[str] = list(values or [])
+        self._index = {v: k for k, v in enumerate(self.values)}
+
+    def __call__(self, value: str | None) -> int:
+        if value is None:
+            return -1
+        k = self._index.get(value)
+        if k is None:
+            k = self._index[value] = len(self.values)
+            self.values.append(value)
+        return k
+
+
+def _result_status(record: SendRecord) -> tuple[Status, str | None]:
+    if record.error is not None:
+        return Status.FAILED, error_text(record.error)
+    if record.result is not None:
+        return Status[record.result.status], None
+    return Status.ONEWAY_SENT, None
+
+
+def engine_output(
+    sc: Scenario, n_sends: int, done: list[tuple[Send, SendRecord]]
+) -> tuple[EngineOutput, np.ndarray]:
+    """The records as an :class:`EngineOutput`, and each attempt's rank in completion order."""
+    brokers = _Interned(list(sc.cluster.brokers))
+    labels, texts = _Interned(), _Interned()
+    by_send: list[tuple[int, SendRecord] | None] = [None] * n_sends
+    for rank, (s, record) in enumerate(done):
+        by_send[s.index] = (rank, record)
+    cols: dict[str, list] = {
+        k: []
+        for k in ("send", "attempt", "start", "latency", "broker", "qid", "label", "code", "has_code", "iso")
+    }
+    ranks: list[int] = []
+    per_send: dict[str, list] = {
+        k: [] for k in ("status", "error", "broker", "qid", "begin", "end", "exhausted", "n_sent")
+    }
+    att_off = [0]
+    for s, entry in enumerate(by_send):
+        assert entry is not None, f"send {s} never ended"
+        rank, record = entry
+        sent = [a for a in record.attempts if a.outcome is not None]
+        for a in sent:
+            o = a.outcome
+            assert o is not None
+            cols["send"].append(s)
+            cols["attempt"].append(a.index)
+            cols["start"].append(a.start_ms)
+            # a oneway caller waits for the write only; other modes wait for the broker's answer
+            cols["latency"].append(a.end_ms - a.start_ms if record.mode == "oneway" else o.latency_ms)
+            cols["broker"].append(brokers(a.broker))
+            cols["qid"].append(a.queue_id)
+            cols["label"].append(labels(o.label))
+            cols["code"].append(o.response_code if o.kind == "broker" else 0)
+            cols["has_code"].append(o.kind == "broker")
+            cols["iso"].append(NO_ISOLATION if a.isolated_until_ms is None else a.isolated_until_ms)
+            ranks.append(rank)
+        att_off.append(len(cols["send"]))
+        status, text = _result_status(record)
+        last = sent[-1] if sent else None
+        result = record.result
+        per_send["status"].append(status)
+        per_send["error"].append(texts(text))
+        per_send["broker"].append(
+            brokers(result.broker if result is not None else (last.broker if last else None))
+        )
+        per_send["qid"].append(result.queue_id if result is not None else (last.queue_id if last else -1))
+        per_send["begin"].append(record.begin_ms)
+        per_send["end"].append(record.end_ms)
+        per_send["exhausted"].append(any(a.flow.startswith("break:callTimeout") for a in record.attempts))
+        per_send["n_sent"].append(len(sent))
+
+    def ints(values: list) -> np.ndarray:
+        return np.array(values, np.int64)
+
+    out = EngineOutput(
+        brokers=brokers.values,
+        labels=labels.values,
+        texts=texts.values,
+        a_send=ints(cols["send"]),
+        a_attempt=ints(cols["attempt"]),
+        a_start=ints(cols["start"]),
+        a_latency=ints(cols["latency"]),
+        a_broker=ints(cols["broker"]),
+        a_queue_id=ints(cols["qid"]),
+        a_label=ints(cols["label"]),
+        a_code=ints(cols["code"]),
+        a_has_code=np.array(cols["has_code"], bool),
+        a_isolated_until=ints(cols["iso"]),
+        att_off=ints(att_off),
+        status=ints(per_send["status"]),
+        error=ints(per_send["error"]),
+        broker=ints(per_send["broker"]),
+        queue_id=ints(per_send["qid"]),
+        begin=ints(per_send["begin"]),
+        end=ints(per_send["end"]),
+        exhausted=np.array(per_send["exhausted"], bool),
+        n_sent=ints(per_send["n_sent"]),
+    )
+    return out, ints(ranks)
+
+
+def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
+    """Simulate one producer's messages (schema ``MESSAGES`` without run_id, any row order)."""
+    if messages.num_rows == 0:
+        return SimOutput.empty()
+    producer = one_producer(messages)
+    prep = prepare(messages, sc)
+    sends = sends_of(prep)
+    done = ProducerSimulation(sc, producer).run(sends)
+    out, ranks = engine_output(sc, len(sends), done)
+    tables = build_tables(prep, out)
+    if len(set(prep.s_seq.tolist())) == prep.n_sends:
+        return tables  # unique seqs: (send, attempt) order is (seq, attempt) order
+    # sends sharing a seq: their attempts in (seq, attempt) order, ties in completion order
+    attempts = tables.attempts.append_column("rank", pa.array(ranks))
+    attempts = attempts.sort_by([("seq", "ascending"), ("attempt", "ascending"), ("rank", "ascending")])
+    return SimOutput(attempts.drop_columns(["rank"]), tables.results)

@@ -1,0 +1,73 @@
+"""What one send attempt comes to, as named integers both engines use (the compiled one inside its kernel).
+
+* :class:`OutcomeKind`: the broker model's answer to one attempt (:mod:`rocketsim.brokers`); the readable
+  engine turns it into a :class:`rocketsim.send.Outcome` (``engine.plan.to_outcome``).
+* :class:`Catch`: which ``catch`` clause of ``DefaultMQProducerImpl.sendDefaultImpl`` sees an outcome
+  (none for a SendResult); :data:`rocketsim.fault.FAULT_UPDATES` is keyed by it.
+
+Labels are the conformance vectors' spelling (``ok``, ``status:FLUSH_DISK_TIMEOUT``, ``remoting:timeout``,
+``broker:<code>``, ``client``, ``interrupted``): the ``outcome`` column of ``send_attempts``.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class OutcomeKind(IntEnum):
+    """The broker model's answer to one attempt. 0..3 are also the SendStatus of a stored message."""
+
+    OK = 0  # SEND_OK
+    FLUSH_DISK_TIMEOUT = 1  # stored, SendStatus.FLUSH_DISK_TIMEOUT
+    FLUSH_SLAVE_TIMEOUT = 2
+    SLAVE_NOT_AVAILABLE = 3
+    REMOTING_CONNECT = 4  # RemotingConnectException
+    REMOTING_TIMEOUT = 5  # RemotingTimeoutException
+    REMOTING_SEND_REQUEST = 6  # RemotingSendRequestException
+    BROKER_ERROR = 7  # MQBrokerException with a response code
+    CLIENT_ERROR = 8  # MQClientException (e.g. the broker address is unknown)
+    INTERRUPTED = 9  # InterruptedException
+
+
+class Catch(IntEnum):
+    """The clause of ``sendDefaultImpl``'s ``try`` that handles an outcome (``RESULT``: nothing thrown)."""
+
+    RESULT = 0  # sendKernelImpl returned (a SendResult, or null for ASYNC/ONEWAY)
+    REMOTING = 1  # catch (RemotingException e)
+    CLIENT = 2  # catch (MQClientException e)
+    BROKER = 3  # catch (MQBrokerException e)
+    INTERRUPTED = 4  # catch (InterruptedException e)
+
+
+# Mirrored by send.catch_of (the readable engine's Outcome); tests/test_engine_plan.py compares them.
+CATCH_OF_KIND: dict[OutcomeKind, Catch] = {
+    OutcomeKind.OK: Catch.RESULT,
+    OutcomeKind.FLUSH_DISK_TIMEOUT: Catch.RESULT,
+    OutcomeKind.FLUSH_SLAVE_TIMEOUT: Catch.RESULT,
+    OutcomeKind.SLAVE_NOT_AVAILABLE: Catch.RESULT,
+    OutcomeKind.REMOTING_CONNECT: Catch.REMOTING,
+    OutcomeKind.REMOTING_TIMEOUT: Catch.REMOTING,
+    OutcomeKind.REMOTING_SEND_REQUEST: Catch.REMOTING,
+    OutcomeKind.BROKER_ERROR: Catch.BROKER,
+    OutcomeKind.CLIENT_ERROR: Catch.CLIENT,
+    OutcomeKind.INTERRUPTED: Catch.INTERRUPTED,
+}
+
+_LABELS = {
+    OutcomeKind.OK: "ok",
+    OutcomeKind.FLUSH_DISK_TIMEOUT: "status:FLUSH_DISK_TIMEOUT",
+    OutcomeKind.FLUSH_SLAVE_TIMEOUT: "status:FLUSH_SLAVE_TIMEOUT",
+    OutcomeKind.SLAVE_NOT_AVAILABLE: "status:SLAVE_NOT_AVAILABLE",
+    OutcomeKind.REMOTING_CONNECT: "remoting:connect",
+    OutcomeKind.REMOTING_TIMEOUT: "remoting:timeout",
+    OutcomeKind.REMOTING_SEND_REQUEST: "remoting:send_request",
+    OutcomeKind.CLIENT_ERROR: "client",
+    OutcomeKind.INTERRUPTED: "interrupted",
+}
+
+
+def outcome_label(kind: int, code: int = 0) -> str:
+    """The vectors' spelling of an outcome: ``ok``, ``status:...``, ``remoting:...``, ``broker:<code>``."""
+    if kind == OutcomeKind.BROKER_ERROR:
+        return f"broker:{code}"
+    return _LABELS[OutcomeKind(kind)]

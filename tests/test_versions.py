@@ -1,0 +1,69 @@
+"""Client and broker versions: what each version does, asked by name."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocketsim.errors import ConfigError
+from rocketsim.versions import (
+    BROKER_4_9_8,
+    BROKER_5_3_3,
+    LINE_4_9_7,
+    LINE_4_9_8,
+    LINE_5,
+    FaultLine,
+    before,
+    parse_version,
+    since,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "busy", "go_away", "cap"),
+    [
+        ("4.8.0", LINE_4_9_7, False, False, False),
+        ("4.9.7", LINE_4_9_7, False, False, False),
+        ("4.9.8", LINE_4_9_8, False, False, False),
+        ("5.2.0", LINE_5, False, False, False),
+        ("5.3.0", LINE_5, True, False, False),
+        ("5.3.1", LINE_5, True, True, False),
+        ("5.3.3", LINE_5, True, True, True),
+        ("5.x", LINE_5, True, True, True),
+    ],
+)
+def test_send_behaviour_by_version(text: str, line: str, busy: bool, go_away: bool, cap: bool) -> None:
+    v = parse_version(text)
+    assert v.fault_line == line and FaultLine.of(line).text == line
+    assert (v.retries_system_busy, v.retries_go_away, v.has_max_timeout_per_request) == (busy, go_away, cap)
+
+
+def test_each_client_line_talks_to_its_broker() -> None:
+    assert parse_version("4.9.7").broker == parse_version("4.9.8").broker == BROKER_4_9_8
+    assert parse_version("5.2.0").broker == parse_version("5.3.3").broker == BROKER_5_3_3
+    assert not BROKER_4_9_8.keeps_wait_in_store and BROKER_5_3_3.keeps_wait_in_store
+    assert not BROKER_4_9_8.stores_half_transaction_id and BROKER_5_3_3.stores_half_transaction_id
+    assert not BROKER_4_9_8.pc_synchronized_is_system_busy and BROKER_5_3_3.pc_synchronized_is_system_busy
+    assert (BROKER_4_9_8.nameserver_scan_first_ms, BROKER_4_9_8.nameserver_scan_interval_ms) == (
+        5_000,
+        10_000,
+    )
+    assert (BROKER_5_3_3.nameserver_scan_first_ms, BROKER_5_3_3.nameserver_scan_interval_ms) == (5, 5_000)
+
+
+def test_encoding_behaviour_by_version() -> None:
+    v493, v494, v5 = parse_version("4.9.3"), parse_version("4.9.4"), parse_version("5.3.3")
+    assert not v493.writes_compression_type and v494.writes_compression_type
+    assert (v494.properties_map_capacity, v5.properties_map_capacity) == (16, 128)
+    assert (v494.decoder_position_spelling, v5.decoder_position_spelling) == ("POSTION", "POSITION")
+    assert not v494.gives_batch_uniq_key and v5.gives_batch_uniq_key
+    assert not v5.declares_default_faq_url and parse_version("5.x").declares_default_faq_url
+
+
+def test_since_and_before() -> None:
+    assert since("5.3.2")(parse_version("5.3.2")) and not since("5.3.2")(parse_version("5.3.1"))
+    assert before("5.3.3")(parse_version("5.3.2")) and not before("5.3.3")(parse_version("5.3.3"))
+
+
+def test_unmodelled_versions_are_refused() -> None:
+    with pytest.raises(ConfigError, match="5.2.0 and later"):
+        parse_version("5.1.4")

@@ -3,8 +3,8 @@ kept verbatim as the oracle the core tables (:mod:`rocketsim.summaries`, :mod:`r
 are compared with on the same runs, and the reconciliation that read every table back (the one pass
 reconciles from counts: :mod:`rocketsim.reconcile`). Used by the tests only.
 
-From ``rocketsim/spark/summaries.py`` (their constants and the outcome kind rule now come from the core,
-one definition), ``rocketsim/spark/broker_side.py``, ``rocketsim/spark/compare.py``'s
+From ``rocketsim/spark/summaries.py`` (with its own constants and outcome rule: the oracle shares no
+definition with the core it checks), ``rocketsim/spark/broker_side.py``, ``rocketsim/spark/compare.py``'s
 ``comparison_table`` and ``rocketsim/spark/pipeline.py``'s ``reconcile``.
 
 * ``isolation_intervals``: per producer and broker, when its latency-fault table kept the broker isolated
@@ -29,8 +29,26 @@ from pyspark.sql import functions as F
 from rocketsim import rebalance, schemas, store, transactions
 from rocketsim.scenario import Scenario
 from rocketsim.spark.session import spark_schema
-from rocketsim.summaries import OUTCOME_COLUMNS, OUTCOME_KINDS, PERCENTILE_COLUMNS, PERCENTILES
 from rocketsim.variants import Variant
+
+PERCENTILES = (0.5, 0.75, 0.95, 0.99, 0.999, 0.9999)
+PERCENTILE_COLUMNS = (
+    "latency_p50_ms",
+    "latency_p75_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "latency_p999_ms",
+    "latency_p9999_ms",
+)
+# attempt outcome -> column; everything else (client, interrupted, other remoting kinds) is failed_other
+OUTCOME_COLUMNS = (
+    "ok",
+    "failed_timeout",
+    "failed_connect",
+    "failed_broker_error",
+    "not_store_ok",
+    "failed_other",
+)
 
 RUN_KEYS: tuple[str, ...] = ("run_id",)
 
@@ -91,13 +109,15 @@ def window_start(col: str, window_ms: int) -> Column:
 
 
 def _outcome_kind() -> Column:
-    """The core's rule (``summaries.OUTCOME_KINDS``) as one Spark expression."""
     o = F.col("outcome")
-    kind = None
-    for column, how, text in OUTCOME_KINDS:
-        test = o == text if how == "equals" else o.startswith(text)
-        kind = F.when(test, column) if kind is None else kind.when(test, column)
-    return kind.otherwise(OUTCOME_COLUMNS[-1])
+    return (
+        F.when(o == "ok", "ok")
+        .when(o == "remoting:timeout", "failed_timeout")
+        .when(o == "remoting:connect", "failed_connect")
+        .when(o.startswith("broker:"), "failed_broker_error")
+        .when(o.startswith("status:"), "not_store_ok")
+        .otherwise("failed_other")
+    )
 
 
 def _attempt_counts() -> list[Column]:

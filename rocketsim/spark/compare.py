@@ -31,14 +31,11 @@ from rocketsim.present.frames import KEY_METRICS
 from rocketsim.scenario import Scenario
 from rocketsim.spark import pipeline
 from rocketsim.spark.cli import CompareArgs, JobArgs
-from rocketsim.spark.delta_sink import publish_staged
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
-from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
 from rocketsim.warehouse.stage_files import (
     merge_aggregates,
     variant_aggregate_files,
-    write_driver_table,
     write_variant_aggregates,
 )
 
@@ -75,21 +72,6 @@ def simulate_variants(
     return merge_aggregates(variant_aggregate_files(scratch, [[s.producer for s in shares]] * len(groups)))
 
 
-def _publish(spark: SparkSession, args: CompareArgs, table: str, rows: pa.Table) -> WriteReport:
-    """``rows`` as the comparison's one commit of ``table``."""
-    write_id = new_write_id()
-    staging = staging_path(args.warehouse, table, write_id)
-    make_dir(staging)
-    try:
-        write_driver_table(staging, rows)
-        return publish_staged(
-            spark, args.warehouse, table, args.run_id, schemas.TABLES[table].schema, write_id
-        )
-    except BaseException:
-        delete_dir(staging)
-        raise
-
-
 def run_compare(
     spark: SparkSession, args: CompareArgs, base: Scenario, scenarios: dict[str, Scenario]
 ) -> pa.Table:
@@ -120,8 +102,8 @@ def run_compare(
         raise ComparisonError(
             f"comparison {args.run_id}: variants must each have {total:,} messages, got {counts}"
         )
-    rep_c = _publish(spark, args, "comparisons", rows)
-    _publish(spark, args, "comparison_windows", tables["broker_windows"])
+    rep_c = pipeline.publish_rows(spark, args.warehouse, "comparisons", args.run_id, rows)
+    pipeline.publish_rows(spark, args.warehouse, "comparison_windows", args.run_id, tables["broker_windows"])
     say(f"[compare] {rep_c.rows:,} comparison rows -> {rep_c.path} ({time.monotonic() - t:.1f} s)")
     attempts_total = int(sum(_overall(rows, "attempts").values()))
     job = JobArgs(args.scenario_path, args.warehouse, args.run_id, args.overrides, quiet=True)

@@ -26,6 +26,7 @@ from rocketsim.scenario import Scenario
 from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.delta_sink import publish_staged
 from rocketsim.spark.run import StageReport, run_stage
+from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
 from rocketsim.warehouse.stage_files import STAGES, write_driver_table
 
@@ -102,12 +103,6 @@ def run_one_pass(spark: SparkSession, args: JobArgs, sc: Scenario) -> StageRepor
     return rep
 
 
-def run_generate_simulate(spark: SparkSession, args: JobArgs, sc: Scenario) -> tuple[int, int]:
-    """:func:`run_one_pass`; returns (messages, attempts)."""
-    rep = run_one_pass(spark, args, sc)
-    return rep.rows("messages"), rep.rows("send_attempts")
-
-
 def write_runs_row(
     spark: SparkSession,
     args: JobArgs,
@@ -130,12 +125,24 @@ def write_runs_row(
         "started_at": started.isoformat(timespec="seconds"),
         "wall_time_s": wall_s,
     }
+    publish_rows(
+        spark,
+        args.warehouse,
+        "runs",
+        args.run_id,
+        pa.Table.from_pylist([row], schemas.data_schema(schemas.RUNS)),
+    )
+
+
+def publish_rows(spark: SparkSession, warehouse: str, table: str, run_id: str, rows: pa.Table) -> WriteReport:
+    """``rows`` (a small table the driver made) as the run's one commit of ``table``: written with pyarrow
+    into a staging folder, then published (:func:`rocketsim.spark.delta_sink.publish_staged`)."""
     write_id = new_write_id()
-    staging = staging_path(args.warehouse, "runs", write_id)
+    staging = staging_path(warehouse, table, write_id)
     make_dir(staging)
     try:
-        write_driver_table(staging, pa.Table.from_pylist([row], schema=schemas.data_schema(schemas.RUNS)))
-        publish_staged(spark, args.warehouse, "runs", args.run_id, schemas.RUNS, write_id)
+        write_driver_table(staging, rows)
+        return publish_staged(spark, warehouse, table, run_id, schemas.TABLES[table].schema, write_id)
     except BaseException:
         delete_dir(staging)
         raise

@@ -106,7 +106,7 @@ def make_runs(spark, warehouse: Path) -> None:  # noqa: ANN001 - SparkSession
 
     for run_id, (_, window_ms) in RUNS.items():
         args = JobArgs("inline", str(warehouse), run_id, (), 2, window_ms, quiet=True)
-        pipeline.run_generate_simulate(spark, args, scenario_of(run_id))
+        pipeline.run_one_pass(spark, args, scenario_of(run_id))
 
 
 def run_tables(warehouse: Path, run_id: str, *names: str) -> list[pa.Table]:

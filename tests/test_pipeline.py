@@ -87,7 +87,7 @@ def one_pass(spark, scenario: Scenario, tmp_path_factory: pytest.TempPathFactory
         if run_id == "r1":
             report = pipeline.run_one_pass(spark, args, scenario)
         elif run_id.startswith("r"):
-            pipeline.run_generate_simulate(spark, args, scenario)
+            pipeline.run_one_pass(spark, args, scenario)
         else:
             assert pipeline.run_generate(spark, args, scenario) == 3000
             pipeline.run_simulate(spark, args, scenario)
@@ -208,7 +208,7 @@ def test_reconcile_fails_loudly_when_a_task_drops_a_row(
     monkeypatch.setattr(stage_files, "write_parquet", dropping)
     monkeypatch.setattr(spark_run, "map_bins", in_process)
     with pytest.raises(ReconciliationError, match="one result per message: 3000 != 2999") as err:
-        pipeline.run_generate_simulate(spark, _args(tmp_path, "broken", 1), scenario)
+        pipeline.run_one_pass(spark, _args(tmp_path, "broken", 1), scenario)
     assert "send_results rows committed = rows made: 2999 != 3000" in str(err.value)
 
 

@@ -72,7 +72,7 @@ def test_a_failed_commit_leaves_no_staged_files(spark, scenario: Scenario, tmp_p
     DeltaTable.create(str(tmp_path / "send_attempts"), other, partition_by=["run_id"])
     args = JobArgs("inline", str(tmp_path), "boom", (), 2, 1000, quiet=True)
     with pytest.raises(DeltaSinkError, match="send_attempts"):
-        pipeline.run_generate_simulate(spark, args, scenario)
+        pipeline.run_one_pass(spark, args, scenario)
     leftovers = [p for p in (tmp_path / "send_attempts").rglob("*") if "_delta_log" not in p.parts]
     assert [p for p in leftovers if p.is_file()] == []
     staging = [p for p in tmp_path.rglob("*") if STAGING_DIR in p.parts and p.is_file()]

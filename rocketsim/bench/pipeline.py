@@ -4,11 +4,9 @@ In one process and one SparkSession, for each N it measures
 
 (a) the floor: Spark writing N rows of the ``send_results`` schema to Parquet (rows made by Spark
     expressions from ``spark.range``: no Python in the loop);
-(b) rocketsim end to end: generate + simulate + write Delta for N messages of a fault-on 4.9.8
-    scenario with 8 brokers and 64 producers, as ``make run`` does it
-    (:func:`rocketsim.spark.pipeline.run_generate_simulate`): the committed tables ``messages``,
-    ``send_attempts``, ``send_results`` (with their offsets) and ``commit_log``; the broker-side and
-    summary tables that follow in a full run are not timed;
+(b) rocketsim end to end: the run's one pass for N messages of a fault-on 4.9.8 scenario with 8
+    brokers and 64 producers (:func:`rocketsim.spark.pipeline.run_one_pass`): every table of the run
+    but ``runs`` (generate, simulate, broker side, summaries), committed and reconciled;
 
 and prints both times, their ratio, messages/s, and the peak RSS of the driver (Python + JVM; the JVM
 keeps the heap the floor's write grew, so the Python alone is shown too) and of the Python workers,
@@ -173,7 +171,7 @@ def rocketsim_seconds(
     scenario_path: Path,
     hot_share: float = 0.0,
 ) -> tuple[float, int]:
-    """generate + simulate + write Delta for n messages; returns (seconds, attempt rows)."""
+    """The one pass (every table but ``runs``) for n messages; returns (seconds, attempt rows)."""
     from rocketsim.scenario import load_scenario
     from rocketsim.spark import pipeline
     from rocketsim.spark.cli import JobArgs
@@ -181,7 +179,7 @@ def rocketsim_seconds(
     sc = load_scenario(scenario_path, [f"workload.messages={n}", f"workload.hot_share={hot_share}"])
     args = JobArgs(str(scenario_path), str(warehouse), f"bench-{n}", (), 0, 10_000, quiet=True)
     t = time.monotonic()
-    _, attempts = pipeline.run_generate_simulate(spark, args, sc)
+    attempts = pipeline.run_one_pass(spark, args, sc).rows("send_attempts")
     return time.monotonic() - t, attempts
 
 

@@ -1,6 +1,7 @@
-"""The broker side of a run: ``commit_log`` -> ``broker_storage``, ``transactions``, ``consumer_load``.
-
-(``commit_log`` and send_results' offsets are written by jobs/simulate.py.)
+"""The broker side of a run: ``commit_log`` -> ``broker_storage``, ``transactions``, ``consumer_load``
+(again: ``jobs/pipeline.py`` writes them in its one pass). Broker tasks read their broker's committed
+commit-log records and the results of its halves, producer tasks their transactional messages and
+results; ``commit_log`` and send_results' offsets are written by jobs/simulate.py.
 """
 
 from __future__ import annotations

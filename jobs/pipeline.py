@@ -1,4 +1,5 @@
-"""Run a scenario end to end: generate -> simulate -> broker side -> summarize, writing Delta tables.
+"""Run a scenario end to end, every table in one pass (generate -> simulate -> broker side -> summarize),
+writing Delta tables.
 
 ./spark-submit.sh jobs/pipeline.py --scenario conf/scenarios/steady.toml [--warehouse DIR]
     [--run-id ID] [--set key=value ...] [--partitions N]

@@ -1,23 +1,22 @@
-"""Plain reference implementations of the analysis metrics (no Spark, no I/O).
+"""Plain, readable reference implementations of analysis metrics (no Spark, no I/O), the oracle the tests
+hold the fast versions to.
 
-The Spark summaries (:mod:`rocketsim.spark.summaries`) compute the same quantities at scale; the tests
-hold them to these small, readable versions. How the tables are shown: :mod:`rocketsim.present`.
+The fast versions, vectorised over whole runs, are in :mod:`rocketsim.summaries`:
+:func:`~rocketsim.summaries.isolation_intervals` and :func:`~rocketsim.summaries.queue_spread` (queue
+skew and Gini from per-queue partials).
 
 * ``gini``: the Gini coefficient of per-queue send counts (0 = perfectly even, (n-1)/n = all on one).
+* ``skew``: max / mean of per-queue send counts.
 * ``isolation_intervals``: when each producer's latency-fault table kept a broker isolated, derived from
   the attempts' ``fault_isolated_until_ms`` column (see the function for the rule).
-* ``fault_spans``: a scenario's fault timeline in milliseconds, for shading charts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-
-from rocketsim.scenario import Scenario
 
 INTERVAL_COLUMNS = ("producer", "broker", "start_ms", "end_ms")
 
@@ -87,26 +86,3 @@ def isolation_intervals(attempts: pd.DataFrame, keys: Sequence[str] = ()) -> pd.
             rows.append((*group, *current))
     out = pd.DataFrame(rows, columns=cols)
     return out.astype({"producer": "int32", "start_ms": "int64", "end_ms": "int64"})
-
-
-@dataclass(frozen=True)
-class FaultSpan:
-    """One fault of the timeline, in simulated milliseconds."""
-
-    broker: str
-    kind: str
-    start_ms: int
-    end_ms: int
-
-    @property
-    def label(self) -> str:
-        return f"{self.kind} {self.broker}"
-
-
-def fault_spans(sc: Scenario) -> list[FaultSpan]:
-    """The scenario's fault timeline, in start order."""
-    spans = [
-        FaultSpan(f.broker, f.kind, int(round(f.start_s * 1000)), int(round(f.end_s * 1000)))
-        for f in sc.faults
-    ]
-    return sorted(spans, key=lambda s: (s.start_ms, s.broker))

@@ -109,30 +109,28 @@ SEND_RESULTS = pa.schema(
     ]
 )
 
-_LATENCY_PERCENTILES = [
-    pa.field(name, pa.float64())
-    for name in (
-        "latency_p50_ms",
-        "latency_p75_ms",
-        "latency_p95_ms",
-        "latency_p99_ms",
-        "latency_p999_ms",
-        "latency_p9999_ms",
-    )
-]
+# the exact percentiles of the summary tables (rocketsim.summaries.PERCENTILES: p50 ... p99.99)
+LATENCY_PERCENTILE_COLUMNS = (
+    "latency_p50_ms",
+    "latency_p75_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "latency_p999_ms",
+    "latency_p9999_ms",
+)
+_LATENCY_PERCENTILES = [pa.field(name, pa.float64()) for name in LATENCY_PERCENTILE_COLUMNS]
 
-# attempts by outcome: ok, remoting:timeout, remoting:connect, broker:<code>, status:<not SEND_OK>, other
-_ATTEMPT_OUTCOMES = [
-    pa.field(name, pa.int64(), nullable=False)
-    for name in (
-        "ok",
-        "failed_timeout",
-        "failed_connect",
-        "failed_broker_error",
-        "not_store_ok",
-        "failed_other",
-    )
-]
+# attempts by outcome (the rule: rocketsim.summaries.OUTCOME_KINDS): ok, remoting:timeout,
+# remoting:connect, broker:<code>, status:<not SEND_OK>, other
+OUTCOME_COLUMNS = (
+    "ok",
+    "failed_timeout",
+    "failed_connect",
+    "failed_broker_error",
+    "not_store_ok",
+    "failed_other",
+)
+_ATTEMPT_OUTCOMES = [pa.field(name, pa.int64(), nullable=False) for name in OUTCOME_COLUMNS]
 _QUEUE_WAIT = [  # OMB's "publish delay": born -> send start
     pa.field("queue_wait_p50_ms", pa.float64()),
     pa.field("queue_wait_p99_ms", pa.float64()),
@@ -199,7 +197,7 @@ RUN_SUMMARY = pa.schema(
         pa.field("share", pa.float64(), nullable=False),  # of all stored messages (brokers) / 1.0 (all)
         *_LATENCY_PERCENTILES,
         pa.field("latency_max_ms", pa.int64()),
-        # -- added for analysis (rocketsim.spark.summaries.run_summary) --
+        # -- added for analysis (rocketsim.summaries) --
         pa.field("retry_budget_exhausted", pa.int64(), nullable=False),
         *_QUEUE_WAIT,
         pa.field("error_rate", pa.float64()),  # (failed + rejected) / messages
@@ -362,10 +360,12 @@ CONSUMER_LOAD = pa.schema(
 # ---- the table registry -----------------------------------------------------------------------------
 
 # The stages that write tables, and where each one is (a new table is a row below plus the stage's code).
-GENERATE = "generate"  # producer tasks (rocketsim.stage.producer_messages, scheduled by rocketsim.spark.run)
-SIMULATE = "simulate"  # producer and broker tasks (rocketsim.stage, rocketsim.warehouse.stage_files)
-BROKER_SIDE = "broker_side"  # Spark aggregations of the commit log (rocketsim.spark.broker_side)
-SUMMARIZE = "summarize"  # Spark aggregations of attempts and results (rocketsim.spark.summaries)
+# The first four are parts of one stage (rocketsim.stage, rocketsim.warehouse.stage_files, scheduled by
+# rocketsim.spark.run): jobs/pipeline.py runs them in one pass, the other jobs one at a time.
+GENERATE = "generate"  # producer tasks (rocketsim.stage.producer_messages)
+SIMULATE = "simulate"  # producer and broker tasks (rocketsim.stage.producer_tables, broker_tables)
+BROKER_SIDE = "broker_side"  # broker and producer tasks, the driver's consumer_load (rocketsim.broker_side)
+SUMMARIZE = "summarize"  # producer tasks' aggregates, merged by the driver (rocketsim.summaries)
 RUNS_ROW = "runs_row"  # the driver, once a run is complete (rocketsim.spark.pipeline.write_runs_row)
 COMPARE = "compare"  # a comparison of variants (rocketsim.spark.compare)
 RUN_STAGES = (GENERATE, SIMULATE, BROKER_SIDE, SUMMARIZE, RUNS_ROW)  # what jobs/pipeline.py writes

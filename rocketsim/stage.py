@@ -1,36 +1,41 @@
 """The stage of a run as plain functions over Arrow: what a producer task and a broker task compute.
 
-Every scheduler (the run's stage and the staged jobs in :mod:`rocketsim.spark.run`, the delta-spark
-path, the comparison in :mod:`rocketsim.spark.compare`) calls these, and only decides where they run and
-where their output goes (:mod:`rocketsim.warehouse.stage_files` writes the run's files):
+Every scheduler (the run's stage in :mod:`rocketsim.spark.run`, the delta-spark path, the comparison in
+:mod:`rocketsim.spark.compare`) calls these, and only decides where they run and where their output goes
+(:mod:`rocketsim.warehouse.stage_files` writes the run's files). One pass (design §6):
 
 1. a producer task, per producer: its messages (:func:`producer_messages`, or read back from the
    ``messages`` table), then :func:`producer_tables`: the simulation (:func:`rocketsim.simulate.simulate`)
    and the commit-log records its stored attempts make (:func:`rocketsim.store.log_records`), each
-   record and each result tagged with the broker that holds it;
+   record and each result tagged with the broker that holds it; beside its rows, the producer's
+   mergeable summary aggregates (:meth:`ProducerTables.summary_aggregates`) and the ``transactions``
+   rows of its transactional messages no broker stored (:meth:`ProducerTables.unstored_transactions`);
 2. a broker task, per broker, once every producer is done: :func:`broker_tables` over that broker's
    records from every producer and the results pointing at them (:func:`rocketsim.store.number_broker`:
-   offsets need all of a broker's records, which is why this is a second step).
+   offsets need all of a broker's records, which is why this is a second step), then its
+   ``broker_storage`` rows, the ``transactions`` rows of its halves and what consumers of its queues
+   get (:meth:`BrokerTables.storage`, :meth:`BrokerTables.stored_transactions`,
+   :meth:`BrokerTables.deliveries`);
+3. the driver merges the small parts (:func:`rocketsim.summaries.merge`,
+   :func:`rocketsim.summaries.summary_tables`, :func:`rocketsim.broker_side.consumer_load`).
 
-What a task computes is a dataclass (:class:`ProducerTables`, :class:`BrokerTables`), so a new output is
-a field computed here. Mergeable aggregates of the summary tables beside the rows, for instance: a field
-of both dataclasses, computed here; written by :mod:`rocketsim.warehouse.stage_files` into the scratch
-folder beside the records; merged by its ``finish_stage`` (which the schedulers already call once every
-task is done) into the summary tables' staged files; their registry rows then name the simulate stage,
-so the schedulers publish them with the stage's other tables. The schedulers do not change.
+What a task computes is a dataclass (:class:`ProducerTables`, :class:`BrokerTables`) with the rows and
+the outputs derived from them; a comparison's producer task is :func:`variant_aggregates` (messages
+generated once per message signature, each variant simulated on them, only aggregates out).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-from rocketsim import schemas, simulate, store, workload
+from rocketsim import broker_side, schemas, simulate, store, summaries, variants, workload
 from rocketsim.scenario import Scenario
+from rocketsim.summaries import SummaryAggregates
 
 MESSAGES_DATA = schemas.data_schema(schemas.MESSAGES)
 
@@ -56,6 +61,16 @@ class ProducerTables:
         stored = self.result_broker >= 0
         return self.results.filter(pa.array(stored)), self.result_broker[stored]
 
+    def summary_aggregates(self, window_ms: int) -> SummaryAggregates:
+        """The producer's mergeable summary aggregates (:func:`rocketsim.summaries.producer_aggregates`)."""
+        return summaries.producer_aggregates(self.attempts, self.results, window_ms)
+
+    def unstored_transactions(self, sc: Scenario) -> pa.Table:
+        """``transactions`` rows of its transactional messages no broker stored
+        (:func:`rocketsim.broker_side.unstored_transactions`)."""
+        halves = broker_side.pointed_halves(self.log)
+        return broker_side.unstored_transactions(self.messages, self.results, halves, sc)
+
 
 @dataclass(frozen=True)
 class BrokerTables:
@@ -64,6 +79,20 @@ class BrokerTables:
     broker: int
     commit_log: pa.Table  # COMMIT_LOG without run_id, in the broker's write order
     results: pa.Table  # SEND_RESULTS without run_id, store columns filled
+
+    def storage(self, window_ms: int) -> pa.Table:
+        """Its ``broker_storage`` rows (:func:`rocketsim.broker_side.broker_storage`)."""
+        return broker_side.broker_storage(self.commit_log, window_ms)
+
+    def stored_transactions(self, sc: Scenario) -> pa.Table:
+        """``transactions`` rows of the halves it stores
+        (:func:`rocketsim.broker_side.stored_transactions`)."""
+        return broker_side.stored_transactions(self.commit_log, self.results, sc)
+
+    def deliveries(self, stored_transactions: pa.Table) -> pa.Table:
+        """What consumers of each of its queues get (:func:`rocketsim.broker_side.queue_deliveries`), given
+        its :meth:`stored_transactions`."""
+        return broker_side.queue_deliveries(self.commit_log, stored_transactions)
 
 
 def producer_messages(sc: Scenario, share: workload.ProducerShare) -> pa.Table:
@@ -95,6 +124,26 @@ def broker_tables(sc: Scenario, broker: int, log: pa.Table, results: pa.Table) -
     log and those results completed (step 2 of the module docstring)."""
     commit_log, completed = store.number_broker(log, results, sc)
     return BrokerTables(broker, commit_log, completed)
+
+
+def variant_aggregates(
+    scenarios: Mapping[str, Scenario], share: workload.ProducerShare, window_ms: int
+) -> SummaryAggregates:
+    """A comparison's producer task: one producer's messages, generated once for ``scenarios`` (variants
+    of one message signature, :func:`rocketsim.variants.message_signature`), simulated under each; the
+    summary aggregates of every variant, keyed by its name (``variant``), merged."""
+    names = list(scenarios)
+    if not names:
+        raise ValueError("variant_aggregates needs at least one variant")
+    first = variants.message_signature(scenarios[names[0]])
+    if any(variants.message_signature(scenarios[n]) != first for n in names[1:]):
+        raise ValueError(f"variants {names} do not share their messages (different message signatures)")
+    messages = producer_messages(scenarios[names[0]], share)
+    parts = []
+    for name in names:
+        out = simulate.simulate(messages, scenarios[name])
+        parts.append(summaries.producer_aggregates(out.attempts, out.results, window_ms, {"variant": name}))
+    return summaries.merge(parts)
 
 
 def balanced_bins(weights: Sequence[int], bins: int) -> list[list[int]]:

@@ -35,7 +35,6 @@ with the record's columns (:func:`attach_store_columns`, :data:`RESULT_STORE_COL
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from functools import cache
 
@@ -45,6 +44,7 @@ import pyarrow.compute as pc
 
 from rocketsim import codec
 from rocketsim.codec import SocketAddress, StoredMessage
+from rocketsim.grouping import bools, group_codes, ints, lookup, pack_keys
 from rocketsim.message import MessageConst, MessageSysFlag, broker_delay_transform
 from rocketsim.scenario import Scenario
 from rocketsim.schemas import COMMIT_LOG, SEND_RESULTS, data_schema, is_broker_side
@@ -370,8 +370,8 @@ def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
     sched_q = np.zeros(n, np.int64)
     delay_ms = np.zeros(n, np.int64)
     if delayed.any():
-        lookup = _delay_lookup(tuple(sorted(set(level[delayed].tolist()))))
-        for lv, (e, q, d) in lookup.items():
+        per_level = _delay_lookup(tuple(sorted(set(level[delayed].tolist()))))
+        for lv, (e, q, d) in per_level.items():
             hit = delayed & (level == lv)
             eff[hit], sched_q[hit], delay_ms[hit] = e, q, d
 
@@ -459,43 +459,6 @@ def stored_copies(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> 
     return pa.concat_tables(parts)
 
 
-def _ints(table: pa.Table, name: str) -> np.ndarray:
-    """A column without nulls as int64."""
-    return np.asarray(table.column(name).to_numpy(), np.int64)
-
-
-def _mask(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """A boolean column as numpy, null as False (what ``filter`` drops)."""
-    return np.asarray(values.fill_null(False).to_numpy(zero_copy_only=False), bool)
-
-
-def pack_keys(keys: Sequence[np.ndarray]) -> np.ndarray | None:
-    """One int64 per row that sorts as the row's tuple of ``keys`` (mixed radix over their ranges);
-    None when the ranges do not fit."""
-    n = len(keys[0])
-    if n == 0:
-        return np.zeros(0, np.int64)
-    lows = [int(k.min()) for k in keys]
-    spans = [int(k.max()) - lo + 1 for k, lo in zip(keys, lows, strict=True)]
-    if math.prod(spans) >= 1 << 63:
-        return None
-    packed = np.zeros(n, np.int64)
-    for k, lo, span in zip(keys, lows, spans, strict=True):
-        if span > 1:
-            packed *= span
-            packed += k
-            packed -= lo
-    return packed
-
-
-def group_codes(keys: Sequence[np.ndarray]) -> np.ndarray:
-    """Int codes, equal where the rows' ``keys`` are: packed, or numbered when they do not fit."""
-    packed = pack_keys(keys)
-    if packed is not None:
-        return packed
-    return np.unique(np.stack(keys), axis=1, return_inverse=True)[1].reshape(-1)
-
-
 def _sorted_unique(key: np.ndarray) -> np.ndarray | None:
     """The row order that sorts ``key``, or None when a key repeats."""
     if (key[1:] > key[:-1]).all():
@@ -503,15 +466,6 @@ def _sorted_unique(key: np.ndarray) -> np.ndarray | None:
     order = np.argsort(key, kind="stable")
     ordered = key[order]
     return order if (ordered[1:] > ordered[:-1]).all() else None
-
-
-def _lookup(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Position of each value in the sorted unique ``keys``, -1 where it is not there."""
-    if len(keys) == len(values) and (keys == values).all():
-        return np.arange(len(keys))
-    pos = np.minimum(np.searchsorted(keys, values), max(len(keys) - 1, 0))
-    found = keys[pos] == values if len(keys) else np.zeros(len(values), bool)
-    return np.where(found, pos, -1)
 
 
 def copy_rows(
@@ -523,7 +477,7 @@ def copy_rows(
     key_columns = [(t, c) for t in (messages, results, attempts) for c in ("producer", "seq")]
     if any(t.column(c).null_count for t, c in [*key_columns, (attempts, "attempt")]):
         return None
-    mp, ms, rp, rs, ap, as_ = (_ints(t, c) for t, c in key_columns)
+    mp, ms, rp, rs, ap, as_ = (ints(t, c) for t, c in key_columns)
     keys = pack_keys([np.concatenate([mp, rp, ap]), np.concatenate([ms, rs, as_])])
     if keys is None:
         return None
@@ -534,18 +488,18 @@ def copy_rows(
     msg_key, res_key = msg_key[msg_order], res_key[res_order]
 
     # sent: messages with a result that is not REJECTED
-    res = _lookup(res_key, msg_key)
+    res = lookup(res_key, msg_key)
     sent = res >= 0
     res_row = res_order[res[sent]]
-    not_rejected = _mask(pc.not_equal(results.column("status"), "REJECTED"))[res_row]
+    not_rejected = bools(pc.not_equal(results.column("status"), "REJECTED"))[res_row]
     sent[sent] = not_rejected
     sent_key, sent_msg, sent_res = msg_key[sent], msg_order[sent], res_row[not_rejected]
 
     # the stored attempts of a sent message (a batch's: of its leading member)
-    att = np.flatnonzero(_mask(is_stored_outcome(attempts.column("outcome"))))
-    lead = _lookup(sent_key, att_key[att])
+    att = np.flatnonzero(bools(is_stored_outcome(attempts.column("outcome"))))
+    lead = lookup(sent_key, att_key[att])
     att, lead = att[lead >= 0], lead[lead >= 0]
-    in_batch = _mask(pc.is_valid(messages.column("batch_id")))[sent_msg]
+    in_batch = bools(pc.is_valid(messages.column("batch_id")))[sent_msg]
     single = ~in_batch[lead]
     copy_att, copy_member = [att[single]], [lead[single]]
     if not single.all():  # one copy per sent member of the batch: (producer, batch_id) groups
@@ -566,7 +520,7 @@ def copy_rows(
     c_att, c_member = np.concatenate(copy_att), np.concatenate(copy_member)
 
     # (producer, seq, attempt) order; a repeated key leaves the order of its copies to the joins
-    c_key, c_no = sent_key[c_member], _ints(attempts, "attempt")[c_att]
+    c_key, c_no = sent_key[c_member], ints(attempts, "attempt")[c_att]
 
     def increasing() -> bool:
         same = c_key[1:] == c_key[:-1]
@@ -624,7 +578,7 @@ def _store_order(log: pa.Table) -> np.ndarray | None:
     """The stable row order of :data:`STORE_ORDER`; None when the rows are in it already."""
     if log.num_rows == 0:
         return None
-    ts, producer, send_seq, attempt, seq = (_ints(log, k) for k in STORE_ORDER)
+    ts, producer, send_seq, attempt, seq = (ints(log, k) for k in STORE_ORDER)
     # (send_seq, seq) sorts as (send_seq, seq - send_seq), a batch member's place in its batch (small),
     # when the difference cannot overflow
     bound = max(abs(int(f(k))) for k in (send_seq, seq) for f in (np.min, np.max))
@@ -682,8 +636,8 @@ def with_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
         log = log.drop_columns(["broker", "store_topic"]).take(pa.array(order))
         log = log.append_column("broker", pa.array(brokers, pa.string()).take(pa.array(index)))
         log = log.append_column("store_topic", topics.dictionary.take(pa.array(topic)))
-    commit_log_offset = _running_sums(index, _ints(log, "store_size"))
-    queue_key = group_codes([index, topic, _ints(log, "store_queue_id")])
+    commit_log_offset = _running_sums(index, ints(log, "store_size"))
+    queue_key = group_codes([index, topic, ints(log, "store_queue_id")])
     cols = {
         "queue_offset": pa.array(_running_sums(queue_key)),
         "commit_log_offset": pa.array(commit_log_offset),
@@ -708,12 +662,12 @@ def pointed_brokers(
     """For one producer's ``results`` (in seq order) and its commit-log records (:func:`log_records`):
     (each record's place in ``brokers``, each result's broker: that of the record it points at
     (``is_result``), -1 when it points at none)."""
-    seq = _ints(results, "seq")
+    seq = ints(results, "seq")
     if len(seq) > 1 and not (seq[1:] > seq[:-1]).all():
         raise AssertionError("pointed_brokers needs one producer's results in increasing seq order")
     log_broker = broker_indexes(log.column("broker"), brokers)
-    is_result = _mask(log.column("is_result"))
-    pointed_seq = _ints(log, "seq")[is_result]
+    is_result = bools(log.column("is_result"))
+    pointed_seq = ints(log, "seq")[is_result]
     at = np.searchsorted(seq, pointed_seq)
     if len(at) and (at.max() >= len(seq) or not (seq[at] == pointed_seq).all()):
         raise AssertionError("a commit-log record points at no result")
@@ -732,7 +686,7 @@ def with_null_store_columns(results: pa.Table) -> pa.Table:
 
 def _result_keys(table: pa.Table) -> np.ndarray:
     """One int64 per (producer, seq): producer in the bits above 40."""
-    return (_ints(table, "producer") << 40) | _ints(table, "seq")
+    return (ints(table, "producer") << 40) | ints(table, "seq")
 
 
 def attach_store_columns(results: pa.Table, numbered: pa.Table) -> pa.Table:

@@ -1,40 +1,33 @@
-"""The summary and broker-side tables from small mergeable aggregates, equal to Spark's value for value.
-
-Today the Spark layer reads a run's committed tables back to summarise them
-(``rocketsim.spark.summaries``: ``isolation_intervals``, ``broker_windows``, ``queue_windows``,
-``producer_windows``, ``run_summary``; ``rocketsim.spark.broker_side``: ``broker_storage``,
-``transaction_table``, ``consumer_load``). This module gives the same tables (bit for bit, nulls
-included) without Spark and without reading anything back (design §6, one pass):
+"""The summary tables of a run from small mergeable aggregates: ``isolation_intervals``, ``broker_windows``,
+``queue_windows``, ``producer_windows``, ``run_summary`` (design §6, one pass; the broker-side tables:
+:mod:`rocketsim.broker_side`).
 
 * a producer task calls :func:`producer_aggregates` on its own attempts and results (whole producers):
   a :class:`SummaryAggregates` of small Arrow tables (counts, bytes, exact (value, count) latency and
   queue-wait histograms over integer ms, the producer's isolation intervals, its finished
-  ``producer_windows`` rows); and :func:`unstored_transactions` for its transactional messages that no
-  broker stored;
-* a broker task, holding every commit-log record of its broker, calls :func:`broker_storage`,
-  :func:`stored_transactions` and :func:`queue_deliveries`;
+  ``producer_windows`` rows), which travels to the driver as bytes (:meth:`SummaryAggregates.to_bytes`);
 * the driver calls :func:`merge` (associative, any order gives the same value) and
-  :func:`summary_tables`, and :func:`consumer_load` on the brokers' deliveries; ``transactions`` is
-  the brokers' rows plus the producers' (each transactional message is in exactly one of them: a
-  half's offsets exist only once its broker numbered it, and only stored halves can commit, so the
-  deliveries of a broker are complete).
+  :func:`summary_tables`.
 
-Exactness. Every float is computed with Spark's expression in Spark's order of operations:
+Exactness. The tables equal, bit for bit and nulls included, what Spark aggregations over the
+committed attempts and results computed before (the tests keep those as an oracle and compare both ways
+on the same runs): every float is computed with Spark's expression in Spark's order of operations:
 
-* windows: ``floor(ts / window_ms) * window_ms`` divides as doubles (:func:`spark_window`);
+* windows: ``floor(ts / window_ms) * window_ms`` divides as doubles
+  (:func:`rocketsim.grouping.spark_window`);
 * percentiles: ``Percentile.getPercentile`` (``percentiles.scala``): position ``(n - 1) * p`` as a
   double, the values at ranks ``floor`` and ``ceil`` of it (first cumulative count > rank), and
   ``(higher - pos) * low + (pos - lower) * high`` unless the ranks or the values are equal
-  (:func:`exact_percentiles`; ``histogram_percentiles`` of the Spark code is the same formula);
+  (:func:`exact_percentiles`);
 * ratios: ``num.cast(double) / den`` where ``den > 0``, else null; rates ``ok * 1000.0 / window_ms``;
   ``avg`` as the double sum over the count;
-* queue skew and Gini: ``queue_stats`` (ranks by count, ``_sum_ix`` summed as a long then cast,
-  idle queues shifting the ranks) from per-cell partials (:func:`queue_spread`).
+* queue skew and Gini: ranks by count, the sum of rank * count summed as a long then cast, idle queues
+  shifting the ranks, from per-cell partials (:func:`queue_spread`).
 
 Sums and counts are integers and so exact in any order; merged tables are sorted by their keys, so the
 order of the aggregates does not matter. A comparison tags each producer's aggregates with its key
-columns (``keys={"variant": name}``): every table is then computed per key, as the Spark code does with
-``keys=("run_id", "variant")``, and carries the key columns first. ``run_id`` is the scheduler's.
+columns (``keys={"variant": name}``): every table is then computed per key and carries the key columns
+first. ``run_id`` is the scheduler's.
 """
 
 from __future__ import annotations
@@ -49,52 +42,87 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import rebalance, schemas, store, transactions
-from rocketsim.scenario import Scenario
+from rocketsim import schemas
+from rocketsim.grouping import (
+    Groups,
+    all_found,
+    bools,
+    distinct_values,
+    first_of_runs,
+    from_codes,
+    ints,
+    joint_codes,
+    joint_lookup,
+    key_codes,
+    lookup,
+    regroup,
+    sort_order,
+    sort_rows,
+    string_codes,
+    window_index,
+)
 
 __all__ = [
     "AGGREGATE_TABLES",
-    "DELIVERIES",
+    "ATTEMPT_COLUMNS",
     "OUTCOME_COLUMNS",
+    "OUTCOME_KINDS",
     "PERCENTILES",
     "PERCENTILE_COLUMNS",
+    "RESULT_COLUMNS",
     "SUMMARY_TABLES",
     "SummaryAggregates",
-    "broker_storage",
-    "consumer_load",
     "exact_percentiles",
     "isolation_intervals",
     "merge",
+    "outcome_kind",
     "producer_aggregates",
-    "queue_deliveries",
     "queue_spread",
-    "spark_window",
-    "stored_transactions",
     "summary_tables",
-    "unstored_transactions",
 ]
 
-PERCENTILES = (0.5, 0.75, 0.95, 0.99, 0.999, 0.9999)
-PERCENTILE_COLUMNS = (
-    "latency_p50_ms",
-    "latency_p75_ms",
-    "latency_p95_ms",
-    "latency_p99_ms",
-    "latency_p999_ms",
-    "latency_p9999_ms",
-)
+PERCENTILES = (0.5, 0.75, 0.95, 0.99, 0.999, 0.9999)  # the columns: schemas.LATENCY_PERCENTILE_COLUMNS
+PERCENTILE_COLUMNS = schemas.LATENCY_PERCENTILE_COLUMNS
 QUEUE_WAIT_PERCENTILES = (0.5, 0.99)
 QUEUE_WAIT_COLUMNS = ("queue_wait_p50_ms", "queue_wait_p99_ms")
-# attempt outcome -> column; everything else (client, interrupted, other remoting kinds) is failed_other
-OUTCOME_COLUMNS = (
-    "ok",
-    "failed_timeout",
-    "failed_connect",
-    "failed_broker_error",
-    "not_store_ok",
-    "failed_other",
+# An attempt's outcome label -> the outcome column counting it: the first row that matches (its label
+# equals the text, or starts with it), else failed_other (client, interrupted, other remoting kinds).
+OUTCOME_KINDS = (
+    ("ok", "equals", "ok"),
+    ("failed_timeout", "equals", "remoting:timeout"),
+    ("failed_connect", "equals", "remoting:connect"),
+    ("failed_broker_error", "prefix", "broker:"),
+    ("not_store_ok", "prefix", "status:"),
 )
-OK, FAILED_OTHER = 0, 5  # indexes into OUTCOME_COLUMNS
+OUTCOME_COLUMNS = schemas.OUTCOME_COLUMNS  # the tables' columns, in this order
+OK, FAILED_OTHER = 0, len(OUTCOME_COLUMNS) - 1  # indexes into OUTCOME_COLUMNS
+assert tuple(c for c, _, _ in OUTCOME_KINDS) == OUTCOME_COLUMNS[:-1], "OUTCOME_KINDS follows OUTCOME_COLUMNS"
+# the columns producer_aggregates reads (a task reading committed files reads only these)
+ATTEMPT_COLUMNS = (
+    "producer",
+    "seq",
+    "attempt",
+    "start_ts_ms",
+    "latency_ms",
+    "broker",
+    "queue_id",
+    "outcome",
+    "fault_isolated_until_ms",
+    "wire_bytes",
+)
+RESULT_COLUMNS = (
+    "producer",
+    "status",
+    "attempts",
+    "retry_budget_exhausted",
+    "born_ts_ms",
+    "send_ts_ms",
+    "latency_ms",
+    "end_ts_ms",
+    "queue_wait_ms",
+    "wire_bytes",
+    "broker",
+)
 SUMMARY_TABLES = ("isolation_intervals", "broker_windows", "queue_windows", "producer_windows", "run_summary")
 
 NAME = pa.dictionary(pa.int32(), pa.string())  # broker and key columns of the aggregates
@@ -278,126 +306,6 @@ def _with_keys(schema: pa.Schema, key_names: Sequence[str], key_type: pa.DataTyp
 # ---- numpy helpers -------------------------------------------------------------------------------
 
 
-def _ints(table: pa.Table, name: str) -> np.ndarray:
-    """A column without nulls as int64."""
-    return np.asarray(table.column(name).to_numpy(), np.int64)
-
-
-def _bools(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """A boolean column as numpy, null as False."""
-    return np.asarray(column.fill_null(False).to_numpy(zero_copy_only=False), bool)
-
-
-def _chunks(columns: Sequence[pa.ChunkedArray | pa.Array]) -> list[pa.Array]:
-    return [c for col in columns for c in (col.chunks if isinstance(col, pa.ChunkedArray) else [col])]
-
-
-def _codes(*columns: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """Int64 codes of string (or dictionary) columns, numbered in the sorted order of their distinct
-    values (null: -1), and those values."""
-    encoded = [c if pa.types.is_dictionary(c.type) else pc.dictionary_encode(c) for c in _chunks(columns)]
-    if not encoded:
-        return np.zeros(0, np.int64), pa.array([], pa.string())
-    names = pc.unique(pa.concat_arrays([c.dictionary.cast(pa.string()) for c in encoded]))
-    names = names.take(pc.sort_indices(names))
-    parts = [np.zeros(0, np.int64)]
-    for c in encoded:
-        remap = np.asarray(pc.index_in(c.dictionary.cast(pa.string()), value_set=names).to_numpy(), np.int64)
-        idx = np.asarray(c.indices.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
-        code = remap[idx] if len(remap) else np.zeros(len(idx), np.int64)
-        if c.null_count:
-            code[~_bools(c.is_valid())] = -1
-        parts.append(code)
-    return np.concatenate(parts), names
-
-
-def _joint_codes(columns: Sequence[pa.ChunkedArray]) -> tuple[list[np.ndarray], pa.Array]:
-    """:func:`_codes` of several columns over one shared set of values, one code array per column."""
-    codes, names = _codes(*columns)
-    return np.split(codes, np.cumsum([len(c) for c in columns])[:-1]), names
-
-
-def _names(codes: np.ndarray, names: pa.Array, *, dictionary: bool = True) -> pa.Array:
-    """Codes back to a dictionary (or plain string) column; -1 is null."""
-    missing = codes < 0
-    idx = pa.array(np.where(missing, 0, codes).astype(np.int32), mask=missing if missing.any() else None)
-    if dictionary:
-        return pa.DictionaryArray.from_arrays(idx, names.cast(pa.string()))
-    return names.cast(pa.string()).take(idx)
-
-
-def _pack(keys: Sequence[np.ndarray]) -> np.ndarray | None:
-    """One int64 per row that sorts as the row's tuple of ``keys`` (mixed radix over their ranges);
-    None when the ranges do not fit."""
-    n = len(keys[0])
-    packed = np.zeros(n, np.int64)
-    if n == 0:
-        return packed
-    total = 1
-    for k in keys:
-        lo, hi = int(k.min()), int(k.max())
-        span = hi - lo + 1
-        total *= span
-        if total >= 1 << 62:
-            return None
-        if span > 1:
-            packed *= span
-            packed += k - lo
-    return packed
-
-
-class _Groups:
-    """Rows grouped by equal ``keys``: group numbers in the sorted order of the key tuples."""
-
-    def __init__(self, keys: Sequence[np.ndarray]) -> None:
-        n = len(keys[0])
-        packed = _pack(keys)
-        if packed is None:
-            _, index = np.unique(np.stack(keys, axis=1), axis=0, return_inverse=True)
-            self.index = index.reshape(-1).astype(np.int64)
-        elif n and int(packed.max()) <= max(4 * n, 1 << 16):  # dense: no sort
-            present = np.bincount(packed) > 0
-            rank = np.cumsum(present) - 1
-            self.index = rank[packed]
-        else:  # a stable sort: fast on concatenated sorted runs (merged aggregates)
-            order = np.argsort(packed, kind="stable")
-            self.index = np.empty(n, np.int64)
-            self.index[order] = np.cumsum(_first_of_runs(packed[order])) - 1
-        self.n = int(self.index.max()) + 1 if n else 0
-        self.first = np.zeros(self.n, np.int64)  # a row of each group
-        self.first[self.index[::-1]] = np.arange(n - 1, -1, -1)
-
-    def count(self) -> np.ndarray:
-        return np.bincount(self.index, minlength=self.n).astype(np.int64)
-
-    def sum(self, values: np.ndarray) -> np.ndarray:
-        """Exact int64 sums (through doubles while they are exact)."""
-        if values.dtype == bool:
-            return np.bincount(self.index[values], minlength=self.n).astype(np.int64)
-        values = np.asarray(values, np.int64)
-        if not len(values) or max(int(values.max()), -int(values.min())) * len(values) < 1 << 53:
-            return np.rint(np.bincount(self.index, weights=values, minlength=self.n)).astype(np.int64)
-        out = np.zeros(self.n, np.int64)
-        np.add.at(out, self.index, values)
-        return out
-
-    def min(self, values: np.ndarray) -> np.ndarray:
-        out = np.full(self.n, np.iinfo(np.int64).max, np.int64)
-        np.minimum.at(out, self.index, values)
-        return out
-
-    def max(self, values: np.ndarray) -> np.ndarray:
-        out = np.full(self.n, np.iinfo(np.int64).min, np.int64)
-        np.maximum.at(out, self.index, values)
-        return out
-
-
-def _distinct(*arrays: np.ndarray) -> np.ndarray:
-    """The sorted distinct values of some int arrays (one group pass each, then a small sort)."""
-    firsts = [a[_Groups([a]).first] for a in arrays if len(a)]
-    return np.unique(np.concatenate([np.zeros(0, np.int64), *firsts]))
-
-
 def _histogram(
     group: np.ndarray, values: np.ndarray, n_groups: int, value_order: Callable[[], np.ndarray] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -423,64 +331,7 @@ def _histogram(
     return g[at], v[at], np.diff(np.append(at, len(g))).astype(np.int64)
 
 
-def _sorted_by(group: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """The row order that sorts by (group, value)."""
-    packed = _pack([group, values])
-    if packed is None:
-        return np.lexsort((values, group))
-    if (packed[1:] >= packed[:-1]).all():
-        return np.arange(len(packed))
-    return np.argsort(packed, kind="stable")
-
-
-def _first_of_runs(sorted_keys: np.ndarray) -> np.ndarray:
-    """Whether each row of a sorted key array starts a run of equal keys."""
-    start = np.ones(len(sorted_keys), bool)
-    start[1:] = sorted_keys[1:] != sorted_keys[:-1]
-    return start
-
-
-def _lookup(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Position of each value in the sorted unique ``keys``, -1 where it is not there."""
-    if not len(keys):
-        return np.full(len(values), -1, np.int64)
-    pos = np.minimum(np.searchsorted(keys, values), len(keys) - 1)
-    return np.where(keys[pos] == values, pos, -1)
-
-
-def _found(positions: np.ndarray) -> np.ndarray:
-    """``positions`` from :func:`_lookup`, which must all have been found."""
-    if len(positions) and int(positions.min()) < 0:
-        raise AssertionError("an aggregate row falls outside the run's grid")
-    return positions
-
-
-def _joint_lookup(keys: Sequence[np.ndarray], values: Sequence[np.ndarray]) -> np.ndarray:
-    """Row of the (sorted, unique) key tuples ``keys`` holding each tuple of ``values``, -1 if none."""
-    both = _pack([np.concatenate([k, v]) for k, v in zip(keys, values, strict=True)])
-    if both is None:
-        raise ValueError("key tuples too wide to look up")
-    n = len(keys[0])
-    return _lookup(both[:n], both[n:])
-
-
 # ---- Spark's arithmetic ----------------------------------------------------------------------------
-
-
-def spark_window(ts: np.ndarray, window_ms: int) -> np.ndarray:
-    """``floor(ts / window_ms) * window_ms`` as Spark evaluates it (``/`` divides as doubles), int64."""
-    return _window_index(ts, window_ms) * np.int64(window_ms)
-
-
-def _window_index(ts: np.ndarray, window_ms: int) -> np.ndarray:
-    return np.floor(np.asarray(ts, np.int64).astype(np.float64) / float(window_ms)).astype(np.int64)
-
-
-def _spark_ceil_div(values: np.ndarray, size: int) -> np.ndarray:
-    """``floor((x + size - 1) / size)`` with the division in doubles (``broker_side._ceil_div``)."""
-    return np.floor((np.asarray(values, np.int64) + (size - 1)).astype(np.float64) / float(size)).astype(
-        np.int64
-    )
 
 
 def exact_percentiles(
@@ -497,7 +348,7 @@ def exact_percentiles(
     out = np.zeros((n_groups, len(ps)), np.float64)
     if not len(values):
         return out, np.zeros(n_groups, bool)
-    order = _sorted_by(group, values)
+    order = sort_order(group, values)
     g, v, c = group[order], np.asarray(values, np.int64)[order].astype(np.float64), counts[order]
     cum = np.cumsum(c)
     n = np.bincount(g, weights=c, minlength=n_groups).astype(np.int64)
@@ -528,7 +379,7 @@ def _histogram_max(group: np.ndarray, values: np.ndarray, n_groups: int) -> tupl
 def queue_spread(
     present: np.ndarray, total: np.ndarray, busiest: np.ndarray, sum_ix: np.ndarray, n_queues: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(skew, gini, valid) of ``spark.summaries.queue_stats`` from its partials.
+    """(skew, gini, valid) of per-queue counts from their partials (Spark's ``queue_stats`` before).
 
     ``present`` queues with attempts, ``total`` attempts, ``busiest`` the largest count, ``sum_ix`` the
     sum of rank * count over the present queues ranked by count ascending (a long), ``n_queues`` the
@@ -554,9 +405,9 @@ def _spread_partials(cell: np.ndarray, n: np.ndarray, n_cells: int) -> tuple[np.
     present, total, busiest, sum_ix = (np.zeros(n_cells, np.int64) for _ in range(4))
     if not len(cell):
         return present, total, busiest, sum_ix
-    order = _sorted_by(cell, n)
+    order = sort_order(cell, n)
     c, v = cell[order], np.asarray(n, np.int64)[order]
-    starts = np.flatnonzero(_first_of_runs(c))
+    starts = np.flatnonzero(first_of_runs(c))
     sizes = np.diff(np.append(starts, len(c)))
     rank = np.arange(len(c)) - np.repeat(starts, sizes) + 1
     cells = c[starts]
@@ -589,24 +440,18 @@ def _column(values: np.ndarray, type_: pa.DataType, valid: np.ndarray | None = N
 # ---- outcome kinds ---------------------------------------------------------------------------------
 
 
-def _outcome_kind(label: str) -> int:
-    """``spark.summaries._outcome_kind`` of one outcome label: an index into :data:`OUTCOME_COLUMNS`."""
-    if label == "ok":
-        return OK
-    if label == "remoting:timeout":
-        return 1
-    if label == "remoting:connect":
-        return 2
-    if label.startswith("broker:"):
-        return 3
-    if label.startswith("status:"):
-        return 4
+def outcome_kind(label: str) -> int:
+    """The outcome column of an attempt's outcome label (:data:`OUTCOME_KINDS`), as an index into
+    :data:`OUTCOME_COLUMNS`."""
+    for kind, (_, how, text) in enumerate(OUTCOME_KINDS):
+        if label == text if how == "equals" else label.startswith(text):
+            return kind
     return FAILED_OTHER
 
 
 def _outcome_kinds(outcome: pa.ChunkedArray) -> np.ndarray:
-    codes, names = _codes(outcome)
-    lut = np.array([_outcome_kind(s) for s in names.to_pylist()] or [FAILED_OTHER], np.int64)
+    codes, names = string_codes(outcome)
+    lut = np.array([outcome_kind(s) for s in names.to_pylist()] or [FAILED_OTHER], np.int64)
     return lut[codes]
 
 
@@ -618,20 +463,20 @@ class _Attempts:
 
     def __init__(self, t: pa.Table, window_ms: int) -> None:
         self.n = t.num_rows
-        self.producer = _ints(t, "producer")
-        self.seq = _ints(t, "seq")
-        self.attempt = _ints(t, "attempt")
-        self.start = _ints(t, "start_ts_ms")
-        self.latency = _ints(t, "latency_ms")
+        self.producer = ints(t, "producer")
+        self.seq = ints(t, "seq")
+        self.attempt = ints(t, "attempt")
+        self.start = ints(t, "start_ts_ms")
+        self.latency = ints(t, "latency_ms")
         self.end = self.start + self.latency
-        self.broker, self.broker_names = _codes(t.column("broker"))
-        self.queue = _ints(t, "queue_id")
+        self.broker, self.broker_names = string_codes(t.column("broker"))
+        self.queue = ints(t, "queue_id")
         self.kind = _outcome_kinds(t.column("outcome"))
-        self.wire = _ints(t, "wire_bytes")
+        self.wire = ints(t, "wire_bytes")
         until = t.column("fault_isolated_until_ms")
-        self.has_until = _bools(until.is_valid())
+        self.has_until = bools(until.is_valid())
         self.until = np.asarray(until.fill_null(0).to_numpy(), np.int64)
-        self.window = _window_index(self.start, window_ms)
+        self.window = window_index(self.start, window_ms)
 
 
 class _Results:
@@ -639,17 +484,17 @@ class _Results:
 
     def __init__(self, t: pa.Table, window_ms: int) -> None:
         self.n = t.num_rows
-        self.producer = _ints(t, "producer")
-        self.window = _window_index(_ints(t, "send_ts_ms"), window_ms)
+        self.producer = ints(t, "producer")
+        self.window = window_index(ints(t, "send_ts_ms"), window_ms)
         self.ok, self.failed, self.rejected = _statuses(t)
-        self.attempts = _ints(t, "attempts")
-        self.exhausted = _bools(t.column("retry_budget_exhausted"))
-        self.wire = _ints(t, "wire_bytes")
-        self.latency = _ints(t, "latency_ms")
-        self.queue_wait = _ints(t, "queue_wait_ms")
-        self.born = _ints(t, "born_ts_ms")
-        self.end = _ints(t, "end_ts_ms")
-        broker_code, self.broker_names = _codes(t.column("broker"))
+        self.attempts = ints(t, "attempts")
+        self.exhausted = bools(t.column("retry_budget_exhausted"))
+        self.wire = ints(t, "wire_bytes")
+        self.latency = ints(t, "latency_ms")
+        self.queue_wait = ints(t, "queue_wait_ms")
+        self.born = ints(t, "born_ts_ms")
+        self.end = ints(t, "end_ts_ms")
+        broker_code, self.broker_names = string_codes(t.column("broker"))
         # run_summary's scope of a message: the broker of a stored result; -1: not stored
         self.scope = np.where((broker_code >= 0) & ~self.failed & ~self.rejected, broker_code, -1)
         self._orders: dict[str, np.ndarray] = {}
@@ -664,7 +509,7 @@ class _Results:
 def _statuses(results: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(SEND_OK, FAILED, REJECTED) masks of the results."""
     status = results.column("status")
-    ok, failed, rejected = (_bools(pc.equal(status, s)) for s in ("SEND_OK", "FAILED", "REJECTED"))
+    ok, failed, rejected = (bools(pc.equal(status, s)) for s in ("SEND_OK", "FAILED", "REJECTED"))
     return ok, failed, rejected
 
 
@@ -672,9 +517,8 @@ def _statuses(results: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def isolation_intervals(attempts: pa.Table) -> pa.Table:
-    """``isolation_intervals`` rows (producer, broker, start_ms, end_ms) of some producers' attempts;
-    replaces ``spark.summaries.isolation_intervals`` (readable reference:
-    :func:`rocketsim.analysis.isolation_intervals`).
+    """``isolation_intervals`` rows (producer, broker, start_ms, end_ms) of some producers' attempts
+    (readable reference: :func:`rocketsim.analysis.isolation_intervals`).
 
     Per (producer, broker), attempts in order of (end, start, seq, attempt): an attempt whose
     ``fault_isolated_until_ms`` is after its end ``e`` gives the piece ``[e, min(until, next end))``
@@ -688,7 +532,7 @@ def _intervals(a: _Attempts) -> pa.Table:
     candidate = a.has_until & (a.until > a.end)
     if not candidate.any():
         return out_schema.empty_table()
-    pairs = _Groups([a.producer, a.broker])
+    pairs = Groups([a.producer, a.broker])
     can_isolate = np.zeros(pairs.n, bool)
     can_isolate[pairs.index[candidate]] = True
     rows = np.flatnonzero(can_isolate[pairs.index])  # the attempts of pairs that can isolate
@@ -713,7 +557,7 @@ def _intervals(a: _Attempts) -> pa.Table:
     return pa.table(
         {
             "producer": pa.array(a.producer[src].astype(np.int32)),
-            "broker": _names(a.broker[src], a.broker_names, dictionary=False),
+            "broker": from_codes(a.broker[src], a.broker_names, dictionary=False),
             "start_ms": pa.array(p_start[first], _I64),
             "end_ms": pa.array(np.maximum.reduceat(p_end, first), _I64),
         },
@@ -726,7 +570,7 @@ def _order_by_end(
 ) -> np.ndarray:
     """The row order of (pair, end, start, seq, attempt): one sort on (pair, end), then the few rows
     whose (pair, end) repeats ordered by the rest."""
-    order = _sorted_by(pair, end)
+    order = sort_order(pair, end)
     key_pair, key_end = pair[order], end[order]
     tie = np.zeros(len(order), bool)
     same = (key_pair[1:] == key_pair[:-1]) & (key_end[1:] == key_end[:-1])
@@ -748,7 +592,9 @@ def _keyed(table: pa.Table, keys: Mapping[str, str]) -> pa.Table:
     """``table`` with the constant key columns first."""
     for i, (name, value) in enumerate(keys.items()):
         codes = np.zeros(table.num_rows, np.int64)
-        table = table.add_column(i, pa.field(name, NAME, nullable=False), _names(codes, pa.array([value])))
+        table = table.add_column(
+            i, pa.field(name, NAME, nullable=False), from_codes(codes, pa.array([value]))
+        )
     return table
 
 
@@ -772,7 +618,9 @@ def producer_aggregates(
         **_result_parts(r),
         "producer_windows": _producer_windows(a, r, intervals, window_ms),
         "intervals": intervals,
-        "producers": pa.table({"producer": pa.array(_distinct(a.producer, r.producer).astype(np.int32))}),
+        "producers": pa.table(
+            {"producer": pa.array(distinct_values(a.producer, r.producer).astype(np.int32))}
+        ),
     }
     tables = {
         name: _keyed(t.cast(AGGREGATE_TABLES[name]), keys).cast(_with_keys(AGGREGATE_TABLES[name], keys))
@@ -787,7 +635,7 @@ def _attempt_parts(a: _Attempts, window_ms: int) -> dict[str, pa.Table]:
         return {
             n: AGGREGATE_TABLES[n].empty_table() for n in ("attempt_cells", "attempt_latency", "queue_cells")
         }
-    cells = _Groups([a.broker, a.window])
+    cells = Groups([a.broker, a.window])
     counts = {
         "sends": cells.count(),
         **{name: cells.sum(a.kind == k) for k, name in enumerate(OUTCOME_COLUMNS)},
@@ -796,7 +644,7 @@ def _attempt_parts(a: _Attempts, window_ms: int) -> dict[str, pa.Table]:
     }
     attempt_cells = pa.table(
         {
-            "broker": _names(a.broker[cells.first], a.broker_names),
+            "broker": from_codes(a.broker[cells.first], a.broker_names),
             "window_start_ms": a.window[cells.first] * np.int64(window_ms),
             **counts,
         }
@@ -805,16 +653,16 @@ def _attempt_parts(a: _Attempts, window_ms: int) -> dict[str, pa.Table]:
     row = cells.first[cell]
     attempt_latency = pa.table(
         {
-            "broker": _names(a.broker[row], a.broker_names),
+            "broker": from_codes(a.broker[row], a.broker_names),
             "window_start_ms": a.window[row] * np.int64(window_ms),
             "latency_ms": latency,
             "count": n,
         }
     )
-    qc = _Groups([a.broker, a.queue, a.window])
+    qc = Groups([a.broker, a.queue, a.window])
     queue_cells = pa.table(
         {
-            "broker": _names(a.broker[qc.first], a.broker_names),
+            "broker": from_codes(a.broker[qc.first], a.broker_names),
             "queue_id": pa.array(a.queue[qc.first].astype(np.int32)),
             "window_start_ms": a.window[qc.first] * np.int64(window_ms),
             "sends": qc.count(),
@@ -830,10 +678,10 @@ def _result_parts(r: _Results) -> dict[str, pa.Table]:
     names = ("result_scopes", "result_latency", "result_queue_wait")
     if not r.n:
         return {n: AGGREGATE_TABLES[n].empty_table() for n in names}
-    g = _Groups([r.scope])
+    g = Groups([r.scope])
     scopes = pa.table(
         {
-            "broker": _names(r.scope[g.first], r.broker_names),
+            "broker": from_codes(r.scope[g.first], r.broker_names),
             "messages": g.count(),
             "ok": g.sum(r.ok),
             "failed": g.sum(r.failed),
@@ -852,18 +700,18 @@ def _result_parts(r: _Results) -> dict[str, pa.Table]:
     ):
         group, value, n = _histogram(g.index, getattr(r, attr), g.n, partial(r.value_order, attr))
         out[name] = pa.table(
-            {"broker": _names(r.scope[g.first[group]], r.broker_names), column: value, "count": n}
+            {"broker": from_codes(r.scope[g.first[group]], r.broker_names), column: value, "count": n}
         )
     return out
 
 
 def _producer_windows(a: _Attempts, r: _Results, intervals: pa.Table, window_ms: int) -> pa.Table:
-    """``producer_windows`` rows of whole producers (``spark.summaries.producer_windows``), with the
+    """``producer_windows`` rows of whole producers, with the
     partials of their queue spread in place of it (the run's queue count is known only at the end)."""
     schema = AGGREGATE_TABLES["producer_windows"]
     if not r.n:
         return schema.empty_table()
-    g = _Groups([r.producer, r.window])
+    g = Groups([r.producer, r.window])
     sends = g.count()
     cols: dict[str, object] = {
         "producer": pa.array(r.producer[g.first].astype(np.int32)),
@@ -895,10 +743,10 @@ def _producer_windows(a: _Attempts, r: _Results, intervals: pa.Table, window_ms:
     partials = [np.zeros(g.n, np.int64) for _ in _PARTIALS]
     has_partials = np.zeros(g.n, bool)
     if a.n:
-        per_queue = _Groups([a.producer, a.window, a.broker, a.queue])
+        per_queue = Groups([a.producer, a.window, a.broker, a.queue])
         qp, qw = a.producer[per_queue.first], a.window[per_queue.first]
-        cell = _Groups([qp, qw])
-        at = _joint_lookup([r.producer[g.first], r.window[g.first]], [qp[cell.first], qw[cell.first]])
+        cell = Groups([qp, qw])
+        at = joint_lookup([r.producer[g.first], r.window[g.first]], [qp[cell.first], qw[cell.first]])
         found = at >= 0
         for part, values in zip(
             partials, _spread_partials(cell.index, per_queue.count(), cell.n), strict=True
@@ -917,8 +765,8 @@ def _interval_windows(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(interval row, window index) for every window an interval overlaps (``_interval_windows``:
     ``floor(start / w)`` to ``floor((end - 1) / w)``), clipped to ``[lo, hi]`` per interval."""
-    first = _window_index(_ints(intervals, "start_ms"), window_ms)
-    last = _window_index(_ints(intervals, "end_ms") - 1, window_ms)
+    first = window_index(ints(intervals, "start_ms"), window_ms)
+    last = window_index(ints(intervals, "end_ms") - 1, window_ms)
     if lo is not None and hi is not None:
         first, last = np.maximum(first, lo), np.minimum(last, hi)
     n = np.maximum(last - first + 1, 0)
@@ -935,73 +783,21 @@ def _isolated_brokers(
     out = np.zeros(len(cell_producer), np.int64)
     if not intervals.num_rows or not len(cell_producer):
         return out
-    producer = _ints(intervals, "producer")
-    per_producer = _Groups([cell_producer])  # each producer's first and last window
-    at = _lookup(cell_producer[per_producer.first], producer)
+    producer = ints(intervals, "producer")
+    per_producer = Groups([cell_producer])  # each producer's first and last window
+    at = lookup(cell_producer[per_producer.first], producer)
     lo = np.where(at >= 0, per_producer.min(cell_window)[np.maximum(at, 0)], 1)
     hi = np.where(at >= 0, per_producer.max(cell_window)[np.maximum(at, 0)], 0)  # none: nothing
     row, window = _interval_windows(intervals, window_ms, lo, hi)
-    cell = _joint_lookup([cell_producer, cell_window], [producer[row], window])
+    cell = joint_lookup([cell_producer, cell_window], [producer[row], window])
     hit = cell >= 0
     if hit.any():
-        distinct = _Groups([cell[hit], _codes(intervals.column("broker"))[0][row][hit]])
+        distinct = Groups([cell[hit], string_codes(intervals.column("broker"))[0][row][hit]])
         np.add.at(out, cell[hit][distinct.first], 1)
     return out
 
 
 # ---- merge ---------------------------------------------------------------------------------------------
-
-
-def _key_codes(table: pa.Table, columns: Sequence[str]) -> list[tuple[np.ndarray, pa.Array | None]]:
-    """Per column: int64 codes that sort as its values, and the values of the codes of a string one."""
-    out: list[tuple[np.ndarray, pa.Array | None]] = []
-    for name in columns:
-        col = table.column(name)
-        if pa.types.is_dictionary(col.type) or pa.types.is_string(col.type):
-            out.append(_codes(col))
-        else:
-            out.append((np.asarray(col.to_numpy(), np.int64), None))
-    return out
-
-
-def _take_keys(table: pa.Table, keys: Sequence[str], codes: list, rows: np.ndarray) -> dict[str, pa.Array]:
-    """Key columns at ``rows``; dictionary columns rebuilt with one sorted dictionary."""
-    out = {}
-    for name, (code, names) in zip(keys, codes, strict=True):
-        if pa.types.is_dictionary(table.schema.field(name).type):
-            out[name] = _names(code[rows], names)
-        else:
-            out[name] = table.column(name).take(pa.array(rows))
-    return out
-
-
-def _regroup(
-    table: pa.Table, keys: Sequence[str], sums: Sequence[str], mins: Sequence[str], maxs: Sequence[str]
-) -> pa.Table:
-    """Rows with equal ``keys`` combined (sums, mins, maxes), sorted by ``keys``."""
-    if not table.num_rows:
-        return table
-    codes = _key_codes(table, keys)
-    g = _Groups([c for c, _ in codes])  # groups in key order
-    cols: dict[str, object] = _take_keys(table, keys, codes, g.first)
-    for name in sums:
-        cols[name] = pa.array(g.sum(_ints(table, name)), _I64)
-    for name in mins:
-        cols[name] = pa.array(g.min(_ints(table, name)), _I64)
-    for name in maxs:
-        cols[name] = pa.array(g.max(_ints(table, name)), _I64)
-    return pa.table({f.name: cols[f.name] for f in table.schema}, schema=table.schema)
-
-
-def _sort_rows(table: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """``table`` sorted by ``keys`` (dictionary key columns rebuilt with one sorted dictionary)."""
-    if not table.num_rows:
-        return table
-    codes = _key_codes(table, keys)
-    order = np.lexsort([c for c, _ in codes][::-1])
-    cols = {name: table.column(name).take(pa.array(order)) for name in table.column_names}
-    cols.update(_take_keys(table, keys, codes, order))
-    return pa.table({f.name: cols[f.name] for f in table.schema}, schema=table.schema)
 
 
 def merge(aggregates: Iterable[SummaryAggregates]) -> SummaryAggregates:
@@ -1022,12 +818,12 @@ def merge(aggregates: Iterable[SummaryAggregates]) -> SummaryAggregates:
         both = pa.concat_tables([getattr(agg, name) for agg in aggs])
         if name in _MERGE_RULES:
             keys, sums, mins, maxs = _MERGE_RULES[name]
-            tables[name] = _regroup(both, (*key_names, *keys), sums, mins, maxs)
+            tables[name] = regroup(both, (*key_names, *keys), sums, mins, maxs)
         else:
-            tables[name] = _sort_rows(both, (*key_names, *_PRODUCER_ORDER[name]))
+            tables[name] = sort_rows(both, (*key_names, *_PRODUCER_ORDER[name]))
     producers = tables["producers"]
     if producers.num_rows:
-        g = _Groups([c for c, _ in _key_codes(producers, (*key_names, "producer"))])
+        g = Groups([c for c, _ in key_codes(producers, (*key_names, "producer"))])
         if g.n != producers.num_rows:
             dup = producers.take(pa.array(g.first[np.flatnonzero(g.count() > 1)[:1]])).to_pylist()
             raise ValueError(f"merge: producer {dup} is in more than one aggregate (merge whole producers)")
@@ -1054,13 +850,13 @@ def _runs(merged: SummaryAggregates) -> _Runs:
     per_key = []
     key_values = []
     for key in merged.key_names:
-        codes, values = _joint_codes([tables[n].column(key) for n in names])
+        codes, values = joint_codes([tables[n].column(key) for n in names])
         per_key.append(codes)
         key_values.append(values)
     lengths = [tables[n].num_rows for n in names]
     if per_key:
         stacked = [np.concatenate(c) for c in per_key]
-        g = _Groups(stacked) if len(stacked[0]) else None
+        g = Groups(stacked) if len(stacked[0]) else None
         run_all = g.index if g is not None else np.zeros(0, np.int64)
         n_runs = g.n if g is not None else 0
         run_keys = [
@@ -1073,7 +869,7 @@ def _runs(merged: SummaryAggregates) -> _Runs:
         run_keys = []
     run = dict(zip(names, np.split(run_all, np.cumsum(lengths)[:-1]), strict=True))
     with_broker = [n for n in names if "broker" in tables[n].column_names]
-    codes, brokers = _joint_codes([tables[n].column("broker") for n in with_broker])
+    codes, brokers = joint_codes([tables[n].column("broker") for n in with_broker])
     return _Runs(run, dict(zip(with_broker, codes, strict=True)), run_keys, brokers, n_runs)
 
 
@@ -1116,17 +912,17 @@ class _Grid:
         w = merged.window_ms
         cells = merged.attempt_cells
         run = runs.run["attempt_cells"]
-        index = _ints(cells, "window_start_ms") // w
+        index = ints(cells, "window_start_ms") // w
         lo = np.full(runs.n_runs, 1, np.int64)
         hi = np.zeros(runs.n_runs, np.int64)
         if cells.num_rows:
-            g = _Groups([run])
+            g = Groups([run])
             has = run[g.first]
             lo[has], hi[has] = g.min(index), g.max(index)
         q = merged.queue_cells
-        q_run, q_broker, q_id = runs.run["queue_cells"], runs.broker["queue_cells"], _ints(q, "queue_id")
+        q_run, q_broker, q_id = runs.run["queue_cells"], runs.broker["queue_cells"], ints(q, "queue_id")
         if q.num_rows:
-            g = _Groups([q_run, q_broker, q_id])
+            g = Groups([q_run, q_broker, q_id])
             q_run, q_broker, q_id = q_run[g.first], q_broker[g.first], q_id[g.first]
         return _Grid(lo, hi, q_run, q_broker, q_id)
 
@@ -1142,15 +938,15 @@ class _Grid:
         if broker_code is None:
             counts = np.bincount(self.queue_run, minlength=max(len(self.lo), 1))
             return counts[run].astype(np.int64)
-        pairs = _Groups([self.queue_run, self.queue_broker]) if len(self.queue_run) else None
+        pairs = Groups([self.queue_run, self.queue_broker]) if len(self.queue_run) else None
         if pairs is None:
             return np.zeros(len(run), np.int64)
-        at = _joint_lookup([self.queue_run[pairs.first], self.queue_broker[pairs.first]], [run, broker_code])
+        at = joint_lookup([self.queue_run[pairs.first], self.queue_broker[pairs.first]], [run, broker_code])
         return np.where(at >= 0, pairs.count()[np.maximum(at, 0)], 0)
 
 
 def _isolation_table(merged: SummaryAggregates, runs: _Runs) -> pa.Table:
-    """``isolation_intervals``: the producers' intervals (``spark.summaries.isolation_intervals``)."""
+    """``isolation_intervals``: the producers' intervals."""
     t = merged.intervals
     run = runs.run["intervals"]
     cols = {
@@ -1161,15 +957,15 @@ def _isolation_table(merged: SummaryAggregates, runs: _Runs) -> pa.Table:
 
 
 def _broker_windows(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Table:
-    """``broker_windows`` (``spark.summaries.broker_windows``): every broker of a run that got an
+    """``broker_windows``: every broker of a run that got an
     attempt x every window of the run, zeros included; counts, rates, exact attempt-latency
     percentiles, producers isolating the broker, queue skew/Gini over the broker's queues."""
     w = merged.window_ms
     cells = merged.attempt_cells
     c_run, c_broker = runs.run["attempt_cells"], runs.broker["attempt_cells"]
-    c_window = _ints(cells, "window_start_ms") // w
+    c_window = ints(cells, "window_start_ms") // w
     if cells.num_rows:
-        pairs = _Groups([c_run, c_broker])
+        pairs = Groups([c_run, c_broker])
         p_run, p_broker = c_run[pairs.first], c_broker[pairs.first]
     else:
         p_run = p_broker = np.zeros(0, np.int64)
@@ -1177,24 +973,22 @@ def _broker_windows(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.T
     g_run, g_broker = p_run[row], p_broker[row]  # the grid, sorted by (run, broker, window)
     n = len(row)
 
-    def at(run: np.ndarray, broker_code: np.ndarray, window_index: np.ndarray) -> np.ndarray:
-        return _found(_joint_lookup([g_run, g_broker, window], [run, broker_code, window_index]))
+    def at(run: np.ndarray, broker_code: np.ndarray, window_idx: np.ndarray) -> np.ndarray:
+        return all_found(joint_lookup([g_run, g_broker, window], [run, broker_code, window_idx]))
 
     cols: dict[str, object] = {}
     pos = at(c_run, c_broker, c_window)
     for f in _COUNTS:
         values = np.zeros(n, np.int64)
-        values[pos] = _ints(cells, f.name)
+        values[pos] = ints(cells, f.name)
         cols[f.name] = values
     rate, valid = _ratio(cols["sends"] - cols["ok"], cols["sends"])
     cols["error_rate"] = _column(rate, pa.float64(), valid)
     cols["publish_rate_per_s"] = _rate_per_s(cols["ok"], w)
 
     lat = merged.attempt_latency
-    l_pos = at(
-        runs.run["attempt_latency"], runs.broker["attempt_latency"], _ints(lat, "window_start_ms") // w
-    )
-    values, counts = _ints(lat, "latency_ms"), _ints(lat, "count")
+    l_pos = at(runs.run["attempt_latency"], runs.broker["attempt_latency"], ints(lat, "window_start_ms") // w)
+    values, counts = ints(lat, "latency_ms"), ints(lat, "count")
     pct, has = exact_percentiles(l_pos, values, counts, n, PERCENTILES)
     for j, name in enumerate(PERCENTILE_COLUMNS):
         cols[name] = _column(pct[:, j], pa.float64(), has)
@@ -1202,15 +996,15 @@ def _broker_windows(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.T
     cols["latency_max_ms"] = _column(top, _I64, has_top)
 
     q = merged.queue_cells
-    q_pos = at(runs.run["queue_cells"], runs.broker["queue_cells"], _ints(q, "window_start_ms") // w)
-    present, total, busiest, sum_ix = _spread_partials(q_pos, _ints(q, "sends"), n)
+    q_pos = at(runs.run["queue_cells"], runs.broker["queue_cells"], ints(q, "window_start_ms") // w)
+    present, total, busiest, sum_ix = _spread_partials(q_pos, ints(q, "sends"), n)
     skew, gini, valid = queue_spread(present, total, busiest, sum_ix, grid.queues_per(g_run, g_broker))
     cols["queue_skew"] = _column(skew, pa.float64(), valid)
     cols["queue_gini"] = _column(gini, pa.float64(), valid)
 
     cols["isolated_producers"] = _isolated_producers(merged, runs, grid, (g_run, g_broker, window))
     cols.update(_key_columns(runs, merged.key_names, g_run))
-    cols["broker"] = _names(g_broker, runs.brokers, dictionary=False)
+    cols["broker"] = from_codes(g_broker, runs.brokers, dictionary=False)
     cols["window_start_ms"] = window * np.int64(w)
     cols["window_ms"] = np.full(n, w, np.int64)
     return _output("broker_windows", merged.key_names, cols)
@@ -1227,16 +1021,16 @@ def _isolated_producers(
         return out
     i_run = runs.run["intervals"]
     row, window = _interval_windows(t, merged.window_ms, grid.lo[i_run], grid.hi[i_run])
-    at = _joint_lookup([g_run, g_broker, g_window], [i_run[row], runs.broker["intervals"][row], window])
+    at = joint_lookup([g_run, g_broker, g_window], [i_run[row], runs.broker["intervals"][row], window])
     hit = at >= 0
-    distinct = _Groups([at[hit], _ints(t, "producer")[row][hit]]) if hit.any() else None
+    distinct = Groups([at[hit], ints(t, "producer")[row][hit]]) if hit.any() else None
     if distinct is not None:
         np.add.at(out, at[hit][distinct.first], 1)
     return out
 
 
 def _queue_windows(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Table:
-    """``queue_windows`` (``spark.summaries.queue_windows``): every queue of a run (a (broker, queue)
+    """``queue_windows``: every queue of a run (a (broker, queue)
     that got an attempt) x every window of the run: attempts, ok attempts, and skew: attempts over
     the mean of the broker's queues in that window (null when that mean is 0)."""
     w = merged.window_ms
@@ -1244,23 +1038,23 @@ def _queue_windows(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Ta
     g_run, g_broker, g_queue = grid.queue_run[row], grid.queue_broker[row], grid.queue_id[row]
     n = len(row)
     q = merged.queue_cells
-    pos = _found(
-        _joint_lookup(
+    pos = all_found(
+        joint_lookup(
             [g_run, g_broker, g_queue, window],
             [
                 runs.run["queue_cells"],
                 runs.broker["queue_cells"],
-                _ints(q, "queue_id"),
-                _ints(q, "window_start_ms") // w,
+                ints(q, "queue_id"),
+                ints(q, "window_start_ms") // w,
             ],
         )
     )
     sends, ok = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    sends[pos], ok[pos] = _ints(q, "sends"), _ints(q, "ok")
+    sends[pos], ok[pos] = ints(q, "sends"), ints(q, "ok")
     skew = np.zeros(n, np.float64)
     valid = np.zeros(n, bool)
     if n:
-        cell = _Groups([g_run, g_broker, window])
+        cell = Groups([g_run, g_broker, window])
         mean = cell.sum(sends).astype(np.float64) / cell.count().astype(np.float64)  # avg over the window
         m = mean[cell.index]
         valid = m > 0
@@ -1268,7 +1062,7 @@ def _queue_windows(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Ta
             skew = sends.astype(np.float64) / np.where(valid, m, 1.0)
     cols = {
         **_key_columns(runs, merged.key_names, g_run),
-        "broker": _names(g_broker, runs.brokers, dictionary=False),
+        "broker": from_codes(g_broker, runs.brokers, dictionary=False),
         "queue_id": pa.array(g_queue.astype(np.int32)),
         "window_start_ms": window * np.int64(w),
         "window_ms": np.full(n, w, np.int64),
@@ -1280,14 +1074,14 @@ def _queue_windows(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Ta
 
 
 def _producer_window_table(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Table:
-    """``producer_windows`` (``spark.summaries.producer_windows``): the producers' rows, with queue
+    """``producer_windows``: the producers' rows, with queue
     skew/Gini over every queue of the run."""
     t = merged.producer_windows
     run = runs.run["producer_windows"]
     present, total, busiest, sum_ix = (
         np.asarray(t.column(n).fill_null(0).to_numpy(), np.int64) for n in _PARTIALS
     )
-    has = _bools(t.column("queue_total").is_valid())
+    has = bools(t.column("queue_total").is_valid())
     skew, gini, valid = queue_spread(present, total, busiest, sum_ix, grid.queues_per(run, None))
     valid &= has
     cols = {
@@ -1300,7 +1094,7 @@ def _producer_window_table(merged: SummaryAggregates, runs: _Runs, grid: _Grid) 
 
 
 def _run_summary(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Table:
-    """``run_summary`` (``spark.summaries.run_summary``): per run a row "all" and one per broker that
+    """``run_summary``: per run a row "all" and one per broker that
     stored a result or got an attempt. Message columns count the results stored on the broker (all
     results for "all"), attempt columns the attempts sent to it, isolation columns its intervals
     (``isolated_ms`` clipped at the run's last send end); rates per second of the run's span."""
@@ -1315,13 +1109,13 @@ def _run_summary(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Tabl
     scope_run = np.concatenate([s_all, s_all[keep]])
     scope_broker = np.concatenate([np.full(len(s_all), -1), s_b[keep]])
     if len(scope_run):
-        sg = _Groups([scope_run, scope_broker])
+        sg = Groups([scope_run, scope_broker])
         scope_run, scope_broker = scope_run[sg.first], scope_broker[sg.first]
     n = len(scope_run)
     is_all = scope_broker < 0
 
     def scope_of(run: np.ndarray, broker_code: np.ndarray) -> np.ndarray:
-        return _joint_lookup([scope_run, scope_broker], [run, broker_code])
+        return joint_lookup([scope_run, scope_broker], [run, broker_code])
 
     def add_all_and_broker(run: np.ndarray, broker_code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows mapped to their run's "all" scope and to their broker's (if any): (source row, scope)."""
@@ -1335,12 +1129,12 @@ def _run_summary(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Tabl
     src, scope = add_all_and_broker(s_run, s_broker)
     for name in ("messages", "ok", "failed", "rejected", "attempts", "retries", "retry_budget_exhausted"):
         values = np.zeros(n, np.int64)
-        np.add.at(values, scope, _ints(rs, name)[src])
+        np.add.at(values, scope, ints(rs, name)[src])
         cols[name] = values
     first_born = np.full(n, np.iinfo(np.int64).max, np.int64)
     last_end = np.full(n, np.iinfo(np.int64).min, np.int64)
-    np.minimum.at(first_born, scope, _ints(rs, "first_born_ms")[src])
-    np.maximum.at(last_end, scope, _ints(rs, "last_end_ms")[src])
+    np.minimum.at(first_born, scope, ints(rs, "first_born_ms")[src])
+    np.maximum.at(last_end, scope, ints(rs, "last_end_ms")[src])
 
     for table, column, names, ps, max_name in (
         ("result_latency", "latency_ms", PERCENTILE_COLUMNS, PERCENTILES, "latency_max_ms"),
@@ -1354,7 +1148,7 @@ def _run_summary(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Tabl
     ):
         h = getattr(merged, table)
         src, scope = add_all_and_broker(runs.run[table], runs.broker[table])
-        values, counts = _ints(h, column)[src], _ints(h, "count")[src]
+        values, counts = ints(h, column)[src], ints(h, "count")[src]
         pct, has = exact_percentiles(scope, values, counts, n, ps)
         for j, name in enumerate(names):
             cols[name] = _column(pct[:, j], pa.float64(), has)
@@ -1364,15 +1158,15 @@ def _run_summary(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Tabl
     src, scope = add_all_and_broker(c_run, c_broker)
     for name in ("sends", *OUTCOME_COLUMNS, "bytes"):
         values = np.zeros(n, np.int64)
-        np.add.at(values, scope, _ints(cells, name)[src])
+        np.add.at(values, scope, ints(cells, name)[src])
         cols[name if name != "ok" else "_attempts_ok"] = values
 
     # queue skew and Gini over the run's queues (all) or the broker's
     q = merged.queue_cells
-    q_run, q_broker, q_id = runs.run["queue_cells"], runs.broker["queue_cells"], _ints(q, "queue_id")
+    q_run, q_broker, q_id = runs.run["queue_cells"], runs.broker["queue_cells"], ints(q, "queue_id")
     if q.num_rows:
-        per_queue = _Groups([q_run, q_broker, q_id])
-        n_q = per_queue.sum(_ints(q, "sends"))
+        per_queue = Groups([q_run, q_broker, q_id])
+        n_q = per_queue.sum(ints(q, "sends"))
         pq_run, pq_broker = q_run[per_queue.first], q_broker[per_queue.first]
         src, scope = add_all_and_broker(pq_run, pq_broker)
         parts = _spread_partials(scope, n_q[src], n)
@@ -1398,7 +1192,7 @@ def _run_summary(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Tabl
         i_run = runs.run["intervals"]
         keep_i = run_has_results[i_run]  # Spark joins the intervals with the run's last result end
         i_broker = runs.broker["intervals"]
-        clipped = np.maximum(np.minimum(_ints(t, "end_ms"), run_last_end[i_run]) - _ints(t, "start_ms"), 0)
+        clipped = np.maximum(np.minimum(ints(t, "end_ms"), run_last_end[i_run]) - ints(t, "start_ms"), 0)
         src, scope = add_all_and_broker(i_run[keep_i], i_broker[keep_i])
         found = scope >= 0  # an interval's broker always has a scope (it got the attempt)
         np.add.at(isolations, scope[found], 1)
@@ -1434,243 +1228,9 @@ def _run_summary(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Tabl
         pc.if_else(
             pa.array(is_all),
             pa.scalar("all"),
-            _names(np.maximum(scope_broker, 0), runs.brokers, dictionary=False),
+            from_codes(np.maximum(scope_broker, 0), runs.brokers, dictionary=False),
         )
         if n
         else pa.array([], pa.string())
     )
     return _output("run_summary", merged.key_names, cols)
-
-
-# ---- the broker side -----------------------------------------------------------------------------------
-
-
-def broker_storage(log: pa.Table, window_ms: int) -> pa.Table:
-    """``broker_storage`` rows of the brokers in ``log`` (every numbered commit-log record of each:
-    ``commit_log`` columns), replacing ``spark.broker_side.broker_storage``: per broker, store-time
-    window and stored (topic, queue) with writes in it, the records and bytes written, the consume
-    queue's entries and files so far, and the broker's commit-log bytes/files and index entries/files
-    so far (cumulative over its windows)."""
-    schema = schemas.data_schema(schemas.BROKER_STORAGE)
-    if not log.num_rows:
-        return schema.empty_table()
-    b_code, b_names = _codes(log.column("broker"))
-    t_code, t_names = _codes(log.column("store_topic"))
-    queue = _ints(log, "store_queue_id")
-    window = _window_index(_ints(log, "store_ts_ms"), window_ms)
-    g = _Groups([b_code, t_code, queue, window])  # each queue's windows in order
-    gb, gt, gq, gw = b_code[g.first], t_code[g.first], queue[g.first], window[g.first]
-    messages = g.count()
-    store_bytes = g.sum(_ints(log, "store_size"))
-    index_new = g.sum(_ints(log, "index_entries"))
-    cq_entries = _running_sum(_Groups([gb, gt, gq]).index, messages)
-    per_broker = _Groups([gb, gw])  # each broker's windows in order
-    bw_bytes = _running_sum(_Groups([gb[per_broker.first]]).index, per_broker.sum(store_bytes))
-    bw_index = _running_sum(_Groups([gb[per_broker.first]]).index, per_broker.sum(index_new))
-    commit_log_bytes, index_entries = bw_bytes[per_broker.index], bw_index[per_broker.index]
-    out = pa.table(
-        {
-            "broker": _names(gb, b_names, dictionary=False),
-            "window_start_ms": gw * np.int64(window_ms),
-            "window_ms": np.full(g.n, window_ms, np.int64),
-            "topic": _names(gt, t_names, dictionary=False),
-            "queue_id": pa.array(gq.astype(np.int32)),
-            "messages": messages,
-            "store_bytes": store_bytes,
-            "cq_entries": cq_entries,
-            "cq_files": _spark_ceil_div(cq_entries, store.CQ_ENTRIES_PER_FILE),
-            "commit_log_bytes": commit_log_bytes,
-            "commit_log_files": _spark_ceil_div(commit_log_bytes, store.COMMIT_LOG_FILE_BYTES),
-            "index_entries": index_entries,
-            "index_files": np.maximum(_spark_ceil_div(index_entries, store.INDEX_ENTRIES_PER_FILE), 1),
-        },
-        schema=schema,
-    )
-    return _sort_rows(out, ("broker", "window_start_ms", "topic", "queue_id"))
-
-
-def _running_sum(group: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Per row, the sum of ``values`` over the rows of its group up to it (rows sorted by group)."""
-    total = np.cumsum(values)
-    starts = np.flatnonzero(_first_of_runs(group))
-    before = np.repeat(total[starts] - values[starts], np.diff(np.append(starts, len(group))))
-    return total - before
-
-
-_TXN_INPUT = pa.schema(
-    [
-        *transactions.INPUT_COLUMNS,
-        *[
-            f
-            for f in schemas.TRANSACTIONS
-            if f.name
-            in (
-                "uniq_msg_id",
-                "topic",
-                "broker",
-                "queue_id",
-                "half_store_ts_ms",
-                "half_queue_offset",
-                "half_commit_log_offset",
-                "half_store_size",
-            )
-        ],
-    ]
-)
-TRANSACTIONS_DATA = schemas.data_schema(schemas.TRANSACTIONS)
-
-
-def _resolved(rows: pa.Table, sc: Scenario) -> pa.Table:
-    """``transactions`` rows: :func:`rocketsim.transactions.resolve` of the input rows."""
-    rows = rows.select(_TXN_INPUT.names).cast(_TXN_INPUT)
-    if rows.num_rows:
-        rows = transactions.resolve(rows, sc)
-    else:
-        for f in transactions.OUTPUT_COLUMNS:
-            rows = rows.append_column(f, pa.nulls(0, f.type))
-    out = rows.select(TRANSACTIONS_DATA.names).cast(TRANSACTIONS_DATA)
-    return out.sort_by([("producer", "ascending"), ("seq", "ascending")])
-
-
-def _half_results(log: pa.Table) -> pa.Table:
-    """The records ``send_results`` points at in the half topic (stored transactional halves)."""
-    half = pc.and_(
-        pc.and_(log.column("is_result"), pc.equal(log.column("store_topic"), store.HALF_TOPIC)),
-        pc.equal(log.column("message_type"), "transaction"),
-    )
-    return log.filter(half)
-
-
-def stored_transactions(log: pa.Table, results: pa.Table, sc: Scenario) -> pa.Table:
-    """``transactions`` rows of the halves stored on a broker (``spark.broker_side.transaction_table``
-    for them): ``log`` holds that broker's numbered records (``commit_log`` columns), ``results`` at
-    least the results that point at them (``send_results`` columns as the simulator returns them).
-    The half's offsets and size are its record's; status, end, broker and queue its result's."""
-    halves = _half_results(log)
-    res = results.select(["producer", "seq", "uniq_msg_id", "status", "end_ts_ms", "broker", "queue_id"])
-    rows = halves.select(
-        [
-            "producer",
-            "seq",
-            "real_topic",
-            "born_ts_ms",
-            "store_ts_ms",
-            "queue_offset",
-            "commit_log_offset",
-            "store_size",
-        ]
-    ).join(res, ["producer", "seq"], join_type="inner")
-    if rows.num_rows != halves.num_rows:
-        raise ValueError(f"stored_transactions: {halves.num_rows - rows.num_rows} halves have no result")
-    renamed = {
-        "real_topic": "topic",
-        "status": "send_status",
-        "born_ts_ms": "half_born_ts_ms",
-        "store_ts_ms": "half_store_ts_ms",
-        "queue_offset": "half_queue_offset",
-        "commit_log_offset": "half_commit_log_offset",
-        "store_size": "half_store_size",
-    }
-    return _resolved(rows.rename_columns([renamed.get(n, n) for n in rows.column_names]), sc)
-
-
-def unstored_transactions(messages: pa.Table, results: pa.Table, log: pa.Table, sc: Scenario) -> pa.Table:
-    """``transactions`` rows of a producer's transactional messages whose result points at no stored
-    half (``log``: its commit-log records, :func:`rocketsim.store.log_records`): half columns null,
-    resolved ``not_stored``. With :func:`stored_transactions` of every broker: the whole table."""
-    txn = messages.filter(pc.equal(messages.column("message_type"), "transaction"))
-    txn = txn.select(["producer", "seq", "uniq_msg_id", "topic"])
-    halves = _half_results(log)
-    stored = (
-        pc.is_in(_key_array(txn), value_set=_key_array(halves))
-        if halves.num_rows
-        else pa.array(np.zeros(txn.num_rows, bool))
-    )
-    txn = txn.filter(pc.invert(stored))
-    res = results.select(["producer", "seq", "status", "end_ts_ms"])
-    rows = txn.join(res, ["producer", "seq"], join_type="inner")
-    rows = rows.rename_columns(["send_status" if n == "status" else n for n in rows.column_names])
-    for name in (
-        "broker",
-        "queue_id",
-        "half_born_ts_ms",
-        "half_store_ts_ms",
-        "half_queue_offset",
-        "half_commit_log_offset",
-        "half_store_size",
-    ):
-        rows = rows.append_column(name, pa.nulls(rows.num_rows, _TXN_INPUT.field(name).type))
-    return _resolved(rows, sc)
-
-
-def _key_array(table: pa.Table) -> pa.Array:
-    return pa.array((_ints(table, "producer") << 40) | _ints(table, "seq"))
-
-
-DELIVERIES = pa.schema(
-    [
-        pa.field("topic", pa.string(), nullable=False),
-        pa.field("broker", pa.string(), nullable=False),
-        pa.field("queue_id", pa.int32(), nullable=False),
-        pa.field("messages", _I64, nullable=False),
-        pa.field("bytes", _I64, nullable=False),
-    ]
-)
-
-
-_DELIVERY_PARTS = pa.schema([f.with_nullable(True) for f in DELIVERIES])
-
-
-def queue_deliveries(log: pa.Table, txns: pa.Table) -> pa.Table:
-    """What consumers of each (topic, broker, queue) get from a broker (:data:`DELIVERIES`): its
-    records not in the half topic, in their real topic and queue (delay records too), plus its
-    committed transactions (``txns``: the broker's :func:`stored_transactions`), sized as their half."""
-    visible = log.filter(pc.not_equal(log.column("store_topic"), store.HALF_TOPIC))
-    committed = txns.filter(pc.equal(txns.column("resolution"), "commit"))
-    parts = [
-        pa.table(
-            {
-                "topic": pc.coalesce(visible.column("real_topic"), visible.column("store_topic")),
-                "broker": visible.column("broker"),
-                "queue_id": pc.coalesce(visible.column("real_queue_id"), visible.column("store_queue_id")),
-                "messages": pa.array(np.ones(visible.num_rows, np.int64)),
-                "bytes": visible.column("store_size").cast(_I64),
-            }
-        ),
-        pa.table(
-            {
-                "topic": committed.column("topic"),
-                "broker": committed.column("broker"),
-                "queue_id": committed.column("queue_id"),
-                "messages": pa.array(np.ones(committed.num_rows, np.int64)),
-                "bytes": committed.column("half_store_size").cast(_I64),
-            }
-        ),
-    ]
-    both = pa.concat_tables([t.cast(_DELIVERY_PARTS) for t in parts])
-    both = both.filter(pc.and_(pc.is_valid(both.column("broker")), pc.is_valid(both.column("queue_id"))))
-    return _regroup(both.cast(DELIVERIES), ("topic", "broker", "queue_id"), ("messages", "bytes"), (), ())
-
-
-def consumer_load(deliveries: Sequence[pa.Table] | pa.Table, sc: Scenario) -> pa.Table:
-    """``consumer_load`` (``spark.broker_side.consumer_load``): every row of
-    :func:`rocketsim.rebalance.allocation` with the messages and bytes its queue delivers (0 if none),
-    from the brokers' :func:`queue_deliveries`."""
-    parts = [deliveries] if isinstance(deliveries, pa.Table) else list(deliveries)
-    per_queue = _regroup(
-        pa.concat_tables([p.cast(DELIVERIES) for p in parts]) if parts else DELIVERIES.empty_table(),
-        ("topic", "broker", "queue_id"),
-        ("messages", "bytes"),
-        (),
-        (),
-    )
-    schema = schemas.data_schema(schemas.CONSUMER_LOAD)
-    alloc = pa.Table.from_pylist(
-        rebalance.allocation(sc),
-        pa.schema([schema.field(n) for n in ("consumer_group", "consumer", "topic", "broker", "queue_id")]),
-    )
-    joined = alloc.join(per_queue, ["topic", "broker", "queue_id"], join_type="left outer")
-    out = joined.select(schema.names)
-    out = out.set_column(5, "messages", pc.fill_null(out.column("messages"), 0))
-    out = out.set_column(6, "bytes", pc.fill_null(out.column("bytes"), 0))
-    return out.cast(schema)

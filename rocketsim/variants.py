@@ -12,6 +12,9 @@ Syntax (command line):
 * ``--sweep KEY=V1,V2,V3`` (repeatable): the grid of every combination, named ``client_version=5.3.3``
   or ``client_version=5.3.3+retry_times_when_send_failed=4``. With both, each variant is crossed with
   each sweep point (``fault_on+client_version=5.3.3``).
+
+A comparison's ``comparisons`` table is a reshape of the variants' ``run_summary`` rows
+(:func:`comparison_table`).
 """
 
 from __future__ import annotations
@@ -19,10 +22,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+
+from rocketsim import schemas
 from rocketsim.scenario import ProducerConfig, Scenario, ScenarioError, load_scenario, parse_override
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]{0,79}$")
@@ -171,3 +178,68 @@ def build_scenarios(
             )
         out[v.name] = sc
     return base, out
+
+
+# ---- the comparison table -------------------------------------------------------------------------
+
+# every run_summary metric is compared
+COMPARED_METRICS = tuple(f.name for f in schemas.RUN_SUMMARY if f.name not in ("run_id", "scope"))
+COMPARISONS_DATA = schemas.data_schema(schemas.COMPARISONS)
+
+
+def signature_groups(scenarios: Mapping[str, Scenario]) -> list[list[str]]:
+    """The variants grouped by :func:`message_signature` (variants of a group share their messages), in
+    the order of their first variant."""
+    groups: list[tuple[tuple, list[str]]] = []  # signatures compare by value (they hold mappings)
+    for name, sc in scenarios.items():
+        signature = message_signature(sc)
+        group = next((names for s, names in groups if s == signature), None)
+        if group is None:
+            groups.append((signature, [name]))
+        else:
+            group.append(name)
+    return [names for _, names in groups]
+
+
+def comparison_table(summary: pa.Table, variants: Sequence[Variant], baseline: str) -> pa.Table:
+    """``run_summary`` rows of every variant (``variant`` and ``scope`` first) -> ``comparisons`` rows
+    (without ``run_id``): one per (variant, scope, metric of :data:`COMPARED_METRICS`), its value as a
+    double, the baseline variant's value of that scope and metric (null if the baseline has no such
+    scope), ``delta = value - baseline_value`` and ``delta_pct = 100.0 * delta / |baseline_value|``
+    (null when that is 0 or null)."""
+    n, m = summary.num_rows, len(COMPARED_METRICS)
+    values = np.zeros((n, m), np.float64)
+    valid = np.zeros((n, m), bool)
+    for j, name in enumerate(COMPARED_METRICS):
+        col = summary.column(name).cast(pa.float64())
+        values[:, j] = np.asarray(col.fill_null(0.0).to_numpy(), np.float64)
+        valid[:, j] = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), bool)
+    variant = summary.column("variant").to_pylist()
+    scope = summary.column("scope").to_pylist()  # a row per variant and scope: a few dozen
+    base_row = {s: i for i, (v, s) in enumerate(zip(variant, scope, strict=True)) if v == baseline}
+    at = np.array([base_row.get(s, -1) for s in scope], np.int64)
+    has_base = (at >= 0)[:, None] & valid[np.maximum(at, 0)]
+    base = np.where(has_base, values[np.maximum(at, 0)], 0.0)
+    delta_valid = valid & has_base
+    delta = values - base
+    pct_valid = has_base & (np.abs(base) > 0) & delta_valid
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pct = 100.0 * delta / np.abs(base)
+    overrides = {v.name: list(v.overrides) for v in variants}
+    rows = np.repeat(np.arange(n), m)
+
+    def flat(x: np.ndarray, ok: np.ndarray) -> pa.Array:
+        return pa.array(x.reshape(-1), pa.float64(), mask=~ok.reshape(-1))
+
+    out = {
+        "variant": pa.array([variant[i] for i in rows], pa.string()),
+        "overrides": pa.array([overrides[variant[i]] for i in rows], pa.list_(pa.string())),
+        "baseline": pa.array([baseline] * (n * m), pa.string()),
+        "scope": pa.array([scope[i] for i in rows], pa.string()),
+        "metric": pa.array(list(COMPARED_METRICS) * n, pa.string()),
+        "value": flat(values, valid),
+        "baseline_value": flat(base, has_base),
+        "delta": flat(delta, delta_valid),
+        "delta_pct": flat(pct, pct_valid),
+    }
+    return pa.table(out, schema=COMPARISONS_DATA)

@@ -30,3 +30,13 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def sample_runs(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The runs of ``tests/sample_runs.py`` made by the pipeline's one pass, in one warehouse."""
+    from sample_runs import make_runs
+
+    warehouse = tmp_path_factory.mktemp("sample-runs")
+    make_runs(spark, warehouse)
+    return warehouse

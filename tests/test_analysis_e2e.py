@@ -62,7 +62,7 @@ def warehouse(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
     messages = pipeline.run_generate(spark, args, sc)
     _, attempts = pipeline.run_simulate(spark, args, sc)
     pipeline.run_broker_side(spark, args, sc)  # the storage section of the explore notebook
-    pipeline.run_summarize(spark, args)
+    pipeline.run_summarize(spark, args, sc)
     pipeline.write_runs_row(spark, args, sc, messages, attempts, started, 1.0)
 
     cargs, base, scenarios = parse_compare_args(

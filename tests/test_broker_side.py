@@ -1,19 +1,27 @@
-"""The broker side through Spark (:mod:`rocketsim.spark.broker_side`), on a run made by the staged jobs:
-the commit log equals the local oracle, and broker_storage, transactions and consumer_load agree with
-the results and with each other. (The numbering itself: tests/test_store.py.)"""
+"""The broker side (:mod:`rocketsim.broker_side`): on a run made by the staged jobs (generate, simulate,
+then ``jobs/broker_side.py``'s stage reading the committed commit log back) the commit log equals the
+local oracle, and broker_storage, transactions and consumer_load agree with the results and with each
+other; on the runs of the pipeline's one pass and on the staged run, the tables equal the Spark
+aggregations they replace (the oracle kept in ``tests/spark_oracle.py``) and the core functions called
+per broker and per producer. (The numbering itself: tests/test_store.py.)"""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
+import spark_oracle
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from sample_runs import RUNS, assert_same, by_producer, run_tables, scenario_of
 
-from rocketsim import schemas, store
+from rocketsim import broker_side, schemas, store
 from rocketsim.scenario import Scenario, scenario_from_mapping
-from rocketsim.spark import broker_side, pipeline
+from rocketsim.spark import pipeline
 from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.read import read_spark
 from rocketsim.warehouse.read import read_arrow, read_pandas
@@ -60,7 +68,7 @@ def warehouse(spark, scenario: Scenario, tmp_path_factory: pytest.TempPathFactor
     args = JobArgs("inline", path, RUN, (), 2, 5000, quiet=True)
     pipeline.run_generate(spark, args, scenario)
     pipeline.run_simulate(spark, args, scenario)
-    pipeline.run_broker_side(spark, args, scenario)
+    pipeline.run_broker_side(spark, args, scenario)  # reads the committed commit log back
     return path
 
 
@@ -145,23 +153,15 @@ def test_consumer_load(warehouse: str, oracle: pd.DataFrame) -> None:
     assert sorted(idle.consumer) == ["consumer-6", "consumer-7"] and (idle.messages == 0).all()
 
 
-def test_reconcile_rules_hold_and_catch_a_missing_storage_row(spark, warehouse: str) -> None:
+def test_the_read_back_rules_hold_on_the_staged_run(spark, warehouse: str) -> None:
+    """The broker-side rules, read back from the committed tables by the Spark oracle, hold (the
+    stage checked the same rules from its counts: tests/test_reconcile.py breaks them)."""
+
     def read(table: str) -> DataFrame:
         return read_spark(spark, warehouse, table, RUN)
 
-    checks = broker_side.reconcile_checks(read)
+    checks = spark_oracle.reconcile_checks(read)
     assert len(checks) == 8 and all(x == y for x, y in checks.values()), checks  # 6 rules + 2 groups
-
-    def short(table: str) -> DataFrame:  # a commit log that lost producer 0's records
-        df = read(table)
-        return df.where(F.col("producer") != 0) if table == "commit_log" else df
-
-    broken = {rule for rule, (x, y) in broker_side.reconcile_checks(short).items() if x != y}
-    assert {
-        "broker_storage messages = commit_log records",
-        "stored attempts = attempts in commit_log",
-        "send_results with a queue offset = commit_log records they point at",
-    } <= broken
 
 
 def test_send_results_have_the_declared_schema(warehouse: str) -> None:
@@ -181,3 +181,82 @@ def test_storage_figure(warehouse: str) -> None:
         read_pandas(warehouse, "broker_storage", RUN).groupby(["broker", "topic", "queue_id"])
     )
     assert {t.get_text() for t in load.get_xticklabels()} >= {"consumer-0", "consumer-7", "not read"}
+
+
+# ---- the tables equal the Spark oracle, on the same runs -------------------------------------------------
+
+BROKER_SIDE_KEYS = {
+    "broker_storage": ["broker", "window_start_ms", "topic", "queue_id"],
+    "transactions": ["producer", "seq"],
+    "consumer_load": ["consumer_group", "topic", "broker", "queue_id", "consumer"],
+}
+
+
+def _key(table: pa.Table) -> pa.Array:
+    return pa.array(
+        np.asarray(table.column("producer").to_numpy(), np.int64) << 40 | table.column("seq").to_numpy()
+    )
+
+
+def core_broker_side(
+    messages: pa.Table, attempts: pa.Table, results: pa.Table, log: pa.Table, sc: Scenario, window_ms: int
+) -> dict[str, pa.Table]:
+    """The three tables from the core functions, as the tasks call them: per broker (every record of
+    its broker), per producer (its own records, not numbered), the deliveries added up in any order."""
+    core_results = results.select(schemas.without_run_id(schemas.SEND_RESULTS).names)
+    storage, txns, deliveries = [], [], []
+    for b in sc.cluster.brokers:
+        records = log.filter(pc.equal(log.column("broker"), b))
+        pointed = records.filter(records.column("is_result"))
+        its_results = core_results.filter(pc.is_in(_key(core_results), value_set=_key(pointed)))
+        storage.append(broker_side.broker_storage(records, window_ms))
+        stored = broker_side.stored_transactions(records, its_results, sc)
+        txns.append(stored)
+        deliveries.append(broker_side.queue_deliveries(records, stored))
+    m, a, r = by_producer(messages), by_producer(attempts), by_producer(core_results)
+    for p in m:
+        own = store.log_records(m[p], a.get(p, attempts.schema.empty_table()), r[p], sc)
+        txns.append(broker_side.unstored_transactions(m[p], r[p], broker_side.pointed_halves(own), sc))
+    random.Random(1).shuffle(deliveries)
+    return {
+        "broker_storage": pa.concat_tables(storage),
+        "transactions": pa.concat_tables(txns),
+        "consumer_load": broker_side.consumer_load(deliveries, sc),
+    }
+
+
+@pytest.mark.parametrize("run_id", sorted(RUNS))
+def test_broker_side_tables_of_the_one_pass_equal_the_oracle(spark, sample_runs: Path, run_id: str) -> None:
+    sc, window_ms = scenario_of(run_id), RUNS[run_id][1]
+    messages, attempts, results, log = run_tables(
+        sample_runs, run_id, "messages", "send_attempts", "send_results", "commit_log"
+    )
+    expected = spark_oracle.broker_side_tables_of(spark, log, messages, results, sc, window_ms)
+    local = core_broker_side(messages, attempts, results, log, sc, window_ms)
+    for name, keys in BROKER_SIDE_KEYS.items():
+        (committed,) = run_tables(sample_runs, run_id, name)
+        assert local[name].schema == schemas.data_schema(schemas.TABLES[name].schema), name
+        assert expected[name].num_rows > 0, name
+        assert_same(expected[name], committed, keys)
+        assert_same(expected[name], local[name], keys)
+
+
+def test_broker_side_of_the_staged_run_equals_the_oracle(spark, warehouse: str, scenario: Scenario) -> None:
+    """jobs/broker_side.py's stage (reading the committed commit log and results back) = the oracle."""
+    messages, results, log = (
+        read_arrow(warehouse, t, RUN).drop_columns(["run_id"])
+        for t in ("messages", "send_results", "commit_log")
+    )
+    expected = spark_oracle.broker_side_tables_of(spark, log, messages, results, scenario, 5000)
+    for name, keys in BROKER_SIDE_KEYS.items():
+        assert_same(expected[name], read_arrow(warehouse, name, RUN), keys)
+
+
+def test_halves_from_records_and_from_results_agree(sample_runs: Path) -> None:
+    """A producer task finds its stored halves in its commit-log records, a job reading committed
+    results in their store_topic: the same (producer, seq)."""
+    results, log = run_tables(sample_runs, "mixed-533", "send_results", "commit_log")
+    order = [("producer", "ascending"), ("seq", "ascending")]
+    from_log = broker_side.pointed_halves(log).sort_by(order)
+    assert from_log.num_rows > 0
+    assert from_log.equals(broker_side.result_halves(results).sort_by(order))

@@ -1,7 +1,9 @@
-"""The Spark pipeline: the run's stage equals the local oracle (the core functions called directly) and
-the staged jobs (generate, then simulate reading the committed messages), every table is the same for
-1 and N partitions, runs are idempotent per run id, reconcile, and reject bad messages with upstream's
-text."""
+"""The Spark pipeline: the one pass writes every table of the run, equal to the local oracle (the core
+functions called directly), to the Spark aggregations it replaces (``tests/spark_oracle.py``) and to the
+staged jobs (generate, simulate, broker side, summarize, each reading what it needs of the committed
+tables); every table is the same for 1 and N partitions; runs are idempotent per run id; the run
+reconciles from counts with the same values as the old read-back rules, and fails loudly when a task
+loses a row; bad messages are rejected with upstream's text."""
 
 from __future__ import annotations
 
@@ -10,16 +12,21 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from pyspark.sql import functions as F
+import spark_oracle
+from pyspark.sql import DataFrame
+from sample_runs import assert_same
 
 from rocketsim import schemas, simulate, store, workload
+from rocketsim.reconcile import ReconciliationError
 from rocketsim.scenario import Scenario, scenario_from_mapping
 from rocketsim.schemas import TABLES
 from rocketsim.spark import pipeline
+from rocketsim.spark import run as spark_run
 from rocketsim.spark.cli import JobArgs
-from rocketsim.spark.delta_sink import write_run
 from rocketsim.spark.read import read_spark
-from rocketsim.warehouse.read import read_arrow
+from rocketsim.spark.run import StageReport
+from rocketsim.warehouse import stage_files
+from rocketsim.warehouse.read import list_runs, read_arrow
 
 pytestmark = pytest.mark.spark
 
@@ -65,25 +72,33 @@ def _sorted(t: pa.Table, keys: list[str]) -> pa.Table:
     return t.drop_columns(["run_id"]).sort_by([(k, "ascending") for k in keys])
 
 
-RUNS = {"r1": 1, "r3": 3, "s2": 2}  # run id -> partitions; r: the run's stage, s: the staged jobs
+RUNS = {"r1": 1, "r3": 3, "s2": 2}  # run id -> partitions; r: the one pass, s: the staged jobs
 
 
 @pytest.fixture(scope="module")
-def two_runs(spark, scenario: Scenario, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same scenario in one warehouse, through the run's stage as r1 (1 partition) and r3 (3), and
-    through the staged jobs (generate, then simulate from the committed messages) as s2."""
+def one_pass(spark, scenario: Scenario, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, StageReport]:
+    """The same scenario in one warehouse, through the one pass as r1 (1 partition, whose report is
+    kept) and r3 (3), and through the staged jobs (generate, simulate from the committed messages, the
+    broker side and the summaries from the committed tables) as s2."""
     warehouse = tmp_path_factory.mktemp("wh")
+    report = None
     for run_id, parts in RUNS.items():
         args = _args(warehouse, run_id, parts)
-        if run_id.startswith("r"):
-            pipeline.run_generate_simulate(spark, args, scenario)
+        if run_id == "r1":
+            report = pipeline.run_one_pass(spark, args, scenario)
+        elif run_id.startswith("r"):
+            pipeline.run_one_pass(spark, args, scenario)
         else:
             assert pipeline.run_generate(spark, args, scenario) == 3000
             pipeline.run_simulate(spark, args, scenario)
-        pipeline.run_broker_side(spark, args, scenario)
-        pipeline.run_summarize(spark, args)
-        pipeline.reconcile(spark, args)
-    return warehouse
+            pipeline.run_broker_side(spark, args, scenario)
+            pipeline.run_summarize(spark, args, scenario)
+    return warehouse, report
+
+
+@pytest.fixture(scope="module")
+def two_runs(one_pass: tuple[Path, StageReport]) -> Path:
+    return one_pass[0]
 
 
 def _by(t: pa.Table, keys: tuple[str, ...]) -> pa.Table:
@@ -137,15 +152,64 @@ def test_tables_reconcile(two_runs: Path) -> None:
     assert abs(sum(r["share"] for scope, r in summary.items() if scope != "all") - 1.0) < 1e-9
 
 
-def test_reconcile_fails_loudly_when_a_row_is_missing(spark, two_runs: Path) -> None:
-    """Copy run r1 to run "broken" without one result row: reconciliation must refuse it."""
-    for table in ("messages", "send_attempts", "run_summary", "send_results"):
-        df = read_spark(spark, str(two_runs), table, "r1").withColumn("run_id", F.lit("broken"))
-        if table == "send_results":
-            df = df.where((F.col("seq") != 0) | (F.col("producer") != 0))
-        write_run(df, str(two_runs), table, "broken", TABLES[table].schema)
-    with pytest.raises(pipeline.ReconciliationError, match="one result per message: 3000 != 2999"):
-        pipeline.reconcile(spark, _args(two_runs, "broken", 1))
+def test_every_table_of_the_run_is_written_by_the_one_pass_and_equals_the_oracle(
+    spark, two_runs: Path, scenario: Scenario
+) -> None:
+    written = [t.name for t in schemas.written_by(*schemas.RUN_STAGES) if t.stage != schemas.RUNS_ROW]
+    assert all("r1" in list_runs(str(two_runs), t) for t in written)
+    messages, attempts, results, log = (
+        read_arrow(str(two_runs), t, "r1").drop_columns(["run_id"])
+        for t in ("messages", "send_attempts", "send_results", "commit_log")
+    )
+    with_run = {
+        t: t_.append_column("run_id", pa.array(["r1"] * t_.num_rows))
+        for t, t_ in (("a", attempts), ("r", results))
+    }
+    expected = {
+        **spark_oracle.summary_tables_of(spark, with_run["a"], with_run["r"], 1000),
+        **spark_oracle.broker_side_tables_of(spark, log, messages, results, scenario, 1000),
+    }
+    assert set(expected) | {"messages", "send_attempts", "send_results", "commit_log"} == set(written)
+    for name, table in expected.items():
+        assert_same(table, read_arrow(str(two_runs), name, "r1"), list(TABLES[name].keys))
+
+
+def test_the_one_pass_reconciles_as_the_read_back_rules_did(
+    spark, one_pass: tuple[Path, StageReport]
+) -> None:
+    """Every rule the pipeline checked by reading the tables back has, from the counts, the same values
+    (and a few more rules: rows committed = rows made)."""
+    warehouse, report = one_pass
+
+    def read(table: str) -> DataFrame:
+        return read_spark(spark, str(warehouse), table, "r1")
+
+    read_back = spark_oracle.reconcile_read_back(read)
+    assert len(read_back) >= 20  # 12 tables with keys, 12 rules between them, a consumer group
+    for rule, values in read_back.items():
+        assert report.checks[rule] == tuple(values), rule
+    assert len(report.checks) > len(read_back)
+
+
+def test_reconcile_fails_loudly_when_a_task_drops_a_row(
+    spark, scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Producer 0's task writes its send_results file without one row: the one pass refuses the run."""
+    written = stage_files.write_parquet
+
+    def dropping(table: pa.Table, uri: str, *rest: object) -> None:
+        if "/send_results/" in uri and uri.endswith(stage_files.PRODUCER_PART.format(0)):
+            table = table.slice(1)
+        written(table, uri, *rest)
+
+    def in_process(spark, bins, work):  # noqa: ANN001, ANN202 - the tasks, here: monkeypatch reaches them
+        return {item: dict(work(item)) for b in bins for item in b}
+
+    monkeypatch.setattr(stage_files, "write_parquet", dropping)
+    monkeypatch.setattr(spark_run, "map_bins", in_process)
+    with pytest.raises(ReconciliationError, match="one result per message: 3000 != 2999") as err:
+        pipeline.run_one_pass(spark, _args(tmp_path, "broken", 1), scenario)
+    assert "send_results rows committed = rows made: 2999 != 3000" in str(err.value)
 
 
 def test_outage_shows_in_the_tables(two_runs: Path) -> None:

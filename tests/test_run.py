@@ -1,6 +1,7 @@
 """A run's stage on Spark (:mod:`rocketsim.spark.run`): a hot producer with half the traffic completes,
-a failed commit leaves no staged file behind, and the delta-spark publisher reads exactly the staged
-files. (Its tables equal the staged jobs' and the local oracle's: tests/test_pipeline.py.)"""
+a failed commit leaves no staged file behind, a job whose committed inputs are missing writes nothing,
+and the delta-spark publisher reads exactly the staged files. (Its tables equal the staged jobs' and
+the local oracle's: tests/test_pipeline.py.)"""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from rocketsim.spark.cli import JobArgs
 from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.files import write_parquet
 from rocketsim.warehouse.paths import STAGING_DIR, DeltaSinkError, new_write_id, staging_path
-from rocketsim.warehouse.read import read_arrow
+from rocketsim.warehouse.read import MissingRunError, read_arrow
 
 pytestmark = pytest.mark.spark
 
@@ -52,10 +53,10 @@ def test_hot_producer_with_half_the_traffic_completes(spark, tmp_path: Path) -> 
     mapping = {**MIXED, "workload": {**MIXED["workload"], "messages": 6000, "hot_share": 0.5}}
     sc = scenario_from_mapping(mapping)
     args = JobArgs("inline", str(tmp_path), "hot", (), 2, 1000, quiet=True)
-    messages, attempts = pipeline.run_generate_simulate(spark, args, sc)
-    assert messages == 6000
-    counts = pipeline.reconcile(spark, args, through="simulate")
-    assert counts == {"messages": 6000, "results": 6000, "attempts": attempts}
+    report = pipeline.run_one_pass(spark, args, sc)  # reconciled, or it raises
+    assert report.rows("messages") == 6000 == report.rows("send_results")
+    assert report.rows("send_attempts") == report.counts["send_results.attempts"]
+    assert "one result per message" in report.checks and len(report.reports) == 12
     per_producer = read_arrow(str(tmp_path), "messages", "hot", columns=["producer"]).column("producer")
     assert np.bincount(per_producer.to_numpy()).tolist() == [3000, 1000, 1000, 1000]
     staging = [p for p in tmp_path.rglob("*") if STAGING_DIR in p.parts and p.is_file()]
@@ -71,11 +72,28 @@ def test_a_failed_commit_leaves_no_staged_files(spark, scenario: Scenario, tmp_p
     DeltaTable.create(str(tmp_path / "send_attempts"), other, partition_by=["run_id"])
     args = JobArgs("inline", str(tmp_path), "boom", (), 2, 1000, quiet=True)
     with pytest.raises(DeltaSinkError, match="send_attempts"):
-        pipeline.run_generate_simulate(spark, args, scenario)
+        pipeline.run_one_pass(spark, args, scenario)
     leftovers = [p for p in (tmp_path / "send_attempts").rglob("*") if "_delta_log" not in p.parts]
     assert [p for p in leftovers if p.is_file()] == []
     staging = [p for p in tmp_path.rglob("*") if STAGING_DIR in p.parts and p.is_file()]
     assert staging == []
+
+
+def test_a_job_without_its_inputs_writes_nothing(spark, scenario: Scenario, tmp_path: Path) -> None:
+    """summarize, broker side and simulate need the run's committed tables: they say which is missing."""
+    args = JobArgs("inline", str(tmp_path), "none", (), 2, 1000, quiet=True)
+    for step, table in (
+        (pipeline.run_summarize, "messages"),
+        (pipeline.run_broker_side, "messages"),
+        (pipeline.run_simulate, "messages"),
+    ):
+        with pytest.raises(MissingRunError, match=f"run 'none' has no {table}"):
+            step(spark, args, scenario)
+    assert list(tmp_path.iterdir()) == []
+    pipeline.run_generate(spark, args, scenario)
+    with pytest.raises(MissingRunError, match="run 'none' has no send_attempts"):
+        pipeline.run_summarize(spark, args, scenario)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["messages"]
 
 
 def test_the_delta_spark_publisher_reads_exactly_the_staged_files(

@@ -104,3 +104,41 @@ def test_producer_bins_put_the_heaviest_alone() -> None:
     assert stage.producer_bins(workload.producer_shares(sc), 1000) == [[p] for p in range(64)]
     assert stage.producer_bins(workload.producer_shares(sc), 1) == [list(range(64))]
     assert stage.balanced_bins([5, 1, 1, 1, 1, 1], 2) == [[0], [1, 2, 3, 4, 5]]
+
+
+def test_the_derived_outputs_are_the_core_functions_of_the_rows(scenario: Scenario, tables: list) -> None:
+    """What a producer and a broker task compute beside their rows: the summary aggregates, the
+    transactions rows split between the producer (unstored) and the broker (stored halves), and the
+    deliveries; together the whole run's."""
+    from rocketsim import broker_side, summaries
+
+    whole = summaries.producer_aggregates(
+        pa.concat_tables([t.attempts for t in tables]), pa.concat_tables([t.results for t in tables]), 1000
+    )
+    merged = summaries.merge(t.summary_aggregates(1000) for t in tables)
+    assert summaries.summary_tables(merged) == summaries.summary_tables(whole)
+    unstored = [t.unstored_transactions(scenario) for t in tables]
+    stored, deliveries, storage = [], [], []
+    for b in range(len(scenario.cluster.brokers)):
+        log = pa.concat_tables([t.log.filter(pa.array(t.log_broker == b)) for t in tables])
+        results = pa.concat_tables(
+            [t.stored_results()[0].filter(pa.array(t.stored_results()[1] == b)) for t in tables]
+        )
+        out = stage.broker_tables(scenario, b, log, results)
+        stored.append(out.stored_transactions(scenario))
+        deliveries.append(out.deliveries(stored[-1]))
+        storage.append(out.storage(1000))
+    txns = pa.concat_tables([*unstored, *stored])
+    transactional = sum(
+        pc.sum(pc.equal(t.messages.column("message_type"), "transaction")).as_py() for t in tables
+    )
+    assert txns.num_rows == transactional > 0
+    keys = zip(txns.column("producer").to_pylist(), txns.column("seq").to_pylist(), strict=True)
+    assert len(set(keys)) == txns.num_rows
+    assert all(u.column("half_queue_offset").null_count == u.num_rows for u in unstored)
+    assert all(s.column("half_queue_offset").null_count == 0 for s in stored)
+    assert sum(pc.sum(s.column("messages")).as_py() or 0 for s in storage) == sum(
+        t.log.num_rows for t in tables
+    )
+    load = broker_side.consumer_load(deliveries, scenario)
+    assert pc.sum(load.column("messages")).as_py() > 0

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketsim import codec, simulate, store, workload
+from rocketsim import codec, grouping, simulate, store, workload
 from rocketsim.codec import SocketAddress
 from rocketsim.message import MessageConst, MessageSysFlag, broker_delay_transform, parse_delay_levels
 from rocketsim.scenario import Scenario, load_scenario, scenario_from_mapping
@@ -730,9 +730,9 @@ def test_with_offsets_of_far_apart_keys() -> None:
         _same_offsets(_shuffled(_with(log, **{name: log.column(name).to_numpy() + producer1 * shift}), 9), sc)
     rng = np.random.default_rng(3)
     keys = [rng.integers(0, 3, 1000) << 61, rng.integers(0, 3, 1000) << 40, rng.integers(0, 2, 1000)]
-    codes = store.group_codes(keys)
+    codes = grouping.group_codes(keys)
     same = np.all([k[:, None] == k[None, :] for k in keys], axis=0)
-    assert store.pack_keys(keys) is None and ((codes[:, None] == codes[None, :]) == same).all()
+    assert grouping.pack_keys(keys) is None and ((codes[:, None] == codes[None, :]) == same).all()
 
 
 # ---- random scenarios ----------------------------------------------------------------------------

@@ -1,22 +1,43 @@
-"""The summary tables on small fixed tables: hand-computed values, exact percentiles against numpy, Gini
-on known distributions, and the isolation-interval derivation (Spark and the plain reference)."""
+"""The summary tables (:mod:`rocketsim.summaries`): hand-computed values on small fixed tables, exact
+percentiles against numpy, Gini on known distributions, the isolation-interval derivation against the
+plain reference; and equal, value for value, to the Spark aggregations they replace (the oracle kept in
+``tests/spark_oracle.py``), compared both ways on the same rows: the runs the pipeline's one pass
+wrote, a comparison's variants (keys run_id, variant) and hand-made edge cases. Merged aggregates do
+not depend on the merge order, and travel as bytes.
+"""
 
 from __future__ import annotations
 
 import math
+import random
+from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
+import spark_oracle as oracle
 from chispa import assert_df_equality
+from sample_runs import BASE as SAMPLE_BASE
+from sample_runs import RUNS, assert_same, by_producer, deep_update, run_tables
 
-from rocketsim import analysis
-from rocketsim.schemas import SEND_ATTEMPTS, SEND_RESULTS
-from rocketsim.spark import summaries
+from rocketsim import analysis, schemas, simulate, summaries, workload
+from rocketsim.scenario import scenario_from_mapping
+from rocketsim.schemas import SEND_ATTEMPTS
 from rocketsim.spark.session import spark_schema
 
 QS = [50, 75, 95, 99, 99.9, 99.99]
 ATTEMPT_COLUMNS = [f.name for f in SEND_ATTEMPTS]
+# the natural key of each table (rows are compared after sorting both sides by it)
+KEYS = {
+    "isolation_intervals": ["producer", "broker", "start_ms"],
+    "broker_windows": ["broker", "window_start_ms"],
+    "queue_windows": ["broker", "queue_id", "window_start_ms"],
+    "producer_windows": ["producer", "window_start_ms"],
+    "run_summary": ["scope"],
+}
 
 # (producer, seq, attempt, start, latency, broker, queue, outcome, fault_isolated_until_ms, wire_bytes)
 ATTEMPTS = [
@@ -81,36 +102,88 @@ def results_pandas(rows: list[tuple] = RESULTS, run_id: str = "r") -> pd.DataFra
     return df
 
 
-@pytest.fixture(scope="module")
-def attempts(spark):  # noqa: ANN201 - a Spark DataFrame
-    return spark.createDataFrame(attempts_pandas(), schema=spark_schema(SEND_ATTEMPTS))
-
-
-@pytest.fixture(scope="module")
-def results(spark):  # noqa: ANN201
-    names = [f.name for f in SEND_RESULTS]
-    df = results_pandas()
-    schema = spark_schema(SEND_RESULTS)
-    keep = [f for f in schema.fields if f.name in df.columns]
-    return spark.createDataFrame(df[[n for n in names if n in df.columns]], schema=type(schema)(keep))
-
-
-@pytest.fixture(scope="module")
-def intervals(spark):  # noqa: ANN201
-    """The hand-computed intervals (their derivation is tested on its own below)."""
-    return spark.createDataFrame(
-        [("r", *i) for i in INTERVALS],
-        "run_id string, producer int, broker string, start_ms long, end_ms long",
+def edge_tables(rows_a: list[tuple], rows_r: list[tuple]) -> tuple[pa.Table, pa.Table]:
+    """Attempt and result rows as the simulator returns them (core schemas, no run_id)."""
+    a_names = ["producer", "seq", "attempt", "start_ts_ms", "latency_ms", "broker", "queue_id", "outcome"]
+    a_names += ["fault_isolated_until_ms", "wire_bytes"]
+    a = pa.Table.from_pylist([dict(zip(a_names, r, strict=True)) for r in rows_a])
+    a = a.append_column(
+        "response_code",
+        pa.array([14 if o == "broker:14" else None for o in a.column("outcome").to_pylist()], pa.int32()),
     )
+    r_names = ["producer", "seq", "status", "attempts", "retry_budget_exhausted", "born_ts_ms", "send_ts_ms"]
+    r_names += ["latency_ms", "wire_bytes", "broker", "queue_id"]
+    r = pa.Table.from_pylist([dict(zip(r_names, row, strict=True)) for row in rows_r])
+    send, born, lat = (
+        np.asarray(r.column(c).to_numpy(), np.int64) for c in ("send_ts_ms", "born_ts_ms", "latency_ms")
+    )
+    n = r.num_rows
+    extra = {
+        "uniq_msg_id": pa.array([f"id{i}" for i in range(n)]),
+        "send_mode": pa.array(["sync"] * n),
+        "error": pa.nulls(n, pa.string()),
+        "brokers_sent": pa.nulls(n, pa.list_(pa.string())),
+        "end_ts_ms": pa.array(send + lat),
+        "queue_wait_ms": pa.array(send - born),
+        "compressed": pa.array([False] * n),
+        "sys_flag": pa.array([0] * n, pa.int32()),
+    }
+    for k, v in extra.items():
+        r = r.append_column(k, v)
+    a_schema = schemas.without_run_id(schemas.SEND_ATTEMPTS)
+    r_schema = schemas.without_run_id(schemas.SEND_RESULTS)
+    return a.select(a_schema.names).cast(a_schema), r.select(r_schema.names).cast(r_schema)
+
+
+def merged_in_shuffled_order(
+    aggs: list[summaries.SummaryAggregates], seed: int
+) -> summaries.SummaryAggregates:
+    """Merge in a random order and grouping: merge(merge(some), merge(others), ...)."""
+    aggs = list(aggs)
+    random.Random(seed).shuffle(aggs)
+    if len(aggs) < 3:
+        return summaries.merge(aggs)
+    cut = len(aggs) // 2
+    return summaries.merge([summaries.merge(aggs[cut:]), summaries.merge(aggs[:cut])])
+
+
+def core_summaries(
+    attempts: pa.Table, results: pa.Table, window_ms: int, *, variant: str | None = None
+) -> list[summaries.SummaryAggregates]:
+    """One aggregate per producer, as the producer tasks make them."""
+    keys = {"variant": variant} if variant is not None else None
+    a, r = by_producer(attempts), by_producer(results)
+    empty = attempts.schema.empty_table()
+    return [summaries.producer_aggregates(a.get(p, empty), r[p], window_ms, keys) for p in r]
+
+
+def core_tables(attempts: pa.Table, results: pa.Table, window_ms: int) -> dict[str, pa.Table]:
+    return summaries.summary_tables(summaries.merge(core_summaries(attempts, results, window_ms)))
+
+
+def rows_of(table: pa.Table, columns: Sequence[str]) -> list[tuple]:
+    """The rows of ``columns``, sorted (None sorts first)."""
+    rows = [tuple(r[c] for c in columns) for r in table.select(list(columns)).to_pylist()]
+    return sorted(rows, key=lambda r: tuple((v is not None, v) for v in r))
+
+
+def expected_rows(rows: list[tuple]) -> list[tuple]:
+    return sorted(rows, key=lambda r: tuple((v is not None, v) for v in r))
 
 
 @pytest.fixture(scope="module")
-def summary(results, attempts, intervals):  # noqa: ANN201
-    """run_summary of the fixed tables, computed once (tiny)."""
-    return summaries.run_summary(results, attempts, intervals=intervals).cache()
+def fixed() -> tuple[pa.Table, pa.Table]:
+    """ATTEMPTS and RESULTS as the simulator returns them."""
+    return edge_tables(ATTEMPTS, RESULTS)
 
 
-# ---- Gini (plain) -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def summary(fixed: tuple[pa.Table, pa.Table]) -> pa.Table:
+    """run_summary of the fixed tables."""
+    return core_tables(*fixed, 1000)["run_summary"]
+
+
+# ---- Gini (plain reference, the oracle's and the core's) -----------------------------------------
 
 
 def test_gini_of_known_distributions() -> None:
@@ -128,19 +201,42 @@ def test_gini_of_known_distributions() -> None:
     assert analysis.skew([1, 1, 2]) == pytest.approx(1.5)
 
 
+GINI_CASES = {
+    "even": [7, 7, 7, 7],
+    "one-hot": [0, 0, 0, 9],
+    "ramp": [1, 2, 3, 4],
+    "two-idle": [0, 0, 1, 3],
+    "random": list(np.random.default_rng(11).integers(0, 50, 16)),
+}
+
+
+def test_queue_spread_equals_the_reference_with_idle_queues() -> None:
+    """The core's skew and Gini from partials (idle queues only counted): the plain reference's."""
+    for g, values in GINI_CASES.items():
+        present = sorted(int(v) for v in values if v > 0)  # no zeros: idle queues are not rows
+        ranks = np.arange(1, len(present) + 1)
+        skew, gini, valid = summaries.queue_spread(
+            np.array([len(present)]),
+            np.array([sum(present)]),
+            np.array([max(present)]),
+            np.array([int((ranks * np.array(present)).sum())]),
+            np.array([len(values)]),
+        )
+        assert valid[0]
+        assert gini[0] == pytest.approx(analysis.gini(values), abs=1e-12), g
+        assert skew[0] == pytest.approx(analysis.skew(values), abs=1e-12), g
+        if g == "two-idle":
+            assert gini[0] == pytest.approx(0.625)
+        if g == "one-hot":
+            assert skew[0] == pytest.approx(4.0)
+
+
+@pytest.mark.spark
 def test_spark_gini_and_skew_equal_the_reference_with_idle_queues(spark) -> None:
-    rng = np.random.default_rng(11)
-    cases = {
-        "even": [7, 7, 7, 7],
-        "one-hot": [0, 0, 0, 9],
-        "ramp": [1, 2, 3, 4],
-        "two-idle": [0, 0, 1, 3],
-        "random": list(rng.integers(0, 50, 16)),
-    }
-    rows = [(g, q, int(n), len(v)) for g, v in cases.items() for q, n in enumerate(v) if n > 0]  # no zeros
+    rows = [(g, q, int(n), len(v)) for g, v in GINI_CASES.items() for q, n in enumerate(v) if n > 0]
     counts = spark.createDataFrame(rows, "g string, queue_id int, n long, n_queues long")
-    got = {r["g"]: r for r in summaries.queue_stats(counts, ["g"]).collect()}  # 5 tiny rows
-    for g, values in cases.items():
+    got = {r["g"]: r for r in oracle.queue_stats(counts, ["g"]).collect()}  # 5 tiny rows
+    for g, values in GINI_CASES.items():
         assert got[g]["queue_gini"] == pytest.approx(analysis.gini(values), abs=1e-12), g
         assert got[g]["queue_skew"] == pytest.approx(analysis.skew(values), abs=1e-12), g
     assert got["two-idle"]["queue_gini"] == pytest.approx(0.625)
@@ -156,114 +252,162 @@ def test_isolation_interval_reference_on_hand_made_attempts() -> None:
     assert analysis.isolation_intervals(attempts_pandas().iloc[0:0], keys=["run_id"]).empty
 
 
-def test_isolation_intervals_in_spark(spark, attempts) -> None:
+def test_isolation_intervals_hand_computed(fixed: tuple[pa.Table, pa.Table]) -> None:
+    attempts, _ = fixed
+    got = summaries.isolation_intervals(attempts).to_pylist()
+    assert [tuple(r.values()) for r in got] == sorted(INTERVALS)
+    assert (
+        core_tables(*fixed, 1000)["isolation_intervals"].to_pylist()
+        == summaries.isolation_intervals(attempts).to_pylist()
+    )
+
+
+@pytest.mark.spark
+def test_isolation_intervals_in_the_spark_oracle(spark) -> None:
+    attempts = spark.createDataFrame(attempts_pandas(), schema=spark_schema(SEND_ATTEMPTS))
     expected = spark.createDataFrame(
         [("r", *i) for i in INTERVALS],
         "run_id string, producer int, broker string, start_ms long, end_ms long",
     )
     assert_df_equality(
-        summaries.isolation_intervals(attempts), expected, ignore_row_order=True, ignore_nullable=True
+        oracle.isolation_intervals(attempts), expected, ignore_row_order=True, ignore_nullable=True
     )
 
 
-# ---- windows ------------------------------------------------------------------------------------
+def test_isolation_intervals_equal_the_reference() -> None:
+    attempts, _ = edge_tables(EDGE_ATTEMPTS, EDGE_RESULTS)
+    got = summaries.isolation_intervals(attempts).to_pylist()
+    ref = analysis.isolation_intervals(attempts.to_pandas())
+    assert [tuple(r.values()) for r in got] == list(ref.itertuples(index=False, name=None))
+    assert summaries.isolation_intervals(attempts.slice(0, 0)).num_rows == 0
+
+
+# ---- windows, hand-computed ----------------------------------------------------------------------
 
 BROKER_WINDOW_COLUMNS = (
-    "broker string, window_start_ms long, sends long, ok long, failed_timeout long, failed_connect long, "
-    "failed_broker_error long, not_store_ok long, failed_other long, retries long, bytes long, "
-    "error_rate double, publish_rate_per_s double, isolated_producers long, queue_skew double, "
-    "queue_gini double"
+    "broker",
+    "window_start_ms",
+    "sends",
+    "ok",
+    "failed_timeout",
+    "failed_connect",
+    "failed_broker_error",
+    "not_store_ok",
+    "failed_other",
+    "retries",
+    "bytes",
+    "error_rate",
+    "publish_rate_per_s",
+    "isolated_producers",
+    "queue_skew",
+    "queue_gini",
 )
 
 
-def test_broker_windows_hand_computed(spark, attempts, intervals) -> None:
-    got = summaries.broker_windows(attempts, 1000, intervals=intervals)
-    expected = spark.createDataFrame(
-        [
-            # every broker x every window of the run, zeros included; queues: a0 a1 b0 b1
-            ("a", 0, 2, 1, 0, 0, 0, 0, 1, 1, 150, 0.5, 1.0, 0, 1.0, 0.0),
-            ("a", 1000, 0, 0, 0, 0, 0, 0, 0, 0, 0, None, 0.0, 0, None, None),
-            ("a", 2000, 0, 0, 0, 0, 0, 0, 0, 0, 0, None, 0.0, 0, None, None),
-            ("a", 3000, 0, 0, 0, 0, 0, 0, 0, 0, 0, None, 0.0, 1, None, None),
-            ("a", 4000, 1, 1, 0, 0, 0, 0, 0, 0, 60, 0.0, 1.0, 1, 2.0, 0.5),
-            ("b", 0, 2, 1, 1, 0, 0, 0, 0, 0, 170, 0.5, 1.0, 1, 2.0, 0.5),
-            ("b", 1000, 1, 1, 0, 0, 0, 0, 0, 0, 200, 0.0, 1.0, 2, 2.0, 0.5),
-            ("b", 2000, 1, 0, 0, 0, 1, 0, 0, 0, 300, 1.0, 0.0, 2, 2.0, 0.5),
-            ("b", 3000, 2, 1, 0, 0, 0, 1, 0, 0, 480, 0.5, 1.0, 2, 1.0, 0.0),
-            ("b", 4000, 1, 1, 0, 0, 0, 0, 0, 0, 90, 0.0, 1.0, 2, 2.0, 0.5),
-        ],
-        BROKER_WINDOW_COLUMNS,
-    )
-    cols = expected.columns
-    assert_df_equality(got.select(*cols), expected, ignore_row_order=True, ignore_nullable=True)
+def test_broker_windows_hand_computed(fixed: tuple[pa.Table, pa.Table]) -> None:
+    got = core_tables(*fixed, 1000)["broker_windows"]
+    expected = [
+        # every broker x every window of the run, zeros included; queues: a0 a1 b0 b1
+        ("a", 0, 2, 1, 0, 0, 0, 0, 1, 1, 150, 0.5, 1.0, 0, 1.0, 0.0),
+        ("a", 1000, 0, 0, 0, 0, 0, 0, 0, 0, 0, None, 0.0, 0, None, None),
+        ("a", 2000, 0, 0, 0, 0, 0, 0, 0, 0, 0, None, 0.0, 0, None, None),
+        ("a", 3000, 0, 0, 0, 0, 0, 0, 0, 0, 0, None, 0.0, 1, None, None),
+        ("a", 4000, 1, 1, 0, 0, 0, 0, 0, 0, 60, 0.0, 1.0, 1, 2.0, 0.5),
+        ("b", 0, 2, 1, 1, 0, 0, 0, 0, 0, 170, 0.5, 1.0, 1, 2.0, 0.5),
+        ("b", 1000, 1, 1, 0, 0, 0, 0, 0, 0, 200, 0.0, 1.0, 2, 2.0, 0.5),
+        ("b", 2000, 1, 0, 0, 0, 1, 0, 0, 0, 300, 1.0, 0.0, 2, 2.0, 0.5),
+        ("b", 3000, 2, 1, 0, 0, 0, 1, 0, 0, 480, 0.5, 1.0, 2, 1.0, 0.0),
+        ("b", 4000, 1, 1, 0, 0, 0, 0, 0, 0, 90, 0.0, 1.0, 2, 2.0, 0.5),
+    ]
+    assert rows_of(got, BROKER_WINDOW_COLUMNS) == expected_rows(expected)
 
 
-def test_queue_windows_hand_computed(spark, attempts) -> None:
-    got = summaries.queue_windows(attempts, 2000).select(
-        "broker", "queue_id", "window_start_ms", "sends", "skew"
-    )
-    expected = spark.createDataFrame(
-        [
-            ("a", 0, 0, 1, 1.0),
-            ("a", 1, 0, 1, 1.0),
-            ("a", 0, 2000, 0, None),  # the broker got nothing: no skew
-            ("a", 1, 2000, 0, None),
-            ("a", 0, 4000, 0, 0.0),
-            ("a", 1, 4000, 1, 2.0),
-            ("b", 0, 0, 2, 4 / 3),
-            ("b", 1, 0, 1, 2 / 3),
-            ("b", 0, 2000, 2, 4 / 3),
-            ("b", 1, 2000, 1, 2 / 3),
-            ("b", 0, 4000, 0, 0.0),
-            ("b", 1, 4000, 1, 2.0),
-        ],
-        "broker string, queue_id int, window_start_ms long, sends long, skew double",
-    )
-    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+def test_queue_windows_hand_computed(fixed: tuple[pa.Table, pa.Table]) -> None:
+    got = core_tables(*fixed, 2000)["queue_windows"]
+    columns = ("broker", "queue_id", "window_start_ms", "sends", "skew")
+    expected = [
+        ("a", 0, 0, 1, 1.0),
+        ("a", 1, 0, 1, 1.0),
+        ("a", 0, 2000, 0, None),  # the broker got nothing: no skew
+        ("a", 1, 2000, 0, None),
+        ("a", 0, 4000, 0, 0.0),
+        ("a", 1, 4000, 1, 2.0),
+        ("b", 0, 0, 2, 4 / 3),
+        ("b", 1, 0, 1, 2 / 3),
+        ("b", 0, 2000, 2, 4 / 3),
+        ("b", 1, 2000, 1, 2 / 3),
+        ("b", 0, 4000, 0, 0.0),
+        ("b", 1, 4000, 1, 2.0),
+    ]
+    assert rows_of(got, columns) == expected_rows(expected)
 
 
-def test_producer_windows_hand_computed(spark, results, attempts, intervals) -> None:
-    got = summaries.producer_windows(results, 1000, attempts=attempts, intervals=intervals)
-    expected = spark.createDataFrame(
-        [
-            # queues a0 a1 b0 b1: one attempt on one queue -> max/mean 4, Gini 0.75
-            (0, 0, 1, 1, 0, 0, 2, 1, 0, 100, 1.0, 0.0, 2.0, 0.5, 1),
-            (0, 1000, 1, 1, 0, 0, 1, 0, 0, 200, 1.0, 0.0, 4.0, 0.75, 1),
-            (0, 2000, 1, 0, 1, 0, 1, 0, 1, 300, 0.0, 1.0, 4.0, 0.75, 1),
-            (0, 3000, 1, 0, 0, 0, 1, 0, 0, 400, 0.0, 0.0, 4.0, 0.75, 1),
-            (1, 0, 1, 0, 1, 0, 1, 0, 0, 50, 0.0, 1.0, 4.0, 0.75, 0),
-            (1, 3000, 1, 1, 0, 0, 1, 0, 0, 80, 1.0, 0.0, 4.0, 0.75, 1),
-            (2, 0, 1, 1, 0, 0, 1, 0, 0, 70, 1.0, 0.0, 4.0, 0.75, 0),
-            (2, 4000, 1, 1, 0, 0, 1, 0, 0, 90, 1.0, 0.0, 4.0, 0.75, 1),
-            (3, 4000, 2, 1, 0, 1, 1, 0, 0, 130, 1.0, 0.5, 4.0, 0.75, 0),
-        ],
-        "producer int, window_start_ms long, sends long, ok long, failed long, rejected long, "
-        "attempts long, retries long, retry_budget_exhausted long, bytes long, publish_rate_per_s double, "
-        "error_rate double, queue_skew double, queue_gini double, isolated_brokers long",
+def test_producer_windows_hand_computed(fixed: tuple[pa.Table, pa.Table]) -> None:
+    got = core_tables(*fixed, 1000)["producer_windows"]
+    columns = (
+        "producer",
+        "window_start_ms",
+        "sends",
+        "ok",
+        "failed",
+        "rejected",
+        "attempts",
+        "retries",
+        "retry_budget_exhausted",
+        "bytes",
+        "publish_rate_per_s",
+        "error_rate",
+        "queue_skew",
+        "queue_gini",
+        "isolated_brokers",
     )
-    assert_df_equality(got.select(*expected.columns), expected, ignore_row_order=True, ignore_nullable=True)
+    expected = [
+        # queues a0 a1 b0 b1: one attempt on one queue -> max/mean 4, Gini 0.75
+        (0, 0, 1, 1, 0, 0, 2, 1, 0, 100, 1.0, 0.0, 2.0, 0.5, 1),
+        (0, 1000, 1, 1, 0, 0, 1, 0, 0, 200, 1.0, 0.0, 4.0, 0.75, 1),
+        (0, 2000, 1, 0, 1, 0, 1, 0, 1, 300, 0.0, 1.0, 4.0, 0.75, 1),
+        (0, 3000, 1, 0, 0, 0, 1, 0, 0, 400, 0.0, 0.0, 4.0, 0.75, 1),
+        (1, 0, 1, 0, 1, 0, 1, 0, 0, 50, 0.0, 1.0, 4.0, 0.75, 0),
+        (1, 3000, 1, 1, 0, 0, 1, 0, 0, 80, 1.0, 0.0, 4.0, 0.75, 1),
+        (2, 0, 1, 1, 0, 0, 1, 0, 0, 70, 1.0, 0.0, 4.0, 0.75, 0),
+        (2, 4000, 1, 1, 0, 0, 1, 0, 0, 90, 1.0, 0.0, 4.0, 0.75, 1),
+        (3, 4000, 2, 1, 0, 1, 1, 0, 0, 130, 1.0, 0.5, 4.0, 0.75, 0),
+    ]
+    assert rows_of(got, columns) == expected_rows(expected)
 
 
-def test_run_summary_hand_computed(spark, summary) -> None:
-    got = summary
-    cols = (
-        "scope string, messages long, ok long, failed long, rejected long, attempts long, retries long, "
-        "retry_budget_exhausted long, share double, sends long, failed_timeout long, "
-        "failed_broker_error long, not_store_ok long, failed_other long, attempt_error_rate double, "
-        "bytes long, duration_ms long, "
-        "publish_rate_per_s double, error_rate double, isolations long, isolated_ms long"
+def test_run_summary_hand_computed(summary: pa.Table) -> None:
+    columns = (
+        "scope",
+        "messages",
+        "ok",
+        "failed",
+        "rejected",
+        "attempts",
+        "retries",
+        "retry_budget_exhausted",
+        "share",
+        "sends",
+        "failed_timeout",
+        "failed_broker_error",
+        "not_store_ok",
+        "failed_other",
+        "attempt_error_rate",
+        "bytes",
+        "duration_ms",
+        "publish_rate_per_s",
+        "error_rate",
+        "isolations",
+        "isolated_ms",
     )
-    expected = spark.createDataFrame(
-        [
-            # isolated_ms is clipped at the run's last send end (5000): 405 + 2300 + 1900 + 4000
-            ("all", 10, 6, 2, 1, 10, 1, 1, 1.0, 10, 1, 1, 1, 1, 0.4, 1450, 5000, 1.2, 0.3, 4, 8605),
-            ("a", 2, 2, 0, 0, 3, 1, 0, 2 / 7, 3, 0, 0, 0, 1, 1 / 3, 210, 5000, 0.4, 0.0, 1, 1900),
-            ("b", 5, 4, 0, 0, 5, 0, 0, 5 / 7, 7, 1, 1, 1, 0, 3 / 7, 1240, 5000, 0.8, 0.0, 3, 6705),
-        ],
-        cols,
-    )
-    assert_df_equality(got.select(*expected.columns), expected, ignore_row_order=True, ignore_nullable=True)
-    spread = {r["scope"]: r for r in got.collect()}  # 3 rows
+    expected = [
+        # isolated_ms is clipped at the run's last send end (5000): 405 + 2300 + 1900 + 4000
+        ("all", 10, 6, 2, 1, 10, 1, 1, 1.0, 10, 1, 1, 1, 1, 0.4, 1450, 5000, 1.2, 0.3, 4, 8605),
+        ("a", 2, 2, 0, 0, 3, 1, 0, 2 / 7, 3, 0, 0, 0, 1, 1 / 3, 210, 5000, 0.4, 0.0, 1, 1900),
+        ("b", 5, 4, 0, 0, 5, 0, 0, 5 / 7, 7, 1, 1, 1, 0, 3 / 7, 1240, 5000, 0.8, 0.0, 3, 6705),
+    ]
+    assert rows_of(summary, columns) == expected_rows(expected)
+    spread = {r["scope"]: r for r in summary.to_pylist()}  # 3 rows
     assert spread["all"]["queue_skew"] == pytest.approx(1.6) and spread["all"]["queue_gini"] == pytest.approx(
         0.25
     )
@@ -278,9 +422,10 @@ def test_run_summary_hand_computed(spark, summary) -> None:
 # ---- exact percentiles --------------------------------------------------------------------------
 
 
+@pytest.mark.spark
 def test_histogram_percentiles_equal_spark_percentile_and_numpy(spark) -> None:
-    """The histogram path (run_summary's queue waits) gives ``percentile``'s values: ties, one value,
-    two values, a run of many distinct values, nulls ignored."""
+    """The oracle's histogram path (run_summary's queue waits) gives ``percentile``'s values: ties, one
+    value, two values, a run of many distinct values, nulls ignored."""
     rng = np.random.default_rng(8)
     values = {
         "one": np.array([7]),
@@ -293,9 +438,9 @@ def test_histogram_percentiles_equal_spark_percentile_and_numpy(spark) -> None:
     df = spark.createDataFrame(rows, "g string, latency_ms long")
     names = [f"p{i}" for i in range(len(QS))]
     ps = [q / 100 for q in QS]
-    hist = {r["g"]: r for r in summaries.histogram_percentiles(df, ["g"], "latency_ms", names, ps).collect()}
+    hist = {r["g"]: r for r in oracle.histogram_percentiles(df, ["g"], "latency_ms", names, ps).collect()}
     spark_pct = {
-        r["g"]: r for r in df.groupBy("g").agg(*summaries.percentiles("latency_ms", names, ps)).collect()
+        r["g"]: r for r in df.groupBy("g").agg(*oracle.percentiles("latency_ms", names, ps)).collect()
     }
     for g, vs in values.items():  # 5 groups: tiny results
         got = [hist[g][n] for n in names]
@@ -303,8 +448,10 @@ def test_histogram_percentiles_equal_spark_percentile_and_numpy(spark) -> None:
         np.testing.assert_allclose(got, np.percentile(vs, QS), rtol=1e-12, atol=1e-9, err_msg=g)
 
 
-def test_percentiles_are_exact_like_numpy(spark, summary) -> None:
-    """Spark's ``percentile`` interpolates linearly between closest ranks: numpy's default."""
+@pytest.mark.spark
+def test_percentiles_are_exact_like_numpy(spark, summary: pa.Table) -> None:
+    """Spark's ``percentile`` (the oracle's) interpolates linearly between closest ranks: numpy's default;
+    so does the core's, as the run summary reports them."""
     rng = np.random.default_rng(5)
     sizes = {"one": 1, "two": 2, "odd": 1001, "even": 2000}  # odd and even counts, ties, a long tail
     values = {
@@ -314,12 +461,12 @@ def test_percentiles_are_exact_like_numpy(spark, summary) -> None:
     df = spark.createDataFrame(
         [(g, int(v)) for g, vs in values.items() for v in vs], "g string, latency_ms long"
     )
-    got = {r["g"]: r for r in df.groupBy("g").agg(*summaries.percentiles("latency_ms")).collect()}  # 4 rows
+    got = {r["g"]: r for r in df.groupBy("g").agg(*oracle.percentiles("latency_ms")).collect()}  # 4 rows
     for g, vs in values.items():
         have = [got[g][c] for c in summaries.PERCENTILE_COLUMNS]
         np.testing.assert_allclose(have, np.percentile(vs, QS), rtol=1e-12, atol=1e-9, err_msg=g)
     # and as the run summary reports them: message latency and queue wait per scope of the fixed tables
-    rows = {r["scope"]: r for r in summary.collect()}  # 3 rows
+    rows = {r["scope"]: r for r in summary.to_pylist()}  # 3 rows
     local = results_pandas()
     stored = local[~local.status.isin(["FAILED", "REJECTED"]) & local.broker.notna()]
     for scope, g in [
@@ -335,3 +482,201 @@ def test_percentiles_are_exact_like_numpy(spark, summary) -> None:
             rtol=1e-12,
         )
         assert rows[scope]["latency_max_ms"] == g.latency_ms.max()
+
+
+def test_exact_percentiles_equal_numpy_and_ties() -> None:
+    rng = np.random.default_rng(3)
+    groups = {0: [7], 1: [3, 10], 2: [5] * 40 + [6] * 3 + [900], 3: list(rng.integers(0, 50_000, 2001))}
+    g = np.concatenate([[k] * len(v) for k, v in groups.items()]).astype(np.int64)
+    v = np.concatenate([np.asarray(x, np.int64) for x in groups.values()])
+    pairs, count = np.unique(np.stack([g, v]), axis=1, return_counts=True)
+    group, value = pairs
+    ps = summaries.PERCENTILES
+    got, has = summaries.exact_percentiles(group, value, count, 6, ps)
+    assert has.tolist() == [True] * 4 + [False] * 2
+    for k, values in groups.items():
+        np.testing.assert_allclose(got[k], np.percentile(values, [100 * p for p in ps]), rtol=1e-12)
+    assert got[0].tolist() == [7.0] * 6 and got[2, 0] == 5.0
+
+
+def test_outcome_kinds_are_one_table() -> None:
+    kinds = {
+        "ok": "ok",
+        "remoting:timeout": "failed_timeout",
+        "remoting:connect": "failed_connect",
+        "broker:14": "failed_broker_error",
+        "status:FLUSH_DISK_TIMEOUT": "not_store_ok",
+        "client": "failed_other",
+        "remoting:send_request": "failed_other",
+    }
+    for label, column in kinds.items():
+        assert summaries.OUTCOME_COLUMNS[summaries.outcome_kind(label)] == column, label
+    assert summaries.OUTCOME_COLUMNS[-1] == "failed_other"
+
+
+# ---- the oracle on the runs the one pass wrote ---------------------------------------------------------
+
+
+def with_keys(table: pa.Table, **keys: str) -> pa.Table:
+    for i, (k, v) in enumerate(keys.items()):
+        table = table.add_column(i, k, pa.array([v] * table.num_rows, pa.string()))
+    return table
+
+
+def _core_run(wh: Path, run_id: str) -> dict[str, pa.Table]:
+    attempts, results = run_tables(wh, run_id, "send_attempts", "send_results")
+    results = results.select(schemas.without_run_id(schemas.SEND_RESULTS).names)  # as the simulator gives
+    merged = merged_in_shuffled_order(core_summaries(attempts, results, RUNS[run_id][1]), seed=len(run_id))
+    return summaries.summary_tables(merged)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("run_id", sorted(RUNS))
+def test_summary_tables_of_the_one_pass_equal_the_oracle(spark, sample_runs: Path, run_id: str) -> None:
+    """What the pipeline committed = the Spark oracle on its committed attempts and results = the core
+    functions called here on them, merged in another order."""
+    attempts, results = run_tables(sample_runs, run_id, "send_attempts", "send_results")
+    window_ms = RUNS[run_id][1]
+    expected = oracle.summary_tables_of(
+        spark, with_keys(attempts, run_id=run_id), with_keys(results, run_id=run_id), window_ms, ["run_id"]
+    )
+    local = _core_run(sample_runs, run_id)
+    assert set(local) == set(summaries.SUMMARY_TABLES)
+    for name in summaries.SUMMARY_TABLES:
+        (committed,) = run_tables(sample_runs, run_id, name)
+        assert local[name].schema == schemas.data_schema(schemas.TABLES[name].schema), name
+        assert expected[name].num_rows > 0, name
+        assert_same(expected[name], committed, KEYS[name])
+        assert_same(expected[name], local[name], KEYS[name])
+
+
+@pytest.mark.spark
+def test_merge_order_does_not_matter(sample_runs: Path) -> None:
+    attempts, results = run_tables(sample_runs, "mixed-533", "send_attempts", "send_results")
+    results = results.select(schemas.without_run_id(schemas.SEND_RESULTS).names)
+    aggs = core_summaries(attempts, results, 700)
+    one = merged_in_shuffled_order(aggs, 1)
+    for seed in (2, 3):
+        other = merged_in_shuffled_order(aggs, seed)
+        for name, table in one.tables().items():
+            assert table.equals(other.tables()[name]), name
+    with pytest.raises(ValueError, match="more than one aggregate"):
+        summaries.merge([aggs[0], aggs[0]])
+    with pytest.raises(ValueError, match="cannot be merged"):
+        summaries.merge([aggs[0], summaries.producer_aggregates(attempts, results, 1000)])
+
+
+# ---- a comparison: keys (run_id, variant) on the same rows ---------------------------------------------
+
+VARIANTS = {
+    "fault_off": {"producers": {"send_latency_fault_enable": False}},
+    "fault_on": {},
+    "line5": {"producers": {"client_version": "5.3.3"}, "workload": {"messages": 1200}},
+}
+
+
+@pytest.mark.spark
+def test_comparison_keys_equal_the_oracle(spark) -> None:
+    """Three variants in one table set, as jobs/compare.py summarises them (keys run_id, variant)."""
+    window_ms = 1500
+    attempts, results, aggs = [], [], []
+    for name, over in VARIANTS.items():
+        sc = scenario_from_mapping(
+            {"name": "cmp", **deep_update(deep_update(SAMPLE_BASE, RUNS["mixed-498"][0]), over)}
+        )
+        out = simulate.simulate(workload.generate(sc), sc)
+        attempts.append(with_keys(out.attempts, run_id="cmp", variant=name))
+        results.append(with_keys(out.results, run_id="cmp", variant=name))
+        aggs += core_summaries(out.attempts, out.results, window_ms, variant=name)
+    keys = ["run_id", "variant"]
+    expected = oracle.summary_tables_of(
+        spark, pa.concat_tables(attempts), pa.concat_tables(results), window_ms, keys
+    )
+    got = summaries.summary_tables(merged_in_shuffled_order(aggs, 7))
+    for name, table in got.items():
+        assert table.column_names[0] == "variant"
+        if name != "isolation_intervals":  # fault_off isolates nothing
+            assert set(table.column("variant").to_pylist()) == set(VARIANTS), name
+        assert_same(expected[name], table, ["variant", *KEYS[name]])
+
+
+# ---- hand-made edge cases ----------------------------------------------------------------------------
+
+# (producer, seq, attempt, start, latency, broker, queue, outcome, fault_isolated_until_ms, wire_bytes)
+EDGE_ATTEMPTS = [
+    (0, 0, 0, 0, 600, "b", 0, "remoting:timeout", 30600, 100),  # b isolated ... past the run's end
+    (0, 0, 1, 600, 5, "a", 0, "ok", None, 100),
+    (0, 1, 0, 1000, 5, "b", 1, "ok", None, 200),  # ... until a fast success (4.9 overwrites)
+    (0, 2, 0, 2000, 700, "b", 0, "broker:14", 32700, 300),
+    (0, 3, 0, 3000, 800, "b", 1, "status:FLUSH_DISK_TIMEOUT", 33800, 400),  # touching: extends
+    (0, 4, 0, 3790, 10, "b", 1, "ok", 5000, 10),  # ends at 3800 too: a tie in end order
+    (1, 0, 0, 100, 3000, "a", 1, "client", 603100, 50),  # 600 s: outlasts the run by far
+    (1, 1, 0, 3200, 10, "b", 0, "ok", None, 80),
+    (1, 2, 0, 9000, 10, "c", 0, "ok", None, 80),  # c: one attempt, after an empty window
+    (2, 0, 0, 500, 500, "b", 0, "ok", 10500, 70),
+    (2, 1, 0, 4000, 1000, "b", 1, "ok", 15000, 90),  # extends while isolated
+    (2, 2, 0, 4100, 5, "b", 1, "ok", None, 90),  # same latency: ties in the percentiles
+    (2, 2, 1, 4105, 5, "b", 1, "ok", None, 90),
+    (3, 0, 0, 4500, 500, "a", 1, "ok", 5000, 60),  # until == end: not isolated
+    (3, 1, 0, 6100, 500, "a", 1, "status:SLAVE_NOT_AVAILABLE", None, 60),  # a stored not-OK result
+]
+# (producer, seq, status, attempts, exhausted, born, send, latency, wire_bytes, broker, queue)
+EDGE_RESULTS = [
+    (0, 0, "SEND_OK", 2, False, 0, 0, 605, 100, "a", 0),
+    (0, 1, "SEND_OK", 1, False, 950, 1000, 5, 200, "b", 1),
+    (0, 2, "FAILED", 1, True, 1990, 2000, 700, 300, "b", 0),
+    (0, 3, "FLUSH_DISK_TIMEOUT", 1, False, 3000, 3000, 800, 400, "b", 1),
+    (0, 4, "SEND_OK", 1, False, 3700, 3790, 10, 10, "b", 1),
+    (1, 0, "FAILED", 1, False, 100, 100, 3000, 50, "a", 1),
+    (1, 1, "SEND_OK", 1, False, 3150, 3200, 10, 80, "b", 0),
+    (1, 2, "SEND_OK", 1, False, 8000, 9000, 10, 80, "c", 0),
+    (2, 0, "SEND_OK", 1, False, 500, 500, 500, 70, "b", 0),
+    (2, 1, "SEND_OK", 1, False, 3500, 4000, 1000, 90, "b", 1),
+    (2, 2, "SEND_OK", 2, False, 4100, 4100, 10, 90, "b", 1),
+    (3, 0, "SEND_OK", 1, False, 4500, 4500, 500, 60, "a", 1),
+    (3, 1, "SLAVE_NOT_AVAILABLE", 1, False, 5800, 5950, 650, 60, "a", 1),  # its attempt starts later
+    (3, 2, "REJECTED", 0, False, 4600, 4600, 0, 70, None, None),
+    (4, 0, "REJECTED", 0, False, 10, 10, 0, 70, None, None),  # a producer with nothing sent
+    (4, 1, "REJECTED", 0, False, 20_000, 20_000, 0, 70, None, None),
+]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("window_ms", [1000, 700, 10_000])
+def test_edge_cases_equal_the_oracle(spark, window_ms: int) -> None:
+    """Empty windows, a broker without attempts in a window, ties, single values, all-rejected
+    producers (and a whole variant of them), intervals past the end of the run, equal end times."""
+    attempts, results = edge_tables(EDGE_ATTEMPTS, EDGE_RESULTS)
+    rejected = results.filter(pc.equal(results.column("producer"), 4))
+    a_in = pa.concat_tables([with_keys(attempts, run_id="e", variant="v")])
+    r_in = pa.concat_tables(
+        [
+            with_keys(results, run_id="e", variant="v"),
+            with_keys(rejected, run_id="e", variant="only-rejected"),
+        ]
+    )
+    expected = oracle.summary_tables_of(spark, a_in, r_in, window_ms, ["run_id", "variant"])
+    aggs = core_summaries(attempts, results, window_ms, variant="v")
+    aggs += core_summaries(attempts.schema.empty_table(), rejected, window_ms, variant="only-rejected")
+    got = summaries.summary_tables(merged_in_shuffled_order(aggs, window_ms))
+    for name, table in got.items():
+        assert_same(expected[name], table, ["variant", *KEYS[name]])
+    # and without keys, the run alone
+    expected = oracle.summary_tables_of(
+        spark, with_keys(attempts, run_id="e"), with_keys(results, run_id="e"), window_ms, ["run_id"]
+    )
+    got = summaries.summary_tables(summaries.merge(core_summaries(attempts, results, window_ms)))
+    for name, table in got.items():
+        assert_same(expected[name], table, KEYS[name])
+
+
+def test_aggregates_travel_as_bytes() -> None:
+    attempts, results = edge_tables(EDGE_ATTEMPTS, EDGE_RESULTS)
+    aggs = core_summaries(attempts, results, 1000, variant="v")
+    for agg in aggs:
+        back = summaries.SummaryAggregates.from_bytes(agg.to_bytes())
+        assert (back.window_ms, back.key_names) == (1000, ("variant",))
+        for name, table in agg.tables().items():
+            assert back.tables()[name].equals(table), name
+    with pytest.raises(ValueError, match="not summary aggregates"):
+        summaries.SummaryAggregates.from_bytes(b"")

@@ -1,4 +1,6 @@
-"""Variants and sweeps of a comparison: parsing, naming, validation before Spark, shared messages."""
+"""Variants and sweeps of a comparison: parsing, naming, validation before Spark, shared messages, the
+groups of variants that share them, and the comparison table (equal to the Spark reshape it replaces,
+``tests/spark_oracle.py``)."""
 
 from __future__ import annotations
 
@@ -13,11 +15,14 @@ from rocketsim.scenario import ScenarioError
 from rocketsim.spark.cli import parse_compare_args
 from rocketsim.spark.compare import format_comparison
 from rocketsim.variants import (
+    COMPARED_METRICS,
     Variant,
     build_scenarios,
     combine,
+    comparison_table,
     message_signature,
     parse_variants,
+    signature_groups,
     sweep_variants,
 )
 
@@ -131,6 +136,63 @@ def test_variants_that_change_only_sending_share_the_very_same_messages() -> Non
     assert not v5.equals(base)
     assert v5.column("born_ts_ms").equals(base.column("born_ts_ms"))
     assert np.all(np.asarray(v5.column("properties_size")) - np.asarray(base.column("properties_size")) == 1)
+    assert signature_groups(sc) == [["base", "off", "retries", "timeout"], ["v5"]]
+
+
+SUMMARY_ROWS = [  # a few run_summary columns of two variants; the baseline lacks broker-c
+    {"variant": "off", "scope": "all", "messages": 100, "latency_p99_ms": 20.0, "queue_gini": None},
+    {"variant": "off", "scope": "broker-b", "messages": 40, "latency_p99_ms": 0.0, "queue_gini": 0.1},
+    {"variant": "on", "scope": "all", "messages": 100, "latency_p99_ms": 15.0, "queue_gini": 0.2},
+    {"variant": "on", "scope": "broker-b", "messages": 30, "latency_p99_ms": 5.0, "queue_gini": 0.3},
+    {"variant": "on", "scope": "broker-c", "messages": 10, "latency_p99_ms": 7.5, "queue_gini": 0.0},
+]
+VARIANTS = (Variant("off", ("producers.send_latency_fault_enable=false",)), Variant("on", ()))
+
+
+def summary_table(rows: list[dict] = SUMMARY_ROWS) -> pa.Table:
+    """run_summary rows keyed by variant, every metric (those not given: 1 for the first row, else 0)."""
+    from rocketsim import schemas
+
+    fields = [pa.field("variant", pa.string(), nullable=False), *schemas.data_schema(schemas.RUN_SUMMARY)]
+    filled = [{f.name: r.get(f.name, 1 if i == 0 else 0) for f in fields} for i, r in enumerate(rows)]
+    return pa.Table.from_pylist(filled, pa.schema(fields))
+
+
+def test_comparison_table_puts_each_metric_beside_the_baseline() -> None:
+    rows = comparison_table(summary_table(), VARIANTS, "off")
+    assert rows.num_rows == len(SUMMARY_ROWS) * len(COMPARED_METRICS)
+    by = {(r["variant"], r["scope"], r["metric"]): r for r in rows.to_pylist()}
+    p99 = by[("on", "all", "latency_p99_ms")]
+    assert (p99["value"], p99["baseline_value"], p99["delta"], p99["delta_pct"]) == (15.0, 20.0, -5.0, -25.0)
+    assert p99["baseline"] == "off" and p99["overrides"] == []
+    assert by[("off", "all", "messages")]["overrides"] == ["producers.send_latency_fault_enable=false"]
+    zero = by[("on", "broker-b", "latency_p99_ms")]  # baseline 0: no percentage
+    assert (zero["delta"], zero["delta_pct"]) == (5.0, None)
+    gini = by[("on", "all", "queue_gini")]  # the baseline's value is null
+    assert (gini["value"], gini["baseline_value"], gini["delta"], gini["delta_pct"]) == (
+        0.2,
+        None,
+        None,
+        None,
+    )
+    new = by[("on", "broker-c", "messages")]  # a scope the baseline does not have
+    assert (new["value"], new["baseline_value"], new["delta"]) == (10.0, None, None)
+
+
+@pytest.mark.spark
+def test_comparison_table_equals_the_spark_reshape(spark) -> None:
+    import spark_oracle
+
+    from rocketsim.spark.session import spark_schema
+
+    summary = summary_table().append_column("run_id", pa.array(["c"] * len(SUMMARY_ROWS)))
+    schema = pa.schema([summary.schema.field("run_id"), *summary_table().schema])
+    df = spark.createDataFrame(summary.select(schema.names).to_pandas(), spark_schema(schema))
+    expected = spark_oracle.comparison_table(df, VARIANTS, "off").toArrow()
+    got = comparison_table(summary_table(), VARIANTS, "off")
+    order = [(k, "ascending") for k in ("variant", "scope", "metric")]
+    expected = expected.select(got.column_names).sort_by(order)
+    assert expected.to_pylist() == got.sort_by(order).to_pylist()
 
 
 def test_compare_args_exit_2_before_spark_on_a_bad_variant(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,7 +1,9 @@
-"""The files a stage's tasks write (:mod:`rocketsim.warehouse.stage_files`), without Spark: they equal the
-local oracle (the core functions called directly), a re-run task rewrites the same bytes, a producer's
-messages read back from other files give the same tables, and a comparison's producer step writes every
-result without a broker step."""
+"""The files a stage's tasks write and the driver's step after them (:mod:`rocketsim.warehouse.stage_files`),
+without Spark: the one pass's files equal the local oracle (the core functions called directly on the
+whole run), a re-run task rewrites the same bytes, the stages that read committed files (simulate,
+broker side, summarize) give the same tables as the one pass, a comparison's producer step writes only
+its variants' aggregates, the work refuses what the stage does not do, and a task reads files another
+writer made (string_view columns) as the table's types."""
 
 from __future__ import annotations
 
@@ -12,11 +14,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from rocketsim import simulate, store, workload
+from rocketsim import broker_side, schemas, simulate, stage, store, summaries, workload
 from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
 from rocketsim.warehouse import stage_files
 from rocketsim.warehouse.files import write_parquet
-from rocketsim.warehouse.stage_files import StageDirs
+from rocketsim.warehouse.read import FileRange
+from rocketsim.warehouse.stage_files import STAGES, StageWork
 
 MIXED = {
     "name": "stage",
@@ -38,6 +42,7 @@ MIXED = {
     "brokers": {"default": {"errors": {"system_error": 0.01, "remoting_timeout": 0.005}}},
     "faults": [{"broker": "broker-b", "kind": "outage", "start_s": 1, "end_s": 3}],
 }
+WINDOW_MS = 1000
 TABLES = ("messages", "send_attempts", "send_results", "commit_log")
 
 
@@ -46,11 +51,12 @@ def scenario() -> Scenario:
     return scenario_from_mapping(MIXED)
 
 
-def _dirs(root: Path, tables: tuple[str, ...] = TABLES, scratch: bool = True) -> StageDirs:
-    dirs = StageDirs({t: str(root / t) for t in tables}, str(root / "scratch") if scratch else None)
-    for d in dirs.all():
+def _work(root: Path, stages: tuple[str, ...] = STAGES, inputs: dict | None = None) -> StageWork:
+    tables = {t.name: str(root / t.name) for t in schemas.written_by(*stages)}
+    work = StageWork(stages, tables, str(root / "scratch"), WINDOW_MS, inputs or {})
+    for d in work.all():
         Path(d).mkdir(parents=True)
-    return dirs
+    return work
 
 
 def _read(folder: str) -> pa.Table:
@@ -62,31 +68,45 @@ def _by(t: pa.Table, *keys: str) -> pa.Table:
     return t.sort_by([(k, "ascending") for k in keys])
 
 
-def _run(scenario: Scenario, dirs: StageDirs, message_files: dict[int, list[str]] | None = None) -> None:
+def _run(scenario: Scenario, work: StageWork) -> dict[str, int]:
+    """Every task of the stage, then the driver's step; returns the summed counts."""
     shares = workload.producer_shares(scenario)
-    for share in shares:
-        files = None if message_files is None else message_files[share.producer]
-        stage_files.write_producer_files(scenario, share, dirs, files)
+    counts = [stage_files.write_producer_files(scenario, share, work) for share in shares]
     producers = [s.producer for s in shares]
-    if dirs.scratch is not None:
-        for b in range(len(scenario.cluster.brokers)):
-            stage_files.write_broker_files(scenario, b, producers, dirs)
+    brokers = list(range(len(scenario.cluster.brokers)))
+    if work.has_brokers:
+        counts += [stage_files.write_broker_files(scenario, b, producers, work) for b in brokers]
+    finished = stage_files.finish_stage(scenario, work, producers, brokers)
+    assert not Path(work.scratch).exists()
+    total: dict[str, int] = {}
+    for part in [*counts, finished.counts]:
+        for k, v in part.items():
+            total[k] = total.get(k, 0) + v
+    return total
 
 
-def test_task_files_equal_the_local_oracle(scenario: Scenario, tmp_path: Path) -> None:
-    dirs = _dirs(tmp_path)
-    _run(scenario, dirs)
+def _committed(work: StageWork) -> dict[str, list[FileRange]]:
+    """The stage's files as committed inputs of a later stage (ranges unknown: any file may hold any)."""
+    return {
+        t: [FileRange(str(f), None, None) for f in sorted(Path(folder).glob("part-*.parquet"))]
+        for t, folder in work.tables.items()
+    }
+
+
+def test_one_pass_files_equal_the_local_oracle(scenario: Scenario, tmp_path: Path) -> None:
+    work = _work(tmp_path)
+    counts = _run(scenario, work)
 
     messages = workload.generate(scenario)
     out = simulate.simulate(messages, scenario)
     log = store.with_offsets(store.log_records(messages, out.attempts, out.results, scenario), scenario)
 
-    assert _by(_read(dirs.tables["messages"]), "producer", "seq").equals(_by(messages, "producer", "seq"))
-    assert _read(dirs.tables["send_attempts"]).cast(out.attempts.schema).equals(out.attempts)
-    assert _by(_read(dirs.tables["commit_log"]), "broker", "commit_log_offset").equals(
+    assert _by(_read(work.tables["messages"]), "producer", "seq").equals(_by(messages, "producer", "seq"))
+    assert _read(work.tables["send_attempts"]).cast(out.attempts.schema).equals(out.attempts)
+    assert _by(_read(work.tables["commit_log"]), "broker", "commit_log_offset").equals(
         _by(log, "broker", "commit_log_offset")
     )
-    results = _by(_read(dirs.tables["send_results"]), "producer", "seq")
+    results = _by(_read(work.tables["send_results"]), "producer", "seq")
     assert results.num_rows == messages.num_rows
     assert results.select(out.results.column_names).cast(out.results.schema).equals(out.results)
     # each result carries the columns of the record it points at, or nulls when none
@@ -99,23 +119,42 @@ def test_task_files_equal_the_local_oracle(scenario: Scenario, tmp_path: Path) -
     assert set(failed.column("status").to_pylist()) <= {"FAILED", "REJECTED"}
     assert failed.num_rows > 0
 
+    # the summary tables: the core's of the whole run at once
+    whole = summaries.summary_tables(summaries.producer_aggregates(out.attempts, out.results, WINDOW_MS))
+    for name, table in whole.items():
+        assert _read(work.tables[name]).equals(table), name
+    # the broker side: the core's of the whole commit log at once (transactions: by producer and seq)
+    assert (
+        _read(work.tables["broker_storage"])
+        .sort_by([(k, "ascending") for k in schemas.TABLES["broker_storage"].keys])
+        .equals(broker_side.broker_storage(log, WINDOW_MS))
+    )
+    txns = _by(_read(work.tables["transactions"]), "producer", "seq")
+    assert txns.num_rows == pc.sum(pc.equal(messages.column("message_type"), "transaction")).as_py() > 0
+    assert txns.column("half_queue_offset").null_count < txns.num_rows
+    load = _read(work.tables["consumer_load"])
+    assert pc.sum(load.column("messages")).as_py() > 0
+    assert counts["messages.made"] == counts["send_results.made"] == messages.num_rows
+    assert counts["commit_log.made"] == log.num_rows
+
 
 def test_rewriting_a_task_gives_the_same_bytes(scenario: Scenario, tmp_path: Path) -> None:
     """Spark may run a task twice: the second run replaces each file by an identical one."""
-    dirs = _dirs(tmp_path)
+    work = _work(tmp_path)
     share = workload.producer_shares(scenario)[1]
-    stage_files.write_producer_files(scenario, share, dirs)
+    stage_files.write_producer_files(scenario, share, work)
     first = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    stage_files.write_producer_files(scenario, share, dirs)
+    stage_files.write_producer_files(scenario, share, work)
     second = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     assert first.keys() == second.keys() and all(first[p] == second[p] for p in first)
     assert not [p for p in first if p.name.endswith(".tmp")]
+    assert {p.name for p in first} >= {"aggregates-p000001.bin", "log-p000001.arrow", "part-p000001.parquet"}
 
 
 def test_messages_read_back_give_the_same_files(scenario: Scenario, tmp_path: Path) -> None:
     """The staged jobs: generate writes messages; simulate reads them from files that hold several
     producers each (as another writer may leave them) and writes the same tables as one pass."""
-    generated = _dirs(tmp_path / "gen", ("messages",), scratch=False)
+    generated = _work(tmp_path / "gen", (GENERATE,))
     _run(scenario, generated)
     assert sorted(p.name for p in Path(generated.tables["messages"]).iterdir()) == [
         f"part-p{p:06d}.parquet" for p in range(4)
@@ -125,10 +164,11 @@ def test_messages_read_back_give_the_same_files(scenario: Scenario, tmp_path: Pa
     everything = _by(_read(generated.tables["messages"]), "seq", "producer")  # producers interleaved
     write_parquet(everything.slice(0, 900), str(mixed / "a.parquet"))
     write_parquet(everything.slice(900), str(mixed / "b.parquet"))
-    files = {p: [str(mixed / "a.parquet"), str(mixed / "b.parquet")] for p in range(4)}
-    simulated = _dirs(tmp_path / "sim", TABLES[1:])
-    _run(scenario, simulated, files)
-    one_pass = _dirs(tmp_path / "one")
+    files = {"messages": [FileRange(str(mixed / n), 0, 3) for n in ("a.parquet", "b.parquet")]}
+    simulated = _work(tmp_path / "sim", (SIMULATE,), files)
+    counts = _run(scenario, simulated)
+    assert counts["messages.read"] == counts["messages.keys"] == 2000
+    one_pass = _work(tmp_path / "one")
     _run(scenario, one_pass)
     for table in TABLES[1:]:
         a, b = _read(simulated.tables[table]), _read(one_pass.tables[table])
@@ -138,18 +178,103 @@ def test_messages_read_back_give_the_same_files(scenario: Scenario, tmp_path: Pa
     assert empty.num_rows == 0 and empty.schema.equals(stage_files.MESSAGES_DATA)
 
 
-def test_without_a_broker_step_every_result_is_written(scenario: Scenario, tmp_path: Path) -> None:
-    dirs = _dirs(tmp_path, ("send_attempts", "send_results"), scratch=False)
-    _run(scenario, dirs)
-    results = _by(_read(dirs.tables["send_results"]), "producer", "seq")
-    out = simulate.simulate(workload.generate(scenario), scenario)
-    assert results.select(out.results.column_names).cast(out.results.schema).equals(out.results)
-    assert results.column("commit_log_offset").null_count == results.num_rows
-    assert not Path(tmp_path / "commit_log").exists()
+def test_the_broker_side_and_the_summaries_of_committed_files_equal_the_one_pass(
+    scenario: Scenario, tmp_path: Path
+) -> None:
+    """jobs/broker_side.py and jobs/summarize.py: the tasks read the committed tables back."""
+    one_pass = _work(tmp_path / "one")
+    _run(scenario, one_pass)
+    committed = _committed(one_pass)
+    for stages in ((BROKER_SIDE,), (SUMMARIZE,), (BROKER_SIDE, SUMMARIZE)):
+        again = _work(
+            tmp_path / "-".join(stages), stages, {t: committed[t] for t in stage_files.tables_read(stages)}
+        )
+        counts = _run(scenario, again)
+        for table in again.tables:
+            keys = [(k, "ascending") for k in schemas.TABLES[table].keys]
+            assert (
+                _read(again.tables[table]).sort_by(keys).equals(_read(one_pass.tables[table]).sort_by(keys))
+            ), (
+                stages,
+                table,
+            )
+        if SUMMARIZE in stages:
+            assert counts["send_attempts.read"] == _read(one_pass.tables["send_attempts"]).num_rows
+        if BROKER_SIDE in stages:
+            assert counts["commit_log.read"] == _read(one_pass.tables["commit_log"]).num_rows
 
 
-def test_stage_dirs_refuse_what_the_stage_does_not_write(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="not \\['runs'\\]"):
-        StageDirs({"runs": str(tmp_path)})
-    with pytest.raises(ValueError, match="give both folders"):
-        StageDirs({"send_results": str(tmp_path)}, scratch=str(tmp_path))
+def test_a_comparison_task_writes_each_variants_aggregates(scenario: Scenario, tmp_path: Path) -> None:
+    """Messages once, every variant of the signature simulated on them: only aggregates, by variant."""
+    share = workload.producer_shares(scenario)[2]
+    variants = {
+        "on": scenario,
+        "off": scenario_from_mapping(
+            {**MIXED, "producers": {**MIXED["producers"], "send_latency_fault_enable": False}}
+        ),
+    }
+    counts = stage_files.write_variant_aggregates(variants, share, WINDOW_MS, str(tmp_path), 3)
+    (written,) = tmp_path.iterdir()
+    assert written.name == stage_files.SCRATCH_VARIANT_AGGREGATES.format(3, 2)
+    got = stage_files.merge_aggregates([str(written)])
+    messages = stage.producer_messages(scenario, share)
+    parts = []
+    for name, sc in variants.items():
+        out = simulate.simulate(messages, sc)
+        parts.append(summaries.producer_aggregates(out.attempts, out.results, WINDOW_MS, {"variant": name}))
+    want = summaries.merge(parts)
+    for name, table in want.tables().items():
+        assert got.tables()[name].equals(table), name
+    assert counts["messages"] == 2 * share.messages
+    other = scenario_from_mapping({**MIXED, "producers": {**MIXED["producers"], "client_version": "5.3.3"}})
+    with pytest.raises(ValueError, match="do not share their messages"):
+        stage.variant_aggregates({"a": scenario, "b": other}, share, WINDOW_MS)
+
+
+def test_stage_work_refuses_what_the_stage_does_not_do(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="contiguous part"):
+        StageWork((GENERATE, BROKER_SIDE), {}, str(tmp_path))
+    with pytest.raises(ValueError, match="contiguous part"):
+        StageWork(("runs_row",), {}, str(tmp_path))
+    with pytest.raises(ValueError, match="write \\['messages'\\], given folders of \\['runs'\\]"):
+        StageWork((GENERATE,), {"runs": str(tmp_path)}, str(tmp_path))
+    with pytest.raises(ValueError, match="read the committed \\['send_attempts', 'send_results'\\]"):
+        StageWork(
+            (SUMMARIZE,),
+            {t.name: str(tmp_path) for t in schemas.written_by(SUMMARIZE)},
+            str(tmp_path),
+            inputs={"messages": []},
+        )
+    assert stage_files.tables_read(STAGES) == ()
+    assert stage_files.tables_read((SIMULATE,)) == ("messages",)
+    assert stage_files.tables_read((BROKER_SIDE,)) == ("messages", "send_results", "commit_log")
+
+
+def test_files_of_another_writer_with_string_views_read_the_same(
+    scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """delta-rs rewrites a file (a DELETE) with string_view columns: a task reads it as the table's
+    types, its producer's rows only, row groups skipped by their statistics."""
+    messages = workload.generate(scenario)
+    views = pa.schema(
+        [f.with_type(pa.string_view()) if pa.types.is_string(f.type) else f for f in messages.schema]
+    )
+    path = tmp_path / "views.parquet"
+    pq.write_table(_by(messages, "producer", "seq").cast(views), path, row_group_size=200)
+    read_groups: list[int] = []
+    read_row_groups = pq.ParquetFile.read_row_groups
+
+    def spy(self: pq.ParquetFile, groups: list[int], *args: object, **kwargs: object) -> pa.Table:
+        read_groups.extend(groups)
+        return read_row_groups(self, groups, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    got = stage_files.read_producer_messages([str(path)], 2)
+    assert 0 < len(read_groups) < pq.ParquetFile(path).num_row_groups
+    assert got.equals(messages.filter(pc.equal(messages.column("producer"), 2)))
+    transactional = stage_files.read_producer_rows(
+        [str(path)], stage_files.MESSAGES_DATA, 2, filters=[("message_type", "=", "transaction")]
+    )
+    assert transactional.num_rows > 0 and set(transactional.column("message_type").to_pylist()) == {
+        "transaction"
+    }

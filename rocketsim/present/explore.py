@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from rocketsim import analysis, schemas
+from rocketsim import schemas
+from rocketsim.present.plots import FaultSpan, fault_spans
 from rocketsim.scenario import Scenario, ScenarioError, apply_overrides, scenario_from_mapping
 from rocketsim.warehouse.read import is_table, list_runs, read_pandas
 
@@ -87,7 +88,7 @@ class RunData:
     intervals: pd.DataFrame  # isolation_intervals
     runs_row: dict | None = None
     scenario: Scenario | None = None
-    faults: list[analysis.FaultSpan] = field(default_factory=list)
+    faults: list[FaultSpan] = field(default_factory=list)
 
     @property
     def span_ms(self) -> int:
@@ -112,7 +113,7 @@ def load_run(warehouse: str, run_id: str) -> RunData:
         intervals=_read(warehouse, "isolation_intervals", run_id),
         runs_row=row,
         scenario=sc,
-        faults=analysis.fault_spans(sc) if sc is not None else [],
+        faults=fault_spans(sc) if sc is not None else [],
     )
 
 
@@ -127,7 +128,7 @@ class ComparisonData:
     baseline: str
     overrides: dict[str, list[str]]
     runs_row: dict | None = None
-    faults: dict[str, list[analysis.FaultSpan]] = field(default_factory=dict)
+    faults: dict[str, list[FaultSpan]] = field(default_factory=dict)
 
 
 def load_comparison(warehouse: str, run_id: str) -> ComparisonData:
@@ -144,8 +145,8 @@ def load_comparison(warehouse: str, run_id: str) -> ComparisonData:
     # the baseline first, then the others in name order (the table keeps no order)
     variants = [baseline, *sorted(v for v in overrides if v != baseline)]
     row = _runs_row(warehouse, run_id)
-    faults: dict[str, list[analysis.FaultSpan]] = {}
+    faults: dict[str, list[FaultSpan]] = {}
     for v in variants:
         sc = scenario_of(row, overrides[v])
-        faults[v] = analysis.fault_spans(sc) if sc is not None else []
+        faults[v] = fault_spans(sc) if sc is not None else []
     return ComparisonData(run_id, rows, windows, variants, baseline, overrides, row, faults)

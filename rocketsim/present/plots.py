@@ -12,6 +12,7 @@ import base64
 import io
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -22,7 +23,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend needed
 from matplotlib.patches import Patch
 
-from rocketsim.analysis import FaultSpan
+from rocketsim.scenario import Scenario
 
 TIME_LABEL = "time since scenario start (s)"
 FAULT_COLOR = "#f4a582"
@@ -35,6 +36,29 @@ _OUTCOMES = {
     "not_store_ok": "stored, not SEND_OK",
     "failed_other": "other",
 }
+
+
+@dataclass(frozen=True)
+class FaultSpan:
+    """One fault of the timeline, in simulated milliseconds."""
+
+    broker: str
+    kind: str
+    start_ms: int
+    end_ms: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.broker}"
+
+
+def fault_spans(sc: Scenario) -> list[FaultSpan]:
+    """The scenario's fault timeline, in start order."""
+    spans = [
+        FaultSpan(f.broker, f.kind, int(round(f.start_s * 1000)), int(round(f.end_s * 1000)))
+        for f in sc.faults
+    ]
+    return sorted(spans, key=lambda s: (s.start_ms, s.broker))
 
 
 # ---- helpers ------------------------------------------------------------------------------------

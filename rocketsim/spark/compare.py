@@ -1,19 +1,19 @@
 """Compare variants of one scenario in ONE Spark job, on the same messages and fault timeline.
 
-The variants are just another dimension of the run's stage: one Spark task per bin of (variant,
-producer) pairs (longest first onto the least loaded bin) runs the same producer step as a run
-(:func:`rocketsim.warehouse.stage_files.write_producer_files` over :mod:`rocketsim.stage`) under the
-variant's :class:`~rocketsim.scenario.Scenario`, writing the attempts and results into a scratch folder
-per variant. A variant cannot change what is sent (:mod:`rocketsim.variants` refuses it), so every
-variant generates the same messages. The summaries of :mod:`rocketsim.spark.summaries` then run over
-those files with ``keys=("run_id", "variant")``, and the comparison writes:
+The variants are just another dimension of the run's producer step: variants that share their messages
+(the same :func:`rocketsim.variants.message_signature`: a variant cannot change what is sent, and most
+change only how it is sent) form a group, and one Spark task per bin of (group, producer) pairs
+(longest first onto the least loaded bin) generates the producer's messages once and simulates every
+variant of the group on them (:func:`rocketsim.stage.variant_aggregates`). Only the producer's summary
+aggregates, keyed by variant, leave the task (a file in a scratch folder); nothing per message is
+written. The driver merges them (:func:`rocketsim.summaries.merge`, every table computed per variant)
+and writes, each as one commit:
 
 * ``comparisons``: every ``run_summary`` metric of every variant and scope, next to the baseline
-  variant's value, with the delta and the delta in percent (long format);
+  variant's value, with the delta and the delta in percent (long format,
+  :func:`rocketsim.variants.comparison_table`);
 * ``comparison_windows``: ``broker_windows`` of every variant (the timelines side by side);
 * a ``runs`` row for the comparison (the base scenario, its overrides, counts, wall time).
-
-Nothing per message is committed, so the driver and the warehouse stay small whatever the run size.
 """
 
 from __future__ import annotations
@@ -21,37 +21,28 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import reduce
 
 import pyarrow as pa
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
-from rocketsim import __version__, schemas, stage, workload
+from rocketsim import __version__, schemas, stage, summaries, variants, workload
 from rocketsim.present.frames import KEY_METRICS
 from rocketsim.scenario import Scenario
-from rocketsim.spark import pipeline, summaries
+from rocketsim.spark import pipeline
 from rocketsim.spark.cli import CompareArgs, JobArgs
-from rocketsim.spark.delta_sink import write_run
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
-from rocketsim.spark.session import spark_schema
-from rocketsim.variants import Variant
-from rocketsim.warehouse.paths import delete_dir, list_files, make_dir, new_write_id, staging_path
-from rocketsim.warehouse.read import read_arrow
-from rocketsim.warehouse.stage_files import StageDirs, write_producer_files
+from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
+from rocketsim.warehouse.stage_files import (
+    merge_aggregates,
+    variant_aggregate_files,
+    write_variant_aggregates,
+)
 
-KEYS = ("run_id", "variant")
-# every run_summary metric is compared
-METRICS = tuple(f.name for f in schemas.RUN_SUMMARY if f.name not in ("run_id", "scope"))
 # what the printed table shows (all of them are in the comparisons table)
 SHOWN_OVERALL = KEY_METRICS
 SHOWN_PER_BROKER = ("sends", "share", "latency_p99_ms")
 _INTEGER_METRICS = frozenset(f.name for f in schemas.RUN_SUMMARY if pa.types.is_integer(f.type))
-# what each variant's producer steps write into its scratch folder
-VARIANT_TABLES = ("send_attempts", "send_results")
 
 
 class ComparisonError(RuntimeError):
@@ -61,84 +52,24 @@ class ComparisonError(RuntimeError):
 # ---- the Spark side -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class VariantRows:
-    """The attempts and results of every variant (each with ``run_id`` and ``variant``), read from the
-    scratch files the producer steps wrote; ``scratch`` is deleted once the comparison is written."""
-
-    attempts: DataFrame
-    results: DataFrame
-    scratch: str
-
-
 def simulate_variants(
-    spark: SparkSession, scenarios: dict[str, Scenario], warehouse: str, run_id: str, partitions: int
-) -> VariantRows:
-    """Every variant's producers through the run's producer step, one task per bin of (variant,
-    producer) pairs; their attempts and results as DataFrames."""
-    names = list(scenarios)
-    shares = workload.producer_shares(scenarios[names[0]])  # producers.count: the same in every variant
-    pairs = [(name, share) for name in names for share in shares]
-    scratch = staging_path(warehouse, "comparisons", new_write_id() + SCRATCH_SUFFIX)
-    dirs = {
-        name: StageDirs({t: f"{scratch}/v{i:04d}/{t}" for t in VARIANT_TABLES})
-        for i, name in enumerate(names)
-    }
-    for d in dirs.values():
-        for folder in d.all():
-            make_dir(folder)
+    spark: SparkSession, scenarios: dict[str, Scenario], window_ms: int, scratch: str, partitions: int
+) -> summaries.SummaryAggregates:
+    """Every variant's producers, one task per bin of (message-signature group, producer) pairs; their
+    summary aggregates, keyed by variant, merged."""
+    groups = variants.signature_groups(scenarios)
+    shares = workload.producer_shares(next(iter(scenarios.values())))  # producers.count: the same in all
+    pairs = [(g, share) for g in range(len(groups)) for share in shares]
 
-    def work(i: int) -> tuple[int, int]:
-        name, share = pairs[i]
-        c = write_producer_files(scenarios[name], share, dirs[name])
-        return c.messages, c.attempts
+    def work(i: int) -> dict[str, int]:
+        g, share = pairs[i]
+        return write_variant_aggregates({n: scenarios[n] for n in groups[g]}, share, window_ms, scratch, g)
 
-    try:
-        done = map_bins(spark, stage.balanced_bins([s.messages for _, s in pairs], partitions), work)
-        if len(done) != len(pairs):
-            raise RuntimeError(f"comparison: {len(done)} of {len(pairs)} (variant, producer) steps reported")
-        run = F.lit(run_id).cast("string")
-
-        def read(table: str) -> DataFrame:
-            schema = spark_schema(schemas.data_schema(schemas.TABLES[table].schema))
-            frames = [
-                spark.read.schema(schema)
-                .parquet(
-                    *[f"{d.tables[table]}/{f}" for f in list_files(d.tables[table], "part-", ".parquet")]
-                )
-                .select(run.alias("run_id"), F.lit(name).alias("variant"), "*")
-                for name, d in dirs.items()
-            ]
-            return reduce(DataFrame.unionByName, frames)
-
-        return VariantRows(read("send_attempts"), read("send_results"), scratch)
-    except BaseException:
-        delete_dir(scratch)
-        raise
-
-
-def comparison_table(summary: DataFrame, variants: Sequence[Variant], baseline: str) -> DataFrame:
-    """run_summary rows of every variant -> long rows (variant, scope, metric) with baseline and deltas."""
-    spark = summary.sparkSession
-    wide = summary.select(*KEYS, "scope", *[F.col(m).cast("double").alias(m) for m in METRICS])
-    long = wide.unpivot([*KEYS, "scope"], list(METRICS), "metric", "value")
-    base = long.where(F.col("variant") == baseline).select(
-        "run_id", "scope", "metric", F.col("value").alias("baseline_value")
-    )
-    described = spark.createDataFrame(
-        [(v.name, list(v.overrides)) for v in variants], "variant string, overrides array<string>"
-    )
-    delta = F.col("value") - F.col("baseline_value")
-    return (
-        long.join(base, ["run_id", "scope", "metric"], "left")
-        .join(F.broadcast(described), "variant")
-        .withColumn("baseline", F.lit(baseline))
-        .withColumn("delta", delta)
-        .withColumn(
-            "delta_pct",
-            F.when(F.abs(F.col("baseline_value")) > 0, F.lit(100.0) * delta / F.abs(F.col("baseline_value"))),
-        )
-    )
+    weights = [s.messages * len(groups[g]) for g, s in pairs]
+    done = map_bins(spark, stage.balanced_bins(weights, partitions), work)
+    if len(done) != len(pairs):
+        raise RuntimeError(f"comparison: {len(done)} of {len(pairs)} (group, producer) steps reported")
+    return merge_aggregates(variant_aggregate_files(scratch, [[s.producer for s in shares]] * len(groups)))
 
 
 def run_compare(
@@ -157,39 +88,23 @@ def run_compare(
     for v in args.variants:
         say(f"  {v.name}: {v.describe()}")
     partitions = args.partitions or spark.sparkContext.defaultParallelism
-    rows_of = simulate_variants(spark, scenarios, args.warehouse, args.run_id, partitions)
-    attempts, results = rows_of.attempts, rows_of.results
-    # Every summary reads these small ones: computed once.
-    cached: list[DataFrame] = []
-
-    def keep(df: DataFrame, level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> DataFrame:
-        cached.append(df.persist(level))
-        return df
-
+    scratch = staging_path(args.warehouse, "comparisons", new_write_id() + SCRATCH_SUFFIX)
+    make_dir(scratch)
     try:
-        intervals = keep(summaries.isolation_intervals(attempts, KEYS))
-        summary = keep(summaries.run_summary(results, attempts, intervals=intervals, keys=KEYS))
-        windows = summaries.broker_windows(attempts, args.window_ms, intervals=intervals, keys=KEYS)
-        rep_c = write_run(
-            comparison_table(summary, args.variants, args.baseline),
-            args.warehouse,
-            "comparisons",
-            args.run_id,
-            schemas.COMPARISONS,
-        )
-        write_run(windows, args.warehouse, "comparison_windows", args.run_id, schemas.COMPARISON_WINDOWS)
+        merged = simulate_variants(spark, scenarios, args.window_ms, scratch, partitions)
     finally:
-        for df in cached:
-            df.unpersist()
-        delete_dir(rows_of.scratch)
-    rows = read_arrow(args.warehouse, "comparisons", args.run_id)
-    say(f"[compare] {rep_c.rows:,} comparison rows -> {rep_c.path} ({time.monotonic() - t:.1f} s)")
+        delete_dir(scratch)
+    tables = summaries.summary_tables(merged)
+    rows = variants.comparison_table(tables["run_summary"], args.variants, args.baseline)
     counts = _overall(rows, "messages")
     wrong = {v: n for v, n in counts.items() if n != total}
-    if wrong:
+    if wrong or set(counts) != set(scenarios):
         raise ComparisonError(
-            f"comparison {args.run_id}: variants must each have {total:,} messages, got {wrong}"
+            f"comparison {args.run_id}: variants must each have {total:,} messages, got {counts}"
         )
+    rep_c = pipeline.publish_rows(spark, args.warehouse, "comparisons", args.run_id, rows)
+    pipeline.publish_rows(spark, args.warehouse, "comparison_windows", args.run_id, tables["broker_windows"])
+    say(f"[compare] {rep_c.rows:,} comparison rows -> {rep_c.path} ({time.monotonic() - t:.1f} s)")
     attempts_total = int(sum(_overall(rows, "attempts").values()))
     job = JobArgs(args.scenario_path, args.warehouse, args.run_id, args.overrides, quiet=True)
     pipeline.write_runs_row(spark, job, base, total, attempts_total, started, time.monotonic() - t)

@@ -2,11 +2,13 @@
 
 * :mod:`~rocketsim.warehouse.paths`: table paths and file systems (local paths or URIs), run partitions,
   staging folders, write ids;
-* :mod:`~rocketsim.warehouse.files`: Parquet and Arrow IPC files written atomically;
-* :mod:`~rocketsim.warehouse.stage_files`: the files a run's stage tasks write (over :mod:`rocketsim.stage`);
+* :mod:`~rocketsim.warehouse.files`: Parquet, Arrow IPC and byte files written atomically;
+* :mod:`~rocketsim.warehouse.stage_files`: the files a run's stage tasks write (over :mod:`rocketsim.stage`)
+  and the driver's merge of their aggregates;
 * :mod:`~rocketsim.warehouse.delta`: staged files -> one ``deltalake`` commit per table and run;
 * :mod:`~rocketsim.warehouse.vacuum`: orphans of killed jobs;
-* :mod:`~rocketsim.warehouse.read`: the committed rows as Arrow or pandas.
+* :mod:`~rocketsim.warehouse.read`: the committed rows as Arrow or pandas, a run's files and row counts
+  from the Delta log.
 
 The readers are reachable from here too (``from rocketsim.warehouse import read_pandas``), imported on
 first use: a stage task imports this package and needs neither deltalake nor pandas.

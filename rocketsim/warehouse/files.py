@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -75,13 +76,19 @@ class _AtomicOutput:
                     self.fs.delete_file(self.tmp)
 
 
-def write_parquet(table: pa.Table, uri: str) -> None:
-    """Write ``table`` to ``uri`` atomically (snappy; dictionaries and statistics on the columns above)."""
+def write_parquet(table: pa.Table, uri: str, row_group_size: int | None = None) -> None:
+    """Write ``table`` to ``uri`` atomically (snappy; dictionaries and statistics on the columns above;
+    ``row_group_size`` rows per row group, default pyarrow's)."""
     dictionary = [n for n in table.column_names if n in DICTIONARY_COLUMNS]
     statistics = [n for n in table.column_names if n in STATISTICS_COLUMNS]
     with _AtomicOutput(uri) as sink:
         pq.write_table(
-            table, sink, compression="snappy", use_dictionary=dictionary, write_statistics=statistics
+            table,
+            sink,
+            compression="snappy",
+            use_dictionary=dictionary,
+            write_statistics=statistics,
+            row_group_size=row_group_size,
         )
 
 
@@ -120,10 +127,83 @@ def _batches(uris: Sequence[str], g: int) -> Iterator[pa.RecordBatch]:
                 yield pa.ipc.open_file(handle).get_batch(g)
 
 
-def read_parquet(uris: Sequence[str], schema: pa.Schema, filters: list[tuple] | None = None) -> pa.Table:
-    """The rows of Parquet files (local paths or URIs) that pass ``filters``, cast to ``schema``."""
-    parts = []
+def read_parquet(uris: Sequence[str], schema: pa.Schema, filters: Sequence[tuple] | None = None) -> pa.Table:
+    """The rows of Parquet files (local paths or URIs) that pass ``filters`` (``(column, "=", value)``
+    conjunctions), cast to ``schema``.
+
+    Row groups whose footer statistics rule a filter out are skipped; the rest is read, cast, then
+    filtered. (Files another writer made may hold ``string_view`` columns, e.g. delta-rs rewriting a
+    file for a DELETE, which pyarrow's dataset filters cannot compare: the cast comes first.)"""
+    filters = list(filters or ())
+    if any(op != "=" for _, op, _ in filters):
+        raise ValueError(f"read_parquet filters are (column, '=', value), got {filters}")
+    extra = list(dict.fromkeys(c for c, _, _ in filters if c not in schema.names))
+    parts = [schema.empty_table()]
     for uri in uris:
         fs, path = filesystem(uri)
-        parts.append(pq.read_table(path, filesystem=fs, columns=schema.names, filters=filters).cast(schema))
-    return pa.concat_tables(parts) if parts else schema.empty_table()
+        with fs.open_input_file(path) as handle:
+            pf = pq.ParquetFile(handle)
+            groups = [g for g in range(pf.num_row_groups) if _may_match(pf.metadata, g, filters)]
+            if not groups:
+                continue
+            read = pf.read_row_groups(groups, columns=[*schema.names, *extra])
+        rows = pa.table(
+            {
+                **{f.name: read.column(f.name).cast(f.type) for f in schema},
+                **{n: _without_views(read.column(n)) for n in extra},
+            }
+        )
+        for column, _, value in filters:
+            rows = rows.filter(pc.fill_null(pc.equal(rows.column(column), value), False))
+        parts.append(rows.select(schema.names).cast(schema))
+    return pa.concat_tables(parts)
+
+
+def _without_views(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    return column.cast(pa.string()) if pa.types.is_string_view(column.type) else column
+
+
+def _may_match(metadata: pq.FileMetaData, group: int, filters: Sequence[tuple]) -> bool:
+    """Whether row group ``group`` may hold rows passing ``filters``, by its columns' statistics."""
+    row_group = metadata.row_group(group)
+    if row_group.num_rows == 0:
+        return False
+    index = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    for column, _, value in filters:
+        if column not in index:
+            continue
+        stats = row_group.column(index[column]).statistics
+        if stats is None or not stats.has_min_max:
+            continue
+        try:
+            if not stats.min <= value <= stats.max:
+                return False
+        except TypeError:  # bounds of another type (e.g. bytes): no skipping
+            continue
+    return True
+
+
+def write_bytes(data: bytes, uri: str) -> None:
+    """Write ``data`` to ``uri`` atomically."""
+    with _AtomicOutput(uri) as sink:
+        sink.write(data)
+
+
+def read_bytes(uri: str) -> bytes:
+    """The whole content of ``uri``."""
+    fs, path = filesystem(uri)
+    with fs.open_input_stream(path) as handle:
+        return handle.read()
+
+
+def write_ipc(table: pa.Table, uri: str) -> None:
+    """``table`` as an Arrow IPC file, atomically."""
+    with _AtomicOutput(uri) as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+def read_ipc(uri: str) -> pa.Table:
+    """The table of an Arrow IPC file :func:`write_ipc` wrote."""
+    fs, path = filesystem(uri)
+    with fs.open_input_file(path) as handle:
+        return pa.ipc.open_file(handle).read_all()

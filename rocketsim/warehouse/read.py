@@ -8,15 +8,18 @@ through :func:`rocketsim.spark.read.read_spark`.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
+from rocketsim.errors import RocketSimError
 from rocketsim.schemas import TABLES
-from rocketsim.warehouse.paths import PARTITION_COLUMN, check_run_id, table_path
+from rocketsim.warehouse.paths import PARTITION_COLUMN, check_run_id, filesystem, table_path
 
 
 def declared_schema(
@@ -96,14 +99,25 @@ def run_file_uris(warehouse: str | os.PathLike[str], table: str, run_id: str) ->
 
 @dataclass(frozen=True)
 class FileRange:
-    """A data file and the range of an integer column in it (None: unknown, any value may be there)."""
+    """A data file and the range of a column in it (None: unknown, any value may be there)."""
 
     uri: str
-    low: int | None
-    high: int | None
+    low: int | str | None
+    high: int | str | None
 
-    def may_hold(self, value: int) -> bool:
+    def may_hold(self, value: int | str) -> bool:
         return (self.low is None or self.low <= value) and (self.high is None or value <= self.high)
+
+
+def may_hold(files: Sequence[FileRange], value: int | str) -> tuple[str, ...]:
+    """The uris of ``files`` that may hold ``value``."""
+    return tuple(f.uri for f in files if f.may_hold(value))
+
+
+def _run_adds(dt: DeltaTable, run_id: str) -> list[dict]:
+    """The Delta log's add actions (flattened: path, num_records, min./max. per column) of one run."""
+    adds = pa.table(dt.get_add_actions(flatten=True))
+    return [a for a in adds.to_pylist() if a.get(f"partition.{PARTITION_COLUMN}") == run_id]
 
 
 def run_file_ranges(
@@ -113,15 +127,42 @@ def run_file_ranges(
     log's file statistics (no data read), so a reader can open only the files that may hold a value."""
     uris = run_file_uris(warehouse, table, run_id)
     dt = DeltaTable(table_path(warehouse, table))
-    adds = pa.table(dt.get_add_actions(flatten=True))
     names = [f"min.{column}", f"max.{column}"]
     # by file name (unique in a table): the log escapes the partition folder differently from file_uris
-    stats = {
-        _file_name(a["path"]): (a.get(names[0]), a.get(names[1]))
-        for a in adds.to_pylist()
-        if a.get(f"partition.{PARTITION_COLUMN}") == run_id
-    }
+    stats = {_file_name(a["path"]): (a.get(names[0]), a.get(names[1])) for a in _run_adds(dt, run_id)}
     return [FileRange(uri, *stats.get(_file_name(uri), (None, None))) for uri in uris]
+
+
+def run_rows(warehouse: str | os.PathLike[str], table: str, run_id: str) -> int:
+    """The rows one run of a table holds, from the Delta log's file statistics (a file without them:
+    from its Parquet footer); no data read."""
+    check_run_id(run_id)
+    dt = DeltaTable(table_path(warehouse, table))
+    rows = 0
+    uris = {_file_name(u): u for u in dt.file_uris(file_pruning_predicate=[(PARTITION_COLUMN, "=", run_id)])}
+    for add in _run_adds(dt, run_id):
+        if add.get("num_records") is not None:
+            rows += int(add["num_records"])
+        else:
+            fs, path = filesystem(uris[_file_name(add["path"])])
+            with fs.open_input_file(path) as handle:
+                rows += pq.read_metadata(handle).num_rows
+    return rows
+
+
+class MissingRunError(RocketSimError, FileNotFoundError):
+    """A job's input is not there: the table, or the run in it."""
+
+
+def require_run(warehouse: str | os.PathLike[str], table: str, run_id: str) -> None:
+    """Raise :class:`MissingRunError` unless ``table`` is a Delta table holding run ``run_id`` (from the
+    log: metadata, not data)."""
+    if not is_table(warehouse, table):
+        raise MissingRunError(
+            f"{table_path(warehouse, table)} is not a Delta table: run {run_id!r} has no {table}"
+        )
+    if run_id not in run_ids(DeltaTable(table_path(warehouse, table))):
+        raise MissingRunError(f"table {table} holds no run {run_id!r}")
 
 
 def _file_name(path: str) -> str:

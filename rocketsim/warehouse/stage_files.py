@@ -1,160 +1,402 @@
-"""The files of a run's stage, written by its tasks where they run (pyarrow only: no pyspark, no deltalake).
+"""The files of a run's stage, written by its tasks where they run (pyarrow only: no pyspark, no deltalake),
+and the driver's step between the tasks and the publish.
 
 The schedulers (:mod:`rocketsim.spark.run`, :mod:`rocketsim.spark.compare`) run two kinds of task over
-the core stage (:mod:`rocketsim.stage`) and then publish the files; this module is what the tasks write:
+the core stage (:mod:`rocketsim.stage`), then the driver's :func:`finish_stage`, then publish every
+table's staged files as one commit per table. What they do is a :class:`StageWork`: the stages it runs
+(of ``generate``, ``simulate``, ``broker_side``, ``summarize``; the whole run runs all four in one
+pass), a staging folder per table they write, a scratch folder, and the committed files of the tables
+they read (what an earlier job wrote and this one does not compute):
 
-1. :func:`write_producer_files`, once per producer: its messages (generated, or read from the files of
-   the run's committed ``messages``), :func:`rocketsim.stage.producer_tables`, then ``messages`` and
-   ``send_attempts`` Parquet, the ``send_results`` rows that point at no stored copy (failed, rejected)
-   and, for the broker step, two Arrow IPC scratch files holding its commit-log records and the results
-   that point at them, one record batch per broker. Without a broker step (a comparison numbers no
-   commit log) every result is written, its store columns null.
-2. :func:`write_broker_files`, once per broker: that broker's batch of every producer's scratch files,
-   :func:`rocketsim.stage.broker_tables`, then that broker's ``commit_log`` and ``send_results`` Parquet.
+1. :func:`write_producer_files`, once per producer: its messages (generated, or read from the run's
+   committed ``messages``); simulated (``messages`` and ``send_attempts`` Parquet, the ``send_results``
+   rows that point at no stored copy, and for the broker step two Arrow IPC scratch files holding its
+   commit-log records and the results that point at them, one record batch per broker), or its
+   committed attempts and results read back; its summary aggregates into the scratch folder (bytes,
+   :meth:`rocketsim.summaries.SummaryAggregates.to_bytes`); the ``transactions`` rows of its
+   transactional messages no broker stored;
+2. :func:`write_broker_files`, once per broker: that broker's batch of every producer's scratch files
+   numbered (:func:`rocketsim.stage.broker_tables`: ``commit_log`` and ``send_results`` Parquet), or its
+   committed records read back; its ``broker_storage`` and the ``transactions`` rows of its halves
+   (Parquet), what consumers of its queues get (scratch);
+3. :func:`finish_stage`, on the driver once every task is done: the producers' aggregates merged into
+   the summary tables and the brokers' deliveries into ``consumer_load``, written into their staging
+   folders (small tables: the driver writes them with pyarrow).
 
-A task writes the tables :class:`StageDirs` names (each into its own folder); once every task is done
-the driver calls :func:`finish_stage`, then publishes the staged files. Every file name is a
-function of the producer or the broker, and each file is written under a temporary name and renamed, so
-a task that Spark re-runs rewrites the same file with the same bytes.
+Each task returns its counts (:mod:`rocketsim.reconcile`: rows, distinct keys and sums of what it made
+or read), and the driver reconciles the run from them and from the commits' reports. Small aggregates
+travel through the scratch folder rather than in the task's returned rows: they may reach megabytes
+(a saturated run's queue waits take nearly one histogram entry per message), which a file keeps out of
+the JVM, and a task that Spark re-runs rewrites the same file. Every file name is a function of the
+producer or the broker, and each file is written under a temporary name and renamed, so a re-run task
+rewrites the same file with the same bytes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from rocketsim import schemas, stage, store, workload
+from rocketsim import broker_side, reconcile, schemas, stage, store, summaries, workload
+from rocketsim.grouping import pack_keys
 from rocketsim.scenario import Scenario
-from rocketsim.warehouse.files import read_ipc_group, read_parquet, write_ipc_groups, write_parquet
+from rocketsim.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
+from rocketsim.warehouse.files import (
+    read_bytes,
+    read_ipc,
+    read_ipc_group,
+    read_parquet,
+    write_bytes,
+    write_ipc,
+    write_ipc_groups,
+    write_parquet,
+)
 from rocketsim.warehouse.paths import delete_dir
+from rocketsim.warehouse.read import FileRange, may_hold
 
 MESSAGES_DATA = schemas.data_schema(schemas.MESSAGES)
 ATTEMPTS_DATA = schemas.data_schema(schemas.SEND_ATTEMPTS)
+RESULTS_DATA = schemas.data_schema(schemas.SEND_RESULTS)
+COMMIT_LOG_DATA = schemas.data_schema(schemas.COMMIT_LOG)
 RESULTS_CORE = schemas.without_run_id(schemas.SEND_RESULTS)  # what the simulation returns
 PRODUCER_PART = "part-p{:06d}.parquet"
 BROKER_PART = "part-b{:06d}.parquet"
+DRIVER_PART = "part-d000000.parquet"
 SCRATCH_LOG = "log-p{:06d}.arrow"
 SCRATCH_RESULTS = "results-p{:06d}.arrow"
-# what the tasks can write: the tables of the generate and simulate stages
-STAGE_TABLES = tuple(t.name for t in schemas.written_by(schemas.GENERATE, schemas.SIMULATE))
+SCRATCH_AGGREGATES = "aggregates-p{:06d}.bin"
+SCRATCH_DELIVERIES = "deliveries-b{:06d}.arrow"
+SCRATCH_VARIANT_AGGREGATES = "aggregates-g{:04d}-p{:06d}.bin"
+# A broker task's send_results file holds every producer's results pointing at that broker, in producer
+# order: row groups this small let a task reading one producer's results back (jobs/summarize.py,
+# jobs/broker_side.py) skip the others' by the footer's producer ranges, so reading every producer costs
+# about one pass over the file, not one pass per producer.
+BROKER_RESULTS_ROW_GROUP = 65_536
+# the stages a run's tasks run, in order (a job runs a contiguous part of them; the whole run, all)
+STAGES = (GENERATE, SIMULATE, BROKER_SIDE, SUMMARIZE)
+# the column of the committed tables a task reads by which it picks its files (the Delta log's ranges)
+INPUT_COLUMNS = {"messages": "producer", "send_attempts": "producer", "send_results": "producer"}
+INPUT_COLUMNS["commit_log"] = "broker"
+# what a task reads of committed tables: the columns the functions it calls read, and what it counts
+_MESSAGE_KEYS = ("producer", "seq", "message_type")
+_RESULT_COUNTS = ("producer", "seq", "status", "attempts", "broker", "queue_offset", "store_topic")
+_LOG_READ = tuple(n for n in COMMIT_LOG_DATA.names if n != "offset_msg_id")
 
 
 @dataclass(frozen=True)
-class StageDirs:
-    """Where the tasks write: a folder per table they write (local paths or URIs), and the scratch
-    folder of the broker step (None: no broker step)."""
+class StageWork:
+    """What a run's tasks do: the ``stages`` they run (a contiguous part of :data:`STAGES`), the staging
+    folder of every table those stages write (``tables``), their ``scratch`` folder (local paths or URIs:
+    shared storage on a cluster), the window of the summary tables, and the committed files of the tables
+    they read (``inputs``: per table, each file with the range of its :data:`INPUT_COLUMNS` column)."""
 
+    stages: tuple[str, ...]
     tables: Mapping[str, str]
-    scratch: str | None = None
+    scratch: str
+    window_ms: int = 10_000
+    inputs: Mapping[str, Sequence[FileRange]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.tables) - set(STAGE_TABLES))
-        if unknown:
-            raise ValueError(f"the stage writes only {STAGE_TABLES}, not {unknown}")
-        if self.scratch is not None and not {"commit_log", "send_results"} <= set(self.tables):
-            raise ValueError("the broker step writes commit_log and send_results: give both folders")
+        at = [STAGES.index(s) for s in self.stages if s in STAGES]
+        if len(at) != len(self.stages) or not at or at != list(range(at[0], at[0] + len(at))):
+            raise ValueError(f"the stage runs a contiguous part of {STAGES}, got {self.stages}")
+        wanted = {t.name for t in schemas.written_by(*self.stages)}
+        if set(self.tables) != wanted:
+            raise ValueError(
+                f"stages {self.stages} write {sorted(wanted)}, given folders of {sorted(self.tables)}"
+            )
+        missing = sorted(set(self.reads()) - set(self.inputs))
+        if missing:
+            raise ValueError(f"stages {self.stages} read the committed {missing}: give their files")
+        if self.window_ms <= 0:
+            raise ValueError(f"window_ms must be > 0, got {self.window_ms}")
 
-    def all(self) -> tuple[str, ...]:
-        return (*self.tables.values(), *([self.scratch] if self.scratch else []))
+    def runs(self, stage_name: str) -> bool:
+        return stage_name in self.stages
 
     @property
-    def simulates(self) -> bool:
-        return any(t != "messages" for t in self.tables)
+    def has_brokers(self) -> bool:
+        """Whether the stage has broker tasks (numbering commit logs, or the broker side)."""
+        return self.runs(SIMULATE) or self.runs(BROKER_SIDE)
+
+    def reads(self) -> tuple[str, ...]:
+        """The committed tables the tasks read (:func:`tables_read`)."""
+        return tables_read(self.stages)
+
+    def all(self) -> tuple[str, ...]:
+        """Every folder the tasks and the driver write."""
+        return (*self.tables.values(), self.scratch)
+
+    def part(self, table: str, name: str) -> str:
+        return f"{self.tables[table]}/{name}"
 
 
-@dataclass(frozen=True)
-class ProducerCounts:
-    """Rows one producer task made."""
+def tables_read(stages: Sequence[str]) -> tuple[str, ...]:
+    """The committed tables the tasks of ``stages`` read: what those stages need and do not compute."""
+    g, s, b, z = (x in stages for x in STAGES)
+    wanted = {
+        "messages": not g and (s or b or z),
+        "send_attempts": z and not s,
+        "send_results": (b or z) and not s,
+        "commit_log": b and not s,
+    }
+    return tuple(t for t, needed in wanted.items() if needed)
 
-    producer: int
-    messages: int
-    attempts: int
-    results: int  # all of the producer's results (with a broker step, most are written by the broker tasks)
+
+# ---- producer tasks ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class BrokerCounts:
-    """Rows one broker task wrote."""
-
-    broker: int
-    log_records: int
-    results: int
+def read_producer_rows(
+    uris: Sequence[str],
+    schema: pa.Schema,
+    producer: int,
+    order: Sequence[str] = ("seq",),
+    filters: Sequence[tuple] = (),
+) -> pa.Table:
+    """One producer's rows of the Parquet files ``uris`` (which may hold other producers' too), the
+    columns of ``schema``, in ``order``."""
+    rows = read_parquet(uris, schema, filters=[("producer", "=", producer), *filters])
+    return _in_order(rows, order)
 
 
 def read_producer_messages(uris: Sequence[str], producer: int) -> pa.Table:
-    """One producer's rows of the ``messages`` files ``uris`` (which may hold other producers' too), in
-    seq order."""
-    messages = read_parquet(uris, MESSAGES_DATA, filters=[("producer", "=", producer)])
-    seq = np.asarray(messages.column("seq").to_numpy(), np.int64)
-    if len(seq) > 1 and not (seq[1:] > seq[:-1]).all():
-        messages = messages.sort_by([("seq", "ascending")])
+    """One producer's rows of the ``messages`` files ``uris``, whole, in seq order."""
+    return read_producer_rows(uris, MESSAGES_DATA, producer)
+
+
+def _in_order(rows: pa.Table, order: Sequence[str]) -> pa.Table:
+    """``rows`` sorted by the int columns ``order`` (a single pass when they already are)."""
+    if rows.num_rows < 2:
+        return rows
+    packed = pack_keys([np.asarray(rows.column(k).to_numpy(), np.int64) for k in order])
+    if packed is not None and (packed[1:] >= packed[:-1]).all():
+        return rows
+    return rows.sort_by([(k, "ascending") for k in order])
+
+
+def _columns(schema: pa.Schema, *groups: Sequence[str]) -> pa.Schema:
+    """The fields of ``schema`` named in any of ``groups``, in the schema's order."""
+    names = {n for g in groups for n in g}
+    return pa.schema([f for f in schema if f.name in names])
+
+
+def write_producer_files(sc: Scenario, share: workload.ProducerShare, work: StageWork) -> dict[str, int]:
+    """One producer's part of the stage (step 1 of the module docstring); returns its counts."""
+    p = share.producer
+    counts: dict[str, int] = {}
+    messages = _messages(sc, share, work, counts)
+    if work.runs(SIMULATE):
+        tables = stage.producer_tables(sc, messages)
+        _write_simulated(tables, len(sc.cluster.brokers), p, work)
+        attempts, results = tables.attempts, tables.results
+        counts |= reconcile.attempt_counts(attempts) | reconcile.result_counts(results)
+    else:
+        attempts, results = _read_attempts_results(work, p, counts)
+    if work.runs(SUMMARIZE):
+        aggregates = summaries.producer_aggregates(attempts, results, work.window_ms)
+        write_bytes(aggregates.to_bytes(), f"{work.scratch}/{SCRATCH_AGGREGATES.format(p)}")
+    if work.runs(BROKER_SIDE):
+        if work.runs(SIMULATE):
+            txns = tables.unstored_transactions(sc)
+        else:
+            txns = broker_side.unstored_transactions(
+                messages, results, broker_side.result_halves(results), sc
+            )
+        if txns.num_rows:
+            write_parquet(txns, work.part("transactions", PRODUCER_PART.format(p)))
+        counts |= reconcile.transaction_counts(txns)
+    return counts
+
+
+def _messages(
+    sc: Scenario, share: workload.ProducerShare, work: StageWork, counts: dict[str, int]
+) -> pa.Table | None:
+    """The producer's messages: generated (and written), or what the stages need of the committed ones."""
+    p = share.producer
+    if work.runs(GENERATE):
+        messages = stage.producer_messages(sc, share)
+        write_parquet(messages, work.part("messages", PRODUCER_PART.format(p)))
+        counts |= reconcile.message_counts(messages)
+        return messages
+    if "messages" not in work.reads():
+        return None
+    uris = may_hold(work.inputs["messages"], p)
+    if work.runs(SIMULATE) or work.runs(SUMMARIZE):  # every row: counted
+        schema = MESSAGES_DATA
+        if not work.runs(SIMULATE):
+            both = broker_side.UNSTORED_MESSAGE_COLUMNS if work.runs(BROKER_SIDE) else ()
+            schema = _columns(MESSAGES_DATA, _MESSAGE_KEYS, both)
+        messages = read_producer_rows(uris, schema, p)
+        counts |= reconcile.message_counts(messages, "read")
+        return messages
+    # the broker side alone: its transactional messages
+    schema = _columns(MESSAGES_DATA, broker_side.UNSTORED_MESSAGE_COLUMNS)
+    messages = read_producer_rows(uris, schema, p, filters=[("message_type", "=", "transaction")])
+    counts["messages.transaction"] = messages.num_rows
     return messages
 
 
-def write_producer_files(
-    sc: Scenario, share: workload.ProducerShare, dirs: StageDirs, message_files: Sequence[str] | None = None
-) -> ProducerCounts:
-    """One producer's files (step 1 of the module docstring); its messages are read from
-    ``message_files`` (the committed ``messages`` files that may hold them), or generated when None."""
-    p = share.producer
-    if message_files is not None:
-        messages = read_producer_messages(message_files, p)
-    else:
-        messages = stage.producer_messages(sc, share)
-    if "messages" in dirs.tables:
-        write_parquet(messages, _part(dirs, "messages", PRODUCER_PART.format(p)))
-    if not dirs.simulates:
-        return ProducerCounts(p, messages.num_rows, 0, 0)
-    tables = stage.producer_tables(sc, messages)
-    if "send_attempts" in dirs.tables:
-        write_parquet(
-            tables.attempts.cast(ATTEMPTS_DATA), _part(dirs, "send_attempts", PRODUCER_PART.format(p))
-        )
-    if dirs.scratch is None:
-        if "send_results" in dirs.tables:
-            results = store.with_null_store_columns(tables.results)
-            write_parquet(results, _part(dirs, "send_results", PRODUCER_PART.format(p)))
-    else:
-        _write_for_brokers(tables, len(sc.cluster.brokers), p, dirs)
-    return ProducerCounts(p, messages.num_rows, tables.attempts.num_rows, tables.results.num_rows)
-
-
-def _write_for_brokers(tables: stage.ProducerTables, n_brokers: int, p: int, dirs: StageDirs) -> None:
-    """The results that point at no record, whole; the records and the results pointing at them into
-    the scratch files, one record batch per broker."""
+def _write_simulated(tables: stage.ProducerTables, n_brokers: int, p: int, work: StageWork) -> None:
+    """``send_attempts``; the results that point at no record, whole; the records and the results
+    pointing at them into the scratch files, one record batch per broker."""
+    write_parquet(tables.attempts.cast(ATTEMPTS_DATA), work.part("send_attempts", PRODUCER_PART.format(p)))
     unstored = tables.unstored_results()
     if unstored.num_rows:
-        write_parquet(unstored, _part(dirs, "send_results", PRODUCER_PART.format(p)))
+        write_parquet(unstored, work.part("send_results", PRODUCER_PART.format(p)))
     stored, stored_broker = tables.stored_results()
-    write_ipc_groups(stored, stored_broker, n_brokers, f"{dirs.scratch}/{SCRATCH_RESULTS.format(p)}")
-    write_ipc_groups(tables.log, tables.log_broker, n_brokers, f"{dirs.scratch}/{SCRATCH_LOG.format(p)}")
+    write_ipc_groups(stored, stored_broker, n_brokers, f"{work.scratch}/{SCRATCH_RESULTS.format(p)}")
+    write_ipc_groups(tables.log, tables.log_broker, n_brokers, f"{work.scratch}/{SCRATCH_LOG.format(p)}")
 
 
-def write_broker_files(sc: Scenario, b: int, producers: Sequence[int], dirs: StageDirs) -> BrokerCounts:
-    """Number one broker's commit log and write it and its results (step 2 of the module docstring)."""
-    if dirs.scratch is None:
-        raise ValueError("write_broker_files needs the scratch folder the producer tasks wrote")
-    log = read_ipc_group([f"{dirs.scratch}/{SCRATCH_LOG.format(p)}" for p in producers], b, store.LOG_COLUMNS)
-    results = read_ipc_group(
-        [f"{dirs.scratch}/{SCRATCH_RESULTS.format(p)}" for p in producers], b, RESULTS_CORE
+def _read_attempts_results(
+    work: StageWork, p: int, counts: dict[str, int]
+) -> tuple[pa.Table | None, pa.Table | None]:
+    """The producer's committed attempts and results, the columns the stages read."""
+    attempts = results = None
+    if "send_attempts" in work.reads():
+        schema = _columns(ATTEMPTS_DATA, summaries.ATTEMPT_COLUMNS)
+        attempts = read_producer_rows(
+            may_hold(work.inputs["send_attempts"], p), schema, p, ("seq", "attempt")
+        )
+        counts |= reconcile.attempt_counts(attempts, "read")
+    if "send_results" in work.reads():
+        wanted = [_RESULT_COUNTS]
+        if work.runs(SUMMARIZE):
+            wanted.append(summaries.RESULT_COLUMNS)
+        if work.runs(BROKER_SIDE):
+            wanted.append(broker_side.UNSTORED_RESULT_COLUMNS)
+        schema = _columns(RESULTS_DATA, *wanted)
+        results = read_producer_rows(may_hold(work.inputs["send_results"], p), schema, p)
+        counts |= reconcile.result_counts(results, "read")
+    return attempts, results
+
+
+# ---- broker tasks --------------------------------------------------------------------------------
+
+
+def write_broker_files(sc: Scenario, b: int, producers: Sequence[int], work: StageWork) -> dict[str, int]:
+    """One broker's part of the stage (step 2 of the module docstring); returns its counts."""
+    if work.runs(SIMULATE):
+        log = read_ipc_group(
+            [f"{work.scratch}/{SCRATCH_LOG.format(p)}" for p in producers], b, store.LOG_COLUMNS
+        )
+        results = read_ipc_group(
+            [f"{work.scratch}/{SCRATCH_RESULTS.format(p)}" for p in producers], b, RESULTS_CORE
+        )
+        out = stage.broker_tables(sc, b, log, results)
+        if out.commit_log.num_rows:
+            write_parquet(out.commit_log, work.part("commit_log", BROKER_PART.format(b)))
+        if out.results.num_rows:
+            write_parquet(
+                out.results, work.part("send_results", BROKER_PART.format(b)), BROKER_RESULTS_ROW_GROUP
+            )
+        counts = reconcile.log_counts(out.commit_log) | reconcile.stored_result_counts(out.results)
+    elif work.runs(BROKER_SIDE):
+        out = _read_broker(sc, b, work)
+        counts = reconcile.log_counts(out.commit_log, "read")
+    else:
+        raise ValueError(f"stages {work.stages} have no broker tasks")
+    if work.runs(BROKER_SIDE):
+        storage = out.storage(work.window_ms)
+        if storage.num_rows:
+            write_parquet(storage, work.part("broker_storage", BROKER_PART.format(b)))
+        txns = out.stored_transactions(sc)
+        if txns.num_rows:
+            write_parquet(txns, work.part("transactions", BROKER_PART.format(b)))
+        write_ipc(out.deliveries(txns), f"{work.scratch}/{SCRATCH_DELIVERIES.format(b)}")
+        counts |= reconcile.storage_counts(storage) | reconcile.transaction_counts(txns)
+    return counts
+
+
+def _read_broker(sc: Scenario, b: int, work: StageWork) -> stage.BrokerTables:
+    """A broker's committed commit-log records, and the committed results that point at halves (of any
+    broker: a result's files are not by broker, so each broker task scans the few columns it needs of
+    every results file; :func:`rocketsim.broker_side.stored_transactions` pairs them with its own
+    halves)."""
+    name = sc.cluster.brokers[b]
+    log = read_parquet(
+        may_hold(work.inputs["commit_log"], name),
+        _columns(COMMIT_LOG_DATA, _LOG_READ),
+        filters=[("broker", "=", name)],
     )
-    out = stage.broker_tables(sc, b, log, results)
-    if out.commit_log.num_rows:
-        write_parquet(out.commit_log, _part(dirs, "commit_log", BROKER_PART.format(b)))
-    if out.results.num_rows:
-        write_parquet(out.results, _part(dirs, "send_results", BROKER_PART.format(b)))
-    return BrokerCounts(b, out.commit_log.num_rows, out.results.num_rows)
+    results = read_parquet(
+        [f.uri for f in work.inputs["send_results"]],
+        _columns(RESULTS_DATA, broker_side.STORED_RESULT_COLUMNS),
+        filters=[("store_topic", "=", store.HALF_TOPIC)],
+    )
+    return stage.BrokerTables(b, log, results)
 
 
-def finish_stage(dirs: StageDirs) -> None:
-    """What the driver does once every task of the stage is done, before it publishes the tables: the
-    scratch files are no longer needed."""
-    if dirs.scratch is not None:
-        delete_dir(dirs.scratch)
+# ---- the driver ----------------------------------------------------------------------------------
 
 
-def _part(dirs: StageDirs, table: str, name: str) -> str:
-    return f"{dirs.tables[table]}/{name}"
+@dataclass(frozen=True)
+class FinishedStage:
+    """What :func:`finish_stage` made: its counts (:func:`rocketsim.reconcile.table_counts` of every table
+    it wrote) and the summary tables (to print the run's summary without reading it back)."""
+
+    counts: dict[str, int]
+    summary_tables: dict[str, pa.Table]
+
+
+def finish_stage(
+    sc: Scenario, work: StageWork, producers: Sequence[int], brokers: Sequence[int]
+) -> FinishedStage:
+    """The driver's step once every task is done, before it publishes the tables (step 3 of the module
+    docstring); the scratch folder is deleted."""
+    counts: dict[str, int] = {}
+    made: dict[str, pa.Table] = {}
+    if work.runs(SUMMARIZE):
+        merged = merge_aggregates([f"{work.scratch}/{SCRATCH_AGGREGATES.format(p)}" for p in producers])
+        made = summaries.summary_tables(merged)
+    if work.runs(BROKER_SIDE):
+        deliveries = [read_ipc(f"{work.scratch}/{SCRATCH_DELIVERIES.format(b)}") for b in brokers]
+        made["consumer_load"] = broker_side.consumer_load(deliveries, sc)
+    for name, table in made.items():
+        write_driver_table(work.tables[name], table)
+        counts |= reconcile.table_counts(name, table)
+    delete_dir(work.scratch)
+    return FinishedStage(counts, {n: t for n, t in made.items() if n in summaries.SUMMARY_TABLES})
+
+
+def merge_aggregates(uris: Sequence[str]) -> summaries.SummaryAggregates:
+    """The summary aggregates the tasks wrote into the scratch folder, merged."""
+    return summaries.merge(summaries.SummaryAggregates.from_bytes(read_bytes(u)) for u in uris)
+
+
+def write_driver_table(folder: str, table: pa.Table) -> None:
+    """A table the driver made (small), as the one Parquet file of its staging folder."""
+    write_parquet(table, f"{folder}/{DRIVER_PART}")
+
+
+# ---- a comparison's producer tasks ------------------------------------------------------------------
+
+
+def write_variant_aggregates(
+    scenarios: Mapping[str, Scenario],
+    share: workload.ProducerShare,
+    window_ms: int,
+    scratch: str,
+    group: int,
+) -> dict[str, int]:
+    """A comparison's producer task: :func:`rocketsim.stage.variant_aggregates` of one producer under
+    the variants of message-signature group ``group``, into the scratch folder; returns its counts
+    (messages and attempts over those variants)."""
+    aggregates = stage.variant_aggregates(scenarios, share, window_ms)
+    write_bytes(
+        aggregates.to_bytes(), f"{scratch}/{SCRATCH_VARIANT_AGGREGATES.format(group, share.producer)}"
+    )
+    scopes = aggregates.result_scopes
+    return {
+        "messages": int(pc.sum(scopes.column("messages")).as_py() or 0),
+        "attempts": int(pc.sum(scopes.column("attempts")).as_py() or 0),
+    }
+
+
+def variant_aggregate_files(scratch: str, groups: Sequence[Sequence[int]]) -> list[str]:
+    """The files :func:`write_variant_aggregates` wrote: per group, its producers'."""
+    return [f"{scratch}/{SCRATCH_VARIANT_AGGREGATES.format(g, p)}" for g, ps in enumerate(groups) for p in ps]

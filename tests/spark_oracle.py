@@ -1,33 +1,35 @@
-"""Summary tables computed in Spark from a run's attempts and results.
+"""The Spark aggregations the summary and broker-side tables were computed with before the one pass,
+kept verbatim as the oracle the core tables (:mod:`rocketsim.summaries`, :mod:`rocketsim.broker_side`)
+are compared with on the same runs, and the reconciliation that read every table back (the one pass
+reconciles from counts: :mod:`rocketsim.reconcile`). Used by the tests only.
+
+From ``rocketsim/spark/summaries.py`` (with its own constants and outcome rule: the oracle shares no
+definition with the core it checks), ``rocketsim/spark/broker_side.py``, ``rocketsim/spark/compare.py``'s
+``comparison_table`` and ``rocketsim/spark/pipeline.py``'s ``reconcile``.
 
 * ``isolation_intervals``: per producer and broker, when its latency-fault table kept the broker isolated
   (derivation in :func:`rocketsim.analysis.isolation_intervals`, the plain reference).
-* ``broker_windows``: per broker and window of attempt start (every broker x every window of the run,
-  zeros included): sends, outcomes, error rate, publish rate, retries, bytes, attempt latency, producers
-  isolating the broker, queue skew (max/mean) and Gini over the broker's queues.
-* ``queue_windows``: per (broker, queue) and window: sends and skew (sends / the broker's mean queue).
-* ``producer_windows``: per producer and window of send start: rate, errors, retries, lost retry budget,
-  send latency, queue wait (OMB's "publish delay"), queue skew and Gini over all queues, isolated brokers.
-* ``run_summary``: the same over the whole run, for scope "all" and each broker.
-
-Every function takes ``keys``: the columns that identify a run (``("run_id",)``; a comparison adds
-``"variant"``), so one Spark job can summarize many variants at once.
+* ``broker_windows``, ``queue_windows``, ``producer_windows``, ``run_summary``: every function takes
+  ``keys``: the columns that identify a run (``("run_id",)``; a comparison adds ``"variant"``).
 
 Percentiles are exact: Spark's ``percentile`` (linear interpolation between the closest ranks, numpy's
-default), not ``percentile_approx``. It keeps a map of distinct values per group; latencies are whole
-milliseconds, so that map stays small at any row count. Queue waits are not small: a saturated run's
-waits take millions of distinct values, so ``run_summary`` takes their percentiles from a histogram
-(:func:`histogram_percentiles`, the same values). The "queues" of skew and Gini are the
-(broker, queue id) pairs that received at least one attempt anywhere in the run, so an idle queue
-counts as a zero.
+default), not ``percentile_approx``; ``run_summary``'s queue waits from a histogram
+(:func:`histogram_percentiles`, the same values). The "queues" of skew and Gini are the (broker, queue
+id) pairs that received at least one attempt anywhere in the run, so an idle queue counts as a zero.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+
+from rocketsim import rebalance, schemas, store, transactions
+from rocketsim.scenario import Scenario
+from rocketsim.spark.session import spark_schema
+from rocketsim.variants import Variant
 
 PERCENTILES = (0.5, 0.75, 0.95, 0.99, 0.999, 0.9999)
 PERCENTILE_COLUMNS = (
@@ -47,6 +49,7 @@ OUTCOME_COLUMNS = (
     "not_store_ok",
     "failed_other",
 )
+
 RUN_KEYS: tuple[str, ...] = ("run_id",)
 
 
@@ -457,3 +460,354 @@ def run_summary(
         .withColumn("attempt_error_rate", _ratio(F.col("sends") - F.col("_attempts_ok"), F.col("sends")))
         .drop("_attempts_ok", "_stored", "_last_end", "_first_born")
     )
+
+
+# ---- the broker side --------------------------------------------------------------------------------
+
+# transactions columns taken as they are from the message and its result
+_TXN_PASSED = frozenset(
+    {
+        "uniq_msg_id",
+        "topic",
+        "broker",
+        "queue_id",
+        "half_store_ts_ms",
+        "half_queue_offset",
+        "half_commit_log_offset",
+        "half_store_size",
+    }
+)
+
+
+# ---- the broker-side stage ----------------------------------------------------------------------
+
+
+def _ceil_div(col: Column, size: int) -> Column:
+    return F.floor((col + F.lit(size - 1)) / F.lit(size)).cast("long")  # as the broker counts files
+
+
+def broker_storage(log: DataFrame, window_ms: int) -> DataFrame:
+    """``broker_storage``: per broker, store-time window and stored (topic, queue) with writes in it."""
+    running = Window.unboundedPreceding, Window.currentRow
+    per_queue = (
+        log.withColumn("window_start_ms", window_start("store_ts_ms", window_ms))
+        .groupBy(
+            "broker",
+            "window_start_ms",
+            F.col("store_topic").alias("topic"),
+            F.col("store_queue_id").alias("queue_id"),
+        )
+        .agg(
+            F.count(F.lit(1)).alias("messages"),
+            F.sum(F.col("store_size").cast("long")).alias("store_bytes"),
+            F.sum(F.col("index_entries").cast("long")).alias("index_new"),
+        )
+    )
+    q = Window.partitionBy("broker", "topic", "queue_id").orderBy("window_start_ms").rowsBetween(*running)
+    per_queue = per_queue.withColumn("cq_entries", F.sum("messages").over(q))
+    b = Window.partitionBy("broker").orderBy("window_start_ms").rowsBetween(*running)
+    per_broker = (
+        per_queue.groupBy("broker", "window_start_ms")
+        .agg(F.sum("store_bytes").alias("bytes_new"), F.sum("index_new").alias("index_new"))
+        .select(
+            "broker",
+            "window_start_ms",
+            F.sum("bytes_new").over(b).alias("commit_log_bytes"),
+            F.sum("index_new").over(b).alias("index_entries"),
+        )
+    )
+    out = per_queue.drop("index_new").join(per_broker, ["broker", "window_start_ms"])
+    return out.select(
+        "broker",
+        "window_start_ms",
+        F.lit(window_ms).cast("long").alias("window_ms"),
+        "topic",
+        "queue_id",
+        "messages",
+        "store_bytes",
+        "cq_entries",
+        _ceil_div(F.col("cq_entries"), store.CQ_ENTRIES_PER_FILE).alias("cq_files"),
+        "commit_log_bytes",
+        _ceil_div(F.col("commit_log_bytes"), store.COMMIT_LOG_FILE_BYTES).alias("commit_log_files"),
+        "index_entries",
+        F.greatest(
+            F.lit(1).cast("long"), _ceil_div(F.col("index_entries"), store.INDEX_ENTRIES_PER_FILE)
+        ).alias("index_files"),
+    )
+
+
+def transaction_table(log: DataFrame, messages: DataFrame, results: DataFrame, sc: Scenario) -> DataFrame:
+    """``transactions``: one row per transactional message, its half and how it was resolved."""
+    txn = messages.where(F.col("message_type") == "transaction").select(
+        "producer", "seq", "uniq_msg_id", "topic"
+    )
+    half = F.col("store_topic") == store.HALF_TOPIC
+    res = results.select(
+        "producer",
+        "seq",
+        F.col("status").alias("send_status"),
+        "end_ts_ms",
+        F.when(half, F.col("broker")).alias("broker"),
+        F.when(half, F.col("queue_id")).alias("queue_id"),
+        F.when(half, F.col("store_ts_ms")).alias("half_store_ts_ms"),
+        F.when(half, F.col("queue_offset")).alias("half_queue_offset"),
+        F.when(half, F.col("commit_log_offset")).alias("half_commit_log_offset"),
+        F.when(half, F.col("store_size")).alias("half_store_size"),
+    )
+    born = log.where(F.col("is_result") & (F.col("store_topic") == store.HALF_TOPIC)).select(
+        "producer", "seq", F.col("born_ts_ms").alias("half_born_ts_ms")
+    )
+    rows = txn.join(res, ["producer", "seq"]).join(born, ["producer", "seq"], "left")
+    passed = [f for f in schemas.TRANSACTIONS if f.name in _TXN_PASSED]
+    in_schema = pa.schema([*transactions.INPUT_COLUMNS, *passed])
+    out_schema = pa.schema([*in_schema, *transactions.OUTPUT_COLUMNS])
+
+    def resolve(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield from transactions.resolve(pa.Table.from_batches([batch]), sc).cast(out_schema).to_batches()
+
+    out = rows.select(*in_schema.names).mapInArrow(resolve, spark_schema(out_schema))
+    return out.select(*schemas.data_schema(schemas.TRANSACTIONS).names)
+
+
+def consumer_load(log: DataFrame, txns: DataFrame, sc: Scenario) -> DataFrame:
+    """``consumer_load``: per consumer group, consumer and queue, the messages its consumers get.
+
+    What consumers of a topic read: normal, ordered and batch records where they were stored, delay
+    messages in their real queue once delivered, transactional messages in their real queue once
+    committed (their bytes: the stored half's); halves themselves and rolled back or discarded
+    transactions never.
+    """
+    visible = log.where(F.col("store_topic") != store.HALF_TOPIC).select(
+        F.coalesce("real_topic", "store_topic").alias("topic"),
+        "broker",
+        F.coalesce("real_queue_id", "store_queue_id").alias("queue_id"),
+        F.col("store_size").cast("long").alias("bytes"),
+    )
+    committed = txns.where(F.col("resolution") == "commit").select(
+        "topic", "broker", "queue_id", F.col("half_store_size").cast("long").alias("bytes")
+    )
+    per_queue = (
+        visible.unionByName(committed)
+        .groupBy("topic", "broker", "queue_id")
+        .agg(F.count(F.lit(1)).alias("messages"), F.sum("bytes").alias("bytes"))
+    )
+    alloc_names = ("consumer_group", "consumer", "topic", "broker", "queue_id")
+    alloc_schema = pa.schema([f for f in schemas.CONSUMER_LOAD if f.name in alloc_names])
+    alloc = log.sparkSession.createDataFrame(
+        rebalance.allocation(sc), spark_schema(alloc_schema)
+    )  # groups x queues
+    joined = alloc.join(per_queue, ["topic", "broker", "queue_id"], "left")
+    return joined.select(
+        "consumer_group",
+        "consumer",
+        "topic",
+        "broker",
+        "queue_id",
+        F.coalesce("messages", F.lit(0)).cast("long").alias("messages"),
+        F.coalesce("bytes", F.lit(0)).cast("long").alias("bytes"),
+    )
+
+
+# ---- reconciliation -----------------------------------------------------------------------------
+
+
+def _stored(outcome: Column) -> Column:
+    """Spark form of :func:`rocketsim.store.is_stored_outcome`."""
+    return (outcome == "ok") | outcome.startswith("status:")
+
+
+def reconcile_checks(read: Callable[[str], DataFrame]) -> dict[str, tuple[int, int]]:
+    """Rules the broker-side tables keep with the run's other tables: name -> (left, right), equal when
+    the run reconciles. ``read(table)`` gives the run's rows of a table. Aggregations only, no joins."""
+
+    def one(df: DataFrame, *aggs: Column) -> dict:
+        return df.agg(*aggs).first().asDict()  # one aggregated row
+
+    n = F.count(F.lit(1))
+    half = F.col("store_topic") == store.HALF_TOPIC
+    log = one(
+        read("commit_log"),
+        n.alias("records"),
+        F.count(F.when(F.col("seq") == F.col("send_seq"), 1)).alias("attempts"),  # one lead copy per attempt
+        F.count(F.when(F.col("is_result"), 1)).alias("pointed"),
+        F.count(F.when(~half, 1)).alias("visible"),
+    )
+    storage = one(read("broker_storage"), F.coalesce(F.sum("messages"), F.lit(0)).alias("m"))["m"]
+    stored_attempts = one(read("send_attempts").where(_stored(F.col("outcome"))), n.alias("n"))["n"]
+    r = one(
+        read("send_results"),
+        F.count(F.col("queue_offset")).alias("with_offset"),
+        F.count(F.when(~F.col("status").isin(*store.NOT_STORED_STATUSES, "ONEWAY_SENT"), 1)).alias(
+            "answered"
+        ),
+        F.count(F.when(~F.col("status").isin("ONEWAY_SENT") & F.col("queue_offset").isNotNull(), 1)).alias(
+            "answered_with_offset"
+        ),
+        F.count(F.when(half, 1)).alias("halves"),
+    )
+    txn_messages = one(read("messages").where(F.col("message_type") == "transaction"), n.alias("n"))["n"]
+    t = one(
+        read("transactions"),
+        n.alias("n"),
+        F.count(F.col("half_queue_offset")).alias("halves"),
+        F.count(F.when(F.col("resolution") == "commit", 1)).alias("commits"),
+    )
+    checks = {
+        "broker_storage messages = commit_log records": (storage, log["records"]),
+        "stored attempts = attempts in commit_log": (stored_attempts, log["attempts"]),
+        "send_results with a queue offset = commit_log records they point at": (
+            r["with_offset"],
+            log["pointed"],
+        ),
+        "answered results with a stored status have a queue offset": (
+            r["answered_with_offset"],
+            r["answered"],
+        ),
+        "one transactions row per transaction message": (t["n"], txn_messages),
+        "stored halves in transactions = results in the half topic": (t["halves"], r["halves"]),
+    }
+    loads = read("consumer_load").groupBy("consumer_group").agg(F.sum("messages").alias("m")).collect()  # few
+    for row in loads:
+        checks[f"consumer_load of {row['consumer_group']} = delivered + committed messages"] = (
+            row["m"],
+            log["visible"] + t["commits"],
+        )
+    return checks
+
+
+# ---- a comparison (rocketsim/spark/compare.py) ----------------------------------------------------------
+
+KEYS = ("run_id", "variant")
+METRICS = tuple(f.name for f in schemas.RUN_SUMMARY if f.name not in ("run_id", "scope"))
+
+
+def comparison_table(summary: DataFrame, variants: Sequence[Variant], baseline: str) -> DataFrame:
+    """run_summary rows of every variant -> long rows (variant, scope, metric) with baseline and deltas."""
+    spark = summary.sparkSession
+    wide = summary.select(*KEYS, "scope", *[F.col(m).cast("double").alias(m) for m in METRICS])
+    long = wide.unpivot([*KEYS, "scope"], list(METRICS), "metric", "value")
+    base = long.where(F.col("variant") == baseline).select(
+        "run_id", "scope", "metric", F.col("value").alias("baseline_value")
+    )
+    described = spark.createDataFrame(
+        [(v.name, list(v.overrides)) for v in variants], "variant string, overrides array<string>"
+    )
+    delta = F.col("value") - F.col("baseline_value")
+    return (
+        long.join(base, ["run_id", "scope", "metric"], "left")
+        .join(F.broadcast(described), "variant")
+        .withColumn("baseline", F.lit(baseline))
+        .withColumn("delta", delta)
+        .withColumn(
+            "delta_pct",
+            F.when(F.abs(F.col("baseline_value")) > 0, F.lit(100.0) * delta / F.abs(F.col("baseline_value"))),
+        )
+    )
+
+
+# ---- the whole run's rules, reading every table back (pipeline.reconcile before the one pass) ----------
+
+RECONCILE_SCOPES = {
+    "simulate": (schemas.GENERATE, schemas.SIMULATE),
+    "summarize": (schemas.GENERATE, schemas.SIMULATE, schemas.SUMMARIZE),
+    "run": (schemas.GENERATE, schemas.SIMULATE, schemas.BROKER_SIDE, schemas.SUMMARIZE),
+}
+
+
+def reconcile_read_back(read: Callable[[str], DataFrame], through: str = "run") -> dict[str, tuple[int, int]]:
+    """The rules the pipeline checked by reading every table of the run back (``read(table)``): name ->
+    (left, right)."""
+    n = F.count(F.lit(1)).alias("n")
+    sends = F.coalesce(F.sum("sends"), F.lit(0)).alias("sends")
+    stored = F.when(F.col("status").isin("FAILED", "REJECTED") | F.col("broker").isNull(), 0).otherwise(1)
+    # what the rules below need of each table, besides its row and key counts
+    extra = {
+        "send_results": [
+            F.coalesce(F.sum("attempts"), F.lit(0)).alias("attempts"),
+            F.sum(stored).alias("stored"),
+        ],
+        "broker_windows": [sends],
+        "queue_windows": [sends],
+        "run_summary": [
+            F.coalesce(F.sum(F.when(F.col("scope") != "all", F.col("messages"))), F.lit(0)).alias("stored")
+        ],
+    }
+    got: dict[str, dict] = {}
+    checks: dict[str, tuple[object, object]] = {}
+    for spec in schemas.written_by(*RECONCILE_SCOPES[through]):
+        keys = [F.count_distinct(F.struct(*spec.keys)).alias("keys")] if spec.keys else []
+        got[spec.name] = row = read(spec.name).agg(n, *keys, *extra.get(spec.name, [])).first().asDict()
+        if spec.keys:
+            checks[f"{spec.name} rows are distinct ({', '.join(spec.keys)})"] = (row["n"], row["keys"])
+    m, r, a = got["messages"], got["send_results"], got["send_attempts"]
+    checks["one result per message"] = (m["n"], r["n"])
+    checks["distinct (producer, seq) in messages and results"] = (m["keys"], r["keys"])
+    checks["attempt rows = sum of results.attempts"] = (a["n"], r["attempts"])
+    if through != "simulate":
+        stored_results = r["stored"] or 0
+        checks["per-broker messages in run_summary = stored results"] = (
+            got["run_summary"]["stored"],
+            stored_results,
+        )
+        checks["sends in broker_windows = attempt rows"] = (got["broker_windows"]["sends"], a["n"])
+        checks["sends in queue_windows = attempt rows"] = (got["queue_windows"]["sends"], a["n"])
+    if through == "run":
+        checks.update(reconcile_checks(read))
+    return checks
+
+
+# ---- the oracle's tables of committed rows (helpers of the tests, not copies) ---------------------------
+
+
+def summary_tables_of(
+    spark,  # noqa: ANN001 - SparkSession
+    attempts: pa.Table,
+    results: pa.Table,
+    window_ms: int,
+    keys: Sequence[str] = RUN_KEYS,
+) -> dict[str, pa.Table]:
+    """The five summary tables the oracle computes from attempt and result rows (as Arrow, carrying the
+    ``keys`` columns; other columns beyond the core's are ignored), collected as Arrow."""
+    key_fields = [pa.field(k, pa.string(), nullable=False) for k in keys]
+    a_schema = pa.schema([*key_fields, *schemas.without_run_id(schemas.SEND_ATTEMPTS)])
+    r_schema = pa.schema([*key_fields, *schemas.without_run_id(schemas.SEND_RESULTS)])
+    a = spark.createDataFrame(attempts.select(a_schema.names).cast(a_schema), spark_schema(a_schema))
+    r = spark.createDataFrame(results.select(r_schema.names).cast(r_schema), spark_schema(r_schema))
+    intervals = isolation_intervals(a, keys).cache()
+    out = {
+        "isolation_intervals": intervals,
+        "broker_windows": broker_windows(a, window_ms, intervals=intervals, keys=keys),
+        "queue_windows": queue_windows(a, window_ms, keys=keys),
+        "producer_windows": producer_windows(r, window_ms, attempts=a, intervals=intervals, keys=keys),
+        "run_summary": run_summary(r, a, intervals=intervals, keys=keys),
+    }
+    tables = {name: df.toArrow() for name, df in out.items()}  # small
+    intervals.unpersist()
+    return tables
+
+
+def broker_side_tables_of(
+    spark,  # noqa: ANN001 - SparkSession
+    log: pa.Table,
+    messages: pa.Table,
+    results: pa.Table,
+    sc: Scenario,
+    window_ms: int,
+) -> dict[str, pa.Table]:
+    """The three broker-side tables the oracle computes from a run's committed commit log, messages and
+    results (as Arrow, without ``run_id``), collected as Arrow."""
+
+    def frame(table: pa.Table, name: str) -> DataFrame:
+        schema = schemas.data_schema(schemas.TABLES[name].schema)
+        return spark.createDataFrame(table.select(schema.names).cast(schema), spark_schema(schema))
+
+    log_df = frame(log, "commit_log")
+    txns = transaction_table(log_df, frame(messages, "messages"), frame(results, "send_results"), sc).cache()
+    out = {
+        "broker_storage": broker_storage(log_df, window_ms).toArrow(),
+        "transactions": txns.toArrow(),
+        "consumer_load": consumer_load(log_df, txns, sc).toArrow(),
+    }
+    txns.unpersist()
+    return out

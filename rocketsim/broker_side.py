@@ -1,0 +1,287 @@
+"""The broker side of a run: ``broker_storage``, ``transactions`` and ``consumer_load``, from one broker's
+numbered commit log at a time (:func:`rocketsim.store.number_broker`) and small per-queue partials.
+
+Who computes what (the run's one pass, :mod:`rocketsim.stage`):
+
+* a broker task holds every commit-log record of its broker and the results pointing at them: it makes
+  that broker's :func:`broker_storage` rows (cumulative per queue and per broker: they need the whole
+  broker), the :func:`stored_transactions` rows of the halves stored there (a half's offsets exist
+  only once its broker numbered it), and :func:`queue_deliveries`, what consumers of each of its queues
+  get (its visible records plus its committed transactions: only stored halves can commit, so a
+  broker's deliveries are complete);
+* a producer task makes the :func:`unstored_transactions` rows of its transactional messages that no
+  broker stored (each transactional message is in exactly one of the two);
+* the driver adds the brokers' deliveries up and allocates the queues to the consumers
+  (:func:`consumer_load`, :func:`rocketsim.rebalance.allocation`).
+
+Exactness: the tables equal what Spark aggregations computed before (the tests keep those as an
+oracle): windows and file counts divide as doubles (:func:`rocketsim.grouping.spark_window`,
+:func:`~rocketsim.grouping.spark_ceil_div`), sums are integers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rocketsim import rebalance, schemas, store, transactions
+from rocketsim.grouping import (
+    Groups,
+    from_codes,
+    ints,
+    regroup,
+    running_sum,
+    sort_rows,
+    spark_ceil_div,
+    string_codes,
+    window_index,
+)
+from rocketsim.scenario import Scenario
+
+# the columns each function reads (a task reading committed files reads only these)
+STORAGE_COLUMNS = ("broker", "store_topic", "store_queue_id", "store_ts_ms", "store_size", "index_entries")
+STORED_RESULT_COLUMNS = ("producer", "seq", "uniq_msg_id", "status", "end_ts_ms", "broker", "queue_id")
+UNSTORED_MESSAGE_COLUMNS = ("producer", "seq", "uniq_msg_id", "topic", "message_type")
+UNSTORED_RESULT_COLUMNS = ("producer", "seq", "status", "end_ts_ms")
+BROKER_STORAGE_DATA = schemas.data_schema(schemas.BROKER_STORAGE)
+
+
+def broker_storage(log: pa.Table, window_ms: int) -> pa.Table:
+    """``broker_storage`` rows of the brokers in ``log`` (every numbered commit-log record of each:
+    ``commit_log`` columns; see :data:`STORAGE_COLUMNS`): per broker, store-time
+    window and stored (topic, queue) with writes in it, the records and bytes written, the consume
+    queue's entries and files so far, and the broker's commit-log bytes/files and index entries/files
+    so far (cumulative over its windows)."""
+    schema = BROKER_STORAGE_DATA
+    if not log.num_rows:
+        return schema.empty_table()
+    b_code, b_names = string_codes(log.column("broker"))
+    t_code, t_names = string_codes(log.column("store_topic"))
+    queue = ints(log, "store_queue_id")
+    window = window_index(ints(log, "store_ts_ms"), window_ms)
+    g = Groups([b_code, t_code, queue, window])  # each queue's windows in order
+    gb, gt, gq, gw = b_code[g.first], t_code[g.first], queue[g.first], window[g.first]
+    messages = g.count()
+    store_bytes = g.sum(ints(log, "store_size"))
+    index_new = g.sum(ints(log, "index_entries"))
+    cq_entries = running_sum(Groups([gb, gt, gq]).index, messages)
+    per_broker = Groups([gb, gw])  # each broker's windows in order
+    bw_bytes = running_sum(Groups([gb[per_broker.first]]).index, per_broker.sum(store_bytes))
+    bw_index = running_sum(Groups([gb[per_broker.first]]).index, per_broker.sum(index_new))
+    commit_log_bytes, index_entries = bw_bytes[per_broker.index], bw_index[per_broker.index]
+    out = pa.table(
+        {
+            "broker": from_codes(gb, b_names, dictionary=False),
+            "window_start_ms": gw * np.int64(window_ms),
+            "window_ms": np.full(g.n, window_ms, np.int64),
+            "topic": from_codes(gt, t_names, dictionary=False),
+            "queue_id": pa.array(gq.astype(np.int32)),
+            "messages": messages,
+            "store_bytes": store_bytes,
+            "cq_entries": cq_entries,
+            "cq_files": spark_ceil_div(cq_entries, store.CQ_ENTRIES_PER_FILE),
+            "commit_log_bytes": commit_log_bytes,
+            "commit_log_files": spark_ceil_div(commit_log_bytes, store.COMMIT_LOG_FILE_BYTES),
+            "index_entries": index_entries,
+            "index_files": np.maximum(spark_ceil_div(index_entries, store.INDEX_ENTRIES_PER_FILE), 1),
+        },
+        schema=schema,
+    )
+    return sort_rows(out, ("broker", "window_start_ms", "topic", "queue_id"))
+
+
+_TXN_INPUT = pa.schema(
+    [
+        *transactions.INPUT_COLUMNS,
+        *[
+            f
+            for f in schemas.TRANSACTIONS
+            if f.name
+            in (
+                "uniq_msg_id",
+                "topic",
+                "broker",
+                "queue_id",
+                "half_store_ts_ms",
+                "half_queue_offset",
+                "half_commit_log_offset",
+                "half_store_size",
+            )
+        ],
+    ]
+)
+TRANSACTIONS_DATA = schemas.data_schema(schemas.TRANSACTIONS)
+
+
+def _resolved(rows: pa.Table, sc: Scenario) -> pa.Table:
+    """``transactions`` rows: :func:`rocketsim.transactions.resolve` of the input rows."""
+    rows = rows.select(_TXN_INPUT.names).cast(_TXN_INPUT)
+    if rows.num_rows:
+        rows = transactions.resolve(rows, sc)
+    else:
+        for f in transactions.OUTPUT_COLUMNS:
+            rows = rows.append_column(f, pa.nulls(0, f.type))
+    out = rows.select(TRANSACTIONS_DATA.names).cast(TRANSACTIONS_DATA)
+    return out.sort_by([("producer", "ascending"), ("seq", "ascending")])
+
+
+def _half_results(log: pa.Table) -> pa.Table:
+    """The records ``send_results`` points at in the half topic (stored transactional halves)."""
+    half = pc.and_(
+        pc.and_(log.column("is_result"), pc.equal(log.column("store_topic"), store.HALF_TOPIC)),
+        pc.equal(log.column("message_type"), "transaction"),
+    )
+    return log.filter(half)
+
+
+def pointed_halves(log: pa.Table) -> pa.Table:
+    """(producer, seq) of the transactional messages whose result points at a stored half, from their
+    commit-log records (:func:`rocketsim.store.log_records`, numbered or not)."""
+    return _half_results(log).select(["producer", "seq"])
+
+
+def result_halves(results: pa.Table) -> pa.Table:
+    """(producer, seq) of the results that point at a record in the half topic, from complete
+    ``send_results`` rows (their ``store_topic``): the same rows as :func:`pointed_halves`."""
+    return results.filter(pc.equal(results.column("store_topic"), store.HALF_TOPIC)).select(
+        ["producer", "seq"]
+    )
+
+
+def stored_transactions(log: pa.Table, results: pa.Table, sc: Scenario) -> pa.Table:
+    """``transactions`` rows of the halves stored on a broker: ``log`` holds that broker's numbered
+    records (``commit_log`` columns), ``results`` at least the results that point at them
+    (:data:`STORED_RESULT_COLUMNS` of ``send_results``).
+    The half's offsets and size are its record's; status, end, broker and queue its result's."""
+    halves = _half_results(log)
+    res = results.select(list(STORED_RESULT_COLUMNS))
+    rows = halves.select(
+        [
+            "producer",
+            "seq",
+            "real_topic",
+            "born_ts_ms",
+            "store_ts_ms",
+            "queue_offset",
+            "commit_log_offset",
+            "store_size",
+        ]
+    ).join(res, ["producer", "seq"], join_type="inner")
+    if rows.num_rows != halves.num_rows:
+        raise ValueError(f"stored_transactions: {halves.num_rows - rows.num_rows} halves have no result")
+    renamed = {
+        "real_topic": "topic",
+        "status": "send_status",
+        "born_ts_ms": "half_born_ts_ms",
+        "store_ts_ms": "half_store_ts_ms",
+        "queue_offset": "half_queue_offset",
+        "commit_log_offset": "half_commit_log_offset",
+        "store_size": "half_store_size",
+    }
+    return _resolved(rows.rename_columns([renamed.get(n, n) for n in rows.column_names]), sc)
+
+
+def unstored_transactions(messages: pa.Table, results: pa.Table, halves: pa.Table, sc: Scenario) -> pa.Table:
+    """``transactions`` rows of some producers' transactional messages whose result points at no stored
+    half (``halves``: (producer, seq) of those that do, :func:`pointed_halves` or
+    :func:`result_halves`): half columns null, resolved ``not_stored``. ``messages`` and ``results``
+    need :data:`UNSTORED_MESSAGE_COLUMNS` and :data:`UNSTORED_RESULT_COLUMNS`. With
+    :func:`stored_transactions` of every broker: the whole table."""
+    txn = messages.filter(pc.equal(messages.column("message_type"), "transaction"))
+    txn = txn.select(["producer", "seq", "uniq_msg_id", "topic"])
+    stored = (
+        pc.is_in(_key_array(txn), value_set=_key_array(halves))
+        if halves.num_rows
+        else pa.array(np.zeros(txn.num_rows, bool))
+    )
+    txn = txn.filter(pc.invert(stored))
+    res = results.select(list(UNSTORED_RESULT_COLUMNS))
+    rows = txn.join(res, ["producer", "seq"], join_type="inner")
+    rows = rows.rename_columns(["send_status" if n == "status" else n for n in rows.column_names])
+    for name in (
+        "broker",
+        "queue_id",
+        "half_born_ts_ms",
+        "half_store_ts_ms",
+        "half_queue_offset",
+        "half_commit_log_offset",
+        "half_store_size",
+    ):
+        rows = rows.append_column(name, pa.nulls(rows.num_rows, _TXN_INPUT.field(name).type))
+    return _resolved(rows, sc)
+
+
+def _key_array(table: pa.Table) -> pa.Array:
+    return pa.array((ints(table, "producer") << 40) | ints(table, "seq"))
+
+
+DELIVERIES = pa.schema(
+    [
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("broker", pa.string(), nullable=False),
+        pa.field("queue_id", pa.int32(), nullable=False),
+        pa.field("messages", pa.int64(), nullable=False),
+        pa.field("bytes", pa.int64(), nullable=False),
+    ]
+)
+
+
+_DELIVERY_PARTS = pa.schema([f.with_nullable(True) for f in DELIVERIES])
+
+
+def queue_deliveries(log: pa.Table, txns: pa.Table) -> pa.Table:
+    """What consumers of each (topic, broker, queue) get from a broker (:data:`DELIVERIES`): its
+    records not in the half topic, in their real topic and queue (delay records too), plus its
+    committed transactions (``txns``: the broker's :func:`stored_transactions`), sized as their half."""
+    visible = log.filter(pc.not_equal(log.column("store_topic"), store.HALF_TOPIC))
+    committed = txns.filter(pc.equal(txns.column("resolution"), "commit"))
+    parts = [
+        pa.table(
+            {
+                "topic": pc.coalesce(visible.column("real_topic"), visible.column("store_topic")),
+                "broker": visible.column("broker"),
+                "queue_id": pc.coalesce(visible.column("real_queue_id"), visible.column("store_queue_id")),
+                "messages": pa.array(np.ones(visible.num_rows, np.int64)),
+                "bytes": visible.column("store_size").cast(pa.int64()),
+            }
+        ),
+        pa.table(
+            {
+                "topic": committed.column("topic"),
+                "broker": committed.column("broker"),
+                "queue_id": committed.column("queue_id"),
+                "messages": pa.array(np.ones(committed.num_rows, np.int64)),
+                "bytes": committed.column("half_store_size").cast(pa.int64()),
+            }
+        ),
+    ]
+    both = pa.concat_tables([t.cast(_DELIVERY_PARTS) for t in parts])
+    both = both.filter(pc.and_(pc.is_valid(both.column("broker")), pc.is_valid(both.column("queue_id"))))
+    return regroup(both.cast(DELIVERIES), ("topic", "broker", "queue_id"), ("messages", "bytes"), (), ())
+
+
+def consumer_load(deliveries: Sequence[pa.Table] | pa.Table, sc: Scenario) -> pa.Table:
+    """``consumer_load``: every row of
+    :func:`rocketsim.rebalance.allocation` with the messages and bytes its queue delivers (0 if none),
+    from the brokers' :func:`queue_deliveries`."""
+    parts = [deliveries] if isinstance(deliveries, pa.Table) else list(deliveries)
+    per_queue = regroup(
+        pa.concat_tables([p.cast(DELIVERIES) for p in parts]) if parts else DELIVERIES.empty_table(),
+        ("topic", "broker", "queue_id"),
+        ("messages", "bytes"),
+        (),
+        (),
+    )
+    schema = schemas.data_schema(schemas.CONSUMER_LOAD)
+    alloc = pa.Table.from_pylist(
+        rebalance.allocation(sc),
+        pa.schema([schema.field(n) for n in ("consumer_group", "consumer", "topic", "broker", "queue_id")]),
+    )
+    joined = alloc.join(per_queue, ["topic", "broker", "queue_id"], join_type="left outer")
+    out = joined.select(schema.names)
+    out = out.set_column(5, "messages", pc.fill_null(out.column("messages"), 0))
+    out = out.set_column(6, "bytes", pc.fill_null(out.column("bytes"), 0))
+    return out.cast(schema)

@@ -1,0 +1,270 @@
+"""Grouping rows of Arrow tables with numpy, vectorised: the helpers the summary and broker-side tables
+(:mod:`rocketsim.summaries`, :mod:`rocketsim.broker_side`) and the commit log's numbering
+(:mod:`rocketsim.store`) share.
+
+* columns as numpy (:func:`ints`, :func:`bools`), string columns as int codes numbered in the sorted
+  order of their values (:func:`string_codes`, back with :func:`from_codes`);
+* key tuples packed into one int64 that sorts as the tuple (:func:`pack_keys`), groups of equal keys
+  numbered in key order (:class:`Groups`), lookups of key tuples in sorted unique ones
+  (:func:`lookup`, :func:`joint_lookup`);
+* tables regrouped (:func:`regroup`: sums, mins, maxes per key) or sorted by key columns;
+* Spark's window arithmetic (``floor(ts / w) * w`` divides as doubles): :func:`window_index`,
+  :func:`spark_window`, :func:`spark_ceil_div`, so the tables equal what Spark computed before.
+
+Every function is a handful of numpy passes (a sort at most), never a Python loop over rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def ints(table: pa.Table, name: str) -> np.ndarray:
+    """A column without nulls as int64."""
+    return np.asarray(table.column(name).to_numpy(), np.int64)
+
+
+def bools(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A boolean column as numpy, null as False."""
+    return np.asarray(column.fill_null(False).to_numpy(zero_copy_only=False), bool)
+
+
+def _chunks(columns: Sequence[pa.ChunkedArray | pa.Array]) -> list[pa.Array]:
+    return [c for col in columns for c in (col.chunks if isinstance(col, pa.ChunkedArray) else [col])]
+
+
+def string_codes(*columns: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Int64 codes of string (or dictionary) columns, numbered in the sorted order of their distinct
+    values (null: -1), and those values."""
+    encoded = [c if pa.types.is_dictionary(c.type) else pc.dictionary_encode(c) for c in _chunks(columns)]
+    if not encoded:
+        return np.zeros(0, np.int64), pa.array([], pa.string())
+    names = pc.unique(pa.concat_arrays([c.dictionary.cast(pa.string()) for c in encoded]))
+    names = names.take(pc.sort_indices(names))
+    parts = [np.zeros(0, np.int64)]
+    for c in encoded:
+        remap = np.asarray(pc.index_in(c.dictionary.cast(pa.string()), value_set=names).to_numpy(), np.int64)
+        idx = np.asarray(c.indices.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+        code = remap[idx] if len(remap) else np.zeros(len(idx), np.int64)
+        if c.null_count:
+            code[~bools(c.is_valid())] = -1
+        parts.append(code)
+    return np.concatenate(parts), names
+
+
+def joint_codes(columns: Sequence[pa.ChunkedArray]) -> tuple[list[np.ndarray], pa.Array]:
+    """:func:`string_codes` of several columns over one shared set of values, one code array per column."""
+    codes, names = string_codes(*columns)
+    return np.split(codes, np.cumsum([len(c) for c in columns])[:-1]), names
+
+
+def from_codes(codes: np.ndarray, names: pa.Array, *, dictionary: bool = True) -> pa.Array:
+    """Codes back to a dictionary (or plain string) column; -1 is null."""
+    missing = codes < 0
+    idx = pa.array(np.where(missing, 0, codes).astype(np.int32), mask=missing if missing.any() else None)
+    if dictionary:
+        return pa.DictionaryArray.from_arrays(idx, names.cast(pa.string()))
+    return names.cast(pa.string()).take(idx)
+
+
+def pack_keys(keys: Sequence[np.ndarray]) -> np.ndarray | None:
+    """One int64 per row that sorts as the row's tuple of ``keys`` (mixed radix over their ranges);
+    None when the ranges do not fit."""
+    n = len(keys[0])
+    if n == 0:
+        return np.zeros(0, np.int64)
+    lows = [int(k.min()) for k in keys]
+    spans = [int(k.max()) - lo + 1 for k, lo in zip(keys, lows, strict=True)]
+    if math.prod(spans) >= 1 << 63:
+        return None
+    packed = np.zeros(n, np.int64)
+    for k, lo, span in zip(keys, lows, spans, strict=True):
+        if span > 1:
+            packed *= span
+            packed += k
+            packed -= lo
+    return packed
+
+
+def group_codes(keys: Sequence[np.ndarray]) -> np.ndarray:
+    """Int codes, equal where the rows' ``keys`` are: packed, or numbered when they do not fit."""
+    packed = pack_keys(keys)
+    if packed is not None:
+        return packed
+    return np.unique(np.stack(keys), axis=1, return_inverse=True)[1].reshape(-1)
+
+
+class Groups:
+    """Rows grouped by equal ``keys``: group numbers in the sorted order of the key tuples."""
+
+    def __init__(self, keys: Sequence[np.ndarray]) -> None:
+        n = len(keys[0])
+        packed = pack_keys(keys)
+        if packed is None:
+            _, index = np.unique(np.stack(keys, axis=1), axis=0, return_inverse=True)
+            self.index = index.reshape(-1).astype(np.int64)
+        elif n and int(packed.max()) <= max(4 * n, 1 << 16):  # dense: no sort
+            present = np.bincount(packed) > 0
+            rank = np.cumsum(present) - 1
+            self.index = rank[packed]
+        else:  # a stable sort: fast on concatenated sorted runs (merged aggregates)
+            order = np.argsort(packed, kind="stable")
+            self.index = np.empty(n, np.int64)
+            self.index[order] = np.cumsum(first_of_runs(packed[order])) - 1
+        self.n = int(self.index.max()) + 1 if n else 0
+        self.first = np.zeros(self.n, np.int64)  # a row of each group
+        self.first[self.index[::-1]] = np.arange(n - 1, -1, -1)
+
+    def count(self) -> np.ndarray:
+        return np.bincount(self.index, minlength=self.n).astype(np.int64)
+
+    def sum(self, values: np.ndarray) -> np.ndarray:
+        """Exact int64 sums (through doubles while they are exact)."""
+        if values.dtype == bool:
+            return np.bincount(self.index[values], minlength=self.n).astype(np.int64)
+        values = np.asarray(values, np.int64)
+        if not len(values) or max(int(values.max()), -int(values.min())) * len(values) < 1 << 53:
+            return np.rint(np.bincount(self.index, weights=values, minlength=self.n)).astype(np.int64)
+        out = np.zeros(self.n, np.int64)
+        np.add.at(out, self.index, values)
+        return out
+
+    def min(self, values: np.ndarray) -> np.ndarray:
+        out = np.full(self.n, np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(out, self.index, values)
+        return out
+
+    def max(self, values: np.ndarray) -> np.ndarray:
+        out = np.full(self.n, np.iinfo(np.int64).min, np.int64)
+        np.maximum.at(out, self.index, values)
+        return out
+
+
+def distinct_values(*arrays: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of some int arrays (one group pass each, then a small sort)."""
+    firsts = [a[Groups([a]).first] for a in arrays if len(a)]
+    return np.unique(np.concatenate([np.zeros(0, np.int64), *firsts]))
+
+
+def first_of_runs(sorted_keys: np.ndarray) -> np.ndarray:
+    """Whether each row of a sorted key array starts a run of equal keys."""
+    start = np.ones(len(sorted_keys), bool)
+    start[1:] = sorted_keys[1:] != sorted_keys[:-1]
+    return start
+
+
+def sort_order(group: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The row order that sorts by (group, value)."""
+    packed = pack_keys([group, values])
+    if packed is None:
+        return np.lexsort((values, group))
+    if (packed[1:] >= packed[:-1]).all():
+        return np.arange(len(packed))
+    return np.argsort(packed, kind="stable")
+
+
+def lookup(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Position of each value in the sorted unique ``keys``, -1 where it is not there."""
+    if len(keys) == len(values) and (keys == values).all():
+        return np.arange(len(keys))
+    pos = np.minimum(np.searchsorted(keys, values), max(len(keys) - 1, 0))
+    found = keys[pos] == values if len(keys) else np.zeros(len(values), bool)
+    return np.where(found, pos, -1)
+
+
+def all_found(positions: np.ndarray) -> np.ndarray:
+    """``positions`` from :func:`lookup`, which must all have been found."""
+    if len(positions) and int(positions.min()) < 0:
+        raise AssertionError("an aggregate row falls outside the run's grid")
+    return positions
+
+
+def joint_lookup(keys: Sequence[np.ndarray], values: Sequence[np.ndarray]) -> np.ndarray:
+    """Row of the (sorted, unique) key tuples ``keys`` holding each tuple of ``values``, -1 if none."""
+    both = pack_keys([np.concatenate([k, v]) for k, v in zip(keys, values, strict=True)])
+    if both is None:
+        raise ValueError("key tuples too wide to look up")
+    n = len(keys[0])
+    return lookup(both[:n], both[n:])
+
+
+def key_codes(table: pa.Table, columns: Sequence[str]) -> list[tuple[np.ndarray, pa.Array | None]]:
+    """Per column: int64 codes that sort as its values, and the values of the codes of a string one."""
+    out: list[tuple[np.ndarray, pa.Array | None]] = []
+    for name in columns:
+        col = table.column(name)
+        if pa.types.is_dictionary(col.type) or pa.types.is_string(col.type):
+            out.append(string_codes(col))
+        else:
+            out.append((np.asarray(col.to_numpy(), np.int64), None))
+    return out
+
+
+def take_keys(table: pa.Table, keys: Sequence[str], codes: list, rows: np.ndarray) -> dict[str, pa.Array]:
+    """Key columns at ``rows``; dictionary columns rebuilt with one sorted dictionary."""
+    out = {}
+    for name, (code, names) in zip(keys, codes, strict=True):
+        if pa.types.is_dictionary(table.schema.field(name).type):
+            out[name] = from_codes(code[rows], names)
+        else:
+            out[name] = table.column(name).take(pa.array(rows))
+    return out
+
+
+def regroup(
+    table: pa.Table, keys: Sequence[str], sums: Sequence[str], mins: Sequence[str], maxs: Sequence[str]
+) -> pa.Table:
+    """Rows with equal ``keys`` combined (sums, mins, maxes), sorted by ``keys``."""
+    if not table.num_rows:
+        return table
+    codes = key_codes(table, keys)
+    g = Groups([c for c, _ in codes])  # groups in key order
+    cols: dict[str, object] = take_keys(table, keys, codes, g.first)
+    for name in sums:
+        cols[name] = pa.array(g.sum(ints(table, name)), pa.int64())
+    for name in mins:
+        cols[name] = pa.array(g.min(ints(table, name)), pa.int64())
+    for name in maxs:
+        cols[name] = pa.array(g.max(ints(table, name)), pa.int64())
+    return pa.table({f.name: cols[f.name] for f in table.schema}, schema=table.schema)
+
+
+def sort_rows(table: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """``table`` sorted by ``keys`` (dictionary key columns rebuilt with one sorted dictionary)."""
+    if not table.num_rows:
+        return table
+    codes = key_codes(table, keys)
+    order = np.lexsort([c for c, _ in codes][::-1])
+    cols = {name: table.column(name).take(pa.array(order)) for name in table.column_names}
+    cols.update(take_keys(table, keys, codes, order))
+    return pa.table({f.name: cols[f.name] for f in table.schema}, schema=table.schema)
+
+
+def running_sum(group: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per row, the sum of ``values`` over the rows of its group up to it (rows sorted by group)."""
+    total = np.cumsum(values)
+    starts = np.flatnonzero(first_of_runs(group))
+    before = np.repeat(total[starts] - values[starts], np.diff(np.append(starts, len(group))))
+    return total - before
+
+
+def window_index(ts: np.ndarray, window_ms: int) -> np.ndarray:
+    """The window number of ``ts``: ``floor(ts / window_ms)`` with the division in doubles."""
+    return np.floor(np.asarray(ts, np.int64).astype(np.float64) / float(window_ms)).astype(np.int64)
+
+
+def spark_window(ts: np.ndarray, window_ms: int) -> np.ndarray:
+    """``floor(ts / window_ms) * window_ms`` as Spark evaluates it (``/`` divides as doubles), int64."""
+    return window_index(ts, window_ms) * np.int64(window_ms)
+
+
+def spark_ceil_div(values: np.ndarray, size: int) -> np.ndarray:
+    """``floor((x + size - 1) / size)`` with the division in doubles, as Spark counts files."""
+    return np.floor((np.asarray(values, np.int64) + (size - 1)).astype(np.float64) / float(size)).astype(
+        np.int64
+    )

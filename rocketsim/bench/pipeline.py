@@ -212,7 +212,7 @@ def cases_for(n: int, modes: list[str], largest: bool, hot_share: float, one_pro
     out = [Case(f"{label} {m}", "pipeline", n, scenario, (ASYNC,) if m == "async" else ()) for m in modes]
     if largest and hot_share > 0:
         out.append(Case(f"hot {hot_share:g}", "pipeline", n, BROWNOUT, (f"workload.hot_share={hot_share}",)))
-    if largest:
+    if largest and one_producer:
         out.append(
             Case("one producer", "pipeline", n, BROWNOUT, ("producers.count=1", "producers.threads=16"))
         )

@@ -32,7 +32,7 @@ class ScenarioError(ConfigError):
 
 SEND_MODES = ("sync", "async", "oneway")
 MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
-FAULT_KINDS = ("outage", "hang", "slowdown", "flapping", "error_burst")
+FAULT_KINDS = ("outage", "hang", "slowdown", "flapping", "error_burst", "partition")
 BROKER_ERRORS = (
     "remoting_timeout",
     "connect_refused",
@@ -119,6 +119,9 @@ class ProducerConfig:
     send_msg_max_timeout_per_request_ms: int = field(default=-1, metadata=_ge(-1))
     async_semaphore_permits: int = field(default=65535, metadata=_ge(1))
     start_detector_enable: bool = False
+    # NettySystemConfig.connectTimeoutMillis (com.rocketmq.remoting.client.connect.timeout): how long a
+    # connect to a host that never answers waits (a partition)
+    connect_timeout_ms: int = field(default=3000, metadata=_between(0, MAX_LATENCY_MS))
 
     @property
     def version(self) -> ClientVersion:
@@ -208,10 +211,13 @@ class FaultConfig:
 
 @dataclass(frozen=True)
 class RouteConfig:
-    """Name-server and route-polling timings (ms)."""
+    """Name-server and route-polling timings (ms), applied by :func:`rocketsim.engine.plan.route_timeline`."""
 
-    poll_interval_ms: int = field(default=30_000, metadata=_gt(0))
+    poll_interval_ms: int = field(default=30_000, metadata=_gt(0))  # ClientConfig.pollNameServerInterval
+    # how long the name server keeps a broker that stopped registering: its channel idle time
+    # (serverChannelMaxIdleTimeSeconds 120 s; scanNotActiveBroker's BROKER_CHANNEL_EXPIRED_TIME)
     broker_expire_ms: int = field(default=120_000, metadata=_gt(0))
+    # BrokerConfig.registerNameServerPeriod; the broker registers at max(10 s, min(this, 60 s)) intervals
     heartbeat_interval_ms: int = field(default=30_000, metadata=_gt(0))
 
 

@@ -180,6 +180,7 @@ def test_grid(version: str, fault: bool, threads: int) -> None:
 
 FAULTS = {
     "hang": {"broker": "broker-a", "kind": "hang", "start_s": 5.0, "end_s": 40.0},
+    "partition": {"broker": "broker-b", "kind": "partition", "start_s": 5.0, "end_s": 40.0},
     "flapping": {
         "broker": "broker-c",
         "kind": "flapping",
@@ -382,12 +383,32 @@ def test_ordered_async_sends_do_not_hold_the_thread() -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_broker_gone_from_the_route(version: str) -> None:
-    # both brokers out for 240 s: after the name server dropped them the route is empty ("No route info")
+    # both brokers out for 240 s: the name server has no route for the topic, the producers keep their
+    # stale one (TOPIC_NOT_EXIST is swallowed) and fail with connect errors, never "No route info"
     down = tuple(
         {"broker": b, "kind": "outage", "start_s": 10.0, "end_s": 250.0} for b in ("broker-a", "broker-b")
     )
     out = check(scenario(version, messages=1500, rate=6.0, brokers=("broker-a", "broker-b"), faults=down))
-    assert any(e and "No route info of this topic" in e for e in out.results.column("error").to_pylist())
+    errors = [e for e in out.results.column("error").to_pylist() if e]
+    assert errors and not any("No route info" in e for e in errors)
+    assert any(e.startswith("MQClientException: Send [3] times, still failed") for e in errors)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_partition_and_hang_with_route_changes(version: str) -> None:
+    # a partition (3 s connect timeouts, route untouched) next to a hang long enough for the idle handler
+    # to drop the hung broker (route change), fault strategy on and off
+    faults = (
+        {"broker": "broker-a", "kind": "partition", "start_s": 5.0, "end_s": 90.0},
+        {"broker": "broker-b", "kind": "hang", "start_s": 20.0, "end_s": 250.0},
+    )
+    for fault in (True, False):
+        out = check(scenario(version, fault=fault, threads=3, messages=1200, rate=5.0, faults=faults))
+        labels = out.attempts.column("outcome").to_pylist()
+        latencies = out.attempts.column("latency_ms").to_pylist()
+        assert any(
+            lb == "remoting:connect" and lat == 3000 for lb, lat in zip(labels, latencies, strict=True)
+        )
 
 
 def test_read_only_broker_is_never_selected() -> None:
@@ -426,7 +447,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     version = draw(st.sampled_from(["4.8.0", *VERSIONS, "5.2.0"]))
     n_brokers = draw(st.integers(1, 5))
     brokers = tuple(f"broker-{c}" for c in "abcde"[:n_brokers])
-    kinds = st.sampled_from(["outage", "hang", "slowdown", "flapping", "error_burst"])
+    kinds = st.sampled_from(["outage", "hang", "slowdown", "flapping", "error_burst", "partition"])
     faults = []
     for b in draw(st.lists(st.sampled_from(brokers), max_size=2, unique=True)):
         start = draw(st.floats(0.0, 60.0))

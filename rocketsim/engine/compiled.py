@@ -593,7 +593,7 @@ def attempt_outcome(model, b, key, start, timeout):
     timeout's latency when it makes the Outcome, so a timeout costs ``timeout + 1`` here."""
     if timeout < 0:
         timeout = 0
-    conn = min(model.connect_ms[b], timeout)
+    conn = model.connect_ms[b]  # not capped by the timeout: the connect comes first
     factor = 1.0
     wi, wf = model.window_ints, model.window_floats
     for j in range(model.window_offsets[b], model.window_offsets[b + 1]):
@@ -603,8 +603,10 @@ def attempt_outcome(model, b, key, start, timeout):
         down = kind == bm.FAULT_OUTAGE or (
             kind == bm.FAULT_FLAPPING and (start - wi[j, W_START]) % wi[j, W_PERIOD] < wi[j, W_DOWN]
         )
-        if down:  # connection refused, fast
+        if down:  # the process is dead: connection refused, fast
             return OutcomeKind.REMOTING_CONNECT, conn, 0
+        if kind == bm.FAULT_PARTITION:  # nothing answers: the connect times out
+            return OutcomeKind.REMOTING_CONNECT, model.connect_timeout_ms[b], 0
         if kind == bm.FAULT_HANG:  # the broker accepts the request and never answers
             return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0
         if kind == bm.FAULT_SLOWDOWN:

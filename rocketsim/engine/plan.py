@@ -153,20 +153,36 @@ def cluster_route(sc: Scenario) -> TopicRouteData:
 
 
 def route_timeline(sc: Scenario) -> RouteTimeline:
-    """Brokers that are down (outages, flap downs) stop heartbeating; the name server and polls follow.
+    """The name server's view of each broker per fault kind, and the producer's polls of it.
 
-    The name server's timers are upstream's of the client's broker line. ``route.poll_interval_ms`` and
-    ``route.broker_expire_ms`` of the scenario are not applied (they never were: upstream's defaults
-    hold); ``route.heartbeat_interval_ms`` is.
+    * ``outage`` and the down phases of ``flapping``: the process dies, its channel to the name server
+      closes, the name server drops it at once (``BrokerHousekeepingService.onChannelClose`` ->
+      ``RouteInfoManager.onChannelDestroy``) and has it again when it restarts (its start-time
+      registration);
+    * ``hang``: the channel stays open and the broker stops registering: the name server's idle handler
+      drops it 120 s (``route.broker_expire_ms``) after its last registration (0, 10 s, then every
+      ``route.heartbeat_interval_ms`` (registerNameServerPeriod) from 10 s), unless it is back first;
+    * ``partition`` (producers cut off from the broker, not the name server): the route is untouched.
+
+    Producers poll every ``route.poll_interval_ms`` (10 ms after they start); the name server's scan
+    timers are upstream's of the client's broker line.
     """
     model = bm.BrokerModel.from_scenario(sc)
-    hb = sc.route.heartbeat_interval_ms
-    refresh = RouteRefresh.for_broker(sc.producers.version.broker)
+    route = sc.route
+    refresh = RouteRefresh.for_broker(
+        sc.producers.version.broker,
+        poll_interval_ms=route.poll_interval_ms,
+        expiry_ms=route.broker_expire_ms,
+        register_name_server_period_ms=route.heartbeat_interval_ms,
+    )
     outages = []
     horizon = horizon_ms(sc)
     for b in sc.cluster.brokers:
         for start, end in model.down_intervals(b, horizon):
-            outages.append(BrokerOutage(b, (start // hb) * hb, end))
+            outages.append(BrokerOutage(b, start, end, drop_immediately=True))
+        for w in model.faults[model.index(b)]:
+            if w.kind == bm.FAULT_HANG:
+                outages.append(BrokerOutage(b, refresh.last_registration_at_or_before(w.start_ms), w.end_ms))
     return RouteTimeline(cluster_route(sc), tuple(outages), refresh)
 
 
@@ -238,6 +254,7 @@ class Model(NamedTuple):
 
     params: np.ndarray  # [B, 5] float: P_* columns
     connect_ms: np.ndarray  # [B] a refused connection's latency
+    connect_timeout_ms: np.ndarray  # [B] a connect nothing answers (partition): CONNECT_TIMEOUT_MILLIS
     error_cum: np.ndarray  # [B, E] cumulative probabilities of the error mix
     error_kind: np.ndarray  # [B, E] OutcomeKind
     error_code: np.ndarray  # [B, E] response code
@@ -353,6 +370,7 @@ def _model(sc: Scenario) -> Model:
             np.float64,
         ),
         connect_ms=np.array([int(round(q.connect_refused_ms)) for q in params], np.int64),
+        connect_timeout_ms=np.array([q.connect_timeout_ms for q in params], np.int64),
         error_cum=np.array([q.error_cum for q in params], np.float64),
         error_kind=np.array([q.error_kind for q in params], np.int64),
         error_code=np.array([q.error_code for q in params], np.int64),

@@ -160,8 +160,7 @@ class ProducerSimulation:
         return self._route_now.master_addr(broker)
 
     def _probe(self, addr: str, timeout_ms: int) -> bool:
-        broker = addr.removeprefix("addr-of-")
-        return not any(w.down(self._tick_ms) for w in self.model.faults[self.model.index(broker)])
+        return self.model.answers_probe(addr.removeprefix("addr-of-"), self._tick_ms)
 
     # -- routes --
     def publish_info(self, topic: str, now: int) -> TopicPublishInfo:

@@ -4,6 +4,8 @@
   engine turns it into a :class:`rocketsim.send.Outcome` (``engine.plan.to_outcome``).
 * :class:`Catch`: which ``catch`` clause of ``DefaultMQProducerImpl.sendDefaultImpl`` sees an outcome
   (none for a SendResult); :data:`rocketsim.fault.FAULT_UPDATES` is keyed by it.
+* :data:`ONEWAY_SEES`: the outcomes a ONEWAY caller sees (as an exception); every other outcome of a
+  oneway request reads as written.
 
 Labels are the conformance vectors' spelling (``ok``, ``status:FLUSH_DISK_TIMEOUT``, ``remoting:timeout``,
 ``broker:<code>``, ``client``, ``interrupted``): the ``outcome`` column of ``send_attempts``.
@@ -51,6 +53,18 @@ CATCH_OF_KIND: dict[OutcomeKind, Catch] = {
     OutcomeKind.BROKER_ERROR: Catch.BROKER,
     OutcomeKind.CLIENT_ERROR: Catch.CLIENT,
     OutcomeKind.INTERRUPTED: Catch.INTERRUPTED,
+}
+
+# Keyed by ``ClientVersion.oneway_connects_synchronously``. Both lines write a oneway request with
+# writeAndFlush and a listener that only logs a failed write; sendKernelImpl's own "The broker[..] not
+# exist" (a CLIENT_ERROR) is thrown before any of it.
+# * 4.9.x ``invokeOneway``: getAndCreateChannel connects in the caller's thread (RemotingConnectException)
+#   and invokeOnewayImpl's semaphoreOneway.tryAcquire may be interrupted (InterruptedException);
+# * 5.x ``invokeOneway``: getAndCreateChannelAsync returns at once; connecting, the semaphore and the write
+#   run in the connect future's listener, which has no else branch: a failure is dropped silently.
+ONEWAY_SEES: dict[bool, frozenset[OutcomeKind]] = {
+    True: frozenset({OutcomeKind.REMOTING_CONNECT, OutcomeKind.CLIENT_ERROR, OutcomeKind.INTERRUPTED}),
+    False: frozenset({OutcomeKind.CLIENT_ERROR}),
 }
 
 _LABELS = {

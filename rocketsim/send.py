@@ -28,7 +28,7 @@ from typing import ClassVar
 
 from rocketsim.errors import ConfigError, MQClientError, RocketSimError
 from rocketsim.fault import LINE_5, FaultStrategy, FaultUpdate, Site
-from rocketsim.outcomes import Catch
+from rocketsim.outcomes import ONEWAY_SEES, Catch, OutcomeKind
 from rocketsim.route import TopicPublishInfo
 from rocketsim.validate import ClientErrorCode, ResponseCode
 from rocketsim.versions import V4_9_8, ClientVersion
@@ -430,12 +430,32 @@ def catch_of(outcome: Outcome) -> Catch:
     return _CATCH[outcome.kind]
 
 
-def oneway_write_failed(outcome: Outcome) -> bool:
-    """Whether a ONEWAY request failed to be written (the only outcomes a oneway caller sees)."""
-    kind = outcome.kind
-    if kind == "remoting":
-        return outcome.remoting in ("connect", "send_request")
-    return kind in ("client", "interrupted")
+_KINDS_OF_REMOTING = {
+    "connect": OutcomeKind.REMOTING_CONNECT,
+    "timeout": OutcomeKind.REMOTING_TIMEOUT,
+    "send_request": OutcomeKind.REMOTING_SEND_REQUEST,
+}
+_KINDS = {
+    "ok": OutcomeKind.OK,
+    "broker": OutcomeKind.BROKER_ERROR,
+    "client": OutcomeKind.CLIENT_ERROR,
+    "interrupted": OutcomeKind.INTERRUPTED,
+}
+
+
+def outcome_kind(outcome: Outcome) -> OutcomeKind | None:
+    """The broker model's :class:`OutcomeKind` of an outcome (None: the client's own semaphore refusal)."""
+    if outcome.kind == "status":
+        return OutcomeKind[outcome.status]
+    if outcome.kind == "remoting":
+        return _KINDS_OF_REMOTING.get(outcome.remoting)
+    return _KINDS[outcome.kind]
+
+
+def oneway_caller_sees(outcome: Outcome, version: ClientVersion) -> bool:
+    """Whether a ONEWAY caller sees ``outcome`` (an exception; :data:`rocketsim.outcomes.ONEWAY_SEES`):
+    anything else reads as written, whatever the broker makes of it."""
+    return outcome_kind(outcome) in ONEWAY_SEES[version.oneway_connects_synchronously]
 
 
 def remoting_exception(what: str, broker: str, timeout_ms: int) -> SendError:
@@ -1000,9 +1020,12 @@ def oneway_send_steps(
     """``sendDefaultImpl(ONEWAY)``: one attempt, no retry, no result.
 
     The client waits only for the request to be written, so whatever the broker does (store, error,
-    hang) it costs no simulated time and reads as success (``updateFaultItem(broker, 0, false)``).
-    Connect and send failures, a client error and an interrupt are seen: the first three end in
-    "Send [1] times, still failed" (updates as in SYNC), an interrupt in ``InterruptedException``.
+    hang) it costs no simulated time and reads as success (``updateFaultItem(broker, 0, false[, true])``).
+    What the caller sees is :func:`oneway_caller_sees`: 4.9.x connects in the caller's thread (a connect
+    failure after its latency, then "Send [1] times, still failed", updates as in SYNC), a client error
+    ("Send [1] times" too) and an interrupt (``InterruptedException``); 5.x only the client error: its
+    ``invokeOneway`` connects and writes in a listener that drops a failed request silently, so a dead
+    broker reads as a request written at once, ``updateFaultItem(broker, 0, false, true)``.
     """
     version = cfg.version
     if tp is None or not tp.ok():
@@ -1023,7 +1046,7 @@ def oneway_send_steps(
     broker, queue_id = mq.broker_name, mq.queue_id
     outcome = yield Call(0, broker, queue_id, now, cfg.send_msg_timeout_ms, "oneway")
     kind = outcome.kind
-    failed = oneway_write_failed(outcome)
+    failed = oneway_caller_sees(outcome, version)
     now = begin_ms + (outcome.latency_ms if failed else 0)
     strategy.advance_to(now)
     latency = now - begin_ms

@@ -21,7 +21,7 @@ from rocketsim.engine.plan import (
 from rocketsim.fault import FAULT_UPDATES, Site
 from rocketsim.outcomes import CATCH_OF_KIND, Catch, OutcomeKind, outcome_label
 from rocketsim.scenario import scenario_from_mapping
-from rocketsim.send import catch_of, oneway_write_failed
+from rocketsim.send import catch_of, oneway_caller_sees, outcome_kind
 from rocketsim.versions import LINES, parse_version
 
 
@@ -30,7 +30,11 @@ def test_the_mirrored_outcome_rules_agree(kind: OutcomeKind) -> None:
     code = bm.SYSTEM_BUSY if kind == OutcomeKind.BROKER_ERROR else 0
     outcome = to_outcome(bm.AttemptOutcome(kind, 5, code))
     assert catch_of(outcome) == CATCH_OF_KIND[kind]
-    assert oneway_write_failed(outcome) == compiled.oneway_write_failed(kind)
+    assert outcome_kind(outcome) == kind
+    for version in ("4.9.8", "5.3.3"):
+        sc = scenario_from_mapping({"producers": {"client_version": version}, "workload": {"messages": 1}})
+        rules = plan_for(sc).rules
+        assert oneway_caller_sees(outcome, sc.producers.version) == compiled.oneway_caller_sees(rules, kind)
     assert compiled.is_stored(kind) == (CATCH_OF_KIND[kind] == Catch.RESULT)
     assert outcome.label == outcome_label(kind, code)
 

@@ -299,19 +299,57 @@ def test_async_semaphore_bounds_requests_in_flight() -> None:
 # ---- ONEWAY -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", ["4.9.8", "5.3.3"])
-def test_oneway_makes_one_attempt_and_never_retries(version: str) -> None:
-    strategy, tp, cfg = _setup(version, {"broker-a": 2, "broker-b": 2})
+def test_oneway_makes_one_attempt_and_never_retries() -> None:
+    # 4.9.8 NettyRemotingClient.invokeOneway: getAndCreateChannel connects in the caller's thread and
+    # throws RemotingConnectException; sendDefaultImpl catches it (updateFaultItem(b, elapsed, true)), ONEWAY
+    # has timesTotal = 1: "Send [1] times, still failed", CONNECT_BROKER_EXCEPTION (10001).
+    strategy, tp, cfg = _setup("4.9.8", {"broker-a": 2, "broker-b": 2}, fault=True)
     transport = _transport({"broker-a": _connect_refused(), "broker-b": _connect_refused()})
     rec = send_oneway(strategy, tp, cfg, "TopicTest", 0, transport)
     assert len(rec.attempts) == 1 and len(transport.calls) == 1
-    assert isinstance(rec.error, SendFailedError)
+    assert isinstance(rec.error, SendFailedError) and rec.error.response_code == 10001
     assert rec.error.error_message.startswith("Send [1] times, still failed, cost [3]ms")
+    upd = rec.attempts[0].fault_update
+    assert upd is not None and (upd.latency, upd.isolation) == (3, True)
     silent = send_oneway(
         strategy, tp, cfg, "TopicTest", 10, _transport({"broker-a": _code(2), "broker-b": _code(2)})
     )
     assert silent.error is None and silent.result is None  # no response, no result: the error is unseen
     assert silent.end_ms == 10
+    # invokeOnewayImpl's writeAndFlush listener only logs a failed write: unseen in 4.9.8 too
+    unwritten = send_oneway(
+        strategy,
+        tp,
+        cfg,
+        "TopicTest",
+        20,
+        _transport(
+            {b: lambda b, s, t: Outcome.remoting_error("send_request", 4) for b in ("broker-a", "broker-b")}
+        ),
+    )
+    assert unwritten.error is None and unwritten.end_ms == 20
+
+
+def test_5_3_3_oneway_to_a_dead_broker_is_silent() -> None:
+    # 5.3.3 NettyRemotingClient.invokeOneway: getAndCreateChannelAsync returns at once; the connect future's
+    # listener writes when connected and has no else branch: a failed connect drops the request silently.
+    # sendDefaultImpl then sees sendKernelImpl return null: updateFaultItem(b, end - beginTimestampPrev (~0),
+    # false, true) and `case ONEWAY: return null`.
+    strategy, tp, cfg = _setup("5.3.3", {"broker-a": 2}, fault=True)
+    strategy.update_fault_item("broker-a", 3000, True, 0, False)  # isolated 10 s, unreachable
+    rec = send_oneway(strategy, tp, cfg, "TopicTest", 1000, _transport({"broker-a": _connect_refused()}))
+    assert rec.error is None and rec.result is None and rec.end_ms == 1000
+    (att,) = rec.attempts
+    assert att.outcome is not None and att.outcome.label == "remoting:connect"  # the row keeps what happened
+    upd = att.fault_update
+    assert upd is not None and (upd.broker, upd.latency, upd.isolation, upd.reachable) == (
+        "broker-a",
+        0,
+        False,
+        True,
+    )
+    item = strategy.table.get("broker-a")
+    assert item is not None and item.reachable and not strategy.table.is_available("broker-a", 1000)
 
 
 @pytest.mark.parametrize("mode", [send_sync, send_oneway])

@@ -41,6 +41,7 @@ one of them, clear the cache (``__pycache__/*.nbi``) or touch this file.
 #   select_queue, fault_table_update, fault_table_remove, pick_one_at_least, increment_and_get,
 #       reset_index -> fault.FaultStrategy / FaultTable / ThreadLocalIndex;
 #   attempt_outcome, base_latency -> brokers.attempt_outcome / base_latency_ms;
+#   oneway_caller_sees -> send.oneway_caller_sees (both read outcomes.ONEWAY_SEES);
 #   mix64, uniform, attempt_key, index_key -> rng.mix64 / uniform / draw_key / derive_key;
 #   int32, java_abs, java_rem -> javaint (tests/test_rng.py and tests/test_javaint.py compare them).
 # The rules both read as data: fault.FAULT_UPDATES (through plan.FaultRules), the line rules in
@@ -641,14 +642,9 @@ def is_stored(kind):
 
 
 @njit(**_NO_RC)
-def oneway_write_failed(kind):
-    """``send.oneway_write_failed``: the only outcomes a oneway caller sees."""
-    return (
-        kind == OutcomeKind.REMOTING_CONNECT
-        or kind == OutcomeKind.REMOTING_SEND_REQUEST
-        or kind == OutcomeKind.CLIENT_ERROR
-        or kind == OutcomeKind.INTERRUPTED
-    )
+def oneway_caller_sees(rules, kind):
+    """``send.oneway_caller_sees``: the outcomes a oneway caller sees (outcomes.ONEWAY_SEES)."""
+    return rules.oneway_sees[kind]
 
 
 # ---- queue selection: MQFaultStrategy.selectOneMessageQueue of each line ----------------------------
@@ -844,7 +840,7 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
     fl.latency[s] = lat
     fl.code[s] = code
     done_at = now + lat
-    if waited_for_write and not oneway_write_failed(kind):
+    if waited_for_write and not oneway_caller_sees(inp.rules, kind):
         done_at = now
     heap_push(state.heap, state.counters, done_at, Event.DELIVER, s)
 
@@ -948,7 +944,7 @@ def deliver_oneway(inp, state, s, now):
     """A oneway call completed (written, or failed to be written): one attempt, no retry."""
     fl, res = state.in_flight, state.outcomes
     kind = fl.kind[s]
-    failed = oneway_write_failed(kind)
+    failed = oneway_caller_sees(inp.rules, kind)
     latency = now - fl.begin[s]
     target = call_target(state, s)
     # a request that was written reads as sent, whatever the broker makes of it

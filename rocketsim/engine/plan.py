@@ -41,7 +41,7 @@ from rocketsim.fault import (
 )
 from rocketsim.javaint import chm_spread, java_string_hash
 from rocketsim.message import Message, MessageSysFlag
-from rocketsim.outcomes import CATCH_OF_KIND, Catch, OutcomeKind
+from rocketsim.outcomes import CATCH_OF_KIND, ONEWAY_SEES, Catch, OutcomeKind
 from rocketsim.route import (
     PERM_READ,
     BrokerData,
@@ -223,7 +223,8 @@ class Config(NamedTuple):
 
 
 class FaultRules(NamedTuple):
-    """The fault-table rules as arrays: :data:`rocketsim.fault.FAULT_UPDATES` at ``sendDefaultImpl``."""
+    """The line's rules as arrays: :data:`rocketsim.fault.FAULT_UPDATES` at ``sendDefaultImpl``, the retry
+    codes, what a oneway caller sees."""
 
     retry_codes: np.ndarray  # retryResponseCodes
     latency_max: np.ndarray
@@ -231,6 +232,7 @@ class FaultRules(NamedTuple):
     catch_of_kind: np.ndarray  # [OutcomeKind] -> Catch
     isolation: np.ndarray  # [Catch] -> bool, Site.SEND_DEFAULT_IMPL
     reachable: np.ndarray  # [Catch] -> bool, resolved against startDetectorEnable
+    oneway_sees: np.ndarray  # [OutcomeKind] -> bool: outcomes.ONEWAY_SEES of the version
 
 
 class Routes(NamedTuple):
@@ -319,6 +321,7 @@ def _fault_rules(sc: Scenario) -> FaultRules:
     arrays = FaultArrays.default(line)
     at_send_default = FAULT_UPDATES[line][Site.SEND_DEFAULT_IMPL]
     detector = start_detector_enable(sc)
+    oneway_sees = ONEWAY_SEES[sc.producers.version.oneway_connects_synchronously]
     return FaultRules(
         retry_codes=np.array(sorted(SendConfig.from_settings(sc.producers).retry_codes), np.int64),
         latency_max=np.array(arrays.latency_max, np.int64),
@@ -326,6 +329,7 @@ def _fault_rules(sc: Scenario) -> FaultRules:
         catch_of_kind=np.array([CATCH_OF_KIND[k] for k in OutcomeKind], np.int64),
         isolation=np.array([at_send_default[c][0] for c in Catch], np.bool_),
         reachable=np.array([at_send_default[c][1].value_for(detector) for c in Catch], np.bool_),
+        oneway_sees=np.array([k in oneway_sees for k in OutcomeKind], np.bool_),
     )
 
 

@@ -72,7 +72,7 @@ from rocketsim.send import (
     broker_not_exist_error,
     no_route_select,
     oneway_send_steps,
-    oneway_write_failed,
+    oneway_caller_sees,
     remoting_exception,
     sync_send_steps,
 )
@@ -274,7 +274,8 @@ class ProducerSimulation:
                 call.attempt, call.broker, call.queue_id, call.start_ms, call.timeout_ms
             )
             # a oneway caller waits only for the write: the call is over at once unless the write failed
-            waited = outcome.latency_ms if call.mode != "oneway" or oneway_write_failed(outcome) else 0
+            sees = call.mode != "oneway" or oneway_caller_sees(outcome, self.version)
+            waited = outcome.latency_ms if sees else 0
             heapq.heappush(heap, (call.start_ms + waited, Event.DELIVER, next(counter), (s, gen, outcome)))
 
         for th in per_thread:

@@ -8,7 +8,8 @@
   oneway request reads as written.
 
 Labels are the conformance vectors' spelling (``ok``, ``status:FLUSH_DISK_TIMEOUT``, ``remoting:timeout``,
-``broker:<code>``, ``client``, ``interrupted``): the ``outcome`` column of ``send_attempts``.
+``broker:<code>``, ``client``, ``interrupted``): the ``outcome`` column of ``send_attempts``. The broker
+model never answers ``TOO_MANY_REQUESTS``: it is the client refusing a request it has no time left for.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class OutcomeKind(IntEnum):
     BROKER_ERROR = 7  # MQBrokerException with a response code
     CLIENT_ERROR = 8  # MQClientException (e.g. the broker address is unknown)
     INTERRUPTED = 9  # InterruptedException
+    TOO_MANY_REQUESTS = 10  # the client's own refusal, nothing sent (4.9 invokeAsync with no time left)
 
 
 class Catch(IntEnum):
@@ -53,6 +55,7 @@ CATCH_OF_KIND: dict[OutcomeKind, Catch] = {
     OutcomeKind.BROKER_ERROR: Catch.BROKER,
     OutcomeKind.CLIENT_ERROR: Catch.CLIENT,
     OutcomeKind.INTERRUPTED: Catch.INTERRUPTED,
+    OutcomeKind.TOO_MANY_REQUESTS: Catch.REMOTING,
 }
 
 # Keyed by ``ClientVersion.oneway_connects_synchronously``. Both lines write a oneway request with
@@ -77,6 +80,7 @@ _LABELS = {
     OutcomeKind.REMOTING_SEND_REQUEST: "remoting:send_request",
     OutcomeKind.CLIENT_ERROR: "client",
     OutcomeKind.INTERRUPTED: "interrupted",
+    OutcomeKind.TOO_MANY_REQUESTS: "remoting:too_many_requests",
 }
 
 

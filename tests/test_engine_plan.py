@@ -18,7 +18,7 @@ from rocketsim.engine.plan import (
     prepare,
     to_outcome,
 )
-from rocketsim.fault import FAULT_UPDATES, Site
+from rocketsim.fault import FAULT_UPDATES
 from rocketsim.outcomes import CATCH_OF_KIND, Catch, OutcomeKind, outcome_label
 from rocketsim.scenario import scenario_from_mapping
 from rocketsim.send import catch_of, oneway_caller_sees, outcome_kind
@@ -61,11 +61,11 @@ def test_fault_rules_arrays_are_the_table(version: str, detector: bool) -> None:
         }
     )
     rules = plan_for(sc).rules
-    cells = FAULT_UPDATES[parse_version(version).fault_line][Site.SEND_DEFAULT_IMPL]
     detecting = detector and version.startswith("5")
-    for catch, (isolation, reachable) in cells.items():
-        assert rules.isolation[catch] == isolation
-        assert rules.reachable[catch] == reachable.value_for(detecting)
+    for site, cells in FAULT_UPDATES[parse_version(version).fault_line].items():
+        for catch, (isolation, reachable) in cells.items():
+            assert rules.isolation[site, catch] == isolation
+            assert rules.reachable[site, catch] == reachable.value_for(detecting)
     assert [rules.catch_of_kind[k] for k in OutcomeKind] == [CATCH_OF_KIND[k] for k in OutcomeKind]
     assert set(LINES) == set(FAULT_UPDATES)
 

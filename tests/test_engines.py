@@ -382,6 +382,44 @@ def test_ordered_async_sends_do_not_hold_the_thread() -> None:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_ordered_sends_in_every_mode(version: str) -> None:
+    # ASYNC selector sends retry the same queue (timeouts fail at the response-table scan, after which 4.9
+    # refuses every retry: no time left), ONEWAY ones return after the write, SYNC ones throw raw
+    out = check(
+        scenario(
+            version,
+            threads=2,
+            messages=900,
+            rate=6.0,
+            faults=(FAULTS["hang"], OUTAGE),
+            errors={"connect_refused": 0.1, "remoting_timeout": 0.05, "system_busy": 0.05},
+            producers={"send_mode": {"sync": 1, "async": 1, "oneway": 1}},
+            work={"message_types": {"ordered": 1}},
+        )
+    )
+    labels = set(out.attempts.column("outcome").to_pylist())
+    assert ("remoting:too_many_requests" in labels) == (not version.startswith("5"))
+    assert {"ONEWAY_SENT", "FAILED", "SEND_OK"} <= set(statuses(out))
+
+
+@pytest.mark.usefixtures("every_outcome_kind")
+@pytest.mark.parametrize("version", VERSIONS)
+def test_ordered_sends_see_every_outcome_kind(version: str) -> None:
+    out = check(
+        scenario(
+            version,
+            threads=3,
+            messages=900,
+            errors=CELL_ERRORS,
+            producers={"send_mode": {"sync": 1, "async": 1, "oneway": 1}},
+            work={"message_types": {"ordered": 1}},
+        )
+    )
+    labels = set(out.attempts.column("outcome").to_pylist())
+    assert {"client", "interrupted", "remoting:send_request", "remoting:connect", "ok"} <= labels
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_every_broker_gone_from_the_route(version: str) -> None:
     # both brokers out for 240 s: the name server has no route for the topic, the producers keep their
     # stale one (TOPIC_NOT_EXIST is swallowed) and fail with connect errors, never "No route info"

@@ -3,8 +3,9 @@
 Not covered yet (:func:`supports` says no, and ``rocketsim.engine`` runs the reference instead): ASYNC
 sends other than ordered ones (``send(msg, callback)``: ``sendMessageAsync`` / ``onExceptionImpl``, the
 async semaphore and the response-table scan) and the 5.x detector (``startDetectorEnable``); issue 13
-brings them here. Covered: SYNC and ONEWAY sends, ordered (selector) sends, batches, transactional sends,
-rejected rows; the three fault lines with ``send_latency_fault_enable`` on and off; any number of sender
+brings them here. Covered: SYNC and ONEWAY sends, ordered (selector) sends in every mode (ASYNC ones
+retry to their queue with the callbacks' fault updates and the response-table scan), batches,
+transactional sends, rejected rows; the three fault lines with ``send_latency_fault_enable`` on and off; any number of sender
 threads; route versions and the 4.9.7 route-mutation quirk; retry codes per version,
 ``retry_another_broker_when_not_store_ok``, the call-timeout budget and the 5.3.3+ per-request cap; every
 fault kind and the error mix of the broker model.
@@ -37,7 +38,8 @@ one of them, clear the cache (``__pycache__/*.nbi``) or touch this file.
 # covers every input); tests/test_engines.py runs both on the same inputs and compares every table.
 # What mirrors what, here -> there:
 #   run_loop, start_send, deliver_*, send_default_impl_step -> reference.ProducerSimulation.run and the
-#       send.sync_send_steps / oneway_send_steps generators and reference.ordered_steps;
+#       send.sync_send_steps / oneway_send_steps / ordered_send_steps generators (deliver_ordered_async:
+#       send.async_send_steps with ``selected``, no semaphore; scan_fired: send.ResponseScan);
 #   select_queue, fault_table_update, fault_table_remove, pick_one_at_least, increment_and_get,
 #       reset_index -> fault.FaultStrategy / FaultTable / ThreadLocalIndex;
 #   attempt_outcome, base_latency -> brokers.attempt_outcome / base_latency_ms;
@@ -93,19 +95,25 @@ from rocketsim.engine.plan import (
     prepare,
     start_detector_enable,
 )
+from rocketsim.fault import Site
 from rocketsim.outcomes import Catch, OutcomeKind
 from rocketsim.scenario import Scenario
 from rocketsim.send import (
+    ClientError,
     MQBrokerError,
     RemotingTooMuchRequestError,
+    ResponseScan,
     SendInterruptedError,
     broker_not_exist_error,
+    invoke_async_timeout_error,
     no_route_error,
     no_route_select,
     remoting_exception,
     send_failed_error,
+    unknown_reason_text,
+    wait_response_timeout_text,
 )
-from rocketsim.versions import ClientVersion
+from rocketsim.versions import LINE_5, ClientVersion
 
 __all__ = ["KernelOut", "run_prepared", "simulate_covered", "simulate_producer", "supports", "unsupported"]
 
@@ -130,6 +138,10 @@ class Failure(IntEnum):
     INTERRUPTED = 7  # a oneway send's InterruptedException
     ORDERED_OTHER = 8  # an ordered send's client error or interrupt: aux = OutcomeKind
     NO_ROUTE_SELECT = 9  # sendSelectImpl: "No route info for this topic"
+    ASYNC_SEND_REQUEST = 10  # an ASYNC callback's "send request failed"
+    ASYNC_WAIT_TIMEOUT = 11  # an ASYNC callback's "wait response timeout": aux = the ms in the text
+    ASYNC_UNKNOWN = 12  # an ASYNC callback's "unknown reason" (4.9: "unknow reseaon")
+    ASYNC_TOO_MANY = 13  # 4.9 invokeAsync with no time left: "invokeAsync call the addr[..] timeout"
 
 
 # the loop's counters, kept in one array so the loop can stop when a buffer is full and go on after
@@ -158,6 +170,8 @@ _INT_MAX_U = np.uint64(0x7FFFFFFF)
 _INV53 = rng.INV_2_53
 _MAX_SPIKE_EXPONENT = bm.MAX_SPIKE_EXPONENT
 _MAX_LATENCY_MS = bm.MAX_LATENCY_MS
+_SCAN_FIRST_MS = ResponseScan().first_ms
+_SCAN_PERIOD_MS = ResponseScan().period_ms
 
 
 # ---- the kernel's arguments -------------------------------------------------------------------------
@@ -263,6 +277,8 @@ class InFlight(NamedTuple):
     result_status: np.ndarray
     result_broker: np.ndarray
     result_queue_id: np.ndarray
+    cur_times: np.ndarray  # ASYNC: onExceptionImpl's curTimes
+    req_timeout: np.ndarray  # ASYNC: the current request's timeout
 
 
 class SendOutcomes(NamedTuple):
@@ -505,11 +521,12 @@ def fault_table_update(ft, b, latency, isolation, now, reachable, cfg, rules):
 
 
 @njit(**_NO_RC)
-def record_outcome(ft, catch, b, latency, now, cfg, rules):
-    """The ``updateFaultItem`` call ``sendDefaultImpl`` makes for an outcome caught as ``catch``
+def record_outcome(ft, site, catch, b, latency, now, cfg, rules):
+    """The ``updateFaultItem`` call the client makes at ``site`` for an outcome caught as ``catch``
     (``fault.FAULT_UPDATES``); the table changes only with latency fault tolerance on."""
     if cfg.fault_on:
-        fault_table_update(ft, b, latency, rules.isolation[catch], now, rules.reachable[catch], cfg, rules)
+        iso, reach = rules.isolation[site, catch], rules.reachable[site, catch]
+        fault_table_update(ft, b, latency, iso, now, reach, cfg, rules)
 
 
 @njit(**_NO_RC)
@@ -861,18 +878,24 @@ def start_send(inp, state, s, th, now):
     i = publish_info(inp, state, sends.topic[s], now)
     fl.instance[s] = i
     fl.begin[s] = now
-    ordered = kind == SendKind.ORDERED or kind == SendKind.ORDERED_ASYNC
+    ordered = kind == SendKind.ORDERED or kind == SendKind.ORDERED_ASYNC or kind == SendKind.ORDERED_ONEWAY
     if kind == SendKind.ORDERED_ASYNC:  # the caller's thread does not wait
         schedule_next_send(inp, state, th, now)
     nq = inst.n_queues[i]
     if ordered and nq == 0:  # sendSelectImpl: "No route info for this topic, T"
         fail(res, s, Failure.NO_ROUTE_SELECT, now)
-        return False, now if kind == SendKind.ORDERED else -1
-    if ordered:  # SelectMessageQueueByHash: one attempt, no fault-table update
+        return False, -1 if kind == SendKind.ORDERED_ASYNC else now
+    if ordered:  # SelectMessageQueueByHash: no fault-table update of sendSelectImpl's own
         p = java_abs(java_rem(sends.order_hash[s], nq))
         # the queue is read once, when chosen: a later 4.9.7 rewrite of the slot does not move it
         b, q = inst.queue_broker[i, p], inst.queue_id[i, p]
-        make_call(inp, state, s, 0, p, b, q, now, cfg.timeout_ms, False)
+        if kind == SendKind.ORDERED_ASYNC:  # the request keeps (b, q) for every retry
+            fl.times[s] = 0
+            fl.cur_times[s] = 0
+            fl.req_timeout[s] = cfg.timeout_ms
+            make_call(inp, state, s, 0, NO_BROKER, b, q, now, cfg.timeout_ms, False)
+        else:
+            make_call(inp, state, s, 0, p, b, q, now, cfg.timeout_ms, kind == SendKind.ORDERED_ONEWAY)
         return False, -1
     if nq == 0:  # "No route info of this topic"
         fail(res, s, Failure.NO_ROUTE, now)
@@ -910,8 +933,8 @@ def record_attempt(state, s, attempt, latency, target, now):
 
 @njit(**_STEP)
 def deliver_ordered(inp, state, s, now):
-    """An ordered send's call completed: its one attempt decides the result. Returns the thread's free
-    time (-1: an async ordered send, whose thread did not wait)."""
+    """An ordered SYNC send's call completed: its one attempt decides the result, errors thrown raw.
+    Returns the thread's free time."""
     fl, res = state.in_flight, state.outcomes
     kind, code = fl.kind[s], fl.code[s]
     record_attempt(state, s, 0, fl.latency[s], fl.broker[s], now)
@@ -928,7 +951,113 @@ def deliver_ordered(inp, state, s, now):
         fail(res, s, Failure.REMOTING, now)
         res.aux[s] = kind
         res.cost[s] = inp.config.timeout_ms
-    return now if inp.sends.kind[s] == SendKind.ORDERED else -1
+    return now
+
+
+@njit(**_STEP)
+def deliver_ordered_oneway(inp, state, s, now):
+    """An ordered ONEWAY send's request was written (or what the caller sees failed): no fault update,
+    no retry; a failure it sees is thrown raw. Returns the thread's free time."""
+    fl, res = state.in_flight, state.outcomes
+    kind = fl.kind[s]
+    record_attempt(state, s, 0, now - fl.begin[s], fl.broker[s], now)  # the wait for the write only
+    res.end[s] = now
+    if not oneway_caller_sees(inp.rules, kind):
+        res.status[s] = Status.ONEWAY_SENT
+    elif kind == OutcomeKind.CLIENT_ERROR or kind == OutcomeKind.INTERRUPTED:
+        fail(res, s, Failure.ORDERED_OTHER, now)
+        res.aux[s] = kind
+    else:  # a RemotingException
+        fail(res, s, Failure.REMOTING, now)
+        res.aux[s] = kind
+        res.cost[s] = inp.config.timeout_ms
+    return now
+
+
+@njit(**_STEP)
+def scan_fired(start, timeout):
+    """``send.ResponseScan.timeout_fired_ms``: the response-table scan tick that fails a request."""
+    due = start + timeout + 1000
+    if due <= _SCAN_FIRST_MS:
+        return _SCAN_FIRST_MS
+    return _SCAN_FIRST_MS + (due - _SCAN_FIRST_MS + _SCAN_PERIOD_MS - 1) // _SCAN_PERIOD_MS * _SCAN_PERIOD_MS
+
+
+@njit(**_STEP)
+def deliver_ordered_async(inp, state, s, now):
+    """An ordered ASYNC send's request completed: ``send.async_send_steps`` with ``selected`` (no
+    semaphore): the callback's (or, 4.9, ``sendMessageAsync``'s catch's) fault update, then
+    ``onExceptionImpl``'s retry to the same broker and queue, or the callback's end. Returns -1 (the
+    caller's thread never waits)."""
+    cfg, fl, res, rules, ft = inp.config, state.in_flight, state.outcomes, inp.rules, state.fault_table
+    v5 = cfg.line5
+    b, q = fl.broker[s], fl.queue_id[s]
+    kind, lat, code = fl.kind[s], fl.latency[s], fl.code[s]
+    start = fl.call_start[s]
+    req_timeout = fl.req_timeout[s]
+    attempt = fl.times[s]
+    cur_times = fl.cur_times[s]
+    if kind == OutcomeKind.CLIENT_ERROR and attempt == 0:
+        # sendKernelImpl's "The broker[..] not exist" out of sendSelectImpl: onException, no update
+        record_attempt(state, s, attempt, lat, b, now)
+        fail(res, s, Failure.ORDERED_OTHER, now)
+        res.aux[s] = kind
+        return -1
+    while True:
+        catch = rules.catch_of_kind[kind]
+        thrown = (
+            kind == OutcomeKind.TOO_MANY_REQUESTS
+            or kind == OutcomeKind.CLIENT_ERROR
+            or (not v5 and (kind == OutcomeKind.REMOTING_CONNECT or kind == OutcomeKind.INTERRUPTED))
+        )
+        need_retry = True
+        failure = Failure.ASYNC_UNKNOWN
+        aux = 0
+        if thrown:  # out of invokeAsync, caught by sendMessageAsync
+            t = start + lat
+            record_outcome(ft, Site.SEND_MESSAGE_ASYNC_CATCH, catch, b, t - start, t, cfg, rules)
+            if kind == OutcomeKind.TOO_MANY_REQUESTS:
+                failure = Failure.ASYNC_TOO_MANY
+            elif kind == OutcomeKind.REMOTING_CONNECT:
+                failure, aux = Failure.REMOTING, kind
+            else:
+                failure, aux = Failure.ORDERED_OTHER, kind
+        else:  # the callback: a response, the response-table scan, or a failed request
+            t = scan_fired(start, req_timeout) if kind == OutcomeKind.REMOTING_TIMEOUT else start + lat
+            if is_stored(kind):
+                record_outcome(ft, Site.ASYNC_CALLBACK, Catch.RESULT, b, t - start, t, cfg, rules)
+                record_attempt(state, s, attempt, lat, b, t)
+                res.status[s] = kind
+                res.end[s] = t
+                return -1
+            record_outcome(ft, Site.ASYNC_CALLBACK, catch, b, t - start, t, cfg, rules)
+            if kind == OutcomeKind.BROKER_ERROR:
+                failure, aux, need_retry = Failure.BROKER, code, False
+            elif kind == OutcomeKind.REMOTING_SEND_REQUEST:
+                failure = Failure.ASYNC_SEND_REQUEST
+            elif kind == OutcomeKind.REMOTING_TIMEOUT:
+                failure, aux = Failure.ASYNC_WAIT_TIMEOUT, (t - start) if v5 else req_timeout
+        record_attempt(state, s, attempt, lat, b, t)
+        cur_times += 1
+        remaining = req_timeout - (t - start)
+        if not (need_retry and cur_times <= cfg.async_retries and (not v5 or remaining > 0)):
+            fail(res, s, failure, t)  # onException
+            res.aux[s] = aux
+            return -1
+        attempt += 1
+        req_timeout = remaining
+        if not v5 and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime, nothing sent
+            kind, lat, code, start = OutcomeKind.TOO_MANY_REQUESTS, 0, 0, t
+            fl.call_start[s] = t
+            fl.kind[s] = kind
+            fl.latency[s] = 0
+            fl.code[s] = 0
+            continue
+        fl.times[s] = attempt
+        fl.cur_times[s] = cur_times
+        fl.req_timeout[s] = req_timeout
+        make_call(inp, state, s, attempt, NO_BROKER, b, q, t, req_timeout, False)
+        return -1
 
 
 @njit(**_STEP)
@@ -949,7 +1078,9 @@ def deliver_oneway(inp, state, s, now):
     target = call_target(state, s)
     # a request that was written reads as sent, whatever the broker makes of it
     catch = inp.rules.catch_of_kind[kind] if failed else Catch.RESULT
-    record_outcome(state.fault_table, catch, target, latency, now, inp.config, inp.rules)
+    record_outcome(
+        state.fault_table, Site.SEND_DEFAULT_IMPL, catch, target, latency, now, inp.config, inp.rules
+    )
     if not failed:
         res.status[s] = Status.ONEWAY_SENT
     elif kind == OutcomeKind.INTERRUPTED:
@@ -980,7 +1111,9 @@ def deliver_sync(inp, state, s, now):
     target = call_target(state, s)
     times = fl.times[s]
     catch = inp.rules.catch_of_kind[kind]
-    record_outcome(state.fault_table, catch, target, fl.latency[s], now, cfg, inp.rules)
+    record_outcome(
+        state.fault_table, Site.SEND_DEFAULT_IMPL, catch, target, fl.latency[s], now, cfg, inp.rules
+    )
     returned = False
     thrown = False
     if catch == Catch.RESULT:  # SEND_OK or a non-OK store status
@@ -1083,8 +1216,12 @@ def run_loop(inp, state):
             s = payload
             kind = sends.kind[s]
             step = False
-            if kind == SendKind.ORDERED or kind == SendKind.ORDERED_ASYNC:
+            if kind == SendKind.ORDERED:
                 free_at = deliver_ordered(inp, state, s, now)
+            elif kind == SendKind.ORDERED_ASYNC:
+                free_at = deliver_ordered_async(inp, state, s, now)
+            elif kind == SendKind.ORDERED_ONEWAY:
+                free_at = deliver_ordered_oneway(inp, state, s, now)
             elif kind == SendKind.ONEWAY:
                 free_at = deliver_oneway(inp, state, s, now)
             else:
@@ -1332,6 +1469,15 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
             OutcomeKind.REMOTING_SEND_REQUEST: "send_request",
         }[key[1]]
         err = remoting_exception(what, brokers[key[2]], key[3])
+    elif failure == Failure.ASYNC_SEND_REQUEST:
+        err = ClientError("send request failed", version.faq_url)
+    elif failure == Failure.ASYNC_WAIT_TIMEOUT:  # key[1]: the cost (5.x) or the timeout (4.9)
+        v5 = version.fault_line == LINE_5
+        err = ClientError(wait_response_timeout_text(v5, key[1], key[1]), version.faq_url)
+    elif failure == Failure.ASYNC_UNKNOWN:
+        err = ClientError(unknown_reason_text(version.fault_line == LINE_5), version.faq_url)
+    elif failure == Failure.ASYNC_TOO_MANY:
+        err = invoke_async_timeout_error(brokers[key[1]])
     elif failure == Failure.SLEEP_INTERRUPTED:
         err = SendInterruptedError("sleep interrupted")
     elif failure == Failure.INTERRUPTED:
@@ -1360,6 +1506,8 @@ def _error_texts(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> tup
             key = (failure, topic)
         elif failure in (Failure.REMOTING, Failure.ORDERED_OTHER):
             key = (failure, int(res.aux[s]), int(res.broker[s]), int(res.cost[s]))
+        elif failure == Failure.ASYNC_TOO_MANY:
+            key = (failure, int(res.broker[s]))
         else:
             key = (failure, int(res.aux[s]))
         k = text_id.get(key)

@@ -95,8 +95,9 @@ class SendKind(IntEnum):
     SYNC = 0  # sendDefaultImpl(SYNC): also transactional half messages and oneway batches
     ONEWAY = 1  # sendDefaultImpl(ONEWAY)
     ORDERED = 2  # send(msg, selector, key): SelectMessageQueueByHash, one attempt, the thread waits
-    ORDERED_ASYNC = 3  # send(msg, selector, key, callback): the same call, the thread does not wait
+    ORDERED_ASYNC = 3  # send(msg, selector, key, callback): retries to the same queue, the thread goes on
     ASYNC = 4  # send(msg, callback): sendDefaultImpl(ASYNC)
+    ORDERED_ONEWAY = 5  # sendOneway(msg, selector, key): the thread waits for the write only
 
 
 class SimulationError(RocketSimError):
@@ -130,6 +131,7 @@ _KIND_TO_OUTCOME: dict[int, Callable[[bm.AttemptOutcome], Outcome]] = {
     OutcomeKind.BROKER_ERROR: lambda o: Outcome.broker_error(o.response_code, o.latency_ms),
     OutcomeKind.CLIENT_ERROR: lambda o: Outcome.client_error(o.latency_ms),
     OutcomeKind.INTERRUPTED: lambda o: Outcome.interrupted(o.latency_ms),
+    OutcomeKind.TOO_MANY_REQUESTS: lambda o: Outcome.remoting_error("too_many_requests", o.latency_ms),
 }
 
 
@@ -217,6 +219,7 @@ class Config(NamedTuple):
     fault_on: bool  # sendLatencyFaultEnable
     timeout_ms: int  # sendMsgTimeout
     times_total: int  # 1 + retryTimesWhenSendFailed
+    async_retries: int  # retryTimesWhenSendAsyncFailed
     max_timeout_per_request_ms: int  # sendMsgMaxTimeoutPerRequest (5.3.3+), -1: none
     retry_another_broker: bool  # retryAnotherBrokerWhenNotStoreOK
     isolation_latency_ms: int  # what updateFaultItem(.., isolation=true) feeds computeNotAvailableDuration
@@ -230,8 +233,8 @@ class FaultRules(NamedTuple):
     latency_max: np.ndarray
     not_available_duration: np.ndarray
     catch_of_kind: np.ndarray  # [OutcomeKind] -> Catch
-    isolation: np.ndarray  # [Catch] -> bool, Site.SEND_DEFAULT_IMPL
-    reachable: np.ndarray  # [Catch] -> bool, resolved against startDetectorEnable
+    isolation: np.ndarray  # [Site, Catch] -> bool (a cell FAULT_UPDATES lacks: False, never read)
+    reachable: np.ndarray  # [Site, Catch] -> bool, resolved against startDetectorEnable
     oneway_sees: np.ndarray  # [OutcomeKind] -> bool: outcomes.ONEWAY_SEES of the version
 
 
@@ -305,6 +308,7 @@ def _config(sc: Scenario) -> Config:
         fault_on=bool(p.send_latency_fault_enable),
         timeout_ms=cfg.send_msg_timeout_ms,
         times_total=cfg.times_total,
+        async_retries=cfg.retry_times_when_send_async_failed,
         max_timeout_per_request_ms=cfg.max_timeout_per_request if line == LINE_5 else -1,
         retry_another_broker=bool(cfg.retry_another_broker_when_not_store_ok),
         isolation_latency_ms=ISOLATION_LATENCY_MS[line],
@@ -319,16 +323,22 @@ def start_detector_enable(sc: Scenario) -> bool:
 def _fault_rules(sc: Scenario) -> FaultRules:
     line = sc.producers.version.fault_line
     arrays = FaultArrays.default(line)
-    at_send_default = FAULT_UPDATES[line][Site.SEND_DEFAULT_IMPL]
+    cells = FAULT_UPDATES[line]
+    isolation = np.zeros((len(Site), len(Catch)), np.bool_)
+    reachable = np.zeros((len(Site), len(Catch)), np.bool_)
     detector = start_detector_enable(sc)
+    for site, by_catch in cells.items():
+        for catch, (iso, reach) in by_catch.items():
+            isolation[site, catch] = iso
+            reachable[site, catch] = reach.value_for(detector)
     oneway_sees = ONEWAY_SEES[sc.producers.version.oneway_connects_synchronously]
     return FaultRules(
         retry_codes=np.array(sorted(SendConfig.from_settings(sc.producers).retry_codes), np.int64),
         latency_max=np.array(arrays.latency_max, np.int64),
         not_available_duration=np.array(arrays.not_available_duration, np.int64),
         catch_of_kind=np.array([CATCH_OF_KIND[k] for k in OutcomeKind], np.int64),
-        isolation=np.array([at_send_default[c][0] for c in Catch], np.bool_),
-        reachable=np.array([at_send_default[c][1].value_for(detector) for c in Catch], np.bool_),
+        isolation=isolation,
+        reachable=reachable,
         oneway_sees=np.array([k in oneway_sees for k in OutcomeKind], np.bool_),
     )
 
@@ -635,8 +645,8 @@ def prepare(messages: pa.Table, sc: Scenario) -> Prepared:
     s_ordered = ordered[s_row] & ~is_batch[s_row]
     is_async = s_mode == MODES.index("async")
     s_kind = np.select(
-        [s_ordered & is_async, s_ordered, is_async, s_mode == oneway],
-        [SendKind.ORDERED_ASYNC, SendKind.ORDERED, SendKind.ASYNC, SendKind.ONEWAY],
+        [s_ordered & is_async, s_ordered & (s_mode == oneway), s_ordered, is_async, s_mode == oneway],
+        [SendKind.ORDERED_ASYNC, SendKind.ORDERED_ONEWAY, SendKind.ORDERED, SendKind.ASYNC, SendKind.ONEWAY],
         SendKind.SYNC,
     ).astype(np.int64)
     return Prepared(

@@ -12,10 +12,11 @@ Time and order, per producer instance (its own fault table, route cache and per-
   client would, across threads and overlapping async sends.
 * The route a producer sees changes only at its 30 s polls after the name server dropped or re-added a
   broker (:mod:`rocketsim.route`); each change builds a new TopicPublishInfo with a new index.
-* Ordered messages go through ``send(msg, selector, key)`` (SelectMessageQueueByHash, one attempt, no
-  fault-table update); batches are one send of a ``MessageBatch`` (never compressed): every member gets
-  the batch's outcome, and its attempts are counted (and its attempt rows keyed) on the first member;
-  invalid messages are not sent: they become ``REJECTED`` results with the client's own error text.
+* Ordered messages go through the selector (``send.ordered_send_steps``: SelectMessageQueueByHash; SYNC
+  makes one attempt, ASYNC retries to the same queue, ONEWAY returns after the write); batches are one
+  send of a ``MessageBatch`` (never compressed): every member gets the batch's outcome, and its attempts
+  are counted (and its attempt rows keyed) on the first member; invalid messages are not sent: they
+  become ``REJECTED`` results with the client's own error text.
 """
 
 # Mirrored by engine/compiled.py (the numba kernel: same events, same order, same tables, only faster);
@@ -51,33 +52,25 @@ from rocketsim.engine.plan import (
     start_detector_enable,
     to_outcome,
 )
-from rocketsim.errors import MQClientError
 from rocketsim.fault import Detector, FaultStrategy, ThreadLocalIndex, new_strategy
-from rocketsim.javaint import java_abs, java_rem
 from rocketsim.rng import SplitMixIntSource, derive_key
 from rocketsim.route import TopicPublishInfo, topic_publish_info
 from rocketsim.scenario import Scenario
 from rocketsim.send import (
     AsyncSemaphore,
-    AttemptRecord,
-    Call,
-    MQBrokerError,
     Outcome,
     SendConfig,
-    SendError,
-    SendInterruptedError,
     SendRecord,
-    SendResult,
     async_send_steps,
-    broker_not_exist_error,
-    no_route_select,
-    oneway_send_steps,
     oneway_caller_sees,
-    remoting_exception,
+    oneway_send_steps,
+    ordered_send_steps,
     sync_send_steps,
 )
 
 __all__ = ["ProducerSimulation", "Send", "simulate_producer"]
+
+ORDERED_MODES = {SendKind.ORDERED: "sync", SendKind.ORDERED_ASYNC: "async", SendKind.ORDERED_ONEWAY: "oneway"}
 
 
 class Event(IntEnum):
@@ -187,56 +180,12 @@ class ProducerSimulation:
 
         return transport
 
-    # -- ordered sends: SelectMessageQueueByHash, one attempt --
-    def ordered_steps(self, s: Send, begin: int) -> Generator:
-        """``send(msg, selector, key)``: SelectMessageQueueByHash over the cached queue list, one call.
-
-        The queue object is read once, when it is chosen (``sendKernelImpl`` takes its broker and id
-        before the call), so a concurrent 4.9.7 rewrite of the slot does not change where this send went.
-        """
-        tp = self.publish_info(s.topic, begin)
-        queues = tp.message_queue_list
-        if not queues:
-            return SendRecord(
-                "sync", s.topic, begin, begin, (), None, no_route_select(s.topic, self.version), ()
-            )
-        slot = queues[java_abs(java_rem(s.order_hash, len(queues)))]
-        broker, queue_id = slot.broker_name, slot.queue_id
-        timeout = self.cfg.send_msg_timeout_ms
-        outcome = yield Call(0, broker, queue_id, begin, timeout)
-        end = begin + outcome.latency_ms
-        rec = AttemptRecord(
-            0,
-            None,
-            False,
-            begin,
-            broker,
-            queue_id,
-            timeout,
-            outcome,
-            None,
-            "return",
-            self.strategy.isolated_until(broker, end),
-            end,
-        )
-        error: SendError | MQClientError | None = None
-        result = None
-        if outcome.kind in ("ok", "status"):
-            result = SendResult(outcome.status, broker, queue_id, 0)
-        elif outcome.kind == "remoting":
-            error = remoting_exception(outcome.remoting, broker, timeout)
-        elif outcome.kind == "broker":
-            error = MQBrokerError(outcome.response_code, outcome.remark)
-        elif outcome.kind == "client":
-            error = broker_not_exist_error(broker, self.version)
-        else:
-            error = SendInterruptedError("interrupted")
-        return SendRecord("sync", s.topic, begin, end, (rec,), result, error, (broker,))
-
     def steps(self, s: Send, begin: int) -> Generator:
-        if s.kind in (SendKind.ORDERED, SendKind.ORDERED_ASYNC):
-            return self.ordered_steps(s, begin)
         tp = self.publish_info(s.topic, begin)
+        if s.kind in ORDERED_MODES:
+            return ordered_send_steps(
+                self.strategy, tp, self.cfg, s.topic, begin, s.order_hash, ORDERED_MODES[s.kind]
+            )
         if s.kind == SendKind.ASYNC:
             return async_send_steps(
                 self.strategy, tp, self.cfg, s.topic, begin, semaphore=self.semaphore, thread=s.thread

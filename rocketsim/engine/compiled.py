@@ -5,10 +5,10 @@ sends other than ordered ones (``send(msg, callback)``: ``sendMessageAsync`` / `
 async semaphore and the response-table scan) and the 5.x detector (``startDetectorEnable``); issue 13
 brings them here. Covered: SYNC and ONEWAY sends, ordered (selector) sends in every mode (ASYNC ones
 retry to their queue with the callbacks' fault updates and the response-table scan), batches,
-transactional sends, rejected rows; the three fault lines with ``send_latency_fault_enable`` on and off; any number of sender
-threads; route versions and the 4.9.7 route-mutation quirk; retry codes per version,
-``retry_another_broker_when_not_store_ok``, the call-timeout budget and the 5.3.3+ per-request cap; every
-fault kind and the error mix of the broker model.
+transactional sends, rejected rows; the three fault lines with ``send_latency_fault_enable`` on and off;
+any number of sender threads; route versions and the 4.9.7 route-mutation quirk; retry codes per
+version, ``retry_another_broker_when_not_store_ok``, the call-timeout budget and the 5.3.3+ per-request
+cap; every fault kind and the error mix of the broker model.
 
 How the reference is mirrored:
 

@@ -53,10 +53,28 @@ N_STREAMS = 6
 MAX_SPIKE_EXPONENT = 50.0  # e^50 x the spike scale: far past any timeout, and finite
 MAX_LATENCY_MS = 1e9  # about 11.6 days: an answer that never comes within any send timeout
 
-# broker response codes (ResponseCode) of the error mix
+# broker response codes (ResponseCode) of the error mix, and the store's own refusal
 SYSTEM_ERROR = 1
 SYSTEM_BUSY = 2
+MESSAGE_ILLEGAL = 13
 SERVICE_NOT_AVAILABLE = 14
+BROKER_MAX_MESSAGE_SIZE = 4_194_304  # MessageStoreConfig.maxMessageSize (the broker's, not the client's)
+
+# The remark a broker answers a code with, where the model knows it (the error mix's codes have none).
+# SendMessageProcessor.handlePutMessageResult (4.9.8 and 5.3.3): MESSAGE_ILLEGAL and
+# PROPERTIES_SIZE_EXCEEDED both answer MESSAGE_ILLEGAL with this text.
+BROKER_REMARKS: dict[int, str] = {
+    MESSAGE_ILLEGAL: (
+        "the message is illegal, maybe msg body or properties length not matched. msg body length limit "
+        f"{BROKER_MAX_MESSAGE_SIZE}B, msg properties length limit 32KB."
+    ),
+}
+
+
+def broker_remark(code: int) -> str:
+    """The remark of a broker's answer with response ``code`` ("" where the model has none)."""
+    return BROKER_REMARKS.get(code, "")
+
 
 # error-mix entry -> (outcome kind, response code or 0)
 ERROR_KINDS: dict[str, tuple[OutcomeKind, int]] = {
@@ -290,3 +308,12 @@ def attempt_outcome(
     if latency >= timeout_ms:  # the call gives up at its timeout
         return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms)
     return AttemptOutcome(OutcomeKind.OK, latency)
+
+
+def refused_as_illegal(o: AttemptOutcome) -> AttemptOutcome:
+    """The answer to a message whose properties the broker refuses (``rocketsim.store.properties_illegal``):
+    wherever the model says the broker stores it, it answers MESSAGE_ILLEGAL instead, as fast; nothing
+    the broker does not get that far with changes (connect failures, hangs, its earlier error codes)."""
+    if o.kind <= OutcomeKind.SLAVE_NOT_AVAILABLE:  # SEND_OK or a not-OK store status: it would be stored
+        return AttemptOutcome(OutcomeKind.BROKER_ERROR, o.latency_ms, MESSAGE_ILLEGAL)
+    return o

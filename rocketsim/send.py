@@ -104,12 +104,21 @@ class SendInterruptedError(SendError):
 
 
 class MQBrokerError(SendError):
-    """``MQBrokerException``: the broker answered with an error response code."""
+    """``MQBrokerException``: the broker answered with an error response code.
+
+    ``MQClientAPIImpl.processSendResponse`` (4.9.8 and 5.3.3) throws ``new MQBrokerException(code, remark,
+    addr)``, whose message is ``FAQUrl.attachDefaultURL("CODE: " + code + "  DESC: " + remark + " BROKER: "
+    + addr)``: the text, then "\nFor more information, please visit the url, " and the version's
+    ``UNEXPECTED_EXCEPTION_URL``. The address here is the broker's name (as in every text of the model).
+    """
 
     java_class = "MQBrokerException"
 
-    def __init__(self, response_code: int, remark: str = "") -> None:
-        super().__init__(f"CODE: {response_code}  DESC: {remark}")
+    def __init__(self, response_code: int, remark: str, broker: str, faq_url: str) -> None:
+        super().__init__(
+            f"CODE: {response_code}  DESC: {remark} BROKER: {broker}"
+            f"\nFor more information, please visit the url, {faq_url}"
+        )
         self.response_code = response_code
         self.remark = remark
 
@@ -597,7 +606,7 @@ def sync_send_steps(
             exception = broker_not_exist_error(broker, version)
             flow = "continue:MQClientException"
         elif kind == "broker":
-            exception = MQBrokerError(outcome.response_code, outcome.remark)
+            exception = MQBrokerError(outcome.response_code, outcome.remark, broker, version.faq_url)
             if outcome.response_code in retry_codes:
                 flow = "continue:MQBrokerException(retry code)"
             elif send_result is not None:
@@ -957,7 +966,8 @@ def async_send_steps(
                 )
             upd = strategy.record_outcome(Site.ASYNC_CALLBACK, catch_of(outcome), broker, lat, now)
             if kind == "broker":
-                error, need_retry = MQBrokerError(outcome.response_code, outcome.remark), False
+                error = MQBrokerError(outcome.response_code, outcome.remark, broker, version.faq_url)
+                need_retry = False
             elif kind == "remoting" and outcome.remoting == "send_request":
                 error, need_retry = ClientError("send request failed", version.faq_url), True
             elif kind == "remoting" and outcome.remoting == "timeout":
@@ -1124,7 +1134,7 @@ def ordered_send_steps(
     elif outcome.kind == "remoting":
         error = remoting_exception(outcome.remoting, broker, timeout)
     elif outcome.kind == "broker":
-        error = MQBrokerError(outcome.response_code, outcome.remark)
+        error = MQBrokerError(outcome.response_code, outcome.remark, broker, version.faq_url)
     elif outcome.kind == "client":
         error = broker_not_exist_error(broker, version)
     else:

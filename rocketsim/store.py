@@ -51,6 +51,7 @@ from rocketsim.schemas import COMMIT_LOG, SEND_RESULTS, data_schema, is_broker_s
 from rocketsim.versions import ClientVersion
 
 __all__ = [
+    "PROPERTIES_LIMIT",
     "CLUSTER_NAME",
     "COPY_COLUMNS",
     "LOG_COLUMNS",
@@ -65,6 +66,8 @@ __all__ = [
     "STORE_PORT",
     "attach_store_columns",
     "batch_properties",
+    "illegal_properties_parts",
+    "properties_illegal",
     "client_properties",
     "commit_log_files",
     "consume_queue_files",
@@ -341,6 +344,92 @@ def _key_tokens(keys: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return csum[offsets[1:]] - csum[offsets[:-1]]
 
 
+def _half_and_delayed(
+    sys_flag: np.ndarray, level: np.ndarray, is_batch: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which records are transactional halves, and which delay messages the broker moves."""
+    tran = sys_flag & _TRAN_BITS
+    half = (tran == MessageSysFlag.TRANSACTION_PREPARED_TYPE) & ~is_batch
+    delayed = (level > 0) & ((tran == 0) | (tran == MessageSysFlag.TRANSACTION_COMMIT_TYPE)) & ~is_batch
+    return half, delayed
+
+
+def _stored_props_without_queue_id(
+    version: ClientVersion,
+    props: np.ndarray,
+    topic_len: np.ndarray,
+    uniq_len: np.ndarray,
+    level: np.ndarray,
+    eff: np.ndarray,
+    kind: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(UTF-8 bytes of the properties the broker writes, without the value of ``REAL_QID``; whether it
+    has a ``REAL_QID`` whose value, the digits of the client's queue id, comes on top): per record
+    ``kind`` (NORMAL, DELAYED, HALF, BATCH_ELEMENT), from the client's properties size ``props``."""
+    cluster = _entry(MessageConst.PROPERTY_CLUSTER, len(CLUSTER_NAME))
+    real = _entry(MessageConst.PROPERTY_REAL_TOPIC, topic_len) + _entry(
+        MessageConst.PROPERTY_REAL_QUEUE_ID, 0
+    )
+    normal_props = props + cluster - (0 if version.broker.keeps_wait_in_store else _entry(_WAIT, 4))
+    delayed_props = props + cluster + real + _digits(eff) - _digits(level)
+    transaction_id = _entry(TRANSACTION_ID, uniq_len) if version.broker.stores_half_transaction_id else 0
+    half_props = props + cluster + real + transaction_id
+    separator = 0 if version.properties_trailing_separator else 1  # element props end with \x02 in 5.x
+    batch_props = props + separator + codec.properties_size(batch_properties(version), version=version)
+    base = np.choose(kind, [normal_props, delayed_props, half_props, batch_props])
+    return base, (kind == DELAYED) | (kind == HALF)
+
+
+PROPERTIES_LIMIT = 32767  # Short.MAX_VALUE: what a broker stores of a message's properties
+
+
+def illegal_properties_parts(
+    messages: pa.Table, version: ClientVersion
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What a broker checks of each single (not batched) message's properties before storing it: the
+    parts of :func:`properties_illegal`, per ``messages`` row (``properties_size`` and the client's other
+    columns).
+
+    4.9.8 (``DefaultMessageStore.checkMessage``): ``getPropertiesString().length() > Short.MAX_VALUE``
+    (UTF-16 units; the string SendMessageProcessor made: the client's properties without ``WAIT``, plus
+    ``CLUSTER``) -> MESSAGE_ILLEGAL; then the CommitLog encoder (after the delay or half transform):
+    ``propertiesLength > Short.MAX_VALUE`` (UTF-8 bytes) -> PROPERTIES_SIZE_EXCEEDED. 5.3.3: only the
+    encoder (``MessageExtEncoder.encode``, ``crc32ReservedLength`` 0). Returns (bytes without ``REAL_QID``'s
+    value, whether that value counts, 4.9.8's checked string length or 0); the workload's properties
+    are ASCII, so UTF-16 units are bytes.
+    """
+    props = _np(messages, "properties_size")
+    sys_flag = np.where(
+        pc.equal(messages.column("message_type"), "transaction").to_numpy(zero_copy_only=False),
+        MessageSysFlag.TRANSACTION_PREPARED_TYPE,
+        0,
+    )
+    level = _np(messages, "delay_level")
+    is_batch = np.asarray(pc.is_valid(messages.column("batch_id")).to_numpy(zero_copy_only=False), bool)
+    half, delayed = _half_and_delayed(sys_flag, level, is_batch)
+    kind = np.select([is_batch, half, delayed], [BATCH_ELEMENT, HALF, DELAYED], NORMAL)
+    eff = np.zeros(len(level), np.int64)
+    if delayed.any():
+        lookup = _delay_lookup(tuple(sorted(set(level[delayed].tolist()))))
+        for lv, (e, _, _) in lookup.items():
+            eff[delayed & (level == lv)] = e
+    topic_len = _lengths(messages.column("topic"))
+    uniq_len = _lengths(messages.column("uniq_msg_id"))
+    base, with_qid = _stored_props_without_queue_id(version, props, topic_len, uniq_len, level, eff, kind)
+    chars = np.zeros(len(props), np.int64)
+    if not version.broker.keeps_wait_in_store:  # the 4.9.8 broker's checkMessage
+        cluster = _entry(MessageConst.PROPERTY_CLUSTER, len(CLUSTER_NAME))
+        chars = np.where(kind == BATCH_ELEMENT, 0, props + cluster - _entry(_WAIT, 4))
+    return np.where(is_batch, 0, base), with_qid & ~is_batch, chars
+
+
+def properties_illegal(base: int, with_qid: bool, chars: int, queue_id: int) -> bool:
+    """Whether a broker refuses a single message's properties (MESSAGE_ILLEGAL) when it goes to
+    ``queue_id``: :func:`illegal_properties_parts` of the message and the queue it was sent to."""
+    digits = len(str(queue_id)) if with_qid else 0
+    return chars > PROPERTIES_LIMIT or base + digits > PROPERTIES_LIMIT
+
+
 def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
     """``table`` plus :data:`STORE_COLUMNS`: one input row per stored copy of a message.
 
@@ -361,9 +450,8 @@ def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
     level = _np(table, "delay_level")
     queue_id = _np(table, "queue_id")
     is_batch = np.asarray(pc.is_valid(table.column("batch_id")).to_numpy(zero_copy_only=False), bool)
-    tran = sys_flag & _TRAN_BITS
-    half = (tran == MessageSysFlag.TRANSACTION_PREPARED_TYPE) & ~is_batch
-    delayed = (level > 0) & ((tran == 0) | (tran == MessageSysFlag.TRANSACTION_COMMIT_TYPE)) & ~is_batch
+    half, delayed = _half_and_delayed(sys_flag, level, is_batch)
+    kind = np.select([is_batch, half, delayed], [BATCH_ELEMENT, HALF, DELAYED], NORMAL)
 
     # the delay transform, once per distinct level
     eff = np.zeros(n, np.int64)
@@ -376,18 +464,8 @@ def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
             eff[hit], sched_q[hit], delay_ms[hit] = e, q, d
 
     # the properties string the broker writes
-    cluster = _entry(MessageConst.PROPERTY_CLUSTER, len(CLUSTER_NAME))
-    real = _entry(MessageConst.PROPERTY_REAL_TOPIC, topic_len) + _entry(
-        MessageConst.PROPERTY_REAL_QUEUE_ID, _digits(queue_id)
-    )
-    normal_props = props + cluster - (0 if version.broker.keeps_wait_in_store else _entry(_WAIT, 4))
-    delayed_props = props + cluster + real + _digits(eff) - _digits(level)
-    transaction_id = _entry(TRANSACTION_ID, uniq_len) if version.broker.stores_half_transaction_id else 0
-    half_props = props + cluster + real + transaction_id
-    separator = 0 if version.properties_trailing_separator else 1  # element props end with \x02 in 5.x
-    batch_props = props + separator + codec.properties_size(batch_properties(version), version=version)
-    kind = np.select([is_batch, half, delayed], [BATCH_ELEMENT, HALF, DELAYED], NORMAL)
-    stored_props = np.choose(kind, [normal_props, delayed_props, half_props, batch_props])
+    base, moved_props = _stored_props_without_queue_id(version, props, topic_len, uniq_len, level, eff, kind)
+    stored_props = base + np.where(moved_props, _digits(queue_id), 0)
 
     store_topic = pc.if_else(pa.array(delayed), SCHEDULE_TOPIC, pc.if_else(pa.array(half), HALF_TOPIC, topic))
     store_topic_len = np.where(delayed, len(SCHEDULE_TOPIC), np.where(half, len(HALF_TOPIC), topic_len))

@@ -99,3 +99,4 @@ def test_prepare_makes_sends_in_seq_order() -> None:
             assert prep.s_kind[s] == SendKind.SYNC
     with pytest.raises(SimulationError):
         prepare(messages.slice(0, 0), sc)
+

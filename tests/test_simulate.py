@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow.compute as pc
+import pytest
 
-from rocketsim import workload
+from rocketsim import store, workload
 from rocketsim.engine import reference
 from rocketsim.fault import Site
 from rocketsim.outcomes import Catch
@@ -204,3 +205,42 @@ def test_detector_probe_of_a_hung_broker_fails() -> None:
         assert not item.reachable, t  # every probe during the hang times out
     strategy.advance_to(33_000)  # the first detector round after the hang
     assert item.reachable
+
+
+@pytest.mark.parametrize(("client", "isolation_ms"), [("4.9.8", 600_000), ("5.3.3", 10_000)])
+def test_single_message_oversize_properties_fails_at_the_broker(client: str, isolation_ms: int) -> None:
+    # Upstream: Validators.checkMessage (4.9.8, 5.3.3) has no properties check; the broker refuses them
+    # (4.9.8 DefaultMessageStore.checkMessage / CommitLog encoder, 5.3.3 MessageExtEncoder.encode) and
+    # SendMessageProcessor.handlePutMessageResult answers MESSAGE_ILLEGAL (13) with its remark;
+    # processSendResponse throws MQBrokerException(13, remark, addr); sendDefaultImpl's catch
+    # (MQBrokerException) updates the fault item with isolation (4.9: 600 s; 5.x: 10 s, unreachable) and,
+    # 13 not being a retry code, throws it: one attempt. Nothing is stored.
+    sc, messages = _one_producer(
+        {
+            "producers": {"count": 1, "client_version": client, "send_latency_fault_enable": True},
+            "workload": {"messages": 1, "invalid": {"oversize_properties": 1.0}},
+        }
+    )
+    assert messages.column("properties_size")[0].as_py() > 32767
+    out = _same(sc, messages)
+    (att,) = out.attempts.to_pylist()
+    res = out.results.to_pylist()[0]
+    assert att["outcome"] == "broker:13" and att["response_code"] == 13
+    assert res["status"] == "FAILED" and res["attempts"] == 1
+    assert res["error"] == (
+        "MQBrokerException: CODE: 13  DESC: the message is illegal, maybe msg body or properties length not "
+        f"matched. msg body length limit 4194304B, msg properties length limit 32KB. BROKER: {att['broker']}"
+        f"\nFor more information, please visit the url, {sc.producers.version.faq_url}"
+    )
+    assert att["fault_isolated_until_ms"] == res["end_ts_ms"] + isolation_ms
+    assert store.log_records(messages, out.attempts, out.results, sc).num_rows == 0
+    # ONEWAY: the caller sees nothing, and nothing is stored
+    sc1, m1 = _one_producer(
+        {
+            "producers": {"count": 1, "client_version": client, "send_mode": {"oneway": 1.0}},
+            "workload": {"messages": 1, "invalid": {"oversize_properties": 1.0}},
+        }
+    )
+    out1 = _same(sc1, m1)
+    assert out1.results.column("status").to_pylist() == ["ONEWAY_SENT"]
+    assert store.log_records(m1, out1.attempts, out1.results, sc1).num_rows == 0

@@ -296,6 +296,29 @@ def test_index_entries_count_uniq_key_and_each_key() -> None:
     assert out.column("index_entries").to_pylist() == [1, 1, 2, 3, 3, 4]  # String.split(" "), empties skipped
 
 
+def test_the_broker_checks_properties_as_it_stores_them(
+    records_run: tuple[Scenario, pa.Table, pa.Table],
+) -> None:
+    # one definition: what the broker checks (4.9.8 CommitLog encoder / 5.3.3 MessageExtEncoder.encode:
+    # propertiesLength > Short.MAX_VALUE after the delay or half transform) is what it would write
+    sc, _, records = records_run
+    base, with_qid, chars = store.illegal_properties_parts(records, sc.producers.version)
+    single = np.asarray(pc.is_null(records.column("batch_id")))
+    digits = np.array([len(str(q)) for q in records.column("queue_id").to_pylist()])
+    checked = base + np.where(with_qid, digits, 0)
+    assert (checked[single] == np.asarray(records.column("store_props_size"))[single]).all()
+    assert with_qid[single].any() and not with_qid[~single].any()
+    assert (chars > 0).any() == (not sc.producers.version.is_5)  # 4.9.8's checkMessage (UTF-16 length)
+
+
+def test_properties_over_short_max_are_illegal() -> None:
+    assert not store.properties_illegal(32767, False, 0, 0)
+    assert store.properties_illegal(32768, False, 0, 0)
+    assert not store.properties_illegal(32766, True, 0, 9)  # REAL_QID's value is the queue id's digits
+    assert store.properties_illegal(32766, True, 0, 10)
+    assert store.properties_illegal(100, False, 32768, 0)  # 4.9.8 DefaultMessageStore.checkMessage
+
+
 SCENARIOS = sorted((Path(__file__).parent.parent / "conf" / "scenarios").glob("*.toml"))
 VERSIONS = ("4.9.7", "4.9.8", "5.3.3")
 

@@ -44,6 +44,7 @@ one of them, clear the cache (``__pycache__/*.nbi``) or touch this file.
 #       reset_index -> fault.FaultStrategy / FaultTable / ThreadLocalIndex;
 #   attempt_outcome, base_latency -> brokers.attempt_outcome / base_latency_ms;
 #   oneway_caller_sees -> send.oneway_caller_sees (both read outcomes.ONEWAY_SEES);
+#   properties_illegal (in make_call) -> store.properties_illegal + brokers.refused_as_illegal;
 #   mix64, uniform, attempt_key, index_key -> rng.mix64 / uniform / draw_key / derive_key;
 #   int32, java_abs, java_rem -> javaint (tests/test_rng.py and tests/test_javaint.py compare them).
 # The rules both read as data: fault.FAULT_UPDATES (through plan.FaultRules), the line rules in
@@ -61,7 +62,7 @@ import pyarrow.compute as pc
 from numba import njit
 
 from rocketsim import brokers as bm
-from rocketsim import rng
+from rocketsim import rng, store
 from rocketsim.engine.plan import (
     NO_ISOLATION,
     P_MEDIAN,
@@ -170,6 +171,7 @@ _INT_MAX_U = np.uint64(0x7FFFFFFF)
 _INV53 = rng.INV_2_53
 _MAX_SPIKE_EXPONENT = bm.MAX_SPIKE_EXPONENT
 _MAX_LATENCY_MS = bm.MAX_LATENCY_MS
+_PROPERTIES_LIMIT = store.PROPERTIES_LIMIT
 _SCAN_FIRST_MS = ResponseScan().first_ms
 _SCAN_PERIOD_MS = ResponseScan().period_ms
 
@@ -186,6 +188,9 @@ class Sends(NamedTuple):
     kind: np.ndarray  # SendKind
     topic: np.ndarray
     order_hash: np.ndarray
+    props_base: np.ndarray  # what the broker checks of the properties (store.illegal_properties_parts)
+    props_qid: np.ndarray
+    props_chars: np.ndarray
 
 
 class Threads(NamedTuple):
@@ -659,6 +664,18 @@ def is_stored(kind):
 
 
 @njit(**_NO_RC)
+def properties_illegal(sends, s, q):
+    """``store.properties_illegal`` of send ``s`` going to queue ``q``."""
+    size = sends.props_base[s]
+    if sends.props_qid[s]:
+        size += 1
+        while q >= 10:
+            q //= 10
+            size += 1
+    return sends.props_chars[s] > _PROPERTIES_LIMIT or size > _PROPERTIES_LIMIT
+
+
+@njit(**_NO_RC)
 def oneway_caller_sees(rules, kind):
     """``send.oneway_caller_sees``: the outcomes a oneway caller sees (outcomes.ONEWAY_SEES)."""
     return rules.oneway_sees[kind]
@@ -848,6 +865,8 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
     for the write: at once unless the write failed)."""
     key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
     kind, lat, code = attempt_outcome(inp.model, b, key, now, timeout)
+    if is_stored(kind) and properties_illegal(inp.sends, s, q):  # brokers.refused_as_illegal
+        kind, code = OutcomeKind.BROKER_ERROR, bm.MESSAGE_ILLEGAL
     fl = state.in_flight
     fl.slot[s] = slot
     fl.broker[s] = b
@@ -1380,7 +1399,15 @@ def _inputs(prep: Prepared, plan: Plan, sc: Scenario) -> Inputs:
         worst=np.uint64(rng.derive_key(seed, producer, "whichItemWorst")),
     )
     sends = Sends(
-        prep.s_seq, prep.s_born, dense, prep.s_kind, prep.s_topic.astype(np.int64), prep.s_order_hash
+        prep.s_seq,
+        prep.s_born,
+        dense,
+        prep.s_kind,
+        prep.s_topic.astype(np.int64),
+        prep.s_order_hash,
+        prep.s_props_base.astype(np.int64),
+        prep.s_props_qid.astype(np.bool_),
+        prep.s_props_chars.astype(np.int64),
     )
     return Inputs(sends, threads, plan.config, plan.rules, plan.routes, keys, plan.model)
 
@@ -1455,7 +1482,7 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
         listed: list[str | None] = list(sent) + [None] * (total - len(sent))
         err = send_failed_error(times, cost, topic, listed, None, version)
     elif failure == Failure.BROKER:
-        err = MQBrokerError(key[1], "")
+        err = MQBrokerError(key[1], bm.broker_remark(key[1]), brokers[key[2]], version.faq_url)
     elif failure == Failure.CALL_TIMEOUT:
         err = RemotingTooMuchRequestError("sendDefaultImpl call timeout")
     elif failure == Failure.NO_ROUTE:
@@ -1508,6 +1535,8 @@ def _error_texts(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> tup
             key = (failure, int(res.aux[s]), int(res.broker[s]), int(res.cost[s]))
         elif failure == Failure.ASYNC_TOO_MANY:
             key = (failure, int(res.broker[s]))
+        elif failure == Failure.BROKER:
+            key = (failure, int(res.aux[s]), int(res.broker[s]))
         else:
             key = (failure, int(res.aux[s]))
         k = text_id.get(key)

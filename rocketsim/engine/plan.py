@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim import brokers as bm
-from rocketsim import codec
+from rocketsim import codec, store
 from rocketsim.compression import CompressibilityModel, CompressionType, compressed_sys_flag, default_model
 from rocketsim.errors import MQClientError, RocketSimError
 from rocketsim.fault import (
@@ -128,7 +128,9 @@ _KIND_TO_OUTCOME: dict[int, Callable[[bm.AttemptOutcome], Outcome]] = {
         "timeout", o.latency_ms + TIMEOUT_OVERSHOOT_MS
     ),
     OutcomeKind.REMOTING_SEND_REQUEST: lambda o: Outcome.remoting_error("send_request", o.latency_ms),
-    OutcomeKind.BROKER_ERROR: lambda o: Outcome.broker_error(o.response_code, o.latency_ms),
+    OutcomeKind.BROKER_ERROR: lambda o: Outcome.broker_error(
+        o.response_code, o.latency_ms, bm.broker_remark(o.response_code)
+    ),
     OutcomeKind.CLIENT_ERROR: lambda o: Outcome.client_error(o.latency_ms),
     OutcomeKind.INTERRUPTED: lambda o: Outcome.interrupted(o.latency_ms),
     OutcomeKind.TOO_MANY_REQUESTS: lambda o: Outcome.remoting_error("too_many_requests", o.latency_ms),
@@ -412,6 +414,7 @@ def _labels(model: Model) -> tuple[np.ndarray, list[str]]:
         if k == broker_error
     }
     codes |= {int(r[W_BURST_CODE]) for r in model.window_ints if r[W_BURST_KIND] == broker_error}
+    codes.add(bm.MESSAGE_ILLEGAL)  # the store's refusal of a message's properties
     pairs = [(int(k), 0) for k in OutcomeKind if k != broker_error] + [
         (int(broker_error), c) for c in sorted(codes)
     ]
@@ -440,12 +443,22 @@ def _build_plan(sc: Scenario) -> Plan:
 
 
 def rejection(
-    topic: str, body_size: int, properties_size: int, reserved: str | None, sc: Scenario
+    topic: str,
+    body_size: int,
+    properties_size: int,
+    reserved: str | None,
+    sc: Scenario,
+    *,
+    batch_member: bool = False,
 ) -> str | None:
     """The client's error text if this message is refused before any send, else None.
 
     Order as the client meets the checks: ``putUserProperty`` (at message construction), then
-    ``Validators.checkMessage`` on send, then the properties length when the request is encoded.
+    ``Validators.checkMessage`` on send, then, for a batch member, the properties length when
+    ``DefaultMQProducer.batch()`` encodes it (4.9.8 ``encodeMessage``'s RuntimeException; 5.3.3 overflows
+    the short instead: either way the batch fails). No client checks a single message's properties
+    (``Validators.checkMessage`` has no such check in any version): the broker does
+    (``rocketsim.store.properties_illegal``).
     """
     version = sc.producers.version
     if reserved is not None:
@@ -455,7 +468,8 @@ def rejection(
             return str(exc)
     try:
         check_message(topic, body_size, sc.producers.max_message_size, None, version)
-        check_properties_size(properties_size)
+        if batch_member:
+            check_properties_size(properties_size)
     except (MQClientError, RocketSimError) as exc:
         return getattr(exc, "full_message", None) or str(exc)
     return None
@@ -489,12 +503,13 @@ def _rejections(
     p = sc.producers
     bad_topic = np.array([rejection(t, 1, 0, None, sc) is not None for t in topics] + [True], bool)
     reserved = np.asarray(pc.is_valid(messages.column("reserved_property")))
+    in_batch = np.asarray(pc.is_valid(messages.column("batch_id")))
     suspect = (
         reserved
         | bad_topic[topic_idx]
         | (body == 0)
         | (body > p.max_message_size)
-        | (props > MAX_PROPERTIES_SIZE)
+        | ((props > MAX_PROPERTIES_SIZE) & in_batch)
     )
     rows = np.flatnonzero(suspect)
     if rows.size == 0:
@@ -503,7 +518,7 @@ def _rejections(
     res = messages.column("reserved_property").take(rows).to_pylist()
     out: dict[int, str] = {}
     for k, r in enumerate(rows.tolist()):
-        why = rejection(topic[k], int(body[r]), int(props[r]), res[k], sc)
+        why = rejection(topic[k], int(body[r]), int(props[r]), res[k], sc, batch_member=bool(in_batch[r]))
         if why is not None:
             out[r] = why
     if out and pc.any(pc.is_valid(messages.column("batch_id"))).as_py():
@@ -547,6 +562,10 @@ class Prepared:
     s_topic: np.ndarray  # index into topics
     s_order_hash: np.ndarray  # String.hashCode of an ordered send's key
     s_wire: np.ndarray
+    # what the broker checks of a single message's properties (store.illegal_properties_parts)
+    s_props_base: np.ndarray
+    s_props_qid: np.ndarray
+    s_props_chars: np.ndarray
 
     @property
     def n_sends(self) -> int:
@@ -649,6 +668,7 @@ def prepare(messages: pa.Table, sc: Scenario) -> Prepared:
         [SendKind.ORDERED_ASYNC, SendKind.ORDERED_ONEWAY, SendKind.ORDERED, SendKind.ASYNC, SendKind.ONEWAY],
         SendKind.SYNC,
     ).astype(np.int64)
+    props_base, props_qid, props_chars = store.illegal_properties_parts(messages, p.version)
     return Prepared(
         messages=messages,
         producer=producer,
@@ -669,6 +689,9 @@ def prepare(messages: pa.Table, sc: Scenario) -> Prepared:
         s_topic=topic_idx[s_row],
         s_order_hash=ohash[s_row],
         s_wire=s_wire,
+        s_props_base=props_base[s_row],
+        s_props_qid=props_qid[s_row],
+        s_props_chars=props_chars[s_row],
     )
 
 

@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from rocketsim import brokers as bm
+from rocketsim import store
 from rocketsim.engine.plan import (
     NO_ISOLATION,
     EngineOutput,
@@ -91,6 +92,9 @@ class Send:
     kind: SendKind
     topic: str
     order_hash: int  # String.hashCode of an ordered send's key
+    props_base: int = 0  # what the broker checks of its properties (store.illegal_properties_parts)
+    props_qid: bool = False
+    props_chars: int = 0
 
     @property
     def waits(self) -> bool:
@@ -101,8 +105,8 @@ class Send:
 def sends_of(prep: Prepared) -> list[Send]:
     """The prepared sends, in seq order."""
     return [
-        Send(s, seq, thread, born, SendKind(kind), prep.topics[topic], ohash)
-        for s, (seq, thread, born, kind, topic, ohash) in enumerate(
+        Send(s, seq, thread, born, SendKind(kind), prep.topics[topic], ohash, base, qid, chars)
+        for s, (seq, thread, born, kind, topic, ohash, base, qid, chars) in enumerate(
             zip(
                 prep.s_seq.tolist(),
                 prep.s_thread.tolist(),
@@ -110,6 +114,9 @@ def sends_of(prep: Prepared) -> list[Send]:
                 prep.s_kind.tolist(),
                 prep.s_topic.tolist(),
                 prep.s_order_hash.tolist(),
+                prep.s_props_base.tolist(),
+                prep.s_props_qid.tolist(),
+                prep.s_props_chars.tolist(),
                 strict=True,
             )
         )
@@ -174,9 +181,12 @@ class ProducerSimulation:
         return tp
 
     # -- the transport: the broker model, keyed by (seed, producer, seq, attempt) --
-    def transport_for(self, seq: int) -> Callable[[int, str, int, int, int], Outcome]:
+    def transport_for(self, s: Send) -> Callable[[int, str, int, int, int], Outcome]:
         def transport(attempt: int, broker: str, queue_id: int, start_ms: int, timeout_ms: int) -> Outcome:
-            return to_outcome(self.model.attempt(self.producer, seq, attempt, broker, start_ms, timeout_ms))
+            answer = self.model.attempt(self.producer, s.seq, attempt, broker, start_ms, timeout_ms)
+            if store.properties_illegal(s.props_base, s.props_qid, s.props_chars, queue_id):
+                answer = bm.refused_as_illegal(answer)
+            return to_outcome(answer)
 
         return transport
 
@@ -219,7 +229,7 @@ class ProducerSimulation:
                 if s.waits:
                     schedule_thread(s.thread, record.end_ms)
                 return
-            outcome = self.transport_for(s.seq)(
+            outcome = self.transport_for(s)(
                 call.attempt, call.broker, call.queue_id, call.start_ms, call.timeout_ms
             )
             # a oneway caller waits only for the write: the call is over at once unless the write failed

@@ -156,6 +156,9 @@ class WorkloadConfig:
     # distinct selector keys of ordered messages
     order_keys: int = field(default=64, metadata=_between(1, 1_000_000))
     delay_levels: tuple[int, ...] = (1, 2, 3, 4, 5)
+    # members per batch; a batch whose encoded body (22 bytes + body + properties per member) is over
+    # producers.max_message_size is refused as the client refuses it (REJECTED, "the message body size
+    # over max value", Validators.checkMessage on the MessageBatch)
     batch_size: int = field(default=8, metadata=_between(1, 4096))
     # fraction of messages made invalid on purpose, by kind (they become REJECTED results)
     invalid: Mapping[str, float] = field(

@@ -66,6 +66,7 @@ __all__ = [
     "STORE_PORT",
     "attach_store_columns",
     "batch_properties",
+    "batch_request_properties",
     "illegal_properties_parts",
     "properties_illegal",
     "client_properties",
@@ -218,13 +219,19 @@ def client_properties(row: Mapping[str, object], sc: Scenario) -> dict[str, str]
     return props
 
 
-def batch_properties(version: ClientVersion) -> dict[str, str]:
-    """The batch request's own properties as the broker sees them: WAIT, 5.x UNIQ_KEY, CLUSTER."""
+def batch_request_properties(version: ClientVersion) -> dict[str, str]:
+    """The batch request's own properties as the client sends them: ``WAIT=true`` (``generateFromList``
+    -> ``setWaitStoreMsgOK``); 5.x ``DefaultMQProducer.batch()`` also gives the batch a UNIQ_KEY (32 hex
+    chars, IPv4); 4.9.8's never does (``sendKernelImpl`` skips a ``MessageBatch``)."""
     props = {_WAIT: "true"}
-    if version.gives_batch_uniq_key:  # 32 hex chars (IPv4)
+    if version.gives_batch_uniq_key:
         props[_UNIQ] = "0" * 32
-    props[MessageConst.PROPERTY_CLUSTER] = CLUSTER_NAME
     return props
+
+
+def batch_properties(version: ClientVersion) -> dict[str, str]:
+    """The batch request's own properties as the broker sees them: the client's, then CLUSTER."""
+    return {**batch_request_properties(version), MessageConst.PROPERTY_CLUSTER: CLUSTER_NAME}
 
 
 def stored_properties(

@@ -586,8 +586,35 @@ def _codes(col: pa.ChunkedArray | pa.Array, names: tuple[str, ...] | None = None
 
 
 def _batch_request_properties_size(sc: Scenario) -> int:
-    """The batch request's own properties on the wire: ``WAIT=true`` and ``UNIQ_KEY`` (32 hex chars)."""
-    return 4 + 2 + 4 + 8 + 2 + 32 + (0 if sc.producers.version.properties_trailing_separator else -1)
+    """The batch request's own properties on the wire (:func:`rocketsim.store.batch_request_properties`):
+    4.9 ``WAIT\x01true`` (9 bytes), 5.x also its ``UNIQ_KEY`` and the trailing separator (52)."""
+    version = sc.producers.version
+    return codec.properties_size(store.batch_request_properties(version), version=version)
+
+
+def _oversize_batches(
+    messages: pa.Table, sc: Scenario, ok: np.ndarray, is_batch: np.ndarray, element: np.ndarray
+) -> dict[int, str]:
+    """Members of batches whose encoded body is over ``max_message_size``, with the client's text.
+
+    ``DefaultMQProducerImpl.sendDefaultImpl`` runs ``Validators.checkMessage`` on the ``MessageBatch``
+    that ``DefaultMQProducer.batch()`` made: its body is the encoded members (``MessageBatch.encode``:
+    22 bytes + body + properties each), refused when longer than ``maxMessageSize`` (equal is accepted),
+    after every member passed its own checks, before any selection.
+    """
+    rows = np.flatnonzero(ok & is_batch)
+    if rows.size == 0:
+        return {}
+    batch_id = np.asarray(messages.column("batch_id").fill_null(0), np.int64)[rows]
+    _, first, inverse = np.unique(batch_id, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    encoded = np.bincount(inverse, weights=element[rows]).astype(np.int64)
+    too_big = encoded > sc.producers.max_message_size
+    if not too_big.any():
+        return {}
+    topics = messages.column("topic").take(pa.array(rows[first])).to_pylist()
+    texts = {g: rejection(topics[g], int(encoded[g]), 0, None, sc) for g in np.flatnonzero(too_big).tolist()}
+    return {int(r): texts[g] for r, g in zip(rows.tolist(), inverse.tolist(), strict=True) if g in texts}
 
 
 def prepare(messages: pa.Table, sc: Scenario) -> Prepared:
@@ -633,6 +660,10 @@ def prepare(messages: pa.Table, sc: Scenario) -> Prepared:
     rejected = np.zeros(n, bool)
     if reject_text:
         rejected[np.fromiter(reject_text, np.int64, len(reject_text))] = True
+    oversize = _oversize_batches(messages, sc, ~rejected, is_batch, element)
+    if oversize:
+        reject_text = {**reject_text, **oversize}
+        rejected[np.fromiter(oversize, np.int64, len(oversize))] = True
     ok = ~rejected
     oneway = MODES.index("oneway")
     eff_mode = np.where(txn | ((mode == oneway) & is_batch), MODES.index("sync"), mode)

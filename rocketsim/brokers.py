@@ -94,11 +94,16 @@ ERROR_KINDS: dict[str, tuple[OutcomeKind, int]] = {
 
 @dataclass(frozen=True)
 class AttemptOutcome:
-    """What the broker model says one attempt does."""
+    """What the broker model says one attempt does: the client's answer (``kind``, ``latency_ms``: how
+    long the client waits, ``response_code``) and whether the broker stored the request, ``store_ms``
+    after the attempt started (the broker writes what it processes, whether the client still waits or
+    not: :func:`attempt_outcome`)."""
 
     kind: int
     latency_ms: int
     response_code: int = 0
+    stored: bool = False
+    store_ms: int = 0
 
     @property
     def label(self) -> str:
@@ -273,7 +278,14 @@ def base_latency_ms(p: BrokerParams, key: int) -> float:
 def attempt_outcome(
     p: BrokerParams, faults: tuple[FaultWindow, ...], key: int, start_ms: int, timeout_ms: int
 ) -> AttemptOutcome:
-    """The model's decision, in the order: fault window, background error, latency vs timeout."""
+    """The model's decision, in the order: fault window, background error, latency vs timeout.
+
+    Stored (the broker processed the request; nothing deduplicates a retry of it): SEND_OK and the not-OK
+    store statuses at their latency; a timeout from a slow answer (latency past the timeout) and a
+    ``remoting_timeout`` error (a reply lost on the way back) at the broker's own latency, after the
+    client gave up. Not stored: connect failures (dead process, partition), a hung broker (model choice:
+    it never processes what it accepts), the broker's error codes.
+    """
     timeout_ms = max(int(timeout_ms), 0)
     refused = int(round(p.connect_refused_ms))  # not capped by the timeout: the connect comes first
     factor = 1.0
@@ -289,31 +301,35 @@ def attempt_outcome(
         if w.kind == FAULT_SLOWDOWN:
             factor *= w.factor
         elif w.kind == FAULT_ERROR_BURST and uniform(key, STREAM_BURST) < w.rate:
-            latency = min(int(round(base_latency_ms(p, key))), timeout_ms)
-            if w.burst_kind == OutcomeKind.REMOTING_TIMEOUT:
-                return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms)
+            natural = int(round(base_latency_ms(p, key)))
+            latency = min(natural, timeout_ms)
+            if w.burst_kind == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
+                return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, natural)
             if w.burst_kind == OutcomeKind.REMOTING_CONNECT:
                 return AttemptOutcome(OutcomeKind.REMOTING_CONNECT, refused)
-            return AttemptOutcome(w.burst_kind, latency, w.burst_code)
+            stored = w.burst_kind <= OutcomeKind.SLAVE_NOT_AVAILABLE
+            return AttemptOutcome(w.burst_kind, latency, w.burst_code, stored, latency)
     u = uniform(key, STREAM_ERROR)
     latency_f = base_latency_ms(p, key) * factor
     latency = int(round(latency_f))
     for cum, kind, code in zip(p.error_cum, p.error_kind, p.error_code, strict=True):
         if u < cum:
-            if kind == OutcomeKind.REMOTING_TIMEOUT:
-                return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms)
+            if kind == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
+                return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, latency)
             if kind == OutcomeKind.REMOTING_CONNECT:
                 return AttemptOutcome(OutcomeKind.REMOTING_CONNECT, refused)
-            return AttemptOutcome(kind, min(latency, timeout_ms), code)
-    if latency >= timeout_ms:  # the call gives up at its timeout
-        return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms)
-    return AttemptOutcome(OutcomeKind.OK, latency)
+            answered = min(latency, timeout_ms)
+            return AttemptOutcome(kind, answered, code, kind <= OutcomeKind.SLAVE_NOT_AVAILABLE, answered)
+    if latency >= timeout_ms:  # the call gives up at its timeout; the broker stores it when it gets there
+        return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, latency)
+    return AttemptOutcome(OutcomeKind.OK, latency, 0, True, latency)
 
 
 def refused_as_illegal(o: AttemptOutcome) -> AttemptOutcome:
     """The answer to a message whose properties the broker refuses (``rocketsim.store.properties_illegal``):
-    wherever the model says the broker stores it, it answers MESSAGE_ILLEGAL instead, as fast; nothing
-    the broker does not get that far with changes (connect failures, hangs, its earlier error codes)."""
-    if o.kind <= OutcomeKind.SLAVE_NOT_AVAILABLE:  # SEND_OK or a not-OK store status: it would be stored
+    wherever the model says the broker stores it, it stores nothing, and where the client gets the answer
+    (SEND_OK or a not-OK store status) it is MESSAGE_ILLEGAL instead, as fast; what the broker does not get
+    that far with (connect failures, hangs, its earlier error codes) is unchanged."""
+    if o.kind <= OutcomeKind.SLAVE_NOT_AVAILABLE:
         return AttemptOutcome(OutcomeKind.BROKER_ERROR, o.latency_ms, MESSAGE_ILLEGAL)
-    return o
+    return AttemptOutcome(o.kind, o.latency_ms, o.response_code)

@@ -55,6 +55,9 @@ SEND_ATTEMPTS = pa.schema(
         pa.field("response_code", pa.int32()),
         pa.field("fault_isolated_until_ms", pa.int64()),  # the producer's isolation of this broker, if any
         pa.field("wire_bytes", pa.int32(), nullable=False),
+        # the broker stored the request (also when the client gave up on it first), and when
+        pa.field("stored", pa.bool_(), nullable=False),
+        pa.field("stored_ts_ms", pa.int64()),
     ]
 )
 

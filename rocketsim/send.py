@@ -224,7 +224,8 @@ class Outcome:
     (``connect`` / ``timeout`` / ``send_request``; ``too_many_requests`` is the client's own semaphore
     refusal), ``broker`` (MQBrokerException with ``response_code``), ``client`` (MQClientException, e.g. the
     broker address is unknown), ``interrupted``. For SYNC the transport decides the latency, including
-    ``min(latency, timeout)`` for calls that time out (see :func:`cap_to_timeout`).
+    ``min(latency, timeout)`` for calls that time out (see :func:`cap_to_timeout`). ``stored``: the broker
+    stored the request ``store_ms`` after the call started (a timed-out request may be stored too).
     """
 
     kind: str
@@ -233,6 +234,8 @@ class Outcome:
     remoting: str = ""
     response_code: int = 0
     remark: str = ""
+    stored: bool = False  # the broker stored the request (whatever the client saw), store_ms after start
+    store_ms: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in OUTCOME_KINDS:

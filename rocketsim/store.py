@@ -1,7 +1,10 @@
 """What a broker stores: what a stored attempt becomes in the broker's store (pure, vectorised).
 
-An attempt whose outcome is ``ok`` or ``status:*`` was written by the broker. This module says what was
-written, following the broker of the client's line (a 4.9.x client talks to a 4.9.8 broker, a 5.x client
+An attempt the broker wrote has ``stored`` set in ``send_attempts`` (:func:`is_stored_outcome`): ``ok``
+and ``status:*`` answers, and requests the client gave up on that the broker processed anyway (a slow
+answer past the timeout, a lost reply), written at ``stored_ts_ms``; a retry of such a request stores the
+message again (:func:`stored_copy_counts`: duplicates, lost and failed-but-stored messages). This module
+says what was written, following the broker of the client's line (a 4.9.x client talks to a 4.9.8 broker, a 5.x client
 to a 5.3.3 broker; ``SendMessageProcessor``, ``CommitLog``/``HookUtils``, ``TransactionalMessageBridge``,
 ``MessageExtEncoder``):
 
@@ -84,6 +87,11 @@ __all__ = [
     "with_null_store_columns",
     "with_offsets",
     "stored_copies",
+    "stored_copy_counts",
+    "delivery_counts",
+    "SENT_STATUSES",
+    "STORED_COPIES",
+    "is_answered_outcome",
     "stored_properties",
     "stored_record_size",
 ]
@@ -113,6 +121,8 @@ COPY_COLUMNS = pa.schema(
         pa.field("latency_ms", pa.int64(), nullable=False),
         pa.field("broker", pa.string(), nullable=False),
         pa.field("queue_id", pa.int32(), nullable=False),
+        pa.field("outcome", pa.string(), nullable=False),
+        pa.field("stored_ts_ms", pa.int64(), nullable=False),
         pa.field("topic", pa.string(), nullable=False),
         pa.field("tags", pa.string()),
         pa.field("keys", pa.string()),
@@ -138,7 +148,7 @@ MESSAGE_COLUMNS = (
     "delay_level",
     "batch_id",
 )
-ATTEMPT_COLUMNS = ("attempt", "start_ts_ms", "latency_ms", "broker", "queue_id")
+ATTEMPT_COLUMNS = ("attempt", "start_ts_ms", "latency_ms", "broker", "queue_id", "outcome", "stored_ts_ms")
 RESULT_COLUMNS = ("status", "wire_bytes", "sys_flag")
 NOT_STORED_STATUSES = ("FAILED", "REJECTED")  # results that point at no stored copy
 
@@ -442,8 +452,8 @@ def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
 
     Input columns: ``topic``, ``keys``, ``uniq_msg_id``, ``body_size``, ``properties_size``,
     ``message_type``, ``delay_level``, ``batch_id`` (messages), ``wire_bytes``, ``sys_flag`` (the
-    member's result), ``queue_id``, ``start_ts_ms``, ``latency_ms`` (the storing attempt). Row by row,
-    so any batching of the rows gives the same output.
+    member's result), ``queue_id``, ``stored_ts_ms`` (the storing attempt). Row by row, so any batching
+    of the rows gives the same output.
     """
     version = sc.producers.version
     n = table.num_rows
@@ -480,7 +490,7 @@ def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
     store_flag = np.where(half, sys_flag & ~_TRAN_BITS, sys_flag)
     store_body = np.where(is_batch, body, wire - props)
     sizes = codec.store_sizes(store_body, store_topic_len, stored_props, store_flag)
-    store_ts = _np(table, "start_ts_ms") + _np(table, "latency_ms")
+    store_ts = _np(table, "stored_ts_ms")
     moved = delayed | half
     cols = {
         "store_ts_ms": pa.array(store_ts),
@@ -511,8 +521,15 @@ OFFSET_NAMES = ("queue_offset", "commit_log_offset", "offset_msg_id")
 LOG_COLUMNS = pa.schema([f for f in data_schema(COMMIT_LOG) if f.name not in OFFSET_NAMES])
 
 
-def is_stored_outcome(outcome: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    """Attempts the broker wrote: ``ok`` (SEND_OK) or ``status:*`` (stored, flush/slave not OK)."""
+def is_stored_outcome(attempts: pa.Table) -> pa.ChunkedArray | pa.Array:
+    """Attempts the broker wrote (``send_attempts.stored``, the broker model's answer): ``ok`` (SEND_OK)
+    and ``status:*`` (flush/slave not OK), and requests the client gave up on that the broker processed
+    anyway (a slow answer past the timeout, a lost reply): ``remoting:timeout`` rows with ``stored``."""
+    return attempts.column("stored")
+
+
+def is_answered_outcome(outcome: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """Attempts whose answer the client got: ``ok`` or ``status:*`` (a SendResult)."""
     return pc.or_(pc.equal(outcome, "ok"), pc.starts_with(outcome, "status:"))
 
 
@@ -526,7 +543,7 @@ def stored_copies(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> 
         results.select(["producer", "seq", *RESULT_COLUMNS]), ["producer", "seq"], join_type="inner"
     )
     sent = sent.filter(pc.not_equal(sent.column("status"), "REJECTED"))
-    att = attempts.filter(is_stored_outcome(attempts.column("outcome")))
+    att = attempts.filter(is_stored_outcome(attempts))
     att = att.select(["producer", "seq", *ATTEMPT_COLUMNS]).rename_columns(
         ["producer", "send_seq", *ATTEMPT_COLUMNS]
     )
@@ -542,6 +559,53 @@ def stored_copies(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> 
     )
     parts = [t.select(COPY_COLUMNS.names).cast(COPY_COLUMNS) for t in (single, grouped)]
     return pa.concat_tables(parts)
+
+
+SENT_STATUSES = ("SEND_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE", "ONEWAY_SENT")
+# What the message's result says: the client was told (or, ONEWAY, believes) it is stored.
+
+STORED_COPIES = pa.schema(
+    [
+        pa.field("producer", pa.int32(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("copies", pa.int64(), nullable=False),
+    ]
+)
+
+
+def stored_copy_counts(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> pa.Table:
+    """:data:`STORED_COPIES`: per message (a batch: per member), its result's status and how many copies
+    of it the brokers stored (:func:`stored_copies`: every stored attempt, also those the client gave up
+    on), in (producer, seq) order. The delivery outcomes over it (:func:`delivery_counts`):
+
+    * duplicates = sum over messages of ``max(0, copies - 1)`` (a retry after a stored timeout stores
+      the message again: same UNIQ_KEY, another offset);
+    * lost = messages whose result says sent (:data:`SENT_STATUSES`: SEND_OK, a not-OK store status,
+      ONEWAY_SENT) with no copy (e.g. a oneway request the broker never stored);
+    * failed but stored = FAILED messages with at least one copy (the client gave up, the broker has it).
+    """
+    copies = stored_copies(messages, attempts, results)
+    counts = copies.group_by(["producer", "seq"]).aggregate([([], "count_all")])
+    res = results.select(["producer", "seq", "status"])
+    out = res.join(counts, ["producer", "seq"], join_type="left outer")
+    out = out.append_column("copies", out.column("count_all").fill_null(0)).drop_columns(["count_all"])
+    out = out.sort_by([("producer", "ascending"), ("seq", "ascending")])
+    return out.select(STORED_COPIES.names).cast(STORED_COPIES)
+
+
+def delivery_counts(copies: pa.Table) -> dict[str, int]:
+    """``duplicates``, ``lost`` and ``failed_but_stored`` over :func:`stored_copy_counts` rows (their
+    definitions are there); sums of such rows' counts are the counts of their union."""
+    n = _ints(copies, "copies")
+    status = copies.column("status")
+    sent = _mask(pc.is_in(status, value_set=pa.array(SENT_STATUSES)))
+    failed = _mask(pc.equal(status, "FAILED"))
+    return {
+        "duplicates": int(np.maximum(n - 1, 0).sum()),
+        "lost": int((sent & (n == 0)).sum()),
+        "failed_but_stored": int((failed & (n > 0)).sum()),
+    }
 
 
 def _ints(table: pa.Table, name: str) -> np.ndarray:
@@ -627,7 +691,7 @@ def copy_rows(
     sent_key, sent_msg, sent_res = msg_key[sent], msg_order[sent], res_row[not_rejected]
 
     # the stored attempts of a sent message (a batch's: of its leading member)
-    att = np.flatnonzero(_mask(is_stored_outcome(attempts.column("outcome"))))
+    att = np.flatnonzero(_mask(is_stored_outcome(attempts)))
     lead = _lookup(sent_key, att_key[att])
     att, lead = att[lead >= 0], lead[lead >= 0]
     in_batch = _mask(pc.is_valid(messages.column("batch_id")))[sent_msg]
@@ -681,8 +745,10 @@ def _copies_at(
 def log_records(messages: pa.Table, attempts: pa.Table, results: pa.Table, sc: Scenario) -> pa.Table:
     """:data:`LOG_COLUMNS`: every stored copy as its broker wrote it, sorted by (producer, seq, attempt).
 
-    ``is_result`` marks the copy ``send_results`` points at: the last storing attempt of a message
-    whose status is not FAILED/REJECTED (a not-OK store that a retry lost is still returned).
+    ``is_result`` marks the copy ``send_results`` points at: of a message whose status is not
+    FAILED/REJECTED, its last copy from an answered attempt (``ok``/``status:*``: a not-OK store that a
+    retry lost is still returned), or a ONEWAY_SENT message's copy. Copies of requests the client gave up
+    on (stored timeouts) are records too, pointed at by no result: duplicates when a retry stored again.
     """
     rows = copy_rows(messages, attempts, results)
     if rows is None:  # repeated keys: the joins, then a sort
@@ -692,10 +758,15 @@ def log_records(messages: pa.Table, attempts: pa.Table, results: pa.Table, sc: S
         records = store_records(_copies_at(messages, attempts, results, rows), sc)
     producer = np.asarray(records.column("producer").to_numpy(zero_copy_only=False))
     seq = np.asarray(records.column("seq").to_numpy(zero_copy_only=False))
-    last = np.ones(len(seq), bool)
-    last[:-1] = (producer[1:] != producer[:-1]) | (seq[1:] != seq[:-1])
-    answered = pc.invert(pc.is_in(records.column("status"), value_set=pa.array(NOT_STORED_STATUSES)))
-    records = records.append_column("is_result", pc.and_(pa.array(last), answered))
+    status = records.column("status")
+    pointable = _mask(pc.or_(is_answered_outcome(records.column("outcome")), pc.equal(status, "ONEWAY_SENT")))
+    at = np.flatnonzero(pointable)  # the last pointable copy of each message
+    last = np.ones(len(at), bool)
+    last[:-1] = (producer[at[1:]] != producer[at[:-1]]) | (seq[at[1:]] != seq[at[:-1]])
+    is_result = np.zeros(len(seq), bool)
+    is_result[at[last]] = True
+    returned = pc.invert(pc.is_in(status, value_set=pa.array(NOT_STORED_STATUSES)))
+    records = records.append_column("is_result", pc.and_(pa.array(is_result), returned))
     renamed = {
         "start_ts_ms": "born_ts_ms",
         "delay_level": "requested_level",

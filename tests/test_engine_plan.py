@@ -35,7 +35,7 @@ def test_the_mirrored_outcome_rules_agree(kind: OutcomeKind) -> None:
         sc = scenario_from_mapping({"producers": {"client_version": version}, "workload": {"messages": 1}})
         rules = plan_for(sc).rules
         assert oneway_caller_sees(outcome, sc.producers.version) == compiled.oneway_caller_sees(rules, kind)
-    assert compiled.is_stored(kind) == (CATCH_OF_KIND[kind] == Catch.RESULT)
+    assert compiled.is_result_kind(kind) == (CATCH_OF_KIND[kind] == Catch.RESULT)
     assert outcome.label == outcome_label(kind, code)
 
 

@@ -374,6 +374,10 @@ def edge_tables(rows_a: list[tuple], rows_r: list[tuple]) -> tuple[pa.Table, pa.
         "response_code",
         pa.array([14 if o == "broker:14" else None for o in a.column("outcome").to_pylist()], pa.int32()),
     )
+    stored = pa.array([o == "ok" or o.startswith("status:") for o in a.column("outcome").to_pylist()])
+    a = a.append_column("stored", stored)
+    end = pc.add(a.column("start_ts_ms"), a.column("latency_ms"))
+    a = a.append_column("stored_ts_ms", pc.if_else(stored, end, pa.scalar(None, pa.int64())))
     r_names = ["producer", "seq", "status", "attempts", "retry_budget_exhausted", "born_ts_ms", "send_ts_ms"]
     r_names += ["latency_ms", "wire_bytes", "broker", "queue_id"]
     r = pa.Table.from_pylist([dict(zip(r_names, row, strict=True)) for row in rows_r])

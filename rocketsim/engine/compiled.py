@@ -284,6 +284,8 @@ class InFlight(NamedTuple):
     result_queue_id: np.ndarray
     cur_times: np.ndarray  # ASYNC: onExceptionImpl's curTimes
     req_timeout: np.ndarray  # ASYNC: the current request's timeout
+    stored: np.ndarray  # the broker stored the call's request
+    store_ms: np.ndarray  # when, after the call's start
 
 
 class SendOutcomes(NamedTuple):
@@ -312,6 +314,8 @@ class AttemptRows(NamedTuple):
     kind: np.ndarray
     code: np.ndarray
     isolated_until: np.ndarray
+    stored: np.ndarray
+    stored_ts: np.ndarray
 
 
 class Inputs(NamedTuple):
@@ -612,8 +616,9 @@ def base_latency(model, b, key):
 
 @njit(**_NO_RC)
 def attempt_outcome(model, b, key, start, timeout):
-    """(OutcomeKind, latency, response code) of one attempt; the reference adds TIMEOUT_OVERSHOOT_MS to a
-    timeout's latency when it makes the Outcome, so a timeout costs ``timeout + 1`` here."""
+    """(OutcomeKind, latency, response code, stored, store ms) of one attempt (``brokers.attempt_outcome``);
+    the reference adds TIMEOUT_OVERSHOOT_MS to a timeout's latency when it makes the Outcome, so a timeout
+    costs ``timeout + 1`` here."""
     if timeout < 0:
         timeout = 0
     conn = model.connect_ms[b]  # not capped by the timeout: the connect comes first
@@ -627,39 +632,41 @@ def attempt_outcome(model, b, key, start, timeout):
             kind == bm.FAULT_FLAPPING and (start - wi[j, W_START]) % wi[j, W_PERIOD] < wi[j, W_DOWN]
         )
         if down:  # the process is dead: connection refused, fast
-            return OutcomeKind.REMOTING_CONNECT, conn, 0
+            return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0
         if kind == bm.FAULT_PARTITION:  # nothing answers: the connect times out
-            return OutcomeKind.REMOTING_CONNECT, model.connect_timeout_ms[b], 0
+            return OutcomeKind.REMOTING_CONNECT, model.connect_timeout_ms[b], 0, False, 0
         if kind == bm.FAULT_HANG:  # the broker accepts the request and never answers
-            return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0
+            return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, False, 0
         if kind == bm.FAULT_SLOWDOWN:
             factor *= wf[j, WF_FACTOR]
         elif kind == bm.FAULT_ERROR_BURST and uniform(key, bm.STREAM_BURST) < wf[j, WF_RATE]:
-            lat_b = min(np.rint(base_latency(model, b, key)), np.float64(timeout))
+            natural = np.rint(base_latency(model, b, key))
+            lat_b = np.int64(min(natural, np.float64(timeout)))
             burst = wi[j, W_BURST_KIND]
-            if burst == OutcomeKind.REMOTING_TIMEOUT:
-                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0
+            if burst == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
+                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(natural)
             if burst == OutcomeKind.REMOTING_CONNECT:
-                return OutcomeKind.REMOTING_CONNECT, conn, 0
-            return burst, np.int64(lat_b), wi[j, W_BURST_CODE]
+                return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0
+            return burst, lat_b, wi[j, W_BURST_CODE], is_result_kind(burst), lat_b
     u = uniform(key, bm.STREAM_ERROR)
     lat_r = np.rint(base_latency(model, b, key) * factor)  # compared as floats: exact, and never overflows
     for e in range(model.error_cum.shape[1]):
         if u < model.error_cum[b, e]:
             kind = model.error_kind[b, e]
-            if kind == OutcomeKind.REMOTING_TIMEOUT:
-                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0
+            if kind == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
+                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(lat_r)
             if kind == OutcomeKind.REMOTING_CONNECT:
-                return OutcomeKind.REMOTING_CONNECT, conn, 0
-            return kind, np.int64(min(lat_r, np.float64(timeout))), model.error_code[b, e]
-    if lat_r >= timeout:  # the call gives up at its timeout
-        return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0
-    return OutcomeKind.OK, np.int64(lat_r), 0
+                return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0
+            answered = np.int64(min(lat_r, np.float64(timeout)))
+            return kind, answered, model.error_code[b, e], is_result_kind(kind), answered
+    if lat_r >= timeout:  # the call gives up at its timeout; the broker stores it when it gets there
+        return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(lat_r)
+    return OutcomeKind.OK, np.int64(lat_r), 0, True, np.int64(lat_r)
 
 
 @njit(**_NO_RC)
-def is_stored(kind):
-    """SEND_OK or a non-OK store status: a SendResult (its Status is the kind's value)."""
+def is_result_kind(kind):
+    """SEND_OK or a not-OK store status: a SendResult (its Status is the kind's value)."""
     return kind <= OutcomeKind.SLAVE_NOT_AVAILABLE
 
 
@@ -864,9 +871,11 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
     """Ask the broker model for the call's outcome and push its completion (a oneway caller waits only
     for the write: at once unless the write failed)."""
     key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
-    kind, lat, code = attempt_outcome(inp.model, b, key, now, timeout)
-    if is_stored(kind) and properties_illegal(inp.sends, s, q):  # brokers.refused_as_illegal
-        kind, code = OutcomeKind.BROKER_ERROR, bm.MESSAGE_ILLEGAL
+    kind, lat, code, stored, store_ms = attempt_outcome(inp.model, b, key, now, timeout)
+    if stored and properties_illegal(inp.sends, s, q):  # brokers.refused_as_illegal: nothing stored
+        stored = False
+        if is_result_kind(kind):
+            kind, code = OutcomeKind.BROKER_ERROR, bm.MESSAGE_ILLEGAL
     fl = state.in_flight
     fl.slot[s] = slot
     fl.broker[s] = b
@@ -875,6 +884,8 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
     fl.kind[s] = kind
     fl.latency[s] = lat
     fl.code[s] = code
+    fl.stored[s] = stored
+    fl.store_ms[s] = store_ms
     done_at = now + lat
     if waited_for_write and not oneway_caller_sees(inp.rules, kind):
         done_at = now
@@ -943,6 +954,8 @@ def record_attempt(state, s, attempt, latency, target, now):
     att.kind[n] = fl.kind[s]
     att.code[n] = fl.code[s]
     att.isolated_until[n] = isolated_until(state.fault_table, target, now)
+    att.stored[n] = fl.stored[s]
+    att.stored_ts[n] = fl.call_start[s] + fl.store_ms[s] if fl.stored[s] else 0
     st[ST_ATTEMPTS] = n + 1
     res = state.outcomes
     res.n_sent[s] += 1
@@ -958,7 +971,7 @@ def deliver_ordered(inp, state, s, now):
     kind, code = fl.kind[s], fl.code[s]
     record_attempt(state, s, 0, fl.latency[s], fl.broker[s], now)
     res.end[s] = now
-    if is_stored(kind):
+    if is_result_kind(kind):
         res.status[s] = kind
     elif kind == OutcomeKind.BROKER_ERROR:
         fail(res, s, Failure.BROKER, now)
@@ -1043,7 +1056,7 @@ def deliver_ordered_async(inp, state, s, now):
                 failure, aux = Failure.ORDERED_OTHER, kind
         else:  # the callback: a response, the response-table scan, or a failed request
             t = scan_fired(start, req_timeout) if kind == OutcomeKind.REMOTING_TIMEOUT else start + lat
-            if is_stored(kind):
+            if is_result_kind(kind):
                 record_outcome(ft, Site.ASYNC_CALLBACK, Catch.RESULT, b, t - start, t, cfg, rules)
                 record_attempt(state, s, attempt, lat, b, t)
                 res.status[s] = kind
@@ -1071,6 +1084,7 @@ def deliver_ordered_async(inp, state, s, now):
             fl.kind[s] = kind
             fl.latency[s] = 0
             fl.code[s] = 0
+            fl.stored[s] = False
             continue
         fl.times[s] = attempt
         fl.cur_times[s] = cur_times
@@ -1275,6 +1289,8 @@ def sort_attempts(att, n_a, label_keys, out, label, off):
         out.kind[j] = att.kind[k]
         out.code[j] = att.code[k]
         out.isolated_until[j] = att.isolated_until[k]
+        out.stored[j] = att.stored[k]
+        out.stored_ts[j] = att.stored_ts[k]
         kind = att.kind[k]
         key = kind * 4294967296 + (att.code[k] if kind == OutcomeKind.BROKER_ERROR else 0)
         label[j] = -1
@@ -1445,9 +1461,9 @@ def _initial_state(prep: Prepared, plan: Plan, inp: Inputs) -> State:
             np.zeros((cap_i, n_t), np.int64),
             np.zeros((cap_i, n_t), np.uint64),
         ),
-        in_flight=_zeros(InFlight, n_s, {"has_result": np.bool_}),
+        in_flight=_zeros(InFlight, n_s, {"has_result": np.bool_, "stored": np.bool_}),
         outcomes=outcomes,
-        attempts=_zeros(AttemptRows, n_s + n_s // 4 + 16),  # grown when full
+        attempts=_zeros(AttemptRows, n_s + n_s // 4 + 16, {"stored": np.bool_}),  # grown when full
     )
 
 
@@ -1466,7 +1482,9 @@ def run_prepared(prep: Prepared, sc: Scenario) -> KernelOut:
             n = 2 * state.instances.n_queues.shape[0]
             state = state._replace(instances=_grown(state.instances, n), indexes=_grown(state.indexes, n))
     n_a = int(state.counters[ST_ATTEMPTS])
-    attempts = _zeros(AttemptRows, n_a, {"attempt": np.int32, "queue_id": np.int32, "code": np.int32})
+    attempts = _zeros(
+        AttemptRows, n_a, {"attempt": np.int32, "queue_id": np.int32, "code": np.int32, "stored": np.bool_}
+    )
     label = np.zeros(n_a, np.int64)
     att_off = np.zeros(prep.n_sends + 1, np.int64)
     sort_attempts(state.attempts, n_a, plan.label_keys, attempts, label, att_off)
@@ -1565,6 +1583,8 @@ def engine_output(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> En
         a_code=a.code,
         a_has_code=a.kind == OutcomeKind.BROKER_ERROR,
         a_isolated_until=a.isolated_until,
+        a_stored=a.stored,
+        a_stored_ts=a.stored_ts,
         att_off=ko.att_off,
         status=ko.sends.status,
         error=s_text,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from functools import cache
 from typing import NamedTuple
@@ -139,7 +139,8 @@ _KIND_TO_OUTCOME: dict[int, Callable[[bm.AttemptOutcome], Outcome]] = {
 
 def to_outcome(o: bm.AttemptOutcome) -> Outcome:
     """The broker model's answer as the send loop's :class:`rocketsim.send.Outcome`."""
-    return _KIND_TO_OUTCOME[o.kind](o)
+    outcome = _KIND_TO_OUTCOME[o.kind](o)
+    return replace(outcome, stored=True, store_ms=o.store_ms) if o.stored else outcome
 
 
 # ---- the cluster as routes ----------------------------------------------------------------------
@@ -758,6 +759,8 @@ class EngineOutput:
     a_code: np.ndarray
     a_has_code: np.ndarray  # the outcome is a broker error (the response_code column is not null)
     a_isolated_until: np.ndarray
+    a_stored: np.ndarray  # the broker stored the request (whatever the client saw)
+    a_stored_ts: np.ndarray  # when (meaningless where not stored)
     att_off: np.ndarray  # send s has attempts att_off[s]:att_off[s + 1]
     status: np.ndarray  # Status
     error: np.ndarray  # index into texts, -1: none
@@ -798,6 +801,8 @@ def _attempts_table(prep: Prepared, out: EngineOutput) -> pa.Table:
                 out.a_isolated_until, mask=out.a_isolated_until == NO_ISOLATION
             ),
             "wire_bytes": pa.array(prep.s_wire[out.a_send].astype(np.int32)),
+            "stored": pa.array(out.a_stored.astype(bool)),
+            "stored_ts_ms": pa.array(out.a_stored_ts, mask=~out.a_stored.astype(bool)),
         },
     )
 

@@ -295,7 +295,20 @@ def engine_output(
         by_send[s.index] = (rank, record)
     cols: dict[str, list] = {
         k: []
-        for k in ("send", "attempt", "start", "latency", "broker", "qid", "label", "code", "has_code", "iso")
+        for k in (
+            "send",
+            "attempt",
+            "start",
+            "latency",
+            "broker",
+            "qid",
+            "label",
+            "code",
+            "has_code",
+            "iso",
+            "stored",
+            "stored_ts",
+        )
     }
     ranks: list[int] = []
     per_send: dict[str, list] = {
@@ -320,6 +333,8 @@ def engine_output(
             cols["code"].append(o.response_code if o.kind == "broker" else 0)
             cols["has_code"].append(o.kind == "broker")
             cols["iso"].append(NO_ISOLATION if a.isolated_until_ms is None else a.isolated_until_ms)
+            cols["stored"].append(o.stored)
+            cols["stored_ts"].append(a.start_ms + o.store_ms if o.stored else 0)
             ranks.append(rank)
         att_off.append(len(cols["send"]))
         status, text = _result_status(record)
@@ -353,6 +368,8 @@ def engine_output(
         a_code=ints(cols["code"]),
         a_has_code=np.array(cols["has_code"], bool),
         a_isolated_until=ints(cols["iso"]),
+        a_stored=np.array(cols["stored"], bool),
+        a_stored_ts=ints(cols["stored_ts"]),
         att_off=ints(att_off),
         status=ints(per_send["status"]),
         error=ints(per_send["error"]),

@@ -4,9 +4,9 @@ An attempt the broker wrote has ``stored`` set in ``send_attempts`` (:func:`is_s
 and ``status:*`` answers, and requests the client gave up on that the broker processed anyway (a slow
 answer past the timeout, a lost reply), written at ``stored_ts_ms``; a retry of such a request stores the
 message again (:func:`stored_copy_counts`: duplicates, lost and failed-but-stored messages). This module
-says what was written, following the broker of the client's line (a 4.9.x client talks to a 4.9.8 broker, a 5.x client
-to a 5.3.3 broker; ``SendMessageProcessor``, ``CommitLog``/``HookUtils``, ``TransactionalMessageBridge``,
-``MessageExtEncoder``):
+says what was written, following the broker of the client's line (a 4.9.x client talks to a 4.9.8
+broker, a 5.x client to a 5.3.3 broker; ``SendMessageProcessor``, ``CommitLog``/``HookUtils``,
+``TransactionalMessageBridge``, ``MessageExtEncoder``):
 
 * normal and ordered messages: the request's properties plus ``CLUSTER=DefaultCluster``; a 4.9.8 broker
   leaves ``WAIT=true`` out of the stored string (it saves 9 bytes), a 5.x broker keeps it;

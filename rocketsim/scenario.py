@@ -31,6 +31,7 @@ class ScenarioError(ConfigError):
 
 
 SEND_MODES = ("sync", "async", "oneway")
+SENDER_MODELS = ("pool", "partitioned")
 MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
 FAULT_KINDS = ("outage", "hang", "slowdown", "flapping", "error_burst", "partition")
 BROKER_ERRORS = (
@@ -102,6 +103,9 @@ class ProducerConfig:
     count: int = field(default=4, metadata=_between(1, 100_000))
     group: str = "rocketsim_producer_group"
     threads: int = field(default=1, metadata=_between(1, 1024))
+    # how the application's sender threads take the sends: "pool" (the next message goes to the idle
+    # thread that became idle earliest) or "partitioned" (message seq to thread seq % threads)
+    sender_model: str = field(default="pool", metadata=_one_of(SENDER_MODELS))
     client_version: str = "4.9.8"
     send_mode: Mapping[str, float] = field(
         default_factory=lambda: {"sync": 1.0}, metadata={"keys": SEND_MODES, "weights": True}

@@ -175,6 +175,32 @@ def test_grid(version: str, fault: bool, threads: int) -> None:
     assert (out.attempts.column("fault_isolated_until_ms").null_count < out.attempts.num_rows) == fault
 
 
+@pytest.mark.parametrize("model", ["pool", "partitioned"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_sender_models(version: str, model: str) -> None:
+    # the pool hands the next send to the thread idle the longest (a hang holds one thread, the others go
+    # on); partitioned threads each take seq % threads in order; ordered async sends free their thread
+    faults = (OUTAGE, {"broker": "broker-a", "kind": "hang", "start_s": 5.0, "end_s": 40.0})
+    errors = {"connect_refused": 0.05, "remoting_timeout": 0.01}
+    for modes, types in (
+        ({"sync": 2, "oneway": 1}, {"normal": 2, "ordered": 2, "batch": 1}),
+        ({"sync": 1, "async": 1}, {"ordered": 1}),
+    ):
+        out = check(
+            scenario(
+                version,
+                threads=4,
+                messages=1500,
+                rate=20.0,
+                faults=faults,
+                errors=errors,
+                producers={"sender_model": model, "send_mode": modes},
+                work={"message_types": types},
+            )
+        )
+        assert set(out.results.column("sender_thread").to_pylist()) - {None} == {0, 1, 2, 3}
+
+
 # ---- every fault kind -----------------------------------------------------------------------------
 
 
@@ -520,6 +546,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             "send_msg_timeout_ms": draw(st.sampled_from([5, 30, 3000])),
             "send_msg_max_timeout_per_request_ms": draw(st.sampled_from([-1, 3])),
             "send_mode": draw(st.sampled_from([{"sync": 1}, {"sync": 1, "oneway": 1}])),
+            "sender_model": draw(st.sampled_from(["pool", "partitioned"])),
         },
         work={
             "message_types": draw(st.sampled_from([{"normal": 1}, {"normal": 2, "ordered": 1, "batch": 1}])),

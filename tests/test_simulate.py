@@ -244,3 +244,31 @@ def test_single_message_oversize_properties_fails_at_the_broker(client: str, iso
     out1 = _same(sc1, m1)
     assert out1.results.column("status").to_pylist() == ["ONEWAY_SENT"]
     assert store.log_records(m1, out1.attempts, out1.results, sc1).num_rows == 0
+
+
+@pytest.mark.parametrize("model", ["pool", "partitioned"])
+def test_pool_sender_threads_route_around_a_blocked_thread(model: str) -> None:
+    # Upstream has no sender pool: DefaultMQProducer.send runs sendDefaultImpl in the caller's thread, which
+    # a SYNC send blocks for its whole retry loop. An application feeding a ThreadPoolExecutor ("pool")
+    # hands the next message to an idle worker; one that splits messages over threads by seq
+    # ("partitioned") queues message 2 behind the hung message 0. Two threads; the broker hangs only for
+    # message 0 (born at 10 ms: a 3 s timeout, the whole budget), messages 1-3 are born at 20, 30, 40 ms.
+    sc, messages = _one_producer(
+        {
+            "cluster": {"brokers": ["broker-a"]},
+            "producers": {"count": 1, "threads": 2, "sender_model": model},
+            "workload": {"messages": 4, "rate_per_s": 100.0, "arrival": "uniform"},
+            "brokers": {"default": {"latency": {"median_ms": 2.0, "sigma": 0.0, "spike_probability": 0.0}}},
+            "faults": [{"broker": "broker-a", "kind": "hang", "start_s": 0, "end_s": 0.015}],
+        }
+    )
+    res = _same(sc, messages).results.to_pandas().set_index("seq")
+    assert res.born_ts_ms.tolist() == [10, 20, 30, 40]
+    assert res.loc[0, "end_ts_ms"] == 3011 and res.loc[0, "sender_thread"] == 0
+    if model == "pool":
+        assert res.loc[[1, 2, 3], "sender_thread"].tolist() == [1, 1, 1]
+        assert res.loc[[1, 2, 3], "queue_wait_ms"].tolist() == [0, 0, 0]
+        assert res.end_ts_ms.loc[[1, 2, 3]].max() <= 42
+    else:
+        assert res.sender_thread.tolist() == [0, 1, 0, 1]
+        assert res.loc[2, "send_ts_ms"] == 3011  # behind message 0 on thread 0

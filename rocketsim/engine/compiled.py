@@ -146,7 +146,7 @@ class Failure(IntEnum):
 
 
 # the loop's counters, kept in one array so the loop can stop when a buffer is full and go on after
-ST_HEAP_SIZE, ST_COUNTER, ST_INSTANCES, ST_ATTEMPTS, ST_STARTED = range(5)
+ST_HEAP_SIZE, ST_COUNTER, ST_INSTANCES, ST_ATTEMPTS, ST_STARTED, ST_POOL_NEXT, ST_POOL_PENDING = range(7)
 LOOP_DONE, LOOP_ATTEMPTS_FULL, LOOP_INSTANCES_FULL = range(3)
 # the fault table's ConcurrentHashMap counters
 META_SIZE, META_BINS, META_SIZE_CTL = range(3)
@@ -184,7 +184,7 @@ class Sends(NamedTuple):
 
     seq: np.ndarray
     born: np.ndarray
-    thread: np.ndarray  # dense thread index
+    thread: np.ndarray  # dense thread index (pool: -1; State.send_thread says which thread took it)
     kind: np.ndarray  # SendKind
     topic: np.ndarray
     order_hash: np.ndarray
@@ -194,13 +194,17 @@ class Sends(NamedTuple):
 
 
 class Threads(NamedTuple):
-    """Sender threads: their sends in order, and how far each has got."""
+    """Sender threads. Partitioned: their sends in order, and how far each has got; pool: the sends in
+    the order the pool takes them, and which threads are idle since when."""
 
     value: np.ndarray  # the thread number (keys its index draws)
-    sends: np.ndarray  # send indexes grouped by thread, in seq order
-    offsets: np.ndarray  # thread t's sends are sends[offsets[t]:offsets[t + 1]]
-    order: np.ndarray  # threads by their first send (the reference's dict order)
-    cursor: np.ndarray  # position of each thread's next send in ``sends``
+    sends: np.ndarray  # send indexes grouped by thread, in seq order (partitioned)
+    offsets: np.ndarray  # thread t's sends are sends[offsets[t]:offsets[t + 1]] (partitioned)
+    order: np.ndarray  # threads by their first send (the reference's dict order) (partitioned)
+    cursor: np.ndarray  # position of each thread's next send in ``sends`` (partitioned)
+    fifo: np.ndarray  # send indexes by (born, seq) (pool)
+    idle: np.ndarray  # the thread is idle (pool)
+    idle_since: np.ndarray  # since when (-1: never ran) (pool)
 
 
 class Keys(NamedTuple):
@@ -335,6 +339,7 @@ class State(NamedTuple):
 
     counters: np.ndarray  # ST_* counters
     heap: np.ndarray  # [N, 4] heap rows (H_* columns)
+    send_thread: np.ndarray  # per send, the (dense) thread that takes it
     fault_table: FaultTable
     worst: Worst
     instances: Instances
@@ -822,6 +827,48 @@ def heap_pop(h, st):
 
 
 @njit(**_STEP)
+def pool_dispatch(inp, state, now):
+    """``reference.PoolSenders._dispatch``: push the START of the pool's next send if a thread is idle."""
+    st, threads = state.counters, inp.threads
+    if st[ST_POOL_PENDING] == 1 or st[ST_POOL_NEXT] >= threads.fifo.shape[0]:
+        return
+    for t in range(threads.idle.shape[0]):
+        if threads.idle[t]:
+            born = inp.sends.born[threads.fifo[st[ST_POOL_NEXT]]]
+            heap_push(state.heap, st, max(born, now), Event.START, -1)
+            st[ST_POOL_PENDING] = 1
+            return
+
+
+@njit(**_STEP)
+def pool_take(inp, state):
+    """``reference.PoolSenders.take``: the next send, taken by the idle thread idle the longest (ties:
+    the lowest id). Returns (send, thread)."""
+    st, threads = state.counters, inp.threads
+    st[ST_POOL_PENDING] = 0
+    best = -1
+    for t in range(threads.idle.shape[0]):
+        if threads.idle[t] and (best < 0 or threads.idle_since[t] < threads.idle_since[best]):
+            best = t
+    threads.idle[best] = False
+    s = threads.fifo[st[ST_POOL_NEXT]]
+    st[ST_POOL_NEXT] += 1
+    state.send_thread[s] = best
+    return s, best
+
+
+@njit(**_STEP)
+def thread_free(inp, state, th, free_at):
+    """Thread ``th`` is free again at ``free_at``: its next send (partitioned), or the pool's."""
+    if inp.config.pool:
+        inp.threads.idle[th] = True
+        inp.threads.idle_since[th] = free_at
+        pool_dispatch(inp, state, free_at)
+    else:
+        schedule_next_send(inp, state, th, free_at)
+
+
+@njit(**_STEP)
 def schedule_next_send(inp, state, th, free_at):
     """Push the START of thread ``th``'s next send, at ``max(its born time, free_at)``."""
     threads = inp.threads
@@ -910,7 +957,7 @@ def start_send(inp, state, s, th, now):
     fl.begin[s] = now
     ordered = kind == SendKind.ORDERED or kind == SendKind.ORDERED_ASYNC or kind == SendKind.ORDERED_ONEWAY
     if kind == SendKind.ORDERED_ASYNC:  # the caller's thread does not wait
-        schedule_next_send(inp, state, th, now)
+        thread_free(inp, state, th, now)
     nq = inst.n_queues[i]
     if ordered and nq == 0:  # sendSelectImpl: "No route info for this topic, T"
         fail(res, s, Failure.NO_ROUTE_SELECT, now)
@@ -1192,7 +1239,9 @@ def send_default_impl_step(inp, state, s, now):
     done = times >= cfg.times_total
     if not done:
         reset = cfg.line5 and times > 0  # resetIndex on every retry
-        p, b, q = select_queue(inp, state, fl.instance[s], inp.sends.thread[s], fl.last_broker[s], now, reset)
+        p, b, q = select_queue(
+            inp, state, fl.instance[s], state.send_thread[s], fl.last_broker[s], now, reset
+        )
         cost = now - fl.begin[s]
         if cfg.timeout_ms < cost:
             exhausted = True
@@ -1225,10 +1274,14 @@ def run_loop(inp, state):
     """Process events until none is left (LOOP_DONE) or a buffer is full (the caller grows it, then calls
     again)."""
     st, heap, threads, sends = state.counters, state.heap, inp.threads, inp.sends
+    pool = inp.config.pool
     if st[ST_STARTED] == 0:  # each thread's first send, in the order the threads first appear
         st[ST_STARTED] = 1
-        for j in range(threads.value.shape[0]):
-            schedule_next_send(inp, state, threads.order[j], 0)
+        if pool:
+            pool_dispatch(inp, state, 0)
+        else:
+            for j in range(threads.value.shape[0]):
+                schedule_next_send(inp, state, threads.order[j], 0)
     cap_i = state.instances.n_queues.shape[0]
     cap_a = state.attempts.send.shape[0]
     while st[ST_HEAP_SIZE] > 0:
@@ -1241,9 +1294,12 @@ def run_loop(inp, state):
         payload = heap[0, H_PAYLOAD]
         heap_pop(heap, st)
         if event == Event.START:
-            th = payload
-            s = threads.sends[threads.cursor[th]]
-            threads.cursor[th] += 1
+            if pool:
+                s, th = pool_take(inp, state)
+            else:
+                th = payload
+                s = threads.sends[threads.cursor[th]]
+                threads.cursor[th] += 1
             step, free_at = start_send(inp, state, s, th, now)
         else:
             s = payload
@@ -1262,7 +1318,9 @@ def run_loop(inp, state):
         if step:
             free_at = send_default_impl_step(inp, state, s, now)
         if free_at >= 0:
-            schedule_next_send(inp, state, sends.thread[s], free_at)
+            thread_free(inp, state, state.send_thread[s], free_at)
+        if pool and event == Event.START:
+            pool_dispatch(inp, state, now)
     return LOOP_DONE
 
 
@@ -1346,6 +1404,7 @@ class KernelOut:
     att_off: np.ndarray  # send s has attempts att_off[s]:att_off[s + 1]
     sends: SendOutcomes
     begin: np.ndarray
+    thread: np.ndarray  # the thread number that took each send
 
     @property
     def n_attempts(self) -> int:
@@ -1362,7 +1421,22 @@ def _grown(arrays: NamedTuple, n: int) -> NamedTuple:
     return type(arrays)(*out)
 
 
-def _threads(prep: Prepared) -> tuple[Threads, np.ndarray]:
+def _threads(prep: Prepared, sc: Scenario) -> tuple[Threads, np.ndarray]:
+    """The sender threads and each send's dense thread index (pool: -1 until a thread takes it)."""
+    none = np.zeros(0, np.int64)
+    if sc.producers.sender_model == "pool":
+        n_t = sc.producers.threads
+        threads = Threads(
+            value=np.arange(n_t, dtype=np.int64),
+            sends=none,
+            offsets=np.zeros(1, np.int64),
+            order=none,
+            cursor=none,
+            fifo=np.lexsort((prep.s_seq, prep.s_born)).astype(np.int64),  # by (born, seq)
+            idle=np.ones(n_t, np.bool_),
+            idle_since=np.full(n_t, -1, np.int64),
+        )
+        return threads, np.full(prep.n_sends, -1, np.int64)
     values, dense = np.unique(prep.s_thread, return_inverse=True)
     dense = dense.reshape(-1).astype(np.int64)
     n_t = values.size
@@ -1375,6 +1449,9 @@ def _threads(prep: Prepared) -> tuple[Threads, np.ndarray]:
         offsets=offsets,
         order=dense[np.sort(first)].astype(np.int64),  # threads by first send
         cursor=offsets[:n_t].copy(),
+        fifo=none,
+        idle=np.zeros(0, np.bool_),
+        idle_since=none,
     )
     return threads, dense
 
@@ -1406,7 +1483,7 @@ def _zeros(cls: type, n: int, dtypes: dict[str, type] | None = None) -> NamedTup
 
 
 def _inputs(prep: Prepared, plan: Plan, sc: Scenario) -> Inputs:
-    threads, dense = _threads(prep)
+    threads, dense = _threads(prep, sc)
     seed, producer = sc.seed, prep.producer
     keys = Keys(
         producer=np.uint64(rng.producer_key(seed, producer)),
@@ -1438,8 +1515,9 @@ def _initial_state(prep: Prepared, plan: Plan, inp: Inputs) -> State:
     outcomes.queue_id[:] = -1
     n_async = int(np.count_nonzero(prep.s_kind == SendKind.ORDERED_ASYNC))
     return State(
-        counters=np.zeros(5, np.int64),
+        counters=np.zeros(7, np.int64),
         heap=np.zeros((2 * n_t + n_async + 2, 4), np.int64),  # one START per thread, DELIVERs in flight
+        send_thread=inp.sends.thread.copy(),
         fault_table=_fault_table(plan),
         worst=Worst(
             np.zeros(n_t, np.bool_),
@@ -1488,7 +1566,8 @@ def run_prepared(prep: Prepared, sc: Scenario) -> KernelOut:
     label = np.zeros(n_a, np.int64)
     att_off = np.zeros(prep.n_sends + 1, np.int64)
     sort_attempts(state.attempts, n_a, plan.label_keys, attempts, label, att_off)
-    return KernelOut(attempts, label, att_off, state.outcomes, state.in_flight.begin)
+    thread = inp.threads.value[state.send_thread]
+    return KernelOut(attempts, label, att_off, state.outcomes, state.in_flight.begin, thread)
 
 
 def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) -> str:
@@ -1594,6 +1673,7 @@ def engine_output(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> En
         end=ko.sends.end,
         exhausted=ko.sends.exhausted,
         n_sent=ko.sends.n_sent,
+        thread=ko.thread,
     )
 
 

@@ -226,6 +226,7 @@ class Config(NamedTuple):
     max_timeout_per_request_ms: int  # sendMsgMaxTimeoutPerRequest (5.3.3+), -1: none
     retry_another_broker: bool  # retryAnotherBrokerWhenNotStoreOK
     isolation_latency_ms: int  # what updateFaultItem(.., isolation=true) feeds computeNotAvailableDuration
+    pool: bool  # producers.sender_model == "pool" (else "partitioned")
 
 
 class FaultRules(NamedTuple):
@@ -315,6 +316,7 @@ def _config(sc: Scenario) -> Config:
         max_timeout_per_request_ms=cfg.max_timeout_per_request if line == LINE_5 else -1,
         retry_another_broker=bool(cfg.retry_another_broker_when_not_store_ok),
         isolation_latency_ms=ISOLATION_LATENCY_MS[line],
+        pool=p.sender_model == "pool",
     )
 
 
@@ -770,6 +772,7 @@ class EngineOutput:
     end: np.ndarray
     exhausted: np.ndarray  # the call-timeout budget ran out (retry_budget_exhausted)
     n_sent: np.ndarray  # attempts sent
+    thread: np.ndarray  # the sender thread that took the send
 
 
 def _table(schema: pa.Schema, n: int, columns: dict[str, pa.Array | pa.ChunkedArray]) -> pa.Table:
@@ -840,6 +843,7 @@ def _results_table(prep: Prepared, out: EngineOutput) -> pa.Table:
     broker = per_row(out.broker, -1)
     qid = per_row(out.queue_id, -1)
     exhausted = per_row(out.exhausted, False)
+    thread = per_row(out.thread, -1)
     m = prep.messages
     return _table(
         RESULTS_SCHEMA,
@@ -864,6 +868,7 @@ def _results_table(prep: Prepared, out: EngineOutput) -> pa.Table:
             "compressed": pa.array(prep.compressed),
             "sys_flag": pa.array(prep.sys_flag.astype(np.int32)),
             "retry_budget_exhausted": pa.array(exhausted.astype(bool)),
+            "sender_thread": pa.array(thread.astype(np.int32), mask=thread < 0),
         },
     )
 

@@ -4,9 +4,11 @@ The queue choice, fault table and retry loop are :mod:`rocketsim.fault` and :mod
 send loops are generators); the answers come from :mod:`rocketsim.brokers`; this module drives them.
 Time and order, per producer instance (its own fault table, route cache and per-thread queue indexes):
 
-* Sender threads take their sends in seq order (``thread = seq % threads``, from the workload). A sync or
-  oneway send starts at ``max(born, thread free)``, so queueing delay is an outcome; an async send is
-  dispatched at its born time and its thread moves on at once (bounded by the async semaphore).
+* Sender threads (``producers.sender_model``, :class:`PoolSenders` or :class:`PartitionedSenders`): a
+  pool's next send (by born time) goes to the thread idle the longest; partitioned threads take
+  ``seq % threads`` in seq order. A sync or oneway send starts at ``max(born, thread free)``, so queueing
+  delay is an outcome; an async send is dispatched when a thread takes it and the thread moves on at
+  once (bounded by the async semaphore). The thread that sends decides the ``ThreadLocalIndex``.
 * Every call is an event at its end time; events are handled in time order (calls ending before sends
   starting at the same ms, then by creation order), so the fault table sees updates in the order the
   client would, across threads and overlapping async sends.
@@ -29,8 +31,9 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -205,20 +208,20 @@ class ProducerSimulation:
         return sync_send_steps(self.strategy, tp, self.cfg, s.topic, begin, thread=s.thread)
 
     def run(self, sends: list[Send]) -> list[tuple[Send, SendRecord]]:
-        """Drive every send to its end in simulated time; returns (send, record) in completion order."""
-        per_thread: dict[int, list[Send]] = {}
-        for s in sends:  # already in seq order
-            per_thread.setdefault(s.thread, []).append(s)
-        cursor = dict.fromkeys(per_thread, 0)
+        """Drive every send to its end in simulated time; returns (send, record) in completion order (each
+        send with the thread that sent it)."""
         heap: list[tuple[int, int, int, object]] = []
         counter = itertools.count()
         done: list[tuple[Send, SendRecord]] = []
 
-        def schedule_thread(th: int, free_at: int) -> None:
-            i = cursor[th]
-            if i < len(per_thread[th]):
-                s = per_thread[th][i]
-                heapq.heappush(heap, (max(s.born_ms, free_at), Event.START, next(counter), th))
+        def push_start(t: int, payload: object) -> None:
+            heapq.heappush(heap, (t, Event.START, next(counter), payload))
+
+        senders: SenderThreads = (
+            PoolSenders(sends, self.sc.producers.threads, push_start)
+            if self.sc.producers.sender_model == "pool"
+            else PartitionedSenders(sends, push_start)
+        )
 
         def advance(s: Send, gen: Generator, value: Outcome | None) -> None:
             try:
@@ -227,7 +230,7 @@ class ProducerSimulation:
                 record: SendRecord = stop.value
                 done.append((s, record))
                 if s.waits:
-                    schedule_thread(s.thread, record.end_ms)
+                    senders.free(s, record.end_ms)
                 return
             outcome = self.transport_for(s)(
                 call.attempt, call.broker, call.queue_id, call.start_ms, call.timeout_ms
@@ -237,23 +240,116 @@ class ProducerSimulation:
             waited = outcome.latency_ms if sees else 0
             heapq.heappush(heap, (call.start_ms + waited, Event.DELIVER, next(counter), (s, gen, outcome)))
 
-        for th in per_thread:
-            schedule_thread(th, 0)
+        senders.begin()
         while heap:
             t, kind, _, payload = heapq.heappop(heap)
             self.strategy.advance_to(t)
             if kind == Event.START:
-                th = payload  # type: ignore[assignment]
-                s = per_thread[th][cursor[th]]
-                cursor[th] += 1
+                s = senders.take(payload, t)
                 gen = self.steps(s, t)
                 if not s.waits:
-                    schedule_thread(th, t)  # the caller's thread does not wait for an async send
+                    senders.free(s, t)  # the caller's thread does not wait for an async send
                 advance(s, gen, None)
+                senders.taken(t)
             else:
                 s, gen, outcome = payload  # type: ignore[misc]
                 advance(s, gen, outcome)
         return done
+
+
+class SenderThreads(Protocol):
+    """How the application's sender threads take the producer's sends (``producers.sender_model``).
+
+    Upstream has no sender pool: ``DefaultMQProducer.send`` runs in the caller's thread (SYNC for the whole
+    retry loop, ONEWAY until the request is written, ASYNC only to submit it), so which thread sends what
+    is the application's choice; each thread has its own ``sendWhichQueue`` / ``whichItemWorst``
+    (``ThreadLocalIndex``), so the choice changes the queues chosen.
+    """
+
+    def begin(self) -> None:
+        """Push the first START event(s)."""
+
+    def take(self, payload: object, now: int) -> Send:
+        """At a START event: the send that starts now, with the thread that takes it."""
+        ...
+
+    def free(self, s: Send, at: int) -> None:
+        """``s``'s thread is free again at ``at`` (its send ended, or it only submitted an async one)."""
+
+    def taken(self, now: int) -> None:
+        """After a START event was handled."""
+
+
+class PartitionedSenders:
+    """``sender_model = "partitioned"``: message ``seq`` goes to thread ``seq % threads`` (the workload's
+    ``thread`` column); each thread takes its own sends in seq order, each at ``max(born, thread free)``.
+    One slow send delays every send queued behind it on its thread, even while other threads are idle."""
+
+    def __init__(self, sends: list[Send], push: Callable[[int, object], None]) -> None:
+        self._push = push
+        self._per_thread: dict[int, list[Send]] = {}
+        for s in sends:  # already in seq order
+            self._per_thread.setdefault(s.thread, []).append(s)
+        self._cursor = dict.fromkeys(self._per_thread, 0)
+
+    def _schedule(self, th: int, free_at: int) -> None:
+        i = self._cursor[th]
+        if i < len(self._per_thread[th]):
+            self._push(max(self._per_thread[th][i].born_ms, free_at), th)
+
+    def begin(self) -> None:
+        for th in self._per_thread:
+            self._schedule(th, 0)
+
+    def take(self, payload: object, now: int) -> Send:
+        th = payload  # type: ignore[assignment]
+        s = self._per_thread[th][self._cursor[th]]  # type: ignore[index]
+        self._cursor[th] += 1  # type: ignore[index]
+        return s
+
+    def free(self, s: Send, at: int) -> None:
+        self._schedule(s.thread, at)
+
+    def taken(self, now: int) -> None:
+        pass
+
+
+class PoolSenders:
+    """``sender_model = "pool"`` (default): ``threads`` threads share one queue of sends, as an application
+    feeding a ``ThreadPoolExecutor`` does (a new worker per task up to the core size, then idle workers
+    take tasks FIFO): the next send (by born time, then seq) goes to the idle thread that became idle
+    earliest (ties: the lowest id; a thread that never ran first), at ``max(born, now)``; with no thread
+    idle it waits for the first to become free."""
+
+    def __init__(self, sends: list[Send], threads: int, push: Callable[[int, object], None]) -> None:
+        self._push = push
+        self._order = sorted(sends, key=lambda s: (s.born_ms, s.seq))
+        self._next = 0
+        self._idle = [(-1, th) for th in range(threads)]  # (idle since, id), a heap
+        self._pending = False  # a START for the next send is on the heap
+
+    def _dispatch(self, now: int) -> None:
+        if self._pending or self._next >= len(self._order) or not self._idle:
+            return
+        self._push(max(self._order[self._next].born_ms, now), None)
+        self._pending = True
+
+    def begin(self) -> None:
+        self._dispatch(0)
+
+    def take(self, payload: object, now: int) -> Send:
+        self._pending = False
+        _, th = heapq.heappop(self._idle)
+        s = replace(self._order[self._next], thread=th)
+        self._next += 1
+        return s
+
+    def free(self, s: Send, at: int) -> None:
+        heapq.heappush(self._idle, (at, s.thread))
+        self._dispatch(at)
+
+    def taken(self, now: int) -> None:
+        self._dispatch(now)
 
 
 # ---- records -> the engine output ----------------------------------------------------------------
@@ -290,9 +386,9 @@ def engine_output(
     """The records as an :class:`EngineOutput`, and each attempt's rank in completion order."""
     brokers = _Interned(list(sc.cluster.brokers))
     labels, texts = _Interned(), _Interned()
-    by_send: list[tuple[int, SendRecord] | None] = [None] * n_sends
+    by_send: list[tuple[int, SendRecord, int] | None] = [None] * n_sends
     for rank, (s, record) in enumerate(done):
-        by_send[s.index] = (rank, record)
+        by_send[s.index] = (rank, record, s.thread)
     cols: dict[str, list] = {
         k: []
         for k in (
@@ -312,12 +408,12 @@ def engine_output(
     }
     ranks: list[int] = []
     per_send: dict[str, list] = {
-        k: [] for k in ("status", "error", "broker", "qid", "begin", "end", "exhausted", "n_sent")
+        k: [] for k in ("status", "error", "broker", "qid", "begin", "end", "exhausted", "n_sent", "thread")
     }
     att_off = [0]
     for s, entry in enumerate(by_send):
         assert entry is not None, f"send {s} never ended"
-        rank, record = entry
+        rank, record, thread = entry
         sent = [a for a in record.attempts if a.outcome is not None]
         for a in sent:
             o = a.outcome
@@ -350,6 +446,7 @@ def engine_output(
         per_send["end"].append(record.end_ms)
         per_send["exhausted"].append(any(a.flow.startswith("break:callTimeout") for a in record.attempts))
         per_send["n_sent"].append(len(sent))
+        per_send["thread"].append(thread)
 
     def ints(values: list) -> np.ndarray:
         return np.array(values, np.int64)
@@ -379,6 +476,7 @@ def engine_output(
         end=ints(per_send["end"]),
         exhausted=np.array(per_send["exhausted"], bool),
         n_sent=ints(per_send["n_sent"]),
+        thread=ints(per_send["thread"]),
     )
     return out, ints(ranks)
 

@@ -2,9 +2,25 @@
 
 Per broker: a latency distribution with a heavy tail (a lognormal body plus rare Pareto spikes), a
 background error mix, and a fault timeline in simulated time (outage, hang, slowdown, flapping, error
-burst). Every draw comes from a counter-based generator keyed by ``(seed, producer, seq, attempt)``,
-so an attempt's outcome depends only on those keys, the broker, the start time and the timeout: the same
-inputs give the same outcome on any machine, partition or order.
+burst, partition).
+
+What a client sees per fault kind (``NettyRemotingClient``; the route side is :mod:`rocketsim.route`):
+
+* ``outage`` and the down phases of ``flapping``: the process is dead, its host up: a connect is refused
+  at once (RST, ``connect_refused_ms``, default 1 ms) -> ``RemotingConnectException``;
+* ``hang``: the process is alive and unresponsive: the kernel accepts the connection, the request times
+  out (the whole remaining timeout);
+* ``partition``: no packet gets through between the producers and the broker (the broker still talks to
+  the name server): a connect waits ``CONNECT_TIMEOUT_MILLIS`` (``producers.connect_timeout_ms``, 3000)
+  and fails -> ``RemotingConnectException``. Approximation: every attempt during a partition connects
+  anew (upstream's first request on a channel opened before the partition times out instead, and the
+  client then closes the channel, so later ones connect);
+* a connect failure's latency is never capped by the request timeout: ``createChannel`` waits for the
+  connection before ``invokeSync`` looks at its timeout.
+
+Every draw comes from a counter-based generator keyed by ``(seed, producer, seq, attempt)``, so an
+attempt's outcome depends only on those keys, the broker, the start time and the timeout: the same inputs
+give the same outcome on any machine, partition or order.
 
 Answers are :class:`rocketsim.outcomes.OutcomeKind` values (small integers, so the compiled engine can use
 them) with a latency and a response code; draws are :mod:`rocketsim.rng`'s.
@@ -37,10 +53,28 @@ N_STREAMS = 6
 MAX_SPIKE_EXPONENT = 50.0  # e^50 x the spike scale: far past any timeout, and finite
 MAX_LATENCY_MS = 1e9  # about 11.6 days: an answer that never comes within any send timeout
 
-# broker response codes (ResponseCode) of the error mix
+# broker response codes (ResponseCode) of the error mix, and the store's own refusal
 SYSTEM_ERROR = 1
 SYSTEM_BUSY = 2
+MESSAGE_ILLEGAL = 13
 SERVICE_NOT_AVAILABLE = 14
+BROKER_MAX_MESSAGE_SIZE = 4_194_304  # MessageStoreConfig.maxMessageSize (the broker's, not the client's)
+
+# The remark a broker answers a code with, where the model knows it (the error mix's codes have none).
+# SendMessageProcessor.handlePutMessageResult (4.9.8 and 5.3.3): MESSAGE_ILLEGAL and
+# PROPERTIES_SIZE_EXCEEDED both answer MESSAGE_ILLEGAL with this text.
+BROKER_REMARKS: dict[int, str] = {
+    MESSAGE_ILLEGAL: (
+        "the message is illegal, maybe msg body or properties length not matched. msg body length limit "
+        f"{BROKER_MAX_MESSAGE_SIZE}B, msg properties length limit 32KB."
+    ),
+}
+
+
+def broker_remark(code: int) -> str:
+    """The remark of a broker's answer with response ``code`` ("" where the model has none)."""
+    return BROKER_REMARKS.get(code, "")
+
 
 # error-mix entry -> (outcome kind, response code or 0)
 ERROR_KINDS: dict[str, tuple[OutcomeKind, int]] = {
@@ -60,11 +94,16 @@ ERROR_KINDS: dict[str, tuple[OutcomeKind, int]] = {
 
 @dataclass(frozen=True)
 class AttemptOutcome:
-    """What the broker model says one attempt does."""
+    """What the broker model says one attempt does: the client's answer (``kind``, ``latency_ms``: how
+    long the client waits, ``response_code``) and whether the broker stored the request, ``store_ms``
+    after the attempt started (the broker writes what it processes, whether the client still waits or
+    not: :func:`attempt_outcome`)."""
 
     kind: int
     latency_ms: int
     response_code: int = 0
+    stored: bool = False
+    store_ms: int = 0
 
     @property
     def label(self) -> str:
@@ -81,12 +120,13 @@ class BrokerParams:
     spike_scale_ms: float
     spike_alpha: float
     connect_refused_ms: float
+    connect_timeout_ms: int  # a connect to a host that never answers (partition): CONNECT_TIMEOUT_MILLIS
     error_cum: tuple[float, ...]  # cumulative probabilities, in ERROR_KINDS order
     error_kind: tuple[int, ...]
     error_code: tuple[int, ...]
 
     @classmethod
-    def from_config(cls, cfg: BrokerModelConfig) -> BrokerParams:
+    def from_config(cls, cfg: BrokerModelConfig, connect_timeout_ms: int = 3000) -> BrokerParams:
         cum, kinds, codes, total = [], [], [], 0.0
         for name, (kind, code) in ERROR_KINDS.items():
             total += cfg.errors.get(name, 0.0)
@@ -101,6 +141,7 @@ class BrokerParams:
             lat.spike_scale_ms,
             lat.spike_alpha,
             lat.connect_refused_ms,
+            connect_timeout_ms,
             tuple(cum),
             tuple(kinds),
             tuple(codes),
@@ -108,13 +149,14 @@ class BrokerParams:
 
 
 # fault kinds as integers, in the order of the flat timeline arrays
-FAULT_OUTAGE, FAULT_HANG, FAULT_SLOWDOWN, FAULT_FLAPPING, FAULT_ERROR_BURST = range(5)
-_FAULT_CODES = {
+FAULT_OUTAGE, FAULT_HANG, FAULT_SLOWDOWN, FAULT_FLAPPING, FAULT_ERROR_BURST, FAULT_PARTITION = range(6)
+FAULT_CODES = {
     "outage": FAULT_OUTAGE,
     "hang": FAULT_HANG,
     "slowdown": FAULT_SLOWDOWN,
     "flapping": FAULT_FLAPPING,
     "error_burst": FAULT_ERROR_BURST,
+    "partition": FAULT_PARTITION,
 }
 
 
@@ -136,7 +178,7 @@ class FaultWindow:
     def from_config(cls, f: FaultConfig) -> FaultWindow:
         burst_kind, burst_code = ERROR_KINDS[f.error]
         return cls(
-            _FAULT_CODES[f.kind],
+            FAULT_CODES[f.kind],
             int(round(f.start_s * 1000)),
             int(round(f.end_s * 1000)),
             f.factor,
@@ -173,7 +215,8 @@ class BrokerModel:
     @classmethod
     def from_scenario(cls, sc: Scenario) -> BrokerModel:
         brokers = sc.cluster.brokers
-        params = tuple(BrokerParams.from_config(sc.broker_model(b)) for b in brokers)
+        connect_timeout = sc.producers.connect_timeout_ms
+        params = tuple(BrokerParams.from_config(sc.broker_model(b), connect_timeout) for b in brokers)
         faults = tuple(
             tuple(
                 sorted(
@@ -188,7 +231,7 @@ class BrokerModel:
         return self.brokers.index(broker)
 
     def down_intervals(self, broker: str, until_ms: int) -> list[tuple[int, int]]:
-        """The [start, end) ms intervals in which ``broker`` is unreachable (outages and flap downs)."""
+        """The [start, end) ms intervals in which ``broker``'s process is dead (outages and flap downs)."""
         out: list[tuple[int, int]] = []
         for w in self.faults[self.index(broker)]:
             if w.kind == FAULT_OUTAGE:
@@ -199,6 +242,15 @@ class BrokerModel:
                     out.append((t, min(t + w.down_ms, w.end_ms)))
                     t += w.period_ms
         return out
+
+    def answers_probe(self, broker: str, t_ms: int) -> bool:
+        """Whether a 5.x detector probe (``getMaxOffset`` with ``detectTimeout`` 200 ms) to ``broker`` at
+        ``t_ms`` succeeds: not while its process is dead (connect refused), hung (the probe times out)
+        or cut off by a partition (the connect times out)."""
+        for w in self.faults[self.index(broker)]:
+            if w.active(t_ms) and (w.down(t_ms) or w.kind in (FAULT_HANG, FAULT_PARTITION)):
+                return False
+        return True
 
     def attempt(
         self, producer: int, seq: int, attempt: int, broker: str, start_ms: int, timeout_ms: int
@@ -226,41 +278,58 @@ def base_latency_ms(p: BrokerParams, key: int) -> float:
 def attempt_outcome(
     p: BrokerParams, faults: tuple[FaultWindow, ...], key: int, start_ms: int, timeout_ms: int
 ) -> AttemptOutcome:
-    """The model's decision, in the order: fault window, background error, latency vs timeout."""
+    """The model's decision, in the order: fault window, background error, latency vs timeout.
+
+    Stored (the broker processed the request; nothing deduplicates a retry of it): SEND_OK and the not-OK
+    store statuses at their latency; a timeout from a slow answer (latency past the timeout) and a
+    ``remoting_timeout`` error (a reply lost on the way back) at the broker's own latency, after the
+    client gave up. Not stored: connect failures (dead process, partition), a hung broker (model choice:
+    it never processes what it accepts), the broker's error codes.
+    """
     timeout_ms = max(int(timeout_ms), 0)
+    refused = int(round(p.connect_refused_ms))  # not capped by the timeout: the connect comes first
     factor = 1.0
     for w in faults:
         if not w.active(start_ms):
             continue
-        if w.down(start_ms):  # connection refused, fast
-            return AttemptOutcome(
-                OutcomeKind.REMOTING_CONNECT, min(int(round(p.connect_refused_ms)), timeout_ms)
-            )
+        if w.down(start_ms):  # the process is dead: connection refused, fast
+            return AttemptOutcome(OutcomeKind.REMOTING_CONNECT, refused)
+        if w.kind == FAULT_PARTITION:  # nothing answers: the connect times out
+            return AttemptOutcome(OutcomeKind.REMOTING_CONNECT, p.connect_timeout_ms)
         if w.kind == FAULT_HANG:  # the broker accepts the request and never answers
             return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms)
         if w.kind == FAULT_SLOWDOWN:
             factor *= w.factor
         elif w.kind == FAULT_ERROR_BURST and uniform(key, STREAM_BURST) < w.rate:
-            latency = min(int(round(base_latency_ms(p, key))), timeout_ms)
-            if w.burst_kind == OutcomeKind.REMOTING_TIMEOUT:
-                return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms)
+            natural = int(round(base_latency_ms(p, key)))
+            latency = min(natural, timeout_ms)
+            if w.burst_kind == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
+                return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, natural)
             if w.burst_kind == OutcomeKind.REMOTING_CONNECT:
-                return AttemptOutcome(
-                    OutcomeKind.REMOTING_CONNECT, min(int(round(p.connect_refused_ms)), timeout_ms)
-                )
-            return AttemptOutcome(w.burst_kind, latency, w.burst_code)
+                return AttemptOutcome(OutcomeKind.REMOTING_CONNECT, refused)
+            stored = w.burst_kind <= OutcomeKind.SLAVE_NOT_AVAILABLE
+            return AttemptOutcome(w.burst_kind, latency, w.burst_code, stored, latency)
     u = uniform(key, STREAM_ERROR)
     latency_f = base_latency_ms(p, key) * factor
     latency = int(round(latency_f))
     for cum, kind, code in zip(p.error_cum, p.error_kind, p.error_code, strict=True):
         if u < cum:
-            if kind == OutcomeKind.REMOTING_TIMEOUT:
-                return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms)
+            if kind == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
+                return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, latency)
             if kind == OutcomeKind.REMOTING_CONNECT:
-                return AttemptOutcome(
-                    OutcomeKind.REMOTING_CONNECT, min(int(round(p.connect_refused_ms)), timeout_ms)
-                )
-            return AttemptOutcome(kind, min(latency, timeout_ms), code)
-    if latency >= timeout_ms:  # the call gives up at its timeout
-        return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms)
-    return AttemptOutcome(OutcomeKind.OK, latency)
+                return AttemptOutcome(OutcomeKind.REMOTING_CONNECT, refused)
+            answered = min(latency, timeout_ms)
+            return AttemptOutcome(kind, answered, code, kind <= OutcomeKind.SLAVE_NOT_AVAILABLE, answered)
+    if latency >= timeout_ms:  # the call gives up at its timeout; the broker stores it when it gets there
+        return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, latency)
+    return AttemptOutcome(OutcomeKind.OK, latency, 0, True, latency)
+
+
+def refused_as_illegal(o: AttemptOutcome) -> AttemptOutcome:
+    """The answer to a message whose properties the broker refuses (``rocketsim.store.properties_illegal``):
+    wherever the model says the broker stores it, it stores nothing, and where the client gets the answer
+    (SEND_OK or a not-OK store status) it is MESSAGE_ILLEGAL instead, as fast; what the broker does not get
+    that far with (connect failures, hangs, its earlier error codes) is unchanged."""
+    if o.kind <= OutcomeKind.SLAVE_NOT_AVAILABLE:
+        return AttemptOutcome(OutcomeKind.BROKER_ERROR, o.latency_ms, MESSAGE_ILLEGAL)
+    return AttemptOutcome(o.kind, o.latency_ms, o.response_code)

@@ -4,9 +4,12 @@
   engine turns it into a :class:`rocketsim.send.Outcome` (``engine.plan.to_outcome``).
 * :class:`Catch`: which ``catch`` clause of ``DefaultMQProducerImpl.sendDefaultImpl`` sees an outcome
   (none for a SendResult); :data:`rocketsim.fault.FAULT_UPDATES` is keyed by it.
+* :data:`ONEWAY_SEES`: the outcomes a ONEWAY caller sees (as an exception); every other outcome of a
+  oneway request reads as written.
 
 Labels are the conformance vectors' spelling (``ok``, ``status:FLUSH_DISK_TIMEOUT``, ``remoting:timeout``,
-``broker:<code>``, ``client``, ``interrupted``): the ``outcome`` column of ``send_attempts``.
+``broker:<code>``, ``client``, ``interrupted``): the ``outcome`` column of ``send_attempts``. The broker
+model never answers ``TOO_MANY_REQUESTS``: it is the client refusing a request it has no time left for.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ class OutcomeKind(IntEnum):
     BROKER_ERROR = 7  # MQBrokerException with a response code
     CLIENT_ERROR = 8  # MQClientException (e.g. the broker address is unknown)
     INTERRUPTED = 9  # InterruptedException
+    TOO_MANY_REQUESTS = 10  # the client's own refusal, nothing sent (4.9 invokeAsync with no time left)
 
 
 class Catch(IntEnum):
@@ -51,6 +55,19 @@ CATCH_OF_KIND: dict[OutcomeKind, Catch] = {
     OutcomeKind.BROKER_ERROR: Catch.BROKER,
     OutcomeKind.CLIENT_ERROR: Catch.CLIENT,
     OutcomeKind.INTERRUPTED: Catch.INTERRUPTED,
+    OutcomeKind.TOO_MANY_REQUESTS: Catch.REMOTING,
+}
+
+# Keyed by ``ClientVersion.oneway_connects_synchronously``. Both lines write a oneway request with
+# writeAndFlush and a listener that only logs a failed write; sendKernelImpl's own "The broker[..] not
+# exist" (a CLIENT_ERROR) is thrown before any of it.
+# * 4.9.x ``invokeOneway``: getAndCreateChannel connects in the caller's thread (RemotingConnectException)
+#   and invokeOnewayImpl's semaphoreOneway.tryAcquire may be interrupted (InterruptedException);
+# * 5.x ``invokeOneway``: getAndCreateChannelAsync returns at once; connecting, the semaphore and the write
+#   run in the connect future's listener, which has no else branch: a failure is dropped silently.
+ONEWAY_SEES: dict[bool, frozenset[OutcomeKind]] = {
+    True: frozenset({OutcomeKind.REMOTING_CONNECT, OutcomeKind.CLIENT_ERROR, OutcomeKind.INTERRUPTED}),
+    False: frozenset({OutcomeKind.CLIENT_ERROR}),
 }
 
 _LABELS = {
@@ -63,6 +80,7 @@ _LABELS = {
     OutcomeKind.REMOTING_SEND_REQUEST: "remoting:send_request",
     OutcomeKind.CLIENT_ERROR: "client",
     OutcomeKind.INTERRUPTED: "interrupted",
+    OutcomeKind.TOO_MANY_REQUESTS: "remoting:too_many_requests",
 }
 
 

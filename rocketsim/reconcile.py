@@ -213,7 +213,7 @@ def message_counts(messages: pa.Table, rows: str = "made") -> dict[str, int]:
 def attempt_counts(attempts: pa.Table, rows: str = "made") -> dict[str, int]:
     """A producer's attempts: rows, keys, and the attempts a broker stored (``store.is_stored_outcome``)."""
     out = _rows("send_attempts", attempts, rows)
-    out["send_attempts.stored"] = _count(store.is_stored_outcome(attempts.column("outcome")))
+    out["send_attempts.stored"] = _count(store.is_stored_outcome(attempts))
     return out
 
 

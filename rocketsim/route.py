@@ -4,8 +4,9 @@ Upstream: ``MQClientInstance.topicRouteData2TopicPublishInfo`` (queue datas sort
 perm only, brokers with a master address only, queue ids ``0..writeQueueNums-1``; or the order-topic form
 ``"brokerA:4;brokerB:4"``), ``updateTopicRouteInfoFromNameServer(topic, isDefault=true, producer)`` (the
 TBW102 auto-create route with ``min(defaultTopicQueueNums, readQueueNums)`` queues per broker), and the
-name server's ``scanNotActiveBroker`` (a broker is dropped 120 s after its last heartbeat; scanned every
-10 s in 4.9, every 5 s in 5.x) with the client re-polling routes every 30 s.
+route in simulated time (:class:`RouteTimeline`): a dead broker leaves the name server at once, a hung
+one 120 s after its last registration, the client re-polls every 30 s and keeps a stale route when the
+topic has no broker left.
 
 The queue list of a :class:`TopicPublishInfo` holds :class:`QueueSlot` objects, which are *mutable* on
 purpose: the 4.9.7 fault strategy rewrites the cached queue object in place (see ``rocketsim.fault``), and
@@ -262,15 +263,37 @@ def publish_route(
 # ---- route expiry in simulated time -----------------------------------------------------------
 
 
+REGISTER_FIRST_MS = 10_000  # BrokerController.start: scheduleAtFixedRate(registerBrokerAll, 1000 * 10, ...)
+REGISTER_PERIOD_MIN_MS = 10_000  # Math.max(10000, Math.min(registerNameServerPeriod, 60000))
+REGISTER_PERIOD_MAX_MS = 60_000
+
+
+def registration_period_ms(register_name_server_period_ms: int) -> int:
+    """The broker's registration period: ``Math.max(10000, Math.min(registerNameServerPeriod, 60000))``."""
+    return max(REGISTER_PERIOD_MIN_MS, min(register_name_server_period_ms, REGISTER_PERIOD_MAX_MS))
+
+
 @dataclass(frozen=True)
 class RouteRefresh:
-    """Timers that decide when a producer stops seeing a dead broker.
+    """Timers that decide when the name server forgets a broker and when a producer sees it.
 
-    Name server: ``scanNotActiveBroker`` first at ``scan_first_ms`` then every ``scan_interval_ms``
-    (4.9: ``scheduleAtFixedRate(..., 5, 10, SECONDS)``; 5.x: ``(..., 5, scanNotActiveBrokerInterval=5000,
-    MILLISECONDS)``), dropping a broker whose ``last + 120000 < now``. Client: the route poll runs 10 ms after
-    the producer starts, then every 30 s. Times are ms from the scenario start; the producer starts at
-    ``producer_start_ms``.
+    Broker (``BrokerController.start``, 4.9.8 and 5.3.3): ``registerBrokerAll`` once at start, then at a
+    fixed rate from 10 s: registrations at ``0, 10 s, 10 s + period, ...`` with ``period =
+    max(10 s, min(registerNameServerPeriod, 60 s))`` (30 s by default: 0, 10, 40, 70 s, ...). Brokers
+    start with the scenario (at 0).
+
+    Name server: its channel to a broker carries ``IdleStateHandler(0, 0, serverChannelMaxIdleTimeSeconds
+    = 120)``; ``ALL_IDLE`` closes the channel and ``BrokerHousekeepingService.onChannelIdle`` ->
+    ``RouteInfoManager.onChannelDestroy`` drops the broker ``expiry_ms`` after its last registration (the
+    last I/O on that channel, give or take the registration's round trip). ``scanNotActiveBroker``
+    (4.9: ``scheduleAtFixedRate(.., 5, 10, SECONDS)``; 5.x: ``(.., 5, scanNotActiveBrokerInterval=5000,
+    MILLISECONDS)``) drops a broker at the first tick ``T`` with ``last + 120000 < T``: always after the
+    idle handler, so it never decides. A broker whose process dies closes the channel and is dropped at
+    once (:class:`BrokerOutage` ``drop_immediately``).
+
+    Client (``MQClientInstance.startScheduledTask``): the route poll runs 10 ms after the producer starts,
+    then every ``pollNameServerInterval`` (30 s). Times are ms from the scenario start; the producer
+    starts at ``producer_start_ms``.
     """
 
     scan_first_ms: int
@@ -279,23 +302,49 @@ class RouteRefresh:
     poll_first_ms: int = 10
     poll_interval_ms: int = POLL_NAME_SERVER_INTERVAL_MS
     producer_start_ms: int = 0
+    register_period_ms: int = REGISTER_NAME_SERVER_PERIOD_MS
 
     @classmethod
-    def for_broker(cls, broker: BrokerVersion, producer_start_ms: int = 0) -> RouteRefresh:
-        """Upstream defaults of the name server of a broker line (``ClientVersion.broker``)."""
+    def for_broker(
+        cls,
+        broker: BrokerVersion,
+        producer_start_ms: int = 0,
+        *,
+        poll_interval_ms: int = POLL_NAME_SERVER_INTERVAL_MS,
+        expiry_ms: int = BROKER_CHANNEL_EXPIRED_TIME_MS,
+        register_name_server_period_ms: int = REGISTER_NAME_SERVER_PERIOD_MS,
+    ) -> RouteRefresh:
+        """The name server's timers of a broker line (``ClientVersion.broker``) and the given settings."""
         return cls(
             broker.nameserver_scan_first_ms,
             broker.nameserver_scan_interval_ms,
+            expiry_ms=expiry_ms,
+            poll_interval_ms=poll_interval_ms,
             producer_start_ms=producer_start_ms,
+            register_period_ms=registration_period_ms(register_name_server_period_ms),
         )
 
-    def nameserver_drop_ms(self, last_heartbeat_ms: int) -> int:
-        """The first scan tick ``T`` with ``last + expiry < T``: when the name server forgets the broker."""
+    def scan_drop_ms(self, last_heartbeat_ms: int) -> int:
+        """The first ``scanNotActiveBroker`` tick ``T`` with ``last + expiry < T``."""
         deadline = last_heartbeat_ms + self.expiry_ms  # must be strictly before the tick
         if deadline < self.scan_first_ms:
             return self.scan_first_ms
         k = (deadline - self.scan_first_ms) // self.scan_interval_ms + 1
         return self.scan_first_ms + k * self.scan_interval_ms
+
+    def nameserver_drop_ms(self, last_heartbeat_ms: int) -> int:
+        """When the name server forgets a broker that stopped registering: the idle handler's
+        ``last + expiry``, or the scan if it came first (it never does)."""
+        return min(last_heartbeat_ms + self.expiry_ms, self.scan_drop_ms(last_heartbeat_ms))
+
+    def last_registration_at_or_before(self, t_ms: int) -> int:
+        """The broker's latest ``registerBrokerAll`` at or before ``t_ms`` (the one at start: 0)."""
+        if t_ms < REGISTER_FIRST_MS:
+            return 0
+        return (
+            REGISTER_FIRST_MS
+            + (t_ms - REGISTER_FIRST_MS) // self.register_period_ms * self.register_period_ms
+        )
 
     def last_poll_at_or_before(self, t_ms: int) -> int | None:
         """The producer's latest route poll at or before ``t_ms``, None before the first one."""
@@ -313,11 +362,14 @@ class RouteRefresh:
 
 @dataclass(frozen=True)
 class BrokerOutage:
-    """A broker that stops heartbeating at ``last_heartbeat_ms`` and registers again at ``back_ms``.
+    """A broker that leaves the name server and registers again at ``back_ms``.
 
-    ``drop_immediately`` models a graceful shutdown (``unregisterBrokerAll``) or a closed name-server
-    connection (the name server's channel-close hook), where the route loses the broker at once instead
-    of after the 120 s expiry; a hung broker or a partition takes the expiry path.
+    ``drop_immediately``: the broker's channel to the name server closed at ``last_heartbeat_ms`` (its
+    process died, or it unregistered): ``BrokerHousekeepingService.onChannelClose`` ->
+    ``RouteInfoManager.onChannelDestroy`` drops it at once (4.9.8 synchronously, 5.3.3 through
+    ``BatchUnregistrationService``'s queue: a thread hand-off). Otherwise the channel stays open and the
+    broker stops registering after ``last_heartbeat_ms`` (a hung process): the name server drops it after
+    the 120 s expiry (:meth:`RouteRefresh.nameserver_drop_ms`).
     """
 
     broker_name: str
@@ -337,8 +389,14 @@ class BrokerOutage:
 class RouteTimeline:
     """The route the name server holds, and the route a producer sees, at any simulated time.
 
-    A dead broker stays in the producer's route (and selectable) until the name server drops it and the
-    producer's next poll fetches the smaller route: up to 120 s + one scan + one 30 s poll.
+    A broker the name server dropped stays in the producer's route (and selectable) until the producer's
+    next poll fetches the smaller route. When the name server has no queue data left for the topic (every
+    broker gone), it answers TOPIC_NOT_EXIST: ``getTopicRouteInfoFromNameServer`` throws,
+    ``updateTopicRouteInfoFromNameServer`` swallows the ``MQClientException`` and the producer keeps its
+    stale route (``tryToFindTopicPublishInfo`` returns the old, ``ok()`` TopicPublishInfo), so its sends
+    go on to the dead brokers and fail with connect errors. A producer whose very first fetch finds
+    nothing has no route ("No route info of this topic") until a poll finds one (upstream would also
+    fetch again at each send; the model waits for the poll).
     """
 
     full_route: TopicRouteData
@@ -365,45 +423,48 @@ class RouteTimeline:
         ]
         return self.full_route.without_brokers(gone) if gone else self.full_route
 
-    def producer_route_at(self, t_ms: int) -> TopicRouteData:
-        """The route of the producer's latest poll (before the first poll: a fetch at ``t_ms``)."""
-        poll = self.refresh.last_poll_at_or_before(t_ms)
-        return self.nameserver_route_at(t_ms if poll is None else poll)
+    def _initial_route(self) -> TopicRouteData:
+        return self.nameserver_route_at(self.refresh.producer_start_ms)
 
-    def change_times(self, until_ms: int) -> list[int]:
-        """The poll times <= ``until_ms`` at which the producer's route differs from the previous poll."""
+    def changes(self, until_ms: int) -> list[tuple[int, TopicRouteData]]:
+        """``[(poll, route)]``: the polls <= ``until_ms`` that change the producer's route, and the route."""
         ns_changes = sorted(
             {t for _, drop, back in self._absent_intervals() for t in (drop, back) if t is not None}
         )
-        out: set[int] = set()
-        for t in ns_changes:
-            poll = self.refresh.first_poll_at_or_after(t)
-            if poll <= until_ms:
-                out.add(poll)
-        times = sorted(out)
-        # keep only polls where the fetched route really differs (a drop and return between polls cancel)
-        kept, prev = [], self.producer_route_at(self.refresh.producer_start_ms)
-        for t in times:
+        polls = sorted({self.refresh.first_poll_at_or_after(t) for t in ns_changes})
+        out: list[tuple[int, TopicRouteData]] = []
+        prev = self._initial_route()
+        for t in polls:
+            if t > until_ms:
+                break
             cur = self.nameserver_route_at(t)
-            if cur != prev:
-                kept.append(t)
+            if not cur.queue_datas:
+                continue  # TOPIC_NOT_EXIST: the producer keeps its stale route
+            if cur != prev:  # a drop and return between polls cancel
+                out.append((t, cur))
                 prev = cur
-        return kept
+        return out
+
+    def producer_route_at(self, t_ms: int) -> TopicRouteData:
+        """The route of the producer's latest poll that found one (before any: its first fetch)."""
+        changes = self.changes(t_ms)
+        return changes[-1][1] if changes else self._initial_route()
+
+    def change_times(self, until_ms: int) -> list[int]:
+        """The poll times <= ``until_ms`` at which the producer's route differs from the previous poll."""
+        return [t for t, _ in self.changes(until_ms)]
 
     def broker_selectable_until(self, broker_name: str, after_ms: int) -> int | None:
         """When the producer stops seeing ``broker_name`` after ``after_ms`` (None if it never does)."""
-        for t in self.change_times(10**15):
-            if t >= after_ms and broker_name not in self.nameserver_route_at(t).broker_names:
+        for t, route in self.changes(10**15):
+            if t >= after_ms and broker_name not in route.broker_names:
                 return t
         return None
 
 
 def route_versions(timeline: RouteTimeline, until_ms: int) -> list[tuple[int, TopicRouteData]]:
     """``[(from_ms, route)]``: the producer's route from 0 and at each change (rebuild TopicPublishInfo)."""
-    out = [(0, timeline.producer_route_at(0))]
-    for t in timeline.change_times(until_ms):
-        out.append((t, timeline.nameserver_route_at(t)))
-    return out
+    return [(0, timeline.producer_route_at(0)), *timeline.changes(until_ms)]
 
 
 def route_at(versions: list[tuple[int, TopicRouteData]], t_ms: int) -> TopicRouteData:

@@ -38,8 +38,9 @@ class ScenarioError(ConfigError):
 
 
 SEND_MODES = ("sync", "async", "oneway")
+SENDER_MODELS = ("pool", "partitioned")
 MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
-FAULT_KINDS = ("outage", "hang", "slowdown", "flapping", "error_burst")
+FAULT_KINDS = ("outage", "hang", "slowdown", "flapping", "error_burst", "partition")
 BROKER_ERRORS = (
     "remoting_timeout",
     "connect_refused",
@@ -109,6 +110,9 @@ class ProducerConfig:
     count: int = field(default=4, metadata=_between(1, 100_000))
     group: str = "rocketsim_producer_group"
     threads: int = field(default=1, metadata=_between(1, 1024))
+    # how the application's sender threads take the sends: "pool" (the next message goes to the idle
+    # thread that became idle earliest) or "partitioned" (message seq to thread seq % threads)
+    sender_model: str = field(default="pool", metadata=_one_of(SENDER_MODELS))
     client_version: str = "4.9.8"
     send_mode: Mapping[str, float] = field(
         default_factory=lambda: {"sync": 1.0}, metadata={"keys": SEND_MODES, "weights": True}
@@ -144,6 +148,9 @@ class ProducerConfig:
             lambda v: v >= BACK_PRESSURE_MIN_SEND_SIZE,
         ),
     )
+    # NettySystemConfig.connectTimeoutMillis (com.rocketmq.remoting.client.connect.timeout): how long a
+    # connect to a host that never answers waits (a partition)
+    connect_timeout_ms: int = field(default=3000, metadata=_between(0, MAX_LATENCY_MS))
 
     @property
     def version(self) -> ClientVersion:
@@ -196,6 +203,9 @@ class WorkloadConfig:
     # distinct selector keys of ordered messages
     order_keys: int = field(default=64, metadata=_between(1, 1_000_000))
     delay_levels: tuple[int, ...] = (1, 2, 3, 4, 5)
+    # members per batch; a batch whose encoded body (22 bytes + body + properties per member) is over
+    # producers.max_message_size is refused as the client refuses it (REJECTED, "the message body size
+    # over max value", Validators.checkMessage on the MessageBatch)
     batch_size: int = field(default=8, metadata=_between(1, 4096))
     # fraction of messages made invalid on purpose, by kind (they become REJECTED results)
     invalid: Mapping[str, float] = field(
@@ -251,10 +261,13 @@ class FaultConfig:
 
 @dataclass(frozen=True)
 class RouteConfig:
-    """Name-server and route-polling timings (ms)."""
+    """Name-server and route-polling timings (ms), applied by :func:`rocketsim.engine.plan.route_timeline`."""
 
-    poll_interval_ms: int = field(default=30_000, metadata=_gt(0))
+    poll_interval_ms: int = field(default=30_000, metadata=_gt(0))  # ClientConfig.pollNameServerInterval
+    # how long the name server keeps a broker that stopped registering: its channel idle time
+    # (serverChannelMaxIdleTimeSeconds 120 s; scanNotActiveBroker's BROKER_CHANNEL_EXPIRED_TIME)
     broker_expire_ms: int = field(default=120_000, metadata=_gt(0))
+    # BrokerConfig.registerNameServerPeriod; the broker registers at max(10 s, min(this, 60 s)) intervals
     heartbeat_interval_ms: int = field(default=30_000, metadata=_gt(0))
 
 

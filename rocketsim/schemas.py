@@ -21,6 +21,8 @@ MESSAGES = pa.schema(
         RUN_ID,
         pa.field("producer", pa.int32(), nullable=False),
         pa.field("seq", pa.int64(), nullable=False),
+        # seq % threads: the sender thread of the "partitioned" model (send_results.sender_thread: the
+        # thread that sent it, in either model)
         pa.field("thread", pa.int32(), nullable=False),
         pa.field("topic", pa.string(), nullable=False),
         pa.field("tags", pa.string()),
@@ -55,6 +57,9 @@ SEND_ATTEMPTS = pa.schema(
         pa.field("response_code", pa.int32()),
         pa.field("fault_isolated_until_ms", pa.int64()),  # the producer's isolation of this broker, if any
         pa.field("wire_bytes", pa.int32(), nullable=False),
+        # the broker stored the request (also when the client gave up on it first), and when
+        pa.field("stored", pa.bool_(), nullable=False),
+        pa.field("stored_ts_ms", pa.int64()),
     ]
 )
 
@@ -96,9 +101,11 @@ SEND_RESULTS = pa.schema(
         pa.field("compressed", pa.bool_(), nullable=False),
         pa.field("sys_flag", pa.int32(), nullable=False),
         pa.field("retry_budget_exhausted", pa.bool_(), nullable=False),  # attempts left, but no time
+        pa.field("sender_thread", pa.int32()),  # the application thread that sent it (null: rejected)
         # -- the broker side (rocketsim.store, added by the broker step after the simulation; null unless
-        # the result's copy was stored: status not FAILED/REJECTED and its last attempt stored it) --
-        _broker_side("store_ts_ms", pa.int64()),  # attempt start + latency
+        # the result points at a stored copy: status not FAILED/REJECTED and its last answered attempt
+        # (or its oneway request) was stored) --
+        _broker_side("store_ts_ms", pa.int64()),  # when the broker stored it (send_attempts.stored_ts_ms)
         _broker_side("store_topic", pa.string()),  # topic the broker wrote (SCHEDULE_TOPIC_XXXX, half topic)
         _broker_side("store_queue_id", pa.int32()),  # its queue (delay: level - 1, half: 0)
         _broker_side("queue_offset", pa.int64()),  # in (broker, store_topic, store_queue_id)

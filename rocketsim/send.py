@@ -28,8 +28,9 @@ from typing import ClassVar
 
 from rocketsim.errors import ConfigError, MQClientError, RocketSimError
 from rocketsim.fault import LINE_5, FaultStrategy, FaultUpdate, Site
-from rocketsim.outcomes import Catch
-from rocketsim.route import TopicPublishInfo
+from rocketsim.javaint import java_abs, java_rem
+from rocketsim.outcomes import ONEWAY_SEES, Catch, OutcomeKind
+from rocketsim.route import QueueSlot, TopicPublishInfo
 from rocketsim.validate import ClientErrorCode, ResponseCode
 from rocketsim.versions import V4_9_8, ClientVersion
 
@@ -103,12 +104,21 @@ class SendInterruptedError(SendError):
 
 
 class MQBrokerError(SendError):
-    """``MQBrokerException``: the broker answered with an error response code."""
+    """``MQBrokerException``: the broker answered with an error response code.
+
+    ``MQClientAPIImpl.processSendResponse`` (4.9.8 and 5.3.3) throws ``new MQBrokerException(code, remark,
+    addr)``, whose message is ``FAQUrl.attachDefaultURL("CODE: " + code + "  DESC: " + remark + " BROKER: "
+    + addr)``: the text, then "\nFor more information, please visit the url, " and the version's
+    ``UNEXPECTED_EXCEPTION_URL``. The address here is the broker's name (as in every text of the model).
+    """
 
     java_class = "MQBrokerException"
 
-    def __init__(self, response_code: int, remark: str = "") -> None:
-        super().__init__(f"CODE: {response_code}  DESC: {remark}")
+    def __init__(self, response_code: int, remark: str, broker: str, faq_url: str) -> None:
+        super().__init__(
+            f"CODE: {response_code}  DESC: {remark} BROKER: {broker}"
+            f"\nFor more information, please visit the url, {faq_url}"
+        )
         self.response_code = response_code
         self.remark = remark
 
@@ -214,7 +224,8 @@ class Outcome:
     (``connect`` / ``timeout`` / ``send_request``; ``too_many_requests`` is the client's own semaphore
     refusal), ``broker`` (MQBrokerException with ``response_code``), ``client`` (MQClientException, e.g. the
     broker address is unknown), ``interrupted``. For SYNC the transport decides the latency, including
-    ``min(latency, timeout)`` for calls that time out (see :func:`cap_to_timeout`).
+    ``min(latency, timeout)`` for calls that time out (see :func:`cap_to_timeout`). ``stored``: the broker
+    stored the request ``store_ms`` after the call started (a timed-out request may be stored too).
     """
 
     kind: str
@@ -223,6 +234,8 @@ class Outcome:
     remoting: str = ""
     response_code: int = 0
     remark: str = ""
+    stored: bool = False  # the broker stored the request (whatever the client saw), store_ms after start
+    store_ms: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in OUTCOME_KINDS:
@@ -430,12 +443,33 @@ def catch_of(outcome: Outcome) -> Catch:
     return _CATCH[outcome.kind]
 
 
-def oneway_write_failed(outcome: Outcome) -> bool:
-    """Whether a ONEWAY request failed to be written (the only outcomes a oneway caller sees)."""
-    kind = outcome.kind
-    if kind == "remoting":
-        return outcome.remoting in ("connect", "send_request")
-    return kind in ("client", "interrupted")
+_KINDS_OF_REMOTING = {
+    "connect": OutcomeKind.REMOTING_CONNECT,
+    "timeout": OutcomeKind.REMOTING_TIMEOUT,
+    "send_request": OutcomeKind.REMOTING_SEND_REQUEST,
+    "too_many_requests": OutcomeKind.TOO_MANY_REQUESTS,
+}
+_KINDS = {
+    "ok": OutcomeKind.OK,
+    "broker": OutcomeKind.BROKER_ERROR,
+    "client": OutcomeKind.CLIENT_ERROR,
+    "interrupted": OutcomeKind.INTERRUPTED,
+}
+
+
+def outcome_kind(outcome: Outcome) -> OutcomeKind:
+    """The :class:`OutcomeKind` of an outcome (``rocketsim.engine.plan.to_outcome`` the other way)."""
+    if outcome.kind == "status":
+        return OutcomeKind[outcome.status]
+    if outcome.kind == "remoting":
+        return _KINDS_OF_REMOTING[outcome.remoting]
+    return _KINDS[outcome.kind]
+
+
+def oneway_caller_sees(outcome: Outcome, version: ClientVersion) -> bool:
+    """Whether a ONEWAY caller sees ``outcome`` (an exception; :data:`rocketsim.outcomes.ONEWAY_SEES`):
+    anything else reads as written, whatever the broker makes of it."""
+    return outcome_kind(outcome) in ONEWAY_SEES[version.oneway_connects_synchronously]
 
 
 def remoting_exception(what: str, broker: str, timeout_ms: int) -> SendError:
@@ -575,7 +609,7 @@ def sync_send_steps(
             exception = broker_not_exist_error(broker, version)
             flow = "continue:MQClientException"
         elif kind == "broker":
-            exception = MQBrokerError(outcome.response_code, outcome.remark)
+            exception = MQBrokerError(outcome.response_code, outcome.remark, broker, version.faq_url)
             if outcome.response_code in retry_codes:
                 flow = "continue:MQBrokerException(retry code)"
             elif send_result is not None:
@@ -686,6 +720,22 @@ class ResponseScan:
         return self.first_ms + -(-(due - self.first_ms) // self.period_ms) * self.period_ms
 
 
+def wait_response_timeout_text(v5: bool, cost_ms: int, timeout_ms: int) -> str:
+    """An ASYNC callback's text when the response-table scan failed its request: 4.9.8
+    ``"wait response timeout " + timeoutMillis + "ms"``, 5.3.3 ``"wait response timeout, cost=" + cost``."""
+    return f"wait response timeout, cost={cost_ms}" if v5 else f"wait response timeout {timeout_ms}ms"
+
+
+def unknown_reason_text(v5: bool) -> str:
+    """An ASYNC callback's text for any other failure (``operationFail``'s last branch)."""
+    return "unknown reason" if v5 else "unknow reseaon"
+
+
+def invoke_async_timeout_error(broker: str) -> RemotingTooMuchRequestError:
+    """4.9 ``NettyRemotingClient.invokeAsync`` with no time left (``timeoutMillis < costTime``)."""
+    return RemotingTooMuchRequestError(f"invokeAsync call the addr[{broker}] timeout")
+
+
 def async_send_steps(
     strategy: FaultStrategy,
     tp: TopicPublishInfo | None,
@@ -697,8 +747,14 @@ def async_send_steps(
     scan: ResponseScan | None = None,
     thread: int = 0,
     on_attempt: AttemptHook = None,
+    selected: QueueSlot | None = None,
 ) -> Steps:
     """One ASYNC send: the callback's outcome and every request made for it.
+
+    ``selected``: a selector send (``sendSelectImpl(.., ASYNC, ..)``, see :func:`ordered_send_steps`): the
+    queue is the selector's, nothing is selected, ``sendSelectImpl`` makes no ``updateFaultItem`` of its own
+    (no dispatch update) and ``onExceptionImpl`` gets ``topicPublishInfo = null``: every retry goes to the
+    same broker and queue (``retryBrokerName = brokerName``, the request reused).
 
     Upstream (4.9.8 and 5.3.3 ``MQClientAPIImpl.sendMessageAsync`` / ``onExceptionImpl``):
 
@@ -743,9 +799,9 @@ def async_send_steps(
             RemotingTooMuchRequestError("DEFAULT ASYNC send call timeout"),
             (),
         )
-    if tp is None or not tp.ok():
+    if selected is None and (tp is None or not tp.ok()):
         return _no_route("async", topic, begin_ms, version)
-    first = strategy.select_one_message_queue(tp, None, now, False, thread)
+    first = selected or strategy.select_one_message_queue(tp, None, now, False, thread)  # type: ignore[arg-type]
     if first is None:  # unreachable with a non-empty queue list
         return SendRecord(
             "async", topic, now, now, (), None, send_failed_error(0, 0, topic, [None], None, version), (None,)
@@ -753,7 +809,7 @@ def async_send_steps(
     brokers_sent: tuple[str | None, ...] = (first.broker_name,)
     attempts: list[AttemptRecord] = []
     dispatch_update: FaultUpdate | None = None
-    in_sync_part = True  # still inside sendDefaultImpl's sendKernelImpl call
+    in_sync_part = selected is None  # still inside sendDefaultImpl's sendKernelImpl call (none: no update)
     mq = first
     req_timeout = timeout
     cur_times = 0  # onExceptionImpl's AtomicInteger
@@ -779,7 +835,7 @@ def async_send_steps(
         call_begin = now  # sendMessageAsync's beginStartTime
         refused: Failure | None = None  # the client gave up before sending anything
         if not v5 and req_timeout < 0:  # 4.9 NettyRemotingClient.invokeAsync: timeoutMillis < costTime
-            refused = RemotingTooMuchRequestError(f"invokeAsync call the addr[{broker}] timeout")
+            refused = invoke_async_timeout_error(broker)
             outcome, start = Outcome.remoting_error("too_many_requests", 0), now
         else:
             grant = now if semaphore is None else semaphore.try_acquire(now, req_timeout)
@@ -798,6 +854,27 @@ def async_send_steps(
         call_timeout = req_timeout - (start - call_begin)
         kind = outcome.kind
 
+        if kind == "client" and attempt == 0 and refused is None and selected is not None:
+            # sendKernelImpl's "The broker[..] not exist" out of sendSelectImpl: onException, no update
+            now = start + outcome.latency_ms
+            strategy.advance_to(now)
+            rec = AttemptRecord(
+                attempt,
+                last,
+                False,
+                start,
+                broker,
+                queue_id,
+                call_timeout,
+                outcome,
+                None,
+                "callback:onException",
+                strategy.isolated_until(broker, now),
+                now,
+            )
+            done(rec)
+            err = broker_not_exist_error(broker, version)
+            return SendRecord("async", topic, begin_ms, now, tuple(attempts), None, err, brokers_sent)
         if kind == "client" and attempt == 0 and refused is None:
             # sendKernelImpl: broker address unknown -> MQClientException caught by sendDefaultImpl
             now = start + outcome.latency_ms
@@ -892,18 +969,15 @@ def async_send_steps(
                 )
             upd = strategy.record_outcome(Site.ASYNC_CALLBACK, catch_of(outcome), broker, lat, now)
             if kind == "broker":
-                error, need_retry = MQBrokerError(outcome.response_code, outcome.remark), False
+                error = MQBrokerError(outcome.response_code, outcome.remark, broker, version.faq_url)
+                need_retry = False
             elif kind == "remoting" and outcome.remoting == "send_request":
                 error, need_retry = ClientError("send request failed", version.faq_url), True
             elif kind == "remoting" and outcome.remoting == "timeout":
-                text = (
-                    f"wait response timeout, cost={now - call_begin}"
-                    if v5
-                    else f"wait response timeout {call_timeout}ms"
-                )
+                text = wait_response_timeout_text(v5, now - call_begin, call_timeout)
                 error, need_retry = ClientError(text, version.faq_url), True
             else:  # 5.x connect failure, interrupt, "invoke too fast": operationFail's last branch
-                error = ClientError("unknown reason" if v5 else "unknow reseaon", version.faq_url)
+                error = ClientError(unknown_reason_text(v5), version.faq_url)
                 need_retry = not isinstance(refused, RemotingTooMuchRequestError)
 
         # onExceptionImpl
@@ -927,8 +1001,9 @@ def async_send_steps(
                 )
             )
             last = broker
-            selected = strategy.select_one_message_queue(tp, broker, now, False, thread)
-            mq = selected if selected is not None else mq
+            if selected is None:  # onExceptionImpl selects again (a selector send keeps its queue)
+                again = strategy.select_one_message_queue(tp, broker, now, False, thread)  # type: ignore[arg-type]
+                mq = again if again is not None else mq
             req_timeout = remaining
             attempt += 1
             continue
@@ -984,6 +1059,92 @@ def send_async(
     )
 
 
+# ---- selector sends -------------------------------------------------------------------------------------
+
+
+def ordered_send_steps(
+    strategy: FaultStrategy,
+    tp: TopicPublishInfo | None,
+    cfg: SendConfig,
+    topic: str,
+    begin_ms: int,
+    order_hash: int,
+    mode: str,
+    *,
+    scan: ResponseScan | None = None,
+    on_attempt: AttemptHook = None,
+) -> Steps:
+    """``send(msg, selector, arg[, callback])`` / ``sendOneway(msg, selector, arg)`` with
+    ``SelectMessageQueueByHash`` (``Math.abs(arg.hashCode() % mqs.size())``) over the cached queue list.
+
+    ``DefaultMQProducerImpl.sendSelectImpl`` (4.9.8 and 5.3.3) selects once and calls ``sendKernelImpl``
+    with ``topicPublishInfo = null``; it never calls ``updateFaultItem``. The queue is read once, when it is
+    chosen (``sendKernelImpl`` takes its broker and id before the call), so a concurrent 4.9.7 rewrite of
+    the slot does not move this send. Per mode:
+
+    * ``sync``: one attempt, no fault update; an error is thrown as it is (``RemotingException``,
+      ``MQBrokerException``, ``MQClientException("The broker[..] not exist")``), not wrapped;
+    * ``async``: ``sendMessageAsync`` with ``retryTimesWhenSendAsyncFailed``: every callback updates the
+      fault table as for any ASYNC send, and ``onExceptionImpl`` retries the same broker and queue
+      (:func:`async_send_steps` with ``selected``); no async semaphore here (an approximation: the send
+      takes no permit);
+    * ``oneway``: ``invokeOneway``: the caller returns once the request is written (status ONEWAY_SENT, no
+      fault update); it sees only what :func:`oneway_caller_sees` says, thrown raw (4.9.x: the connect
+      failure, after the connect's latency).
+
+    No writable queue: ``MQClientException("No route info for this topic, <t>")``.
+    """
+    version = cfg.version
+    queues = tp.message_queue_list if tp is not None else []
+    if not queues:
+        return SendRecord(mode, topic, begin_ms, begin_ms, (), None, no_route_select(topic, version), ())
+    slot = queues[java_abs(java_rem(order_hash, len(queues)))]
+    broker, queue_id = slot.broker_name, slot.queue_id
+    if mode == "async":
+        chosen = QueueSlot(slot.topic, broker, queue_id)  # the request keeps it: a rewrite does not move it
+        return (
+            yield from async_send_steps(
+                strategy, tp, cfg, topic, begin_ms, scan=scan, on_attempt=on_attempt, selected=chosen
+            )
+        )
+    timeout = cfg.send_msg_timeout_ms
+    outcome = yield Call(0, broker, queue_id, begin_ms, timeout, mode)
+    visible = mode != "oneway" or oneway_caller_sees(outcome, version)
+    end = begin_ms + (outcome.latency_ms if visible else 0)
+    strategy.advance_to(end)
+    rec = AttemptRecord(
+        0,
+        None,
+        False,
+        begin_ms,
+        broker,
+        queue_id,
+        timeout,
+        outcome,
+        None,
+        "return",
+        strategy.isolated_until(broker, end),
+        end,
+    )
+    if on_attempt is not None:
+        on_attempt(rec)
+    error: Failure | None = None
+    result = None
+    if not visible:
+        pass  # written: no result, nothing more is known
+    elif outcome.kind in ("ok", "status"):
+        result = SendResult(outcome.status, broker, queue_id, 0)
+    elif outcome.kind == "remoting":
+        error = remoting_exception(outcome.remoting, broker, timeout)
+    elif outcome.kind == "broker":
+        error = MQBrokerError(outcome.response_code, outcome.remark, broker, version.faq_url)
+    elif outcome.kind == "client":
+        error = broker_not_exist_error(broker, version)
+    else:
+        error = SendInterruptedError("interrupted")
+    return SendRecord(mode, topic, begin_ms, end, (rec,), result, error, (broker,))
+
+
 # ---- ONEWAY -------------------------------------------------------------------------------------------
 
 
@@ -1000,9 +1161,12 @@ def oneway_send_steps(
     """``sendDefaultImpl(ONEWAY)``: one attempt, no retry, no result.
 
     The client waits only for the request to be written, so whatever the broker does (store, error,
-    hang) it costs no simulated time and reads as success (``updateFaultItem(broker, 0, false)``).
-    Connect and send failures, a client error and an interrupt are seen: the first three end in
-    "Send [1] times, still failed" (updates as in SYNC), an interrupt in ``InterruptedException``.
+    hang) it costs no simulated time and reads as success (``updateFaultItem(broker, 0, false[, true])``).
+    What the caller sees is :func:`oneway_caller_sees`: 4.9.x connects in the caller's thread (a connect
+    failure after its latency, then "Send [1] times, still failed", updates as in SYNC), a client error
+    ("Send [1] times" too) and an interrupt (``InterruptedException``); 5.x only the client error: its
+    ``invokeOneway`` connects and writes in a listener that drops a failed request silently, so a dead
+    broker reads as a request written at once, ``updateFaultItem(broker, 0, false, true)``.
     """
     version = cfg.version
     if tp is None or not tp.ok():
@@ -1023,7 +1187,7 @@ def oneway_send_steps(
     broker, queue_id = mq.broker_name, mq.queue_id
     outcome = yield Call(0, broker, queue_id, now, cfg.send_msg_timeout_ms, "oneway")
     kind = outcome.kind
-    failed = oneway_write_failed(outcome)
+    failed = oneway_caller_sees(outcome, version)
     now = begin_ms + (outcome.latency_ms if failed else 0)
     strategy.advance_to(now)
     latency = now - begin_ms

@@ -1,9 +1,12 @@
 """What a broker stores: what a stored attempt becomes in the broker's store (pure, vectorised).
 
-An attempt whose outcome is ``ok`` or ``status:*`` was written by the broker. This module says what was
-written, following the broker of the client's line (a 4.9.x client talks to a 4.9.8 broker, a 5.x client
-to a 5.3.3 broker; ``SendMessageProcessor``, ``CommitLog``/``HookUtils``, ``TransactionalMessageBridge``,
-``MessageExtEncoder``):
+An attempt the broker wrote has ``stored`` set in ``send_attempts`` (:func:`is_stored_outcome`): ``ok``
+and ``status:*`` answers, and requests the client gave up on that the broker processed anyway (a slow
+answer past the timeout, a lost reply), written at ``stored_ts_ms``; a retry of such a request stores the
+message again (:func:`stored_copy_counts`: duplicates, lost and failed-but-stored messages). This module
+says what was written, following the broker of the client's line (a 4.9.x client talks to a 4.9.8
+broker, a 5.x client to a 5.3.3 broker; ``SendMessageProcessor``, ``CommitLog``/``HookUtils``,
+``TransactionalMessageBridge``, ``MessageExtEncoder``):
 
 * normal and ordered messages: the request's properties plus ``CLUSTER=DefaultCluster``; a 4.9.8 broker
   leaves ``WAIT=true`` out of the stored string (it saves 9 bytes), a 5.x broker keeps it;
@@ -51,6 +54,7 @@ from rocketsim.schemas import COMMIT_LOG, SEND_RESULTS, data_schema, is_broker_s
 from rocketsim.versions import ClientVersion
 
 __all__ = [
+    "PROPERTIES_LIMIT",
     "CLUSTER_NAME",
     "COPY_COLUMNS",
     "LOG_COLUMNS",
@@ -65,6 +69,9 @@ __all__ = [
     "STORE_PORT",
     "attach_store_columns",
     "batch_properties",
+    "batch_request_properties",
+    "illegal_properties_parts",
+    "properties_illegal",
     "client_properties",
     "commit_log_files",
     "consume_queue_files",
@@ -80,6 +87,11 @@ __all__ = [
     "with_null_store_columns",
     "with_offsets",
     "stored_copies",
+    "stored_copy_counts",
+    "delivery_counts",
+    "SENT_STATUSES",
+    "STORED_COPIES",
+    "is_answered_outcome",
     "stored_properties",
     "stored_record_size",
 ]
@@ -109,6 +121,8 @@ COPY_COLUMNS = pa.schema(
         pa.field("latency_ms", pa.int64(), nullable=False),
         pa.field("broker", pa.string(), nullable=False),
         pa.field("queue_id", pa.int32(), nullable=False),
+        pa.field("outcome", pa.string(), nullable=False),
+        pa.field("stored_ts_ms", pa.int64(), nullable=False),
         pa.field("topic", pa.string(), nullable=False),
         pa.field("tags", pa.string()),
         pa.field("keys", pa.string()),
@@ -134,7 +148,7 @@ MESSAGE_COLUMNS = (
     "delay_level",
     "batch_id",
 )
-ATTEMPT_COLUMNS = ("attempt", "start_ts_ms", "latency_ms", "broker", "queue_id")
+ATTEMPT_COLUMNS = ("attempt", "start_ts_ms", "latency_ms", "broker", "queue_id", "outcome", "stored_ts_ms")
 RESULT_COLUMNS = ("status", "wire_bytes", "sys_flag")
 NOT_STORED_STATUSES = ("FAILED", "REJECTED")  # results that point at no stored copy
 
@@ -215,13 +229,19 @@ def client_properties(row: Mapping[str, object], sc: Scenario) -> dict[str, str]
     return props
 
 
-def batch_properties(version: ClientVersion) -> dict[str, str]:
-    """The batch request's own properties as the broker sees them: WAIT, 5.x UNIQ_KEY, CLUSTER."""
+def batch_request_properties(version: ClientVersion) -> dict[str, str]:
+    """The batch request's own properties as the client sends them: ``WAIT=true`` (``generateFromList``
+    -> ``setWaitStoreMsgOK``); 5.x ``DefaultMQProducer.batch()`` also gives the batch a UNIQ_KEY (32 hex
+    chars, IPv4); 4.9.8's never does (``sendKernelImpl`` skips a ``MessageBatch``)."""
     props = {_WAIT: "true"}
-    if version.gives_batch_uniq_key:  # 32 hex chars (IPv4)
+    if version.gives_batch_uniq_key:
         props[_UNIQ] = "0" * 32
-    props[MessageConst.PROPERTY_CLUSTER] = CLUSTER_NAME
     return props
+
+
+def batch_properties(version: ClientVersion) -> dict[str, str]:
+    """The batch request's own properties as the broker sees them: the client's, then CLUSTER."""
+    return {**batch_request_properties(version), MessageConst.PROPERTY_CLUSTER: CLUSTER_NAME}
 
 
 def stored_properties(
@@ -341,13 +361,99 @@ def _key_tokens(keys: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return csum[offsets[1:]] - csum[offsets[:-1]]
 
 
+def _half_and_delayed(
+    sys_flag: np.ndarray, level: np.ndarray, is_batch: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which records are transactional halves, and which delay messages the broker moves."""
+    tran = sys_flag & _TRAN_BITS
+    half = (tran == MessageSysFlag.TRANSACTION_PREPARED_TYPE) & ~is_batch
+    delayed = (level > 0) & ((tran == 0) | (tran == MessageSysFlag.TRANSACTION_COMMIT_TYPE)) & ~is_batch
+    return half, delayed
+
+
+def _stored_props_without_queue_id(
+    version: ClientVersion,
+    props: np.ndarray,
+    topic_len: np.ndarray,
+    uniq_len: np.ndarray,
+    level: np.ndarray,
+    eff: np.ndarray,
+    kind: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(UTF-8 bytes of the properties the broker writes, without the value of ``REAL_QID``; whether it
+    has a ``REAL_QID`` whose value, the digits of the client's queue id, comes on top): per record
+    ``kind`` (NORMAL, DELAYED, HALF, BATCH_ELEMENT), from the client's properties size ``props``."""
+    cluster = _entry(MessageConst.PROPERTY_CLUSTER, len(CLUSTER_NAME))
+    real = _entry(MessageConst.PROPERTY_REAL_TOPIC, topic_len) + _entry(
+        MessageConst.PROPERTY_REAL_QUEUE_ID, 0
+    )
+    normal_props = props + cluster - (0 if version.broker.keeps_wait_in_store else _entry(_WAIT, 4))
+    delayed_props = props + cluster + real + _digits(eff) - _digits(level)
+    transaction_id = _entry(TRANSACTION_ID, uniq_len) if version.broker.stores_half_transaction_id else 0
+    half_props = props + cluster + real + transaction_id
+    separator = 0 if version.properties_trailing_separator else 1  # element props end with \x02 in 5.x
+    batch_props = props + separator + codec.properties_size(batch_properties(version), version=version)
+    base = np.choose(kind, [normal_props, delayed_props, half_props, batch_props])
+    return base, (kind == DELAYED) | (kind == HALF)
+
+
+PROPERTIES_LIMIT = 32767  # Short.MAX_VALUE: what a broker stores of a message's properties
+
+
+def illegal_properties_parts(
+    messages: pa.Table, version: ClientVersion
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What a broker checks of each single (not batched) message's properties before storing it: the
+    parts of :func:`properties_illegal`, per ``messages`` row (``properties_size`` and the client's other
+    columns).
+
+    4.9.8 (``DefaultMessageStore.checkMessage``): ``getPropertiesString().length() > Short.MAX_VALUE``
+    (UTF-16 units; the string SendMessageProcessor made: the client's properties without ``WAIT``, plus
+    ``CLUSTER``) -> MESSAGE_ILLEGAL; then the CommitLog encoder (after the delay or half transform):
+    ``propertiesLength > Short.MAX_VALUE`` (UTF-8 bytes) -> PROPERTIES_SIZE_EXCEEDED. 5.3.3: only the
+    encoder (``MessageExtEncoder.encode``, ``crc32ReservedLength`` 0). Returns (bytes without ``REAL_QID``'s
+    value, whether that value counts, 4.9.8's checked string length or 0); the workload's properties
+    are ASCII, so UTF-16 units are bytes.
+    """
+    props = _np(messages, "properties_size")
+    sys_flag = np.where(
+        pc.equal(messages.column("message_type"), "transaction").to_numpy(zero_copy_only=False),
+        MessageSysFlag.TRANSACTION_PREPARED_TYPE,
+        0,
+    )
+    level = _np(messages, "delay_level")
+    is_batch = np.asarray(pc.is_valid(messages.column("batch_id")).to_numpy(zero_copy_only=False), bool)
+    half, delayed = _half_and_delayed(sys_flag, level, is_batch)
+    kind = np.select([is_batch, half, delayed], [BATCH_ELEMENT, HALF, DELAYED], NORMAL)
+    eff = np.zeros(len(level), np.int64)
+    if delayed.any():
+        lookup = _delay_lookup(tuple(sorted(set(level[delayed].tolist()))))
+        for lv, (e, _, _) in lookup.items():
+            eff[delayed & (level == lv)] = e
+    topic_len = _lengths(messages.column("topic"))
+    uniq_len = _lengths(messages.column("uniq_msg_id"))
+    base, with_qid = _stored_props_without_queue_id(version, props, topic_len, uniq_len, level, eff, kind)
+    chars = np.zeros(len(props), np.int64)
+    if not version.broker.keeps_wait_in_store:  # the 4.9.8 broker's checkMessage
+        cluster = _entry(MessageConst.PROPERTY_CLUSTER, len(CLUSTER_NAME))
+        chars = np.where(kind == BATCH_ELEMENT, 0, props + cluster - _entry(_WAIT, 4))
+    return np.where(is_batch, 0, base), with_qid & ~is_batch, chars
+
+
+def properties_illegal(base: int, with_qid: bool, chars: int, queue_id: int) -> bool:
+    """Whether a broker refuses a single message's properties (MESSAGE_ILLEGAL) when it goes to
+    ``queue_id``: :func:`illegal_properties_parts` of the message and the queue it was sent to."""
+    digits = len(str(queue_id)) if with_qid else 0
+    return chars > PROPERTIES_LIMIT or base + digits > PROPERTIES_LIMIT
+
+
 def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
     """``table`` plus :data:`STORE_COLUMNS`: one input row per stored copy of a message.
 
     Input columns: ``topic``, ``keys``, ``uniq_msg_id``, ``body_size``, ``properties_size``,
     ``message_type``, ``delay_level``, ``batch_id`` (messages), ``wire_bytes``, ``sys_flag`` (the
-    member's result), ``queue_id``, ``start_ts_ms``, ``latency_ms`` (the storing attempt). Row by row,
-    so any batching of the rows gives the same output.
+    member's result), ``queue_id``, ``stored_ts_ms`` (the storing attempt). Row by row, so any batching
+    of the rows gives the same output.
     """
     version = sc.producers.version
     n = table.num_rows
@@ -361,9 +467,8 @@ def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
     level = _np(table, "delay_level")
     queue_id = _np(table, "queue_id")
     is_batch = np.asarray(pc.is_valid(table.column("batch_id")).to_numpy(zero_copy_only=False), bool)
-    tran = sys_flag & _TRAN_BITS
-    half = (tran == MessageSysFlag.TRANSACTION_PREPARED_TYPE) & ~is_batch
-    delayed = (level > 0) & ((tran == 0) | (tran == MessageSysFlag.TRANSACTION_COMMIT_TYPE)) & ~is_batch
+    half, delayed = _half_and_delayed(sys_flag, level, is_batch)
+    kind = np.select([is_batch, half, delayed], [BATCH_ELEMENT, HALF, DELAYED], NORMAL)
 
     # the delay transform, once per distinct level
     eff = np.zeros(n, np.int64)
@@ -376,18 +481,8 @@ def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
             eff[hit], sched_q[hit], delay_ms[hit] = e, q, d
 
     # the properties string the broker writes
-    cluster = _entry(MessageConst.PROPERTY_CLUSTER, len(CLUSTER_NAME))
-    real = _entry(MessageConst.PROPERTY_REAL_TOPIC, topic_len) + _entry(
-        MessageConst.PROPERTY_REAL_QUEUE_ID, _digits(queue_id)
-    )
-    normal_props = props + cluster - (0 if version.broker.keeps_wait_in_store else _entry(_WAIT, 4))
-    delayed_props = props + cluster + real + _digits(eff) - _digits(level)
-    transaction_id = _entry(TRANSACTION_ID, uniq_len) if version.broker.stores_half_transaction_id else 0
-    half_props = props + cluster + real + transaction_id
-    separator = 0 if version.properties_trailing_separator else 1  # element props end with \x02 in 5.x
-    batch_props = props + separator + codec.properties_size(batch_properties(version), version=version)
-    kind = np.select([is_batch, half, delayed], [BATCH_ELEMENT, HALF, DELAYED], NORMAL)
-    stored_props = np.choose(kind, [normal_props, delayed_props, half_props, batch_props])
+    base, moved_props = _stored_props_without_queue_id(version, props, topic_len, uniq_len, level, eff, kind)
+    stored_props = base + np.where(moved_props, _digits(queue_id), 0)
 
     store_topic = pc.if_else(pa.array(delayed), SCHEDULE_TOPIC, pc.if_else(pa.array(half), HALF_TOPIC, topic))
     store_topic_len = np.where(delayed, len(SCHEDULE_TOPIC), np.where(half, len(HALF_TOPIC), topic_len))
@@ -395,7 +490,7 @@ def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
     store_flag = np.where(half, sys_flag & ~_TRAN_BITS, sys_flag)
     store_body = np.where(is_batch, body, wire - props)
     sizes = codec.store_sizes(store_body, store_topic_len, stored_props, store_flag)
-    store_ts = _np(table, "start_ts_ms") + _np(table, "latency_ms")
+    store_ts = _np(table, "stored_ts_ms")
     moved = delayed | half
     cols = {
         "store_ts_ms": pa.array(store_ts),
@@ -426,8 +521,15 @@ OFFSET_NAMES = ("queue_offset", "commit_log_offset", "offset_msg_id")
 LOG_COLUMNS = pa.schema([f for f in data_schema(COMMIT_LOG) if f.name not in OFFSET_NAMES])
 
 
-def is_stored_outcome(outcome: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    """Attempts the broker wrote: ``ok`` (SEND_OK) or ``status:*`` (stored, flush/slave not OK)."""
+def is_stored_outcome(attempts: pa.Table) -> pa.ChunkedArray | pa.Array:
+    """Attempts the broker wrote (``send_attempts.stored``, the broker model's answer): ``ok`` (SEND_OK)
+    and ``status:*`` (flush/slave not OK), and requests the client gave up on that the broker processed
+    anyway (a slow answer past the timeout, a lost reply): ``remoting:timeout`` rows with ``stored``."""
+    return attempts.column("stored")
+
+
+def is_answered_outcome(outcome: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """Attempts whose answer the client got: ``ok`` or ``status:*`` (a SendResult)."""
     return pc.or_(pc.equal(outcome, "ok"), pc.starts_with(outcome, "status:"))
 
 
@@ -441,7 +543,7 @@ def stored_copies(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> 
         results.select(["producer", "seq", *RESULT_COLUMNS]), ["producer", "seq"], join_type="inner"
     )
     sent = sent.filter(pc.not_equal(sent.column("status"), "REJECTED"))
-    att = attempts.filter(is_stored_outcome(attempts.column("outcome")))
+    att = attempts.filter(is_stored_outcome(attempts))
     att = att.select(["producer", "seq", *ATTEMPT_COLUMNS]).rename_columns(
         ["producer", "send_seq", *ATTEMPT_COLUMNS]
     )
@@ -457,6 +559,53 @@ def stored_copies(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> 
     )
     parts = [t.select(COPY_COLUMNS.names).cast(COPY_COLUMNS) for t in (single, grouped)]
     return pa.concat_tables(parts)
+
+
+SENT_STATUSES = ("SEND_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE", "ONEWAY_SENT")
+# What the message's result says: the client was told (or, ONEWAY, believes) it is stored.
+
+STORED_COPIES = pa.schema(
+    [
+        pa.field("producer", pa.int32(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("copies", pa.int64(), nullable=False),
+    ]
+)
+
+
+def stored_copy_counts(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> pa.Table:
+    """:data:`STORED_COPIES`: per message (a batch: per member), its result's status and how many copies
+    of it the brokers stored (:func:`stored_copies`: every stored attempt, also those the client gave up
+    on), in (producer, seq) order. The delivery outcomes over it (:func:`delivery_counts`):
+
+    * duplicates = sum over messages of ``max(0, copies - 1)`` (a retry after a stored timeout stores
+      the message again: same UNIQ_KEY, another offset);
+    * lost = messages whose result says sent (:data:`SENT_STATUSES`: SEND_OK, a not-OK store status,
+      ONEWAY_SENT) with no copy (e.g. a oneway request the broker never stored);
+    * failed but stored = FAILED messages with at least one copy (the client gave up, the broker has it).
+    """
+    copies = stored_copies(messages, attempts, results)
+    counts = copies.group_by(["producer", "seq"]).aggregate([([], "count_all")])
+    res = results.select(["producer", "seq", "status"])
+    out = res.join(counts, ["producer", "seq"], join_type="left outer")
+    out = out.append_column("copies", out.column("count_all").fill_null(0)).drop_columns(["count_all"])
+    out = out.sort_by([("producer", "ascending"), ("seq", "ascending")])
+    return out.select(STORED_COPIES.names).cast(STORED_COPIES)
+
+
+def delivery_counts(copies: pa.Table) -> dict[str, int]:
+    """``duplicates``, ``lost`` and ``failed_but_stored`` over :func:`stored_copy_counts` rows (their
+    definitions are there); sums of such rows' counts are the counts of their union."""
+    n = ints(copies, "copies")
+    status = copies.column("status")
+    sent = bools(pc.is_in(status, value_set=pa.array(SENT_STATUSES)))
+    failed = bools(pc.equal(status, "FAILED"))
+    return {
+        "duplicates": int(np.maximum(n - 1, 0).sum()),
+        "lost": int((sent & (n == 0)).sum()),
+        "failed_but_stored": int((failed & (n > 0)).sum()),
+    }
 
 
 def _sorted_unique(key: np.ndarray) -> np.ndarray | None:
@@ -496,7 +645,7 @@ def copy_rows(
     sent_key, sent_msg, sent_res = msg_key[sent], msg_order[sent], res_row[not_rejected]
 
     # the stored attempts of a sent message (a batch's: of its leading member)
-    att = np.flatnonzero(bools(is_stored_outcome(attempts.column("outcome"))))
+    att = np.flatnonzero(bools(is_stored_outcome(attempts)))
     lead = lookup(sent_key, att_key[att])
     att, lead = att[lead >= 0], lead[lead >= 0]
     in_batch = bools(pc.is_valid(messages.column("batch_id")))[sent_msg]
@@ -550,8 +699,10 @@ def _copies_at(
 def log_records(messages: pa.Table, attempts: pa.Table, results: pa.Table, sc: Scenario) -> pa.Table:
     """:data:`LOG_COLUMNS`: every stored copy as its broker wrote it, sorted by (producer, seq, attempt).
 
-    ``is_result`` marks the copy ``send_results`` points at: the last storing attempt of a message
-    whose status is not FAILED/REJECTED (a not-OK store that a retry lost is still returned).
+    ``is_result`` marks the copy ``send_results`` points at: of a message whose status is not
+    FAILED/REJECTED, its last copy from an answered attempt (``ok``/``status:*``: a not-OK store that a
+    retry lost is still returned), or a ONEWAY_SENT message's copy. Copies of requests the client gave up
+    on (stored timeouts) are records too, pointed at by no result: duplicates when a retry stored again.
     """
     rows = copy_rows(messages, attempts, results)
     if rows is None:  # repeated keys: the joins, then a sort
@@ -561,10 +712,15 @@ def log_records(messages: pa.Table, attempts: pa.Table, results: pa.Table, sc: S
         records = store_records(_copies_at(messages, attempts, results, rows), sc)
     producer = np.asarray(records.column("producer").to_numpy(zero_copy_only=False))
     seq = np.asarray(records.column("seq").to_numpy(zero_copy_only=False))
-    last = np.ones(len(seq), bool)
-    last[:-1] = (producer[1:] != producer[:-1]) | (seq[1:] != seq[:-1])
-    answered = pc.invert(pc.is_in(records.column("status"), value_set=pa.array(NOT_STORED_STATUSES)))
-    records = records.append_column("is_result", pc.and_(pa.array(last), answered))
+    status = records.column("status")
+    pointable = bools(pc.or_(is_answered_outcome(records.column("outcome")), pc.equal(status, "ONEWAY_SENT")))
+    at = np.flatnonzero(pointable)  # the last pointable copy of each message
+    last = np.ones(len(at), bool)
+    last[:-1] = (producer[at[1:]] != producer[at[:-1]]) | (seq[at[1:]] != seq[at[:-1]])
+    is_result = np.zeros(len(seq), bool)
+    is_result[at[last]] = True
+    returned = pc.invert(pc.is_in(status, value_set=pa.array(NOT_STORED_STATUSES)))
+    records = records.append_column("is_result", pc.and_(pa.array(is_result), returned))
     renamed = {
         "start_ts_ms": "born_ts_ms",
         "delay_level": "requested_level",

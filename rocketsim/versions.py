@@ -117,6 +117,13 @@ class ClientVersion:
         return self.at_least("5.3.1")
 
     @property
+    def oneway_connects_synchronously(self) -> bool:
+        """``NettyRemotingClient.invokeOneway`` connects in the caller's thread and throws its failure
+        (4.9.x ``getAndCreateChannel``); 5.x ``getAndCreateChannelAsync`` connects and writes in a
+        listener that drops the request silently when the connect fails."""
+        return not self.is_5
+
+    @property
     def has_max_timeout_per_request(self) -> bool:
         """``sendMsgMaxTimeoutPerRequest`` exists (5.3.3 and later)."""
         return self.at_least("5.3.3")

@@ -77,6 +77,7 @@ def test_timeouts_cost_the_whole_timeout() -> None:
         ({"kind": "error_burst", "error": "system_error", "rate": 1.0}, 15_000, "broker:1", None),
         ({"kind": "flapping", "period_s": 4, "down_s": 1}, 10_500, "remoting:connect", 1),
         ({"kind": "flapping", "period_s": 4, "down_s": 1}, 12_500, "ok", None),
+        ({"kind": "partition"}, 15_000, "remoting:connect", 3000),
     ],
 )
 def test_fault_windows(fault: dict, inside: int, label: str, latency: int | None) -> None:
@@ -105,3 +106,26 @@ def test_down_intervals_of_flapping() -> None:
         ]
     )
     assert m.down_intervals("broker-a", 100_000) == [(0, 1000), (4000, 5000), (8000, 9000)]
+
+
+def test_connect_failures_are_not_capped_by_the_request_timeout() -> None:
+    # Upstream NettyRemotingClient.createChannel (4.9.8): bootstrap.connect with CONNECT_TIMEOUT_MILLIS =
+    # connectTimeoutMillis (3000), then channelFuture.awaitUninterruptibly(connectTimeoutMillis); the
+    # failure (null channel -> RemotingConnectException) comes before invokeSync looks at its timeout.
+    # 5.3.3 getAndCreateChannel: awaitUninterruptibly() bounded by the same CONNECT_TIMEOUT_MILLIS.
+    m = model(
+        faults=[
+            {"broker": "broker-a", "kind": "outage", "start_s": 0, "end_s": 10},
+            {"broker": "broker-b", "kind": "partition", "start_s": 0, "end_s": 10},
+        ],
+        brokers={"default": {"latency": {"connect_refused_ms": 40.0}}},
+        producers={"connect_timeout_ms": 2500},
+    )
+    refused = m.attempt(0, 1, 0, "broker-a", 5_000, 10)
+    unreachable = m.attempt(0, 1, 0, "broker-b", 5_000, 10)
+    assert (refused.label, refused.latency_ms) == ("remoting:connect", 40)
+    assert (unreachable.label, unreachable.latency_ms) == ("remoting:connect", 2500)
+    burst = model(
+        brokers={"default": {"errors": {"connect_refused": 1.0}, "latency": {"connect_refused_ms": 40.0}}}
+    )
+    assert burst.attempt(0, 1, 0, "broker-a", 0, 5).latency_ms == 40

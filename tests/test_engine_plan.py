@@ -18,10 +18,10 @@ from rocketsim.engine.plan import (
     prepare,
     to_outcome,
 )
-from rocketsim.fault import FAULT_UPDATES, Site
+from rocketsim.fault import FAULT_UPDATES
 from rocketsim.outcomes import CATCH_OF_KIND, Catch, OutcomeKind, outcome_label
 from rocketsim.scenario import scenario_from_mapping
-from rocketsim.send import catch_of, oneway_write_failed
+from rocketsim.send import catch_of, oneway_caller_sees, outcome_kind
 from rocketsim.versions import LINES, parse_version
 
 
@@ -30,8 +30,12 @@ def test_the_mirrored_outcome_rules_agree(kind: OutcomeKind) -> None:
     code = bm.SYSTEM_BUSY if kind == OutcomeKind.BROKER_ERROR else 0
     outcome = to_outcome(bm.AttemptOutcome(kind, 5, code))
     assert catch_of(outcome) == CATCH_OF_KIND[kind]
-    assert oneway_write_failed(outcome) == compiled.oneway_write_failed(kind)
-    assert compiled.is_stored(kind) == (CATCH_OF_KIND[kind] == Catch.RESULT)
+    assert outcome_kind(outcome) == kind
+    for version in ("4.9.8", "5.3.3"):
+        sc = scenario_from_mapping({"producers": {"client_version": version}, "workload": {"messages": 1}})
+        rules = plan_for(sc).rules
+        assert oneway_caller_sees(outcome, sc.producers.version) == compiled.oneway_caller_sees(rules, kind)
+    assert compiled.is_result_kind(kind) == (CATCH_OF_KIND[kind] == Catch.RESULT)
     assert outcome.label == outcome_label(kind, code)
 
 
@@ -57,11 +61,11 @@ def test_fault_rules_arrays_are_the_table(version: str, detector: bool) -> None:
         }
     )
     rules = plan_for(sc).rules
-    cells = FAULT_UPDATES[parse_version(version).fault_line][Site.SEND_DEFAULT_IMPL]
     detecting = detector and version.startswith("5")
-    for catch, (isolation, reachable) in cells.items():
-        assert rules.isolation[catch] == isolation
-        assert rules.reachable[catch] == reachable.value_for(detecting)
+    for site, cells in FAULT_UPDATES[parse_version(version).fault_line].items():
+        for catch, (isolation, reachable) in cells.items():
+            assert rules.isolation[site, catch] == isolation
+            assert rules.reachable[site, catch] == reachable.value_for(detecting)
     assert [rules.catch_of_kind[k] for k in OutcomeKind] == [CATCH_OF_KIND[k] for k in OutcomeKind]
     assert set(LINES) == set(FAULT_UPDATES)
 
@@ -95,3 +99,55 @@ def test_prepare_makes_sends_in_seq_order() -> None:
             assert prep.s_kind[s] == SendKind.SYNC
     with pytest.raises(SimulationError):
         prepare(messages.slice(0, 0), sc)
+
+
+def _batches(version: str, batch_size: int, max_message_size: int):
+    sc = scenario_from_mapping(
+        {
+            "producers": {"count": 1, "client_version": version, "max_message_size": max_message_size},
+            "workload": {
+                "messages": 3 * batch_size,
+                "message_types": {"batch": 1.0},
+                "batch_size": batch_size,
+                "body_size": {"distribution": "fixed", "median": 120},
+            },
+        }
+    )
+    return sc, prepare(workload.generate(sc), sc)
+
+
+def test_batch_over_max_message_size_is_refused_like_upstream() -> None:
+    # Upstream DefaultMQProducerImpl.sendDefaultImpl -> Validators.checkMessage(msgBatch, producer) on the
+    # MessageBatch that DefaultMQProducer.batch() encoded (MessageBatch.encode: 22 bytes + body + properties
+    # per member): `msg.getBody().length > getMaxMessageSize()` -> MQClientException(MESSAGE_ILLEGAL,
+    # "the message body size over max value, MAX: " + max), before any selection; equal is accepted.
+    sc, prep = _batches("4.9.8", 8, 1000)
+    props = prep.messages.column("properties_size").to_pylist()
+    encoded = sum(22 + 120 + p for p in props[:8])
+    assert encoded > 1000 and prep.rejected.all() and prep.n_sends == 0
+    assert set(prep.reject_text.values()) == {
+        "CODE: 13  DESC: the message body size over max value, MAX: 1000\n"
+        "For more information, please visit the url, http://rocketmq.apache.org/docs/faq/"
+    }
+    _, four = _batches("4.9.8", 4, 1000)  # about 800 bytes
+    assert not four.rejected.any() and four.n_sends == 3
+    exact = sum(22 + 120 + p for p in four.messages.column("properties_size").to_pylist()[:4])
+    _, at_limit = _batches("4.9.8", 4, exact)
+    assert not at_limit.rejected[:4].any()
+    _, over = _batches("4.9.8", 4, exact - 1)
+    assert over.rejected[:4].all()
+
+
+@pytest.mark.parametrize(("version", "request_props"), [("4.9.8", 9), ("5.3.3", 52)])
+def test_batch_request_carries_its_own_properties(version: str, request_props: int) -> None:
+    # Upstream: MessageBatch.generateFromList sets WAIT=true on the batch ("WAIT\x01true": 9 bytes in 4.9,
+    # which removes the last separator); 5.3.3 DefaultMQProducer.batch() also calls
+    # MessageClientIDSetter.setUniqID(msgBatch) (+ "UNIQ_KEY\x01" + 32 hex + "\x02", trailing separators
+    # kept): 52 bytes. 4.9.8's batch() never gives the batch a UNIQ_KEY and sendKernelImpl skips batches.
+    sc, prep = _batches(version, 2, 4_194_304)
+    props = prep.messages.column("properties_size").to_pylist()
+    element = [22 + 120 + p for p in props]
+    assert prep.s_wire.tolist() == [
+        request_props + element[0] + element[1],
+        *[request_props + element[k] + element[k + 1] for k in (2, 4)],
+    ]

@@ -175,11 +175,38 @@ def test_grid(version: str, fault: bool, threads: int) -> None:
     assert (out.attempts.column("fault_isolated_until_ms").null_count < out.attempts.num_rows) == fault
 
 
+@pytest.mark.parametrize("model", ["pool", "partitioned"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_sender_models(version: str, model: str) -> None:
+    # the pool hands the next send to the thread idle the longest (a hang holds one thread, the others go
+    # on); partitioned threads each take seq % threads in order; ordered async sends free their thread
+    faults = (OUTAGE, {"broker": "broker-a", "kind": "hang", "start_s": 5.0, "end_s": 40.0})
+    errors = {"connect_refused": 0.05, "remoting_timeout": 0.01}
+    for modes, types in (
+        ({"sync": 2, "oneway": 1}, {"normal": 2, "ordered": 2, "batch": 1}),
+        ({"sync": 1, "async": 1}, {"ordered": 1}),
+    ):
+        out = check(
+            scenario(
+                version,
+                threads=4,
+                messages=1500,
+                rate=20.0,
+                faults=faults,
+                errors=errors,
+                producers={"sender_model": model, "send_mode": modes},
+                work={"message_types": types},
+            )
+        )
+        assert set(out.results.column("sender_thread").to_pylist()) - {None} == {0, 1, 2, 3}
+
+
 # ---- every fault kind -----------------------------------------------------------------------------
 
 
 FAULTS = {
     "hang": {"broker": "broker-a", "kind": "hang", "start_s": 5.0, "end_s": 40.0},
+    "partition": {"broker": "broker-b", "kind": "partition", "start_s": 5.0, "end_s": 40.0},
     "flapping": {
         "broker": "broker-c",
         "kind": "flapping",
@@ -381,13 +408,71 @@ def test_ordered_async_sends_do_not_hold_the_thread() -> None:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_ordered_sends_in_every_mode(version: str) -> None:
+    # ASYNC selector sends retry the same queue (timeouts fail at the response-table scan, after which 4.9
+    # refuses every retry: no time left), ONEWAY ones return after the write, SYNC ones throw raw
+    out = check(
+        scenario(
+            version,
+            threads=2,
+            messages=900,
+            rate=6.0,
+            faults=(FAULTS["hang"], OUTAGE),
+            errors={"connect_refused": 0.1, "remoting_timeout": 0.05, "system_busy": 0.05},
+            producers={"send_mode": {"sync": 1, "async": 1, "oneway": 1}},
+            work={"message_types": {"ordered": 1}},
+        )
+    )
+    labels = set(out.attempts.column("outcome").to_pylist())
+    assert ("remoting:too_many_requests" in labels) == (not version.startswith("5"))
+    assert {"ONEWAY_SENT", "FAILED", "SEND_OK"} <= set(statuses(out))
+
+
+@pytest.mark.usefixtures("every_outcome_kind")
+@pytest.mark.parametrize("version", VERSIONS)
+def test_ordered_sends_see_every_outcome_kind(version: str) -> None:
+    out = check(
+        scenario(
+            version,
+            threads=3,
+            messages=900,
+            errors=CELL_ERRORS,
+            producers={"send_mode": {"sync": 1, "async": 1, "oneway": 1}},
+            work={"message_types": {"ordered": 1}},
+        )
+    )
+    labels = set(out.attempts.column("outcome").to_pylist())
+    assert {"client", "interrupted", "remoting:send_request", "remoting:connect", "ok"} <= labels
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_every_broker_gone_from_the_route(version: str) -> None:
-    # both brokers out for 240 s: after the name server dropped them the route is empty ("No route info")
+    # both brokers out for 240 s: the name server has no route for the topic, the producers keep their
+    # stale one (TOPIC_NOT_EXIST is swallowed) and fail with connect errors, never "No route info"
     down = tuple(
         {"broker": b, "kind": "outage", "start_s": 10.0, "end_s": 250.0} for b in ("broker-a", "broker-b")
     )
     out = check(scenario(version, messages=1500, rate=6.0, brokers=("broker-a", "broker-b"), faults=down))
-    assert any(e and "No route info of this topic" in e for e in out.results.column("error").to_pylist())
+    errors = [e for e in out.results.column("error").to_pylist() if e]
+    assert errors and not any("No route info" in e for e in errors)
+    assert any(e.startswith("MQClientException: Send [3] times, still failed") for e in errors)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_partition_and_hang_with_route_changes(version: str) -> None:
+    # a partition (3 s connect timeouts, route untouched) next to a hang long enough for the idle handler
+    # to drop the hung broker (route change), fault strategy on and off
+    faults = (
+        {"broker": "broker-a", "kind": "partition", "start_s": 5.0, "end_s": 90.0},
+        {"broker": "broker-b", "kind": "hang", "start_s": 20.0, "end_s": 250.0},
+    )
+    for fault in (True, False):
+        out = check(scenario(version, fault=fault, threads=3, messages=1200, rate=5.0, faults=faults))
+        labels = out.attempts.column("outcome").to_pylist()
+        latencies = out.attempts.column("latency_ms").to_pylist()
+        assert any(
+            lb == "remoting:connect" and lat == 3000 for lb, lat in zip(labels, latencies, strict=True)
+        )
 
 
 def test_read_only_broker_is_never_selected() -> None:
@@ -426,7 +511,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     version = draw(st.sampled_from(["4.8.0", *VERSIONS, "5.2.0"]))
     n_brokers = draw(st.integers(1, 5))
     brokers = tuple(f"broker-{c}" for c in "abcde"[:n_brokers])
-    kinds = st.sampled_from(["outage", "hang", "slowdown", "flapping", "error_burst"])
+    kinds = st.sampled_from(["outage", "hang", "slowdown", "flapping", "error_burst", "partition"])
     faults = []
     for b in draw(st.lists(st.sampled_from(brokers), max_size=2, unique=True)):
         start = draw(st.floats(0.0, 60.0))
@@ -461,6 +546,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             "send_msg_timeout_ms": draw(st.sampled_from([5, 30, 3000])),
             "send_msg_max_timeout_per_request_ms": draw(st.sampled_from([-1, 3])),
             "send_mode": draw(st.sampled_from([{"sync": 1}, {"sync": 1, "oneway": 1}])),
+            "sender_model": draw(st.sampled_from(["pool", "partitioned"])),
         },
         work={
             "message_types": draw(st.sampled_from([{"normal": 1}, {"normal": 2, "ordered": 1, "batch": 1}])),

@@ -13,14 +13,22 @@ from rocketsim import simulate, workload
 from rocketsim.engine import compiled, reference
 from rocketsim.scenario import INVALID_KINDS, Scenario, scenario_from_mapping
 
-# The start of upstream's message for each kind (Validators.checkMessage / checkTopic, MessageDecoder).
+# The start of upstream's message for each kind the client refuses (Validators.checkMessage /
+# checkTopic, Message.putUserProperty).
 UPSTREAM_TEXT = {
     "bad_topic": "The specified topic[bad topic!] contains illegal characters",
     "empty_body": "CODE: 13  DESC: the message body length is zero",
     "oversize_body": "CODE: 13  DESC: the message body size over max value, MAX: 4194304",
-    "oversize_properties": "Properties size of message exceeded, properties size: ",
     "reserved_property": "The Property<UNIQ_KEY> is used by system, input another please",
 }
+# No client checks a single message's properties (Validators.checkMessage of 4.9.8 and 5.3.3 has no such
+# check): the broker refuses them (DefaultMessageStore.checkMessage / the CommitLog encoder in 4.9.8,
+# MessageExtEncoder.encode in 5.3.3; SendMessageProcessor.handlePutMessageResult answers MESSAGE_ILLEGAL).
+BROKER_REFUSED = "oversize_properties"
+BROKER_TEXT = (
+    "MQBrokerException: CODE: 13  DESC: the message is illegal, maybe msg body or properties length not "
+    "matched. msg body length limit 4194304B, msg properties length limit 32KB. BROKER: broker-"
+)
 
 
 def _scenario(invalid: dict[str, float], messages: int = 30) -> Scenario:
@@ -58,10 +66,26 @@ def _key(t: pa.Table) -> pa.Table:
 
 
 def test_upstream_texts_cover_every_invalid_kind() -> None:
-    assert set(UPSTREAM_TEXT) == set(INVALID_KINDS)
+    assert set(UPSTREAM_TEXT) | {BROKER_REFUSED} == set(INVALID_KINDS)
 
 
-@pytest.mark.parametrize("kind", INVALID_KINDS)
+def test_oversize_properties_fail_at_the_broker() -> None:
+    sc = _scenario({BROKER_REFUSED: 1.0})
+    messages = workload.generate(sc)
+    out = _per_producer(messages, sc, fast=True)
+    assert _key(out.results).equals(_key(_per_producer(messages, sc, fast=False).results))
+    m = messages.to_pandas()[["producer", "seq", "send_mode", "message_type"]]
+    results = out.results.to_pandas().merge(m, on=["producer", "seq", "send_mode"])
+    assert (results.status != "REJECTED").all()
+    oneway = (results.send_mode == "oneway") & (results.message_type != "transaction")  # halves are SYNC
+    sync = results[~oneway]
+    assert len(sync) > 0 and (sync.status == "FAILED").all() and (sync.attempts == 1).all()
+    assert sync.error.str.startswith(BROKER_TEXT).all()  # one attempt: 13 is not a retry code
+    assert oneway.any() and (results[oneway].status == "ONEWAY_SENT").all()  # unseen
+    assert set(out.attempts.column("outcome").to_pylist()) == {"broker:13"}
+
+
+@pytest.mark.parametrize("kind", list(UPSTREAM_TEXT))
 def test_every_message_of_a_kind_rejected_with_upstream_text(kind: str) -> None:
     sc = _scenario({kind: 1.0})
     messages = workload.generate(sc)
@@ -87,17 +111,17 @@ def test_mixed_invalid_kinds_are_counted_and_the_rest_is_sent() -> None:
     results = fast.results.to_pandas()
     assert len(results) == 600
     rejected = results[results.status == "REJECTED"]
-    assert 150 < len(rejected) < 330
+    assert 110 < len(rejected) < 270
     for kind, text in UPSTREAM_TEXT.items():
         assert rejected.error.str.startswith(text).any(), kind
-    # exactly the messages the generator made invalid are rejected, and none of them was attempted
+    # exactly the messages the generator made invalid are rejected, and none of them was attempted;
+    # oversize properties are sent (and refused by the broker) unless the message is refused otherwise
     m = messages.to_pandas()
     invalid = (
         (m.topic != "TopicTest")
         | (m.body_size == 0)
         | (m.body_size > sc.producers.max_message_size)
         | m.reserved_property.notna()
-        | (m.properties_size > 32767)
     )
     expected = set(zip(m.producer[invalid], m.seq[invalid], strict=True))
     assert set(zip(rejected.producer, rejected.seq, strict=True)) == expected

@@ -183,6 +183,7 @@ INT_KEYS = (
     "producers.default_topic_queue_nums",
     "producers.send_msg_max_timeout_per_request_ms",
     "producers.async_semaphore_permits",
+    "producers.connect_timeout_ms",
     "workload.body_size.median",
     "workload.body_size.min",
     "workload.body_size.max",
@@ -207,6 +208,7 @@ FAULT_KEYS = {
     "slowdown": ("factor",),
     "flapping": ("period_s", "down_s", "end_s"),
     "error_burst": ("rate",),
+    "partition": ("start_s", "end_s"),
 }
 
 

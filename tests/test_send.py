@@ -23,7 +23,9 @@ from rocketsim.send import (
     SendInterruptedError,
     async_send_steps,
     cap_to_timeout,
+    ordered_send_steps,
     retry_response_codes,
+    run_steps,
     send_async,
     send_oneway,
     send_sync,
@@ -299,19 +301,57 @@ def test_async_semaphore_bounds_requests_in_flight() -> None:
 # ---- ONEWAY -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", ["4.9.8", "5.3.3"])
-def test_oneway_makes_one_attempt_and_never_retries(version: str) -> None:
-    strategy, tp, cfg = _setup(version, {"broker-a": 2, "broker-b": 2})
+def test_oneway_makes_one_attempt_and_never_retries() -> None:
+    # 4.9.8 NettyRemotingClient.invokeOneway: getAndCreateChannel connects in the caller's thread and
+    # throws RemotingConnectException; sendDefaultImpl catches it (updateFaultItem(b, elapsed, true)), ONEWAY
+    # has timesTotal = 1: "Send [1] times, still failed", CONNECT_BROKER_EXCEPTION (10001).
+    strategy, tp, cfg = _setup("4.9.8", {"broker-a": 2, "broker-b": 2}, fault=True)
     transport = _transport({"broker-a": _connect_refused(), "broker-b": _connect_refused()})
     rec = send_oneway(strategy, tp, cfg, "TopicTest", 0, transport)
     assert len(rec.attempts) == 1 and len(transport.calls) == 1
-    assert isinstance(rec.error, SendFailedError)
+    assert isinstance(rec.error, SendFailedError) and rec.error.response_code == 10001
     assert rec.error.error_message.startswith("Send [1] times, still failed, cost [3]ms")
+    upd = rec.attempts[0].fault_update
+    assert upd is not None and (upd.latency, upd.isolation) == (3, True)
     silent = send_oneway(
         strategy, tp, cfg, "TopicTest", 10, _transport({"broker-a": _code(2), "broker-b": _code(2)})
     )
     assert silent.error is None and silent.result is None  # no response, no result: the error is unseen
     assert silent.end_ms == 10
+    # invokeOnewayImpl's writeAndFlush listener only logs a failed write: unseen in 4.9.8 too
+    unwritten = send_oneway(
+        strategy,
+        tp,
+        cfg,
+        "TopicTest",
+        20,
+        _transport(
+            {b: lambda b, s, t: Outcome.remoting_error("send_request", 4) for b in ("broker-a", "broker-b")}
+        ),
+    )
+    assert unwritten.error is None and unwritten.end_ms == 20
+
+
+def test_5_3_3_oneway_to_a_dead_broker_is_silent() -> None:
+    # 5.3.3 NettyRemotingClient.invokeOneway: getAndCreateChannelAsync returns at once; the connect future's
+    # listener writes when connected and has no else branch: a failed connect drops the request silently.
+    # sendDefaultImpl then sees sendKernelImpl return null: updateFaultItem(b, end - beginTimestampPrev (~0),
+    # false, true) and `case ONEWAY: return null`.
+    strategy, tp, cfg = _setup("5.3.3", {"broker-a": 2}, fault=True)
+    strategy.update_fault_item("broker-a", 3000, True, 0, False)  # isolated 10 s, unreachable
+    rec = send_oneway(strategy, tp, cfg, "TopicTest", 1000, _transport({"broker-a": _connect_refused()}))
+    assert rec.error is None and rec.result is None and rec.end_ms == 1000
+    (att,) = rec.attempts
+    assert att.outcome is not None and att.outcome.label == "remoting:connect"  # the row keeps what happened
+    upd = att.fault_update
+    assert upd is not None and (upd.broker, upd.latency, upd.isolation, upd.reachable) == (
+        "broker-a",
+        0,
+        False,
+        True,
+    )
+    item = strategy.table.get("broker-a")
+    assert item is not None and item.reachable and not strategy.table.is_available("broker-a", 1000)
 
 
 @pytest.mark.parametrize("mode", [send_sync, send_oneway])
@@ -325,3 +365,62 @@ def test_no_writable_queue_is_no_route_info(mode: Callable[..., object]) -> None
         str(rec.error)
         == "No route info of this topic: T\nSee http://rocketmq.apache.org/docs/faq/ for further details."
     )
+
+
+# ---- selector (ordered) sends ------------------------------------------------------------------------
+
+
+def _sequence(*outcomes: Outcome):
+    """A transport answering with ``outcomes`` in order, recording (attempt, broker, queue, start)."""
+    calls: list[tuple[int, str, int, int]] = []
+    left = list(outcomes)
+
+    def transport(attempt: int, broker: str, queue_id: int, start_ms: int, timeout_ms: int) -> Outcome:
+        calls.append((attempt, broker, queue_id, start_ms))
+        return left.pop(0)
+
+    transport.calls = calls  # type: ignore[attr-defined]
+    return transport
+
+
+def test_ordered_async_retries_the_same_queue() -> None:
+    # Upstream 4.9.8 DefaultMQProducerImpl.sendSelectImpl calls sendKernelImpl with topicPublishInfo = null
+    # and never updateFaultItem; MQClientAPIImpl.sendMessageAsync's callback updates the fault table
+    # (send failed: isolation true; success: false) and onExceptionImpl keeps `retryBrokerName =
+    # brokerName` when topicPublishInfo is null and reuses the request (same queue id), up to
+    # retryTimesWhenSendAsyncFailed.
+    failed = Outcome.remoting_error("send_request", 5)
+    for retries, outcomes in ((2, (failed, failed, Outcome.ok(5))), (1, (failed, failed))):
+        strategy, tp, cfg = _setup("4.9.8", {"broker-a": 4, "broker-b": 4}, fault=True)
+        cfg = SendConfig(version=cfg.version, retry_times_when_send_async_failed=retries)
+        transport = _sequence(*outcomes)
+        rec = run_steps(ordered_send_steps(strategy, tp, cfg, "TopicTest", 0, 2, "async"), transport)
+        assert [(b, q) for _, b, q, _ in transport.calls] == [("broker-a", 2)] * len(outcomes)
+        updates = [(u.broker, u.latency, u.isolation) for a in rec.attempts if (u := a.fault_update)]
+        assert rec.dispatch_update is None
+        if retries == 2:
+            assert updates == [("broker-a", 5, True), ("broker-a", 5, True), ("broker-a", 5, False)]
+            assert rec.result is not None and (rec.result.broker, rec.result.queue_id) == ("broker-a", 2)
+            assert rec.result.status == "SEND_OK" and rec.end_ms == 15
+        else:
+            assert updates == [("broker-a", 5, True), ("broker-a", 5, True)]
+            assert isinstance(rec.error, ClientError) and rec.error.error_message == "send request failed"
+
+
+def test_ordered_oneway_returns_after_the_write() -> None:
+    # Upstream sendOneway(msg, selector, arg) -> sendSelectImpl(.., ONEWAY, ..) -> sendKernelImpl ->
+    # invokeOneway; `return null`: no result, no fault update, the broker's time is not waited for.
+    strategy, tp, cfg = _setup("4.9.8", {"broker-a": 4, "broker-b": 4}, fault=True)
+    rec = run_steps(
+        ordered_send_steps(strategy, tp, cfg, "TopicTest", 100, 2, "oneway"), _sequence(Outcome.ok(700))
+    )
+    (att,) = rec.attempts
+    assert rec.mode == "oneway" and rec.result is None and rec.error is None
+    assert rec.end_ms == att.end_ms == 100 and att.fault_update is None
+    assert len(strategy.table) == 0
+    # 4.9.8's synchronous connect failure is thrown raw (sendSelectImpl does not wrap it)
+    refused = run_steps(
+        ordered_send_steps(strategy, tp, cfg, "TopicTest", 200, 2, "oneway"),
+        _sequence(Outcome.remoting_error("connect", 1)),
+    )
+    assert refused.end_ms == 201 and str(refused.error) == "connect to broker-a failed"

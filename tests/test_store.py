@@ -152,7 +152,7 @@ def test_where_each_kind_is_stored(records_run: tuple[Scenario, pa.Table, pa.Tab
                 level - 1,
                 level,
             )
-            assert r["deliver_ts_ms"] == r["start_ts_ms"] + r["latency_ms"] + table.level_to_ms[level]
+            assert r["deliver_ts_ms"] == r["stored_ts_ms"] + table.level_to_ms[level]
             assert (r["real_topic"], r["real_queue_id"]) == (r["topic"], r["queue_id"])
         elif r["message_type"] == "transaction":
             assert (r["store_topic"], r["store_queue_id"]) == (store.HALF_TOPIC, 0)
@@ -169,7 +169,9 @@ def test_where_each_kind_is_stored(records_run: tuple[Scenario, pa.Table, pa.Tab
             assert (r["store_topic"], r["store_queue_id"]) == (r["topic"], r["queue_id"])
             assert r["real_topic"] is None and r["deliver_ts_ms"] is None
         assert r["index_entries"] == 2  # UNIQ_KEY + one key
-        assert r["store_ts_ms"] == r["start_ts_ms"] + r["latency_ms"]
+        assert r["store_ts_ms"] == r["stored_ts_ms"]  # when the broker stored it (send_attempts)
+        if r["outcome"] == "ok":
+            assert r["stored_ts_ms"] == r["start_ts_ms"] + r["latency_ms"]
 
 
 def test_delay_rules_follow_the_conformance_vectors() -> None:
@@ -193,6 +195,7 @@ def test_delay_rules_follow_the_conformance_vectors() -> None:
             "queue_id": v["original_queueId"],
             "start_ts_ms": store_ts,
             "latency_ms": 0,
+            "stored_ts_ms": store_ts,
         }
         for v in vectors
     ]
@@ -290,10 +293,34 @@ def test_index_entries_count_uniq_key_and_each_key() -> None:
         "queue_id": 0,
         "start_ts_ms": 0,
         "latency_ms": 1,
+        "stored_ts_ms": 1,
     }
     keys = [None, "", "a", "a b", " a  b ", "k1 k2 k3"]
     out = store.store_records(pa.Table.from_pylist([{**row, "keys": k} for k in keys]), sc)
     assert out.column("index_entries").to_pylist() == [1, 1, 2, 3, 3, 4]  # String.split(" "), empties skipped
+
+
+def test_the_broker_checks_properties_as_it_stores_them(
+    records_run: tuple[Scenario, pa.Table, pa.Table],
+) -> None:
+    # one definition: what the broker checks (4.9.8 CommitLog encoder / 5.3.3 MessageExtEncoder.encode:
+    # propertiesLength > Short.MAX_VALUE after the delay or half transform) is what it would write
+    sc, _, records = records_run
+    base, with_qid, chars = store.illegal_properties_parts(records, sc.producers.version)
+    single = np.asarray(pc.is_null(records.column("batch_id")))
+    digits = np.array([len(str(q)) for q in records.column("queue_id").to_pylist()])
+    checked = base + np.where(with_qid, digits, 0)
+    assert (checked[single] == np.asarray(records.column("store_props_size"))[single]).all()
+    assert with_qid[single].any() and not with_qid[~single].any()
+    assert (chars > 0).any() == (not sc.producers.version.is_5)  # 4.9.8's checkMessage (UTF-16 length)
+
+
+def test_properties_over_short_max_are_illegal() -> None:
+    assert not store.properties_illegal(32767, False, 0, 0)
+    assert store.properties_illegal(32768, False, 0, 0)
+    assert not store.properties_illegal(32766, True, 0, 9)  # REAL_QID's value is the queue id's digits
+    assert store.properties_illegal(32766, True, 0, 10)
+    assert store.properties_illegal(100, False, 32768, 0)  # 4.9.8 DefaultMessageStore.checkMessage
 
 
 SCENARIOS = sorted((Path(__file__).parent.parent / "conf" / "scenarios").glob("*.toml"))
@@ -401,7 +428,7 @@ def _oracle_store_records(table: pa.Table, sc: Scenario) -> pa.Table:
     store_flag = np.where(half, sys_flag & ~_TRAN_BITS, sys_flag)
     store_body = np.where(is_batch, body, wire - props)
     sizes = codec.store_sizes(store_body, store_topic_len, stored_props, store_flag)
-    store_ts = _np(table, "start_ts_ms") + _np(table, "latency_ms")
+    store_ts = _np(table, "stored_ts_ms")
     moved = delayed | half
     cols = {
         "store_ts_ms": pa.array(store_ts),
@@ -427,7 +454,7 @@ def _oracle_stored_copies(messages: pa.Table, attempts: pa.Table, results: pa.Ta
         results.select(["producer", "seq", *RESULT_COLUMNS]), ["producer", "seq"], join_type="inner"
     )
     sent = sent.filter(pc.not_equal(sent.column("status"), "REJECTED"))
-    att = attempts.filter(is_stored_outcome(attempts.column("outcome")))
+    att = attempts.filter(attempts.column("stored"))
     att = att.select(["producer", "seq", *ATTEMPT_COLUMNS]).rename_columns(
         ["producer", "send_seq", *ATTEMPT_COLUMNS]
     )
@@ -448,12 +475,16 @@ def _oracle_stored_copies(messages: pa.Table, attempts: pa.Table, results: pa.Ta
 def _oracle_log_records(messages: pa.Table, attempts: pa.Table, results: pa.Table, sc: Scenario) -> pa.Table:
     records = _oracle_store_records(_oracle_stored_copies(messages, attempts, results), sc)
     records = records.sort_by([("producer", "ascending"), ("seq", "ascending"), ("attempt", "ascending")])
-    producer = np.asarray(records.column("producer").to_numpy(zero_copy_only=False))
-    seq = np.asarray(records.column("seq").to_numpy(zero_copy_only=False))
-    last = np.ones(len(seq), bool)
-    last[:-1] = (producer[1:] != producer[:-1]) | (seq[1:] != seq[:-1])
+    # the result points at the last copy from an answered attempt (ok/status:*) or at a oneway's copy
+    frame = records.select(["producer", "seq", "outcome", "status"]).to_pandas()
+    pointable = (
+        (frame.outcome == "ok") | frame.outcome.str.startswith("status:") | (frame.status == "ONEWAY_SENT")
+    )
+    last = frame[pointable].groupby(["producer", "seq"]).tail(1).index
+    is_last = np.zeros(len(frame), bool)
+    is_last[last] = True
     answered = pc.invert(pc.is_in(records.column("status"), value_set=pa.array(NOT_STORED_STATUSES)))
-    records = records.append_column("is_result", pc.and_(pa.array(last), answered))
+    records = records.append_column("is_result", pc.and_(pa.array(is_last), answered))
     renamed = {
         "start_ts_ms": "born_ts_ms",
         "delay_level": "requested_level",
@@ -864,8 +895,14 @@ def test_broker_step_offsets_are_dense_and_follow_store_order(step_run: tuple) -
 
 
 def test_broker_step_results_point_at_their_last_stored_copy(step_run: tuple) -> None:
-    _, _, _, oracle, results = step_run
-    last = oracle.sort_values("attempt").groupby(["producer", "seq"]).tail(1)
+    _, _, attempts, oracle, results = step_run
+    outcome = attempts.select(["producer", "seq", "attempt", "outcome"]).to_pandas()
+    outcome = outcome.rename(columns={"seq": "send_seq"})
+    with_outcome = oracle.merge(outcome, on=["producer", "send_seq", "attempt"], how="left")
+    status = with_outcome.merge(results[["producer", "seq", "status"]], on=["producer", "seq"]).status
+    answered = with_outcome.outcome.eq("ok") | with_outcome.outcome.str.startswith("status:")
+    pointable = with_outcome[(answered | status.eq("ONEWAY_SENT")).to_numpy()]
+    last = pointable.sort_values("attempt").groupby(["producer", "seq"]).tail(1)
     cols = ["store_ts_ms", "store_topic", "store_queue_id", "queue_offset", "commit_log_offset", "store_size"]
     merged = results.merge(
         last[["producer", "seq", *cols]], on=["producer", "seq"], suffixes=("", "_o"), how="left"
@@ -1003,3 +1040,128 @@ def test_delay_levels_above_the_maximum_are_stored_clamped_to_18(
             {**client, "DELAY": "18"}, version=v
         )
         assert shorter == digits - 2
+
+
+# ---- timed-out requests the broker stored anyway: duplicates, lost and failed-but-stored messages -------
+
+
+def _slow_a(
+    version: str, message_types: dict[str, float] | None = None, **producers: object
+) -> tuple[Scenario, pa.Table, simulate.SimOutput]:
+    """broker-a answers after 1.5 s, broker-b after 2 ms; one producer, 40 messages a second apart."""
+    sc = scenario_from_mapping(
+        {
+            "cluster": {"brokers": ["broker-a", "broker-b"]},
+            "producers": {"count": 1, "client_version": version, **producers},
+            "workload": {"messages": 40, "rate_per_s": 1.0, "message_types": message_types or {"normal": 1}},
+            "brokers": {
+                "default": {"latency": {"median_ms": 2.0, "sigma": 0.0, "spike_probability": 0.0}},
+                "broker-a": {"latency": {"median_ms": 1500.0, "sigma": 0.0, "spike_probability": 0.0}},
+            },
+        }
+    )
+    messages = workload.generate(sc)
+    return sc, messages, simulate.simulate(messages, sc)
+
+
+def test_timeout_then_retry_makes_a_duplicate() -> None:
+    # Upstream (5.3.3): sendDefaultImpl caps every attempt but the last at sendMsgMaxTimeoutPerRequest
+    # (1000 here) and retries after the RemotingTimeoutException; the broker never learns that the client
+    # gave up: SendMessageProcessor stores the request when it gets to it (nothing deduplicates by
+    # UNIQ_KEY), and MessageClientIDSetter.setUniqID sets the id once, so the retry stores a second copy
+    # of the same message.
+    sc, messages, out = _slow_a("5.3.3", send_msg_max_timeout_per_request_ms=1000)
+    att = out.attempts.to_pandas()
+    slow = att[att.broker == "broker-a"]
+    assert len(slow) > 0 and (slow.outcome == "remoting:timeout").all() and slow.stored.all()
+    assert (slow.latency_ms == 1001).all() and (slow.stored_ts_ms == slow.start_ts_ms + 1500).all()
+    copies = store.stored_copy_counts(messages, out.attempts, out.results).to_pandas()
+    twice = copies[copies.copies == 2]
+    assert set(twice.seq) == set(slow.seq) and (twice.status == "SEND_OK").all()
+    res = out.results.to_pandas().set_index("seq")
+    assert (res.loc[twice.seq, "broker"] == "broker-b").all()
+    both = store.stored_copies(messages, out.attempts, out.results).to_pandas()
+    both = both[both.seq.isin(twice.seq)]
+    assert (both.groupby("seq").uniq_msg_id.nunique() == 1).all()  # the same UNIQ_KEY twice
+    assert set(both.groupby("seq").broker.apply(lambda b: tuple(sorted(b)))) == {("broker-a", "broker-b")}
+    log = store.log_records(messages, out.attempts, out.results, sc).to_pandas()
+    dup = log[log.seq.isin(twice.seq)]
+    assert (dup[dup.is_result].attempt == 1).all() and dup.groupby("seq").is_result.sum().eq(1).all()
+    assert store.delivery_counts(store.stored_copy_counts(messages, out.attempts, out.results)) == {
+        "duplicates": len(twice),
+        "lost": 0,
+        "failed_but_stored": 0,
+    }
+
+
+def test_timed_out_request_the_broker_stored_is_failed_but_stored() -> None:
+    # Upstream (4.9.8): a SYNC timeout costs the whole budget (sendDefaultImpl: `if (timeout < costTime)
+    # { callTimeout = true; break; }`): RemotingTooMuchRequestException, but the broker stored it.
+    sc, messages, out = _slow_a("4.9.8", send_msg_timeout_ms=1000)
+    counts = store.stored_copy_counts(messages, out.attempts, out.results).to_pandas()
+    res = out.results.to_pandas()
+    failed = res[res.status == "FAILED"]
+    assert (
+        len(failed) > 0
+        and (failed.error == "RemotingTooMuchRequestException: sendDefaultImpl call timeout").all()
+    )
+    assert (counts.set_index("seq").loc[failed.seq, "copies"] == 1).all()
+    assert store.delivery_counts(store.stored_copy_counts(messages, out.attempts, out.results))[
+        "failed_but_stored"
+    ] == len(failed)
+
+
+def test_oneway_to_a_hung_broker_is_lost() -> None:
+    # Upstream: invokeOnewayImpl writes and forgets (writeAndFlush with a listener that only logs); the
+    # caller gets ONEWAY_SENT; a hung broker (model choice) never processes what it accepted: lost.
+    sc = scenario_from_mapping(
+        {
+            "cluster": {"brokers": ["broker-a"]},
+            "producers": {"count": 1, "send_mode": {"oneway": 1.0}},
+            "workload": {"messages": 30, "rate_per_s": 1.0},
+            "faults": [{"broker": "broker-a", "kind": "hang", "start_s": 0, "end_s": 1000}],
+        }
+    )
+    messages = workload.generate(sc)
+    out = simulate.simulate(messages, sc)
+    assert set(out.results.column("status").to_pylist()) == {"ONEWAY_SENT"}
+    assert not any(out.attempts.column("stored").to_pylist())
+    counts = store.stored_copy_counts(messages, out.attempts, out.results)
+    assert store.delivery_counts(counts) == {"duplicates": 0, "lost": 30, "failed_but_stored": 0}
+    assert store.log_records(messages, out.attempts, out.results, sc).num_rows == 0
+
+
+def test_is_stored_outcome_reads_the_stored_column() -> None:
+    attempts = pa.table(
+        {
+            "outcome": [
+                "ok",
+                "remoting:timeout",
+                "remoting:timeout",
+                "broker:2",
+                "status:FLUSH_DISK_TIMEOUT",
+            ],
+            "stored": [True, True, False, False, True],
+        }
+    )
+    assert is_stored_outcome(attempts).to_pylist() == [True, True, False, False, True]
+    assert store.is_answered_outcome(attempts.column("outcome")).to_pylist() == [
+        True,
+        False,
+        False,
+        False,
+        True,
+    ]
+
+
+def test_a_stored_timed_out_half_is_a_record_no_result_points_at() -> None:
+    # Upstream: a transactional half whose send timed out but was stored stays prepared; endTransaction
+    # (DefaultMQProducerImpl) addresses only the half its SendResult names (decodeMessageId of its
+    # offsetMsgId). The extra half is in the commit log; no send_results row points at it.
+    sc, messages, out = _slow_a(
+        "5.3.3", send_msg_max_timeout_per_request_ms=1000, message_types={"transaction": 1.0}
+    )
+    log = store.log_records(messages, out.attempts, out.results, sc).to_pandas()
+    halves = log[log.store_topic == store.HALF_TOPIC]
+    extra = halves[~halves.is_result]
+    assert len(extra) > 0 and extra.seq.isin(halves[halves.is_result].seq).all()

@@ -87,6 +87,9 @@ def attempts_pandas(rows: list[tuple] = ATTEMPTS, run_id: str = "r") -> pd.DataF
     )
     df["fault_isolated_until_ms"] = df["fault_isolated_until_ms"].astype("Int64")
     df["response_code"] = pd.array([14 if o == "broker:14" else None for o in df.outcome], dtype="Int32")
+    df["stored"] = [o == "ok" or o.startswith("status:") for o in df.outcome]  # answered: stored at the end
+    end = (df["start_ts_ms"] + df["latency_ms"]).tolist()
+    df["stored_ts_ms"] = pd.array([e if s else None for e, s in zip(end, df.stored, strict=True)], "Int64")
     df.insert(0, "run_id", run_id)
     return df[ATTEMPT_COLUMNS]
 
@@ -111,6 +114,10 @@ def edge_tables(rows_a: list[tuple], rows_r: list[tuple]) -> tuple[pa.Table, pa.
         "response_code",
         pa.array([14 if o == "broker:14" else None for o in a.column("outcome").to_pylist()], pa.int32()),
     )
+    stored = pa.array([o == "ok" or o.startswith("status:") for o in a.column("outcome").to_pylist()])
+    a = a.append_column("stored", stored)
+    end = pc.add(a.column("start_ts_ms"), a.column("latency_ms"))
+    a = a.append_column("stored_ts_ms", pc.if_else(stored, end, pa.scalar(None, pa.int64())))
     r_names = ["producer", "seq", "status", "attempts", "retry_budget_exhausted", "born_ts_ms", "send_ts_ms"]
     r_names += ["latency_ms", "wire_bytes", "broker", "queue_id"]
     r = pa.Table.from_pylist([dict(zip(r_names, row, strict=True)) for row in rows_r])
@@ -127,6 +134,7 @@ def edge_tables(rows_a: list[tuple], rows_r: list[tuple]) -> tuple[pa.Table, pa.
         "queue_wait_ms": pa.array(send - born),
         "compressed": pa.array([False] * n),
         "sys_flag": pa.array([0] * n, pa.int32()),
+        "sender_thread": pa.array([0] * n, pa.int32()),
     }
     for k, v in extra.items():
         r = r.append_column(k, v)

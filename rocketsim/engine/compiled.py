@@ -3,11 +3,12 @@
 Not covered yet (:func:`supports` says no, and ``rocketsim.engine`` runs the reference instead): ASYNC
 sends other than ordered ones (``send(msg, callback)``: ``sendMessageAsync`` / ``onExceptionImpl``, the
 async semaphore and the response-table scan) and the 5.x detector (``startDetectorEnable``); issue 13
-brings them here. Covered: SYNC and ONEWAY sends, ordered (selector) sends, batches, transactional sends,
-rejected rows; the three fault lines with ``send_latency_fault_enable`` on and off; any number of sender
-threads; route versions and the 4.9.7 route-mutation quirk; retry codes per version,
-``retry_another_broker_when_not_store_ok``, the call-timeout budget and the 5.3.3+ per-request cap; every
-fault kind and the error mix of the broker model.
+brings them here. Covered: SYNC and ONEWAY sends, ordered (selector) sends in every mode (ASYNC ones
+retry to their queue with the callbacks' fault updates and the response-table scan), batches,
+transactional sends, rejected rows; the three fault lines with ``send_latency_fault_enable`` on and off;
+any number of sender threads; route versions and the 4.9.7 route-mutation quirk; retry codes per
+version, ``retry_another_broker_when_not_store_ok``, the call-timeout budget and the 5.3.3+ per-request
+cap; every fault kind and the error mix of the broker model.
 
 How the reference is mirrored:
 
@@ -37,10 +38,13 @@ one of them, clear the cache (``__pycache__/*.nbi``) or touch this file.
 # covers every input); tests/test_engines.py runs both on the same inputs and compares every table.
 # What mirrors what, here -> there:
 #   run_loop, start_send, deliver_*, send_default_impl_step -> reference.ProducerSimulation.run and the
-#       send.sync_send_steps / oneway_send_steps generators and reference.ordered_steps;
+#       send.sync_send_steps / oneway_send_steps / ordered_send_steps generators (deliver_ordered_async:
+#       send.async_send_steps with ``selected``, no semaphore; scan_fired: send.ResponseScan);
 #   select_queue, fault_table_update, fault_table_remove, pick_one_at_least, increment_and_get,
 #       reset_index -> fault.FaultStrategy / FaultTable / ThreadLocalIndex;
 #   attempt_outcome, base_latency -> brokers.attempt_outcome / base_latency_ms;
+#   oneway_caller_sees -> send.oneway_caller_sees (both read outcomes.ONEWAY_SEES);
+#   properties_illegal (in make_call) -> store.properties_illegal + brokers.refused_as_illegal;
 #   mix64, uniform, attempt_key, index_key -> rng.mix64 / uniform / draw_key / derive_key;
 #   int32, java_abs, java_rem -> javaint (tests/test_rng.py and tests/test_javaint.py compare them).
 # The rules both read as data: fault.FAULT_UPDATES (through plan.FaultRules), the line rules in
@@ -58,7 +62,7 @@ import pyarrow.compute as pc
 from numba import njit
 
 from rocketsim import brokers as bm
-from rocketsim import rng
+from rocketsim import rng, store
 from rocketsim.engine.plan import (
     NO_ISOLATION,
     P_MEDIAN,
@@ -92,19 +96,25 @@ from rocketsim.engine.plan import (
     prepare,
     start_detector_enable,
 )
+from rocketsim.fault import Site
 from rocketsim.outcomes import Catch, OutcomeKind
 from rocketsim.scenario import Scenario
 from rocketsim.send import (
+    ClientError,
     MQBrokerError,
     RemotingTooMuchRequestError,
+    ResponseScan,
     SendInterruptedError,
     broker_not_exist_error,
+    invoke_async_timeout_error,
     no_route_error,
     no_route_select,
     remoting_exception,
     send_failed_error,
+    unknown_reason_text,
+    wait_response_timeout_text,
 )
-from rocketsim.versions import ClientVersion
+from rocketsim.versions import LINE_5, ClientVersion
 
 __all__ = ["KernelOut", "run_prepared", "simulate_covered", "simulate_producer", "supports", "unsupported"]
 
@@ -129,10 +139,14 @@ class Failure(IntEnum):
     INTERRUPTED = 7  # a oneway send's InterruptedException
     ORDERED_OTHER = 8  # an ordered send's client error or interrupt: aux = OutcomeKind
     NO_ROUTE_SELECT = 9  # sendSelectImpl: "No route info for this topic"
+    ASYNC_SEND_REQUEST = 10  # an ASYNC callback's "send request failed"
+    ASYNC_WAIT_TIMEOUT = 11  # an ASYNC callback's "wait response timeout": aux = the ms in the text
+    ASYNC_UNKNOWN = 12  # an ASYNC callback's "unknown reason" (4.9: "unknow reseaon")
+    ASYNC_TOO_MANY = 13  # 4.9 invokeAsync with no time left: "invokeAsync call the addr[..] timeout"
 
 
 # the loop's counters, kept in one array so the loop can stop when a buffer is full and go on after
-ST_HEAP_SIZE, ST_COUNTER, ST_INSTANCES, ST_ATTEMPTS, ST_STARTED = range(5)
+ST_HEAP_SIZE, ST_COUNTER, ST_INSTANCES, ST_ATTEMPTS, ST_STARTED, ST_POOL_NEXT, ST_POOL_PENDING = range(7)
 LOOP_DONE, LOOP_ATTEMPTS_FULL, LOOP_INSTANCES_FULL = range(3)
 # the fault table's ConcurrentHashMap counters
 META_SIZE, META_BINS, META_SIZE_CTL = range(3)
@@ -157,6 +171,9 @@ _INT_MAX_U = np.uint64(0x7FFFFFFF)
 _INV53 = rng.INV_2_53
 _MAX_SPIKE_EXPONENT = bm.MAX_SPIKE_EXPONENT
 _MAX_LATENCY_MS = bm.MAX_LATENCY_MS
+_PROPERTIES_LIMIT = store.PROPERTIES_LIMIT
+_SCAN_FIRST_MS = ResponseScan().first_ms
+_SCAN_PERIOD_MS = ResponseScan().period_ms
 
 
 # ---- the kernel's arguments -------------------------------------------------------------------------
@@ -167,20 +184,27 @@ class Sends(NamedTuple):
 
     seq: np.ndarray
     born: np.ndarray
-    thread: np.ndarray  # dense thread index
+    thread: np.ndarray  # dense thread index (pool: -1; State.send_thread says which thread took it)
     kind: np.ndarray  # SendKind
     topic: np.ndarray
     order_hash: np.ndarray
+    props_base: np.ndarray  # what the broker checks of the properties (store.illegal_properties_parts)
+    props_qid: np.ndarray
+    props_chars: np.ndarray
 
 
 class Threads(NamedTuple):
-    """Sender threads: their sends in order, and how far each has got."""
+    """Sender threads. Partitioned: their sends in order, and how far each has got; pool: the sends in
+    the order the pool takes them, and which threads are idle since when."""
 
     value: np.ndarray  # the thread number (keys its index draws)
-    sends: np.ndarray  # send indexes grouped by thread, in seq order
-    offsets: np.ndarray  # thread t's sends are sends[offsets[t]:offsets[t + 1]]
-    order: np.ndarray  # threads by their first send (the reference's dict order)
-    cursor: np.ndarray  # position of each thread's next send in ``sends``
+    sends: np.ndarray  # send indexes grouped by thread, in seq order (partitioned)
+    offsets: np.ndarray  # thread t's sends are sends[offsets[t]:offsets[t + 1]] (partitioned)
+    order: np.ndarray  # threads by their first send (the reference's dict order) (partitioned)
+    cursor: np.ndarray  # position of each thread's next send in ``sends`` (partitioned)
+    fifo: np.ndarray  # send indexes by (born, seq) (pool)
+    idle: np.ndarray  # the thread is idle (pool)
+    idle_since: np.ndarray  # since when (-1: never ran) (pool)
 
 
 class Keys(NamedTuple):
@@ -262,6 +286,10 @@ class InFlight(NamedTuple):
     result_status: np.ndarray
     result_broker: np.ndarray
     result_queue_id: np.ndarray
+    cur_times: np.ndarray  # ASYNC: onExceptionImpl's curTimes
+    req_timeout: np.ndarray  # ASYNC: the current request's timeout
+    stored: np.ndarray  # the broker stored the call's request
+    store_ms: np.ndarray  # when, after the call's start
 
 
 class SendOutcomes(NamedTuple):
@@ -290,6 +318,8 @@ class AttemptRows(NamedTuple):
     kind: np.ndarray
     code: np.ndarray
     isolated_until: np.ndarray
+    stored: np.ndarray
+    stored_ts: np.ndarray
 
 
 class Inputs(NamedTuple):
@@ -309,6 +339,7 @@ class State(NamedTuple):
 
     counters: np.ndarray  # ST_* counters
     heap: np.ndarray  # [N, 4] heap rows (H_* columns)
+    send_thread: np.ndarray  # per send, the (dense) thread that takes it
     fault_table: FaultTable
     worst: Worst
     instances: Instances
@@ -504,11 +535,12 @@ def fault_table_update(ft, b, latency, isolation, now, reachable, cfg, rules):
 
 
 @njit(**_NO_RC)
-def record_outcome(ft, catch, b, latency, now, cfg, rules):
-    """The ``updateFaultItem`` call ``sendDefaultImpl`` makes for an outcome caught as ``catch``
+def record_outcome(ft, site, catch, b, latency, now, cfg, rules):
+    """The ``updateFaultItem`` call the client makes at ``site`` for an outcome caught as ``catch``
     (``fault.FAULT_UPDATES``); the table changes only with latency fault tolerance on."""
     if cfg.fault_on:
-        fault_table_update(ft, b, latency, rules.isolation[catch], now, rules.reachable[catch], cfg, rules)
+        iso, reach = rules.isolation[site, catch], rules.reachable[site, catch]
+        fault_table_update(ft, b, latency, iso, now, reach, cfg, rules)
 
 
 @njit(**_NO_RC)
@@ -589,11 +621,12 @@ def base_latency(model, b, key):
 
 @njit(**_NO_RC)
 def attempt_outcome(model, b, key, start, timeout):
-    """(OutcomeKind, latency, response code) of one attempt; the reference adds TIMEOUT_OVERSHOOT_MS to a
-    timeout's latency when it makes the Outcome, so a timeout costs ``timeout + 1`` here."""
+    """(OutcomeKind, latency, response code, stored, store ms) of one attempt (``brokers.attempt_outcome``);
+    the reference adds TIMEOUT_OVERSHOOT_MS to a timeout's latency when it makes the Outcome, so a timeout
+    costs ``timeout + 1`` here."""
     if timeout < 0:
         timeout = 0
-    conn = min(model.connect_ms[b], timeout)
+    conn = model.connect_ms[b]  # not capped by the timeout: the connect comes first
     factor = 1.0
     wi, wf = model.window_ints, model.window_floats
     for j in range(model.window_offsets[b], model.window_offsets[b + 1]):
@@ -603,50 +636,61 @@ def attempt_outcome(model, b, key, start, timeout):
         down = kind == bm.FAULT_OUTAGE or (
             kind == bm.FAULT_FLAPPING and (start - wi[j, W_START]) % wi[j, W_PERIOD] < wi[j, W_DOWN]
         )
-        if down:  # connection refused, fast
-            return OutcomeKind.REMOTING_CONNECT, conn, 0
+        if down:  # the process is dead: connection refused, fast
+            return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0
+        if kind == bm.FAULT_PARTITION:  # nothing answers: the connect times out
+            return OutcomeKind.REMOTING_CONNECT, model.connect_timeout_ms[b], 0, False, 0
         if kind == bm.FAULT_HANG:  # the broker accepts the request and never answers
-            return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0
+            return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, False, 0
         if kind == bm.FAULT_SLOWDOWN:
             factor *= wf[j, WF_FACTOR]
         elif kind == bm.FAULT_ERROR_BURST and uniform(key, bm.STREAM_BURST) < wf[j, WF_RATE]:
-            lat_b = min(np.rint(base_latency(model, b, key)), np.float64(timeout))
+            natural = np.rint(base_latency(model, b, key))
+            lat_b = np.int64(min(natural, np.float64(timeout)))
             burst = wi[j, W_BURST_KIND]
-            if burst == OutcomeKind.REMOTING_TIMEOUT:
-                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0
+            if burst == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
+                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(natural)
             if burst == OutcomeKind.REMOTING_CONNECT:
-                return OutcomeKind.REMOTING_CONNECT, conn, 0
-            return burst, np.int64(lat_b), wi[j, W_BURST_CODE]
+                return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0
+            return burst, lat_b, wi[j, W_BURST_CODE], is_result_kind(burst), lat_b
     u = uniform(key, bm.STREAM_ERROR)
     lat_r = np.rint(base_latency(model, b, key) * factor)  # compared as floats: exact, and never overflows
     for e in range(model.error_cum.shape[1]):
         if u < model.error_cum[b, e]:
             kind = model.error_kind[b, e]
-            if kind == OutcomeKind.REMOTING_TIMEOUT:
-                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0
+            if kind == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
+                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(lat_r)
             if kind == OutcomeKind.REMOTING_CONNECT:
-                return OutcomeKind.REMOTING_CONNECT, conn, 0
-            return kind, np.int64(min(lat_r, np.float64(timeout))), model.error_code[b, e]
-    if lat_r >= timeout:  # the call gives up at its timeout
-        return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0
-    return OutcomeKind.OK, np.int64(lat_r), 0
+                return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0
+            answered = np.int64(min(lat_r, np.float64(timeout)))
+            return kind, answered, model.error_code[b, e], is_result_kind(kind), answered
+    if lat_r >= timeout:  # the call gives up at its timeout; the broker stores it when it gets there
+        return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(lat_r)
+    return OutcomeKind.OK, np.int64(lat_r), 0, True, np.int64(lat_r)
 
 
 @njit(**_NO_RC)
-def is_stored(kind):
-    """SEND_OK or a non-OK store status: a SendResult (its Status is the kind's value)."""
+def is_result_kind(kind):
+    """SEND_OK or a not-OK store status: a SendResult (its Status is the kind's value)."""
     return kind <= OutcomeKind.SLAVE_NOT_AVAILABLE
 
 
 @njit(**_NO_RC)
-def oneway_write_failed(kind):
-    """``send.oneway_write_failed``: the only outcomes a oneway caller sees."""
-    return (
-        kind == OutcomeKind.REMOTING_CONNECT
-        or kind == OutcomeKind.REMOTING_SEND_REQUEST
-        or kind == OutcomeKind.CLIENT_ERROR
-        or kind == OutcomeKind.INTERRUPTED
-    )
+def properties_illegal(sends, s, q):
+    """``store.properties_illegal`` of send ``s`` going to queue ``q``."""
+    size = sends.props_base[s]
+    if sends.props_qid[s]:
+        size += 1
+        while q >= 10:
+            q //= 10
+            size += 1
+    return sends.props_chars[s] > _PROPERTIES_LIMIT or size > _PROPERTIES_LIMIT
+
+
+@njit(**_NO_RC)
+def oneway_caller_sees(rules, kind):
+    """``send.oneway_caller_sees``: the outcomes a oneway caller sees (outcomes.ONEWAY_SEES)."""
+    return rules.oneway_sees[kind]
 
 
 # ---- queue selection: MQFaultStrategy.selectOneMessageQueue of each line ----------------------------
@@ -783,6 +827,48 @@ def heap_pop(h, st):
 
 
 @njit(**_STEP)
+def pool_dispatch(inp, state, now):
+    """``reference.PoolSenders._dispatch``: push the START of the pool's next send if a thread is idle."""
+    st, threads = state.counters, inp.threads
+    if st[ST_POOL_PENDING] == 1 or st[ST_POOL_NEXT] >= threads.fifo.shape[0]:
+        return
+    for t in range(threads.idle.shape[0]):
+        if threads.idle[t]:
+            born = inp.sends.born[threads.fifo[st[ST_POOL_NEXT]]]
+            heap_push(state.heap, st, max(born, now), Event.START, -1)
+            st[ST_POOL_PENDING] = 1
+            return
+
+
+@njit(**_STEP)
+def pool_take(inp, state):
+    """``reference.PoolSenders.take``: the next send, taken by the idle thread idle the longest (ties:
+    the lowest id). Returns (send, thread)."""
+    st, threads = state.counters, inp.threads
+    st[ST_POOL_PENDING] = 0
+    best = -1
+    for t in range(threads.idle.shape[0]):
+        if threads.idle[t] and (best < 0 or threads.idle_since[t] < threads.idle_since[best]):
+            best = t
+    threads.idle[best] = False
+    s = threads.fifo[st[ST_POOL_NEXT]]
+    st[ST_POOL_NEXT] += 1
+    state.send_thread[s] = best
+    return s, best
+
+
+@njit(**_STEP)
+def thread_free(inp, state, th, free_at):
+    """Thread ``th`` is free again at ``free_at``: its next send (partitioned), or the pool's."""
+    if inp.config.pool:
+        inp.threads.idle[th] = True
+        inp.threads.idle_since[th] = free_at
+        pool_dispatch(inp, state, free_at)
+    else:
+        schedule_next_send(inp, state, th, free_at)
+
+
+@njit(**_STEP)
 def schedule_next_send(inp, state, th, free_at):
     """Push the START of thread ``th``'s next send, at ``max(its born time, free_at)``."""
     threads = inp.threads
@@ -832,7 +918,11 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
     """Ask the broker model for the call's outcome and push its completion (a oneway caller waits only
     for the write: at once unless the write failed)."""
     key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
-    kind, lat, code = attempt_outcome(inp.model, b, key, now, timeout)
+    kind, lat, code, stored, store_ms = attempt_outcome(inp.model, b, key, now, timeout)
+    if stored and properties_illegal(inp.sends, s, q):  # brokers.refused_as_illegal: nothing stored
+        stored = False
+        if is_result_kind(kind):
+            kind, code = OutcomeKind.BROKER_ERROR, bm.MESSAGE_ILLEGAL
     fl = state.in_flight
     fl.slot[s] = slot
     fl.broker[s] = b
@@ -841,8 +931,10 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
     fl.kind[s] = kind
     fl.latency[s] = lat
     fl.code[s] = code
+    fl.stored[s] = stored
+    fl.store_ms[s] = store_ms
     done_at = now + lat
-    if waited_for_write and not oneway_write_failed(kind):
+    if waited_for_write and not oneway_caller_sees(inp.rules, kind):
         done_at = now
     heap_push(state.heap, state.counters, done_at, Event.DELIVER, s)
 
@@ -863,18 +955,24 @@ def start_send(inp, state, s, th, now):
     i = publish_info(inp, state, sends.topic[s], now)
     fl.instance[s] = i
     fl.begin[s] = now
-    ordered = kind == SendKind.ORDERED or kind == SendKind.ORDERED_ASYNC
+    ordered = kind == SendKind.ORDERED or kind == SendKind.ORDERED_ASYNC or kind == SendKind.ORDERED_ONEWAY
     if kind == SendKind.ORDERED_ASYNC:  # the caller's thread does not wait
-        schedule_next_send(inp, state, th, now)
+        thread_free(inp, state, th, now)
     nq = inst.n_queues[i]
     if ordered and nq == 0:  # sendSelectImpl: "No route info for this topic, T"
         fail(res, s, Failure.NO_ROUTE_SELECT, now)
-        return False, now if kind == SendKind.ORDERED else -1
-    if ordered:  # SelectMessageQueueByHash: one attempt, no fault-table update
+        return False, -1 if kind == SendKind.ORDERED_ASYNC else now
+    if ordered:  # SelectMessageQueueByHash: no fault-table update of sendSelectImpl's own
         p = java_abs(java_rem(sends.order_hash[s], nq))
         # the queue is read once, when chosen: a later 4.9.7 rewrite of the slot does not move it
         b, q = inst.queue_broker[i, p], inst.queue_id[i, p]
-        make_call(inp, state, s, 0, p, b, q, now, cfg.timeout_ms, False)
+        if kind == SendKind.ORDERED_ASYNC:  # the request keeps (b, q) for every retry
+            fl.times[s] = 0
+            fl.cur_times[s] = 0
+            fl.req_timeout[s] = cfg.timeout_ms
+            make_call(inp, state, s, 0, NO_BROKER, b, q, now, cfg.timeout_ms, False)
+        else:
+            make_call(inp, state, s, 0, p, b, q, now, cfg.timeout_ms, kind == SendKind.ORDERED_ONEWAY)
         return False, -1
     if nq == 0:  # "No route info of this topic"
         fail(res, s, Failure.NO_ROUTE, now)
@@ -903,6 +1001,8 @@ def record_attempt(state, s, attempt, latency, target, now):
     att.kind[n] = fl.kind[s]
     att.code[n] = fl.code[s]
     att.isolated_until[n] = isolated_until(state.fault_table, target, now)
+    att.stored[n] = fl.stored[s]
+    att.stored_ts[n] = fl.call_start[s] + fl.store_ms[s] if fl.stored[s] else 0
     st[ST_ATTEMPTS] = n + 1
     res = state.outcomes
     res.n_sent[s] += 1
@@ -912,13 +1012,13 @@ def record_attempt(state, s, attempt, latency, target, now):
 
 @njit(**_STEP)
 def deliver_ordered(inp, state, s, now):
-    """An ordered send's call completed: its one attempt decides the result. Returns the thread's free
-    time (-1: an async ordered send, whose thread did not wait)."""
+    """An ordered SYNC send's call completed: its one attempt decides the result, errors thrown raw.
+    Returns the thread's free time."""
     fl, res = state.in_flight, state.outcomes
     kind, code = fl.kind[s], fl.code[s]
     record_attempt(state, s, 0, fl.latency[s], fl.broker[s], now)
     res.end[s] = now
-    if is_stored(kind):
+    if is_result_kind(kind):
         res.status[s] = kind
     elif kind == OutcomeKind.BROKER_ERROR:
         fail(res, s, Failure.BROKER, now)
@@ -930,7 +1030,114 @@ def deliver_ordered(inp, state, s, now):
         fail(res, s, Failure.REMOTING, now)
         res.aux[s] = kind
         res.cost[s] = inp.config.timeout_ms
-    return now if inp.sends.kind[s] == SendKind.ORDERED else -1
+    return now
+
+
+@njit(**_STEP)
+def deliver_ordered_oneway(inp, state, s, now):
+    """An ordered ONEWAY send's request was written (or what the caller sees failed): no fault update,
+    no retry; a failure it sees is thrown raw. Returns the thread's free time."""
+    fl, res = state.in_flight, state.outcomes
+    kind = fl.kind[s]
+    record_attempt(state, s, 0, now - fl.begin[s], fl.broker[s], now)  # the wait for the write only
+    res.end[s] = now
+    if not oneway_caller_sees(inp.rules, kind):
+        res.status[s] = Status.ONEWAY_SENT
+    elif kind == OutcomeKind.CLIENT_ERROR or kind == OutcomeKind.INTERRUPTED:
+        fail(res, s, Failure.ORDERED_OTHER, now)
+        res.aux[s] = kind
+    else:  # a RemotingException
+        fail(res, s, Failure.REMOTING, now)
+        res.aux[s] = kind
+        res.cost[s] = inp.config.timeout_ms
+    return now
+
+
+@njit(**_STEP)
+def scan_fired(start, timeout):
+    """``send.ResponseScan.timeout_fired_ms``: the response-table scan tick that fails a request."""
+    due = start + timeout + 1000
+    if due <= _SCAN_FIRST_MS:
+        return _SCAN_FIRST_MS
+    return _SCAN_FIRST_MS + (due - _SCAN_FIRST_MS + _SCAN_PERIOD_MS - 1) // _SCAN_PERIOD_MS * _SCAN_PERIOD_MS
+
+
+@njit(**_STEP)
+def deliver_ordered_async(inp, state, s, now):
+    """An ordered ASYNC send's request completed: ``send.async_send_steps`` with ``selected`` (no
+    semaphore): the callback's (or, 4.9, ``sendMessageAsync``'s catch's) fault update, then
+    ``onExceptionImpl``'s retry to the same broker and queue, or the callback's end. Returns -1 (the
+    caller's thread never waits)."""
+    cfg, fl, res, rules, ft = inp.config, state.in_flight, state.outcomes, inp.rules, state.fault_table
+    v5 = cfg.line5
+    b, q = fl.broker[s], fl.queue_id[s]
+    kind, lat, code = fl.kind[s], fl.latency[s], fl.code[s]
+    start = fl.call_start[s]
+    req_timeout = fl.req_timeout[s]
+    attempt = fl.times[s]
+    cur_times = fl.cur_times[s]
+    if kind == OutcomeKind.CLIENT_ERROR and attempt == 0:
+        # sendKernelImpl's "The broker[..] not exist" out of sendSelectImpl: onException, no update
+        record_attempt(state, s, attempt, lat, b, now)
+        fail(res, s, Failure.ORDERED_OTHER, now)
+        res.aux[s] = kind
+        return -1
+    while True:
+        catch = rules.catch_of_kind[kind]
+        thrown = (
+            kind == OutcomeKind.TOO_MANY_REQUESTS
+            or kind == OutcomeKind.CLIENT_ERROR
+            or (not v5 and (kind == OutcomeKind.REMOTING_CONNECT or kind == OutcomeKind.INTERRUPTED))
+        )
+        need_retry = True
+        failure = Failure.ASYNC_UNKNOWN
+        aux = 0
+        if thrown:  # out of invokeAsync, caught by sendMessageAsync
+            t = start + lat
+            record_outcome(ft, Site.SEND_MESSAGE_ASYNC_CATCH, catch, b, t - start, t, cfg, rules)
+            if kind == OutcomeKind.TOO_MANY_REQUESTS:
+                failure = Failure.ASYNC_TOO_MANY
+            elif kind == OutcomeKind.REMOTING_CONNECT:
+                failure, aux = Failure.REMOTING, kind
+            else:
+                failure, aux = Failure.ORDERED_OTHER, kind
+        else:  # the callback: a response, the response-table scan, or a failed request
+            t = scan_fired(start, req_timeout) if kind == OutcomeKind.REMOTING_TIMEOUT else start + lat
+            if is_result_kind(kind):
+                record_outcome(ft, Site.ASYNC_CALLBACK, Catch.RESULT, b, t - start, t, cfg, rules)
+                record_attempt(state, s, attempt, lat, b, t)
+                res.status[s] = kind
+                res.end[s] = t
+                return -1
+            record_outcome(ft, Site.ASYNC_CALLBACK, catch, b, t - start, t, cfg, rules)
+            if kind == OutcomeKind.BROKER_ERROR:
+                failure, aux, need_retry = Failure.BROKER, code, False
+            elif kind == OutcomeKind.REMOTING_SEND_REQUEST:
+                failure = Failure.ASYNC_SEND_REQUEST
+            elif kind == OutcomeKind.REMOTING_TIMEOUT:
+                failure, aux = Failure.ASYNC_WAIT_TIMEOUT, (t - start) if v5 else req_timeout
+        record_attempt(state, s, attempt, lat, b, t)
+        cur_times += 1
+        remaining = req_timeout - (t - start)
+        if not (need_retry and cur_times <= cfg.async_retries and (not v5 or remaining > 0)):
+            fail(res, s, failure, t)  # onException
+            res.aux[s] = aux
+            return -1
+        attempt += 1
+        req_timeout = remaining
+        if not v5 and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime, nothing sent
+            kind, lat, code, start = OutcomeKind.TOO_MANY_REQUESTS, 0, 0, t
+            fl.call_start[s] = t
+            fl.kind[s] = kind
+            fl.latency[s] = 0
+            fl.code[s] = 0
+            fl.stored[s] = False
+            continue
+        fl.times[s] = attempt
+        fl.cur_times[s] = cur_times
+        fl.req_timeout[s] = req_timeout
+        make_call(inp, state, s, attempt, NO_BROKER, b, q, t, req_timeout, False)
+        return -1
 
 
 @njit(**_STEP)
@@ -946,12 +1153,14 @@ def deliver_oneway(inp, state, s, now):
     """A oneway call completed (written, or failed to be written): one attempt, no retry."""
     fl, res = state.in_flight, state.outcomes
     kind = fl.kind[s]
-    failed = oneway_write_failed(kind)
+    failed = oneway_caller_sees(inp.rules, kind)
     latency = now - fl.begin[s]
     target = call_target(state, s)
     # a request that was written reads as sent, whatever the broker makes of it
     catch = inp.rules.catch_of_kind[kind] if failed else Catch.RESULT
-    record_outcome(state.fault_table, catch, target, latency, now, inp.config, inp.rules)
+    record_outcome(
+        state.fault_table, Site.SEND_DEFAULT_IMPL, catch, target, latency, now, inp.config, inp.rules
+    )
     if not failed:
         res.status[s] = Status.ONEWAY_SENT
     elif kind == OutcomeKind.INTERRUPTED:
@@ -982,7 +1191,9 @@ def deliver_sync(inp, state, s, now):
     target = call_target(state, s)
     times = fl.times[s]
     catch = inp.rules.catch_of_kind[kind]
-    record_outcome(state.fault_table, catch, target, fl.latency[s], now, cfg, inp.rules)
+    record_outcome(
+        state.fault_table, Site.SEND_DEFAULT_IMPL, catch, target, fl.latency[s], now, cfg, inp.rules
+    )
     returned = False
     thrown = False
     if catch == Catch.RESULT:  # SEND_OK or a non-OK store status
@@ -1028,7 +1239,9 @@ def send_default_impl_step(inp, state, s, now):
     done = times >= cfg.times_total
     if not done:
         reset = cfg.line5 and times > 0  # resetIndex on every retry
-        p, b, q = select_queue(inp, state, fl.instance[s], inp.sends.thread[s], fl.last_broker[s], now, reset)
+        p, b, q = select_queue(
+            inp, state, fl.instance[s], state.send_thread[s], fl.last_broker[s], now, reset
+        )
         cost = now - fl.begin[s]
         if cfg.timeout_ms < cost:
             exhausted = True
@@ -1061,10 +1274,14 @@ def run_loop(inp, state):
     """Process events until none is left (LOOP_DONE) or a buffer is full (the caller grows it, then calls
     again)."""
     st, heap, threads, sends = state.counters, state.heap, inp.threads, inp.sends
+    pool = inp.config.pool
     if st[ST_STARTED] == 0:  # each thread's first send, in the order the threads first appear
         st[ST_STARTED] = 1
-        for j in range(threads.value.shape[0]):
-            schedule_next_send(inp, state, threads.order[j], 0)
+        if pool:
+            pool_dispatch(inp, state, 0)
+        else:
+            for j in range(threads.value.shape[0]):
+                schedule_next_send(inp, state, threads.order[j], 0)
     cap_i = state.instances.n_queues.shape[0]
     cap_a = state.attempts.send.shape[0]
     while st[ST_HEAP_SIZE] > 0:
@@ -1077,16 +1294,23 @@ def run_loop(inp, state):
         payload = heap[0, H_PAYLOAD]
         heap_pop(heap, st)
         if event == Event.START:
-            th = payload
-            s = threads.sends[threads.cursor[th]]
-            threads.cursor[th] += 1
+            if pool:
+                s, th = pool_take(inp, state)
+            else:
+                th = payload
+                s = threads.sends[threads.cursor[th]]
+                threads.cursor[th] += 1
             step, free_at = start_send(inp, state, s, th, now)
         else:
             s = payload
             kind = sends.kind[s]
             step = False
-            if kind == SendKind.ORDERED or kind == SendKind.ORDERED_ASYNC:
+            if kind == SendKind.ORDERED:
                 free_at = deliver_ordered(inp, state, s, now)
+            elif kind == SendKind.ORDERED_ASYNC:
+                free_at = deliver_ordered_async(inp, state, s, now)
+            elif kind == SendKind.ORDERED_ONEWAY:
+                free_at = deliver_ordered_oneway(inp, state, s, now)
             elif kind == SendKind.ONEWAY:
                 free_at = deliver_oneway(inp, state, s, now)
             else:
@@ -1094,7 +1318,9 @@ def run_loop(inp, state):
         if step:
             free_at = send_default_impl_step(inp, state, s, now)
         if free_at >= 0:
-            schedule_next_send(inp, state, sends.thread[s], free_at)
+            thread_free(inp, state, state.send_thread[s], free_at)
+        if pool and event == Event.START:
+            pool_dispatch(inp, state, now)
     return LOOP_DONE
 
 
@@ -1121,6 +1347,8 @@ def sort_attempts(att, n_a, label_keys, out, label, off):
         out.kind[j] = att.kind[k]
         out.code[j] = att.code[k]
         out.isolated_until[j] = att.isolated_until[k]
+        out.stored[j] = att.stored[k]
+        out.stored_ts[j] = att.stored_ts[k]
         kind = att.kind[k]
         key = kind * 4294967296 + (att.code[k] if kind == OutcomeKind.BROKER_ERROR else 0)
         label[j] = -1
@@ -1176,6 +1404,7 @@ class KernelOut:
     att_off: np.ndarray  # send s has attempts att_off[s]:att_off[s + 1]
     sends: SendOutcomes
     begin: np.ndarray
+    thread: np.ndarray  # the thread number that took each send
 
     @property
     def n_attempts(self) -> int:
@@ -1192,7 +1421,22 @@ def _grown(arrays: NamedTuple, n: int) -> NamedTuple:
     return type(arrays)(*out)
 
 
-def _threads(prep: Prepared) -> tuple[Threads, np.ndarray]:
+def _threads(prep: Prepared, sc: Scenario) -> tuple[Threads, np.ndarray]:
+    """The sender threads and each send's dense thread index (pool: -1 until a thread takes it)."""
+    none = np.zeros(0, np.int64)
+    if sc.producers.sender_model == "pool":
+        n_t = sc.producers.threads
+        threads = Threads(
+            value=np.arange(n_t, dtype=np.int64),
+            sends=none,
+            offsets=np.zeros(1, np.int64),
+            order=none,
+            cursor=none,
+            fifo=np.lexsort((prep.s_seq, prep.s_born)).astype(np.int64),  # by (born, seq)
+            idle=np.ones(n_t, np.bool_),
+            idle_since=np.full(n_t, -1, np.int64),
+        )
+        return threads, np.full(prep.n_sends, -1, np.int64)
     values, dense = np.unique(prep.s_thread, return_inverse=True)
     dense = dense.reshape(-1).astype(np.int64)
     n_t = values.size
@@ -1205,6 +1449,9 @@ def _threads(prep: Prepared) -> tuple[Threads, np.ndarray]:
         offsets=offsets,
         order=dense[np.sort(first)].astype(np.int64),  # threads by first send
         cursor=offsets[:n_t].copy(),
+        fifo=none,
+        idle=np.zeros(0, np.bool_),
+        idle_since=none,
     )
     return threads, dense
 
@@ -1236,7 +1483,7 @@ def _zeros(cls: type, n: int, dtypes: dict[str, type] | None = None) -> NamedTup
 
 
 def _inputs(prep: Prepared, plan: Plan, sc: Scenario) -> Inputs:
-    threads, dense = _threads(prep)
+    threads, dense = _threads(prep, sc)
     seed, producer = sc.seed, prep.producer
     keys = Keys(
         producer=np.uint64(rng.producer_key(seed, producer)),
@@ -1245,7 +1492,15 @@ def _inputs(prep: Prepared, plan: Plan, sc: Scenario) -> Inputs:
         worst=np.uint64(rng.derive_key(seed, producer, "whichItemWorst")),
     )
     sends = Sends(
-        prep.s_seq, prep.s_born, dense, prep.s_kind, prep.s_topic.astype(np.int64), prep.s_order_hash
+        prep.s_seq,
+        prep.s_born,
+        dense,
+        prep.s_kind,
+        prep.s_topic.astype(np.int64),
+        prep.s_order_hash,
+        prep.s_props_base.astype(np.int64),
+        prep.s_props_qid.astype(np.bool_),
+        prep.s_props_chars.astype(np.int64),
     )
     return Inputs(sends, threads, plan.config, plan.rules, plan.routes, keys, plan.model)
 
@@ -1260,8 +1515,9 @@ def _initial_state(prep: Prepared, plan: Plan, inp: Inputs) -> State:
     outcomes.queue_id[:] = -1
     n_async = int(np.count_nonzero(prep.s_kind == SendKind.ORDERED_ASYNC))
     return State(
-        counters=np.zeros(5, np.int64),
+        counters=np.zeros(7, np.int64),
         heap=np.zeros((2 * n_t + n_async + 2, 4), np.int64),  # one START per thread, DELIVERs in flight
+        send_thread=inp.sends.thread.copy(),
         fault_table=_fault_table(plan),
         worst=Worst(
             np.zeros(n_t, np.bool_),
@@ -1283,9 +1539,9 @@ def _initial_state(prep: Prepared, plan: Plan, inp: Inputs) -> State:
             np.zeros((cap_i, n_t), np.int64),
             np.zeros((cap_i, n_t), np.uint64),
         ),
-        in_flight=_zeros(InFlight, n_s, {"has_result": np.bool_}),
+        in_flight=_zeros(InFlight, n_s, {"has_result": np.bool_, "stored": np.bool_}),
         outcomes=outcomes,
-        attempts=_zeros(AttemptRows, n_s + n_s // 4 + 16),  # grown when full
+        attempts=_zeros(AttemptRows, n_s + n_s // 4 + 16, {"stored": np.bool_}),  # grown when full
     )
 
 
@@ -1304,11 +1560,14 @@ def run_prepared(prep: Prepared, sc: Scenario) -> KernelOut:
             n = 2 * state.instances.n_queues.shape[0]
             state = state._replace(instances=_grown(state.instances, n), indexes=_grown(state.indexes, n))
     n_a = int(state.counters[ST_ATTEMPTS])
-    attempts = _zeros(AttemptRows, n_a, {"attempt": np.int32, "queue_id": np.int32, "code": np.int32})
+    attempts = _zeros(
+        AttemptRows, n_a, {"attempt": np.int32, "queue_id": np.int32, "code": np.int32, "stored": np.bool_}
+    )
     label = np.zeros(n_a, np.int64)
     att_off = np.zeros(prep.n_sends + 1, np.int64)
     sort_attempts(state.attempts, n_a, plan.label_keys, attempts, label, att_off)
-    return KernelOut(attempts, label, att_off, state.outcomes, state.in_flight.begin)
+    thread = inp.threads.value[state.send_thread]
+    return KernelOut(attempts, label, att_off, state.outcomes, state.in_flight.begin, thread)
 
 
 def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) -> str:
@@ -1320,7 +1579,7 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
         listed: list[str | None] = list(sent) + [None] * (total - len(sent))
         err = send_failed_error(times, cost, topic, listed, None, version)
     elif failure == Failure.BROKER:
-        err = MQBrokerError(key[1], "")
+        err = MQBrokerError(key[1], bm.broker_remark(key[1]), brokers[key[2]], version.faq_url)
     elif failure == Failure.CALL_TIMEOUT:
         err = RemotingTooMuchRequestError("sendDefaultImpl call timeout")
     elif failure == Failure.NO_ROUTE:
@@ -1334,6 +1593,15 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
             OutcomeKind.REMOTING_SEND_REQUEST: "send_request",
         }[key[1]]
         err = remoting_exception(what, brokers[key[2]], key[3])
+    elif failure == Failure.ASYNC_SEND_REQUEST:
+        err = ClientError("send request failed", version.faq_url)
+    elif failure == Failure.ASYNC_WAIT_TIMEOUT:  # key[1]: the cost (5.x) or the timeout (4.9)
+        v5 = version.fault_line == LINE_5
+        err = ClientError(wait_response_timeout_text(v5, key[1], key[1]), version.faq_url)
+    elif failure == Failure.ASYNC_UNKNOWN:
+        err = ClientError(unknown_reason_text(version.fault_line == LINE_5), version.faq_url)
+    elif failure == Failure.ASYNC_TOO_MANY:
+        err = invoke_async_timeout_error(brokers[key[1]])
     elif failure == Failure.SLEEP_INTERRUPTED:
         err = SendInterruptedError("sleep interrupted")
     elif failure == Failure.INTERRUPTED:
@@ -1362,6 +1630,10 @@ def _error_texts(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> tup
             key = (failure, topic)
         elif failure in (Failure.REMOTING, Failure.ORDERED_OTHER):
             key = (failure, int(res.aux[s]), int(res.broker[s]), int(res.cost[s]))
+        elif failure == Failure.ASYNC_TOO_MANY:
+            key = (failure, int(res.broker[s]))
+        elif failure == Failure.BROKER:
+            key = (failure, int(res.aux[s]), int(res.broker[s]))
         else:
             key = (failure, int(res.aux[s]))
         k = text_id.get(key)
@@ -1390,6 +1662,8 @@ def engine_output(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> En
         a_code=a.code,
         a_has_code=a.kind == OutcomeKind.BROKER_ERROR,
         a_isolated_until=a.isolated_until,
+        a_stored=a.stored,
+        a_stored_ts=a.stored_ts,
         att_off=ko.att_off,
         status=ko.sends.status,
         error=s_text,
@@ -1399,6 +1673,7 @@ def engine_output(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> En
         end=ko.sends.end,
         exhausted=ko.sends.exhausted,
         n_sent=ko.sends.n_sent,
+        thread=ko.thread,
     )
 
 

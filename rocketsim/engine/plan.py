@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from functools import cache
 from typing import NamedTuple
@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim import brokers as bm
-from rocketsim import codec
+from rocketsim import codec, store
 from rocketsim.compression import CompressibilityModel, CompressionType, compressed_sys_flag, default_model
 from rocketsim.errors import MQClientError, RocketSimError
 from rocketsim.fault import (
@@ -41,7 +41,7 @@ from rocketsim.fault import (
 )
 from rocketsim.javaint import chm_spread, java_string_hash
 from rocketsim.message import Message, MessageSysFlag
-from rocketsim.outcomes import CATCH_OF_KIND, Catch, OutcomeKind
+from rocketsim.outcomes import CATCH_OF_KIND, ONEWAY_SEES, Catch, OutcomeKind
 from rocketsim.route import (
     PERM_READ,
     BrokerData,
@@ -95,8 +95,9 @@ class SendKind(IntEnum):
     SYNC = 0  # sendDefaultImpl(SYNC): also transactional half messages and oneway batches
     ONEWAY = 1  # sendDefaultImpl(ONEWAY)
     ORDERED = 2  # send(msg, selector, key): SelectMessageQueueByHash, one attempt, the thread waits
-    ORDERED_ASYNC = 3  # send(msg, selector, key, callback): the same call, the thread does not wait
+    ORDERED_ASYNC = 3  # send(msg, selector, key, callback): retries to the same queue, the thread goes on
     ASYNC = 4  # send(msg, callback): sendDefaultImpl(ASYNC)
+    ORDERED_ONEWAY = 5  # sendOneway(msg, selector, key): the thread waits for the write only
 
 
 class SimulationError(RocketSimError):
@@ -127,15 +128,19 @@ _KIND_TO_OUTCOME: dict[int, Callable[[bm.AttemptOutcome], Outcome]] = {
         "timeout", o.latency_ms + TIMEOUT_OVERSHOOT_MS
     ),
     OutcomeKind.REMOTING_SEND_REQUEST: lambda o: Outcome.remoting_error("send_request", o.latency_ms),
-    OutcomeKind.BROKER_ERROR: lambda o: Outcome.broker_error(o.response_code, o.latency_ms),
+    OutcomeKind.BROKER_ERROR: lambda o: Outcome.broker_error(
+        o.response_code, o.latency_ms, bm.broker_remark(o.response_code)
+    ),
     OutcomeKind.CLIENT_ERROR: lambda o: Outcome.client_error(o.latency_ms),
     OutcomeKind.INTERRUPTED: lambda o: Outcome.interrupted(o.latency_ms),
+    OutcomeKind.TOO_MANY_REQUESTS: lambda o: Outcome.remoting_error("too_many_requests", o.latency_ms),
 }
 
 
 def to_outcome(o: bm.AttemptOutcome) -> Outcome:
     """The broker model's answer as the send loop's :class:`rocketsim.send.Outcome`."""
-    return _KIND_TO_OUTCOME[o.kind](o)
+    outcome = _KIND_TO_OUTCOME[o.kind](o)
+    return replace(outcome, stored=True, store_ms=o.store_ms) if o.stored else outcome
 
 
 # ---- the cluster as routes ----------------------------------------------------------------------
@@ -153,20 +158,36 @@ def cluster_route(sc: Scenario) -> TopicRouteData:
 
 
 def route_timeline(sc: Scenario) -> RouteTimeline:
-    """Brokers that are down (outages, flap downs) stop heartbeating; the name server and polls follow.
+    """The name server's view of each broker per fault kind, and the producer's polls of it.
 
-    The name server's timers are upstream's of the client's broker line. ``route.poll_interval_ms`` and
-    ``route.broker_expire_ms`` of the scenario are not applied (they never were: upstream's defaults
-    hold); ``route.heartbeat_interval_ms`` is.
+    * ``outage`` and the down phases of ``flapping``: the process dies, its channel to the name server
+      closes, the name server drops it at once (``BrokerHousekeepingService.onChannelClose`` ->
+      ``RouteInfoManager.onChannelDestroy``) and has it again when it restarts (its start-time
+      registration);
+    * ``hang``: the channel stays open and the broker stops registering: the name server's idle handler
+      drops it 120 s (``route.broker_expire_ms``) after its last registration (0, 10 s, then every
+      ``route.heartbeat_interval_ms`` (registerNameServerPeriod) from 10 s), unless it is back first;
+    * ``partition`` (producers cut off from the broker, not the name server): the route is untouched.
+
+    Producers poll every ``route.poll_interval_ms`` (10 ms after they start); the name server's scan
+    timers are upstream's of the client's broker line.
     """
     model = bm.BrokerModel.from_scenario(sc)
-    hb = sc.route.heartbeat_interval_ms
-    refresh = RouteRefresh.for_broker(sc.producers.version.broker)
+    route = sc.route
+    refresh = RouteRefresh.for_broker(
+        sc.producers.version.broker,
+        poll_interval_ms=route.poll_interval_ms,
+        expiry_ms=route.broker_expire_ms,
+        register_name_server_period_ms=route.heartbeat_interval_ms,
+    )
     outages = []
     horizon = horizon_ms(sc)
     for b in sc.cluster.brokers:
         for start, end in model.down_intervals(b, horizon):
-            outages.append(BrokerOutage(b, (start // hb) * hb, end))
+            outages.append(BrokerOutage(b, start, end, drop_immediately=True))
+        for w in model.faults[model.index(b)]:
+            if w.kind == bm.FAULT_HANG:
+                outages.append(BrokerOutage(b, refresh.last_registration_at_or_before(w.start_ms), w.end_ms))
     return RouteTimeline(cluster_route(sc), tuple(outages), refresh)
 
 
@@ -201,20 +222,24 @@ class Config(NamedTuple):
     fault_on: bool  # sendLatencyFaultEnable
     timeout_ms: int  # sendMsgTimeout
     times_total: int  # 1 + retryTimesWhenSendFailed
+    async_retries: int  # retryTimesWhenSendAsyncFailed
     max_timeout_per_request_ms: int  # sendMsgMaxTimeoutPerRequest (5.3.3+), -1: none
     retry_another_broker: bool  # retryAnotherBrokerWhenNotStoreOK
     isolation_latency_ms: int  # what updateFaultItem(.., isolation=true) feeds computeNotAvailableDuration
+    pool: bool  # producers.sender_model == "pool" (else "partitioned")
 
 
 class FaultRules(NamedTuple):
-    """The fault-table rules as arrays: :data:`rocketsim.fault.FAULT_UPDATES` at ``sendDefaultImpl``."""
+    """The line's rules as arrays: :data:`rocketsim.fault.FAULT_UPDATES` at ``sendDefaultImpl``, the retry
+    codes, what a oneway caller sees."""
 
     retry_codes: np.ndarray  # retryResponseCodes
     latency_max: np.ndarray
     not_available_duration: np.ndarray
     catch_of_kind: np.ndarray  # [OutcomeKind] -> Catch
-    isolation: np.ndarray  # [Catch] -> bool, Site.SEND_DEFAULT_IMPL
-    reachable: np.ndarray  # [Catch] -> bool, resolved against startDetectorEnable
+    isolation: np.ndarray  # [Site, Catch] -> bool (a cell FAULT_UPDATES lacks: False, never read)
+    reachable: np.ndarray  # [Site, Catch] -> bool, resolved against startDetectorEnable
+    oneway_sees: np.ndarray  # [OutcomeKind] -> bool: outcomes.ONEWAY_SEES of the version
 
 
 class Routes(NamedTuple):
@@ -238,6 +263,7 @@ class Model(NamedTuple):
 
     params: np.ndarray  # [B, 5] float: P_* columns
     connect_ms: np.ndarray  # [B] a refused connection's latency
+    connect_timeout_ms: np.ndarray  # [B] a connect nothing answers (partition): CONNECT_TIMEOUT_MILLIS
     error_cum: np.ndarray  # [B, E] cumulative probabilities of the error mix
     error_kind: np.ndarray  # [B, E] OutcomeKind
     error_code: np.ndarray  # [B, E] response code
@@ -286,9 +312,11 @@ def _config(sc: Scenario) -> Config:
         fault_on=bool(p.send_latency_fault_enable),
         timeout_ms=cfg.send_msg_timeout_ms,
         times_total=cfg.times_total,
+        async_retries=cfg.retry_times_when_send_async_failed,
         max_timeout_per_request_ms=cfg.max_timeout_per_request if line == LINE_5 else -1,
         retry_another_broker=bool(cfg.retry_another_broker_when_not_store_ok),
         isolation_latency_ms=ISOLATION_LATENCY_MS[line],
+        pool=p.sender_model == "pool",
     )
 
 
@@ -300,15 +328,23 @@ def start_detector_enable(sc: Scenario) -> bool:
 def _fault_rules(sc: Scenario) -> FaultRules:
     line = sc.producers.version.fault_line
     arrays = FaultArrays.default(line)
-    at_send_default = FAULT_UPDATES[line][Site.SEND_DEFAULT_IMPL]
+    cells = FAULT_UPDATES[line]
+    isolation = np.zeros((len(Site), len(Catch)), np.bool_)
+    reachable = np.zeros((len(Site), len(Catch)), np.bool_)
     detector = start_detector_enable(sc)
+    for site, by_catch in cells.items():
+        for catch, (iso, reach) in by_catch.items():
+            isolation[site, catch] = iso
+            reachable[site, catch] = reach.value_for(detector)
+    oneway_sees = ONEWAY_SEES[sc.producers.version.oneway_connects_synchronously]
     return FaultRules(
         retry_codes=np.array(sorted(SendConfig.from_settings(sc.producers).retry_codes), np.int64),
         latency_max=np.array(arrays.latency_max, np.int64),
         not_available_duration=np.array(arrays.not_available_duration, np.int64),
         catch_of_kind=np.array([CATCH_OF_KIND[k] for k in OutcomeKind], np.int64),
-        isolation=np.array([at_send_default[c][0] for c in Catch], np.bool_),
-        reachable=np.array([at_send_default[c][1].value_for(detector) for c in Catch], np.bool_),
+        isolation=isolation,
+        reachable=reachable,
+        oneway_sees=np.array([k in oneway_sees for k in OutcomeKind], np.bool_),
     )
 
 
@@ -353,6 +389,7 @@ def _model(sc: Scenario) -> Model:
             np.float64,
         ),
         connect_ms=np.array([int(round(q.connect_refused_ms)) for q in params], np.int64),
+        connect_timeout_ms=np.array([q.connect_timeout_ms for q in params], np.int64),
         error_cum=np.array([q.error_cum for q in params], np.float64),
         error_kind=np.array([q.error_kind for q in params], np.int64),
         error_code=np.array([q.error_code for q in params], np.int64),
@@ -380,6 +417,7 @@ def _labels(model: Model) -> tuple[np.ndarray, list[str]]:
         if k == broker_error
     }
     codes |= {int(r[W_BURST_CODE]) for r in model.window_ints if r[W_BURST_KIND] == broker_error}
+    codes.add(bm.MESSAGE_ILLEGAL)  # the store's refusal of a message's properties
     pairs = [(int(k), 0) for k in OutcomeKind if k != broker_error] + [
         (int(broker_error), c) for c in sorted(codes)
     ]
@@ -408,12 +446,22 @@ def _build_plan(sc: Scenario) -> Plan:
 
 
 def rejection(
-    topic: str, body_size: int, properties_size: int, reserved: str | None, sc: Scenario
+    topic: str,
+    body_size: int,
+    properties_size: int,
+    reserved: str | None,
+    sc: Scenario,
+    *,
+    batch_member: bool = False,
 ) -> str | None:
     """The client's error text if this message is refused before any send, else None.
 
     Order as the client meets the checks: ``putUserProperty`` (at message construction), then
-    ``Validators.checkMessage`` on send, then the properties length when the request is encoded.
+    ``Validators.checkMessage`` on send, then, for a batch member, the properties length when
+    ``DefaultMQProducer.batch()`` encodes it (4.9.8 ``encodeMessage``'s RuntimeException; 5.3.3 overflows
+    the short instead: either way the batch fails). No client checks a single message's properties
+    (``Validators.checkMessage`` has no such check in any version): the broker does
+    (``rocketsim.store.properties_illegal``).
     """
     version = sc.producers.version
     if reserved is not None:
@@ -423,7 +471,8 @@ def rejection(
             return str(exc)
     try:
         check_message(topic, body_size, sc.producers.max_message_size, None, version)
-        check_properties_size(properties_size)
+        if batch_member:
+            check_properties_size(properties_size)
     except (MQClientError, RocketSimError) as exc:
         return getattr(exc, "full_message", None) or str(exc)
     return None
@@ -457,12 +506,13 @@ def _rejections(
     p = sc.producers
     bad_topic = np.array([rejection(t, 1, 0, None, sc) is not None for t in topics] + [True], bool)
     reserved = np.asarray(pc.is_valid(messages.column("reserved_property")))
+    in_batch = np.asarray(pc.is_valid(messages.column("batch_id")))
     suspect = (
         reserved
         | bad_topic[topic_idx]
         | (body == 0)
         | (body > p.max_message_size)
-        | (props > MAX_PROPERTIES_SIZE)
+        | ((props > MAX_PROPERTIES_SIZE) & in_batch)
     )
     rows = np.flatnonzero(suspect)
     if rows.size == 0:
@@ -471,7 +521,7 @@ def _rejections(
     res = messages.column("reserved_property").take(rows).to_pylist()
     out: dict[int, str] = {}
     for k, r in enumerate(rows.tolist()):
-        why = rejection(topic[k], int(body[r]), int(props[r]), res[k], sc)
+        why = rejection(topic[k], int(body[r]), int(props[r]), res[k], sc, batch_member=bool(in_batch[r]))
         if why is not None:
             out[r] = why
     if out and pc.any(pc.is_valid(messages.column("batch_id"))).as_py():
@@ -515,6 +565,10 @@ class Prepared:
     s_topic: np.ndarray  # index into topics
     s_order_hash: np.ndarray  # String.hashCode of an ordered send's key
     s_wire: np.ndarray
+    # what the broker checks of a single message's properties (store.illegal_properties_parts)
+    s_props_base: np.ndarray
+    s_props_qid: np.ndarray
+    s_props_chars: np.ndarray
 
     @property
     def n_sends(self) -> int:
@@ -535,8 +589,35 @@ def _codes(col: pa.ChunkedArray | pa.Array, names: tuple[str, ...] | None = None
 
 
 def _batch_request_properties_size(sc: Scenario) -> int:
-    """The batch request's own properties on the wire: ``WAIT=true`` and ``UNIQ_KEY`` (32 hex chars)."""
-    return 4 + 2 + 4 + 8 + 2 + 32 + (0 if sc.producers.version.properties_trailing_separator else -1)
+    """The batch request's own properties on the wire (:func:`rocketsim.store.batch_request_properties`):
+    4.9 ``WAIT\x01true`` (9 bytes), 5.x also its ``UNIQ_KEY`` and the trailing separator (52)."""
+    version = sc.producers.version
+    return codec.properties_size(store.batch_request_properties(version), version=version)
+
+
+def _oversize_batches(
+    messages: pa.Table, sc: Scenario, ok: np.ndarray, is_batch: np.ndarray, element: np.ndarray
+) -> dict[int, str]:
+    """Members of batches whose encoded body is over ``max_message_size``, with the client's text.
+
+    ``DefaultMQProducerImpl.sendDefaultImpl`` runs ``Validators.checkMessage`` on the ``MessageBatch``
+    that ``DefaultMQProducer.batch()`` made: its body is the encoded members (``MessageBatch.encode``:
+    22 bytes + body + properties each), refused when longer than ``maxMessageSize`` (equal is accepted),
+    after every member passed its own checks, before any selection.
+    """
+    rows = np.flatnonzero(ok & is_batch)
+    if rows.size == 0:
+        return {}
+    batch_id = np.asarray(messages.column("batch_id").fill_null(0), np.int64)[rows]
+    _, first, inverse = np.unique(batch_id, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    encoded = np.bincount(inverse, weights=element[rows]).astype(np.int64)
+    too_big = encoded > sc.producers.max_message_size
+    if not too_big.any():
+        return {}
+    topics = messages.column("topic").take(pa.array(rows[first])).to_pylist()
+    texts = {g: rejection(topics[g], int(encoded[g]), 0, None, sc) for g in np.flatnonzero(too_big).tolist()}
+    return {int(r): texts[g] for r, g in zip(rows.tolist(), inverse.tolist(), strict=True) if g in texts}
 
 
 def prepare(messages: pa.Table, sc: Scenario) -> Prepared:
@@ -582,6 +663,10 @@ def prepare(messages: pa.Table, sc: Scenario) -> Prepared:
     rejected = np.zeros(n, bool)
     if reject_text:
         rejected[np.fromiter(reject_text, np.int64, len(reject_text))] = True
+    oversize = _oversize_batches(messages, sc, ~rejected, is_batch, element)
+    if oversize:
+        reject_text = {**reject_text, **oversize}
+        rejected[np.fromiter(oversize, np.int64, len(oversize))] = True
     ok = ~rejected
     oneway = MODES.index("oneway")
     eff_mode = np.where(txn | ((mode == oneway) & is_batch), MODES.index("sync"), mode)
@@ -613,10 +698,11 @@ def prepare(messages: pa.Table, sc: Scenario) -> Prepared:
     s_ordered = ordered[s_row] & ~is_batch[s_row]
     is_async = s_mode == MODES.index("async")
     s_kind = np.select(
-        [s_ordered & is_async, s_ordered, is_async, s_mode == oneway],
-        [SendKind.ORDERED_ASYNC, SendKind.ORDERED, SendKind.ASYNC, SendKind.ONEWAY],
+        [s_ordered & is_async, s_ordered & (s_mode == oneway), s_ordered, is_async, s_mode == oneway],
+        [SendKind.ORDERED_ASYNC, SendKind.ORDERED_ONEWAY, SendKind.ORDERED, SendKind.ASYNC, SendKind.ONEWAY],
         SendKind.SYNC,
     ).astype(np.int64)
+    props_base, props_qid, props_chars = store.illegal_properties_parts(messages, p.version)
     return Prepared(
         messages=messages,
         producer=producer,
@@ -637,6 +723,9 @@ def prepare(messages: pa.Table, sc: Scenario) -> Prepared:
         s_topic=topic_idx[s_row],
         s_order_hash=ohash[s_row],
         s_wire=s_wire,
+        s_props_base=props_base[s_row],
+        s_props_qid=props_qid[s_row],
+        s_props_chars=props_chars[s_row],
     )
 
 
@@ -672,6 +761,8 @@ class EngineOutput:
     a_code: np.ndarray
     a_has_code: np.ndarray  # the outcome is a broker error (the response_code column is not null)
     a_isolated_until: np.ndarray
+    a_stored: np.ndarray  # the broker stored the request (whatever the client saw)
+    a_stored_ts: np.ndarray  # when (meaningless where not stored)
     att_off: np.ndarray  # send s has attempts att_off[s]:att_off[s + 1]
     status: np.ndarray  # Status
     error: np.ndarray  # index into texts, -1: none
@@ -681,6 +772,7 @@ class EngineOutput:
     end: np.ndarray
     exhausted: np.ndarray  # the call-timeout budget ran out (retry_budget_exhausted)
     n_sent: np.ndarray  # attempts sent
+    thread: np.ndarray  # the sender thread that took the send
 
 
 def _table(schema: pa.Schema, n: int, columns: dict[str, pa.Array | pa.ChunkedArray]) -> pa.Table:
@@ -712,6 +804,8 @@ def _attempts_table(prep: Prepared, out: EngineOutput) -> pa.Table:
                 out.a_isolated_until, mask=out.a_isolated_until == NO_ISOLATION
             ),
             "wire_bytes": pa.array(prep.s_wire[out.a_send].astype(np.int32)),
+            "stored": pa.array(out.a_stored.astype(bool)),
+            "stored_ts_ms": pa.array(out.a_stored_ts, mask=~out.a_stored.astype(bool)),
         },
     )
 
@@ -749,6 +843,7 @@ def _results_table(prep: Prepared, out: EngineOutput) -> pa.Table:
     broker = per_row(out.broker, -1)
     qid = per_row(out.queue_id, -1)
     exhausted = per_row(out.exhausted, False)
+    thread = per_row(out.thread, -1)
     m = prep.messages
     return _table(
         RESULTS_SCHEMA,
@@ -773,6 +868,7 @@ def _results_table(prep: Prepared, out: EngineOutput) -> pa.Table:
             "compressed": pa.array(prep.compressed),
             "sys_flag": pa.array(prep.sys_flag.astype(np.int32)),
             "retry_budget_exhausted": pa.array(exhausted.astype(bool)),
+            "sender_thread": pa.array(thread.astype(np.int32), mask=thread < 0),
         },
     )
 

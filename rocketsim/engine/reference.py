@@ -4,18 +4,21 @@ The queue choice, fault table and retry loop are :mod:`rocketsim.fault` and :mod
 send loops are generators); the answers come from :mod:`rocketsim.brokers`; this module drives them.
 Time and order, per producer instance (its own fault table, route cache and per-thread queue indexes):
 
-* Sender threads take their sends in seq order (``thread = seq % threads``, from the workload). A sync or
-  oneway send starts at ``max(born, thread free)``, so queueing delay is an outcome; an async send is
-  dispatched at its born time and its thread moves on at once (bounded by the async semaphore).
+* Sender threads (``producers.sender_model``, :class:`PoolSenders` or :class:`PartitionedSenders`): a
+  pool's next send (by born time) goes to the thread idle the longest; partitioned threads take
+  ``seq % threads`` in seq order. A sync or oneway send starts at ``max(born, thread free)``, so queueing
+  delay is an outcome; an async send is dispatched when a thread takes it and the thread moves on at
+  once (bounded by the async semaphore). The thread that sends decides the ``ThreadLocalIndex``.
 * Every call is an event at its end time; events are handled in time order (calls ending before sends
   starting at the same ms, then by creation order), so the fault table sees updates in the order the
   client would, across threads and overlapping async sends.
 * The route a producer sees changes only at its 30 s polls after the name server dropped or re-added a
   broker (:mod:`rocketsim.route`); each change builds a new TopicPublishInfo with a new index.
-* Ordered messages go through ``send(msg, selector, key)`` (SelectMessageQueueByHash, one attempt, no
-  fault-table update); batches are one send of a ``MessageBatch`` (never compressed): every member gets
-  the batch's outcome, and its attempts are counted (and its attempt rows keyed) on the first member;
-  invalid messages are not sent: they become ``REJECTED`` results with the client's own error text.
+* Ordered messages go through the selector (``send.ordered_send_steps``: SelectMessageQueueByHash; SYNC
+  makes one attempt, ASYNC retries to the same queue, ONEWAY returns after the write); batches are one
+  send of a ``MessageBatch`` (never compressed): every member gets the batch's outcome, and its attempts
+  are counted (and its attempt rows keyed) on the first member; invalid messages are not sent: they
+  become ``REJECTED`` results with the client's own error text.
 """
 
 # Mirrored by engine/compiled.py (the numba kernel: same events, same order, same tables, only faster);
@@ -28,13 +31,15 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from rocketsim import brokers as bm
+from rocketsim import store
 from rocketsim.engine.plan import (
     NO_ISOLATION,
     EngineOutput,
@@ -51,33 +56,25 @@ from rocketsim.engine.plan import (
     start_detector_enable,
     to_outcome,
 )
-from rocketsim.errors import MQClientError
 from rocketsim.fault import Detector, FaultStrategy, ThreadLocalIndex, new_strategy
-from rocketsim.javaint import java_abs, java_rem
 from rocketsim.rng import SplitMixIntSource, derive_key
 from rocketsim.route import TopicPublishInfo, topic_publish_info
 from rocketsim.scenario import Scenario
 from rocketsim.send import (
     AsyncSemaphore,
-    AttemptRecord,
-    Call,
-    MQBrokerError,
     Outcome,
     SendConfig,
-    SendError,
-    SendInterruptedError,
     SendRecord,
-    SendResult,
     async_send_steps,
-    broker_not_exist_error,
-    no_route_select,
+    oneway_caller_sees,
     oneway_send_steps,
-    oneway_write_failed,
-    remoting_exception,
+    ordered_send_steps,
     sync_send_steps,
 )
 
 __all__ = ["ProducerSimulation", "Send", "simulate_producer"]
+
+ORDERED_MODES = {SendKind.ORDERED: "sync", SendKind.ORDERED_ASYNC: "async", SendKind.ORDERED_ONEWAY: "oneway"}
 
 
 class Event(IntEnum):
@@ -98,6 +95,9 @@ class Send:
     kind: SendKind
     topic: str
     order_hash: int  # String.hashCode of an ordered send's key
+    props_base: int = 0  # what the broker checks of its properties (store.illegal_properties_parts)
+    props_qid: bool = False
+    props_chars: int = 0
 
     @property
     def waits(self) -> bool:
@@ -108,8 +108,8 @@ class Send:
 def sends_of(prep: Prepared) -> list[Send]:
     """The prepared sends, in seq order."""
     return [
-        Send(s, seq, thread, born, SendKind(kind), prep.topics[topic], ohash)
-        for s, (seq, thread, born, kind, topic, ohash) in enumerate(
+        Send(s, seq, thread, born, SendKind(kind), prep.topics[topic], ohash, base, qid, chars)
+        for s, (seq, thread, born, kind, topic, ohash, base, qid, chars) in enumerate(
             zip(
                 prep.s_seq.tolist(),
                 prep.s_thread.tolist(),
@@ -117,6 +117,9 @@ def sends_of(prep: Prepared) -> list[Send]:
                 prep.s_kind.tolist(),
                 prep.s_topic.tolist(),
                 prep.s_order_hash.tolist(),
+                prep.s_props_base.tolist(),
+                prep.s_props_qid.tolist(),
+                prep.s_props_chars.tolist(),
                 strict=True,
             )
         )
@@ -160,8 +163,7 @@ class ProducerSimulation:
         return self._route_now.master_addr(broker)
 
     def _probe(self, addr: str, timeout_ms: int) -> bool:
-        broker = addr.removeprefix("addr-of-")
-        return not any(w.down(self._tick_ms) for w in self.model.faults[self.model.index(broker)])
+        return self.model.answers_probe(addr.removeprefix("addr-of-"), self._tick_ms)
 
     # -- routes --
     def publish_info(self, topic: str, now: int) -> TopicPublishInfo:
@@ -182,62 +184,21 @@ class ProducerSimulation:
         return tp
 
     # -- the transport: the broker model, keyed by (seed, producer, seq, attempt) --
-    def transport_for(self, seq: int) -> Callable[[int, str, int, int, int], Outcome]:
+    def transport_for(self, s: Send) -> Callable[[int, str, int, int, int], Outcome]:
         def transport(attempt: int, broker: str, queue_id: int, start_ms: int, timeout_ms: int) -> Outcome:
-            return to_outcome(self.model.attempt(self.producer, seq, attempt, broker, start_ms, timeout_ms))
+            answer = self.model.attempt(self.producer, s.seq, attempt, broker, start_ms, timeout_ms)
+            if store.properties_illegal(s.props_base, s.props_qid, s.props_chars, queue_id):
+                answer = bm.refused_as_illegal(answer)
+            return to_outcome(answer)
 
         return transport
 
-    # -- ordered sends: SelectMessageQueueByHash, one attempt --
-    def ordered_steps(self, s: Send, begin: int) -> Generator:
-        """``send(msg, selector, key)``: SelectMessageQueueByHash over the cached queue list, one call.
-
-        The queue object is read once, when it is chosen (``sendKernelImpl`` takes its broker and id
-        before the call), so a concurrent 4.9.7 rewrite of the slot does not change where this send went.
-        """
-        tp = self.publish_info(s.topic, begin)
-        queues = tp.message_queue_list
-        if not queues:
-            return SendRecord(
-                "sync", s.topic, begin, begin, (), None, no_route_select(s.topic, self.version), ()
-            )
-        slot = queues[java_abs(java_rem(s.order_hash, len(queues)))]
-        broker, queue_id = slot.broker_name, slot.queue_id
-        timeout = self.cfg.send_msg_timeout_ms
-        outcome = yield Call(0, broker, queue_id, begin, timeout)
-        end = begin + outcome.latency_ms
-        rec = AttemptRecord(
-            0,
-            None,
-            False,
-            begin,
-            broker,
-            queue_id,
-            timeout,
-            outcome,
-            None,
-            "return",
-            self.strategy.isolated_until(broker, end),
-            end,
-        )
-        error: SendError | MQClientError | None = None
-        result = None
-        if outcome.kind in ("ok", "status"):
-            result = SendResult(outcome.status, broker, queue_id, 0)
-        elif outcome.kind == "remoting":
-            error = remoting_exception(outcome.remoting, broker, timeout)
-        elif outcome.kind == "broker":
-            error = MQBrokerError(outcome.response_code, outcome.remark)
-        elif outcome.kind == "client":
-            error = broker_not_exist_error(broker, self.version)
-        else:
-            error = SendInterruptedError("interrupted")
-        return SendRecord("sync", s.topic, begin, end, (rec,), result, error, (broker,))
-
     def steps(self, s: Send, begin: int) -> Generator:
-        if s.kind in (SendKind.ORDERED, SendKind.ORDERED_ASYNC):
-            return self.ordered_steps(s, begin)
         tp = self.publish_info(s.topic, begin)
+        if s.kind in ORDERED_MODES:
+            return ordered_send_steps(
+                self.strategy, tp, self.cfg, s.topic, begin, s.order_hash, ORDERED_MODES[s.kind]
+            )
         if s.kind == SendKind.ASYNC:
             return async_send_steps(
                 self.strategy, tp, self.cfg, s.topic, begin, semaphore=self.semaphore, thread=s.thread
@@ -247,20 +208,20 @@ class ProducerSimulation:
         return sync_send_steps(self.strategy, tp, self.cfg, s.topic, begin, thread=s.thread)
 
     def run(self, sends: list[Send]) -> list[tuple[Send, SendRecord]]:
-        """Drive every send to its end in simulated time; returns (send, record) in completion order."""
-        per_thread: dict[int, list[Send]] = {}
-        for s in sends:  # already in seq order
-            per_thread.setdefault(s.thread, []).append(s)
-        cursor = dict.fromkeys(per_thread, 0)
+        """Drive every send to its end in simulated time; returns (send, record) in completion order (each
+        send with the thread that sent it)."""
         heap: list[tuple[int, int, int, object]] = []
         counter = itertools.count()
         done: list[tuple[Send, SendRecord]] = []
 
-        def schedule_thread(th: int, free_at: int) -> None:
-            i = cursor[th]
-            if i < len(per_thread[th]):
-                s = per_thread[th][i]
-                heapq.heappush(heap, (max(s.born_ms, free_at), Event.START, next(counter), th))
+        def push_start(t: int, payload: object) -> None:
+            heapq.heappush(heap, (t, Event.START, next(counter), payload))
+
+        senders: SenderThreads = (
+            PoolSenders(sends, self.sc.producers.threads, push_start)
+            if self.sc.producers.sender_model == "pool"
+            else PartitionedSenders(sends, push_start)
+        )
 
         def advance(s: Send, gen: Generator, value: Outcome | None) -> None:
             try:
@@ -269,32 +230,126 @@ class ProducerSimulation:
                 record: SendRecord = stop.value
                 done.append((s, record))
                 if s.waits:
-                    schedule_thread(s.thread, record.end_ms)
+                    senders.free(s, record.end_ms)
                 return
-            outcome = self.transport_for(s.seq)(
+            outcome = self.transport_for(s)(
                 call.attempt, call.broker, call.queue_id, call.start_ms, call.timeout_ms
             )
             # a oneway caller waits only for the write: the call is over at once unless the write failed
-            waited = outcome.latency_ms if call.mode != "oneway" or oneway_write_failed(outcome) else 0
+            sees = call.mode != "oneway" or oneway_caller_sees(outcome, self.version)
+            waited = outcome.latency_ms if sees else 0
             heapq.heappush(heap, (call.start_ms + waited, Event.DELIVER, next(counter), (s, gen, outcome)))
 
-        for th in per_thread:
-            schedule_thread(th, 0)
+        senders.begin()
         while heap:
             t, kind, _, payload = heapq.heappop(heap)
             self.strategy.advance_to(t)
             if kind == Event.START:
-                th = payload  # type: ignore[assignment]
-                s = per_thread[th][cursor[th]]
-                cursor[th] += 1
+                s = senders.take(payload, t)
                 gen = self.steps(s, t)
                 if not s.waits:
-                    schedule_thread(th, t)  # the caller's thread does not wait for an async send
+                    senders.free(s, t)  # the caller's thread does not wait for an async send
                 advance(s, gen, None)
+                senders.taken(t)
             else:
                 s, gen, outcome = payload  # type: ignore[misc]
                 advance(s, gen, outcome)
         return done
+
+
+class SenderThreads(Protocol):
+    """How the application's sender threads take the producer's sends (``producers.sender_model``).
+
+    Upstream has no sender pool: ``DefaultMQProducer.send`` runs in the caller's thread (SYNC for the whole
+    retry loop, ONEWAY until the request is written, ASYNC only to submit it), so which thread sends what
+    is the application's choice; each thread has its own ``sendWhichQueue`` / ``whichItemWorst``
+    (``ThreadLocalIndex``), so the choice changes the queues chosen.
+    """
+
+    def begin(self) -> None:
+        """Push the first START event(s)."""
+
+    def take(self, payload: object, now: int) -> Send:
+        """At a START event: the send that starts now, with the thread that takes it."""
+        ...
+
+    def free(self, s: Send, at: int) -> None:
+        """``s``'s thread is free again at ``at`` (its send ended, or it only submitted an async one)."""
+
+    def taken(self, now: int) -> None:
+        """After a START event was handled."""
+
+
+class PartitionedSenders:
+    """``sender_model = "partitioned"``: message ``seq`` goes to thread ``seq % threads`` (the workload's
+    ``thread`` column); each thread takes its own sends in seq order, each at ``max(born, thread free)``.
+    One slow send delays every send queued behind it on its thread, even while other threads are idle."""
+
+    def __init__(self, sends: list[Send], push: Callable[[int, object], None]) -> None:
+        self._push = push
+        self._per_thread: dict[int, list[Send]] = {}
+        for s in sends:  # already in seq order
+            self._per_thread.setdefault(s.thread, []).append(s)
+        self._cursor = dict.fromkeys(self._per_thread, 0)
+
+    def _schedule(self, th: int, free_at: int) -> None:
+        i = self._cursor[th]
+        if i < len(self._per_thread[th]):
+            self._push(max(self._per_thread[th][i].born_ms, free_at), th)
+
+    def begin(self) -> None:
+        for th in self._per_thread:
+            self._schedule(th, 0)
+
+    def take(self, payload: object, now: int) -> Send:
+        th = payload  # type: ignore[assignment]
+        s = self._per_thread[th][self._cursor[th]]  # type: ignore[index]
+        self._cursor[th] += 1  # type: ignore[index]
+        return s
+
+    def free(self, s: Send, at: int) -> None:
+        self._schedule(s.thread, at)
+
+    def taken(self, now: int) -> None:
+        pass
+
+
+class PoolSenders:
+    """``sender_model = "pool"`` (default): ``threads`` threads share one queue of sends, as an application
+    feeding a ``ThreadPoolExecutor`` does (a new worker per task up to the core size, then idle workers
+    take tasks FIFO): the next send (by born time, then seq) goes to the idle thread that became idle
+    earliest (ties: the lowest id; a thread that never ran first), at ``max(born, now)``; with no thread
+    idle it waits for the first to become free."""
+
+    def __init__(self, sends: list[Send], threads: int, push: Callable[[int, object], None]) -> None:
+        self._push = push
+        self._order = sorted(sends, key=lambda s: (s.born_ms, s.seq))
+        self._next = 0
+        self._idle = [(-1, th) for th in range(threads)]  # (idle since, id), a heap
+        self._pending = False  # a START for the next send is on the heap
+
+    def _dispatch(self, now: int) -> None:
+        if self._pending or self._next >= len(self._order) or not self._idle:
+            return
+        self._push(max(self._order[self._next].born_ms, now), None)
+        self._pending = True
+
+    def begin(self) -> None:
+        self._dispatch(0)
+
+    def take(self, payload: object, now: int) -> Send:
+        self._pending = False
+        _, th = heapq.heappop(self._idle)
+        s = replace(self._order[self._next], thread=th)
+        self._next += 1
+        return s
+
+    def free(self, s: Send, at: int) -> None:
+        heapq.heappush(self._idle, (at, s.thread))
+        self._dispatch(at)
+
+    def taken(self, now: int) -> None:
+        self._dispatch(now)
 
 
 # ---- records -> the engine output ----------------------------------------------------------------
@@ -331,21 +386,34 @@ def engine_output(
     """The records as an :class:`EngineOutput`, and each attempt's rank in completion order."""
     brokers = _Interned(list(sc.cluster.brokers))
     labels, texts = _Interned(), _Interned()
-    by_send: list[tuple[int, SendRecord] | None] = [None] * n_sends
+    by_send: list[tuple[int, SendRecord, int] | None] = [None] * n_sends
     for rank, (s, record) in enumerate(done):
-        by_send[s.index] = (rank, record)
+        by_send[s.index] = (rank, record, s.thread)
     cols: dict[str, list] = {
         k: []
-        for k in ("send", "attempt", "start", "latency", "broker", "qid", "label", "code", "has_code", "iso")
+        for k in (
+            "send",
+            "attempt",
+            "start",
+            "latency",
+            "broker",
+            "qid",
+            "label",
+            "code",
+            "has_code",
+            "iso",
+            "stored",
+            "stored_ts",
+        )
     }
     ranks: list[int] = []
     per_send: dict[str, list] = {
-        k: [] for k in ("status", "error", "broker", "qid", "begin", "end", "exhausted", "n_sent")
+        k: [] for k in ("status", "error", "broker", "qid", "begin", "end", "exhausted", "n_sent", "thread")
     }
     att_off = [0]
     for s, entry in enumerate(by_send):
         assert entry is not None, f"send {s} never ended"
-        rank, record = entry
+        rank, record, thread = entry
         sent = [a for a in record.attempts if a.outcome is not None]
         for a in sent:
             o = a.outcome
@@ -361,6 +429,8 @@ def engine_output(
             cols["code"].append(o.response_code if o.kind == "broker" else 0)
             cols["has_code"].append(o.kind == "broker")
             cols["iso"].append(NO_ISOLATION if a.isolated_until_ms is None else a.isolated_until_ms)
+            cols["stored"].append(o.stored)
+            cols["stored_ts"].append(a.start_ms + o.store_ms if o.stored else 0)
             ranks.append(rank)
         att_off.append(len(cols["send"]))
         status, text = _result_status(record)
@@ -376,6 +446,7 @@ def engine_output(
         per_send["end"].append(record.end_ms)
         per_send["exhausted"].append(any(a.flow.startswith("break:callTimeout") for a in record.attempts))
         per_send["n_sent"].append(len(sent))
+        per_send["thread"].append(thread)
 
     def ints(values: list) -> np.ndarray:
         return np.array(values, np.int64)
@@ -394,6 +465,8 @@ def engine_output(
         a_code=ints(cols["code"]),
         a_has_code=np.array(cols["has_code"], bool),
         a_isolated_until=ints(cols["iso"]),
+        a_stored=np.array(cols["stored"], bool),
+        a_stored_ts=ints(cols["stored_ts"]),
         att_off=ints(att_off),
         status=ints(per_send["status"]),
         error=ints(per_send["error"]),
@@ -403,6 +476,7 @@ def engine_output(
         end=ints(per_send["end"]),
         exhausted=np.array(per_send["exhausted"], bool),
         n_sent=ints(per_send["n_sent"]),
+        thread=ints(per_send["thread"]),
     )
     return out, ints(ranks)
 

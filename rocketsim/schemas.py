@@ -191,6 +191,8 @@ PRODUCER_WINDOWS = pa.schema(
     ]
 )
 
+DELIVERY_COLUMNS = ("duplicates", "lost", "failed_but_stored")
+
 RUN_SUMMARY = pa.schema(
     [
         RUN_ID,
@@ -217,6 +219,10 @@ RUN_SUMMARY = pa.schema(
         *_QUEUE_SPREAD,
         pa.field("isolations", pa.int64(), nullable=False),  # isolation intervals of the scope's brokers
         pa.field("isolated_ms", pa.int64(), nullable=False),  # their producer-ms up to the run's end
+        # delivery (rocketsim.store.stored_copy_counts): extra stored copies of the scope's messages (a
+        # retry after a timed-out request the broker stored anyway), messages whose result says sent with
+        # no stored copy (a oneway the broker never stored), FAILED messages a broker stored anyway
+        *[pa.field(n, pa.int64(), nullable=False) for n in DELIVERY_COLUMNS],
     ]
 )
 

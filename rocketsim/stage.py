@@ -63,7 +63,7 @@ class ProducerTables:
 
     def summary_aggregates(self, window_ms: int) -> SummaryAggregates:
         """The producer's mergeable summary aggregates (:func:`rocketsim.summaries.producer_aggregates`)."""
-        return summaries.producer_aggregates(self.attempts, self.results, window_ms)
+        return summaries.producer_aggregates(self.attempts, self.results, window_ms, messages=self.messages)
 
     def unstored_transactions(self, sc: Scenario) -> pa.Table:
         """``transactions`` rows of its transactional messages no broker stored
@@ -142,7 +142,11 @@ def variant_aggregates(
     parts = []
     for name in names:
         out = simulate.simulate(messages, scenarios[name])
-        parts.append(summaries.producer_aggregates(out.attempts, out.results, window_ms, {"variant": name}))
+        parts.append(
+            summaries.producer_aggregates(
+                out.attempts, out.results, window_ms, {"variant": name}, messages=messages
+            )
+        )
     return summaries.merge(parts)
 
 

@@ -89,6 +89,8 @@ __all__ = [
     "stored_copies",
     "stored_copy_counts",
     "delivery_counts",
+    "delivery_flags",
+    "result_copies",
     "SENT_STATUSES",
     "STORED_COPIES",
     "is_answered_outcome",
@@ -585,11 +587,8 @@ def stored_copy_counts(messages: pa.Table, attempts: pa.Table, results: pa.Table
       ONEWAY_SENT) with no copy (e.g. a oneway request the broker never stored);
     * failed but stored = FAILED messages with at least one copy (the client gave up, the broker has it).
     """
-    copies = stored_copies(messages, attempts, results)
-    counts = copies.group_by(["producer", "seq"]).aggregate([([], "count_all")])
-    res = results.select(["producer", "seq", "status"])
-    out = res.join(counts, ["producer", "seq"], join_type="left outer")
-    out = out.append_column("copies", out.column("count_all").fill_null(0)).drop_columns(["count_all"])
+    out = results.select(["producer", "seq", "status"])
+    out = out.append_column("copies", pa.array(result_copies(messages, attempts, results), pa.int64()))
     out = out.sort_by([("producer", "ascending"), ("seq", "ascending")])
     return out.select(STORED_COPIES.names).cast(STORED_COPIES)
 
@@ -597,15 +596,46 @@ def stored_copy_counts(messages: pa.Table, attempts: pa.Table, results: pa.Table
 def delivery_counts(copies: pa.Table) -> dict[str, int]:
     """``duplicates``, ``lost`` and ``failed_but_stored`` over :func:`stored_copy_counts` rows (their
     definitions are there); sums of such rows' counts are the counts of their union."""
-    n = ints(copies, "copies")
-    status = copies.column("status")
+    flags = delivery_flags(copies.column("status"), ints(copies, "copies"))
+    return {name: int(values.sum()) for name, values in flags.items()}
+
+
+def delivery_flags(status: pa.ChunkedArray | pa.Array, copies: np.ndarray) -> dict[str, np.ndarray]:
+    """Per message (its result's ``status``, its stored ``copies``): its ``duplicates`` (int64) and
+    whether it is ``lost`` / ``failed_but_stored`` (0 or 1), as :func:`stored_copy_counts` defines them
+    (``run_summary`` sums them per scope)."""
+    n = np.asarray(copies, np.int64)
     sent = bools(pc.is_in(status, value_set=pa.array(SENT_STATUSES)))
     failed = bools(pc.equal(status, "FAILED"))
     return {
-        "duplicates": int(np.maximum(n - 1, 0).sum()),
-        "lost": int((sent & (n == 0)).sum()),
-        "failed_but_stored": int((failed & (n > 0)).sum()),
+        "duplicates": np.maximum(n - 1, 0),
+        "lost": (sent & (n == 0)).astype(np.int64),
+        "failed_but_stored": (failed & (n > 0)).astype(np.int64),
     }
+
+
+def result_copies(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> np.ndarray:
+    """Per ``results`` row, in its order, how many copies of its message the brokers stored: the stored
+    attempts (:func:`is_stored_outcome`) of its send, as :func:`stored_copies` makes them (a message
+    sent alone: its send's; a member of a batch: the batch's, every sent member a copy); 0 for a
+    REJECTED message. Reads ``messages`` (producer, seq, batch_id), ``attempts`` (producer, seq, stored)
+    and ``results`` (producer, seq, status)."""
+    keys = ["producer", "seq"]
+    stored = attempts.select([*keys, "stored"]).filter(is_stored_outcome(attempts))
+    own = stored.group_by(keys).aggregate([([], "count_all")])
+    rows = results.select([*keys, "status"]).append_column("row", pa.array(np.arange(results.num_rows)))
+    sent = rows.filter(pc.not_equal(rows.column("status"), "REJECTED"))
+    sent = sent.join(messages.select([*keys, "batch_id"]), keys, join_type="inner")
+    sent = sent.join(own, keys, join_type="left outer")
+    sent = sent.append_column("own", sent.column("count_all").fill_null(0)).drop_columns(["count_all"])
+    in_batch = sent.filter(pc.is_valid(sent.column("batch_id")))
+    totals = in_batch.group_by(["producer", "batch_id"]).aggregate([("own", "sum")])
+    in_batch = in_batch.join(totals, ["producer", "batch_id"], join_type="inner")
+    copies = np.zeros(results.num_rows, np.int64)
+    alone = sent.filter(pc.is_null(sent.column("batch_id")))
+    copies[ints(alone, "row")] = ints(alone, "own")
+    copies[ints(in_batch, "row")] = ints(in_batch, "own_sum")
+    return copies
 
 
 def _sorted_unique(key: np.ndarray) -> np.ndarray | None:

@@ -42,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import schemas
+from rocketsim import schemas, store
 from rocketsim.grouping import (
     Groups,
     all_found,
@@ -98,6 +98,7 @@ OUTCOME_COLUMNS = schemas.OUTCOME_COLUMNS  # the tables' columns, in this order
 OK, FAILED_OTHER = 0, len(OUTCOME_COLUMNS) - 1  # indexes into OUTCOME_COLUMNS
 assert tuple(c for c, _, _ in OUTCOME_KINDS) == OUTCOME_COLUMNS[:-1], "OUTCOME_KINDS follows OUTCOME_COLUMNS"
 # the columns producer_aggregates reads (a task reading committed files reads only these)
+MESSAGE_COLUMNS = ("producer", "seq", "batch_id")  # what producer_aggregates reads of the messages
 ATTEMPT_COLUMNS = (
     "producer",
     "seq",
@@ -109,9 +110,11 @@ ATTEMPT_COLUMNS = (
     "outcome",
     "fault_isolated_until_ms",
     "wire_bytes",
+    "stored",
 )
 RESULT_COLUMNS = (
     "producer",
+    "seq",
     "status",
     "attempts",
     "retry_budget_exhausted",
@@ -181,6 +184,7 @@ AGGREGATE_TABLES: dict[str, pa.Schema] = {
             pa.field("broker", NAME),
             *[pa.field(n, _I64, nullable=False) for n in ("messages", "ok", "failed", "rejected")],
             *[pa.field(n, _I64, nullable=False) for n in ("attempts", "retries", "retry_budget_exhausted")],
+            *[pa.field(n, _I64, nullable=False) for n in schemas.DELIVERY_COLUMNS],
             pa.field("first_born_ms", _I64, nullable=False),
             pa.field("last_end_ms", _I64, nullable=False),
         ]
@@ -209,7 +213,8 @@ _MERGE_RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...],
     "queue_cells": (("broker", "queue_id", "window_start_ms"), ("sends", "ok"), (), ()),
     "result_scopes": (
         ("broker",),
-        ("messages", "ok", "failed", "rejected", "attempts", "retries", "retry_budget_exhausted"),
+        ("messages", "ok", "failed", "rejected", "attempts", "retries", "retry_budget_exhausted")
+        + schemas.DELIVERY_COLUMNS,
         ("first_born_ms",),
         ("last_end_ms",),
     ),
@@ -482,8 +487,11 @@ class _Attempts:
 class _Results:
     """Result columns as numpy, read once."""
 
-    def __init__(self, t: pa.Table, window_ms: int) -> None:
+    def __init__(self, t: pa.Table, window_ms: int, copies: np.ndarray) -> None:
         self.n = t.num_rows
+        if len(copies) != self.n:
+            raise ValueError(f"copies has {len(copies)} values for {self.n} results")
+        self.delivery = store.delivery_flags(t.column("status"), copies)
         self.producer = ints(t, "producer")
         self.window = window_index(ints(t, "send_ts_ms"), window_ms)
         self.ok, self.failed, self.rejected = _statuses(t)
@@ -599,10 +607,18 @@ def _keyed(table: pa.Table, keys: Mapping[str, str]) -> pa.Table:
 
 
 def producer_aggregates(
-    attempts: pa.Table, results: pa.Table, window_ms: int, keys: Mapping[str, str] | None = None
+    attempts: pa.Table,
+    results: pa.Table,
+    window_ms: int,
+    keys: Mapping[str, str] | None = None,
+    *,
+    messages: pa.Table,
 ) -> SummaryAggregates:
     """The summary aggregates of whole producers' attempts and results (``send_attempts`` /
     ``send_results`` columns as the simulator returns them; ``run_id`` and store columns are ignored).
+
+    ``messages``: the same producers' messages (:data:`MESSAGE_COLUMNS`), for ``run_summary``'s delivery
+    columns (the copies the brokers stored of each message, :func:`rocketsim.store.result_copies`).
 
     ``keys``: constant key columns of these rows, e.g. ``{"variant": "fault_on"}`` in a comparison.
     The producer-level parts (``producer_windows``, ``intervals``) are finished here, so merging needs
@@ -611,7 +627,8 @@ def producer_aggregates(
     keys = dict(keys or {})
     if window_ms <= 0:
         raise ValueError(f"window_ms must be > 0, got {window_ms}")
-    a, r = _Attempts(attempts, window_ms), _Results(results, window_ms)
+    copies = store.result_copies(messages, attempts, results)
+    a, r = _Attempts(attempts, window_ms), _Results(results, window_ms, copies)
     intervals = _intervals(a)
     tables = {
         **_attempt_parts(a, window_ms),
@@ -689,6 +706,7 @@ def _result_parts(r: _Results) -> dict[str, pa.Table]:
             "attempts": g.sum(r.attempts),
             "retries": g.sum(np.maximum(r.attempts - 1, 0)),
             "retry_budget_exhausted": g.sum(r.exhausted),
+            **{name: g.sum(values) for name, values in r.delivery.items()},
             "first_born_ms": g.min(r.born),
             "last_end_ms": g.max(r.end),
         }
@@ -1127,7 +1145,16 @@ def _run_summary(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Tabl
 
     cols: dict[str, object] = {}
     src, scope = add_all_and_broker(s_run, s_broker)
-    for name in ("messages", "ok", "failed", "rejected", "attempts", "retries", "retry_budget_exhausted"):
+    for name in (
+        "messages",
+        "ok",
+        "failed",
+        "rejected",
+        "attempts",
+        "retries",
+        "retry_budget_exhausted",
+        *schemas.DELIVERY_COLUMNS,
+    ):
         values = np.zeros(n, np.int64)
         np.add.at(values, scope, ints(rs, name)[src])
         cols[name] = values

@@ -113,7 +113,10 @@ def test_the_derived_outputs_are_the_core_functions_of_the_rows(scenario: Scenar
     from rocketsim import broker_side, summaries
 
     whole = summaries.producer_aggregates(
-        pa.concat_tables([t.attempts for t in tables]), pa.concat_tables([t.results for t in tables]), 1000
+        pa.concat_tables([t.attempts for t in tables]),
+        pa.concat_tables([t.results for t in tables]),
+        1000,
+        messages=pa.concat_tables([t.messages for t in tables]),
     )
     merged = summaries.merge(t.summary_aggregates(1000) for t in tables)
     assert summaries.summary_tables(merged) == summaries.summary_tables(whole)

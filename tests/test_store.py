@@ -1165,3 +1165,26 @@ def test_a_stored_timed_out_half_is_a_record_no_result_points_at() -> None:
     halves = log[log.store_topic == store.HALF_TOPIC]
     extra = halves[~halves.is_result]
     assert len(extra) > 0 and extra.seq.isin(halves[halves.is_result].seq).all()
+
+
+@pytest.mark.parametrize("version", ["4.9.8", "5.3.3"])
+def test_result_copies_count_the_stored_copies_of_each_message(version: str) -> None:
+    # one definition, checked against the other form: result_copies (per result row, by index) equals the
+    # rows stored_copies makes per message, batches (a copy per member per stored attempt of the batch's
+    # send) and duplicates (timed-out requests broker-a stored anyway) included
+    sc, messages, out = _slow_a(
+        version,
+        {"normal": 0.6, "batch": 0.4},
+        send_msg_max_timeout_per_request_ms=1000 if version == "5.3.3" else -1,
+        retry_times_when_send_failed=2,
+    )
+    copies = store.result_copies(messages, out.attempts, out.results)
+    rows = store.stored_copies(messages, out.attempts, out.results).to_pandas()
+    per_message = rows.groupby(["producer", "seq"]).size()
+    res = out.results.to_pandas()
+    want = [per_message.get((p, s), 0) for p, s in zip(res.producer, res.seq, strict=True)]
+    assert copies.tolist() == want
+    assert pc.is_valid(messages.column("batch_id")).to_pylist().count(True) > 0
+    assert sum(want) == len(rows)
+    # 5.3.3 caps the attempts to broker-a at 1000 ms and retries: a second copy; 4.9.8 waits 3000 ms
+    assert max(want) == (2 if version == "5.3.3" else 1)

@@ -23,7 +23,7 @@ from chispa import assert_df_equality
 from sample_runs import BASE as SAMPLE_BASE
 from sample_runs import RUNS, assert_same, by_producer, deep_update, run_tables
 
-from rocketsim import analysis, schemas, simulate, summaries, workload
+from rocketsim import analysis, schemas, simulate, store, summaries, workload
 from rocketsim.scenario import scenario_from_mapping
 from rocketsim.schemas import SEND_ATTEMPTS
 from rocketsim.spark.session import spark_schema
@@ -155,14 +155,27 @@ def merged_in_shuffled_order(
     return summaries.merge([summaries.merge(aggs[cut:]), summaries.merge(aggs[:cut])])
 
 
+def unbatched_messages(results: pa.Table) -> pa.Table:
+    """What producer_aggregates reads of the messages, for results of messages sent alone (no batch)."""
+    keys = results.select(["producer", "seq"])
+    return keys.append_column("batch_id", pa.nulls(keys.num_rows, pa.int64()))
+
+
 def core_summaries(
-    attempts: pa.Table, results: pa.Table, window_ms: int, *, variant: str | None = None
+    attempts: pa.Table,
+    results: pa.Table,
+    window_ms: int,
+    *,
+    variant: str | None = None,
+    messages: pa.Table | None = None,
 ) -> list[summaries.SummaryAggregates]:
-    """One aggregate per producer, as the producer tasks make them."""
+    """One aggregate per producer, as the producer tasks make them (``messages``: the results' own, or
+    none in a batch)."""
     keys = {"variant": variant} if variant is not None else None
-    a, r = by_producer(attempts), by_producer(results)
+    messages = unbatched_messages(results) if messages is None else messages
+    a, r, m = by_producer(attempts), by_producer(results), by_producer(messages)
     empty = attempts.schema.empty_table()
-    return [summaries.producer_aggregates(a.get(p, empty), r[p], window_ms, keys) for p in r]
+    return [summaries.producer_aggregates(a.get(p, empty), r[p], window_ms, keys, messages=m[p]) for p in r]
 
 
 def core_tables(attempts: pa.Table, results: pa.Table, window_ms: int) -> dict[str, pa.Table]:
@@ -532,9 +545,10 @@ def with_keys(table: pa.Table, **keys: str) -> pa.Table:
 
 
 def _core_run(wh: Path, run_id: str) -> dict[str, pa.Table]:
-    attempts, results = run_tables(wh, run_id, "send_attempts", "send_results")
+    attempts, results, messages = run_tables(wh, run_id, "send_attempts", "send_results", "messages")
     results = results.select(schemas.without_run_id(schemas.SEND_RESULTS).names)  # as the simulator gives
-    merged = merged_in_shuffled_order(core_summaries(attempts, results, RUNS[run_id][1]), seed=len(run_id))
+    aggs = core_summaries(attempts, results, RUNS[run_id][1], messages=messages)
+    merged = merged_in_shuffled_order(aggs, seed=len(run_id))
     return summaries.summary_tables(merged)
 
 
@@ -560,9 +574,11 @@ def test_summary_tables_of_the_one_pass_equal_the_oracle(spark, sample_runs: Pat
 
 @pytest.mark.spark
 def test_merge_order_does_not_matter(sample_runs: Path) -> None:
-    attempts, results = run_tables(sample_runs, "mixed-533", "send_attempts", "send_results")
+    attempts, results, messages = run_tables(
+        sample_runs, "mixed-533", "send_attempts", "send_results", "messages"
+    )
     results = results.select(schemas.without_run_id(schemas.SEND_RESULTS).names)
-    aggs = core_summaries(attempts, results, 700)
+    aggs = core_summaries(attempts, results, 700, messages=messages)
     one = merged_in_shuffled_order(aggs, 1)
     for seed in (2, 3):
         other = merged_in_shuffled_order(aggs, seed)
@@ -571,7 +587,12 @@ def test_merge_order_does_not_matter(sample_runs: Path) -> None:
     with pytest.raises(ValueError, match="more than one aggregate"):
         summaries.merge([aggs[0], aggs[0]])
     with pytest.raises(ValueError, match="cannot be merged"):
-        summaries.merge([aggs[0], summaries.producer_aggregates(attempts, results, 1000)])
+        summaries.merge(
+            [
+                aggs[0],
+                summaries.producer_aggregates(attempts, results, 1000, messages=unbatched_messages(results)),
+            ]
+        )
 
 
 # ---- a comparison: keys (run_id, variant) on the same rows ---------------------------------------------
@@ -592,10 +613,11 @@ def test_comparison_keys_equal_the_oracle(spark) -> None:
         sc = scenario_from_mapping(
             {"name": "cmp", **deep_update(deep_update(SAMPLE_BASE, RUNS["mixed-498"][0]), over)}
         )
-        out = simulate.simulate(workload.generate(sc), sc)
+        messages = workload.generate(sc)
+        out = simulate.simulate(messages, sc)
         attempts.append(with_keys(out.attempts, run_id="cmp", variant=name))
         results.append(with_keys(out.results, run_id="cmp", variant=name))
-        aggs += core_summaries(out.attempts, out.results, window_ms, variant=name)
+        aggs += core_summaries(out.attempts, out.results, window_ms, variant=name, messages=messages)
     keys = ["run_id", "variant"]
     expected = oracle.summary_tables_of(
         spark, pa.concat_tables(attempts), pa.concat_tables(results), window_ms, keys
@@ -688,3 +710,58 @@ def test_aggregates_travel_as_bytes() -> None:
             assert back.tables()[name].equals(table), name
     with pytest.raises(ValueError, match="not summary aggregates"):
         summaries.SummaryAggregates.from_bytes(b"")
+
+
+# ---- delivery: duplicates, lost and failed-but-stored messages ---------------------------------------
+
+
+@pytest.mark.parametrize("version", ["4.9.8", "5.3.3"])
+def test_run_summary_counts_duplicates_lost_and_failed_but_stored_per_scope(version: str) -> None:
+    # broker-a answers after 1.5 s, broker-b hangs. 5.3.3 gives up on broker-a at
+    # sendMsgMaxTimeoutPerRequest (1000 ms) and retries within its 2500 ms (DefaultMQProducerImpl.
+    # sendDefaultImpl): a duplicate. 4.9.8 (1000 ms in all) cannot retry after the timeout: FAILED,
+    # stored anyway; its oneway sends to the hung broker-b are lost (5.3.3's reachability filter keeps
+    # them off it: MQFaultStrategy.selectOneMessageQueue)
+    limits = (
+        {"send_msg_max_timeout_per_request_ms": 1000, "send_msg_timeout_ms": 2500}
+        if version == "5.3.3"
+        else {"send_msg_timeout_ms": 1000}
+    )
+    sc = scenario_from_mapping(
+        {
+            "cluster": {"brokers": ["broker-a", "broker-b", "broker-c"]},
+            "producers": {
+                "count": 2,
+                "client_version": version,
+                **limits,
+                "send_mode": {"sync": 0.8, "oneway": 0.2},
+            },
+            "workload": {"messages": 300, "rate_per_s": 4.0, "message_types": {"normal": 0.7, "batch": 0.3}},
+            "brokers": {
+                "default": {"latency": {"median_ms": 2.0, "sigma": 0.0, "spike_probability": 0.0}},
+                "broker-a": {"latency": {"median_ms": 1500.0, "sigma": 0.0, "spike_probability": 0.0}},
+            },
+            "faults": [{"broker": "broker-b", "kind": "hang", "start_s": 0, "end_s": 1000}],
+        }
+    )
+    messages = workload.generate(sc)
+    out = simulate.simulate(messages, sc)
+    copies = store.stored_copy_counts(messages, out.attempts, out.results)
+    want_all = store.delivery_counts(copies)
+    if version == "5.3.3":
+        assert want_all["duplicates"] > 0
+    else:
+        assert want_all["lost"] > 0 and want_all["failed_but_stored"] > 0
+    aggs = core_summaries(out.attempts, out.results, 1000, messages=messages)
+    summary = {
+        r["scope"]: r for r in summaries.summary_tables(summaries.merge(aggs))["run_summary"].to_pylist()
+    }
+    assert {k: summary["all"][k] for k in schemas.DELIVERY_COLUMNS} == want_all
+    # a broker's row counts the messages whose result it stored (or, oneway, was sent to)
+    res = out.results.select(["producer", "seq", "broker", "status"]).to_pandas()
+    per = copies.to_pandas().merge(res, on=["producer", "seq", "status"])
+    for broker in sc.cluster.brokers:
+        mine = per[(per.broker == broker) & ~per.status.isin(["FAILED", "REJECTED"])]
+        got = {k: summary[broker][k] for k in schemas.DELIVERY_COLUMNS}
+        flags = store.delivery_flags(pa.array(mine.status, pa.string()), mine.copies.to_numpy())
+        assert got == {k: int(v.sum()) for k, v in flags.items()}, broker

@@ -124,7 +124,9 @@ def test_one_pass_files_equal_the_local_oracle(scenario: Scenario, tmp_path: Pat
     assert failed.num_rows > 0
 
     # the summary tables: the core's of the whole run at once
-    whole = summaries.summary_tables(summaries.producer_aggregates(out.attempts, out.results, WINDOW_MS))
+    whole = summaries.summary_tables(
+        summaries.producer_aggregates(out.attempts, out.results, WINDOW_MS, messages=messages)
+    )
     for name, table in whole.items():
         assert _read(work.tables[name]).equals(table), name
     # the broker side: the core's of the whole commit log at once (transactions: by producer and seq)
@@ -225,7 +227,11 @@ def test_a_comparison_task_writes_each_variants_aggregates(scenario: Scenario, t
     parts = []
     for name, sc in variants.items():
         out = simulate.simulate(messages, sc)
-        parts.append(summaries.producer_aggregates(out.attempts, out.results, WINDOW_MS, {"variant": name}))
+        parts.append(
+            summaries.producer_aggregates(
+                out.attempts, out.results, WINDOW_MS, {"variant": name}, messages=messages
+            )
+        )
     want = summaries.merge(parts)
     for name, table in want.tables().items():
         assert got.tables()[name].equals(table), name

@@ -168,6 +168,10 @@ def print_summary(args: JobArgs, run_summary: pa.Table) -> None:
         f"{overall['retry_budget_exhausted']:,} send(s) ran out of time with retries left, "
         f"{overall['isolations']:,} broker isolations ({overall['isolated_ms'] / 1000:,.1f} producer-s)"
     )
+    print(
+        f"  delivery: {overall['duplicates']:,} duplicate copies stored, {overall['lost']:,} lost "
+        f"(told sent, never stored), {overall['failed_but_stored']:,} failed but stored"
+    )
     for r in brokers:
         p99 = "-" if r["latency_p99_ms"] is None else f"{r['latency_p99_ms']:.1f} ms"
         err = r["attempt_error_rate"] or 0.0

@@ -197,7 +197,7 @@ def write_producer_files(sc: Scenario, share: workload.ProducerShare, work: Stag
     else:
         attempts, results = _read_attempts_results(work, p, counts)
     if work.runs(SUMMARIZE):
-        aggregates = summaries.producer_aggregates(attempts, results, work.window_ms)
+        aggregates = summaries.producer_aggregates(attempts, results, work.window_ms, messages=messages)
         write_bytes(aggregates.to_bytes(), f"{work.scratch}/{SCRATCH_AGGREGATES.format(p)}")
     if work.runs(BROKER_SIDE):
         if work.runs(SIMULATE):
@@ -229,7 +229,7 @@ def _messages(
         schema = MESSAGES_DATA
         if not work.runs(SIMULATE):
             both = broker_side.UNSTORED_MESSAGE_COLUMNS if work.runs(BROKER_SIDE) else ()
-            schema = _columns(MESSAGES_DATA, _MESSAGE_KEYS, both)
+            schema = _columns(MESSAGES_DATA, _MESSAGE_KEYS, summaries.MESSAGE_COLUMNS, both)
         messages = read_producer_rows(uris, schema, p)
         counts |= reconcile.message_counts(messages, "read")
         return messages

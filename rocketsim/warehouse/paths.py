@@ -1,13 +1,15 @@
 """Where a warehouse's files are: table paths, file systems, run partitions, staging folders, write ids.
 
 A warehouse is a local folder or a URI that pyarrow and deltalake both open (``s3://``, ``gs://``,
-``hdfs://``, ``file://``); each table is ``<warehouse>/<name>``, partitioned by ``run_id`` in Hive-style
-folders. Writes wait in ``<table>/_staging/<write id>`` (hidden from Delta readers and from vacuum) until
-they are moved into the run's partition and committed.
+``hdfs://``, ``file://``); each table is ``<warehouse>/<name>``, partitioned by ``run_id`` (Hive-style
+folders) and by ``write_id``: one write of the table for a run, which the run-level commit
+(:mod:`rocketsim.warehouse.run_commit`) makes visible. Writes wait in ``<table>/_staging/<write id>``
+(hidden from Delta readers and from vacuum) until they are moved into the run's partition and committed.
 """
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import os
 import time
@@ -19,6 +21,8 @@ import pyarrow.fs as pafs
 from rocketsim.errors import RocketSimError
 
 PARTITION_COLUMN = "run_id"
+WRITE_COLUMN = "write_id"  # the second partition column: which write of the table a row belongs to
+WRITE_PARTITIONS = [PARTITION_COLUMN, WRITE_COLUMN]
 STAGING_DIR = "_staging"
 DELTA_LOG_DIR = "_delta_log"
 _RUN_ID_FORBIDDEN = set("'\"\\/") | {chr(c) for c in range(32)} | {"\x7f"}
@@ -70,9 +74,20 @@ def relative_path(file_uri: str, root: str) -> str:
     return path[len(prefix) :] if path.startswith(prefix) else path
 
 
+_WRITE_TIME = "%Y%m%dT%H%M%S"
+
+
 def new_write_id() -> str:
     """A fresh write id: UTC time (sortable) plus a random suffix."""
-    return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:12]}"
+    return f"{time.strftime(_WRITE_TIME, time.gmtime())}-{uuid.uuid4().hex[:12]}"
+
+
+def write_time(write_id: str) -> float | None:
+    """When a write id was made (seconds since the epoch), from its prefix; None if it has none."""
+    try:
+        return float(calendar.timegm(time.strptime(write_id.split("-", 1)[0], _WRITE_TIME)))
+    except ValueError:
+        return None
 
 
 def staging_path(warehouse: str | os.PathLike[str], table: str, write_id: str) -> str:

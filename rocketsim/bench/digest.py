@@ -148,7 +148,9 @@ def run_digests(warehouse: Path, only: list[str] | None) -> dict[str, dict[str, 
         for o in overrides:
             argv += ["--set", o]
         print(f"[digest] {name}", file=sys.stderr, flush=True)
-        main(argv)
+        code = main(argv)
+        if code:
+            raise SystemExit(f"[digest] {name}: jobs/pipeline.py exited with {code}")
         out[name] = {}
         for table in TABLES:
             t = read_run(warehouse, table, name)

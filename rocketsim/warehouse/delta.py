@@ -33,9 +33,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable
-from deltalake.exceptions import CommitFailedError, DeltaError
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction
 
+from rocketsim.errors import RocketSimError
 from rocketsim.warehouse.paths import (
     PARTITION_COLUMN,
     WRITE_COLUMN,
@@ -211,6 +212,22 @@ def _publish(
     return files
 
 
+class DamagedTableError(RocketSimError):
+    """A table's Delta log cannot be read (damaged, or edited by hand)."""
+
+
+def open_table(warehouse: str | os.PathLike[str], table: str, **kwargs: object) -> DeltaTable:
+    """The Delta table ``<warehouse>/<table>``; :class:`DamagedTableError` naming it if its log cannot
+    be read (a missing table raises deltalake's ``TableNotFoundError``, as before)."""
+    uri = table_path(warehouse, table)
+    try:
+        return DeltaTable(uri, **kwargs)
+    except TableNotFoundError:
+        raise
+    except (DeltaError, OSError) as exc:
+        raise DamagedTableError(f"the Delta log of table {table} ({uri}) cannot be read: {exc}") from exc
+
+
 def delta_schema(arrow_schema: pa.Schema) -> pa.Schema:
     """The Delta schema of a table declared as ``arrow_schema``: its columns and the write id, a
     partition column after ``run_id`` (bookkeeping of the sink, not part of the model's rows)."""
@@ -320,10 +337,11 @@ def commit_written(
     try:
         return commit_run(staged)
     except BaseException:
-        fs, root = filesystem(staged.table_uri)
-        for f in staged.files:
-            with contextlib.suppress(OSError):
-                fs.delete_file(f"{root}/{f.path}")
+        if not _committed(staged):  # else the write is in the log: its files stay
+            fs, root = filesystem(staged.table_uri)
+            for f in staged.files:
+                with contextlib.suppress(OSError):
+                    fs.delete_file(f"{root}/{f.path}")
         raise
 
 
@@ -407,11 +425,15 @@ def _write_files(dt: DeltaTable, run_id: str, write_id: str, root: str) -> set[s
 
 
 def _committed(staged: StagedRun) -> bool:
+    """Whether the write's files are in the table's log (False if that cannot be told)."""
     if not staged.files:
         return False
     _, root = filesystem(staged.table_uri)
-    dt = DeltaTable(staged.table_uri)
-    return staged.files[0].path in _write_files(dt, staged.run_id, staged.write_id, root)
+    try:
+        dt = DeltaTable(staged.table_uri)
+        return staged.files[0].path in _write_files(dt, staged.run_id, staged.write_id, root)
+    except (DeltaError, OSError):
+        return False
 
 
 def _commit_version(uri: str, write_id: str) -> int:

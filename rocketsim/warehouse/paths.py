@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import contextlib
 import os
+import tempfile
 import time
 import uuid
 from urllib.parse import quote, unquote, urlparse
@@ -45,6 +46,33 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     if "://" in uri:
         return pafs.FileSystem.from_uri(uri)
     return pafs.LocalFileSystem(), uri
+
+
+def unwritable(warehouse: str) -> str | None:
+    """Why a job could not write the warehouse folder ``warehouse`` (None: it can): empty, a file,
+    under a file, or a folder (or the nearest existing parent of one to create) this process cannot
+    write to (read-only file system, permissions: tried with a probe file, deleted at once). A URI
+    other than ``file://`` is not checked here (its first write is)."""
+    if not warehouse.strip():
+        return "must not be empty"
+    if "://" in warehouse and not warehouse.startswith("file://"):
+        return None
+    path = os.path.abspath(unquote(urlparse(warehouse).path) if "://" in warehouse else warehouse)
+    existing = path
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return (
+            "must be a folder, not a file" if existing == path else f"must not be under a file ({existing})"
+        )
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".rocketsim-probe-", dir=existing)
+    except OSError as exc:
+        where = "" if existing == path else f" ({existing}, where it would be created)"
+        return f"must be a folder this job can write{where}: {exc.strerror}"
+    os.close(fd)
+    os.unlink(probe)
+    return None
 
 
 def partition_dir(run_id: str) -> str:

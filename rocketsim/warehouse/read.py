@@ -23,6 +23,7 @@ from deltalake import DeltaTable
 
 from rocketsim.errors import RocketSimError
 from rocketsim.schemas import TABLES
+from rocketsim.warehouse.delta import open_table
 from rocketsim.warehouse.paths import PARTITION_COLUMN, WRITE_COLUMN, check_run_id, filesystem, table_path
 from rocketsim.warehouse.run_commit import (
     RUN_COMMITS_TABLE,
@@ -60,7 +61,7 @@ def read_arrow(
     """The rows of complete runs (one run, or all), cast to the declared schema: of each run, the write
     of ``table`` that ``run_commits`` names (:mod:`rocketsim.warehouse.run_commit`). A run being
     replaced while this reads is read again, so the rows are the old run's or the new run's, whole."""
-    dt = DeltaTable(table_path(warehouse, table))
+    dt = open_table(warehouse, table)
     declared = declared_schema(table, dt, arrow_schema)
     if table == RUN_COMMITS_TABLE:
         filters = None if run_id is None else [(PARTITION_COLUMN, "=", run_id)]
@@ -71,7 +72,7 @@ def read_arrow(
             wanted = columns or declared.names
             return pa.schema([declared.field(n) for n in wanted]).empty_table()
         filters = [(WRITE_COLUMN, "in", sorted(writes.values()))]
-        result = DeltaTable(table_path(warehouse, table)).to_pyarrow_table(columns=columns, filters=filters)
+        result = open_table(warehouse, table).to_pyarrow_table(columns=columns, filters=filters)
         if current_write_ids(warehouse, table, run_id) == writes:  # no rerun was published meanwhile
             break
     if WRITE_COLUMN in result.column_names and not (columns and WRITE_COLUMN in columns):
@@ -138,7 +139,7 @@ def run_file_uris(warehouse: str | os.PathLike[str], table: str, run_id: str) ->
     """The data files of one complete run of a table (its current write), as the Delta log lists them
     (uris pyarrow and Spark open)."""
     write = current_write(warehouse, table, run_id)
-    dt = DeltaTable(table_path(warehouse, table))
+    dt = open_table(warehouse, table)
     return dt.file_uris(file_pruning_predicate=_write_filter(write, run_id))
 
 
@@ -172,7 +173,7 @@ def run_file_ranges(
     """The data files of one run of a table with the min and max of ``column`` in each, from the Delta
     log's file statistics (no data read), so a reader can open only the files that may hold a value."""
     write = current_write(warehouse, table, run_id)
-    dt = DeltaTable(table_path(warehouse, table))
+    dt = open_table(warehouse, table)
     uris = dt.file_uris(file_pruning_predicate=_write_filter(write, run_id))
     names = [f"min.{column}", f"max.{column}"]
     # by file name (unique in a table): the log escapes the partition folder differently from file_uris
@@ -186,7 +187,7 @@ def run_rows(warehouse: str | os.PathLike[str], table: str, run_id: str) -> int:
     them: from its Parquet footer); no data read. (``run_commits`` records what the write committed:
     :func:`current_write`; the two differ only if the table's log was damaged or edited.)"""
     write = current_write(warehouse, table, run_id)
-    dt = DeltaTable(table_path(warehouse, table))
+    dt = open_table(warehouse, table)
     rows = 0
     uris = {_file_name(u): u for u in dt.file_uris(file_pruning_predicate=_write_filter(write, run_id))}
     for add in _run_adds(dt, run_id, write.write_id):

@@ -45,6 +45,7 @@ from rocketsim.warehouse.delta import (
     commit_actions,
     crash_point,
     ensure_table,
+    open_table,
     remove_writes,
     stage_written,
     write_partitions,
@@ -82,7 +83,9 @@ def run_commits(warehouse: str | os.PathLike[str], run_id: str | None = None) ->
     if not DeltaTable.is_deltatable(uri):
         return RUN_COMMITS.empty_table()
     filters = None if run_id is None else [(PARTITION_COLUMN, "=", run_id)]
-    return DeltaTable(uri).to_pyarrow_table(filters=filters).select(RUN_COMMITS.names)
+    return (
+        open_table(warehouse, RUN_COMMITS_TABLE).to_pyarrow_table(filters=filters).select(RUN_COMMITS.names)
+    )
 
 
 def current_writes(
@@ -198,7 +201,7 @@ def superseded_writes(
     uri = table_path(warehouse, table)
     if table == RUN_COMMITS_TABLE or not DeltaTable.is_deltatable(uri):
         return {}
-    dt = DeltaTable(uri)
+    dt = open_table(warehouse, table)
     if WRITE_COLUMN not in dt.metadata().partition_columns:
         return {}
     held = write_partitions(dt, run_id)

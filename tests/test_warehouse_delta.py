@@ -128,3 +128,31 @@ def test_run_ids_and_partitions() -> None:
     for bad in ("", "it's", "a/b", "x" * 201, "tab\there"):
         with pytest.raises(DeltaSinkError, match="run_id must be"):
             check_run_id(bad)
+
+
+def test_a_file_with_nulls_in_a_non_nullable_column_is_refused_and_nothing_moves(tmp_path: Path) -> None:
+    wh = str(tmp_path / "wh")
+    loose = pa.schema([f.with_nullable(True) for f in DATA])  # a writer that did not declare not-null
+    bad = pa.table(
+        {"producer": [1, None], "broker": ["a", "b"], "start_ms": [1, 2], "end_ms": [3, None]}, schema=loose
+    )
+    write_id = new_write_id()
+    staging = staging_path(wh, "isolation_intervals", write_id)
+    Path(staging).mkdir(parents=True)
+    write_parquet(_rows([5]), f"{staging}/part-p000000.parquet")  # a good file beside it
+    write_parquet(bad, f"{staging}/part-p000001.parquet")
+    with pytest.raises(
+        DeltaSinkError, match=r"nulls in non-nullable column\(s\) producer \(1 null\(s\)\), end_ms"
+    ):
+        commit_written(wh, "isolation_intervals", "r1", SCHEMA, write_id)
+    assert not (tmp_path / "wh" / "isolation_intervals" / partition_dir("r1")).exists()  # nothing moved
+    assert not (tmp_path / "wh" / "isolation_intervals" / "_delta_log").exists()  # nor committed
+    # the same rows without nulls, in a file that does not declare not-null, pass (footer null counts)
+    write_id = new_write_id()
+    staging = staging_path(wh, "isolation_intervals", write_id)
+    Path(staging).mkdir(parents=True)
+    write_parquet(
+        bad.fill_null(0) if hasattr(bad, "fill_null") else _rows([1, 0]).cast(loose),
+        f"{staging}/part-p0.parquet",
+    )
+    assert commit_written(wh, "isolation_intervals", "r1", SCHEMA, write_id).rows == 2

@@ -177,7 +177,6 @@ def _publish(
     moved: list[str],
 ) -> list[StagedFile]:
     """Move the staged part files into the partition dir under write-id names; stats from the footers."""
-    fs.create_dir(f"{root}/{part}", recursive=True)
     written = sorted(
         info.base_name
         for info in fs.get_file_info(pafs.FileSelector(staging))
@@ -191,6 +190,7 @@ def _publish(
         if metadata.num_rows:
             _check_file_schema(metadata.schema.to_arrow_schema(), data_schema, name)
             _check_nulls(fs, f"{staging}/{name}", metadata, data_schema, name)
+    fs.create_dir(f"{root}/{part}", recursive=True)
     for index, name in enumerate(written):
         source = f"{staging}/{name}"
         metadata = footers[name]

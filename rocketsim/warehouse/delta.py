@@ -2,8 +2,9 @@
 
 A write's Parquet files wait in ``<table>/_staging/<write_id>/`` (written by a stage's tasks with
 pyarrow, or by Spark), hidden from Delta readers and from vacuum. :func:`stage_written` moves them into
-``<table>/run_id=<id>/<write_id>-part-*.parquet``, reads only their footers for the file statistics and
-refuses a file that breaks the declared schema (types, and nulls in a non-nullable column);
+``<table>/run_id=<id>/write_id=<write id>/<write id>-part-*.parquet``, reads only their footers for
+the file statistics and refuses a file that breaks the declared schema (types, and nulls in a
+non-nullable column);
 :func:`commit_run` commits them in ONE ``deltalake`` transaction as the partition
 ``(run_id, write_id)`` of the table (``DeltaTable.create_write_transaction``): every write of a table is
 a partition of its own, so a commit never touches the run's earlier rows. The write is invisible to the
@@ -138,7 +139,10 @@ def stage_written(
     moved: list[str] = []
     try:
         crash_point(table, "written")
-        files = _publish(fs, root, staging, partition_dir(run_id), write_id, data_schema, moved)
+        part = partition_dir(run_id)
+        if WRITE_COLUMN in partitions:  # Hive-style folders: readers that take partitions from paths
+            part = f"{part}/{WRITE_COLUMN}={write_id}"
+        files = _publish(fs, root, staging, part, write_id, data_schema, moved)
         fs.delete_dir(staging)
         crash_point(table, "staged")
     except BaseException:

@@ -130,8 +130,10 @@ def read_run(warehouse: Path, table: str, run_id: str) -> pa.Table | None:
     filters = [("run_id", "=", run_id)]
     commits = str(warehouse / "run_commits")
     if DeltaTable.is_deltatable(commits):
-        named = DeltaTable(commits).to_pyarrow_table(filters=[("run_id", "=", run_id), ("table", "=", table)])
-        filters.append(("write_id", "in", named.column("write_id").to_pylist()))
+        # filtered on the partition column only: deltalake's dataset skips every file on a column the
+        # log has no statistics of (here "table"), whatever the filter
+        named = DeltaTable(commits).to_pyarrow_table(filters=[("run_id", "=", run_id)]).to_pylist()
+        filters.append(("write_id", "in", [r["write_id"] for r in named if r["table"] == table]))
     t = DeltaTable(uri).to_pyarrow_table(filters=filters)
     drop = ["run_id", "write_id", *(RUNS_WALL_CLOCK if table == "runs" else ())]
     return t.drop_columns([c for c in drop if c in t.column_names])

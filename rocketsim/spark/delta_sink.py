@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
+from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -40,6 +41,7 @@ from rocketsim.warehouse.delta import (
     discard_staging,
     remove_writes,
     stage_written,
+    write_partitions,
 )
 from rocketsim.warehouse.paths import (
     PARTITION_COLUMN,
@@ -52,7 +54,7 @@ from rocketsim.warehouse.paths import (
     staging_path,
     table_path,
 )
-from rocketsim.warehouse.run_commit import TableWrite, publish_writes, superseded_writes
+from rocketsim.warehouse.run_commit import TableWrite, publish_writes
 
 
 def write_run(
@@ -103,12 +105,12 @@ def publish_run(
     reported on stderr, not raised, since the run is published by then."""
     dropped = tuple(dropped)
     writes = [TableWrite(r.table, r.write_id, r.rows) for r in reports]
-    publish_writes(warehouse, run_id, job, writes, dropped)
-    tables = [*(r.table for r in reports), *dropped]
+    held = publish_writes(warehouse, run_id, job, writes, dropped)
     removed: dict[str, int] = {}
-    for table in tables:
+    for table in [*(r.table for r in reports), *dropped]:
+        keep = held[table].write_id if table in held else None
         try:
-            removed[table] = _remove_superseded(spark, warehouse, table, run_id, _engine(spark, engine))
+            removed[table] = _remove_superseded(spark, warehouse, table, run_id, keep, _engine(spark, engine))
         except (DeltaError, DeltaSinkError, OSError) as exc:
             print(
                 f"warning: run {run_id} is published, but its superseded writes of {table} were not "
@@ -119,12 +121,20 @@ def publish_run(
 
 
 def _remove_superseded(
-    spark: SparkSession, warehouse: str | os.PathLike[str], table: str, run_id: str, engine: str
+    spark: SparkSession,
+    warehouse: str | os.PathLike[str],
+    table: str,
+    run_id: str,
+    keep: str | None,
+    engine: str,
 ) -> int:
-    doomed = sorted(superseded_writes(warehouse, table, run_id).get(run_id, set()))
+    """Remove the run's writes of ``table`` but ``keep`` (the one just published, if any)."""
+    uri = table_path(warehouse, table)
+    if not DeltaTable.is_deltatable(uri):
+        return 0
+    doomed = sorted(write_partitions(DeltaTable(uri), run_id).get(run_id, set()) - {keep})
     if not doomed:
         return 0
-    uri = table_path(warehouse, table)
     if engine == ENGINE_DELTALAKE:
         return remove_writes(uri, table, run_id, doomed)
     from delta.tables import DeltaTable as SparkDeltaTable  # needs the Delta jars: only on this path

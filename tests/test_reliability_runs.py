@@ -82,7 +82,6 @@ def _staged(spark, wh: Path, seed: int, messages: int = 200) -> None:  # noqa: A
 
 # what each kill reruns: (point, job of a run id, with other settings than the run it replaces)
 KILLS = [
-    ("messages:written", "pipeline"),
     ("consumer_load:committed", "pipeline"),
     ("runs:before_commit", "pipeline"),
     (f"{RUN_COMMITS_TABLE}:before_commit", "pipeline"),
@@ -90,7 +89,6 @@ KILLS = [
     ("send_attempts:committed", "simulate"),
     (f"{RUN_COMMITS_TABLE}:before_commit", "broker_side"),
     ("producer_windows:committed", "summarize"),
-    (f"{RUN_COMMITS_TABLE}:before_commit", "summarize"),
     ("comparisons:committed", "compare"),
 ]
 

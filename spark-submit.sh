@@ -131,7 +131,7 @@ fi
 # driver's stderr would otherwise reach stdout through spark-submit). Skipped for jobs without Spark (they
 # would simply run twice), in cluster deploy mode (the driver's files are elsewhere), and with
 # ROCKETSIM_PREFLIGHT=0. Exit 0 means the job finished without Spark (e.g. --help).
-if [[ $cluster_mode -eq 0 && "${ROCKETSIM_PREFLIGHT:-1}" != 0 ]] && grep -q "build_session" "$job"; then
+if [[ $cluster_mode -eq 0 && "${ROCKETSIM_PREFLIGHT:-1}" != 0 ]] && grep -qE "build_session|run_job" "$job"; then
     rc=0
     ROCKETSIM_PREFLIGHT_ONLY=1 "$PY" "$job" "$@" || rc=$?
     [[ $rc -eq 75 ]] || exit $rc

@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import sys
 
+from rocketsim.schemas import BROKER_SIDE
 from rocketsim.spark.cli import parse_job_args
+from rocketsim.spark.launch import run_job
 from rocketsim.spark.pipeline import run_broker_side
-from rocketsim.spark.session import build_session
+from rocketsim.warehouse.stage_files import tables_read
 
 
 def main(argv: list[str] | None = None) -> int:
     args, scenario = parse_job_args(argv, "jobs/broker_side.py", __doc__)
-    spark = build_session(app_name=f"rocketsim-broker-side-{args.run_id}")
-    try:
-        run_broker_side(spark, args, scenario)
-    finally:
-        spark.stop()
-    return 0
+    # claims the run id, starts Spark, runs; one line on stderr for any failure
+    return run_job(
+        "broker_side",
+        args,
+        lambda spark: run_broker_side(spark, args, scenario),
+        reads=tables_read((BROKER_SIDE,)),
+    )
 
 
 if __name__ == "__main__":

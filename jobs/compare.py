@@ -12,17 +12,13 @@ import sys
 
 from rocketsim.spark.cli import parse_compare_args
 from rocketsim.spark.compare import run_compare
-from rocketsim.spark.session import build_session
+from rocketsim.spark.launch import run_job
 
 
 def main(argv: list[str] | None = None) -> int:
     args, base, scenarios = parse_compare_args(argv, "jobs/compare.py", __doc__)  # exits 2 before Spark
-    spark = build_session(app_name=f"rocketsim-compare-{args.run_id}")
-    try:
-        run_compare(spark, args, base, scenarios)
-    finally:
-        spark.stop()
-    return 0
+    # claims the comparison's run id, starts Spark, runs; one line on stderr for any failure
+    return run_job("compare", args, lambda spark: run_compare(spark, args, base, scenarios))
 
 
 if __name__ == "__main__":

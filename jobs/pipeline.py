@@ -10,18 +10,14 @@ from __future__ import annotations
 import sys
 
 from rocketsim.spark.cli import parse_job_args
+from rocketsim.spark.launch import run_job
 from rocketsim.spark.pipeline import run_pipeline
-from rocketsim.spark.session import build_session
 
 
 def main(argv: list[str] | None = None) -> int:
     args, scenario = parse_job_args(argv, "jobs/pipeline.py", __doc__)  # exits 2 before Spark on bad input
-    spark = build_session(app_name=f"rocketsim-pipeline-{args.run_id}")
-    try:
-        run_pipeline(spark, args, scenario)
-    finally:
-        spark.stop()
-    return 0
+    # claims the run id, starts Spark, runs; one line on stderr for any failure
+    return run_job("pipeline", args, lambda spark: run_pipeline(spark, args, scenario))
 
 
 if __name__ == "__main__":

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import sys
 
+from rocketsim.schemas import SIMULATE
 from rocketsim.spark.cli import parse_job_args
+from rocketsim.spark.launch import run_job
 from rocketsim.spark.pipeline import run_simulate
-from rocketsim.spark.session import build_session
+from rocketsim.warehouse.stage_files import tables_read
 
 
 def main(argv: list[str] | None = None) -> int:
     args, scenario = parse_job_args(argv, "jobs/simulate.py", __doc__)
-    spark = build_session(app_name=f"rocketsim-simulate-{args.run_id}")
-    try:
-        run_simulate(spark, args, scenario)  # raises ReconciliationError: the job fails
-    finally:
-        spark.stop()
-    return 0
+    # claims the run id, starts Spark, runs; one line on stderr for any failure
+    return run_job(
+        "simulate", args, lambda spark: run_simulate(spark, args, scenario), reads=tables_read((SIMULATE,))
+    )
 
 
 if __name__ == "__main__":

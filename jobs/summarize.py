@@ -7,20 +7,22 @@ from __future__ import annotations
 
 import sys
 
+from rocketsim.schemas import SUMMARIZE
 from rocketsim.spark.cli import parse_job_args
+from rocketsim.spark.launch import run_job
 from rocketsim.spark.pipeline import print_summary, run_summarize
-from rocketsim.spark.session import build_session
+from rocketsim.warehouse.stage_files import tables_read
 
 
 def main(argv: list[str] | None = None) -> int:
     args, scenario = parse_job_args(argv, "jobs/summarize.py", __doc__)
-    spark = build_session(app_name=f"rocketsim-summarize-{args.run_id}")
-    try:
-        tables = run_summarize(spark, args, scenario)  # raises ReconciliationError: the job fails
-        print_summary(args, tables["run_summary"])
-    finally:
-        spark.stop()
-    return 0
+    # claims the run id, starts Spark, runs; one line on stderr for any failure
+    return run_job(
+        "summarize",
+        args,
+        lambda spark: print_summary(args, run_summarize(spark, args, scenario)["run_summary"]),
+        reads=tables_read((SUMMARIZE,)),
+    )
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ import numpy as np
 import zstandard
 
 from rocketsim.errors import ConfigError, DecodeError
+from rocketsim.validate import DEFAULT_MAX_MESSAGE_SIZE
 from rocketsim.versions import V4_9_8, ClientVersion
 
 # MessageSysFlag bits this module reads and writes (same values in 4.9.8 and 5.x)
@@ -184,8 +185,19 @@ def _zlib_needs_dictionary(data: bytes) -> bool:
     )
 
 
-def decompress_as(data: bytes, ctype: CompressionType, *, java_compat: bool = False) -> bytes:
-    """Decompress one complete stream of ``ctype``.
+def decompress_as(
+    data: bytes,
+    ctype: CompressionType,
+    *,
+    java_compat: bool = False,
+    max_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+) -> bytes:
+    """Decompress one complete stream of ``ctype`` into at most ``max_size`` bytes (the producer's
+    ``max_message_size``, default 4 MiB: no body a client sends decompresses to more).
+
+    Unlike upstream (``UtilAll.uncompress`` and the compressors inflate without a bound), a stream that
+    would decompress to more than ``max_size`` bytes raises :class:`DecodeError` after producing at most
+    ``max_size + 1`` bytes of it (a decompression bomb costs no more memory than the largest body).
 
     Raises :class:`DecodeError` for corrupt, truncated or empty input and for bytes after the end of the
     stream. ZLIB ends with an Adler-32, so any changed byte is caught; LZ4 and ZSTD frames are written
@@ -201,23 +213,29 @@ def decompress_as(data: bytes, ctype: CompressionType, *, java_compat: bool = Fa
             return b""
         if ctype is CompressionType.ZLIB and _zlib_needs_dictionary(data):
             return b""
+    limit = max_size + 1
     try:
         if ctype is CompressionType.ZLIB:
             zd = zlib.decompressobj()
-            out = zd.decompress(data)
+            out = zd.decompress(data, limit)
             done, rest = zd.eof, zd.unused_data
         elif ctype is CompressionType.LZ4:
             ld = lz4.frame.LZ4FrameDecompressor()
-            out = ld.decompress(data)
+            out = ld.decompress(data, max_length=limit)
             done, rest = ld.eof, ld.unused_data
         elif ctype is CompressionType.ZSTD:
-            sd = zstandard.ZstdDecompressor().decompressobj()
-            out = sd.decompress(data)
-            done, rest = sd.eof, sd.unused_data
+            out, done, rest = _zstd_bounded(data, limit)
         else:
             raise ConfigError(f"compress_type must be a CompressionType, got {ctype!r}")
     except (zlib.error, RuntimeError, zstandard.ZstdError) as e:
         raise DecodeError(f"corrupt {ctype.name} body ({len(data)} bytes): {e}") from None
+    except _TooBig:
+        out = None
+    if out is None or len(out) > max_size:
+        raise DecodeError(
+            f"{ctype.name} body of {len(data)} bytes decompresses to more than {max_size} bytes "
+            "(max_message_size): refused"
+        )
     if not done:
         raise DecodeError(f"truncated {ctype.name} body: {len(data)} bytes end inside the stream")
     if rest and not (java_compat and ctype is CompressionType.ZLIB):
@@ -225,14 +243,47 @@ def decompress_as(data: bytes, ctype: CompressionType, *, java_compat: bool = Fa
     return out
 
 
-def decompress(data: bytes, sys_flag: int) -> bytes:
-    """Decompress ``data`` with the type named by ``sys_flag`` bits 8-10 (0 means ZLIB; 4..7 raise)."""
-    return decompress_as(data, get_compression_type(sys_flag))
+_ZSTD_STEP = 256  # input bytes fed at a time: a zstd block expands at most ~128 KiB per few bytes
 
 
-def decode_body(body: bytes, sys_flag: int) -> bytes:
-    """``MessageDecoder``'s rule: decompress only when ``COMPRESSED_FLAG`` is set, else return ``body``."""
-    return decompress(body, sys_flag) if sys_flag & COMPRESSED_FLAG else body
+def _zstd_bounded(data: bytes, limit: int) -> tuple[bytes, bool, bytes]:
+    """(output, ended, bytes after the frame) of one zstd frame, fed a few bytes at a time and stopped
+    once ``limit`` bytes came out (:class:`_TooBig`); a frame whose header declares that many is not
+    decompressed at all."""
+    try:
+        declared = zstandard.frame_content_size(data)
+    except zstandard.ZstdError:
+        declared = -1  # no complete header: the decompressor says what is wrong
+    if declared >= limit:
+        raise _TooBig
+    sd = zstandard.ZstdDecompressor().decompressobj()
+    parts: list[bytes] = []
+    size = 0
+    for at in range(0, max(len(data), 1), _ZSTD_STEP):
+        part = sd.decompress(data[at : at + _ZSTD_STEP])
+        parts.append(part)
+        size += len(part)
+        if size >= limit:
+            raise _TooBig
+        if sd.eof:
+            return b"".join(parts), True, sd.unused_data + data[at + _ZSTD_STEP :]
+    return b"".join(parts), sd.eof, b""
+
+
+class _TooBig(Exception):
+    """A zstd frame that decompresses beyond the limit."""
+
+
+def decompress(data: bytes, sys_flag: int, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> bytes:
+    """Decompress ``data`` with the type named by ``sys_flag`` bits 8-10 (0 means ZLIB; 4..7 raise),
+    into at most ``max_size`` bytes."""
+    return decompress_as(data, get_compression_type(sys_flag), max_size=max_size)
+
+
+def decode_body(body: bytes, sys_flag: int, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> bytes:
+    """``MessageDecoder``'s rule: decompress only when ``COMPRESSED_FLAG`` is set, else return ``body``;
+    a body decompressing to more than ``max_size`` bytes raises :class:`DecodeError`."""
+    return decompress(body, sys_flag, max_size=max_size) if sys_flag & COMPRESSED_FLAG else body
 
 
 # ---------------------------------------------------------------- synthetic bodies and the size model

@@ -5,6 +5,9 @@ Every rule compares two quantities (or sums of them), named ``<table>.<what>``:
 
 * ``<table>.rows``: the rows committed: the commit's report (rows in the Parquet footers, or Delta's
   metrics) for a table the job writes, the Delta log's file statistics for one it only reads;
+* ``<table>.published``: for a table the job only reads, the rows its write committed, as the run-level
+  commit recorded them (``run_commits.rows``): the log's count differs only if the table was changed
+  or its log damaged after the run was written;
 * ``<table>.made``: rows the tasks or the driver made for a table the job writes;
   ``<table>.read``: rows the tasks read of a committed table;
 * ``<table>.keys``: distinct keys (the registry's) in those rows. Each task counts its own rows, and a
@@ -90,6 +93,11 @@ def table_rules(table: str) -> tuple[Rule, ...]:
     out = [
         Rule(f"{table} rows committed = rows made", (f"{table}.rows",), (f"{table}.made",)),
         Rule(f"{table} rows read = rows committed", (f"{table}.read",), (f"{table}.rows",)),
+        Rule(
+            f"{table} rows in its Delta log = rows its write committed",
+            (f"{table}.rows",),
+            (f"{table}.published",),
+        ),
     ]
     if keys:
         out.append(
@@ -112,16 +120,21 @@ def rules_of(quantities: Mapping[str, int]) -> tuple[Rule, ...]:
     return (*RULES, *per_group, *(r for t in schemas.TABLES for r in table_rules(t)))
 
 
+def _about_inputs(rule: Rule) -> bool:
+    """Whether the rule is about a table a job reads (the whole run reads none)."""
+    return any(n.endswith((".read", ".published")) for n in (*rule.left, *rule.right))
+
+
 def checks(quantities: Mapping[str, int], *, complete: bool = False) -> dict[str, tuple[int, int]]:
     """Every rule whose quantities are all there: name -> (left, right), equal when the run reconciles.
 
     ``complete``: the whole run's quantities, so every rule between tables, every rule of the tables
-    of :data:`RUN_TABLES` but "rows read" and at least one consumer group must be checked (a missing
+    of :data:`RUN_TABLES` but those of tables read and at least one consumer group must be checked (a missing
     quantity is a bug of the stage, raised as such)."""
     out: dict[str, tuple[int, int]] = {}
     missing: list[str] = []
     required = {r.name for r in RULES} | {
-        r.name for t in RUN_TABLES for r in table_rules(t) if " read " not in r.name
+        r.name for t in RUN_TABLES for r in table_rules(t) if not _about_inputs(r)
     }
     for rule in rules_of(quantities):
         names = (*rule.left, *rule.right)

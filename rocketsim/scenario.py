@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import stat
 import tomllib
 import types
 import typing
@@ -85,6 +86,19 @@ JAVA_LONG_MIN, JAVA_LONG_MAX = LONG_MIN, LONG_MAX
 MAX_SCENARIO_S = 31_536_000  # one year: the longest workload span or fault time
 MAX_LATENCY_MS = 86_400_000  # one day: the largest latency parameter
 MAX_FLAP_CYCLES = 100_000
+# The largest producers.max_message_size: a commit-log file (MappedFileSize of the commit log, 1 GiB),
+# which a stored record cannot exceed. The sizes that derive from it are Java ints and int32 columns:
+# an oversize body (max + 1), a message's wire bytes and its store record (body + headers and
+# properties); at 2147483647 they wrapped to negative sizes and offsets that still reconciled.
+MAX_MESSAGE_SIZE = 1 << 30
+# Bounds of a run's summary windows (the --window-ms of the jobs): queue_windows has a row per queue and
+# window from the first to the last attempt, broker_windows one per broker and window.
+MAX_WINDOW_MS = MAX_SCENARIO_S * 1000
+MAX_WINDOWS = 1_000_000
+MAX_QUEUE_WINDOW_ROWS = 20_000_000
+MAX_SCENARIO_BYTES = 16 << 20  # a scenario file is a few KiB; more is a mistake (or /dev/zero)
+_CONTROL = {chr(c) for c in range(32)} | {chr(c) for c in range(0x7F, 0xA0)}
+_TEXT_KEYS = ("description",)  # strings that may hold newlines and tabs
 
 
 def _one_of(options: tuple[str, ...]) -> dict[str, Any]:
@@ -124,7 +138,14 @@ class ProducerConfig:
     compress_msg_body_over_howmuch: int = field(default=4096, metadata=_ge(0))
     compress_type: str = field(default="ZLIB", metadata=_one_of(COMPRESS_TYPES))
     compress_level: int = field(default=5, metadata=_between(-1, 22))
-    max_message_size: int = field(default=4_194_304, metadata=_gt(0))
+    max_message_size: int = field(
+        default=4_194_304,
+        metadata=_rule(
+            f"must be between 1 and {MAX_MESSAGE_SIZE} (a commit-log file; beyond it a body, its wire and "
+            "store sizes overflow a Java int)",
+            lambda v: 1 <= v <= MAX_MESSAGE_SIZE,
+        ),
+    )
     default_topic_queue_nums: int = field(default=4, metadata=_between(1, 1024))
     retry_another_broker_when_not_store_ok: bool = False
     send_msg_max_timeout_per_request_ms: int = field(default=-1, metadata=_ge(-1))
@@ -409,11 +430,21 @@ def _convert(tp: Any, value: Any, path: str, meta: Mapping[str, Any]) -> Any:
     elif tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             _fail(path, "must be a number", value)
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # an integer beyond a double: shown by its size, not its 400 digits
+            digits = math.floor(value.bit_length() * math.log10(2)) + 1  # str() refuses > 4300 digits
+            raise ScenarioError(
+                f"{path} must be a finite number, got an integer of {digits} digits"
+            ) from None
         if not math.isfinite(value):
             _fail(path, "must be a finite number", value)
-    elif tp is str and not isinstance(value, str):
-        _fail(path, "must be a string", value)
+    elif tp is str:
+        if not isinstance(value, str):
+            _fail(path, "must be a string", value)
+        allowed = "\n\t\r" if path in _TEXT_KEYS else ""
+        if any(ch in _CONTROL and ch not in allowed for ch in value):
+            _fail(path, "must not contain control characters", value)
     if "check" in meta and not meta["check"](value):
         _fail(path, meta["rule"], value)
     return value
@@ -591,6 +622,8 @@ def parse_override(item: str) -> tuple[str, Any]:
         value = tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         value = text
+    except ValueError as exc:  # an integer literal beyond Python's 4300 digits
+        raise ScenarioError(f"--set {key} must be a TOML value, got {text[:40]!r}...: {exc}") from None
     return key, value
 
 
@@ -624,16 +657,60 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
     return out
 
 
-def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
-    """Read, override and validate a scenario file. Raises ``ScenarioError`` on any problem."""
-    p = Path(path)
+def _read_scenario_text(p: Path) -> str:
+    """The scenario file's text: a regular file of at most :data:`MAX_SCENARIO_BYTES` in UTF-8 (a FIFO
+    would block the job and a device never end)."""
     try:
-        text = p.read_text(encoding="utf-8")
+        st = p.stat()
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO, socket or device"
+            raise ScenarioError(f"scenario file {str(p)!r} must be a regular file, got {kind}")
+        if st.st_size > MAX_SCENARIO_BYTES:
+            raise ScenarioError(
+                f"scenario file {str(p)!r} must be at most {MAX_SCENARIO_BYTES} bytes, got {st.st_size}"
+            )
+        data = p.read_bytes()
     except OSError as exc:
         raise ScenarioError(f"scenario file {str(p)!r} cannot be read: {exc.strerror}") from None
     try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
+        raise ScenarioError(f"scenario file {str(p)!r} must be UTF-8 text, got {bad}") from None
+
+
+def check_window(sc: Scenario, window_ms: int, *, option: str = "--window-ms") -> None:
+    """The summary window of a run of ``sc``: between 1 ms and a year, and few enough windows over the
+    run's span (arrivals, plus every attempt's timeout) that ``broker_windows`` and ``queue_windows``
+    stay a sane size (:data:`MAX_WINDOWS`, :data:`MAX_QUEUE_WINDOW_ROWS`)."""
+    if not 1 <= window_ms <= MAX_WINDOW_MS:
+        _fail(option, f"must be between 1 and {MAX_WINDOW_MS} (one year)", window_ms)
+    wl, pr = sc.workload, sc.producers
+    arrivals_s = wl.messages / wl.rate_per_s if wl.messages > 0 else wl.duration_s
+    sends_ms = pr.send_msg_timeout_ms * (
+        1 + max(pr.retry_times_when_send_failed, pr.retry_times_when_send_async_failed)
+    )
+    span_ms = arrivals_s * 1000 + sends_ms
+    windows = math.floor(span_ms / window_ms) + 1
+    queues = len(sc.cluster.brokers) * sc.cluster.write_queues
+    if windows > MAX_WINDOWS or windows * queues > MAX_QUEUE_WINDOW_ROWS:
+        least = max(math.ceil(span_ms / MAX_WINDOWS), math.ceil(span_ms * queues / MAX_QUEUE_WINDOW_ROWS))
+        _fail(
+            option,
+            f"must be >= {least} for this scenario (a span of about {span_ms / 1000:,.0f} s over "
+            f"{queues} queues would give {windows:,} windows and {windows * queues:,} queue_windows rows; "
+            f"at most {MAX_WINDOWS:,} and {MAX_QUEUE_WINDOW_ROWS:,})",
+            window_ms,
+        )
+
+
+def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
+    """Read, override and validate a scenario file. Raises ``ScenarioError`` on any problem."""
+    p = Path(path)
+    text = _read_scenario_text(p)
+    try:
         raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, ValueError) as exc:  # ValueError: an integer beyond 4300 digits
         raise ScenarioError(f"scenario file {str(p)!r} is not valid TOML: {exc}") from None
     raw.setdefault("name", p.stem)
     raw = apply_overrides(raw, overrides or [])

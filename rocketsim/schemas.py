@@ -1,6 +1,7 @@
 """Output table schemas, declared once (Arrow), and the table registry: what each table is.
 
-Every table is partitioned by ``run_id``. The Spark layer derives its ``StructType`` from these.
+Every table is partitioned by ``run_id`` (and, in the Delta log, by the ``write_id`` the warehouse adds:
+:mod:`rocketsim.warehouse.run_commit`). The Spark layer derives its ``StructType`` from these.
 Columns beyond design §5 are additions the analyses need (timestamps of each send, the sender thread).
 
 :data:`REGISTRY` has one row per table (name, schema, keys, the stage that writes it); the end-of-run
@@ -288,6 +289,20 @@ RUNS = pa.schema(
     ]
 )
 
+# The run-level commit (rocketsim.warehouse.run_commit): one row per table of a run, naming the write of
+# that table the run holds (every other table is partitioned by (run_id, write_id)); replaced in one
+# commit when a job publishes the run. A row of a table is part of a complete run iff its write_id is here.
+RUN_COMMITS = pa.schema(
+    [
+        RUN_ID,
+        pa.field("table", pa.string(), nullable=False),
+        pa.field("write_id", pa.string(), nullable=False),
+        pa.field("job", pa.string(), nullable=False),  # the job that wrote it (pipeline, summarize, ...)
+        pa.field("rows", pa.int64(), nullable=False),  # rows the write committed
+        pa.field("committed_at", pa.string(), nullable=False),  # UTC, ISO 8601 (wall-clock metadata)
+    ]
+)
+
 COMMIT_LOG = pa.schema(
     [
         RUN_ID,
@@ -381,6 +396,7 @@ BROKER_SIDE = "broker_side"  # broker and producer tasks, the driver's consumer_
 SUMMARIZE = "summarize"  # producer tasks' aggregates, merged by the driver (rocketsim.summaries)
 RUNS_ROW = "runs_row"  # the driver, once a run is complete (rocketsim.spark.pipeline.write_runs_row)
 COMPARE = "compare"  # a comparison of variants (rocketsim.spark.compare)
+PUBLISH = "publish"  # the run-level commit of any job that writes a run (rocketsim.warehouse.run_commit)
 RUN_STAGES = (GENERATE, SIMULATE, BROKER_SIDE, SUMMARIZE, RUNS_ROW)  # what jobs/pipeline.py writes
 
 
@@ -421,6 +437,7 @@ REGISTRY: tuple[TableSpec, ...] = (
     TableSpec("runs", RUNS, (), RUNS_ROW, wall_clock=("started_at", "wall_time_s", "code_version")),
     TableSpec("comparisons", COMPARISONS, ("variant", "scope", "metric"), COMPARE),
     TableSpec("comparison_windows", COMPARISON_WINDOWS, ("variant", "broker", "window_start_ms"), COMPARE),
+    TableSpec("run_commits", RUN_COMMITS, ("table",), PUBLISH, wall_clock=("write_id", "committed_at")),
 )
 TABLES: dict[str, TableSpec] = {t.name: t for t in REGISTRY}
 

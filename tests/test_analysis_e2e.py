@@ -17,7 +17,7 @@ from nbclient import NotebookClient
 from rocketsim import analysis
 from rocketsim.present import explore
 from rocketsim.scenario import load_scenario
-from rocketsim.spark import compare, pipeline
+from rocketsim.spark import compare, delta_sink, pipeline
 from rocketsim.spark.cli import JobArgs, parse_compare_args
 from rocketsim.warehouse.read import read_pandas
 
@@ -63,7 +63,8 @@ def warehouse(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
     _, attempts = pipeline.run_simulate(spark, args, sc)
     pipeline.run_broker_side(spark, args, sc)  # the storage section of the explore notebook
     pipeline.run_summarize(spark, args, sc)
-    pipeline.write_runs_row(spark, args, sc, messages, attempts, started, 1.0)
+    runs = pipeline.write_runs_row(spark, args, sc, messages, attempts, started, 1.0)
+    delta_sink.publish_run(spark, str(wh), RUN_ID, "test", [runs])
 
     cargs, base, scenarios = parse_compare_args(
         [

@@ -137,7 +137,82 @@ CASES = [
         "ScenarioError: scenario file 'missing.toml' cannot be read: No such file or directory",
         "<missing>",
     ),
+    # the int32 wrap: an oversize body (max + 1), wire and store sizes beyond a Java int
+    Case(
+        "max-message-size-wraps",
+        ("--set", "producers.max_message_size=2147483647", "--set", "workload.invalid.oversize_body=0.1"),
+        "ScenarioError: producers.max_message_size must be between 1 and 1073741824 (a commit-log file; "
+        "beyond it a body, its wire and store sizes overflow a Java int), got 2147483647",
+    ),
+    Case(
+        "int-beyond-a-double",
+        ("--set", "workload.rate_per_s=1" + "0" * 400),
+        "ScenarioError: workload.rate_per_s must be a finite number, got an integer of 401 digits",
+    ),
+    Case(
+        "control-character",
+        ("--set", "producers.group=grp\x07"),
+        "ScenarioError: producers.group must not contain control characters, got 'grp\\x07'",
+    ),
+    Case(
+        "not-utf8",
+        (),
+        "ScenarioError: scenario file 'bad.toml' must be UTF-8 text, got byte 0xe9",
+        "<latin1>",
+    ),
+    Case("fifo", (), "ScenarioError: scenario file 'bad.toml' must be a regular file, got a FIFO", "<fifo>"),
+    Case(
+        "device",
+        (),
+        "ScenarioError: scenario file '/dev/zero' must be a regular file, got a FIFO, socket or device",
+        "<device>",
+    ),
+    Case("warehouse-empty", ("--warehouse", ""), "ScenarioError: --warehouse must not be empty, got ''"),
+    Case(
+        "warehouse-a-file",
+        ("--warehouse", str(STEADY)),
+        f"ScenarioError: --warehouse must be a folder, not a file, got '{STEADY}'",
+    ),
+    Case(
+        "warehouse-under-a-file",
+        ("--warehouse", str(STEADY / "wh")),
+        f"ScenarioError: --warehouse must not be under a file ({STEADY}), got '{STEADY / 'wh'}'",
+    ),
+    Case(
+        "warehouse-unwritable",  # /sys refuses new files even to root
+        ("--warehouse", "/sys/rocketsim-wh"),
+        "ScenarioError: --warehouse must be a folder this job can write (/sys, where it would be created): ",
+    ),
+    Case(
+        "window-too-small",  # 100 messages at a very low rate, in 1 ms windows, 4 brokers x 4 queues
+        ("--window-ms", "1", "--set", "workload.rate_per_s=0.001", "--set", "workload.messages=100"),
+        "ScenarioError: --window-ms must be >= 101 for this scenario (a span of about 100,009 s over 16 "
+        "queues would give 100,009,001 windows and 1,600,144,016 queue_windows rows; at most 1,000,000 "
+        "and 20,000,000), got 1",
+    ),
+    Case(
+        "window-beyond-a-year",
+        ("--window-ms", str(10**15)),
+        "ScenarioError: --window-ms must be between 1 and 31536000000 (one year), got 1000000000000000",
+    ),
 ]
+
+
+def _scenario_file(case: Case, work: Path) -> str:
+    """The --scenario a case gives: steady.toml, its own TOML text, or a special file."""
+    if case.scenario == "<missing>":
+        return "missing.toml"
+    if case.scenario == "<device>":
+        return "/dev/zero"
+    if case.scenario == "<fifo>":
+        os.mkfifo(work / "bad.toml")  # reading it would block the job forever
+    elif case.scenario == "<latin1>":
+        (work / "bad.toml").write_bytes('name = "café"\n'.encode("latin-1"))
+    elif case.scenario:
+        (work / "bad.toml").write_text(case.scenario)
+    else:
+        return str(STEADY)
+    return "bad.toml"
 
 
 @dataclass(frozen=True)
@@ -151,12 +226,7 @@ class Outcome:
 def _run(job: str, case: Case, tmp: Path, *, via_submit: bool) -> Outcome:
     work = tmp / f"{job}-{case.name}-{'submit' if via_submit else 'python'}"
     work.mkdir()
-    scenario = str(STEADY)
-    if case.scenario == "<missing>":
-        scenario = "missing.toml"
-    elif case.scenario:
-        (work / "bad.toml").write_text(case.scenario)
-        scenario = "bad.toml"
+    scenario = _scenario_file(case, work)
     warehouse = work / "wh"
     argv = [f"jobs/{job}", "--scenario", scenario, "--warehouse", str(warehouse), *JOB_EXTRA.get(job, [])]
     argv += case.args
@@ -195,12 +265,7 @@ def _run_in_process(
     interpreter start-up (so the whole matrix costs well under a second)."""
     work = tmp / f"{job}-{case.name}-inproc"
     work.mkdir()
-    scenario = str(STEADY)
-    if case.scenario == "<missing>":
-        scenario = "missing.toml"
-    elif case.scenario:
-        (work / "bad.toml").write_text(case.scenario)
-        scenario = "bad.toml"
+    scenario = _scenario_file(case, work)
     warehouse = work / "wh"
     argv = [f"jobs/{job}", "--scenario", scenario, "--warehouse", str(warehouse), *JOB_EXTRA.get(job, [])]
     monkeypatch.chdir(work)

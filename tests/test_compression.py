@@ -6,6 +6,7 @@ import zlib
 
 import numpy as np
 import pytest
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,7 @@ from rocketsim.compression import (
     clear_compressed_flag,
     compress,
     compressed_sys_flag,
+    compression_flag,
     decode_body,
     decompress,
     decompress_as,
@@ -125,7 +127,7 @@ def test_lz4_splits_bodies_into_4_mb_blocks() -> None:
     first = int.from_bytes(out[7:11], "little")
     second_at = 11 + (first & 0x7FFFFFFF)
     assert int.from_bytes(out[second_at : second_at + 4], "little") != 0  # a second block follows
-    assert decompress_as(out, CompressionType.LZ4) == body
+    assert decompress_as(out, CompressionType.LZ4, max_size=len(body)) == body  # beyond the 4 MiB default
 
 
 def test_zstd_frame_has_no_size_and_ends_with_empty_last_block() -> None:
@@ -288,3 +290,41 @@ def test_calibrate_on_given_samples() -> None:
 def test_default_model_is_cached() -> None:
     assert default_model(CompressionType.ZLIB) is default_model(CompressionType.ZLIB, 5)
     assert V4_9_8.is_5 is False  # the model is version independent: same compressors in 4.9.4+ and 5.x
+
+
+# ---------------------------------------------------------------- decompression bombs
+
+
+def _bomb(ctype: CompressionType, size: int, *, content_size: bool = True) -> bytes:
+    """``size`` zero bytes compressed (a few KiB at most)."""
+    zeros = bytes(size)
+    if ctype is CompressionType.ZSTD and not content_size:
+        return zstandard.ZstdCompressor(write_content_size=False).compress(zeros)
+    return compress(zeros, ctype, 5)
+
+
+@pytest.mark.parametrize(
+    "ctype, content_size",
+    [
+        (CompressionType.ZLIB, True),
+        (CompressionType.LZ4, True),
+        (CompressionType.ZSTD, True),
+        (CompressionType.ZSTD, False),  # no declared size: stopped while decompressing
+    ],
+)
+def test_a_decompression_bomb_fails_at_max_message_size(ctype: CompressionType, content_size: bool) -> None:
+    bomb = _bomb(ctype, 64 << 20, content_size=content_size)
+    assert len(bomb) < 512 << 10  # small on the wire, 64 MiB inflated
+    with pytest.raises(
+        DecodeError, match=rf"^{ctype.name} body of \d+ bytes decompresses to more than 4194304 "
+    ):
+        decompress_as(bomb, ctype)
+    with pytest.raises(DecodeError, match="decompresses to more than 1000 bytes"):
+        decode_body(
+            _bomb(ctype, 1001, content_size=content_size),
+            COMPRESSED_FLAG | compression_flag(ctype),
+            max_size=1000,
+        )
+    exact = _bomb(ctype, 1000, content_size=content_size)
+    assert decompress_as(exact, ctype, max_size=1000) == bytes(1000)  # the bound itself is allowed
+    assert decompress_as(bomb, ctype, max_size=64 << 20) == bytes(64 << 20)

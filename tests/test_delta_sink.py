@@ -19,9 +19,10 @@ from rocketsim.schemas import SEND_RESULTS, data_schema
 from rocketsim.spark.delta_sink import stage_run, write_run
 from rocketsim.spark.read import read_spark
 from rocketsim.spark.session import delta_enabled, read_conf_file, spark_schema
-from rocketsim.warehouse.delta import commit_run
+from rocketsim.warehouse.delta import WriteReport, commit_run
 from rocketsim.warehouse.paths import DeltaSinkError, table_path
 from rocketsim.warehouse.read import list_runs, read_arrow
+from rocketsim.warehouse.run_commit import TableWrite, publish_writes
 from rocketsim.warehouse.vacuum import vacuum_orphans
 
 pytestmark = pytest.mark.spark
@@ -144,14 +145,17 @@ def test_racing_commits_of_different_runs_both_land(spark: SparkSession, warehou
         for i, rid in enumerate(["a", "b", "c", "d"], start=1)
     }
 
-    # Two threads commit at the same moment.
+    def publish(rid: str, report: WriteReport) -> None:
+        publish_writes(warehouse, rid, "test", [TableWrite(TABLE, report.write_id, report.rows)])
+
+    # Two threads commit (the table's write, then the run-level commit) at the same moment.
     barrier = threading.Barrier(2)
     errors: list[BaseException] = []
 
     def commit(rid: str) -> None:
         barrier.wait()
         try:
-            commit_run(staged[rid])
+            publish(rid, commit_run(staged[rid]))
         except BaseException as exc:  # noqa: BLE001 - surfaced by the assert below
             errors.append(exc)
 
@@ -164,9 +168,10 @@ def test_racing_commits_of_different_runs_both_land(spark: SparkSession, warehou
 
     # Deterministic conflict: "d" commits from a snapshot taken before "c" committed.
     stale = DeltaTable(table_path(warehouse, TABLE))
-    commit_run(staged["c"])
+    publish("c", commit_run(staged["c"]))
     report = commit_run(staged["d"], table=stale)
     assert report.version == stale.version() + 2
+    publish("d", report)
 
     assert list_runs(warehouse, TABLE) == ["a", "b", "base", "c", "d"]
     counts = read_arrow(warehouse, TABLE).group_by("run_id").aggregate([("seq", "count")])
@@ -181,7 +186,7 @@ def test_racing_commits_of_different_runs_both_land(spark: SparkSession, warehou
 
 def test_crash_before_commit_leaves_table_unchanged_then_vacuum(spark: SparkSession, warehouse: str) -> None:
     write_run(frame(spark, rows(60)), warehouse, TABLE, "r1", SCHEMA)
-    write_run(frame(spark, rows(60, start=100)), warehouse, TABLE, "r1", SCHEMA)  # leaves 3 tombstones
+    write_run(frame(spark, rows(60, start=100)), warehouse, TABLE, "r1", SCHEMA)  # commits, removes 3 files
     uri = table_path(warehouse, TABLE)
     version, before = DeltaTable(uri).version(), sort(read_arrow(warehouse, TABLE))
 
@@ -209,7 +214,7 @@ def test_crash_before_commit_leaves_table_unchanged_then_vacuum(spark: SparkSess
     assert not any((Path(uri) / p).exists() for p in orphans)
     assert DeltaTable(uri).version() == version
     assert sort(read_arrow(warehouse, TABLE)).equals(before)
-    assert DeltaTable(uri, version=version - 1).to_pyarrow_table().num_rows == 60  # tombstones kept
+    assert DeltaTable(uri, version=version - 2).to_pyarrow_table().num_rows == 60  # tombstones kept
     assert vacuum_orphans(warehouse, TABLE, min_age_s=0) == []
 
 

@@ -13,7 +13,12 @@ fixture; a failed step makes the later ones error):
 3. ``jobs/vacuum.py --min-age-s 0`` deletes the orphans: no unreferenced data file is left, tables read
    the same;
 4. at once, rerunning r2 succeeds and reproduces it exactly, and ``jobs/summarize.py`` on r1, after a
-   row of its send_results was deleted between the stages, fails loudly (reconciliation).
+   row of its send_results was deleted between the stages, fails loudly (reconciliation) and leaves
+   r1's summaries as they were;
+5. at once, a rerun of r2 with other settings is SIGKILLed once every table of it is committed but
+   before its run-level commit, and two pipelines with different settings start on one new run id r4:
+   r2 reads as before, one r4 job lands whole and the other fails fast naming it (one writer per run id);
+   ``jobs/vacuum.py`` then removes the killed rerun's unpublished writes and changes nothing visible.
 """
 
 from __future__ import annotations
@@ -77,6 +82,7 @@ RUNS = {
     ],
     "r2": ["--set", "workload.messages=500", "--set", "producers.count=1"],
     "r3": ["--set", "workload.messages=500", "--set", "producers.count=1", "--set", "seed=9"],
+    "r4": ["--set", "workload.messages=300", "--set", "producers.count=1"],
 }
 MESSAGES = {"r1": 2000, "r2": 500}
 UPSTREAM_TEXT = {  # the start of the client validator's message for each kind it refuses
@@ -90,8 +96,8 @@ UPSTREAM_TEXT = {  # the start of the client validator's message for each kind i
 BROKER_REFUSAL = (
     "MQBrokerException: CODE: 13  DESC: the message is illegal, maybe msg body or properties length"
 )
-# Columns of `runs` that a rerun legitimately changes.
-VOLATILE = {"runs": {"started_at", "wall_time_s"}}
+# Columns that a rerun legitimately changes (and the write id of every table's rows: bookkeeping).
+VOLATILE = {"runs": {"started_at", "wall_time_s"}, "run_commits": {"write_id", "committed_at"}}
 
 
 @dataclass(frozen=True)
@@ -100,7 +106,9 @@ class Done:
     output: str  # stdout and stderr
 
 
-def submit(job: str, run_id: str, warehouse: Path, *, crash_at: str = "") -> Done:
+def submit(
+    job: str, run_id: str, warehouse: Path, *, crash_at: str = "", extra: tuple[str, ...] = ()
+) -> Done:
     """Run ./spark-submit.sh in its own process group; afterwards SIGKILL whatever is left of the group
     (the crash hook kills only the Python driver: this kills the rest, as `kill -9 -<pgid>` would)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKETSIM_")}
@@ -119,6 +127,7 @@ def submit(job: str, run_id: str, warehouse: Path, *, crash_at: str = "") -> Don
         "--partitions",
         "2",
         *RUNS[run_id],
+        *extra,
     ]
     proc = subprocess.Popen(
         cmd,
@@ -145,7 +154,7 @@ def tables(warehouse: Path) -> list[str]:
 def digest(warehouse: Path, table: str) -> dict[str, tuple[int, str]]:
     """Per run id: row count and a checksum of the rows (order-independent)."""
     data = DeltaTable(str(warehouse / table)).to_pyarrow_table()
-    drop = [c for c in VOLATILE.get(table, ()) if c in data.column_names]
+    drop = [c for c in {"write_id", *VOLATILE.get(table, ())} if c in data.column_names]
     per_run: dict[str, list[str]] = {}
     for row in data.drop_columns(drop).to_pylist():
         per_run.setdefault(row["run_id"], []).append(json.dumps(row, sort_keys=True, default=str))
@@ -312,6 +321,9 @@ def test_rerun_succeeds_while_a_tampered_run_fails_reconciliation(
         f"run_id = 'r1' AND producer = {victim['producer']} AND seq = {victim['seq']}"
     )
     assert read_arrow(warehouse, "send_results", "r1").num_rows == 1999
+    summaries = {
+        t: read_arrow(warehouse, t, "r1") for t in ("producer_windows", "run_summary", "broker_windows")
+    }
     with ThreadPoolExecutor(max_workers=2) as pool:
         rerun, tampered = pool.map(
             lambda job: submit(job[0], job[1], warehouse), [("pipeline.py", "r2"), ("summarize.py", "r1")]
@@ -327,3 +339,69 @@ def test_rerun_succeeds_while_a_tampered_run_fails_reconciliation(
     broken = "ReconciliationError: run r1 does not reconcile: one result per message: 2000 != 1999"
     assert broken in tampered.output
     assert re.search(r"attempt rows = sum of results\.attempts: (\d+) != (?!\1)\d+", tampered.output)
+    for table, rows in summaries.items():  # the inputs are checked before anything is replaced
+        assert read_arrow(warehouse, table, "r1").equals(rows), table
+
+
+# ------------------------------------------------------------------ 5. run-level commit, one writer
+
+
+def visible(warehouse: Path) -> dict[str, dict[str, list[str]]]:
+    """Every complete run's rows of every table, as the project's readers give them."""
+    return {
+        t: {
+            run: sorted(
+                map(repr, read_arrow(warehouse, t, run).drop_columns(sorted(VOLATILE.get(t, ()))).to_pylist())
+            )
+            for run in list_runs(warehouse, t)
+        }
+        for t in tables(warehouse)
+        if t != "run_commits"
+    }
+
+
+def test_a_kill_before_the_run_level_commit_and_two_writers_on_one_run_id(
+    warehouse: Path, state: dict[str, object]
+) -> None:
+    before = visible(warehouse)
+    jobs = [
+        ("r2", "run_commits:before_commit", ("--set", "seed=77")),  # every table written, none published
+        ("r4", "", ("--set", "seed=1")),
+        ("r4", "", ("--set", "seed=2", "--set", "workload.messages=200")),
+    ]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        killed, a, b = pool.map(
+            lambda j: submit("pipeline.py", j[0], warehouse, crash_at=j[1], extra=j[2]), jobs
+        )
+    assert killed.returncode != 0 and "[one pass]" in killed.output, killed.output[-2000:]
+    assert "[runs] 1 row" not in killed.output
+    landed, refused = (a, b) if a.returncode == 0 else (b, a)
+    assert landed.returncode == 0, landed.output[-3000:]
+    assert refused.returncode == 2, refused.output[-3000:]
+    assert re.search(
+        r"ClaimError: run r4 is being written by jobs/pipeline\.py \(pid \d+ on host ", refused.output
+    )
+    messages = read_arrow(warehouse, "messages", "r4").num_rows
+    assert messages in (300, 200) and read_arrow(warehouse, "send_results", "r4").num_rows == messages
+    assert read_arrow(warehouse, "runs", "r4").column("messages").to_pylist() == [messages]
+
+    after = visible(warehouse)
+    assert {t: {r: v for r, v in runs.items() if r != "r4"} for t, runs in after.items()} == {
+        t: runs for t, runs in before.items()
+    }  # r2 (and r1) exactly as before the killed rerun
+    unpublished = DeltaTable(str(warehouse / "send_results")).to_pyarrow_table(
+        filters=[("run_id", "=", "r2")]
+    )
+    assert len(set(unpublished.column("write_id").to_pylist())) == 2  # the killed rerun's write is there
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "jobs" / "vacuum.py"), "--warehouse", str(warehouse), "--min-age-s", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "send_results: removed unpublished write run_id=r2/write_id=" in done.stdout
+    assert visible(warehouse) == after
+    left = DeltaTable(str(warehouse / "send_results")).to_pyarrow_table(filters=[("run_id", "=", "r2")])
+    assert len(set(left.column("write_id").to_pylist())) == 1

@@ -14,6 +14,7 @@ import pytest
 from rocketsim import schemas
 from rocketsim.scenario import Scenario, scenario_from_mapping
 from rocketsim.spark import delta_sink, pipeline
+from rocketsim.spark import run as spark_run
 from rocketsim.spark.cli import JobArgs
 from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.files import write_parquet
@@ -54,6 +55,7 @@ def test_hot_producer_with_half_the_traffic_completes(spark, tmp_path: Path) -> 
     sc = scenario_from_mapping(mapping)
     args = JobArgs("inline", str(tmp_path), "hot", (), 2, 1000, quiet=True)
     report = pipeline.run_one_pass(spark, args, sc)  # reconciled, or it raises
+    spark_run.publish_stage(spark, str(tmp_path), "hot", "test", report)
     assert report.rows("messages") == 6000 == report.rows("send_results")
     assert report.rows("send_attempts") == report.counts["send_results.attempts"]
     assert "one result per message" in report.checks and len(report.reports) == 12
@@ -93,7 +95,7 @@ def test_a_job_without_its_inputs_writes_nothing(spark, scenario: Scenario, tmp_
     pipeline.run_generate(spark, args, scenario)
     with pytest.raises(MissingRunError, match="run 'none' has no send_attempts"):
         pipeline.run_summarize(spark, args, scenario)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["messages"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["messages", "run_commits"]
 
 
 def test_the_delta_spark_publisher_reads_exactly_the_staged_files(
@@ -120,9 +122,11 @@ def test_the_delta_spark_publisher_reads_exactly_the_staged_files(
     (staging / "part-p000002.parquet.1234.tmp").write_bytes(b"half a file")
     given: list[pa.Table] = []
 
-    def fake(df, warehouse, table, run_id, arrow_schema, max_records_per_file) -> WriteReport:  # noqa: ANN001
+    def fake(df, warehouse, table, run_id, arrow_schema, max_records_per_file, *, write_id) -> WriteReport:  # noqa: ANN001
         given.append(pa.Table.from_pandas(df.toPandas(), schema=data, preserve_index=False))
-        return WriteReport(table, run_id, "delta-spark", warehouse, 0, 1, df.count(), 0, 0, 0.0, 0.0)
+        return WriteReport(
+            table, run_id, "delta-spark", warehouse, write_id, 0, 1, df.count(), 0, 0, 0.0, 0.0
+        )
 
     monkeypatch.setattr(delta_sink, "write_delta_spark", fake)
     report = delta_sink.publish_staged(

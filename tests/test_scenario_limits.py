@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
@@ -54,6 +55,13 @@ LIMIT_CASES: list[tuple[dict[str, Any], str]] = [
     (
         {"workload": {"messages": 50, "rate_per_s": 1e-300}},
         f"workload.rate_per_s must send workload.messages (50) within {YEAR_S} s, got 1e-300",
+    ),
+    # int32 columns: an oversize body is max + 1, and wire and store sizes add headers to a body; at
+    # 2147483647 they wrapped to negative sizes and offsets that still reconciled
+    (
+        {"producers": {"max_message_size": 2**31 - 1}, "workload": {"invalid": {"oversize_body": 0.1}}},
+        "producers.max_message_size must be between 1 and 1073741824 (a commit-log file; beyond it a body, "
+        "its wire and store sizes overflow a Java int), got 2147483647",
     ),
     # the generator materialises one name per order key
     (
@@ -163,7 +171,7 @@ BASE: dict[str, Any] = {
         "rate_per_s": 2000.0,
         "message_types": {"normal": 1, "ordered": 1, "delay": 1, "transaction": 1, "batch": 1},
         "body_size": {"median": 5000, "max": 9000},
-        "invalid": {"bad_topic": 0.1},
+        "invalid": {"bad_topic": 0.1, "oversize_body": 0.1},
     },
     "brokers": {"default": {"errors": {"system_busy": 0.1}, "latency": {"spike_probability": 0.5}}},
 }
@@ -270,6 +278,21 @@ def _time_limit(seconds: int) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def _wrapped(table: pa.Table) -> list[str]:
+    """Integer columns holding negative values where none can be (a narrowing that wrapped)."""
+    out = []
+    for name in table.column_names:
+        col = table.column(name)
+        if pa.types.is_integer(col.type) and name not in SIGNED_COLUMNS:
+            low = pc.min(col).as_py()
+            if low is not None and low < 0:
+                out.append(f"{name} wrapped to {low}")
+    return out
+
+
+SIGNED_COLUMNS = {"response_code", "queue_id", "fault_isolated_until_ms", "batch_id"}
+
+
 def test_sweep_has_many_cases() -> None:
     assert len(SWEEP) > 300
 
@@ -300,6 +323,7 @@ def test_every_extreme_value_is_refused_or_runs() -> None:
             continue
         if results.num_rows != messages.num_rows or reference.num_rows != first.num_rows:
             problems.append(f"{label}: {messages.num_rows} messages but {results.num_rows} results")
+        problems += [f"{label}: {w}" for w in _wrapped(messages) + _wrapped(results)]
     assert not problems, "\n".join(problems)
     assert accepted > 100  # the sweep really ran workloads, not only refusals
 

@@ -15,8 +15,9 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rocketsim.scenario import Scenario, ScenarioError, load_scenario
+from rocketsim.scenario import JAVA_INT_MAX, Scenario, ScenarioError, check_window, load_scenario
 from rocketsim.variants import Variant, build_scenarios, combine, parse_variants, sweep_variants
+from rocketsim.warehouse.paths import unwritable
 
 MAX_RUN_ID = 200
 T = typing.TypeVar("T")
@@ -82,12 +83,18 @@ def shared_parser(
     return p
 
 
-def check_shared(ns: argparse.Namespace) -> None:
-    """The rules of the shared numeric options."""
+def check_shared(ns: argparse.Namespace, sc: Scenario) -> None:
+    """The rules of the shared options: numbers in range (Spark's partitions are a Java int, the
+    window bounded for the scenario's span: :func:`rocketsim.scenario.check_window`), a warehouse
+    the job can write (:func:`rocketsim.warehouse.paths.unwritable`)."""
     if ns.partitions is not None and ns.partitions < 1:  # absent: Spark's default parallelism
         raise ScenarioError(f"--partitions must be >= 1, got {ns.partitions}")
-    if ns.window_ms <= 0:
-        raise ScenarioError(f"--window-ms must be > 0, got {ns.window_ms}")
+    if ns.partitions is not None and ns.partitions > JAVA_INT_MAX:
+        raise ScenarioError(f"--partitions must fit a Java int (at most {JAVA_INT_MAX}), got {ns.partitions}")
+    check_window(sc, ns.window_ms)
+    why = unwritable(ns.warehouse)
+    if why is not None:
+        raise ScenarioError(f"--warehouse {why}, got {ns.warehouse!r}")
 
 
 def checked_run_id(given: str, default: str, name: str, what: str) -> str:
@@ -132,7 +139,7 @@ def parse_job_args(argv: list[str] | None, prog: str, description: str | None) -
 
     def parse() -> tuple[JobArgs, Scenario]:
         sc = load_scenario(ns.scenario, ns.overrides)
-        check_shared(ns)
+        check_shared(ns, sc)
         run_id = checked_run_id(ns.run_id, sc.run_id, sc.name, "run")
         args = JobArgs(
             ns.scenario, ns.warehouse, run_id, tuple(ns.overrides), ns.partitions or 0, ns.window_ms, ns.quiet
@@ -182,7 +189,7 @@ def parse_compare_args(
         baseline = ns.baseline or names[0]
         if baseline not in names:
             raise ScenarioError(f"--baseline must name a variant ({', '.join(names)}), got {baseline!r}")
-        check_shared(ns)
+        check_shared(ns, base)
         run_id = checked_run_id(ns.run_id, f"{base.run_id}-compare", base.name, "comparison")
         args = CompareArgs(
             scenario_path=ns.scenario,

@@ -13,7 +13,9 @@ and writes, each as one commit:
   variant's value, with the delta and the delta in percent (long format,
   :func:`rocketsim.variants.comparison_table`);
 * ``comparison_windows``: ``broker_windows`` of every variant (the timelines side by side);
-* a ``runs`` row for the comparison (the base scenario, its overrides, counts, wall time).
+* a ``runs`` row for the comparison (the base scenario, its overrides, counts, wall time);
+
+and makes the three the comparison's in one run-level commit (:func:`rocketsim.spark.delta_sink.publish_run`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from rocketsim.present.frames import KEY_METRICS
 from rocketsim.scenario import Scenario
 from rocketsim.spark import pipeline
 from rocketsim.spark.cli import CompareArgs, JobArgs
+from rocketsim.spark.delta_sink import publish_run
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
 from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
 from rocketsim.warehouse.stage_files import (
@@ -39,6 +42,7 @@ from rocketsim.warehouse.stage_files import (
     write_variant_aggregates,
 )
 
+COMPARE_JOB = "compare"
 # what the printed table shows (all of them are in the comparisons table)
 SHOWN_OVERALL = KEY_METRICS
 SHOWN_PER_BROKER = ("sends", "share", "latency_p99_ms")
@@ -103,11 +107,14 @@ def run_compare(
             f"comparison {args.run_id}: variants must each have {total:,} messages, got {counts}"
         )
     rep_c = pipeline.publish_rows(spark, args.warehouse, "comparisons", args.run_id, rows)
-    pipeline.publish_rows(spark, args.warehouse, "comparison_windows", args.run_id, tables["broker_windows"])
-    say(f"[compare] {rep_c.rows:,} comparison rows -> {rep_c.path} ({time.monotonic() - t:.1f} s)")
+    rep_w = pipeline.publish_rows(
+        spark, args.warehouse, "comparison_windows", args.run_id, tables["broker_windows"]
+    )
     attempts_total = int(sum(_overall(rows, "attempts").values()))
     job = JobArgs(args.scenario_path, args.warehouse, args.run_id, args.overrides, quiet=True)
-    pipeline.write_runs_row(spark, job, base, total, attempts_total, started, time.monotonic() - t)
+    rep_r = pipeline.write_runs_row(spark, job, base, total, attempts_total, started, time.monotonic() - t)
+    publish_run(spark, args.warehouse, args.run_id, COMPARE_JOB, [rep_c, rep_w, rep_r])
+    say(f"[compare] {rep_c.rows:,} comparison rows -> {rep_c.path} ({time.monotonic() - t:.1f} s)")
     print(format_comparison(rows, [v.name for v in args.variants], args.baseline, args.run_id))
     say(f"done in {time.monotonic() - t:.1f} s")
     return rows

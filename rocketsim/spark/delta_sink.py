@@ -1,20 +1,31 @@
-"""The Delta sink for Spark (design §6): ``write_run`` for a DataFrame, and ``publish_staged`` for the
-Parquet files a stage's tasks wrote, each with two engines.
+"""The Delta sink for Spark (design §6): ``publish_staged`` commits the Parquet files a stage's tasks
+wrote as one write of a table, ``publish_run`` makes a job's writes the run's (the run-level commit of
+:mod:`rocketsim.warehouse.run_commit`, then the superseded writes removed), and ``write_run`` does both
+for a DataFrame. Table writes have two engines:
 
 * ``deltalake`` (the embedded default, no Delta jars needed): Spark's executors (or the stage's tasks)
   write Parquet files into ``<table>/_staging/<write_id>/``, and the driver moves and commits them in ONE
   ``deltalake`` transaction (:mod:`rocketsim.warehouse.delta`).
 * ``delta-spark`` when the session runs Delta's extension: ``df.write.format("delta")`` with
-  ``replaceWhere`` on the run's partition; staged files are read with ``spark.read.parquet`` and written
-  the same way, then their staging folder is deleted.
+  ``replaceWhere`` on the write's partition ``(run_id, write_id)``; staged files are read with
+  ``spark.read.parquet`` and written the same way, then their staging folder is deleted. Delta itself
+  enforces the non-nullable columns there.
+
+The run-level commit is the same for both (``run_commits`` is always written with ``deltalake``); the
+superseded writes are removed by the engine that writes the tables.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import sys
 import time
+from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -26,11 +37,16 @@ from rocketsim.warehouse.delta import (
     WriteReport,
     commit_run,
     commit_written,
+    delta_schema,
     discard_staging,
+    remove_writes,
     stage_written,
+    write_partitions,
 )
 from rocketsim.warehouse.paths import (
     PARTITION_COLUMN,
+    WRITE_COLUMN,
+    WRITE_PARTITIONS,
     DeltaSinkError,
     check_run_id,
     list_files,
@@ -38,6 +54,7 @@ from rocketsim.warehouse.paths import (
     staging_path,
     table_path,
 )
+from rocketsim.warehouse.run_commit import TableWrite, publish_writes
 
 
 def write_run(
@@ -49,8 +66,10 @@ def write_run(
     *,
     engine: str | None = None,
     max_records_per_file: int | None = None,
+    job: str = "write_run",
 ) -> WriteReport:
-    """Replace run ``run_id`` of ``<warehouse>/<table>`` with ``df``, atomically, in one Delta commit.
+    """Replace run ``run_id`` of ``<warehouse>/<table>`` with ``df``, atomically: one Delta commit of the
+    table's new write, then the run-level commit naming it (:func:`publish_run`).
 
     ``df`` must have every column of ``arrow_schema`` except ``run_id`` (which it may carry; the
     argument wins); columns are cast to the declared types. ``engine`` is ``"delta-spark"``,
@@ -59,9 +78,72 @@ def write_run(
     check_run_id(run_id)
     engine = _engine(df.sparkSession, engine)
     if engine == ENGINE_DELTA_SPARK:
-        return write_delta_spark(df, warehouse, table, run_id, arrow_schema, max_records_per_file)
-    staged = stage_run(df, warehouse, table, run_id, arrow_schema, max_records_per_file=max_records_per_file)
-    return commit_run(staged)
+        report = write_delta_spark(df, warehouse, table, run_id, arrow_schema, max_records_per_file)
+    else:
+        staged = stage_run(
+            df, warehouse, table, run_id, arrow_schema, max_records_per_file=max_records_per_file
+        )
+        report = commit_run(staged)
+    removed = publish_run(df.sparkSession, warehouse, run_id, job, [report], engine=engine)
+    return dataclasses.replace(report, removed_files=removed.get(table, 0))
+
+
+def publish_run(
+    spark: SparkSession,
+    warehouse: str | os.PathLike[str],
+    run_id: str,
+    job: str,
+    reports: Sequence[WriteReport],
+    dropped: Iterable[str] = (),
+    *,
+    engine: str | None = None,
+) -> dict[str, int]:
+    """The run-level commit of a job's writes (``reports``: one per table, committed), then the run's
+    superseded writes of those tables and of ``dropped`` removed; returns the files removed per table.
+
+    A failed removal only leaves invisible writes behind (``jobs/vacuum.py`` removes them): it is
+    reported on stderr, not raised, since the run is published by then."""
+    dropped = tuple(dropped)
+    writes = [TableWrite(r.table, r.write_id, r.rows) for r in reports]
+    held = publish_writes(warehouse, run_id, job, writes, dropped)
+    removed: dict[str, int] = {}
+    for table in [*(r.table for r in reports), *dropped]:
+        keep = held[table].write_id if table in held else None
+        try:
+            removed[table] = _remove_superseded(spark, warehouse, table, run_id, keep, _engine(spark, engine))
+        except (DeltaError, DeltaSinkError, OSError) as exc:
+            print(
+                f"warning: run {run_id} is published, but its superseded writes of {table} were not "
+                f"removed ({exc}); they are invisible, and jobs/vacuum.py removes them",
+                file=sys.stderr,
+            )
+    return removed
+
+
+def _remove_superseded(
+    spark: SparkSession,
+    warehouse: str | os.PathLike[str],
+    table: str,
+    run_id: str,
+    keep: str | None,
+    engine: str,
+) -> int:
+    """Remove the run's writes of ``table`` but ``keep`` (the one just published, if any)."""
+    uri = table_path(warehouse, table)
+    if not DeltaTable.is_deltatable(uri):
+        return 0
+    doomed = sorted(write_partitions(DeltaTable(uri), run_id).get(run_id, set()) - {keep})
+    if not doomed:
+        return 0
+    if engine == ENGINE_DELTALAKE:
+        return remove_writes(uri, table, run_id, doomed)
+    from delta.tables import DeltaTable as SparkDeltaTable  # needs the Delta jars: only on this path
+
+    listed = ", ".join(f"'{w}'" for w in doomed)  # write ids: time and hex digits, no quotes
+    SparkDeltaTable.forPath(spark, uri).delete(
+        f"{PARTITION_COLUMN} = '{run_id}' AND {WRITE_COLUMN} IN ({listed})"  # partitions only: no rewrite
+    )
+    return len(doomed)
 
 
 def publish_staged(
@@ -75,7 +157,7 @@ def publish_staged(
     engine: str | None = None,
 ) -> WriteReport:
     """Commit the ``part-*.parquet`` files tasks wrote into ``staging_path(warehouse, table, write_id)``
-    as run ``run_id`` of the table, replacing its previous rows."""
+    as the write ``write_id`` of run ``run_id`` of the table (visible once :func:`publish_run` names it)."""
     check_run_id(run_id)
     if _engine(spark, engine) == ENGINE_DELTALAKE:
         return commit_written(warehouse, table, run_id, arrow_schema, write_id)
@@ -84,7 +166,7 @@ def publish_staged(
     parts = [f"{staging}/{n}" for n in list_files(staging, "part-", ".parquet")]
     df = spark.read.schema(data).parquet(*parts) if parts else spark.createDataFrame([], data)
     try:
-        return write_delta_spark(df, warehouse, table, run_id, arrow_schema, None)
+        return write_delta_spark(df, warehouse, table, run_id, arrow_schema, None, write_id=write_id)
     finally:
         discard_staging(warehouse, table, write_id)
 
@@ -97,12 +179,20 @@ def _engine(spark: SparkSession, engine: str | None) -> str:
     return engine
 
 
-def conform(df: DataFrame, arrow_schema: pa.Schema, *, with_run_id: str | None = None) -> DataFrame:
-    """``df`` with exactly the schema's columns, in order, cast to its types (``run_id`` optional)."""
-    target = spark_schema(arrow_schema)
+def conform(
+    df: DataFrame,
+    arrow_schema: pa.Schema,
+    *,
+    with_run_id: str | None = None,
+    with_write_id: str | None = None,
+) -> DataFrame:
+    """``df`` with exactly the schema's columns, in order, cast to its types (``run_id`` and the
+    ``write_id`` partition column optional)."""
+    target = spark_schema(delta_schema(arrow_schema) if with_write_id is not None else arrow_schema)
     present = set(df.columns)
-    wanted = [f for f in target.fields if f.name != PARTITION_COLUMN or with_run_id is not None]
-    missing = [f.name for f in wanted if f.name not in present and f.name != PARTITION_COLUMN]
+    given = {PARTITION_COLUMN: with_run_id, WRITE_COLUMN: with_write_id}
+    wanted = [f for f in target.fields if f.name not in given or given[f.name] is not None]
+    missing = [f.name for f in wanted if f.name not in present and f.name not in given]
     extra = sorted(present - {f.name for f in target.fields})
     if missing or extra:
         raise DeltaSinkError(
@@ -110,8 +200,8 @@ def conform(df: DataFrame, arrow_schema: pa.Schema, *, with_run_id: str | None =
         )
     cols: list[Column] = []
     for field in wanted:
-        if field.name == PARTITION_COLUMN:
-            cols.append(F.lit(with_run_id).cast(field.dataType).alias(field.name))
+        if field.name in given:
+            cols.append(F.lit(given[field.name]).cast(field.dataType).alias(field.name))
         else:
             cols.append(F.col(field.name).cast(field.dataType).alias(field.name))
     return df.select(*cols)
@@ -152,17 +242,21 @@ def write_delta_spark(
     run_id: str,
     arrow_schema: pa.Schema,
     max_records_per_file: int | None,
+    *,
+    write_id: str | None = None,
 ) -> WriteReport:
-    """Replace run ``run_id`` of the table with ``df`` through delta-spark (``replaceWhere`` on the
-    run's partition); the report's counts come from Delta's commit metrics."""
+    """``df`` as a new write of run ``run_id`` of the table through delta-spark (``replaceWhere`` on the
+    write's partition); the report's counts come from Delta's commit metrics."""
     started = time.monotonic()
     uri = table_path(warehouse, table)
+    write_id = write_id or new_write_id()
+    where = f"{PARTITION_COLUMN} = '{run_id}' AND {WRITE_COLUMN} = '{write_id}'"  # checked: no quotes
     writer = (
-        conform(df, arrow_schema, with_run_id=run_id)
+        conform(df, arrow_schema, with_run_id=run_id, with_write_id=write_id)
         .write.format("delta")
         .mode("overwrite")
-        .option("replaceWhere", f"{PARTITION_COLUMN} = '{run_id}'")  # run_id checked: no quotes
-        .partitionBy(PARTITION_COLUMN)
+        .option("replaceWhere", where)
+        .partitionBy(*WRITE_PARTITIONS)
     )
     if max_records_per_file:
         writer = writer.option("maxRecordsPerFile", str(max_records_per_file))
@@ -178,6 +272,7 @@ def write_delta_spark(
         run_id=run_id,
         engine=ENGINE_DELTA_SPARK,
         path=uri,
+        write_id=write_id,
         version=int(last["version"]),
         files=int(metrics.get("numFiles", 0)),
         rows=int(metrics.get("numOutputRows", 0)),

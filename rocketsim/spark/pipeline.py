@@ -4,10 +4,12 @@
   producer tasks generate, simulate and write their rows and their mergeable aggregates, broker tasks
   number the commit logs and write the broker-side rows, the driver merges the small parts into the
   summary tables and ``consumer_load``, commits every table once, reconciles the run from the tasks'
-  counts and the commits' reports, then writes the ``runs`` row and prints the summary;
+  counts and the commits' reports, writes the ``runs`` row, makes all of them the run's in one
+  run-level commit (:mod:`rocketsim.warehouse.run_commit`: nothing of the run is visible before it, and
+  a rerun replaces the old run only then), and prints the summary;
 * the same stage one part at a time (``jobs/generate.py``, ``simulate.py``, ``broker_side.py``,
-  ``summarize.py``): the tasks read what they need of the run's committed tables, each job reconciles
-  what it wrote and read.
+  ``summarize.py``): the tasks read what they need of the run's published tables, each job reconciles
+  what it wrote and read, then publishes its tables the same way.
 
 No Spark job reads a table back: Spark only schedules the tasks and collects their counts.
 """
@@ -25,10 +27,12 @@ from rocketsim import __version__, schemas
 from rocketsim.scenario import Scenario
 from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.delta_sink import publish_staged
-from rocketsim.spark.run import StageReport, run_stage
+from rocketsim.spark.run import StageReport, publish_stage, run_stage, write_stage
 from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
 from rocketsim.warehouse.stage_files import STAGES, write_driver_table
+
+PIPELINE_JOB = "pipeline"
 
 
 def _partitions(spark: SparkSession, args: JobArgs) -> int:
@@ -44,8 +48,10 @@ def _say(args: JobArgs, text: str) -> None:
 
 
 def _stage(spark: SparkSession, args: JobArgs, sc: Scenario, stages: tuple[str, ...]) -> StageReport:
+    """One part of the run's stage, written, reconciled and published."""
+    (job,) = stages
     return run_stage(
-        spark, sc, args.warehouse, args.run_id, _partitions(spark, args), stages, window_ms=args.window_ms
+        spark, sc, args.warehouse, args.run_id, _partitions(spark, args), stages, args.window_ms, job
     )
 
 
@@ -91,8 +97,11 @@ def run_summarize(spark: SparkSession, args: JobArgs, sc: Scenario) -> dict[str,
 
 
 def run_one_pass(spark: SparkSession, args: JobArgs, sc: Scenario) -> StageReport:
-    """Every table of the run but ``runs``, in one pass (generate, simulate, broker side, summarize)."""
-    rep = _stage(spark, args, sc, STAGES)
+    """Every table of the run but ``runs``, in one pass (generate, simulate, broker side, summarize),
+    committed and reconciled, not yet published (:func:`rocketsim.spark.run.publish_stage`)."""
+    rep = write_stage(
+        spark, sc, args.warehouse, args.run_id, _partitions(spark, args), STAGES, args.window_ms
+    )
     _say(
         args,
         f"[one pass] {rep.rows('messages'):,} messages, {rep.rows('send_attempts'):,} attempts, "
@@ -111,9 +120,9 @@ def write_runs_row(
     attempts: int,
     started: datetime,
     wall_s: float,
-) -> None:
+) -> WriteReport:
     """The run's ``runs`` row: its scenario and overrides, counts, and when and how long it ran (the
-    driver writes it with pyarrow, then publishes it as the table's one commit)."""
+    driver writes it with pyarrow and commits it as a write of the table, for the job to publish)."""
     row = {
         "scenario_name": sc.name,
         "scenario_text": sc.source_text,
@@ -125,7 +134,7 @@ def write_runs_row(
         "started_at": started.isoformat(timespec="seconds"),
         "wall_time_s": wall_s,
     }
-    publish_rows(
+    return publish_rows(
         spark,
         args.warehouse,
         "runs",
@@ -185,7 +194,7 @@ def print_summary(args: JobArgs, run_summary: pa.Table) -> None:
 
 
 def run_pipeline(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
-    """Every table in one pass -> reconciled -> ``runs`` row -> printed summary."""
+    """Every table in one pass -> reconciled -> ``runs`` row -> the run published -> printed summary."""
     started = datetime.now(UTC)
     t = time.monotonic()
     _say(
@@ -203,7 +212,8 @@ def run_pipeline(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
         f"{attempts:,} attempt rows = sum of attempts; per-broker sums = totals ({len(rep.checks)} rules)",
     )
     t_runs = time.monotonic()
-    write_runs_row(spark, args, sc, messages, attempts, started, t_runs - t)
-    _say(args, f"[runs] 1 row ({time.monotonic() - t_runs:.1f} s)")
+    runs = write_runs_row(spark, args, sc, messages, attempts, started, t_runs - t)
+    publish_stage(spark, args.warehouse, args.run_id, PIPELINE_JOB, rep, runs)
+    _say(args, f"[runs] 1 row; run {args.run_id} published ({time.monotonic() - t_runs:.1f} s)")
     print_summary(args, rep.summary_tables["run_summary"])
     _say(args, f"done in {time.monotonic() - t:.1f} s")

@@ -1,8 +1,10 @@
-"""Read the Delta tables into Spark (the jobs' later stages and reconciliation).
+"""Read the complete runs of the Delta tables into Spark (tests, notebooks with Spark).
 
-Through delta-spark when the session has it; otherwise Spark reads exactly the files the Delta log lists
-(never a directory listing, which would include uncommitted or removed files) and restores ``run_id``
-from the partition values. Arrow and pandas readers: :mod:`rocketsim.warehouse.read`.
+Of each run, the write of the table that ``run_commits`` names (:mod:`rocketsim.warehouse.run_commit`),
+without the ``write_id`` bookkeeping column. Through delta-spark when the session has it; otherwise
+Spark reads exactly the files the Delta log lists for those writes (never a directory listing, which
+would include uncommitted or removed files) and restores ``run_id`` from the partition values. Arrow and
+pandas readers: :mod:`rocketsim.warehouse.read`.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rocketsim.spark.session import delta_enabled, spark_schema
-from rocketsim.warehouse.paths import PARTITION_COLUMN, check_run_id, table_path
-from rocketsim.warehouse.read import declared_schema, run_ids
+from rocketsim.warehouse.paths import PARTITION_COLUMN, WRITE_COLUMN, check_run_id, table_path
+from rocketsim.warehouse.read import declared_schema
+from rocketsim.warehouse.run_commit import current_write_ids
 
 
 def read_spark(
@@ -28,19 +31,21 @@ def read_spark(
     *,
     arrow_schema: pa.Schema | None = None,
 ) -> DataFrame:
-    """The committed rows of ``table`` (one run, or all), with the declared schema's columns."""
+    """The rows of complete runs of ``table`` (one run, or all), with the declared schema's columns."""
     uri = table_path(warehouse, table)
+    writes = current_write_ids(warehouse, table, None if run_id is None else check_run_id(run_id))
     if delta_enabled(spark):
         df = spark.read.format("delta").load(uri)
-        return df if run_id is None else df.where(F.col(PARTITION_COLUMN) == check_run_id(run_id))
+        return df.where(F.col(WRITE_COLUMN).isin(sorted(writes.values()))).drop(WRITE_COLUMN)
     dt = DeltaTable(uri)
     schema = spark_schema(declared_schema(table, dt, arrow_schema))
     data_schema = type(schema)([f for f in schema.fields if f.name != PARTITION_COLUMN])
     run_type = schema[PARTITION_COLUMN].dataType
-    runs = [run_id] if run_id is not None else run_ids(dt)
     parts: list[DataFrame] = []
-    for rid in runs:
-        files = dt.file_uris(file_pruning_predicate=[(PARTITION_COLUMN, "=", rid)])
+    for rid, write_id in sorted(writes.items()):
+        files = dt.file_uris(
+            file_pruning_predicate=[(PARTITION_COLUMN, "=", rid), (WRITE_COLUMN, "=", write_id)]
+        )
         if not files:
             continue
         df = spark.read.schema(data_schema).parquet(*files)

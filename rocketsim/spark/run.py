@@ -12,10 +12,13 @@ job reads a table):
 The tasks write straight into the tables' staging folders (``<table>/_staging/<write id>``, shared
 storage on a cluster) and their small aggregates into a scratch folder beside them; the driver merges
 those into the summary tables and ``consumer_load`` (:func:`~rocketsim.warehouse.stage_files.finish_stage`)
-and publishes each table's files as one commit per table
+and commits each table's files as one write of the table
 (:func:`rocketsim.spark.delta_sink.publish_staged`: a ``deltalake`` transaction, or delta-spark when the
-session has it), in registry order, then reconciles the run from the tasks' counts and the commits'
-reports (:mod:`rocketsim.reconcile`).
+session has it), in registry order, invisible to readers; then reconciles the run from the tasks' counts
+and the commits' reports (:mod:`rocketsim.reconcile`), and only then makes the writes the run's in one
+run-level commit (:func:`rocketsim.spark.delta_sink.publish_run`): readers see the old run until that
+commit and the new one, whole, from it on (:func:`write_stage` stops before it, for a job that adds a
+table of its own, such as the pipeline's ``runs`` row).
 
 One stage, every job (:func:`run_stage`'s ``stages``, a contiguous part of generate, simulate, broker
 side, summarize): ``jobs/pipeline.py`` runs all four in one pass; ``jobs/generate.py`` only generates;
@@ -41,14 +44,15 @@ from pyspark.sql import SparkSession
 
 from rocketsim import reconcile, schemas, stage, workload
 from rocketsim.scenario import Scenario
-from rocketsim.spark.delta_sink import publish_staged
+from rocketsim.spark.delta_sink import publish_run, publish_staged
 from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.paths import check_run_id, delete_dir, make_dir, new_write_id, staging_path
-from rocketsim.warehouse.read import require_run, run_file_ranges, run_rows
+from rocketsim.warehouse.read import current_write, run_file_ranges, run_rows
 from rocketsim.warehouse.stage_files import (
     INPUT_COLUMNS,
     STAGES,
     StageWork,
+    derived_tables,
     finish_stage,
     tables_read,
     write_broker_files,
@@ -67,6 +71,7 @@ class StageReport:
     """What the stage committed, the quantities it reconciled (:mod:`rocketsim.reconcile`) and the
     summary tables it made (to print without reading them back)."""
 
+    stages: tuple[str, ...]
     counts: dict[str, int]
     checks: dict[str, tuple[int, int]]
     reports: tuple[WriteReport, ...]
@@ -115,15 +120,39 @@ def run_stage(
     partitions: int,
     stages: Sequence[str] = STAGES,
     window_ms: int = 10_000,
+    job: str = "stage",
 ) -> StageReport:
-    """Write, commit and reconcile the tables of ``stages`` (a contiguous part of generate, simulate,
-    broker side, summarize) for one run; the committed tables the stages read must be there."""
+    """:func:`write_stage`, then the run-level commit: the tables of ``stages`` become the run's (and
+    the tables made from them by other stages leave it)."""
+    rep = write_stage(spark, sc, warehouse, run_id, partitions, stages, window_ms)
+    publish_stage(spark, warehouse, run_id, job, rep)
+    return rep
+
+
+def publish_stage(
+    spark: SparkSession, warehouse: str, run_id: str, job: str, rep: StageReport, *extra: WriteReport
+) -> None:
+    """The run-level commit of a stage's writes (and of ``extra`` writes of the same job)."""
+    publish_run(spark, warehouse, run_id, job, [*rep.reports, *extra], derived_tables(rep.stages))
+
+
+def write_stage(
+    spark: SparkSession,
+    sc: Scenario,
+    warehouse: str,
+    run_id: str,
+    partitions: int,
+    stages: Sequence[str] = STAGES,
+    window_ms: int = 10_000,
+) -> StageReport:
+    """Write, commit (not yet visible) and reconcile the tables of ``stages`` (a contiguous part of
+    generate, simulate, broker side, summarize) for one run; the run's tables the stages read must be
+    there (:class:`rocketsim.warehouse.read.MissingRunError` before anything is written)."""
     check_run_id(run_id)
     stages = tuple(stages)
     tables = [t.name for t in schemas.written_by(*stages)]
     reads = tables_read(stages)
-    for table in reads:  # before anything is written
-        require_run(warehouse, table, run_id)
+    published = {f"{t}.published": current_write(warehouse, t, run_id).rows for t in reads}
     inputs = {t: tuple(run_file_ranges(warehouse, t, run_id, INPUT_COLUMNS[t])) for t in reads}
     committed = {f"{t}.rows": run_rows(warehouse, t, run_id) for t in reads}
     shares = workload.producer_shares(sc)
@@ -170,9 +199,10 @@ def run_stage(
         raise
     t4 = time.monotonic()
     counts = reconcile.add_counts([*per_producer.values(), *per_broker.values()])
-    counts |= finished.counts | committed | {f"{r.table}.rows": r.rows for r in reports}
+    counts |= finished.counts | committed | published | {f"{r.table}.rows": r.rows for r in reports}
     checks = reconcile.check(counts, run_id, complete=stages == STAGES)
     return StageReport(
+        stages=stages,
         counts=counts,
         checks=checks,
         reports=reports,

@@ -5,10 +5,14 @@
 * :mod:`~rocketsim.warehouse.files`: Parquet, Arrow IPC and byte files written atomically;
 * :mod:`~rocketsim.warehouse.stage_files`: the files a run's stage tasks write (over :mod:`rocketsim.stage`)
   and the driver's merge of their aggregates;
-* :mod:`~rocketsim.warehouse.delta`: staged files -> one ``deltalake`` commit per table and run;
-* :mod:`~rocketsim.warehouse.vacuum`: orphans of killed jobs;
-* :mod:`~rocketsim.warehouse.read`: the committed rows as Arrow or pandas, a run's files and row counts
-  from the Delta log.
+* :mod:`~rocketsim.warehouse.delta`: staged files -> one ``deltalake`` commit per table and job (a
+  write of the table, in its own ``write_id`` partition);
+* :mod:`~rocketsim.warehouse.run_commit`: the run-level commit (``run_commits``): a job's writes become
+  the run's at once, and readers select complete runs only;
+* :mod:`~rocketsim.warehouse.claims`: one writer per run id;
+* :mod:`~rocketsim.warehouse.vacuum`: orphans of killed jobs (files, and unpublished writes);
+* :mod:`~rocketsim.warehouse.read`: the rows of complete runs as Arrow or pandas, a run's files and row
+  counts from the Delta log.
 
 The readers are reachable from here too (``from rocketsim.warehouse import read_pandas``), imported on
 first use: a stage task imports this package and needs neither deltalake nor pandas.

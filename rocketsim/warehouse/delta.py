@@ -2,14 +2,19 @@
 
 A write's Parquet files wait in ``<table>/_staging/<write_id>/`` (written by a stage's tasks with
 pyarrow, or by Spark), hidden from Delta readers and from vacuum. :func:`stage_written` moves them into
-``<table>/run_id=<id>/<write_id>-part-*.parquet`` and reads only their footers for the file statistics;
-:func:`commit_run` commits them in ONE ``deltalake`` transaction
-(``DeltaTable.create_write_transaction(mode="overwrite", partition_filters=[run_id = id])``), which adds
-the new files and removes the run's previous ones. Until that commit the files are orphans no reader
-sees; :func:`rocketsim.warehouse.vacuum.vacuum_orphans` deletes them. The delta-spark engine of the sink
-is :mod:`rocketsim.spark.delta_sink`.
+``<table>/run_id=<id>/write_id=<write id>/<write id>-part-*.parquet``, reads only their footers for
+the file statistics and refuses a file that breaks the declared schema (types, and nulls in a
+non-nullable column);
+:func:`commit_run` commits them in ONE ``deltalake`` transaction as the partition
+``(run_id, write_id)`` of the table (``DeltaTable.create_write_transaction``): every write of a table is
+a partition of its own, so a commit never touches the run's earlier rows. The write is invisible to the
+project's readers until the run-level commit (:mod:`rocketsim.warehouse.run_commit`) names it; after
+that, :func:`remove_writes` drops the run's superseded writes (a commit of remove actions: no data is
+rewritten). Until its commit a write's files are orphans no reader sees;
+:func:`rocketsim.warehouse.vacuum.vacuum_orphans` deletes them. The delta-spark engine of the sink is
+:mod:`rocketsim.spark.delta_sink`.
 
-Commit conflicts between different run ids are resolved by deltalake's own retry (disjoint
+Commit conflicts between different writes are resolved by deltalake's own retry (disjoint
 partitions); anything else that fails the commit is retried here on a freshly loaded snapshot.
 """
 
@@ -22,17 +27,21 @@ import os
 import random
 import signal
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable
-from deltalake.exceptions import CommitFailedError, DeltaError
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction
 
+from rocketsim.errors import RocketSimError
 from rocketsim.warehouse.paths import (
     PARTITION_COLUMN,
+    WRITE_COLUMN,
+    WRITE_PARTITIONS,
     DeltaSinkError,
     check_run_id,
     filesystem,
@@ -49,9 +58,11 @@ STRING_STATS_PREFIX = 32
 # Fault-injection hook for the crash-safety tests (never set it otherwise): "<table>:<stage>[,...]" makes
 # the process SIGKILL itself at that point of a deltalake-engine write. Stages, in order: "written"
 # (the Parquet files in _staging), "staged" (files moved into the run's partition, uncommitted),
-# "before_commit" (commit_run, just before the Delta transaction).
+# "before_commit" (commit_run, just before the Delta transaction), "committed" (just after it). The
+# run-level commit has the same points as the table "run_commits": "before_commit" (every table of the
+# run committed, none visible) and "committed" (the run visible, its superseded writes not yet removed).
 CRASH_AT_ENV = "ROCKETSIM_CRASH_AT"
-CRASH_STAGES = ("written", "staged", "before_commit")
+CRASH_STAGES = ("written", "staged", "before_commit", "committed")
 
 
 @dataclass(frozen=True)
@@ -86,6 +97,7 @@ class WriteReport:
     run_id: str
     engine: str
     path: str  # the table's location
+    write_id: str  # the partition the commit made (visible once the run-level commit names it)
     version: int  # table version of the commit
     files: int
     rows: int  # from Parquet footers (deltalake engine) or Delta's metrics (delta-spark)
@@ -98,7 +110,7 @@ class WriteReport:
 # ------------------------------------------------------------------------------------------ staging
 
 
-def _crash_point(table: str, stage: str) -> None:
+def crash_point(table: str, stage: str) -> None:
     """SIGKILL this process here if ``ROCKETSIM_CRASH_AT`` names ``<table>:<stage>`` (tests only)."""
     wanted = os.environ.get(CRASH_AT_ENV)
     if wanted and f"{table}:{stage}" in {w.strip() for w in wanted.split(",")}:
@@ -113,21 +125,26 @@ def stage_written(
     write_id: str,
     *,
     started: float | None = None,
+    partitions: Sequence[str] = WRITE_PARTITIONS,
 ) -> StagedRun:
     """Move the ``part-*.parquet`` files already written to ``staging_path(..., write_id)`` (by Spark
-    or by tasks writing with pyarrow) into the run's partition, with footer statistics; no commit."""
+    or by tasks writing with pyarrow) into the run's partition, with footer statistics; no commit.
+    Raises :class:`DeltaSinkError` (and moves nothing) if a file breaks ``arrow_schema``."""
     check_run_id(run_id)
     started = time.monotonic() if started is None else started
     uri = table_path(warehouse, table)
     fs, root = filesystem(uri)
     _, staging = filesystem(staging_path(warehouse, table, write_id))
-    data_schema = pa.schema([f for f in arrow_schema if f.name != PARTITION_COLUMN])
+    data_schema = pa.schema([f for f in arrow_schema if f.name not in partitions])
     moved: list[str] = []
     try:
-        _crash_point(table, "written")
-        files = _publish(fs, root, staging, partition_dir(run_id), write_id, data_schema, moved)
+        crash_point(table, "written")
+        part = partition_dir(run_id)
+        if WRITE_COLUMN in partitions:  # Hive-style folders: readers that take partitions from paths
+            part = f"{part}/{WRITE_COLUMN}={write_id}"
+        files = _publish(fs, root, staging, part, write_id, data_schema, moved)
         fs.delete_dir(staging)
-        _crash_point(table, "staged")
+        crash_point(table, "staged")
     except BaseException:
         # Best effort: what is left is invisible anyway and vacuum_orphans would get it later.
         with contextlib.suppress(OSError):
@@ -164,7 +181,6 @@ def _publish(
     moved: list[str],
 ) -> list[StagedFile]:
     """Move the staged part files into the partition dir under write-id names; stats from the footers."""
-    fs.create_dir(f"{root}/{part}", recursive=True)
     written = sorted(
         info.base_name
         for info in fs.get_file_info(pafs.FileSelector(staging))
@@ -173,12 +189,17 @@ def _publish(
         and info.base_name.endswith(".parquet")
     )
     files: list[StagedFile] = []
+    footers = {name: _read_footer(fs, f"{staging}/{name}") for name in written}
+    for name, metadata in footers.items():  # every file checked before any is moved
+        if metadata.num_rows:
+            _check_file_schema(metadata.schema.to_arrow_schema(), data_schema, name)
+            _check_nulls(fs, f"{staging}/{name}", metadata, data_schema, name)
+    fs.create_dir(f"{root}/{part}", recursive=True)
     for index, name in enumerate(written):
         source = f"{staging}/{name}"
-        metadata = _read_footer(fs, source)
+        metadata = footers[name]
         if metadata.num_rows == 0:
             continue  # Spark writes an empty file for an empty DataFrame; Delta needs none
-        _check_file_schema(metadata.schema.to_arrow_schema(), data_schema, name)
         rel = f"{part}/{write_id}-part-{index:05d}.{name.split('.', 1)[1]}"  # keeps e.g. .snappy.parquet
         fs.move(source, f"{root}/{rel}")
         moved.append(f"{root}/{rel}")
@@ -195,68 +216,119 @@ def _publish(
     return files
 
 
+class DamagedTableError(RocketSimError):
+    """A table's Delta log cannot be read (damaged, or edited by hand)."""
+
+
+def open_table(warehouse: str | os.PathLike[str], table: str, **kwargs: object) -> DeltaTable:
+    """The Delta table ``<warehouse>/<table>``; :class:`DamagedTableError` naming it if its log cannot
+    be read (a missing table raises deltalake's ``TableNotFoundError``, as before)."""
+    uri = table_path(warehouse, table)
+    try:
+        return DeltaTable(uri, **kwargs)
+    except TableNotFoundError:
+        raise
+    except (DeltaError, OSError) as exc:
+        raise DamagedTableError(f"the Delta log of table {table} ({uri}) cannot be read: {exc}") from exc
+
+
+def delta_schema(arrow_schema: pa.Schema) -> pa.Schema:
+    """The Delta schema of a table declared as ``arrow_schema``: its columns and the write id, a
+    partition column after ``run_id`` (bookkeeping of the sink, not part of the model's rows)."""
+    if WRITE_COLUMN in arrow_schema.names:
+        return arrow_schema
+    return arrow_schema.append(pa.field(WRITE_COLUMN, pa.string(), nullable=False))
+
+
 def commit_run(staged: StagedRun, *, max_attempts: int = 8, table: DeltaTable | None = None) -> WriteReport:
-    """Commit a staged run in one transaction: add its files, remove the run's previous ones.
+    """Commit a staged run in one transaction: its files become the partition (run, write id) of the
+    table (the run's earlier writes stay until :func:`remove_writes`).
 
     ``table`` (a possibly stale snapshot) is for tests that force a concurrent-commit conflict.
     """
     started = time.monotonic()
-    _, root = filesystem(staged.table_uri)
-    ensure_table(staged.table_uri, staged.arrow_schema, name=staged.table)
+    schema = delta_schema(staged.arrow_schema)
+    ensure_table(staged.table_uri, schema, name=staged.table)
+    partition = {PARTITION_COLUMN: staged.run_id, WRITE_COLUMN: staged.write_id}
     actions = [
         AddAction(
             path=f.path,
             size=f.size,
-            partition_values={PARTITION_COLUMN: staged.run_id},
+            partition_values=partition,
             modification_time=f.modification_time,
             data_change=True,
             stats=f.stats,
         )
         for f in staged.files
     ]
-    properties = CommitProperties(
-        custom_metadata={
-            "rocketsim.table": staged.table,
-            "rocketsim.run_id": staged.run_id,
-            "rocketsim.write_id": staged.write_id,
-        }
+    crash_point(staged.table, "before_commit")
+    commit_actions(
+        staged.table_uri,
+        schema,
+        actions,
+        [(k, "=", v) for k, v in partition.items()],
+        _properties(staged.table, staged.run_id, staged.write_id),
+        committed=lambda: _committed(staged),
+        what=f"commit of {staged.table} run {staged.run_id!r}",
+        max_attempts=max_attempts,
+        table=table,
     )
-    jitter = random.Random()
-    _crash_point(staged.table, "before_commit")
-    for attempt in range(1, max_attempts + 1):
-        dt = table if (table is not None and attempt == 1) else DeltaTable(staged.table_uri)
-        before = _run_files(dt, staged.run_id, root)
-        try:
-            dt.create_write_transaction(
-                actions,
-                mode="overwrite",
-                schema=staged.arrow_schema,
-                partition_by=[PARTITION_COLUMN],
-                partition_filters=[(PARTITION_COLUMN, "=", staged.run_id)],
-                commit_properties=properties,
-            )
-            break
-        except (CommitFailedError, OSError) as exc:
-            if _committed(staged, root):  # the commit landed although the call failed (e.g. lost reply)
-                break
-            if attempt == max_attempts:
-                raise DeltaSinkError(
-                    f"commit of {staged.table} run {staged.run_id!r} failed {attempt} times: {exc}"
-                ) from exc
-            time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + jitter.random()))
-    version = _commit_version(staged)
+    crash_point(staged.table, "committed")
     return WriteReport(
         table=staged.table,
         run_id=staged.run_id,
         engine=ENGINE_DELTALAKE,
         path=staged.table_uri,
-        version=version,
+        write_id=staged.write_id,
+        version=_commit_version(staged.table_uri, staged.write_id),
         files=len(staged.files),
         rows=sum(f.num_records for f in staged.files),
         bytes=sum(f.size for f in staged.files),
-        removed_files=len(before - {f.path for f in staged.files}),
+        removed_files=0,
         stage_s=staged.stage_s,
         commit_s=time.monotonic() - started,
+    )
+
+
+def commit_actions(
+    uri: str,
+    schema: pa.Schema,
+    actions: list[AddAction],
+    partition_filters: list[tuple[str, str, object]],
+    properties: CommitProperties,
+    *,
+    committed: Callable[[], bool],
+    what: str,
+    max_attempts: int = 8,
+    table: DeltaTable | None = None,
+) -> None:
+    """ONE Delta transaction of the table at ``uri``: remove the files of the partitions
+    ``partition_filters`` selects, add ``actions``; retried on a fresh snapshot (with jitter) unless
+    ``committed()`` says an earlier attempt landed although its call failed."""
+    jitter = random.Random()
+    for attempt in range(1, max_attempts + 1):
+        dt = table if (table is not None and attempt == 1) else DeltaTable(uri)
+        try:
+            dt.create_write_transaction(
+                actions,
+                mode="overwrite",
+                schema=schema,
+                partition_by=dt.metadata().partition_columns,
+                partition_filters=partition_filters,
+                commit_properties=properties,
+            )
+            return
+        except (CommitFailedError, OSError) as exc:
+            if committed():  # the commit landed although the call failed (e.g. lost reply)
+                return
+            if attempt == max_attempts:
+                raise DeltaSinkError(f"{what} failed {attempt} times: {exc}") from exc
+            time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + jitter.random()))
+
+
+def _properties(table: str, run_id: str, write_id: str) -> CommitProperties:
+    return CommitProperties(
+        custom_metadata={"rocketsim.table": table, "rocketsim.run_id": run_id, "rocketsim.write_id": write_id}
     )
 
 
@@ -269,15 +341,24 @@ def commit_written(
     try:
         return commit_run(staged)
     except BaseException:
-        fs, root = filesystem(staged.table_uri)
-        for f in staged.files:
-            with contextlib.suppress(OSError):
-                fs.delete_file(f"{root}/{f.path}")
+        if not _committed(staged):  # else the write is in the log: its files stay
+            fs, root = filesystem(staged.table_uri)
+            for f in staged.files:
+                with contextlib.suppress(OSError):
+                    fs.delete_file(f"{root}/{f.path}")
         raise
 
 
-def ensure_table(uri: str, arrow_schema: pa.Schema, *, name: str | None = None) -> None:
-    """Create the table (partitioned by run_id) unless it exists; refuse one with another schema."""
+def ensure_table(
+    uri: str,
+    arrow_schema: pa.Schema,
+    *,
+    name: str | None = None,
+    partition_by: Sequence[str] = WRITE_PARTITIONS,
+) -> None:
+    """Create the table (partitioned by ``partition_by``) unless it exists; refuse one with another
+    schema or partitioning (e.g. a table an older rocketsim wrote, without write ids)."""
+    partition_by = list(partition_by)
     if not DeltaTable.is_deltatable(uri):
         try:
             # No retries: a racing creator that lost must not write a second CREATE as version 1.
@@ -285,7 +366,7 @@ def ensure_table(uri: str, arrow_schema: pa.Schema, *, name: str | None = None) 
                 uri,
                 arrow_schema,
                 mode="ignore",
-                partition_by=[PARTITION_COLUMN],
+                partition_by=partition_by,
                 name=name,
                 commit_properties=CommitProperties(max_commit_retries=0),
             )
@@ -294,30 +375,76 @@ def ensure_table(uri: str, arrow_schema: pa.Schema, *, name: str | None = None) 
                 raise
     dt = DeltaTable(uri)
     found = pa.schema(dt.schema().to_arrow())
-    if not found.equals(arrow_schema) or dt.metadata().partition_columns != [PARTITION_COLUMN]:
+    if not found.equals(arrow_schema) or dt.metadata().partition_columns != partition_by:
         raise DeltaSinkError(
             f"table {uri} has schema {found} partitioned by {dt.metadata().partition_columns}, "
-            f"expected {arrow_schema} partitioned by [{PARTITION_COLUMN!r}]"
+            f"expected {arrow_schema} partitioned by {partition_by} (a table of another rocketsim "
+            "version: write to a new warehouse)"
         )
 
 
-def _run_files(dt: DeltaTable, run_id: str, root: str) -> set[str]:
-    """Relative paths of the run's committed files (tiny metadata, not data)."""
-    uris = dt.file_uris(file_pruning_predicate=[(PARTITION_COLUMN, "=", run_id)])
+def write_partitions(dt: DeltaTable, run_id: str | None = None) -> dict[str, set[str]]:
+    """Per run id, the write ids the table holds (from the log: metadata, not data)."""
+    out: dict[str, set[str]] = {}
+    for p in dt.partitions():
+        run, write = p.get(PARTITION_COLUMN), p.get(WRITE_COLUMN)
+        if run is not None and write is not None and (run_id is None or run == run_id):
+            out.setdefault(run, set()).add(write)
+    return out
+
+
+def remove_writes(
+    uri: str, table: str, run_id: str, write_ids: Iterable[str], *, max_attempts: int = 8
+) -> int:
+    """Drop the writes ``write_ids`` of a run from the table in ONE commit of remove actions (the data
+    files stay for time travel until a Delta vacuum); returns how many files that removed."""
+    check_run_id(run_id)
+    dt = DeltaTable(uri)
+    present = write_partitions(dt, run_id).get(run_id, set())
+    doomed = sorted(present & set(write_ids))
+    if not doomed:
+        return 0
+    files = len(
+        dt.file_uris(file_pruning_predicate=[(PARTITION_COLUMN, "=", run_id), (WRITE_COLUMN, "in", doomed)])
+    )
+    commit_actions(
+        uri,
+        pa.schema(dt.schema().to_arrow()),
+        [],
+        [(PARTITION_COLUMN, "=", run_id), (WRITE_COLUMN, "in", doomed)],
+        _properties(table, run_id, "remove:" + ",".join(doomed)),
+        committed=lambda: not (write_partitions(DeltaTable(uri), run_id).get(run_id, set()) & set(doomed)),
+        what=f"removal of {len(doomed)} superseded write(s) of {table} run {run_id!r}",
+        max_attempts=max_attempts,
+    )
+    return files
+
+
+def _write_files(dt: DeltaTable, run_id: str, write_id: str, root: str) -> set[str]:
+    """Relative paths of one write's committed files (tiny metadata, not data)."""
+    uris = dt.file_uris(
+        file_pruning_predicate=[(PARTITION_COLUMN, "=", run_id), (WRITE_COLUMN, "=", write_id)]
+    )
     return {relative_path(u, root) for u in uris}
 
 
-def _committed(staged: StagedRun, root: str) -> bool:
+def _committed(staged: StagedRun) -> bool:
+    """Whether the write's files are in the table's log (False if that cannot be told)."""
     if not staged.files:
         return False
-    return staged.files[0].path in _run_files(DeltaTable(staged.table_uri), staged.run_id, root)
+    _, root = filesystem(staged.table_uri)
+    try:
+        dt = DeltaTable(staged.table_uri)
+        return staged.files[0].path in _write_files(dt, staged.run_id, staged.write_id, root)
+    except (DeltaError, OSError):
+        return False
 
 
-def _commit_version(staged: StagedRun) -> int:
+def _commit_version(uri: str, write_id: str) -> int:
     """The version whose commit carries this write id (normally the latest)."""
-    dt = DeltaTable(staged.table_uri)
+    dt = DeltaTable(uri)
     for entry in dt.history(limit=50):
-        if entry.get("rocketsim.write_id") == staged.write_id:
+        if entry.get("rocketsim.write_id") == write_id:
             return int(entry["version"])
     return dt.version()
 
@@ -352,6 +479,48 @@ def _check_file_schema(found: pa.Schema, expected: pa.Schema, name: str) -> None
     ]
     if bad or found.names != expected.names:
         raise DeltaSinkError(f"Parquet file {name} does not carry the declared types: {bad or found.names}")
+
+
+def _check_nulls(
+    fs: pafs.FileSystem, path: str, metadata: pq.FileMetaData, expected: pa.Schema, name: str
+) -> None:
+    """Refuse a file with nulls in a column the schema declares non-nullable. A column the file itself
+    declares required holds none; otherwise the footer's null counts tell, and a column without them
+    is read (that column only)."""
+    found = metadata.schema.to_arrow_schema()
+    index = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    unknown: list[str] = []
+    bad: dict[str, int] = {}
+    for field in expected:
+        if field.nullable or not found.field(field.name).nullable:
+            continue
+        nulls = _footer_nulls(metadata, index.get(field.name)) if not pa.types.is_nested(field.type) else None
+        if nulls is None:
+            unknown.append(field.name)
+        elif nulls:
+            bad[field.name] = nulls
+    if unknown:
+        with fs.open_input_file(path) as handle:
+            data = pq.read_table(handle, columns=unknown)
+        bad |= {n: data.column(n).null_count for n in unknown if data.column(n).null_count}
+    if bad:
+        raise DeltaSinkError(
+            f"Parquet file {name} has nulls in non-nullable column(s) "
+            + ", ".join(f"{n} ({k} null(s))" for n, k in bad.items())
+        )
+
+
+def _footer_nulls(metadata: pq.FileMetaData, col: int | None) -> int | None:
+    """The nulls of a top-level column over every row group, from the footer; None if unknown."""
+    if col is None:
+        return None
+    total = 0
+    for rg in range(metadata.num_row_groups):
+        st = metadata.row_group(rg).column(col).statistics
+        if st is None or not st.has_null_count:
+            return None
+        total += st.null_count
+    return total
 
 
 def footer_stats(metadata: pq.FileMetaData, data_schema: pa.Schema) -> str:

@@ -1,15 +1,18 @@
 """Where a warehouse's files are: table paths, file systems, run partitions, staging folders, write ids.
 
 A warehouse is a local folder or a URI that pyarrow and deltalake both open (``s3://``, ``gs://``,
-``hdfs://``, ``file://``); each table is ``<warehouse>/<name>``, partitioned by ``run_id`` in Hive-style
-folders. Writes wait in ``<table>/_staging/<write id>`` (hidden from Delta readers and from vacuum) until
-they are moved into the run's partition and committed.
+``hdfs://``, ``file://``); each table is ``<warehouse>/<name>``, partitioned by ``run_id`` (Hive-style
+folders) and by ``write_id``: one write of the table for a run, which the run-level commit
+(:mod:`rocketsim.warehouse.run_commit`) makes visible. Writes wait in ``<table>/_staging/<write id>``
+(hidden from Delta readers and from vacuum) until they are moved into the run's partition and committed.
 """
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import os
+import tempfile
 import time
 import uuid
 from urllib.parse import quote, unquote, urlparse
@@ -19,6 +22,8 @@ import pyarrow.fs as pafs
 from rocketsim.errors import RocketSimError
 
 PARTITION_COLUMN = "run_id"
+WRITE_COLUMN = "write_id"  # the second partition column: which write of the table a row belongs to
+WRITE_PARTITIONS = [PARTITION_COLUMN, WRITE_COLUMN]
 STAGING_DIR = "_staging"
 DELTA_LOG_DIR = "_delta_log"
 _RUN_ID_FORBIDDEN = set("'\"\\/") | {chr(c) for c in range(32)} | {"\x7f"}
@@ -41,6 +46,33 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     if "://" in uri:
         return pafs.FileSystem.from_uri(uri)
     return pafs.LocalFileSystem(), uri
+
+
+def unwritable(warehouse: str) -> str | None:
+    """Why a job could not write the warehouse folder ``warehouse`` (None: it can): empty, a file,
+    under a file, or a folder (or the nearest existing parent of one to create) this process cannot
+    write to (read-only file system, permissions: tried with a probe file, deleted at once). A URI
+    other than ``file://`` is not checked here (its first write is)."""
+    if not warehouse.strip():
+        return "must not be empty"
+    if "://" in warehouse and not warehouse.startswith("file://"):
+        return None
+    path = os.path.abspath(unquote(urlparse(warehouse).path) if "://" in warehouse else warehouse)
+    existing = path
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return (
+            "must be a folder, not a file" if existing == path else f"must not be under a file ({existing})"
+        )
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".rocketsim-probe-", dir=existing)
+    except OSError as exc:
+        where = "" if existing == path else f" ({existing}, where it would be created)"
+        return f"must be a folder this job can write{where}: {exc.strerror}"
+    os.close(fd)
+    os.unlink(probe)
+    return None
 
 
 def partition_dir(run_id: str) -> str:
@@ -70,9 +102,20 @@ def relative_path(file_uri: str, root: str) -> str:
     return path[len(prefix) :] if path.startswith(prefix) else path
 
 
+_WRITE_TIME = "%Y%m%dT%H%M%S"
+
+
 def new_write_id() -> str:
     """A fresh write id: UTC time (sortable) plus a random suffix."""
-    return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:12]}"
+    return f"{time.strftime(_WRITE_TIME, time.gmtime())}-{uuid.uuid4().hex[:12]}"
+
+
+def write_time(write_id: str) -> float | None:
+    """When a write id was made (seconds since the epoch), from its prefix; None if it has none."""
+    try:
+        return float(calendar.timegm(time.strptime(write_id.split("-", 1)[0], _WRITE_TIME)))
+    except ValueError:
+        return None
 
 
 def staging_path(warehouse: str | os.PathLike[str], table: str, write_id: str) -> str:

@@ -1,8 +1,12 @@
-"""Read the committed Delta tables back as Arrow or pandas (tests, notebooks, reports; no Spark).
+"""Read the complete runs of the Delta tables as Arrow or pandas (tests, notebooks, reports, the jobs'
+inputs; no Spark).
 
-Only what the Delta log lists is read (never a directory listing, which would include uncommitted or
-removed files), cast to the table's declared schema (:data:`rocketsim.schemas.TABLES`). Spark reads
-through :func:`rocketsim.spark.read.read_spark`.
+Only complete runs are read: of each run, the write of the table that ``run_commits`` names
+(:mod:`rocketsim.warehouse.run_commit`), so a run a job is still writing, or one whose job died, is seen
+nowhere, and a rerun replaces a run at once. Only what the Delta log lists is read (never a directory
+listing, which would include uncommitted or removed files), cast to the table's declared schema
+(:data:`rocketsim.schemas.TABLES`), without the ``write_id`` bookkeeping column. Spark reads through
+:func:`rocketsim.spark.read.read_spark`.
 """
 
 from __future__ import annotations
@@ -19,7 +23,18 @@ from deltalake import DeltaTable
 
 from rocketsim.errors import RocketSimError
 from rocketsim.schemas import TABLES
-from rocketsim.warehouse.paths import PARTITION_COLUMN, check_run_id, filesystem, table_path
+from rocketsim.warehouse.delta import open_table
+from rocketsim.warehouse.paths import PARTITION_COLUMN, WRITE_COLUMN, check_run_id, filesystem, table_path
+from rocketsim.warehouse.run_commit import (
+    RUN_COMMITS_TABLE,
+    TableWrite,
+    current_write_ids,
+    current_writes,
+)
+
+
+class MissingRunError(RocketSimError, FileNotFoundError):
+    """A job's input is not there: the table, or the run in it."""
 
 
 def declared_schema(
@@ -43,11 +58,32 @@ def read_arrow(
     columns: list[str] | None = None,
     arrow_schema: pa.Schema | None = None,
 ) -> pa.Table:
-    """The committed rows as Arrow (one run, or all), cast to the declared schema."""
-    dt = DeltaTable(table_path(warehouse, table))
-    filters = None if run_id is None else [(PARTITION_COLUMN, "=", run_id)]
-    result = dt.to_pyarrow_table(columns=columns, filters=filters)
+    """The rows of complete runs (one run, or all), cast to the declared schema: of each run, the write
+    of ``table`` that ``run_commits`` names (:mod:`rocketsim.warehouse.run_commit`). A run being
+    replaced while this reads is read again, so the rows are the old run's or the new run's, whole."""
+    dt = open_table(warehouse, table)
     declared = declared_schema(table, dt, arrow_schema)
+    if table == RUN_COMMITS_TABLE:
+        filters = None if run_id is None else [(PARTITION_COLUMN, "=", run_id)]
+        return _cast(dt.to_pyarrow_table(columns=columns, filters=filters), declared)
+    for _ in range(_READ_ATTEMPTS):
+        writes = current_write_ids(warehouse, table, run_id)
+        if not writes:
+            wanted = columns or declared.names
+            return pa.schema([declared.field(n) for n in wanted]).empty_table()
+        filters = [(WRITE_COLUMN, "in", sorted(writes.values()))]
+        result = open_table(warehouse, table).to_pyarrow_table(columns=columns, filters=filters)
+        if current_write_ids(warehouse, table, run_id) == writes:  # no rerun was published meanwhile
+            break
+    if WRITE_COLUMN in result.column_names and not (columns and WRITE_COLUMN in columns):
+        result = result.drop_columns([WRITE_COLUMN])
+    return _cast(result, declared)
+
+
+_READ_ATTEMPTS = 5
+
+
+def _cast(result: pa.Table, declared: pa.Schema) -> pa.Table:
     target = pa.schema([declared.field(f.name) if f.name in declared.names else f for f in result.schema])
     return result.cast(target)
 
@@ -77,24 +113,34 @@ def list_tables(warehouse: str | os.PathLike[str]) -> list[str]:
 
 
 def list_runs(warehouse: str | os.PathLike[str], table: str | None = None) -> list[str]:
-    """Run ids committed in ``table``, or in any Delta table of the warehouse, sorted."""
-    if table is not None:
-        return run_ids(DeltaTable(table_path(warehouse, table))) if is_table(warehouse, table) else []
-    runs: set[str] = set()
-    for name in list_tables(warehouse):
-        runs.update(run_ids(DeltaTable(table_path(warehouse, name))))
-    return sorted(runs)
+    """The complete runs that hold ``table`` (or any table), sorted."""
+    return sorted(current_writes(warehouse, table))
 
 
-def run_ids(dt: DeltaTable) -> list[str]:
-    """The run ids a Delta table holds (from the log: metadata, not data), sorted."""
-    return sorted({p[PARTITION_COLUMN] for p in dt.partitions() if p.get(PARTITION_COLUMN) is not None})
+def current_write(warehouse: str | os.PathLike[str], table: str, run_id: str) -> TableWrite:
+    """The write of ``table`` that run ``run_id`` holds; :class:`MissingRunError` if none."""
+    check_run_id(run_id)
+    write = current_writes(warehouse, table, run_id).get(run_id, {}).get(table)
+    if write is None:
+        where = (
+            f"{table_path(warehouse, table)} is not a Delta table"
+            if not is_table(warehouse, table)
+            else f"no complete run {run_id!r} holds it in {os.fspath(warehouse)}"
+        )
+        raise MissingRunError(f"run {run_id!r} has no {table} ({where})")
+    return write
+
+
+def _write_filter(write: TableWrite, run_id: str) -> list[tuple[str, str, str]]:
+    return [(PARTITION_COLUMN, "=", run_id), (WRITE_COLUMN, "=", write.write_id)]
 
 
 def run_file_uris(warehouse: str | os.PathLike[str], table: str, run_id: str) -> list[str]:
-    """The data files of one run of a table, as the Delta log lists them (uris pyarrow and Spark open)."""
-    dt = DeltaTable(table_path(warehouse, table))
-    return dt.file_uris(file_pruning_predicate=[(PARTITION_COLUMN, "=", check_run_id(run_id))])
+    """The data files of one complete run of a table (its current write), as the Delta log lists them
+    (uris pyarrow and Spark open)."""
+    write = current_write(warehouse, table, run_id)
+    dt = open_table(warehouse, table)
+    return dt.file_uris(file_pruning_predicate=_write_filter(write, run_id))
 
 
 @dataclass(frozen=True)
@@ -114,10 +160,11 @@ def may_hold(files: Sequence[FileRange], value: int | str) -> tuple[str, ...]:
     return tuple(f.uri for f in files if f.may_hold(value))
 
 
-def _run_adds(dt: DeltaTable, run_id: str) -> list[dict]:
-    """The Delta log's add actions (flattened: path, num_records, min./max. per column) of one run."""
+def _run_adds(dt: DeltaTable, run_id: str, write_id: str) -> list[dict]:
+    """The Delta log's add actions (flattened: path, num_records, min./max. per column) of one write."""
     adds = pa.table(dt.get_add_actions(flatten=True))
-    return [a for a in adds.to_pylist() if a.get(f"partition.{PARTITION_COLUMN}") == run_id]
+    run, write = f"partition.{PARTITION_COLUMN}", f"partition.{WRITE_COLUMN}"
+    return [a for a in adds.to_pylist() if a.get(run) == run_id and a.get(write) == write_id]
 
 
 def run_file_ranges(
@@ -125,22 +172,25 @@ def run_file_ranges(
 ) -> list[FileRange]:
     """The data files of one run of a table with the min and max of ``column`` in each, from the Delta
     log's file statistics (no data read), so a reader can open only the files that may hold a value."""
-    uris = run_file_uris(warehouse, table, run_id)
-    dt = DeltaTable(table_path(warehouse, table))
+    write = current_write(warehouse, table, run_id)
+    dt = open_table(warehouse, table)
+    uris = dt.file_uris(file_pruning_predicate=_write_filter(write, run_id))
     names = [f"min.{column}", f"max.{column}"]
     # by file name (unique in a table): the log escapes the partition folder differently from file_uris
-    stats = {_file_name(a["path"]): (a.get(names[0]), a.get(names[1])) for a in _run_adds(dt, run_id)}
+    adds = _run_adds(dt, run_id, write.write_id)
+    stats = {_file_name(a["path"]): (a.get(names[0]), a.get(names[1])) for a in adds}
     return [FileRange(uri, *stats.get(_file_name(uri), (None, None))) for uri in uris]
 
 
 def run_rows(warehouse: str | os.PathLike[str], table: str, run_id: str) -> int:
-    """The rows one run of a table holds, from the Delta log's file statistics (a file without them:
-    from its Parquet footer); no data read."""
-    check_run_id(run_id)
-    dt = DeltaTable(table_path(warehouse, table))
+    """The rows one complete run of a table holds, from the Delta log's file statistics (a file without
+    them: from its Parquet footer); no data read. (``run_commits`` records what the write committed:
+    :func:`current_write`; the two differ only if the table's log was damaged or edited.)"""
+    write = current_write(warehouse, table, run_id)
+    dt = open_table(warehouse, table)
     rows = 0
-    uris = {_file_name(u): u for u in dt.file_uris(file_pruning_predicate=[(PARTITION_COLUMN, "=", run_id)])}
-    for add in _run_adds(dt, run_id):
+    uris = {_file_name(u): u for u in dt.file_uris(file_pruning_predicate=_write_filter(write, run_id))}
+    for add in _run_adds(dt, run_id, write.write_id):
         if add.get("num_records") is not None:
             rows += int(add["num_records"])
         else:
@@ -150,19 +200,9 @@ def run_rows(warehouse: str | os.PathLike[str], table: str, run_id: str) -> int:
     return rows
 
 
-class MissingRunError(RocketSimError, FileNotFoundError):
-    """A job's input is not there: the table, or the run in it."""
-
-
 def require_run(warehouse: str | os.PathLike[str], table: str, run_id: str) -> None:
-    """Raise :class:`MissingRunError` unless ``table`` is a Delta table holding run ``run_id`` (from the
-    log: metadata, not data)."""
-    if not is_table(warehouse, table):
-        raise MissingRunError(
-            f"{table_path(warehouse, table)} is not a Delta table: run {run_id!r} has no {table}"
-        )
-    if run_id not in run_ids(DeltaTable(table_path(warehouse, table))):
-        raise MissingRunError(f"table {table} holds no run {run_id!r}")
+    """Raise :class:`MissingRunError` unless a complete run ``run_id`` holds ``table`` (metadata only)."""
+    current_write(warehouse, table, run_id)
 
 
 def _file_name(path: str) -> str:

@@ -147,6 +147,20 @@ def tables_read(stages: Sequence[str]) -> tuple[str, ...]:
     return tuple(t for t, needed in wanted.items() if needed)
 
 
+def derived_tables(stages: Sequence[str]) -> tuple[str, ...]:
+    """The tables of a run made (by stages not in ``stages``) from the tables ``stages`` write: a job
+    that rewrites those drops these from the run, which would otherwise describe rows it replaced (a
+    rerun of ``jobs/simulate.py`` drops the broker side, the summaries and the ``runs`` row)."""
+    reads = {st: tables_read((st,)) for st in STAGES[1:]}
+    reads[schemas.RUNS_ROW] = ("messages", "send_attempts", "send_results")  # its counts
+    written = {t.name for t in schemas.written_by(*stages)}
+    changed = set(written)
+    for st, read in reads.items():
+        if st not in stages and changed & set(read):
+            changed |= {t.name for t in schemas.written_by(st)}
+    return tuple(t.name for t in schemas.REGISTRY if t.name in changed - written)
+
+
 # ---- producer tasks ------------------------------------------------------------------------------
 
 

@@ -1,7 +1,11 @@
-"""Orphans of killed jobs: data files no Delta commit mentions, and abandoned staging folders.
+"""Orphans of killed jobs: data files no Delta commit mentions, abandoned staging folders, and committed
+writes that no complete run names.
 
 A write moves its files into the run's partition before its commit (:mod:`rocketsim.warehouse.delta`);
-a job killed in between leaves them behind, invisible to readers. ``jobs/vacuum.py`` deletes them.
+a job killed in between leaves them behind, invisible to readers. A job killed after some of its
+tables' commits but before the run-level commit (:mod:`rocketsim.warehouse.run_commit`) leaves writes in
+the Delta log that no reader selects; one killed just after the run-level commit leaves the run's
+superseded writes. ``jobs/vacuum.py`` deletes the first and removes the others from the tables.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import PurePosixPath
 from urllib.parse import unquote
 
@@ -19,7 +23,16 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
-from rocketsim.warehouse.paths import DELTA_LOG_DIR, STAGING_DIR, filesystem, relative_path, table_path
+from rocketsim.warehouse.delta import remove_writes
+from rocketsim.warehouse.paths import (
+    DELTA_LOG_DIR,
+    STAGING_DIR,
+    filesystem,
+    relative_path,
+    table_path,
+    write_time,
+)
+from rocketsim.warehouse.run_commit import superseded_writes
 
 
 def vacuum_orphans(
@@ -64,6 +77,29 @@ def vacuum_orphans(
         for rel in staging_dirs:
             fs.delete_dir(f"{root}/{rel}")
     return sorted(doomed) + staging_dirs
+
+
+def retire_orphan_writes(
+    warehouse: str | os.PathLike[str],
+    table: str,
+    *,
+    min_age_s: float = 3600.0,
+    dry_run: bool = False,
+    busy_runs: Collection[str] = (),
+) -> list[str]:
+    """Remove from ``table`` the committed writes no complete run names (one commit per run), made at
+    least ``min_age_s`` ago, of runs no live job claims (``busy_runs``: a job between its tables'
+    commits and its run-level commit holds such writes); return them as ``run_id=<id>/write_id=<id>``."""
+    cutoff = time.time() - min_age_s
+    out: list[str] = []
+    for run_id, writes in sorted(superseded_writes(warehouse, table).items()):
+        if run_id in busy_runs:
+            continue
+        old = sorted(w for w in writes if (write_time(w) or 0.0) <= cutoff)
+        if old and not dry_run:
+            remove_writes(table_path(warehouse, table), table, run_id, old)
+        out += [f"run_id={run_id}/write_id={w}" for w in old]
+    return out
 
 
 def _logged_paths(fs: pafs.FileSystem, root: str) -> set[str]:

@@ -1,0 +1,214 @@
+"""A job's life around its Spark work (:mod:`rocketsim.spark.launch`): two jobs on one run id (the second
+fails fast, before Spark, naming the first; a dead first job's claim is taken over), a job whose input
+run is missing says so, and every error after Spark started ends with one line saying what happened and
+what to do (a full disk, a damaged Delta log, a missing file, a run that does not reconcile), without a
+trace unless the error is unknown."""
+
+from __future__ import annotations
+
+import errno
+import os
+import runpy
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rocketsim import schemas
+from rocketsim.reconcile import ReconciliationError
+from rocketsim.spark import launch
+from rocketsim.spark.cli import JobArgs
+from rocketsim.spark.session import PREFLIGHT_ENV, PREFLIGHT_OK
+from rocketsim.warehouse.claims import claim_path
+from rocketsim.warehouse.delta import commit_written
+from rocketsim.warehouse.files import write_parquet
+from rocketsim.warehouse.paths import new_write_id, staging_path
+from rocketsim.warehouse.read import read_arrow
+from rocketsim.warehouse.run_commit import TableWrite, publish_writes
+
+ROOT = Path(__file__).resolve().parents[1]
+STEADY = ROOT / "conf" / "scenarios" / "steady.toml"
+
+
+def _job(
+    job: str, warehouse: Path, run_id: str, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, str]:
+    """``jobs/<job>.py`` run in this interpreter in preflight mode: it stops where Spark would start
+    (exit 75) unless it was refused before; (exit code, stderr)."""
+    argv = [
+        f"jobs/{job}.py",
+        "--scenario",
+        str(STEADY),
+        "--warehouse",
+        str(warehouse),
+        "--run-id",
+        run_id,
+        *extra,
+    ]
+    old = sys.argv
+    sys.argv = argv
+    os.environ[PREFLIGHT_ENV] = "1"
+    capsys.readouterr()
+    try:
+        runpy.run_path(str(ROOT / "jobs" / f"{job}.py"), run_name="__main__")
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        sys.argv = old
+        del os.environ[PREFLIGHT_ENV]
+    return (code if isinstance(code, int) else 1), capsys.readouterr().err
+
+
+def test_two_jobs_on_one_run_id_the_second_fails_fast_naming_the_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wh = tmp_path / "wh"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from rocketsim.warehouse.claims import acquire; "
+            "acquire(sys.argv[1], 'r1', 'jobs/pipeline.py'); print('held', flush=True); time.sleep(120)",
+            str(wh),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for job in ("pipeline", "summarize", "compare"):
+            extra = (
+                ("--variant", "a:producers.threads=1", "--variant", "b:producers.threads=2", "--run-id", "r1")
+                if job == "compare"
+                else ()
+            )
+            code, err = _job(job, wh, "r1", capsys, *extra)
+            assert code == 2, err
+            lines = err.splitlines()
+            assert len(lines) == 1 and lines[0].startswith(
+                f"ClaimError: run r1 is being written by jobs/pipeline.py (pid {holder.pid} on host "
+            ), lines
+        code, _ = _job("pipeline", wh, "r2", capsys)  # another run id: no conflict
+        assert code == PREFLIGHT_OK
+    finally:
+        holder.send_signal(signal.SIGKILL)  # dies without releasing its claim
+        holder.wait()
+    assert Path(claim_path(wh, "r1")).exists()
+    code, err = _job("pipeline", wh, "r1", capsys)  # the dead job's claim is taken over
+    assert code == PREFLIGHT_OK, err
+    assert not Path(claim_path(wh, "r1")).exists()  # and released when the job ends
+
+
+def test_a_job_reading_a_run_that_is_not_there_says_so_before_spark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wh = tmp_path / "wh"
+    for job, table in (("summarize", "messages"), ("simulate", "messages"), ("broker_side", "messages")):
+        code, err = _job(job, wh, "nodata", capsys)
+        assert code == 2
+        assert err.splitlines() == [
+            f"MissingRunError: run 'nodata' has no {table} ({wh}/{table} is not a Delta table)"
+        ]
+    _publish_messages(wh, "half")  # messages only: summarize needs attempts and results too
+    code, err = _job("summarize", wh, "half", capsys)
+    assert (code, err.splitlines()) == (
+        2,
+        [f"MissingRunError: run 'half' has no send_attempts ({wh}/send_attempts is not a Delta table)"],
+    )
+
+
+def _publish_messages(wh: Path, run_id: str) -> None:
+    write_id = new_write_id()
+    staging = staging_path(str(wh), "messages", write_id)
+    Path(staging).mkdir(parents=True)
+    write_parquet(schemas.data_schema(schemas.MESSAGES).empty_table(), f"{staging}/part-p000000.parquet")
+    report = commit_written(str(wh), "messages", run_id, schemas.MESSAGES, write_id)
+    publish_writes(str(wh), run_id, "test", [TableWrite("messages", report.write_id, report.rows)])
+
+
+class _Session:
+    def stop(self) -> None:
+        pass
+
+
+def _fail_after_start(
+    error: BaseException, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, list[str]]:
+    monkeypatch.setattr(launch, "build_session", lambda app_name: _Session())
+
+    def body(spark: object) -> None:
+        raise error
+
+    capsys.readouterr()
+    code = launch.run_job("summarize", JobArgs("s.toml", str(tmp_path / "wh"), "r1"), body)
+    return code, capsys.readouterr().err.splitlines()
+
+
+@pytest.mark.parametrize(
+    "error, line",
+    [
+        (
+            OSError(errno.ENOSPC, "No space left on device"),
+            "error: the disk is full (No space left on device) while writing run r1 to ",
+        ),
+        (
+            RuntimeError(  # a Spark task's error: the task's Python trace as text
+                "An exception was thrown from the Python worker:\nTraceback (most recent call last):\n"
+                "  File 'x.py', line 1\n"
+                "FileNotFoundError: [Errno 2] Failed to open local file '/w/t/a.parquet'"
+            ),
+            "error: a file the job needs is missing (FileNotFoundError: [Errno 2] Failed to open local file "
+            "'/w/t/a.parquet'): a table's data files were deleted or moved outside rocketsim; restore them "
+            "or rerun the job that wrote the run (nothing of this job is visible in run r1)",
+        ),
+        (
+            ReconciliationError("run r1 does not reconcile: one result per message: 2000 != 1999"),
+            "ReconciliationError: run r1 does not reconcile: one result per message: 2000 != 1999 (nothing "
+            "of this job is visible in run r1: its tables are as they were)",
+        ),
+    ],
+)
+def test_an_error_after_spark_started_ends_with_one_line(
+    error: BaseException,
+    line: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, lines = _fail_after_start(error, tmp_path, monkeypatch, capsys)
+    assert code == 1 and len(lines) == 1 and lines[0].startswith(line), lines
+    assert not Path(claim_path(tmp_path / "wh", "r1")).exists()
+
+
+def test_an_unknown_error_gets_its_line_first_then_the_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = _fail_after_start(ZeroDivisionError("division by zero"), tmp_path, monkeypatch, capsys)
+    assert code == 1
+    assert lines[0] == (
+        "error: the job failed with ZeroDivisionError: division by zero "
+        "(nothing of this job is visible in run r1)"
+    )
+    assert lines[1].startswith("Traceback") and lines[-1] == "ZeroDivisionError: division by zero"
+
+
+def test_a_damaged_delta_log_is_named_in_one_line(tmp_path: Path) -> None:
+    """The real error of a reader on a damaged log, as the job reports it."""
+    wh = tmp_path / "wh"
+    _publish_messages(wh, "r1")
+    log = sorted((wh / "messages" / "_delta_log").glob("*.json"))[-1]
+    log.write_text("garbage\n")
+    with pytest.raises(Exception) as info:
+        read_arrow(str(wh), "messages", "r1")
+    line, known = launch.describe_failure(info.value, str(wh), "r1")
+    assert known
+    assert line.startswith(f"error: the Delta log of table messages ({wh}/messages) cannot be read: ")
+    assert line.endswith(
+        "restore that table's _delta_log from a backup, or move the table away (the other tables are "
+        "unaffected); nothing of this job is visible in run r1"
+    )
+    assert "\n" not in line

@@ -103,11 +103,13 @@ def scenario_of(run_id: str) -> Scenario:
 def make_runs(spark, warehouse: Path) -> None:  # noqa: ANN001 - SparkSession
     """Every run of :data:`RUNS` through the pipeline's one pass (every table but ``runs``)."""
     from rocketsim.spark import pipeline
+    from rocketsim.spark import run as spark_run
     from rocketsim.spark.cli import JobArgs
 
     for run_id, (_, window_ms) in RUNS.items():
         args = JobArgs("inline", str(warehouse), run_id, (), 2, window_ms, quiet=True)
-        pipeline.run_one_pass(spark, args, scenario_of(run_id))
+        report = pipeline.run_one_pass(spark, args, scenario_of(run_id))
+        spark_run.publish_stage(spark, str(warehouse), run_id, "test", report)
 
 
 def run_tables(warehouse: Path, run_id: str, *names: str) -> list[pa.Table]:

@@ -140,6 +140,13 @@ _KIND_TO_OUTCOME: dict[int, Callable[[bm.AttemptOutcome], Outcome]] = {
 def to_outcome(o: bm.AttemptOutcome) -> Outcome:
     """The broker model's answer as the send loop's :class:`rocketsim.send.Outcome`."""
     outcome = _KIND_TO_OUTCOME[o.kind](o)
+    if o.late_ms >= 0:  # a timeout whose answer still comes
+        late = (
+            Outcome.ok(o.late_ms)
+            if o.late_code == 0
+            else Outcome.broker_error(o.late_code, o.late_ms, bm.broker_remark(o.late_code))
+        )
+        outcome = replace(outcome, late=late)
     return replace(outcome, stored=True, store_ms=o.store_ms) if o.stored else outcome
 
 
@@ -227,6 +234,10 @@ class Config(NamedTuple):
     retry_another_broker: bool  # retryAnotherBrokerWhenNotStoreOK
     isolation_latency_ms: int  # what updateFaultItem(.., isolation=true) feeds computeNotAvailableDuration
     pool: bool  # producers.sender_model == "pool" (else "partitioned")
+    scan_first_ms: int  # the response-table scan: first run (ClientVersion.response_scan_first_ms)
+    scan_period_ms: int  # and period
+    executor_threads: int  # the async sender executor's threads (producers.async_sender_threads)
+    callback_threads: int  # the callback executor's threads (producers.callback_executor_threads)
 
 
 class FaultRules(NamedTuple):
@@ -317,6 +328,10 @@ def _config(sc: Scenario) -> Config:
         retry_another_broker=bool(cfg.retry_another_broker_when_not_store_ok),
         isolation_latency_ms=ISOLATION_LATENCY_MS[line],
         pool=p.sender_model == "pool",
+        scan_first_ms=p.version.response_scan_first_ms,
+        scan_period_ms=p.version.response_scan_period_ms,
+        executor_threads=p.async_sender_threads,
+        callback_threads=p.callback_executor_threads,
     )
 
 
@@ -773,6 +788,7 @@ class EngineOutput:
     exhausted: np.ndarray  # the call-timeout budget ran out (retry_budget_exhausted)
     n_sent: np.ndarray  # attempts sent
     thread: np.ndarray  # the sender thread that took the send
+    kernel_start: np.ndarray  # when sendKernelImpl first ran (ASYNC: on an executor thread), else begin
 
 
 def _table(schema: pa.Schema, n: int, columns: dict[str, pa.Array | pa.ChunkedArray]) -> pa.Table:

@@ -27,6 +27,13 @@ CHECKERS: dict[str, str] = {
     "fault_strategy_4_9.jsonl": "fault_strategy",
     "fault_strategy_4_9_7.jsonl": "fault_strategy",
     "fault_strategy_5_x.jsonl": "fault_strategy",
+    # the real, unmodified Java client against a scripted broker (real_client/README.md)
+    "real_client_fault_strategy_4_9.jsonl": "fault_strategy",
+    "real_client_fault_strategy_4_9_7.jsonl": "fault_strategy",
+    "real_client_fault_strategy_5_x.jsonl": "fault_strategy",
+    "real_client_async_4_9.jsonl": "async_replay",
+    "real_client_oneway_4_9.jsonl": "async_replay",
+    "real_client_async_5_x.jsonl": "async_replay",
 }
 
 

@@ -28,7 +28,7 @@ from enum import IntEnum
 from typing import ClassVar
 
 from rocketsim.errors import ConfigError, MQClientError, RocketSimError
-from rocketsim.fault import LINE_5, FaultStrategy, FaultUpdate, Site
+from rocketsim.fault import LINE_5, FaultStrategy, FaultUpdate, Site, ThreadKey
 from rocketsim.javaint import java_abs, java_rem
 from rocketsim.outcomes import ONEWAY_SEES, Catch, OutcomeKind
 from rocketsim.route import QueueSlot, TopicPublishInfo
@@ -325,8 +325,6 @@ Transport = Callable[[int, str, int, int, int], Outcome]  # (attempt, broker, qu
 
 # ---- the client's threads, and the points where a driver interleaves sends ----------------------------
 
-ThreadKey = int | str  # an application sender thread (its number) or a client thread (its name)
-
 
 def executor_thread(n: int) -> str:
     """The n-th (1-based) thread of ``DefaultMQProducerImpl``'s async sender executor (its ThreadFactory
@@ -350,6 +348,7 @@ class Action(IntEnum):
     UPDATE = 2  # updateFaultItem
     RESULT = 3  # the application learns the outcome (return, onSuccess, onException)
     CALLBACK = 4  # wait for the request's callback, due at ``at_ms``, on a thread of ``pool``
+    SEND = 5  # MQClientAPIImpl.sendMessageAsync begins (its beginStartTime): then a Call, or a refusal
 
 
 class Pool(IntEnum):
@@ -596,7 +595,7 @@ def sync_send_steps(
     topic: str,
     begin_ms: int,
     *,
-    thread: int = 0,
+    thread: ThreadKey = 0,
     on_attempt: AttemptHook = None,
 ) -> Steps:
     """``sendDefaultImpl(SYNC)`` for the strategy's line. ``on_attempt`` sees each attempt as soon as its
@@ -733,7 +732,7 @@ def send_sync(
     begin_ms: int,
     transport: Transport,
     *,
-    thread: int = 0,
+    thread: ThreadKey = 0,
     on_attempt: AttemptHook = None,
 ) -> SendRecord:
     """One SYNC send, start to end."""
@@ -928,6 +927,7 @@ def async_send_steps(
     cur_times = 0  # onExceptionImpl's AtomicInteger
     attempt = 0
     last: str | None = None
+    wait_timeout: tuple[int, int] | None = None  # (beginStartTime, timeout) of a scan-failed request
 
     def done(rec: AttemptRecord) -> None:
         attempts.append(rec)
@@ -954,8 +954,9 @@ def async_send_steps(
             )
 
     while True:
-        call_begin = now  # sendMessageAsync's beginStartTime
+        now = call_begin = (yield Step(Action.SEND, now, thread)).now_ms  # sendMessageAsync's beginStartTime
         refused: Failure | None = None  # the client gave up before sending anything
+        wait_timeout = None
         if not v5 and req_timeout < 0:  # 4.9 NettyRemotingClient.invokeAsync: timeoutMillis < costTime
             refused = invoke_async_timeout_error(broker)
             outcome, start = Outcome.remoting_error("too_many_requests", 0), now
@@ -1050,9 +1051,9 @@ def async_send_steps(
                 need_retry = False
             elif kind == "remoting" and outcome.remoting == "send_request":
                 error, need_retry = ClientError("send request failed", version.faq_url), True
-            elif kind == "remoting" and outcome.remoting == "timeout":
-                text = wait_response_timeout_text(v5, now - call_begin, call_timeout)
-                error, need_retry = ClientError(text, version.faq_url), True
+            elif kind == "remoting" and outcome.remoting == "timeout":  # its text: at the result
+                error, need_retry = ClientError("wait response timeout", version.faq_url), True
+                wait_timeout = (call_begin, call_timeout)
             else:  # 5.x connect failure, interrupt, "invoke too fast": operationFail's last branch
                 error = ClientError(unknown_reason_text(v5), version.faq_url)
                 need_retry = not isinstance(refused, RemotingTooMuchRequestError)
@@ -1073,6 +1074,10 @@ def async_send_steps(
             continue
         done(attempt_record(start, call_timeout, outcome, upd, "callback:onException", now))
         end = now = (yield Step(Action.RESULT, now, thread)).now_ms
+        if wait_timeout is not None:
+            # "wait response timeout " + timeoutMillis + "ms" (4.9) / ", cost=" + (now - beginStartTime)
+            text = wait_response_timeout_text(v5, now - wait_timeout[0], wait_timeout[1])
+            error = ClientError(text, version.faq_url)
         # a chain that failed synchronously returns to sendDefaultImpl only now
         yield from end_sync_part(now)
         return record(end, None, error, brokers_sent, dispatch_update)
@@ -1195,7 +1200,7 @@ def oneway_send_steps(
     topic: str,
     begin_ms: int,
     *,
-    thread: int = 0,
+    thread: ThreadKey = 0,
     on_attempt: AttemptHook = None,
 ) -> Steps:
     """``sendDefaultImpl(ONEWAY)``: one attempt, no retry, no result.
@@ -1281,7 +1286,7 @@ def send_oneway(
     begin_ms: int,
     transport: Transport,
     *,
-    thread: int = 0,
+    thread: ThreadKey = 0,
     on_attempt: AttemptHook = None,
 ) -> SendRecord:
     """One ONEWAY send."""

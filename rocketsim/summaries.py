@@ -1579,7 +1579,7 @@ def unstored_transactions(messages: pa.Table, results: pa.Table, log: pa.Table, 
     half (``log``: its commit-log records, :func:`rocketsim.store.log_records`): half columns null,
     resolved ``not_stored``. With :func:`stored_transactions` of every broker: the whole table."""
     txn = messages.filter(pc.equal(messages.column("message_type"), "transaction"))
-    txn = txn.select(["producer", "seq", "uniq_msg_id", "topic"])
+    txn = txn.select(["producer", "seq", "topic"])
     halves = _half_results(log)
     stored = (
         pc.is_in(_key_array(txn), value_set=_key_array(halves))
@@ -1587,7 +1587,7 @@ def unstored_transactions(messages: pa.Table, results: pa.Table, log: pa.Table, 
         else pa.array(np.zeros(txn.num_rows, bool))
     )
     txn = txn.filter(pc.invert(stored))
-    res = results.select(["producer", "seq", "status", "end_ts_ms"])
+    res = results.select(["producer", "seq", "uniq_msg_id", "status", "end_ts_ms"])
     rows = txn.join(res, ["producer", "seq"], join_type="inner")
     rows = rows.rename_columns(["send_status" if n == "status" else n for n in rows.column_names])
     for name in (

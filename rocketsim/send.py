@@ -13,11 +13,16 @@ Each loop is a generator that yields a :class:`Call` per request and receives it
 simulation can interleave several sender threads (or overlapping async sends) in simulated-time order;
 :func:`run_steps` drives one with a transport callable. The clock is simulated ms; the loop advances it
 by each outcome's latency and lets the strategy run the 5.x detector ticks that fall due meanwhile.
+The ASYNC and ONEWAY loops also yield a :class:`Step` before each selection, fault update and result
+(and ASYNC where it waits for a thread of the client's pools, :class:`Pool`): the driver answers with the
+time and thread it runs on (:class:`Resume`). The engine runs them at once in simulated-time order; the
+conformance replay of the real client's traces runs them in their recorded order.
 """
 
 # Mirrored by engine/compiled.py (start_send, deliver_sync, deliver_oneway, send_default_impl_step: the
-# SYNC and ONEWAY loops; ASYNC is not compiled yet); tests/test_engines.py compares them. The
-# updateFaultItem calls are rocketsim.fault.FAULT_UPDATES, which both read.
+# SYNC and ONEWAY loops; ordered_async_*: ordered ASYNC sends; plain ASYNC is not compiled yet);
+# tests/test_engines.py compares them. The updateFaultItem calls are rocketsim.fault.FAULT_UPDATES, which
+# both read.
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ Not covered yet (:func:`supports` says no, and ``rocketsim.engine`` runs the ref
 sends other than ordered ones (``send(msg, callback)``: ``sendMessageAsync`` / ``onExceptionImpl``, the
 async semaphore and the response-table scan) and the 5.x detector (``startDetectorEnable``); issue 13
 brings them here. Covered: SYNC and ONEWAY sends, ordered (selector) sends in every mode (ASYNC ones
-retry to their queue with the callbacks' fault updates and the response-table scan), batches,
+retry to their queue with the callbacks' fault updates, late answers before the response-table scan,
+and the client's executor and callback pools, ``ClientPools``), batches,
 transactional sends, rejected rows; the three fault lines with ``send_latency_fault_enable`` on and off;
 any number of sender threads; route versions and the 4.9.7 route-mutation quirk; retry codes per
 version, ``retry_another_broker_when_not_store_ok``, the call-timeout budget and the 5.3.3+ per-request

@@ -7,8 +7,13 @@ Time and order, per producer instance (its own fault table, route cache and per-
 * Sender threads (``producers.sender_model``, :class:`PoolSenders` or :class:`PartitionedSenders`): a
   pool's next send (by born time) goes to the thread idle the longest; partitioned threads take
   ``seq % threads`` in seq order. A sync or oneway send starts at ``max(born, thread free)``, so queueing
-  delay is an outcome; an async send is dispatched when a thread takes it and the thread moves on at
-  once (bounded by the async semaphore). The thread that sends decides the ``ThreadLocalIndex``.
+  delay is an outcome; an async send is submitted when a thread takes it and the thread moves on at
+  once. The thread that selects decides the ``ThreadLocalIndex``.
+* The client's pools (:class:`ClientPool`): an ASYNC send runs on an async-sender executor thread (its
+  first selection), its callbacks on the callback executor's threads (their retries' selections), a 5.x
+  connect failure's on the event loop (``send.IO_THREAD``); a send holds its pool thread until it waits
+  for a callback or ends (a 4.9 connect failure, thrown synchronously, keeps it busy), the next task
+  waits for a free thread. The loops' :class:`rocketsim.send.Step` say where.
 * Every call is an event at its end time; events are handled in time order (calls ending before sends
   starting at the same ms, then by creation order), so the fault table sees updates in the order the
   client would, across threads and overlapping async sends.

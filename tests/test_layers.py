@@ -245,7 +245,6 @@ def test_the_core_writes_no_files(graph: dict[str, list[Import]]) -> None:
                     bad.append(f"{module}:{node.lineno} calls {owner.id}.{name}")
                 elif name in ("write_text", "write_bytes", "mkdir", "unlink"):
                     bad.append(f"{module}:{node.lineno} calls .{name}()")
-            if name == "open" or name in ("read_text", "read_bytes"):
-                if not reader:
-                    bad.append(f"{module}:{node.lineno} opens a file")
+            if (name == "open" or name in ("read_text", "read_bytes")) and not reader:
+                bad.append(f"{module}:{node.lineno} opens a file")
     assert not bad, "\n".join(bad)

@@ -79,13 +79,17 @@ RUNS = {
     "r3": ["--set", "workload.messages=500", "--set", "producers.count=1", "--set", "seed=9"],
 }
 MESSAGES = {"r1": 2000, "r2": 500}
-UPSTREAM_TEXT = {  # the start of the client validator's message for each invalid kind
+UPSTREAM_TEXT = {  # the start of the client validator's message for each kind it refuses
     "bad_topic": "The specified topic[bad topic!] contains illegal characters",
     "empty_body": "CODE: 13  DESC: the message body length is zero",
     "oversize_body": "CODE: 13  DESC: the message body size over max value, MAX: 4194304",
-    "oversize_properties": "Properties size of message exceeded, properties size: ",
     "reserved_property": "The Property<UNIQ_KEY> is used by system, input another please",
 }
+# Properties over 32767 bytes on a single message: no client validator checks them (Validators.checkMessage,
+# 4.9.8); the broker answers MESSAGE_ILLEGAL (SendMessageProcessor.handlePutMessageResult): one FAILED attempt
+BROKER_REFUSAL = (
+    "MQBrokerException: CODE: 13  DESC: the message is illegal, maybe msg body or properties length"
+)
 # Columns of `runs` that a rerun legitimately changes.
 VOLATILE = {"runs": {"started_at", "wall_time_s"}}
 
@@ -239,6 +243,8 @@ def test_two_pipelines_at_once_both_land_and_bad_messages_are_rejected(
     assert (rejected.attempts == 0).all()
     for kind, text in UPSTREAM_TEXT.items():
         assert rejected.error.str.startswith(text).any(), kind
+    illegal = results[results.error.fillna("").str.startswith(BROKER_REFUSAL)]
+    assert len(illegal) > 0 and (illegal.status == "FAILED").all() and (illegal.attempts == 1).all()
     summary = {r["scope"]: r for r in read_arrow(warehouse, "run_summary", "r1").to_pylist()}
     assert summary["all"]["rejected"] == len(rejected) and summary["all"]["messages"] == 2000
     assert f"{len(rejected):,} rejected" in r1.output

@@ -66,6 +66,9 @@ def attempts_pandas(rows: list[tuple] = ATTEMPTS, run_id: str = "r") -> pd.DataF
     )
     df["fault_isolated_until_ms"] = df["fault_isolated_until_ms"].astype("Int64")
     df["response_code"] = pd.array([14 if o == "broker:14" else None for o in df.outcome], dtype="Int32")
+    df["stored"] = [o == "ok" or o.startswith("status:") for o in df.outcome]  # answered: stored at the end
+    end = (df["start_ts_ms"] + df["latency_ms"]).tolist()
+    df["stored_ts_ms"] = pd.array([e if s else None for e, s in zip(end, df.stored, strict=True)], "Int64")
     df.insert(0, "run_id", run_id)
     return df[ATTEMPT_COLUMNS]
 

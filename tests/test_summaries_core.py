@@ -394,6 +394,7 @@ def edge_tables(rows_a: list[tuple], rows_r: list[tuple]) -> tuple[pa.Table, pa.
         "queue_wait_ms": pa.array(send - born),
         "compressed": pa.array([False] * n),
         "sys_flag": pa.array([0] * n, pa.int32()),
+        "sender_thread": pa.array([0] * n, pa.int32()),
     }
     for k, v in extra.items():
         r = r.append_column(k, v)

@@ -44,8 +44,9 @@ from rocketsim.scenario import Scenario
 # the columns each function reads (a task reading committed files reads only these)
 STORAGE_COLUMNS = ("broker", "store_topic", "store_queue_id", "store_ts_ms", "store_size", "index_entries")
 STORED_RESULT_COLUMNS = ("producer", "seq", "uniq_msg_id", "status", "end_ts_ms", "broker", "queue_id")
-UNSTORED_MESSAGE_COLUMNS = ("producer", "seq", "uniq_msg_id", "topic", "message_type")
-UNSTORED_RESULT_COLUMNS = ("producer", "seq", "status", "end_ts_ms")
+UNSTORED_MESSAGE_COLUMNS = ("producer", "seq", "topic", "message_type")
+# uniq_msg_id from the results: the client's, set when it sent the half (the messages hold a placeholder)
+UNSTORED_RESULT_COLUMNS = ("producer", "seq", "uniq_msg_id", "status", "end_ts_ms")
 BROKER_STORAGE_DATA = schemas.data_schema(schemas.BROKER_STORAGE)
 
 
@@ -191,7 +192,7 @@ def unstored_transactions(messages: pa.Table, results: pa.Table, halves: pa.Tabl
     need :data:`UNSTORED_MESSAGE_COLUMNS` and :data:`UNSTORED_RESULT_COLUMNS`. With
     :func:`stored_transactions` of every broker: the whole table."""
     txn = messages.filter(pc.equal(messages.column("message_type"), "transaction"))
-    txn = txn.select(["producer", "seq", "uniq_msg_id", "topic"])
+    txn = txn.select(["producer", "seq", "topic"])
     stored = (
         pc.is_in(_key_array(txn), value_set=_key_array(halves))
         if halves.num_rows

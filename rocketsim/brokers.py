@@ -97,13 +97,21 @@ class AttemptOutcome:
     """What the broker model says one attempt does: the client's answer (``kind``, ``latency_ms``: how
     long the client waits, ``response_code``) and whether the broker stored the request, ``store_ms``
     after the attempt started (the broker writes what it processes, whether the client still waits or
-    not: :func:`attempt_outcome`)."""
+    not: :func:`attempt_outcome`).
+
+    ``late_ms`` (-1: none): a timeout whose answer does come, that long after the start, with
+    ``late_code`` (0: SEND_OK, else the broker's error code). A SYNC caller has given up by then
+    (``invokeSyncImpl`` removes its future); an ASYNC request's future stays in the response table until
+    the scan removes it, and ``processResponseCommand`` takes an answer that arrives before that
+    (:func:`rocketsim.send.async_send_steps`)."""
 
     kind: int
     latency_ms: int
     response_code: int = 0
     stored: bool = False
     store_ms: int = 0
+    late_ms: int = -1
+    late_code: int = 0
 
     @property
     def label(self) -> str:
@@ -284,7 +292,8 @@ def attempt_outcome(
     store statuses at their latency; a timeout from a slow answer (latency past the timeout) and a
     ``remoting_timeout`` error (a reply lost on the way back) at the broker's own latency, after the
     client gave up. Not stored: connect failures (dead process, partition), a hung broker (model choice:
-    it never processes what it accepts), the broker's error codes.
+    it never processes what it accepts), the broker's error codes. A slow answer is also the timeout's
+    ``late_ms`` answer (SEND_OK at the broker's own latency); a lost reply and a hang have none.
     """
     timeout_ms = max(int(timeout_ms), 0)
     refused = int(round(p.connect_refused_ms))  # not capped by the timeout: the connect comes first
@@ -321,7 +330,7 @@ def attempt_outcome(
             answered = min(latency, timeout_ms)
             return AttemptOutcome(kind, answered, code, kind <= OutcomeKind.SLAVE_NOT_AVAILABLE, answered)
     if latency >= timeout_ms:  # the call gives up at its timeout; the broker stores it when it gets there
-        return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, latency)
+        return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, latency, latency)
     return AttemptOutcome(OutcomeKind.OK, latency, 0, True, latency)
 
 
@@ -329,7 +338,9 @@ def refused_as_illegal(o: AttemptOutcome) -> AttemptOutcome:
     """The answer to a message whose properties the broker refuses (``rocketsim.store.properties_illegal``):
     wherever the model says the broker stores it, it stores nothing, and where the client gets the answer
     (SEND_OK or a not-OK store status) it is MESSAGE_ILLEGAL instead, as fast; what the broker does not get
-    that far with (connect failures, hangs, its earlier error codes) is unchanged."""
+    that far with (connect failures, hangs, its earlier error codes) is unchanged; a late answer is the
+    refusal too."""
     if o.kind <= OutcomeKind.SLAVE_NOT_AVAILABLE:
         return AttemptOutcome(OutcomeKind.BROKER_ERROR, o.latency_ms, MESSAGE_ILLEGAL)
-    return AttemptOutcome(o.kind, o.latency_ms, o.response_code)
+    late_code = MESSAGE_ILLEGAL if o.late_ms >= 0 else 0
+    return AttemptOutcome(o.kind, o.latency_ms, o.response_code, late_ms=o.late_ms, late_code=late_code)

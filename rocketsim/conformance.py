@@ -32,6 +32,10 @@ CHECKERS: dict[str, str] = {
     "real_client_fault_strategy_4_9.jsonl": "fault_strategy",
     "real_client_fault_strategy_4_9_7.jsonl": "fault_strategy",
     "real_client_fault_strategy_5_x.jsonl": "fault_strategy",
+    # the same client, ASYNC and ONEWAY sends: step-by-step traces (real_client/README.md)
+    "real_client_async_4_9.jsonl": "async_replay",
+    "real_client_oneway_4_9.jsonl": "async_replay",
+    "real_client_async_5_x.jsonl": "async_replay",
 }
 
 

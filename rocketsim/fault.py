@@ -38,6 +38,7 @@ from rocketsim.route import QueueSlot, TopicPublishInfo
 from rocketsim.versions import LINE_4_9_7, LINE_4_9_8, LINE_5, LINES
 
 EventHook = Callable[[list], None] | None
+ThreadKey = int | str  # a thread as ThreadLocalIndex keys it: a sender's number, a client thread's name
 
 
 # ---- 1. the updateFaultItem rule ------------------------------------------------------------------
@@ -199,7 +200,11 @@ class ThreadLocalIndex:
     """
 
     def __init__(
-        self, line: str, source_for: Callable[[int], IntSource], name: str = "", on_event: EventHook = None
+        self,
+        line: str,
+        source_for: Callable[[ThreadKey], IntSource],
+        name: str = "",
+        on_event: EventHook = None,
     ) -> None:
         if line not in LINES:
             raise ConfigError(f"fault line must be one of {LINES}, got {line!r}")
@@ -207,8 +212,8 @@ class ThreadLocalIndex:
         self.name = name
         self.on_event = on_event
         self._source_for = source_for
-        self._sources: dict[int, IntSource] = {}
-        self._values: dict[int, int] = {}
+        self._sources: dict[ThreadKey, IntSource] = {}
+        self._values: dict[ThreadKey, int] = {}
 
     @classmethod
     def shared(
@@ -217,21 +222,25 @@ class ThreadLocalIndex:
         """One source for every thread, as upstream's single ``Random``."""
         return cls(line, lambda _thread: source, name, on_event)
 
-    def _source(self, thread: int) -> IntSource:
+    def _source(self, thread: ThreadKey) -> IntSource:
         src = self._sources.get(thread)
         if src is None:
             src = self._sources[thread] = self._source_for(thread)
         return src
 
-    def value(self, thread: int = 0) -> int | None:
+    def value(self, thread: ThreadKey = 0) -> int | None:
         """The stored value (None before the first use), for inspection."""
         return self._values.get(thread)
+
+    def preset(self, thread: ThreadKey, value: int) -> None:
+        """Store ``value`` for ``thread`` as if drawn (a recorded run that seeded a thread's index)."""
+        self._values[thread] = value
 
     def _emit(self, event: list) -> None:
         if self.on_event is not None:
             self.on_event(event)
 
-    def increment_and_get(self, thread: int = 0) -> int:
+    def increment_and_get(self, thread: ThreadKey = 0) -> int:
         index = self._values.get(thread)
         if index is None:
             drawn = self._source(thread).next_int()
@@ -248,7 +257,7 @@ class ThreadLocalIndex:
         self._emit(["inc", self.name, result])
         return result
 
-    def reset(self, thread: int = 0) -> None:
+    def reset(self, thread: ThreadKey = 0) -> None:
         """5.x ``reset()``: a random new position (``resetIndex`` on every retry with fault tolerance on)."""
         if self.line != LINE_5:
             raise ConfigError("ThreadLocalIndex.reset exists only in the 5.x line")
@@ -457,7 +466,7 @@ class FaultTable:
         if self.on_event is not None:
             self.on_event(["remove", name])
 
-    def pick_one_at_least(self, now: int, thread: int = 0) -> str | None:
+    def pick_one_at_least(self, now: int, thread: ThreadKey = 0) -> str | None:
         """4.9 ``pickOneAtLeast``: sort (available first, then latency, then start; stable) and pick
         ``whichItemWorst.incrementAndGet() % half`` among the better half (the first item if half is 0)."""
         items = [self._items[n] for n in self.names()]
@@ -642,14 +651,14 @@ class FaultStrategy:
         last_broker_name: str | None,
         now: int,
         reset_index: bool = False,
-        thread: int = 0,
+        thread: ThreadKey = 0,
     ) -> QueueSlot | None:
         """The queue for the next attempt. ``reset_index`` is 5.x's flag (true on retries)."""
         if self.line == LINE_5:
             return self._select_5(tp, last_broker_name, now, reset_index, thread)
         return self._select_4_9(tp, last_broker_name, now, thread)
 
-    def _select_4_9(self, tp: TopicPublishInfo, last: str | None, now: int, thread: int) -> QueueSlot:
+    def _select_4_9(self, tp: TopicPublishInfo, last: str | None, now: int, thread: ThreadKey) -> QueueSlot:
         if not self.send_latency_fault_enable:
             return select_avoiding_broker_4_9(tp, last, thread)
         queues = tp.message_queue_list
@@ -705,13 +714,13 @@ class FaultStrategy:
         return mq if mq is not None else select_plain(tp, thread)
 
 
-def select_plain(tp: TopicPublishInfo, thread: int = 0) -> QueueSlot:
+def select_plain(tp: TopicPublishInfo, thread: ThreadKey = 0) -> QueueSlot:
     """``TopicPublishInfo.selectOneMessageQueue()``: round robin (the index is never negative here)."""
     queues = tp.message_queue_list
     return queues[tp.send_which_queue.increment_and_get(thread) % len(queues)]
 
 
-def select_avoiding_broker_4_9(tp: TopicPublishInfo, last: str | None, thread: int = 0) -> QueueSlot:
+def select_avoiding_broker_4_9(tp: TopicPublishInfo, last: str | None, thread: ThreadKey = 0) -> QueueSlot:
     """4.9 ``selectOneMessageQueue(lastBrokerName)``: up to ``size`` round-robin steps avoiding ``last``."""
     if last is None:
         return select_plain(tp, thread)
@@ -724,7 +733,7 @@ def select_avoiding_broker_4_9(tp: TopicPublishInfo, last: str | None, thread: i
 
 
 def select_filtered(
-    tp: TopicPublishInfo, thread: int, accept: Callable[[QueueSlot], bool]
+    tp: TopicPublishInfo, thread: ThreadKey, accept: Callable[[QueueSlot], bool]
 ) -> QueueSlot | None:
     """5.x ``selectOneMessageQueue(QueueFilter...)``: up to ``size`` round-robin steps, else None."""
     queues = tp.message_queue_list

@@ -172,6 +172,12 @@ class ProducerConfig:
     # NettySystemConfig.connectTimeoutMillis (com.rocketmq.remoting.client.connect.timeout): how long a
     # connect to a host that never answers waits (a partition)
     connect_timeout_ms: int = field(default=3000, metadata=_between(0, MAX_LATENCY_MS))
+    # the client's own threads of an ASYNC send (their ThreadLocalIndex is what selects): the async
+    # sender executor (DefaultMQProducerImpl: availableProcessors() threads) and the callback executor
+    # (ClientConfig.clientCallbackExecutorThreads: availableProcessors()), upstream sized by the client
+    # host's processors; here a setting (the machine running the simulation does not decide)
+    async_sender_threads: int = field(default=4, metadata=_between(1, 1024))
+    callback_executor_threads: int = field(default=4, metadata=_between(1, 1024))
 
     @property
     def version(self) -> ClientVersion:

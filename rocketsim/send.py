@@ -13,21 +13,27 @@ Each loop is a generator that yields a :class:`Call` per request and receives it
 simulation can interleave several sender threads (or overlapping async sends) in simulated-time order;
 :func:`run_steps` drives one with a transport callable. The clock is simulated ms; the loop advances it
 by each outcome's latency and lets the strategy run the 5.x detector ticks that fall due meanwhile.
+The ASYNC and ONEWAY loops also yield a :class:`Step` before each selection, fault update and result
+(and ASYNC where it waits for a thread of the client's pools, :class:`Pool`): the driver answers with the
+time and thread it runs on (:class:`Resume`). The engine runs them at once in simulated-time order; the
+conformance replay of the real client's traces runs them in their recorded order.
 """
 
 # Mirrored by engine/compiled.py (start_send, deliver_sync, deliver_oneway, send_default_impl_step: the
-# SYNC and ONEWAY loops; ASYNC is not compiled yet); tests/test_engines.py compares them. The
-# updateFaultItem calls are rocketsim.fault.FAULT_UPDATES, which both read.
+# SYNC and ONEWAY loops; ordered_async_*: ordered ASYNC sends; plain ASYNC is not compiled yet);
+# tests/test_engines.py compares them. The updateFaultItem calls are rocketsim.fault.FAULT_UPDATES, which
+# both read.
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import IntEnum
 from typing import ClassVar
 
 from rocketsim.errors import ConfigError, MQClientError, RocketSimError
-from rocketsim.fault import LINE_5, FaultStrategy, FaultUpdate, Site
+from rocketsim.fault import LINE_5, FaultStrategy, FaultUpdate, Site, ThreadKey
 from rocketsim.javaint import java_abs, java_rem
 from rocketsim.outcomes import ONEWAY_SEES, Catch, OutcomeKind
 from rocketsim.route import QueueSlot, TopicPublishInfo
@@ -236,6 +242,9 @@ class Outcome:
     remark: str = ""
     stored: bool = False  # the broker stored the request (whatever the client saw), store_ms after start
     store_ms: int = 0
+    # a timeout whose answer still comes (its latency from the call's start): what an ASYNC callback gets
+    # if it comes before the response-table scan (rocketsim.brokers.AttemptOutcome.late_ms)
+    late: Outcome | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in OUTCOME_KINDS:
@@ -319,6 +328,71 @@ class Call:
 
 Transport = Callable[[int, str, int, int, int], Outcome]  # (attempt, broker, queue_id, start_ms, timeout_ms)
 
+# ---- the client's threads, and the points where a driver interleaves sends ----------------------------
+
+
+def executor_thread(n: int) -> str:
+    """The n-th (1-based) thread of ``DefaultMQProducerImpl``'s async sender executor (its ThreadFactory
+    names them ``AsyncSenderExecutor_<n>``)."""
+    return f"AsyncSenderExecutor_{n}"
+
+
+def callback_thread(n: int) -> str:
+    """The n-th (1-based) thread of ``NettyRemotingClient``'s public (callback) executor."""
+    return f"NettyClientPublicExecutor_{n}"
+
+
+IO_THREAD = "NettyClientSelector_1"  # the client's one Netty event loop (5.x runs connect listeners on it)
+
+
+class Action(IntEnum):
+    """What a send loop is about to do when it yields a :class:`Step`."""
+
+    EXECUTE = 0  # wait for an async-sender executor thread (``executor.submit``)
+    SELECT = 1  # selectOneMessageQueue
+    UPDATE = 2  # updateFaultItem
+    RESULT = 3  # the application learns the outcome (return, onSuccess, onException)
+    CALLBACK = 4  # wait for the request's callback, due at ``at_ms``, on a thread of ``pool``
+    SEND = 5  # MQClientAPIImpl.sendMessageAsync begins (its beginStartTime): then a Call, or a refusal
+
+
+class Pool(IntEnum):
+    """The client's thread pools a send waits for (``Step.pool``)."""
+
+    NONE = 0
+    EXECUTOR = 1  # DefaultMQProducerImpl's async sender executor
+    CALLBACK = 2  # NettyRemotingClient's public executor (InvokeCallback)
+    IO = 3  # the Netty event loop (5.x: the connect future's listener)
+
+
+@dataclass(frozen=True)
+class Step:
+    """A point where a send loop lets its driver interleave other sends (and, replaying a recording, set
+    the clock): the loop is about to do ``action`` at ``at_ms`` on ``thread`` (for EXECUTE / CALLBACK: on
+    a thread of ``pool`` the driver chooses). ``source`` names an update's call site (``dispatch``,
+    ``callback``, ``sync_failure``, ``oneway``). The driver answers with a :class:`Resume`."""
+
+    action: Action
+    at_ms: int
+    thread: ThreadKey | None = None
+    pool: Pool = Pool.NONE
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Resume:
+    """The driver's answer to a :class:`Step`: the time the action runs at and the thread it runs on."""
+
+    now_ms: int
+    thread: ThreadKey | None = None
+
+
+DEFAULT_POOL_THREADS = {
+    Pool.EXECUTOR: executor_thread(1),
+    Pool.CALLBACK: callback_thread(1),
+    Pool.IO: IO_THREAD,
+}
+
 
 @dataclass(frozen=True)
 class AttemptRecord:
@@ -370,6 +444,7 @@ class SendRecord:
     error: Failure | None
     brokers_sent: tuple[str | None, ...]
     dispatch_update: FaultUpdate | None = None  # ASYNC: sendDefaultImpl's own update after dispatching
+    exec_ms: int | None = None  # ASYNC: when an async-sender executor thread ran the send
 
     @property
     def label(self) -> str:
@@ -385,18 +460,23 @@ class SendRecord:
         return self.result
 
 
-Steps = Generator[Call, Outcome, SendRecord]
+Steps = Generator[Call | Step, Outcome | Resume, SendRecord]
 AttemptHook = Callable[[AttemptRecord], None] | None
 
 
 def run_steps(steps: Steps, transport: Transport) -> SendRecord:
-    """Drive a send generator to its end, asking ``transport`` for each call's outcome."""
+    """Drive one send generator to its end alone: each call's outcome from ``transport``, each step at
+    its own time, a waited-for pool thread the pool's first (:data:`DEFAULT_POOL_THREADS`)."""
     try:
-        call = next(steps)
+        item = next(steps)
         while True:
-            call = steps.send(
-                transport(call.attempt, call.broker, call.queue_id, call.start_ms, call.timeout_ms)
-            )
+            if isinstance(item, Call):
+                item = steps.send(
+                    transport(item.attempt, item.broker, item.queue_id, item.start_ms, item.timeout_ms)
+                )
+            else:
+                thread = item.thread if item.pool == Pool.NONE else DEFAULT_POOL_THREADS[item.pool]
+                item = steps.send(Resume(item.at_ms, thread))
     except StopIteration as stop:
         return stop.value
 
@@ -520,7 +600,7 @@ def sync_send_steps(
     topic: str,
     begin_ms: int,
     *,
-    thread: int = 0,
+    thread: ThreadKey = 0,
     on_attempt: AttemptHook = None,
 ) -> Steps:
     """``sendDefaultImpl(SYNC)`` for the strategy's line. ``on_attempt`` sees each attempt as soon as its
@@ -657,7 +737,7 @@ def send_sync(
     begin_ms: int,
     transport: Transport,
     *,
-    thread: int = 0,
+    thread: ThreadKey = 0,
     on_attempt: AttemptHook = None,
 ) -> SendRecord:
     """One SYNC send, start to end."""
@@ -704,14 +784,23 @@ class AsyncSemaphore:
 
 @dataclass(frozen=True)
 class ResponseScan:
-    """``NettyRemotingClient``'s ``scanResponseTable`` timer: first 3 s after start, then every second.
+    """``NettyRemotingClient``'s ``scanResponseTable`` timer: first 3 s after start, then every second
+    (the client starts at simulated 0).
 
     An async request that gets no answer is failed by the scan once ``begin + timeout + 1000 <= now``,
-    so its callback fires up to two seconds after the timeout (sync calls wait exactly the timeout).
+    so its callback fires up to two seconds after the timeout (sync calls wait exactly the timeout). An
+    answer that arrives before that is taken as any other (``processResponseCommand`` has no timeout
+    check): a late success.
     """
 
     first_ms: int = 3000
     period_ms: int = 1000
+
+    @classmethod
+    def for_version(cls, version: ClientVersion) -> ResponseScan:
+        """The scan timer of ``version``'s client (4.9.x every 1000 ms from 3000, 5.x every 1100 ms
+        from 3100: :attr:`rocketsim.versions.ClientVersion.response_scan_first_ms`)."""
+        return cls(version.response_scan_first_ms, version.response_scan_period_ms)
 
     def timeout_fired_ms(self, begin_ms: int, timeout_ms: int) -> int:
         due = begin_ms + timeout_ms + 1000
@@ -745,11 +834,22 @@ def async_send_steps(
     *,
     semaphore: AsyncSemaphore | None = None,
     scan: ResponseScan | None = None,
-    thread: int = 0,
     on_attempt: AttemptHook = None,
     selected: QueueSlot | None = None,
 ) -> Steps:
-    """One ASYNC send: the callback's outcome and every request made for it.
+    """One ASYNC send from the application's ``send(msg, callback)`` call at ``begin_ms``: the callback's
+    outcome and every request made for it.
+
+    Threads (every selection uses the ``ThreadLocalIndex`` of the thread it runs on): the caller only
+    submits the send to the async-sender executor (``DefaultMQProducerImpl.send(msg, callback, timeout)``:
+    ``executor.submit``; the loop yields ``Step(EXECUTE)`` and the driver answers with the executor
+    thread and the time it takes the send). That thread checks ``timeout > costTime`` (else
+    ``RemotingTooMuchRequestException("DEFAULT ASYNC send call timeout")``, a selector send's ``"call
+    timeout"``) and runs ``sendDefaultImpl(ASYNC, timeout - costTime)``: the first selection, the
+    request, and whatever fails synchronously inside ``sendMessageAsync`` (4.9: a connect failure, a
+    refused permit, no budget left), retried at once on the same thread. Callbacks run on the callback
+    executor (``Step(CALLBACK)``; 5.x connect failures on the Netty event loop, :data:`IO_THREAD`), and a
+    retry's selection runs on the thread that delivered the failure.
 
     ``selected``: a selector send (``sendSelectImpl(.., ASYNC, ..)``, see :func:`ordered_send_steps`): the
     queue is the selector's, nothing is selected, ``sendSelectImpl`` makes no ``updateFaultItem`` of its own
@@ -761,79 +861,107 @@ def async_send_steps(
     * ``sendDefaultImpl(ASYNC)`` selects once (``timesTotal = 1``); after the request is dispatched it calls
       ``updateFaultItem(broker, dispatch time, false[, true])`` -- in 4.9 that overwrites (ends) an
       isolation of that broker; in 5.x it only marks it reachable.
-    * A broker error response: ``updateFaultItem(.., true[, true])`` and **no retry** (``needRetry=false``);
-      the callback gets the ``MQBrokerException``. A non-OK store status goes to ``onSuccess``.
+    * A response: ``onSuccess`` then ``updateFaultItem(.., false[, true])``. A broker error response:
+      ``updateFaultItem(.., true[, true])`` and **no retry** (``needRetry=false``); the callback gets the
+      ``MQBrokerException``. A non-OK store status goes to ``onSuccess``.
     * No response (send failed, timeout, connect failure in 5.x, anything else): ``updateFaultItem(.., true
       [, true])`` and a retry on ``selectOneMessageQueue(tpInfo, failedBroker[, resetIndex=false])`` while
       ``curTimes.incrementAndGet() <= retryTimesWhenSendAsyncFailed`` (5.x also needs time left, and does
       not retry ``RemotingTooMuchRequestException``). The retry's timeout is what is left of the previous.
+      It reuses the request (``request.setOpaque(createNewRequestId())``): only the broker changes, the
+      queue id stays the first selection's (``mqChosen.getQueueId()`` is not read).
     * 4.9 throws connect failures and semaphore refusals synchronously from ``invokeAsync``; they are caught
       in ``sendMessageAsync`` (``updateFaultItem(.., true)``) and retried at once, still inside
       ``sendDefaultImpl``, whose own ``updateFaultItem(first broker, elapsed, false)`` follows them.
-    * A timed-out request is failed by the 1 s response-table scan (see :class:`ResponseScan`), so a retry
-      after a timeout has no budget left: 4.9 still tries and fails at once
-      (``RemotingTooMuchRequestException: invokeAsync call the addr[..] timeout``), 5.x does not retry.
+    * A request that gets no answer is failed by the response-table scan (see :class:`ResponseScan`), so a
+      retry after it has no budget left: 4.9 still tries and fails at once (``RemotingTooMuchRequestException:
+      invokeAsync call the addr[..] timeout``), 5.x does not retry. An answer that comes after the
+      timeout but before the scan is taken as any answer (``processResponseCommand`` has no timeout
+      check): ``outcome.late``, e.g. a success after 3600 ms, ``updateFaultItem(b, 3600, false)``.
     * The semaphore (65535 permits): ``tryAcquire(timeout)``; refused with ``RemotingTimeoutException
       ("invokeAsyncImpl tryAcquire semaphore timeout, <t>ms, waiting thread nums: <n>
       semaphoreAsyncValue: <p>")``, or ``RemotingTooMuchRequestException("invokeAsyncImpl invoke too
       fast")`` when the timeout is <= 0. Simplification: the permit is taken before the connection check.
     * A ``client`` outcome on the first request is ``sendKernelImpl``'s "broker not exist" (the final
-      "Send [1] times" exception, no retry); on a retry it is treated as a synchronous failure. Executor
-      queueing and the encoding cost no simulated time; the broker address in texts is the broker name.
+      "Send [1] times" exception, no retry); on a retry it is treated as a synchronous failure. The
+      encoding costs no simulated time; the broker address in texts is the broker name.
 
+    Each selection, update and result is announced by a :class:`Step` (the driver answers with the time
+    it runs at), so a driver can interleave other sends between them as the real threads do.
     Flows: ``return`` (onSuccess), ``retry``, ``callback:onException``, ``throw:MQClientException``.
     """
     version = cfg.version
     v5 = strategy.line == LINE_5
-    scan = scan if scan is not None else ResponseScan()
-    timeout = cfg.send_msg_timeout_ms
-    now = begin_ms
-    if not timeout > 0:  # the executor task's `timeout > costTime` check
-        return SendRecord(
-            "async",
-            topic,
-            now,
-            now,
-            (),
-            None,
-            RemotingTooMuchRequestError("DEFAULT ASYNC send call timeout"),
-            (),
-        )
-    if selected is None and (tp is None or not tp.ok()):
-        return _no_route("async", topic, begin_ms, version)
-    first = selected or strategy.select_one_message_queue(tp, None, now, False, thread)  # type: ignore[arg-type]
-    if first is None:  # unreachable with a non-empty queue list
-        return SendRecord(
-            "async", topic, now, now, (), None, send_failed_error(0, 0, topic, [None], None, version), (None,)
-        )
-    brokers_sent: tuple[str | None, ...] = (first.broker_name,)
+    scan = scan if scan is not None else ResponseScan.for_version(version)
+    go = yield Step(Action.EXECUTE, begin_ms, pool=Pool.EXECUTOR)
+    now, thread = go.now_ms, go.thread
+    exec_ms = now
     attempts: list[AttemptRecord] = []
+
+    def record(
+        end: int,
+        result: SendResult | None,
+        error: Failure | None,
+        sent: tuple[str | None, ...],
+        upd: FaultUpdate | None = None,
+    ) -> SendRecord:
+        return SendRecord("async", topic, begin_ms, end, tuple(attempts), result, error, sent, upd, exec_ms)
+
+    timeout = cfg.send_msg_timeout_ms - (now - begin_ms)  # sendDefaultImpl(.., timeout - costTime)
+    if not timeout > 0:  # the executor task's `timeout > costTime` check
+        text = "call timeout" if selected is not None else "DEFAULT ASYNC send call timeout"
+        now = (yield Step(Action.RESULT, now, thread)).now_ms
+        return record(now, None, RemotingTooMuchRequestError(text), ())
+    if selected is None and (tp is None or not tp.ok()):
+        now = (yield Step(Action.RESULT, now, thread)).now_ms
+        return record(now, None, no_route_error(topic, version), ())
+    if selected is None:
+        now = (yield Step(Action.SELECT, now, thread)).now_ms
+        first = strategy.select_one_message_queue(tp, None, now, False, thread)  # type: ignore[arg-type]
+    else:
+        first = selected
+    if first is None:  # unreachable with a non-empty queue list
+        return record(now, None, send_failed_error(0, 0, topic, [None], None, version), (None,))
+    brokers_sent: tuple[str | None, ...] = (first.broker_name,)
+    select_ms = now  # sendDefaultImpl's beginTimestampPrev
     dispatch_update: FaultUpdate | None = None
     in_sync_part = selected is None  # still inside sendDefaultImpl's sendKernelImpl call (none: no update)
-    mq = first
+    broker = first.broker_name
+    queue_id = first.queue_id  # every retry reuses the request: its queue id too
     req_timeout = timeout
     cur_times = 0  # onExceptionImpl's AtomicInteger
     attempt = 0
     last: str | None = None
+    wait_timeout: tuple[int, int] | None = None  # (beginStartTime, timeout) of a scan-failed request
 
     def done(rec: AttemptRecord) -> None:
         attempts.append(rec)
         if on_attempt is not None:
             on_attempt(rec)
 
-    def end_sync_part(t: int) -> None:
+    def attempt_record(
+        start: int, call_timeout: int, outcome: Outcome, upd: FaultUpdate | None, flow: str, t: int
+    ) -> AttemptRecord:
+        iso = strategy.isolated_until(broker, t)
+        return AttemptRecord(
+            attempt, last, False, start, broker, queue_id, call_timeout, outcome, upd, flow, iso, t
+        )
+
+    def end_sync_part(t: int) -> Generator[Step, Resume, None]:
         # sendDefaultImpl's updateFaultItem(mq.getBrokerName(), end - beginTimestampPrev, false[, true])
         nonlocal in_sync_part, dispatch_update
         if in_sync_part:
             in_sync_part = False
+            t = (yield Step(Action.UPDATE, t, thread, source="dispatch")).now_ms
+            strategy.advance_to(t)
             dispatch_update = strategy.record_outcome(
-                Site.SEND_DEFAULT_IMPL, Catch.RESULT, first.broker_name, t - begin_ms, t
+                Site.SEND_DEFAULT_IMPL, Catch.RESULT, first.broker_name, t - select_ms, t
             )
 
     while True:
-        broker, queue_id = mq.broker_name, mq.queue_id
-        call_begin = now  # sendMessageAsync's beginStartTime
+        now = call_begin = (yield Step(Action.SEND, now, thread)).now_ms  # sendMessageAsync's beginStartTime
         refused: Failure | None = None  # the client gave up before sending anything
+        wait_timeout = None
         if not v5 and req_timeout < 0:  # 4.9 NettyRemotingClient.invokeAsync: timeoutMillis < costTime
             refused = invoke_async_timeout_error(broker)
             outcome, start = Outcome.remoting_error("too_many_requests", 0), now
@@ -856,57 +984,23 @@ def async_send_steps(
 
         if kind == "client" and attempt == 0 and refused is None and selected is not None:
             # sendKernelImpl's "The broker[..] not exist" out of sendSelectImpl: onException, no update
-            now = start + outcome.latency_ms
-            strategy.advance_to(now)
-            rec = AttemptRecord(
-                attempt,
-                last,
-                False,
-                start,
-                broker,
-                queue_id,
-                call_timeout,
-                outcome,
-                None,
-                "callback:onException",
-                strategy.isolated_until(broker, now),
-                now,
-            )
-            done(rec)
-            err = broker_not_exist_error(broker, version)
-            return SendRecord("async", topic, begin_ms, now, tuple(attempts), None, err, brokers_sent)
+            now = (yield Step(Action.RESULT, start + outcome.latency_ms, thread)).now_ms
+            done(attempt_record(start, call_timeout, outcome, None, "callback:onException", now))
+            return record(now, None, broker_not_exist_error(broker, version), brokers_sent)
         if kind == "client" and attempt == 0 and refused is None:
             # sendKernelImpl: broker address unknown -> MQClientException caught by sendDefaultImpl
-            now = start + outcome.latency_ms
+            go = yield Step(Action.UPDATE, start + outcome.latency_ms, thread, source="sync_failure")
+            now = go.now_ms
             strategy.advance_to(now)
             upd = strategy.record_outcome(
-                Site.SEND_DEFAULT_IMPL, Catch.CLIENT, first.broker_name, now - begin_ms, now
+                Site.SEND_DEFAULT_IMPL, Catch.CLIENT, first.broker_name, now - select_ms, now
             )
-            done(
-                AttemptRecord(
-                    attempt,
-                    last,
-                    False,
-                    start,
-                    broker,
-                    queue_id,
-                    call_timeout,
-                    outcome,
-                    upd,
-                    "throw:MQClientException",
-                    strategy.isolated_until(broker, now),
-                    now,
-                )
-            )
+            done(attempt_record(start, call_timeout, outcome, upd, "throw:MQClientException", now))
             err = send_failed_error(
-                1,
-                now - begin_ms,
-                topic,
-                [first.broker_name],
-                broker_not_exist_error(broker, version),
-                version,
+                1, now - exec_ms, topic, [first.broker_name], broker_not_exist_error(broker, version), version
             )
-            return SendRecord("async", topic, begin_ms, now, tuple(attempts), None, err, brokers_sent)
+            now = (yield Step(Action.RESULT, now, thread)).now_ms
+            return record(now, None, err, brokers_sent)
 
         # failures thrown out of invokeAsync, caught by sendMessageAsync's catch block
         thrown: Failure | None = None
@@ -920,62 +1014,51 @@ def async_send_steps(
             thrown = SendInterruptedError("interrupted")
 
         if thrown is not None:
-            now = start + outcome.latency_ms
+            go = yield Step(Action.UPDATE, start + outcome.latency_ms, thread, source="sync_failure")
+            now = go.now_ms
             strategy.advance_to(now)
             upd = strategy.record_outcome(
                 Site.SEND_MESSAGE_ASYNC_CATCH, catch_of(outcome), broker, now - call_begin, now
             )
             error, need_retry = thrown, True
         else:
-            end_sync_part(start)  # dispatched: sendKernelImpl returned; the rest happens on a callback
+            yield from end_sync_part(start)  # dispatched: sendKernelImpl returned; the rest is a callback
             if refused is None and kind == "remoting" and outcome.remoting == "timeout":
                 fired = scan.timeout_fired_ms(start, call_timeout)
+                late = outcome.late
+                if late is not None and start + late.latency_ms < fired:  # answered before the scan
+                    outcome = replace(late, stored=outcome.stored, store_ms=outcome.store_ms)
+                    kind = outcome.kind
+                    fired = start + late.latency_ms
             else:
                 fired = start + outcome.latency_ms
             if semaphore is not None and refused is None:
                 semaphore.hold_until(fired)
-            now = fired
+            connect_listener = v5 and kind == "remoting" and outcome.remoting == "connect"
+            go = yield Step(Action.CALLBACK, fired, pool=Pool.IO if connect_listener else Pool.CALLBACK)
+            now, thread = go.now_ms, go.thread
             strategy.advance_to(now)
-            # 4.9 measures from the ResponseFuture (after the permit), 5.x from sendMessageAsync's start
-            lat = now - (call_begin if v5 else start)
             if kind in ("ok", "status"):
+                now = (yield Step(Action.RESULT, now, thread)).now_ms  # onSuccess, then the update
+                end = now
+                now = (yield Step(Action.UPDATE, now, thread, source="callback")).now_ms
+                # 4.9 measures from the ResponseFuture (after the permit), 5.x from sendMessageAsync's start
+                lat = now - (call_begin if v5 else start)
                 upd = strategy.record_outcome(Site.ASYNC_CALLBACK, Catch.RESULT, broker, lat, now)
-                done(
-                    AttemptRecord(
-                        attempt,
-                        last,
-                        False,
-                        start,
-                        broker,
-                        queue_id,
-                        call_timeout,
-                        outcome,
-                        upd,
-                        "return",
-                        strategy.isolated_until(broker, now),
-                        now,
-                    )
-                )
-                return SendRecord(
-                    "async",
-                    topic,
-                    begin_ms,
-                    now,
-                    tuple(attempts),
-                    SendResult(outcome.status, broker, queue_id, attempt),
-                    None,
-                    brokers_sent,
-                    dispatch_update,
-                )
+                done(attempt_record(start, call_timeout, outcome, upd, "return", end))
+                result = SendResult(outcome.status, broker, queue_id, attempt)
+                return record(end, result, None, brokers_sent, dispatch_update)
+            now = (yield Step(Action.UPDATE, now, thread, source="callback")).now_ms
+            lat = now - (call_begin if v5 else start)
             upd = strategy.record_outcome(Site.ASYNC_CALLBACK, catch_of(outcome), broker, lat, now)
             if kind == "broker":
                 error = MQBrokerError(outcome.response_code, outcome.remark, broker, version.faq_url)
                 need_retry = False
             elif kind == "remoting" and outcome.remoting == "send_request":
                 error, need_retry = ClientError("send request failed", version.faq_url), True
-            elif kind == "remoting" and outcome.remoting == "timeout":
-                text = wait_response_timeout_text(v5, now - call_begin, call_timeout)
-                error, need_retry = ClientError(text, version.faq_url), True
+            elif kind == "remoting" and outcome.remoting == "timeout":  # its text: at the result
+                error, need_retry = ClientError("wait response timeout", version.faq_url), True
+                wait_timeout = (call_begin, call_timeout)
             else:  # 5.x connect failure, interrupt, "invoke too fast": operationFail's last branch
                 error = ClientError(unknown_reason_text(v5), version.faq_url)
                 need_retry = not isinstance(refused, RemotingTooMuchRequestError)
@@ -984,49 +1067,25 @@ def async_send_steps(
         cur_times += 1
         remaining = req_timeout - (now - call_begin)
         if need_retry and cur_times <= cfg.retry_times_when_send_async_failed and (not v5 or remaining > 0):
-            done(
-                AttemptRecord(
-                    attempt,
-                    last,
-                    False,
-                    start,
-                    broker,
-                    queue_id,
-                    call_timeout,
-                    outcome,
-                    upd,
-                    "retry",
-                    strategy.isolated_until(broker, now),
-                    now,
-                )
-            )
+            done(attempt_record(start, call_timeout, outcome, upd, "retry", now))
             last = broker
-            if selected is None:  # onExceptionImpl selects again (a selector send keeps its queue)
+            if selected is None:  # onExceptionImpl selects again (a selector send keeps its broker)
+                now = (yield Step(Action.SELECT, now, thread)).now_ms
                 again = strategy.select_one_message_queue(tp, broker, now, False, thread)  # type: ignore[arg-type]
-                mq = again if again is not None else mq
+                if again is not None:
+                    broker = again.broker_name
             req_timeout = remaining
             attempt += 1
             continue
-        done(
-            AttemptRecord(
-                attempt,
-                last,
-                False,
-                start,
-                broker,
-                queue_id,
-                call_timeout,
-                outcome,
-                upd,
-                "callback:onException",
-                strategy.isolated_until(broker, now),
-                now,
-            )
-        )
-        end_sync_part(now)  # a chain that failed synchronously returns to sendDefaultImpl only now
-        return SendRecord(
-            "async", topic, begin_ms, now, tuple(attempts), None, error, brokers_sent, dispatch_update
-        )
+        done(attempt_record(start, call_timeout, outcome, upd, "callback:onException", now))
+        end = now = (yield Step(Action.RESULT, now, thread)).now_ms
+        if wait_timeout is not None:
+            # "wait response timeout " + timeoutMillis + "ms" (4.9) / ", cost=" + (now - beginStartTime)
+            text = wait_response_timeout_text(v5, now - wait_timeout[0], wait_timeout[1])
+            error = ClientError(text, version.faq_url)
+        # a chain that failed synchronously returns to sendDefaultImpl only now
+        yield from end_sync_part(now)
+        return record(end, None, error, brokers_sent, dispatch_update)
 
 
 def send_async(
@@ -1039,21 +1098,12 @@ def send_async(
     *,
     semaphore: AsyncSemaphore | None = None,
     scan: ResponseScan | None = None,
-    thread: int = 0,
     on_attempt: AttemptHook = None,
 ) -> SendRecord:
-    """One ASYNC send, its retries run as its responses arrive."""
+    """One ASYNC send, its retries run as its responses arrive, on the pools' first threads."""
     return run_steps(
         async_send_steps(
-            strategy,
-            tp,
-            cfg,
-            topic,
-            begin_ms,
-            semaphore=semaphore,
-            scan=scan,
-            thread=thread,
-            on_attempt=on_attempt,
+            strategy, tp, cfg, topic, begin_ms, semaphore=semaphore, scan=scan, on_attempt=on_attempt
         ),
         transport,
     )
@@ -1155,7 +1205,7 @@ def oneway_send_steps(
     topic: str,
     begin_ms: int,
     *,
-    thread: int = 0,
+    thread: ThreadKey = 0,
     on_attempt: AttemptHook = None,
 ) -> Steps:
     """``sendDefaultImpl(ONEWAY)``: one attempt, no retry, no result.
@@ -1171,7 +1221,7 @@ def oneway_send_steps(
     version = cfg.version
     if tp is None or not tp.ok():
         return _no_route("oneway", topic, begin_ms, version)
-    now = begin_ms
+    now = (yield Step(Action.SELECT, begin_ms, thread)).now_ms
     mq = strategy.select_one_message_queue(tp, None, now, False, thread)
     if mq is None:
         return SendRecord(
@@ -1185,12 +1235,14 @@ def oneway_send_steps(
             (None,),
         )
     broker, queue_id = mq.broker_name, mq.queue_id
-    outcome = yield Call(0, broker, queue_id, now, cfg.send_msg_timeout_ms, "oneway")
+    start = now  # beginTimestampPrev
+    outcome = yield Call(0, broker, queue_id, start, cfg.send_msg_timeout_ms, "oneway")
     kind = outcome.kind
     failed = oneway_caller_sees(outcome, version)
-    now = begin_ms + (outcome.latency_ms if failed else 0)
+    go = yield Step(Action.UPDATE, start + (outcome.latency_ms if failed else 0), thread, source="oneway")
+    now = go.now_ms
     strategy.advance_to(now)
-    latency = now - begin_ms
+    latency = now - start
     error: Failure | None = None
     # a request that was written reads as sent, whatever the broker makes of it
     catch = catch_of(outcome) if failed else Catch.RESULT
@@ -1215,7 +1267,7 @@ def oneway_send_steps(
         0,
         None,
         False,
-        begin_ms,
+        start,
         broker,
         queue_id,
         cfg.send_msg_timeout_ms,
@@ -1227,6 +1279,7 @@ def oneway_send_steps(
     )
     if on_attempt is not None:
         on_attempt(rec)
+    now = (yield Step(Action.RESULT, now, thread)).now_ms
     return SendRecord("oneway", topic, begin_ms, now, (rec,), None, error, (broker,))
 
 
@@ -1238,7 +1291,7 @@ def send_oneway(
     begin_ms: int,
     transport: Transport,
     *,
-    thread: int = 0,
+    thread: ThreadKey = 0,
     on_attempt: AttemptHook = None,
 ) -> SendRecord:
     """One ONEWAY send."""

@@ -143,7 +143,6 @@ MESSAGE_COLUMNS = (
     "topic",
     "tags",
     "keys",
-    "uniq_msg_id",
     "body_size",
     "properties_size",
     "message_type",
@@ -151,7 +150,8 @@ MESSAGE_COLUMNS = (
     "batch_id",
 )
 ATTEMPT_COLUMNS = ("attempt", "start_ts_ms", "latency_ms", "broker", "queue_id", "outcome", "stored_ts_ms")
-RESULT_COLUMNS = ("status", "wire_bytes", "sys_flag")
+# uniq_msg_id: the UNIQ_KEY the client set when it sent the message (send_results), not the workload's
+RESULT_COLUMNS = ("status", "wire_bytes", "sys_flag", "uniq_msg_id")
 NOT_STORED_STATUSES = ("FAILED", "REJECTED")  # results that point at no stored copy
 
 # Columns store_records adds to its input.

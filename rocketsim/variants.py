@@ -51,6 +51,8 @@ SEND_ONLY_PRODUCER_SETTINGS = (
     "send_msg_max_timeout_per_request_ms",
     "async_semaphore_permits",
     "start_detector_enable",
+    "async_sender_threads",
+    "callback_executor_threads",
 )
 
 

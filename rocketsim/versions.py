@@ -124,6 +124,22 @@ class ClientVersion:
         return not self.is_5
 
     @property
+    def response_scan_first_ms(self) -> int:
+        """When ``scanResponseTable`` first runs after ``NettyRemotingClient.start``. 4.9.x: a
+        ``java.util.Timer``, ``scheduleAtFixedRate(task, 1000 * 3, 1000)``: at 3000. 5.x: a Netty
+        ``HashedWheelTimer`` (100 ms ticks), ``newTimeout(task, 1000 * 3)``: a timeout is run at the end of
+        the tick its deadline falls in, ``100 * (3000 // 100 + 1)`` = 3100."""
+        return 3100 if self.is_5 else 3000
+
+    @property
+    def response_scan_period_ms(self) -> int:
+        """The time between two ``scanResponseTable`` runs. 4.9.x: fixed rate, 1000. 5.x: the task re-arms
+        itself at the end of each run with ``newTimeout(this, 1000)``, i.e. just after a tick boundary, so
+        it runs at the end of the tick 1000 ms later: 1100 (derived from ``HashedWheelTimer``; a scan of
+        the response table takes far less than a tick)."""
+        return 1100 if self.is_5 else 1000
+
+    @property
     def has_max_timeout_per_request(self) -> bool:
         """``sendMsgMaxTimeoutPerRequest`` exists (5.3.3 and later)."""
         return self.at_least("5.3.3")

@@ -103,12 +103,15 @@ def producer_identity(seed: int, producer: int) -> tuple[bytes, int, int]:
     return ip, int(rng.uniform(k, 0) * 65536), int(rng.uniform(k, 1) * (1 << 32))
 
 
-def uniq_ids(seed: int, producer: int, seqs: np.ndarray, born_ts_ms: np.ndarray) -> pa.Array:
+def uniq_ids(seed: int, producer: int, counters: np.ndarray, times_ms: np.ndarray) -> pa.Array:
     """UNIQ_KEY ids in MessageClientIDSetter's layout, for a producer that is a process of its own.
 
     ip (4), pid (2), class-loader hash (4) from :func:`producer_identity`; time (4) = ms since the start of
-    the (UTC) month of the send; counter (2) = seq (a fresh process counts from 0).
+    the (UTC) month of ``times_ms``; counter (2) = the low 16 bits of ``counters``. The workload's
+    messages carry a placeholder (born time, seq); the simulation gives each message the id the client
+    made (:func:`rocketsim.engine.plan.uniq_keys`).
     """
+    seqs, born_ts_ms = np.asarray(counters, np.int64), np.asarray(times_ms, np.int64)
     n = len(seqs)
     ip, pid, loader = producer_identity(seed, producer)
     raw = np.empty((n, 16), dtype=np.uint8)
@@ -117,7 +120,7 @@ def uniq_ids(seed: int, producer: int, seqs: np.ndarray, born_ts_ms: np.ndarray)
     raw[:, 6:10] = np.frombuffer(loader.to_bytes(4, "big"), np.uint8)
     now = born_ts_ms + EPOCH_MS
     months = now.astype("datetime64[ms]").astype("datetime64[M]")
-    if n and months[0] == months[-1]:  # the common case: one month, one start (born times are sorted)
+    if n and months.min() == months.max():  # the common case: one month, one start
         month_start = np.int64(months[0].astype("datetime64[ms]").astype(np.int64))
     else:
         month_start = months.astype("datetime64[ms]").astype(np.int64)

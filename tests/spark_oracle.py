@@ -538,13 +538,12 @@ def broker_storage(log: DataFrame, window_ms: int) -> DataFrame:
 
 def transaction_table(log: DataFrame, messages: DataFrame, results: DataFrame, sc: Scenario) -> DataFrame:
     """``transactions``: one row per transactional message, its half and how it was resolved."""
-    txn = messages.where(F.col("message_type") == "transaction").select(
-        "producer", "seq", "uniq_msg_id", "topic"
-    )
+    txn = messages.where(F.col("message_type") == "transaction").select("producer", "seq", "topic")
     half = F.col("store_topic") == store.HALF_TOPIC
     res = results.select(
         "producer",
         "seq",
+        "uniq_msg_id",  # the client's, set when it sent the half
         F.col("status").alias("send_status"),
         "end_ts_ms",
         F.when(half, F.col("broker")).alias("broker"),

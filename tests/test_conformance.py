@@ -53,3 +53,40 @@ def test_cli_reports_a_broken_vector(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "FAILED" in done.stdout
+
+
+REAL_CLIENT = VECTORS / "real_client"
+
+
+def test_real_client_vectors_are_the_traces_converted(tmp_path: Path) -> None:
+    # real_client/convert.py turns the recorded traces (real_client/traces) into the replay vectors;
+    # the committed files are exactly its output
+    done = subprocess.run(
+        [sys.executable, str(REAL_CLIENT / "convert.py"), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    for name in (
+        "real_client_async_4_9.jsonl",
+        "real_client_oneway_4_9.jsonl",
+        "real_client_async_5_x.jsonl",
+    ):
+        assert (tmp_path / name).read_text() == (VECTORS / name).read_text(), name
+
+
+def test_async_replay_notices_a_retry_on_the_wrong_thread(tmp_path: Path) -> None:
+    # Upstream (4.9.8 MQClientAPIImpl.onExceptionImpl, trace R22): the retry after the response-table scan
+    # selects on the callback thread (NettyClientPublicExecutor_2, its own ThreadLocalIndex). A recording
+    # that says the executor thread selected it is not what the model does: the replay fails there.
+    lines = (VECTORS / "real_client_async_4_9.jsonl").read_text().splitlines()
+    moved = [
+        line.replace('"th":"C2"', '"th":"E1"', 1)
+        if '"sc":"R22"' in line and '"k":3' in line and '"what":"select"' in line and '"i":1' in line
+        else line
+        for line in lines
+    ]
+    assert moved != lines
+    (tmp_path / "real_client_async_4_9.jsonl").write_text("\n".join(moved) + "\n")
+    failures = {r.vector_id: r.detail for r in run_dir(tmp_path) if r.status == "failed"}
+    assert "R22/k=3" in failures and "on thread 'C2', recorded 'E1'" in failures["R22/k=3"]

@@ -7,8 +7,8 @@ import pyarrow.compute as pc
 import pytest
 
 from rocketsim import brokers as bm
-from rocketsim import workload
-from rocketsim.engine import compiled
+from rocketsim import codec, workload
+from rocketsim.engine import compiled, reference
 from rocketsim.engine.plan import (
     STATUS_NAMES,
     SendKind,
@@ -151,3 +151,97 @@ def test_batch_request_carries_its_own_properties(version: str, request_props: i
         request_props + element[0] + element[1],
         *[request_props + element[k] + element[k + 1] for k in (2, 4)],
     ]
+
+
+# ---- UNIQ_KEY: made when the client sends ------------------------------------------------------------
+
+
+def _ids(results) -> dict[int, tuple[int, int]]:  # noqa: ANN001 - send_results -> seq: (time field, counter)
+    out = {}
+    for row in results.to_pylist():
+        raw = bytes.fromhex(row["uniq_msg_id"])
+        out[row["seq"]] = (int.from_bytes(raw[10:14], "big"), int.from_bytes(raw[14:16], "big"))
+    return out
+
+
+def _month_ms(t: int) -> int:
+    """The time field of an id made at simulated ``t`` (ms since the start of that month, UTC)."""
+    now = workload.EPOCH_MS + t
+    return now - codec.month_start_ms(now, "UTC")
+
+
+def _fixed_latency(ms: float) -> dict:
+    return {"default": {"latency": {"median_ms": ms, "sigma": 0.0, "spike_probability": 0.0}}}
+
+
+def test_uniq_key_time_is_the_send_start_and_counter_the_call_order() -> None:
+    # MessageClientIDSetter.createUniqID: time field `System.currentTimeMillis() - startTime` when it is
+    # called, counter COUNTER.getAndIncrement() (one AtomicInteger per client process, from 0). setUniqID
+    # runs in DefaultMQProducerImpl.sendKernelImpl (first attempt), after Validators.checkMessage in
+    # sendDefaultImpl: a refused message takes no counter value. One sender thread, 50 ms answers:
+    # message 0 born at 1 is sent at 1; message 1 (a bad topic) is refused; message 2, born at 3, waits
+    # for the thread until 51.
+    sc = scenario_from_mapping(
+        {
+            "cluster": {"brokers": ["broker-a"]},
+            "producers": {"count": 1, "threads": 1},
+            "workload": {"messages": 3, "rate_per_s": 1000.0, "arrival": "uniform"},
+            "brokers": _fixed_latency(50.0),
+        }
+    )
+    messages = workload.generate(sc)
+    topic = pc.if_else(pc.equal(messages.column("seq"), 1), "bad topic!", messages.column("topic"))
+    messages = messages.set_column(messages.schema.get_field_index("topic"), "topic", topic)
+    out = reference.simulate_producer(messages, sc)
+    assert out.results.column("status").to_pylist() == ["SEND_OK", "REJECTED", "SEND_OK"]
+    ids = _ids(out.results)
+    assert ids[0] == (_month_ms(1), 0)
+    assert ids[2] == (_month_ms(51), 1)  # not the born time (3), not the seq (2)
+    # the refused message keeps the workload's placeholder: it never had a UNIQ_KEY
+    assert out.results.column("uniq_msg_id")[1] == messages.column("uniq_msg_id")[1]
+
+
+def test_async_uniq_key_is_made_on_the_executor_thread() -> None:
+    # DefaultMQProducerImpl.send(msg, callback, timeout) submits sendDefaultImpl to the async sender
+    # executor; sendKernelImpl (setUniqID) runs when a thread takes it. One executor thread, held by
+    # message 0's connect failures (4.9.8 invokeAsync connects synchronously, 500 ms refusals, retried at
+    # once): message 1, submitted at 20, runs at 1510.
+    sc = scenario_from_mapping(
+        {
+            "cluster": {"brokers": ["broker-a"]},
+            "producers": {"count": 1, "send_mode": {"async": 1.0}, "async_sender_threads": 1},
+            "workload": {"messages": 2, "rate_per_s": 100.0, "arrival": "uniform"},
+            "brokers": {"default": {"latency": {"connect_refused_ms": 500.0}}},
+            "faults": [{"broker": "broker-a", "kind": "outage", "start_s": 0.001, "end_s": 5.0}],
+        }
+    )
+    out = reference.simulate_producer(workload.generate(sc), sc)
+    res = out.results.to_pandas().set_index("seq")
+    assert res.loc[0, "end_ts_ms"] == 1510 and res.loc[1, "send_ts_ms"] == 20
+    assert _ids(out.results) == {0: (_month_ms(10), 0), 1: (_month_ms(1510), 1)}
+
+
+@pytest.mark.parametrize(("version", "single_counter"), [("4.9.8", 2), ("5.3.3", 3)])
+def test_batch_members_take_their_keys_when_the_batch_is_sent(version: str, single_counter: int) -> None:
+    # DefaultMQProducer.batch(): setUniqID on each member in order, in the caller's thread at
+    # send(Collection); 5.3.3 then setUniqID(msgBatch): the batch takes a counter value of its own, which
+    # no member carries. A batch of 2 (seq 0, 1) sent at 1, then message 2.
+    sc = scenario_from_mapping(
+        {
+            "cluster": {"brokers": ["broker-a"]},
+            "producers": {"count": 1, "threads": 1, "client_version": version},
+            "workload": {
+                "messages": 3,
+                "rate_per_s": 1000.0,
+                "arrival": "uniform",
+                "batch_size": 2,
+                "message_types": {"normal": 1.0, "batch": 1.0},
+            },
+            "brokers": _fixed_latency(5.0),
+        }
+    )
+    messages = workload.generate(sc)
+    assert messages.column("batch_id").to_pylist()[:2] == [0, 0] and messages["batch_id"][2].as_py() is None
+    ids = _ids(reference.simulate_producer(messages, sc).results)
+    assert ids[0][1] == 0 and ids[1][1] == 1 and ids[0][0] == ids[1][0] == _month_ms(2)
+    assert ids[2][1] == single_counter

@@ -751,3 +751,35 @@ def test_rocketsim_engine_chooses(engine_calls: list[str], monkeypatch: pytest.M
         simulate_producer(m_sync, sync)
     assert str(info.value) == "ROCKETSIM_ENGINE must be one of reference, compiled (or unset), got 'fast'"
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_ordered_async_on_busy_client_pools(version: str) -> None:
+    # One executor and one callback thread (DefaultMQProducerImpl's async sender executor,
+    # NettyRemotingClient's public executor): a 4.9 connect to a partitioned broker waits 3 s inside
+    # invokeAsync (createChannel, thrown synchronously) and holds its thread, so the sends behind it wait
+    # (FIFO) and some run out of budget before an executor takes them (the runnable's `timeout > costTime`:
+    # "call timeout"); 5.x connects asynchronously. Slow answers past the timeout but before the
+    # response-table scan are late successes (NettyRemotingAbstract.processResponseCommand).
+    partition = {"broker": "broker-a", "kind": "partition", "start_s": 5.0, "end_s": 25.0}
+    slow = {"broker": "broker-c", "kind": "slowdown", "start_s": 30.0, "end_s": 45.0, "factor": 1200.0}
+    out = check(
+        scenario(
+            version,
+            threads=2,
+            messages=900,
+            rate=20.0,
+            faults=(partition, slow),
+            producers={
+                "send_mode": {"async": 1},
+                "async_sender_threads": 1,
+                "callback_executor_threads": 1,
+            },
+            work={"message_types": {"ordered": 1}},
+        )
+    )
+    att = out.attempts
+    late = pc.and_(pc.equal(att.column("outcome"), "ok"), pc.greater(att.column("latency_ms"), 3000))
+    assert pc.any(late).as_py()
+    errors = set(out.results.column("error").to_pylist())
+    assert ("RemotingTooMuchRequestException: call timeout" in errors) == (not version.startswith("5"))

@@ -81,6 +81,9 @@ def test_defaults_are_default_mq_producer_defaults() -> None:
     assert p.retry_another_broker_when_not_store_ok is False
     assert p.threads == 1 and p.sender_model == "pool"
     assert p.connect_timeout_ms == 3000  # NettySystemConfig.connectTimeoutMillis
+    # DefaultMQProducerImpl's async sender executor and ClientConfig.clientCallbackExecutorThreads are
+    # availableProcessors() upstream: a fixed default here, never the simulating machine's
+    assert (p.async_sender_threads, p.callback_executor_threads) == (4, 4)
 
 
 @pytest.mark.parametrize(("version", "send_num"), [("5.2.0", 10_000), ("5.3.3", 10_000), ("5.x", 1024)])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -18,11 +19,14 @@ from rocketsim.send import (
     RemotingTooMuchRequestError,
     ResponseCode,
     ResponseScan,
+    Resume,
     SendConfig,
     SendFailedError,
     SendInterruptedError,
     async_send_steps,
+    callback_thread,
     cap_to_timeout,
+    executor_thread,
     ordered_send_steps,
     retry_response_codes,
     run_steps,
@@ -266,19 +270,30 @@ def test_4_9_async_dispatch_update_overwrites_isolation_but_5x_does_not() -> Non
         assert (not strategy.table.is_available("broker-a", 103)) == isolated_after
 
 
+def _next_call(steps, value=None):  # noqa: ANN001, ANN202 - a send generator and what it was asked for
+    """Drive ``steps`` (each step at its own time, on a pool's first thread) to its next Call."""
+    item = next(steps) if value is None else steps.send(value)
+    while not isinstance(item, Call):
+        item = steps.send(Resume(item.at_ms, item.thread or "t"))
+    return item
+
+
+def _finish(steps, outcome: Outcome) -> None:  # noqa: ANN001
+    with pytest.raises(StopIteration):
+        _next_call(steps, outcome)
+
+
 def test_async_semaphore_bounds_requests_in_flight() -> None:
     strategy, tp, cfg = _setup("5.3.3", {"broker-a": 4})
     sem = AsyncSemaphore(permits=1)
     first = async_send_steps(strategy, tp, cfg, "T", 0, semaphore=sem)
-    call1 = next(first)
+    call1 = _next_call(first)
     assert isinstance(call1, Call) and call1.start_ms == 0
-    with pytest.raises(StopIteration):
-        first.send(Outcome.ok(500))  # holds the only permit until 500
+    _finish(first, Outcome.ok(500))  # holds the only permit until 500
     second = async_send_steps(strategy, tp, cfg, "T", 100, semaphore=sem)
-    call2 = next(second)
+    call2 = _next_call(second)
     assert (call2.start_ms, call2.timeout_ms) == (500, 2600)  # waited 400 ms for the permit
-    with pytest.raises(StopIteration):
-        second.send(Outcome.ok(3_000))
+    _finish(second, Outcome.ok(3_000))
     # the permit is busy until 3500: a send with a 1 s budget at 600 gives up waiting at 1600
     transport = _transport({"broker-a": _ok()})
     third = send_async(
@@ -424,3 +439,108 @@ def test_ordered_oneway_returns_after_the_write() -> None:
         _sequence(Outcome.remoting_error("connect", 1)),
     )
     assert refused.end_ms == 201 and str(refused.error) == "connect to broker-a failed"
+
+
+# ---- ASYNC: late answers, the client's threads, the retried request -----------------------------------
+
+
+def _slow(latency: int) -> Behaviour:
+    """A broker that answers SEND_OK after ``latency`` ms: past the timeout, a SYNC call has given up."""
+    return lambda b, s, t: (
+        replace(Outcome.remoting_error("timeout", t + 1), late=Outcome.ok(latency))
+        if latency >= t
+        else Outcome.ok(latency)
+    )
+
+
+def test_late_async_response_before_the_scan_is_a_success() -> None:
+    # NettyRemotingAbstract.processResponseCommand (4.9.8 and 5.3.3) has no timeout check: an answer whose
+    # ResponseFuture is still in responseTable runs the callback as any answer (onSuccess, then
+    # updateFaultItem(b, now - begin, false)); scanResponseTable removes a future only once
+    # `begin + timeoutMillis + 1000 <= now` (4.9.8 NettyRemotingClient.start: a Timer, first run 3000 ms
+    # after start, then every 1000 ms). Send at 500, timeout 3000: the scan would fail it at 5000.
+    strategy, tp, cfg = _setup("4.9.8", {"broker-a": 2}, fault=True)
+    rec = send_async(strategy, tp, cfg, "TopicTest", 500, _transport({"broker-a": _slow(3600)}))
+    assert rec.result is not None and rec.result.status == "SEND_OK" and rec.end_ms == 4100
+    (att,) = rec.attempts
+    assert att.outcome == Outcome.ok(3600) and att.flow == "return"
+    upd = att.fault_update
+    # 3600 ms is in 4.9's [3000, 15000) band: not available for 180 s
+    assert upd is not None and (upd.broker, upd.latency, upd.isolation, upd.duration) == (
+        "broker-a",
+        3600,
+        False,
+        180_000,
+    )
+    # an answer after 4600 ms comes after the scan (5000): the timeout; 4.9 then retries with no budget
+    strategy, tp, cfg = _setup("4.9.8", {"broker-a": 2}, fault=True)
+    late = send_async(strategy, tp, cfg, "TopicTest", 500, _transport({"broker-a": _slow(4600)}))
+    assert late.attempts[0].end_ms == 5000 and late.attempts[0].outcome.label == "remoting:timeout"
+    assert isinstance(late.error, RemotingTooMuchRequestError)
+    assert late.error.message == "invokeAsync call the addr[broker-a] timeout"
+
+
+def test_late_sync_response_is_a_timeout() -> None:
+    # 4.9.8 NettyRemotingAbstract.invokeSyncImpl: waitResponse(timeoutMillis), then `finally
+    # responseTable.remove(opaque)`: the late answer matches no request and is dropped (logged); the caller
+    # already has its RemotingTimeoutException.
+    strategy, tp, cfg = _setup("4.9.8", {"broker-a": 2})
+    rec = send_sync(strategy, tp, cfg, "TopicTest", 500, _transport({"broker-a": _slow(3600)}))
+    assert [a.outcome.label for a in rec.attempts if a.sent] == ["remoting:timeout"]
+    assert rec.attempts[0].outcome.latency_ms == 3001
+    assert isinstance(rec.error, RemotingTooMuchRequestError)  # no budget left for a second attempt
+
+
+def test_response_scan_timer_per_version() -> None:
+    # 4.9.8 NettyRemotingClient.start: timer.scheduleAtFixedRate(scanResponseTable, 1000 * 3, 1000).
+    # 5.3.3: a HashedWheelTimer (100 ms ticks): newTimeout(task, 1000 * 3) runs at the end of the tick
+    # holding 3000 (3100), and the task re-arms itself with newTimeout(this, 1000) after each run: 4200,
+    # 5300, ... A request sent at 500 with 3000 ms is due at 4500.
+    assert ResponseScan.for_version(parse_version("4.9.8")).timeout_fired_ms(500, 3000) == 5000
+    assert ResponseScan.for_version(parse_version("5.3.3")).timeout_fired_ms(500, 3000) == 5300
+    strategy, tp, cfg = _setup("5.3.3", {"broker-a": 2})
+    rec = send_async(strategy, tp, cfg, "TopicTest", 500, _transport({"broker-a": _hang()}))
+    assert rec.end_ms == 5300 and rec.error.error_message == "wait response timeout, cost=4800"
+
+
+@pytest.mark.parametrize("version", ["4.9.8", "5.3.3"])
+def test_async_selects_on_the_executor_thread_and_retries_on_the_callback_thread(version: str) -> None:
+    # DefaultMQProducerImpl.send(msg, callback, timeout) submits sendDefaultImpl to the async sender
+    # executor: the first selectOneMessageQueue runs on an AsyncSenderExecutor thread, with that thread's
+    # ThreadLocalIndex. MQClientAPIImpl.onExceptionImpl selects the retry's queue on the thread that runs
+    # the failed request's callback (NettyClientPublicExecutor_N): its own index, which starts at its own
+    # random value. The application thread's index is never used (real-client traces R22, R24).
+    strategy, tp, cfg = _setup(version, {"broker-a": 4, "broker-b": 4})
+    failed: Behaviour = lambda b, s, t: Outcome.remoting_error("send_request", 4)  # noqa: E731
+    index = tp.send_which_queue
+    for k in range(8):
+        rec = send_async(
+            strategy, tp, cfg, "TopicTest", 10 * k, _transport({"broker-a": failed, "broker-b": _ok()})
+        )
+        assert rec.result is not None
+    assert index.value(0) is None  # the application thread never selects for an ASYNC send
+    executor, callback = index.value(executor_thread(1)), index.value(callback_thread(1))
+    assert executor is not None and callback is not None
+    # eight first selections moved the executor's index by eight (round robin, fault tolerance off)
+    strategy2, tp2, _ = _setup(version, {"broker-a": 4, "broker-b": 4})
+    first = tp2.send_which_queue.increment_and_get(executor_thread(1))
+    assert executor & 0x7FFFFFFF == (first + 7) & 0x7FFFFFFF
+
+
+@pytest.mark.parametrize("version", ["4.9.8", "5.3.3"])
+def test_async_retry_keeps_the_first_queue_id(version: str) -> None:
+    # MQClientAPIImpl.onExceptionImpl (4.9.8 and 5.3.3): the retry selects a queue only for its broker
+    # (retryBrokerName = mqChosen.getBrokerName()), then reuses the request (`request.setOpaque(
+    # RemotingCommand.createNewRequestId())`): its header keeps the first selection's queueId. 5.3.3 trace
+    # R24: the retry to broker-a carried queue id 0, broker-b/0's.
+    strategy, tp, cfg = _setup(version, {"broker-a": 4, "broker-b": 4})
+    retried = 0
+    for k in range(16):
+        transport = _sequence(Outcome.remoting_error("send_request", 4), Outcome.ok(5))
+        rec = send_async(strategy, tp, cfg, "TopicTest", 20 * k, transport)
+        (b0, q0), (b1, q1) = [(b, q) for _, b, q, _ in transport.calls]
+        assert b1 != b0 and q1 == q0  # another broker (fault off: not the last one), the same queue id
+        assert rec.result is not None and (rec.result.broker, rec.result.queue_id) == (b1, q0)
+        assert [a.queue_id for a in rec.attempts] == [q0, q0]
+        retried += 1
+    assert retried == 16

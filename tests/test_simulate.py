@@ -272,3 +272,68 @@ def test_pool_sender_threads_route_around_a_blocked_thread(model: str) -> None:
     else:
         assert res.sender_thread.tolist() == [0, 1, 0, 1]
         assert res.loc[2, "send_ts_ms"] == 3011  # behind message 0 on thread 0
+
+
+def test_client_pools_hand_out_threads_like_a_thread_pool_executor() -> None:
+    # ThreadPoolExecutor.execute starts a new worker per task while workerCount < corePoolSize, then idle
+    # workers take tasks from the LinkedBlockingQueue in the order they started waiting: with short tasks
+    # the threads take turns (NettyClientPublicExecutor_1, _2, _1, ... in every 4.9.8 trace); a task that
+    # finds every thread busy waits for the first one to become free.
+    pool = reference.ClientPool(["T1", "T2"])
+    assert pool.take(("a", None)) == 0 and pool.release(0, 5) is None  # type: ignore[arg-type]
+    assert pool.take(("b", None)) == 1  # type: ignore[arg-type]  # T2 never ran: it goes first
+    assert pool.release(1, 6) is None
+    assert [pool.take(("c", None)), pool.take(("d", None))] == [0, 1]  # type: ignore[arg-type]
+    assert pool.take(("e", None)) is None  # type: ignore[arg-type]  # both busy: it waits
+    assert pool.release(1, 9) == ("e", None)  # the first thread free takes the waiting task
+
+
+@pytest.mark.parametrize("executors", [1, 2])
+def test_async_executor_thread_held_by_a_synchronous_connect(executors: int) -> None:
+    # 4.9.8 NettyRemotingClient.invokeAsync -> getAndCreateChannel connects in the calling thread (up to
+    # connectTimeoutMillis, 3000 ms, for a host that never answers) and throws RemotingConnectException;
+    # MQClientAPIImpl.sendMessageAsync's catch retries at once on the same thread (onExceptionImpl). The
+    # async sender executor's thread is held meanwhile: with one thread, the next send waits, and the
+    # runnable of DefaultMQProducerImpl.send(msg, callback, timeout) finds `timeout > costTime` false:
+    # onException(RemotingTooMuchRequestException("DEFAULT ASYNC send call timeout")).
+    sc, messages = _one_producer(
+        {
+            "cluster": {"brokers": ["broker-a"]},
+            "producers": {"count": 1, "send_mode": {"async": 1.0}, "async_sender_threads": executors},
+            "workload": {"messages": 2, "rate_per_s": 100.0, "arrival": "uniform"},  # born 10, 20 ms
+            "faults": [{"broker": "broker-a", "kind": "partition", "start_s": 0, "end_s": 10}],
+        }
+    )
+    out = _same(sc, messages)
+    res = out.results.to_pandas().set_index("seq")
+    assert res.loc[0, "end_ts_ms"] == 6010  # two 3 s connects, then no budget: refused at once
+    refused = "RemotingTooMuchRequestException: invokeAsync call the addr[broker-a] timeout"
+    assert res.loc[0, "error"] == refused
+    if executors == 1:
+        assert res.loc[1, "error"] == "RemotingTooMuchRequestException: DEFAULT ASYNC send call timeout"
+        assert res.loc[1, "end_ts_ms"] == 6010 and res.loc[1, "attempts"] == 0
+    else:
+        assert res.loc[1, "end_ts_ms"] == 6020 and res.loc[1, "attempts"] == 3
+
+
+def test_late_async_answer_is_a_success_and_sync_one_a_timeout() -> None:
+    # A broker slowed to ~3.6 s answers after the 3000 ms timeout: SYNC callers have given up
+    # (NettyRemotingAbstract.invokeSyncImpl removes the future: remoting:timeout, retried), ASYNC requests
+    # are still in the response table until the scan (begin + timeout + 1000), so processResponseCommand
+    # runs their success callback (ok, latency over 3000, one attempt).
+    by_mode = {}
+    for mode in ("sync", "async"):
+        sc, messages = _one_producer(
+            {
+                "cluster": {"brokers": ["broker-a"]},
+                "producers": {"count": 1, "send_mode": {mode: 1.0}},
+                "workload": {"messages": 20, "rate_per_s": 2.0, "arrival": "uniform"},
+                "brokers": {
+                    "default": {"latency": {"median_ms": 3600.0, "sigma": 0.01, "spike_probability": 0.0}}
+                },
+            }
+        )
+        by_mode[mode] = _same(sc, messages).attempts.to_pandas()
+    sync, asyn = by_mode["sync"], by_mode["async"]
+    assert (sync.outcome == "remoting:timeout").all() and (sync.latency_ms == 3001).all()
+    assert (asyn.outcome == "ok").all() and (asyn.latency_ms > 3000).all() and (asyn.attempt == 0).all()

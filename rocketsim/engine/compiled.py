@@ -4,7 +4,8 @@ Not covered yet (:func:`supports` says no, and ``rocketsim.engine`` runs the ref
 sends other than ordered ones (``send(msg, callback)``: ``sendMessageAsync`` / ``onExceptionImpl``, the
 async semaphore and the response-table scan) and the 5.x detector (``startDetectorEnable``); issue 13
 brings them here. Covered: SYNC and ONEWAY sends, ordered (selector) sends in every mode (ASYNC ones
-retry to their queue with the callbacks' fault updates and the response-table scan), batches,
+retry to their queue with the callbacks' fault updates, late answers before the response-table scan,
+and the client's executor and callback pools, ``ClientPools``), batches,
 transactional sends, rejected rows; the three fault lines with ``send_latency_fault_enable`` on and off;
 any number of sender threads; route versions and the 4.9.7 route-mutation quirk; retry codes per
 version, ``retry_another_broker_when_not_store_ok``, the call-timeout budget and the 5.3.3+ per-request
@@ -103,7 +104,6 @@ from rocketsim.send import (
     ClientError,
     MQBrokerError,
     RemotingTooMuchRequestError,
-    ResponseScan,
     SendInterruptedError,
     broker_not_exist_error,
     invoke_async_timeout_error,
@@ -143,6 +143,7 @@ class Failure(IntEnum):
     ASYNC_WAIT_TIMEOUT = 11  # an ASYNC callback's "wait response timeout": aux = the ms in the text
     ASYNC_UNKNOWN = 12  # an ASYNC callback's "unknown reason" (4.9: "unknow reseaon")
     ASYNC_TOO_MANY = 13  # 4.9 invokeAsync with no time left: "invokeAsync call the addr[..] timeout"
+    ASYNC_CALL_TIMEOUT = 14  # the executor took a selector send too late: "call timeout"
 
 
 # the loop's counters, kept in one array so the loop can stop when a buffer is full and go on after
@@ -172,8 +173,13 @@ _INV53 = rng.INV_2_53
 _MAX_SPIKE_EXPONENT = bm.MAX_SPIKE_EXPONENT
 _MAX_LATENCY_MS = bm.MAX_LATENCY_MS
 _PROPERTIES_LIMIT = store.PROPERTIES_LIMIT
-_SCAN_FIRST_MS = ResponseScan().first_ms
-_SCAN_PERIOD_MS = ResponseScan().period_ms
+# the client's pools an ordered ASYNC send runs on (reference.ClientPool), as rows of ClientPools
+POOL_EXECUTOR, POOL_CALLBACK = range(2)
+# what an ordered ASYNC send's pending DELIVER means (InFlight.phase)
+PH_EXEC = 0  # an executor thread takes it
+PH_SYNC_FAIL = 1  # a failure thrown inside sendMessageAsync, after its latency, on the same thread
+PH_CALLBACK = 2  # its callback is due: a callback thread (5.x connect failure: the event loop) runs it
+PH_CB_RUN = 3  # a callback thread that was busy takes it
 
 
 # ---- the kernel's arguments -------------------------------------------------------------------------
@@ -288,6 +294,9 @@ class InFlight(NamedTuple):
     result_queue_id: np.ndarray
     cur_times: np.ndarray  # ASYNC: onExceptionImpl's curTimes
     req_timeout: np.ndarray  # ASYNC: the current request's timeout
+    phase: np.ndarray  # ordered ASYNC: what its pending DELIVER means (PH_*)
+    pool: np.ndarray  # ordered ASYNC: the client pool whose thread it runs on (-1: none)
+    pool_thread: np.ndarray  # and which thread of it
     stored: np.ndarray  # the broker stored the call's request
     store_ms: np.ndarray  # when, after the call's start
 
@@ -304,6 +313,7 @@ class SendOutcomes(NamedTuple):
     end: np.ndarray
     exhausted: np.ndarray
     n_sent: np.ndarray
+    kernel_start: np.ndarray  # when sendKernelImpl first ran (an ordered ASYNC send: on the executor)
 
 
 class AttemptRows(NamedTuple):
@@ -334,6 +344,19 @@ class Inputs(NamedTuple):
     model: Model
 
 
+class ClientPools(NamedTuple):
+    """The client's async sender executor (row POOL_EXECUTOR) and callback executor (row POOL_CALLBACK)
+    of ordered ASYNC sends (``reference.ClientPool``): idle threads since when, and the sends waiting for
+    a thread (a ring, FIFO)."""
+
+    idle: np.ndarray  # [2, N]
+    idle_since: np.ndarray  # [2, N] (-1: never ran)
+    size: np.ndarray  # [2] threads of each pool
+    fifo: np.ndarray  # [2, n_sends + 1]
+    head: np.ndarray  # [2]
+    tail: np.ndarray  # [2]
+
+
 class State(NamedTuple):
     """What the kernel writes: the producer's state and the output buffers."""
 
@@ -348,6 +371,7 @@ class State(NamedTuple):
     in_flight: InFlight
     outcomes: SendOutcomes
     attempts: AttemptRows
+    client_pools: ClientPools
 
 
 # ---- SplitMix64 and Java int arithmetic: compiled twins of rocketsim.rng and rocketsim.javaint ----------
@@ -621,9 +645,9 @@ def base_latency(model, b, key):
 
 @njit(**_NO_RC)
 def attempt_outcome(model, b, key, start, timeout):
-    """(OutcomeKind, latency, response code, stored, store ms) of one attempt (``brokers.attempt_outcome``);
-    the reference adds TIMEOUT_OVERSHOOT_MS to a timeout's latency when it makes the Outcome, so a timeout
-    costs ``timeout + 1`` here."""
+    """(OutcomeKind, latency, response code, stored, store ms, late ms, late code) of one attempt
+    (``brokers.attempt_outcome``; late ms -1: no late answer); the reference adds TIMEOUT_OVERSHOOT_MS to a
+    timeout's latency when it makes the Outcome, so a timeout costs ``timeout + 1`` here."""
     if timeout < 0:
         timeout = 0
     conn = model.connect_ms[b]  # not capped by the timeout: the connect comes first
@@ -637,11 +661,11 @@ def attempt_outcome(model, b, key, start, timeout):
             kind == bm.FAULT_FLAPPING and (start - wi[j, W_START]) % wi[j, W_PERIOD] < wi[j, W_DOWN]
         )
         if down:  # the process is dead: connection refused, fast
-            return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0
+            return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0, -1, 0
         if kind == bm.FAULT_PARTITION:  # nothing answers: the connect times out
-            return OutcomeKind.REMOTING_CONNECT, model.connect_timeout_ms[b], 0, False, 0
+            return OutcomeKind.REMOTING_CONNECT, model.connect_timeout_ms[b], 0, False, 0, -1, 0
         if kind == bm.FAULT_HANG:  # the broker accepts the request and never answers
-            return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, False, 0
+            return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, False, 0, -1, 0
         if kind == bm.FAULT_SLOWDOWN:
             factor *= wf[j, WF_FACTOR]
         elif kind == bm.FAULT_ERROR_BURST and uniform(key, bm.STREAM_BURST) < wf[j, WF_RATE]:
@@ -649,24 +673,24 @@ def attempt_outcome(model, b, key, start, timeout):
             lat_b = np.int64(min(natural, np.float64(timeout)))
             burst = wi[j, W_BURST_KIND]
             if burst == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
-                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(natural)
+                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(natural), -1, 0
             if burst == OutcomeKind.REMOTING_CONNECT:
-                return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0
-            return burst, lat_b, wi[j, W_BURST_CODE], is_result_kind(burst), lat_b
+                return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0, -1, 0
+            return burst, lat_b, wi[j, W_BURST_CODE], is_result_kind(burst), lat_b, -1, 0
     u = uniform(key, bm.STREAM_ERROR)
     lat_r = np.rint(base_latency(model, b, key) * factor)  # compared as floats: exact, and never overflows
     for e in range(model.error_cum.shape[1]):
         if u < model.error_cum[b, e]:
             kind = model.error_kind[b, e]
             if kind == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
-                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(lat_r)
+                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(lat_r), -1, 0
             if kind == OutcomeKind.REMOTING_CONNECT:
-                return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0
+                return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0, -1, 0
             answered = np.int64(min(lat_r, np.float64(timeout)))
-            return kind, answered, model.error_code[b, e], is_result_kind(kind), answered
+            return kind, answered, model.error_code[b, e], is_result_kind(kind), answered, -1, 0
     if lat_r >= timeout:  # the call gives up at its timeout; the broker stores it when it gets there
-        return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(lat_r)
-    return OutcomeKind.OK, np.int64(lat_r), 0, True, np.int64(lat_r)
+        return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(lat_r), np.int64(lat_r), 0
+    return OutcomeKind.OK, np.int64(lat_r), 0, True, np.int64(lat_r), -1, 0
 
 
 @njit(**_NO_RC)
@@ -918,7 +942,7 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
     """Ask the broker model for the call's outcome and push its completion (a oneway caller waits only
     for the write: at once unless the write failed)."""
     key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
-    kind, lat, code, stored, store_ms = attempt_outcome(inp.model, b, key, now, timeout)
+    kind, lat, code, stored, store_ms, _, _ = attempt_outcome(inp.model, b, key, now, timeout)
     if stored and properties_illegal(inp.sends, s, q):  # brokers.refused_as_illegal: nothing stored
         stored = False
         if is_result_kind(kind):
@@ -955,6 +979,7 @@ def start_send(inp, state, s, th, now):
     i = publish_info(inp, state, sends.topic[s], now)
     fl.instance[s] = i
     fl.begin[s] = now
+    res.kernel_start[s] = now
     ordered = kind == SendKind.ORDERED or kind == SendKind.ORDERED_ASYNC or kind == SendKind.ORDERED_ONEWAY
     if kind == SendKind.ORDERED_ASYNC:  # the caller's thread does not wait
         thread_free(inp, state, th, now)
@@ -967,10 +992,12 @@ def start_send(inp, state, s, th, now):
         # the queue is read once, when chosen: a later 4.9.7 rewrite of the slot does not move it
         b, q = inst.queue_broker[i, p], inst.queue_id[i, p]
         if kind == SendKind.ORDERED_ASYNC:  # the request keeps (b, q) for every retry
-            fl.times[s] = 0
-            fl.cur_times[s] = 0
-            fl.req_timeout[s] = cfg.timeout_ms
-            make_call(inp, state, s, 0, NO_BROKER, b, q, now, cfg.timeout_ms, False)
+            fl.broker[s] = b
+            fl.queue_id[s] = q
+            if client_pool_take(state, POOL_EXECUTOR, s) >= 0:
+                ordered_async_exec(inp, state, s, now)
+            else:
+                fl.phase[s] = PH_EXEC  # waits for an executor thread
         else:
             make_call(inp, state, s, 0, p, b, q, now, cfg.timeout_ms, kind == SendKind.ORDERED_ONEWAY)
         return False, -1
@@ -1054,46 +1081,170 @@ def deliver_ordered_oneway(inp, state, s, now):
 
 
 @njit(**_STEP)
-def scan_fired(start, timeout):
-    """``send.ResponseScan.timeout_fired_ms``: the response-table scan tick that fails a request."""
+def scan_fired(cfg, start, timeout):
+    """``send.ResponseScan.timeout_fired_ms``: the response-table scan run that fails a request."""
+    first, period = cfg.scan_first_ms, cfg.scan_period_ms
     due = start + timeout + 1000
-    if due <= _SCAN_FIRST_MS:
-        return _SCAN_FIRST_MS
-    return _SCAN_FIRST_MS + (due - _SCAN_FIRST_MS + _SCAN_PERIOD_MS - 1) // _SCAN_PERIOD_MS * _SCAN_PERIOD_MS
+    if due <= first:
+        return first
+    return first + (due - first + period - 1) // period * period
+
+
+@njit(**_STEP)
+def client_pool_take(state, pool, s):
+    """``reference.ClientPool.take``: the idle thread of ``pool`` idle the longest (ties: the lowest) runs
+    send ``s`` now; none idle: ``s`` waits (FIFO) and -1."""
+    cp, fl = state.client_pools, state.in_flight
+    best = -1
+    for j in range(cp.size[pool]):
+        if cp.idle[pool, j] and (best < 0 or cp.idle_since[pool, j] < cp.idle_since[pool, best]):
+            best = j
+    if best < 0:
+        cp.fifo[pool, cp.tail[pool]] = s
+        cp.tail[pool] = (cp.tail[pool] + 1) % cp.fifo.shape[1]
+        return -1
+    cp.idle[pool, best] = False
+    fl.pool[s] = pool
+    fl.pool_thread[s] = best
+    return best
+
+
+@njit(**_STEP)
+def client_pool_release(state, s, now):
+    """``reference.ProducerSimulation.run``'s ``release``: send ``s`` stops running on its pool thread,
+    which takes the send that waited longest (a DELIVER now) or idles."""
+    cp, fl = state.client_pools, state.in_flight
+    pool = fl.pool[s]
+    if pool < 0:
+        return
+    j = fl.pool_thread[s]
+    fl.pool[s] = -1
+    if cp.head[pool] != cp.tail[pool]:
+        w = cp.fifo[pool, cp.head[pool]]
+        cp.head[pool] = (cp.head[pool] + 1) % cp.fifo.shape[1]
+        fl.pool[w] = pool
+        fl.pool_thread[w] = j
+        fl.phase[w] = PH_EXEC if pool == POOL_EXECUTOR else PH_CB_RUN
+        heap_push(state.heap, state.counters, now, Event.DELIVER, w)
+    else:
+        cp.idle[pool, j] = True
+        cp.idle_since[pool, j] = now
+
+
+@njit(**_STEP)
+def is_thrown(cfg, kind):
+    """An outcome ``invokeAsync`` throws (caught in ``sendMessageAsync``, on the calling thread) rather
+    than hands to a callback: 4.9 connect failures and interrupts, refused permits, client errors."""
+    return (
+        kind == OutcomeKind.TOO_MANY_REQUESTS
+        or kind == OutcomeKind.CLIENT_ERROR
+        or (not cfg.line5 and (kind == OutcomeKind.REMOTING_CONNECT or kind == OutcomeKind.INTERRUPTED))
+    )
+
+
+@njit(**_STEP)
+def ordered_async_call(inp, state, s, attempt, now, timeout):
+    """An ordered ASYNC send's request ``attempt`` at ``now`` (``send.async_send_steps`` with ``selected``,
+    no semaphore): a failure thrown synchronously comes after its latency on the same thread (returns
+    True when that is now: the caller handles it at once); a dispatched request frees the thread and its
+    callback is due at its answer, or, unanswered, at the response-table scan (an answer that comes
+    after the timeout but before the scan is taken: a late answer)."""
+    cfg, fl = inp.config, state.in_flight
+    b, q = fl.broker[s], fl.queue_id[s]
+    key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
+    kind, lat, code, stored, store_ms, late_ms, late_code = attempt_outcome(inp.model, b, key, now, timeout)
+    if stored and properties_illegal(inp.sends, s, q):  # brokers.refused_as_illegal: nothing stored
+        stored = False
+        if is_result_kind(kind):
+            kind, code = OutcomeKind.BROKER_ERROR, bm.MESSAGE_ILLEGAL
+        if late_ms >= 0:
+            late_code = bm.MESSAGE_ILLEGAL
+    fl.times[s] = attempt
+    fl.req_timeout[s] = timeout
+    fl.call_start[s] = now
+    fl.stored[s] = stored
+    fl.store_ms[s] = store_ms
+    if is_thrown(cfg, kind):
+        fl.kind[s], fl.latency[s], fl.code[s] = kind, lat, code
+        if lat == 0:
+            return True
+        fl.phase[s] = PH_SYNC_FAIL
+        heap_push(state.heap, state.counters, now + lat, Event.DELIVER, s)
+        return False
+    fire = now + lat
+    if kind == OutcomeKind.REMOTING_TIMEOUT:
+        fire = scan_fired(cfg, now, timeout)
+        if late_ms >= 0 and now + late_ms < fire:  # answered before the scan removed the request
+            fire = now + late_ms
+            lat = late_ms
+            code = late_code
+            kind = OutcomeKind.OK if late_code == 0 else OutcomeKind.BROKER_ERROR
+    fl.kind[s], fl.latency[s], fl.code[s] = kind, lat, code
+    client_pool_release(state, s, now)
+    fl.phase[s] = PH_CALLBACK
+    heap_push(state.heap, state.counters, fire, Event.DELIVER, s)
+    return False
+
+
+@njit(**_STEP)
+def ordered_async_exec(inp, state, s, now):
+    """An executor thread runs ordered ASYNC send ``s`` at ``now``: the runnable's ``timeout > costTime``
+    check ("call timeout"), then ``sendSelectImpl`` -> its first request."""
+    cfg, fl, res = inp.config, state.in_flight, state.outcomes
+    res.kernel_start[s] = now
+    timeout = cfg.timeout_ms - (now - fl.begin[s])
+    if not timeout > 0:
+        fail(res, s, Failure.ASYNC_CALL_TIMEOUT, now)
+        client_pool_release(state, s, now)
+        return
+    fl.cur_times[s] = 0
+    if ordered_async_call(inp, state, s, 0, now, timeout):
+        ordered_async_outcome(inp, state, s, now)
 
 
 @njit(**_STEP)
 def deliver_ordered_async(inp, state, s, now):
-    """An ordered ASYNC send's request completed: ``send.async_send_steps`` with ``selected`` (no
-    semaphore): the callback's (or, 4.9, ``sendMessageAsync``'s catch's) fault update, then
-    ``onExceptionImpl``'s retry to the same broker and queue, or the callback's end. Returns -1 (the
-    caller's thread never waits)."""
+    """An ordered ASYNC send's pending event (``InFlight.phase``): an executor thread takes it, a failure
+    thrown synchronously, or its callback (on a callback thread, waiting for one if all are busy; a 5.x
+    connect failure on the event loop). Returns -1 (the caller's thread never waits)."""
+    fl = state.in_flight
+    phase = fl.phase[s]
+    if phase == PH_EXEC:
+        ordered_async_exec(inp, state, s, now)
+        return -1
+    on_event_loop = inp.config.line5 and fl.kind[s] == OutcomeKind.REMOTING_CONNECT
+    if phase == PH_CALLBACK and not on_event_loop and client_pool_take(state, POOL_CALLBACK, s) < 0:
+        return -1  # waits for a callback thread
+    ordered_async_outcome(inp, state, s, now)
+    return -1
+
+
+@njit(**_STEP)
+def ordered_async_outcome(inp, state, s, now):
+    """An ordered ASYNC send's request came to its outcome at ``now``, on the thread that runs it: the
+    callback's (or, 4.9, ``sendMessageAsync``'s catch's) fault update, then ``onExceptionImpl``'s retry to
+    the same broker and queue, or the callback's end."""
     cfg, fl, res, rules, ft = inp.config, state.in_flight, state.outcomes, inp.rules, state.fault_table
     v5 = cfg.line5
-    b, q = fl.broker[s], fl.queue_id[s]
-    kind, lat, code = fl.kind[s], fl.latency[s], fl.code[s]
-    start = fl.call_start[s]
-    req_timeout = fl.req_timeout[s]
-    attempt = fl.times[s]
-    cur_times = fl.cur_times[s]
-    if kind == OutcomeKind.CLIENT_ERROR and attempt == 0:
-        # sendKernelImpl's "The broker[..] not exist" out of sendSelectImpl: onException, no update
-        record_attempt(state, s, attempt, lat, b, now)
-        fail(res, s, Failure.ORDERED_OTHER, now)
-        res.aux[s] = kind
-        return -1
+    b = fl.broker[s]
+    t = now
     while True:
+        kind, lat, code = fl.kind[s], fl.latency[s], fl.code[s]
+        start = fl.call_start[s]
+        req_timeout = fl.req_timeout[s]
+        attempt = fl.times[s]
+        if kind == OutcomeKind.CLIENT_ERROR and attempt == 0:
+            # sendKernelImpl's "The broker[..] not exist" out of sendSelectImpl: onException, no update
+            record_attempt(state, s, attempt, lat, b, t)
+            fail(res, s, Failure.ORDERED_OTHER, t)
+            res.aux[s] = kind
+            client_pool_release(state, s, t)
+            return
         catch = rules.catch_of_kind[kind]
-        thrown = (
-            kind == OutcomeKind.TOO_MANY_REQUESTS
-            or kind == OutcomeKind.CLIENT_ERROR
-            or (not v5 and (kind == OutcomeKind.REMOTING_CONNECT or kind == OutcomeKind.INTERRUPTED))
-        )
         need_retry = True
         failure = Failure.ASYNC_UNKNOWN
         aux = 0
-        if thrown:  # out of invokeAsync, caught by sendMessageAsync
-            t = start + lat
+        if is_thrown(cfg, kind):  # out of invokeAsync, caught by sendMessageAsync
             record_outcome(ft, Site.SEND_MESSAGE_ASYNC_CATCH, catch, b, t - start, t, cfg, rules)
             if kind == OutcomeKind.TOO_MANY_REQUESTS:
                 failure = Failure.ASYNC_TOO_MANY
@@ -1102,13 +1253,13 @@ def deliver_ordered_async(inp, state, s, now):
             else:
                 failure, aux = Failure.ORDERED_OTHER, kind
         else:  # the callback: a response, the response-table scan, or a failed request
-            t = scan_fired(start, req_timeout) if kind == OutcomeKind.REMOTING_TIMEOUT else start + lat
             if is_result_kind(kind):
                 record_outcome(ft, Site.ASYNC_CALLBACK, Catch.RESULT, b, t - start, t, cfg, rules)
                 record_attempt(state, s, attempt, lat, b, t)
                 res.status[s] = kind
                 res.end[s] = t
-                return -1
+                client_pool_release(state, s, t)
+                return
             record_outcome(ft, Site.ASYNC_CALLBACK, catch, b, t - start, t, cfg, rules)
             if kind == OutcomeKind.BROKER_ERROR:
                 failure, aux, need_retry = Failure.BROKER, code, False
@@ -1117,27 +1268,25 @@ def deliver_ordered_async(inp, state, s, now):
             elif kind == OutcomeKind.REMOTING_TIMEOUT:
                 failure, aux = Failure.ASYNC_WAIT_TIMEOUT, (t - start) if v5 else req_timeout
         record_attempt(state, s, attempt, lat, b, t)
-        cur_times += 1
+        cur_times = fl.cur_times[s] + 1
+        fl.cur_times[s] = cur_times
         remaining = req_timeout - (t - start)
         if not (need_retry and cur_times <= cfg.async_retries and (not v5 or remaining > 0)):
             fail(res, s, failure, t)  # onException
             res.aux[s] = aux
-            return -1
-        attempt += 1
-        req_timeout = remaining
-        if not v5 and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime, nothing sent
-            kind, lat, code, start = OutcomeKind.TOO_MANY_REQUESTS, 0, 0, t
+            client_pool_release(state, s, t)
+            return
+        if not v5 and remaining < 0:  # 4.9 invokeAsync: timeoutMillis < costTime, nothing sent
+            fl.times[s] = attempt + 1
+            fl.req_timeout[s] = remaining
             fl.call_start[s] = t
-            fl.kind[s] = kind
+            fl.kind[s] = OutcomeKind.TOO_MANY_REQUESTS
             fl.latency[s] = 0
             fl.code[s] = 0
             fl.stored[s] = False
             continue
-        fl.times[s] = attempt
-        fl.cur_times[s] = cur_times
-        fl.req_timeout[s] = req_timeout
-        make_call(inp, state, s, attempt, NO_BROKER, b, q, t, req_timeout, False)
-        return -1
+        if not ordered_async_call(inp, state, s, attempt + 1, t, remaining):
+            return
 
 
 @njit(**_STEP)
@@ -1514,6 +1663,8 @@ def _initial_state(prep: Prepared, plan: Plan, inp: Inputs) -> State:
     outcomes.broker[:] = NO_BROKER
     outcomes.queue_id[:] = -1
     n_async = int(np.count_nonzero(prep.s_kind == SendKind.ORDERED_ASYNC))
+    in_flight = _zeros(InFlight, n_s, {"has_result": np.bool_, "stored": np.bool_})
+    in_flight.pool[:] = -1
     return State(
         counters=np.zeros(7, np.int64),
         heap=np.zeros((2 * n_t + n_async + 2, 4), np.int64),  # one START per thread, DELIVERs in flight
@@ -1539,9 +1690,27 @@ def _initial_state(prep: Prepared, plan: Plan, inp: Inputs) -> State:
             np.zeros((cap_i, n_t), np.int64),
             np.zeros((cap_i, n_t), np.uint64),
         ),
-        in_flight=_zeros(InFlight, n_s, {"has_result": np.bool_, "stored": np.bool_}),
+        in_flight=in_flight,
         outcomes=outcomes,
         attempts=_zeros(AttemptRows, n_s + n_s // 4 + 16, {"stored": np.bool_}),  # grown when full
+        client_pools=_client_pools(plan, n_s),
+    )
+
+
+def _client_pools(plan: Plan, n_sends: int) -> ClientPools:
+    cfg = plan.config
+    size = np.array([cfg.executor_threads, cfg.callback_threads], np.int64)
+    n = int(size.max())
+    idle = np.zeros((2, n), np.bool_)
+    for pool, k in enumerate(size.tolist()):
+        idle[pool, :k] = True
+    return ClientPools(
+        idle=idle,
+        idle_since=np.full((2, n), -1, np.int64),
+        size=size,
+        fifo=np.zeros((2, n_sends + 1), np.int64),
+        head=np.zeros(2, np.int64),
+        tail=np.zeros(2, np.int64),
     )
 
 
@@ -1602,6 +1771,8 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
         err = ClientError(unknown_reason_text(version.fault_line == LINE_5), version.faq_url)
     elif failure == Failure.ASYNC_TOO_MANY:
         err = invoke_async_timeout_error(brokers[key[1]])
+    elif failure == Failure.ASYNC_CALL_TIMEOUT:
+        err = RemotingTooMuchRequestError("call timeout")
     elif failure == Failure.SLEEP_INTERRUPTED:
         err = SendInterruptedError("sleep interrupted")
     elif failure == Failure.INTERRUPTED:
@@ -1674,6 +1845,7 @@ def engine_output(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> En
         exhausted=ko.sends.exhausted,
         n_sent=ko.sends.n_sent,
         thread=ko.thread,
+        kernel_start=ko.sends.kernel_start,
     )
 
 

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim import brokers as bm
-from rocketsim import codec, store
+from rocketsim import codec, store, workload
 from rocketsim.compression import CompressibilityModel, CompressionType, compressed_sys_flag, default_model
 from rocketsim.errors import MQClientError, RocketSimError
 from rocketsim.fault import (
@@ -140,6 +140,13 @@ _KIND_TO_OUTCOME: dict[int, Callable[[bm.AttemptOutcome], Outcome]] = {
 def to_outcome(o: bm.AttemptOutcome) -> Outcome:
     """The broker model's answer as the send loop's :class:`rocketsim.send.Outcome`."""
     outcome = _KIND_TO_OUTCOME[o.kind](o)
+    if o.late_ms >= 0:  # a timeout whose answer still comes
+        late = (
+            Outcome.ok(o.late_ms)
+            if o.late_code == 0
+            else Outcome.broker_error(o.late_code, o.late_ms, bm.broker_remark(o.late_code))
+        )
+        outcome = replace(outcome, late=late)
     return replace(outcome, stored=True, store_ms=o.store_ms) if o.stored else outcome
 
 
@@ -227,6 +234,10 @@ class Config(NamedTuple):
     retry_another_broker: bool  # retryAnotherBrokerWhenNotStoreOK
     isolation_latency_ms: int  # what updateFaultItem(.., isolation=true) feeds computeNotAvailableDuration
     pool: bool  # producers.sender_model == "pool" (else "partitioned")
+    scan_first_ms: int  # the response-table scan: first run (ClientVersion.response_scan_first_ms)
+    scan_period_ms: int  # and period
+    executor_threads: int  # the async sender executor's threads (producers.async_sender_threads)
+    callback_threads: int  # the callback executor's threads (producers.callback_executor_threads)
 
 
 class FaultRules(NamedTuple):
@@ -317,6 +328,10 @@ def _config(sc: Scenario) -> Config:
         retry_another_broker=bool(cfg.retry_another_broker_when_not_store_ok),
         isolation_latency_ms=ISOLATION_LATENCY_MS[line],
         pool=p.sender_model == "pool",
+        scan_first_ms=p.version.response_scan_first_ms,
+        scan_period_ms=p.version.response_scan_period_ms,
+        executor_threads=p.async_sender_threads,
+        callback_threads=p.callback_executor_threads,
     )
 
 
@@ -569,6 +584,9 @@ class Prepared:
     s_props_base: np.ndarray
     s_props_qid: np.ndarray
     s_props_chars: np.ndarray
+    # UNIQ_KEY: the run's seed (the producer's process identity) and whether a batch gets a key of its own
+    seed: int = 0
+    batch_uniq_key: bool = False
 
     @property
     def n_sends(self) -> int:
@@ -726,6 +744,8 @@ def prepare(messages: pa.Table, sc: Scenario) -> Prepared:
         s_props_base=props_base[s_row],
         s_props_qid=props_qid[s_row],
         s_props_chars=props_chars[s_row],
+        seed=sc.seed,
+        batch_uniq_key=p.version.gives_batch_uniq_key,
     )
 
 
@@ -773,6 +793,7 @@ class EngineOutput:
     exhausted: np.ndarray  # the call-timeout budget ran out (retry_budget_exhausted)
     n_sent: np.ndarray  # attempts sent
     thread: np.ndarray  # the sender thread that took the send
+    kernel_start: np.ndarray  # when sendKernelImpl first ran (ASYNC: on an executor thread), else begin
 
 
 def _table(schema: pa.Schema, n: int, columns: dict[str, pa.Array | pa.ChunkedArray]) -> pa.Table:
@@ -851,7 +872,7 @@ def _results_table(prep: Prepared, out: EngineOutput) -> pa.Table:
         {
             "producer": pa.array(np.full(n, prep.producer, np.int32)),
             "seq": m.column("seq"),
-            "uniq_msg_id": m.column("uniq_msg_id"),
+            "uniq_msg_id": uniq_keys(prep, out),
             "send_mode": m.column("send_mode"),
             "status": _take_str(list(STATUS_NAMES), status),
             "error": _take_str(texts, err_idx),
@@ -871,6 +892,49 @@ def _results_table(prep: Prepared, out: EngineOutput) -> pa.Table:
             "sender_thread": pa.array(thread.astype(np.int32), mask=thread < 0),
         },
     )
+
+
+def uniq_keys(prep: Prepared, out: EngineOutput) -> pa.Array:
+    """Each message's UNIQ_KEY as the client made it (``MessageClientIDSetter.createUniqID``): its time field
+    is when it was made and its counter the process-wide order of the calls (``COUNTER.getAndIncrement()``,
+    one client process per producer, counting from 0), not the born time and seq.
+
+    ``setUniqID`` (only if absent) runs in ``sendKernelImpl`` at a single message's first attempt (SYNC and
+    ONEWAY in the caller's thread, ASYNC on the executor thread: :attr:`EngineOutput.kernel_start`), and in
+    ``DefaultMQProducer.batch()`` for each member in order when ``send(Collection)`` is called (the batch
+    send's begin); 5.x then gives the batch itself one (``setUniqID(msgBatch)``). Calls at the same ms are
+    in seq order. A message the validators refused before ``sendKernelImpl`` (or a batch refused at all:
+    an approximation, upstream's members before the failing one took theirs) took none: its row keeps the
+    workload's placeholder (born time, seq), as does a send that never reached ``sendKernelImpl``."""
+    m = prep.messages
+    n = m.num_rows
+    send = prep.send_of_row
+    sent = send >= 0
+    if not sent.any():
+        return m.column("uniq_msg_id")
+    s = np.where(sent, send, 0)
+    is_batch = np.asarray(pc.is_valid(m.column("batch_id")))
+    member = sent & is_batch
+    made = member | (sent & ~is_batch & (out.n_sent[s] > 0))
+    seq = np.asarray(m.column("seq"), np.int64)
+    time = np.where(member, out.begin[s], out.kernel_start[s])
+    # the calls in order: (time, the send's leading seq, seq); a 5.x batch's own key after its members
+    call_row = np.flatnonzero(made)
+    call_time, call_lead, call_seq = time[made], prep.s_seq[s[made]], seq[made]
+    if prep.batch_uniq_key and member.any():
+        batches = np.unique(send[member])
+        end = np.iinfo(np.int64).max
+        call_time = np.concatenate([call_time, out.begin[batches]])
+        call_lead = np.concatenate([call_lead, prep.s_seq[batches]])
+        call_seq = np.concatenate([call_seq, np.full(batches.size, end)])
+        call_row = np.concatenate([call_row, np.full(batches.size, -1)])
+    order = np.lexsort((call_seq, call_lead, call_time))
+    counter = np.zeros(n, np.int64)
+    rank = np.arange(order.size)
+    mine = call_row[order] >= 0
+    counter[call_row[order][mine]] = rank[mine]
+    ids = workload.uniq_ids(prep.seed, prep.producer, counter, np.where(made, time, prep.born))
+    return pc.if_else(pa.array(made), ids, m.column("uniq_msg_id").combine_chunks())
 
 
 def build_tables(prep: Prepared, out: EngineOutput) -> SimOutput:

@@ -7,8 +7,13 @@ Time and order, per producer instance (its own fault table, route cache and per-
 * Sender threads (``producers.sender_model``, :class:`PoolSenders` or :class:`PartitionedSenders`): a
   pool's next send (by born time) goes to the thread idle the longest; partitioned threads take
   ``seq % threads`` in seq order. A sync or oneway send starts at ``max(born, thread free)``, so queueing
-  delay is an outcome; an async send is dispatched when a thread takes it and the thread moves on at
-  once (bounded by the async semaphore). The thread that sends decides the ``ThreadLocalIndex``.
+  delay is an outcome; an async send is submitted when a thread takes it and the thread moves on at
+  once. The thread that selects decides the ``ThreadLocalIndex``.
+* The client's pools (:class:`ClientPool`): an ASYNC send runs on an async-sender executor thread (its
+  first selection), its callbacks on the callback executor's threads (their retries' selections), a 5.x
+  connect failure's on the event loop (``send.IO_THREAD``); a send holds its pool thread until it waits
+  for a callback or ends (a 4.9 connect failure, thrown synchronously, keeps it busy), the next task
+  waits for a free thread. The loops' :class:`rocketsim.send.Step` say where.
 * Every call is an event at its end time; events are handled in time order (calls ending before sends
   starting at the same ms, then by creation order), so the fault table sees updates in the order the
   client would, across threads and overlapping async sends.
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 from enum import IntEnum
@@ -61,11 +67,20 @@ from rocketsim.rng import SplitMixIntSource, derive_key
 from rocketsim.route import TopicPublishInfo, topic_publish_info
 from rocketsim.scenario import Scenario
 from rocketsim.send import (
+    IO_THREAD,
+    Action,
     AsyncSemaphore,
+    Call,
     Outcome,
+    Pool,
+    Resume,
     SendConfig,
     SendRecord,
+    Step,
+    ThreadKey,
     async_send_steps,
+    callback_thread,
+    executor_thread,
     oneway_caller_sees,
     oneway_send_steps,
     ordered_send_steps,
@@ -200,9 +215,7 @@ class ProducerSimulation:
                 self.strategy, tp, self.cfg, s.topic, begin, s.order_hash, ORDERED_MODES[s.kind]
             )
         if s.kind == SendKind.ASYNC:
-            return async_send_steps(
-                self.strategy, tp, self.cfg, s.topic, begin, semaphore=self.semaphore, thread=s.thread
-            )
+            return async_send_steps(self.strategy, tp, self.cfg, s.topic, begin, semaphore=self.semaphore)
         if s.kind == SendKind.ONEWAY:
             return oneway_send_steps(self.strategy, tp, self.cfg, s.topic, begin, thread=s.thread)
         return sync_send_steps(self.strategy, tp, self.cfg, s.topic, begin, thread=s.thread)
@@ -213,32 +226,81 @@ class ProducerSimulation:
         heap: list[tuple[int, int, int, object]] = []
         counter = itertools.count()
         done: list[tuple[Send, SendRecord]] = []
+        p = self.sc.producers
+        pools = {
+            Pool.EXECUTOR: ClientPool([executor_thread(j + 1) for j in range(p.async_sender_threads)]),
+            Pool.CALLBACK: ClientPool([callback_thread(j + 1) for j in range(p.callback_executor_threads)]),
+        }
+        holding: dict[int, tuple[ClientPool, int]] = {}  # send index -> the pool thread it runs on
+
+        def push(t: int, event: Event, payload: object) -> None:
+            heapq.heappush(heap, (t, event, next(counter), payload))
 
         def push_start(t: int, payload: object) -> None:
-            heapq.heappush(heap, (t, Event.START, next(counter), payload))
+            push(t, Event.START, payload)
 
         senders: SenderThreads = (
-            PoolSenders(sends, self.sc.producers.threads, push_start)
-            if self.sc.producers.sender_model == "pool"
+            PoolSenders(sends, p.threads, push_start)
+            if p.sender_model == "pool"
             else PartitionedSenders(sends, push_start)
         )
 
-        def advance(s: Send, gen: Generator, value: Outcome | None) -> None:
-            try:
-                call = next(gen) if value is None else gen.send(value)
-            except StopIteration as stop:
-                record: SendRecord = stop.value
-                done.append((s, record))
-                if s.waits:
-                    senders.free(s, record.end_ms)
+        def release(s: Send, now: int) -> None:
+            """``s`` stops running on its pool thread: the thread takes the next waiting task, or idles."""
+            held = holding.pop(s.index, None)
+            if held is None:
                 return
-            outcome = self.transport_for(s)(
-                call.attempt, call.broker, call.queue_id, call.start_ms, call.timeout_ms
-            )
-            # a oneway caller waits only for the write: the call is over at once unless the write failed
-            sees = call.mode != "oneway" or oneway_caller_sees(outcome, self.version)
-            waited = outcome.latency_ms if sees else 0
-            heapq.heappush(heap, (call.start_ms + waited, Event.DELIVER, next(counter), (s, gen, outcome)))
+            pool, j = held
+            waiter = pool.release(j, now)
+            if waiter is not None:  # it runs on the freed thread, as an event of its own
+                holding[waiter[0].index] = (pool, j)
+                push(now, Event.DELIVER, (*waiter, Resume(now, pool.names[j])))
+
+        def take(s: Send, gen: Generator, pool: ClientPool, now: int) -> Resume | None:
+            j = pool.take((s, gen))
+            if j is None:
+                return None  # waits for a thread (release hands it one)
+            holding[s.index] = (pool, j)
+            return Resume(now, pool.names[j])
+
+        def advance(s: Send, gen: Generator, value: Outcome | Resume | None, now: int) -> None:
+            """Run ``s``'s loop from ``value`` until it waits for something later, or ends."""
+            while True:
+                try:
+                    item = next(gen) if value is None else gen.send(value)
+                except StopIteration as stop:
+                    record: SendRecord = stop.value
+                    done.append((s, record))
+                    release(s, now)
+                    if s.waits:
+                        senders.free(s, record.end_ms)
+                    return
+                if isinstance(item, Call):
+                    outcome = self.transport_for(s)(
+                        item.attempt, item.broker, item.queue_id, item.start_ms, item.timeout_ms
+                    )
+                    if item.mode == "async":  # dispatched: the loop itself waits for the callback
+                        value = outcome
+                        continue
+                    # a oneway caller waits only for the write: over at once unless the write failed
+                    sees = item.mode != "oneway" or oneway_caller_sees(outcome, self.version)
+                    waited = outcome.latency_ms if sees else 0
+                    push(item.start_ms + waited, Event.DELIVER, (s, gen, outcome))
+                    return
+                step: Step = item
+                if step.action == Action.EXECUTE:
+                    value = take(s, gen, pools[Pool.EXECUTOR], now)
+                    if value is None:
+                        return
+                    continue
+                if step.action == Action.CALLBACK:
+                    release(s, now)  # the thread is done with the send until its callback
+                    push(step.at_ms, Event.DELIVER, (s, gen, step.pool))
+                    return
+                if step.at_ms > now:  # e.g. a connect failure thrown after its latency
+                    push(step.at_ms, Event.DELIVER, (s, gen, Resume(step.at_ms, step.thread)))
+                    return
+                value = Resume(now, step.thread)
 
         senders.begin()
         while heap:
@@ -249,12 +311,48 @@ class ProducerSimulation:
                 gen = self.steps(s, t)
                 if not s.waits:
                     senders.free(s, t)  # the caller's thread does not wait for an async send
-                advance(s, gen, None)
+                advance(s, gen, None, t)
                 senders.taken(t)
+                continue
+            s, gen, value = payload  # type: ignore[misc]
+            if isinstance(value, Pool) and value == Pool.IO:  # a 5.x connect listener: on the event loop
+                advance(s, gen, Resume(t, IO_THREAD), t)
+            elif isinstance(value, Pool):  # the callback is a task of the callback executor
+                resume = take(s, gen, pools[Pool.CALLBACK], t)
+                if resume is not None:
+                    advance(s, gen, resume, t)
             else:
-                s, gen, outcome = payload  # type: ignore[misc]
-                advance(s, gen, outcome)
+                advance(s, gen, value, t)
         return done
+
+
+class ClientPool:
+    """One of the client's thread pools (the async sender executor, the callback executor), handing out
+    tasks as ``ThreadPoolExecutor`` does: a new worker per task up to the core size, then idle workers
+    take tasks in the order they became idle. A task goes to the idle thread that became idle earliest
+    (ties: the lowest number; at first threads 1..n in order), else waits (FIFO) for the first thread to
+    become free. A send holds its thread from when it runs until it waits for a callback or ends: a 4.9
+    connect failure, thrown synchronously, keeps it busy. Approximation of the JVM's scheduling: with
+    short tasks this is the round robin every recorded trace shows."""
+
+    def __init__(self, names: list[ThreadKey]) -> None:
+        self.names = names
+        self._idle = [(-1, j) for j in range(len(names))]  # a heap of (idle since, thread)
+        self._waiting: deque[tuple[Send, Generator]] = deque()
+
+    def take(self, task: tuple[Send, Generator]) -> int | None:
+        """The thread that runs ``task`` now, or None: it waits for one."""
+        if self._idle:
+            return heapq.heappop(self._idle)[1]
+        self._waiting.append(task)
+        return None
+
+    def release(self, j: int, now: int) -> tuple[Send, Generator] | None:
+        """Thread ``j`` is free at ``now``: the task that waited longest, which it runs now, or None."""
+        if self._waiting:
+            return self._waiting.popleft()
+        heapq.heappush(self._idle, (now, j))
+        return None
 
 
 class SenderThreads(Protocol):
@@ -407,9 +505,8 @@ def engine_output(
         )
     }
     ranks: list[int] = []
-    per_send: dict[str, list] = {
-        k: [] for k in ("status", "error", "broker", "qid", "begin", "end", "exhausted", "n_sent", "thread")
-    }
+    names = ("status", "error", "broker", "qid", "begin", "end", "exhausted", "n_sent", "thread")
+    per_send: dict[str, list] = {k: [] for k in (*names, "kernel")}
     att_off = [0]
     for s, entry in enumerate(by_send):
         assert entry is not None, f"send {s} never ended"
@@ -447,6 +544,7 @@ def engine_output(
         per_send["exhausted"].append(any(a.flow.startswith("break:callTimeout") for a in record.attempts))
         per_send["n_sent"].append(len(sent))
         per_send["thread"].append(thread)
+        per_send["kernel"].append(record.begin_ms if record.exec_ms is None else record.exec_ms)
 
     def ints(values: list) -> np.ndarray:
         return np.array(values, np.int64)
@@ -477,6 +575,7 @@ def engine_output(
         exhausted=np.array(per_send["exhausted"], bool),
         n_sent=ints(per_send["n_sent"]),
         thread=ints(per_send["thread"]),
+        kernel_start=ints(per_send["kernel"]),
     )
     return out, ints(ranks)
 

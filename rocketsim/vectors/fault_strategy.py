@@ -49,7 +49,7 @@ class ReplayMismatch(RocketSimError):
     """The loop asked for something the recording does not have (an extra attempt, another probe)."""
 
 
-def _line_and_version(upstream: str) -> tuple[str, ClientVersion]:
+def line_and_version(upstream: str) -> tuple[str, ClientVersion]:
     if upstream.startswith("develop"):
         return LINE_5, parse_version("5.x")
     text = upstream.removeprefix("rocketmq-all-")
@@ -57,7 +57,7 @@ def _line_and_version(upstream: str) -> tuple[str, ClientVersion]:
     return version.fault_line, version
 
 
-def _route(queue_datas: list[dict[str, Any]]) -> TopicRouteData:
+def queue_datas_route(queue_datas: list[dict[str, Any]]) -> TopicRouteData:
     qds = tuple(
         QueueData(q["brokerName"], q["readQueueNums"], q["writeQueueNums"], q["perm"]) for q in queue_datas
     )
@@ -103,7 +103,7 @@ class _Scenario:
     def __init__(self, header: dict[str, Any], sends: list[dict[str, Any]]) -> None:
         self.header = header
         cfg = header["config"]
-        self.line, self.version = _line_and_version(header["upstream"])
+        self.line, self.version = line_and_version(header["upstream"])
         self.topic = header["topic"]
         self.clock = header["sim_start_time_ms"]
         rands: list[list] = []
@@ -120,7 +120,7 @@ class _Scenario:
         self.ticks: list[list] = []
         self._tick_calls: list[list] = []
 
-        self.route = _route(header["route_initial_queueDatas"])
+        self.route = queue_datas_route(header["route_initial_queueDatas"])
         self.updates = {u["before_send_index"]: u["queueDatas"] for u in header["route_updates"]}
         detector = None
         if self.line == LINE_5:
@@ -198,7 +198,7 @@ class _Scenario:
         k = send["k"]
         self.ticks = []
         if k in self.updates:
-            self.route = _route(self.updates[k])
+            self.route = queue_datas_route(self.updates[k])
             self.generation += 1
             self.tp = self._new_tp()
             rec_updates: list[list] = []

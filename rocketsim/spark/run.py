@@ -105,6 +105,7 @@ def map_bins(
         task, "who long, name string, value long"
     )
     out: dict[int, dict[str, int]] = {}
+    # Tiny: one row per (task item, count name), a few dozen per producer or broker; no table rows.
     for r in rows.collect():
         counts = out.setdefault(r["who"], {})
         if r["name"] != _REPORTED:

@@ -42,7 +42,7 @@ from rocketsim.send import (
     oneway_send_steps,
 )
 from rocketsim.vectors import Result, failed, passed
-from rocketsim.vectors.fault_strategy import line_and_version, queue_datas_route
+from rocketsim.vectors.fault_strategy import line_and_version, queue_datas_route, scenario_records
 
 FILES = ("real_client_async_4_9.jsonl", "real_client_oneway_4_9.jsonl", "real_client_async_5_x.jsonl")
 ACTIONS = {"select": Action.SELECT, "update": Action.UPDATE, "result": Action.RESULT}
@@ -236,29 +236,10 @@ class _Scenario:
         return _first_diff("res", self.expected_res.get(k), _res_json(self.records[k]))
 
 
-def _scenarios(path: Path) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]]:
-    header: dict[str, Any] | None = None
-    steps: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as fh:
-        for raw in fh:
-            if not raw.strip():
-                continue
-            rec = json.loads(raw)
-            if rec["type"] == "scenario":
-                header, steps = rec, []
-            elif rec["type"] == "step":
-                steps.append(rec)
-            elif rec["type"] == "scenario_end" and header is not None:
-                yield header, steps, rec
-                header = None
-    if header is not None:
-        yield header, steps, None
-
-
 def run(path: Path) -> Iterator[Result]:
     """One Result per send and per scenario end of a real-client ASYNC / ONEWAY file."""
     file = path.name
-    for header, steps, end in _scenarios(path):
+    for header, steps, end in scenario_records(path, "step"):
         sc = header["scenario"].split("_")[0]
         state = _Scenario(header)
         diffs: dict[int, str] = {}

@@ -310,7 +310,12 @@ def _res_json(record: SendRecord) -> dict[str, Any]:
     return {"thrown": cls}
 
 
-def _scenarios(path: Path) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]]:
+def scenario_records(
+    path: Path, item: str = "send"
+) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]]:
+    """A JSONL vector file's scenarios: (header, its ``item`` records, its ``scenario_end`` record or
+    None when the file starts another scenario or ends first). Read by this checker and
+    :mod:`rocketsim.vectors.async_replay` (``item="step"``)."""
     header: dict[str, Any] | None = None
     sends: list[dict[str, Any]] = []
     with path.open(encoding="utf-8") as fh:
@@ -322,7 +327,7 @@ def _scenarios(path: Path) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]
                 if header is not None:
                     yield header, sends, None
                 header, sends = rec, []
-            elif rec["type"] == "send":
+            elif rec["type"] == item:
                 sends.append(rec)
             elif rec["type"] == "scenario_end":
                 if header is not None:
@@ -339,7 +344,7 @@ def _short_id(header: dict[str, Any], sends: list[dict[str, Any]]) -> str:
 def run(path: Path) -> Iterator[Result]:
     """One Result per send and per scenario end of a fault-strategy vector file."""
     file = path.name
-    for header, sends, end in _scenarios(path):
+    for header, sends, end in scenario_records(path):
         sc = _short_id(header, sends)
         state = _Scenario(header, sends)
         counts: Counter[str] = Counter()

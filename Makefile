@@ -6,6 +6,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 SCENARIO ?= conf/scenarios/steady.toml
 ARGS ?=
+# numba's cache of the compiled send loop: the same directory as spark-submit.sh's and the tests'.
+export NUMBA_CACHE_DIR ?= $(CURDIR)/build/numba-cache
 
 .PHONY: run test lint bench bench-core bench-send check-java conformance cluster-test clean compare report
 
@@ -16,6 +18,13 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(PY) -m pip install -c constraints.txt -e '.[dev,notebooks]' >> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
 
+# numba's on-disk cache of the compiled engine, filled once (about a minute) rather than by every Spark
+# worker or test process that would otherwise compile it at the same time.
+WARM := $(NUMBA_CACHE_DIR)/.warm-stamp
+$(WARM): $(STAMP) rocketsim/engine/compiled.py
+	@$(PY) -m rocketsim.engine.warm
+	@mkdir -p $(NUMBA_CACHE_DIR) && touch $(WARM)
+
 check-java:
 	@command -v java >/dev/null 2>&1 || { echo "error: Java 17 is required by Spark and 'java' is not on PATH (Debian: apt-get install -y openjdk-17-jre-headless)" >&2; exit 1; }
 	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
@@ -25,16 +34,16 @@ check-java:
 # reference engine alone.
 ENGINE_TESTS := tests/test_engines.py tests/test_engine_plan.py tests/test_simulate.py tests/test_send.py \
 	tests/test_fault.py tests/test_conformance.py tests/test_rejected_inputs.py
-test: $(STAMP) check-java
+test: $(WARM) check-java
 	$(PY) -m pytest -q
 	ROCKETSIM_ENGINE=reference $(PY) -m pytest -q $(ENGINE_TESTS)
 
-run: $(STAMP) check-java
+run: $(WARM) check-java
 	./spark-submit.sh jobs/pipeline.py --scenario $(SCENARIO) $(ARGS)
 
 # One scenario under two variants (fault strategy off / on) in one Spark job -> comparisons tables.
 COMPARE_SCENARIO ?= conf/scenarios/brownout.toml
-compare: $(STAMP) check-java
+compare: $(WARM) check-java
 	./spark-submit.sh jobs/compare.py --scenario $(COMPARE_SCENARIO) \
 	    --variant fault_off:producers.send_latency_fault_enable=false \
 	    --variant fault_on:producers.send_latency_fault_enable=true $(ARGS)
@@ -49,13 +58,13 @@ lint: $(STAMP)
 conformance: $(STAMP)
 	$(PY) -m rocketsim.conformance tests/data/conformance
 
-bench: $(STAMP) check-java
+bench: $(WARM) check-java
 	$(PY) -m rocketsim.bench pipeline
 
 bench-core: $(STAMP)
 	$(PY) -m rocketsim.bench core
 
-bench-send: $(STAMP)
+bench-send: $(WARM)
 	$(PY) -m rocketsim.bench send
 
 clean:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 DATA = Path(__file__).parent / "data"
+# One numba cache for the test processes, the Spark workers and the jobs the tests start
+# (spark-submit.sh and the Makefile use the same directory), so the send loop compiles once.
+os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(__file__).resolve().parents[1] / "build" / "numba-cache"))
 
 
 @pytest.fixture(scope="session")

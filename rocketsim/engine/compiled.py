@@ -25,14 +25,14 @@ How the reference is mirrored:
 * Rows: the kernel reports attempts and one outcome per send; error texts are made in Python with
   :mod:`rocketsim.send`'s own constructors, and :func:`rocketsim.engine.plan.build_tables` makes the rows.
 
-The loop's steps are separate functions for the reader and one function for the machine: numba inlines
-them into :func:`run_loop` (``inline="always"``), which lets LLVM keep the loop's counters in registers
-(~30% faster than calls). Every function of the event loop is compiled without the runtime's reference
-counting (``_nrt=False``): the loop allocates nothing (the caller passes every array in), and the atomic
-incref/decref pairs the runtime would put around each array argument cost more than the simulation
-itself. numba freezes the
-module-level constants it reads (OutcomeKind, SendKind, ...) into the cached machine code: after changing
-one of them, clear the cache (``__pycache__/*.nbi``) or touch this file.
+The loop's steps are separate functions, called, not inlined at numba's level: numba's ``inline="always"``
+made the loop ~40% faster but its first compile took 150 s and 2.4 GB instead of 60 s and 0.6 GB, paid by
+every fresh checkout and after every change to this file (``make`` warms the cache once, at install). Every
+function of the event loop is compiled without the runtime's reference counting (``_nrt=False``): the loop
+allocates nothing (the caller passes every array in), and the atomic incref/decref pairs the runtime would
+put around each array argument cost more than the simulation itself. numba freezes the module-level
+constants it reads (OutcomeKind, SendKind, ...) into the cached machine code: after changing one of them,
+clear the cache (``__pycache__/*.nbi``) or touch this file.
 """
 
 # Mirrored by engine/reference.py (the readable event loop over rocketsim.send / rocketsim.fault, which
@@ -157,7 +157,6 @@ H_TIME, H_EVENT, H_COUNTER, H_PAYLOAD = range(4)
 NO_BROKER = -1  # no broker / no lastBrokerName / a MessageQueue made on the spot (slot)
 INT_MIN = -2147483648
 _NO_RC = {"cache": True, "_nrt": False}
-_STEP = {**_NO_RC, "inline": "always"}  # the event loop's steps: inlined into it
 _G = np.uint64(rng.GAMMA)
 _C1 = np.uint64(rng.MIX_C1)
 _C2 = np.uint64(rng.MIX_C2)
@@ -799,7 +798,7 @@ def select_queue(inp, state, i, t, last, now, reset):
 # ---- the event heap: rows (time, event, counter, payload), smallest (time, event, counter) first -------
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def _heap_less(h, a, b):
     if h[a, H_TIME] != h[b, H_TIME]:
         return h[a, H_TIME] < h[b, H_TIME]
@@ -808,7 +807,7 @@ def _heap_less(h, a, b):
     return h[a, H_COUNTER] < h[b, H_COUNTER]
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def heap_push(h, st, t, event, payload):
     """Push an event; the push counter (the last key) is ``st[ST_COUNTER]``."""
     i = st[ST_HEAP_SIZE]
@@ -827,7 +826,7 @@ def heap_push(h, st, t, event, payload):
         i = parent
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def heap_pop(h, st):
     """Drop the root (read it first)."""
     n = st[ST_HEAP_SIZE] - 1
@@ -850,7 +849,7 @@ def heap_pop(h, st):
         i = m
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def pool_dispatch(inp, state, now):
     """``reference.PoolSenders._dispatch``: push the START of the pool's next send if a thread is idle."""
     st, threads = state.counters, inp.threads
@@ -864,7 +863,7 @@ def pool_dispatch(inp, state, now):
             return
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def pool_take(inp, state):
     """``reference.PoolSenders.take``: the next send, taken by the idle thread idle the longest (ties:
     the lowest id). Returns (send, thread)."""
@@ -881,7 +880,7 @@ def pool_take(inp, state):
     return s, best
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def thread_free(inp, state, th, free_at):
     """Thread ``th`` is free again at ``free_at``: its next send (partitioned), or the pool's."""
     if inp.config.pool:
@@ -892,7 +891,7 @@ def thread_free(inp, state, th, free_at):
         schedule_next_send(inp, state, th, free_at)
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def schedule_next_send(inp, state, th, free_at):
     """Push the START of thread ``th``'s next send, at ``max(its born time, free_at)``."""
     threads = inp.threads
@@ -905,7 +904,7 @@ def schedule_next_send(inp, state, th, free_at):
 # ---- the steps of the event loop ----------------------------------------------------------------------
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def publish_info(inp, state, topic, now):
     """The producer's TopicPublishInfo instance of ``topic`` at ``now``: the cached one, or a new one after
     a route change (new slots, new per-thread indexes)."""
@@ -937,7 +936,7 @@ def publish_info(inp, state, topic, now):
     return cache.instance[topic]
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write):
     """Ask the broker model for the call's outcome and push its completion (a oneway caller waits only
     for the write: at once unless the write failed)."""
@@ -963,14 +962,14 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
     heap_push(state.heap, state.counters, done_at, Event.DELIVER, s)
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def fail(res, s, failure, now):
     res.status[s] = Status.FAILED
     res.error[s] = failure
     res.end[s] = now
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def start_send(inp, state, s, th, now):
     """A send starts: take its TopicPublishInfo; an ordered send makes its one call, a oneway send its
     one call, a SYNC send enters sendDefaultImpl's loop. Returns (run the loop step, thread free at)."""
@@ -1014,7 +1013,7 @@ def start_send(inp, state, s, th, now):
     return True, -1
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def record_attempt(state, s, attempt, latency, target, now):
     """The attempt row of send ``s``'s call that just completed (isolation as of ``target`` at ``now``)."""
     fl, att, st = state.in_flight, state.attempts, state.counters
@@ -1037,7 +1036,7 @@ def record_attempt(state, s, attempt, latency, target, now):
     res.queue_id[s] = fl.queue_id[s]
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def deliver_ordered(inp, state, s, now):
     """An ordered SYNC send's call completed: its one attempt decides the result, errors thrown raw.
     Returns the thread's free time."""
@@ -1060,7 +1059,7 @@ def deliver_ordered(inp, state, s, now):
     return now
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def deliver_ordered_oneway(inp, state, s, now):
     """An ordered ONEWAY send's request was written (or what the caller sees failed): no fault update,
     no retry; a failure it sees is thrown raw. Returns the thread's free time."""
@@ -1080,7 +1079,7 @@ def deliver_ordered_oneway(inp, state, s, now):
     return now
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def scan_fired(cfg, start, timeout):
     """``send.ResponseScan.timeout_fired_ms``: the response-table scan run that fails a request."""
     first, period = cfg.scan_first_ms, cfg.scan_period_ms
@@ -1090,7 +1089,7 @@ def scan_fired(cfg, start, timeout):
     return first + (due - first + period - 1) // period * period
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def client_pool_take(state, pool, s):
     """``reference.ClientPool.take``: the idle thread of ``pool`` idle the longest (ties: the lowest) runs
     send ``s`` now; none idle: ``s`` waits (FIFO) and -1."""
@@ -1109,7 +1108,7 @@ def client_pool_take(state, pool, s):
     return best
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def client_pool_release(state, s, now):
     """``reference.ProducerSimulation.run``'s ``release``: send ``s`` stops running on its pool thread,
     which takes the send that waited longest (a DELIVER now) or idles."""
@@ -1131,7 +1130,7 @@ def client_pool_release(state, s, now):
         cp.idle_since[pool, j] = now
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def is_thrown(cfg, kind):
     """An outcome ``invokeAsync`` throws (caught in ``sendMessageAsync``, on the calling thread) rather
     than hands to a callback: 4.9 connect failures and interrupts, refused permits, client errors."""
@@ -1142,7 +1141,7 @@ def is_thrown(cfg, kind):
     )
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def ordered_async_call(inp, state, s, attempt, now, timeout):
     """An ordered ASYNC send's request ``attempt`` at ``now`` (``send.async_send_steps`` with ``selected``,
     no semaphore): a failure thrown synchronously comes after its latency on the same thread (returns
@@ -1186,7 +1185,7 @@ def ordered_async_call(inp, state, s, attempt, now, timeout):
     return False
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def ordered_async_exec(inp, state, s, now):
     """An executor thread runs ordered ASYNC send ``s`` at ``now``: the runnable's ``timeout > costTime``
     check ("call timeout"), then ``sendSelectImpl`` -> its first request."""
@@ -1202,7 +1201,7 @@ def ordered_async_exec(inp, state, s, now):
         ordered_async_outcome(inp, state, s, now)
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def deliver_ordered_async(inp, state, s, now):
     """An ordered ASYNC send's pending event (``InFlight.phase``): an executor thread takes it, a failure
     thrown synchronously, or its callback (on a callback thread, waiting for one if all are busy; a 5.x
@@ -1219,7 +1218,7 @@ def deliver_ordered_async(inp, state, s, now):
     return -1
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def ordered_async_outcome(inp, state, s, now):
     """An ordered ASYNC send's request came to its outcome at ``now``, on the thread that runs it: the
     callback's (or, 4.9, ``sendMessageAsync``'s catch's) fault update, then ``onExceptionImpl``'s retry to
@@ -1289,7 +1288,7 @@ def ordered_async_outcome(inp, state, s, now):
             return
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def call_target(state, s):
     """``mq.getBrokerName()`` read again after the call: a 4.9.7 slot may have been rewritten meanwhile."""
     fl = state.in_flight
@@ -1297,7 +1296,7 @@ def call_target(state, s):
     return state.instances.queue_broker[fl.instance[s], p] if p >= 0 else fl.broker[s]
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def deliver_oneway(inp, state, s, now):
     """A oneway call completed (written, or failed to be written): one attempt, no retry."""
     fl, res = state.in_flight, state.outcomes
@@ -1323,7 +1322,7 @@ def deliver_oneway(inp, state, s, now):
     return now
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def is_retry_code(rules, code):
     """``getRetryResponseCodes().contains(code)``."""
     for c in range(rules.retry_codes.shape[0]):  # noqa: SIM110 - numba compiles no generator here
@@ -1332,7 +1331,7 @@ def is_retry_code(rules, code):
     return False
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def deliver_sync(inp, state, s, now):
     """A SYNC call completed: sendDefaultImpl's catch clauses. Returns (run the loop step, thread free at)."""
     cfg, fl, res = inp.config, state.in_flight, state.outcomes
@@ -1378,7 +1377,7 @@ def deliver_sync(inp, state, s, now):
     return True, -1
 
 
-@njit(**_STEP)
+@njit(**_NO_RC)
 def send_default_impl_step(inp, state, s, now):
     """sendDefaultImpl's loop from its ``times < timesTotal`` test: select, check the call-timeout budget,
     make the call. Returns the thread's free time when the send ended (-1: a call is under way)."""

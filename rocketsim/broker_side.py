@@ -5,12 +5,15 @@ Who computes what (the run's one pass, :mod:`rocketsim.stage`):
 
 * a broker task holds every commit-log record of its broker and the results pointing at them: it makes
   that broker's :func:`broker_storage` rows (cumulative per queue and per broker: they need the whole
-  broker), the :func:`stored_transactions` rows of the halves stored there (a half's offsets exist
-  only once its broker numbered it), and :func:`queue_deliveries`, what consumers of each of its queues
+  broker), the :func:`stored_transactions` rows of the halves stored there, each half its own row (a
+  half's offsets exist only once its broker numbered it; the results of the messages with a half
+  there that their result does not point at come from the producers, :func:`other_half_results`),
+  and :func:`queue_deliveries`, what consumers of each of its queues
   get (its visible records plus its committed transactions: only stored halves can commit, so a
   broker's deliveries are complete);
-* a producer task makes the :func:`unstored_transactions` rows of its transactional messages that no
-  broker stored (each transactional message is in exactly one of the two);
+* a producer task makes the :func:`unstored_transactions` rows of its transactional messages whose
+  result points at no half (each transactional message has one row that is not another half: the
+  result's half or its ``not_stored`` row);
 * the driver adds the brokers' deliveries up and allocates the queues to the consumers
   (:func:`consumer_load`, :func:`rocketsim.rebalance.allocation`).
 
@@ -43,11 +46,13 @@ from rocketsim.scenario import Scenario
 
 # the columns each function reads (a task reading committed files reads only these)
 STORAGE_COLUMNS = ("broker", "store_topic", "store_queue_id", "store_ts_ms", "store_size", "index_entries")
-STORED_RESULT_COLUMNS = ("producer", "seq", "uniq_msg_id", "status", "end_ts_ms", "broker", "queue_id")
+# what the transactions of a broker's halves need of their messages' results (uniq_msg_id: the client's,
+# set when it sent the half; the messages hold a placeholder)
+HALF_RESULT_COLUMNS = ("producer", "seq", "uniq_msg_id", "status", "end_ts_ms")
 UNSTORED_MESSAGE_COLUMNS = ("producer", "seq", "topic", "message_type")
-# uniq_msg_id from the results: the client's, set when it sent the half (the messages hold a placeholder)
-UNSTORED_RESULT_COLUMNS = ("producer", "seq", "uniq_msg_id", "status", "end_ts_ms")
+UNSTORED_RESULT_COLUMNS = HALF_RESULT_COLUMNS
 BROKER_STORAGE_DATA = schemas.data_schema(schemas.BROKER_STORAGE)
+HALF_RESULTS = pa.schema([schemas.SEND_RESULTS.field(n) for n in HALF_RESULT_COLUMNS])
 
 
 def broker_storage(log: pa.Table, window_ms: int) -> pa.Table:
@@ -106,7 +111,6 @@ _TXN_INPUT = pa.schema(
                 "topic",
                 "broker",
                 "queue_id",
-                "half_store_ts_ms",
                 "half_queue_offset",
                 "half_commit_log_offset",
                 "half_store_size",
@@ -115,6 +119,7 @@ _TXN_INPUT = pa.schema(
     ]
 )
 TRANSACTIONS_DATA = schemas.data_schema(schemas.TRANSACTIONS)
+TRANSACTIONS_ORDER = [("producer", "ascending"), ("seq", "ascending"), ("attempt", "ascending")]
 
 
 def _resolved(rows: pa.Table, sc: Scenario) -> pa.Table:
@@ -126,13 +131,13 @@ def _resolved(rows: pa.Table, sc: Scenario) -> pa.Table:
         for f in transactions.OUTPUT_COLUMNS:
             rows = rows.append_column(f, pa.nulls(0, f.type))
     out = rows.select(TRANSACTIONS_DATA.names).cast(TRANSACTIONS_DATA)
-    return out.sort_by([("producer", "ascending"), ("seq", "ascending")])
+    return out.sort_by(TRANSACTIONS_ORDER)
 
 
-def _half_results(log: pa.Table) -> pa.Table:
-    """The records ``send_results`` points at in the half topic (stored transactional halves)."""
+def _stored_halves(log: pa.Table) -> pa.Table:
+    """Every stored transactional half among commit-log records (the result's and any other)."""
     half = pc.and_(
-        pc.and_(log.column("is_result"), pc.equal(log.column("store_topic"), store.HALF_TOPIC)),
+        pc.equal(log.column("store_topic"), store.HALF_TOPIC),
         pc.equal(log.column("message_type"), "transaction"),
     )
     return log.filter(half)
@@ -141,7 +146,8 @@ def _half_results(log: pa.Table) -> pa.Table:
 def pointed_halves(log: pa.Table) -> pa.Table:
     """(producer, seq) of the transactional messages whose result points at a stored half, from their
     commit-log records (:func:`rocketsim.store.log_records`, numbered or not)."""
-    return _half_results(log).select(["producer", "seq"])
+    halves = _stored_halves(log)
+    return halves.filter(halves.column("is_result")).select(["producer", "seq"])
 
 
 def result_halves(results: pa.Table) -> pa.Table:
@@ -152,29 +158,74 @@ def result_halves(results: pa.Table) -> pa.Table:
     )
 
 
+def other_half_results(
+    log: pa.Table, log_broker: np.ndarray, results: pa.Table
+) -> tuple[pa.Table, np.ndarray]:
+    """For one producer's commit-log records (:func:`rocketsim.store.log_records`, each record's broker
+    in ``log_broker``) and its results: the results (:data:`HALF_RESULT_COLUMNS`) of the transactional
+    messages with a stored half their result does not point at, once per broker holding such a half, and
+    that broker. A broker task needs them beside the results pointing at it to make those halves'
+    rows (:func:`stored_transactions`)."""
+    half = pc.and_(
+        pc.and_(pc.equal(log.column("store_topic"), store.HALF_TOPIC), pc.invert(log.column("is_result"))),
+        pc.equal(log.column("message_type"), "transaction"),
+    )
+    mask = np.asarray(half.to_numpy(zero_copy_only=False), bool)
+    keys = pa.table(
+        {
+            "producer": log.column("producer").filter(half),
+            "seq": log.column("seq").filter(half),
+            "_broker": pa.array(np.asarray(log_broker)[mask].astype(np.int64)),
+        }
+    )
+    keys = keys.group_by(["producer", "seq", "_broker"], use_threads=False).aggregate([])
+    rows = keys.join(results.select(list(HALF_RESULT_COLUMNS)), ["producer", "seq"], join_type="inner")
+    if rows.num_rows != keys.num_rows:
+        raise ValueError(f"other_half_results: {keys.num_rows - rows.num_rows} halves have no result")
+    rows = rows.sort_by([("_broker", "ascending"), ("producer", "ascending"), ("seq", "ascending")])
+    return rows.select(list(HALF_RESULT_COLUMNS)).cast(HALF_RESULTS), ints(rows, "_broker")
+
+
+def _one_result_each(results: pa.Table) -> pa.Table:
+    """:data:`HALF_RESULT_COLUMNS` of ``results``, one row per (producer, seq) (they may repeat when a
+    broker holds both the half a result points at and another half of the message)."""
+    res = results.select(list(HALF_RESULT_COLUMNS)).cast(HALF_RESULTS)
+    if res.num_rows < 2:
+        return res
+    key = _key_array(res).to_numpy()
+    _, first = np.unique(key, return_index=True)
+    return res if len(first) == res.num_rows else res.take(pa.array(np.sort(first)))
+
+
 def stored_transactions(log: pa.Table, results: pa.Table, sc: Scenario) -> pa.Table:
-    """``transactions`` rows of the halves stored on a broker: ``log`` holds that broker's numbered
-    records (``commit_log`` columns), ``results`` at least the results that point at them
-    (:data:`STORED_RESULT_COLUMNS` of ``send_results``).
-    The half's offsets and size are its record's; status, end, broker and queue its result's."""
-    halves = _half_results(log)
-    res = results.select(list(STORED_RESULT_COLUMNS))
+    """``transactions`` rows of the halves stored on a broker, each one's own (the one its result points
+    at and any other: :mod:`rocketsim.transactions`): ``log`` holds that broker's numbered records
+    (``commit_log`` columns), ``results`` at least the results of the messages whose halves it holds
+    (:data:`HALF_RESULT_COLUMNS` of ``send_results``: those that point at its halves, and those of
+    :func:`other_half_results`; repeats allowed). The half's broker, real queue, offsets and size are
+    its record's; uniq_msg_id, status and end the message's result's."""
+    halves = _stored_halves(log)
     rows = halves.select(
         [
             "producer",
             "seq",
+            "attempt",
+            "is_result",
+            "broker",
             "real_topic",
+            "real_queue_id",
             "born_ts_ms",
             "store_ts_ms",
             "queue_offset",
             "commit_log_offset",
             "store_size",
         ]
-    ).join(res, ["producer", "seq"], join_type="inner")
+    ).join(_one_result_each(results), ["producer", "seq"], join_type="inner")
     if rows.num_rows != halves.num_rows:
         raise ValueError(f"stored_transactions: {halves.num_rows - rows.num_rows} halves have no result")
     renamed = {
         "real_topic": "topic",
+        "real_queue_id": "queue_id",
         "status": "send_status",
         "born_ts_ms": "half_born_ts_ms",
         "store_ts_ms": "half_store_ts_ms",
@@ -188,8 +239,9 @@ def stored_transactions(log: pa.Table, results: pa.Table, sc: Scenario) -> pa.Ta
 def unstored_transactions(messages: pa.Table, results: pa.Table, halves: pa.Table, sc: Scenario) -> pa.Table:
     """``transactions`` rows of some producers' transactional messages whose result points at no stored
     half (``halves``: (producer, seq) of those that do, :func:`pointed_halves` or
-    :func:`result_halves`): half columns null, resolved ``not_stored``. ``messages`` and ``results``
-    need :data:`UNSTORED_MESSAGE_COLUMNS` and :data:`UNSTORED_RESULT_COLUMNS`. With
+    :func:`result_halves`): half columns null, resolved ``not_stored`` (halves a broker stored of a send
+    that failed are rows of :func:`stored_transactions`). ``messages`` and ``results`` need
+    :data:`UNSTORED_MESSAGE_COLUMNS` and :data:`UNSTORED_RESULT_COLUMNS`. With
     :func:`stored_transactions` of every broker: the whole table."""
     txn = messages.filter(pc.equal(messages.column("message_type"), "transaction"))
     txn = txn.select(["producer", "seq", "topic"])
@@ -202,7 +254,9 @@ def unstored_transactions(messages: pa.Table, results: pa.Table, halves: pa.Tabl
     res = results.select(list(UNSTORED_RESULT_COLUMNS))
     rows = txn.join(res, ["producer", "seq"], join_type="inner")
     rows = rows.rename_columns(["send_status" if n == "status" else n for n in rows.column_names])
+    rows = rows.append_column("is_result", pa.array(np.zeros(rows.num_rows, bool)))
     for name in (
+        "attempt",
         "broker",
         "queue_id",
         "half_born_ts_ms",
@@ -236,9 +290,10 @@ _DELIVERY_PARTS = pa.schema([f.with_nullable(True) for f in DELIVERIES])
 def queue_deliveries(log: pa.Table, txns: pa.Table) -> pa.Table:
     """What consumers of each (topic, broker, queue) get from a broker (:data:`DELIVERIES`): its
     records not in the half topic, in their real topic and queue (delay records too), plus its
-    committed transactions (``txns``: the broker's :func:`stored_transactions`), sized as their half."""
+    committed halves (``txns``: the broker's :func:`stored_transactions`; a message's second committed
+    half is delivered again), sized as their half."""
     visible = log.filter(pc.not_equal(log.column("store_topic"), store.HALF_TOPIC))
-    committed = txns.filter(pc.equal(txns.column("resolution"), "commit"))
+    committed = txns.filter(txns.column("delivered"))
     parts = [
         pa.table(
             {

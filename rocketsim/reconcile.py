@@ -75,10 +75,19 @@ RULES = (
         ("send_results.answered_with_offset",),
         ("send_results.answered",),
     ),
-    Rule("one transactions row per transaction message", ("transactions.rows",), ("messages.transaction",)),
     Rule(
-        "stored halves in transactions = results in the half topic",
+        "one transactions row per transaction message and per other half",
+        ("transactions.rows", "transactions.pointed"),
+        ("messages.transaction", "transactions.halves"),
+    ),
+    Rule(
+        "stored halves in transactions = half records in commit_log",
         ("transactions.halves",),
+        ("commit_log.halves",),
+    ),
+    Rule(
+        "halves the results point at in transactions = results in the half topic",
+        ("transactions.pointed",),
         ("send_results.halves",),
     ),
 )
@@ -113,7 +122,7 @@ def rules_of(quantities: Mapping[str, int]) -> tuple[Rule, ...]:
         Rule(
             f"consumer_load of {g} = delivered + committed messages",
             (CONSUMER_LOAD_GROUP + g,),
-            ("commit_log.visible", "transactions.commits"),
+            ("commit_log.visible", "transactions.delivered"),
         )
         for g in groups
     )
@@ -262,11 +271,12 @@ def stored_result_counts(results: pa.Table) -> dict[str, int]:
 
 def log_counts(log: pa.Table, rows: str = "made") -> dict[str, int]:
     """A broker's numbered commit log: rows, keys, one lead copy per stored attempt, the records results
-    point at, and the records consumers see (not in the half topic)."""
+    point at, the records consumers see (not in the half topic) and the halves."""
     out = _rows("commit_log", log, rows)
     out["commit_log.attempts"] = _count(pc.equal(log.column("seq"), log.column("send_seq")))
     out["commit_log.pointed"] = _count(log.column("is_result"))
     out["commit_log.visible"] = _count(pc.not_equal(log.column("store_topic"), store.HALF_TOPIC))
+    out["commit_log.halves"] = _count(pc.equal(log.column("store_topic"), store.HALF_TOPIC))
     return out
 
 
@@ -279,10 +289,11 @@ def storage_counts(storage: pa.Table) -> dict[str, int]:
 
 def transaction_counts(txns: pa.Table) -> dict[str, int]:
     """``transactions`` rows (a producer's unstored ones or a broker's stored ones): rows, keys, stored
-    halves, commits."""
+    halves, the halves results point at, delivered (committed) halves."""
     out = _rows("transactions", txns, "made")
     out["transactions.halves"] = _count(pc.is_valid(txns.column("half_queue_offset")))
-    out["transactions.commits"] = _count(pc.equal(txns.column("resolution"), "commit"))
+    out["transactions.pointed"] = _count(txns.column("is_result"))
+    out["transactions.delivered"] = _count(txns.column("delivered"))
     return out
 
 

@@ -149,6 +149,12 @@ _QUEUE_SPREAD = [  # of sends over queues; idle queues count as 0; null without 
     pa.field("queue_gini", pa.float64()),  # Gini coefficient (0 = even)
 ]
 
+# delivery outcomes of messages (rocketsim.store.stored_copy_counts): extra stored copies (a retry after a
+# timed-out request the broker stored anyway), messages whose result says sent with no stored copy (a
+# oneway the broker never stored), FAILED messages a broker stored anyway
+DELIVERY_COLUMNS = ("duplicates", "lost", "failed_but_stored")
+_DELIVERY = [pa.field(n, pa.int64(), nullable=False) for n in DELIVERY_COLUMNS]
+
 BROKER_WINDOWS = pa.schema(
     [
         RUN_ID,
@@ -165,6 +171,9 @@ BROKER_WINDOWS = pa.schema(
         pa.field("latency_max_ms", pa.int64()),
         pa.field("isolated_producers", pa.int64(), nullable=False),  # with an isolation overlapping it
         *_QUEUE_SPREAD,  # over the broker's queues
+        # of the messages whose send began in the window and last went to this broker (the result's
+        # broker: for a failed send, the last one it tried); summed over brokers: run_summary's "all"
+        *_DELIVERY,
     ]
 )
 
@@ -189,10 +198,9 @@ PRODUCER_WINDOWS = pa.schema(
         *_QUEUE_WAIT,
         *_QUEUE_SPREAD,  # of this producer's attempts over all the run's queues
         pa.field("isolated_brokers", pa.int64(), nullable=False),  # with an isolation overlapping it
+        *_DELIVERY,  # of the messages whose send began in the window
     ]
 )
-
-DELIVERY_COLUMNS = ("duplicates", "lost", "failed_but_stored")
 
 RUN_SUMMARY = pa.schema(
     [
@@ -220,10 +228,7 @@ RUN_SUMMARY = pa.schema(
         *_QUEUE_SPREAD,
         pa.field("isolations", pa.int64(), nullable=False),  # isolation intervals of the scope's brokers
         pa.field("isolated_ms", pa.int64(), nullable=False),  # their producer-ms up to the run's end
-        # delivery (rocketsim.store.stored_copy_counts): extra stored copies of the scope's messages (a
-        # retry after a timed-out request the broker stored anyway), messages whose result says sent with
-        # no stored copy (a oneway the broker never stored), FAILED messages a broker stored anyway
-        *[pa.field(n, pa.int64(), nullable=False) for n in DELIVERY_COLUMNS],
+        *_DELIVERY,  # of the scope's messages
     ]
 )
 
@@ -350,14 +355,19 @@ BROKER_STORAGE = pa.schema(
     ]
 )
 
+# One row per stored transactional half, and one per transactional message whose result points at no
+# half (rocketsim.transactions): the half the result points at is ended by the producer, any other (a
+# timed-out attempt the broker stored anyway) is checked back by the broker.
 TRANSACTIONS = pa.schema(
     [
         RUN_ID,
         pa.field("producer", pa.int32(), nullable=False),
         pa.field("seq", pa.int64(), nullable=False),
+        pa.field("attempt", pa.int32()),  # the attempt that stored the half (null: no half)
+        pa.field("is_result", pa.bool_(), nullable=False),  # the half send_results points at
         pa.field("uniq_msg_id", pa.string(), nullable=False),
         pa.field("topic", pa.string(), nullable=False),  # the real topic
-        pa.field("send_status", pa.string(), nullable=False),
+        pa.field("send_status", pa.string(), nullable=False),  # the message's result
         pa.field("broker", pa.string()),  # where the half is stored (null: not stored)
         pa.field("queue_id", pa.int32()),  # the real queue (REAL_QID)
         pa.field("half_store_ts_ms", pa.int64()),
@@ -369,6 +379,7 @@ TRANSACTIONS = pa.schema(
         pa.field("resolution", pa.string(), nullable=False),  # commit|rollback|discard|not_stored
         pa.field("resolved_by", pa.string()),  # producer|check|discard
         pa.field("resolved_ts_ms", pa.int64()),
+        pa.field("delivered", pa.bool_(), nullable=False),  # committed: consumers get it (once per half)
     ]
 )
 
@@ -427,7 +438,7 @@ REGISTRY: tuple[TableSpec, ...] = (
     TableSpec(
         "broker_storage", BROKER_STORAGE, ("broker", "window_start_ms", "topic", "queue_id"), BROKER_SIDE
     ),
-    TableSpec("transactions", TRANSACTIONS, ("producer", "seq"), BROKER_SIDE),
+    TableSpec("transactions", TRANSACTIONS, ("producer", "seq", "attempt"), BROKER_SIDE),
     TableSpec(
         "consumer_load",
         CONSUMER_LOAD,

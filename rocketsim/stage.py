@@ -7,13 +7,15 @@ Every scheduler (the run's stage in :mod:`rocketsim.spark.run`, the delta-spark 
 1. a producer task, per producer: its messages (:func:`producer_messages`, or read back from the
    ``messages`` table), then :func:`producer_tables`: the simulation (:func:`rocketsim.simulate.simulate`)
    and the commit-log records its stored attempts make (:func:`rocketsim.store.log_records`), each
-   record and each result tagged with the broker that holds it; beside its rows, the producer's
+   record and each result tagged with the broker that holds it (and the results of its transactional
+   messages with another stored half, for that half's broker); beside its rows, the producer's
    mergeable summary aggregates (:meth:`ProducerTables.summary_aggregates`) and the ``transactions``
-   rows of its transactional messages no broker stored (:meth:`ProducerTables.unstored_transactions`);
+   rows of its transactional messages whose result points at no half
+   (:meth:`ProducerTables.unstored_transactions`);
 2. a broker task, per broker, once every producer is done: :func:`broker_tables` over that broker's
    records from every producer and the results pointing at them (:func:`rocketsim.store.number_broker`:
    offsets need all of a broker's records, which is why this is a second step), then its
-   ``broker_storage`` rows, the ``transactions`` rows of its halves and what consumers of its queues
+   ``broker_storage`` rows, the ``transactions`` rows of every half it holds and what consumers of its queues
    get (:meth:`BrokerTables.storage`, :meth:`BrokerTables.stored_transactions`,
    :meth:`BrokerTables.deliveries`);
 3. the driver merges the small parts (:func:`rocketsim.summaries.merge`,
@@ -65,8 +67,13 @@ class ProducerTables:
         """The producer's mergeable summary aggregates (:func:`rocketsim.summaries.producer_aggregates`)."""
         return summaries.producer_aggregates(self.attempts, self.results, window_ms, messages=self.messages)
 
+    def other_half_results(self) -> tuple[pa.Table, np.ndarray]:
+        """The results of its transactional messages with a stored half the result does not point at,
+        once per broker holding one, and that broker (:func:`rocketsim.broker_side.other_half_results`)."""
+        return broker_side.other_half_results(self.log, self.log_broker, self.results)
+
     def unstored_transactions(self, sc: Scenario) -> pa.Table:
-        """``transactions`` rows of its transactional messages no broker stored
+        """``transactions`` rows of its transactional messages whose result points at no half
         (:func:`rocketsim.broker_side.unstored_transactions`)."""
         halves = broker_side.pointed_halves(self.log)
         return broker_side.unstored_transactions(self.messages, self.results, halves, sc)
@@ -79,6 +86,8 @@ class BrokerTables:
     broker: int
     commit_log: pa.Table  # COMMIT_LOG without run_id, in the broker's write order
     results: pa.Table  # SEND_RESULTS without run_id, store columns filled
+    # broker_side.HALF_RESULT_COLUMNS of the messages with a half here their result does not point at
+    other_half_results: pa.Table | None = None
 
     def storage(self, window_ms: int) -> pa.Table:
         """Its ``broker_storage`` rows (:func:`rocketsim.broker_side.broker_storage`)."""
@@ -87,7 +96,10 @@ class BrokerTables:
     def stored_transactions(self, sc: Scenario) -> pa.Table:
         """``transactions`` rows of the halves it stores
         (:func:`rocketsim.broker_side.stored_transactions`)."""
-        return broker_side.stored_transactions(self.commit_log, self.results, sc)
+        results = self.results.select(list(broker_side.HALF_RESULT_COLUMNS)).cast(broker_side.HALF_RESULTS)
+        if self.other_half_results is not None:
+            results = pa.concat_tables([results, self.other_half_results.cast(broker_side.HALF_RESULTS)])
+        return broker_side.stored_transactions(self.commit_log, results, sc)
 
     def deliveries(self, stored_transactions: pa.Table) -> pa.Table:
         """What consumers of each of its queues get (:func:`rocketsim.broker_side.queue_deliveries`), given
@@ -119,11 +131,14 @@ def producer_tables(sc: Scenario, messages: pa.Table) -> ProducerTables:
     )
 
 
-def broker_tables(sc: Scenario, broker: int, log: pa.Table, results: pa.Table) -> BrokerTables:
+def broker_tables(
+    sc: Scenario, broker: int, log: pa.Table, results: pa.Table, other_half_results: pa.Table | None = None
+) -> BrokerTables:
     """One broker's records from every producer and the results pointing at them -> its numbered commit
-    log and those results completed (step 2 of the module docstring)."""
+    log and those results completed (step 2 of the module docstring); ``other_half_results``: the
+    producers' :meth:`ProducerTables.other_half_results` of this broker."""
     commit_log, completed = store.number_broker(log, results, sc)
-    return BrokerTables(broker, commit_log, completed)
+    return BrokerTables(broker, commit_log, completed, other_half_results)
 
 
 def variant_aggregates(

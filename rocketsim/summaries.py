@@ -163,6 +163,15 @@ AGGREGATE_TABLES: dict[str, pa.Schema] = {
             pa.field("ok", _I64, nullable=False),
         ]
     ),
+    # per (result's broker, window of send start): the delivery outcomes of its messages (broker_windows),
+    # cells with any only
+    "delivery_cells": pa.schema(
+        [
+            pa.field("broker", NAME, nullable=False),
+            pa.field("window_start_ms", _I64, nullable=False),
+            *[pa.field(n, _I64, nullable=False) for n in schemas.DELIVERY_COLUMNS],
+        ]
+    ),
     # the finished producer_windows rows but their queue spread, and its partials (queue_spread)
     "producer_windows": pa.schema(
         [
@@ -211,6 +220,7 @@ _MERGE_RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...],
     "attempt_cells": (("broker", "window_start_ms"), tuple(f.name for f in _COUNTS), (), ()),
     "attempt_latency": (("broker", "window_start_ms", "latency_ms"), ("count",), (), ()),
     "queue_cells": (("broker", "queue_id", "window_start_ms"), ("sends", "ok"), (), ()),
+    "delivery_cells": (("broker", "window_start_ms"), schemas.DELIVERY_COLUMNS, (), ()),
     "result_scopes": (
         ("broker",),
         ("messages", "ok", "failed", "rejected", "attempts", "retries", "retry_budget_exhausted")
@@ -246,6 +256,7 @@ class SummaryAggregates:
     attempt_cells: pa.Table
     attempt_latency: pa.Table
     queue_cells: pa.Table
+    delivery_cells: pa.Table
     producer_windows: pa.Table
     intervals: pa.Table
     result_scopes: pa.Table
@@ -502,9 +513,9 @@ class _Results:
         self.queue_wait = ints(t, "queue_wait_ms")
         self.born = ints(t, "born_ts_ms")
         self.end = ints(t, "end_ts_ms")
-        broker_code, self.broker_names = string_codes(t.column("broker"))
+        self.broker, self.broker_names = string_codes(t.column("broker"))  # -1: none
         # run_summary's scope of a message: the broker of a stored result; -1: not stored
-        self.scope = np.where((broker_code >= 0) & ~self.failed & ~self.rejected, broker_code, -1)
+        self.scope = np.where((self.broker >= 0) & ~self.failed & ~self.rejected, self.broker, -1)
         self._orders: dict[str, np.ndarray] = {}
 
     def value_order(self, name: str) -> np.ndarray:
@@ -633,6 +644,7 @@ def producer_aggregates(
     tables = {
         **_attempt_parts(a, window_ms),
         **_result_parts(r),
+        "delivery_cells": _delivery_cells(r, window_ms),
         "producer_windows": _producer_windows(a, r, intervals, window_ms),
         "intervals": intervals,
         "producers": pa.table(
@@ -723,6 +735,27 @@ def _result_parts(r: _Results) -> dict[str, pa.Table]:
     return out
 
 
+def _delivery_cells(r: _Results, window_ms: int) -> pa.Table:
+    """delivery_cells: the delivery outcomes of the messages per (the result's broker, window of the
+    send's start), cells with any only. A message with an outcome always had an attempt, so a broker."""
+    flagged = np.zeros(r.n, bool)
+    for values in r.delivery.values():
+        flagged |= values > 0
+    rows = np.flatnonzero(flagged)
+    if not len(rows):
+        return AGGREGATE_TABLES["delivery_cells"].empty_table()
+    if int(r.broker[rows].min()) < 0:
+        raise AssertionError("a message with a delivery outcome has no broker")
+    g = Groups([r.broker[rows], r.window[rows]])
+    return pa.table(
+        {
+            "broker": from_codes(r.broker[rows][g.first], r.broker_names),
+            "window_start_ms": r.window[rows][g.first] * np.int64(window_ms),
+            **{name: g.sum(values[rows]) for name, values in r.delivery.items()},
+        }
+    )
+
+
 def _producer_windows(a: _Attempts, r: _Results, intervals: pa.Table, window_ms: int) -> pa.Table:
     """``producer_windows`` rows of whole producers, with the
     partials of their queue spread in place of it (the run's queue count is known only at the end)."""
@@ -746,6 +779,8 @@ def _producer_windows(a: _Attempts, r: _Results, intervals: pa.Table, window_ms:
     cols["retries"] = g.sum(np.maximum(r.attempts - 1, 0))
     cols["retry_budget_exhausted"] = g.sum(r.exhausted)
     cols["bytes"] = g.sum(r.wire)
+    for name, values in r.delivery.items():
+        cols[name] = g.sum(values)
     for attr, names, ps, max_name in (
         ("latency", PERCENTILE_COLUMNS, PERCENTILES, "latency_max_ms"),
         ("queue_wait", QUEUE_WAIT_COLUMNS, QUEUE_WAIT_PERCENTILES, "queue_wait_max_ms"),
@@ -928,12 +963,15 @@ class _Grid:
     @staticmethod
     def of(merged: SummaryAggregates, runs: _Runs) -> _Grid:
         w = merged.window_ms
-        cells = merged.attempt_cells
-        run = runs.run["attempt_cells"]
-        index = ints(cells, "window_start_ms") // w
+        # the windows of attempt starts (and of the send starts of delivery outcomes: a send begins
+        # before its first attempt, in an earlier window only if an executor held it across the edge)
+        run = np.concatenate([runs.run["attempt_cells"], runs.run["delivery_cells"]])
+        index = np.concatenate(
+            [ints(t, "window_start_ms") // w for t in (merged.attempt_cells, merged.delivery_cells)]
+        )
         lo = np.full(runs.n_runs, 1, np.int64)
         hi = np.zeros(runs.n_runs, np.int64)
-        if cells.num_rows:
+        if len(run):
             g = Groups([run])
             has = run[g.first]
             lo[has], hi[has] = g.min(index), g.max(index)
@@ -1019,6 +1057,13 @@ def _broker_windows(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.T
     skew, gini, valid = queue_spread(present, total, busiest, sum_ix, grid.queues_per(g_run, g_broker))
     cols["queue_skew"] = _column(skew, pa.float64(), valid)
     cols["queue_gini"] = _column(gini, pa.float64(), valid)
+
+    d = merged.delivery_cells
+    d_pos = at(runs.run["delivery_cells"], runs.broker["delivery_cells"], ints(d, "window_start_ms") // w)
+    for name in schemas.DELIVERY_COLUMNS:
+        values = np.zeros(n, np.int64)
+        values[d_pos] = ints(d, name)
+        cols[name] = values
 
     cols["isolated_producers"] = _isolated_producers(merged, runs, grid, (g_run, g_broker, window))
     cols.update(_key_columns(runs, merged.key_names, g_run))

@@ -1,27 +1,40 @@
-"""Transactional messages after the half is stored: the local transaction and the broker's check-back.
+"""Transactional messages after their halves are stored: the local transaction and the broker's check-back.
 
-``TransactionMQProducer.sendMessageInTransaction`` sends the half message (``TRAN_MSG=true``); the broker
-stores it in ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketsim.store`). Then, per message:
+``TransactionMQProducer.sendMessageInTransaction`` sends the half message (``TRAN_MSG=true``) with a SYNC
+``send`` (its retries reuse the message, UNIQ_KEY included); the broker stores each half it processes in
+``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketsim.store`), also one whose request the client gave up on (a
+stored timeout, ``send_attempts.stored``). One row per half, and one per message with no half its
+result points at:
 
-* the send result is not SEND_OK (FLUSH_*/SLAVE_NOT_AVAILABLE): the producer does not run the local
-  transaction and ends it with ROLLBACK_MESSAGE at once (``local_state`` ``not_run``);
-* SEND_OK: the producer may crash before ending it (``producer_crash``); otherwise the local transaction
-  returns commit, rollback or unknown (``[transactions] outcome`` weights) and the producer ends it with
-  that state when the send returns (commit/rollback resolve there, unknown is ignored by the broker);
-* unknown or crash: ``TransactionalMessageCheckService`` runs every ``check_interval_ms``
+* the half the send result points at (``is_result``): ``DefaultMQProducerImpl.endTransaction`` addresses
+  it alone (``MessageDecoder.decodeMessageId(sendResult.getOffsetMsgId())``: its commit-log offset).
+  Result not SEND_OK (FLUSH_*/SLAVE_NOT_AVAILABLE): the producer does not run the local transaction and
+  ends it with ROLLBACK_MESSAGE at once (``local_state`` ``not_run``). SEND_OK: the producer may crash
+  before ending it (``producer_crash``); otherwise the local transaction returns commit, rollback or
+  unknown (``[transactions] outcome`` weights) and the producer ends it with that state when the send
+  returns (commit/rollback resolve there, unknown is ignored by the broker);
+* any other stored half (a timed-out attempt the broker stored anyway, before a retry stored another;
+  or every half of a send that failed: ``sendMessageInTransaction`` throws ``MQClientException("send
+  message Exception")`` and ends nothing): nobody ends it, so the broker checks it back;
+* unknown, crash or another half: ``TransactionalMessageCheckService`` runs every ``check_interval_ms``
   (``BrokerConfig.transactionCheckInterval``; by default the broker version's: 60 s for a 4.9.x client's
   4.9.8 broker, 30 s for a 5.x client's 5.3.3 broker; ticks at multiples of it in simulated time, the
-  service's fixed delay from its start) and checks a half once
-  ``tick - born > timeout_ms`` (transactionTimeOut, 6 s; born = the storing request's start). Each check
-  asks the producer group (the crashed instance's peers, or itself restarted), which answers commit,
-  rollback or unknown (``check_outcome`` weights); the first commit/rollback resolves it at that tick.
-  After ``check_max`` checks (transactionCheckMax, 15) the next tick discards it (``needDiscard``): the
-  message is never delivered, like a rollback.
+  service's fixed delay from its start) and ``TransactionalMessageServiceImpl.check`` checks a half at
+  the first tick with ``tick - born > timeout_ms`` (transactionTimeOut, 6 s; born = the storing request's
+  start, its ``bornTimestamp``) that began after the half was stored (``storeTimestamp >= startTime``:
+  "check it later"). Each check asks the producer group (``checkLocalTransaction``: the crashed
+  instance's peers, or itself restarted), which answers commit, rollback or unknown (``check_outcome``
+  weights), for each half on its own (the answer's ``endTransaction`` carries that half's offset); the
+  first commit/rollback resolves it at that tick. After ``check_max`` checks (transactionCheckMax, 15)
+  the next tick discards it (``needDiscard``): never delivered, like a rollback.
 
-A committed message is written to its real topic and queue and reaches consumers; a rolled back or
-discarded one never does. Halves whose send failed (no stored copy the result points at) are
-``not_stored``. Every draw is counter-based, keyed by (seed, producer, seq, check number) on a salt of
-its own, so the outcome does not depend on partitioning.
+A committed half is written to its real topic and queue and reaches consumers (``delivered``): a second
+committed half of one message is a duplicate delivery. A rolled back or discarded one never does.
+A message with no half its result points at (its send failed or was refused) has a row ``not_stored``
+with null half columns (its other halves, if a broker stored any, are rows of their own). Every draw is
+counter-based on a salt of its own, keyed by (seed, producer, seq, check number) for the result's half
+and by (seed, producer, seq, storing attempt) for another half, so the outcome does not depend on
+partitioning.
 """
 
 from __future__ import annotations
@@ -33,9 +46,10 @@ import pyarrow.compute as pc
 from rocketsim import rng
 from rocketsim.scenario import TRANSACTION_STATES, Scenario
 
-__all__ = ["INPUT_COLUMNS", "OUTPUT_COLUMNS", "TRANSACTION_SALT", "resolve"]
+__all__ = ["INPUT_COLUMNS", "OTHER_HALF_SALT", "OUTPUT_COLUMNS", "TRANSACTION_SALT", "resolve"]
 
 TRANSACTION_SALT = 0x7A5C_70E1_C4EC_4BAC  # keeps transaction draws apart from workload and broker draws
+OTHER_HALF_SALT = 0x3D0B_5F27_91A6_E853  # and the check draws of the halves the result does not point at
 S_LOCAL, S_CRASH, S_CHECK = 0, 1, 2  # streams of a message's key (check draws use attempt = check number)
 
 COMMIT, ROLLBACK, UNKNOWN = range(3)  # indexes into TRANSACTION_STATES
@@ -44,8 +58,11 @@ INPUT_COLUMNS = pa.schema(
     [
         pa.field("producer", pa.int32(), nullable=False),
         pa.field("seq", pa.int64(), nullable=False),
+        pa.field("attempt", pa.int32()),  # the attempt that stored the half; null: no half
+        pa.field("is_result", pa.bool_(), nullable=False),  # the half the send result points at
         pa.field("send_status", pa.string(), nullable=False),
         pa.field("half_born_ts_ms", pa.int64()),  # start of the attempt that stored the half; null: none
+        pa.field("half_store_ts_ms", pa.int64()),  # when the broker stored it
         pa.field("end_ts_ms", pa.int64(), nullable=False),  # when the send returned to the producer
     ]
 )
@@ -56,6 +73,7 @@ OUTPUT_COLUMNS = pa.schema(
         pa.field("resolution", pa.string(), nullable=False),
         pa.field("resolved_by", pa.string()),
         pa.field("resolved_ts_ms", pa.int64()),
+        pa.field("delivered", pa.bool_(), nullable=False),
     ]
 )
 
@@ -66,12 +84,15 @@ def _choose(u: np.ndarray, weights: dict[str, float]) -> np.ndarray:
     return np.minimum(np.searchsorted(cum, u, side="right"), len(w) - 1)
 
 
-def _uniforms(seed: int, producers: np.ndarray, seqs: np.ndarray, attempt: int, stream: int) -> np.ndarray:
-    """One uniform per row for (seed ^ salt, producer, seq, attempt) on ``stream``."""
+def _uniforms(
+    seed: int, producers: np.ndarray, seqs: np.ndarray, attempts: np.ndarray | int, stream: int
+) -> np.ndarray:
+    """One uniform per row for (seed, producer, seq, attempt) on ``stream``."""
     out = np.empty(len(seqs), np.float64)
+    attempts = np.broadcast_to(np.asarray(attempts, np.int64), seqs.shape)
     for p in np.unique(producers):
         rows = producers == p
-        keys = rng.draw_keys(seed ^ TRANSACTION_SALT, int(p), seqs[rows], np.full(int(rows.sum()), attempt))
+        keys = rng.draw_keys(seed, int(p), seqs[rows], attempts[rows])
         out[rows] = rng.uniforms(keys, stream)
     return out
 
@@ -81,34 +102,54 @@ def first_check_ms(born_ts_ms: np.ndarray, interval_ms: int, timeout_ms: int) ->
     return (np.floor_divide(np.asarray(born_ts_ms, np.int64) + timeout_ms, interval_ms) + 1) * interval_ms
 
 
+def first_tick_after(ts_ms: np.ndarray, interval_ms: int) -> np.ndarray:
+    """The first check tick ``k * interval`` after ``ts`` (a round that began after the half was stored)."""
+    return (np.floor_divide(np.asarray(ts_ms, np.int64), interval_ms) + 1) * interval_ms
+
+
+def _column(table: pa.Table, name: str, dtype: type) -> np.ndarray:
+    return np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype)
+
+
 def resolve(table: pa.Table, sc: Scenario) -> pa.Table:
-    """``table`` (:data:`INPUT_COLUMNS`, one row per transactional message) plus :data:`OUTPUT_COLUMNS`."""
+    """``table`` (:data:`INPUT_COLUMNS`: one row per stored half, and one per transactional message
+    whose result points at no half) plus :data:`OUTPUT_COLUMNS`."""
     cfg = sc.transactions
     interval = cfg.check_interval_for(sc.producers.version.broker)
     n = table.num_rows
-    producers = np.asarray(table.column("producer").to_numpy(zero_copy_only=False), np.int64)
-    seqs = np.asarray(table.column("seq").to_numpy(zero_copy_only=False), np.int64)
+    producers, seqs = _column(table, "producer", np.int64), _column(table, "seq", np.int64)
     stored = np.asarray(pc.is_valid(table.column("half_born_ts_ms")).to_numpy(zero_copy_only=False), bool)
     born = np.asarray(table.column("half_born_ts_ms").fill_null(0).to_numpy(zero_copy_only=False), np.int64)
-    end = np.asarray(table.column("end_ts_ms").to_numpy(zero_copy_only=False), np.int64)
+    stored_at = pc.coalesce(table.column("half_store_ts_ms"), table.column("half_born_ts_ms")).fill_null(0)
+    stored_at = np.asarray(stored_at.to_numpy(zero_copy_only=False), np.int64)
+    attempt = np.asarray(table.column("attempt").fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+    end = _column(table, "end_ts_ms", np.int64)
     ok = np.asarray(pc.equal(table.column("send_status"), "SEND_OK").to_numpy(zero_copy_only=False), bool)
+    pointed = stored & _column(table, "is_result", bool)  # the half endTransaction addresses
+    other = stored & ~pointed  # nobody ends it: checked back
 
-    crash = ok & stored & (_uniforms(sc.seed, producers, seqs, 0, S_CRASH) < cfg.producer_crash)
-    local = _choose(_uniforms(sc.seed, producers, seqs, 0, S_LOCAL), dict(cfg.outcome))
+    # the message's local transaction (the same on each of its rows)
+    salt = sc.seed ^ TRANSACTION_SALT
+    crash = ok & stored & (_uniforms(salt, producers, seqs, 0, S_CRASH) < cfg.producer_crash)
+    local = _choose(_uniforms(salt, producers, seqs, 0, S_LOCAL), dict(cfg.outcome))
     ran = stored & ok & ~crash
-    to_check = crash | (ran & (local == UNKNOWN))
+    to_check = (pointed & (crash | (ran & (local == UNKNOWN)))) | other
 
     # check-backs, one tick apart, until one finds commit or rollback
-    first = first_check_ms(born, interval, cfg.timeout_ms)
+    first = np.maximum(first_check_ms(born, interval, cfg.timeout_ms), first_tick_after(stored_at, interval))
     checks = np.zeros(n, np.int64)
     answer = np.full(n, UNKNOWN)
     pending = to_check.copy()
     check_weights = dict(cfg.check_outcome)
+    other_salt = sc.seed ^ TRANSACTION_SALT ^ OTHER_HALF_SALT
     for k in range(1, cfg.check_max + 1):
         if not pending.any():
             break
         checks[pending] = k
-        drawn = _choose(_uniforms(sc.seed, producers, seqs, k, S_CHECK), check_weights)
+        u = _uniforms(salt, producers, seqs, k, S_CHECK)
+        if other.any():
+            u[other] = _uniforms(other_salt, producers[other], seqs[other], attempt[other], S_CHECK + k)
+        drawn = _choose(u, check_weights)
         answered = pending & (drawn != UNKNOWN)
         answer[answered] = drawn[answered]
         pending &= ~answered
@@ -119,7 +160,7 @@ def resolve(table: pa.Table, sc: Scenario) -> pa.Table:
     state = np.full(n, "not_run", dtype=object)
     state[ran] = names[local[ran]]
     state[crash] = "crash"
-    by_producer = stored & ~to_check  # ended by the producer as the send returned
+    by_producer = pointed & ~to_check  # ended by the producer as the send returned
     resolution = np.full(n, "not_stored", dtype=object)
     resolution[by_producer] = np.where(ok, names[local], "rollback")[by_producer]  # not SEND_OK: rollback
     resolution[checked] = names[answer[checked]]
@@ -133,6 +174,7 @@ def resolve(table: pa.Table, sc: Scenario) -> pa.Table:
         "resolution": pa.array(resolution.tolist(), pa.string()),
         "resolved_by": pa.array(resolved_by.tolist(), pa.string()),
         "resolved_ts_ms": pa.array(resolved_ts, mask=~stored),
+        "delivered": pa.array(resolution == "commit", pa.bool_()),
     }
     for f in OUTPUT_COLUMNS:
         table = table.append_column(f, pa.chunked_array([cols[f.name]], f.type))

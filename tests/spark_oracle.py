@@ -471,7 +471,6 @@ _TXN_PASSED = frozenset(
         "topic",
         "broker",
         "queue_id",
-        "half_store_ts_ms",
         "half_queue_offset",
         "half_commit_log_offset",
         "half_store_size",
@@ -537,26 +536,52 @@ def broker_storage(log: DataFrame, window_ms: int) -> DataFrame:
 
 
 def transaction_table(log: DataFrame, messages: DataFrame, results: DataFrame, sc: Scenario) -> DataFrame:
-    """``transactions``: one row per transactional message, its half and how it was resolved."""
+    """``transactions``: one row per stored half (the one its result points at, and any other: a
+    timed-out attempt the broker stored anyway) and one per transactional message whose result points
+    at no half, each resolved."""
     txn = messages.where(F.col("message_type") == "transaction").select("producer", "seq", "topic")
-    half = F.col("store_topic") == store.HALF_TOPIC
     res = results.select(
         "producer",
         "seq",
         "uniq_msg_id",  # the client's, set when it sent the half
         F.col("status").alias("send_status"),
         "end_ts_ms",
-        F.when(half, F.col("broker")).alias("broker"),
-        F.when(half, F.col("queue_id")).alias("queue_id"),
-        F.when(half, F.col("store_ts_ms")).alias("half_store_ts_ms"),
-        F.when(half, F.col("queue_offset")).alias("half_queue_offset"),
-        F.when(half, F.col("commit_log_offset")).alias("half_commit_log_offset"),
-        F.when(half, F.col("store_size")).alias("half_store_size"),
     )
-    born = log.where(F.col("is_result") & (F.col("store_topic") == store.HALF_TOPIC)).select(
-        "producer", "seq", F.col("born_ts_ms").alias("half_born_ts_ms")
+    halves = log.where(F.col("store_topic") == store.HALF_TOPIC).select(
+        "producer",
+        "seq",
+        "attempt",
+        "is_result",
+        F.col("real_topic").alias("topic"),
+        "broker",
+        F.col("real_queue_id").alias("queue_id"),
+        F.col("born_ts_ms").alias("half_born_ts_ms"),
+        F.col("store_ts_ms").alias("half_store_ts_ms"),
+        F.col("queue_offset").alias("half_queue_offset"),
+        F.col("commit_log_offset").alias("half_commit_log_offset"),
+        F.col("store_size").alias("half_store_size"),
     )
-    rows = txn.join(res, ["producer", "seq"]).join(born, ["producer", "seq"], "left")
+    pointed = halves.where(F.col("is_result")).select("producer", "seq")
+    unstored = txn.join(pointed, ["producer", "seq"], "left_anti").select(
+        "producer",
+        "seq",
+        F.lit(None).cast("int").alias("attempt"),
+        F.lit(False).alias("is_result"),
+        "topic",
+        *[
+            F.lit(None).cast(t).alias(c)
+            for c, t in (
+                ("broker", "string"),
+                ("queue_id", "int"),
+                ("half_born_ts_ms", "long"),
+                ("half_store_ts_ms", "long"),
+                ("half_queue_offset", "long"),
+                ("half_commit_log_offset", "long"),
+                ("half_store_size", "int"),
+            )
+        ],
+    )
+    rows = halves.unionByName(unstored).join(res, ["producer", "seq"])
     passed = [f for f in schemas.TRANSACTIONS if f.name in _TXN_PASSED]
     in_schema = pa.schema([*transactions.INPUT_COLUMNS, *passed])
     out_schema = pa.schema([*in_schema, *transactions.OUTPUT_COLUMNS])
@@ -573,9 +598,9 @@ def consumer_load(log: DataFrame, txns: DataFrame, sc: Scenario) -> DataFrame:
     """``consumer_load``: per consumer group, consumer and queue, the messages its consumers get.
 
     What consumers of a topic read: normal, ordered and batch records where they were stored, delay
-    messages in their real queue once delivered, transactional messages in their real queue once
-    committed (their bytes: the stored half's); halves themselves and rolled back or discarded
-    transactions never.
+    messages in their real queue once delivered, transactional messages in their real queue once a
+    half is committed (each committed half once; their bytes: the stored half's); halves themselves
+    and rolled back or discarded halves never.
     """
     visible = log.where(F.col("store_topic") != store.HALF_TOPIC).select(
         F.coalesce("real_topic", "store_topic").alias("topic"),
@@ -583,7 +608,7 @@ def consumer_load(log: DataFrame, txns: DataFrame, sc: Scenario) -> DataFrame:
         F.coalesce("real_queue_id", "store_queue_id").alias("queue_id"),
         F.col("store_size").cast("long").alias("bytes"),
     )
-    committed = txns.where(F.col("resolution") == "commit").select(
+    committed = txns.where(F.col("delivered")).select(
         "topic", "broker", "queue_id", F.col("half_store_size").cast("long").alias("bytes")
     )
     per_queue = (
@@ -626,6 +651,7 @@ def reconcile_checks(read: Callable[[str], DataFrame]) -> dict[str, tuple[int, i
         F.count(F.when(F.col("seq") == F.col("send_seq"), 1)).alias("attempts"),  # one lead copy per attempt
         F.count(F.when(F.col("is_result"), 1)).alias("pointed"),
         F.count(F.when(~half, 1)).alias("visible"),
+        F.count(F.when(half, 1)).alias("halves"),
     )
     storage = one(read("broker_storage"), F.coalesce(F.sum("messages"), F.lit(0)).alias("m"))["m"]
     # rocketsim.store.is_stored_outcome: the stored column (timed-out requests the broker wrote too)
@@ -646,7 +672,8 @@ def reconcile_checks(read: Callable[[str], DataFrame]) -> dict[str, tuple[int, i
         read("transactions"),
         n.alias("n"),
         F.count(F.col("half_queue_offset")).alias("halves"),
-        F.count(F.when(F.col("resolution") == "commit", 1)).alias("commits"),
+        F.count(F.when(F.col("is_result"), 1)).alias("pointed"),
+        F.count(F.when(F.col("delivered"), 1)).alias("delivered"),
     )
     checks = {
         "broker_storage messages = commit_log records": (storage, log["records"]),
@@ -659,14 +686,21 @@ def reconcile_checks(read: Callable[[str], DataFrame]) -> dict[str, tuple[int, i
             r["answered_with_offset"],
             r["answered"],
         ),
-        "one transactions row per transaction message": (t["n"], txn_messages),
-        "stored halves in transactions = results in the half topic": (t["halves"], r["halves"]),
+        "one transactions row per transaction message and per other half": (
+            t["n"] + t["pointed"],
+            txn_messages + t["halves"],
+        ),
+        "stored halves in transactions = half records in commit_log": (t["halves"], log["halves"]),
+        "halves the results point at in transactions = results in the half topic": (
+            t["pointed"],
+            r["halves"],
+        ),
     }
     loads = read("consumer_load").groupBy("consumer_group").agg(F.sum("messages").alias("m")).collect()  # few
     for row in loads:
         checks[f"consumer_load of {row['consumer_group']} = delivered + committed messages"] = (
             row["m"],
-            log["visible"] + t["commits"],
+            log["visible"] + t["delivered"],
         )
     return checks
 

@@ -98,14 +98,24 @@ def test_commit_log_equals_the_local_oracle(warehouse: str, oracle: pd.DataFrame
 def test_transactions_table(warehouse: str, scenario: Scenario, results: pd.DataFrame) -> None:
     txns = read_pandas(warehouse, "transactions", RUN)
     messages = read_pandas(warehouse, "messages", RUN)
-    assert len(txns) == (messages.message_type == "transaction").sum()
+    log = read_pandas(warehouse, "commit_log", RUN)
+    halves = log[log.store_topic == store.HALF_TOPIC]
+    # one row per stored half, one per transactional message whose result points at none
+    assert len(txns) == (messages.message_type == "transaction").sum() + (~halves.is_result).sum()
+    assert not txns.duplicated(["producer", "seq", "attempt"]).any()
     merged = txns.merge(
         results[["producer", "seq", "end_ts_ms", "queue_offset", "store_topic"]], on=["producer", "seq"]
     )
+    pointed = merged.is_result
+    assert (merged.loc[pointed, "store_topic"] == store.HALF_TOPIC).all()
+    assert (merged.loc[pointed, "half_queue_offset"] == merged.loc[pointed, "queue_offset"]).all()
     stored = merged.half_queue_offset.notna()
-    assert (merged.loc[stored, "store_topic"] == store.HALF_TOPIC).all()
-    assert (merged.loc[stored, "half_queue_offset"] == merged.loc[stored, "queue_offset"]).all()
-    assert (merged.loc[~stored, "resolution"] == "not_stored").all()
+    assert (merged.loc[~stored, "resolution"] == "not_stored").all() and merged.loc[
+        ~stored, "attempt"
+    ].isna().all()
+    # DefaultMQProducerImpl.endTransaction addresses the result's half only: the others are checked back
+    assert merged.loc[stored & ~pointed, "resolved_by"].isin(["check", "discard"]).all()
+    assert (merged.delivered == (merged.resolution == "commit")).all()
     by_producer = merged[merged.resolved_by == "producer"]
     assert (by_producer.resolved_ts_ms == by_producer.end_ts_ms).all()
     checked = merged[merged.resolved_by.isin(["check", "discard"])]
@@ -161,7 +171,7 @@ def test_the_read_back_rules_hold_on_the_staged_run(spark, warehouse: str) -> No
         return read_spark(spark, warehouse, table, RUN)
 
     checks = spark_oracle.reconcile_checks(read)
-    assert len(checks) == 8 and all(x == y for x, y in checks.values()), checks  # 6 rules + 2 groups
+    assert len(checks) == 9 and all(x == y for x, y in checks.values()), checks  # 7 rules + 2 groups
 
 
 def test_send_results_have_the_declared_schema(warehouse: str) -> None:
@@ -187,7 +197,7 @@ def test_storage_figure(warehouse: str) -> None:
 
 BROKER_SIDE_KEYS = {
     "broker_storage": ["broker", "window_start_ms", "topic", "queue_id"],
-    "transactions": ["producer", "seq"],
+    "transactions": ["producer", "seq", "attempt"],
     "consumer_load": ["consumer_group", "topic", "broker", "queue_id", "consumer"],
 }
 
@@ -207,8 +217,9 @@ def core_broker_side(
     storage, txns, deliveries = [], [], []
     for b in sc.cluster.brokers:
         records = log.filter(pc.equal(log.column("broker"), b))
-        pointed = records.filter(records.column("is_result"))
-        its_results = core_results.filter(pc.is_in(_key(core_results), value_set=_key(pointed)))
+        # the results of every message with a record here (the tasks': those pointing here and those
+        # of messages with another half here)
+        its_results = core_results.filter(pc.is_in(_key(core_results), value_set=_key(records)))
         storage.append(broker_side.broker_storage(records, window_ms))
         stored = broker_side.stored_transactions(records, its_results, sc)
         txns.append(stored)

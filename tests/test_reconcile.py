@@ -61,7 +61,9 @@ def broker_tables(sc: Scenario, producers: list[stage.ProducerTables], lose: int
         results = pa.concat_tables(
             [t.stored_results()[0].filter(pa.array(t.stored_results()[1] == b)) for t in kept]
         )
-        out.append(stage.broker_tables(sc, b, log, results))
+        others = [t.other_half_results() for t in kept]
+        other = pa.concat_tables([rows.filter(pa.array(where == b)) for rows, where in others])
+        out.append(stage.broker_tables(sc, b, log, results, other))
     return out
 
 
@@ -111,7 +113,11 @@ def test_every_rule_holds_on_a_whole_run(counts: dict[str, int]) -> None:
         assert f"{table} rows committed = rows made" in checks, table
     assert all(x == y for x, y in checks.values())
     # the run is not trivial: every rule counts something
-    for name in ("one result per message", "stored halves in transactions = results in the half topic"):
+    for name in (
+        "one result per message",
+        "halves the results point at in transactions = results in the half topic",
+        "stored halves in transactions = half records in commit_log",
+    ):
         assert checks[name][0] > 0, name
     assert counts["send_results.stored"] < counts["send_results.rows"]  # failures and rejections
     assert counts["transactions.halves"] < counts["transactions.rows"]  # unstored transactions
@@ -128,7 +134,7 @@ def test_a_broker_that_lost_a_producers_records_breaks_the_broker_side_rules(
     assert {
         "stored attempts = attempts in commit_log",
         "answered results with a stored status have a queue offset",
-        "one transactions row per transaction message",
+        "one transactions row per transaction message and per other half",
     } <= broken
     # a broker task that wrote its commit log without producer 0's records: the commit report says so
     records_of_0 = producers[0].log.num_rows

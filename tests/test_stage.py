@@ -71,15 +71,27 @@ def test_records_and_results_carry_their_broker(scenario: Scenario, tables: list
         assert (brokers[where] == np.array(pointed.column("broker").to_pylist())).all()
 
 
-def test_broker_steps_equal_the_whole_commit_log_numbered_at_once(scenario: Scenario, tables: list) -> None:
-    whole = store.with_offsets(pa.concat_tables([t.log for t in tables]), scenario)
-    parts = []
+def broker_steps(scenario: Scenario, tables: list[stage.ProducerTables]) -> list[stage.BrokerTables]:
+    """Every broker's step over the producers' outputs, as the stage hands them over."""
+    out = []
     for b in range(len(scenario.cluster.brokers)):
         log = pa.concat_tables([t.log.filter(pa.array(t.log_broker == b)) for t in tables])
         results = pa.concat_tables(
             [t.stored_results()[0].filter(pa.array(t.stored_results()[1] == b)) for t in tables]
         )
-        out = stage.broker_tables(scenario, b, log, results)
+        others = [t.other_half_results() for t in tables]
+        other = pa.concat_tables([rows.filter(pa.array(where == b)) for rows, where in others])
+        out.append(stage.broker_tables(scenario, b, log, results, other))
+    return out
+
+
+def test_broker_steps_equal_the_whole_commit_log_numbered_at_once(scenario: Scenario, tables: list) -> None:
+    whole = store.with_offsets(pa.concat_tables([t.log for t in tables]), scenario)
+    parts = []
+    for b, out in enumerate(broker_steps(scenario, tables)):
+        results = pa.concat_tables(
+            [t.stored_results()[0].filter(pa.array(t.stored_results()[1] == b)) for t in tables]
+        )
         assert out.broker == b and out.results.num_rows == results.num_rows
         assert out.results.column("commit_log_offset").null_count == 0
         parts.append(out.commit_log)
@@ -122,12 +134,7 @@ def test_the_derived_outputs_are_the_core_functions_of_the_rows(scenario: Scenar
     assert summaries.summary_tables(merged) == summaries.summary_tables(whole)
     unstored = [t.unstored_transactions(scenario) for t in tables]
     stored, deliveries, storage = [], [], []
-    for b in range(len(scenario.cluster.brokers)):
-        log = pa.concat_tables([t.log.filter(pa.array(t.log_broker == b)) for t in tables])
-        results = pa.concat_tables(
-            [t.stored_results()[0].filter(pa.array(t.stored_results()[1] == b)) for t in tables]
-        )
-        out = stage.broker_tables(scenario, b, log, results)
+    for out in broker_steps(scenario, tables):
         stored.append(out.stored_transactions(scenario))
         deliveries.append(out.deliveries(stored[-1]))
         storage.append(out.storage(1000))
@@ -135,8 +142,14 @@ def test_the_derived_outputs_are_the_core_functions_of_the_rows(scenario: Scenar
     transactional = sum(
         pc.sum(pc.equal(t.messages.column("message_type"), "transaction")).as_py() for t in tables
     )
-    assert txns.num_rows == transactional > 0
-    keys = zip(txns.column("producer").to_pylist(), txns.column("seq").to_pylist(), strict=True)
+    other_halves = pc.sum(pc.invert(txns.column("is_result")).cast(pa.int64())).as_py() - sum(
+        u.num_rows for u in unstored
+    )
+    halves = sum(pc.sum(pc.equal(t.log.column("store_topic"), store.HALF_TOPIC)).as_py() for t in tables)
+    assert other_halves > 0  # lost replies (remoting_timeout) the brokers stored
+    assert txns.num_rows == transactional + other_halves > 0
+    assert pc.sum(pc.is_valid(txns.column("half_queue_offset"))).as_py() == halves
+    keys = zip(*(txns.column(k).to_pylist() for k in ("producer", "seq", "attempt")), strict=True)
     assert len(set(keys)) == txns.num_rows
     assert all(u.column("half_queue_offset").null_count == u.num_rows for u in unstored)
     assert all(s.column("half_queue_offset").null_count == 0 for s in stored)
@@ -145,3 +158,77 @@ def test_the_derived_outputs_are_the_core_functions_of_the_rows(scenario: Scenar
     )
     load = broker_side.consumer_load(deliveries, scenario)
     assert pc.sum(load.column("messages")).as_py() > 0
+
+
+def _slow_a_transactions(version: str, **producers: object) -> Scenario:
+    """Transactions only; broker-a answers after 3.5 s (past the 3 s timeout), broker-b after 2 ms; every
+    local transaction and every check-back commits."""
+    return scenario_from_mapping(
+        {
+            "seed": 5,
+            "cluster": {"brokers": ["broker-a", "broker-b"]},
+            "producers": {"count": 1, "client_version": version, **producers},
+            "workload": {"messages": 40, "rate_per_s": 1.0, "message_types": {"transaction": 1}},
+            "brokers": {
+                "default": {"latency": {"median_ms": 2.0, "sigma": 0.0, "spike_probability": 0.0}},
+                "broker-a": {"latency": {"median_ms": 3500.0, "sigma": 0.0, "spike_probability": 0.0}},
+            },
+            "transactions": {"outcome": {"commit": 1.0}, "check_outcome": {"commit": 1.0}},
+        }
+    )
+
+
+def _transactions_and_load(sc: Scenario) -> tuple[pa.Table, int]:
+    """The run's transactions rows and how many messages consumers get, from the stage's functions."""
+    from rocketsim import broker_side
+
+    tables = [stage.producer_tables(sc, stage.producer_messages(sc, s)) for s in workload.producer_shares(sc)]
+    brokers = broker_steps(sc, tables)
+    stored = [out.stored_transactions(sc) for out in brokers]
+    txns = pa.concat_tables([*(t.unstored_transactions(sc) for t in tables), *stored])
+    load = broker_side.consumer_load([out.deliveries(s) for out, s in zip(brokers, stored, strict=True)], sc)
+    order = [("seq", "ascending"), ("attempt", "ascending")]
+    return txns.sort_by(order), pc.sum(load.column("messages")).as_py()
+
+
+def test_stored_timed_out_half_is_checked_back() -> None:
+    # 5.3.3, sendMsgMaxTimeoutPerRequest 1000: the half sent to slow broker-a times out after 1 s and
+    # sendMessageInTransaction's send(msg) retries on broker-b (SEND_OK); broker-a stores its half
+    # anyway at 3.5 s (SendMessageProcessor: the broker never learns the client gave up). Two halves:
+    # DefaultMQProducerImpl.endTransaction ends only the one the SendResult names (it decodes the
+    # offsetMsgId into the commit-log offset of EndTransactionRequestHeader): broker-b's, committed when
+    # the send returns. Nobody ends broker-a's: TransactionalMessageServiceImpl.check finds it at the
+    # first round (TransactionalMessageCheckService: every transactionCheckInterval, 30 s on a 5.3.3
+    # broker) after born + transactionTimeOut (6 s) that began after it was stored; checkLocalTransaction
+    # answers commit: a second delivery of the message (a duplicate).
+    sc = _slow_a_transactions("5.3.3", send_msg_max_timeout_per_request_ms=1000)
+    txns, delivered = _transactions_and_load(sc)
+    rows = txns.to_pandas()
+    other = rows[~rows.is_result]
+    assert len(other) > 0 and (other.broker == "broker-a").all() and (other.send_status == "SEND_OK").all()
+    assert (other.resolved_by == "check").all() and (other.resolution == "commit").all()
+    assert (other.checks == 1).all() and other.delivered.all()
+    born = other.half_store_ts_ms - 3500  # the storing attempt's start
+    first = (((born + 6000) // 30_000) + 1) * 30_000
+    assert (other.resolved_ts_ms == np.maximum(first, (other.half_store_ts_ms // 30_000 + 1) * 30_000)).all()
+    pointed = rows[rows.is_result & rows.seq.isin(other.seq)]
+    assert len(pointed) == len(other) and (pointed.broker == "broker-b").all()
+    assert (pointed.resolved_by == "producer").all() and (pointed.resolution == "commit").all()
+    assert (pointed.attempt == 1).all() and (other.attempt == 0).all()
+    assert (pointed.uniq_msg_id.to_numpy() == other.uniq_msg_id.to_numpy()).all()  # one UNIQ_KEY
+    # every message delivered once, those with two committed halves twice
+    assert delivered == 40 + len(other)
+
+    # 4.9.8: the timed-out attempt used the whole 3 s budget, so the send throws (FAILED) and ends
+    # nothing (sendMessageInTransaction: MQClientException "send message Exception"): the message's row
+    # says its result points at no half, and the half broker-a stored is checked back (60 s rounds)
+    sc = _slow_a_transactions("4.9.8")
+    rows = _transactions_and_load(sc)[0].to_pandas()
+    failed = rows[rows.send_status == "FAILED"]
+    assert len(failed) > 0
+    no_half = failed[failed.attempt.isna()]
+    halves = failed[failed.attempt.notna()]
+    assert (no_half.resolution == "not_stored").all() and set(halves.seq) == set(no_half.seq)
+    assert (halves.broker == "broker-a").all() and (~halves.is_result).all()
+    assert (halves.resolved_by == "check").all() and (halves.resolved_ts_ms % 60_000 == 0).all()
+    assert (halves.local_state == "not_run").all() and halves.delivered.all()

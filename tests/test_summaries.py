@@ -757,6 +757,27 @@ def test_run_summary_counts_duplicates_lost_and_failed_but_stored_per_scope(vers
         r["scope"]: r for r in summaries.summary_tables(summaries.merge(aggs))["run_summary"].to_pylist()
     }
     assert {k: summary["all"][k] for k in schemas.DELIVERY_COLUMNS} == want_all
+    # per window, in the same pass: producer_windows by the window of the send's start, broker_windows
+    # also by the broker the send last went to (a failed send's too); each sums to run_summary's "all"
+    tables = summaries.summary_tables(summaries.merge(aggs))
+    for name in ("producer_windows", "broker_windows"):
+        sums = {k: pc.sum(tables[name].column(k)).as_py() for k in schemas.DELIVERY_COLUMNS}
+        assert sums == want_all, name
+    windows = tables["producer_windows"].to_pandas().set_index(["producer", "window_start_ms"])
+    res_w = out.results.select(["producer", "seq", "send_ts_ms", "broker"]).to_pandas()
+    res_w["window_start_ms"] = res_w.send_ts_ms // 1000 * 1000
+    flagged = copies.to_pandas().merge(res_w, on=["producer", "seq"])
+    flags = store.delivery_flags(pa.array(flagged.status, pa.string()), flagged.copies.to_numpy())
+    for k, v in flags.items():
+        flagged[k] = v
+    per_window = flagged.groupby(["producer", "window_start_ms"])[list(schemas.DELIVERY_COLUMNS)].sum()
+    got = windows.loc[per_window.index, list(schemas.DELIVERY_COLUMNS)]
+    assert (got.to_numpy() == per_window.to_numpy()).all()
+    bw = tables["broker_windows"].to_pandas().set_index(["broker", "window_start_ms"])
+    per_broker = flagged.groupby(["broker", "window_start_ms"])[list(schemas.DELIVERY_COLUMNS)].sum()
+    assert (
+        bw.loc[per_broker.index, list(schemas.DELIVERY_COLUMNS)].to_numpy() == per_broker.to_numpy()
+    ).all()
     # a broker's row counts the messages whose result it stored (or, oneway, was sent to)
     res = out.results.select(["producer", "seq", "broker", "status"]).to_pandas()
     per = copies.to_pandas().merge(res, on=["producer", "seq", "status"])

@@ -17,14 +17,29 @@ def _sc(**tx: object) -> Scenario:
     return scenario_from_mapping({"seed": 11, "transactions": tx})
 
 
-def _rows(status: list[str], born: list[int | None], end: list[int] | None = None) -> pa.Table:
+def _rows(
+    status: list[str],
+    born: list[int | None],
+    end: list[int] | None = None,
+    *,
+    is_result: list[bool] | None = None,
+    attempt: list[int | None] | None = None,
+    stored: list[int | None] | None = None,
+    seq: list[int] | None = None,
+) -> pa.Table:
+    """Input rows; by default each stored half is its result's (attempt 0), stored 2 ms after its born."""
     n = len(status)
     return pa.Table.from_pydict(
         {
-            "producer": [i % 3 for i in range(n)],
-            "seq": list(range(n)),
+            "producer": [i % 3 for i in range(n)] if seq is None else [0] * n,
+            "seq": list(range(n)) if seq is None else seq,
+            "attempt": attempt if attempt is not None else [None if b is None else 0 for b in born],
+            "is_result": is_result if is_result is not None else [b is not None for b in born],
             "send_status": status,
             "half_born_ts_ms": born,
+            "half_store_ts_ms": stored
+            if stored is not None
+            else [None if b is None else b + 2 for b in born],
             "end_ts_ms": end if end is not None else [0 if b is None else b + 5 for b in born],
         },
         schema=transactions.INPUT_COLUMNS,
@@ -187,3 +202,52 @@ def test_outcomes_follow_the_weights_and_do_not_depend_on_row_grouping() -> None
 def test_bad_transaction_keys_are_refused(tx: dict[str, object], message: str) -> None:
     with pytest.raises(ScenarioError, match=message):
         scenario_from_mapping({"transactions": tx})
+
+
+def test_a_half_the_result_does_not_point_at_is_checked_back() -> None:
+    # DefaultMQProducerImpl.endTransaction ends the half whose offsetMsgId the SendResult carries; any
+    # other half of the message (a timed-out attempt the broker stored anyway) is never ended by the
+    # producer: TransactionalMessageServiceImpl.check finds it at the first round after born +
+    # transactionTimeOut that began after it was stored ("Fresh stored ... check it later":
+    # storeTimestamp >= startTime), and each check is answered on its own (checkLocalTransaction)
+    sc = _sc(outcome={"rollback": 1.0}, check_outcome={"commit": 1.0})
+    rows = _rows(
+        ["SEND_OK", "SEND_OK", "FAILED", "FAILED"],
+        [10_000, 0, 500, None],
+        [10_005, 10_005, 9_000, 9_000],
+        is_result=[True, False, False, False],
+        attempt=[1, 0, 0, None],
+        stored=[10_002, 62_000, 3_500, None],  # the second half stored late: a round after 60 s
+        seq=[7, 7, 8, 8],
+    )
+    out = transactions.resolve(rows, sc).to_pylist()
+    got = [
+        (r["local_state"], r["resolution"], r["resolved_by"], r["resolved_ts_ms"], r["delivered"])
+        for r in out
+    ]
+    assert got == [
+        ("rollback", "rollback", "producer", 10_005, False),  # the producer's local transaction
+        ("rollback", "commit", "check", 120_000, True),  # its other half: checked, committed (delivered)
+        ("not_run", "commit", "check", 60_000, True),  # a failed send's half
+        ("not_run", "not_stored", None, None, False),  # the failed send itself: nothing to end
+    ]
+
+
+def test_other_halves_draw_their_checks_apart() -> None:
+    # two halves of one message checked back get answers of their own, keyed by the storing attempt;
+    # the draws of the result's half do not change when other halves are added
+    sc = _sc(outcome={"unknown": 1.0}, check_outcome={"commit": 0.3, "rollback": 0.3, "unknown": 0.4})
+    n = 2000
+    rows = _rows(
+        ["SEND_OK"] * (3 * n),
+        [0] * (3 * n),
+        is_result=[True] * n + [False] * (2 * n),
+        attempt=[2] * n + [0] * n + [1] * n,
+        seq=list(range(n)) * 3,
+    )
+    out = transactions.resolve(rows, sc).to_pandas()
+    same = transactions.resolve(_rows(["SEND_OK"] * n, [0] * n, seq=list(range(n))), sc).to_pandas()
+    assert out.iloc[:n].checks.tolist() == same.checks.tolist()
+    a, b = out.iloc[n : 2 * n].reset_index(drop=True), out.iloc[2 * n :].reset_index(drop=True)
+    assert (a.checks != b.checks).mean() > 0.3 and (a.resolution != b.resolution).mean() > 0.3
+    assert (a.checks != out.iloc[:n].reset_index(drop=True).checks).mean() > 0.3

@@ -10,11 +10,12 @@ they read (what an earlier job wrote and this one does not compute):
 
 1. :func:`write_producer_files`, once per producer: its messages (generated, or read from the run's
    committed ``messages``); simulated (``messages`` and ``send_attempts`` Parquet, the ``send_results``
-   rows that point at no stored copy, and for the broker step two Arrow IPC scratch files holding its
-   commit-log records and the results that point at them, one record batch per broker), or its
-   committed attempts and results read back; its summary aggregates into the scratch folder (bytes,
+   rows that point at no stored copy, and for the broker step three Arrow IPC scratch files holding
+   its commit-log records, the results that point at them and the results of its transactional
+   messages with another stored half, one record batch per broker), or its committed attempts and
+   results read back; its summary aggregates into the scratch folder (bytes,
    :meth:`rocketsim.summaries.SummaryAggregates.to_bytes`); the ``transactions`` rows of its
-   transactional messages no broker stored;
+   transactional messages whose result points at no half;
 2. :func:`write_broker_files`, once per broker: that broker's batch of every producer's scratch files
    numbered (:func:`rocketsim.stage.broker_tables`: ``commit_log`` and ``send_results`` Parquet), or its
    committed records read back; its ``broker_storage`` and the ``transactions`` rows of its halves
@@ -68,6 +69,7 @@ BROKER_PART = "part-b{:06d}.parquet"
 DRIVER_PART = "part-d000000.parquet"
 SCRATCH_LOG = "log-p{:06d}.arrow"
 SCRATCH_RESULTS = "results-p{:06d}.arrow"
+SCRATCH_OTHER_HALVES = "other-halves-p{:06d}.arrow"
 SCRATCH_AGGREGATES = "aggregates-p{:06d}.bin"
 SCRATCH_DELIVERIES = "deliveries-b{:06d}.arrow"
 SCRATCH_VARIANT_AGGREGATES = "aggregates-g{:04d}-p{:06d}.bin"
@@ -264,6 +266,8 @@ def _write_simulated(tables: stage.ProducerTables, n_brokers: int, p: int, work:
     stored, stored_broker = tables.stored_results()
     write_ipc_groups(stored, stored_broker, n_brokers, f"{work.scratch}/{SCRATCH_RESULTS.format(p)}")
     write_ipc_groups(tables.log, tables.log_broker, n_brokers, f"{work.scratch}/{SCRATCH_LOG.format(p)}")
+    other, other_broker = tables.other_half_results()
+    write_ipc_groups(other, other_broker, n_brokers, f"{work.scratch}/{SCRATCH_OTHER_HALVES.format(p)}")
 
 
 def _read_attempts_results(
@@ -301,7 +305,12 @@ def write_broker_files(sc: Scenario, b: int, producers: Sequence[int], work: Sta
         results = read_ipc_group(
             [f"{work.scratch}/{SCRATCH_RESULTS.format(p)}" for p in producers], b, RESULTS_CORE
         )
-        out = stage.broker_tables(sc, b, log, results)
+        other = read_ipc_group(
+            [f"{work.scratch}/{SCRATCH_OTHER_HALVES.format(p)}" for p in producers],
+            b,
+            broker_side.HALF_RESULTS,
+        )
+        out = stage.broker_tables(sc, b, log, results, other)
         if out.commit_log.num_rows:
             write_parquet(out.commit_log, work.part("commit_log", BROKER_PART.format(b)))
         if out.results.num_rows:
@@ -329,18 +338,22 @@ def write_broker_files(sc: Scenario, b: int, producers: Sequence[int], work: Sta
 def _read_broker(sc: Scenario, b: int, work: StageWork) -> stage.BrokerTables:
     """A broker's committed commit-log records, and the committed results that point at halves (of any
     broker: a result's files are not by broker, so each broker task scans the few columns it needs of
-    every results file; :func:`rocketsim.broker_side.stored_transactions` pairs them with its own
-    halves)."""
+    every results file) or failed (a failed send may have left halves: its timed-out attempts the
+    broker stored anyway); :func:`rocketsim.broker_side.stored_transactions` pairs them with its own
+    halves."""
     name = sc.cluster.brokers[b]
     log = read_parquet(
         may_hold(work.inputs["commit_log"], name),
         _columns(COMMIT_LOG_DATA, _LOG_READ),
         filters=[("broker", "=", name)],
     )
-    results = read_parquet(
-        [f.uri for f in work.inputs["send_results"]],
-        _columns(RESULTS_DATA, broker_side.STORED_RESULT_COLUMNS),
-        filters=[("store_topic", "=", store.HALF_TOPIC)],
+    uris = [f.uri for f in work.inputs["send_results"]]
+    schema = _columns(RESULTS_DATA, broker_side.HALF_RESULT_COLUMNS)
+    results = pa.concat_tables(
+        [
+            read_parquet(uris, schema, filters=[("store_topic", "=", store.HALF_TOPIC)]),
+            read_parquet(uris, schema, filters=[("status", "=", "FAILED")]),
+        ]
     )
     return stage.BrokerTables(b, log, results)
 

@@ -7,14 +7,18 @@ the names the schedulers and the broker side use.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim import engine
+from rocketsim.broker_store import JOINT
+from rocketsim.engine.joint import simulate_joint
 from rocketsim.engine.plan import SimOutput, SimulationError
 from rocketsim.scenario import Scenario
 
-__all__ = ["SimOutput", "SimulationError", "simulate", "simulate_producer"]
+__all__ = ["SimOutput", "SimulationError", "simulate", "simulate_coupled", "simulate_producer"]
 
 
 def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
@@ -23,13 +27,26 @@ def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
 
 
 def simulate(messages: pa.Table, sc: Scenario) -> SimOutput:
-    """Simulate any producers' messages: each producer separately, outputs in (producer, seq) order."""
+    """Simulate any producers' messages, outputs in (producer, seq) order: each producer separately, or
+    all of them together against the closed-loop brokers when ``brokers.coupling`` is ``joint``."""
     if messages.num_rows == 0:
         return SimOutput.empty()
-    outs = []
     producer_col = messages.column("producer")
-    for p in sorted(pc.unique(producer_col).to_pylist()):
-        outs.append(simulate_producer(messages.filter(pc.equal(producer_col, p)), sc))
+    by_producer = {
+        p: messages.filter(pc.equal(producer_col, p)) for p in sorted(pc.unique(producer_col).to_pylist())
+    }
+    if sc.coupling == JOINT:
+        outs = list(simulate_coupled(by_producer, sc).values())
+    else:
+        outs = [simulate_producer(m, sc) for m in by_producer.values()]
     return SimOutput(
         pa.concat_tables([o.attempts for o in outs]), pa.concat_tables([o.results for o in outs])
     )
+
+
+def simulate_coupled(messages: Mapping[int, pa.Table], sc: Scenario) -> dict[int, SimOutput]:
+    """Every producer of a run (producer -> its messages) against the closed-loop brokers they share
+    (``brokers.coupling`` joint: :func:`rocketsim.engine.joint.simulate_joint`); outputs by producer."""
+    if sc.coupling != JOINT:
+        raise SimulationError(f"simulate_coupled needs brokers.coupling = joint, got {sc.coupling}")
+    return simulate_joint(messages, sc).outputs

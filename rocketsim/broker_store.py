@@ -35,8 +35,10 @@ from __future__ import annotations
 import bisect
 import heapq
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from typing import NamedTuple
 
 from rocketsim import brokers as bm
 from rocketsim.outcomes import OutcomeKind
@@ -165,6 +167,68 @@ class StoreAnswer:
         return self.fate == Fate.SERVED
 
 
+def sweep_remark(fate: Fate, period_ms: int, size: str) -> str:
+    """A sweeper's remark with its ``%s`` (period in queue) and ``%d`` (size of queue) filled in."""
+    return REMARKS[fate].replace("%s", str(period_ms)).replace("%d", size)
+
+
+class Decision(NamedTuple):
+    """:func:`decide`'s verdict: the fate, when the broker answers, the sweep tick (-1: none), when a
+    send thread takes the request, and its append's begin and end (0 where none)."""
+
+    fate: Fate
+    answer_us: int
+    tick: int = -1
+    taken: int = 0
+    begin: int = 0
+    end: int = 0
+
+
+def _busy_at(busy: Sequence[tuple[int, int]], t_ms: int) -> bool:
+    return any(lo <= t_ms < hi for lo, hi in busy)
+
+
+def _first_busy_tick(busy: Sequence[tuple[int, int]], from_ms: int, before_us: int) -> int:
+    for lo, hi in busy:
+        t = sweep_tick_at_or_after(max(from_ms, lo))
+        if t < hi and t * 1000 < before_us:
+            return t
+    return -1
+
+
+def decide(
+    p: StoreParams,
+    busy: Sequence[tuple[int, int]],
+    a: int,
+    wire_bytes: int,
+    depth: int,
+    thread_free_us: int,
+    writer_free_us: int,
+) -> Decision:
+    """The fate of a request arriving at ``a`` (us) given the store's state then: ``busy`` (the page
+    cache's busy [from, to) ms), ``depth`` requests queued, the first send thread free at
+    ``thread_free_us``, the writer free at ``writer_free_us`` (the rules of the module docstring)."""
+    a_ms = a // 1000
+    if _busy_at(busy, a_ms):
+        return Decision(Fate.REJECT_REQUEST, a)
+    if depth >= p.capacity:
+        return Decision(Fate.OVERLOAD, a)
+    taken = max(a, thread_free_us)
+    if taken > a:  # it waits in the queue: the sweeper may answer it first
+        t_pc = _first_busy_tick(busy, a_ms, taken)
+        t_to = sweep_tick_at_or_after(a_ms + p.wait_ms)
+        if t_pc >= 0 and (t_pc <= t_to or t_to * 1000 >= taken):  # cleanExpiredRequest drains first
+            return Decision(Fate.PCBUSY_CLEAN_QUEUE, t_pc * 1000, t_pc)
+        if t_to * 1000 < taken:
+            return Decision(Fate.TIMEOUT_CLEAN_QUEUE, t_to * 1000, t_to)
+    if _busy_at(busy, taken // 1000):  # checkStoreStatus: the thread answers at once
+        return Decision(Fate.PC_SYNCHRONIZED, taken, -1, taken)
+    begin = max(taken, writer_free_us)
+    service = p.service_us(wire_bytes)
+    end = begin + service + sum(s.delay(begin, service) for s in p.stalls)
+    return Decision(Fate.SERVED, end + p.extra_us, -1, taken, begin, end)
+
+
 @dataclass
 class BrokerStore:
     """One broker's send queue, send threads and commit-log writer (see the module docstring); offer it
@@ -184,16 +248,6 @@ class BrokerStore:
         if not self.threads:
             self.threads = [0] * self.params.send_threads
 
-    def _busy_at(self, t_ms: int) -> bool:
-        return any(lo <= t_ms < hi for lo, hi in self.busy)
-
-    def _first_busy_tick(self, from_ms: int, before_us: int) -> int | None:
-        for lo, hi in self.busy:
-            t = sweep_tick_at_or_after(max(from_ms, lo))
-            if t < hi and t * 1000 < before_us:
-                return t
-        return None
-
     def _hold_lock(self, begin_us: int, end_us: int) -> None:
         """An append holds ``putMessageLock`` over [begin, end): the page cache is busy where
         ``now - beginTimeInLock > osPageCacheBusyTimeOutMills`` (in ms) while it holds it."""
@@ -204,8 +258,7 @@ class BrokerStore:
 
     def offer(self, arrival_ms: int, wire_bytes: int) -> StoreAnswer:
         """Decide one request arriving at ``arrival_ms`` (not before the previous one: an earlier time is
-        taken as the previous one's)."""
-        p = self.params
+        taken as the previous one's), and take it into the store's state."""
         a = max(arrival_ms * 1000, self.last_us)
         self.last_us = a
         a_ms = a // 1000
@@ -213,42 +266,26 @@ class BrokerStore:
         while self.queued and self.queued[0] <= a:
             heapq.heappop(self.queued)
         depth = len(self.queued)
-        if self._busy_at(a_ms):
-            return StoreAnswer(
-                Fate.REJECT_REQUEST, a, a, remark=REMARKS[Fate.REJECT_REQUEST], queue_depth=depth
-            )
-        if depth >= p.capacity:
-            return StoreAnswer(Fate.OVERLOAD, a, a, remark=REMARKS[Fate.OVERLOAD], queue_depth=depth)
+        d = decide(self.params, self.busy, a, wire_bytes, depth, self.threads[0], self.writer_free_us)
+        if d.fate in (Fate.REJECT_REQUEST, Fate.OVERLOAD):
+            return StoreAnswer(d.fate, a, a, remark=REMARKS[d.fate], queue_depth=depth)
         idx = len(self.admitted_ms)
         self.admitted_ms.append(a_ms)
-        taken = max(a, self.threads[0])
-        if taken > a:  # it waits in the queue: the sweeper may answer it first
-            t_pc = self._first_busy_tick(a_ms, taken)
-            t_to = sweep_tick_at_or_after(a_ms + p.wait_ms)
-            fate, tick = Fate.SERVED, None
-            if t_pc is not None and (t_pc <= t_to or t_to * 1000 >= taken):
-                fate, tick = Fate.PCBUSY_CLEAN_QUEUE, t_pc
-            elif t_to * 1000 < taken:
-                fate, tick = Fate.TIMEOUT_CLEAN_QUEUE, t_to
-            if tick is not None:
-                heapq.heappush(self.queued, tick * 1000)
-                marker = f"\x00q{self.index}:{idx}:{tick}\x00"
-                remark = REMARKS[fate].replace("%s", str(tick - a_ms)).replace("%d", marker)
-                return StoreAnswer(fate, a, tick * 1000, remark=remark, queue_depth=depth)
-            heapq.heappush(self.queued, taken)
-        if self._busy_at(taken // 1000):  # checkStoreStatus: the thread answers at once
-            heapq.heapreplace(self.threads, taken)
-            remark = REMARKS[Fate.PC_SYNCHRONIZED]
-            return StoreAnswer(Fate.PC_SYNCHRONIZED, a, taken, remark=remark, queue_depth=depth)
-        begin = max(taken, self.writer_free_us)
-        service = p.service_us(wire_bytes)
-        end = begin + service + sum(s.delay(begin, service) for s in p.stalls)
-        self.writer_free_us = end
-        heapq.heapreplace(self.threads, end)
-        if end - begin > p.busy_timeout_ms * 1000:
-            self._hold_lock(begin, end)
-        self.served_us.append((begin, end))
-        return StoreAnswer(Fate.SERVED, a, end + p.extra_us, end, queue_depth=depth)
+        if d.tick >= 0:  # swept from the queue
+            heapq.heappush(self.queued, d.tick * 1000)
+            remark = sweep_remark(d.fate, d.tick - a_ms, f"\x00q{self.index}:{idx}:{d.tick}\x00")
+            return StoreAnswer(d.fate, a, d.answer_us, remark=remark, queue_depth=depth)
+        if d.taken > a:
+            heapq.heappush(self.queued, d.taken)
+        if d.fate == Fate.PC_SYNCHRONIZED:
+            heapq.heapreplace(self.threads, d.taken)
+            return StoreAnswer(d.fate, a, d.answer_us, remark=REMARKS[d.fate], queue_depth=depth)
+        self.writer_free_us = d.end
+        heapq.heapreplace(self.threads, d.end)
+        if d.end - d.begin > self.params.busy_timeout_ms * 1000:
+            self._hold_lock(d.begin, d.end)
+        self.served_us.append((d.begin, d.end))
+        return StoreAnswer(Fate.SERVED, a, d.answer_us, d.end, queue_depth=depth)
 
     def queue_size_at(self, idx: int, tick_ms: int) -> int:
         """The sweeper's ``size of queue`` after it removed admitted request ``idx`` at ``tick_ms``: the

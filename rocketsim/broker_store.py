@@ -157,6 +157,7 @@ class StoreAnswer:
     stored_us: int = -1  # when the append ended (SERVED), else -1
     remark: str = ""
     queue_depth: int = 0  # requests in the send queue when it arrived (before it)
+    left_us: int = -1  # when it left the send queue (taken by a thread or swept); -1: never queued
 
     @property
     def code(self) -> int:
@@ -240,6 +241,7 @@ class BrokerStore:
     writer_free_us: int = 0
     queued: list[int] = field(default_factory=list)  # heap: when each queued request leaves the queue
     busy: list[tuple[int, int]] = field(default_factory=list)  # [from, to) ms the page cache is busy
+    busy_log: list[tuple[int, int]] = field(default_factory=list)  # every busy span, never pruned
     admitted_ms: list[int] = field(default_factory=list)  # arrival ms of each request the queue took
     last_us: int = 0
     served_us: list[tuple[int, int]] = field(default_factory=list)  # [begin, end) of each append
@@ -255,6 +257,7 @@ class BrokerStore:
         hi = min(-(-end_us // 1000), begin_us // 1000 + BUSY_DIFF_LIMIT_MS)
         if lo < hi:
             self.busy.append((lo, hi))
+            self.busy_log.append((lo, hi))
 
     def offer(self, arrival_ms: int, wire_bytes: int) -> StoreAnswer:
         """Decide one request arriving at ``arrival_ms`` (not before the previous one: an earlier time is
@@ -274,18 +277,22 @@ class BrokerStore:
         if d.tick >= 0:  # swept from the queue
             heapq.heappush(self.queued, d.tick * 1000)
             remark = sweep_remark(d.fate, d.tick - a_ms, f"\x00q{self.index}:{idx}:{d.tick}\x00")
-            return StoreAnswer(d.fate, a, d.answer_us, remark=remark, queue_depth=depth)
+            return StoreAnswer(
+                d.fate, a, d.answer_us, remark=remark, queue_depth=depth, left_us=d.tick * 1000
+            )
         if d.taken > a:
             heapq.heappush(self.queued, d.taken)
         if d.fate == Fate.PC_SYNCHRONIZED:
             heapq.heapreplace(self.threads, d.taken)
-            return StoreAnswer(d.fate, a, d.answer_us, remark=REMARKS[d.fate], queue_depth=depth)
+            return StoreAnswer(
+                d.fate, a, d.answer_us, remark=REMARKS[d.fate], queue_depth=depth, left_us=d.taken
+            )
         self.writer_free_us = d.end
         heapq.heapreplace(self.threads, d.end)
         if d.end - d.begin > self.params.busy_timeout_ms * 1000:
             self._hold_lock(d.begin, d.end)
         self.served_us.append((d.begin, d.end))
-        return StoreAnswer(Fate.SERVED, a, d.answer_us, d.end, queue_depth=depth)
+        return StoreAnswer(Fate.SERVED, a, d.answer_us, d.end, queue_depth=depth, left_us=d.taken)
 
     def queue_size_at(self, idx: int, tick_ms: int) -> int:
         """The sweeper's ``size of queue`` after it removed admitted request ``idx`` at ``tick_ms``: the

@@ -13,8 +13,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim import engine
-from rocketsim.broker_store import JOINT
-from rocketsim.engine.joint import simulate_joint
+from rocketsim.broker_store import ITERATIVE, JOINT, OPEN
+from rocketsim.engine.iterative import IterativeRun, simulate_iterative
+from rocketsim.engine.joint import JointRun, simulate_joint
 from rocketsim.engine.plan import SimOutput, SimulationError
 from rocketsim.scenario import Scenario
 
@@ -35,7 +36,7 @@ def simulate(messages: pa.Table, sc: Scenario) -> SimOutput:
     by_producer = {
         p: messages.filter(pc.equal(producer_col, p)) for p in sorted(pc.unique(producer_col).to_pylist())
     }
-    if sc.coupling == JOINT:
+    if sc.coupling != OPEN:
         outs = list(simulate_coupled(by_producer, sc).values())
     else:
         outs = [simulate_producer(m, sc) for m in by_producer.values()]
@@ -46,7 +47,15 @@ def simulate(messages: pa.Table, sc: Scenario) -> SimOutput:
 
 def simulate_coupled(messages: Mapping[int, pa.Table], sc: Scenario) -> dict[int, SimOutput]:
     """Every producer of a run (producer -> its messages) against the closed-loop brokers they share
-    (``brokers.coupling`` joint: :func:`rocketsim.engine.joint.simulate_joint`); outputs by producer."""
-    if sc.coupling != JOINT:
-        raise SimulationError(f"simulate_coupled needs brokers.coupling = joint, got {sc.coupling}")
-    return simulate_joint(messages, sc).outputs
+    (``brokers.coupling`` joint: :func:`rocketsim.engine.joint.simulate_joint`; iterative:
+    :func:`rocketsim.engine.iterative.simulate_iterative`); outputs by producer."""
+    return coupled_run(messages, sc).outputs
+
+
+def coupled_run(messages: Mapping[int, pa.Table], sc: Scenario) -> JointRun | IterativeRun:
+    """:func:`simulate_coupled` with what the coupling reports (the iterative rounds and residual)."""
+    if sc.coupling == JOINT:
+        return simulate_joint(messages, sc)
+    if sc.coupling == ITERATIVE:
+        return simulate_iterative(messages, sc)
+    raise SimulationError(f"simulate_coupled needs brokers.coupling joint or iterative, got {sc.coupling}")

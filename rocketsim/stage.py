@@ -124,8 +124,8 @@ def producer_tables(
 
 def coupled_outputs(sc: Scenario, messages: Mapping[int, pa.Table]) -> dict[int, simulate.SimOutput]:
     """Every producer's simulation when the producers are coupled through closed-loop brokers
-    (``brokers.coupling`` joint: :func:`rocketsim.simulate.simulate_coupled`): all producers of the run
-    at once, in one task."""
+    (``brokers.coupling`` joint or iterative: :func:`rocketsim.simulate.simulate_coupled`): all producers
+    of the run at once, in one task."""
     return simulate.simulate_coupled(messages, sc)
 
 

@@ -17,8 +17,8 @@ import os
 
 import pyarrow as pa
 
-from rocketsim.broker_store import OPEN
-from rocketsim.engine import compiled, joint, reference
+from rocketsim.broker_store import JOINT, OPEN
+from rocketsim.engine import compiled, iterative, joint, reference
 from rocketsim.engine.plan import SimOutput, SimulationError, one_producer
 from rocketsim.errors import ConfigError
 from rocketsim.scenario import Scenario
@@ -48,7 +48,9 @@ def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
     if sc.coupling != OPEN:  # the closed-loop store: the readable engine (this producer alone on it)
         if name == COMPILED:
             raise SimulationError(f"the compiled engine does not cover brokers.coupling = {sc.coupling}")
-        return joint.simulate_joint({one_producer(messages): messages}, sc).outputs[one_producer(messages)]
+        p = one_producer(messages)
+        run = joint.simulate_joint if sc.coupling == JOINT else iterative.simulate_iterative
+        return run({p: messages}, sc).outputs[p]
     if name == REFERENCE:
         return reference.simulate_producer(messages, sc)
     if name == COMPILED:

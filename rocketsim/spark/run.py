@@ -43,7 +43,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from rocketsim import reconcile, schemas, stage, workload
-from rocketsim.broker_store import JOINT
+from rocketsim.broker_store import OPEN
 from rocketsim.scenario import Scenario
 from rocketsim.schemas import SIMULATE
 from rocketsim.spark.delta_sink import publish_run, publish_staged
@@ -174,8 +174,8 @@ def write_stage(
     for d in work.all():
         make_dir(d)
 
-    # closed-loop brokers, joint: every producer in one task, simulated together (CoupledProducers)
-    coupled = CoupledProducers(sc, shares, work) if sc.coupling == JOINT and work.runs(SIMULATE) else None
+    # closed-loop brokers: every producer in one task, simulated together (CoupledProducers)
+    coupled = CoupledProducers(sc, shares, work) if sc.coupling != OPEN and work.runs(SIMULATE) else None
     bins = [producers] if coupled is not None else stage.producer_bins(shares, partitions)
 
     def producer_work(p: int) -> dict[str, int]:

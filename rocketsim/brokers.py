@@ -112,6 +112,7 @@ class AttemptOutcome:
     store_ms: int = 0
     late_ms: int = -1
     late_code: int = 0
+    remark: str = ""  # the broker's remark of response_code (or late_code), where not broker_remark's
 
     @property
     def label(self) -> str:
@@ -157,7 +158,9 @@ class BrokerParams:
 
 
 # fault kinds as integers, in the order of the flat timeline arrays
+# store_stall acts in the closed-loop store only (rocketsim.broker_store); the open model ignores it
 FAULT_OUTAGE, FAULT_HANG, FAULT_SLOWDOWN, FAULT_FLAPPING, FAULT_ERROR_BURST, FAULT_PARTITION = range(6)
+FAULT_STORE_STALL = 6
 FAULT_CODES = {
     "outage": FAULT_OUTAGE,
     "hang": FAULT_HANG,
@@ -165,6 +168,7 @@ FAULT_CODES = {
     "flapping": FAULT_FLAPPING,
     "error_burst": FAULT_ERROR_BURST,
     "partition": FAULT_PARTITION,
+    "store_stall": FAULT_STORE_STALL,
 }
 
 

@@ -30,6 +30,7 @@ from rocketsim.versions import (
     AsyncBackpressure,
     BrokerVersion,
     ClientVersion,
+    parse_broker_version,
     parse_version,
 )
 
@@ -41,7 +42,12 @@ class ScenarioError(ConfigError):
 SEND_MODES = ("sync", "async", "oneway")
 SENDER_MODELS = ("pool", "partitioned")
 MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
-FAULT_KINDS = ("outage", "hang", "slowdown", "flapping", "error_burst", "partition")
+FAULT_KINDS = ("outage", "hang", "slowdown", "flapping", "error_burst", "partition", "store_stall")
+COUPLINGS = ("open", "joint", "iterative")  # brokers.coupling: rocketsim.broker_store
+STORE_MODES = (
+    "async",
+    "sync",
+)  # store.flush (ASYNC_FLUSH / SYNC_FLUSH), store.replication (ASYNC / SYNC_MASTER)
 BROKER_ERRORS = (
     "remoting_timeout",
     "connect_refused",
@@ -115,6 +121,9 @@ class ClusterConfig:
     perm: int = field(default=6, metadata=_between(0, 15))
     # brokers without write permission for the topic (perm 4): still routed, never selected for sends
     read_only_brokers: tuple[str, ...] = ()
+    # the brokers' version (None: the producers' line, ClientVersion.broker): what the closed-loop store
+    # answers (BrokerVersion properties), the name server's timers, the transaction check interval
+    broker_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -261,13 +270,37 @@ class LatencyConfig:
 
 
 @dataclass(frozen=True)
+class StoreConfig:
+    """One broker's store in the closed-loop model (``brokers.coupling`` joint or iterative; ignored when
+    open): :mod:`rocketsim.broker_store`. Upstream names: BrokerConfig.sendMessageThreadPoolNums,
+    sendThreadPoolQueueCapacity, waitTimeMillsInSendQueue; MessageStoreConfig.osPageCacheBusyTimeOutMills,
+    flushDiskType, brokerRole."""
+
+    # the commit-log writer's time for one 1 KiB append (linear in the size), microseconds. Default 10:
+    # ~100k appends/s, the published single-broker figures (apache/rocketmq #1515: 108k TPS ASYNC_MASTER;
+    # #3315: 95k TPS on 4.9.1). Calibrate from your own brokers.
+    append_us: float = field(default=10.0, metadata=_gt_le(0, 1e9))
+    send_threads: int = field(default=4, metadata=_between(1, 1024))  # min(processors, 4) upstream
+    send_queue_capacity: int = field(default=10_000, metadata=_between(1, 100_000_000))
+    wait_time_ms_in_send_queue: int = field(default=200, metadata=_between(0, MAX_LATENCY_MS))
+    os_page_cache_busy_timeout_ms: int = field(default=1000, metadata=_between(0, MAX_LATENCY_MS))
+    flush: str = field(default="async", metadata=_one_of(STORE_MODES))
+    replication: str = field(default="async", metadata=_one_of(STORE_MODES))
+    # what a SYNC_FLUSH (GroupCommitService) and a SYNC_MASTER (HAService) wait add to an answer, ms
+    sync_flush_ms: float = field(default=1.0, metadata=_between(0, MAX_LATENCY_MS))
+    sync_replica_ms: float = field(default=1.0, metadata=_between(0, MAX_LATENCY_MS))
+
+
+@dataclass(frozen=True)
 class BrokerModelConfig:
-    """One broker's behaviour outside faults: latency and a background error mix (probabilities)."""
+    """One broker's behaviour outside faults: latency and a background error mix (probabilities), and its
+    store (the closed-loop model)."""
 
     latency: LatencyConfig = field(default_factory=LatencyConfig)
     errors: Mapping[str, float] = field(
         default_factory=dict, metadata={"keys": BROKER_ERRORS, "fractions": True}
     )
+    store: StoreConfig = field(default_factory=StoreConfig)
 
 
 @dataclass(frozen=True)
@@ -279,9 +312,11 @@ class FaultConfig:
     start_s: float = field(metadata=_between(0, MAX_SCENARIO_S))
     end_s: float = field(metadata=_gt_le(0, MAX_SCENARIO_S))
     factor: float = field(default=10.0, metadata=_between(1, 1_000_000))  # slowdown: latency x factor
-    # flapping: one down+up cycle (at least 1 ms: the model runs in whole milliseconds)
+    # flapping: one down+up cycle (at least 1 ms: the model runs in whole milliseconds); store_stall: the
+    # time between two stalls (a stall once: period_s >= end_s - start_s)
     period_s: float = field(default=20.0, metadata=_between(0.001, MAX_SCENARIO_S))
-    down_s: float = field(default=10.0, metadata=_gt(0))  # flapping: down part of each cycle
+    # flapping: down part of each cycle; store_stall: how long the append in the lock stalls
+    down_s: float = field(default=10.0, metadata=_gt(0))
     error: str = field(default="system_busy", metadata=_one_of(BROKER_ERRORS))  # error_burst
     rate: float = field(default=0.5, metadata=_between(0, 1))  # error_burst: probability per attempt
 
@@ -360,7 +395,22 @@ class Scenario:
     route: RouteConfig = field(default_factory=RouteConfig)
     transactions: TransactionConfig = field(default_factory=TransactionConfig)
     consumers: ConsumersConfig = field(default_factory=ConsumersConfig)
+    # brokers.coupling in the file (the brokers table holds it beside the per-broker sections)
+    broker_coupling: str = field(default="open", metadata=_one_of(COUPLINGS))
     source_text: str = field(default="", compare=False, repr=False)
+
+    @property
+    def coupling(self) -> str:
+        """``brokers.coupling``: open (latency independent of load), joint or iterative
+        (:mod:`rocketsim.broker_store`)."""
+        return self.broker_coupling
+
+    @property
+    def broker_version(self) -> BrokerVersion:
+        """``cluster.broker_version``, else the broker of the producers' line."""
+        if self.cluster.broker_version is None:
+            return self.producers.version.broker
+        return parse_broker_version(self.cluster.broker_version)
 
     def broker_model(self, broker: str) -> BrokerModelConfig:
         """The model of ``broker``: its own section if any, else ``default``, else built-in defaults."""
@@ -499,6 +549,15 @@ def _check_cross_fields(sc: Scenario) -> None:
             sc.producers.client_version,
         )
     _check_async_backpressure(sc.producers)
+    if sc.cluster.broker_version is not None:
+        try:
+            parse_broker_version(sc.cluster.broker_version)
+        except ConfigError as exc:
+            _fail(
+                "cluster.broker_version",
+                str(exc).split(", got")[0].removeprefix("broker_version "),
+                sc.cluster.broker_version,
+            )
     if sc.producers.group.strip() == "":
         _fail("producers.group", "must not be blank", sc.producers.group)
     wl = sc.workload
@@ -569,10 +628,16 @@ def _check_cross_fields(sc: Scenario) -> None:
             _fail(f"{where}.broker", "must name a broker of cluster.brokers", fault.broker)
         if fault.end_s <= fault.start_s:
             _fail(f"{where}.end_s", f"must be after start_s ({fault.start_s})", fault.end_s)
-        if fault.kind == "flapping" and fault.down_s >= fault.period_s:
+        if fault.kind in ("flapping", "store_stall") and fault.down_s >= fault.period_s:
             _fail(f"{where}.down_s", f"must be shorter than period_s ({fault.period_s})", fault.down_s)
+        if fault.kind == "store_stall" and sc.coupling == "open":
+            _fail(
+                f"{where}.kind",
+                "store_stall needs a closed-loop store (brokers.coupling = joint or iterative)",
+                fault.kind,
+            )
         cycles = (fault.end_s - fault.start_s) / fault.period_s
-        if fault.kind == "flapping" and cycles > MAX_FLAP_CYCLES:
+        if fault.kind in ("flapping", "store_stall") and cycles > MAX_FLAP_CYCLES:
             _fail(
                 f"{where}.period_s",
                 f"must give at most {MAX_FLAP_CYCLES} flapping cycles between start_s and end_s "
@@ -610,6 +675,15 @@ def scenario_from_mapping(raw: Mapping[str, Any], source_text: str = "") -> Scen
     faults = raw.get("faults", [])
     if not isinstance(faults, list):
         _fail("faults", "must be an array of tables ([[faults]])", faults)
+    if "broker_coupling" in raw:  # only as brokers.coupling
+        _fail("broker_coupling", "is not a known key (write brokers.coupling)", raw["broker_coupling"])
+    brokers = raw.get("brokers")
+    if isinstance(brokers, Mapping) and "coupling" in brokers:
+        brokers = dict(brokers)
+        coupling = brokers.pop("coupling")
+        if not isinstance(coupling, str) or coupling not in COUPLINGS:
+            _fail("brokers.coupling", f"must be one of {', '.join(COUPLINGS)}", coupling)
+        raw["brokers"], raw["broker_coupling"] = brokers, coupling
     sc = _build(Scenario, raw, "")
     sc = dataclasses.replace(sc, source_text=source_text)
     _check_cross_fields(sc)

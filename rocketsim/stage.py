@@ -112,13 +112,16 @@ def producer_messages(sc: Scenario, share: workload.ProducerShare) -> pa.Table:
     return pa.Table.from_batches(list(workload.generate_producer(sc, share)), schema=MESSAGES_DATA)
 
 
-def producer_tables(sc: Scenario, messages: pa.Table) -> ProducerTables:
+def producer_tables(
+    sc: Scenario, messages: pa.Table, out: simulate.SimOutput | None = None
+) -> ProducerTables:
     """One producer's messages -> its attempts, results and commit-log records (step 1 of the module
-    docstring)."""
+    docstring); ``out``: its simulation when already made (:func:`coupled_outputs`)."""
     producers = messages.column("producer").unique().to_pylist()
     if len(producers) > 1:
         raise ValueError(f"producer_tables takes one producer's messages, got producers {sorted(producers)}")
-    out = simulate.simulate(messages, sc)
+    if out is None:
+        out = simulate.simulate(messages, sc)
     log = store.log_records(messages, out.attempts, out.results, sc)
     log_broker, result_broker = store.pointed_brokers(out.results, log, tuple(sc.cluster.brokers))
     return ProducerTables(
@@ -129,6 +132,13 @@ def producer_tables(sc: Scenario, messages: pa.Table) -> ProducerTables:
         log_broker=log_broker,
         result_broker=result_broker,
     )
+
+
+def coupled_outputs(sc: Scenario, messages: Mapping[int, pa.Table]) -> dict[int, simulate.SimOutput]:
+    """Every producer's simulation when the producers are coupled through closed-loop brokers
+    (``brokers.coupling`` joint or iterative: :func:`rocketsim.simulate.simulate_coupled`): all producers
+    of the run at once, in one task."""
+    return simulate.simulate_coupled(messages, sc)
 
 
 def broker_tables(

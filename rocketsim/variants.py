@@ -178,6 +178,11 @@ def build_scenarios(
                 f"variant {v.name}: must not change seed, workload.* or producers.count "
                 f"(variants share the same messages; put such overrides in --set), got {v.describe()}"
             )
+        if sc.coupling != "open":  # its producers share the brokers: one producer alone is not the run
+            raise ScenarioError(
+                f"variant {v.name}: brokers.coupling must be open in a comparison (coupled producers are "
+                f"simulated together: run jobs/pipeline.py per variant), got {sc.coupling!r}"
+            )
         out[v.name] = sc
     return base, out
 

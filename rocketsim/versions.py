@@ -312,6 +312,12 @@ class BrokerVersion:
         return _tuple(self.text) >= (5, 3, 0)
 
     @property
+    def pc_synchronized_code(self) -> int:
+        """The response code of ``[PC_SYNCHRONIZED]`` (``SendMessageProcessor.handlePutMessageResult``,
+        OS_PAGECACHE_BUSY): SYSTEM_BUSY (2) from 5.3.0, SYSTEM_ERROR (1) before."""
+        return 2 if self.pc_synchronized_is_system_busy else 1
+
+    @property
     def nameserver_scan_first_ms(self) -> int:
         """``scanNotActiveBroker``'s first run: 5 s in 4.9 (``scheduleAtFixedRate(.., 5, 10, SECONDS)``),
         5 ms in 5.x (``(.., 5, scanNotActiveBrokerInterval, MILLISECONDS)``)."""
@@ -337,6 +343,15 @@ class BrokerVersion:
 
 BROKER_4_9_8 = BrokerVersion("4.9.8")
 BROKER_5_3_3 = BrokerVersion("5.3.3")
+
+
+@cache
+def parse_broker_version(text: str) -> BrokerVersion:
+    """Parse a broker version string (``cluster.broker_version``): a 4.x or 5.x release."""
+    m = _VERSION_RE.match(text.strip()) if isinstance(text, str) else None
+    if m is None or int(m[1]) not in (4, 5):
+        raise ConfigError(f"broker_version must be a 4.x or 5.x release such as 4.9.8 or 5.3.3, got {text!r}")
+    return BrokerVersion(f"{int(m[1])}.{int(m[2])}.{int(m[3])}")
 
 
 @cache

@@ -4,8 +4,10 @@ Two implementations give the same tables: :mod:`rocketsim.engine.reference` (the
 :mod:`rocketsim.send` and :mod:`rocketsim.fault`; every input) and :mod:`rocketsim.engine.compiled` (numba,
 ~100x faster; the inputs its ``supports`` accepts). Both read :mod:`rocketsim.engine.plan`.
 
-``ROCKETSIM_ENGINE`` picks one: ``reference``, ``compiled`` (an input it does not cover is a
-``SimulationError``), or unset/empty: the compiled engine where it supports the input, else the reference.
+A scenario with closed-loop brokers (``brokers.coupling`` not ``open``) runs on the reference engine
+(:mod:`rocketsim.engine.joint`). ``ROCKETSIM_ENGINE`` picks one otherwise: ``reference``, ``compiled``
+(an input it does not cover is a ``SimulationError``), or unset/empty: the compiled engine where it
+supports the input, else the reference.
 Any other value is a ``ConfigError``.
 """
 
@@ -15,8 +17,9 @@ import os
 
 import pyarrow as pa
 
-from rocketsim.engine import compiled, reference
-from rocketsim.engine.plan import SimOutput
+from rocketsim.broker_store import JOINT, OPEN
+from rocketsim.engine import compiled, iterative, joint, reference
+from rocketsim.engine.plan import SimOutput, SimulationError, one_producer
 from rocketsim.errors import ConfigError
 from rocketsim.scenario import Scenario
 
@@ -42,6 +45,12 @@ def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
     """Simulate one producer's messages (schema ``MESSAGES`` without run_id, any row order) with the engine
     ``ROCKETSIM_ENGINE`` names, else the compiled one where it supports them, else the reference."""
     name = chosen()
+    if sc.coupling != OPEN:  # the closed-loop store: the readable engine (this producer alone on it)
+        if name == COMPILED:
+            raise SimulationError(f"the compiled engine does not cover brokers.coupling = {sc.coupling}")
+        p = one_producer(messages)
+        run = joint.simulate_joint if sc.coupling == JOINT else iterative.simulate_iterative
+        return run({p: messages}, sc).outputs[p]
     if name == REFERENCE:
         return reference.simulate_producer(messages, sc)
     if name == COMPILED:

@@ -129,7 +129,7 @@ _KIND_TO_OUTCOME: dict[int, Callable[[bm.AttemptOutcome], Outcome]] = {
     ),
     OutcomeKind.REMOTING_SEND_REQUEST: lambda o: Outcome.remoting_error("send_request", o.latency_ms),
     OutcomeKind.BROKER_ERROR: lambda o: Outcome.broker_error(
-        o.response_code, o.latency_ms, bm.broker_remark(o.response_code)
+        o.response_code, o.latency_ms, o.remark or bm.broker_remark(o.response_code)
     ),
     OutcomeKind.CLIENT_ERROR: lambda o: Outcome.client_error(o.latency_ms),
     OutcomeKind.INTERRUPTED: lambda o: Outcome.interrupted(o.latency_ms),
@@ -144,7 +144,7 @@ def to_outcome(o: bm.AttemptOutcome) -> Outcome:
         late = (
             Outcome.ok(o.late_ms)
             if o.late_code == 0
-            else Outcome.broker_error(o.late_code, o.late_ms, bm.broker_remark(o.late_code))
+            else Outcome.broker_error(o.late_code, o.late_ms, o.remark or bm.broker_remark(o.late_code))
         )
         outcome = replace(outcome, late=late)
     return replace(outcome, stored=True, store_ms=o.store_ms) if o.stored else outcome

@@ -36,7 +36,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import Protocol
@@ -46,6 +46,7 @@ import pyarrow as pa
 
 from rocketsim import brokers as bm
 from rocketsim import store
+from rocketsim.broker_store import StoreCluster, carries_load, closed_outcome
 from rocketsim.engine.plan import (
     NO_ISOLATION,
     EngineOutput,
@@ -87,7 +88,7 @@ from rocketsim.send import (
     sync_send_steps,
 )
 
-__all__ = ["ProducerSimulation", "Send", "simulate_producer"]
+__all__ = ["ProducerSimulation", "Send", "engine_output", "producer_tables", "sends_of", "simulate_producer"]
 
 ORDERED_MODES = {SendKind.ORDERED: "sync", SendKind.ORDERED_ASYNC: "async", SendKind.ORDERED_ONEWAY: "oneway"}
 
@@ -113,6 +114,7 @@ class Send:
     props_base: int = 0  # what the broker checks of its properties (store.illegal_properties_parts)
     props_qid: bool = False
     props_chars: int = 0
+    wire: int = 0  # the request's bytes (what the closed-loop store appends)
 
     @property
     def waits(self) -> bool:
@@ -123,8 +125,8 @@ class Send:
 def sends_of(prep: Prepared) -> list[Send]:
     """The prepared sends, in seq order."""
     return [
-        Send(s, seq, thread, born, SendKind(kind), prep.topics[topic], ohash, base, qid, chars)
-        for s, (seq, thread, born, kind, topic, ohash, base, qid, chars) in enumerate(
+        Send(s, seq, thread, born, SendKind(kind), prep.topics[topic], ohash, base, qid, chars, wire)
+        for s, (seq, thread, born, kind, topic, ohash, base, qid, chars, wire) in enumerate(
             zip(
                 prep.s_seq.tolist(),
                 prep.s_thread.tolist(),
@@ -135,6 +137,7 @@ def sends_of(prep: Prepared) -> list[Send]:
                 prep.s_props_base.tolist(),
                 prep.s_props_qid.tolist(),
                 prep.s_props_chars.tolist(),
+                prep.s_wire.tolist(),
                 strict=True,
             )
         )
@@ -144,9 +147,10 @@ def sends_of(prep: Prepared) -> list[Send]:
 class ProducerSimulation:
     """The state of one producer instance: strategy, route cache, indexes, clock, and the event loop."""
 
-    def __init__(self, sc: Scenario, producer: int) -> None:
+    def __init__(self, sc: Scenario, producer: int, stores: StoreCluster | None = None) -> None:
         self.sc = sc
         self.producer = producer
+        self.stores = stores  # the closed-loop brokers every producer of the run shares (None: open)
         p = sc.producers
         self.version = p.version
         self.line = self.version.fault_line
@@ -202,6 +206,9 @@ class ProducerSimulation:
     def transport_for(self, s: Send) -> Callable[[int, str, int, int, int], Outcome]:
         def transport(attempt: int, broker: str, queue_id: int, start_ms: int, timeout_ms: int) -> Outcome:
             answer = self.model.attempt(self.producer, s.seq, attempt, broker, start_ms, timeout_ms)
+            if self.stores is not None and carries_load(answer):
+                offered = self.stores.store(broker).offer(start_ms, s.wire)
+                answer = closed_outcome(answer, offered, start_ms, timeout_ms)
             if store.properties_illegal(s.props_base, s.props_qid, s.props_chars, queue_id):
                 answer = bm.refused_as_illegal(answer)
             return to_outcome(answer)
@@ -223,9 +230,17 @@ class ProducerSimulation:
     def run(self, sends: list[Send]) -> list[tuple[Send, SendRecord]]:
         """Drive every send to its end in simulated time; returns (send, record) in completion order (each
         send with the thread that sent it)."""
+        done: list[tuple[Send, SendRecord]] = []
+        for _ in self.stepper(sends, done):
+            pass
+        return done
+
+    def stepper(self, sends: list[Send], done: list[tuple[Send, SendRecord]]) -> Iterator[tuple[int, int]]:
+        """The event loop of :meth:`run`, one event per step: yields the (time, :class:`Event`) of its next
+        event before handling it, so a driver of several producers (:mod:`rocketsim.engine.joint`) can
+        interleave them in time order; appends to ``done``."""
         heap: list[tuple[int, int, int, object]] = []
         counter = itertools.count()
-        done: list[tuple[Send, SendRecord]] = []
         p = self.sc.producers
         pools = {
             Pool.EXECUTOR: ClientPool([executor_thread(j + 1) for j in range(p.async_sender_threads)]),
@@ -304,6 +319,7 @@ class ProducerSimulation:
 
         senders.begin()
         while heap:
+            yield heap[0][0], heap[0][1]
             t, kind, _, payload = heapq.heappop(heap)
             self.strategy.advance_to(t)
             if kind == Event.START:
@@ -323,7 +339,6 @@ class ProducerSimulation:
                     advance(s, gen, resume, t)
             else:
                 advance(s, gen, value, t)
-        return done
 
 
 class ClientPool:
@@ -589,6 +604,12 @@ def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
     sends = sends_of(prep)
     done = ProducerSimulation(sc, producer).run(sends)
     out, ranks = engine_output(sc, len(sends), done)
+    return producer_tables(prep, out, ranks)
+
+
+def producer_tables(prep: Prepared, out: EngineOutput, ranks: np.ndarray) -> SimOutput:
+    """The two tables of one producer from what the engine decided (``ranks``: each attempt's rank in
+    completion order, from :func:`engine_output`)."""
     tables = build_tables(prep, out)
     if len(set(prep.s_seq.tolist())) == prep.n_sends:
         return tables  # unique seqs: (send, attempt) order is (seq, attempt) order

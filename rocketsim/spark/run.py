@@ -43,7 +43,9 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from rocketsim import reconcile, schemas, stage, workload
+from rocketsim.broker_store import OPEN
 from rocketsim.scenario import Scenario
+from rocketsim.schemas import SIMULATE
 from rocketsim.spark.delta_sink import publish_run, publish_staged
 from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.paths import check_run_id, delete_dir, make_dir, new_write_id, staging_path
@@ -51,6 +53,7 @@ from rocketsim.warehouse.read import current_write, run_file_ranges, run_rows
 from rocketsim.warehouse.stage_files import (
     INPUT_COLUMNS,
     STAGES,
+    CoupledProducers,
     StageWork,
     derived_tables,
     finish_stage,
@@ -171,15 +174,19 @@ def write_stage(
     for d in work.all():
         make_dir(d)
 
+    # closed-loop brokers: every producer in one task, simulated together (CoupledProducers)
+    coupled = CoupledProducers(sc, shares, work) if sc.coupling != OPEN and work.runs(SIMULATE) else None
+    bins = [producers] if coupled is not None else stage.producer_bins(shares, partitions)
+
     def producer_work(p: int) -> dict[str, int]:
-        return write_producer_files(sc, by_producer[p], work)
+        return write_producer_files(sc, by_producer[p], work, coupled)
 
     def broker_work(b: int) -> dict[str, int]:
         return write_broker_files(sc, b, producers, work)
 
     try:
         t0 = time.monotonic()
-        per_producer = map_bins(spark, stage.producer_bins(shares, partitions), producer_work)
+        per_producer = map_bins(spark, bins, producer_work)
         t1 = time.monotonic()
         per_broker = map_bins(spark, [[b] for b in brokers], broker_work) if work.has_brokers else {}
         t2 = time.monotonic()

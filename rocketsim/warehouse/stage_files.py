@@ -42,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import broker_side, reconcile, schemas, stage, store, summaries, workload
+from rocketsim import broker_side, reconcile, schemas, simulate, stage, store, summaries, workload
 from rocketsim.grouping import pack_keys
 from rocketsim.scenario import Scenario
 from rocketsim.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
@@ -200,13 +200,41 @@ def _columns(schema: pa.Schema, *groups: Sequence[str]) -> pa.Schema:
     return pa.schema([f for f in schema if f.name in names])
 
 
-def write_producer_files(sc: Scenario, share: workload.ProducerShare, work: StageWork) -> dict[str, int]:
-    """One producer's part of the stage (step 1 of the module docstring); returns its counts."""
+@dataclass
+class CoupledProducers:
+    """The producers of a run coupled through closed-loop brokers (``brokers.coupling`` joint): simulated
+    together, once, where the first of them is asked for (their task: every producer in one), each
+    producer's output kept until its own part of the stage takes it."""
+
+    sc: Scenario
+    shares: Sequence[workload.ProducerShare]
+    work: StageWork
+    _outputs: dict[int, simulate.SimOutput] | None = None
+
+    def output(self, producer: int) -> simulate.SimOutput:
+        if self._outputs is None:
+            messages = {s.producer: self._messages(s) for s in self.shares}
+            self._outputs = stage.coupled_outputs(self.sc, messages)
+        return self._outputs.pop(producer)
+
+    def _messages(self, share: workload.ProducerShare) -> pa.Table:
+        if self.work.runs(GENERATE):
+            return stage.producer_messages(self.sc, share)
+        uris = may_hold(self.work.inputs["messages"], share.producer)
+        return read_producer_rows(uris, MESSAGES_DATA, share.producer)
+
+
+def write_producer_files(
+    sc: Scenario, share: workload.ProducerShare, work: StageWork, coupled: CoupledProducers | None = None
+) -> dict[str, int]:
+    """One producer's part of the stage (step 1 of the module docstring); returns its counts.
+    ``coupled``: the run's producers simulated together (closed-loop brokers)."""
     p = share.producer
     counts: dict[str, int] = {}
     messages = _messages(sc, share, work, counts)
     if work.runs(SIMULATE):
-        tables = stage.producer_tables(sc, messages)
+        out = coupled.output(p) if coupled is not None else None
+        tables = stage.producer_tables(sc, messages, out)
         _write_simulated(tables, len(sc.cluster.brokers), p, work)
         attempts, results = tables.attempts, tables.results
         counts |= reconcile.attempt_counts(attempts) | reconcile.result_counts(results)

@@ -1,0 +1,357 @@
+"""The closed-loop broker store: a send queue, send threads and one commit-log writer, so load moves latency.
+
+``brokers.coupling = "open"`` (the default) leaves every answer to :mod:`rocketsim.brokers` (latency drawn
+independently of load). ``joint`` and ``iterative`` put each attempt the open model answers with a
+latency (SEND_OK, or a slow answer the client times out on) through its broker's :class:`BrokerStore`:
+
+* the request reaches the broker when the attempt starts; the open model's latency is the network round
+  trip, added to what the store takes;
+* admission (``NettyRemotingAbstract.processRequestCommand``, 4.9.8 and 5.3.3): while the page cache is busy
+  ``SendMessageProcessor.rejectRequest()`` answers at once SYSTEM_BUSY ``[REJECTREQUEST]``; a full send
+  queue (``sendThreadPoolQueueCapacity``) makes the executor refuse it: SYSTEM_BUSY ``[OVERLOAD]``;
+* the send executor (``sendMessageThreadPoolNums`` threads over a FIFO ``LinkedBlockingQueue``) takes the
+  request when a thread is free; ``DefaultMessageStore.checkStoreStatus`` answers OS_PAGECACHE_BUSY if the
+  page cache is busy then (``SendMessageProcessor.handlePutMessageResult``: ``[PC_SYNCHRONIZED]``, its
+  code :attr:`rocketsim.versions.BrokerVersion.pc_synchronized_code`); else the thread waits for
+  ``putMessageLock`` (one writer: ``CommitLog.asyncPutMessage``) and appends, ``store.append_us`` per KiB;
+* since 4.7.0 the SYNC_FLUSH and SYNC_MASTER waits do not hold the thread: they add latency only;
+* ``BrokerFastFailure.cleanExpiredRequest`` runs at 1000 ms and every 10 ms after: while the page cache is
+  busy it drains the queue (``[PCBUSY_CLEAN_QUEUE]``), then ``cleanExpiredRequestInQueue`` removes each
+  head that waited >= ``waitTimeMillsInSendQueue`` (``[TIMEOUT_CLEAN_QUEUE]``), both SYSTEM_BUSY;
+* the page cache is busy (``DefaultMessageStore.isOSPageCacheBusy``) while one append has held the lock
+  for more than ``osPageCacheBusyTimeOutMills``: only a ``store_stall`` fault does that here (the disk
+  makes no progress for ``down_s``, every ``period_s``; the append in the lock waits it out).
+
+Exact in order: a FIFO request's fate depends only on the requests before it, so :meth:`BrokerStore.offer`
+decides it when it arrives (requests offered in arrival order). The one exception is the sweeper's
+``size of queue``: requests that arrive after it and before the sweep count, so that number is a marker
+in the remark until :meth:`StoreCluster.fill_sizes` replaces it once every arrival is known. Model
+choices: arrival at the attempt's start; within one ms, arrivals before the sweeper's tick; a stall
+hits the append that overlaps it; times in whole microseconds.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from enum import IntEnum
+from typing import NamedTuple
+
+from rocketsim import brokers as bm
+from rocketsim.outcomes import OutcomeKind
+from rocketsim.scenario import Scenario, StoreConfig
+from rocketsim.versions import BrokerVersion
+
+SWEEP_FIRST_MS = 1000  # BrokerFastFailure.start: scheduleAtFixedRate(.., 1000, 10, MILLISECONDS)
+SWEEP_PERIOD_MS = 10
+BUSY_DIFF_LIMIT_MS = 10_000_000  # isOSPageCacheBusy: diff < 10000000
+OPEN, JOINT, ITERATIVE = "open", "joint", "iterative"
+
+
+class Fate(IntEnum):
+    """What the store does with one request."""
+
+    SERVED = 0  # appended (stored)
+    REJECT_REQUEST = 1  # NettyRemotingAbstract.processRequestCommand: rejectRequest() (page cache busy)
+    OVERLOAD = 2  # the send executor refused it (RejectedExecutionException: the queue is full)
+    PC_SYNCHRONIZED = 3  # checkStoreStatus: OS_PAGECACHE_BUSY when a send thread took it
+    PCBUSY_CLEAN_QUEUE = 4  # BrokerFastFailure.cleanExpiredRequest, page cache busy
+    TIMEOUT_CLEAN_QUEUE = 5  # BrokerFastFailure.cleanExpiredRequestInQueue, waited too long
+
+
+FATE_NAMES = tuple(f.name.lower() for f in Fate)
+SYSTEM_BUSY = bm.SYSTEM_BUSY
+
+# the remarks, verbatim (4.9.8 and 5.3.3 alike): NettyRemotingAbstract.processRequestCommand,
+# SendMessageProcessor.handlePutMessageResult (OS_PAGECACHE_BUSY), BrokerFastFailure
+REMARKS = {
+    Fate.REJECT_REQUEST: "[REJECTREQUEST]system busy, start flow control for a while",
+    Fate.OVERLOAD: "[OVERLOAD]system busy, start flow control for a while",
+    Fate.PC_SYNCHRONIZED: "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
+    Fate.PCBUSY_CLEAN_QUEUE: "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, "
+    "period in queue: %sms, size of queue: %d",
+    Fate.TIMEOUT_CLEAN_QUEUE: "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "
+    "period in queue: %sms, size of queue: %d",
+}
+_MARK = re.compile("\x00q(\\d+):(\\d+):(\\d+)\x00")
+
+
+def sweep_tick_at_or_after(ms: int) -> int:
+    """The first run of ``BrokerFastFailure``'s sweeper at or after ``ms`` (broker started at 0)."""
+    if ms <= SWEEP_FIRST_MS:
+        return SWEEP_FIRST_MS
+    return SWEEP_FIRST_MS + -(-(ms - SWEEP_FIRST_MS) // SWEEP_PERIOD_MS) * SWEEP_PERIOD_MS
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A ``store_stall`` fault: from ``start_us`` to ``end_us``, every ``period_us`` the disk makes no
+    progress for ``stall_us``."""
+
+    start_us: int
+    end_us: int
+    period_us: int
+    stall_us: int
+
+    def delay(self, begin_us: int, service_us: int) -> int:
+        """How much longer an append over [begin, begin + service) takes: the part of the first stall
+        overlapping it that lies after ``begin``."""
+        k = max(0, (begin_us - self.start_us - self.stall_us) // self.period_us + 1)
+        t0 = self.start_us + k * self.period_us
+        if t0 >= self.end_us or t0 >= begin_us + service_us or t0 + self.stall_us <= begin_us:
+            return 0
+        return t0 + self.stall_us - max(begin_us, t0)
+
+
+@dataclass(frozen=True)
+class StoreParams:
+    """One broker's store in flat numbers."""
+
+    append_us: float
+    send_threads: int
+    capacity: int
+    wait_ms: int
+    busy_timeout_ms: int
+    extra_us: int  # the SYNC_FLUSH / SYNC_MASTER waits added to a stored request's answer
+    pc_code: int  # [PC_SYNCHRONIZED]'s response code (BrokerVersion.pc_synchronized_code)
+    stalls: tuple[Stall, ...] = ()
+
+    @classmethod
+    def from_config(
+        cls, cfg: StoreConfig, version: BrokerVersion, faults: tuple[bm.FaultWindow, ...] = ()
+    ) -> StoreParams:
+        extra = (cfg.sync_flush_ms if cfg.flush == "sync" else 0.0) + (
+            cfg.sync_replica_ms if cfg.replication == "sync" else 0.0
+        )
+        stalls = tuple(
+            Stall(w.start_ms * 1000, w.end_ms * 1000, w.period_ms * 1000, w.down_ms * 1000)
+            for w in faults
+            if w.kind == bm.FAULT_STORE_STALL
+        )
+        return cls(
+            cfg.append_us,
+            cfg.send_threads,
+            cfg.send_queue_capacity,
+            cfg.wait_time_ms_in_send_queue,
+            cfg.os_page_cache_busy_timeout_ms,
+            int(round(extra * 1000)),
+            version.pc_synchronized_code,
+            stalls,
+        )
+
+    def service_us(self, wire_bytes: int) -> int:
+        """The append's time: ``append_us`` per KiB of the request, at least 1 us."""
+        return max(1, int(round(self.append_us * wire_bytes / 1024)))
+
+
+@dataclass(frozen=True)
+class StoreAnswer:
+    """The store's answer to one request (times in us from the scenario start)."""
+
+    fate: Fate
+    arrival_us: int
+    answer_us: int  # when the broker answers
+    stored_us: int = -1  # when the append ended (SERVED), else -1
+    remark: str = ""
+    queue_depth: int = 0  # requests in the send queue when it arrived (before it)
+    left_us: int = -1  # when it left the send queue (taken by a thread or swept); -1: never queued
+
+    @property
+    def code(self) -> int:
+        return 0 if self.fate == Fate.SERVED else SYSTEM_BUSY
+
+    @property
+    def stored(self) -> bool:
+        return self.fate == Fate.SERVED
+
+
+def sweep_remark(fate: Fate, period_ms: int, size: str) -> str:
+    """A sweeper's remark with its ``%s`` (period in queue) and ``%d`` (size of queue) filled in."""
+    return REMARKS[fate].replace("%s", str(period_ms)).replace("%d", size)
+
+
+class Decision(NamedTuple):
+    """:func:`decide`'s verdict: the fate, when the broker answers, the sweep tick (-1: none), when a
+    send thread takes the request, and its append's begin and end (0 where none)."""
+
+    fate: Fate
+    answer_us: int
+    tick: int = -1
+    taken: int = 0
+    begin: int = 0
+    end: int = 0
+
+
+def _busy_at(busy: Sequence[tuple[int, int]], t_ms: int) -> bool:
+    return any(lo <= t_ms < hi for lo, hi in busy)
+
+
+def _first_busy_tick(busy: Sequence[tuple[int, int]], from_ms: int, before_us: int) -> int:
+    for lo, hi in busy:
+        t = sweep_tick_at_or_after(max(from_ms, lo))
+        if t < hi and t * 1000 < before_us:
+            return t
+    return -1
+
+
+def decide(
+    p: StoreParams,
+    busy: Sequence[tuple[int, int]],
+    a: int,
+    wire_bytes: int,
+    depth: int,
+    thread_free_us: int,
+    writer_free_us: int,
+) -> Decision:
+    """The fate of a request arriving at ``a`` (us) given the store's state then: ``busy`` (the page
+    cache's busy [from, to) ms), ``depth`` requests queued, the first send thread free at
+    ``thread_free_us``, the writer free at ``writer_free_us`` (the rules of the module docstring)."""
+    a_ms = a // 1000
+    if _busy_at(busy, a_ms):
+        return Decision(Fate.REJECT_REQUEST, a)
+    if depth >= p.capacity:
+        return Decision(Fate.OVERLOAD, a)
+    taken = max(a, thread_free_us)
+    if taken > a:  # it waits in the queue: the sweeper may answer it first
+        t_pc = _first_busy_tick(busy, a_ms, taken)
+        t_to = sweep_tick_at_or_after(a_ms + p.wait_ms)
+        if t_pc >= 0 and (t_pc <= t_to or t_to * 1000 >= taken):  # cleanExpiredRequest drains first
+            return Decision(Fate.PCBUSY_CLEAN_QUEUE, t_pc * 1000, t_pc)
+        if t_to * 1000 < taken:
+            return Decision(Fate.TIMEOUT_CLEAN_QUEUE, t_to * 1000, t_to)
+    if _busy_at(busy, taken // 1000):  # checkStoreStatus: the thread answers at once
+        return Decision(Fate.PC_SYNCHRONIZED, taken, -1, taken)
+    begin = max(taken, writer_free_us)
+    service = p.service_us(wire_bytes)
+    end = begin + service + sum(s.delay(begin, service) for s in p.stalls)
+    return Decision(Fate.SERVED, end + p.extra_us, -1, taken, begin, end)
+
+
+@dataclass
+class BrokerStore:
+    """One broker's send queue, send threads and commit-log writer (see the module docstring); offer it
+    requests in arrival order."""
+
+    params: StoreParams
+    index: int = 0  # the broker's place in cluster.brokers (in size markers)
+    threads: list[int] = field(default_factory=list)  # heap of the send threads' free times
+    writer_free_us: int = 0
+    queued: list[int] = field(default_factory=list)  # heap: when each queued request leaves the queue
+    busy: list[tuple[int, int]] = field(default_factory=list)  # [from, to) ms the page cache is busy
+    busy_log: list[tuple[int, int]] = field(default_factory=list)  # every busy span, never pruned
+    admitted_ms: list[int] = field(default_factory=list)  # arrival ms of each request the queue took
+    last_us: int = 0
+    served_us: list[tuple[int, int]] = field(default_factory=list)  # [begin, end) of each append
+
+    def __post_init__(self) -> None:
+        if not self.threads:
+            self.threads = [0] * self.params.send_threads
+
+    def _hold_lock(self, begin_us: int, end_us: int) -> None:
+        """An append holds ``putMessageLock`` over [begin, end): the page cache is busy where
+        ``now - beginTimeInLock > osPageCacheBusyTimeOutMills`` (in ms) while it holds it."""
+        lo = begin_us // 1000 + self.params.busy_timeout_ms + 1
+        hi = min(-(-end_us // 1000), begin_us // 1000 + BUSY_DIFF_LIMIT_MS)
+        if lo < hi:
+            self.busy.append((lo, hi))
+            self.busy_log.append((lo, hi))
+
+    def offer(self, arrival_ms: int, wire_bytes: int) -> StoreAnswer:
+        """Decide one request arriving at ``arrival_ms`` (not before the previous one: an earlier time is
+        taken as the previous one's), and take it into the store's state."""
+        a = max(arrival_ms * 1000, self.last_us)
+        self.last_us = a
+        a_ms = a // 1000
+        self.busy = [(lo, hi) for lo, hi in self.busy if hi > a_ms]
+        while self.queued and self.queued[0] <= a:
+            heapq.heappop(self.queued)
+        depth = len(self.queued)
+        d = decide(self.params, self.busy, a, wire_bytes, depth, self.threads[0], self.writer_free_us)
+        if d.fate in (Fate.REJECT_REQUEST, Fate.OVERLOAD):
+            return StoreAnswer(d.fate, a, a, remark=REMARKS[d.fate], queue_depth=depth)
+        idx = len(self.admitted_ms)
+        self.admitted_ms.append(a_ms)
+        if d.tick >= 0:  # swept from the queue
+            heapq.heappush(self.queued, d.tick * 1000)
+            remark = sweep_remark(d.fate, d.tick - a_ms, f"\x00q{self.index}:{idx}:{d.tick}\x00")
+            return StoreAnswer(
+                d.fate, a, d.answer_us, remark=remark, queue_depth=depth, left_us=d.tick * 1000
+            )
+        if d.taken > a:
+            heapq.heappush(self.queued, d.taken)
+        if d.fate == Fate.PC_SYNCHRONIZED:
+            heapq.heapreplace(self.threads, d.taken)
+            return StoreAnswer(
+                d.fate, a, d.answer_us, remark=REMARKS[d.fate], queue_depth=depth, left_us=d.taken
+            )
+        self.writer_free_us = d.end
+        heapq.heapreplace(self.threads, d.end)
+        if d.end - d.begin > self.params.busy_timeout_ms * 1000:
+            self._hold_lock(d.begin, d.end)
+        self.served_us.append((d.begin, d.end))
+        return StoreAnswer(Fate.SERVED, a, d.answer_us, d.end, queue_depth=depth, left_us=d.taken)
+
+    def queue_size_at(self, idx: int, tick_ms: int) -> int:
+        """The sweeper's ``size of queue`` after it removed admitted request ``idx`` at ``tick_ms``: the
+        requests admitted after it up to that tick (all still queued: FIFO, nothing behind it was taken,
+        and the sweeps take the oldest first)."""
+        return bisect.bisect_right(self.admitted_ms, tick_ms) - (idx + 1)
+
+
+@dataclass
+class StoreCluster:
+    """Every broker's store, in ``cluster.brokers`` order."""
+
+    stores: list[BrokerStore]
+    brokers: tuple[str, ...]
+
+    @classmethod
+    def from_scenario(cls, sc: Scenario) -> StoreCluster:
+        model = bm.BrokerModel.from_scenario(sc)
+        version = sc.broker_version
+        stores = [
+            BrokerStore(StoreParams.from_config(sc.broker_model(b).store, version, model.faults[i]), i)
+            for i, b in enumerate(sc.cluster.brokers)
+        ]
+        return cls(stores, tuple(sc.cluster.brokers))
+
+    def store(self, broker: str) -> BrokerStore:
+        return self.stores[self.brokers.index(broker)]
+
+    def fill_sizes(self, text: str) -> str:
+        """``text`` with each sweeper remark's size-of-queue marker replaced by the final number."""
+        if "\x00q" not in text:
+            return text
+        return _MARK.sub(lambda m: str(self.stores[int(m[1])].queue_size_at(int(m[2]), int(m[3]))), text)
+
+
+def carries_load(o: bm.AttemptOutcome) -> bool:
+    """Whether the open model's answer is one the store decides: an answer with a latency (SEND_OK, or a
+    slow answer the client timed out on), i.e. the request reached a working broker."""
+    return o.kind == OutcomeKind.OK or (o.kind == OutcomeKind.REMOTING_TIMEOUT and o.late_ms >= 0)
+
+
+def closed_outcome(
+    o: bm.AttemptOutcome, ans: StoreAnswer, start_ms: int, timeout_ms: int
+) -> bm.AttemptOutcome:
+    """The attempt's answer with the store's part: the open answer's latency is the network round trip
+    (``o.store_ms``), the store adds its wait, service and flush/replica waits (rounded to whole ms).
+    Past the timeout the client gives up (REMOTING_TIMEOUT); the answer still comes late, and a request
+    the store appended is stored whatever the client saw."""
+    network = o.store_ms
+    timeout_ms = max(int(timeout_ms), 0)
+    delay = (ans.answer_us - start_ms * 1000 + 500) // 1000
+    total = network + delay
+    if ans.stored:
+        store_ms = (ans.stored_us - start_ms * 1000 + 500) // 1000
+        if total >= timeout_ms:
+            return bm.AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, store_ms, total)
+        return bm.AttemptOutcome(OutcomeKind.OK, total, 0, True, store_ms)
+    if total >= timeout_ms:
+        return bm.AttemptOutcome(
+            OutcomeKind.REMOTING_TIMEOUT, timeout_ms, late_ms=total, late_code=ans.code, remark=ans.remark
+        )
+    return replace(bm.AttemptOutcome(OutcomeKind.BROKER_ERROR, total, ans.code), remark=ans.remark)

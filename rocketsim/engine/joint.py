@@ -1,0 +1,64 @@
+"""``brokers.coupling = "joint"``: every producer of a run and the closed-loop brokers in one event loop.
+
+Each producer is the readable engine's :class:`rocketsim.engine.reference.ProducerSimulation`, its own
+state as ever; they share one :class:`rocketsim.broker_store.StoreCluster`, and their events are handled
+in one time order: (time, completions before starts, producer, the producer's own order). So every request
+reaches its broker after every request that started earlier, from any producer, and the store decides it
+exactly (:mod:`rocketsim.broker_store`). The reference of the coupled model: exact, one core; the
+scalable method is :mod:`rocketsim.engine.iterative`.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from rocketsim.broker_store import StoreCluster
+from rocketsim.engine.plan import SimOutput, prepare
+from rocketsim.engine.reference import ProducerSimulation, engine_output, producer_tables, sends_of
+from rocketsim.scenario import Scenario
+
+__all__ = ["JointRun", "simulate_joint"]
+
+
+@dataclass(frozen=True)
+class JointRun:
+    """The outputs of a joint run, per producer, and the brokers' stores at its end."""
+
+    outputs: dict[int, SimOutput]
+    stores: StoreCluster
+
+
+def simulate_joint(messages: Mapping[int, pa.Table], sc: Scenario) -> JointRun:
+    """Simulate the producers' messages (producer -> its rows, schema ``MESSAGES`` without run_id) together
+    against the closed-loop brokers."""
+    stores = StoreCluster.from_scenario(sc)
+    runs = {}
+    heap: list[tuple[int, int, int, Iterator[tuple[int, int]]]] = []
+    for p in sorted(messages):
+        if messages[p].num_rows == 0:
+            continue
+        prep = prepare(messages[p], sc)
+        sends = sends_of(prep)
+        done: list = []
+        steps = ProducerSimulation(sc, p, stores).stepper(sends, done)
+        runs[p] = (prep, sends, done)
+        first = next(steps, None)
+        if first is not None:
+            heapq.heappush(heap, (first[0], first[1], p, steps))
+    while heap:
+        _, _, p, steps = heap[0]
+        following = next(steps, None)  # handles the event, says when its next one is
+        if following is None:
+            heapq.heappop(heap)
+        else:
+            heapq.heapreplace(heap, (following[0], following[1], p, steps))
+    outputs = {p: SimOutput.empty() for p in messages}
+    for p, (prep, sends, done) in runs.items():
+        out, ranks = engine_output(sc, len(sends), done)
+        out.texts = [stores.fill_sizes(t) for t in out.texts]
+        outputs[p] = producer_tables(prep, out, ranks)
+    return JointRun(outputs, stores)

@@ -355,6 +355,13 @@ class FaultItemView:
         return [self.name, self.current_latency, self.start_timestamp]
 
 
+# LatencyFaultToleranceImpl.startDetector: detectByOneRound every 3 s from 3 s after the producer starts;
+# each item is probed again detectInterval after its last probe, with detectTimeout per probe
+DETECT_PERIOD_MS = 3000
+DETECT_INTERVAL_MS = 2000
+DETECT_TIMEOUT_MS = 200
+
+
 _CHM_INITIAL_BINS = 32  # new ConcurrentHashMap(16): tableSizeFor(16 + 8 + 1) = 32
 
 
@@ -372,8 +379,8 @@ class FaultTable:
         self,
         line: str,
         which_item_worst: ThreadLocalIndex | None = None,
-        detect_interval_ms: int = 2000,
-        detect_timeout_ms: int = 200,
+        detect_interval_ms: int = DETECT_INTERVAL_MS,
+        detect_timeout_ms: int = DETECT_TIMEOUT_MS,
         on_event: EventHook = None,
     ) -> None:
         if line not in LINES:
@@ -570,7 +577,7 @@ class Detector:
     first_tick_ms: int
     resolver: Callable[[str], str | None]
     probe: Callable[[str, int], bool] | None
-    period_ms: int = 3000
+    period_ms: int = DETECT_PERIOD_MS
     on_tick: Callable[[int], None] | None = None
     on_tick_done: Callable[[int], None] | None = None
 
@@ -753,8 +760,8 @@ def new_strategy(
     arrays: FaultArrays | None = None,
     start_detector_enable: bool = False,
     detector: Detector | None = None,
-    detect_interval_ms: int = 2000,
-    detect_timeout_ms: int = 200,
+    detect_interval_ms: int = DETECT_INTERVAL_MS,
+    detect_timeout_ms: int = DETECT_TIMEOUT_MS,
     on_event: EventHook = None,
 ) -> FaultStrategy:
     """A producer's strategy with a fresh table and ``whichItemWorst`` index."""

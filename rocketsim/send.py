@@ -559,7 +559,7 @@ def remoting_exception(what: str, broker: str, timeout_ms: int) -> SendError:
         return RemotingTimeoutError(f"wait response on the channel <{broker}> timeout, {timeout_ms}(ms)")
     if what == "send_request":
         return RemotingSendRequestError(f"send request to <{broker}> failed")
-    return RemotingTooMuchRequestError("invokeAsyncImpl invoke too fast")
+    return invoke_too_fast_error()
 
 
 def _final_code(exc: Failure | None) -> int:
@@ -820,6 +820,25 @@ def unknown_reason_text(v5: bool) -> str:
     return "unknown reason" if v5 else "unknow reseaon"
 
 
+def async_call_timeout_error(selector: bool) -> RemotingTooMuchRequestError:
+    """The async-sender executor's task found no time left (``timeout > costTime`` failed): a selector
+    send's ``"call timeout"``, ``sendDefaultImpl``'s ``"DEFAULT ASYNC send call timeout"``."""
+    return RemotingTooMuchRequestError("call timeout" if selector else "DEFAULT ASYNC send call timeout")
+
+
+def invoke_too_fast_error() -> RemotingTooMuchRequestError:
+    """``invokeAsyncImpl`` refused a permit with no time to wait for one (``timeoutMillis <= 0``)."""
+    return RemotingTooMuchRequestError("invokeAsyncImpl invoke too fast")
+
+
+def semaphore_timeout_error(timeout_ms: int) -> RemotingTimeoutError:
+    """``invokeAsyncImpl``: no permit of the async semaphore came within ``timeout_ms``."""
+    return RemotingTimeoutError(
+        f"invokeAsyncImpl tryAcquire semaphore timeout, {timeout_ms}ms, "
+        "waiting thread nums: 0 semaphoreAsyncValue: 0"
+    )
+
+
 def invoke_async_timeout_error(broker: str) -> RemotingTooMuchRequestError:
     """4.9 ``NettyRemotingClient.invokeAsync`` with no time left (``timeoutMillis < costTime``)."""
     return RemotingTooMuchRequestError(f"invokeAsync call the addr[{broker}] timeout")
@@ -909,9 +928,8 @@ def async_send_steps(
 
     timeout = cfg.send_msg_timeout_ms - (now - begin_ms)  # sendDefaultImpl(.., timeout - costTime)
     if not timeout > 0:  # the executor task's `timeout > costTime` check
-        text = "call timeout" if selected is not None else "DEFAULT ASYNC send call timeout"
         now = (yield Step(Action.RESULT, now, thread)).now_ms
-        return record(now, None, RemotingTooMuchRequestError(text), ())
+        return record(now, None, async_call_timeout_error(selected is not None), ())
     if selected is None and (tp is None or not tp.ok()):
         now = (yield Step(Action.RESULT, now, thread)).now_ms
         return record(now, None, no_route_error(topic, version), ())
@@ -968,13 +986,10 @@ def async_send_steps(
         else:
             grant = now if semaphore is None else semaphore.try_acquire(now, req_timeout)
             if grant is None and req_timeout <= 0:
-                refused = RemotingTooMuchRequestError("invokeAsyncImpl invoke too fast")
+                refused = invoke_too_fast_error()
                 outcome, start = Outcome.remoting_error("too_many_requests", 0), now
             elif grant is None:
-                refused = RemotingTimeoutError(
-                    f"invokeAsyncImpl tryAcquire semaphore timeout, {req_timeout}ms, "
-                    "waiting thread nums: 0 semaphoreAsyncValue: 0"
-                )
+                refused = semaphore_timeout_error(req_timeout)
                 outcome, start = Outcome.remoting_error("timeout", req_timeout), now
             else:
                 start = grant

@@ -2,14 +2,16 @@
 
 Not covered yet (:func:`supports` says no, and ``rocketsim.engine`` runs the reference instead): ASYNC
 sends other than ordered ones (``send(msg, callback)``: ``sendMessageAsync`` / ``onExceptionImpl``, the
-async semaphore and the response-table scan) and the 5.x detector (``startDetectorEnable``); issue 13
-brings them here. Covered: SYNC and ONEWAY sends, ordered (selector) sends in every mode (ASYNC ones
+async semaphore and the response-table scan); issue 13 brings them here. Covered: SYNC and ONEWAY
+sends, ordered (selector) sends in every mode (ASYNC ones
 retry to their queue with the callbacks' fault updates, late answers before the response-table scan,
 and the client's executor and callback pools, ``ClientPools``), batches,
 transactional sends, rejected rows; the three fault lines with ``send_latency_fault_enable`` on and off;
 any number of sender threads; route versions and the 4.9.7 route-mutation quirk; retry codes per
 version, ``retry_another_broker_when_not_store_ok``, the call-timeout budget and the 5.3.3+ per-request
-cap; every fault kind and the error mix of the broker model.
+cap; every fault kind and the error mix of the broker model; the 5.x detector (``startDetectorEnable``:
+its rounds run when an event is taken, as the reference's ``advance_to``, against the route last looked
+up).
 
 How the reference is mirrored:
 
@@ -95,7 +97,6 @@ from rocketsim.engine.plan import (
     error_text,
     plan_for,
     prepare,
-    start_detector_enable,
 )
 from rocketsim.fault import Site
 from rocketsim.outcomes import Catch, OutcomeKind
@@ -148,6 +149,8 @@ class Failure(IntEnum):
 
 # the loop's counters, kept in one array so the loop can stop when a buffer is full and go on after
 ST_HEAP_SIZE, ST_COUNTER, ST_INSTANCES, ST_ATTEMPTS, ST_STARTED, ST_POOL_NEXT, ST_POOL_PENDING = range(7)
+ST_NEXT_TICK, ST_ROUTE_NOW = range(7, 9)  # the detector's next tick; the route version last looked up
+N_COUNTERS = 9
 LOOP_DONE, LOOP_ATTEMPTS_FULL, LOOP_INSTANCES_FULL = range(3)
 # the fault table's ConcurrentHashMap counters
 META_SIZE, META_BINS, META_SIZE_CTL = range(3)
@@ -236,6 +239,8 @@ class FaultTable(NamedTuple):
     old_len: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
+    check_stamp: np.ndarray  # 5.x: the detector probes the item again from then
+    walk: np.ndarray  # scratch: the items in iteration order, for the detector's round
 
 
 class Worst(NamedTuple):
@@ -540,6 +545,7 @@ def fault_table_update(ft, b, latency, isolation, now, reachable, cfg, rules):
     if created:
         ft.start[b] = 0
         ft.reachable[b] = False
+        ft.check_stamp[b] = 0
     ft.latency[b] = latency
     if cfg.line5:
         if duration > 0 and now + duration > ft.start[b]:
@@ -580,6 +586,56 @@ def fault_table_remove(ft, b):
                 ft.bins[i, k] = ft.bins[i, k + 1]
             ft.bin_len[i] = m - 1
             return
+
+
+@njit(**_NO_RC)
+def answers_probe(model, b, t):
+    """``brokers.BrokerModel.answers_probe``: a detector probe fails while the broker is dead, hung or
+    cut off."""
+    wi = model.window_ints
+    for j in range(model.window_offsets[b], model.window_offsets[b + 1]):
+        if not (wi[j, W_START] <= t < wi[j, W_END]):
+            continue
+        kind = wi[j, W_KIND]
+        if kind == bm.FAULT_OUTAGE or kind == bm.FAULT_HANG or kind == bm.FAULT_PARTITION:
+            return False
+        if kind == bm.FAULT_FLAPPING and (t - wi[j, W_START]) % wi[j, W_PERIOD] < wi[j, W_DOWN]:
+            return False
+    return True
+
+
+@njit(**_NO_RC)
+def detect_by_one_round(inp, state, tick):
+    """``FaultTable.detect_by_one_round``: each item due is probed again ``detect_interval_ms`` later, removed
+    when its broker no longer resolves in the route last looked up, marked reachable when its probe
+    answers."""
+    ft, cfg = state.fault_table, inp.config
+    route_now = state.counters[ST_ROUTE_NOW]
+    cnt = 0
+    for i in range(ft.meta[META_BINS]):
+        for j in range(ft.bin_len[i]):
+            ft.walk[cnt] = ft.bins[i, j]
+            cnt += 1
+    for k in range(cnt):
+        b = ft.walk[k]
+        if not ft.exists[b] or tick - ft.check_stamp[b] < 0:
+            continue
+        ft.check_stamp[b] = tick + cfg.detect_interval_ms
+        if not inp.routes.resolves[route_now, b]:
+            fault_table_remove(ft, b)
+            continue
+        if answers_probe(inp.model, b, tick):
+            ft.reachable[b] = True
+
+
+@njit(**_NO_RC)
+def detector_advance(inp, state, now):
+    """``FaultStrategy.advance_to``: the detector's rounds due at or before ``now``, each at its tick."""
+    st = state.counters
+    while st[ST_NEXT_TICK] <= now:
+        tick = st[ST_NEXT_TICK]
+        st[ST_NEXT_TICK] = tick + inp.config.detect_period_ms
+        detect_by_one_round(inp, state, tick)
 
 
 @njit(**_NO_RC)
@@ -918,6 +974,7 @@ def publish_info(inp, state, topic, now):
         else:
             hi = mid
     v = lo - 1
+    st[ST_ROUTE_NOW] = v  # what the detector resolves brokers against
     if cache.version[topic] != v:
         i = st[ST_INSTANCES]
         st[ST_INSTANCES] = i + 1
@@ -1422,7 +1479,7 @@ def run_loop(inp, state):
     """Process events until none is left (LOOP_DONE) or a buffer is full (the caller grows it, then calls
     again)."""
     st, heap, threads, sends = state.counters, state.heap, inp.threads, inp.sends
-    pool = inp.config.pool
+    pool, detector = inp.config.pool, inp.config.detector
     if st[ST_STARTED] == 0:  # each thread's first send, in the order the threads first appear
         st[ST_STARTED] = 1
         if pool:
@@ -1441,6 +1498,8 @@ def run_loop(inp, state):
         event = heap[0, H_EVENT]
         payload = heap[0, H_PAYLOAD]
         heap_pop(heap, st)
+        if detector:
+            detector_advance(inp, state, now)
         if event == Event.START:
             if pool:
                 s, th = pool_take(inp, state)
@@ -1514,8 +1573,6 @@ def sort_attempts(att, n_a, label_keys, out, label, off):
 
 def unsupported(sc: Scenario, messages: pa.Table) -> str | None:
     """Why this engine does not give the reference's tables for these messages (None: it does)."""
-    if start_detector_enable(sc):
-        return "the 5.x detector (start_detector_enable)"
     if messages.num_rows == 0:
         return None
     producers = pc.min_max(messages.column("producer")).as_py()
@@ -1621,6 +1678,8 @@ def _fault_table(plan: Plan) -> FaultTable:
         old_len=np.zeros(nb, np.int64),
         lo=np.zeros(n_b, np.int64),
         hi=np.zeros(n_b, np.int64),
+        check_stamp=np.zeros(n_b, np.int64),
+        walk=np.zeros(n_b, np.int64),
     )
 
 
@@ -1664,8 +1723,10 @@ def _initial_state(prep: Prepared, plan: Plan, inp: Inputs) -> State:
     n_async = int(np.count_nonzero(prep.s_kind == SendKind.ORDERED_ASYNC))
     in_flight = _zeros(InFlight, n_s, {"has_result": np.bool_, "stored": np.bool_})
     in_flight.pool[:] = -1
+    counters = np.zeros(N_COUNTERS, np.int64)
+    counters[ST_NEXT_TICK] = plan.config.detect_period_ms
     return State(
-        counters=np.zeros(7, np.int64),
+        counters=counters,
         heap=np.zeros((2 * n_t + n_async + 2, 4), np.int64),  # one START per thread, DELIVERs in flight
         send_thread=inp.sends.thread.copy(),
         fault_table=_fault_table(plan),

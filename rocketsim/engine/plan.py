@@ -32,6 +32,8 @@ from rocketsim import codec, store, workload
 from rocketsim.compression import CompressibilityModel, CompressionType, compressed_sys_flag, default_model
 from rocketsim.errors import MQClientError, RocketSimError
 from rocketsim.fault import (
+    DETECT_INTERVAL_MS,
+    DETECT_PERIOD_MS,
     FAULT_UPDATES,
     ISOLATION_LATENCY_MS,
     FaultArrays,
@@ -238,6 +240,10 @@ class Config(NamedTuple):
     scan_period_ms: int  # and period
     executor_threads: int  # the async sender executor's threads (producers.async_sender_threads)
     callback_threads: int  # the callback executor's threads (producers.callback_executor_threads)
+    async_permits: int  # the async semaphore's permits (producers.async_semaphore_permits)
+    detector: bool  # the 5.x detector runs (start_detector_enable)
+    detect_period_ms: int  # its ticks: every period from one period after the start (fault.DETECT_PERIOD_MS)
+    detect_interval_ms: int  # an item is probed again this long after its last probe
 
 
 class FaultRules(NamedTuple):
@@ -261,6 +267,7 @@ class Routes(NamedTuple):
     queue_broker: np.ndarray  # [V, Q] broker index of each queue slot
     queue_id: np.ndarray  # [V, Q]
     write_queue_nums: np.ndarray  # [V, B] getWriteQueueNumsByBroker of each broker (-1: none)
+    resolves: np.ndarray  # [V, B] findBrokerAddressInPublish finds the broker's master (the detector)
 
 
 # column layout of Model's arrays
@@ -332,6 +339,10 @@ def _config(sc: Scenario) -> Config:
         scan_period_ms=p.version.response_scan_period_ms,
         executor_threads=p.async_sender_threads,
         callback_threads=p.callback_executor_threads,
+        async_permits=p.async_semaphore_permits,
+        detector=start_detector_enable(sc),
+        detect_period_ms=DETECT_PERIOD_MS,
+        detect_interval_ms=DETECT_INTERVAL_MS,
     )
 
 
@@ -372,6 +383,9 @@ def _routes(sc: Scenario, brokers: tuple[str, ...]) -> Routes:
     qb = np.zeros((len(versions), max_q), np.int64)
     qq = np.zeros((len(versions), max_q), np.int64)
     wqn = np.full((len(versions), len(brokers)), -1, np.int64)
+    resolves = np.array(
+        [[route.master_addr(b) is not None for b in brokers] for _, route in versions], np.bool_
+    )
     for v, (slots, order, sorted_route) in enumerate(lists):
         qb[v, : len(slots)] = [bidx[s.broker_name] for s in slots]
         qq[v, : len(slots)] = [s.queue_id for s in slots]
@@ -384,6 +398,7 @@ def _routes(sc: Scenario, brokers: tuple[str, ...]) -> Routes:
         queue_broker=qb,
         queue_id=qq,
         write_queue_nums=wqn,
+        resolves=resolves.reshape(len(versions), len(brokers)),
     )
 
 

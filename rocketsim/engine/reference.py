@@ -63,7 +63,7 @@ from rocketsim.engine.plan import (
     start_detector_enable,
     to_outcome,
 )
-from rocketsim.fault import Detector, FaultStrategy, ThreadLocalIndex, new_strategy
+from rocketsim.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.rng import SplitMixIntSource, derive_key
 from rocketsim.route import TopicPublishInfo, topic_publish_info
 from rocketsim.scenario import Scenario
@@ -162,7 +162,7 @@ class ProducerSimulation:
         self._route_now = self.versions[0][1]
         self._tick_ms = 0
         detecting = start_detector_enable(sc)
-        detector = Detector(3000, self._resolve, self._probe) if detecting else None
+        detector = Detector(DETECT_PERIOD_MS, self._resolve, self._probe) if detecting else None
         self.strategy: FaultStrategy = new_strategy(
             self.line,
             send_latency_fault_enable=p.send_latency_fault_enable,

@@ -1,17 +1,15 @@
 """The compiled send engine (numba): the reference engine's tables, ~100x faster, for the inputs it covers.
 
-Not covered yet (:func:`supports` says no, and ``rocketsim.engine`` runs the reference instead): ASYNC
-sends other than ordered ones (``send(msg, callback)``: ``sendMessageAsync`` / ``onExceptionImpl``, the
-async semaphore and the response-table scan); issue 13 brings them here. Covered: SYNC and ONEWAY
-sends, ordered (selector) sends in every mode (ASYNC ones
-retry to their queue with the callbacks' fault updates, late answers before the response-table scan,
-and the client's executor and callback pools, ``ClientPools``), batches,
-transactional sends, rejected rows; the three fault lines with ``send_latency_fault_enable`` on and off;
-any number of sender threads; route versions and the 4.9.7 route-mutation quirk; retry codes per
-version, ``retry_another_broker_when_not_store_ok``, the call-timeout budget and the 5.3.3+ per-request
-cap; every fault kind and the error mix of the broker model; the 5.x detector (``startDetectorEnable``:
-its rounds run when an event is taken, as the reference's ``advance_to``, against the route last looked
-up).
+It covers every input of one producer with unique seqs (:func:`supports`; ``rocketsim.engine`` runs
+the reference otherwise): SYNC, ONEWAY and ASYNC sends (``send(msg, callback)``: ``sendDefaultImpl`` on
+the async sender executor, ``sendMessageAsync`` / ``onExceptionImpl`` retries on the callbacks, the async
+semaphore, the response-table scan and late answers before it, the client's executor and callback pools,
+``ClientPools``), ordered (selector) sends in every mode, batches, transactional sends, rejected rows; the
+three fault lines with ``send_latency_fault_enable`` on and off and the 5.x detector
+(``startDetectorEnable``: its rounds run when an event is taken, as the reference's ``advance_to``,
+against the route last looked up); any number of sender threads; route versions and the 4.9.7
+route-mutation quirk; retry codes per version, ``retry_another_broker_when_not_store_ok``, the
+call-timeout budget and the 5.3.3+ per-request cap; every fault kind and the error mix of the broker model.
 
 How the reference is mirrored:
 
@@ -21,6 +19,9 @@ How the reference is mirrored:
   order. A ONEWAY call completes when its request is written (at once unless the write failed).
 * Routes: one TopicPublishInfo "instance" per (topic, cache miss) with its own queue slots (mutable, for
   4.9.7) and per-thread ``ThreadLocalIndex`` state; a send keeps its instance for all its retries.
+* Threads: a selection on one of the client's threads (an ASYNC send's executor, callback or event-loop
+  thread) uses that thread's ``ThreadLocalIndex`` and ``whichItemWorst``: the kernel numbers them after
+  the sender threads, their draws keyed by their names (``Threads.bits``).
 * Draws: SplitMix64 with uint64 wrap-around, keyed exactly as ``rng.draw_key`` / ``rng.derive_key``;
   string parts (``sendWhichQueue:<topic>``, ``whichItemWorst``) are hashed in Python and passed in.
 * The fault table is kept in ``ConcurrentHashMap`` iteration order (bins, insertion order, resizes).
@@ -41,8 +42,11 @@ clear the cache (``__pycache__/*.nbi``) or touch this file.
 # covers every input); tests/test_engines.py runs both on the same inputs and compares every table.
 # What mirrors what, here -> there:
 #   run_loop, start_send, deliver_*, send_default_impl_step -> reference.ProducerSimulation.run and the
-#       send.sync_send_steps / oneway_send_steps / ordered_send_steps generators (deliver_ordered_async:
-#       send.async_send_steps with ``selected``, no semaphore; scan_fired: send.ResponseScan);
+#       send.sync_send_steps / oneway_send_steps / ordered_send_steps / async_send_steps generators
+#       (async_exec, async_call, async_outcome: async_send_steps, with ``selected`` for a selector send;
+#       semaphore_*: send.AsyncSemaphore; scan_fired: send.ResponseScan; client_pool_*:
+#       reference.ClientPool; detector_advance, detect_by_one_round: fault.FaultStrategy.advance_to /
+#       FaultTable.detect_by_one_round);
 #   select_queue, fault_table_update, fault_table_remove, pick_one_at_least, increment_and_get,
 #       reset_index -> fault.FaultStrategy / FaultTable / ThreadLocalIndex;
 #   attempt_outcome, base_latency -> brokers.attempt_outcome / base_latency_ms;
@@ -102,15 +106,21 @@ from rocketsim.fault import Site
 from rocketsim.outcomes import Catch, OutcomeKind
 from rocketsim.scenario import Scenario
 from rocketsim.send import (
+    IO_THREAD,
     ClientError,
     MQBrokerError,
     RemotingTooMuchRequestError,
     SendInterruptedError,
+    async_call_timeout_error,
     broker_not_exist_error,
+    callback_thread,
+    executor_thread,
     invoke_async_timeout_error,
+    invoke_too_fast_error,
     no_route_error,
     no_route_select,
     remoting_exception,
+    semaphore_timeout_error,
     send_failed_error,
     unknown_reason_text,
     wait_response_timeout_text,
@@ -144,13 +154,17 @@ class Failure(IntEnum):
     ASYNC_WAIT_TIMEOUT = 11  # an ASYNC callback's "wait response timeout": aux = the ms in the text
     ASYNC_UNKNOWN = 12  # an ASYNC callback's "unknown reason" (4.9: "unknow reseaon")
     ASYNC_TOO_MANY = 13  # 4.9 invokeAsync with no time left: "invokeAsync call the addr[..] timeout"
-    ASYNC_CALL_TIMEOUT = 14  # the executor took a selector send too late: "call timeout"
+    ASYNC_CALL_TIMEOUT = 14  # the executor took the send too late: aux 0 a selector send's text, 1 the other
+    ASYNC_TOO_FAST = 15  # invokeAsyncImpl refused a permit with no time to wait: "invoke too fast"
+    ASYNC_SEMAPHORE = 16  # no permit of the async semaphore in time: aux = the timeout in the text
+    ASYNC_SEND_FAILED = 17  # a plain ASYNC send's first request: "Send [1] times", aux = broker, cost = ms
 
 
 # the loop's counters, kept in one array so the loop can stop when a buffer is full and go on after
 ST_HEAP_SIZE, ST_COUNTER, ST_INSTANCES, ST_ATTEMPTS, ST_STARTED, ST_POOL_NEXT, ST_POOL_PENDING = range(7)
 ST_NEXT_TICK, ST_ROUTE_NOW = range(7, 9)  # the detector's next tick; the route version last looked up
-N_COUNTERS = 9
+ST_SEM_SIZE = 9  # release times held in the async semaphore's heap
+N_COUNTERS = 10
 LOOP_DONE, LOOP_ATTEMPTS_FULL, LOOP_INSTANCES_FULL = range(3)
 # the fault table's ConcurrentHashMap counters
 META_SIZE, META_BINS, META_SIZE_CTL = range(3)
@@ -175,13 +189,19 @@ _INV53 = rng.INV_2_53
 _MAX_SPIKE_EXPONENT = bm.MAX_SPIKE_EXPONENT
 _MAX_LATENCY_MS = bm.MAX_LATENCY_MS
 _PROPERTIES_LIMIT = store.PROPERTIES_LIMIT
-# the client's pools an ordered ASYNC send runs on (reference.ClientPool), as rows of ClientPools
+# the client's pools an ASYNC send runs on (reference.ClientPool), as rows of ClientPools
 POOL_EXECUTOR, POOL_CALLBACK = range(2)
-# what an ordered ASYNC send's pending DELIVER means (InFlight.phase)
+# what an ASYNC send's pending DELIVER means (InFlight.phase)
 PH_EXEC = 0  # an executor thread takes it
 PH_SYNC_FAIL = 1  # a failure thrown inside sendMessageAsync, after its latency, on the same thread
 PH_CALLBACK = 2  # its callback is due: a callback thread (5.x connect failure: the event loop) runs it
 PH_CB_RUN = 3  # a callback thread that was busy takes it
+PH_DISPATCH = 4  # a plain send's permit is granted: sendDefaultImpl's own update, then the callback waits
+# why the client sent nothing (InFlight.refused)
+REF_NONE = 0
+REF_NO_BUDGET = 1  # 4.9 invokeAsync: no time left ("invokeAsync call the addr[..] timeout")
+REF_TOO_FAST = 2  # no permit and no time to wait for one ("invokeAsyncImpl invoke too fast")
+REF_SEMAPHORE = 3  # no permit within the timeout ("invokeAsyncImpl tryAcquire semaphore timeout")
 
 
 # ---- the kernel's arguments -------------------------------------------------------------------------
@@ -205,7 +225,9 @@ class Threads(NamedTuple):
     """Sender threads. Partitioned: their sends in order, and how far each has got; pool: the sends in
     the order the pool takes them, and which threads are idle since when."""
 
-    value: np.ndarray  # the thread number (keys its index draws)
+    value: np.ndarray  # the sender thread's number
+    bits: np.ndarray  # rng.part_bits of every thread (keys its index draws): the sender threads, then the
+    # client's (async sender executor, callback executor, event loop: send.executor_thread, ...)
     sends: np.ndarray  # send indexes grouped by thread, in seq order (partitioned)
     offsets: np.ndarray  # thread t's sends are sends[offsets[t]:offsets[t + 1]] (partitioned)
     order: np.ndarray  # threads by their first send (the reference's dict order) (partitioned)
@@ -297,9 +319,15 @@ class InFlight(NamedTuple):
     result_broker: np.ndarray
     result_queue_id: np.ndarray
     cur_times: np.ndarray  # ASYNC: onExceptionImpl's curTimes
-    req_timeout: np.ndarray  # ASYNC: the current request's timeout
-    phase: np.ndarray  # ordered ASYNC: what its pending DELIVER means (PH_*)
-    pool: np.ndarray  # ordered ASYNC: the client pool whose thread it runs on (-1: none)
+    req_timeout: np.ndarray  # ASYNC: the time left when the current request began (sendMessageAsync)
+    call_begin: np.ndarray  # ASYNC: when it began (beginStartTime; call_start: when the permit came)
+    refused: np.ndarray  # ASYNC: REF_* (the client sent nothing)
+    fire: np.ndarray  # ASYNC: when its callback is due
+    in_sync: np.ndarray  # plain ASYNC: still inside sendDefaultImpl (its own update not made yet)
+    select_ms: np.ndarray  # plain ASYNC: the first selection's time (sendDefaultImpl's beginTimestampPrev)
+    first_broker: np.ndarray  # plain ASYNC: the first selection's broker (retries change ``broker``)
+    phase: np.ndarray  # ASYNC: what its pending DELIVER means (PH_*)
+    pool: np.ndarray  # ASYNC: the client pool whose thread it runs on (-1: none)
     pool_thread: np.ndarray  # and which thread of it
     stored: np.ndarray  # the broker stored the call's request
     store_ms: np.ndarray  # when, after the call's start
@@ -350,7 +378,7 @@ class Inputs(NamedTuple):
 
 class ClientPools(NamedTuple):
     """The client's async sender executor (row POOL_EXECUTOR) and callback executor (row POOL_CALLBACK)
-    of ordered ASYNC sends (``reference.ClientPool``): idle threads since when, and the sends waiting for
+    of ASYNC sends (``reference.ClientPool``): idle threads since when, and the sends waiting for
     a thread (a ring, FIFO)."""
 
     idle: np.ndarray  # [2, N]
@@ -376,6 +404,7 @@ class State(NamedTuple):
     outcomes: SendOutcomes
     attempts: AttemptRows
     client_pools: ClientPools
+    semaphore: np.ndarray  # the async semaphore's permits held: a heap of release times (ST_SEM_SIZE)
 
 
 # ---- SplitMix64 and Java int arithmetic: compiled twins of rocketsim.rng and rocketsim.javaint ----------
@@ -984,10 +1013,10 @@ def publish_info(inp, state, topic, now):
             inst.queue_broker[i, p] = routes.queue_broker[v, p]
             inst.queue_id[i, p] = routes.queue_id[v, p]
         keys, threads = inp.keys, inp.threads
-        for tt in range(threads.value.shape[0]):
+        for tt in range(threads.bits.shape[0]):
             ix.is_set[i, tt] = False
             ix.counter[i, tt] = 0
-            ix.key[i, tt] = index_key(keys.index_base, threads.value[tt], keys.topic_bits[topic], v)
+            ix.key[i, tt] = index_key(keys.index_base, threads.bits[tt], keys.topic_bits[topic], v)
         cache.version[topic] = v
         cache.instance[topic] = i
     return cache.instance[topic]
@@ -1037,8 +1066,14 @@ def start_send(inp, state, s, th, now):
     fl.begin[s] = now
     res.kernel_start[s] = now
     ordered = kind == SendKind.ORDERED or kind == SendKind.ORDERED_ASYNC or kind == SendKind.ORDERED_ONEWAY
-    if kind == SendKind.ORDERED_ASYNC:  # the caller's thread does not wait
+    if kind == SendKind.ORDERED_ASYNC or kind == SendKind.ASYNC:  # the caller's thread does not wait
         thread_free(inp, state, th, now)
+    if kind == SendKind.ASYNC:  # executor.submit: sendDefaultImpl runs on an executor thread
+        if client_pool_take(state, POOL_EXECUTOR, s) >= 0:
+            async_exec(inp, state, s, now)
+        else:
+            fl.phase[s] = PH_EXEC  # waits for an executor thread
+        return False, -1
     nq = inst.n_queues[i]
     if ordered and nq == 0:  # sendSelectImpl: "No route info for this topic, T"
         fail(res, s, Failure.NO_ROUTE_SELECT, now)
@@ -1051,7 +1086,7 @@ def start_send(inp, state, s, th, now):
             fl.broker[s] = b
             fl.queue_id[s] = q
             if client_pool_take(state, POOL_EXECUTOR, s) >= 0:
-                ordered_async_exec(inp, state, s, now)
+                async_exec(inp, state, s, now)
             else:
                 fl.phase[s] = PH_EXEC  # waits for an executor thread
         else:
@@ -1103,7 +1138,16 @@ def deliver_ordered(inp, state, s, now):
     res.end[s] = now
     if is_result_kind(kind):
         res.status[s] = kind
-    elif kind == OutcomeKind.BROKER_ERROR:
+    else:
+        fail_raw(inp, res, s, kind, code, now)
+    return now
+
+
+@njit(**_NO_RC)
+def fail_raw(inp, res, s, kind, code, now):
+    """An ordered SYNC or ONEWAY send's failure, thrown as it is: an ``MQBrokerException``, the client's
+    error or interrupt, or a ``RemotingException``."""
+    if kind == OutcomeKind.BROKER_ERROR:
         fail(res, s, Failure.BROKER, now)
         res.aux[s] = code
     elif kind == OutcomeKind.CLIENT_ERROR or kind == OutcomeKind.INTERRUPTED:
@@ -1113,7 +1157,6 @@ def deliver_ordered(inp, state, s, now):
         fail(res, s, Failure.REMOTING, now)
         res.aux[s] = kind
         res.cost[s] = inp.config.timeout_ms
-    return now
 
 
 @njit(**_NO_RC)
@@ -1126,13 +1169,8 @@ def deliver_ordered_oneway(inp, state, s, now):
     res.end[s] = now
     if not oneway_caller_sees(inp.rules, kind):
         res.status[s] = Status.ONEWAY_SENT
-    elif kind == OutcomeKind.CLIENT_ERROR or kind == OutcomeKind.INTERRUPTED:
-        fail(res, s, Failure.ORDERED_OTHER, now)
-        res.aux[s] = kind
-    else:  # a RemotingException
-        fail(res, s, Failure.REMOTING, now)
-        res.aux[s] = kind
-        res.cost[s] = inp.config.timeout_ms
+    else:  # never a broker error: the caller sees only the write
+        fail_raw(inp, res, s, kind, fl.code[s], now)
     return now
 
 
@@ -1188,160 +1226,324 @@ def client_pool_release(state, s, now):
 
 
 @njit(**_NO_RC)
-def is_thrown(cfg, kind):
-    """An outcome ``invokeAsync`` throws (caught in ``sendMessageAsync``, on the calling thread) rather
-    than hands to a callback: 4.9 connect failures and interrupts, refused permits, client errors."""
-    return (
-        kind == OutcomeKind.TOO_MANY_REQUESTS
-        or kind == OutcomeKind.CLIENT_ERROR
-        or (not cfg.line5 and (kind == OutcomeKind.REMOTING_CONNECT or kind == OutcomeKind.INTERRUPTED))
+def is_thrown(cfg, kind, refused):
+    """An outcome ``invokeAsync`` throws (caught in ``sendMessageAsync``, on the calling thread) rather than
+    hands to a callback: 4.9 connect failures, interrupts and refusals, client errors (5.x completes a
+    refusal's future exceptionally: a callback)."""
+    if refused != REF_NONE:
+        return not cfg.line5
+    return kind == OutcomeKind.CLIENT_ERROR or (
+        not cfg.line5 and (kind == OutcomeKind.REMOTING_CONNECT or kind == OutcomeKind.INTERRUPTED)
     )
 
 
 @njit(**_NO_RC)
-def ordered_async_call(inp, state, s, attempt, now, timeout):
-    """An ordered ASYNC send's request ``attempt`` at ``now`` (``send.async_send_steps`` with ``selected``,
-    no semaphore): a failure thrown synchronously comes after its latency on the same thread (returns
-    True when that is now: the caller handles it at once); a dispatched request frees the thread and its
-    callback is due at its answer, or, unanswered, at the response-table scan (an answer that comes
-    after the timeout but before the scan is taken: a late answer)."""
-    cfg, fl = inp.config, state.in_flight
-    b, q = fl.broker[s], fl.queue_id[s]
-    key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
-    kind, lat, code, stored, store_ms, late_ms, late_code = attempt_outcome(inp.model, b, key, now, timeout)
-    if stored and properties_illegal(inp.sends, s, q):  # brokers.refused_as_illegal: nothing stored
-        stored = False
-        if is_result_kind(kind):
-            kind, code = OutcomeKind.BROKER_ERROR, bm.MESSAGE_ILLEGAL
-        if late_ms >= 0:
-            late_code = bm.MESSAGE_ILLEGAL
-    fl.times[s] = attempt
-    fl.req_timeout[s] = timeout
-    fl.call_start[s] = now
-    fl.stored[s] = stored
-    fl.store_ms[s] = store_ms
-    if is_thrown(cfg, kind):
-        fl.kind[s], fl.latency[s], fl.code[s] = kind, lat, code
-        if lat == 0:
-            return True
-        fl.phase[s] = PH_SYNC_FAIL
-        heap_push(state.heap, state.counters, now + lat, Event.DELIVER, s)
-        return False
-    fire = now + lat
-    if kind == OutcomeKind.REMOTING_TIMEOUT:
-        fire = scan_fired(cfg, now, timeout)
-        if late_ms >= 0 and now + late_ms < fire:  # answered before the scan removed the request
-            fire = now + late_ms
-            lat = late_ms
-            code = late_code
-            kind = OutcomeKind.OK if late_code == 0 else OutcomeKind.BROKER_ERROR
-    fl.kind[s], fl.latency[s], fl.code[s] = kind, lat, code
-    client_pool_release(state, s, now)
-    fl.phase[s] = PH_CALLBACK
-    heap_push(state.heap, state.counters, fire, Event.DELIVER, s)
-    return False
+def client_thread(inp, state, s):
+    """The (dense) thread ASYNC send ``s`` runs on: its pool thread, else the event loop (its ThreadLocalIndex
+    and whichItemWorst: after the sender threads come the executor's, the callback executor's, the loop)."""
+    fl, cfg = state.in_flight, inp.config
+    base = inp.threads.value.shape[0]
+    if fl.pool[s] == POOL_EXECUTOR:
+        return base + fl.pool_thread[s]
+    if fl.pool[s] == POOL_CALLBACK:
+        return base + cfg.executor_threads + fl.pool_thread[s]
+    return base + cfg.executor_threads + cfg.callback_threads
 
 
 @njit(**_NO_RC)
-def ordered_async_exec(inp, state, s, now):
-    """An executor thread runs ordered ASYNC send ``s`` at ``now``: the runnable's ``timeout > costTime``
-    check ("call timeout"), then ``sendSelectImpl`` -> its first request."""
-    cfg, fl, res = inp.config, state.in_flight, state.outcomes
-    res.kernel_start[s] = now
-    timeout = cfg.timeout_ms - (now - fl.begin[s])
-    if not timeout > 0:
-        fail(res, s, Failure.ASYNC_CALL_TIMEOUT, now)
-        client_pool_release(state, s, now)
-        return
-    fl.cur_times[s] = 0
-    if ordered_async_call(inp, state, s, 0, now, timeout):
-        ordered_async_outcome(inp, state, s, now)
+def semaphore_pop(h, st):
+    """Drop the smallest release time of the async semaphore's heap (read it first)."""
+    n = st[ST_SEM_SIZE] - 1
+    st[ST_SEM_SIZE] = n
+    h[0] = h[n]
+    i = 0
+    while True:
+        m = 2 * i + 1
+        if m >= n:
+            break
+        if m + 1 < n and h[m + 1] < h[m]:
+            m += 1
+        if h[m] >= h[i]:
+            break
+        h[i], h[m] = h[m], h[i]
+        i = m
 
 
 @njit(**_NO_RC)
-def deliver_ordered_async(inp, state, s, now):
-    """An ordered ASYNC send's pending event (``InFlight.phase``): an executor thread takes it, a failure
-    thrown synchronously, or its callback (on a callback thread, waiting for one if all are busy; a 5.x
-    connect failure on the event loop). Returns -1 (the caller's thread never waits)."""
-    fl = state.in_flight
-    phase = fl.phase[s]
-    if phase == PH_EXEC:
-        ordered_async_exec(inp, state, s, now)
-        return -1
-    on_event_loop = inp.config.line5 and fl.kind[s] == OutcomeKind.REMOTING_CONNECT
-    if phase == PH_CALLBACK and not on_event_loop and client_pool_take(state, POOL_CALLBACK, s) < 0:
-        return -1  # waits for a callback thread
-    ordered_async_outcome(inp, state, s, now)
+def semaphore_try_acquire(state, permits, now, wait_ms):
+    """``send.AsyncSemaphore.try_acquire``: when a permit is granted (``now`` if one is free, else the
+    earliest release within ``wait_ms``), -1 if none."""
+    h, st = state.semaphore, state.counters
+    while st[ST_SEM_SIZE] > 0 and h[0] <= now:
+        semaphore_pop(h, st)
+    if st[ST_SEM_SIZE] < permits:
+        return now
+    if wait_ms > 0 and h[0] <= now + wait_ms:
+        grant = h[0]
+        semaphore_pop(h, st)
+        return grant
     return -1
 
 
 @njit(**_NO_RC)
-def ordered_async_outcome(inp, state, s, now):
-    """An ordered ASYNC send's request came to its outcome at ``now``, on the thread that runs it: the
-    callback's (or, 4.9, ``sendMessageAsync``'s catch's) fault update, then ``onExceptionImpl``'s retry to
-    the same broker and queue, or the callback's end."""
+def semaphore_hold_until(state, release):
+    """``send.AsyncSemaphore.hold_until``: a dispatched request holds a permit until its callback."""
+    h, st = state.semaphore, state.counters
+    i = st[ST_SEM_SIZE]
+    h[i] = release
+    st[ST_SEM_SIZE] = i + 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if h[parent] <= h[i]:
+            break
+        h[i], h[parent] = h[parent], h[i]
+        i = parent
+
+
+@njit(**_NO_RC)
+def async_call(inp, state, s, attempt, now, req_timeout):
+    """ASYNC send ``s``'s request ``attempt`` from ``sendMessageAsync`` at ``now`` with ``req_timeout``
+    left (``send.async_send_steps``' loop): 4.9 refuses it with no time left, a plain send takes a permit
+    of the semaphore (waiting for one up to the timeout, else refused), then the broker model answers. A
+    failure thrown synchronously comes after its latency on the same thread (returns True when that is
+    now: the caller handles it at once); a dispatched request ends the sync part (``sendDefaultImpl``'s
+    own update, when the permit is granted), frees the thread, and its callback is due at its answer, or,
+    unanswered, at the response-table scan (an answer after the timeout but before the scan is taken: a
+    late answer)."""
+    cfg, fl = inp.config, state.in_flight
+    b, q = fl.broker[s], fl.queue_id[s]
+    fl.times[s] = attempt
+    fl.req_timeout[s] = req_timeout
+    fl.call_begin[s] = now
+    refused = REF_NONE
+    start = now
+    code = 0
+    stored = False
+    store_ms = 0
+    late_ms = -1
+    late_code = 0
+    if not cfg.line5 and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime, nothing sent
+        refused, kind, lat = REF_NO_BUDGET, OutcomeKind.TOO_MANY_REQUESTS, 0
+    else:
+        grant = now
+        if inp.sends.kind[s] == SendKind.ASYNC:  # a selector send takes no permit (send.ordered_send_steps)
+            grant = semaphore_try_acquire(state, cfg.async_permits, now, req_timeout)
+        if grant < 0 and req_timeout <= 0:
+            refused, kind, lat = REF_TOO_FAST, OutcomeKind.TOO_MANY_REQUESTS, 0
+        elif grant < 0:
+            refused, kind, lat = REF_SEMAPHORE, OutcomeKind.REMOTING_TIMEOUT, req_timeout
+        else:
+            start = grant
+            key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
+            timeout = req_timeout - (grant - now)
+            kind, lat, code, stored, store_ms, late_ms, late_code = attempt_outcome(
+                inp.model, b, key, grant, timeout
+            )
+            if stored and properties_illegal(inp.sends, s, q):  # brokers.refused_as_illegal
+                stored = False
+                if is_result_kind(kind):
+                    kind, code = OutcomeKind.BROKER_ERROR, bm.MESSAGE_ILLEGAL
+                if late_ms >= 0:
+                    late_code = bm.MESSAGE_ILLEGAL
+    fl.refused[s] = refused
+    fl.call_start[s] = start
+    fl.stored[s] = stored
+    fl.store_ms[s] = store_ms
+    if is_thrown(cfg, kind, refused):
+        fl.kind[s], fl.latency[s], fl.code[s] = kind, lat, code
+        if start + lat <= now:
+            return True
+        fl.phase[s] = PH_SYNC_FAIL
+        heap_push(state.heap, state.counters, start + lat, Event.DELIVER, s)
+        return False
+    fire = start + lat
+    if refused == REF_NONE and kind == OutcomeKind.REMOTING_TIMEOUT:
+        fire = scan_fired(cfg, start, req_timeout - (start - now))
+        if late_ms >= 0 and start + late_ms < fire:  # answered before the scan removed the request
+            fire = start + late_ms
+            lat = late_ms
+            code = late_code
+            kind = OutcomeKind.OK if late_code == 0 else OutcomeKind.BROKER_ERROR
+    fl.kind[s], fl.latency[s], fl.code[s] = kind, lat, code
+    fl.fire[s] = fire
+    if fl.in_sync[s]:
+        if start > now:  # sendDefaultImpl's update comes when the permit is granted
+            fl.phase[s] = PH_DISPATCH
+            heap_push(state.heap, state.counters, start, Event.DELIVER, s)
+            return False
+        dispatch_update(inp, state, s, now)
+    async_dispatched(inp, state, s, now)
+    return False
+
+
+@njit(**_NO_RC)
+def dispatch_update(inp, state, s, now):
+    """A plain ASYNC send leaves ``sendDefaultImpl``: its ``updateFaultItem(mq.getBrokerName(), elapsed,
+    false)`` on the first selection's queue (read again: a 4.9.7 rewrite moves it)."""
+    fl = state.in_flight
+    fl.in_sync[s] = False
+    target = first_target(state, s)
+    latency = now - fl.select_ms[s]
+    record_outcome(
+        state.fault_table, Site.SEND_DEFAULT_IMPL, Catch.RESULT, target, latency, now, inp.config, inp.rules
+    )
+
+
+@njit(**_NO_RC)
+def async_dispatched(inp, state, s, now):
+    """A request is out: it holds a permit until its callback (a plain send's, unless refused), the thread
+    is free, the callback is due at ``fl.fire``."""
+    fl = state.in_flight
+    if inp.sends.kind[s] == SendKind.ASYNC and fl.refused[s] == REF_NONE:
+        semaphore_hold_until(state, fl.fire[s])
+    client_pool_release(state, s, now)
+    fl.phase[s] = PH_CALLBACK
+    heap_push(state.heap, state.counters, fl.fire[s], Event.DELIVER, s)
+
+
+@njit(**_NO_RC)
+def async_exec(inp, state, s, now):
+    """An executor thread runs ASYNC send ``s`` at ``now``: the runnable's ``timeout > costTime`` check
+    ("call timeout"), then ``sendSelectImpl`` (the selector's queue) or ``sendDefaultImpl`` (no route, or
+    the first selection, on this thread) -> its first request."""
+    cfg, fl, res = inp.config, state.in_flight, state.outcomes
+    plain = inp.sends.kind[s] == SendKind.ASYNC
+    res.kernel_start[s] = now
+    timeout = cfg.timeout_ms - (now - fl.begin[s])
+    if not timeout > 0:
+        fail(res, s, Failure.ASYNC_CALL_TIMEOUT, now)
+        res.aux[s] = 1 if plain else 0
+        client_pool_release(state, s, now)
+        return
+    if plain:
+        i = fl.instance[s]
+        if state.instances.n_queues[i] == 0:  # "No route info of this topic"
+            fail(res, s, Failure.NO_ROUTE, now)
+            client_pool_release(state, s, now)
+            return
+        p, b, q = select_queue(inp, state, i, client_thread(inp, state, s), np.int64(NO_BROKER), now, False)
+        fl.slot[s] = p
+        fl.broker[s] = b
+        fl.first_broker[s] = b
+        fl.queue_id[s] = q  # every retry reuses the request: its queue id too
+        fl.select_ms[s] = now
+        fl.in_sync[s] = True
+    fl.cur_times[s] = 0
+    if async_call(inp, state, s, 0, now, timeout):
+        async_outcome(inp, state, s, now)
+
+
+@njit(**_NO_RC)
+def deliver_async(inp, state, s, now):
+    """An ASYNC send's pending event (``InFlight.phase``): an executor thread takes it, its permit is
+    granted, a failure thrown synchronously, or its callback (on a callback thread, waiting for one if all
+    are busy; a 5.x connect failure on the event loop). Returns -1 (the caller's thread never waits)."""
+    fl = state.in_flight
+    phase = fl.phase[s]
+    if phase == PH_EXEC:
+        async_exec(inp, state, s, now)
+        return -1
+    if phase == PH_DISPATCH:
+        dispatch_update(inp, state, s, now)
+        async_dispatched(inp, state, s, now)
+        return -1
+    on_event_loop = inp.config.line5 and fl.kind[s] == OutcomeKind.REMOTING_CONNECT
+    if phase == PH_CALLBACK and not on_event_loop and client_pool_take(state, POOL_CALLBACK, s) < 0:
+        return -1  # waits for a callback thread
+    async_outcome(inp, state, s, now)
+    return -1
+
+
+@njit(**_NO_RC)
+def async_thrown_failure(kind, refused):
+    """The exception a failure thrown inside ``sendMessageAsync`` ends the send with: (Failure, aux)."""
+    if refused == REF_NO_BUDGET:
+        return Failure.ASYNC_TOO_MANY, 0
+    if refused == REF_TOO_FAST:
+        return Failure.ASYNC_TOO_FAST, 0
+    if refused == REF_SEMAPHORE:
+        return Failure.ASYNC_SEMAPHORE, 0
+    if kind == OutcomeKind.REMOTING_CONNECT:
+        return Failure.REMOTING, np.int64(kind)
+    return Failure.ORDERED_OTHER, np.int64(kind)
+
+
+@njit(**_NO_RC)
+def async_outcome(inp, state, s, now):
+    """An ASYNC send's request came to its outcome at ``now``, on the thread that runs it: the callback's
+    (or, 4.9, ``sendMessageAsync``'s catch's) fault update, then ``onExceptionImpl``'s retry (a plain send
+    selects again, avoiding the broker; a selector send keeps its queue), or the callback's end."""
     cfg, fl, res, rules, ft = inp.config, state.in_flight, state.outcomes, inp.rules, state.fault_table
     v5 = cfg.line5
-    b = fl.broker[s]
+    plain = inp.sends.kind[s] == SendKind.ASYNC
     t = now
     while True:
         kind, lat, code = fl.kind[s], fl.latency[s], fl.code[s]
-        start = fl.call_start[s]
-        req_timeout = fl.req_timeout[s]
+        b = fl.broker[s]
+        start, call_begin = fl.call_start[s], fl.call_begin[s]
+        req_timeout, refused = fl.req_timeout[s], fl.refused[s]
         attempt = fl.times[s]
         if kind == OutcomeKind.CLIENT_ERROR and attempt == 0:
-            # sendKernelImpl's "The broker[..] not exist" out of sendSelectImpl: onException, no update
-            record_attempt(state, s, attempt, lat, b, t)
-            fail(res, s, Failure.ORDERED_OTHER, t)
-            res.aux[s] = kind
+            # sendKernelImpl's "The broker[..] not exist": out of sendSelectImpl, onException and no update;
+            # out of sendDefaultImpl, its catch's update and "Send [1] times"
+            if plain:
+                target = first_target(state, s)
+                elapsed = t - fl.select_ms[s]
+                record_outcome(ft, Site.SEND_DEFAULT_IMPL, Catch.CLIENT, target, elapsed, t, cfg, rules)
+                record_attempt(state, s, attempt, lat, b, t)
+                fail(res, s, Failure.ASYNC_SEND_FAILED, t)
+                res.aux[s] = target
+                res.cost[s] = t - res.kernel_start[s]
+            else:
+                record_attempt(state, s, attempt, lat, b, t)
+                fail(res, s, Failure.ORDERED_OTHER, t)
+                res.aux[s] = kind
             client_pool_release(state, s, t)
             return
         catch = rules.catch_of_kind[kind]
         need_retry = True
         failure = Failure.ASYNC_UNKNOWN
         aux = 0
-        if is_thrown(cfg, kind):  # out of invokeAsync, caught by sendMessageAsync
-            record_outcome(ft, Site.SEND_MESSAGE_ASYNC_CATCH, catch, b, t - start, t, cfg, rules)
-            if kind == OutcomeKind.TOO_MANY_REQUESTS:
-                failure = Failure.ASYNC_TOO_MANY
-            elif kind == OutcomeKind.REMOTING_CONNECT:
-                failure, aux = Failure.REMOTING, kind
-            else:
-                failure, aux = Failure.ORDERED_OTHER, kind
+        if is_thrown(cfg, kind, refused):  # out of invokeAsync, caught by sendMessageAsync
+            record_outcome(ft, Site.SEND_MESSAGE_ASYNC_CATCH, catch, b, t - call_begin, t, cfg, rules)
+            failure, aux = async_thrown_failure(kind, refused)
+            if refused == REF_SEMAPHORE:
+                aux = req_timeout
         else:  # the callback: a response, the response-table scan, or a failed request
+            # 4.9 measures from the ResponseFuture (after the permit), 5.x from sendMessageAsync's start
+            elapsed = t - (call_begin if v5 else start)
             if is_result_kind(kind):
-                record_outcome(ft, Site.ASYNC_CALLBACK, Catch.RESULT, b, t - start, t, cfg, rules)
+                record_outcome(ft, Site.ASYNC_CALLBACK, Catch.RESULT, b, elapsed, t, cfg, rules)
                 record_attempt(state, s, attempt, lat, b, t)
                 res.status[s] = kind
                 res.end[s] = t
                 client_pool_release(state, s, t)
                 return
-            record_outcome(ft, Site.ASYNC_CALLBACK, catch, b, t - start, t, cfg, rules)
+            record_outcome(ft, Site.ASYNC_CALLBACK, catch, b, elapsed, t, cfg, rules)
             if kind == OutcomeKind.BROKER_ERROR:
                 failure, aux, need_retry = Failure.BROKER, code, False
             elif kind == OutcomeKind.REMOTING_SEND_REQUEST:
                 failure = Failure.ASYNC_SEND_REQUEST
-            elif kind == OutcomeKind.REMOTING_TIMEOUT:
-                failure, aux = Failure.ASYNC_WAIT_TIMEOUT, (t - start) if v5 else req_timeout
+            elif kind == OutcomeKind.REMOTING_TIMEOUT:  # the text: the cost (5.x), the call's timeout (4.9)
+                failure = Failure.ASYNC_WAIT_TIMEOUT
+                aux = (t - call_begin) if v5 else req_timeout - (start - call_begin)
+            else:  # operationFail's last branch; a RemotingTooMuchRequestException is not retried
+                need_retry = refused != REF_TOO_FAST and refused != REF_NO_BUDGET
         record_attempt(state, s, attempt, lat, b, t)
         cur_times = fl.cur_times[s] + 1
         fl.cur_times[s] = cur_times
-        remaining = req_timeout - (t - start)
+        remaining = req_timeout - (t - call_begin)
         if not (need_retry and cur_times <= cfg.async_retries and (not v5 or remaining > 0)):
             fail(res, s, failure, t)  # onException
             res.aux[s] = aux
+            if fl.in_sync[s]:  # a chain that failed synchronously returns to sendDefaultImpl only now
+                dispatch_update(inp, state, s, t)
             client_pool_release(state, s, t)
             return
-        if not v5 and remaining < 0:  # 4.9 invokeAsync: timeoutMillis < costTime, nothing sent
-            fl.times[s] = attempt + 1
-            fl.req_timeout[s] = remaining
-            fl.call_start[s] = t
-            fl.kind[s] = OutcomeKind.TOO_MANY_REQUESTS
-            fl.latency[s] = 0
-            fl.code[s] = 0
-            fl.stored[s] = False
-            continue
-        if not ordered_async_call(inp, state, s, attempt + 1, t, remaining):
+        if plain:  # onExceptionImpl: selectOneMessageQueue(tpInfo, failedBroker), on this thread
+            _, nb, _ = select_queue(inp, state, fl.instance[s], client_thread(inp, state, s), b, t, False)
+            fl.broker[s] = nb
+        if not async_call(inp, state, s, attempt + 1, t, remaining):
             return
 
 
@@ -1351,6 +1553,15 @@ def call_target(state, s):
     fl = state.in_flight
     p = fl.slot[s]
     return state.instances.queue_broker[fl.instance[s], p] if p >= 0 else fl.broker[s]
+
+
+@njit(**_NO_RC)
+def first_target(state, s):
+    """A plain ASYNC send's first selection's ``mq.getBrokerName()``, read again (a 4.9.7 rewrite moves
+    it; a MessageQueue made on the spot keeps its broker)."""
+    fl = state.in_flight
+    p = fl.slot[s]
+    return state.instances.queue_broker[fl.instance[s], p] if p >= 0 else fl.first_broker[s]
 
 
 @njit(**_NO_RC)
@@ -1488,9 +1699,11 @@ def run_loop(inp, state):
             for j in range(threads.value.shape[0]):
                 schedule_next_send(inp, state, threads.order[j], 0)
     cap_i = state.instances.n_queues.shape[0]
-    cap_a = state.attempts.send.shape[0]
+    # an event builds at most one instance and records at most one attempt, or an ASYNC send's failures
+    # thrown at once and retried at once: one per try (1 + retryTimesWhenSendAsyncFailed)
+    cap_a = state.attempts.send.shape[0] - inp.config.async_retries - 1
     while st[ST_HEAP_SIZE] > 0:
-        if st[ST_ATTEMPTS] >= cap_a:  # an event records at most one attempt and builds at most one instance
+        if st[ST_ATTEMPTS] >= cap_a:
             return LOOP_ATTEMPTS_FULL
         if st[ST_INSTANCES] >= cap_i:
             return LOOP_INSTANCES_FULL
@@ -1514,8 +1727,8 @@ def run_loop(inp, state):
             step = False
             if kind == SendKind.ORDERED:
                 free_at = deliver_ordered(inp, state, s, now)
-            elif kind == SendKind.ORDERED_ASYNC:
-                free_at = deliver_ordered_async(inp, state, s, now)
+            elif kind == SendKind.ORDERED_ASYNC or kind == SendKind.ASYNC:
+                free_at = deliver_async(inp, state, s, now)
             elif kind == SendKind.ORDERED_ONEWAY:
                 free_at = deliver_ordered_oneway(inp, state, s, now)
             elif kind == SendKind.ONEWAY:
@@ -1583,15 +1796,6 @@ def unsupported(sc: Scenario, messages: pa.Table) -> str | None:
         seq = np.sort(seq)
         if np.any(seq[1:] == seq[:-1]):
             return "repeated seq values"  # the reference's (seq, attempt) order interleaves their attempts
-    mode = messages.column("send_mode")
-    if not pc.any(pc.equal(mode, "async")).as_py():
-        return None
-    mtype = messages.column("message_type")
-    ordered = pc.and_(pc.equal(mtype, "ordered"), pc.is_valid(messages.column("order_key")))
-    ordered = pc.and_(ordered, pc.is_null(messages.column("batch_id")))
-    plain_async = pc.and_(pc.equal(mode, "async"), pc.invert(pc.or_(pc.equal(mtype, "transaction"), ordered)))
-    if pc.any(plain_async).as_py():
-        return "ASYNC sends (other than ordered ones)"
     return None
 
 
@@ -1626,13 +1830,23 @@ def _grown(arrays: NamedTuple, n: int) -> NamedTuple:
     return type(arrays)(*out)
 
 
+def _client_thread_bits(sc: Scenario) -> list[int]:
+    """``rng.part_bits`` of the client's own threads, in :func:`client_thread`'s order."""
+    p = sc.producers
+    names = [executor_thread(j + 1) for j in range(p.async_sender_threads)]
+    names += [callback_thread(j + 1) for j in range(p.callback_executor_threads)]
+    return [rng.part_bits(name) for name in [*names, IO_THREAD]]
+
+
 def _threads(prep: Prepared, sc: Scenario) -> tuple[Threads, np.ndarray]:
     """The sender threads and each send's dense thread index (pool: -1 until a thread takes it)."""
     none = np.zeros(0, np.int64)
+    client = _client_thread_bits(sc)
     if sc.producers.sender_model == "pool":
         n_t = sc.producers.threads
         threads = Threads(
             value=np.arange(n_t, dtype=np.int64),
+            bits=np.array([rng.part_bits(t) for t in range(n_t)] + client, np.uint64),
             sends=none,
             offsets=np.zeros(1, np.int64),
             order=none,
@@ -1650,6 +1864,7 @@ def _threads(prep: Prepared, sc: Scenario) -> tuple[Threads, np.ndarray]:
     _, first = np.unique(dense, return_index=True)
     threads = Threads(
         value=values.astype(np.int64),
+        bits=np.array([rng.part_bits(int(t)) for t in values.tolist()] + client, np.uint64),
         sends=np.argsort(dense, kind="stable").astype(np.int64),
         offsets=offsets,
         order=dense[np.sort(first)].astype(np.int64),  # threads by first send
@@ -1714,14 +1929,16 @@ def _inputs(prep: Prepared, plan: Plan, sc: Scenario) -> Inputs:
 
 def _initial_state(prep: Prepared, plan: Plan, inp: Inputs) -> State:
     n_s, n_t, n_b = prep.n_sends, inp.threads.value.size, len(plan.brokers)
+    n_all = inp.threads.bits.size  # the sender threads and the client's
     n_topics = len(prep.topics)
     cap_i = n_topics * plan.routes.start.size + 4  # instances: grown when full
     max_q = plan.routes.queue_broker.shape[1]
     outcomes = _zeros(SendOutcomes, n_s, {"status": np.int8, "error": np.int8, "exhausted": np.bool_})
     outcomes.broker[:] = NO_BROKER
     outcomes.queue_id[:] = -1
-    n_async = int(np.count_nonzero(prep.s_kind == SendKind.ORDERED_ASYNC))
-    in_flight = _zeros(InFlight, n_s, {"has_result": np.bool_, "stored": np.bool_})
+    n_plain = int(np.count_nonzero(prep.s_kind == SendKind.ASYNC))
+    n_async = n_plain + int(np.count_nonzero(prep.s_kind == SendKind.ORDERED_ASYNC))
+    in_flight = _zeros(InFlight, n_s, {"has_result": np.bool_, "stored": np.bool_, "in_sync": np.bool_})
     in_flight.pool[:] = -1
     counters = np.zeros(N_COUNTERS, np.int64)
     counters[ST_NEXT_TICK] = plan.config.detect_period_ms
@@ -1731,8 +1948,8 @@ def _initial_state(prep: Prepared, plan: Plan, inp: Inputs) -> State:
         send_thread=inp.sends.thread.copy(),
         fault_table=_fault_table(plan),
         worst=Worst(
-            np.zeros(n_t, np.bool_),
-            np.zeros(n_t, np.int64),
+            np.zeros(n_all, np.bool_),
+            np.zeros(n_all, np.int64),
             np.zeros(1, np.int64),
             inp.keys.worst,
             np.zeros(n_b, np.int64),
@@ -1745,15 +1962,16 @@ def _initial_state(prep: Prepared, plan: Plan, inp: Inputs) -> State:
         ),
         topics=TopicCache(np.full(n_topics, -1, np.int64), np.zeros(n_topics, np.int64)),
         indexes=Indexes(
-            np.zeros((cap_i, n_t), np.bool_),
-            np.zeros((cap_i, n_t), np.int64),
-            np.zeros((cap_i, n_t), np.int64),
-            np.zeros((cap_i, n_t), np.uint64),
+            np.zeros((cap_i, n_all), np.bool_),
+            np.zeros((cap_i, n_all), np.int64),
+            np.zeros((cap_i, n_all), np.int64),
+            np.zeros((cap_i, n_all), np.uint64),
         ),
         in_flight=in_flight,
         outcomes=outcomes,
         attempts=_zeros(AttemptRows, n_s + n_s // 4 + 16, {"stored": np.bool_}),  # grown when full
         client_pools=_client_pools(plan, n_s),
+        semaphore=np.zeros(n_plain + 2, np.int64),  # a plain send holds at most one permit at a time
     )
 
 
@@ -1832,7 +2050,14 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
     elif failure == Failure.ASYNC_TOO_MANY:
         err = invoke_async_timeout_error(brokers[key[1]])
     elif failure == Failure.ASYNC_CALL_TIMEOUT:
-        err = RemotingTooMuchRequestError("call timeout")
+        err = async_call_timeout_error(selector=key[1] == 0)
+    elif failure == Failure.ASYNC_TOO_FAST:
+        err = invoke_too_fast_error()
+    elif failure == Failure.ASYNC_SEMAPHORE:
+        err = semaphore_timeout_error(key[1])
+    elif failure == Failure.ASYNC_SEND_FAILED:
+        _, broker, cost, topic = key
+        err = send_failed_error(1, cost, topic, [brokers[broker]], None, version)
     elif failure == Failure.SLEEP_INTERRUPTED:
         err = SendInterruptedError("sleep interrupted")
     elif failure == Failure.INTERRUPTED:
@@ -1859,6 +2084,8 @@ def _error_texts(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> tup
             key: tuple = (failure, int(res.aux[s]), int(res.cost[s]), topic, sent, total)
         elif failure in (Failure.NO_ROUTE, Failure.NO_ROUTE_SELECT):
             key = (failure, topic)
+        elif failure == Failure.ASYNC_SEND_FAILED:
+            key = (failure, int(res.aux[s]), int(res.cost[s]), topic)
         elif failure in (Failure.REMOTING, Failure.ORDERED_OTHER):
             key = (failure, int(res.aux[s]), int(res.broker[s]), int(res.cost[s]))
         elif failure == Failure.ASYNC_TOO_MANY:

@@ -1,10 +1,11 @@
 """``python -m rocketsim.bench send``: throughput of the per-producer send loop on one core.
 
-Builds a fault-on 4.9.8 scenario (8 brokers x 4 write queues, SYNC sends, a few sender threads), with a
-brown-out on one broker (slow enough for the latency-fault table to isolate it) and background errors on
-another (each exception isolates it, as 4.9 does). Generates one producer's messages with
-:mod:`rocketsim.workload`, warms up the compiled engine (numba compile or cache load is not timed), then
-reports:
+Builds a fault-on 4.9.8 scenario (8 brokers x 4 write queues, a few sender threads), with a brown-out on
+one broker (slow enough for the latency-fault table to isolate it) and background errors on another (each
+exception isolates it, as 4.9 does), once per send mode (``--mode``: SYNC, ASYNC, ONEWAY; all three by
+default, each a separate scenario whose every send is of that mode). Generates one producer's messages
+with :mod:`rocketsim.workload`, warms up the compiled engine (numba compile or cache load is not timed),
+then reports, per mode:
 
 * the send loop itself (:func:`rocketsim.engine.compiled.run_prepared`: event loop, selection, fault
   table, retries, broker model) in attempts/s and messages/s -- the design's >= 1M attempts/s per core
@@ -41,8 +42,13 @@ TARGET_ATTEMPTS_PER_S = 1_000_000
 BROKERS = tuple(f"broker-{c}" for c in "abcdefgh")
 
 
-def bench_scenario(messages: int, *, version: str = "4.9.8", threads: int = 4, seed: int = 42) -> Scenario:
-    """The benchmark's scenario: ``messages`` for one producer at 1000/s."""
+MODES = ("sync", "async", "oneway")
+
+
+def bench_scenario(
+    messages: int, *, version: str = "4.9.8", threads: int = 4, seed: int = 42, mode: str = "sync"
+) -> Scenario:
+    """The benchmark's scenario: ``messages`` for one producer at 1000/s, every send of ``mode``."""
     duration_s = messages / 1000.0
     raw: dict[str, Any] = {
         "name": "bench-send",
@@ -53,7 +59,7 @@ def bench_scenario(messages: int, *, version: str = "4.9.8", threads: int = 4, s
             "client_version": version,
             "send_latency_fault_enable": True,
             "threads": threads,
-            "send_mode": {"sync": 1.0},
+            "send_mode": {mode: 1.0},
         },
         "workload": {"messages": messages, "rate_per_s": 1000.0, "topics": ["TopicTest"]},
         "brokers": {
@@ -136,6 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU")
     parser.add_argument("--check", action="store_true", help="exit 1 if the send loop misses 1M attempts/s")
+    parser.add_argument(
+        "--mode",
+        choices=[*MODES, "all"],
+        default="all",
+        help="the send mode of every send (all: each in turn)",
+    )
     args = parser.parse_args(argv)
 
     cmd = "python -m rocketsim.bench send" + ("" if not argv else " " + shlex.join(argv))
@@ -152,11 +164,19 @@ def main(argv: list[str] | None = None) -> int:
         f"pyarrow {pa.__version__}"
     )
 
-    sc = bench_scenario(args.messages, version=args.version, threads=args.threads, seed=args.seed)
+    worst = 0
+    for mode in MODES if args.mode == "all" else (args.mode,):
+        worst = max(worst, _bench_mode(args, mode))
+    return worst
+
+
+def _bench_mode(args: argparse.Namespace, mode: str) -> int:
+    """One mode's figures; the exit code (1: the engines disagree, or --check and the target missed)."""
+    sc = bench_scenario(args.messages, version=args.version, threads=args.threads, seed=args.seed, mode=mode)
     print(
-        f"scenario: client {args.version}, send_latency_fault_enable=true, {len(BROKERS)} brokers x 4 "
-        f"queues, SYNC, {args.threads} sender threads, broker-c slowed x200 over the middle fifth, errors "
-        "on broker-e"
+        f"\nscenario: client {args.version}, send_latency_fault_enable=true, {len(BROKERS)} brokers x 4 "
+        f"queues, every send {mode.upper()}, {args.threads} sender threads, broker-c slowed x200 over the "
+        "middle fifth, errors on broker-e"
     )
     t = time.perf_counter()
     messages = workload.generate(sc)

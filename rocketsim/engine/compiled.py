@@ -31,6 +31,10 @@ How the reference is mirrored:
 The loop's steps are separate functions, called, not inlined at numba's level: numba's ``inline="always"``
 made the loop ~40% faster but its first compile took 150 s and 2.4 GB instead of 60 s and 0.6 GB, paid by
 every fresh checkout and after every change to this file (``make`` warms the cache once, at install). Every
+call passes every array of its arguments as seven separate values (numba flattens NamedTuples), so a step
+that takes ``inp`` and ``state`` and that LLVM does not inline costs a copy of ~700 words per call: the
+small steps take only the arrays they use, the per-send fields are one matrix (``FL_*`` columns), and the
+ASYNC steps run inside one function (:func:`async_event`) called from one place. Every
 function of the event loop is compiled without the runtime's reference counting (``_nrt=False``): the loop
 allocates nothing (the caller passes every array in), and the atomic incref/decref pairs the runtime would
 put around each array argument cost more than the simulation itself. numba freezes the module-level
@@ -168,6 +172,8 @@ N_COUNTERS = 10
 LOOP_DONE, LOOP_ATTEMPTS_FULL, LOOP_INSTANCES_FULL = range(3)
 # the fault table's ConcurrentHashMap counters
 META_SIZE, META_BINS, META_SIZE_CTL = range(3)
+# what runs after a step of the loop (start_send, deliver_sync)
+STEP_NONE, STEP_SEND = range(2)  # nothing; sendDefaultImpl's next try
 # a heap row: (time, event, counter, payload)
 H_TIME, H_EVENT, H_COUNTER, H_PAYLOAD = range(4)
 
@@ -191,17 +197,52 @@ _MAX_LATENCY_MS = bm.MAX_LATENCY_MS
 _PROPERTIES_LIMIT = store.PROPERTIES_LIMIT
 # the client's pools an ASYNC send runs on (reference.ClientPool), as rows of ClientPools
 POOL_EXECUTOR, POOL_CALLBACK = range(2)
-# what an ASYNC send's pending DELIVER means (InFlight.phase)
+# what an ASYNC send's pending DELIVER means (FL_PHASE)
 PH_EXEC = 0  # an executor thread takes it
 PH_SYNC_FAIL = 1  # a failure thrown inside sendMessageAsync, after its latency, on the same thread
 PH_CALLBACK = 2  # its callback is due: a callback thread (5.x connect failure: the event loop) runs it
 PH_CB_RUN = 3  # a callback thread that was busy takes it
 PH_DISPATCH = 4  # a plain send's permit is granted: sendDefaultImpl's own update, then the callback waits
-# why the client sent nothing (InFlight.refused)
+PH_START = 5  # (not pending) the caller submits it to the async sender executor
+# why the client sent nothing (FL_REFUSED)
 REF_NONE = 0
 REF_NO_BUDGET = 1  # 4.9 invokeAsync: no time left ("invokeAsync call the addr[..] timeout")
 REF_TOO_FAST = 2  # no permit and no time to wait for one ("invokeAsyncImpl invoke too fast")
 REF_SEMAPHORE = 3  # no permit within the timeout ("invokeAsyncImpl tryAcquire semaphore timeout")
+
+
+# InFlight, per send: where it is in its loop, its current call, and the SendResult kept so far. One int64
+# matrix, a row per send and a column (FL_*) per field: a call passes every array of its arguments, and
+# one array costs what one of these fields alone would.
+FL_INSTANCE = 0
+FL_SLOT = 1  # queue slot of the call (-1: a MessageQueue made on the spot)
+FL_BROKER = 2
+FL_QUEUE_ID = 3
+FL_TIMES = 4  # sendDefaultImpl's ``times``
+FL_BEGIN = 5  # beginTimestampFirst
+FL_CALL_START = 6  # beginTimestampPrev
+FL_LAST_BROKER = 7  # lastBrokerName
+FL_KIND = 8  # the call's OutcomeKind
+FL_LATENCY = 9
+FL_CODE = 10
+FL_HAS_RESULT = 11  # a SendResult was kept (retryAnotherBrokerWhenNotStoreOK)
+FL_RESULT_STATUS = 12
+FL_RESULT_BROKER = 13
+FL_RESULT_QUEUE_ID = 14
+FL_CUR_TIMES = 15  # ASYNC: onExceptionImpl's curTimes
+FL_REQ_TIMEOUT = 16  # ASYNC: the time left when the current request began (sendMessageAsync)
+FL_CALL_BEGIN = 17  # ASYNC: when it began (beginStartTime; call_start: when the permit came)
+FL_REFUSED = 18  # ASYNC: REF_* (the client sent nothing)
+FL_FIRE = 19  # ASYNC: when its callback is due
+FL_IN_SYNC = 20  # plain ASYNC: still inside sendDefaultImpl (its own update not made yet)
+FL_SELECT_MS = 21  # plain ASYNC: the first selection's time (sendDefaultImpl's beginTimestampPrev)
+FL_FIRST_BROKER = 22  # plain ASYNC: the first selection's broker (retries change ``broker``)
+FL_PHASE = 23  # ASYNC: what its pending DELIVER means (PH_*)
+FL_POOL = 24  # ASYNC: the client pool whose thread it runs on (-1: none)
+FL_POOL_THREAD = 25  # and which thread of it
+FL_STORED = 26  # the broker stored the call's request
+FL_STORE_MS = 27  # when, after the call's start
+N_IN_FLIGHT = 28
 
 
 # ---- the kernel's arguments -------------------------------------------------------------------------
@@ -300,39 +341,6 @@ class Indexes(NamedTuple):
     key: np.ndarray  # the source's key
 
 
-class InFlight(NamedTuple):
-    """Per send: where it is in its loop, its current call, and the SendResult kept so far."""
-
-    instance: np.ndarray
-    slot: np.ndarray  # queue slot of the call (-1: a MessageQueue made on the spot)
-    broker: np.ndarray
-    queue_id: np.ndarray
-    times: np.ndarray  # sendDefaultImpl's ``times``
-    begin: np.ndarray  # beginTimestampFirst
-    call_start: np.ndarray  # beginTimestampPrev
-    last_broker: np.ndarray  # lastBrokerName
-    kind: np.ndarray  # the call's OutcomeKind
-    latency: np.ndarray
-    code: np.ndarray
-    has_result: np.ndarray  # a SendResult was kept (retryAnotherBrokerWhenNotStoreOK)
-    result_status: np.ndarray
-    result_broker: np.ndarray
-    result_queue_id: np.ndarray
-    cur_times: np.ndarray  # ASYNC: onExceptionImpl's curTimes
-    req_timeout: np.ndarray  # ASYNC: the time left when the current request began (sendMessageAsync)
-    call_begin: np.ndarray  # ASYNC: when it began (beginStartTime; call_start: when the permit came)
-    refused: np.ndarray  # ASYNC: REF_* (the client sent nothing)
-    fire: np.ndarray  # ASYNC: when its callback is due
-    in_sync: np.ndarray  # plain ASYNC: still inside sendDefaultImpl (its own update not made yet)
-    select_ms: np.ndarray  # plain ASYNC: the first selection's time (sendDefaultImpl's beginTimestampPrev)
-    first_broker: np.ndarray  # plain ASYNC: the first selection's broker (retries change ``broker``)
-    phase: np.ndarray  # ASYNC: what its pending DELIVER means (PH_*)
-    pool: np.ndarray  # ASYNC: the client pool whose thread it runs on (-1: none)
-    pool_thread: np.ndarray  # and which thread of it
-    stored: np.ndarray  # the broker stored the call's request
-    store_ms: np.ndarray  # when, after the call's start
-
-
 class SendOutcomes(NamedTuple):
     """Per send: how it ended."""
 
@@ -400,7 +408,7 @@ class State(NamedTuple):
     instances: Instances
     topics: TopicCache
     indexes: Indexes
-    in_flight: InFlight
+    in_flight: np.ndarray  # [send, FL_*]
     outcomes: SendOutcomes
     attempts: AttemptRows
     client_pools: ClientPools
@@ -872,12 +880,12 @@ def _select_4_9(inst, ix, routes, ft, worst, i, t, last, now, cfg):
 
 
 @njit(**_NO_RC)
-def select_queue(inp, state, i, t, last, now, reset):
-    """(slot, broker, queue id); slot -1 is a MessageQueue made on the spot (4.9.8's pickOneAtLeast)."""
-    cfg, inst, ix, ft = inp.config, state.instances, state.indexes, state.fault_table
+def select_queue(cfg, routes, inst, ix, ft, worst, i, t, last, now, reset):
+    """(slot, broker, queue id) for instance ``i`` on thread ``t``; slot -1 is a MessageQueue made on the
+    spot (4.9.8's pickOneAtLeast)."""
     if cfg.line5:
         return _select_5(inst, ix, ft, i, t, last, now, reset, cfg)
-    return _select_4_9(inst, ix, inp.routes, ft, state.worst, i, t, last, now, cfg)
+    return _select_4_9(inst, ix, routes, ft, worst, i, t, last, now, cfg)
 
 
 # ---- the event heap: rows (time, event, counter, payload), smallest (time, event, counter) first -------
@@ -935,24 +943,22 @@ def heap_pop(h, st):
 
 
 @njit(**_NO_RC)
-def pool_dispatch(inp, state, now):
+def pool_dispatch(threads, born_ms, heap, st, now):
     """``reference.PoolSenders._dispatch``: push the START of the pool's next send if a thread is idle."""
-    st, threads = state.counters, inp.threads
     if st[ST_POOL_PENDING] == 1 or st[ST_POOL_NEXT] >= threads.fifo.shape[0]:
         return
     for t in range(threads.idle.shape[0]):
         if threads.idle[t]:
-            born = inp.sends.born[threads.fifo[st[ST_POOL_NEXT]]]
-            heap_push(state.heap, st, max(born, now), Event.START, -1)
+            born = born_ms[threads.fifo[st[ST_POOL_NEXT]]]
+            heap_push(heap, st, max(born, now), Event.START, -1)
             st[ST_POOL_PENDING] = 1
             return
 
 
 @njit(**_NO_RC)
-def pool_take(inp, state):
+def pool_take(threads, st, send_thread):
     """``reference.PoolSenders.take``: the next send, taken by the idle thread idle the longest (ties:
     the lowest id). Returns (send, thread)."""
-    st, threads = state.counters, inp.threads
     st[ST_POOL_PENDING] = 0
     best = -1
     for t in range(threads.idle.shape[0]):
@@ -961,39 +967,37 @@ def pool_take(inp, state):
     threads.idle[best] = False
     s = threads.fifo[st[ST_POOL_NEXT]]
     st[ST_POOL_NEXT] += 1
-    state.send_thread[s] = best
+    send_thread[s] = best
     return s, best
 
 
 @njit(**_NO_RC)
-def thread_free(inp, state, th, free_at):
+def thread_free(pool, threads, born_ms, heap, st, th, free_at):
     """Thread ``th`` is free again at ``free_at``: its next send (partitioned), or the pool's."""
-    if inp.config.pool:
-        inp.threads.idle[th] = True
-        inp.threads.idle_since[th] = free_at
-        pool_dispatch(inp, state, free_at)
+    if pool:
+        threads.idle[th] = True
+        threads.idle_since[th] = free_at
+        pool_dispatch(threads, born_ms, heap, st, free_at)
     else:
-        schedule_next_send(inp, state, th, free_at)
+        schedule_next_send(threads, born_ms, heap, st, th, free_at)
 
 
 @njit(**_NO_RC)
-def schedule_next_send(inp, state, th, free_at):
+def schedule_next_send(threads, born_ms, heap, st, th, free_at):
     """Push the START of thread ``th``'s next send, at ``max(its born time, free_at)``."""
-    threads = inp.threads
     k = threads.cursor[th]
     if k < threads.offsets[th + 1]:
-        born = inp.sends.born[threads.sends[k]]
-        heap_push(state.heap, state.counters, max(born, free_at), Event.START, th)
+        born = born_ms[threads.sends[k]]
+        heap_push(heap, st, max(born, free_at), Event.START, th)
 
 
 # ---- the steps of the event loop ----------------------------------------------------------------------
 
 
 @njit(**_NO_RC)
-def publish_info(inp, state, topic, now):
+def publish_info(routes, keys, threads, inst, cache, ix, st, topic, now):
     """The producer's TopicPublishInfo instance of ``topic`` at ``now``: the cached one, or a new one after
     a route change (new slots, new per-thread indexes)."""
-    routes, inst, cache, ix, st = inp.routes, state.instances, state.topics, state.indexes, state.counters
     lo = 0
     hi = routes.start.shape[0]
     while lo < hi:  # bisect_right(version starts, now) - 1
@@ -1012,7 +1016,6 @@ def publish_info(inp, state, topic, now):
         for p in range(routes.queue_broker.shape[1]):
             inst.queue_broker[i, p] = routes.queue_broker[v, p]
             inst.queue_id[i, p] = routes.queue_id[v, p]
-        keys, threads = inp.keys, inp.threads
         for tt in range(threads.bits.shape[0]):
             ix.is_set[i, tt] = False
             ix.counter[i, tt] = 0
@@ -1033,15 +1036,15 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
         if is_result_kind(kind):
             kind, code = OutcomeKind.BROKER_ERROR, bm.MESSAGE_ILLEGAL
     fl = state.in_flight
-    fl.slot[s] = slot
-    fl.broker[s] = b
-    fl.queue_id[s] = q
-    fl.call_start[s] = now
-    fl.kind[s] = kind
-    fl.latency[s] = lat
-    fl.code[s] = code
-    fl.stored[s] = stored
-    fl.store_ms[s] = store_ms
+    fl[s, FL_SLOT] = slot
+    fl[s, FL_BROKER] = b
+    fl[s, FL_QUEUE_ID] = q
+    fl[s, FL_CALL_START] = now
+    fl[s, FL_KIND] = kind
+    fl[s, FL_LATENCY] = lat
+    fl[s, FL_CODE] = code
+    fl[s, FL_STORED] = stored
+    fl[s, FL_STORE_MS] = store_ms
     done_at = now + lat
     if waited_for_write and not oneway_caller_sees(inp.rules, kind):
         done_at = now
@@ -1056,76 +1059,57 @@ def fail(res, s, failure, now):
 
 
 @njit(**_NO_RC)
-def start_send(inp, state, s, th, now):
-    """A send starts: take its TopicPublishInfo; an ordered send makes its one call, a oneway send its
-    one call, a SYNC send enters sendDefaultImpl's loop. Returns (run the loop step, thread free at)."""
+def start_send(inp, state, s, th, i, now):
+    """A SYNC or ONEWAY send starts (with TopicPublishInfo instance ``i``): an ordered send makes its one
+    call, a oneway send its one call, a SYNC send enters sendDefaultImpl's loop. Returns (what runs next:
+    STEP_*, thread free at)."""
     sends, cfg, fl, res, inst = inp.sends, inp.config, state.in_flight, state.outcomes, state.instances
     kind = sends.kind[s]
-    i = publish_info(inp, state, sends.topic[s], now)
-    fl.instance[s] = i
-    fl.begin[s] = now
-    res.kernel_start[s] = now
-    ordered = kind == SendKind.ORDERED or kind == SendKind.ORDERED_ASYNC or kind == SendKind.ORDERED_ONEWAY
-    if kind == SendKind.ORDERED_ASYNC or kind == SendKind.ASYNC:  # the caller's thread does not wait
-        thread_free(inp, state, th, now)
-    if kind == SendKind.ASYNC:  # executor.submit: sendDefaultImpl runs on an executor thread
-        if client_pool_take(state, POOL_EXECUTOR, s) >= 0:
-            async_exec(inp, state, s, now)
-        else:
-            fl.phase[s] = PH_EXEC  # waits for an executor thread
-        return False, -1
+    ordered = kind == SendKind.ORDERED or kind == SendKind.ORDERED_ONEWAY
     nq = inst.n_queues[i]
     if ordered and nq == 0:  # sendSelectImpl: "No route info for this topic, T"
         fail(res, s, Failure.NO_ROUTE_SELECT, now)
-        return False, -1 if kind == SendKind.ORDERED_ASYNC else now
+        return STEP_NONE, now
     if ordered:  # SelectMessageQueueByHash: no fault-table update of sendSelectImpl's own
         p = java_abs(java_rem(sends.order_hash[s], nq))
         # the queue is read once, when chosen: a later 4.9.7 rewrite of the slot does not move it
         b, q = inst.queue_broker[i, p], inst.queue_id[i, p]
-        if kind == SendKind.ORDERED_ASYNC:  # the request keeps (b, q) for every retry
-            fl.broker[s] = b
-            fl.queue_id[s] = q
-            if client_pool_take(state, POOL_EXECUTOR, s) >= 0:
-                async_exec(inp, state, s, now)
-            else:
-                fl.phase[s] = PH_EXEC  # waits for an executor thread
-        else:
-            make_call(inp, state, s, 0, p, b, q, now, cfg.timeout_ms, kind == SendKind.ORDERED_ONEWAY)
-        return False, -1
+        make_call(inp, state, s, 0, p, b, q, now, cfg.timeout_ms, kind == SendKind.ORDERED_ONEWAY)
+        return STEP_NONE, -1
     if nq == 0:  # "No route info of this topic"
         fail(res, s, Failure.NO_ROUTE, now)
-        return False, now
+        return STEP_NONE, now
     if kind == SendKind.ONEWAY:
-        p, b, q = select_queue(inp, state, i, th, np.int64(NO_BROKER), now, False)
+        ix, ft, worst = state.indexes, state.fault_table, state.worst
+        p, b, q = select_queue(cfg, inp.routes, inst, ix, ft, worst, i, th, np.int64(NO_BROKER), now, False)
         make_call(inp, state, s, 0, p, b, q, now, cfg.timeout_ms, True)
-        return False, -1
-    fl.times[s] = 0
-    fl.last_broker[s] = NO_BROKER
-    fl.has_result[s] = False
-    return True, -1
+        return STEP_NONE, -1
+    fl[s, FL_TIMES] = 0
+    fl[s, FL_LAST_BROKER] = NO_BROKER
+    fl[s, FL_HAS_RESULT] = False
+    return STEP_SEND, -1
 
 
 @njit(**_NO_RC)
-def record_attempt(state, s, attempt, latency, target, now):
-    """The attempt row of send ``s``'s call that just completed (isolation as of ``target`` at ``now``)."""
-    fl, att, st = state.in_flight, state.attempts, state.counters
+def record_attempt(fl, att, st, ft, res, s, attempt, latency, target, now):
+    """The attempt row of send ``s``'s call that just completed (isolation as of ``target`` at ``now``).
+    Small steps take the arrays they use, not ``state``: a call passes every array of its arguments."""
     n = st[ST_ATTEMPTS]
     att.send[n] = s
     att.attempt[n] = attempt
-    att.start[n] = fl.call_start[s]
+    att.start[n] = fl[s, FL_CALL_START]
     att.latency[n] = latency
-    att.broker[n] = fl.broker[s]
-    att.queue_id[n] = fl.queue_id[s]
-    att.kind[n] = fl.kind[s]
-    att.code[n] = fl.code[s]
-    att.isolated_until[n] = isolated_until(state.fault_table, target, now)
-    att.stored[n] = fl.stored[s]
-    att.stored_ts[n] = fl.call_start[s] + fl.store_ms[s] if fl.stored[s] else 0
+    att.broker[n] = fl[s, FL_BROKER]
+    att.queue_id[n] = fl[s, FL_QUEUE_ID]
+    att.kind[n] = fl[s, FL_KIND]
+    att.code[n] = fl[s, FL_CODE]
+    att.isolated_until[n] = isolated_until(ft, target, now)
+    att.stored[n] = fl[s, FL_STORED]
+    att.stored_ts[n] = fl[s, FL_CALL_START] + fl[s, FL_STORE_MS] if fl[s, FL_STORED] else 0
     st[ST_ATTEMPTS] = n + 1
-    res = state.outcomes
     res.n_sent[s] += 1
-    res.broker[s] = fl.broker[s]
-    res.queue_id[s] = fl.queue_id[s]
+    res.broker[s] = fl[s, FL_BROKER]
+    res.queue_id[s] = fl[s, FL_QUEUE_ID]
 
 
 @njit(**_NO_RC)
@@ -1133,8 +1117,19 @@ def deliver_ordered(inp, state, s, now):
     """An ordered SYNC send's call completed: its one attempt decides the result, errors thrown raw.
     Returns the thread's free time."""
     fl, res = state.in_flight, state.outcomes
-    kind, code = fl.kind[s], fl.code[s]
-    record_attempt(state, s, 0, fl.latency[s], fl.broker[s], now)
+    kind, code = fl[s, FL_KIND], fl[s, FL_CODE]
+    record_attempt(
+        state.in_flight,
+        state.attempts,
+        state.counters,
+        state.fault_table,
+        state.outcomes,
+        s,
+        0,
+        fl[s, FL_LATENCY],
+        fl[s, FL_BROKER],
+        now,
+    )
     res.end[s] = now
     if is_result_kind(kind):
         res.status[s] = kind
@@ -1164,13 +1159,24 @@ def deliver_ordered_oneway(inp, state, s, now):
     """An ordered ONEWAY send's request was written (or what the caller sees failed): no fault update,
     no retry; a failure it sees is thrown raw. Returns the thread's free time."""
     fl, res = state.in_flight, state.outcomes
-    kind = fl.kind[s]
-    record_attempt(state, s, 0, now - fl.begin[s], fl.broker[s], now)  # the wait for the write only
+    kind = fl[s, FL_KIND]
+    record_attempt(
+        state.in_flight,
+        state.attempts,
+        state.counters,
+        state.fault_table,
+        state.outcomes,
+        s,
+        0,
+        now - fl[s, FL_BEGIN],
+        fl[s, FL_BROKER],
+        now,
+    )  # the wait for the write only
     res.end[s] = now
     if not oneway_caller_sees(inp.rules, kind):
         res.status[s] = Status.ONEWAY_SENT
     else:  # never a broker error: the caller sees only the write
-        fail_raw(inp, res, s, kind, fl.code[s], now)
+        fail_raw(inp, res, s, kind, fl[s, FL_CODE], now)
     return now
 
 
@@ -1185,10 +1191,9 @@ def scan_fired(cfg, start, timeout):
 
 
 @njit(**_NO_RC)
-def client_pool_take(state, pool, s):
+def client_pool_take(cp, fl, pool, s):
     """``reference.ClientPool.take``: the idle thread of ``pool`` idle the longest (ties: the lowest) runs
     send ``s`` now; none idle: ``s`` waits (FIFO) and -1."""
-    cp, fl = state.client_pools, state.in_flight
     best = -1
     for j in range(cp.size[pool]):
         if cp.idle[pool, j] and (best < 0 or cp.idle_since[pool, j] < cp.idle_since[pool, best]):
@@ -1198,28 +1203,27 @@ def client_pool_take(state, pool, s):
         cp.tail[pool] = (cp.tail[pool] + 1) % cp.fifo.shape[1]
         return -1
     cp.idle[pool, best] = False
-    fl.pool[s] = pool
-    fl.pool_thread[s] = best
+    fl[s, FL_POOL] = pool
+    fl[s, FL_POOL_THREAD] = best
     return best
 
 
 @njit(**_NO_RC)
-def client_pool_release(state, s, now):
+def client_pool_release(cp, fl, heap, st, s, now):
     """``reference.ProducerSimulation.run``'s ``release``: send ``s`` stops running on its pool thread,
     which takes the send that waited longest (a DELIVER now) or idles."""
-    cp, fl = state.client_pools, state.in_flight
-    pool = fl.pool[s]
+    pool = fl[s, FL_POOL]
     if pool < 0:
         return
-    j = fl.pool_thread[s]
-    fl.pool[s] = -1
+    j = fl[s, FL_POOL_THREAD]
+    fl[s, FL_POOL] = -1
     if cp.head[pool] != cp.tail[pool]:
         w = cp.fifo[pool, cp.head[pool]]
         cp.head[pool] = (cp.head[pool] + 1) % cp.fifo.shape[1]
-        fl.pool[w] = pool
-        fl.pool_thread[w] = j
-        fl.phase[w] = PH_EXEC if pool == POOL_EXECUTOR else PH_CB_RUN
-        heap_push(state.heap, state.counters, now, Event.DELIVER, w)
+        fl[w, FL_POOL] = pool
+        fl[w, FL_POOL_THREAD] = j
+        fl[w, FL_PHASE] = PH_EXEC if pool == POOL_EXECUTOR else PH_CB_RUN
+        heap_push(heap, st, now, Event.DELIVER, w)
     else:
         cp.idle[pool, j] = True
         cp.idle_since[pool, j] = now
@@ -1238,15 +1242,14 @@ def is_thrown(cfg, kind, refused):
 
 
 @njit(**_NO_RC)
-def client_thread(inp, state, s):
+def client_thread(cfg, fl, base, s):
     """The (dense) thread ASYNC send ``s`` runs on: its pool thread, else the event loop (its ThreadLocalIndex
-    and whichItemWorst: after the sender threads come the executor's, the callback executor's, the loop)."""
-    fl, cfg = state.in_flight, inp.config
-    base = inp.threads.value.shape[0]
-    if fl.pool[s] == POOL_EXECUTOR:
-        return base + fl.pool_thread[s]
-    if fl.pool[s] == POOL_CALLBACK:
-        return base + cfg.executor_threads + fl.pool_thread[s]
+    and whichItemWorst: after the ``base`` sender threads come the executor's, the callback executor's,
+    the loop)."""
+    if fl[s, FL_POOL] == POOL_EXECUTOR:
+        return base + fl[s, FL_POOL_THREAD]
+    if fl[s, FL_POOL] == POOL_CALLBACK:
+        return base + cfg.executor_threads + fl[s, FL_POOL_THREAD]
     return base + cfg.executor_threads + cfg.callback_threads
 
 
@@ -1270,10 +1273,9 @@ def semaphore_pop(h, st):
 
 
 @njit(**_NO_RC)
-def semaphore_try_acquire(state, permits, now, wait_ms):
+def semaphore_try_acquire(h, st, permits, now, wait_ms):
     """``send.AsyncSemaphore.try_acquire``: when a permit is granted (``now`` if one is free, else the
     earliest release within ``wait_ms``), -1 if none."""
-    h, st = state.semaphore, state.counters
     while st[ST_SEM_SIZE] > 0 and h[0] <= now:
         semaphore_pop(h, st)
     if st[ST_SEM_SIZE] < permits:
@@ -1286,9 +1288,8 @@ def semaphore_try_acquire(state, permits, now, wait_ms):
 
 
 @njit(**_NO_RC)
-def semaphore_hold_until(state, release):
+def semaphore_hold_until(h, st, release):
     """``send.AsyncSemaphore.hold_until``: a dispatched request holds a permit until its callback."""
-    h, st = state.semaphore, state.counters
     i = st[ST_SEM_SIZE]
     h[i] = release
     st[ST_SEM_SIZE] = i + 1
@@ -1311,10 +1312,10 @@ def async_call(inp, state, s, attempt, now, req_timeout):
     unanswered, at the response-table scan (an answer after the timeout but before the scan is taken: a
     late answer)."""
     cfg, fl = inp.config, state.in_flight
-    b, q = fl.broker[s], fl.queue_id[s]
-    fl.times[s] = attempt
-    fl.req_timeout[s] = req_timeout
-    fl.call_begin[s] = now
+    b, q = fl[s, FL_BROKER], fl[s, FL_QUEUE_ID]
+    fl[s, FL_TIMES] = attempt
+    fl[s, FL_REQ_TIMEOUT] = req_timeout
+    fl[s, FL_CALL_BEGIN] = now
     refused = REF_NONE
     start = now
     code = 0
@@ -1327,7 +1328,9 @@ def async_call(inp, state, s, attempt, now, req_timeout):
     else:
         grant = now
         if inp.sends.kind[s] == SendKind.ASYNC:  # a selector send takes no permit (send.ordered_send_steps)
-            grant = semaphore_try_acquire(state, cfg.async_permits, now, req_timeout)
+            grant = semaphore_try_acquire(
+                state.semaphore, state.counters, cfg.async_permits, now, req_timeout
+            )
         if grant < 0 and req_timeout <= 0:
             refused, kind, lat = REF_TOO_FAST, OutcomeKind.TOO_MANY_REQUESTS, 0
         elif grant < 0:
@@ -1345,15 +1348,15 @@ def async_call(inp, state, s, attempt, now, req_timeout):
                     kind, code = OutcomeKind.BROKER_ERROR, bm.MESSAGE_ILLEGAL
                 if late_ms >= 0:
                     late_code = bm.MESSAGE_ILLEGAL
-    fl.refused[s] = refused
-    fl.call_start[s] = start
-    fl.stored[s] = stored
-    fl.store_ms[s] = store_ms
+    fl[s, FL_REFUSED] = refused
+    fl[s, FL_CALL_START] = start
+    fl[s, FL_STORED] = stored
+    fl[s, FL_STORE_MS] = store_ms
     if is_thrown(cfg, kind, refused):
-        fl.kind[s], fl.latency[s], fl.code[s] = kind, lat, code
+        fl[s, FL_KIND], fl[s, FL_LATENCY], fl[s, FL_CODE] = kind, lat, code
         if start + lat <= now:
             return True
-        fl.phase[s] = PH_SYNC_FAIL
+        fl[s, FL_PHASE] = PH_SYNC_FAIL
         heap_push(state.heap, state.counters, start + lat, Event.DELIVER, s)
         return False
     fire = start + lat
@@ -1364,94 +1367,47 @@ def async_call(inp, state, s, attempt, now, req_timeout):
             lat = late_ms
             code = late_code
             kind = OutcomeKind.OK if late_code == 0 else OutcomeKind.BROKER_ERROR
-    fl.kind[s], fl.latency[s], fl.code[s] = kind, lat, code
-    fl.fire[s] = fire
-    if fl.in_sync[s]:
+    fl[s, FL_KIND], fl[s, FL_LATENCY], fl[s, FL_CODE] = kind, lat, code
+    fl[s, FL_FIRE] = fire
+    if fl[s, FL_IN_SYNC]:
         if start > now:  # sendDefaultImpl's update comes when the permit is granted
-            fl.phase[s] = PH_DISPATCH
+            fl[s, FL_PHASE] = PH_DISPATCH
             heap_push(state.heap, state.counters, start, Event.DELIVER, s)
             return False
-        dispatch_update(inp, state, s, now)
-    async_dispatched(inp, state, s, now)
+        dispatch_update(cfg, inp.rules, state.fault_table, fl, state.instances, s, now)
+    async_dispatched(
+        inp.sends.kind[s] == SendKind.ASYNC,
+        fl,
+        state.client_pools,
+        state.semaphore,
+        state.heap,
+        state.counters,
+        s,
+        now,
+    )
     return False
 
 
 @njit(**_NO_RC)
-def dispatch_update(inp, state, s, now):
+def dispatch_update(cfg, rules, ft, fl, inst, s, now):
     """A plain ASYNC send leaves ``sendDefaultImpl``: its ``updateFaultItem(mq.getBrokerName(), elapsed,
     false)`` on the first selection's queue (read again: a 4.9.7 rewrite moves it)."""
-    fl = state.in_flight
-    fl.in_sync[s] = False
-    target = first_target(state, s)
-    latency = now - fl.select_ms[s]
+    fl[s, FL_IN_SYNC] = False
+    target = first_target(fl, inst, s)
     record_outcome(
-        state.fault_table, Site.SEND_DEFAULT_IMPL, Catch.RESULT, target, latency, now, inp.config, inp.rules
+        ft, Site.SEND_DEFAULT_IMPL, Catch.RESULT, target, now - fl[s, FL_SELECT_MS], now, cfg, rules
     )
 
 
 @njit(**_NO_RC)
-def async_dispatched(inp, state, s, now):
+def async_dispatched(plain, fl, cp, sem, heap, st, s, now):
     """A request is out: it holds a permit until its callback (a plain send's, unless refused), the thread
-    is free, the callback is due at ``fl.fire``."""
-    fl = state.in_flight
-    if inp.sends.kind[s] == SendKind.ASYNC and fl.refused[s] == REF_NONE:
-        semaphore_hold_until(state, fl.fire[s])
-    client_pool_release(state, s, now)
-    fl.phase[s] = PH_CALLBACK
-    heap_push(state.heap, state.counters, fl.fire[s], Event.DELIVER, s)
-
-
-@njit(**_NO_RC)
-def async_exec(inp, state, s, now):
-    """An executor thread runs ASYNC send ``s`` at ``now``: the runnable's ``timeout > costTime`` check
-    ("call timeout"), then ``sendSelectImpl`` (the selector's queue) or ``sendDefaultImpl`` (no route, or
-    the first selection, on this thread) -> its first request."""
-    cfg, fl, res = inp.config, state.in_flight, state.outcomes
-    plain = inp.sends.kind[s] == SendKind.ASYNC
-    res.kernel_start[s] = now
-    timeout = cfg.timeout_ms - (now - fl.begin[s])
-    if not timeout > 0:
-        fail(res, s, Failure.ASYNC_CALL_TIMEOUT, now)
-        res.aux[s] = 1 if plain else 0
-        client_pool_release(state, s, now)
-        return
-    if plain:
-        i = fl.instance[s]
-        if state.instances.n_queues[i] == 0:  # "No route info of this topic"
-            fail(res, s, Failure.NO_ROUTE, now)
-            client_pool_release(state, s, now)
-            return
-        p, b, q = select_queue(inp, state, i, client_thread(inp, state, s), np.int64(NO_BROKER), now, False)
-        fl.slot[s] = p
-        fl.broker[s] = b
-        fl.first_broker[s] = b
-        fl.queue_id[s] = q  # every retry reuses the request: its queue id too
-        fl.select_ms[s] = now
-        fl.in_sync[s] = True
-    fl.cur_times[s] = 0
-    if async_call(inp, state, s, 0, now, timeout):
-        async_outcome(inp, state, s, now)
-
-
-@njit(**_NO_RC)
-def deliver_async(inp, state, s, now):
-    """An ASYNC send's pending event (``InFlight.phase``): an executor thread takes it, its permit is
-    granted, a failure thrown synchronously, or its callback (on a callback thread, waiting for one if all
-    are busy; a 5.x connect failure on the event loop). Returns -1 (the caller's thread never waits)."""
-    fl = state.in_flight
-    phase = fl.phase[s]
-    if phase == PH_EXEC:
-        async_exec(inp, state, s, now)
-        return -1
-    if phase == PH_DISPATCH:
-        dispatch_update(inp, state, s, now)
-        async_dispatched(inp, state, s, now)
-        return -1
-    on_event_loop = inp.config.line5 and fl.kind[s] == OutcomeKind.REMOTING_CONNECT
-    if phase == PH_CALLBACK and not on_event_loop and client_pool_take(state, POOL_CALLBACK, s) < 0:
-        return -1  # waits for a callback thread
-    async_outcome(inp, state, s, now)
-    return -1
+    is free, the callback is due at its FL_FIRE."""
+    if plain and fl[s, FL_REFUSED] == REF_NONE:
+        semaphore_hold_until(sem, st, fl[s, FL_FIRE])
+    client_pool_release(cp, fl, heap, st, s, now)
+    fl[s, FL_PHASE] = PH_CALLBACK
+    heap_push(heap, st, fl[s, FL_FIRE], Event.DELIVER, s)
 
 
 @njit(**_NO_RC)
@@ -1469,36 +1425,100 @@ def async_thrown_failure(kind, refused):
 
 
 @njit(**_NO_RC)
-def async_outcome(inp, state, s, now):
-    """An ASYNC send's request came to its outcome at ``now``, on the thread that runs it: the callback's
-    (or, 4.9, ``sendMessageAsync``'s catch's) fault update, then ``onExceptionImpl``'s retry (a plain send
+def async_event(inp, state, s, now, phase):
+    """ASYNC send ``s`` at ``now``, its ``phase`` (PH_*): submitted (PH_START: an executor thread runs it,
+    or it waits for one), taken by an executor thread, its permit granted, a failure thrown synchronously,
+    or its callback (on a callback thread, waiting for one if all are busy; a 5.x connect failure on the
+    event loop). The one entry of the loop's ASYNC steps: a call passes every array of ``inp`` and
+    ``state``, so the steps run here in turn rather than calling one another.
+
+    On an executor thread: the runnable's ``timeout > costTime`` check ("call timeout"), then
+    ``sendSelectImpl`` (the selector's queue) or ``sendDefaultImpl`` (no route, or the first selection,
+    on this thread) -> its first request. At an outcome, on the thread that runs it: the callback's (or,
+    4.9, ``sendMessageAsync``'s catch's) fault update, then ``onExceptionImpl``'s retry (a plain send
     selects again, avoiding the broker; a selector send keeps its queue), or the callback's end."""
     cfg, fl, res, rules, ft = inp.config, state.in_flight, state.outcomes, inp.rules, state.fault_table
+    att, st, heap, cp, inst = state.attempts, state.counters, state.heap, state.client_pools, state.instances
     v5 = cfg.line5
     plain = inp.sends.kind[s] == SendKind.ASYNC
+    n_t = inp.threads.value.shape[0]
+    if phase == PH_START:  # executor.submit
+        if not plain:  # sendSelectImpl's SelectMessageQueueByHash, on the caller's thread
+            i = fl[s, FL_INSTANCE]
+            nq = inst.n_queues[i]
+            if nq == 0:  # "No route info for this topic, T"
+                fail(res, s, Failure.NO_ROUTE_SELECT, now)
+                return
+            p = java_abs(java_rem(inp.sends.order_hash[s], nq))
+            # the request keeps the queue for every retry (read once: a 4.9.7 rewrite does not move it)
+            fl[s, FL_BROKER] = inst.queue_broker[i, p]
+            fl[s, FL_QUEUE_ID] = inst.queue_id[i, p]
+        if client_pool_take(cp, fl, POOL_EXECUTOR, s) < 0:
+            fl[s, FL_PHASE] = PH_EXEC  # waits for an executor thread
+            return
+        phase = PH_EXEC
+    if phase == PH_DISPATCH:
+        dispatch_update(cfg, rules, ft, fl, inst, s, now)
+        async_dispatched(plain, fl, cp, state.semaphore, heap, st, s, now)
+        return
+    on_event_loop = v5 and fl[s, FL_KIND] == OutcomeKind.REMOTING_CONNECT
+    if phase == PH_CALLBACK and not on_event_loop and client_pool_take(cp, fl, POOL_CALLBACK, s) < 0:
+        return  # waits for a callback thread
+    # one call site of async_call (and of this function in run_loop): LLVM may then inline them, sparing
+    # the copy of every array of ``inp`` and ``state`` a call makes
+    call, call_attempt, call_timeout = False, 0, 0
+    if phase == PH_EXEC:
+        res.kernel_start[s] = now
+        timeout = cfg.timeout_ms - (now - fl[s, FL_BEGIN])
+        if not timeout > 0:
+            fail(res, s, Failure.ASYNC_CALL_TIMEOUT, now)
+            res.aux[s] = 1 if plain else 0
+            client_pool_release(cp, fl, heap, st, s, now)
+            return
+        if plain:
+            i = fl[s, FL_INSTANCE]
+            if inst.n_queues[i] == 0:  # "No route info of this topic"
+                fail(res, s, Failure.NO_ROUTE, now)
+                client_pool_release(cp, fl, heap, st, s, now)
+                return
+            th = client_thread(cfg, fl, n_t, s)
+            p, b, q = select_queue(
+                cfg, inp.routes, inst, state.indexes, ft, state.worst, i, th, np.int64(NO_BROKER), now, False
+            )
+            fl[s, FL_SLOT] = p
+            fl[s, FL_BROKER] = b
+            fl[s, FL_FIRST_BROKER] = b
+            fl[s, FL_QUEUE_ID] = q  # every retry reuses the request: its queue id too
+            fl[s, FL_SELECT_MS] = now
+            fl[s, FL_IN_SYNC] = True
+        fl[s, FL_CUR_TIMES] = 0
+        call, call_timeout = True, timeout
     t = now
-    while True:
-        kind, lat, code = fl.kind[s], fl.latency[s], fl.code[s]
-        b = fl.broker[s]
-        start, call_begin = fl.call_start[s], fl.call_begin[s]
-        req_timeout, refused = fl.req_timeout[s], fl.refused[s]
-        attempt = fl.times[s]
+    while True:  # the request's outcome, and the retries that fail at once
+        if call and not async_call(inp, state, s, call_attempt, t, call_timeout):
+            return
+        call = True
+        kind, lat, code = fl[s, FL_KIND], fl[s, FL_LATENCY], fl[s, FL_CODE]
+        b = fl[s, FL_BROKER]
+        start, call_begin = fl[s, FL_CALL_START], fl[s, FL_CALL_BEGIN]
+        req_timeout, refused = fl[s, FL_REQ_TIMEOUT], fl[s, FL_REFUSED]
+        attempt = fl[s, FL_TIMES]
         if kind == OutcomeKind.CLIENT_ERROR and attempt == 0:
             # sendKernelImpl's "The broker[..] not exist": out of sendSelectImpl, onException and no update;
             # out of sendDefaultImpl, its catch's update and "Send [1] times"
             if plain:
-                target = first_target(state, s)
-                elapsed = t - fl.select_ms[s]
+                target = first_target(fl, inst, s)
+                elapsed = t - fl[s, FL_SELECT_MS]
                 record_outcome(ft, Site.SEND_DEFAULT_IMPL, Catch.CLIENT, target, elapsed, t, cfg, rules)
-                record_attempt(state, s, attempt, lat, b, t)
+                record_attempt(fl, att, st, ft, res, s, attempt, lat, b, t)
                 fail(res, s, Failure.ASYNC_SEND_FAILED, t)
                 res.aux[s] = target
                 res.cost[s] = t - res.kernel_start[s]
             else:
-                record_attempt(state, s, attempt, lat, b, t)
+                record_attempt(fl, att, st, ft, res, s, attempt, lat, b, t)
                 fail(res, s, Failure.ORDERED_OTHER, t)
                 res.aux[s] = kind
-            client_pool_release(state, s, t)
+            client_pool_release(cp, fl, heap, st, s, t)
             return
         catch = rules.catch_of_kind[kind]
         need_retry = True
@@ -1514,10 +1534,10 @@ def async_outcome(inp, state, s, now):
             elapsed = t - (call_begin if v5 else start)
             if is_result_kind(kind):
                 record_outcome(ft, Site.ASYNC_CALLBACK, Catch.RESULT, b, elapsed, t, cfg, rules)
-                record_attempt(state, s, attempt, lat, b, t)
+                record_attempt(fl, att, st, ft, res, s, attempt, lat, b, t)
                 res.status[s] = kind
                 res.end[s] = t
-                client_pool_release(state, s, t)
+                client_pool_release(cp, fl, heap, st, s, t)
                 return
             record_outcome(ft, Site.ASYNC_CALLBACK, catch, b, elapsed, t, cfg, rules)
             if kind == OutcomeKind.BROKER_ERROR:
@@ -1529,48 +1549,49 @@ def async_outcome(inp, state, s, now):
                 aux = (t - call_begin) if v5 else req_timeout - (start - call_begin)
             else:  # operationFail's last branch; a RemotingTooMuchRequestException is not retried
                 need_retry = refused != REF_TOO_FAST and refused != REF_NO_BUDGET
-        record_attempt(state, s, attempt, lat, b, t)
-        cur_times = fl.cur_times[s] + 1
-        fl.cur_times[s] = cur_times
+        record_attempt(fl, att, st, ft, res, s, attempt, lat, b, t)
+        cur_times = fl[s, FL_CUR_TIMES] + 1
+        fl[s, FL_CUR_TIMES] = cur_times
         remaining = req_timeout - (t - call_begin)
         if not (need_retry and cur_times <= cfg.async_retries and (not v5 or remaining > 0)):
             fail(res, s, failure, t)  # onException
             res.aux[s] = aux
-            if fl.in_sync[s]:  # a chain that failed synchronously returns to sendDefaultImpl only now
-                dispatch_update(inp, state, s, t)
-            client_pool_release(state, s, t)
+            if fl[s, FL_IN_SYNC]:  # a chain that failed synchronously returns to sendDefaultImpl only now
+                dispatch_update(cfg, rules, ft, fl, inst, s, t)
+            client_pool_release(cp, fl, heap, st, s, t)
             return
         if plain:  # onExceptionImpl: selectOneMessageQueue(tpInfo, failedBroker), on this thread
-            _, nb, _ = select_queue(inp, state, fl.instance[s], client_thread(inp, state, s), b, t, False)
-            fl.broker[s] = nb
-        if not async_call(inp, state, s, attempt + 1, t, remaining):
-            return
+            th = client_thread(cfg, fl, n_t, s)
+            _, nb, _ = select_queue(
+                cfg, inp.routes, inst, state.indexes, ft, state.worst, fl[s, FL_INSTANCE], th, b, t, False
+            )
+            fl[s, FL_BROKER] = nb
+        call_attempt, call_timeout = attempt + 1, remaining
 
 
 @njit(**_NO_RC)
 def call_target(state, s):
     """``mq.getBrokerName()`` read again after the call: a 4.9.7 slot may have been rewritten meanwhile."""
     fl = state.in_flight
-    p = fl.slot[s]
-    return state.instances.queue_broker[fl.instance[s], p] if p >= 0 else fl.broker[s]
+    p = fl[s, FL_SLOT]
+    return state.instances.queue_broker[fl[s, FL_INSTANCE], p] if p >= 0 else fl[s, FL_BROKER]
 
 
 @njit(**_NO_RC)
-def first_target(state, s):
+def first_target(fl, inst, s):
     """A plain ASYNC send's first selection's ``mq.getBrokerName()``, read again (a 4.9.7 rewrite moves
     it; a MessageQueue made on the spot keeps its broker)."""
-    fl = state.in_flight
-    p = fl.slot[s]
-    return state.instances.queue_broker[fl.instance[s], p] if p >= 0 else fl.first_broker[s]
+    p = fl[s, FL_SLOT]
+    return inst.queue_broker[fl[s, FL_INSTANCE], p] if p >= 0 else fl[s, FL_FIRST_BROKER]
 
 
 @njit(**_NO_RC)
 def deliver_oneway(inp, state, s, now):
     """A oneway call completed (written, or failed to be written): one attempt, no retry."""
     fl, res = state.in_flight, state.outcomes
-    kind = fl.kind[s]
+    kind = fl[s, FL_KIND]
     failed = oneway_caller_sees(inp.rules, kind)
-    latency = now - fl.begin[s]
+    latency = now - fl[s, FL_BEGIN]
     target = call_target(state, s)
     # a request that was written reads as sent, whatever the broker makes of it
     catch = inp.rules.catch_of_kind[kind] if failed else Catch.RESULT
@@ -1585,7 +1606,18 @@ def deliver_oneway(inp, state, s, now):
         fail(res, s, Failure.SEND_FAILED, now)
         res.aux[s] = 1
         res.cost[s] = latency
-    record_attempt(state, s, 0, latency, target, now)  # the latency the caller waited: the write only
+    record_attempt(
+        state.in_flight,
+        state.attempts,
+        state.counters,
+        state.fault_table,
+        state.outcomes,
+        s,
+        0,
+        latency,
+        target,
+        now,
+    )  # the latency the caller waited: the write only
     res.end[s] = now
     return now
 
@@ -1603,23 +1635,23 @@ def is_retry_code(rules, code):
 def deliver_sync(inp, state, s, now):
     """A SYNC call completed: sendDefaultImpl's catch clauses. Returns (run the loop step, thread free at)."""
     cfg, fl, res = inp.config, state.in_flight, state.outcomes
-    kind, code = fl.kind[s], fl.code[s]
+    kind, code = fl[s, FL_KIND], fl[s, FL_CODE]
     target = call_target(state, s)
-    times = fl.times[s]
+    times = fl[s, FL_TIMES]
     catch = inp.rules.catch_of_kind[kind]
     record_outcome(
-        state.fault_table, Site.SEND_DEFAULT_IMPL, catch, target, fl.latency[s], now, cfg, inp.rules
+        state.fault_table, Site.SEND_DEFAULT_IMPL, catch, target, fl[s, FL_LATENCY], now, cfg, inp.rules
     )
     returned = False
     thrown = False
     if catch == Catch.RESULT:  # SEND_OK or a non-OK store status
-        fl.has_result[s] = True
-        fl.result_status[s] = kind
-        fl.result_broker[s] = fl.broker[s]
-        fl.result_queue_id[s] = fl.queue_id[s]
+        fl[s, FL_HAS_RESULT] = True
+        fl[s, FL_RESULT_STATUS] = kind
+        fl[s, FL_RESULT_BROKER] = fl[s, FL_BROKER]
+        fl[s, FL_RESULT_QUEUE_ID] = fl[s, FL_QUEUE_ID]
         returned = kind == OutcomeKind.OK or not cfg.retry_another_broker
     elif catch == Catch.BROKER and not is_retry_code(inp.rules, code):
-        if fl.has_result[s]:
+        if fl[s, FL_HAS_RESULT]:
             returned = True
         else:
             thrown = True
@@ -1629,20 +1661,31 @@ def deliver_sync(inp, state, s, now):
         thrown = True
         res.error[s] = Failure.SLEEP_INTERRUPTED
     # RemotingException, MQClientException, a retried MQBrokerException: the loop goes on
-    record_attempt(state, s, times, fl.latency[s], target, now)
+    record_attempt(
+        state.in_flight,
+        state.attempts,
+        state.counters,
+        state.fault_table,
+        state.outcomes,
+        s,
+        times,
+        fl[s, FL_LATENCY],
+        target,
+        now,
+    )
     if returned:
-        res.status[s] = fl.result_status[s]
-        res.broker[s] = fl.result_broker[s]
-        res.queue_id[s] = fl.result_queue_id[s]
+        res.status[s] = fl[s, FL_RESULT_STATUS]
+        res.broker[s] = fl[s, FL_RESULT_BROKER]
+        res.queue_id[s] = fl[s, FL_RESULT_QUEUE_ID]
         res.end[s] = now
-        return False, now
+        return STEP_NONE, now
     if thrown:
         res.status[s] = Status.FAILED
         res.end[s] = now
-        return False, now
-    fl.times[s] = times + 1
-    fl.last_broker[s] = target
-    return True, -1
+        return STEP_NONE, now
+    fl[s, FL_TIMES] = times + 1
+    fl[s, FL_LAST_BROKER] = target
+    return STEP_SEND, -1
 
 
 @njit(**_NO_RC)
@@ -1650,15 +1693,15 @@ def send_default_impl_step(inp, state, s, now):
     """sendDefaultImpl's loop from its ``times < timesTotal`` test: select, check the call-timeout budget,
     make the call. Returns the thread's free time when the send ended (-1: a call is under way)."""
     cfg, fl, res = inp.config, state.in_flight, state.outcomes
-    times = fl.times[s]
+    times = fl[s, FL_TIMES]
     exhausted = False
     done = times >= cfg.times_total
     if not done:
         reset = cfg.line5 and times > 0  # resetIndex on every retry
-        p, b, q = select_queue(
-            inp, state, fl.instance[s], state.send_thread[s], fl.last_broker[s], now, reset
-        )
-        cost = now - fl.begin[s]
+        inst, ix, ft, worst = state.instances, state.indexes, state.fault_table, state.worst
+        th, last = state.send_thread[s], fl[s, FL_LAST_BROKER]
+        p, b, q = select_queue(cfg, inp.routes, inst, ix, ft, worst, fl[s, FL_INSTANCE], th, last, now, reset)
+        cost = now - fl[s, FL_BEGIN]
         if cfg.timeout_ms < cost:
             exhausted = True
             done = True
@@ -1672,16 +1715,16 @@ def send_default_impl_step(inp, state, s, now):
         return -1
     res.exhausted[s] = exhausted
     res.end[s] = now
-    if fl.has_result[s]:
-        res.status[s] = fl.result_status[s]
-        res.broker[s] = fl.result_broker[s]
-        res.queue_id[s] = fl.result_queue_id[s]
+    if fl[s, FL_HAS_RESULT]:
+        res.status[s] = fl[s, FL_RESULT_STATUS]
+        res.broker[s] = fl[s, FL_RESULT_BROKER]
+        res.queue_id[s] = fl[s, FL_RESULT_QUEUE_ID]
     elif exhausted:
         fail(res, s, Failure.CALL_TIMEOUT, now)
     else:
         fail(res, s, Failure.SEND_FAILED, now)
         res.aux[s] = times
-        res.cost[s] = now - fl.begin[s]
+        res.cost[s] = now - fl[s, FL_BEGIN]
     return now
 
 
@@ -1690,14 +1733,15 @@ def run_loop(inp, state):
     """Process events until none is left (LOOP_DONE) or a buffer is full (the caller grows it, then calls
     again)."""
     st, heap, threads, sends = state.counters, state.heap, inp.threads, inp.sends
+    fl, inst = state.in_flight, state.instances
     pool, detector = inp.config.pool, inp.config.detector
     if st[ST_STARTED] == 0:  # each thread's first send, in the order the threads first appear
         st[ST_STARTED] = 1
         if pool:
-            pool_dispatch(inp, state, 0)
+            pool_dispatch(threads, sends.born, heap, st, 0)
         else:
             for j in range(threads.value.shape[0]):
-                schedule_next_send(inp, state, threads.order[j], 0)
+                schedule_next_send(threads, sends.born, heap, st, threads.order[j], 0)
     cap_i = state.instances.n_queues.shape[0]
     # an event builds at most one instance and records at most one attempt, or an ASYNC send's failures
     # thrown at once and retried at once: one per try (1 + retryTimesWhenSendAsyncFailed)
@@ -1713,34 +1757,50 @@ def run_loop(inp, state):
         heap_pop(heap, st)
         if detector:
             detector_advance(inp, state, now)
+        phase = -1  # an ASYNC send's step to run (async_event)
         if event == Event.START:
             if pool:
-                s, th = pool_take(inp, state)
+                s, th = pool_take(threads, st, state.send_thread)
             else:
                 th = payload
                 s = threads.sends[threads.cursor[th]]
                 threads.cursor[th] += 1
-            step, free_at = start_send(inp, state, s, th, now)
+            kind = sends.kind[s]  # its TopicPublishInfo first (the reference's ``steps``)
+            i = publish_info(
+                inp.routes, inp.keys, threads, inst, state.topics, state.indexes, st, sends.topic[s], now
+            )
+            fl[s, FL_INSTANCE] = i
+            fl[s, FL_BEGIN] = now
+            state.outcomes.kernel_start[s] = now
+            step, free_at = STEP_NONE, -1
+            if kind == SendKind.ASYNC or kind == SendKind.ORDERED_ASYNC:
+                thread_free(pool, threads, sends.born, heap, st, th, now)  # the caller's thread goes on
+                phase = PH_START
+            else:
+                step, free_at = start_send(inp, state, s, th, i, now)
         else:
             s = payload
             kind = sends.kind[s]
-            step = False
-            if kind == SendKind.ORDERED:
+            step = STEP_NONE
+            if kind == SendKind.ORDERED_ASYNC or kind == SendKind.ASYNC:  # the caller never waits
+                phase = fl[s, FL_PHASE]
+                free_at = -1
+            elif kind == SendKind.ORDERED:
                 free_at = deliver_ordered(inp, state, s, now)
-            elif kind == SendKind.ORDERED_ASYNC or kind == SendKind.ASYNC:
-                free_at = deliver_async(inp, state, s, now)
             elif kind == SendKind.ORDERED_ONEWAY:
                 free_at = deliver_ordered_oneway(inp, state, s, now)
             elif kind == SendKind.ONEWAY:
                 free_at = deliver_oneway(inp, state, s, now)
             else:
                 step, free_at = deliver_sync(inp, state, s, now)
-        if step:
+        if step == STEP_SEND:
             free_at = send_default_impl_step(inp, state, s, now)
+        if phase >= 0:
+            async_event(inp, state, s, now, phase)
         if free_at >= 0:
-            thread_free(inp, state, state.send_thread[s], free_at)
+            thread_free(pool, threads, sends.born, heap, st, state.send_thread[s], free_at)
         if pool and event == Event.START:
-            pool_dispatch(inp, state, now)
+            pool_dispatch(threads, sends.born, heap, st, now)
     return LOOP_DONE
 
 
@@ -1938,8 +1998,8 @@ def _initial_state(prep: Prepared, plan: Plan, inp: Inputs) -> State:
     outcomes.queue_id[:] = -1
     n_plain = int(np.count_nonzero(prep.s_kind == SendKind.ASYNC))
     n_async = n_plain + int(np.count_nonzero(prep.s_kind == SendKind.ORDERED_ASYNC))
-    in_flight = _zeros(InFlight, n_s, {"has_result": np.bool_, "stored": np.bool_, "in_sync": np.bool_})
-    in_flight.pool[:] = -1
+    in_flight = np.zeros((n_s, N_IN_FLIGHT), np.int64)
+    in_flight[:, FL_POOL] = -1
     counters = np.zeros(N_COUNTERS, np.int64)
     counters[ST_NEXT_TICK] = plan.config.detect_period_ms
     return State(
@@ -2014,7 +2074,7 @@ def run_prepared(prep: Prepared, sc: Scenario) -> KernelOut:
     att_off = np.zeros(prep.n_sends + 1, np.int64)
     sort_attempts(state.attempts, n_a, plan.label_keys, attempts, label, att_off)
     thread = inp.threads.value[state.send_thread]
-    return KernelOut(attempts, label, att_off, state.outcomes, state.in_flight.begin, thread)
+    return KernelOut(attempts, label, att_off, state.outcomes, state.in_flight[:, FL_BEGIN].copy(), thread)
 
 
 def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) -> str:

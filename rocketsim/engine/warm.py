@@ -2,7 +2,8 @@
 
 ``make`` runs it after installing (and again whenever ``engine/compiled.py`` changes), so the first
 ``make run`` or ``make test`` does not compile the kernel inside every Spark worker or test process at
-once. A small mixed run (every message type, the fault strategy on) reaches every step of the loop.
+once. A small mixed run (every message type and send mode, the fault strategy on) reaches every step of
+the loop.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from rocketsim.scenario import Scenario, scenario_from_mapping
 WARM_SCENARIO = {
     "name": "warm",
     "cluster": {"brokers": ["broker-a", "broker-b"], "write_queues": 2, "read_queues": 2},
-    "producers": {"count": 1, "threads": 2, "send_latency_fault_enable": True},
+    "producers": {
+        "count": 1,
+        "threads": 2,
+        "send_latency_fault_enable": True,
+        "send_mode": {"sync": 0.6, "async": 0.3, "oneway": 0.1},
+    },
     "workload": {
         "messages": 200,
         "message_types": {"normal": 0.7, "ordered": 0.1, "delay": 0.1, "transaction": 0.1},

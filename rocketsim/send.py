@@ -20,9 +20,9 @@ conformance replay of the real client's traces runs them in their recorded order
 """
 
 # Mirrored by engine/compiled.py (start_send, deliver_sync, deliver_oneway, send_default_impl_step: the
-# SYNC and ONEWAY loops; ordered_async_*: ordered ASYNC sends; plain ASYNC is not compiled yet);
-# tests/test_engines.py compares them. The updateFaultItem calls are rocketsim.fault.FAULT_UPDATES, which
-# both read.
+# SYNC and ONEWAY loops; async_event, async_call: ASYNC sends, plain and ordered; semaphore_*:
+# AsyncSemaphore; scan_fired: ResponseScan); tests/test_engines.py compares them. The updateFaultItem
+# calls are rocketsim.fault.FAULT_UPDATES, which both read.
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ clear the cache (``__pycache__/*.nbi``) or touch this file.
 # What mirrors what, here -> there:
 #   run_loop, start_send, deliver_*, send_default_impl_step -> reference.ProducerSimulation.run and the
 #       send.sync_send_steps / oneway_send_steps / ordered_send_steps / async_send_steps generators
-#       (async_exec, async_call, async_outcome: async_send_steps, with ``selected`` for a selector send;
+#       (async_event, async_call: async_send_steps, with ``selected`` for a selector send;
 #       semaphore_*: send.AsyncSemaphore; scan_fired: send.ResponseScan; client_pool_*:
 #       reference.ClientPool; detector_advance, detect_by_one_round: fault.FaultStrategy.advance_to /
 #       FaultTable.detect_by_one_round);
@@ -353,7 +353,7 @@ class SendOutcomes(NamedTuple):
     end: np.ndarray
     exhausted: np.ndarray
     n_sent: np.ndarray
-    kernel_start: np.ndarray  # when sendKernelImpl first ran (an ordered ASYNC send: on the executor)
+    kernel_start: np.ndarray  # when sendKernelImpl first ran (an ASYNC send: on the executor)
 
 
 class AttemptRows(NamedTuple):

@@ -291,6 +291,10 @@ RUNS = pa.schema(
         pa.field("attempts", pa.int64(), nullable=False),
         pa.field("started_at", pa.string(), nullable=False),  # wall-clock metadata of the job, not the model
         pa.field("wall_time_s", pa.float64(), nullable=False),
+        # brokers.coupling = iterative (rocketsim.engine.iterative): the rounds run and the last one's
+        # residual ((broker, ms) buckets whose arrivals still changed; 0: a fixed point); null otherwise
+        pa.field("coupling_rounds", pa.int64()),
+        pa.field("coupling_residual", pa.int64()),
     ]
 )
 

@@ -20,7 +20,8 @@ trajectories cross processes as :func:`work_table` rows and :func:`trajectories_
 
 Against :mod:`rocketsim.engine.joint` (exact) the approximations are: a request does not see the requests
 of its own ms in order, only half of them; a producer sees its own earlier load through the trajectory of
-the previous round; the sweeper's ``size of queue`` counts the trajectory's admissions. tests/test_engine_iterative.py states how close it comes.
+the previous round; the sweeper's ``size of queue`` counts the trajectory's admissions.
+tests/test_engine_iterative.py states how close it comes.
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ class Trajectory:
             )
             remark = sweep_remark(d.fate, d.tick - ms, str(max(size, 0)))
             return StoreAnswer(d.fate, a, d.answer_us, remark=remark, queue_depth=depth)
-        return StoreAnswer(Fate.SERVED, a, d.answer_us, d.end, queue_depth=depth)
+        return StoreAnswer(Fate.SERVED, a, d.answer_us, d.end, queue_depth=depth, service_us=d.end - d.begin)
 
 
 class _TrajectoryStore:
@@ -261,8 +262,9 @@ def simulate_round(
     cluster = _TrajectoryCluster(trajs, tuple(sc.cluster.brokers))
     prep = prepare(messages, sc)
     sends = sends_of(prep)
-    done = ProducerSimulation(sc, producer, cluster).run(sends)  # type: ignore[arg-type]
-    out, ranks = engine_output(sc, len(sends), done)
+    sim = ProducerSimulation(sc, producer, cluster)  # type: ignore[arg-type]
+    done = sim.run(sends)
+    out, ranks = engine_output(sc, len(sends), done, sim.store_answers)
     return producer_tables(prep, out, ranks), cluster.work
 
 

@@ -230,6 +230,66 @@ def retries_and_failures(bw: pd.DataFrame, pw: pd.DataFrame, faults: Sequence[Fa
     return fig
 
 
+_BUSY = {
+    "busy_rejectrequest": "[REJECTREQUEST]",
+    "busy_overload": "[OVERLOAD]",
+    "busy_pc_synchronized": "[PC_SYNCHRONIZED]",
+    "busy_pcbusy_clean_queue": "[PCBUSY_CLEAN_QUEUE]",
+    "busy_timeout_clean_queue": "[TIMEOUT_CLEAN_QUEUE]",
+}
+
+
+def broker_load(bw: pd.DataFrame, faults: Sequence[FaultSpan] = ()) -> Figure:
+    """The closed-loop brokers (``brokers.coupling`` joint or iterative): per broker, the commit-log
+    writer's utilisation, the send-queue depth requests found (mean and max) and the flow-control
+    rejections per second by kind. With coupling open the store is not modelled: the panels say so."""
+    brokers = sorted(bw["broker"].unique()) if len(bw) else []
+    fig = Figure(figsize=(11, 7.5), layout="constrained")
+    util_ax, depth_ax, busy_ax = fig.subplots(3, 1, sharex=True)
+    for ax, labelled in ((util_ax, True), (depth_ax, False), (busy_ax, False)):
+        _shade_faults(ax, faults, labelled=labelled)
+    closed = "utilisation" in bw.columns and bw["utilisation"].notna().any()
+    if not closed:
+        for ax in (util_ax, depth_ax, busy_ax):
+            _empty(ax, "open-loop brokers (brokers.coupling = open): no store, no queue, no flow control")
+    else:
+        colors = broker_colors(brokers)
+        window_ms = int(bw["window_ms"].iloc[0])
+        for broker in brokers:
+            d = bw[bw["broker"] == broker].sort_values("window_start_ms")
+            x = _centers_s(d)
+            util_ax.plot(
+                x, d["utilisation"].astype(float) * 100, marker=".", ms=3, color=colors[broker], label=broker
+            )
+            depth_ax.plot(
+                x, d["queue_depth_mean"].astype(float), "-", color=colors[broker], label=f"{broker} mean"
+            )
+            depth_ax.plot(
+                x, d["queue_depth_max"].astype(float), ":", color=colors[broker], label=f"{broker} max"
+            )
+        per = bw.groupby("window_start_ms")[list(_BUSY)].sum().sort_index()
+        x = (per.index.to_numpy() + window_ms / 2) / 1000.0
+        bottom = np.zeros(len(per))
+        for col, label in _BUSY.items():
+            rate = per[col].to_numpy() * 1000 / window_ms
+            if rate.any():
+                busy_ax.bar(x, rate, width=window_ms / 1000 * 0.9, bottom=bottom, label=label)
+                bottom = bottom + rate
+        if not bottom.any():
+            _empty(busy_ax, "no flow-control rejections")
+    util_ax.axhline(100, color="0.4", lw=0.8, ls="--")
+    util_ax.set_ylabel("writer utilisation (%)")
+    depth_ax.set_ylabel("send-queue depth")
+    busy_ax.set_ylabel("SYSTEM_BUSY / s (all brokers)")
+    busy_ax.set_xlabel(TIME_LABEL)
+    for ax in (util_ax, depth_ax, busy_ax):
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    fig.suptitle(f"Broker load: commit-log writer, send queue and flow control ({_window_s(bw)})")
+    return fig
+
+
 def publish_delay(pw: pd.DataFrame, faults: Sequence[FaultSpan] = ()) -> Figure:
     """Queue wait before the send starts ("publish delay"): p50 and p99 over producers, per window."""
     fig = Figure(figsize=(11, 3.8), layout="constrained")

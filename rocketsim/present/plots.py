@@ -413,20 +413,22 @@ def variant_timelines(
     cw: pd.DataFrame,
     variants: Sequence[str],
     faults: Mapping[str, Sequence[FaultSpan]] | None = None,
+    panels: Sequence[tuple[str, str]] = VARIANT_PANELS,
 ) -> Figure:
-    """The same fault timeline under each variant, side by side: traffic share, p99 latency and
-    isolating producers per broker over time (rows), one column per variant, shared y axes."""
+    """The same fault timeline under each variant, side by side: per broker over time, one row per panel
+    (``(column, label)``; default traffic share, p99 latency and isolating producers), one column per
+    variant, shared y axes."""
     faults = faults or {}
     n = max(1, len(variants))
-    fig = Figure(figsize=(max(5.0 * n, 8), 8.5), layout="constrained")
-    axes = fig.subplots(len(VARIANT_PANELS), n, sharex=True, sharey="row", squeeze=False)
+    fig = Figure(figsize=(max(5.0 * n, 8), 2.8 * len(panels) + 0.5), layout="constrained")
+    axes = fig.subplots(len(panels), n, sharex=True, sharey="row", squeeze=False)
     colors = broker_colors(list(cw["broker"].unique()) if len(cw) else [])
     for j, v in enumerate(variants):
         d = cw[cw["variant"] == v].copy()
         if len(d):
             totals = d.groupby("window_start_ms")["sends"].transform("sum").replace(0, np.nan)
             d["share"] = (d["sends"] / totals * 100).fillna(0)
-        for i, (col, label) in enumerate(VARIANT_PANELS):
+        for i, (col, label) in enumerate(panels):
             ax = axes[i, j]
             _shade_faults(ax, faults.get(v, ()), labelled=(i == 0))
             for b in sorted(d["broker"].unique()) if len(d) else []:

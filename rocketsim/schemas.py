@@ -326,6 +326,27 @@ RUNS = pa.schema(
     ]
 )
 
+# a capacity sweep (rocketsim.capacity, jobs/capacity.py): one row per cluster size
+CAPACITY = pa.schema(
+    [
+        RUN_ID,
+        VARIANT,  # brokers=N or write_queues=N
+        pa.field("brokers", pa.int64(), nullable=False),
+        pa.field("write_queues", pa.int64(), nullable=False),
+        pa.field("messages", pa.int64(), nullable=False),
+        pa.field("failed", pa.int64(), nullable=False),
+        pa.field("failure_rate", pa.float64()),  # (failed + rejected) / messages
+        pa.field("latency_p99_ms", pa.float64()),  # send latency of the messages (run_summary "all")
+        pa.field("latency_p999_ms", pa.float64()),
+        pa.field("busy_rejections", pa.int64(), nullable=False),  # the BUSY_COLUMNS summed
+        pa.field("max_utilisation", pa.float64()),  # the busiest broker window's (null: open coupling)
+        pa.field("target_p99_ms", pa.float64(), nullable=False),
+        pa.field("max_failure_rate", pa.float64(), nullable=False),
+        pa.field("meets_target", pa.bool_(), nullable=False),
+        pa.field("smallest", pa.bool_(), nullable=False),  # the answer: the smallest size meeting both
+    ]
+)
+
 # The run-level commit (rocketsim.warehouse.run_commit): one row per table of a run, naming the write of
 # that table the run holds (every other table is partitioned by (run_id, write_id)); replaced in one
 # commit when a job publishes the run. A row of a table is part of a complete run iff its write_id is here.
@@ -439,6 +460,7 @@ BROKER_SIDE = "broker_side"  # broker and producer tasks, the driver's consumer_
 SUMMARIZE = "summarize"  # producer tasks' aggregates, merged by the driver (rocketsim.summaries)
 RUNS_ROW = "runs_row"  # the driver, once a run is complete (rocketsim.spark.pipeline.write_runs_row)
 COMPARE = "compare"  # a comparison of variants (rocketsim.spark.compare)
+CAPACITY_SWEEP = "capacity"  # a capacity sweep (rocketsim.spark.capacity)
 PUBLISH = "publish"  # the run-level commit of any job that writes a run (rocketsim.warehouse.run_commit)
 RUN_STAGES = (GENERATE, SIMULATE, BROKER_SIDE, SUMMARIZE, RUNS_ROW)  # what jobs/pipeline.py writes
 
@@ -480,6 +502,7 @@ REGISTRY: tuple[TableSpec, ...] = (
     TableSpec("runs", RUNS, (), RUNS_ROW, wall_clock=("started_at", "wall_time_s", "code_version")),
     TableSpec("comparisons", COMPARISONS, ("variant", "scope", "metric"), COMPARE),
     TableSpec("comparison_windows", COMPARISON_WINDOWS, ("variant", "broker", "window_start_ms"), COMPARE),
+    TableSpec("capacity", CAPACITY, ("variant",), CAPACITY_SWEEP),
     TableSpec("run_commits", RUN_COMMITS, ("table",), PUBLISH, wall_clock=("write_id", "committed_at")),
 )
 TABLES: dict[str, TableSpec] = {t.name: t for t in REGISTRY}

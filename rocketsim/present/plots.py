@@ -524,3 +524,35 @@ def variant_broker_sends(rows: pd.DataFrame, variants: Sequence[str], baseline: 
     ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle(f"Attempts per broker under each variant (labels: change vs {baseline})")
     return fig
+
+
+# ---- a capacity sweep ---------------------------------------------------------------------------
+
+
+def capacity_chart(rows: pd.DataFrame) -> Figure:
+    """A capacity sweep (the ``capacity`` table): send-latency p99 and the failed share of sends per
+    cluster size, with the target and the bound; the smallest size meeting both is marked."""
+    fig = Figure(figsize=(9, 6), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    d = rows.sort_values(["brokers", "write_queues"]).reset_index(drop=True)
+    x = np.arange(len(d))
+    ok = d["meets_target"].to_numpy(bool)
+    colors = np.where(ok, "tab:green", "tab:red")
+    top.bar(x, d["latency_p99_ms"].astype(float), color=colors)
+    bottom.bar(x, d["failure_rate"].astype(float) * 100, color=colors)
+    if len(d):
+        top.axhline(float(d["target_p99_ms"].iloc[0]), color="k", ls="--", lw=1, label="target p99")
+        bottom.axhline(float(d["max_failure_rate"].iloc[0]) * 100, color="k", ls="--", lw=1, label="bound")
+        for i in np.flatnonzero(d["smallest"].to_numpy(bool)):
+            top.annotate(
+                "smallest meeting both", (i, float(d["latency_p99_ms"].iloc[i])), ha="center", va="bottom"
+            )
+    top.set_ylabel("send latency p99 (ms)")
+    bottom.set_ylabel("failed sends (%)")
+    bottom.set_xticks(x, list(d["variant"]))
+    bottom.set_xlabel("cluster size")
+    for ax in (top, bottom):
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(loc="upper right", fontsize=8)
+    fig.suptitle("Capacity sweep: green meets the p99 target and the failure bound")
+    return fig

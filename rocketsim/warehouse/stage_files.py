@@ -74,6 +74,7 @@ SCRATCH_OTHER_HALVES = "other-halves-p{:06d}.arrow"
 SCRATCH_AGGREGATES = "aggregates-p{:06d}.bin"
 SCRATCH_DELIVERIES = "deliveries-b{:06d}.arrow"
 SCRATCH_VARIANT_AGGREGATES = "aggregates-g{:04d}-p{:06d}.bin"
+SCRATCH_WHOLE_RUN_AGGREGATES = "aggregates-v{:04d}.bin"  # a capacity sweep: one per variant
 SCRATCH_ROUND_WORK = "round{:03d}-work-p{:06d}.arrow"  # brokers.coupling = iterative
 SCRATCH_TRAJECTORIES = "round{:03d}-trajectories.npz"
 # A broker task's send_results file holds every producer's results pointing at that broker, in producer
@@ -506,6 +507,21 @@ def write_variant_aggregates(
         "messages": int(pc.sum(scopes.column("messages")).as_py() or 0),
         "attempts": int(pc.sum(scopes.column("attempts")).as_py() or 0),
     }
+
+
+def write_whole_run_aggregates(
+    sc: Scenario, variant: str, index: int, window_ms: int, scratch: str
+) -> dict[str, int]:
+    """A capacity sweep's task for variant number ``index`` (:func:`rocketsim.stage.whole_run_aggregates`):
+    its aggregates into the scratch folder; its counts."""
+    aggregates = stage.whole_run_aggregates(sc, variant, window_ms)
+    write_bytes(aggregates.to_bytes(), f"{scratch}/{SCRATCH_WHOLE_RUN_AGGREGATES.format(index)}")
+    return {"messages": sc.workload.total_messages()}
+
+
+def whole_run_aggregate_files(scratch: str, n: int) -> list[str]:
+    """The files :func:`write_whole_run_aggregates` wrote for ``n`` variants."""
+    return [f"{scratch}/{SCRATCH_WHOLE_RUN_AGGREGATES.format(i)}" for i in range(n)]
 
 
 def variant_aggregate_files(scratch: str, groups: Sequence[Sequence[int]]) -> list[str]:

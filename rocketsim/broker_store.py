@@ -63,6 +63,14 @@ class Fate(IntEnum):
 
 
 FATE_NAMES = tuple(f.name.lower() for f in Fate)
+# send_attempts.busy_kind of each flow-control fate: the tag its remark starts with
+BUSY_KINDS = {
+    Fate.REJECT_REQUEST: "REJECTREQUEST",
+    Fate.OVERLOAD: "OVERLOAD",
+    Fate.PC_SYNCHRONIZED: "PC_SYNCHRONIZED",
+    Fate.PCBUSY_CLEAN_QUEUE: "PCBUSY_CLEAN_QUEUE",
+    Fate.TIMEOUT_CLEAN_QUEUE: "TIMEOUT_CLEAN_QUEUE",
+}
 SYSTEM_BUSY = bm.SYSTEM_BUSY
 
 # the remarks, verbatim (4.9.8 and 5.3.3 alike): NettyRemotingAbstract.processRequestCommand,
@@ -158,6 +166,7 @@ class StoreAnswer:
     remark: str = ""
     queue_depth: int = 0  # requests in the send queue when it arrived (before it)
     left_us: int = -1  # when it left the send queue (taken by a thread or swept); -1: never queued
+    service_us: int = 0  # the writer's time of its append (SERVED: end - begin, a stall included)
 
     @property
     def code(self) -> int:
@@ -166,6 +175,11 @@ class StoreAnswer:
     @property
     def stored(self) -> bool:
         return self.fate == Fate.SERVED
+
+    @property
+    def busy_kind(self) -> str | None:
+        """``send_attempts.busy_kind``: the flow-control tag of a rejection, None when served."""
+        return BUSY_KINDS.get(self.fate)
 
 
 def sweep_remark(fate: Fate, period_ms: int, size: str) -> str:
@@ -292,7 +306,9 @@ class BrokerStore:
         if d.end - d.begin > self.params.busy_timeout_ms * 1000:
             self._hold_lock(d.begin, d.end)
         self.served_us.append((d.begin, d.end))
-        return StoreAnswer(Fate.SERVED, a, d.answer_us, d.end, queue_depth=depth, left_us=d.taken)
+        return StoreAnswer(
+            Fate.SERVED, a, d.answer_us, d.end, queue_depth=depth, left_us=d.taken, service_us=d.end - d.begin
+        )
 
     def queue_size_at(self, idx: int, tick_ms: int) -> int:
         """The sweeper's ``size of queue`` after it removed admitted request ``idx`` at ``tick_ms``: the

@@ -61,6 +61,13 @@ SEND_ATTEMPTS = pa.schema(
         # the broker stored the request (also when the client gave up on it first), and when
         pa.field("stored", pa.bool_(), nullable=False),
         pa.field("stored_ts_ms", pa.int64()),
+        # the closed-loop store's view of the request (rocketsim.broker_store; null with brokers.coupling
+        # open, and for a request that never reached a working broker): the flow-control answer that
+        # rejected it (REJECTREQUEST, OVERLOAD, PC_SYNCHRONIZED, PCBUSY_CLEAN_QUEUE, TIMEOUT_CLEAN_QUEUE;
+        # null: not rejected), the send-queue depth it found, the commit-log writer's time of its append
+        pa.field("busy_kind", pa.string()),
+        pa.field("store_queue_depth", pa.int32()),
+        pa.field("store_service_us", pa.int64()),
     ]
 )
 
@@ -154,6 +161,18 @@ _QUEUE_SPREAD = [  # of sends over queues; idle queues count as 0; null without 
 # oneway the broker never stored), FAILED messages a broker stored anyway
 DELIVERY_COLUMNS = ("duplicates", "lost", "failed_but_stored")
 _DELIVERY = [pa.field(n, pa.int64(), nullable=False) for n in DELIVERY_COLUMNS]
+# attempts the closed-loop store's flow control rejected, by kind (send_attempts.busy_kind, lower-cased);
+# 0 with brokers.coupling open (no store: no flow control)
+BUSY_COLUMNS = (
+    "busy_rejectrequest",
+    "busy_overload",
+    "busy_pc_synchronized",
+    "busy_pcbusy_clean_queue",
+    "busy_timeout_clean_queue",
+)
+_BUSY = [pa.field(n, pa.int64(), nullable=False) for n in BUSY_COLUMNS]
+# send_attempts' columns of the closed-loop store
+STORE_ATTEMPT_COLUMNS = ("busy_kind", "store_queue_depth", "store_service_us")
 
 BROKER_WINDOWS = pa.schema(
     [
@@ -174,6 +193,14 @@ BROKER_WINDOWS = pa.schema(
         # of the messages whose send began in the window and last went to this broker (the result's
         # broker: for a failed send, the last one it tried); summed over brokers: run_summary's "all"
         *_DELIVERY,
+        *_BUSY,  # of the attempts that went to this broker
+        # the closed-loop store (null where no request of the window reached it: always with coupling
+        # open): the mean and max send-queue depth the window's requests found on arrival, and the
+        # commit-log writer's time of their appends over the window (can pass 1.0 a little when appends
+        # queued in one window run into the next)
+        pa.field("queue_depth_mean", pa.float64()),
+        pa.field("queue_depth_max", pa.int64()),
+        pa.field("utilisation", pa.float64()),
     ]
 )
 
@@ -229,6 +256,7 @@ RUN_SUMMARY = pa.schema(
         pa.field("isolations", pa.int64(), nullable=False),  # isolation intervals of the scope's brokers
         pa.field("isolated_ms", pa.int64(), nullable=False),  # their producer-ms up to the run's end
         *_DELIVERY,  # of the scope's messages
+        *_BUSY,  # of the attempts sent to the scope
     ]
 )
 
@@ -291,6 +319,31 @@ RUNS = pa.schema(
         pa.field("attempts", pa.int64(), nullable=False),
         pa.field("started_at", pa.string(), nullable=False),  # wall-clock metadata of the job, not the model
         pa.field("wall_time_s", pa.float64(), nullable=False),
+        # brokers.coupling = iterative (rocketsim.engine.iterative): the rounds run and the last one's
+        # residual ((broker, ms) buckets whose arrivals still changed; 0: a fixed point); null otherwise
+        pa.field("coupling_rounds", pa.int64()),
+        pa.field("coupling_residual", pa.int64()),
+    ]
+)
+
+# a capacity sweep (rocketsim.capacity, jobs/capacity.py): one row per cluster size
+CAPACITY = pa.schema(
+    [
+        RUN_ID,
+        VARIANT,  # brokers=N or write_queues=N
+        pa.field("brokers", pa.int64(), nullable=False),
+        pa.field("write_queues", pa.int64(), nullable=False),
+        pa.field("messages", pa.int64(), nullable=False),
+        pa.field("failed", pa.int64(), nullable=False),
+        pa.field("failure_rate", pa.float64()),  # (failed + rejected) / messages
+        pa.field("latency_p99_ms", pa.float64()),  # send latency of the messages (run_summary "all")
+        pa.field("latency_p999_ms", pa.float64()),
+        pa.field("busy_rejections", pa.int64(), nullable=False),  # the BUSY_COLUMNS summed
+        pa.field("max_utilisation", pa.float64()),  # the busiest broker window's (null: open coupling)
+        pa.field("target_p99_ms", pa.float64(), nullable=False),
+        pa.field("max_failure_rate", pa.float64(), nullable=False),
+        pa.field("meets_target", pa.bool_(), nullable=False),
+        pa.field("smallest", pa.bool_(), nullable=False),  # the answer: the smallest size meeting both
     ]
 )
 
@@ -407,6 +460,7 @@ BROKER_SIDE = "broker_side"  # broker and producer tasks, the driver's consumer_
 SUMMARIZE = "summarize"  # producer tasks' aggregates, merged by the driver (rocketsim.summaries)
 RUNS_ROW = "runs_row"  # the driver, once a run is complete (rocketsim.spark.pipeline.write_runs_row)
 COMPARE = "compare"  # a comparison of variants (rocketsim.spark.compare)
+CAPACITY_SWEEP = "capacity"  # a capacity sweep (rocketsim.spark.capacity)
 PUBLISH = "publish"  # the run-level commit of any job that writes a run (rocketsim.warehouse.run_commit)
 RUN_STAGES = (GENERATE, SIMULATE, BROKER_SIDE, SUMMARIZE, RUNS_ROW)  # what jobs/pipeline.py writes
 
@@ -448,6 +502,7 @@ REGISTRY: tuple[TableSpec, ...] = (
     TableSpec("runs", RUNS, (), RUNS_ROW, wall_clock=("started_at", "wall_time_s", "code_version")),
     TableSpec("comparisons", COMPARISONS, ("variant", "scope", "metric"), COMPARE),
     TableSpec("comparison_windows", COMPARISON_WINDOWS, ("variant", "broker", "window_start_ms"), COMPARE),
+    TableSpec("capacity", CAPACITY, ("variant",), CAPACITY_SWEEP),
     TableSpec("run_commits", RUN_COMMITS, ("table",), PUBLISH, wall_clock=("write_id", "committed_at")),
 )
 TABLES: dict[str, TableSpec] = {t.name: t for t in REGISTRY}

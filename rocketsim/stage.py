@@ -175,6 +175,18 @@ def variant_aggregates(
     return summaries.merge(parts)
 
 
+def whole_run_aggregates(sc: Scenario, variant: str, window_ms: int) -> SummaryAggregates:
+    """A capacity sweep's task: every producer of one variant generated and simulated together (with
+    closed-loop brokers they are coupled: the variant's run is whole), its summary aggregates keyed by its
+    name (``variant``)."""
+    shares = workload.producer_shares(sc)
+    messages = pa.concat_tables([producer_messages(sc, s) for s in shares])
+    out = simulate.simulate(messages, sc)
+    return summaries.producer_aggregates(
+        out.attempts, out.results, window_ms, {"variant": variant}, messages=messages
+    )
+
+
 def balanced_bins(weights: Sequence[int], bins: int) -> list[list[int]]:
     """Items ``0..len(weights)-1`` spread over at most ``bins`` bins: heaviest first, each onto the least
     loaded bin (LPT), so one heavy item gets a bin of its own. Deterministic; each bin sorted."""

@@ -111,6 +111,7 @@ ATTEMPT_COLUMNS = (
     "fault_isolated_until_ms",
     "wire_bytes",
     "stored",
+    *schemas.STORE_ATTEMPT_COLUMNS,
 )
 RESULT_COLUMNS = (
     "producer",
@@ -133,7 +134,15 @@ _I64 = pa.int64()
 
 # ---- the aggregates ------------------------------------------------------------------------------
 
-_COUNTS = [pa.field(n, _I64, nullable=False) for n in ("sends", *OUTCOME_COLUMNS, "retries", "bytes")]
+_COUNTS = [
+    pa.field(n, _I64, nullable=False)
+    for n in ("sends", *OUTCOME_COLUMNS, "retries", "bytes", *schemas.BUSY_COLUMNS)
+]
+BUSY_COLUMNS = schemas.BUSY_COLUMNS  # in the order of broker_store.BUSY_KINDS
+# per cell, the closed-loop store's part: requests it saw, the sum and max of the queue depth they found
+# (max -1: none), the writer's time of their appends (us)
+_STORE_SUMS = ("store_requests", "queue_depth_sum", "store_service_us")
+_STORE = [*[pa.field(n, _I64, nullable=False) for n in _STORE_SUMS], pa.field("queue_depth_max", _I64)]
 # one table per field of SummaryAggregates (without the key columns, which come first)
 AGGREGATE_TABLES: dict[str, pa.Schema] = {
     # per (broker, window of attempt start): attempt counts (broker_windows, run_summary's sends)
@@ -142,6 +151,7 @@ AGGREGATE_TABLES: dict[str, pa.Schema] = {
             pa.field("broker", NAME, nullable=False),
             pa.field("window_start_ms", _I64, nullable=False),
             *_COUNTS,
+            *_STORE,
         ]
     ),
     # the attempt latencies of those cells: (value, count) pairs
@@ -217,7 +227,12 @@ AGGREGATE_TABLES: dict[str, pa.Schema] = {
 }
 # how merge combines rows with equal keys: key columns, summed columns, min columns, max columns
 _MERGE_RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
-    "attempt_cells": (("broker", "window_start_ms"), tuple(f.name for f in _COUNTS), (), ()),
+    "attempt_cells": (
+        ("broker", "window_start_ms"),
+        (*[f.name for f in _COUNTS], *_STORE_SUMS),
+        (),
+        ("queue_depth_max",),
+    ),
     "attempt_latency": (("broker", "window_start_ms", "latency_ms"), ("count",), (), ()),
     "queue_cells": (("broker", "queue_id", "window_start_ms"), ("sends", "ok"), (), ()),
     "delivery_cells": (("broker", "window_start_ms"), schemas.DELIVERY_COLUMNS, (), ()),
@@ -493,6 +508,17 @@ class _Attempts:
         self.has_until = bools(until.is_valid())
         self.until = np.asarray(until.fill_null(0).to_numpy(), np.int64)
         self.window = window_index(self.start, window_ms)
+        # the closed-loop store's columns (absent in tables written before them: as with coupling open)
+        names = t.column_names
+        busy = t.column("busy_kind") if "busy_kind" in names else pa.nulls(self.n, pa.string())
+        self.busy = np.full(self.n, -1, np.int64)  # index into BUSY_COLUMNS, -1: not rejected
+        for j, name in enumerate(BUSY_COLUMNS):
+            self.busy[bools(pc.equal(busy, name.removeprefix("busy_").upper()).fill_null(False))] = j
+        depth = t.column("store_queue_depth") if "store_queue_depth" in names else pa.nulls(self.n, _I64)
+        self.seen = bools(depth.is_valid())
+        self.depth = np.asarray(depth.fill_null(0).to_numpy(), np.int64)
+        service = t.column("store_service_us") if "store_service_us" in names else pa.nulls(self.n, _I64)
+        self.service = np.asarray(service.fill_null(0).to_numpy(), np.int64)
 
 
 class _Results:
@@ -670,12 +696,19 @@ def _attempt_parts(a: _Attempts, window_ms: int) -> dict[str, pa.Table]:
         **{name: cells.sum(a.kind == k) for k, name in enumerate(OUTCOME_COLUMNS)},
         "retries": cells.sum(a.attempt > 0),
         "bytes": cells.sum(a.wire),
+        **{name: cells.sum(a.busy == j) for j, name in enumerate(BUSY_COLUMNS)},
+        "store_requests": cells.sum(a.seen),
+        "queue_depth_sum": cells.sum(a.depth),
+        "store_service_us": cells.sum(a.service),
     }
+    depth_max = np.full(cells.n, -1, np.int64)
+    np.maximum.at(depth_max, cells.index, np.where(a.seen, a.depth, -1))
     attempt_cells = pa.table(
         {
             "broker": from_codes(a.broker[cells.first], a.broker_names),
             "window_start_ms": a.window[cells.first] * np.int64(window_ms),
             **counts,
+            "queue_depth_max": depth_max,
         }
     )
     cell, latency, n = _histogram(cells.index, a.latency, cells.n)
@@ -1041,6 +1074,7 @@ def _broker_windows(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.T
     rate, valid = _ratio(cols["sends"] - cols["ok"], cols["sends"])
     cols["error_rate"] = _column(rate, pa.float64(), valid)
     cols["publish_rate_per_s"] = _rate_per_s(cols["ok"], w)
+    cols.update(_store_columns(cells, pos, n, w))
 
     lat = merged.attempt_latency
     l_pos = at(runs.run["attempt_latency"], runs.broker["attempt_latency"], ints(lat, "window_start_ms") // w)
@@ -1071,6 +1105,23 @@ def _broker_windows(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.T
     cols["window_start_ms"] = window * np.int64(w)
     cols["window_ms"] = np.full(n, w, np.int64)
     return _output("broker_windows", merged.key_names, cols)
+
+
+def _store_columns(cells: pa.Table, pos: np.ndarray, n: int, window_ms: int) -> dict[str, pa.Array]:
+    """broker_windows' closed-loop store columns from the attempt cells at grid rows ``pos``."""
+    sums = {}
+    for name in (*_STORE_SUMS, "queue_depth_max"):
+        values = np.zeros(n, np.int64) if name != "queue_depth_max" else np.full(n, -1, np.int64)
+        values[pos] = ints(cells, name)
+        sums[name] = values
+    seen = sums["store_requests"] > 0
+    mean, _ = _ratio(sums["queue_depth_sum"].astype(np.float64), sums["store_requests"])
+    util = sums["store_service_us"].astype(np.float64) / (window_ms * 1000.0)
+    return {
+        "queue_depth_mean": _column(mean, pa.float64(), seen),
+        "queue_depth_max": _column(sums["queue_depth_max"], _I64, seen),
+        "utilisation": _column(util, pa.float64(), seen),
+    }
 
 
 def _isolated_producers(
@@ -1228,7 +1279,7 @@ def _run_summary(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Tabl
         cols[max_name] = _column(top, _I64, has_top)
 
     src, scope = add_all_and_broker(c_run, c_broker)
-    for name in ("sends", *OUTCOME_COLUMNS, "bytes"):
+    for name in ("sends", *OUTCOME_COLUMNS, "bytes", *BUSY_COLUMNS):
         values = np.zeros(n, np.int64)
         np.add.at(values, scope, ints(cells, name)[src])
         cols[name if name != "ok" else "_attempts_ok"] = values

@@ -157,9 +157,10 @@ def message_signature(sc: Scenario) -> tuple:
 
 
 def build_scenarios(
-    path: str | Path, base_overrides: Sequence[str], variants: Sequence[Variant]
+    path: str | Path, base_overrides: Sequence[str], variants: Sequence[Variant], *, coupled: bool = False
 ) -> tuple[Scenario, dict[str, Scenario]]:
-    """The base scenario and each variant's, validated; raises ``ScenarioError`` naming the variant."""
+    """The base scenario and each variant's, validated; raises ``ScenarioError`` naming the variant.
+    ``coupled``: the caller runs each variant whole (a capacity sweep), so closed-loop brokers are fine."""
     if len(variants) < 2:
         raise ScenarioError(f"a comparison needs at least 2 variants, got {len(variants)}")
     names = [v.name for v in variants]
@@ -178,7 +179,9 @@ def build_scenarios(
                 f"variant {v.name}: must not change seed, workload.* or producers.count "
                 f"(variants share the same messages; put such overrides in --set), got {v.describe()}"
             )
-        if sc.coupling != "open":  # its producers share the brokers: one producer alone is not the run
+        if (
+            sc.coupling != "open" and not coupled
+        ):  # its producers share the brokers: one producer alone is not the run
             raise ScenarioError(
                 f"variant {v.name}: brokers.coupling must be open in a comparison (coupled producers are "
                 f"simulated together: run jobs/pipeline.py per variant), got {sc.coupling!r}"

@@ -120,14 +120,29 @@ def _outcome_kind() -> Column:
     )
 
 
+def _busy_counts() -> list[Column]:
+    """Attempts rejected by the closed-loop store's flow control, one count per kind."""
+    busy = F.coalesce(F.col("busy_kind"), F.lit(""))
+    return [
+        F.sum((busy == name.removeprefix("busy_").upper()).cast("long")).alias(name)
+        for name in schemas.BUSY_COLUMNS
+    ]
+
+
 def _attempt_counts() -> list[Column]:
-    """sends, one count per outcome kind, retries and bytes of a group of attempts."""
+    """sends, one count per outcome kind, retries, bytes and flow-control rejections of a group of
+    attempts; the closed-loop store's queue depth and writer time."""
     kind = F.col("_kind")
+    depth = F.col("store_queue_depth")
     return [
         F.count(F.lit(1)).alias("sends"),
         *[F.sum((kind == name).cast("long")).alias(name) for name in OUTCOME_COLUMNS],
         F.sum((F.col("attempt") > 0).cast("long")).alias("retries"),
         F.sum("wire_bytes").cast("long").alias("bytes"),
+        *_busy_counts(),
+        (F.sum(depth).cast("double") / F.count(depth)).alias("queue_depth_mean"),
+        F.max(depth).cast("long").alias("queue_depth_max"),
+        F.when(F.count(depth) > 0, F.coalesce(F.sum("store_service_us"), F.lit(0))).alias("_service_us"),
     ]
 
 
@@ -264,7 +279,7 @@ def broker_windows(
     )
     brokers = attempts.select(*keys, "broker").distinct()
     grid = brokers.join(_run_windows(attempts, keys, window_ms), keys)
-    counts = ["sends", *OUTCOME_COLUMNS, "retries", "bytes"]
+    counts = ["sends", *OUTCOME_COLUMNS, "retries", "bytes", *schemas.BUSY_COLUMNS]
     out = grid.join(main, cell, "left").fillna(0, counts)
 
     n_queues = _run_queues(attempts, keys).groupBy(*keys, "broker").agg(F.count(F.lit(1)).alias("n_queues"))
@@ -285,6 +300,8 @@ def broker_windows(
         out.withColumn("window_ms", F.lit(window_ms).cast("long"))
         .withColumn("error_rate", _ratio(F.col("sends") - F.col("ok"), F.col("sends")))
         .withColumn("publish_rate_per_s", F.col("ok") * F.lit(1000.0) / F.lit(window_ms))
+        .withColumn("utilisation", F.col("_service_us").cast("double") / F.lit(window_ms * 1000.0))
+        .drop("_service_us")
     )
 
 
@@ -381,6 +398,7 @@ def run_summary(
             F.sum((kind == "ok").cast("long")).alias("_attempts_ok"),
             *[F.sum((kind == name).cast("long")).alias(name) for name in OUTCOME_COLUMNS if name != "ok"],
             F.sum("wire_bytes").cast("long").alias("bytes"),
+            *_busy_counts(),
         ]
 
     def interval_metrics() -> list[Column]:
@@ -444,6 +462,7 @@ def run_summary(
         .join(isolations, scope, "left")
         .fillna(0, ["messages", "ok", "failed", "rejected", "attempts", "retries", "retry_budget_exhausted"])
         .fillna(0, ["sends", "_attempts_ok", *OUTCOME_COLUMNS[1:], "bytes", "isolations", "isolated_ms"])
+        .fillna(0, list(schemas.BUSY_COLUMNS))
         # the run's span and stored messages, from its "all" and broker rows (a tiny window per run)
         .withColumn("duration_ms", F.max(F.when(is_all, F.col("_last_end") - F.col("_first_born"))).over(run))
         .withColumn("_stored", F.sum(F.when(~is_all, F.col("messages"))).over(run))

@@ -42,6 +42,7 @@ EXPLORE_FIGURES = {
     "latency_percentiles",
     "traffic_share",
     "retries_failures",
+    "broker_load",
     "publish_delay",
     "isolation_gantt",
     "queue_heatmap",
@@ -183,3 +184,20 @@ def test_report_is_one_html_page_with_embedded_figures(warehouse: Path, tmp_path
     for scope in ("all", "broker-a", "broker-b", "broker-c"):
         assert f"<td>{scope}</td>" in page
     assert main(["--run-id", "nope", "--warehouse", str(warehouse), "--out", str(out)]) == 2
+
+
+def test_broker_load_chart_of_closed_loop_brokers() -> None:
+    """The broker-load chart of a saturated joint run: utilisation, queue depth and SYSTEM_BUSY by kind."""
+    from test_engine_joint import CAPACITY, messages, run, scenario
+
+    from rocketsim import summaries
+    from rocketsim.present import plots
+
+    out = run(1.2 * CAPACITY)
+    m = messages(scenario(1.2 * CAPACITY))
+    bw = summaries.summary_tables(summaries.producer_aggregates(out.attempts, out.results, 1000, messages=m))
+    fig = plots.broker_load(bw["broker_windows"].to_pandas())
+    util, depth, busy = fig.axes[:3]
+    assert len(util.lines) == 4 + 1 and len(depth.lines) == 8  # a line per broker (+ the 100 % mark)
+    assert [t.get_text() for t in busy.get_legend().get_texts()] == ["[TIMEOUT_CLEAN_QUEUE]"]
+    assert plots.figure_png_base64(fig)

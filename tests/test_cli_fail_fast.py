@@ -36,7 +36,8 @@ JOB_EXTRA = {
         "on:producers.send_latency_fault_enable=true",
         "--variant",
         "off:producers.send_latency_fault_enable=false",
-    ]
+    ],
+    "capacity.py": ["--write-queues", "2,4", "--target-p99-ms", "100"],
 }
 
 BAD_FAULTS = """

@@ -14,7 +14,18 @@ import pytest
 from test_engine_joint import CAPACITY, busy, messages, scenario
 
 from rocketsim import simulate
-from rocketsim.engine.iterative import MAX_ROUNDS, residual, simulate_iterative
+from rocketsim.engine.iterative import (
+    MAX_ROUNDS,
+    arrival_work,
+    residual,
+    simulate_iterative,
+    simulate_round,
+    trajectories,
+    trajectories_from_bytes,
+    trajectories_to_bytes,
+    work_from_table,
+    work_table,
+)
 from rocketsim.engine.joint import simulate_joint
 from rocketsim.scenario import Scenario
 
@@ -73,3 +84,20 @@ def test_residual_counts_changed_buckets() -> None:
     assert residual(None, {}) == 1
     assert residual({(0, 5): [1, 10]}, {(0, 5): [1, 10]}) == 0
     assert residual({(0, 5): [1, 10]}, {(0, 5): [2, 20], (1, 7): [1, 1]}) == 2
+
+
+def test_work_and_trajectories_survive_their_files() -> None:
+    """What a round's producer tasks write (arrival work) and read (trajectories) comes back whole."""
+    sc = scenario(1.2 * CAPACITY, "iterative")
+    work = arrival_work(
+        [simulate_round(m, sc, p, trajectories(sc, None))[1] for p, m in by_producer(sc).items()]
+    )
+    assert work_from_table(work_table(work)) == work
+    trajs = trajectories(sc, work)
+    back = trajectories_from_bytes(sc, trajectories_to_bytes(trajs))
+    for t, b in zip(trajs, back, strict=True):
+        assert (t.snap_ms, t.mid, t.after, t.busy) == (b.snap_ms, b.mid, b.after, b.busy)
+        assert np.array_equal(t.admitted_ms, b.admitted_ms) and np.array_equal(t.leave_us, b.leave_us)
+        assert [t.answer(ms, 1000) for ms in range(0, 4000, 7)] == [
+            b.answer(ms, 1000) for ms in range(0, 4000, 7)
+        ]

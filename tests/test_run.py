@@ -9,9 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
-from rocketsim import schemas
+from rocketsim import schemas, stage, workload
+from rocketsim.engine.iterative import simulate_iterative
 from rocketsim.scenario import Scenario, scenario_from_mapping
 from rocketsim.spark import delta_sink, pipeline
 from rocketsim.spark import run as spark_run
@@ -134,3 +136,55 @@ def test_the_delta_spark_publisher_reads_exactly_the_staged_files(
     )
     assert report.rows == 3 and given[0].sort_by("producer").equals(rows)
     assert not staging.exists()
+
+
+def _iterative_scenario() -> Scenario:
+    """Four producers past the brokers' capacity (10 ms appends, 4 x 100 msg/s; 1.2x that): the rounds
+    have work to do (queue waits and BrokerFastFailure's [TIMEOUT_CLEAN_QUEUE] sweeps)."""
+    return scenario_from_mapping(
+        {
+            "name": "iterative",
+            "producers": {"count": 4, "send_mode": {"async": 1.0}, "threads": 32},
+            "cluster": {"brokers": ["a", "b", "c", "d"]},
+            "workload": {
+                "duration_s": 4,
+                "rate_per_s": 480.0,
+                "body_size": {"distribution": "fixed", "median": 950},
+            },
+            "brokers": {"coupling": "iterative", "default": {"store": {"append_us": 10_000 / 1.05}}},
+        }
+    )
+
+
+def test_iterative_coupling_on_spark_is_partition_invariant_and_equals_the_one_process_rounds(
+    spark, tmp_path: Path
+) -> None:
+    """brokers.coupling = iterative: the rounds spread over producer tasks give the same tables with 1
+    and 4 partitions, the same rows as the rounds in one process, and record rounds and residual in
+    ``runs``."""
+    sc = _iterative_scenario()
+    for run_id, parts in (("p1", 1), ("p4", 4)):
+        args = JobArgs("inline", str(tmp_path), run_id, (), parts, 1000, quiet=True)
+        pipeline.run_pipeline(spark, args, sc)
+    for t in schemas.written_by(*schemas.RUN_STAGES):
+        keys = list(t.keys)
+        one, four = (read_arrow(str(tmp_path), t.name, r).drop_columns(["run_id"]) for r in ("p1", "p4"))
+        if t.name == "runs":
+            one, four = (x.drop_columns(list(t.wall_clock)) for x in (one, four))
+        elif keys:
+            one, four = (x.sort_by([(k, "ascending") for k in keys]) for x in (one, four))
+        assert one.equals(four), t.name
+    (row,) = read_arrow(str(tmp_path), "runs", "p1").to_pylist()
+    by_producer = {s.producer: stage.producer_messages(sc, s) for s in workload.producer_shares(sc)}
+    local = simulate_iterative(by_producer, sc)
+    assert (row["coupling_rounds"], row["coupling_residual"]) == (local.rounds, local.residual)
+    assert local.rounds > 1
+    attempts = read_arrow(str(tmp_path), "send_attempts", "p4").drop_columns(["run_id"])
+    want = pa.concat_tables([local.outputs[p].attempts for p in sorted(local.outputs)])
+    keys = [("producer", "ascending"), ("seq", "ascending"), ("attempt", "ascending")]
+    assert (
+        attempts.select(want.column_names)
+        .sort_by(keys)
+        .equals(want.sort_by(keys).cast(attempts.select(want.column_names).schema))
+    )
+    assert pc.sum(pc.equal(attempts.column("outcome"), "broker:2")).as_py() > 0

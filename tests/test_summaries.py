@@ -90,6 +90,12 @@ def attempts_pandas(rows: list[tuple] = ATTEMPTS, run_id: str = "r") -> pd.DataF
     df["stored"] = [o == "ok" or o.startswith("status:") for o in df.outcome]  # answered: stored at the end
     end = (df["start_ts_ms"] + df["latency_ms"]).tolist()
     df["stored_ts_ms"] = pd.array([e if s else None for e, s in zip(end, df.stored, strict=True)], "Int64")
+    for name, dtype in (
+        ("busy_kind", "string"),
+        ("store_queue_depth", "Int32"),
+        ("store_service_us", "Int64"),
+    ):
+        df[name] = pd.array([None] * len(df), dtype)  # brokers.coupling open: no closed-loop store
     df.insert(0, "run_id", run_id)
     return df[ATTEMPT_COLUMNS]
 
@@ -139,6 +145,8 @@ def edge_tables(rows_a: list[tuple], rows_r: list[tuple]) -> tuple[pa.Table, pa.
     for k, v in extra.items():
         r = r.append_column(k, v)
     a_schema = schemas.without_run_id(schemas.SEND_ATTEMPTS)
+    for name in schemas.STORE_ATTEMPT_COLUMNS:  # brokers.coupling open: null
+        a = a.append_column(name, pa.nulls(a.num_rows, a_schema.field(name).type))
     r_schema = schemas.without_run_id(schemas.SEND_RESULTS)
     return a.select(a_schema.names).cast(a_schema), r.select(r_schema.names).cast(r_schema)
 
@@ -786,3 +794,53 @@ def test_run_summary_counts_duplicates_lost_and_failed_but_stored_per_scope(vers
         got = {k: summary[broker][k] for k in schemas.DELIVERY_COLUMNS}
         flags = store.delivery_flags(pa.array(mine.status, pa.string()), mine.copies.to_numpy())
         assert got == {k: int(v.sum()) for k, v in flags.items()}, broker
+
+
+# ---- the closed-loop store's columns --------------------------------------------------------------
+
+
+def test_busy_rejections_queue_depth_and_utilisation_of_closed_loop_brokers() -> None:
+    """Past capacity (joint coupling) BrokerFastFailure's sweeper answers [TIMEOUT_CLEAN_QUEUE]
+    (BrokerFastFailure.cleanExpiredRequestInQueue, 4.9.8): counted by kind per broker window and in
+    run_summary; the queue is deep and the writer busy; per-producer aggregates merge to the whole.
+    With coupling open there is no store: zeros and nulls."""
+    from test_engine_joint import CAPACITY, messages, run, scenario
+
+    out = run(1.2 * CAPACITY)
+    m = messages(scenario(1.2 * CAPACITY))
+    whole = summaries.summary_tables(
+        summaries.producer_aggregates(out.attempts, out.results, 2000, messages=m)
+    )
+    parts = []
+    for p in range(4):
+        keep = lambda t, p=p: t.filter(pc.equal(t.column("producer"), p))  # noqa: E731
+        parts.append(
+            summaries.producer_aggregates(keep(out.attempts), keep(out.results), 2000, messages=keep(m))
+        )
+    merged = summaries.summary_tables(summaries.merge(parts))
+    for name in ("broker_windows", "run_summary"):
+        assert merged[name].equals(whole[name]), name
+    bw, rs = whole["broker_windows"], whole["run_summary"]
+    kinds = out.attempts.column("busy_kind")
+    swept = pc.sum(pc.equal(kinds, "TIMEOUT_CLEAN_QUEUE")).as_py()
+    assert swept > 0 and pc.sum(bw.column("busy_timeout_clean_queue")).as_py() == swept
+    (all_row,) = rs.filter(pc.equal(rs.column("scope"), "all")).to_pylist()
+    assert all_row["busy_timeout_clean_queue"] == swept and all_row["busy_overload"] == 0
+    busy = bw.filter(
+        pc.and_(
+            pc.greater_equal(bw.column("window_start_ms"), 2000), pc.less(bw.column("window_start_ms"), 10000)
+        )
+    )
+    assert (
+        pc.min(busy.column("utilisation")).as_py() > 0.9
+        and pc.min(busy.column("queue_depth_max")).as_py() >= 10
+    )
+    assert pc.max(busy.column("queue_depth_mean")).as_py() <= pc.max(busy.column("queue_depth_max")).as_py()
+
+    open_out = run(1.2 * CAPACITY, "open")
+    bw = summaries.summary_tables(
+        summaries.producer_aggregates(open_out.attempts, open_out.results, 2000, messages=m)
+    )["broker_windows"]
+    for name in ("queue_depth_mean", "queue_depth_max", "utilisation"):
+        assert bw.column(name).null_count == bw.num_rows, name
+    assert all(pc.sum(bw.column(n)).as_py() == 0 for n in schemas.BUSY_COLUMNS)

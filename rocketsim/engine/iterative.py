@@ -13,16 +13,22 @@ after ``MAX_ROUNDS``; the last round's rows are the run's, with its round count 
 (broker, ms) buckets whose arrivals still changed).
 
 Every round is deterministic and each producer depends only on the trajectories, so the result does not
-depend on how producers are spread over tasks. Against :mod:`rocketsim.engine.joint` (exact) the
-approximations are: a request does not see the requests of its own ms in order, only half of them; a
-producer sees its own earlier load through the trajectory of the previous round; the sweeper's ``size of
-queue`` counts the trajectory's admissions. tests/test_engine_iterative.py states how close it comes.
+depend on how producers are spread over tasks: :func:`simulate_iterative` runs the rounds in one process;
+:func:`rocketsim.spark.run.iterate_rounds` spreads them over executors with the same pieces
+(:func:`simulate_round`, :func:`arrival_work`, :func:`converged`, :func:`trajectories`; arrival work and
+trajectories cross processes as :func:`work_table` rows and :func:`trajectories_to_bytes`).
+
+Against :mod:`rocketsim.engine.joint` (exact) the approximations are: a request does not see the requests
+of its own ms in order, only half of them; a producer sees its own earlier load through the trajectory of
+the previous round; the sweeper's ``size of queue`` counts the trajectory's admissions.
+tests/test_engine_iterative.py states how close it comes.
 """
 
 from __future__ import annotations
 
 import bisect
 import heapq
+import io
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -43,12 +49,36 @@ from rocketsim.engine.plan import SimOutput, prepare
 from rocketsim.engine.reference import ProducerSimulation, engine_output, producer_tables, sends_of
 from rocketsim.scenario import Scenario
 
-__all__ = ["MAX_ROUNDS", "IterativeRun", "Trajectory", "arrival_work", "simulate_iterative"]
+__all__ = [
+    "MAX_ROUNDS",
+    "WORK_SCHEMA",
+    "IterativeRun",
+    "Trajectory",
+    "arrival_work",
+    "converged",
+    "simulate_iterative",
+    "simulate_round",
+    "trajectories",
+    "trajectories_from_bytes",
+    "trajectories_to_bytes",
+    "work_from_table",
+    "work_table",
+]
 
 MAX_ROUNDS = 12
 
 # arrival work: (broker, ms) -> [count, bytes]
 ArrivalWork = dict[tuple[int, int], list[int]]
+# arrival work as rows (what a producer task of a round writes, in (broker, ms) order)
+WORK_SCHEMA = pa.schema(
+    [
+        pa.field("broker", pa.int32(), nullable=False),
+        pa.field("ms", pa.int64(), nullable=False),
+        pa.field("count", pa.int64(), nullable=False),
+        pa.field("bytes", pa.int64(), nullable=False),
+    ]
+)
+_TRAJECTORY_ARRAYS = ("snap_ms", "mid", "after", "admitted_ms", "leave_us", "busy")
 
 
 @dataclass
@@ -87,6 +117,29 @@ class Trajectory:
         t.busy = list(store.busy_log)
         return t
 
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Its state as int64 arrays (:func:`trajectories_to_bytes`)."""
+        return {
+            "snap_ms": np.asarray(self.snap_ms, np.int64),
+            "mid": np.asarray(self.mid, np.int64).reshape(-1, 3),
+            "after": np.asarray(self.after, np.int64).reshape(-1, 2),
+            "admitted_ms": self.admitted_ms,
+            "leave_us": self.leave_us,
+            "busy": np.asarray(self.busy, np.int64).reshape(-1, 2),
+        }
+
+    @classmethod
+    def from_arrays(cls, params: StoreParams, a: Mapping[str, np.ndarray]) -> Trajectory:
+        return cls(
+            params,
+            a["snap_ms"].tolist(),
+            [tuple(r) for r in a["mid"].tolist()],
+            [tuple(r) for r in a["after"].tolist()],
+            a["admitted_ms"],
+            a["leave_us"],
+            [tuple(r) for r in a["busy"].tolist()],
+        )
+
     def state(self, ms: int) -> tuple[int, int, int]:
         """(first free send thread, free writer, queue depth) for a request arriving at ``ms``."""
         i = bisect.bisect_right(self.snap_ms, ms) - 1
@@ -109,7 +162,7 @@ class Trajectory:
             )
             remark = sweep_remark(d.fate, d.tick - ms, str(max(size, 0)))
             return StoreAnswer(d.fate, a, d.answer_us, remark=remark, queue_depth=depth)
-        return StoreAnswer(Fate.SERVED, a, d.answer_us, d.end, queue_depth=depth)
+        return StoreAnswer(Fate.SERVED, a, d.answer_us, d.end, queue_depth=depth, service_us=d.end - d.begin)
 
 
 class _TrajectoryStore:
@@ -135,9 +188,13 @@ class _TrajectoryCluster:
         return _TrajectoryStore(self.trajectories[b], b, self.work)
 
 
+def _params(sc: Scenario) -> list[StoreParams]:
+    return [s.params for s in StoreCluster.from_scenario(sc).stores]
+
+
 def trajectories(sc: Scenario, work: ArrivalWork | None) -> list[Trajectory]:
     """Every broker's trajectory from a round's arrival work (None: idle brokers)."""
-    params = [s.params for s in StoreCluster.from_scenario(sc).stores]
+    params = _params(sc)
     per_broker: list[list[tuple[int, int, int]]] = [[] for _ in params]
     for (b, ms), (count, size) in sorted((work or {}).items()):
         per_broker[b].append((ms, count, size))
@@ -155,6 +212,47 @@ def arrival_work(parts: list[ArrivalWork]) -> ArrivalWork:
     return out
 
 
+def work_table(work: ArrivalWork) -> pa.Table:
+    """Arrival work as rows of :data:`WORK_SCHEMA`, in (broker, ms) order."""
+    keys = sorted(work)
+    cells = [work[k] for k in keys]
+    return pa.table(
+        [
+            pa.array([b for b, _ in keys], pa.int32()),
+            pa.array([ms for _, ms in keys], pa.int64()),
+            pa.array([c for c, _ in cells], pa.int64()),
+            pa.array([n for _, n in cells], pa.int64()),
+        ],
+        schema=WORK_SCHEMA,
+    )
+
+
+def work_from_table(rows: pa.Table) -> ArrivalWork:
+    """:func:`work_table`'s rows back as arrival work (one part: merge parts with :func:`arrival_work`)."""
+    cols = [rows.column(n).to_pylist() for n in WORK_SCHEMA.names]
+    return {(b, ms): [c, n] for b, ms, c, n in zip(*cols, strict=True)}
+
+
+def trajectories_to_bytes(trajs: list[Trajectory]) -> bytes:
+    """Every broker's trajectory as bytes (numpy ``.npz``, no pickle), for a round's producer tasks."""
+    buf = io.BytesIO()
+    arrays = {f"{b}.{k}": v for b, t in enumerate(trajs) for k, v in t.arrays().items()}
+    np.savez(buf, brokers=np.asarray([len(trajs)], np.int64), **arrays)
+    return buf.getvalue()
+
+
+def trajectories_from_bytes(sc: Scenario, data: bytes) -> list[Trajectory]:
+    """:func:`trajectories_to_bytes` read back (the stores' parameters from ``sc``)."""
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        params = _params(sc)
+        if int(z["brokers"][0]) != len(params):
+            raise ValueError(f"trajectories of {int(z['brokers'][0])} brokers for {len(params)} brokers")
+        return [
+            Trajectory.from_arrays(p, {k: z[f"{b}.{k}"] for k in _TRAJECTORY_ARRAYS})
+            for b, p in enumerate(params)
+        ]
+
+
 def simulate_round(
     messages: pa.Table, sc: Scenario, producer: int, trajs: list[Trajectory]
 ) -> tuple[SimOutput, ArrivalWork]:
@@ -164,8 +262,9 @@ def simulate_round(
     cluster = _TrajectoryCluster(trajs, tuple(sc.cluster.brokers))
     prep = prepare(messages, sc)
     sends = sends_of(prep)
-    done = ProducerSimulation(sc, producer, cluster).run(sends)  # type: ignore[arg-type]
-    out, ranks = engine_output(sc, len(sends), done)
+    sim = ProducerSimulation(sc, producer, cluster)  # type: ignore[arg-type]
+    done = sim.run(sends)
+    out, ranks = engine_output(sc, len(sends), done, sim.store_answers)
     return producer_tables(prep, out, ranks), cluster.work
 
 
@@ -183,6 +282,15 @@ def residual(a: ArrivalWork | None, b: ArrivalWork) -> int:
     return sum(1 for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 
+def converged(
+    previous: ArrivalWork | None, work: ArrivalWork, rounds: int, max_rounds: int
+) -> tuple[bool, int]:
+    """After round ``rounds`` made ``work`` (the round before made ``previous``): whether it is the last
+    (a fixed point, or the round limit), and its residual."""
+    left = residual(previous, work)
+    return left == 0 or rounds >= max_rounds, left
+
+
 def simulate_iterative(
     messages: Mapping[int, pa.Table], sc: Scenario, max_rounds: int = MAX_ROUNDS
 ) -> IterativeRun:
@@ -198,7 +306,7 @@ def simulate_iterative(
             outputs[p], work = simulate_round(messages[p], sc, p, trajs)
             parts.append(work)
         work = arrival_work(parts)
-        left = residual(previous, work)
-        if left == 0 or rounds >= max_rounds:
+        last, left = converged(previous, work, rounds, max_rounds)
+        if last:
             return IterativeRun(outputs, rounds, left)
         previous, trajs = work, trajectories(sc, work)

@@ -37,6 +37,7 @@ def simulate_joint(messages: Mapping[int, pa.Table], sc: Scenario) -> JointRun:
     against the closed-loop brokers."""
     stores = StoreCluster.from_scenario(sc)
     runs = {}
+    answers: dict = {}
     heap: list[tuple[int, int, int, Iterator[tuple[int, int]]]] = []
     for p in sorted(messages):
         if messages[p].num_rows == 0:
@@ -44,8 +45,10 @@ def simulate_joint(messages: Mapping[int, pa.Table], sc: Scenario) -> JointRun:
         prep = prepare(messages[p], sc)
         sends = sends_of(prep)
         done: list = []
-        steps = ProducerSimulation(sc, p, stores).stepper(sends, done)
+        sim = ProducerSimulation(sc, p, stores)
+        steps = sim.stepper(sends, done)
         runs[p] = (prep, sends, done)
+        answers[p] = sim.store_answers
         first = next(steps, None)
         if first is not None:
             heapq.heappush(heap, (first[0], first[1], p, steps))
@@ -58,7 +61,7 @@ def simulate_joint(messages: Mapping[int, pa.Table], sc: Scenario) -> JointRun:
             heapq.heapreplace(heap, (following[0], following[1], p, steps))
     outputs = {p: SimOutput.empty() for p in messages}
     for p, (prep, sends, done) in runs.items():
-        out, ranks = engine_output(sc, len(sends), done)
+        out, ranks = engine_output(sc, len(sends), done, answers[p])
         out.texts = [stores.fill_sizes(t) for t in out.texts]
         outputs[p] = producer_tables(prep, out, ranks)
     return JointRun(outputs, stores)

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from rocketsim import brokers as bm
 from rocketsim import codec, store, workload
+from rocketsim.broker_store import BUSY_KINDS
 from rocketsim.compression import CompressibilityModel, CompressionType, compressed_sys_flag, default_model
 from rocketsim.errors import MQClientError, RocketSimError
 from rocketsim.fault import (
@@ -775,6 +776,17 @@ def one_producer(messages: pa.Table) -> int:
 # ---- the output: what an engine decided, as the two tables ---------------------------------------
 
 
+@dataclass(frozen=True)
+class StoreColumns:
+    """Per attempt, what the closed-loop store saw (:class:`rocketsim.broker_store.StoreAnswer`; -1: the
+    store did not see it, or for ``busy`` it was not rejected): the rejection's
+    :class:`rocketsim.broker_store.Fate`, the queue depth it found, its append's writer time (us)."""
+
+    busy: np.ndarray
+    depth: np.ndarray
+    service: np.ndarray
+
+
 @dataclass
 class EngineOutput:
     """What an engine decided: attempts in (send, attempt) order, and one outcome per send.
@@ -809,6 +821,7 @@ class EngineOutput:
     n_sent: np.ndarray  # attempts sent
     thread: np.ndarray  # the sender thread that took the send
     kernel_start: np.ndarray  # when sendKernelImpl first ran (ASYNC: on an executor thread), else begin
+    a_store: StoreColumns | None = None  # closed-loop brokers only (None: the store columns are null)
 
 
 def _table(schema: pa.Schema, n: int, columns: dict[str, pa.Array | pa.ChunkedArray]) -> pa.Table:
@@ -819,6 +832,20 @@ def _table(schema: pa.Schema, n: int, columns: dict[str, pa.Array | pa.ChunkedAr
 def _take_str(names: list[str], idx: np.ndarray) -> pa.Array:
     """``names[idx]`` as a string array, null where ``idx < 0``."""
     return pc.take(pa.array(names, pa.string()), pa.array(idx, pa.int64(), mask=idx < 0))
+
+
+def _store_columns(st: StoreColumns | None) -> dict[str, pa.Array]:
+    """The attempt columns of the closed-loop store (none: left null)."""
+    if st is None:
+        return {}
+    names = [""] * (max(BUSY_KINDS) + 1)
+    for fate, name in BUSY_KINDS.items():
+        names[fate] = name
+    return {
+        "busy_kind": _take_str(names, st.busy),
+        "store_queue_depth": pa.array(st.depth.astype(np.int32), mask=st.depth < 0),
+        "store_service_us": pa.array(st.service, mask=st.service < 0),
+    }
 
 
 def _attempts_table(prep: Prepared, out: EngineOutput) -> pa.Table:
@@ -842,6 +869,7 @@ def _attempts_table(prep: Prepared, out: EngineOutput) -> pa.Table:
             "wire_bytes": pa.array(prep.s_wire[out.a_send].astype(np.int32)),
             "stored": pa.array(out.a_stored.astype(bool)),
             "stored_ts_ms": pa.array(out.a_stored_ts, mask=~out.a_stored.astype(bool)),
+            **_store_columns(out.a_store),
         },
     )
 

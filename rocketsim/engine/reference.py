@@ -36,7 +36,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import Protocol
@@ -46,7 +46,7 @@ import pyarrow as pa
 
 from rocketsim import brokers as bm
 from rocketsim import store
-from rocketsim.broker_store import StoreCluster, carries_load, closed_outcome
+from rocketsim.broker_store import StoreAnswer, StoreCluster, carries_load, closed_outcome
 from rocketsim.engine.plan import (
     NO_ISOLATION,
     EngineOutput,
@@ -54,6 +54,7 @@ from rocketsim.engine.plan import (
     SendKind,
     SimOutput,
     Status,
+    StoreColumns,
     build_tables,
     error_text,
     one_producer,
@@ -151,6 +152,7 @@ class ProducerSimulation:
         self.sc = sc
         self.producer = producer
         self.stores = stores  # the closed-loop brokers every producer of the run shares (None: open)
+        self.store_answers: dict[tuple[int, int], StoreAnswer] = {}  # (send, attempt) -> the store's
         p = sc.producers
         self.version = p.version
         self.line = self.version.fault_line
@@ -208,6 +210,7 @@ class ProducerSimulation:
             answer = self.model.attempt(self.producer, s.seq, attempt, broker, start_ms, timeout_ms)
             if self.stores is not None and carries_load(answer):
                 offered = self.stores.store(broker).offer(start_ms, s.wire)
+                self.store_answers[(s.index, attempt)] = offered
                 answer = closed_outcome(answer, offered, start_ms, timeout_ms)
             if store.properties_illegal(s.props_base, s.props_qid, s.props_chars, queue_id):
                 answer = bm.refused_as_illegal(answer)
@@ -494,9 +497,13 @@ def _result_status(record: SendRecord) -> tuple[Status, str | None]:
 
 
 def engine_output(
-    sc: Scenario, n_sends: int, done: list[tuple[Send, SendRecord]]
+    sc: Scenario,
+    n_sends: int,
+    done: list[tuple[Send, SendRecord]],
+    store_answers: Mapping[tuple[int, int], StoreAnswer] | None = None,
 ) -> tuple[EngineOutput, np.ndarray]:
-    """The records as an :class:`EngineOutput`, and each attempt's rank in completion order."""
+    """The records as an :class:`EngineOutput`, and each attempt's rank in completion order;
+    ``store_answers``: the closed-loop store's answer per (send, attempt) (its attempt columns)."""
     brokers = _Interned(list(sc.cluster.brokers))
     labels, texts = _Interned(), _Interned()
     by_send: list[tuple[int, SendRecord, int] | None] = [None] * n_sends
@@ -517,6 +524,9 @@ def engine_output(
             "iso",
             "stored",
             "stored_ts",
+            "busy",
+            "depth",
+            "service",
         )
     }
     ranks: list[int] = []
@@ -543,6 +553,10 @@ def engine_output(
             cols["iso"].append(NO_ISOLATION if a.isolated_until_ms is None else a.isolated_until_ms)
             cols["stored"].append(o.stored)
             cols["stored_ts"].append(a.start_ms + o.store_ms if o.stored else 0)
+            ans = store_answers.get((s, a.index)) if store_answers is not None else None
+            cols["busy"].append(-1 if ans is None or ans.busy_kind is None else int(ans.fate))
+            cols["depth"].append(-1 if ans is None else ans.queue_depth)
+            cols["service"].append(-1 if ans is None or not ans.stored else ans.service_us)
             ranks.append(rank)
         att_off.append(len(cols["send"]))
         status, text = _result_status(record)
@@ -592,6 +606,8 @@ def engine_output(
         thread=ints(per_send["thread"]),
         kernel_start=ints(per_send["kernel"]),
     )
+    if store_answers is not None:
+        out.a_store = StoreColumns(ints(cols["busy"]), ints(cols["depth"]), ints(cols["service"]))
     return out, ints(ranks)
 
 

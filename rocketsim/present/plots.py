@@ -230,6 +230,66 @@ def retries_and_failures(bw: pd.DataFrame, pw: pd.DataFrame, faults: Sequence[Fa
     return fig
 
 
+_BUSY = {
+    "busy_rejectrequest": "[REJECTREQUEST]",
+    "busy_overload": "[OVERLOAD]",
+    "busy_pc_synchronized": "[PC_SYNCHRONIZED]",
+    "busy_pcbusy_clean_queue": "[PCBUSY_CLEAN_QUEUE]",
+    "busy_timeout_clean_queue": "[TIMEOUT_CLEAN_QUEUE]",
+}
+
+
+def broker_load(bw: pd.DataFrame, faults: Sequence[FaultSpan] = ()) -> Figure:
+    """The closed-loop brokers (``brokers.coupling`` joint or iterative): per broker, the commit-log
+    writer's utilisation, the send-queue depth requests found (mean and max) and the flow-control
+    rejections per second by kind. With coupling open the store is not modelled: the panels say so."""
+    brokers = sorted(bw["broker"].unique()) if len(bw) else []
+    fig = Figure(figsize=(11, 7.5), layout="constrained")
+    util_ax, depth_ax, busy_ax = fig.subplots(3, 1, sharex=True)
+    for ax, labelled in ((util_ax, True), (depth_ax, False), (busy_ax, False)):
+        _shade_faults(ax, faults, labelled=labelled)
+    closed = "utilisation" in bw.columns and bw["utilisation"].notna().any()
+    if not closed:
+        for ax in (util_ax, depth_ax, busy_ax):
+            _empty(ax, "open-loop brokers (brokers.coupling = open): no store, no queue, no flow control")
+    else:
+        colors = broker_colors(brokers)
+        window_ms = int(bw["window_ms"].iloc[0])
+        for broker in brokers:
+            d = bw[bw["broker"] == broker].sort_values("window_start_ms")
+            x = _centers_s(d)
+            util_ax.plot(
+                x, d["utilisation"].astype(float) * 100, marker=".", ms=3, color=colors[broker], label=broker
+            )
+            depth_ax.plot(
+                x, d["queue_depth_mean"].astype(float), "-", color=colors[broker], label=f"{broker} mean"
+            )
+            depth_ax.plot(
+                x, d["queue_depth_max"].astype(float), ":", color=colors[broker], label=f"{broker} max"
+            )
+        per = bw.groupby("window_start_ms")[list(_BUSY)].sum().sort_index()
+        x = (per.index.to_numpy() + window_ms / 2) / 1000.0
+        bottom = np.zeros(len(per))
+        for col, label in _BUSY.items():
+            rate = per[col].to_numpy() * 1000 / window_ms
+            if rate.any():
+                busy_ax.bar(x, rate, width=window_ms / 1000 * 0.9, bottom=bottom, label=label)
+                bottom = bottom + rate
+        if not bottom.any():
+            _empty(busy_ax, "no flow-control rejections")
+    util_ax.axhline(100, color="0.4", lw=0.8, ls="--")
+    util_ax.set_ylabel("writer utilisation (%)")
+    depth_ax.set_ylabel("send-queue depth")
+    busy_ax.set_ylabel("SYSTEM_BUSY / s (all brokers)")
+    busy_ax.set_xlabel(TIME_LABEL)
+    for ax in (util_ax, depth_ax, busy_ax):
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    fig.suptitle(f"Broker load: commit-log writer, send queue and flow control ({_window_s(bw)})")
+    return fig
+
+
 def publish_delay(pw: pd.DataFrame, faults: Sequence[FaultSpan] = ()) -> Figure:
     """Queue wait before the send starts ("publish delay"): p50 and p99 over producers, per window."""
     fig = Figure(figsize=(11, 3.8), layout="constrained")
@@ -353,20 +413,22 @@ def variant_timelines(
     cw: pd.DataFrame,
     variants: Sequence[str],
     faults: Mapping[str, Sequence[FaultSpan]] | None = None,
+    panels: Sequence[tuple[str, str]] = VARIANT_PANELS,
 ) -> Figure:
-    """The same fault timeline under each variant, side by side: traffic share, p99 latency and
-    isolating producers per broker over time (rows), one column per variant, shared y axes."""
+    """The same fault timeline under each variant, side by side: per broker over time, one row per panel
+    (``(column, label)``; default traffic share, p99 latency and isolating producers), one column per
+    variant, shared y axes."""
     faults = faults or {}
     n = max(1, len(variants))
-    fig = Figure(figsize=(max(5.0 * n, 8), 8.5), layout="constrained")
-    axes = fig.subplots(len(VARIANT_PANELS), n, sharex=True, sharey="row", squeeze=False)
+    fig = Figure(figsize=(max(5.0 * n, 8), 2.8 * len(panels) + 0.5), layout="constrained")
+    axes = fig.subplots(len(panels), n, sharex=True, sharey="row", squeeze=False)
     colors = broker_colors(list(cw["broker"].unique()) if len(cw) else [])
     for j, v in enumerate(variants):
         d = cw[cw["variant"] == v].copy()
         if len(d):
             totals = d.groupby("window_start_ms")["sends"].transform("sum").replace(0, np.nan)
             d["share"] = (d["sends"] / totals * 100).fillna(0)
-        for i, (col, label) in enumerate(VARIANT_PANELS):
+        for i, (col, label) in enumerate(panels):
             ax = axes[i, j]
             _shade_faults(ax, faults.get(v, ()), labelled=(i == 0))
             for b in sorted(d["broker"].unique()) if len(d) else []:
@@ -461,4 +523,36 @@ def variant_broker_sends(rows: pd.DataFrame, variants: Sequence[str], baseline: 
     ax.legend(title="variant", fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle(f"Attempts per broker under each variant (labels: change vs {baseline})")
+    return fig
+
+
+# ---- a capacity sweep ---------------------------------------------------------------------------
+
+
+def capacity_chart(rows: pd.DataFrame) -> Figure:
+    """A capacity sweep (the ``capacity`` table): send-latency p99 and the failed share of sends per
+    cluster size, with the target and the bound; the smallest size meeting both is marked."""
+    fig = Figure(figsize=(9, 6), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    d = rows.sort_values(["brokers", "write_queues"]).reset_index(drop=True)
+    x = np.arange(len(d))
+    ok = d["meets_target"].to_numpy(bool)
+    colors = np.where(ok, "tab:green", "tab:red")
+    top.bar(x, d["latency_p99_ms"].astype(float), color=colors)
+    bottom.bar(x, d["failure_rate"].astype(float) * 100, color=colors)
+    if len(d):
+        top.axhline(float(d["target_p99_ms"].iloc[0]), color="k", ls="--", lw=1, label="target p99")
+        bottom.axhline(float(d["max_failure_rate"].iloc[0]) * 100, color="k", ls="--", lw=1, label="bound")
+        for i in np.flatnonzero(d["smallest"].to_numpy(bool)):
+            top.annotate(
+                "smallest meeting both", (i, float(d["latency_p99_ms"].iloc[i])), ha="center", va="bottom"
+            )
+    top.set_ylabel("send latency p99 (ms)")
+    bottom.set_ylabel("failed sends (%)")
+    bottom.set_xticks(x, list(d["variant"]))
+    bottom.set_xlabel("cluster size")
+    for ax in (top, bottom):
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(loc="upper right", fontsize=8)
+    fig.suptitle("Capacity sweep: green meets the p99 target and the failure bound")
     return fig

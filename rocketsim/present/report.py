@@ -91,6 +91,12 @@ def figures(run: RunData) -> list[tuple[str, str, object]]:
             plots.retries_and_failures(run.broker_windows, run.producer_windows, run.faults),
         ),
         (
+            "broker_load",
+            "Closed-loop brokers: writer utilisation, send-queue depth and flow-control rejections by kind "
+            "(empty with brokers.coupling = open).",
+            plots.broker_load(run.broker_windows, run.faults),
+        ),
+        (
             "publish_delay",
             "Queue wait before a send starts (publish delay): producers falling behind.",
             plots.publish_delay(run.producer_windows, run.faults),

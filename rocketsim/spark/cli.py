@@ -15,6 +15,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rocketsim import capacity
 from rocketsim.scenario import JAVA_INT_MAX, Scenario, ScenarioError, check_window, load_scenario
 from rocketsim.variants import Variant, build_scenarios, combine, parse_variants, sweep_variants
 from rocketsim.warehouse.paths import unwritable
@@ -48,6 +49,23 @@ class CompareArgs:
     run_id: str = ""
     overrides: tuple[str, ...] = ()
     partitions: int = 0  # 0: Spark's default parallelism
+    window_ms: int = 10_000
+    quiet: bool = False
+
+
+@dataclass(frozen=True)
+class CapacityArgs:
+    """The command line of ``jobs/capacity.py``."""
+
+    scenario_path: str
+    variants: tuple[Variant, ...]
+    target_p99_ms: float
+    max_failure_rate: float
+    chart: str
+    warehouse: str = "warehouse"
+    run_id: str = ""
+    overrides: tuple[str, ...] = ()
+    partitions: int = 0
     window_ms: int = 10_000
     quiet: bool = False
 
@@ -195,6 +213,72 @@ def parse_compare_args(
             scenario_path=ns.scenario,
             variants=tuple(variants),
             baseline=baseline,
+            warehouse=ns.warehouse,
+            run_id=run_id,
+            overrides=tuple(ns.overrides),
+            partitions=ns.partitions or 0,
+            window_ms=ns.window_ms,
+            quiet=ns.quiet,
+        )
+        return args, base, scenarios
+
+    return one_line_errors(parse)
+
+
+def _sizes(text: str, option: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        raise ScenarioError(
+            f"{option} must be comma-separated integers, e.g. 3,4,5,6, got {text!r}"
+        ) from None
+
+
+def parse_capacity_args(
+    argv: list[str] | None, prog: str = "jobs/capacity.py", description: str | None = None
+) -> tuple[CapacityArgs, Scenario, dict[str, Scenario]]:
+    """Parse and validate a capacity sweep before Spark starts; bad input exits with code 2 and one line."""
+    p = shared_parser(
+        prog,
+        description,
+        run_id_help="sweep id (default: <scenario name>-s<seed>-capacity)",
+        set_help="override a scenario key for every cluster size, e.g. --set workload.rate_per_s=600",
+        window_help="window of the summaries (ms)",
+        quiet_help="print only the answer",
+    )
+    axis = p.add_mutually_exclusive_group(required=True)
+    axis.add_argument("--brokers", help="the numbers of brokers to try, e.g. 3,4,5,6")
+    axis.add_argument("--write-queues", help="the numbers of write queues per broker to try, e.g. 2,4,8")
+    p.add_argument("--target-p99-ms", type=float, required=True, help="the send-latency p99 to meet (ms)")
+    p.add_argument(
+        "--max-failure-rate",
+        type=float,
+        default=0.001,
+        help="the failed share of sends to stay under (0.001)",
+    )
+    p.add_argument("--chart", default="", help="where to write the chart (PNG; default capacity-<id>.png)")
+    ns = p.parse_args(argv)
+
+    def parse() -> tuple[CapacityArgs, Scenario, dict[str, Scenario]]:
+        if not ns.target_p99_ms > 0:
+            raise ScenarioError(f"--target-p99-ms must be > 0, got {ns.target_p99_ms}")
+        if not 0 <= ns.max_failure_rate <= 1:
+            raise ScenarioError(f"--max-failure-rate must be in [0, 1], got {ns.max_failure_rate}")
+        base = load_scenario(ns.scenario, ns.overrides)
+        if ns.brokers is not None:
+            variants = capacity.size_variants(base, capacity.BROKERS, _sizes(ns.brokers, "--brokers"))
+        else:
+            sizes = _sizes(ns.write_queues, "--write-queues")
+            variants = capacity.size_variants(base, capacity.QUEUES, sizes)
+        base, scenarios = build_scenarios(ns.scenario, ns.overrides, variants, coupled=True)
+        check_shared(ns, base)
+        run_id = checked_run_id(ns.run_id, f"{base.run_id}-capacity", base.name, "sweep")
+        args = CapacityArgs(
+            scenario_path=ns.scenario,
+            variants=tuple(variants),
+            target_p99_ms=ns.target_p99_ms,
+            max_failure_rate=ns.max_failure_rate,
+            chart=ns.chart or f"capacity-{run_id}.png",
             warehouse=ns.warehouse,
             run_id=run_id,
             overrides=tuple(ns.overrides),

@@ -26,7 +26,7 @@ from deltalake.exceptions import DeltaError
 from pyspark.sql import SparkSession
 
 from rocketsim.reconcile import ReconciliationError
-from rocketsim.spark.cli import CompareArgs, JobArgs
+from rocketsim.spark.cli import CapacityArgs, CompareArgs, JobArgs
 from rocketsim.spark.session import build_session
 from rocketsim.warehouse.claims import ClaimError, claimed
 from rocketsim.warehouse.delta import DamagedTableError
@@ -40,7 +40,7 @@ _MAX_DETAIL = 300
 
 def run_job(
     job: str,
-    args: JobArgs | CompareArgs,
+    args: JobArgs | CompareArgs | CapacityArgs,
     body: Callable[[SparkSession], object],
     *,
     reads: Sequence[str] = (),
@@ -68,7 +68,7 @@ def run_job(
     return 0
 
 
-def _failed(exc: BaseException, args: JobArgs | CompareArgs) -> int:
+def _failed(exc: BaseException, args: JobArgs | CompareArgs | CapacityArgs) -> int:
     line, known = describe_failure(exc, args.warehouse, args.run_id)
     print(line, file=sys.stderr, flush=True)
     if not known:

@@ -69,6 +69,7 @@ def run_simulate(spark: SparkSession, args: JobArgs, sc: Scenario) -> tuple[int,
     (``jobs/simulate.py``); returns (results, attempts)."""
     t = time.monotonic()
     rep = _stage(spark, args, sc, (schemas.SIMULATE,))
+    _say_rounds(args, rep)
     paths = {r.table: r.path for r in rep.reports}
     _say(
         args,
@@ -109,7 +110,17 @@ def run_one_pass(spark: SparkSession, args: JobArgs, sc: Scenario) -> StageRepor
         f"{len(rep.reports)} tables ({rep.producers_s:.1f} s producer tasks, {rep.brokers_s:.1f} s broker "
         f"tasks, {rep.driver_s:.1f} s driver merge, {rep.commit_s:.1f} s commits)",
     )
+    _say_rounds(args, rep)
     return rep
+
+
+def _say_rounds(args: JobArgs, rep: StageReport) -> None:
+    if rep.rounds is not None:
+        fixed = "a fixed point" if rep.residual == 0 else "the round limit"
+        _say(
+            args,
+            f"[iterative] {rep.rounds} rounds, last residual {rep.residual} (broker, ms) buckets ({fixed})",
+        )
 
 
 def write_runs_row(
@@ -120,9 +131,12 @@ def write_runs_row(
     attempts: int,
     started: datetime,
     wall_s: float,
+    rounds: int | None = None,
+    residual: int | None = None,
 ) -> WriteReport:
-    """The run's ``runs`` row: its scenario and overrides, counts, and when and how long it ran (the
-    driver writes it with pyarrow and commits it as a write of the table, for the job to publish)."""
+    """The run's ``runs`` row: its scenario and overrides, counts, when and how long it ran, and the
+    iterative coupling's rounds and residual (the driver writes it with pyarrow and commits it as a write
+    of the table, for the job to publish)."""
     row = {
         "scenario_name": sc.name,
         "scenario_text": sc.source_text,
@@ -133,6 +147,8 @@ def write_runs_row(
         "attempts": attempts,
         "started_at": started.isoformat(timespec="seconds"),
         "wall_time_s": wall_s,
+        "coupling_rounds": rounds,
+        "coupling_residual": residual,
     }
     return publish_rows(
         spark,
@@ -212,7 +228,7 @@ def run_pipeline(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
         f"{attempts:,} attempt rows = sum of attempts; per-broker sums = totals ({len(rep.checks)} rules)",
     )
     t_runs = time.monotonic()
-    runs = write_runs_row(spark, args, sc, messages, attempts, started, t_runs - t)
+    runs = write_runs_row(spark, args, sc, messages, attempts, started, t_runs - t, rep.rounds, rep.residual)
     publish_stage(spark, args.warehouse, args.run_id, PIPELINE_JOB, rep, runs)
     _say(args, f"[runs] 1 row; run {args.run_id} published ({time.monotonic() - t_runs:.1f} s)")
     print_summary(args, rep.summary_tables["run_summary"])

@@ -9,6 +9,11 @@ job reads a table):
    loaded bin) runs :func:`~rocketsim.warehouse.stage_files.write_producer_files` for each of them;
 2. one task per broker runs :func:`~rocketsim.warehouse.stage_files.write_broker_files`.
 
+Closed-loop brokers (``brokers.coupling``): ``joint`` gives every producer one task (the exact event
+loop); ``iterative`` first runs its rounds (:func:`iterate_rounds`: Spark jobs of producer tasks, the
+driver merging their arrival work between them), and step 1 then simulates against the last round's
+trajectories.
+
 The tasks write straight into the tables' staging folders (``<table>/_staging/<write id>``, shared
 storage on a cluster) and their small aggregates into a scratch folder beside them; the driver merges
 those into the summary tables and ``consumer_load`` (:func:`~rocketsim.warehouse.stage_files.finish_stage`)
@@ -43,7 +48,8 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from rocketsim import reconcile, schemas, stage, workload
-from rocketsim.broker_store import OPEN
+from rocketsim.broker_store import ITERATIVE, JOINT
+from rocketsim.engine import iterative
 from rocketsim.scenario import Scenario
 from rocketsim.schemas import SIMULATE
 from rocketsim.spark.delta_sink import publish_run, publish_staged
@@ -54,6 +60,7 @@ from rocketsim.warehouse.stage_files import (
     INPUT_COLUMNS,
     STAGES,
     CoupledProducers,
+    IterativeRound,
     StageWork,
     derived_tables,
     finish_stage,
@@ -83,6 +90,8 @@ class StageReport:
     brokers_s: float  # step 2 (number the commit logs, the broker side, write)
     driver_s: float  # merge the aggregates, write the driver's tables
     commit_s: float
+    rounds: int | None = None  # brokers.coupling = iterative: the rounds run (None: not iterative)
+    residual: int | None = None  # and the last round's residual (0: a fixed point)
 
     def rows(self, table: str) -> int:
         """Rows of ``table`` committed (or, for a table the stage only read, in the run)."""
@@ -174,9 +183,12 @@ def write_stage(
     for d in work.all():
         make_dir(d)
 
-    # closed-loop brokers: every producer in one task, simulated together (CoupledProducers)
-    coupled = CoupledProducers(sc, shares, work) if sc.coupling != OPEN and work.runs(SIMULATE) else None
+    # closed-loop brokers, joint: every producer in one task, simulated together (CoupledProducers)
+    coupled: CoupledProducers | IterativeRound | None = None
+    if sc.coupling == JOINT and work.runs(SIMULATE):
+        coupled = CoupledProducers(sc, shares, work)
     bins = [producers] if coupled is not None else stage.producer_bins(shares, partitions)
+    rounds = left = None
 
     def producer_work(p: int) -> dict[str, int]:
         return write_producer_files(sc, by_producer[p], work, coupled)
@@ -186,6 +198,8 @@ def write_stage(
 
     try:
         t0 = time.monotonic()
+        if sc.coupling == ITERATIVE and work.runs(SIMULATE):  # the rounds, then the last one's rows
+            coupled, rounds, left = iterate_rounds(spark, sc, by_producer, work, bins)
         per_producer = map_bins(spark, bins, producer_work)
         t1 = time.monotonic()
         per_broker = map_bins(spark, [[b] for b in brokers], broker_work) if work.has_brokers else {}
@@ -219,4 +233,37 @@ def write_stage(
         brokers_s=t2 - t1,
         driver_s=t3 - t2,
         commit_s=t4 - t3,
+        rounds=rounds,
+        residual=left,
     )
+
+
+def iterate_rounds(
+    spark: SparkSession,
+    sc: Scenario,
+    shares: Mapping[int, workload.ProducerShare],
+    work: StageWork,
+    bins: Sequence[Sequence[int]],
+    max_rounds: int = iterative.MAX_ROUNDS,
+) -> tuple[IterativeRound, int, int]:
+    """``brokers.coupling = iterative`` across executors (the rounds of
+    :func:`rocketsim.engine.iterative.simulate_iterative`, spread out): per round the driver writes the
+    brokers' trajectories, one Spark task per bin simulates its producers against them and writes their
+    arrival work, the driver merges it, checks the residual and replays the next trajectories. Returns
+    the last round (its producer tasks are then the stage's normal ones: the same simulation against the
+    same trajectories, writing rows), the rounds and the residual. Deterministic and partition-invariant:
+    a producer depends only on the trajectories, and the merge is a sum."""
+    previous: iterative.ArrivalWork | None = None
+    trajs = iterative.trajectories(sc, None)
+    producers = sorted(shares)
+    number = 0
+    while True:
+        number += 1
+        rnd = IterativeRound(sc, work, number)
+        rnd.write_trajectories(trajs)
+        map_bins(spark, bins, lambda p, rnd=rnd: rnd.write_work(shares[p]))
+        merged = rnd.merged_work(producers)
+        last, left = iterative.converged(previous, merged, number, max_rounds)
+        if last:
+            return rnd, number, left
+        previous, trajs = merged, iterative.trajectories(sc, merged)

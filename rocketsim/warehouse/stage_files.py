@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim import broker_side, reconcile, schemas, simulate, stage, store, summaries, workload
+from rocketsim.engine import iterative
 from rocketsim.grouping import pack_keys
 from rocketsim.scenario import Scenario
 from rocketsim.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
@@ -73,6 +74,9 @@ SCRATCH_OTHER_HALVES = "other-halves-p{:06d}.arrow"
 SCRATCH_AGGREGATES = "aggregates-p{:06d}.bin"
 SCRATCH_DELIVERIES = "deliveries-b{:06d}.arrow"
 SCRATCH_VARIANT_AGGREGATES = "aggregates-g{:04d}-p{:06d}.bin"
+SCRATCH_WHOLE_RUN_AGGREGATES = "aggregates-v{:04d}.bin"  # a capacity sweep: one per variant
+SCRATCH_ROUND_WORK = "round{:03d}-work-p{:06d}.arrow"  # brokers.coupling = iterative
+SCRATCH_TRAJECTORIES = "round{:03d}-trajectories.npz"
 # A broker task's send_results file holds every producer's results pointing at that broker, in producer
 # order: row groups this small let a task reading one producer's results back (jobs/summarize.py,
 # jobs/broker_side.py) skip the others' by the footer's producer ranges, so reading every producer costs
@@ -211,29 +215,82 @@ class CoupledProducers:
     work: StageWork
     _outputs: dict[int, simulate.SimOutput] | None = None
 
-    def output(self, producer: int) -> simulate.SimOutput:
+    def output(self, producer: int, messages: pa.Table | None = None) -> simulate.SimOutput:
+        """The producer's simulation (``messages``: unused, every producer's are generated or read here)."""
         if self._outputs is None:
-            messages = {s.producer: self._messages(s) for s in self.shares}
-            self._outputs = stage.coupled_outputs(self.sc, messages)
+            messages_of = {s.producer: input_messages(self.sc, s, self.work) for s in self.shares}
+            self._outputs = stage.coupled_outputs(self.sc, messages_of)
         return self._outputs.pop(producer)
 
-    def _messages(self, share: workload.ProducerShare) -> pa.Table:
-        if self.work.runs(GENERATE):
-            return stage.producer_messages(self.sc, share)
-        uris = may_hold(self.work.inputs["messages"], share.producer)
-        return read_producer_rows(uris, MESSAGES_DATA, share.producer)
+
+def input_messages(sc: Scenario, share: workload.ProducerShare, work: StageWork) -> pa.Table:
+    """One producer's messages, whole, to simulate: generated (not written), or read from the committed
+    ``messages``."""
+    if work.runs(GENERATE):
+        return stage.producer_messages(sc, share)
+    uris = may_hold(work.inputs["messages"], share.producer)
+    return read_producer_rows(uris, MESSAGES_DATA, share.producer)
+
+
+@dataclass
+class IterativeRound:
+    """One round of ``brokers.coupling = iterative`` (:mod:`rocketsim.engine.iterative`) as files: the
+    driver writes the brokers' trajectories of round ``number`` (:meth:`write_trajectories`); each producer
+    task simulates its producers against them and writes their arrival work (:meth:`write_work`); the
+    driver merges it (:meth:`merged_work`). The trajectories are read once per task (kept here)."""
+
+    sc: Scenario
+    work: StageWork
+    number: int
+    _trajectories: list[iterative.Trajectory] | None = None
+
+    def trajectories_uri(self) -> str:
+        return f"{self.work.scratch}/{SCRATCH_TRAJECTORIES.format(self.number)}"
+
+    def write_trajectories(self, trajs: list[iterative.Trajectory]) -> None:
+        write_bytes(iterative.trajectories_to_bytes(trajs), self.trajectories_uri())
+
+    def trajectories(self) -> list[iterative.Trajectory]:
+        if self._trajectories is None:
+            data = read_bytes(self.trajectories_uri())
+            self._trajectories = iterative.trajectories_from_bytes(self.sc, data)
+        return self._trajectories
+
+    def simulate(self, producer: int, messages: pa.Table) -> tuple[simulate.SimOutput, iterative.ArrivalWork]:
+        return iterative.simulate_round(messages, self.sc, producer, self.trajectories())
+
+    def output(self, producer: int, messages: pa.Table) -> simulate.SimOutput:
+        """The producer's simulation against this round's trajectories (the last round's: its rows)."""
+        return self.simulate(producer, messages)[0]
+
+    def write_work(self, share: workload.ProducerShare) -> dict[str, int]:
+        """A producer task's part of the round: its arrival work into the scratch folder; its counts."""
+        p = share.producer
+        _, arrivals = self.simulate(p, input_messages(self.sc, share, self.work))
+        uri = f"{self.work.scratch}/{SCRATCH_ROUND_WORK.format(self.number, p)}"
+        write_ipc(iterative.work_table(arrivals), uri)
+        return {"round.requests": sum(c for c, _ in arrivals.values())}
+
+    def merged_work(self, producers: Sequence[int]) -> iterative.ArrivalWork:
+        """Every producer's arrival work of the round, merged (sums: any order)."""
+        uris = [f"{self.work.scratch}/{SCRATCH_ROUND_WORK.format(self.number, p)}" for p in producers]
+        return iterative.arrival_work([iterative.work_from_table(read_ipc(u)) for u in uris])
 
 
 def write_producer_files(
-    sc: Scenario, share: workload.ProducerShare, work: StageWork, coupled: CoupledProducers | None = None
+    sc: Scenario,
+    share: workload.ProducerShare,
+    work: StageWork,
+    coupled: CoupledProducers | IterativeRound | None = None,
 ) -> dict[str, int]:
     """One producer's part of the stage (step 1 of the module docstring); returns its counts.
-    ``coupled``: the run's producers simulated together (closed-loop brokers)."""
+    ``coupled``: the producer's simulation against the closed-loop brokers (the run's producers
+    simulated together, or the last round of the iterative coupling)."""
     p = share.producer
     counts: dict[str, int] = {}
     messages = _messages(sc, share, work, counts)
     if work.runs(SIMULATE):
-        out = coupled.output(p) if coupled is not None else None
+        out = coupled.output(p, messages) if coupled is not None else None
         tables = stage.producer_tables(sc, messages, out)
         _write_simulated(tables, len(sc.cluster.brokers), p, work)
         attempts, results = tables.attempts, tables.results
@@ -450,6 +507,21 @@ def write_variant_aggregates(
         "messages": int(pc.sum(scopes.column("messages")).as_py() or 0),
         "attempts": int(pc.sum(scopes.column("attempts")).as_py() or 0),
     }
+
+
+def write_whole_run_aggregates(
+    sc: Scenario, variant: str, index: int, window_ms: int, scratch: str
+) -> dict[str, int]:
+    """A capacity sweep's task for variant number ``index`` (:func:`rocketsim.stage.whole_run_aggregates`):
+    its aggregates into the scratch folder; its counts."""
+    aggregates = stage.whole_run_aggregates(sc, variant, window_ms)
+    write_bytes(aggregates.to_bytes(), f"{scratch}/{SCRATCH_WHOLE_RUN_AGGREGATES.format(index)}")
+    return {"messages": sc.workload.total_messages()}
+
+
+def whole_run_aggregate_files(scratch: str, n: int) -> list[str]:
+    """The files :func:`write_whole_run_aggregates` wrote for ``n`` variants."""
+    return [f"{scratch}/{SCRATCH_WHOLE_RUN_AGGREGATES.format(i)}" for i in range(n)]
 
 
 def variant_aggregate_files(scratch: str, groups: Sequence[Sequence[int]]) -> list[str]:

@@ -1,0 +1,122 @@
+"""The README's comparison of the shipped closed-loop scenarios (``cascade``, ``store_stall``,
+``overload_retry``): each scenario under the variants its question names, simulated in this process with
+the exact coupling (``brokers.coupling = joint``), summarised (:mod:`rocketsim.summaries`) and charted.
+
+``python -m rocketsim.present.closed_loop [OUT_DIR]`` writes ``closed_loop_<scenario>.png`` (per broker
+over time: writer utilisation, flow-control rejections per second, attempt p99, one column per variant)
+into OUT_DIR (default ``docs``) and prints the run-level numbers as Markdown tables.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+from matplotlib.figure import Figure
+
+from rocketsim import schemas, simulate, stage, summaries, workload
+from rocketsim.present import plots
+from rocketsim.scenario import Scenario, load_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+WINDOW_MS = 5_000
+# scenario -> variant label -> overrides (the question in each scenario's header)
+VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "cascade": {
+        "fault strategy on": (),
+        "fault strategy off": ("producers.send_latency_fault_enable=false",),
+    },
+    "store_stall": {
+        "client 4.9.8, broker 4.9.8": (),
+        "client 5.3.3, broker 4.9.8": ("producers.client_version=5.3.3",),
+        "client 4.9.8, broker 5.3.3": ("cluster.broker_version=5.3.3",),
+        "client 5.3.3, broker 5.3.3": ("producers.client_version=5.3.3", "cluster.broker_version=5.3.3"),
+    },
+    "overload_retry": {
+        "client 4.9.8 (no SYSTEM_BUSY retry)": (),
+        "client 5.3.3 (retries SYSTEM_BUSY)": ("producers.client_version=5.3.3",),
+    },
+}
+PANELS = (
+    ("utilisation_pct", "writer utilisation (%)"),
+    ("busy_per_s", "SYSTEM_BUSY / s"),
+    ("latency_p99_ms", "attempt p99 (ms, log)"),
+)
+
+
+def summary_of(sc: Scenario) -> dict[str, pa.Table]:
+    """The summary tables of one whole run of ``sc``, simulated here."""
+    messages = pa.concat_tables([stage.producer_messages(sc, s) for s in workload.producer_shares(sc)])
+    out = simulate.simulate(messages, sc)
+    return summaries.summary_tables(
+        summaries.producer_aggregates(out.attempts, out.results, WINDOW_MS, messages=messages)
+    )
+
+
+def run_variants(name: str, variants: Mapping[str, Sequence[str]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``broker_windows`` and ``run_summary`` of scenario ``name`` under each variant (a ``variant``
+    column), with the exact coupling."""
+    windows, runs = [], []
+    for label, overrides in variants.items():
+        path = ROOT / "conf" / "scenarios" / f"{name}.toml"
+        tables = summary_of(load_scenario(path, ["brokers.coupling=joint", *overrides]))
+        for frames, table in ((windows, "broker_windows"), (runs, "run_summary")):
+            frames.append(tables[table].to_pandas().assign(variant=label))
+    return pd.concat(windows, ignore_index=True), pd.concat(runs, ignore_index=True)
+
+
+def comparison_figure(name: str, bw: pd.DataFrame, variants: Sequence[str]) -> Figure:
+    """Per broker over time under each variant: utilisation, flow-control rejections, attempt p99."""
+    bw = bw.copy()
+    window_s = bw["window_ms"] / 1000.0
+    bw["utilisation_pct"] = bw["utilisation"] * 100
+    bw["busy_per_s"] = bw[list(schemas.BUSY_COLUMNS)].sum(axis=1) / window_s
+    sc = load_scenario(ROOT / "conf" / "scenarios" / f"{name}.toml")
+    faults = {v: plots.fault_spans(sc) for v in variants}
+    fig = plots.variant_timelines(bw, variants, faults, PANELS)
+    fig.suptitle(f"{name}.toml: per broker over time, under each variant ({WINDOW_MS // 1000} s windows)")
+    return fig
+
+
+def numbers(rs: pd.DataFrame) -> pd.DataFrame:
+    """The run-level numbers of each variant (scope "all")."""
+    a = rs[rs["scope"] == "all"].set_index("variant")
+    out = pd.DataFrame(index=a.index)
+    out["messages"] = a["messages"]
+    out["failed %"] = (a["failed"] / a["messages"] * 100).round(2)
+    out["attempts"] = a["sends"]
+    out["retries"] = a["retries"]
+    for col in schemas.BUSY_COLUMNS:
+        out[col.removeprefix("busy_").upper()] = a[col]
+    out["p99 ms"] = a["latency_p99_ms"]
+    out["duplicates"] = a["duplicates"]
+    return out.loc[:, (out != 0).any(axis=0) | out.columns.isin(["failed %", "retries", "duplicates"])]
+
+
+def markdown(df: pd.DataFrame) -> str:
+    """A frame as a Markdown table (index first)."""
+    head = [df.index.name or "", *map(str, df.columns)]
+    rows = [
+        [str(i), *(f"{v:,}" if isinstance(v, int) else f"{v:g}" for v in r)]
+        for i, r in zip(df.index, df.itertuples(index=False, name=None), strict=True)
+    ]
+    lines = [head, ["---"] * len(head), *rows]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+
+
+def main(argv: Sequence[str] = ()) -> int:
+    out_dir = Path(argv[0] if argv else "docs")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, variants in VARIANTS.items():
+        bw, rs = run_variants(name, variants)
+        path = plots.save_figure(comparison_figure(name, bw, list(variants)), out_dir, f"closed_loop_{name}")
+        print(f"\n### {name} ({path})\n")
+        print(markdown(numbers(rs)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -18,10 +18,12 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(PY) -m pip install -c constraints.txt -e '.[dev,notebooks]' >> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
 
-# numba's on-disk cache of the compiled engine, filled once (about a minute) rather than by every Spark
-# worker or test process that would otherwise compile it at the same time.
+# numba's on-disk cache of the compiled engine, filled once (a minute or two) rather than by every Spark
+# worker or test process that would otherwise compile it at the same time; emptied first when
+# compiled.py changed (an older entry is never loaded again, and one could clash).
 WARM := $(NUMBA_CACHE_DIR)/.warm-stamp
 $(WARM): $(STAMP) rocketsim/engine/compiled.py
+	@rm -f $(NUMBA_CACHE_DIR)/engine_*/compiled.*.nbi $(NUMBA_CACHE_DIR)/engine_*/compiled.*.nbc
 	@$(PY) -m rocketsim.engine.warm
 	@mkdir -p $(NUMBA_CACHE_DIR) && touch $(WARM)
 

@@ -116,7 +116,7 @@ def producer_tables(
     sc: Scenario, messages: pa.Table, out: simulate.SimOutput | None = None
 ) -> ProducerTables:
     """One producer's messages -> its attempts, results and commit-log records (step 1 of the module
-    docstring); ``out``: its simulation when already made (:func:`coupled_outputs`)."""
+    docstring); ``out``: its simulation when already made (:func:`rocketsim.simulate.simulate_coupled`)."""
     producers = messages.column("producer").unique().to_pylist()
     if len(producers) > 1:
         raise ValueError(f"producer_tables takes one producer's messages, got producers {sorted(producers)}")
@@ -132,13 +132,6 @@ def producer_tables(
         log_broker=log_broker,
         result_broker=result_broker,
     )
-
-
-def coupled_outputs(sc: Scenario, messages: Mapping[int, pa.Table]) -> dict[int, simulate.SimOutput]:
-    """Every producer's simulation when the producers are coupled through closed-loop brokers
-    (``brokers.coupling`` joint or iterative: :func:`rocketsim.simulate.simulate_coupled`): all producers
-    of the run at once, in one task."""
-    return simulate.simulate_coupled(messages, sc)
 
 
 def broker_tables(

@@ -219,7 +219,7 @@ class CoupledProducers:
         """The producer's simulation (``messages``: unused, every producer's are generated or read here)."""
         if self._outputs is None:
             messages_of = {s.producer: input_messages(self.sc, s, self.work) for s in self.shares}
-            self._outputs = stage.coupled_outputs(self.sc, messages_of)
+            self._outputs = simulate.simulate_coupled(messages_of, self.sc)
         return self._outputs.pop(producer)
 
 

@@ -157,10 +157,10 @@ def message_signature(sc: Scenario) -> tuple:
 
 
 def build_scenarios(
-    path: str | Path, base_overrides: Sequence[str], variants: Sequence[Variant], *, coupled: bool = False
+    path: str | Path, base_overrides: Sequence[str], variants: Sequence[Variant]
 ) -> tuple[Scenario, dict[str, Scenario]]:
     """The base scenario and each variant's, validated; raises ``ScenarioError`` naming the variant.
-    ``coupled``: the caller runs each variant whole (a capacity sweep), so closed-loop brokers are fine."""
+    A variant may couple its producers (closed-loop brokers): the jobs run such a variant whole."""
     if len(variants) < 2:
         raise ScenarioError(f"a comparison needs at least 2 variants, got {len(variants)}")
     names = [v.name for v in variants]
@@ -178,13 +178,6 @@ def build_scenarios(
             raise ScenarioError(
                 f"variant {v.name}: must not change seed, workload.* or producers.count "
                 f"(variants share the same messages; put such overrides in --set), got {v.describe()}"
-            )
-        if (
-            sc.coupling != "open" and not coupled
-        ):  # its producers share the brokers: one producer alone is not the run
-            raise ScenarioError(
-                f"variant {v.name}: brokers.coupling must be open in a comparison (coupled producers are "
-                f"simulated together: run jobs/pipeline.py per variant), got {sc.coupling!r}"
             )
         out[v.name] = sc
     return base, out

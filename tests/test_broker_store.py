@@ -219,15 +219,3 @@ def test_scenario_keys_and_their_rules() -> None:
         assert str(err.value) == message
     with pytest.raises(ScenarioError, match="^cluster.broker_version must be a 4.x or 5.x release"):
         scenario_from_mapping({"cluster": {"broker_version": "3.2.6"}})
-
-
-def test_a_comparison_refuses_coupled_variants(tmp_path: object) -> None:
-    from pathlib import Path
-
-    from rocketsim.variants import Variant, build_scenarios
-
-    path = Path(str(tmp_path)) / "s.toml"
-    path.write_text('name = "s"\n')
-    variants = [Variant("a", ("brokers.coupling=joint",)), Variant("b", ())]
-    with pytest.raises(ScenarioError, match="^variant a: brokers.coupling must be open in a comparison"):
-        build_scenarios(path, [], variants)

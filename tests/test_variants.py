@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rocketsim import workload
+from rocketsim import schemas, workload
 from rocketsim.scenario import ScenarioError
 from rocketsim.spark.cli import parse_compare_args
 from rocketsim.spark.compare import format_comparison
@@ -269,3 +269,39 @@ def test_analysis_core_modules_import_no_pyspark() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.spark
+def test_compare_runs_a_coupled_variant_whole_beside_open_ones(spark, tmp_path: Path) -> None:
+    """cascade.toml (broker-b browning out near capacity): the open-loop brokers never push back, the
+    closed-loop ones (``brokers.coupling = joint``, one step of the job, run whole) shed load with
+    ``[TIMEOUT_CLEAN_QUEUE]`` and their p99 rises; both variants send every message."""
+    from rocketsim.spark.compare import run_compare
+    from rocketsim.warehouse.read import read_pandas
+
+    cascade = str(Path(BROWNOUT).with_name("cascade.toml"))
+    args, base, scenarios = parse_compare_args(
+        ["--scenario", cascade, "--set", "workload.duration_s=50"]
+        + ["--variant", "open:brokers.coupling=open", "--variant", "joint:brokers.coupling=joint"]
+        + ["--variant", "open_off:brokers.coupling=open"]
+        + ["--variant", "open_off:producers.send_latency_fault_enable=false"]
+        + ["--warehouse", str(tmp_path), "--partitions", "2", "--quiet"]
+    )
+    run_compare(spark, args, base, scenarios)
+    rows = read_pandas(tmp_path, "comparisons", args.run_id)
+    value = rows[rows.scope == "all"].set_index(["variant", "metric"])["value"]
+    total = base.workload.total_messages()
+    assert (
+        value[("open", "messages")]
+        == value[("joint", "messages")]
+        == value[("open_off", "messages")]
+        == total
+    )
+    busy = {v: sum(value[(v, c)] for c in schemas.BUSY_COLUMNS) for v in ("open", "joint", "open_off")}
+    assert busy["open"] == 0 == busy["open_off"] and busy["joint"] > 100
+    assert value[("joint", "busy_timeout_clean_queue")] > 100
+    assert value[("joint", "latency_p99_ms")] > 2 * value[("open", "latency_p99_ms")]
+    windows = read_pandas(tmp_path, "comparison_windows", args.run_id)
+    assert windows.groupby("variant").sends.sum().to_dict() == {
+        v: value[(v, "attempts")] for v in ("open", "joint", "open_off")
+    }

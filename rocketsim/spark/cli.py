@@ -270,7 +270,7 @@ def parse_capacity_args(
         else:
             sizes = _sizes(ns.write_queues, "--write-queues")
             variants = capacity.size_variants(base, capacity.QUEUES, sizes)
-        base, scenarios = build_scenarios(ns.scenario, ns.overrides, variants, coupled=True)
+        base, scenarios = build_scenarios(ns.scenario, ns.overrides, variants)
         check_shared(ns, base)
         run_id = checked_run_id(ns.run_id, f"{base.run_id}-capacity", base.name, "sweep")
         args = CapacityArgs(

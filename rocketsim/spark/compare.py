@@ -4,7 +4,9 @@ The variants are just another dimension of the run's producer step: variants tha
 (the same :func:`rocketsim.variants.message_signature`: a variant cannot change what is sent, and most
 change only how it is sent) form a group, and one Spark task per bin of (group, producer) pairs
 (longest first onto the least loaded bin) generates the producer's messages once and simulates every
-variant of the group on them (:func:`rocketsim.stage.variant_aggregates`). Only the producer's summary
+variant of the group on them (:func:`rocketsim.stage.variant_aggregates`). A variant with closed-loop
+brokers (``brokers.coupling`` joint or iterative) couples its producers, so it is one step of its own,
+run whole as a capacity sweep's sizes are. Only the producer's summary
 aggregates, keyed by variant, leave the task (a file in a scratch folder); nothing per message is
 written. The driver merges them (:func:`rocketsim.summaries.merge`, every table computed per variant)
 and writes, each as one commit:
@@ -29,6 +31,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from rocketsim import __version__, schemas, stage, summaries, variants, workload
+from rocketsim.broker_store import OPEN
 from rocketsim.present.frames import KEY_METRICS
 from rocketsim.scenario import Scenario
 from rocketsim.spark import pipeline
@@ -39,7 +42,9 @@ from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, stagin
 from rocketsim.warehouse.stage_files import (
     merge_aggregates,
     variant_aggregate_files,
+    whole_run_aggregate_files,
     write_variant_aggregates,
+    write_whole_run_aggregates,
 )
 
 COMPARE_JOB = "compare"
@@ -59,21 +64,29 @@ class ComparisonError(RuntimeError):
 def simulate_variants(
     spark: SparkSession, scenarios: dict[str, Scenario], window_ms: int, scratch: str, partitions: int
 ) -> summaries.SummaryAggregates:
-    """Every variant's producers, one task per bin of (message-signature group, producer) pairs; their
-    summary aggregates, keyed by variant, merged."""
-    groups = variants.signature_groups(scenarios)
+    """Every variant's producers, one task per bin of steps: a (message-signature group, producer) pair
+    of the open-loop variants, or a whole coupled variant (closed-loop brokers: its producers are
+    simulated together, :func:`rocketsim.stage.whole_run_aggregates`); their summary aggregates, keyed by
+    variant, merged."""
+    coupled = [n for n, sc in scenarios.items() if sc.coupling != OPEN]
+    groups = variants.signature_groups({n: sc for n, sc in scenarios.items() if n not in coupled})
     shares = workload.producer_shares(next(iter(scenarios.values())))  # producers.count: the same in all
     pairs = [(g, share) for g in range(len(groups)) for share in shares]
 
     def work(i: int) -> dict[str, int]:
+        if i >= len(pairs):
+            name = coupled[i - len(pairs)]
+            return write_whole_run_aggregates(scenarios[name], name, i - len(pairs), window_ms, scratch)
         g, share = pairs[i]
         return write_variant_aggregates({n: scenarios[n] for n in groups[g]}, share, window_ms, scratch, g)
 
-    weights = [s.messages * len(groups[g]) for g, s in pairs]
+    total = next(iter(scenarios.values())).workload.total_messages()
+    weights = [s.messages * len(groups[g]) for g, s in pairs] + [total] * len(coupled)
     done = map_bins(spark, stage.balanced_bins(weights, partitions), work)
-    if len(done) != len(pairs):
-        raise RuntimeError(f"comparison: {len(done)} of {len(pairs)} (group, producer) steps reported")
-    return merge_aggregates(variant_aggregate_files(scratch, [[s.producer for s in shares]] * len(groups)))
+    if len(done) != len(weights):
+        raise RuntimeError(f"comparison: {len(done)} of {len(weights)} steps reported")
+    files = variant_aggregate_files(scratch, [[s.producer for s in shares]] * len(groups))
+    return merge_aggregates(files + whole_run_aggregate_files(scratch, len(coupled)))
 
 
 def run_compare(

@@ -18,10 +18,17 @@ def test_bench_pipeline_times_the_job_and_the_floor_as_processes(tmp_path: Path)
     out = tmp_path / "bench.json"
     cmd = [sys.executable, "-m", "rocketsim.bench", "pipeline", "--sizes", "3000", "--modes", "sync"]
     flags = ["--compare-size", "0", "--hot-share", "0", "--no-one-producer", "--json", str(out)]
+    flags += ["--coupled-sizes", "3000"]
     done = subprocess.run([*cmd, *flags], capture_output=True, text=True, timeout=600, check=False)
     report = json.loads(out.read_text())
-    (row,) = report["rows"]
-    assert done.returncode == (0 if row["met"] else 1), done.stderr[-2000:]
+    row, coupled = report["rows"]
+    assert done.returncode == (0 if row["met"] and coupled["met"] else 1), done.stderr[-2000:]
+    # the closed-loop model's cost: cascade.toml's iterative rounds, stated without a target
+    assert (coupled["case"], coupled["messages"], coupled["target"]) == ("cascade iterative", 3000, None)
+    assert coupled["stages_s"]["iterative rounds"] >= 2 and coupled["floor_s"] == row["floor_s"]
+    assert (
+        "cascade iterative at 3,000" in done.stdout and "no target: the coupled model's cost" in done.stdout
+    )
     assert (row["case"], row["messages"], row["target"]) == ("brownout sync", 3000, 2.0)
     assert row["floor_s"] > 0 and row["job_s"] > 0
     assert row["ratio"] == pytest.approx(row["job_s"] / row["floor_s"], rel=0.02)

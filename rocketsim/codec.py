@@ -37,7 +37,7 @@ from rocketsim import compression
 from rocketsim.errors import ConfigError, DecodeError, EncodeError
 from rocketsim.javaint import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, int8, int16, int32, java_string_hash
 from rocketsim.message import Message, MessageSysFlag
-from rocketsim.versions import V4_9_8, ClientVersion
+from rocketsim.versions import V4_9_8, ClientVersion, PropertiesEncoding
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -302,7 +302,7 @@ def _items(props: PropertyItems) -> Iterable[tuple[str | None, str | None]]:
     return props
 
 
-def properties_to_string(props: PropertyItems, *, version: ClientVersion = V4_9_8) -> str:
+def properties_to_string(props: PropertyItems, *, version: PropertiesEncoding = V4_9_8) -> str:
     """``messageProperties2String``: ``name\\x01value\\x02`` per entry, null values skipped, a null name
     written as ``null``; 4.9 removes the final ``\\x02``, 5.x keeps it. Nothing is escaped."""
     parts = [
@@ -316,12 +316,12 @@ def properties_to_string(props: PropertyItems, *, version: ClientVersion = V4_9_
     return text
 
 
-def properties_to_bytes(props: PropertyItems, *, version: ClientVersion = V4_9_8) -> bytes:
+def properties_to_bytes(props: PropertyItems, *, version: PropertiesEncoding = V4_9_8) -> bytes:
     """UTF-8 bytes of ``properties_to_string`` (Java's encoder: lone surrogates become ``?``)."""
     return java_utf8_encode(properties_to_string(props, version=version))
 
 
-def properties_size(props: PropertyItems, *, version: ClientVersion = V4_9_8) -> int:
+def properties_size(props: PropertyItems, *, version: PropertiesEncoding = V4_9_8) -> int:
     """``len(properties_to_bytes(props, version=version))`` without building the string."""
     total = 0
     for name, value in _items(props):
@@ -349,7 +349,9 @@ def string_to_properties(text: str | None) -> dict[str, str]:
     return out
 
 
-def parsed_properties_java_order(props: Mapping[str, str], *, version: ClientVersion = V4_9_8) -> list[str]:
+def parsed_properties_java_order(
+    props: Mapping[str, str], *, version: PropertiesEncoding = V4_9_8
+) -> list[str]:
     """Key order of the ``HashMap`` that ``string2messageProperties`` returns (capacity 16; 128 in 5.x)."""
     return [k for k in java_hashmap_order(props, version.properties_map_capacity) if k is not None]
 
@@ -773,7 +775,7 @@ class StoredMessage:
         return raw.ljust(ip_len + 12, b"\x00").hex().upper()
 
 
-def _store_parts(msg: StoredMessage, version: ClientVersion) -> tuple[bytes, bytes, int, int]:
+def _store_parts(msg: StoredMessage, version: PropertiesEncoding) -> tuple[bytes, bytes, int, int]:
     """(topic bytes, properties bytes, computed Java capacity, bytes actually written)."""
     if msg.body is None:
         raise JavaEncodeError("store encode: body is None (Java: NullPointerException)", _NPE)
@@ -809,12 +811,13 @@ def _check_store_fields(msg: StoredMessage) -> None:
         _check_range(name, getattr(msg, name), LONG_MIN, LONG_MAX, "long")
 
 
-def encode_store(msg: StoredMessage, *, version: ClientVersion = V4_9_8) -> bytes:
+def encode_store(msg: StoredMessage, *, version: PropertiesEncoding = V4_9_8) -> bytes:
     """``MessageDecoder.encode(messageExt, needCompress=false)``: one store-format record.
 
     Java's overflows are reproduced: a topic of 128+ UTF-8 bytes or properties over 32767 bytes corrupt the
     computed size (negative: IllegalArgumentException; too small: BufferOverflowException); so does an IPv6
-    host without its V6 sys-flag bit. A preset ``store_size`` is used as is (zero padding).
+    host without its V6 sys-flag bit. A preset ``store_size`` is used as is (zero padding). ``version``
+    encodes the properties: a broker writes its store with its own release's (a ``BrokerVersion``).
     """
     _check_store_fields(msg)
     topic, props, computed, needed = _store_parts(msg, version)
@@ -851,7 +854,7 @@ def encode_store(msg: StoredMessage, *, version: ClientVersion = V4_9_8) -> byte
     return b"".join(parts)
 
 
-def store_size(msg: StoredMessage, *, version: ClientVersion = V4_9_8) -> int:
+def store_size(msg: StoredMessage, *, version: PropertiesEncoding = V4_9_8) -> int:
     """``len(encode_store(msg, version=version))``; raises exactly where ``encode_store`` raises."""
     _check_store_fields(msg)
     if msg.body is None:

@@ -288,7 +288,8 @@ BACK_PRESSURE_MIN_SEND_SIZE = 1024 * 1024
 
 @dataclass(frozen=True)
 class BrokerVersion:
-    """The broker (and name server) a client line talks to; its properties say what it does."""
+    """A broker (and name server) release (``cluster.broker_version``; by default the one a client line
+    talks to, :attr:`ClientVersion.broker`); its properties say what it does."""
 
     text: str
 
@@ -305,6 +306,29 @@ class BrokerVersion:
     def stores_half_transaction_id(self) -> bool:
         """5.x ``TransactionalMessageBridge.parseHalfMessageInner`` adds ``__transactionId__`` = UNIQ_KEY."""
         return self.is_5
+
+    # -- what the broker writes: it re-encodes every stored properties string with its own release's
+    # MessageDecoder (SendMessageProcessor: ``string2messageProperties`` of the request's, then
+    # ``messageProperties2String``; the delay and half transforms and a batch's own properties likewise),
+    # so these follow the broker, whatever the client sent (kept together) --
+    @property
+    def properties_trailing_separator(self) -> bool:
+        """The broker's ``MessageDecoder.messageProperties2String`` keeps the final \\x02 (5.x) or removes
+        it (4.9): the stored properties string ends as the broker's release writes it."""
+        return self.is_5
+
+    @property
+    def properties_map_capacity(self) -> int:
+        """The initial capacity of the broker's ``string2messageProperties`` HashMap (16; 128 in 5.x): the
+        order in which the stored properties string lists its entries."""
+        return 128 if self.is_5 else 16
+
+    @property
+    def checks_properties_string_length(self) -> bool:
+        """4.9 ``DefaultMessageStore.checkMessage`` refuses a properties string longer than
+        ``Short.MAX_VALUE`` UTF-16 units (MESSAGE_ILLEGAL) before the encoder's byte check; 5.3.3's
+        ``checkMessage`` has no such check."""
+        return not self.is_5
 
     @property
     def pc_synchronized_is_system_busy(self) -> bool:
@@ -374,3 +398,6 @@ V4_9_7 = parse_version("4.9.7")
 V4_9_8 = parse_version("4.9.8")
 V5_3_3 = parse_version("5.3.3")
 V5_DEVELOP = parse_version("5.x")
+
+# What encodes a properties string: a client (what it sends) or a broker (what it stores).
+PropertiesEncoding = ClientVersion | BrokerVersion

@@ -51,6 +51,24 @@ def test_each_client_line_talks_to_its_broker() -> None:
     assert (BROKER_5_3_3.nameserver_scan_first_ms, BROKER_5_3_3.nameserver_scan_interval_ms) == (5, 5_000)
 
 
+def test_a_broker_encodes_stored_properties_as_its_release() -> None:
+    # SendMessageProcessor (4.9.8 sendMessage, 5.3.3 sendMessage / sendBatchMessage) re-encodes the stored
+    # properties with the broker's own common MessageDecoder: messageProperties2String (4.9.8 drops the final
+    # separator, 5.3.3 keeps it) over string2messageProperties' HashMap (new HashMap<>() in 4.9.8,
+    # new HashMap<>(128) in 5.3.3): the same module, so the same encoding, as its line's client
+    for broker, client in ((BROKER_4_9_8, parse_version("4.9.8")), (BROKER_5_3_3, parse_version("5.3.3"))):
+        assert broker.properties_trailing_separator == client.properties_trailing_separator
+        assert broker.properties_map_capacity == client.properties_map_capacity
+    assert (BROKER_4_9_8.properties_trailing_separator, BROKER_5_3_3.properties_trailing_separator) == (
+        False,
+        True,
+    )
+    assert (BROKER_4_9_8.properties_map_capacity, BROKER_5_3_3.properties_map_capacity) == (16, 128)
+    # DefaultMessageStore.checkMessage: 4.9.8 refuses getPropertiesString().length() > Short.MAX_VALUE;
+    # 5.3.3's has no such check (only the encoder's byte count)
+    assert BROKER_4_9_8.checks_properties_string_length and not BROKER_5_3_3.checks_properties_string_length
+
+
 def test_encoding_behaviour_by_version() -> None:
     v493, v494, v5 = parse_version("4.9.3"), parse_version("4.9.4"), parse_version("5.3.3")
     assert not v493.writes_compression_type and v494.writes_compression_type

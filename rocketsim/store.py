@@ -4,9 +4,13 @@ An attempt the broker wrote has ``stored`` set in ``send_attempts`` (:func:`is_s
 and ``status:*`` answers, and requests the client gave up on that the broker processed anyway (a slow
 answer past the timeout, a lost reply), written at ``stored_ts_ms``; a retry of such a request stores the
 message again (:func:`stored_copy_counts`: duplicates, lost and failed-but-stored messages). This module
-says what was written, following the broker of the client's line (a 4.9.x client talks to a 4.9.8
-broker, a 5.x client to a 5.3.3 broker; ``SendMessageProcessor``, ``CommitLog``/``HookUtils``,
-``TransactionalMessageBridge``, ``MessageExtEncoder``):
+says what was written, following the broker's release (``Scenario.broker_version``: by default the one of
+the client's line, a 4.9.x client talks to a 4.9.8 broker, a 5.x client to a 5.3.3 broker;
+``SendMessageProcessor``, ``CommitLog``/``HookUtils``, ``TransactionalMessageBridge``,
+``MessageExtEncoder``). The broker re-encodes every stored properties string with its own release's
+``MessageDecoder`` (``string2messageProperties``, then ``messageProperties2String``): the stored string
+ends with ``\\x02`` or not, and lists its entries in the HashMap order, of the broker's release
+(``BrokerVersion.properties_trailing_separator`` / ``properties_map_capacity``), whatever the client sent:
 
 * normal and ordered messages: the request's properties plus ``CLUSTER=DefaultCluster``; a 4.9.8 broker
   leaves ``WAIT=true`` out of the stored string (it saves 9 bytes), a 5.x broker keeps it;
@@ -17,9 +21,10 @@ broker, a 5.x client to a 5.3.3 broker; ``SendMessageProcessor``, ``CommitLog``/
 * transactional half messages: ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0 with ``REAL_TOPIC``/``REAL_QID`` (5.x
   also ``__transactionId__`` = UNIQ_KEY), transaction bits reset to NOT_TYPE (``TRAN_MSG=true`` stays in
   the properties: that is what marks it prepared), string rebuilt (``WAIT`` back);
-* batch elements (``encodeBatch``): one record per element, the element's own properties, a ``\\x02``
-  when they do not end with one (4.9), then the batch request's (``WAIT=true``, 5.x ``UNIQ_KEY``,
-  ``CLUSTER``); the body is the element's (never compressed).
+* batch elements (``encodeBatch``): one record per element, the element's own properties as the client
+  encoded them, a ``\\x02`` when they do not end with one (a 4.9 client's), then the batch request's
+  (``WAIT=true``, a 5.x client's ``UNIQ_KEY``, ``CLUSTER``) as the broker encodes them; the body is the
+  element's (never compressed).
 
 Record sizes come from :func:`rocketsim.codec.store_sizes` (the exact ``calMsgLength``), stored bodies are
 what the client sent (compressed where it compressed). Brokers get IPv4 store hosts ``10.1.0.N:10911`` by
@@ -51,7 +56,7 @@ from rocketsim.grouping import bools, group_codes, ints, lookup, pack_keys
 from rocketsim.message import MessageConst, MessageSysFlag, broker_delay_transform
 from rocketsim.scenario import Scenario
 from rocketsim.schemas import COMMIT_LOG, SEND_RESULTS, data_schema, is_broker_side
-from rocketsim.versions import ClientVersion
+from rocketsim.versions import BrokerVersion, ClientVersion
 
 __all__ = [
     "PROPERTIES_LIMIT",
@@ -69,6 +74,7 @@ __all__ = [
     "STORE_PORT",
     "attach_store_columns",
     "batch_properties",
+    "broker_ordered",
     "batch_request_properties",
     "illegal_properties_parts",
     "properties_illegal",
@@ -242,8 +248,16 @@ def batch_request_properties(version: ClientVersion) -> dict[str, str]:
 
 
 def batch_properties(version: ClientVersion) -> dict[str, str]:
-    """The batch request's own properties as the broker sees them: the client's, then CLUSTER."""
+    """The batch request's own properties as the broker sees them (``version``: the client's): the
+    client's, then CLUSTER. The broker encodes them (``encodeBatch``: ``messageProperties2String`` of the
+    batch's map), so their bytes are the broker's encoding."""
     return {**batch_request_properties(version), MessageConst.PROPERTY_CLUSTER: CLUSTER_NAME}
+
+
+def broker_ordered(props: Mapping[str, str], broker: BrokerVersion) -> dict[str, str]:
+    """``props`` in the order the broker's ``HashMap`` iterates them (``string2messageProperties`` of its
+    release, then its puts): the order its ``messageProperties2String`` writes them."""
+    return {k: props[k] for k in codec.parsed_properties_java_order(props, version=broker)}
 
 
 def stored_properties(
@@ -251,36 +265,46 @@ def stored_properties(
 ) -> tuple[str, int, dict[str, str] | list[tuple[str, str]], int | None]:
     """(stored topic, stored queue id, properties as written, delivery delay in ms or None) for one
     stored copy: ``row`` holds the ``messages`` columns plus the attempt's ``queue_id``. A batch element's
-    properties are the element's items then the batch's (a list: names may repeat)."""
-    version = sc.producers.version
+    properties are the element's items (as the client sent them) then the batch's; the others are in the
+    order the broker (``sc.broker_version``) writes them."""
+    broker = sc.broker_version
     topic, queue_id = str(row["topic"]), int(row["queue_id"])  # type: ignore[call-overload]
     props = client_properties(row, sc)
     if row.get("batch_id") is not None:
-        return topic, queue_id, [*props.items(), *batch_properties(version).items()], None
+        batch = broker_ordered(batch_properties(sc.producers.version), broker)
+        return topic, queue_id, [*props.items(), *batch.items()], None
     props[MessageConst.PROPERTY_CLUSTER] = CLUSTER_NAME
     if row["message_type"] == "transaction":  # TransactionalMessageBridge.parseHalfMessageInner
-        if version.broker.stores_half_transaction_id:
+        if broker.stores_half_transaction_id:
             props[TRANSACTION_ID] = props[_UNIQ]
         props[MessageConst.PROPERTY_REAL_TOPIC] = topic
         props[MessageConst.PROPERTY_REAL_QUEUE_ID] = str(queue_id)
-        return HALF_TOPIC, 0, props, None
+        return HALF_TOPIC, 0, broker_ordered(props, broker), None
     sys_flag = int(row.get("sys_flag") or 0)  # type: ignore[call-overload]
     moved = broker_delay_transform(topic, queue_id, props, sys_flag, 0)
     if moved.delayed:
-        return moved.topic, moved.queue_id, dict(moved.properties), moved.deliver_timestamp_ms
-    if not version.broker.keeps_wait_in_store:
+        return (
+            moved.topic,
+            moved.queue_id,
+            broker_ordered(moved.properties, broker),
+            moved.deliver_timestamp_ms,
+        )
+    if not broker.keeps_wait_in_store:
         props.pop(_WAIT, None)
-    return topic, queue_id, props, None
+    return topic, queue_id, broker_ordered(props, broker), None
 
 
 def stored_record_size(row: Mapping[str, object], sc: Scenario, store_host: SocketAddress) -> int:
     """``codec.store_size`` of the record the broker writes for one stored copy (the scalar reference).
 
     ``row`` holds the ``messages`` columns, the attempt's ``queue_id`` and the result's ``wire_bytes``
-    and ``sys_flag``. A batch element is sized as ``encodeBatch`` does: the record without properties
-    plus element properties, a separator where needed, and the batch's properties.
+    and ``sys_flag``. The broker (``sc.broker_version``) encodes the properties it writes. A batch element
+    is sized as ``encodeBatch`` does (4.9.8 ``CommitLog.MessageExtBatchEncoder``, 5.3.3
+    ``MessageExtEncoder``): the record without properties, plus the element's properties as the client
+    encoded them, a separator when they do not end with one (``needAppendLastPropertySeparator``), and
+    the batch's properties as the broker encodes them.
     """
-    version = sc.producers.version
+    client, broker = sc.producers.version, sc.broker_version
     topic, queue_id, props, _ = stored_properties(row, sc)
     is_batch = row.get("batch_id") is not None
     body_len = int(row["body_size"] if is_batch else row["wire_bytes"] - row["properties_size"])  # type: ignore[operator]
@@ -298,12 +322,12 @@ def stored_record_size(row: Mapping[str, object], sc: Scenario, store_host: Sock
         sys_flag=sys_flag,
         queue_id=queue_id,
     )
-    size = codec.store_size(msg, version=version)
+    size = codec.store_size(msg, version=broker)
     if is_batch:
         items = list(props)  # element items, then the batch's
         n_element = len(client_properties(row, sc))
-        element = codec.properties_to_bytes(items[:n_element], version=version)
-        batch = codec.properties_to_bytes(items[n_element:], version=version)
+        element = codec.properties_to_bytes(items[:n_element], version=client)
+        batch = codec.properties_to_bytes(items[n_element:], version=broker)
         sep = 1 if element and batch and not element.endswith(b"\x02") else 0
         size += len(element) + sep + len(batch)
     return size
@@ -374,7 +398,8 @@ def _half_and_delayed(
 
 
 def _stored_props_without_queue_id(
-    version: ClientVersion,
+    client: ClientVersion,
+    broker: BrokerVersion,
     props: np.ndarray,
     topic_len: np.ndarray,
     uniq_len: np.ndarray,
@@ -384,17 +409,24 @@ def _stored_props_without_queue_id(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(UTF-8 bytes of the properties the broker writes, without the value of ``REAL_QID``; whether it
     has a ``REAL_QID`` whose value, the digits of the client's queue id, comes on top): per record
-    ``kind`` (NORMAL, DELAYED, HALF, BATCH_ELEMENT), from the client's properties size ``props``."""
+    ``kind`` (NORMAL, DELAYED, HALF, BATCH_ELEMENT), from the client's properties size ``props``.
+
+    A single message's string is re-encoded by the broker (``SendMessageProcessor``:
+    ``messageProperties2String`` of its own release): the client's final ``\\x02`` (5.x) goes, the
+    broker's (5.x) comes. A batch element keeps the client's bytes, then ``encodeBatch`` appends a
+    separator when they do not end with one, then the batch's properties in the broker's encoding."""
     cluster = _entry(MessageConst.PROPERTY_CLUSTER, len(CLUSTER_NAME))
     real = _entry(MessageConst.PROPERTY_REAL_TOPIC, topic_len) + _entry(
         MessageConst.PROPERTY_REAL_QUEUE_ID, 0
     )
-    normal_props = props + cluster - (0 if version.broker.keeps_wait_in_store else _entry(_WAIT, 4))
-    delayed_props = props + cluster + real + _digits(eff) - _digits(level)
-    transaction_id = _entry(TRANSACTION_ID, uniq_len) if version.broker.stores_half_transaction_id else 0
-    half_props = props + cluster + real + transaction_id
-    separator = 0 if version.properties_trailing_separator else 1  # element props end with \x02 in 5.x
-    batch_props = props + separator + codec.properties_size(batch_properties(version), version=version)
+    # the client's properties (never empty: WAIT and UNIQ_KEY) as the broker writes them
+    reencoded = props + int(broker.properties_trailing_separator) - int(client.properties_trailing_separator)
+    normal_props = reencoded + cluster - (0 if broker.keeps_wait_in_store else _entry(_WAIT, 4))
+    delayed_props = reencoded + cluster + real + _digits(eff) - _digits(level)
+    transaction_id = _entry(TRANSACTION_ID, uniq_len) if broker.stores_half_transaction_id else 0
+    half_props = reencoded + cluster + real + transaction_id
+    separator = 0 if client.properties_trailing_separator else 1  # a 5.x client's elements end with \x02
+    batch_props = props + separator + codec.properties_size(batch_properties(client), version=broker)
     base = np.choose(kind, [normal_props, delayed_props, half_props, batch_props])
     return base, (kind == DELAYED) | (kind == HALF)
 
@@ -403,11 +435,11 @@ PROPERTIES_LIMIT = 32767  # Short.MAX_VALUE: what a broker stores of a message's
 
 
 def illegal_properties_parts(
-    messages: pa.Table, version: ClientVersion
+    messages: pa.Table, client: ClientVersion, broker: BrokerVersion
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What a broker checks of each single (not batched) message's properties before storing it: the
     parts of :func:`properties_illegal`, per ``messages`` row (``properties_size`` and the client's other
-    columns).
+    columns), sent by ``client`` to ``broker``.
 
     4.9.8 (``DefaultMessageStore.checkMessage``): ``getPropertiesString().length() > Short.MAX_VALUE``
     (UTF-16 units; the string SendMessageProcessor made: the client's properties without ``WAIT``, plus
@@ -434,11 +466,17 @@ def illegal_properties_parts(
             eff[delayed & (level == lv)] = e
     topic_len = _lengths(messages.column("topic"))
     uniq_len = _lengths(messages.column("uniq_msg_id"))
-    base, with_qid = _stored_props_without_queue_id(version, props, topic_len, uniq_len, level, eff, kind)
+    base, with_qid = _stored_props_without_queue_id(
+        client, broker, props, topic_len, uniq_len, level, eff, kind
+    )
     chars = np.zeros(len(props), np.int64)
-    if not version.broker.keeps_wait_in_store:  # the 4.9.8 broker's checkMessage
-        cluster = _entry(MessageConst.PROPERTY_CLUSTER, len(CLUSTER_NAME))
-        chars = np.where(kind == BATCH_ELEMENT, 0, props + cluster - _entry(_WAIT, 4))
+    if broker.checks_properties_string_length:  # the 4.9.8 broker's checkMessage
+        # the string SendMessageProcessor made: what it stores of a message it does not move
+        normal = np.full(len(props), NORMAL)
+        made, _ = _stored_props_without_queue_id(
+            client, broker, props, topic_len, uniq_len, level, eff, normal
+        )
+        chars = np.where(kind == BATCH_ELEMENT, 0, made)
     return np.where(is_batch, 0, base), with_qid & ~is_batch, chars
 
 
@@ -455,9 +493,9 @@ def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
     Input columns: ``topic``, ``keys``, ``uniq_msg_id``, ``body_size``, ``properties_size``,
     ``message_type``, ``delay_level``, ``batch_id`` (messages), ``wire_bytes``, ``sys_flag`` (the
     member's result), ``queue_id``, ``stored_ts_ms`` (the storing attempt). Row by row, so any batching
-    of the rows gives the same output.
+    of the rows gives the same output. The broker is ``sc.broker_version``.
     """
-    version = sc.producers.version
+    client, broker = sc.producers.version, sc.broker_version
     n = table.num_rows
     topic = table.column("topic")
     topic_len = _lengths(topic)
@@ -483,7 +521,9 @@ def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
             eff[hit], sched_q[hit], delay_ms[hit] = e, q, d
 
     # the properties string the broker writes
-    base, moved_props = _stored_props_without_queue_id(version, props, topic_len, uniq_len, level, eff, kind)
+    base, moved_props = _stored_props_without_queue_id(
+        client, broker, props, topic_len, uniq_len, level, eff, kind
+    )
     stored_props = base + np.where(moved_props, _digits(queue_id), 0)
 
     store_topic = pc.if_else(pa.array(delayed), SCHEDULE_TOPIC, pc.if_else(pa.array(half), HALF_TOPIC, topic))

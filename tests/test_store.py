@@ -10,6 +10,7 @@ dense and in store order, each result pointing at its last stored copy, exact si
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from functools import cache
@@ -51,15 +52,20 @@ from rocketsim.store import (
     is_stored_outcome,
     store_hosts,
 )
+from rocketsim.versions import V4_9_8, V5_3_3
 
 VECTORS = Path(__file__).parent / "data" / "conformance"
 
 
-def _scenario(version: str) -> Scenario:
+def _scenario(version: str, broker: str | None = None) -> Scenario:
+    """A small run with every message type; ``broker``: ``cluster.broker_version`` (None: the client's)."""
     return scenario_from_mapping(
         {
             "seed": 5,
-            "cluster": {"brokers": ["broker-a", "broker-b"]},
+            "cluster": {
+                "brokers": ["broker-a", "broker-b"],
+                **({"broker_version": broker} if broker else {}),
+            },
             "producers": {
                 "count": 2,
                 "client_version": version,
@@ -90,10 +96,16 @@ def _scenario(version: str) -> Scenario:
     )
 
 
-@pytest.fixture(scope="module", params=["4.9.8", "5.3.3"])
+# (client, broker): each line against its own broker, and each against the other line's broker
+VERSION_PAIRS = [("4.9.8", None), ("5.3.3", None), ("4.9.8", "5.3.3"), ("5.3.3", "4.9.8")]
+
+
+@pytest.fixture(
+    scope="module", params=VERSION_PAIRS, ids=[f"client{c}-broker{b or 'default'}" for c, b in VERSION_PAIRS]
+)
 def records_run(request: pytest.FixtureRequest) -> tuple[Scenario, pa.Table, pa.Table]:
     """(scenario, messages, store records) of a small simulated run with every message type."""
-    sc = _scenario(request.param)
+    sc = _scenario(*request.param)
     messages = workload.generate(sc)
     out = simulate.simulate(messages, sc)
     records = store.store_records(store.stored_copies(messages, out.attempts, out.results), sc)
@@ -116,17 +128,27 @@ def test_store_sizes_equal_codec_store_size_of_the_stored_message(
         )
         assert store.stored_record_size(r, sc, hosts[0]) == r["store_size"], r
         _, _, props, _ = store.stored_properties(r, sc)
-        if r["batch_id"] is None:
-            assert codec.properties_size(props, version=sc.producers.version) == r["store_props_size"]
+        if r["batch_id"] is None:  # the broker encodes what it stores
+            assert codec.properties_size(props, version=sc.broker_version) == r["store_props_size"]
 
 
 def test_a_normal_record_encodes_to_its_size(records_run: tuple[Scenario, pa.Table, pa.Table]) -> None:
-    """Build the bytes once: encode_store of the broker's StoredMessage has exactly store_size bytes."""
+    """Build the bytes once: encode_store of the broker's StoredMessage has exactly store_size bytes.
+
+    The broker writes the properties string with its own release's MessageDecoder (SendMessageProcessor:
+    ``string2messageProperties`` of the request's, then ``setPropertiesString(messageProperties2String(
+    msgInner.getProperties()))``, 4.9.8 and 5.3.3 alike): its final \\x02 and its HashMap's order, not the
+    client's."""
     sc, _, records = records_run
+    broker = sc.broker_version
     r = next(r for r in records.to_pylist() if r["message_type"] == "normal")
     topic, queue_id, props, _ = store.stored_properties(r, sc)
-    assert ("WAIT" in props) == sc.producers.version.is_5  # a 4.9.8 broker leaves WAIT=true out
+    assert ("WAIT" in props) == broker.is_5  # a 4.9.8 broker leaves WAIT=true out
     assert props["CLUSTER"] == store.CLUSTER_NAME
+    # the HashMap order of the broker's release: that of its line's client decoder (the same common module
+    # MessageDecoder; the conformance vectors check that order per line)
+    same_release = V5_3_3 if broker.is_5 else V4_9_8
+    assert list(props) == codec.parsed_properties_java_order(props, version=same_release)
     msg = codec.StoredMessage(
         topic=topic,
         body=bytes(r["wire_bytes"] - r["properties_size"]),
@@ -136,9 +158,12 @@ def test_a_normal_record_encodes_to_its_size(records_run: tuple[Scenario, pa.Tab
         sys_flag=r["sys_flag"],
         queue_id=queue_id,
     )
-    data = codec.encode_store(msg, version=sc.producers.version)
+    data = codec.encode_store(msg, version=broker)
     assert len(data) == r["store_size"]
-    assert codec.decode_store(data, version=sc.producers.version).properties == props
+    written = data[len(data) - r["store_props_size"] :]
+    assert written.endswith(b"\x02") == broker.is_5  # whatever the client sent
+    assert written == codec.properties_to_bytes(props, version=same_release)
+    assert codec.decode_store(data, version=same_release).properties == props
 
 
 def test_where_each_kind_is_stored(records_run: tuple[Scenario, pa.Table, pa.Table]) -> None:
@@ -164,7 +189,7 @@ def test_where_each_kind_is_stored(records_run: tuple[Scenario, pa.Table, pa.Tab
                 None,
             )
             _, _, props, _ = store.stored_properties(r, sc)
-            assert props["TRAN_MSG"] == "true" and ("__transactionId__" in props) == sc.producers.version.is_5
+            assert props["TRAN_MSG"] == "true" and ("__transactionId__" in props) == sc.broker_version.is_5
         else:
             assert (r["store_topic"], r["store_queue_id"]) == (r["topic"], r["queue_id"])
             assert r["real_topic"] is None and r["deliver_ts_ms"] is None
@@ -306,13 +331,117 @@ def test_the_broker_checks_properties_as_it_stores_them(
     # one definition: what the broker checks (4.9.8 CommitLog encoder / 5.3.3 MessageExtEncoder.encode:
     # propertiesLength > Short.MAX_VALUE after the delay or half transform) is what it would write
     sc, _, records = records_run
-    base, with_qid, chars = store.illegal_properties_parts(records, sc.producers.version)
+    base, with_qid, chars = store.illegal_properties_parts(records, sc.producers.version, sc.broker_version)
     single = np.asarray(pc.is_null(records.column("batch_id")))
     digits = np.array([len(str(q)) for q in records.column("queue_id").to_pylist()])
     checked = base + np.where(with_qid, digits, 0)
     assert (checked[single] == np.asarray(records.column("store_props_size"))[single]).all()
     assert with_qid[single].any() and not with_qid[~single].any()
-    assert (chars > 0).any() == (not sc.producers.version.is_5)  # 4.9.8's checkMessage (UTF-16 length)
+    assert (chars > 0).any() == (not sc.broker_version.is_5)  # 4.9.8's checkMessage (UTF-16 length)
+    if not sc.broker_version.is_5:  # checkMessage reads the string SendMessageProcessor made and stores
+        normal = np.asarray(pc.equal(records.column("message_type"), "normal"))
+        assert normal.any() and (chars[normal] == checked[normal]).all()
+
+
+def _with_broker(sc: Scenario, broker: str) -> Scenario:
+    return dataclasses.replace(sc, cluster=dataclasses.replace(sc.cluster, broker_version=broker))
+
+
+# What the broker's release changes in a stored record's properties, per kind, from a 4.9.8 broker to a
+# 5.3.3 one (the same request): the broker re-encodes the string (SendMessageProcessor.sendMessage /
+# asyncSendMessage: messageProperties2String, 5.x keeps the final \x02: +1); a 5.3.3 broker stores WAIT=true
+# (4.9.8 removes it, ISSUE 2883: +10 for WAIT\x01true\x02) but the delay and half transforms rebuild the
+# string from the whole map (WAIT back in both); 5.3.3 TransactionalMessageBridge.parseHalfMessageInner
+# adds __transactionId__ = UNIQ_KEY (+19 + its length); a batch element keeps the client's bytes and its
+# separator (CommitLog.MessageExtBatchEncoder.encodeBatch 4.9.8 / MessageExtEncoder.encodeBatch 5.3.3),
+# only the batch's own properties string is the broker's (+1).
+def _broker_delta(kind: str, uniq_len: int) -> int:
+    return {"normal": 11, "ordered": 11, "delay": 1, "transaction": 1 + 19 + uniq_len, "batch": 1}[kind]
+
+
+@pytest.mark.parametrize("client", ["4.9.8", "5.3.3"])
+def test_the_brokers_release_decides_the_stored_record(client: str) -> None:
+    """The same stored copies (a client's requests), stored by a 4.9.8 and by a 5.3.3 broker: the record
+    sizes differ by what the broker writes, whatever the client; so do the commit-log offsets."""
+    sc = _scenario(client)
+    messages = workload.generate(sc)
+    out = simulate.simulate(messages, sc)
+    copies = store.stored_copies(messages, out.attempts, out.results)
+    old, new = (store.store_records(copies, _with_broker(sc, b)) for b in ("4.9.8", "5.3.3"))
+    rows = old.to_pylist()
+    assert {r["message_type"] for r in rows} == {"normal", "ordered", "delay", "transaction", "batch"}
+    want = np.array([_broker_delta(r["message_type"], len(r["uniq_msg_id"])) for r in rows])
+    for name in ("store_props_size", "store_size"):
+        assert (np.asarray(new.column(name)) - np.asarray(old.column(name)) == want).all(), name
+    for name in ("store_topic", "store_queue_id", "store_sys_flag", "store_body_size", "deliver_ts_ms"):
+        assert new.column(name).equals(old.column(name)), name
+    # the commit log: running sums of the broker's record sizes
+    logs = [
+        store.with_offsets(store.log_records(messages, out.attempts, out.results, _with_broker(sc, b)), sc)
+        for b in ("4.9.8", "5.3.3")
+    ]
+    for name in ("producer", "seq", "attempt", "broker"):
+        assert logs[0].column(name).equals(logs[1].column(name))
+    grew = np.asarray(logs[1].column("store_size")) - np.asarray(logs[0].column("store_size"))
+    broker = np.asarray(logs[0].column("broker").to_pylist())
+    offset_gap = np.asarray(logs[1].column("commit_log_offset")) - np.asarray(
+        logs[0].column("commit_log_offset")
+    )
+    for b in set(broker.tolist()):
+        on = broker == b
+        assert (offset_gap[on] == np.cumsum(grew[on]) - grew[on]).all()
+        assert (grew[on] > 0).all()
+
+
+def test_cross_version_sizes_by_hand() -> None:
+    """One normal message and one batch element of each client line, stored by the other line's broker."""
+    row = {
+        "producer": 0,
+        "topic": "T",
+        "tags": "A",
+        "keys": None,
+        "uniq_msg_id": "0" * 32,
+        "body_size": 10,
+        "message_type": "normal",
+        "delay_level": 0,
+        "batch_id": None,
+        "sys_flag": 0,
+        "queue_id": 3,
+    }
+    # 4.9.8 client: WAIT\x01true\x02TAGS\x01A\x02UNIQ_KEY\x01<32>: 10 + 7 + 41 = 58 bytes, no final \x02
+    sc = _scenario("4.9.8", "5.3.3")
+    assert codec.properties_size(store.client_properties(row, sc), version=sc.producers.version) == 58
+    # a 5.3.3 broker: the same entries plus CLUSTER\x01DefaultCluster\x02 (23), with its final \x02
+    _, _, props, _ = store.stored_properties(row, sc)
+    assert codec.properties_to_bytes(props, version=sc.broker_version).endswith(b"\x02")
+    assert codec.properties_size(props, version=sc.broker_version) == 58 + 1 + 23
+    # 5.3.3 client (59 bytes, final \x02) to a 4.9.8 broker: WAIT out (-10), CLUSTER in, no final \x02
+    sc = _scenario("5.3.3", "4.9.8")
+    assert codec.properties_size(store.client_properties(row, sc), version=sc.producers.version) == 59
+    _, _, props, _ = store.stored_properties(row, sc)
+    assert not codec.properties_to_bytes(props, version=sc.broker_version).endswith(b"\x02")
+    assert codec.properties_size(props, version=sc.broker_version) == 59 - 10 + 23 - 1
+    # a batch element (encodeBatch): the element's bytes as sent, a separator if they do not end with
+    # one, then the batch's own properties as the broker encodes them
+    element = {**row, "batch_id": 1}
+    sc = _scenario("4.9.8", "5.3.3")  # 58, separator, WAIT\x01true\x02CLUSTER\x01DefaultCluster\x02 (33)
+    _, _, items, _ = store.stored_properties(element, sc)
+    batch = {"WAIT": "true", "CLUSTER": "DefaultCluster"}  # in the 5.3.3 broker's HashMap(128) order
+    assert [k for k, _ in items[3:]] == codec.parsed_properties_java_order(batch, version=V5_3_3)
+    table = pa.Table.from_pylist([{**element, "properties_size": 58, "wire_bytes": 0, "stored_ts_ms": 1}])
+    assert store.store_records(table, sc).column("store_props_size").to_pylist() == [58 + 1 + 33]
+    host = store.store_hosts(sc.cluster.brokers)[0]
+    assert (
+        store.stored_record_size(table.to_pylist()[0], sc, host)
+        == store.store_records(table, sc)["store_size"][0].as_py()
+    )
+    sc = _scenario("5.3.3", "4.9.8")  # 59 (ends with \x02), WAIT, UNIQ_KEY (42), CLUSTER, no final \x02
+    table = pa.Table.from_pylist([{**element, "properties_size": 59, "wire_bytes": 0, "stored_ts_ms": 1}])
+    assert store.store_records(table, sc).column("store_props_size").to_pylist() == [59 + 10 + 42 + 22]
+    assert (
+        store.stored_record_size(table.to_pylist()[0], sc, host)
+        == store.store_records(table, sc)["store_size"][0].as_py()
+    )
 
 
 def test_properties_over_short_max_are_illegal() -> None:
@@ -1022,7 +1151,7 @@ def test_delay_levels_above_the_maximum_are_stored_clamped_to_18(
     hosts = store.store_hosts(sc.cluster.brokers)
     rows = records.to_pylist()
     assert rows and all(r["delay_level"] == level for r in rows)
-    v = sc.producers.version
+    v, broker = sc.producers.version, sc.broker_version
     for r in rows:
         assert (r["store_topic"], r["store_queue_id"], r["delay_level_stored"]) == (
             store.SCHEDULE_TOPIC,
@@ -1031,7 +1160,7 @@ def test_delay_levels_above_the_maximum_are_stored_clamped_to_18(
         )
         _, _, props, _ = store.stored_properties(r, sc)
         assert props["DELAY"] == "18"
-        assert codec.properties_size(props, version=v) == r["store_props_size"]
+        assert codec.properties_size(props, version=broker) == r["store_props_size"]
         assert store.stored_record_size(r, sc, hosts[0]) == r["store_size"]
         # the written-back DELAY is digits - 2 bytes shorter than the one the client sent
         client = store.client_properties(r, sc)

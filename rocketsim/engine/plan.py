@@ -180,12 +180,12 @@ def route_timeline(sc: Scenario) -> RouteTimeline:
     * ``partition`` (producers cut off from the broker, not the name server): the route is untouched.
 
     Producers poll every ``route.poll_interval_ms`` (10 ms after they start); the name server's scan
-    timers are upstream's of the client's broker line.
+    timers are upstream's of the broker's release (``cluster.broker_version``).
     """
     model = bm.BrokerModel.from_scenario(sc)
     route = sc.route
     refresh = RouteRefresh.for_broker(
-        sc.producers.version.broker,
+        sc.broker_version,
         poll_interval_ms=route.poll_interval_ms,
         expiry_ms=route.broker_expire_ms,
         register_name_server_period_ms=route.heartbeat_interval_ms,
@@ -736,7 +736,9 @@ def prepare(messages: pa.Table, sc: Scenario) -> Prepared:
         [SendKind.ORDERED_ASYNC, SendKind.ORDERED_ONEWAY, SendKind.ORDERED, SendKind.ASYNC, SendKind.ONEWAY],
         SendKind.SYNC,
     ).astype(np.int64)
-    props_base, props_qid, props_chars = store.illegal_properties_parts(messages, p.version)
+    props_base, props_qid, props_chars = store.illegal_properties_parts(
+        messages, p.version, sc.broker_version
+    )
     return Prepared(
         messages=messages,
         producer=producer,

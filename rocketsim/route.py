@@ -314,7 +314,7 @@ class RouteRefresh:
         expiry_ms: int = BROKER_CHANNEL_EXPIRED_TIME_MS,
         register_name_server_period_ms: int = REGISTER_NAME_SERVER_PERIOD_MS,
     ) -> RouteRefresh:
-        """The name server's timers of a broker line (``ClientVersion.broker``) and the given settings."""
+        """The name server's timers of a broker release (``Scenario.broker_version``), the settings."""
         return cls(
             broker.nameserver_scan_first_ms,
             broker.nameserver_scan_interval_ms,

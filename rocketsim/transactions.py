@@ -17,8 +17,8 @@ result points at:
   or every half of a send that failed: ``sendMessageInTransaction`` throws ``MQClientException("send
   message Exception")`` and ends nothing): nobody ends it, so the broker checks it back;
 * unknown, crash or another half: ``TransactionalMessageCheckService`` runs every ``check_interval_ms``
-  (``BrokerConfig.transactionCheckInterval``; by default the broker version's: 60 s for a 4.9.x client's
-  4.9.8 broker, 30 s for a 5.x client's 5.3.3 broker; ticks at multiples of it in simulated time, the
+  (``BrokerConfig.transactionCheckInterval``; by default the broker version's, ``cluster.broker_version``:
+  60 s for a 4.9.8 broker, 30 s for a 5.3.3 broker; ticks at multiples of it in simulated time, the
   service's fixed delay from its start) and ``TransactionalMessageServiceImpl.check`` checks a half at
   the first tick with ``tick - born > timeout_ms`` (transactionTimeOut, 6 s; born = the storing request's
   start, its ``bornTimestamp``) that began after the half was stored (``storeTimestamp >= startTime``:
@@ -115,7 +115,7 @@ def resolve(table: pa.Table, sc: Scenario) -> pa.Table:
     """``table`` (:data:`INPUT_COLUMNS`: one row per stored half, and one per transactional message
     whose result points at no half) plus :data:`OUTPUT_COLUMNS`."""
     cfg = sc.transactions
-    interval = cfg.check_interval_for(sc.producers.version.broker)
+    interval = cfg.check_interval_for(sc.broker_version)
     n = table.num_rows
     producers, seqs = _column(table, "producer", np.int64), _column(table, "seq", np.int64)
     stored = np.asarray(pc.is_valid(table.column("half_born_ts_ms")).to_numpy(zero_copy_only=False), bool)

@@ -128,6 +128,28 @@ def test_hung_broker_dropped_by_the_idle_handler(client: str) -> None:
     assert timeline.change_times(10**6) == [180_010, 420_010]
 
 
+@pytest.mark.parametrize(
+    ("client", "broker", "timers"),
+    [
+        ("4.9.8", None, (5_000, 10_000)),
+        ("5.3.3", None, (5, 5_000)),
+        ("4.9.8", "5.3.3", (5, 5_000)),
+        ("5.3.3", "4.9.8", (5_000, 10_000)),
+    ],
+)
+def test_the_name_servers_scan_timers_are_the_broker_releases(
+    client: str, broker: str | None, timers: tuple[int, int]
+) -> None:
+    # NamesrvController.initialize: 4.9.8 scheduleAtFixedRate(scanNotActiveBroker, 5, 10, SECONDS); 5.3.3
+    # (.., 5, namesrvConfig.getScanNotActiveBrokerInterval() = 5 * 1000, MILLISECONDS). The name server is
+    # the cluster's (cluster.broker_version, by default the client line's), not the client's.
+    raw = _two_brokers(client, {"kind": "hang", "start_s": 60.0, "end_s": 400.0})
+    if broker is not None:
+        raw["cluster"] = {**raw["cluster"], "broker_version": broker}
+    refresh = _line_timeline(raw).refresh
+    assert (refresh.scan_first_ms, refresh.scan_interval_ms) == timers
+
+
 @pytest.mark.parametrize("client", ["4.9.8", "5.3.3"])
 def test_broker_that_stops_registering_expires_after_120_s(client: str) -> None:
     # the idle handler fires at last + 120 s in both lines (not at the next scan tick)

@@ -93,6 +93,25 @@ def test_transaction_check_interval_default_per_version(version: str, first_chec
     assert transactions.resolve(_rows(["SEND_OK"], [0]), given).to_pylist()[0]["resolved_ts_ms"] == 45_000
 
 
+@pytest.mark.parametrize(
+    ("client", "broker", "first_check"), [("4.9.8", "5.3.3", 30_000), ("5.3.3", "4.9.8", 60_000)]
+)
+def test_transaction_check_interval_is_the_brokers_not_the_clients(
+    client: str, broker: str, first_check: int
+) -> None:
+    # the check is the broker's (TransactionalMessageCheckService, BrokerConfig.transactionCheckInterval:
+    # 60 * 1000 in 4.9.8, 30 * 1000 in 5.3.3), whatever client sent the half
+    sc = scenario_from_mapping(
+        {
+            "seed": 11,
+            "cluster": {"broker_version": broker},
+            "producers": {"client_version": client},
+            "transactions": {"outcome": {"unknown": 1.0}, "check_outcome": {"commit": 1.0}},
+        }
+    )
+    assert transactions.resolve(_rows(["SEND_OK"], [0]), sc).to_pylist()[0]["resolved_ts_ms"] == first_check
+
+
 def test_producer_ends_commit_and_rollback_when_the_send_returns() -> None:
     out = transactions.resolve(_rows(["SEND_OK"] * 2, [100, 2000]), _sc(outcome={"commit": 1.0})).to_pylist()
     assert [

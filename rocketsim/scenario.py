@@ -121,8 +121,10 @@ class ClusterConfig:
     perm: int = field(default=6, metadata=_between(0, 15))
     # brokers without write permission for the topic (perm 4): still routed, never selected for sends
     read_only_brokers: tuple[str, ...] = ()
-    # the brokers' version (None: the producers' line, ClientVersion.broker): what the closed-loop store
-    # answers (BrokerVersion properties), the name server's timers, the transaction check interval
+    # the brokers' version (None: the producers' line, ClientVersion.broker): everything broker-side reads
+    # it (BrokerVersion properties): the closed-loop store's answers, what the brokers store (WAIT kept,
+    # __transactionId__ of halves, the stored properties' encoding: record sizes, commit-log offsets,
+    # properties checks), the name server's timers, the transaction check interval
     broker_version: str | None = None
 
 

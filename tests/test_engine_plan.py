@@ -7,7 +7,7 @@ import pyarrow.compute as pc
 import pytest
 
 from rocketsim import brokers as bm
-from rocketsim import codec, workload
+from rocketsim import codec, store, workload
 from rocketsim.engine import compiled, reference
 from rocketsim.engine.plan import (
     STATUS_NAMES,
@@ -114,6 +114,24 @@ def _batches(version: str, batch_size: int, max_message_size: int):
         }
     )
     return sc, prepare(workload.generate(sc), sc)
+
+
+@pytest.mark.parametrize(("client", "broker"), [("4.9.8", "5.3.3"), ("5.3.3", "4.9.8")])
+def test_the_properties_check_both_engines_read_is_the_brokers(client: str, broker: str) -> None:
+    # the broker refuses what it would write (store.illegal_properties_parts: 4.9.8 checkMessage and the
+    # CommitLog encoder, 5.3.3 MessageExtEncoder.encode), so the plan's table is the cluster's broker's
+    sc = scenario_from_mapping(
+        {
+            "cluster": {"broker_version": broker},
+            "producers": {"count": 1, "client_version": client},
+            "workload": {"messages": 60, "message_types": {"normal": 1, "delay": 1, "transaction": 1}},
+        }
+    )
+    prep = prepare(workload.generate(sc), sc)
+    parts = store.illegal_properties_parts(prep.messages, sc.producers.version, sc.broker_version)
+    line = store.illegal_properties_parts(prep.messages, sc.producers.version, sc.producers.version.broker)
+    for got, want, other in zip((prep.s_props_base, prep.s_props_chars), parts[::2], line[::2], strict=True):
+        assert (got == want[prep.s_row]).all() and not (got == other[prep.s_row]).all()
 
 
 def test_batch_over_max_message_size_is_refused_like_upstream() -> None:

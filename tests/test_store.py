@@ -444,6 +444,48 @@ def test_cross_version_sizes_by_hand() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("client", "props", "legal_on_4_9_8", "legal_on_5_3_3"),
+    [("4.9.8", 32754, True, False), ("4.9.8", 32743, True, True), ("5.3.3", 32745, True, False)],
+)
+def test_the_brokers_release_decides_what_properties_are_too_long(
+    client: str, props: int, legal_on_4_9_8: bool, legal_on_5_3_3: bool
+) -> None:
+    # The broker checks what it would write (4.9.8 DefaultMessageStore.checkMessage and the CommitLog
+    # encoder; 5.3.3 MessageExtEncoder.encode: propertiesLength > Short.MAX_VALUE): a 4.9.8 broker stores
+    # the client's entries without WAIT (-10) and without a final \x02, a 5.3.3 broker with both, each
+    # plus CLUSTER\x01DefaultCluster (23 with its separator). A 4.9.8 client's 32754 bytes: 32767 on a
+    # 4.9.8 broker, 32778 on a 5.3.3 one; a 5.3.3 client's 32745 (final \x02 included): 32757 / 32768.
+    messages = pa.Table.from_pylist(
+        [
+            {
+                "topic": "T",
+                "uniq_msg_id": "0" * 32,
+                "properties_size": props,
+                "message_type": "normal",
+                "delay_level": 0,
+                "batch_id": None,
+            }
+        ],
+        schema=pa.schema(
+            [
+                ("topic", pa.string()),
+                ("uniq_msg_id", pa.string()),
+                ("properties_size", pa.int32()),
+                ("message_type", pa.string()),
+                ("delay_level", pa.int32()),
+                ("batch_id", pa.int64()),
+            ]
+        ),
+    )
+    for broker, legal in (("4.9.8", legal_on_4_9_8), ("5.3.3", legal_on_5_3_3)):
+        sc = _scenario(client, broker)
+        base, with_qid, chars = store.illegal_properties_parts(
+            messages, sc.producers.version, sc.broker_version
+        )
+        assert store.properties_illegal(int(base[0]), bool(with_qid[0]), int(chars[0]), 3) != legal, broker
+
+
 def test_properties_over_short_max_are_illegal() -> None:
     assert not store.properties_illegal(32767, False, 0, 0)
     assert store.properties_illegal(32768, False, 0, 0)

@@ -28,18 +28,20 @@ How the reference is mirrored:
 * Rows: the kernel reports attempts and one outcome per send; error texts are made in Python with
   :mod:`rocketsim.send`'s own constructors, and :func:`rocketsim.engine.plan.build_tables` makes the rows.
 
-The loop's steps are separate functions, called, not inlined at numba's level: numba's ``inline="always"``
-made the loop ~40% faster but its first compile took 150 s and 2.4 GB instead of 60 s and 0.6 GB, paid by
-every fresh checkout and after every change to this file (``make`` warms the cache once, at install). Every
-call passes every array of its arguments as seven separate values (numba flattens NamedTuples), so a step
-that takes ``inp`` and ``state`` and that LLVM does not inline costs a copy of ~700 words per call: the
-small steps take only the arrays they use, the per-send fields are one matrix (``FL_*`` columns), and the
-ASYNC steps run inside one function (:func:`async_event`) called from one place. Every
-function of the event loop is compiled without the runtime's reference counting (``_nrt=False``): the loop
-allocates nothing (the caller passes every array in), and the atomic incref/decref pairs the runtime would
-put around each array argument cost more than the simulation itself. numba freezes the module-level
-constants it reads (OutcomeKind, SendKind, ...) into the cached machine code: after changing one of them,
-clear the cache (``__pycache__/*.nbi``) or touch this file.
+The loop's steps are separate functions, called, not inlined at numba's level (but one, below): numba's
+``inline="always"`` on every step made the loop ~40% faster but its first compile took 150 s and 2.4 GB
+instead of 60 s and 0.6 GB, paid by every fresh checkout and after every change to this file (``make`` warms
+the cache once, at install). Every call passes every array of its arguments as seven separate values (numba
+flattens NamedTuples), so a step that takes ``inp`` and ``state`` and that LLVM does not inline costs a copy
+of ~700 words per call: the small steps take only the arrays they use, the per-send fields are one matrix
+(``FL_*`` columns), and the ASYNC steps run inside one function (:func:`async_event`), the one step inlined at
+numba's level (into :func:`run_loop`, its only caller): LLVM left it a call, whose ~780-word argument copy was
+a third of an ASYNC send's time (inlined, the loop makes ~1.4x the ASYNC attempts per second, for no longer a
+compile: the body is compiled once either way). Every function of the event loop is compiled without the
+runtime's reference counting (``_nrt=False``): the loop allocates nothing (the caller passes every array in),
+and the atomic incref/decref pairs the runtime would put around each array argument cost more than the
+simulation itself. numba freezes the module-level constants it reads (OutcomeKind, SendKind, ...) into the
+cached machine code: after changing one of them, clear the cache (``__pycache__/*.nbi``) or touch this file.
 """
 
 # Mirrored by engine/reference.py (the readable event loop over rocketsim.send / rocketsim.fault, which
@@ -1424,13 +1426,14 @@ def async_thrown_failure(kind, refused):
     return Failure.ORDERED_OTHER, np.int64(kind)
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def async_event(inp, state, s, now, phase):
     """ASYNC send ``s`` at ``now``, its ``phase`` (PH_*): submitted (PH_START: an executor thread runs it,
     or it waits for one), taken by an executor thread, its permit granted, a failure thrown synchronously,
     or its callback (on a callback thread, waiting for one if all are busy; a 5.x connect failure on the
-    event loop). The one entry of the loop's ASYNC steps: a call passes every array of ``inp`` and
-    ``state``, so the steps run here in turn rather than calling one another.
+    event loop). The one entry of the loop's ASYNC steps, inlined into :func:`run_loop` (numba's
+    ``inline="always"``): a call would pass every array of ``inp`` and ``state``, so the steps run here
+    in turn rather than calling one another.
 
     On an executor thread: the runnable's ``timeout > costTime`` check ("call timeout"), then
     ``sendSelectImpl`` (the selector's queue) or ``sendDefaultImpl`` (no route, or the first selection,
@@ -1464,8 +1467,8 @@ def async_event(inp, state, s, now, phase):
     on_event_loop = v5 and fl[s, FL_KIND] == OutcomeKind.REMOTING_CONNECT
     if phase == PH_CALLBACK and not on_event_loop and client_pool_take(cp, fl, POOL_CALLBACK, s) < 0:
         return  # waits for a callback thread
-    # one call site of async_call (and of this function in run_loop): LLVM may then inline them, sparing
-    # the copy of every array of ``inp`` and ``state`` a call makes
+    # one call site of async_call: LLVM then inlines it, sparing the copy of every array of ``inp`` and
+    # ``state`` a call makes
     call, call_attempt, call_timeout = False, 0, 0
     if phase == PH_EXEC:
         res.kernel_start[s] = now

@@ -7,7 +7,7 @@ the names the schedulers and the broker side use.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,15 +16,30 @@ from rocketsim import engine
 from rocketsim.broker_store import ITERATIVE, JOINT, OPEN
 from rocketsim.engine.iterative import IterativeRun, simulate_iterative
 from rocketsim.engine.joint import JointRun, simulate_joint
-from rocketsim.engine.plan import SimOutput, SimulationError
+from rocketsim.engine.plan import SimChunk, SimOutput, SimulationError
 from rocketsim.scenario import Scenario
 
-__all__ = ["SimOutput", "SimulationError", "simulate", "simulate_coupled", "simulate_producer"]
+__all__ = [
+    "SimChunk",
+    "SimOutput",
+    "SimulationError",
+    "simulate",
+    "simulate_chunks",
+    "simulate_coupled",
+    "simulate_producer",
+]
 
 
 def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
     """Simulate one producer's messages (schema ``MESSAGES`` without run_id, any row order)."""
     return engine.simulate_producer(messages, sc)
+
+
+def simulate_chunks(chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario) -> Iterator[SimChunk]:
+    """Simulate one producer's messages given in chunks in seq order (e.g.
+    :func:`rocketsim.workload.generate_producer`'s batches): its tables in chunks of consecutive
+    messages (:class:`SimChunk`) whose concatenation is :func:`simulate_producer`'s tables."""
+    return engine.simulate_chunks(chunks, sc)
 
 
 def simulate(messages: pa.Table, sc: Scenario) -> SimOutput:

@@ -1031,3 +1031,87 @@ def test_ordered_async_on_busy_client_pools(version: str) -> None:
     assert pc.any(late).as_py()
     errors = set(out.results.column("error").to_pylist())
     assert ("RemotingTooMuchRequestException: call timeout" in errors) == (not version.startswith("5"))
+
+
+# ---- chunks: one producer's run in parts (engine.simulate_chunks) ------------------------------------
+
+CHUNK_MIX = {
+    "topics": ["TopicA", "TopicB"],
+    "message_types": {"normal": 3, "ordered": 2, "transaction": 1, "batch": 2},
+    "batch_size": 4,
+    "invalid": {"empty_body": 0.02, "oversize_properties": 0.02},
+}
+
+
+def chunk_scenario(modes: dict[str, int], version: str = "4.9.8") -> Scenario:
+    """Batches, transactions, ordered sends and rejected rows on three threads through a brown-out."""
+    return scenario(
+        version,
+        threads=3,
+        messages=400,
+        rate=6.0,
+        faults=(OUTAGE, SLOWDOWN),
+        errors={"connect_refused": 0.05, "system_busy": 0.05, "remoting_timeout": 0.05},
+        producers={"send_mode": modes},
+        work=CHUNK_MIX,
+    )
+
+
+def in_chunks(messages: pa.Table, sizes: list[int]) -> list[pa.RecordBatch]:
+    """``messages`` cut into record batches of ``sizes`` rows (cycled), as a generator yields them."""
+    out, at, k = [], 0, 0
+    while at < messages.num_rows:
+        n = sizes[k % len(sizes)]
+        out.extend(messages.slice(at, n).to_batches())
+        at, k = at + n, k + 1
+    return out
+
+
+def joined(chunks: list) -> SimOutput:
+    """Chunks (:class:`rocketsim.engine.plan.SimChunk`) concatenated; each checked to hold whole sends."""
+    for c in chunks:
+        seq = c.results.column("seq")
+        assert c.messages.column("seq").equals(seq)
+        if c.attempts.num_rows:
+            assert pc.is_in(c.attempts.column("seq"), value_set=seq.combine_chunks()).to_pylist() == [
+                True
+            ] * (c.attempts.num_rows)
+    return SimOutput(
+        pa.concat_tables([c.attempts for c in chunks]).combine_chunks(),
+        pa.concat_tables([c.results for c in chunks]).combine_chunks(),
+    )
+
+
+@pytest.mark.parametrize("sizes", [[1], [2], [3], [7, 1, 5], [64], [399], [10_000]], ids=str)
+@pytest.mark.parametrize("modes", [{"sync": 2, "oneway": 1}, {"sync": 1, "async": 1}], ids=["sync", "async"])
+def test_chunks_join_to_the_whole_run(modes: dict[str, int], sizes: list[int]) -> None:
+    # chunk ends inside a batch move on past it (its members' records need its attempts); every other cut
+    # splits retries, in-flight sends of the other threads and ASYNC sends still waiting for answers
+    sc = chunk_scenario(modes)
+    m = workload.generate(sc)
+    whole = reference.simulate_producer(m, sc)
+    ref = joined(list(reference.simulate_chunks(in_chunks(m, sizes), sc)))
+    assert_same(whole, ref)
+    if compiled.supports(sc, m):
+        assert_same(whole, joined(list(compiled.simulate_chunks(in_chunks(m, sizes), sc))))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(1, 120), min_size=1, max_size=6))
+def test_chunks_of_any_sizes_join_to_the_whole_run(sizes: list[int]) -> None:
+    sc = chunk_scenario({"sync": 2, "oneway": 1}, "5.3.3")
+    m = workload.generate(sc)
+    whole = compiled.simulate_producer(m, sc)
+    chunks = list(compiled.simulate_chunks(in_chunks(m, sizes), sc))
+    assert_same(whole, joined(chunks))
+    assert len(chunks) > 1 or sum(sizes) >= m.num_rows
+
+
+def test_chunks_never_split_a_batch() -> None:
+    sc = chunk_scenario({"sync": 1})
+    m = workload.generate(sc)
+    batches = [c.messages for c in reference.simulate_chunks(in_chunks(m, [1]), sc)]
+    ids = [b.column("batch_id").to_pylist() for b in batches]
+    firsts, lasts = [i[0] for i in ids], [i[-1] for i in ids]
+    assert all(a is None or a != b for a, b in zip(lasts[:-1], firsts[1:], strict=True))
+    assert any(len(i) > 1 for i in ids)  # some chunk of 1 row grew to hold its whole batch

@@ -14,12 +14,21 @@ Any other value is a ``ConfigError``.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
 from rocketsim.broker_store import JOINT, OPEN
 from rocketsim.engine import compiled, iterative, joint, reference
-from rocketsim.engine.plan import SimOutput, SimulationError, one_producer
+from rocketsim.engine.plan import (
+    SimChunk,
+    SimOutput,
+    SimulationError,
+    chunk_cuts,
+    gather_chunks,
+    one_producer,
+    slice_output,
+)
 from rocketsim.errors import ConfigError
 from rocketsim.scenario import Scenario
 
@@ -28,7 +37,15 @@ REFERENCE = "reference"
 COMPILED = "compiled"
 ENGINES = (REFERENCE, COMPILED)
 
-__all__ = ["COMPILED", "ENGINES", "ENGINE_VARIABLE", "REFERENCE", "chosen", "simulate_producer"]
+__all__ = [
+    "COMPILED",
+    "ENGINES",
+    "ENGINE_VARIABLE",
+    "REFERENCE",
+    "chosen",
+    "simulate_chunks",
+    "simulate_producer",
+]
 
 
 def chosen() -> str | None:
@@ -58,3 +75,21 @@ def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
     if compiled.unsupported(sc, messages) is None:
         return compiled.simulate_covered(messages, sc)
     return reference.simulate_producer(messages, sc)
+
+
+def simulate_chunks(chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario) -> Iterator[SimChunk]:
+    """One producer's messages given in chunks (seq order) -> its tables in chunks
+    (:class:`rocketsim.engine.plan.SimChunk`: concatenated, :func:`simulate_producer`'s tables), with the
+    engine :func:`simulate_producer` would use."""
+    # Which engine covers the messages is told from all of them: they are gathered first (the tables
+    # are still made chunk by chunk).
+    messages, ends = gather_chunks(chunks)
+    name = chosen()
+    if sc.coupling != OPEN and messages.num_rows:  # the closed-loop store: whole, then cut
+        return iter(slice_output(messages, simulate_producer(messages, sc), chunk_cuts(messages, ends)))
+    parts = [messages.slice(a, b - a) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+    if name == REFERENCE or (name is None and compiled.unsupported(sc, messages) is not None):
+        return reference.simulate_chunks(parts, sc)
+    if name == COMPILED:
+        return compiled.simulate_chunks(parts, sc)
+    return compiled.chunks_covered(messages, ends, sc)

@@ -65,6 +65,7 @@ cached machine code: after changing one of them, clear the cache (``__pycache__/
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
@@ -100,11 +101,15 @@ from rocketsim.engine.plan import (
     Prepared,
     Routes,
     SendKind,
+    SimChunk,
     SimOutput,
     SimulationError,
     Status,
+    build_table_chunks,
     build_tables,
+    chunk_cuts,
     error_text,
+    gather_chunks,
     plan_for,
     prepare,
 )
@@ -133,7 +138,16 @@ from rocketsim.send import (
 )
 from rocketsim.versions import LINE_5, ClientVersion
 
-__all__ = ["KernelOut", "run_prepared", "simulate_covered", "simulate_producer", "supports", "unsupported"]
+__all__ = [
+    "KernelOut",
+    "chunks_covered",
+    "run_prepared",
+    "simulate_chunks",
+    "simulate_covered",
+    "simulate_producer",
+    "supports",
+    "unsupported",
+]
 
 
 class Event(IntEnum):
@@ -2215,3 +2229,24 @@ def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
     if why is not None:
         raise SimulationError(f"the compiled engine does not cover {why}; use ROCKETSIM_ENGINE=reference")
     return simulate_covered(messages, sc)
+
+
+def chunks_covered(messages: pa.Table, ends: list[int], sc: Scenario) -> Iterator[SimChunk]:
+    """:func:`simulate_chunks` for messages :func:`supports` accepts, given whole (seq order) with the rows
+    where their chunks end: the kernel runs over every send, the rows are made chunk by chunk
+    (:func:`rocketsim.engine.plan.build_table_chunks`)."""
+    if messages.num_rows == 0:
+        return
+    prep = prepare(messages, sc)
+    out = engine_output(prep, plan_for(sc), run_prepared(prep, sc), sc)
+    yield from build_table_chunks(prep, out, chunk_cuts(prep.messages, ends))
+
+
+def simulate_chunks(chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario) -> Iterator[SimChunk]:
+    """:func:`rocketsim.engine.reference.simulate_chunks`, compiled; :class:`SimulationError` for input
+    :func:`supports` refuses."""
+    messages, ends = gather_chunks(chunks)
+    why = unsupported(sc, messages)
+    if why is not None:
+        raise SimulationError(f"the compiled engine does not cover {why}; use ROCKETSIM_ENGINE=reference")
+    yield from chunks_covered(messages, ends, sc)

@@ -17,7 +17,7 @@ they run the per-producer event loop. Everything else is here, once:
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from enum import IntEnum
 from functools import cache
@@ -58,13 +58,14 @@ from rocketsim.route import (
     route_versions,
 )
 from rocketsim.scenario import Scenario
-from rocketsim.schemas import SEND_ATTEMPTS, SEND_RESULTS, without_run_id
+from rocketsim.schemas import MESSAGES, SEND_ATTEMPTS, SEND_RESULTS, data_schema, without_run_id
 from rocketsim.send import Outcome, SendConfig
 from rocketsim.validate import MAX_PROPERTIES_SIZE, check_message, check_properties_size
 from rocketsim.versions import LINE_5
 
 ATTEMPTS_SCHEMA = without_run_id(SEND_ATTEMPTS)
 RESULTS_SCHEMA = without_run_id(SEND_RESULTS)
+MESSAGES_SCHEMA = data_schema(MESSAGES)
 
 TIMEOUT_OVERSHOOT_MS = 1  # a RemotingTimeoutException is raised once the wait has passed the timeout
 NO_ISOLATION = np.iinfo(np.int64).min  # "not isolated" in an attempt's isolated-until array (null)
@@ -117,6 +118,17 @@ class SimOutput:
     @classmethod
     def empty(cls) -> SimOutput:
         return cls(ATTEMPTS_SCHEMA.empty_table(), RESULTS_SCHEMA.empty_table())
+
+
+@dataclass(frozen=True)
+class SimChunk:
+    """A part of one producer's simulation: consecutive messages in seq order (never part of a batch),
+    their results (one row each, in the same order) and the attempts of their sends in (seq, attempt)
+    order. The chunks of a run, concatenated, are the whole run's tables."""
+
+    messages: pa.Table
+    attempts: pa.Table
+    results: pa.Table
 
 
 # ---- the broker model's answer as the send loop's Outcome ----------------------------------------
@@ -876,7 +888,7 @@ def _attempts_table(prep: Prepared, out: EngineOutput) -> pa.Table:
     )
 
 
-def _results_table(prep: Prepared, out: EngineOutput) -> pa.Table:
+def _results_table(prep: Prepared, out: EngineOutput, uniq: pa.Array | None = None) -> pa.Table:
     rows = prep.send_of_row
     n = rows.size
     sent = rows >= 0
@@ -917,7 +929,7 @@ def _results_table(prep: Prepared, out: EngineOutput) -> pa.Table:
         {
             "producer": pa.array(np.full(n, prep.producer, np.int32)),
             "seq": m.column("seq"),
-            "uniq_msg_id": uniq_keys(prep, out),
+            "uniq_msg_id": uniq_keys(prep, out) if uniq is None else uniq,
             "send_mode": m.column("send_mode"),
             "status": _take_str(list(STATUS_NAMES), status),
             "error": _take_str(texts, err_idx),
@@ -985,6 +997,149 @@ def uniq_keys(prep: Prepared, out: EngineOutput) -> pa.Array:
 def build_tables(prep: Prepared, out: EngineOutput) -> SimOutput:
     """The ``send_attempts`` and ``send_results`` rows of one producer (results in seq order)."""
     return SimOutput(_attempts_table(prep, out), _results_table(prep, out))
+
+
+# ---- chunks: one producer's run in parts ------------------------------------------------------------
+
+
+def gather_chunks(chunks: Iterable[pa.Table | pa.RecordBatch]) -> tuple[pa.Table, list[int]]:
+    """One producer's messages given in chunks, as one table, and the row where each chunk ends."""
+    tables, ends, n = [], [], 0
+    for chunk in chunks:
+        table = chunk if isinstance(chunk, pa.Table) else pa.Table.from_batches([chunk])
+        if table.num_rows:
+            tables.append(table)
+            n += table.num_rows
+            ends.append(n)
+    if not tables:
+        return MESSAGES_SCHEMA.empty_table(), []
+    messages = pa.concat_tables(tables)
+    seq = np.asarray(messages.column("seq"), np.int64)
+    if not bool(np.all(seq[1:] >= seq[:-1])):
+        messages = messages.sort_by([("seq", "ascending")])
+    return messages, ends
+
+
+def chunk_cuts(messages: pa.Table, ends: Iterable[int]) -> list[int]:
+    """The rows where chunks of ``messages`` (seq order) end: each of ``ends`` moved on past the batch it
+    would split (a batch is one send: its members' records need its attempts), then the last row.
+    Messages whose seqs do not increase (several sends of one seq) are one chunk."""
+    n = messages.num_rows
+    seq = np.asarray(messages.column("seq"), np.int64)
+    if n < 2 or not bool(np.all(seq[1:] > seq[:-1])):
+        return [n] if n else []
+    batch = messages.column("batch_id")
+    same = np.zeros(n + 1, bool)  # same[r]: rows r - 1 and r are members of one batch
+    if batch.null_count < n:
+        ids = np.asarray(batch.fill_null(-1), np.int64)
+        same[1:n] = (ids[1:] == ids[:-1]) & (ids[1:] >= 0)
+    allowed = np.flatnonzero(~same)  # rows where a chunk may end (n included)
+    cuts = sorted({int(allowed[np.searchsorted(allowed, min(max(e, 1), n))]) for e in ends} | {n})
+    return cuts
+
+
+def slice_output(messages: pa.Table, out: SimOutput, cuts: Iterable[int]) -> Iterator[SimChunk]:
+    """A whole run's tables (results in seq order, attempts in (seq, attempt) order) cut into the
+    chunks that end at rows ``cuts`` of ``messages`` (:func:`chunk_cuts`)."""
+    seq = np.asarray(out.results.column("seq"), np.int64)
+    attempt_seq = np.asarray(out.attempts.column("seq"), np.int64)
+    r0 = a0 = 0
+    for r1 in cuts:
+        a1 = int(np.searchsorted(attempt_seq, seq[r1 - 1], "right")) if r1 > r0 else a0
+        yield SimChunk(
+            messages.slice(r0, r1 - r0), out.attempts.slice(a0, a1 - a0), out.results.slice(r0, r1 - r0)
+        )
+        r0, a0 = r1, a1
+
+
+def _prepared_part(prep: Prepared, r0: int, r1: int, s0: int, s1: int) -> Prepared:
+    """The rows ``r0:r1`` of ``prep`` and their sends ``s0:s1`` (no batch crosses either end)."""
+    rows, sends = slice(r0, r1), slice(s0, s1)
+    send_of_row = prep.send_of_row[rows]
+    return replace(
+        prep,
+        messages=prep.messages.slice(r0, r1 - r0),
+        rejected=prep.rejected[rows],
+        reject_text={r - r0: t for r, t in prep.reject_text.items() if r0 <= r < r1},
+        send_of_row=np.where(send_of_row >= 0, send_of_row - s0, -1),
+        row_wire=prep.row_wire[rows],
+        compressed=prep.compressed[rows],
+        sys_flag=prep.sys_flag[rows],
+        born=prep.born[rows],
+        **{
+            name: getattr(prep, name)[sends]
+            for name in (
+                "s_seq",
+                "s_born",
+                "s_thread",
+                "s_kind",
+                "s_mode",
+                "s_topic",
+                "s_order_hash",
+                "s_wire",
+                "s_props_base",
+                "s_props_qid",
+                "s_props_chars",
+            )
+        },
+        s_row=prep.s_row[sends] - r0,
+    )
+
+
+_SEND_FIELDS = (
+    "status",
+    "error",
+    "broker",
+    "queue_id",
+    "begin",
+    "end",
+    "exhausted",
+    "n_sent",
+    "thread",
+    "kernel_start",
+)
+_ATTEMPT_FIELDS = (
+    "a_attempt",
+    "a_start",
+    "a_latency",
+    "a_broker",
+    "a_queue_id",
+    "a_label",
+    "a_code",
+    "a_has_code",
+    "a_isolated_until",
+    "a_stored",
+    "a_stored_ts",
+)
+
+
+def _output_part(out: EngineOutput, s0: int, s1: int) -> EngineOutput:
+    """What ``out`` holds of the sends ``s0:s1`` and their attempts."""
+    a0, a1 = int(out.att_off[s0]), int(out.att_off[s1])
+    return replace(
+        out,
+        a_send=out.a_send[a0:a1] - s0,
+        att_off=out.att_off[s0 : s1 + 1] - a0,
+        **{name: getattr(out, name)[a0:a1] for name in _ATTEMPT_FIELDS},
+        **{name: getattr(out, name)[s0:s1] for name in _SEND_FIELDS},
+    )
+
+
+def build_table_chunks(prep: Prepared, out: EngineOutput, cuts: Iterable[int]) -> Iterator[SimChunk]:
+    """:func:`build_tables` in the chunks that end at rows ``cuts`` of ``prep.messages``
+    (:func:`chunk_cuts`): the rows of each chunk made from its own sends only, so a whole run's rows are
+    never all in memory at once (the UNIQ_KEYs, a process-wide order, are made once for every row)."""
+    uniq = uniq_keys(prep, out)
+    r0 = 0
+    for r1 in cuts:
+        s0, s1 = (int(x) for x in np.searchsorted(prep.s_row, [r0, r1]))
+        part_prep, part_out = _prepared_part(prep, r0, r1, s0, s1), _output_part(out, s0, s1)
+        yield SimChunk(
+            part_prep.messages,
+            _attempts_table(part_prep, part_out),
+            _results_table(part_prep, part_out, uniq.slice(r0, r1 - r0)),
+        )
+        r0 = r1
 
 
 def error_text(err: BaseException) -> str:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import Protocol
@@ -52,15 +52,19 @@ from rocketsim.engine.plan import (
     EngineOutput,
     Prepared,
     SendKind,
+    SimChunk,
     SimOutput,
     Status,
     StoreColumns,
     build_tables,
+    chunk_cuts,
     error_text,
+    gather_chunks,
     one_producer,
     prepare,
     producer_route_versions,
     route_version_at,
+    slice_output,
     start_detector_enable,
     to_outcome,
 )
@@ -633,3 +637,12 @@ def producer_tables(prep: Prepared, out: EngineOutput, ranks: np.ndarray) -> Sim
     attempts = tables.attempts.append_column("rank", pa.array(ranks))
     attempts = attempts.sort_by([("seq", "ascending"), ("attempt", "ascending"), ("rank", "ascending")])
     return SimOutput(attempts.drop_columns(["rank"]), tables.results)
+
+
+def simulate_chunks(chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario) -> Iterator[SimChunk]:
+    """One producer's messages given in chunks (seq order) -> its tables in chunks
+    (:class:`rocketsim.engine.plan.SimChunk`): run whole (:func:`simulate_producer`) and cut where the
+    chunks end. The readable oracle keeps every row in memory: it is meant for small runs."""
+    messages, ends = gather_chunks(chunks)
+    if messages.num_rows:
+        yield from slice_output(messages, simulate_producer(messages, sc), chunk_cuts(messages, ends))

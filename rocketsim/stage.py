@@ -29,7 +29,7 @@ generated once per message signature, each variant simulated on them, only aggre
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,6 +112,12 @@ def producer_messages(sc: Scenario, share: workload.ProducerShare) -> pa.Table:
     return pa.Table.from_batches(list(workload.generate_producer(sc, share)), schema=MESSAGES_DATA)
 
 
+def producer_message_chunks(sc: Scenario, share: workload.ProducerShare) -> Iterator[pa.Table]:
+    """One producer's generated messages (:func:`rocketsim.workload.generate_producer`), a chunk at a time."""
+    for batch in workload.generate_producer(sc, share):
+        yield pa.Table.from_batches([batch], schema=MESSAGES_DATA)
+
+
 def producer_tables(
     sc: Scenario, messages: pa.Table, out: simulate.SimOutput | None = None
 ) -> ProducerTables:
@@ -122,12 +128,30 @@ def producer_tables(
         raise ValueError(f"producer_tables takes one producer's messages, got producers {sorted(producers)}")
     if out is None:
         out = simulate.simulate(messages, sc)
-    log = store.log_records(messages, out.attempts, out.results, sc)
-    log_broker, result_broker = store.pointed_brokers(out.results, log, tuple(sc.cluster.brokers))
+    return _with_records(sc, messages, out.attempts, out.results)
+
+
+def producer_chunks(sc: Scenario, chunks: Iterable[pa.Table | pa.RecordBatch]) -> Iterator[ProducerTables]:
+    """:func:`producer_tables` a chunk at a time: one producer's messages given in chunks (seq order) ->
+    its rows in chunks of consecutive messages (:func:`rocketsim.simulate.simulate_chunks`), each with its
+    records; each chunk's methods give that chunk's part of the producer's (rows of whole messages)."""
+    made = False
+    for c in simulate.simulate_chunks(chunks, sc):
+        made = True
+        yield _with_records(sc, c.messages, c.attempts, c.results)
+    if not made:  # no message: the producer's (empty) rows all the same
+        none = simulate.SimOutput.empty()
+        yield _with_records(sc, MESSAGES_DATA.empty_table(), none.attempts, none.results)
+
+
+def _with_records(sc: Scenario, messages: pa.Table, attempts: pa.Table, results: pa.Table) -> ProducerTables:
+    """Rows of whole messages of one producer, with the commit-log records they make and their brokers."""
+    log = store.log_records(messages, attempts, results, sc)
+    log_broker, result_broker = store.pointed_brokers(results, log, tuple(sc.cluster.brokers))
     return ProducerTables(
         messages=messages,
-        attempts=out.attempts,
-        results=out.results,
+        attempts=attempts,
+        results=results,
         log=log,
         log_broker=log_broker,
         result_broker=result_broker,

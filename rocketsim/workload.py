@@ -134,8 +134,13 @@ def _utf8_len(s: str) -> int:
     return len(s.encode("utf-8"))
 
 
+# messages per generated chunk: a producer's rows go through a task this many at a time; the arrival clock
+# is a float sum carried from chunk to chunk, so the chunks' size is part of the messages: fixed
+CHUNK_ROWS = 1 << 20
+
+
 def generate_producer(
-    sc: Scenario, share: ProducerShare, chunk_rows: int = 1 << 20
+    sc: Scenario, share: ProducerShare, chunk_rows: int = CHUNK_ROWS
 ) -> Iterator[pa.RecordBatch]:
     """Yield the producer's messages as record batches (schema ``MESSAGES`` without run_id), in seq order."""
     wl = sc.workload

@@ -76,33 +76,109 @@ class _AtomicOutput:
                     self.fs.delete_file(self.tmp)
 
 
+def _parquet_options(names: Sequence[str]) -> dict:
+    """snappy; dictionaries and statistics on the columns above."""
+    return {
+        "compression": "snappy",
+        "use_dictionary": [n for n in names if n in DICTIONARY_COLUMNS],
+        "write_statistics": [n for n in names if n in STATISTICS_COLUMNS],
+    }
+
+
 def write_parquet(table: pa.Table, uri: str, row_group_size: int | None = None) -> None:
     """Write ``table`` to ``uri`` atomically (snappy; dictionaries and statistics on the columns above;
     ``row_group_size`` rows per row group, default pyarrow's)."""
-    dictionary = [n for n in table.column_names if n in DICTIONARY_COLUMNS]
-    statistics = [n for n in table.column_names if n in STATISTICS_COLUMNS]
     with _AtomicOutput(uri) as sink:
-        pq.write_table(
-            table,
-            sink,
-            compression="snappy",
-            use_dictionary=dictionary,
-            write_statistics=statistics,
-            row_group_size=row_group_size,
+        pq.write_table(table, sink, row_group_size=row_group_size, **_parquet_options(table.column_names))
+
+
+class ParquetSink:
+    """A Parquet file written a part at a time (each :meth:`write` adds row groups), renamed into place
+    by :meth:`close` (as :func:`write_parquet` writes it whole). With ``empty_file=False`` a sink given no
+    rows writes no file; ``schema`` None: the first part's."""
+
+    def __init__(self, uri: str, schema: pa.Schema | None, empty_file: bool = True) -> None:
+        self.uri, self.schema, self.empty_file = uri, schema, empty_file
+        self.rows = 0
+        self._out: _AtomicOutput | None = None
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, table: pa.Table) -> None:
+        if not table.num_rows:
+            return
+        if self.schema is None:  # the first part's
+            self.schema = table.schema
+        if self._writer is None:
+            self._open()
+        assert self._writer is not None
+        self._writer.write_table(table.cast(self.schema))
+        self.rows += table.num_rows
+
+    def _open(self) -> None:
+        self._out = _AtomicOutput(self.uri)
+        self._writer = pq.ParquetWriter(
+            self._out.__enter__(), self.schema, **_parquet_options(self.schema.names)
         )
+
+    def close(self) -> None:
+        """Finish the file (an empty one if no rows came and ``empty_file``) and rename it into place."""
+        if self._writer is None and self.empty_file:
+            self._open()
+        if self._writer is not None and self._out is not None:
+            self._writer.close()
+            self._out.__exit__(None)
+            self._writer = None
+
+    def abort(self) -> None:
+        """Drop the file being written (a task that failed)."""
+        if self._out is not None:
+            with contextlib.suppress(Exception):
+                if self._writer is not None:
+                    self._writer.close()
+            self._out.__exit__(RuntimeError)
+            self._writer = self._out = None
+
+
+class IpcGroupsSink:
+    """An Arrow IPC file of rows split into ``groups`` groups, written a part at a time: each
+    :meth:`write` adds ``groups`` record batches, batch ``g`` holding that part's rows of group ``g`` in
+    their order (empty ones included), so the file's batch ``k * groups + g`` is part ``k`` of group
+    ``g`` (:func:`read_ipc_group`). Renamed into place by :meth:`close`."""
+
+    def __init__(self, uri: str, schema: pa.Schema, groups: int) -> None:
+        self.schema, self.groups = schema, groups
+        self._out = _AtomicOutput(uri)
+        self._writer = pa.ipc.new_file(self._out.__enter__(), schema)
+        self.parts = 0
+
+    def write(self, table: pa.Table, group: np.ndarray) -> None:
+        order = np.argsort(group, kind="stable")
+        ends = np.cumsum(np.bincount(group, minlength=self.groups))
+        grouped = table.take(pa.array(order)).combine_chunks().cast(self.schema)
+        start = 0
+        for end in ends.tolist():
+            self._writer.write_batch(_one_batch(grouped.slice(start, end - start)))
+            start = end
+        self.parts += 1
+
+    def close(self) -> None:
+        if not self.parts:  # no part: one of empty groups
+            self.write(self.schema.empty_table(), np.zeros(0, np.int64))
+        self._writer.close()
+        self._out.__exit__(None)
+
+    def abort(self) -> None:
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        self._out.__exit__(RuntimeError)
 
 
 def write_ipc_groups(table: pa.Table, group: np.ndarray, groups: int, uri: str) -> None:
     """``table`` split by ``group`` (ints in ``0..groups-1``) into an Arrow IPC file of ``groups`` record
     batches, batch ``g`` holding the rows of group ``g`` in their order (empty groups included)."""
-    order = np.argsort(group, kind="stable")
-    ends = np.cumsum(np.bincount(group, minlength=groups))
-    grouped = table.take(pa.array(order)).combine_chunks()
-    with _AtomicOutput(uri) as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        start = 0
-        for end in ends.tolist():
-            writer.write_batch(_one_batch(grouped.slice(start, end - start)))
-            start = end
+    sink = IpcGroupsSink(uri, table.schema, groups)
+    sink.write(table, group)
+    sink.close()
 
 
 def _one_batch(table: pa.Table) -> pa.RecordBatch:
@@ -112,19 +188,27 @@ def _one_batch(table: pa.Table) -> pa.RecordBatch:
     return batches[0]
 
 
-def read_ipc_group(uris: Sequence[str], g: int, schema: pa.Schema) -> pa.Table:
-    """Record batch ``g`` of each IPC file: memory-mapped (no copy) when local, read when remote."""
-    return pa.Table.from_batches(list(_batches(uris, g)), schema=schema)
+def read_ipc_group(uris: Sequence[str], g: int, schema: pa.Schema, groups: int = 0) -> pa.Table:
+    """Group ``g`` of each IPC file of ``groups`` groups (:class:`IpcGroupsSink`; 0: record batch ``g``
+    alone): memory-mapped (no copy) when local, read when remote."""
+    return pa.Table.from_batches(list(_batches(uris, g, groups)), schema=schema)
 
 
-def _batches(uris: Sequence[str], g: int) -> Iterator[pa.RecordBatch]:
+def _batches(uris: Sequence[str], g: int, groups: int) -> Iterator[pa.RecordBatch]:
     for uri in uris:
         fs, path = filesystem(uri)
         if isinstance(fs, pafs.LocalFileSystem):
-            yield pa.ipc.open_file(pa.memory_map(path)).get_batch(g)
+            reader = pa.ipc.open_file(pa.memory_map(path))
+            yield from _group_batches(reader, g, groups)
         else:
             with fs.open_input_file(path) as handle:
-                yield pa.ipc.open_file(handle).get_batch(g)
+                yield from _group_batches(pa.ipc.open_file(handle), g, groups)
+
+
+def _group_batches(reader: pa.ipc.RecordBatchFileReader, g: int, groups: int) -> Iterator[pa.RecordBatch]:
+    step = groups or reader.num_record_batches
+    for k in range(g, reader.num_record_batches, step):
+        yield reader.get_batch(k)
 
 
 def read_parquet(uris: Sequence[str], schema: pa.Schema, filters: Sequence[tuple] | None = None) -> pa.Table:

@@ -35,7 +35,7 @@ rewrites the same file with the same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,13 +48,14 @@ from rocketsim.grouping import pack_keys
 from rocketsim.scenario import Scenario
 from rocketsim.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
 from rocketsim.warehouse.files import (
+    IpcGroupsSink,
+    ParquetSink,
     read_bytes,
     read_ipc,
     read_ipc_group,
     read_parquet,
     write_bytes,
     write_ipc,
-    write_ipc_groups,
     write_parquet,
 )
 from rocketsim.warehouse.paths import delete_dir
@@ -286,51 +287,51 @@ def write_producer_files(
     """One producer's part of the stage (step 1 of the module docstring); returns its counts.
     ``coupled``: the producer's simulation against the closed-loop brokers (the run's producers
     simulated together, or the last round of the iterative coupling)."""
+    if work.runs(SIMULATE):
+        return _write_simulated(sc, share, work, coupled)
+    if work.runs(GENERATE):  # the stages are contiguous: generate alone
+        return _write_generated(sc, share, work)
     p = share.producer
     counts: dict[str, int] = {}
     messages = _messages(sc, share, work, counts)
-    if work.runs(SIMULATE):
-        out = coupled.output(p, messages) if coupled is not None else None
-        tables = stage.producer_tables(sc, messages, out)
-        _write_simulated(tables, len(sc.cluster.brokers), p, work)
-        attempts, results = tables.attempts, tables.results
-        counts |= reconcile.attempt_counts(attempts) | reconcile.result_counts(results)
-    else:
-        attempts, results = _read_attempts_results(work, p, counts)
+    attempts, results = _read_attempts_results(work, p, counts)
     if work.runs(SUMMARIZE):
         aggregates = summaries.producer_aggregates(attempts, results, work.window_ms, messages=messages)
         write_bytes(aggregates.to_bytes(), f"{work.scratch}/{SCRATCH_AGGREGATES.format(p)}")
     if work.runs(BROKER_SIDE):
-        if work.runs(SIMULATE):
-            txns = tables.unstored_transactions(sc)
-        else:
-            txns = broker_side.unstored_transactions(
-                messages, results, broker_side.result_halves(results), sc
-            )
+        txns = broker_side.unstored_transactions(messages, results, broker_side.result_halves(results), sc)
         if txns.num_rows:
             write_parquet(txns, work.part("transactions", PRODUCER_PART.format(p)))
         counts |= reconcile.transaction_counts(txns)
     return counts
 
 
+def _write_generated(sc: Scenario, share: workload.ProducerShare, work: StageWork) -> dict[str, int]:
+    """The producer's messages generated and written, a chunk at a time; returns their counts."""
+    sink = ParquetSink(work.part("messages", PRODUCER_PART.format(share.producer)), MESSAGES_DATA)
+    parts = [reconcile.message_counts(MESSAGES_DATA.empty_table())]
+    try:
+        for messages in stage.producer_message_chunks(sc, share):
+            sink.write(messages)
+            parts.append(reconcile.message_counts(messages))
+        sink.close()
+    except BaseException:
+        sink.abort()
+        raise
+    return reconcile.add_counts(parts)
+
+
 def _messages(
     sc: Scenario, share: workload.ProducerShare, work: StageWork, counts: dict[str, int]
 ) -> pa.Table | None:
-    """The producer's messages: generated (and written), or what the stages need of the committed ones."""
+    """What the stages after the simulation need of the producer's committed messages."""
     p = share.producer
-    if work.runs(GENERATE):
-        messages = stage.producer_messages(sc, share)
-        write_parquet(messages, work.part("messages", PRODUCER_PART.format(p)))
-        counts |= reconcile.message_counts(messages)
-        return messages
     if "messages" not in work.reads():
         return None
     uris = may_hold(work.inputs["messages"], p)
-    if work.runs(SIMULATE) or work.runs(SUMMARIZE):  # every row: counted
-        schema = MESSAGES_DATA
-        if not work.runs(SIMULATE):
-            both = broker_side.UNSTORED_MESSAGE_COLUMNS if work.runs(BROKER_SIDE) else ()
-            schema = _columns(MESSAGES_DATA, _MESSAGE_KEYS, summaries.MESSAGE_COLUMNS, both)
+    if work.runs(SUMMARIZE):  # every row: counted
+        both = broker_side.UNSTORED_MESSAGE_COLUMNS if work.runs(BROKER_SIDE) else ()
+        schema = _columns(MESSAGES_DATA, _MESSAGE_KEYS, summaries.MESSAGE_COLUMNS, both)
         messages = read_producer_rows(uris, schema, p)
         counts |= reconcile.message_counts(messages, "read")
         return messages
@@ -341,18 +342,114 @@ def _messages(
     return messages
 
 
-def _write_simulated(tables: stage.ProducerTables, n_brokers: int, p: int, work: StageWork) -> None:
-    """``send_attempts``; the results that point at no record, whole; the records and the results
-    pointing at them into the scratch files, one record batch per broker."""
-    write_parquet(tables.attempts.cast(ATTEMPTS_DATA), work.part("send_attempts", PRODUCER_PART.format(p)))
-    unstored = tables.unstored_results()
-    if unstored.num_rows:
-        write_parquet(unstored, work.part("send_results", PRODUCER_PART.format(p)))
-    stored, stored_broker = tables.stored_results()
-    write_ipc_groups(stored, stored_broker, n_brokers, f"{work.scratch}/{SCRATCH_RESULTS.format(p)}")
-    write_ipc_groups(tables.log, tables.log_broker, n_brokers, f"{work.scratch}/{SCRATCH_LOG.format(p)}")
-    other, other_broker = tables.other_half_results()
-    write_ipc_groups(other, other_broker, n_brokers, f"{work.scratch}/{SCRATCH_OTHER_HALVES.format(p)}")
+class _ProducerSinks:
+    """A simulating producer task's files, written a chunk at a time: ``messages`` (when generated) and
+    ``send_attempts`` Parquet, the ``send_results`` rows that point at no record, whole; the records, the
+    results pointing at them and the results of its transactional messages with another stored half
+    into the scratch files (one record batch per broker per chunk); the ``transactions`` rows of its
+    transactional messages whose result points at no half."""
+
+    def __init__(self, sc: Scenario, p: int, work: StageWork) -> None:
+        brokers = len(sc.cluster.brokers)
+        name = PRODUCER_PART.format(p)
+        self.messages = (
+            ParquetSink(work.part("messages", name), MESSAGES_DATA) if work.runs(GENERATE) else None
+        )
+        self.attempts = ParquetSink(work.part("send_attempts", name), ATTEMPTS_DATA)
+        self.unstored = ParquetSink(work.part("send_results", name), RESULTS_DATA, empty_file=False)
+        self.results = IpcGroupsSink(f"{work.scratch}/{SCRATCH_RESULTS.format(p)}", RESULTS_CORE, brokers)
+        self.log = IpcGroupsSink(f"{work.scratch}/{SCRATCH_LOG.format(p)}", store.LOG_COLUMNS, brokers)
+        self.other = IpcGroupsSink(
+            f"{work.scratch}/{SCRATCH_OTHER_HALVES.format(p)}", broker_side.HALF_RESULTS, brokers
+        )
+        self.transactions = (
+            ParquetSink(work.part("transactions", name), None, empty_file=False)
+            if work.runs(BROKER_SIDE)
+            else None
+        )
+
+    def all(self) -> list[ParquetSink | IpcGroupsSink]:
+        sinks = (self.messages, self.attempts, self.unstored, self.results, self.log, self.other)
+        return [s for s in (*sinks, self.transactions) if s is not None]
+
+    def write(self, tables: stage.ProducerTables) -> None:
+        self.attempts.write(tables.attempts)
+        self.unstored.write(tables.unstored_results())
+        self.results.write(*tables.stored_results())
+        self.log.write(tables.log, tables.log_broker)
+        self.other.write(*tables.other_half_results())
+
+
+def _write_simulated(
+    sc: Scenario,
+    share: workload.ProducerShare,
+    work: StageWork,
+    coupled: CoupledProducers | IterativeRound | None,
+) -> dict[str, int]:
+    """A producer task that simulates: its messages (generated, or its committed ones read) simulated a
+    chunk at a time (:func:`rocketsim.stage.producer_chunks`; coupled producers: their simulation made
+    whole, one chunk), each chunk's rows appended to its files (:class:`_ProducerSinks`) and counted;
+    the summary aggregates of the whole producer at the end."""
+    p = share.producer
+    parts: list[dict[str, int]] = []
+    kept: list[tuple[pa.Table, pa.Table, pa.Table]] = []  # what the summary aggregates read
+    sinks = _ProducerSinks(sc, p, work)
+    try:
+        message_chunks = _message_chunks(sc, share, work, sinks, parts)
+        if coupled is not None:
+            messages = pa.concat_tables([MESSAGES_DATA.empty_table(), *message_chunks])
+            out = coupled.output(p, messages)
+            chunks: Iterable[stage.ProducerTables] = [stage.producer_tables(sc, messages, out)]
+        else:
+            chunks = stage.producer_chunks(sc, message_chunks)
+        for tables in chunks:
+            sinks.write(tables)
+            parts.append(reconcile.attempt_counts(tables.attempts) | reconcile.result_counts(tables.results))
+            if work.runs(SUMMARIZE):
+                kept.append(_aggregated_columns(tables))
+            if sinks.transactions is not None:
+                txns = tables.unstored_transactions(sc)
+                sinks.transactions.write(txns)
+                parts.append(reconcile.transaction_counts(txns))
+        for sink in sinks.all():
+            sink.close()
+    except BaseException:
+        for sink in sinks.all():
+            sink.abort()
+        raise
+    if work.runs(SUMMARIZE):
+        messages, attempts, results = (pa.concat_tables(t) for t in zip(*kept, strict=True))
+        aggregates = summaries.producer_aggregates(attempts, results, work.window_ms, messages=messages)
+        write_bytes(aggregates.to_bytes(), f"{work.scratch}/{SCRATCH_AGGREGATES.format(p)}")
+    return reconcile.add_counts(parts)
+
+
+def _aggregated_columns(tables: stage.ProducerTables) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """The columns of a chunk's messages, attempts and results the summary aggregates read."""
+    return (
+        tables.messages.select(list(summaries.MESSAGE_COLUMNS)),
+        tables.attempts.select(list(summaries.ATTEMPT_COLUMNS)),
+        tables.results.select(list(summaries.RESULT_COLUMNS)),
+    )
+
+
+def _message_chunks(
+    sc: Scenario, share: workload.ProducerShare, work: StageWork, sinks: _ProducerSinks, parts: list
+) -> Iterator[pa.Table]:
+    """The producer's messages a chunk at a time: generated (and written, and counted), or its committed
+    ones read (and counted) and cut into chunks."""
+    if sinks.messages is not None:
+        parts.append(reconcile.message_counts(MESSAGES_DATA.empty_table()))  # its names, were there none
+        for messages in stage.producer_message_chunks(sc, share):
+            sinks.messages.write(messages)
+            parts.append(reconcile.message_counts(messages))
+            yield messages
+        return
+    p = share.producer
+    messages = read_producer_rows(may_hold(work.inputs["messages"], p), MESSAGES_DATA, p)
+    parts.append(reconcile.message_counts(messages, "read"))
+    for at in range(0, messages.num_rows, workload.CHUNK_ROWS):
+        yield messages.slice(at, workload.CHUNK_ROWS)
 
 
 def _read_attempts_results(
@@ -384,16 +481,18 @@ def _read_attempts_results(
 def write_broker_files(sc: Scenario, b: int, producers: Sequence[int], work: StageWork) -> dict[str, int]:
     """One broker's part of the stage (step 2 of the module docstring); returns its counts."""
     if work.runs(SIMULATE):
+        n = len(sc.cluster.brokers)
         log = read_ipc_group(
-            [f"{work.scratch}/{SCRATCH_LOG.format(p)}" for p in producers], b, store.LOG_COLUMNS
+            [f"{work.scratch}/{SCRATCH_LOG.format(p)}" for p in producers], b, store.LOG_COLUMNS, n
         )
         results = read_ipc_group(
-            [f"{work.scratch}/{SCRATCH_RESULTS.format(p)}" for p in producers], b, RESULTS_CORE
+            [f"{work.scratch}/{SCRATCH_RESULTS.format(p)}" for p in producers], b, RESULTS_CORE, n
         )
         other = read_ipc_group(
             [f"{work.scratch}/{SCRATCH_OTHER_HALVES.format(p)}" for p in producers],
             b,
             broker_side.HALF_RESULTS,
+            n,
         )
         out = stage.broker_tables(sc, b, log, results, other)
         if out.commit_log.num_rows:

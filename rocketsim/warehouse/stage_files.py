@@ -106,6 +106,8 @@ class StageWork:
     scratch: str
     window_ms: int = 10_000
     inputs: Mapping[str, Sequence[FileRange]] = field(default_factory=dict)
+    # messages a producer task simulates at a time (its memory grows with this, not with the producer)
+    chunk_rows: int = workload.CHUNK_ROWS
 
     def __post_init__(self) -> None:
         at = [STAGES.index(s) for s in self.stages if s in STAGES]
@@ -121,6 +123,8 @@ class StageWork:
             raise ValueError(f"stages {self.stages} read the committed {missing}: give their files")
         if self.window_ms <= 0:
             raise ValueError(f"window_ms must be > 0, got {self.window_ms}")
+        if self.chunk_rows <= 0:
+            raise ValueError(f"chunk_rows must be > 0, got {self.chunk_rows}")
 
     def runs(self, stage_name: str) -> bool:
         return stage_name in self.stages
@@ -443,13 +447,17 @@ def _message_chunks(
         for messages in stage.producer_message_chunks(sc, share):
             sinks.messages.write(messages)
             parts.append(reconcile.message_counts(messages))
-            yield messages
+            yield from _cut(messages, work.chunk_rows)
         return
     p = share.producer
     messages = read_producer_rows(may_hold(work.inputs["messages"], p), MESSAGES_DATA, p)
     parts.append(reconcile.message_counts(messages, "read"))
-    for at in range(0, messages.num_rows, workload.CHUNK_ROWS):
-        yield messages.slice(at, workload.CHUNK_ROWS)
+    yield from _cut(messages, work.chunk_rows)
+
+
+def _cut(table: pa.Table, rows: int) -> Iterator[pa.Table]:
+    for at in range(0, table.num_rows, rows):
+        yield table.slice(at, rows)
 
 
 def _read_attempts_results(

@@ -684,6 +684,98 @@ def producer_aggregates(
     return SummaryAggregates(window_ms, tuple(keys), **tables)
 
 
+# what the isolation intervals read of the attempts (a producer's, kept whole by ProducerFold)
+INTERVAL_COLUMNS = (
+    "producer",
+    "seq",
+    "attempt",
+    "start_ts_ms",
+    "latency_ms",
+    "broker",
+    "fault_isolated_until_ms",
+)
+
+
+class _IntervalAttempts:
+    """The attempt columns :func:`_intervals` reads, as numpy."""
+
+    def __init__(self, t: pa.Table) -> None:
+        self.producer, self.seq, self.attempt = ints(t, "producer"), ints(t, "seq"), ints(t, "attempt")
+        self.start = ints(t, "start_ts_ms")
+        self.end = self.start + ints(t, "latency_ms")
+        self.broker, self.broker_names = string_codes(t.column("broker"))
+        until = t.column("fault_isolated_until_ms")
+        self.has_until = bools(until.is_valid())
+        self.until = np.asarray(until.fill_null(0).to_numpy(), np.int64)
+
+
+class ProducerFold:
+    """:func:`producer_aggregates` of whole producers given a part of their rows at a time (a producer
+    task's chunks: rows of whole messages, :func:`rocketsim.stage.producer_chunks`): the tables that add
+    up are made per part and merged, ``producer_windows`` from its :class:`WindowParts`, and the
+    ``intervals`` (an attempt's piece ends at the next attempt's end, in any later part) from the few
+    attempt columns they read (:data:`INTERVAL_COLUMNS`), kept until :meth:`result`."""
+
+    def __init__(self, window_ms: int, keys: Mapping[str, str] | None = None) -> None:
+        if window_ms <= 0:
+            raise ValueError(f"window_ms must be > 0, got {window_ms}")
+        self.window_ms, self.keys = window_ms, dict(keys or {})
+        self._tables: list[dict[str, pa.Table]] = []
+        self._windows: list[WindowParts] = []
+        self._interval_rows: list[pa.Table] = []
+
+    def add(self, attempts: pa.Table, results: pa.Table, messages: pa.Table) -> None:
+        """One part: the results of some whole messages, their sends' attempts, those messages."""
+        copies = store.result_copies(messages, attempts, results)
+        a, r = _Attempts(attempts, self.window_ms), _Results(results, self.window_ms, copies)
+        self._tables.append(
+            {
+                **_attempt_parts(a, self.window_ms),
+                **_result_parts(r),
+                "delivery_cells": _delivery_cells(r, self.window_ms),
+            }
+        )
+        self._windows.append(_window_parts(a, r))
+        columns = attempts.select(list(INTERVAL_COLUMNS))
+        self._interval_rows.append(
+            columns.set_column(5, "broker", pc.dictionary_encode(columns.column("broker")))
+        )
+
+    def result(self) -> SummaryAggregates:
+        """The aggregates of every part added (as :func:`producer_aggregates` of all their rows)."""
+        merged: dict[str, pa.Table] = {}
+        for name in _MERGE_RULES:
+            both = pa.concat_tables([t[name].cast(AGGREGATE_TABLES[name]) for t in self._tables])
+            keys, sums, mins, maxs = _MERGE_RULES[name]
+            merged[name] = regroup(both, keys, sums, mins, maxs)
+        attempts = pa.concat_tables(self._interval_rows) if self._interval_rows else None
+        if attempts is None:
+            intervals = AGGREGATE_TABLES["intervals"].empty_table()
+        else:
+            attempts = attempts.set_column(5, "broker", attempts.column("broker").cast(pa.string()))
+            intervals = _intervals(_IntervalAttempts(attempts))  # type: ignore[arg-type]
+        windows = merge_window_parts(self._windows) if self._windows else None
+        producers = np.unique(np.concatenate([w.producer for w in self._windows] + [np.zeros(0, np.int64)]))
+        if attempts is not None:
+            producers = np.union1d(producers, ints(attempts, "producer"))
+        tables = {
+            **merged,
+            "producer_windows": (
+                _finish_windows(windows, intervals, self.window_ms)
+                if windows is not None
+                else AGGREGATE_TABLES["producer_windows"].empty_table()
+            ),
+            "intervals": intervals,
+            "producers": pa.table({"producer": pa.array(producers.astype(np.int32))}),
+        }
+        keys = self.keys
+        tables = {
+            name: _keyed(t.cast(AGGREGATE_TABLES[name]), keys).cast(_with_keys(AGGREGATE_TABLES[name], keys))
+            for name, t in tables.items()
+        }
+        return merge([SummaryAggregates(self.window_ms, tuple(keys), **tables)])
+
+
 def _attempt_parts(a: _Attempts, window_ms: int) -> dict[str, pa.Table]:
     """attempt_cells, attempt_latency, queue_cells."""
     if not a.n:
@@ -789,36 +881,115 @@ def _delivery_cells(r: _Results, window_ms: int) -> pa.Table:
     )
 
 
-def _producer_windows(a: _Attempts, r: _Results, intervals: pa.Table, window_ms: int) -> pa.Table:
-    """``producer_windows`` rows of whole producers, with the
-    partials of their queue spread in place of it (the run's queue count is known only at the end)."""
-    schema = AGGREGATE_TABLES["producer_windows"]
-    if not r.n:
-        return schema.empty_table()
+_WINDOW_SUMS = (
+    "sends",
+    "ok",
+    "failed",
+    "rejected",
+    "attempts",
+    "retries",
+    "retry_budget_exhausted",
+    "bytes",
+    *schemas.DELIVERY_COLUMNS,
+)
+
+
+@dataclass(frozen=True)
+class WindowParts:
+    """``producer_windows`` of some producers before its rows are made: what adds up over any split of
+    their rows, per (producer, window index) cell: the sums, the (value, count) histograms of the
+    results' latency and queue wait, and the attempts per queue (``queues``: producer, window, broker
+    name, queue, count). :func:`merge_window_parts` adds parts up; :func:`_finish_windows` makes the
+    rows."""
+
+    producer: np.ndarray
+    window: np.ndarray
+    sums: dict[str, np.ndarray]
+    latency: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (producer, window, value, count)
+    queue_wait: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    queues: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # broker names as objects
+
+
+def _window_parts(a: _Attempts, r: _Results) -> WindowParts:
     g = Groups([r.producer, r.window])
-    sends = g.count()
-    cols: dict[str, object] = {
-        "producer": pa.array(r.producer[g.first].astype(np.int32)),
-        "window_start_ms": r.window[g.first] * np.int64(window_ms),
-        "window_ms": np.full(g.n, window_ms, np.int64),
-        "sends": sends,
+    sums = {
+        "sends": g.count(),
         "ok": g.sum(r.ok),
         "failed": g.sum(r.failed),
         "rejected": g.sum(r.rejected),
+        "attempts": g.sum(r.attempts),
+        "retries": g.sum(np.maximum(r.attempts - 1, 0)),
+        "retry_budget_exhausted": g.sum(r.exhausted),
+        "bytes": g.sum(r.wire),
+        **{name: g.sum(values) for name, values in r.delivery.items()},
+    }
+    cell_p, cell_w = r.producer[g.first], r.window[g.first]
+    hists = []
+    for attr in ("latency", "queue_wait"):
+        group, value, n = _histogram(g.index, getattr(r, attr), g.n, partial(r.value_order, attr))
+        hists.append((cell_p[group], cell_w[group], value, n))
+    per_queue = Groups([a.producer, a.window, a.broker, a.queue])
+    names = np.array([*a.broker_names.to_pylist(), None], object)  # code -1: no broker
+    q = per_queue.first
+    queues = (a.producer[q], a.window[q], names[a.broker[q]], a.queue[q], per_queue.count())
+    return WindowParts(cell_p, cell_w, sums, hists[0], hists[1], queues)
+
+
+def merge_window_parts(parts: Sequence[WindowParts]) -> WindowParts:
+    """Parts of disjoint rows (any split of the producers' rows) as one."""
+    if len(parts) == 1:
+        return parts[0]
+
+    def cat(get: Callable[[WindowParts], np.ndarray]) -> np.ndarray:
+        return np.concatenate([get(x) for x in parts])
+
+    producer, window = cat(lambda x: x.producer), cat(lambda x: x.window)
+    g = Groups([producer, window])
+    sums = {name: g.sum(cat(lambda x, n=name: x.sums[n])) for name in _WINDOW_SUMS}
+    hists = []
+    for attr in ("latency", "queue_wait"):
+        p, w, v, n = (cat(lambda x, i=i, a=attr: getattr(x, a)[i]) for i in range(4))
+        h = Groups([p, w, v])
+        hists.append((p[h.first], w[h.first], v[h.first], h.sum(n)))
+    p, w, b, q, n = (cat(lambda x, i=i: x.queues[i]) for i in range(5))
+    names = {name: k for k, name in enumerate(dict.fromkeys(b.tolist()))}
+    code = np.fromiter((names[x] for x in b.tolist()), np.int64, len(b))
+    per_queue = Groups([p, w, code, q])
+    f = per_queue.first
+    queues = (p[f], w[f], b[f], q[f], per_queue.sum(n))
+    return WindowParts(producer[g.first], window[g.first], sums, hists[0], hists[1], queues)
+
+
+def _producer_windows(a: _Attempts, r: _Results, intervals: pa.Table, window_ms: int) -> pa.Table:
+    """``producer_windows`` rows of whole producers, with the partials of their queue spread in place of
+    it (the run's queue count is known only at the end)."""
+    return _finish_windows(_window_parts(a, r), intervals, window_ms)
+
+
+def _finish_windows(parts: WindowParts, intervals: pa.Table, window_ms: int) -> pa.Table:
+    """``producer_windows`` rows of whole producers from their :class:`WindowParts` (every row's)."""
+    schema = AGGREGATE_TABLES["producer_windows"]
+    if not len(parts.producer):
+        return schema.empty_table()
+    g = Groups([parts.producer, parts.window])  # the cells, in (producer, window) order
+    cell_p, cell_w = parts.producer[g.first], parts.window[g.first]
+    sums = {name: g.sum(values) for name, values in parts.sums.items()}
+    sends = sums["sends"]
+    cols: dict[str, object] = {
+        "producer": pa.array(cell_p.astype(np.int32)),
+        "window_start_ms": cell_w * np.int64(window_ms),
+        "window_ms": np.full(g.n, window_ms, np.int64),
+        **{name: sums[name] for name in ("sends", "ok", "failed", "rejected")},
     }
     cols["publish_rate_per_s"] = _rate_per_s(cols["ok"], window_ms)
     cols["error_rate"] = (cols["failed"] + cols["rejected"]).astype(np.float64) / sends.astype(np.float64)
-    cols["attempts"] = g.sum(r.attempts)
-    cols["retries"] = g.sum(np.maximum(r.attempts - 1, 0))
-    cols["retry_budget_exhausted"] = g.sum(r.exhausted)
-    cols["bytes"] = g.sum(r.wire)
-    for name, values in r.delivery.items():
-        cols[name] = g.sum(values)
-    for attr, names, ps, max_name in (
-        ("latency", PERCENTILE_COLUMNS, PERCENTILES, "latency_max_ms"),
-        ("queue_wait", QUEUE_WAIT_COLUMNS, QUEUE_WAIT_PERCENTILES, "queue_wait_max_ms"),
+    for name in ("attempts", "retries", "retry_budget_exhausted", "bytes", *schemas.DELIVERY_COLUMNS):
+        cols[name] = sums[name]
+    for (p, w, value, n), names, ps, max_name in (
+        (parts.latency, PERCENTILE_COLUMNS, PERCENTILES, "latency_max_ms"),
+        (parts.queue_wait, QUEUE_WAIT_COLUMNS, QUEUE_WAIT_PERCENTILES, "queue_wait_max_ms"),
     ):
-        group, value, n = _histogram(g.index, getattr(r, attr), g.n, partial(r.value_order, attr))
+        group = joint_lookup([cell_p, cell_w], [p, w])
         values, has = exact_percentiles(group, value, n, g.n, ps)
         for j, name in enumerate(names):
             cols[name] = _column(values[:, j], pa.float64(), has)
@@ -828,21 +999,18 @@ def _producer_windows(a: _Attempts, r: _Results, intervals: pa.Table, window_ms:
     # queue spread partials: the producers' attempts per (window of attempt start, broker, queue)
     partials = [np.zeros(g.n, np.int64) for _ in _PARTIALS]
     has_partials = np.zeros(g.n, bool)
-    if a.n:
-        per_queue = Groups([a.producer, a.window, a.broker, a.queue])
-        qp, qw = a.producer[per_queue.first], a.window[per_queue.first]
+    qp, qw, _, _, counts = parts.queues
+    if len(qp):
         cell = Groups([qp, qw])
-        at = joint_lookup([r.producer[g.first], r.window[g.first]], [qp[cell.first], qw[cell.first]])
+        at = joint_lookup([cell_p, cell_w], [qp[cell.first], qw[cell.first]])
         found = at >= 0
-        for part, values in zip(
-            partials, _spread_partials(cell.index, per_queue.count(), cell.n), strict=True
-        ):
+        for part, values in zip(partials, _spread_partials(cell.index, counts, cell.n), strict=True):
             part[at[found]] = values[found]
         has_partials[at[found]] = True
     for name, values in zip(_PARTIALS, partials, strict=True):
         cols[name] = _column(values, _I64, has_partials)
 
-    cols["isolated_brokers"] = _isolated_brokers(intervals, r.producer[g.first], r.window[g.first], window_ms)
+    cols["isolated_brokers"] = _isolated_brokers(intervals, cell_p, cell_w, window_ms)
     return pa.table({f.name: cols[f.name] for f in schema}).cast(schema)
 
 

@@ -844,3 +844,37 @@ def test_busy_rejections_queue_depth_and_utilisation_of_closed_loop_brokers() ->
     for name in ("queue_depth_mean", "queue_depth_max", "utilisation"):
         assert bw.column(name).null_count == bw.num_rows, name
     assert all(pc.sum(bw.column(n)).as_py() == 0 for n in schemas.BUSY_COLUMNS)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 250])
+def test_producer_fold_of_chunks_equals_the_whole_producer(rows: int) -> None:
+    """A producer task folds its aggregates a chunk at a time (rows of whole messages): every table equals
+    producer_aggregates of all its rows, the producer-level ones (producer_windows' exact percentiles,
+    the isolation intervals, whose pieces end at the next attempt's end in any later chunk) included."""
+    sc = scenario_from_mapping(
+        {
+            "name": "fold",
+            "seed": 5,
+            "cluster": {"brokers": ["broker-a", "broker-b", "broker-c"], "write_queues": 4},
+            "producers": {"count": 1, "threads": 3, "send_latency_fault_enable": True},
+            "workload": {
+                "messages": 1500,
+                "rate_per_s": 300.0,
+                "message_types": {"normal": 0.8, "batch": 0.2},
+                "invalid": {"bad_topic": 0.01},
+            },
+            "brokers": {"default": {"errors": {"system_busy": 0.05, "remoting_timeout": 0.02}}},
+            "faults": [{"broker": "broker-b", "kind": "slowdown", "start_s": 1, "end_s": 3, "factor": 40.0}],
+        }
+    )
+    messages = workload.generate(sc)
+    whole = simulate.simulate(messages, sc)
+    expected = summaries.producer_aggregates(whole.attempts, whole.results, 1000, messages=messages)
+    fold = summaries.ProducerFold(1000)
+    chunks = [messages.slice(at, rows) for at in range(0, messages.num_rows, rows)]
+    for c in simulate.simulate_chunks(chunks, sc):
+        fold.add(c.attempts, c.results, c.messages)
+    got, want = summaries.merge([fold.result()]), summaries.merge([expected])
+    assert want.intervals.num_rows > 0 and want.producer_windows.num_rows > 1
+    for name in summaries.AGGREGATE_TABLES:
+        assert getattr(got, name).equals(getattr(want, name)), name

@@ -392,11 +392,11 @@ def _write_simulated(
 ) -> dict[str, int]:
     """A producer task that simulates: its messages (generated, or its committed ones read) simulated a
     chunk at a time (:func:`rocketsim.stage.producer_chunks`; coupled producers: their simulation made
-    whole, one chunk), each chunk's rows appended to its files (:class:`_ProducerSinks`) and counted;
-    the summary aggregates of the whole producer at the end."""
+    whole, one chunk), each chunk's rows appended to its files (:class:`_ProducerSinks`), counted
+    and folded into the producer's summary aggregates (:class:`rocketsim.summaries.ProducerFold`)."""
     p = share.producer
     parts: list[dict[str, int]] = []
-    kept: list[tuple[pa.Table, pa.Table, pa.Table]] = []  # what the summary aggregates read
+    fold = summaries.ProducerFold(work.window_ms) if work.runs(SUMMARIZE) else None
     sinks = _ProducerSinks(sc, p, work)
     try:
         message_chunks = _message_chunks(sc, share, work, sinks, parts)
@@ -409,8 +409,8 @@ def _write_simulated(
         for tables in chunks:
             sinks.write(tables)
             parts.append(reconcile.attempt_counts(tables.attempts) | reconcile.result_counts(tables.results))
-            if work.runs(SUMMARIZE):
-                kept.append(_aggregated_columns(tables))
+            if fold is not None:
+                fold.add(tables.attempts, tables.results, tables.messages)
             if sinks.transactions is not None:
                 txns = tables.unstored_transactions(sc)
                 sinks.transactions.write(txns)
@@ -421,20 +421,9 @@ def _write_simulated(
         for sink in sinks.all():
             sink.abort()
         raise
-    if work.runs(SUMMARIZE):
-        messages, attempts, results = (pa.concat_tables(t) for t in zip(*kept, strict=True))
-        aggregates = summaries.producer_aggregates(attempts, results, work.window_ms, messages=messages)
-        write_bytes(aggregates.to_bytes(), f"{work.scratch}/{SCRATCH_AGGREGATES.format(p)}")
+    if fold is not None:
+        write_bytes(fold.result().to_bytes(), f"{work.scratch}/{SCRATCH_AGGREGATES.format(p)}")
     return reconcile.add_counts(parts)
-
-
-def _aggregated_columns(tables: stage.ProducerTables) -> tuple[pa.Table, pa.Table, pa.Table]:
-    """The columns of a chunk's messages, attempts and results the summary aggregates read."""
-    return (
-        tables.messages.select(list(summaries.MESSAGE_COLUMNS)),
-        tables.attempts.select(list(summaries.ATTEMPT_COLUMNS)),
-        tables.results.select(list(summaries.RESULT_COLUMNS)),
-    )
 
 
 def _message_chunks(

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rocketsim import broker_side, schemas, simulate, store, summaries, variants, workload
 from rocketsim.scenario import Scenario
@@ -88,6 +89,8 @@ class BrokerTables:
     results: pa.Table  # SEND_RESULTS without run_id, store columns filled
     # broker_side.HALF_RESULT_COLUMNS of the messages with a half here their result does not point at
     other_half_results: pa.Table | None = None
+    # its half records whole, when ``commit_log`` holds only BROKER_SIDE_LOG_COLUMNS (a BrokerFold's)
+    halves: pa.Table | None = None
 
     def storage(self, window_ms: int) -> pa.Table:
         """Its ``broker_storage`` rows (:func:`rocketsim.broker_side.broker_storage`)."""
@@ -99,7 +102,8 @@ class BrokerTables:
         results = self.results.select(list(broker_side.HALF_RESULT_COLUMNS)).cast(broker_side.HALF_RESULTS)
         if self.other_half_results is not None:
             results = pa.concat_tables([results, self.other_half_results.cast(broker_side.HALF_RESULTS)])
-        return broker_side.stored_transactions(self.commit_log, results, sc)
+        log = self.commit_log if self.halves is None else self.halves
+        return broker_side.stored_transactions(log, results, sc)
 
     def deliveries(self, stored_transactions: pa.Table) -> pa.Table:
         """What consumers of each of its queues get (:func:`rocketsim.broker_side.queue_deliveries`), given
@@ -156,6 +160,45 @@ def _with_records(sc: Scenario, messages: pa.Table, attempts: pa.Table, results:
         log_broker=log_broker,
         result_broker=result_broker,
     )
+
+
+# what the broker side reads of every record of a broker's commit log (broker_storage, queue_deliveries)
+BROKER_SIDE_LOG_COLUMNS = (*broker_side.STORAGE_COLUMNS, "real_topic", "real_queue_id")
+
+
+class BrokerFold:
+    """A broker task's broker side fed its numbered commit log and its completed results a part at a time
+    (:func:`rocketsim.store.numbered_chunks`, :func:`rocketsim.store.attach_pointed`): keeps of each
+    record only the columns the broker side reads (:data:`BROKER_SIDE_LOG_COLUMNS`), its halves whole,
+    and the results pointing at its halves; :meth:`tables` gives the :class:`BrokerTables` whose
+    :meth:`BrokerTables.storage`, :meth:`BrokerTables.stored_transactions` and
+    :meth:`BrokerTables.deliveries` are those of the whole."""
+
+    def __init__(self, broker: int, other_half_results: pa.Table | None = None) -> None:
+        self.broker, self.other_half_results = broker, other_half_results
+        self._log: list[pa.Table] = []
+        self._halves: list[pa.Table] = []
+        self._results: list[pa.Table] = []
+
+    def add_log(self, part: pa.Table) -> None:
+        self._log.append(part.select(list(BROKER_SIDE_LOG_COLUMNS)))
+        self._halves.append(part.filter(pc.equal(part.column("store_topic"), store.HALF_TOPIC)))
+
+    def add_results(self, part: pa.Table) -> None:
+        at_halves = pc.fill_null(pc.equal(part.column("store_topic"), store.HALF_TOPIC), False)
+        self._results.append(part.filter(at_halves).select(list(broker_side.HALF_RESULT_COLUMNS)))
+
+    def tables(self) -> BrokerTables:
+        log_schema = schemas.data_schema(schemas.COMMIT_LOG)
+        narrow = pa.schema([log_schema.field(n) for n in BROKER_SIDE_LOG_COLUMNS])
+        half_results = broker_side.HALF_RESULTS
+        return BrokerTables(
+            self.broker,
+            pa.concat_tables([narrow.empty_table(), *self._log]),
+            pa.concat_tables([half_results.empty_table(), *(r.cast(half_results) for r in self._results)]),
+            self.other_half_results,
+            pa.concat_tables([log_schema.empty_table(), *self._halves]),
+        )
 
 
 def broker_tables(

@@ -43,7 +43,8 @@ with the record's columns (:func:`attach_store_columns`, :data:`RESULT_STORE_COL
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -852,27 +853,79 @@ def with_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
     of record sizes per broker, offset message ids.
 
     Any row order in, any mix of producers and brokers (vectorised: one sort, then running sums)."""
-    brokers = list(sc.cluster.brokers)
-    index = broker_indexes(log.column("broker"), brokers)
+    parts = list(numbered_chunks(log, sc, max(log.num_rows, 1)))
+    return parts[0] if parts else _numbered(log, None, sc)
+
+
+def numbered_chunks(log: pa.Table, sc: Scenario, rows: int) -> Iterator[pa.Table]:
+    """:func:`with_offsets` of ``log`` in parts of ``rows`` records in write order (concatenated: the
+    whole): the order and the offsets are made once for every record from a few columns, each part's
+    rows taken from ``log`` when it is made (a memory-mapped ``log`` is read a part at a time)."""
+    if not log.num_rows:
+        return
+    numbering = _numbering(log, sc)
+    for at in range(0, log.num_rows, rows):
+        yield _numbered(log, numbering, sc, slice(at, at + rows))
+
+
+@dataclass(frozen=True)
+class _Numbering:
+    """The write order of a log (None: its own) and, in it, each record's broker and store-topic codes,
+    queue offset and commit-log offset."""
+
+    order: np.ndarray | None
+    broker: np.ndarray
+    topic: np.ndarray
+    topics: pa.Array
+    queue_offset: np.ndarray
+    commit_log_offset: np.ndarray
+
+
+def _numbering(log: pa.Table, sc: Scenario) -> _Numbering:
+    index = broker_indexes(log.column("broker"), list(sc.cluster.brokers))
     topics = pc.dictionary_encode(log.column("store_topic").combine_chunks())
     topic = np.asarray(topics.indices, np.int64)
+    size, queue = ints(log, "store_size"), ints(log, "store_queue_id")
     order = _store_order(log)
-    if order is not None:  # broker and topic rebuilt from their codes: cheaper than taking the strings
-        index, topic = index[order], topic[order]
-        log = log.drop_columns(["broker", "store_topic"]).take(pa.array(order))
-        log = log.append_column("broker", pa.array(brokers, pa.string()).take(pa.array(index)))
-        log = log.append_column("store_topic", topics.dictionary.take(pa.array(topic)))
-    commit_log_offset = _running_sums(index, ints(log, "store_size"))
-    queue_key = group_codes([index, topic, ints(log, "store_queue_id")])
+    if order is not None:
+        index, topic, size, queue = index[order], topic[order], size[order], queue[order]
+    return _Numbering(
+        order,
+        index,
+        topic,
+        topics.dictionary,
+        _running_sums(group_codes([index, topic, queue])),
+        _running_sums(index, size),
+    )
+
+
+def _numbered(log: pa.Table, n: _Numbering | None, sc: Scenario, rows: slice = slice(None)) -> pa.Table:
+    """Records ``rows`` (in write order) of ``log`` with their offsets (``n`` None: ``log`` is empty)."""
+    schema = data_schema(COMMIT_LOG)
+    if n is None:
+        empty = {name: pa.array([], schema.field(name).type) for name in OFFSET_NAMES}
+        return (
+            pa.table({**{c: log.column(c) for c in log.column_names}, **empty})
+            .select(schema.names)
+            .cast(schema)
+        )
+    brokers = list(sc.cluster.brokers)
+    index = n.broker[rows]
+    if n.order is not None:  # broker and topic rebuilt from their codes: cheaper than taking the strings
+        part = log.drop_columns(["broker", "store_topic"]).take(pa.array(n.order[rows]))
+        part = part.append_column("broker", pa.array(brokers, pa.string()).take(pa.array(index)))
+        part = part.append_column("store_topic", n.topics.take(pa.array(n.topic[rows])))
+    else:
+        part = log.slice(rows.start or 0, len(index))
+    commit_log_offset = n.commit_log_offset[rows]
     cols = {
-        "queue_offset": pa.array(_running_sums(queue_key)),
+        "queue_offset": pa.array(n.queue_offset[rows]),
         "commit_log_offset": pa.array(commit_log_offset),
         "offset_msg_id": offset_msg_ids(index, commit_log_offset, store_hosts(brokers)),
     }
     for name in OFFSET_NAMES:
-        log = log.append_column(name, cols[name])
-    schema = data_schema(COMMIT_LOG)
-    return log.select(schema.names).cast(schema)
+        part = part.append_column(name, cols[name])
+    return part.select(schema.names).cast(schema)
 
 
 # ---- the broker step: one broker's numbering and the results pointing at it ----------------------
@@ -918,11 +971,19 @@ def _result_keys(table: pa.Table) -> np.ndarray:
 def attach_store_columns(results: pa.Table, numbered: pa.Table) -> pa.Table:
     """``results`` (each pointing at one record of ``numbered``) with that record's broker-side columns."""
     pointed = numbered.filter(numbered.column("is_result"))
+    if pointed.num_rows != results.num_rows:
+        raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
+    return attach_pointed(results, pointed)
+
+
+def attach_pointed(results: pa.Table, pointed: pa.Table) -> pa.Table:
+    """``results`` with the broker-side columns of the record each one points at, among ``pointed``
+    (records that results point at, ``is_result``; more of them than ``results`` allowed)."""
     keys, wanted = _result_keys(pointed), _result_keys(results)
     order = np.argsort(keys, kind="stable")
     at = np.searchsorted(keys, wanted, sorter=order)
-    paired = len(keys) == len(wanted) and (
-        not len(at) or (at.max() < len(keys) and (keys[order[at]] == wanted).all())
+    paired = not len(at) or (
+        at.max() < len(keys) and (keys[order[np.minimum(at, len(keys) - 1)]] == wanted).all()
     )
     if not paired:
         raise AssertionError("send_results rows and the commit-log records they point at do not pair up")

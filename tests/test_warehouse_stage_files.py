@@ -96,7 +96,7 @@ def _committed(work: StageWork) -> dict[str, list[FileRange]]:
     }
 
 
-@pytest.mark.parametrize("chunk_rows", [None, 1, 97], ids=["whole", "chunks-of-1", "chunks-of-97"])
+@pytest.mark.parametrize("chunk_rows", [None, 13, 97], ids=["whole", "chunks-of-13", "chunks-of-97"])
 def test_one_pass_files_equal_the_local_oracle(
     scenario: Scenario, tmp_path: Path, chunk_rows: int | None
 ) -> None:

@@ -95,10 +95,12 @@ def write_parquet(table: pa.Table, uri: str, row_group_size: int | None = None) 
 class ParquetSink:
     """A Parquet file written a part at a time (each :meth:`write` adds row groups), renamed into place
     by :meth:`close` (as :func:`write_parquet` writes it whole). With ``empty_file=False`` a sink given no
-    rows writes no file; ``schema`` None: the first part's."""
+    rows writes no file; ``schema`` None: the first part's; ``row_group_size`` as :func:`write_parquet`'s."""
 
-    def __init__(self, uri: str, schema: pa.Schema | None, empty_file: bool = True) -> None:
-        self.uri, self.schema, self.empty_file = uri, schema, empty_file
+    def __init__(
+        self, uri: str, schema: pa.Schema | None, empty_file: bool = True, row_group_size: int | None = None
+    ) -> None:
+        self.uri, self.schema, self.empty_file, self.row_group_size = uri, schema, empty_file, row_group_size
         self.rows = 0
         self._out: _AtomicOutput | None = None
         self._writer: pq.ParquetWriter | None = None
@@ -111,7 +113,7 @@ class ParquetSink:
         if self._writer is None:
             self._open()
         assert self._writer is not None
-        self._writer.write_table(table.cast(self.schema))
+        self._writer.write_table(table.cast(self.schema), row_group_size=self.row_group_size)
         self.rows += table.num_rows
 
     def _open(self) -> None:

@@ -92,6 +92,8 @@ INPUT_COLUMNS["commit_log"] = "broker"
 _MESSAGE_KEYS = ("producer", "seq", "message_type")
 _RESULT_COUNTS = ("producer", "seq", "status", "attempts", "broker", "queue_offset", "store_topic")
 _LOG_READ = tuple(n for n in COMMIT_LOG_DATA.names if n != "offset_msg_id")
+# what a result takes from the record it points at (store.attach_pointed)
+_POINTED = ["producer", "seq", *store.RESULT_STORE_COLUMNS]
 
 
 @dataclass(frozen=True)
@@ -491,14 +493,7 @@ def write_broker_files(sc: Scenario, b: int, producers: Sequence[int], work: Sta
             broker_side.HALF_RESULTS,
             n,
         )
-        out = stage.broker_tables(sc, b, log, results, other)
-        if out.commit_log.num_rows:
-            write_parquet(out.commit_log, work.part("commit_log", BROKER_PART.format(b)))
-        if out.results.num_rows:
-            write_parquet(
-                out.results, work.part("send_results", BROKER_PART.format(b)), BROKER_RESULTS_ROW_GROUP
-            )
-        counts = reconcile.log_counts(out.commit_log) | reconcile.stored_result_counts(out.results)
+        out, counts = _number_broker(sc, b, log, results, other, work)
     elif work.runs(BROKER_SIDE):
         out = _read_broker(sc, b, work)
         counts = reconcile.log_counts(out.commit_log, "read")
@@ -514,6 +509,49 @@ def write_broker_files(sc: Scenario, b: int, producers: Sequence[int], work: Sta
         write_ipc(out.deliveries(txns), f"{work.scratch}/{SCRATCH_DELIVERIES.format(b)}")
         counts |= reconcile.storage_counts(storage) | reconcile.transaction_counts(txns)
     return counts
+
+
+def _number_broker(
+    sc: Scenario, b: int, log: pa.Table, results: pa.Table, other: pa.Table, work: StageWork
+) -> tuple[stage.BrokerTables, dict[str, int]]:
+    """A broker's records numbered and the results pointing at them completed, a chunk at a time
+    (:func:`rocketsim.store.numbered_chunks`, :func:`rocketsim.store.attach_pointed`), each chunk
+    appended to its ``commit_log`` and ``send_results`` files and counted; what its broker side reads
+    of them folded (:class:`rocketsim.stage.BrokerFold`)."""
+    name = BROKER_PART.format(b)
+    log_sink = ParquetSink(work.part("commit_log", name), COMMIT_LOG_DATA, empty_file=False)
+    results_sink = ParquetSink(
+        work.part("send_results", name),
+        RESULTS_DATA,
+        empty_file=False,
+        row_group_size=BROKER_RESULTS_ROW_GROUP,
+    )
+    fold = stage.BrokerFold(b, other)
+    parts = [reconcile.log_counts(COMMIT_LOG_DATA.empty_table())]
+    pointed = []
+    try:
+        for part in store.numbered_chunks(log, sc, work.chunk_rows):
+            log_sink.write(part)
+            parts.append(reconcile.log_counts(part))
+            fold.add_log(part)
+            pointed.append(part.filter(part.column("is_result")).select(_POINTED))
+        pointed_records = pa.concat_tables([COMMIT_LOG_DATA.empty_table().select(_POINTED), *pointed])
+        del pointed
+        if pointed_records.num_rows != results.num_rows:
+            raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
+        parts.append(reconcile.stored_result_counts(RESULTS_DATA.empty_table()))
+        for at in range(0, results.num_rows, work.chunk_rows):
+            completed = store.attach_pointed(results.slice(at, work.chunk_rows), pointed_records)
+            results_sink.write(completed)
+            parts.append(reconcile.stored_result_counts(completed))
+            fold.add_results(completed)
+        log_sink.close()
+        results_sink.close()
+    except BaseException:
+        log_sink.abort()
+        results_sink.abort()
+        raise
+    return fold.tables(), reconcile.add_counts(parts)
 
 
 def _read_broker(sc: Scenario, b: int, work: StageWork) -> stage.BrokerTables:

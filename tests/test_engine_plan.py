@@ -263,3 +263,51 @@ def test_batch_members_take_their_keys_when_the_batch_is_sent(version: str, sing
     ids = _ids(reference.simulate_producer(messages, sc).results)
     assert ids[0][1] == 0 and ids[1][1] == 1 and ids[0][0] == ids[1][0] == _month_ms(2)
     assert ids[2][1] == single_counter
+
+
+@pytest.mark.parametrize("sends_per_part", [1, 5, 64])
+@pytest.mark.parametrize("version", ["4.9.8", "5.3.3"])
+def test_uniq_counters_made_as_sends_end_equal_the_whole_runs(version: str, sends_per_part: int) -> None:
+    """MessageClientIDSetter.createUniqID: COUNTER.getAndIncrement() in call order, process-wide. Given
+    the sends a part at a time (in seq order) and, each time, the born time of the next send (no call
+    still to come is earlier: a send begins after it is born), UniqCalls counts every call as uniq_keys
+    does over the whole run (5.x: a batch's own key after its members)."""
+    import numpy as np
+
+    from rocketsim.engine.plan import UniqCalls, plan_for, prepare, uniq_keys
+
+    sc = scenario_from_mapping(
+        {
+            "name": "uniq",
+            "seed": 3,
+            "cluster": {"brokers": ["broker-a", "broker-b"], "write_queues": 2},
+            "producers": {"count": 1, "threads": 4, "client_version": version},
+            "workload": {
+                "messages": 600,
+                "rate_per_s": 500.0,
+                "message_types": {"normal": 0.7, "batch": 0.3},
+                "batch_size": 3,
+                "invalid": {"empty_body": 0.02},
+            },
+            "brokers": {"default": {"errors": {"remoting_timeout": 0.05}}},
+        }
+    )
+    m = workload.generate(sc)
+    prep = prepare(m, sc)
+    out = compiled.engine_output(prep, plan_for(sc), compiled.run_prepared(prep, sc), sc)
+    calls = UniqCalls(prep.batch_uniq_key)
+    counter = np.zeros(m.num_rows, np.int64)
+    n = prep.n_sends
+    for s0 in range(0, n, sends_per_part):
+        s1 = min(s0 + sends_per_part, n)
+        calls.add_sends(prep, out, np.arange(s0, s1))
+        rows, counters = calls.assign(int(prep.s_born[s1]) if s1 < n else np.iinfo(np.int64).max)
+        counter[rows] = counters
+    made = uniq_keys(prep, out).to_pylist() != m.column("uniq_msg_id").to_pylist()
+    assert made
+    whole = UniqCalls(prep.batch_uniq_key)
+    whole.add_sends(prep, out, np.arange(n))
+    rows, counters = whole.assign(np.iinfo(np.int64).max)
+    expected = np.zeros(m.num_rows, np.int64)
+    expected[rows] = counters
+    assert (counter == expected).all() and calls.next == whole.next > m.num_rows * 0.9

@@ -964,34 +964,72 @@ def uniq_keys(prep: Prepared, out: EngineOutput) -> pa.Array:
     an approximation, upstream's members before the failing one took theirs) took none: its row keeps the
     workload's placeholder (born time, seq), as does a send that never reached ``sendKernelImpl``."""
     m = prep.messages
-    n = m.num_rows
     send = prep.send_of_row
     sent = send >= 0
     if not sent.any():
         return m.column("uniq_msg_id")
-    s = np.where(sent, send, 0)
-    is_batch = np.asarray(pc.is_valid(m.column("batch_id")))
-    member = sent & is_batch
-    made = member | (sent & ~is_batch & (out.n_sent[s] > 0))
-    seq = np.asarray(m.column("seq"), np.int64)
-    time = np.where(member, out.begin[s], out.kernel_start[s])
-    # the calls in order: (time, the send's leading seq, seq); a 5.x batch's own key after its members
-    call_row = np.flatnonzero(made)
-    call_time, call_lead, call_seq = time[made], prep.s_seq[s[made]], seq[made]
-    if prep.batch_uniq_key and member.any():
-        batches = np.unique(send[member])
-        end = np.iinfo(np.int64).max
-        call_time = np.concatenate([call_time, out.begin[batches]])
-        call_lead = np.concatenate([call_lead, prep.s_seq[batches]])
-        call_seq = np.concatenate([call_seq, np.full(batches.size, end)])
-        call_row = np.concatenate([call_row, np.full(batches.size, -1)])
-    order = np.lexsort((call_seq, call_lead, call_time))
-    counter = np.zeros(n, np.int64)
-    rank = np.arange(order.size)
-    mine = call_row[order] >= 0
-    counter[call_row[order][mine]] = rank[mine]
+    calls = UniqCalls(prep.batch_uniq_key)
+    made, time = calls.add_sends(prep, out, np.arange(out.status.size))
+    rows, counters = calls.assign(np.iinfo(np.int64).max)
+    counter = np.zeros(m.num_rows, np.int64)
+    counter[rows] = counters
     ids = workload.uniq_ids(prep.seed, prep.producer, counter, np.where(made, time, prep.born))
     return pc.if_else(pa.array(made), ids, m.column("uniq_msg_id").combine_chunks())
+
+
+class UniqCalls:
+    """The process-wide order of a producer's ``createUniqID`` calls (:func:`uniq_keys`), made as a run
+    goes: sends are added as they end, with their calls (row, time, leading seq, seq); :meth:`assign`
+    gives the next counters to every call before a time no call still to come can precede (calls at
+    the same ms in (leading seq, seq) order, a 5.x batch's own key after its members)."""
+
+    def __init__(self, batch_uniq_key: bool) -> None:
+        self.batch_uniq_key = batch_uniq_key
+        self.next = 0  # the counter of the next call
+        self._pending: list[tuple[np.ndarray, ...]] = []  # (row, time, lead, seq) of calls not counted
+
+    def add_sends(
+        self, prep: Prepared, out: EngineOutput, sends: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The calls of the rows of ``sends`` (ended sends of ``prep``/``out``, row ids as in ``prep``);
+        returns per row of ``prep`` whether it made one (for these sends) and when."""
+        m = prep.messages
+        send = prep.send_of_row
+        mine = np.zeros(out.status.size + 1, bool)
+        mine[sends] = True
+        sent = (send >= 0) & mine[send]
+        s = np.where(sent, send, 0)
+        is_batch = np.asarray(pc.is_valid(m.column("batch_id")))
+        member = sent & is_batch
+        made = member | (sent & ~is_batch & (out.n_sent[s] > 0))
+        seq = np.asarray(m.column("seq"), np.int64)
+        time = np.where(member, out.begin[s], out.kernel_start[s])
+        call_row = np.flatnonzero(made)
+        call_time, call_lead, call_seq = time[made], prep.s_seq[s[made]], seq[made]
+        if self.batch_uniq_key and member.any():
+            batches = np.unique(send[member])
+            last = np.iinfo(np.int64).max
+            call_time = np.concatenate([call_time, out.begin[batches]])
+            call_lead = np.concatenate([call_lead, prep.s_seq[batches]])
+            call_seq = np.concatenate([call_seq, np.full(batches.size, last)])
+            call_row = np.concatenate([call_row, np.full(batches.size, -1)])
+        self._pending.append((call_row, call_time, call_lead, call_seq))
+        return made, time
+
+    def assign(self, before: int) -> tuple[np.ndarray, np.ndarray]:
+        """Counters of the calls added whose time is before ``before`` (no call to come is earlier):
+        (their rows, their counters); the others wait."""
+        if not self._pending:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        row, time, lead, seq = (np.concatenate(c) for c in zip(*self._pending, strict=True))
+        now = time < before
+        self._pending = [(row[~now], time[~now], lead[~now], seq[~now])]
+        row, time, lead, seq = row[now], time[now], lead[now], seq[now]
+        order = np.lexsort((seq, lead, time))
+        counters = self.next + np.arange(order.size)
+        self.next += order.size
+        mine = row[order] >= 0
+        return row[order][mine], counters[mine]
 
 
 def build_tables(prep: Prepared, out: EngineOutput) -> SimOutput:

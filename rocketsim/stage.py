@@ -4,12 +4,14 @@ Every scheduler (the run's stage in :mod:`rocketsim.spark.run`, the delta-spark 
 :mod:`rocketsim.spark.compare`) calls these, and only decides where they run and where their output goes
 (:mod:`rocketsim.warehouse.stage_files` writes the run's files). One pass (design §6):
 
-1. a producer task, per producer: its messages (:func:`producer_messages`, or read back from the
-   ``messages`` table), then :func:`producer_tables`: the simulation (:func:`rocketsim.simulate.simulate`)
+1. a producer task, per producer, a chunk of its messages at a time (:func:`producer_message_chunks`,
+   or read back from the ``messages`` table), :func:`producer_chunks` (:func:`producer_tables` for a
+   whole producer): the simulation (:func:`rocketsim.simulate.simulate_chunks`)
    and the commit-log records its stored attempts make (:func:`rocketsim.store.log_records`), each
    record and each result tagged with the broker that holds it (and the results of its transactional
    messages with another stored half, for that half's broker); beside its rows, the producer's
-   mergeable summary aggregates (:meth:`ProducerTables.summary_aggregates`) and the ``transactions``
+   mergeable summary aggregates (:meth:`ProducerTables.summary_aggregates`, folded chunk by chunk with
+   :class:`rocketsim.summaries.ProducerFold`) and the ``transactions``
    rows of its transactional messages whose result points at no half
    (:meth:`ProducerTables.unstored_transactions`);
 2. a broker task, per broker, once every producer is done: :func:`broker_tables` over that broker's

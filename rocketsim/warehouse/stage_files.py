@@ -9,17 +9,21 @@ pass), a staging folder per table they write, a scratch folder, and the committe
 they read (what an earlier job wrote and this one does not compute):
 
 1. :func:`write_producer_files`, once per producer: its messages (generated, or read from the run's
-   committed ``messages``); simulated (``messages`` and ``send_attempts`` Parquet, the ``send_results``
-   rows that point at no stored copy, and for the broker step three Arrow IPC scratch files holding
-   its commit-log records, the results that point at them and the results of its transactional
-   messages with another stored half, one record batch per broker), or its committed attempts and
-   results read back; its summary aggregates into the scratch folder (bytes,
+   committed ``messages``); simulated a chunk of ``StageWork.chunk_rows`` messages at a time
+   (:func:`rocketsim.stage.producer_chunks`), each chunk's rows appended to the files (``messages`` and
+   ``send_attempts`` Parquet, the ``send_results`` rows that point at no stored copy, and for the broker
+   step three Arrow IPC scratch files holding its commit-log records, the results that point at them
+   and the results of its transactional messages with another stored half, one record batch per broker
+   per chunk), or its committed attempts and results read back; its summary aggregates (folded chunk by
+   chunk, :class:`rocketsim.summaries.ProducerFold`) into the scratch folder (bytes,
    :meth:`rocketsim.summaries.SummaryAggregates.to_bytes`); the ``transactions`` rows of its
    transactional messages whose result points at no half;
-2. :func:`write_broker_files`, once per broker: that broker's batch of every producer's scratch files
-   numbered (:func:`rocketsim.stage.broker_tables`: ``commit_log`` and ``send_results`` Parquet), or its
+2. :func:`write_broker_files`, once per broker: that broker's batches of every producer's scratch files
+   numbered and completed a chunk at a time (:func:`rocketsim.store.numbered_chunks`,
+   :func:`rocketsim.store.attach_pointed`: ``commit_log`` and ``send_results`` Parquet), or its
    committed records read back; its ``broker_storage`` and the ``transactions`` rows of its halves
-   (Parquet), what consumers of its queues get (scratch);
+   (Parquet, from what :class:`rocketsim.stage.BrokerFold` kept), what consumers of its queues get
+   (scratch);
 3. :func:`finish_stage`, on the driver once every task is done: the producers' aggregates merged into
    the summary tables and the brokers' deliveries into ``consumer_load``, written into their staging
    folders (small tables: the driver writes them with pyarrow).

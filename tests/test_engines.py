@@ -1115,3 +1115,17 @@ def test_chunks_never_split_a_batch() -> None:
     firsts, lasts = [i[0] for i in ids], [i[-1] for i in ids]
     assert all(a is None or a != b for a, b in zip(lasts[:-1], firsts[1:], strict=True))
     assert any(len(i) > 1 for i in ids)  # some chunk of 1 row grew to hold its whole batch
+
+
+@pytest.mark.parametrize("sizes", [[1], [2, 5], [7], [400]], ids=str)
+def test_batch_aligned_chunks_hold_whole_batches(sizes: list[int]) -> None:
+    # plan.batch_aligned: what an engine preparing a chunk at a time is given (a batch is one send)
+    from rocketsim.engine.plan import batch_aligned
+
+    m = workload.generate(chunk_scenario({"sync": 1}))
+    chunks = list(batch_aligned(in_chunks(m, sizes)))
+    assert pa.concat_tables(chunks).equals(m)
+    for a, b in zip(chunks[:-1], chunks[1:], strict=True):
+        end, start = a.column("batch_id")[a.num_rows - 1].as_py(), b.column("batch_id")[0].as_py()
+        assert end is None or end != start
+    assert any(c.column("batch_id").null_count < c.num_rows for c in chunks)

@@ -1076,6 +1076,34 @@ def chunk_cuts(messages: pa.Table, ends: Iterable[int]) -> list[int]:
     return cuts
 
 
+def batch_aligned(chunks: Iterable[pa.Table | pa.RecordBatch]) -> Iterator[pa.Table]:
+    """One producer's messages given in chunks (seq order) as chunks that never split a batch: the rows
+    of a chunk's last batch go on with the next chunk (for an engine that prepares a chunk at a time: a
+    batch is one send, made once its last member is)."""
+    carry: pa.Table | None = None
+    for chunk in chunks:
+        table = chunk if isinstance(chunk, pa.Table) else pa.Table.from_batches([chunk])
+        if carry is not None:
+            table = pa.concat_tables([carry, table.cast(carry.schema)])
+        n = table.num_rows
+        if not n:
+            continue
+        end = _batch_start(table) if table.column("batch_id")[n - 1].is_valid else n
+        if end:
+            yield table.slice(0, end)
+        carry = table.slice(end) if end < n else None
+    if carry is not None:
+        yield carry
+
+
+def _batch_start(table: pa.Table) -> int:
+    """The first row of the batch ``table``'s last row is a member of (its rows are consecutive)."""
+    ids = np.asarray(table.column("batch_id").fill_null(-1), np.int64)
+    last = ids[-1]
+    other = np.flatnonzero(ids != last)
+    return int(other[-1]) + 1 if other.size else 0
+
+
 def slice_output(messages: pa.Table, out: SimOutput, cuts: Iterable[int]) -> Iterator[SimChunk]:
     """A whole run's tables (results in seq order, attempts in (seq, attempt) order) cut into the
     chunks that end at rows ``cuts`` of ``messages`` (:func:`chunk_cuts`)."""

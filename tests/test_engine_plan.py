@@ -311,3 +311,38 @@ def test_uniq_counters_made_as_sends_end_equal_the_whole_runs(version: str, send
     expected = np.zeros(m.num_rows, np.int64)
     expected[rows] = counters
     assert (counter == expected).all() and calls.next == whole.next > m.num_rows * 0.9
+
+
+def test_prepare_a_chunk_at_a_time_gives_the_whole_runs_sends() -> None:
+    """A run prepared a chunk at a time (whole batches, plan.batch_aligned) with one growing list of
+    topic ids: the sends are the whole run's, in order, each keyed to the same topic."""
+    import numpy as np
+
+    from rocketsim.engine.plan import batch_aligned, prepare
+
+    sc = scenario_from_mapping(
+        {
+            "name": "chunks",
+            "seed": 9,
+            "cluster": {"brokers": ["broker-a"], "write_queues": 2},
+            "producers": {"count": 1, "threads": 2},
+            "workload": {
+                "messages": 500,
+                "topics": ["TopicA", "TopicB", "TopicC"],
+                "message_types": {"normal": 0.6, "batch": 0.2, "ordered": 0.2},
+                "batch_size": 4,
+                "invalid": {"bad_topic": 0.02, "empty_body": 0.02},
+            },
+        }
+    )
+    m = workload.generate(sc)
+    whole = prepare(m, sc)
+    topics: list[str] = []
+    parts = [
+        prepare(c, sc, topics) for c in batch_aligned(m.slice(at, 37) for at in range(0, m.num_rows, 37))
+    ]
+    for name in ("s_seq", "s_born", "s_kind", "s_wire", "s_order_hash", "s_props_chars"):
+        assert (np.concatenate([getattr(p, name) for p in parts]) == getattr(whole, name)).all(), name
+    names = np.array(topics, object)[np.concatenate([p.s_topic for p in parts])]
+    assert (names == np.array(whole.topics, object)[whole.s_topic]).all()
+    assert sum(len(p.reject_text) for p in parts) == len(whole.reject_text) > 0

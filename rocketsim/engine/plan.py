@@ -634,6 +634,18 @@ def _codes(col: pa.ChunkedArray | pa.Array, names: tuple[str, ...] | None = None
     return remap[idx], list(names)
 
 
+def _growing_codes(col: pa.ChunkedArray | pa.Array, names: list[str]) -> np.ndarray:
+    """Codes of a string column (-1 for null) into ``names``, which gains the values it lacks."""
+    idx, dictionary = _codes(col)
+    at = {name: k for k, name in enumerate(names)}
+    for name in dictionary:
+        if name not in at:
+            at[name] = len(names)
+            names.append(name)
+    remap = np.array([at[d] for d in dictionary] + [-1], np.int64)
+    return remap[idx]
+
+
 def _batch_request_properties_size(sc: Scenario) -> int:
     """The batch request's own properties on the wire (:func:`rocketsim.store.batch_request_properties`):
     4.9 ``WAIT\x01true`` (9 bytes), 5.x also its ``UNIQ_KEY`` and the trailing separator (52)."""
@@ -666,12 +678,16 @@ def _oversize_batches(
     return {int(r): texts[g] for r, g in zip(rows.tolist(), inverse.tolist(), strict=True) if g in texts}
 
 
-def prepare(messages: pa.Table, sc: Scenario) -> Prepared:
+def prepare(messages: pa.Table, sc: Scenario, topics: list[str] | None = None) -> Prepared:
     """One producer's messages (any row order) as sends in seq order, rejected rows, sizes and flags.
 
     A send is an accepted message, or a batch (one send of a ``MessageBatch``, never compressed, sent once
     its last member is made, keyed by its first accepted member); transactional half messages and oneway
     batches are synchronous calls; ordered messages with a key go through the selector.
+
+    ``topics``: the topic ids of a run prepared a chunk at a time (whole batches, :func:`batch_aligned`):
+    its chunks' topics in the order first seen, extended with this chunk's new ones (the sends' topic ids
+    index it); None: this table's own.
     """
     if messages.num_rows == 0:
         raise SimulationError("prepare needs at least one message")
@@ -704,7 +720,10 @@ def prepare(messages: pa.Table, sc: Scenario) -> Prepared:
     element = codec.encoded_message_sizes(body, props, version=p.version)
     batch_props = _batch_request_properties_size(sc)
 
-    topic_idx, topics = _codes(messages.column("topic"))
+    if topics is None:
+        topic_idx, topics = _codes(messages.column("topic"))
+    else:
+        topic_idx = _growing_codes(messages.column("topic"), topics)
     reject_text = _rejections(messages, sc, body, props, topic_idx, topics)
     rejected = np.zeros(n, bool)
     if reject_text:

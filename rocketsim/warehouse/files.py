@@ -175,14 +175,6 @@ class IpcGroupsSink:
         self._out.__exit__(RuntimeError)
 
 
-def write_ipc_groups(table: pa.Table, group: np.ndarray, groups: int, uri: str) -> None:
-    """``table`` split by ``group`` (ints in ``0..groups-1``) into an Arrow IPC file of ``groups`` record
-    batches, batch ``g`` holding the rows of group ``g`` in their order (empty groups included)."""
-    sink = IpcGroupsSink(uri, table.schema, groups)
-    sink.write(table, group)
-    sink.close()
-
-
 def _one_batch(table: pa.Table) -> pa.RecordBatch:
     batches = table.combine_chunks().to_batches()
     if not batches:

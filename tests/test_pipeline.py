@@ -195,17 +195,18 @@ def test_reconcile_fails_loudly_when_a_task_drops_a_row(
     spark, scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Producer 0's task writes its send_results file without one row: the one pass refuses the run."""
-    written = stage_files.write_parquet
+    written = stage_files.ParquetSink.write  # a task writes its files a chunk at a time
 
-    def dropping(table: pa.Table, uri: str, *rest: object) -> None:
-        if "/send_results/" in uri and uri.endswith(stage_files.PRODUCER_PART.format(0)):
+    def dropping(sink: stage_files.ParquetSink, table: pa.Table) -> None:
+        first = not sink.rows and table.num_rows
+        if first and "/send_results/" in sink.uri and sink.uri.endswith(stage_files.PRODUCER_PART.format(0)):
             table = table.slice(1)
-        written(table, uri, *rest)
+        written(sink, table)
 
     def in_process(spark, bins, work):  # noqa: ANN001, ANN202 - the tasks, here: monkeypatch reaches them
         return {item: dict(work(item)) for b in bins for item in b}
 
-    monkeypatch.setattr(stage_files, "write_parquet", dropping)
+    monkeypatch.setattr(stage_files.ParquetSink, "write", dropping)
     monkeypatch.setattr(spark_run, "map_bins", in_process)
     with pytest.raises(ReconciliationError, match="one result per message: 3000 != 2999") as err:
         pipeline.run_one_pass(spark, _args(tmp_path, "broken", 1), scenario)

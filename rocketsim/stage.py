@@ -55,6 +55,8 @@ class ProducerTables:
     log: pa.Table  # the commit-log records before numbering (store.LOG_COLUMNS)
     log_broker: np.ndarray  # per record: its broker's place in cluster.brokers
     result_broker: np.ndarray  # per result: the broker of the record it points at, -1 for none
+    # a chunk's (producer_chunks): no attempt of a later chunk starts before this; None: not known
+    later_start_ms: int | None = None
 
     def unstored_results(self) -> pa.Table:
         """The ``send_results`` rows that point at no record (FAILED, REJECTED, unstored oneway), whole:
@@ -144,13 +146,15 @@ def producer_chunks(sc: Scenario, chunks: Iterable[pa.Table | pa.RecordBatch]) -
     made = False
     for c in simulate.simulate_chunks(chunks, sc):
         made = True
-        yield _with_records(sc, c.messages, c.attempts, c.results)
+        yield _with_records(sc, c.messages, c.attempts, c.results, c.later_start_ms)
     if not made:  # no message: the producer's (empty) rows all the same
         none = simulate.SimOutput.empty()
         yield _with_records(sc, MESSAGES_DATA.empty_table(), none.attempts, none.results)
 
 
-def _with_records(sc: Scenario, messages: pa.Table, attempts: pa.Table, results: pa.Table) -> ProducerTables:
+def _with_records(
+    sc: Scenario, messages: pa.Table, attempts: pa.Table, results: pa.Table, later_start_ms: int | None = None
+) -> ProducerTables:
     """Rows of whole messages of one producer, with the commit-log records they make and their brokers."""
     log = store.log_records(messages, attempts, results, sc)
     log_broker, result_broker = store.pointed_brokers(results, log, tuple(sc.cluster.brokers))
@@ -161,6 +165,7 @@ def _with_records(sc: Scenario, messages: pa.Table, attempts: pa.Table, results:
         log=log,
         log_broker=log_broker,
         result_broker=result_broker,
+        later_start_ms=later_start_ms,
     )
 
 

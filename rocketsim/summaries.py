@@ -573,41 +573,145 @@ def isolation_intervals(attempts: pa.Table) -> pa.Table:
 
 
 def _intervals(a: _Attempts) -> pa.Table:
-    out_schema = AGGREGATE_TABLES["intervals"]
-    candidate = a.has_until & (a.until > a.end)
-    if not candidate.any():
-        return out_schema.empty_table()
-    pairs = Groups([a.producer, a.broker])
-    can_isolate = np.zeros(pairs.n, bool)
-    can_isolate[pairs.index[candidate]] = True
-    rows = np.flatnonzero(can_isolate[pairs.index])  # the attempts of pairs that can isolate
-    pair = pairs.index
-    pair, end = pair[rows], a.end[rows]
-    order = _order_by_end(pair, end, a.start[rows], a.seq[rows], a.attempt[rows])
-    rows, pair, end = rows[order], pair[order], end[order]
-    until, candidate = a.until[rows], candidate[rows]
-    same_next = np.append(pair[1:] == pair[:-1], False)
-    next_end = np.append(end[1:], 0)
-    stop = np.where(same_next, np.minimum(until, next_end), until)
-    piece = candidate & (stop > end)
-    p_pair, p_start, p_end, p_row = pair[piece], end[piece], stop[piece], rows[piece]
-    order = np.lexsort((p_end, p_start, p_pair))  # Spark's (start_ms, end_ms) per pair
-    p_pair, p_start, p_end, p_row = p_pair[order], p_start[order], p_end[order], p_row[order]
-    new = np.ones(len(p_pair), bool)
-    new[1:] = (p_pair[1:] != p_pair[:-1]) | (p_end[:-1] < p_start[1:])
-    first = np.flatnonzero(new)
-    if not len(first):
-        return out_schema.empty_table()
-    src = p_row[first]
-    return pa.table(
-        {
-            "producer": pa.array(a.producer[src].astype(np.int32)),
-            "broker": from_codes(a.broker[src], a.broker_names, dictionary=False),
-            "start_ms": pa.array(p_start[first], _I64),
-            "end_ms": pa.array(np.maximum.reduceat(p_end, first), _I64),
-        },
-        schema=out_schema,
-    )
+    fold = IntervalFold()
+    fold.add(a, _NO_MORE)
+    return fold.result()
+
+
+_NO_MORE = np.iinfo(np.int64).max  # a watermark past every attempt: no attempt is still to come
+_I = np.int64
+
+
+class IntervalFold:
+    """The isolation intervals of attempts given a part at a time (:func:`isolation_intervals`' rule).
+
+    Per (producer, broker), attempts in order of (end, start, seq, attempt): an attempt whose
+    ``fault_isolated_until_ms`` is after its end ``e`` gives the piece ``[e, min(until, next end))``;
+    pieces that touch (the previous piece's end >= start) make one interval. With each part, the caller
+    gives a watermark: no attempt still to come starts before it (the engine knows it:
+    :attr:`rocketsim.engine.plan.SimChunk.later_start_ms`). An attempt that ends before it and whose
+    piece is known (none, or one that stops before the watermark, or a next attempt that ends before it)
+    is settled: its piece joins the pair's open interval; only the others are kept."""
+
+    def __init__(self) -> None:
+        self.brokers: list[str] = []
+        self._code: dict[str, int] = {}
+        self.watermark = np.iinfo(np.int64).min
+        names = ("producer", "broker", "end", "start", "seq", "attempt", "until")
+        self._rows: dict[str, np.ndarray] = {k: np.zeros(0, _I) for k in names}
+        self._rows["candidate"] = np.zeros(0, bool)
+        self._open: dict[str, np.ndarray] = {
+            k: np.zeros(0, _I) for k in ("producer", "broker", "start", "top", "last")
+        }
+        self._closed: list[dict[str, np.ndarray]] = []
+
+    def add(self, a: _Attempts, watermark: int) -> None:
+        """A part's attempts (no attempt of it starts before the last watermark), and the new one."""
+        if a.n and int(a.start.min()) < self.watermark:
+            raise ValueError(
+                f"isolation intervals: an attempt starts at {int(a.start.min())}, before the watermark "
+                f"{self.watermark} an earlier part gave"
+            )
+        names = a.broker_names.to_pylist()
+        for name in names:
+            if name not in self._code:
+                self._code[name] = len(self.brokers)
+                self.brokers.append(name)
+        remap = np.array([self._code[x] for x in names] + [-1], _I)
+        part = {
+            "producer": a.producer,
+            "broker": remap[a.broker],
+            "end": a.end,
+            "start": a.start,
+            "seq": a.seq,
+            "attempt": a.attempt,
+            "until": a.until,
+            "candidate": a.has_until & (a.until > a.end),
+        }
+        self._rows = {k: np.concatenate([v, np.asarray(part[k], v.dtype)]) for k, v in self._rows.items()}
+        self._settle(watermark)
+
+    @property
+    def kept(self) -> int:
+        """Attempts kept (not settled yet)."""
+        return len(self._rows["end"])
+
+    def _settle(self, w: int) -> None:
+        r = self._rows
+        if not len(r["end"]):
+            self.watermark = max(self.watermark, w)
+            return
+        pair = Groups([r["producer"], r["broker"]]).index
+        order = _order_by_end(pair, r["end"], r["start"], r["seq"], r["attempt"])
+        r = {k: v[order] for k, v in r.items()}
+        pair = pair[order]
+        end, until, candidate = r["end"], r["until"], r["candidate"]
+        has_next = np.append(pair[1:] == pair[:-1], False)
+        next_end = np.append(end[1:], 0)
+        stop = np.where(has_next, np.minimum(until, next_end), until)
+        settled = (end < w) & (~candidate | (until <= w) | (has_next & (next_end < w)))
+        piece = settled & candidate & (stop > end)
+        self._join(r["producer"][piece], r["broker"][piece], end[piece], stop[piece], w == _NO_MORE)
+        self._rows = {k: v[~settled] for k, v in r.items()}
+        self.watermark = max(self.watermark, w)
+
+    def _join(
+        self, producer: np.ndarray, broker: np.ndarray, start: np.ndarray, stop: np.ndarray, last: bool
+    ) -> None:
+        """Settled pieces (in order within each pair) joined to the open intervals."""
+        o = self._open
+        p = np.concatenate([o["producer"], producer])
+        b = np.concatenate([o["broker"], broker])
+        s = np.concatenate([o["start"], start])
+        top = np.concatenate([o["top"], stop])  # an open interval: its end so far
+        end = np.concatenate([o["last"], stop])  # and its last piece's end
+        order = np.lexsort((end, s, b, p))
+        p, b, s, top, end = p[order], b[order], s[order], top[order], end[order]
+        if not len(p):
+            return
+        new = np.ones(len(p), bool)
+        new[1:] = (p[1:] != p[:-1]) | (b[1:] != b[:-1]) | (end[:-1] < s[1:])
+        first = np.flatnonzero(new)
+        ends = np.maximum.reduceat(top, first)
+        lasts = end[np.append(first[1:], len(p)) - 1]
+        ip, ib, istart = p[first], b[first], s[first]
+        still = np.zeros(len(first), bool)  # each pair's last interval stays open until no more come
+        if not last:
+            still = np.append((ip[1:] != ip[:-1]) | (ib[1:] != ib[:-1]), True)
+        self._closed.append(
+            {"producer": ip[~still], "broker": ib[~still], "start": istart[~still], "end": ends[~still]}
+        )
+        self._open = {
+            "producer": ip[still],
+            "broker": ib[still],
+            "start": istart[still],
+            "top": ends[still],
+            "last": lasts[still],
+        }
+
+    def result(self) -> pa.Table:
+        """The intervals of every attempt added (each pair's in start order, pairs by producer and broker
+        name)."""
+        if len(self._rows["end"]) or len(self._open["producer"]):
+            self._settle(_NO_MORE)
+        out_schema = AGGREGATE_TABLES["intervals"]
+        if not self._closed:
+            return out_schema.empty_table()
+        c = {k: np.concatenate([x[k] for x in self._closed]) for k in ("producer", "broker", "start", "end")}
+        if not len(c["producer"]):
+            return out_schema.empty_table()
+        rank = np.argsort(np.argsort(np.array(self.brokers, object)))  # fold code -> rank of its name
+        order = np.lexsort((c["start"], rank[c["broker"]], c["producer"]))
+        names = pa.array(self.brokers, pa.string())
+        return pa.table(
+            {
+                "producer": pa.array(c["producer"][order].astype(np.int32)),
+                "broker": names.take(pa.array(c["broker"][order])),
+                "start_ms": pa.array(c["start"][order], _I64),
+                "end_ms": pa.array(c["end"][order], _I64),
+            },
+            schema=out_schema,
+        )
 
 
 def _order_by_end(
@@ -684,37 +788,12 @@ def producer_aggregates(
     return SummaryAggregates(window_ms, tuple(keys), **tables)
 
 
-# what the isolation intervals read of the attempts (a producer's, kept whole by ProducerFold)
-INTERVAL_COLUMNS = (
-    "producer",
-    "seq",
-    "attempt",
-    "start_ts_ms",
-    "latency_ms",
-    "broker",
-    "fault_isolated_until_ms",
-)
-
-
-class _IntervalAttempts:
-    """The attempt columns :func:`_intervals` reads, as numpy."""
-
-    def __init__(self, t: pa.Table) -> None:
-        self.producer, self.seq, self.attempt = ints(t, "producer"), ints(t, "seq"), ints(t, "attempt")
-        self.start = ints(t, "start_ts_ms")
-        self.end = self.start + ints(t, "latency_ms")
-        self.broker, self.broker_names = string_codes(t.column("broker"))
-        until = t.column("fault_isolated_until_ms")
-        self.has_until = bools(until.is_valid())
-        self.until = np.asarray(until.fill_null(0).to_numpy(), np.int64)
-
-
 class ProducerFold:
     """:func:`producer_aggregates` of whole producers given a part of their rows at a time (a producer
-    task's chunks: rows of whole messages, :func:`rocketsim.stage.producer_chunks`): the tables that add
-    up are made per part and merged, ``producer_windows`` from its :class:`WindowParts`, and the
-    ``intervals`` (an attempt's piece ends at the next attempt's end, in any later part) from the few
-    attempt columns they read (:data:`INTERVAL_COLUMNS`), kept until :meth:`result`."""
+    task's chunks: rows of whole messages in seq order, :func:`rocketsim.stage.producer_chunks`): the
+    tables that add up are made per part and merged, ``producer_windows`` from its :class:`WindowParts`,
+    and the ``intervals`` by an :class:`IntervalFold` (an attempt's piece ends at the next attempt's
+    end, maybe in a later part: it keeps only the attempts not yet settled)."""
 
     def __init__(self, window_ms: int, keys: Mapping[str, str] | None = None) -> None:
         if window_ms <= 0:
@@ -722,10 +801,15 @@ class ProducerFold:
         self.window_ms, self.keys = window_ms, dict(keys or {})
         self._tables: list[dict[str, pa.Table]] = []
         self._windows: list[WindowParts] = []
-        self._interval_rows: list[pa.Table] = []
+        self._intervals = IntervalFold()
+        self._producers = np.zeros(0, np.int64)
 
-    def add(self, attempts: pa.Table, results: pa.Table, messages: pa.Table) -> None:
-        """One part: the results of some whole messages, their sends' attempts, those messages."""
+    def add(
+        self, attempts: pa.Table, results: pa.Table, messages: pa.Table, later_start_ms: int | None = None
+    ) -> None:
+        """One part: the results of some whole messages, their sends' attempts, those messages; no attempt
+        of a later part starts before ``later_start_ms`` (None: not known, nothing settles before the
+        end)."""
         copies = store.result_copies(messages, attempts, results)
         a, r = _Attempts(attempts, self.window_ms), _Results(results, self.window_ms, copies)
         self._tables.append(
@@ -736,10 +820,8 @@ class ProducerFold:
             }
         )
         self._windows.append(_window_parts(a, r))
-        columns = attempts.select(list(INTERVAL_COLUMNS))
-        self._interval_rows.append(
-            columns.set_column(5, "broker", pc.dictionary_encode(columns.column("broker")))
-        )
+        self._producers = np.union1d(self._producers, a.producer)
+        self._intervals.add(a, self._intervals.watermark if later_start_ms is None else later_start_ms)
 
     def result(self) -> SummaryAggregates:
         """The aggregates of every part added (as :func:`producer_aggregates` of all their rows)."""
@@ -748,16 +830,10 @@ class ProducerFold:
             both = pa.concat_tables([t[name].cast(AGGREGATE_TABLES[name]) for t in self._tables])
             keys, sums, mins, maxs = _MERGE_RULES[name]
             merged[name] = regroup(both, keys, sums, mins, maxs)
-        attempts = pa.concat_tables(self._interval_rows) if self._interval_rows else None
-        if attempts is None:
-            intervals = AGGREGATE_TABLES["intervals"].empty_table()
-        else:
-            attempts = attempts.set_column(5, "broker", attempts.column("broker").cast(pa.string()))
-            intervals = _intervals(_IntervalAttempts(attempts))  # type: ignore[arg-type]
+        intervals = self._intervals.result()
         windows = merge_window_parts(self._windows) if self._windows else None
         producers = np.unique(np.concatenate([w.producer for w in self._windows] + [np.zeros(0, np.int64)]))
-        if attempts is not None:
-            producers = np.union1d(producers, ints(attempts, "producer"))
+        producers = np.union1d(producers, self._producers)
         tables = {
             **merged,
             "producer_windows": (

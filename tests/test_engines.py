@@ -1068,7 +1068,14 @@ def in_chunks(messages: pa.Table, sizes: list[int]) -> list[pa.RecordBatch]:
 
 
 def joined(chunks: list) -> SimOutput:
-    """Chunks (:class:`rocketsim.engine.plan.SimChunk`) concatenated; each checked to hold whole sends."""
+    """Chunks (:class:`rocketsim.engine.plan.SimChunk`) concatenated; each checked to hold whole sends,
+    and to tell when the attempts of the chunks after it start at the earliest."""
+    from rocketsim.engine.plan import NO_LATER_ATTEMPT
+
+    starts = [pc.min(c.attempts.column("start_ts_ms")).as_py() for c in chunks]
+    for k, c in enumerate(chunks):
+        later = [x for x in starts[k + 1 :] if x is not None]
+        assert c.later_start_ms == (min(later) if later else NO_LATER_ATTEMPT)
     for c in chunks:
         seq = c.results.column("seq")
         assert c.messages.column("seq").equals(seq)

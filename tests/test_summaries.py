@@ -872,9 +872,12 @@ def test_producer_fold_of_chunks_equals_the_whole_producer(rows: int) -> None:
     expected = summaries.producer_aggregates(whole.attempts, whole.results, 1000, messages=messages)
     fold = summaries.ProducerFold(1000)
     chunks = [messages.slice(at, rows) for at in range(0, messages.num_rows, rows)]
+    kept = []
     for c in simulate.simulate_chunks(chunks, sc):
-        fold.add(c.attempts, c.results, c.messages)
+        fold.add(c.attempts, c.results, c.messages, c.later_start_ms)
+        kept.append(fold._intervals.kept)  # the attempts whose isolation piece is not settled yet
     got, want = summaries.merge([fold.result()]), summaries.merge([expected])
+    assert max(kept) < whole.attempts.num_rows / 4  # the intervals keep few attempts, not the producer's
     assert want.intervals.num_rows > 0 and want.producer_windows.num_rows > 1
     for name in summaries.AGGREGATE_TABLES:
         assert getattr(got, name).equals(getattr(want, name)), name

@@ -69,6 +69,7 @@ MESSAGES_SCHEMA = data_schema(MESSAGES)
 
 TIMEOUT_OVERSHOOT_MS = 1  # a RemotingTimeoutException is raised once the wait has passed the timeout
 NO_ISOLATION = np.iinfo(np.int64).min  # "not isolated" in an attempt's isolated-until array (null)
+NO_LATER_ATTEMPT = int(np.iinfo(np.int64).max)  # SimChunk.later_start_ms of a run's last chunk
 BATCH_FAILED = "Failed to initiate the MessageBatch"  # DefaultMQProducer.batch() wraps any member's error
 MODES = ("sync", "oneway", "async")  # the send_mode column's values, in :attr:`Prepared.s_mode` order
 MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
@@ -129,6 +130,8 @@ class SimChunk:
     messages: pa.Table
     attempts: pa.Table
     results: pa.Table
+    # no attempt of a later chunk starts before this (ms; NO_LATER_ATTEMPT: none comes)
+    later_start_ms: int = NO_LATER_ATTEMPT
 
 
 # ---- the broker model's answer as the send loop's Outcome ----------------------------------------
@@ -1128,13 +1131,25 @@ def slice_output(messages: pa.Table, out: SimOutput, cuts: Iterable[int]) -> Ite
     chunks that end at rows ``cuts`` of ``messages`` (:func:`chunk_cuts`)."""
     seq = np.asarray(out.results.column("seq"), np.int64)
     attempt_seq = np.asarray(out.attempts.column("seq"), np.int64)
+    later = _later_starts(np.asarray(out.attempts.column("start_ts_ms"), np.int64))
     r0 = a0 = 0
     for r1 in cuts:
         a1 = int(np.searchsorted(attempt_seq, seq[r1 - 1], "right")) if r1 > r0 else a0
         yield SimChunk(
-            messages.slice(r0, r1 - r0), out.attempts.slice(a0, a1 - a0), out.results.slice(r0, r1 - r0)
+            messages.slice(r0, r1 - r0),
+            out.attempts.slice(a0, a1 - a0),
+            out.results.slice(r0, r1 - r0),
+            int(later[a1]),
         )
         r0, a0 = r1, a1
+
+
+def _later_starts(start: np.ndarray) -> np.ndarray:
+    """Per attempt position k, the earliest start among attempts k.. (one more: none, NO_LATER_ATTEMPT)."""
+    out = np.full(start.size + 1, NO_LATER_ATTEMPT, np.int64)
+    if start.size:
+        out[:-1] = np.minimum.accumulate(start[::-1])[::-1]
+    return out
 
 
 def _prepared_part(prep: Prepared, r0: int, r1: int, s0: int, s1: int) -> Prepared:
@@ -1215,6 +1230,7 @@ def build_table_chunks(prep: Prepared, out: EngineOutput, cuts: Iterable[int]) -
     (:func:`chunk_cuts`): the rows of each chunk made from its own sends only, so a whole run's rows are
     never all in memory at once (the UNIQ_KEYs, a process-wide order, are made once for every row)."""
     uniq = uniq_keys(prep, out)
+    later = _later_starts(out.a_start)
     r0 = 0
     for r1 in cuts:
         s0, s1 = (int(x) for x in np.searchsorted(prep.s_row, [r0, r1]))
@@ -1223,6 +1239,7 @@ def build_table_chunks(prep: Prepared, out: EngineOutput, cuts: Iterable[int]) -
             part_prep.messages,
             _attempts_table(part_prep, part_out),
             _results_table(part_prep, part_out, uniq.slice(r0, r1 - r0)),
+            int(later[out.att_off[s1]]),
         )
         r0 = r1
 

@@ -345,6 +345,6 @@ def _peak_rss(messages: int, chunk_rows: int) -> int:
 def test_a_producer_task_memory_does_not_grow_with_the_producer() -> None:
     """Design §6: a producer's rows stream out in chunks, so a task's memory is bounded whatever the size
     of the producer: 4x the messages in chunks of the same size cost (nearly) no more memory."""
-    _peak_rss(1_000, 1_000)  # the compiled engine's cache warm: no compilation in what is measured
+    _peak_rss(100_000, 25_000)  # the compiled engine's cache warm: no compilation in what is measured
     small, large = _peak_rss(100_000, 25_000), _peak_rss(400_000, 25_000)
     assert (large - small) / 300_000 < 150  # bytes per message more; a whole producer costs ~1,100

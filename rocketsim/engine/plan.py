@@ -1222,6 +1222,9 @@ def _output_part(out: EngineOutput, s0: int, s1: int) -> EngineOutput:
         att_off=out.att_off[s0 : s1 + 1] - a0,
         **{name: getattr(out, name)[a0:a1] for name in _ATTEMPT_FIELDS},
         **{name: getattr(out, name)[s0:s1] for name in _SEND_FIELDS},
+        a_store=None
+        if out.a_store is None
+        else StoreColumns(*(getattr(out.a_store, f)[a0:a1] for f in ("busy", "depth", "service"))),
     )
 
 

@@ -120,9 +120,12 @@ def producer_messages(sc: Scenario, share: workload.ProducerShare) -> pa.Table:
     return pa.Table.from_batches(list(workload.generate_producer(sc, share)), schema=MESSAGES_DATA)
 
 
-def producer_message_chunks(sc: Scenario, share: workload.ProducerShare) -> Iterator[pa.Table]:
-    """One producer's generated messages (:func:`rocketsim.workload.generate_producer`), a chunk at a time."""
-    for batch in workload.generate_producer(sc, share):
+def producer_message_chunks(
+    sc: Scenario, share: workload.ProducerShare, rows: int | None = None
+) -> Iterator[pa.Table]:
+    """One producer's generated messages (:func:`rocketsim.workload.generate_producer`), a chunk (of
+    ``rows`` at most) at a time."""
+    for batch in workload.generate_producer(sc, share, batch_rows=rows):
         yield pa.Table.from_batches([batch], schema=MESSAGES_DATA)
 
 

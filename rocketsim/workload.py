@@ -140,9 +140,11 @@ CHUNK_ROWS = 1 << 20
 
 
 def generate_producer(
-    sc: Scenario, share: ProducerShare, chunk_rows: int = CHUNK_ROWS
+    sc: Scenario, share: ProducerShare, chunk_rows: int = CHUNK_ROWS, batch_rows: int | None = None
 ) -> Iterator[pa.RecordBatch]:
-    """Yield the producer's messages as record batches (schema ``MESSAGES`` without run_id), in seq order."""
+    """Yield the producer's messages as record batches (schema ``MESSAGES`` without run_id), in seq order:
+    one per ``chunk_rows`` (the arrival clock's chunks), or cut into batches of ``batch_rows`` (the same
+    messages; the clock still summed per chunk)."""
     wl = sc.workload
     version = sc.producers.version
     trailing = 0 if version.properties_trailing_separator else -1
@@ -159,9 +161,7 @@ def generate_producer(
     invalid = dict(wl.invalid)
     invalid_total = sum(invalid.values())
     invalid_names = tuple(invalid)
-    clock = 0.0
-    for lo in range(0, share.messages, chunk_rows):
-        hi = min(lo + chunk_rows, share.messages)
+    for lo, hi, born in _arrival_chunks(sc, share, chunk_rows, batch_rows or chunk_rows, mean_gap):
         seqs = np.arange(lo, hi, dtype=np.int64)
         n = hi - lo
 
@@ -169,12 +169,6 @@ def generate_producer(
 
         def u(stream: int, keys: np.ndarray = keys) -> np.ndarray:
             return rng.uniforms(keys, stream)
-
-        # arrivals: exponential gaps (poisson) or a fixed gap (uniform), carried across chunks
-        gaps = -np.log1p(-u(S_GAP)) * mean_gap if wl.arrival == "poisson" else np.full(n, mean_gap)
-        times = clock + np.cumsum(gaps)
-        clock = float(times[-1])
-        born = np.floor(times).astype(np.int64)
 
         # batches are blocks of batch_size consecutive seqs; the block's first seq decides
         block_first = (seqs // wl.batch_size) * wl.batch_size
@@ -282,6 +276,28 @@ def generate_producer(
             "reserved_property": pa.array(reserved, pa.string()),
         }
         yield pa.RecordBatch.from_pydict(cols, schema=_SCHEMA)
+
+
+def _arrival_chunks(
+    sc: Scenario, share: ProducerShare, chunk_rows: int, batch_rows: int, mean_gap: float
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """The born times of seqs ``lo..hi - 1``, ``batch_rows`` at a time: exponential gaps (poisson) or a
+    fixed gap (uniform), summed a chunk of ``chunk_rows`` at a time from the clock the chunk before left."""
+    clock = 0.0
+    for lo in range(0, share.messages, chunk_rows):
+        hi = min(lo + chunk_rows, share.messages)
+        n = hi - lo
+        if sc.workload.arrival == "poisson":
+            seqs = np.arange(lo, hi, dtype=np.int64)
+            keys = rng.draw_keys(sc.seed ^ WORKLOAD_SALT, share.producer, seqs, np.zeros(n, np.int64))
+            gaps = -np.log1p(-rng.uniforms(keys, S_GAP)) * mean_gap
+        else:
+            gaps = np.full(n, mean_gap)
+        times = clock + np.cumsum(gaps)
+        clock = float(times[-1])
+        born = np.floor(times).astype(np.int64)
+        for at in range(lo, hi, batch_rows):
+            yield at, min(at + batch_rows, hi), born[at - lo : min(at + batch_rows, hi) - lo]
 
 
 def _body_sizes(sc: Scenario, u1: np.ndarray, u2: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ Any other value is a ``ConfigError``.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 
@@ -80,16 +81,22 @@ def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
 def simulate_chunks(chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario) -> Iterator[SimChunk]:
     """One producer's messages given in chunks (seq order) -> its tables in chunks
     (:class:`rocketsim.engine.plan.SimChunk`: concatenated, :func:`simulate_producer`'s tables), with the
-    engine :func:`simulate_producer` would use."""
-    # Which engine covers the messages is told from all of them: they are gathered first (the tables
-    # are still made chunk by chunk).
-    messages, ends = gather_chunks(chunks)
+    engine :func:`simulate_producer` would use: the compiled one streams the chunks (a producer's memory is
+    bounded whatever its size); the reference and the closed-loop store run whole, then cut."""
     name = chosen()
+    if sc.coupling == OPEN and name != REFERENCE:
+        it = iter(chunks)
+        first = next(it, None)
+        if first is None:
+            return iter(())
+        table = first if isinstance(first, pa.Table) else pa.Table.from_batches([first])
+        # which engine covers the messages is told from the first chunk (the others are checked as
+        # they come: the compiled engine refuses input it does not cover)
+        if name == COMPILED or compiled.unsupported(sc, table) is None:
+            return compiled.simulate_chunks(itertools.chain([table], it), sc)
+        chunks = itertools.chain([table], it)
+    messages, ends = gather_chunks(chunks)
     if sc.coupling != OPEN and messages.num_rows:  # the closed-loop store: whole, then cut
         return iter(slice_output(messages, simulate_producer(messages, sc), chunk_cuts(messages, ends)))
     parts = [messages.slice(a, b - a) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
-    if name == REFERENCE or (name is None and compiled.unsupported(sc, messages) is not None):
-        return reference.simulate_chunks(parts, sc)
-    if name == COMPILED:
-        return compiled.simulate_chunks(parts, sc)
-    return compiled.chunks_covered(messages, ends, sc)
+    return reference.simulate_chunks(parts, sc)

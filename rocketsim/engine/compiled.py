@@ -65,6 +65,7 @@ cached machine code: after changing one of them, clear the cache (``__pycache__/
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
@@ -79,6 +80,7 @@ from rocketsim import brokers as bm
 from rocketsim import rng, store
 from rocketsim.engine.plan import (
     NO_ISOLATION,
+    NO_LATER_ATTEMPT,
     P_MEDIAN,
     P_SIGMA,
     P_SPIKE_ALPHA,
@@ -105,13 +107,14 @@ from rocketsim.engine.plan import (
     SimOutput,
     SimulationError,
     Status,
-    build_table_chunks,
+    UniqCalls,
+    batch_aligned,
     build_tables,
-    chunk_cuts,
     error_text,
-    gather_chunks,
     plan_for,
     prepare,
+    sim_chunk,
+    uniq_column,
 )
 from rocketsim.fault import Site
 from rocketsim.outcomes import Catch, OutcomeKind
@@ -140,7 +143,6 @@ from rocketsim.versions import LINE_5, ClientVersion
 
 __all__ = [
     "KernelOut",
-    "chunks_covered",
     "run_prepared",
     "simulate_chunks",
     "simulate_covered",
@@ -184,8 +186,17 @@ class Failure(IntEnum):
 ST_HEAP_SIZE, ST_COUNTER, ST_INSTANCES, ST_ATTEMPTS, ST_STARTED, ST_POOL_NEXT, ST_POOL_PENDING = range(7)
 ST_NEXT_TICK, ST_ROUTE_NOW = range(7, 9)  # the detector's next tick; the route version last looked up
 ST_SEM_SIZE = 9  # release times held in the async semaphore's heap
-N_COUNTERS = 10
-LOOP_DONE, LOOP_ATTEMPTS_FULL, LOOP_INSTANCES_FULL = range(3)
+# the sends given so far (the ring holds sends ST_GIVEN - capacity .. ST_GIVEN - 1), whether they are all
+# of them, the latest born time among them, the time of the event last taken, the threads seen so far
+ST_GIVEN, ST_FINAL, ST_BORN_MAX, ST_NOW, ST_SEEN = range(10, 15)
+# the pool's next START when its send is not given yet: waiting, since when, its push counter
+ST_POOL_DEFER, ST_POOL_DEF_TIME, ST_POOL_DEF_COUNTER = range(15, 18)
+N_COUNTERS = 18
+LOOP_DONE, LOOP_ATTEMPTS_FULL, LOOP_INSTANCES_FULL, LOOP_NEED_INPUT = range(4)
+# the push counter of the loop's own pushes starts here: below it, a thread's first START, numbered in the
+# order the threads first appear (what the whole run pushes first), whenever its first send is given
+COUNTER_BASE = 1 << 40
+NOT_BEGUN = np.iinfo(np.int64).max  # FL_BEGIN of a send not begun yet
 # the fault table's ConcurrentHashMap counters
 META_SIZE, META_BINS, META_SIZE_CTL = range(3)
 # what runs after a step of the loop (start_send, deliver_sync)
@@ -265,8 +276,11 @@ N_IN_FLIGHT = 28
 
 
 class Sends(NamedTuple):
-    """The prepared sends (per send, in seq order)."""
+    """The sends given so far, in a ring: send ``g`` (seq order) at slot ``g % capacity`` while it is
+    live (given, its rows not yet taken out). Inside the loop a send is its slot."""
 
+    gid: np.ndarray  # the send's number (seq order)
+    next_same: np.ndarray  # the number of its thread's next send (-1: not given yet) (partitioned)
     seq: np.ndarray
     born: np.ndarray
     thread: np.ndarray  # dense thread index (pool: -1; State.send_thread says which thread took it)
@@ -279,17 +293,19 @@ class Sends(NamedTuple):
 
 
 class Threads(NamedTuple):
-    """Sender threads. Partitioned: their sends in order, and how far each has got; pool: the sends in
-    the order the pool takes them, and which threads are idle since when."""
+    """Sender threads (dense indexes in the order they first appear). Partitioned: each thread's next
+    send and last given send, and its START waiting for a send not given yet; pool: the sends in the
+    order the pool takes them, and which threads are idle since when."""
 
     value: np.ndarray  # the sender thread's number
     bits: np.ndarray  # rng.part_bits of every thread (keys its index draws): the sender threads, then the
     # client's (async sender executor, callback executor, event loop: send.executor_thread, ...)
-    sends: np.ndarray  # send indexes grouped by thread, in seq order (partitioned)
-    offsets: np.ndarray  # thread t's sends are sends[offsets[t]:offsets[t + 1]] (partitioned)
-    order: np.ndarray  # threads by their first send (the reference's dict order) (partitioned)
-    cursor: np.ndarray  # position of each thread's next send in ``sends`` (partitioned)
-    fifo: np.ndarray  # send indexes by (born, seq) (pool)
+    cursor: np.ndarray  # the number of each thread's next send to begin (-1: none given) (partitioned)
+    tail: np.ndarray  # the number of its last send given (-1: none) (partitioned)
+    deferred: np.ndarray  # its next START waits for its send to be given (partitioned)
+    def_time: np.ndarray  # not before (the time the thread was free)
+    def_counter: np.ndarray  # with this push counter
+    fifo: np.ndarray  # ring: position k holds the number of the pool's k-th send, by (born, seq) (pool)
     idle: np.ndarray  # the thread is idle (pool)
     idle_since: np.ndarray  # since when (-1: never ran) (pool)
 
@@ -936,6 +952,25 @@ def heap_push(h, st, t, event, payload):
 
 
 @njit(**_NO_RC)
+def heap_push_counted(h, st, t, event, payload, counter):
+    """:func:`heap_push` with the push counter ``counter`` (taken when the push was due, see
+    :func:`resolve_deferred`)."""
+    i = st[ST_HEAP_SIZE]
+    h[i, H_TIME] = t
+    h[i, H_EVENT] = event
+    h[i, H_COUNTER] = counter
+    h[i, H_PAYLOAD] = payload
+    st[ST_HEAP_SIZE] = i + 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not _heap_less(h, i, parent):
+            break
+        for c in range(4):
+            h[i, c], h[parent, c] = h[parent, c], h[i, c]
+        i = parent
+
+
+@njit(**_NO_RC)
 def heap_pop(h, st):
     """Drop the root (read it first)."""
     n = st[ST_HEAP_SIZE] - 1
@@ -960,14 +995,23 @@ def heap_pop(h, st):
 
 @njit(**_NO_RC)
 def pool_dispatch(threads, born_ms, heap, st, now):
-    """``reference.PoolSenders._dispatch``: push the START of the pool's next send if a thread is idle."""
-    if st[ST_POOL_PENDING] == 1 or st[ST_POOL_NEXT] >= threads.fifo.shape[0]:
+    """``reference.PoolSenders._dispatch``: push the START of the pool's next send if a thread is idle
+    (its send not given yet: the push waits, :func:`resolve_deferred`)."""
+    k = st[ST_POOL_NEXT]
+    if st[ST_POOL_PENDING] == 1 or (k >= st[ST_GIVEN] and st[ST_FINAL] == 1):
         return
+    cap = born_ms.shape[0]
     for t in range(threads.idle.shape[0]):
         if threads.idle[t]:
-            born = born_ms[threads.fifo[st[ST_POOL_NEXT]]]
-            heap_push(heap, st, max(born, now), Event.START, -1)
             st[ST_POOL_PENDING] = 1
+            if k >= st[ST_GIVEN]:
+                st[ST_POOL_DEFER] = 1
+                st[ST_POOL_DEF_TIME] = now
+                st[ST_POOL_DEF_COUNTER] = st[ST_COUNTER]
+                st[ST_COUNTER] += 1
+                return
+            born = born_ms[threads.fifo[k % cap] % cap]
+            heap_push(heap, st, max(born, now), Event.START, -1)
             return
 
 
@@ -981,7 +1025,8 @@ def pool_take(threads, st, send_thread):
         if threads.idle[t] and (best < 0 or threads.idle_since[t] < threads.idle_since[best]):
             best = t
     threads.idle[best] = False
-    s = threads.fifo[st[ST_POOL_NEXT]]
+    cap = send_thread.shape[0]
+    s = threads.fifo[st[ST_POOL_NEXT] % cap] % cap
     st[ST_POOL_NEXT] += 1
     send_thread[s] = best
     return s, best
@@ -1000,11 +1045,116 @@ def thread_free(pool, threads, born_ms, heap, st, th, free_at):
 
 @njit(**_NO_RC)
 def schedule_next_send(threads, born_ms, heap, st, th, free_at):
-    """Push the START of thread ``th``'s next send, at ``max(its born time, free_at)``."""
-    k = threads.cursor[th]
-    if k < threads.offsets[th + 1]:
-        born = born_ms[threads.sends[k]]
-        heap_push(heap, st, max(born, free_at), Event.START, th)
+    """Push the START of thread ``th``'s next send, at ``max(its born time, free_at)`` (its send not given
+    yet: the push waits, :func:`resolve_deferred`)."""
+    g = threads.cursor[th]
+    if g >= 0:
+        heap_push(heap, st, max(born_ms[g % born_ms.shape[0]], free_at), Event.START, th)
+    elif st[ST_FINAL] == 0:
+        threads.deferred[th] = True
+        threads.def_time[th] = free_at
+        threads.def_counter[th] = st[ST_COUNTER]
+        st[ST_COUNTER] += 1
+
+
+@njit(**_NO_RC)
+def resolve_deferred(threads, born_ms, heap, st):
+    """The STARTs that waited for their sends, pushed now that they are given (the time and push counter
+    they would have had), or dropped when every send is given and the thread (the pool) has none left."""
+    cap = born_ms.shape[0]
+    final = st[ST_FINAL] == 1
+    for th in range(threads.deferred.shape[0]):
+        if not threads.deferred[th]:
+            continue
+        g = threads.cursor[th]
+        if g >= 0:
+            t = max(born_ms[g % cap], threads.def_time[th])
+            heap_push_counted(heap, st, t, Event.START, th, threads.def_counter[th])
+            threads.deferred[th] = False
+        elif final:
+            threads.deferred[th] = False
+    if st[ST_POOL_DEFER] == 1:
+        k = st[ST_POOL_NEXT]
+        if k < st[ST_GIVEN]:
+            t = max(born_ms[threads.fifo[k % cap] % cap], st[ST_POOL_DEF_TIME])
+            heap_push_counted(heap, st, t, Event.START, -1, st[ST_POOL_DEF_COUNTER])
+            st[ST_POOL_DEFER] = 0
+        elif final:
+            st[ST_POOL_DEFER] = 0
+            st[ST_POOL_PENDING] = 0
+
+
+@njit(**_NO_RC)
+def give_sends(
+    sends,
+    threads,
+    state_fl,
+    res,
+    send_thread,
+    st,
+    g0,
+    gid_seq,
+    born,
+    dense,
+    kind,
+    topic,
+    ohash,
+    p_base,
+    p_qid,
+    p_chars,
+    pool_order,
+):
+    """Sends ``g0..`` (their arrays, seq order) into the ring's slots: their state reset, each linked after
+    its thread's last send (a thread seen for the first time waits for its first START with the next
+    first-appearance number as its push counter)."""
+    cap = sends.seq.shape[0]
+    partitioned = threads.cursor.shape[0] > 0
+    for k in range(gid_seq.shape[0]):
+        g = g0 + k
+        s = g % cap
+        sends.gid[s] = g
+        sends.next_same[s] = -1
+        sends.seq[s] = gid_seq[k]
+        sends.born[s] = born[k]
+        sends.thread[s] = dense[k]
+        sends.kind[s] = kind[k]
+        sends.topic[s] = topic[k]
+        sends.order_hash[s] = ohash[k]
+        sends.props_base[s] = p_base[k]
+        sends.props_qid[s] = p_qid[k]
+        sends.props_chars[s] = p_chars[k]
+        send_thread[s] = dense[k]
+        for c in range(state_fl.shape[1]):
+            state_fl[s, c] = 0
+        state_fl[s, FL_POOL] = -1
+        state_fl[s, FL_BEGIN] = NOT_BEGUN
+        res.status[s] = 0
+        res.error[s] = 0
+        res.aux[s] = 0
+        res.cost[s] = 0
+        res.broker[s] = NO_BROKER
+        res.queue_id[s] = -1
+        res.end[s] = -1
+        res.exhausted[s] = False
+        res.n_sent[s] = 0
+        res.kernel_start[s] = 0
+        if born[k] > st[ST_BORN_MAX]:
+            st[ST_BORN_MAX] = born[k]
+        if partitioned:
+            th = dense[k]
+            if threads.tail[th] < 0:  # first seen: its first START, numbered by first appearance
+                threads.deferred[th] = True
+                threads.def_time[th] = 0
+                threads.def_counter[th] = st[ST_SEEN]
+                st[ST_SEEN] += 1
+            if threads.cursor[th] < 0:
+                threads.cursor[th] = g
+            else:
+                sends.next_same[threads.tail[th] % cap] = g
+            threads.tail[th] = g
+        else:
+            threads.fifo[g % cap] = pool_order[k]
+    st[ST_GIVEN] = g0 + gid_seq.shape[0]
 
 
 # ---- the steps of the event loop ----------------------------------------------------------------------
@@ -1752,18 +1902,23 @@ def run_loop(inp, state):
     st, heap, threads, sends = state.counters, state.heap, inp.threads, inp.sends
     fl, inst = state.in_flight, state.instances
     pool, detector = inp.config.pool, inp.config.detector
-    if st[ST_STARTED] == 0:  # each thread's first send, in the order the threads first appear
+    if st[ST_STARTED] == 0:  # the pool's first send (each thread's first: give_sends)
         st[ST_STARTED] = 1
         if pool:
             pool_dispatch(threads, sends.born, heap, st, 0)
-        else:
-            for j in range(threads.value.shape[0]):
-                schedule_next_send(threads, sends.born, heap, st, threads.order[j], 0)
+    resolve_deferred(threads, sends.born, heap, st)
+    cap_s = sends.seq.shape[0]
     cap_i = state.instances.n_queues.shape[0]
     # an event builds at most one instance and records at most one attempt, or an ASYNC send's failures
     # thrown at once and retried at once: one per try (1 + retryTimesWhenSendAsyncFailed)
     cap_a = state.attempts.send.shape[0] - inp.config.async_retries - 1
-    while st[ST_HEAP_SIZE] > 0:
+    while True:
+        # a START waiting for a send not given yet comes at its born time at the earliest, which is at
+        # or after the latest given (born times do not decrease in seq order)
+        if st[ST_FINAL] == 0 and (st[ST_HEAP_SIZE] == 0 or heap[0, H_TIME] >= st[ST_BORN_MAX]):
+            return LOOP_NEED_INPUT
+        if st[ST_HEAP_SIZE] == 0:
+            break
         if st[ST_ATTEMPTS] >= cap_a:
             return LOOP_ATTEMPTS_FULL
         if st[ST_INSTANCES] >= cap_i:
@@ -1772,6 +1927,7 @@ def run_loop(inp, state):
         event = heap[0, H_EVENT]
         payload = heap[0, H_PAYLOAD]
         heap_pop(heap, st)
+        st[ST_NOW] = now
         if detector:
             detector_advance(inp, state, now)
         phase = -1  # an ASYNC send's step to run (async_event)
@@ -1780,8 +1936,8 @@ def run_loop(inp, state):
                 s, th = pool_take(threads, st, state.send_thread)
             else:
                 th = payload
-                s = threads.sends[threads.cursor[th]]
-                threads.cursor[th] += 1
+                s = threads.cursor[th] % cap_s
+                threads.cursor[th] = sends.next_same[s]
             kind = sends.kind[s]  # its TopicPublishInfo first (the reference's ``steps``)
             i = publish_info(
                 inp.routes, inp.keys, threads, inst, state.topics, state.indexes, st, sends.topic[s], now
@@ -1822,40 +1978,60 @@ def run_loop(inp, state):
 
 
 @njit(**_NO_RC)
-def sort_attempts(att, n_a, label_keys, out, label, off):
-    """The attempts in (send, attempt) order into ``out`` -- a counting sort by send, stable because a
-    send's attempts are recorded in order -- with each (kind, code) as an index into ``label_keys``; and
-    ``off[s]``, the position of send s's first attempt (``off`` is zero on entry)."""
-    n_s = off.shape[0] - 1
+def take_attempts(att, n_a, gid, lo, hi, label_keys, out, label, off):
+    """The attempts of sends ``lo..hi - 1`` (numbers) out of the buffer into ``out`` in (send, attempt)
+    order -- a counting sort by send, stable because a send's attempts are recorded in order -- sends
+    numbered from ``lo``, each (kind, code) as an index into ``label_keys``, and ``off[s]`` the position of
+    send s's first attempt (``off`` is zero on entry); the others stay, in order, at the front of the
+    buffer. Returns how many stay."""
+    n_s = hi - lo
     for k in range(n_a):
-        off[att.send[k] + 1] += 1
+        g = gid[att.send[k]]
+        if lo <= g < hi:
+            off[g - lo + 1] += 1
     for s in range(n_s):
         off[s + 1] += off[s]
-    for k in range(n_a):  # off[s] is the next free position of send s meanwhile
-        s = att.send[k]
-        j = off[s]
-        off[s] += 1
-        out.send[j] = s
-        out.attempt[j] = att.attempt[k]
-        out.start[j] = att.start[k]
-        out.latency[j] = att.latency[k]
-        out.broker[j] = att.broker[k]
-        out.queue_id[j] = att.queue_id[k]
-        out.kind[j] = att.kind[k]
-        out.code[j] = att.code[k]
-        out.isolated_until[j] = att.isolated_until[k]
-        out.stored[j] = att.stored[k]
-        out.stored_ts[j] = att.stored_ts[k]
-        kind = att.kind[k]
-        key = kind * 4294967296 + (att.code[k] if kind == OutcomeKind.BROKER_ERROR else 0)
-        label[j] = -1
-        for m in range(label_keys.shape[0]):
-            if label_keys[m] == key:
-                label[j] = m
-                break
-    for s in range(n_s, 0, -1):  # back to first positions
+    kept = 0
+    for k in range(n_a):
+        g = gid[att.send[k]]
+        if lo <= g < hi:
+            j = off[g - lo]
+            off[g - lo] += 1
+            out.send[j] = g - lo
+            out.attempt[j] = att.attempt[k]
+            out.start[j] = att.start[k]
+            out.latency[j] = att.latency[k]
+            out.broker[j] = att.broker[k]
+            out.queue_id[j] = att.queue_id[k]
+            out.kind[j] = att.kind[k]
+            out.code[j] = att.code[k]
+            out.isolated_until[j] = att.isolated_until[k]
+            out.stored[j] = att.stored[k]
+            out.stored_ts[j] = att.stored_ts[k]
+            kind = att.kind[k]
+            key = kind * 4294967296 + (att.code[k] if kind == OutcomeKind.BROKER_ERROR else 0)
+            label[j] = -1
+            for m in range(label_keys.shape[0]):
+                if label_keys[m] == key:
+                    label[j] = m
+                    break
+        else:
+            att.send[kept] = att.send[k]
+            att.attempt[kept] = att.attempt[k]
+            att.start[kept] = att.start[k]
+            att.latency[kept] = att.latency[k]
+            att.broker[kept] = att.broker[k]
+            att.queue_id[kept] = att.queue_id[k]
+            att.kind[kept] = att.kind[k]
+            att.code[kept] = att.code[k]
+            att.isolated_until[kept] = att.isolated_until[k]
+            att.stored[kept] = att.stored[k]
+            att.stored_ts[kept] = att.stored_ts[k]
+            kept += 1
+    for s in range(n_s, 0, -1):
         off[s] = off[s - 1]
     off[0] = 0
+    return kept
 
 
 # ---- the Python around the kernel ---------------------------------------------------------------------
@@ -1915,44 +2091,6 @@ def _client_thread_bits(sc: Scenario) -> list[int]:
     return [rng.part_bits(name) for name in [*names, IO_THREAD]]
 
 
-def _threads(prep: Prepared, sc: Scenario) -> tuple[Threads, np.ndarray]:
-    """The sender threads and each send's dense thread index (pool: -1 until a thread takes it)."""
-    none = np.zeros(0, np.int64)
-    client = _client_thread_bits(sc)
-    if sc.producers.sender_model == "pool":
-        n_t = sc.producers.threads
-        threads = Threads(
-            value=np.arange(n_t, dtype=np.int64),
-            bits=np.array([rng.part_bits(t) for t in range(n_t)] + client, np.uint64),
-            sends=none,
-            offsets=np.zeros(1, np.int64),
-            order=none,
-            cursor=none,
-            fifo=np.lexsort((prep.s_seq, prep.s_born)).astype(np.int64),  # by (born, seq)
-            idle=np.ones(n_t, np.bool_),
-            idle_since=np.full(n_t, -1, np.int64),
-        )
-        return threads, np.full(prep.n_sends, -1, np.int64)
-    values, dense = np.unique(prep.s_thread, return_inverse=True)
-    dense = dense.reshape(-1).astype(np.int64)
-    n_t = values.size
-    offsets = np.zeros(n_t + 1, np.int64)
-    np.cumsum(np.bincount(dense, minlength=n_t), out=offsets[1:])
-    _, first = np.unique(dense, return_index=True)
-    threads = Threads(
-        value=values.astype(np.int64),
-        bits=np.array([rng.part_bits(int(t)) for t in values.tolist()] + client, np.uint64),
-        sends=np.argsort(dense, kind="stable").astype(np.int64),
-        offsets=offsets,
-        order=dense[np.sort(first)].astype(np.int64),  # threads by first send
-        cursor=offsets[:n_t].copy(),
-        fifo=none,
-        idle=np.zeros(0, np.bool_),
-        idle_since=none,
-    )
-    return threads, dense
-
-
 def _fault_table(plan: Plan) -> FaultTable:
     n_b, nb = len(plan.brokers), plan.max_bins
     meta = np.zeros(3, np.int64)
@@ -1981,78 +2119,292 @@ def _zeros(cls: type, n: int, dtypes: dict[str, type] | None = None) -> NamedTup
     return cls(*(np.zeros(n, dtypes.get(f, np.int64)) for f in cls._fields))
 
 
-def _inputs(prep: Prepared, plan: Plan, sc: Scenario) -> Inputs:
-    threads, dense = _threads(prep, sc)
-    seed, producer = sc.seed, prep.producer
-    keys = Keys(
-        producer=np.uint64(rng.producer_key(seed, producer)),
-        index_base=np.uint64(rng.derive_key(seed, producer)),
-        topic_bits=np.array([rng.part_bits(f"sendWhichQueue:{t}") for t in prep.topics], np.uint64),
-        worst=np.uint64(rng.derive_key(seed, producer, "whichItemWorst")),
-    )
-    sends = Sends(
-        prep.s_seq,
-        prep.s_born,
-        dense,
-        prep.s_kind,
-        prep.s_topic.astype(np.int64),
-        prep.s_order_hash,
-        prep.s_props_base.astype(np.int64),
-        prep.s_props_qid.astype(np.bool_),
-        prep.s_props_chars.astype(np.int64),
-    )
-    return Inputs(sends, threads, plan.config, plan.rules, plan.routes, keys, plan.model)
+_SEND_DTYPES = {"props_qid": np.bool_}
+_OUTCOME_DTYPES = {"status": np.int8, "error": np.int8, "exhausted": np.bool_}
+_ATTEMPT_DTYPES = {"stored": np.bool_}
+_OUT_ATTEMPT_DTYPES = {"attempt": np.int32, "queue_id": np.int32, "code": np.int32, "stored": np.bool_}
 
 
-def _initial_state(prep: Prepared, plan: Plan, inp: Inputs) -> State:
-    n_s, n_t, n_b = prep.n_sends, inp.threads.value.size, len(plan.brokers)
-    n_all = inp.threads.bits.size  # the sender threads and the client's
-    n_topics = len(prep.topics)
-    cap_i = n_topics * plan.routes.start.size + 4  # instances: grown when full
-    max_q = plan.routes.queue_broker.shape[1]
-    outcomes = _zeros(SendOutcomes, n_s, {"status": np.int8, "error": np.int8, "exhausted": np.bool_})
-    outcomes.broker[:] = NO_BROKER
-    outcomes.queue_id[:] = -1
-    n_plain = int(np.count_nonzero(prep.s_kind == SendKind.ASYNC))
-    n_async = n_plain + int(np.count_nonzero(prep.s_kind == SendKind.ORDERED_ASYNC))
-    in_flight = np.zeros((n_s, N_IN_FLIGHT), np.int64)
-    in_flight[:, FL_POOL] = -1
-    counters = np.zeros(N_COUNTERS, np.int64)
-    counters[ST_NEXT_TICK] = plan.config.detect_period_ms
-    return State(
-        counters=counters,
-        heap=np.zeros((2 * n_t + n_async + 2, 4), np.int64),  # one START per thread, DELIVERs in flight
-        send_thread=inp.sends.thread.copy(),
-        fault_table=_fault_table(plan),
-        worst=Worst(
-            np.zeros(n_all, np.bool_),
-            np.zeros(n_all, np.int64),
-            np.zeros(1, np.int64),
-            inp.keys.worst,
-            np.zeros(n_b, np.int64),
-        ),
-        instances=Instances(
-            np.zeros((cap_i, max_q), np.int64),
-            np.zeros((cap_i, max_q), np.int64),
-            np.zeros(cap_i, np.int64),
-            np.zeros(cap_i, np.int64),
-        ),
-        topics=TopicCache(np.full(n_topics, -1, np.int64), np.zeros(n_topics, np.int64)),
-        indexes=Indexes(
-            np.zeros((cap_i, n_all), np.bool_),
-            np.zeros((cap_i, n_all), np.int64),
-            np.zeros((cap_i, n_all), np.int64),
-            np.zeros((cap_i, n_all), np.uint64),
-        ),
-        in_flight=in_flight,
-        outcomes=outcomes,
-        attempts=_zeros(AttemptRows, n_s + n_s // 4 + 16, {"stored": np.bool_}),  # grown when full
-        client_pools=_client_pools(plan, n_s),
-        semaphore=np.zeros(n_plain + 2, np.int64),  # a plain send holds at most one permit at a time
-    )
+def _heap_rows(n_threads: int, capacity: int) -> int:
+    """Heap rows: one START per thread (and the pool's), a DELIVER per live send."""
+    return 2 * n_threads + capacity + 2
 
 
-def _client_pools(plan: Plan, n_sends: int) -> ClientPools:
+class _Kernel:
+    """The kernel's arrays across its calls, for one producer: the sends are given a prepared part at a
+    time (:meth:`give`) into a ring of ``capacity`` slots (grown when the live sends need more), the loop
+    runs until it needs a send not given yet or is done (:meth:`run`), and the rows of sends that ended
+    are taken out (:meth:`take`), freeing their slots."""
+
+    def __init__(self, sc: Scenario, producer: int, capacity: int, n_threads: int) -> None:
+        self.sc, self.plan = sc, plan_for(sc)
+        cfg = self.plan.config
+        self.pool = sc.producers.sender_model == "pool"
+        n_t = sc.producers.threads if self.pool else max(n_threads, 1)
+        client = _client_thread_bits(sc)
+        part = 0 if self.pool else n_t
+        bits = np.zeros(n_t + len(client), np.uint64)
+        bits[n_t:] = client
+        if self.pool:
+            bits[:n_t] = [rng.part_bits(t) for t in range(n_t)]
+        threads = Threads(
+            value=np.arange(n_t, dtype=np.int64) if self.pool else np.zeros(n_t, np.int64),
+            bits=bits,
+            cursor=np.full(part, -1, np.int64),
+            tail=np.full(part, -1, np.int64),
+            deferred=np.zeros(part, np.bool_),
+            def_time=np.zeros(part, np.int64),
+            def_counter=np.zeros(part, np.int64),
+            fifo=np.zeros(capacity if self.pool else 0, np.int64),
+            idle=np.ones(n_t if self.pool else 0, np.bool_),
+            idle_since=np.full(n_t if self.pool else 0, -1, np.int64),
+        )
+        seed = sc.seed
+        keys = Keys(
+            producer=np.uint64(rng.producer_key(seed, producer)),
+            index_base=np.uint64(rng.derive_key(seed, producer)),
+            topic_bits=np.zeros(0, np.uint64),
+            worst=np.uint64(rng.derive_key(seed, producer, "whichItemWorst")),
+        )
+        sends = _zeros(Sends, capacity, _SEND_DTYPES)
+        self.inp = Inputs(sends, threads, cfg, self.plan.rules, self.plan.routes, keys, self.plan.model)
+        n_b, n_all = len(self.plan.brokers), bits.size
+        cap_i = self.plan.routes.start.size + 4  # instances: grown when full
+        max_q = self.plan.routes.queue_broker.shape[1]
+        counters = np.zeros(N_COUNTERS, np.int64)
+        counters[ST_NEXT_TICK] = cfg.detect_period_ms
+        counters[ST_COUNTER] = COUNTER_BASE
+        counters[ST_BORN_MAX] = np.iinfo(np.int64).min
+        in_flight = np.zeros((capacity, N_IN_FLIGHT), np.int64)
+        self.state = State(
+            counters=counters,
+            heap=np.zeros((_heap_rows(n_t, capacity), 4), np.int64),
+            send_thread=np.zeros(capacity, np.int64),
+            fault_table=_fault_table(self.plan),
+            worst=Worst(
+                np.zeros(n_all, np.bool_),
+                np.zeros(n_all, np.int64),
+                np.zeros(1, np.int64),
+                keys.worst,
+                np.zeros(n_b, np.int64),
+            ),
+            instances=Instances(
+                np.zeros((cap_i, max_q), np.int64),
+                np.zeros((cap_i, max_q), np.int64),
+                np.zeros(cap_i, np.int64),
+                np.zeros(cap_i, np.int64),
+            ),
+            topics=TopicCache(np.zeros(0, np.int64), np.zeros(0, np.int64)),
+            indexes=Indexes(
+                np.zeros((cap_i, n_all), np.bool_),
+                np.zeros((cap_i, n_all), np.int64),
+                np.zeros((cap_i, n_all), np.int64),
+                np.zeros((cap_i, n_all), np.uint64),
+            ),
+            in_flight=in_flight,
+            outcomes=_zeros(SendOutcomes, capacity, _OUTCOME_DTYPES),
+            attempts=_zeros(AttemptRows, capacity + capacity // 4 + 16, _ATTEMPT_DTYPES),  # grown when full
+            client_pools=_client_pools(self.plan, capacity),
+            semaphore=np.zeros(capacity + 2, np.int64),  # a plain send holds at most one permit at a time
+        )
+        self.dense_of: dict[int, int] = {}  # thread value -> dense index, in the order first seen
+        self.n_given = 0  # sends given
+        self.taken = 0  # sends whose rows are taken out (their slots free)
+
+    @property
+    def capacity(self) -> int:
+        return int(self.inp.sends.seq.shape[0])
+
+    def give(self, prep: Prepared, final: bool, pool_order: np.ndarray | None = None) -> None:
+        """The sends of ``prep`` (the next ones in seq order, topic ids into the run's list) into the ring;
+        ``final``: no more will come. ``pool_order``: the order the pool takes them (send numbers),
+        default seq order."""
+        n = prep.n_sends
+        g0 = self.n_given
+        if self.n_given + n - self.taken > self.capacity:
+            self._grow(max(2 * self.capacity, self.n_given + n - self.taken))
+        self._topics(prep.topics)
+        dense = np.full(n, -1, np.int64)
+        if not self.pool and n:
+            dense = self._dense(prep.s_thread)
+        if pool_order is None:
+            pool_order = np.arange(g0, g0 + n, dtype=np.int64)
+        sends, st = self.inp.sends, self.state
+        give_sends(
+            sends,
+            self.inp.threads,
+            st.in_flight,
+            st.outcomes,
+            st.send_thread,
+            st.counters,
+            g0,
+            prep.s_seq.astype(np.int64),
+            prep.s_born.astype(np.int64),
+            dense,
+            prep.s_kind.astype(np.int64),
+            prep.s_topic.astype(np.int64),
+            prep.s_order_hash.astype(np.int64),
+            prep.s_props_base.astype(np.int64),
+            prep.s_props_qid.astype(np.bool_),
+            prep.s_props_chars.astype(np.int64),
+            pool_order,
+        )
+        self.n_given = g0 + n
+        if final:
+            st.counters[ST_FINAL] = 1
+
+    def _dense(self, values: np.ndarray) -> np.ndarray:
+        """Dense indexes of thread values, new ones numbered in the order they first appear."""
+        uniq, first = np.unique(values, return_index=True)
+        threads = self.inp.threads
+        for v in uniq[np.argsort(first)].tolist():
+            if v not in self.dense_of:
+                d = len(self.dense_of)
+                if d >= threads.value.size:
+                    raise SimulationError(f"more sender threads than the {threads.value.size} expected")
+                self.dense_of[v] = d
+                threads.value[d] = v
+                threads.bits[d] = rng.part_bits(int(v))
+                self._new_thread_indexes(d)
+        keys = np.array(sorted(self.dense_of), np.int64)
+        vals = np.array([self.dense_of[k] for k in keys.tolist()], np.int64)
+        return vals[np.searchsorted(keys, values)]
+
+    def _new_thread_indexes(self, d: int) -> None:
+        """A thread seen for the first time: its ``sendWhichQueue`` keys in the cached TopicPublishInfo
+        instances, made before it was known (:func:`publish_info` keys every thread of a new instance)."""
+        keys, cache, ix = self.inp.keys, self.state.topics, self.state.indexes
+        for topic in np.flatnonzero(cache.version >= 0).tolist():
+            i, v = int(cache.instance[topic]), int(cache.version[topic])
+            bits = self.inp.threads.bits[d]
+            ix.key[i, d] = index_key(keys.index_base, bits, keys.topic_bits[topic], np.int64(v))
+
+    def _topics(self, topics: list[str]) -> None:
+        """The per-topic arrays extended to the run's topics so far."""
+        keys, cache = self.inp.keys, self.state.topics
+        n0, n = keys.topic_bits.size, len(topics)
+        if n == n0:
+            return
+        bits = np.array([rng.part_bits(f"sendWhichQueue:{t}") for t in topics[n0:]], np.uint64)
+        self.inp = self.inp._replace(keys=keys._replace(topic_bits=np.concatenate([keys.topic_bits, bits])))
+        self.state = self.state._replace(
+            topics=TopicCache(
+                np.concatenate([cache.version, np.full(n - n0, -1, np.int64)]),
+                np.concatenate([cache.instance, np.zeros(n - n0, np.int64)]),
+            )
+        )
+
+    def run(self) -> int:
+        """Run the loop until it is done (LOOP_DONE) or needs sends not given yet (LOOP_NEED_INPUT)."""
+        while True:
+            status = run_loop(self.inp, self.state)
+            if status in (LOOP_DONE, LOOP_NEED_INPUT):
+                return status
+            state = self.state
+            if status == LOOP_ATTEMPTS_FULL:
+                self.state = state._replace(attempts=_grown(state.attempts, 2 * state.attempts.send.shape[0]))
+            else:
+                n = 2 * state.instances.n_queues.shape[0]
+                self.state = state._replace(
+                    instances=_grown(state.instances, n), indexes=_grown(state.indexes, n)
+                )
+
+    def ended_below(self, low: int) -> int:
+        """The first send from ``low`` on that has not ended (or the number given)."""
+        if low >= self.n_given:
+            return low
+        end = self.state.outcomes.end[np.arange(low, self.n_given) % self.capacity]
+        open_ = np.flatnonzero(end < 0)
+        return low + int(open_[0]) if open_.size else self.n_given
+
+    def earliest_to_come(self, low: int) -> int:
+        """No send from ``low`` on (its calls, its attempts) begins before this: the begun ones began then,
+        the others begin at an event still to come."""
+        st = self.state.counters
+        if st[ST_FINAL] == 1 and st[ST_HEAP_SIZE] == 0 and low >= self.n_given:
+            return NO_LATER_ATTEMPT
+        now = int(st[ST_NOW])
+        if low >= self.n_given:
+            return now
+        begin = self.state.in_flight[np.arange(low, self.n_given) % self.capacity, FL_BEGIN]
+        return min(now, int(begin.min()))
+
+    def take(self, lo: int, hi: int) -> KernelOut:
+        """The rows of sends ``lo..hi - 1`` (ended; the first not taken yet) as a :class:`KernelOut`
+        numbered from ``lo``; their slots are free after."""
+        if lo != self.taken:
+            raise ValueError(f"sends are taken in order: {self.taken} next, not {lo}")
+        st, att = self.state.counters, self.state.attempts
+        n_s = hi - lo
+        n_a_all = int(st[ST_ATTEMPTS])
+        gid = self.inp.sends.gid
+        slots = np.arange(lo, hi) % self.capacity
+        g = gid[att.send[:n_a_all]]
+        n_a = int(np.count_nonzero((g >= lo) & (g < hi)))
+        attempts = _zeros(AttemptRows, n_a, _OUT_ATTEMPT_DTYPES)
+        label = np.zeros(n_a, np.int64)
+        att_off = np.zeros(n_s + 1, np.int64)
+        keys = self.plan.label_keys
+        st[ST_ATTEMPTS] = take_attempts(att, n_a_all, gid, lo, hi, keys, attempts, label, att_off)
+        res = self.state.outcomes
+        sends = SendOutcomes(*(a[slots] for a in res))
+        begin = self.state.in_flight[slots, FL_BEGIN]
+        thread = self.inp.threads.value[self.state.send_thread[slots]]
+        self.taken = hi
+        return KernelOut(attempts, label, att_off, sends, begin, thread)
+
+    def _grow(self, n: int) -> None:
+        """The ring to ``n`` slots: the live sends moved to their new slots, with what points at them."""
+        old = self.capacity
+        live = np.arange(self.taken, self.n_given)
+        src, dst = live % old, live % n
+        slot_map = np.zeros(old, np.int64)  # old slot -> new slot
+        slot_map[src] = dst
+
+        def moved(a: np.ndarray) -> np.ndarray:
+            b = np.zeros((n, *a.shape[1:]), a.dtype)
+            b[dst] = a[src]
+            return b
+
+        inp, state, st = self.inp, self.state, self.state.counters
+        threads = inp.threads
+        if self.pool:
+            fifo = np.zeros(n, np.int64)
+            pos = np.arange(int(st[ST_POOL_NEXT]), self.n_given)
+            fifo[pos % n] = threads.fifo[pos % old]
+            threads = threads._replace(fifo=fifo)
+        self.inp = inp._replace(sends=Sends(*(moved(a) for a in inp.sends)), threads=threads)
+        heap = np.zeros((_heap_rows(threads.value.size, n), 4), np.int64)
+        h = int(st[ST_HEAP_SIZE])
+        heap[:h] = state.heap[:h]
+        deliver = heap[:h, H_EVENT] == Event.DELIVER
+        payload = heap[:h, H_PAYLOAD]
+        heap[:h, H_PAYLOAD] = np.where(deliver, slot_map[np.where(deliver, payload, 0)], payload)
+        cp = state.client_pools
+        fifo = np.zeros((2, n + 1), np.int64)
+        head, tail = np.zeros(2, np.int64), np.zeros(2, np.int64)
+        for pool in range(2):
+            k, m = int(cp.head[pool]), cp.fifo.shape[1]
+            while k != cp.tail[pool]:
+                fifo[pool, tail[pool]] = slot_map[cp.fifo[pool, k]]
+                tail[pool] += 1
+                k = (k + 1) % m
+        n_a = int(st[ST_ATTEMPTS])
+        attempts = state.attempts
+        attempts.send[:n_a] = slot_map[attempts.send[:n_a]]
+        semaphore = np.zeros(n + 2, np.int64)
+        semaphore[: state.semaphore.size] = state.semaphore
+        self.state = state._replace(
+            heap=heap,
+            send_thread=moved(state.send_thread),
+            in_flight=moved(state.in_flight),
+            outcomes=SendOutcomes(*(moved(a) for a in state.outcomes)),
+            client_pools=cp._replace(fifo=fifo, head=head, tail=tail),
+            semaphore=semaphore,
+        )
+
+
+def _client_pools(plan: Plan, capacity: int) -> ClientPools:
     cfg = plan.config
     size = np.array([cfg.executor_threads, cfg.callback_threads], np.int64)
     n = int(size.max())
@@ -2063,35 +2415,21 @@ def _client_pools(plan: Plan, n_sends: int) -> ClientPools:
         idle=idle,
         idle_since=np.full((2, n), -1, np.int64),
         size=size,
-        fifo=np.zeros((2, n_sends + 1), np.int64),
+        fifo=np.zeros((2, capacity + 1), np.int64),
         head=np.zeros(2, np.int64),
         tail=np.zeros(2, np.int64),
     )
 
 
 def run_prepared(prep: Prepared, sc: Scenario) -> KernelOut:
-    """Run the kernel over prepared sends; returns its raw arrays (for benchmarks and tests)."""
-    plan = plan_for(sc)
-    inp = _inputs(prep, plan, sc)
-    state = _initial_state(prep, plan, inp)
-    while True:
-        status = run_loop(inp, state)
-        if status == LOOP_DONE:
-            break
-        if status == LOOP_ATTEMPTS_FULL:
-            state = state._replace(attempts=_grown(state.attempts, 2 * state.attempts.send.shape[0]))
-        else:
-            n = 2 * state.instances.n_queues.shape[0]
-            state = state._replace(instances=_grown(state.instances, n), indexes=_grown(state.indexes, n))
-    n_a = int(state.counters[ST_ATTEMPTS])
-    attempts = _zeros(
-        AttemptRows, n_a, {"attempt": np.int32, "queue_id": np.int32, "code": np.int32, "stored": np.bool_}
-    )
-    label = np.zeros(n_a, np.int64)
-    att_off = np.zeros(prep.n_sends + 1, np.int64)
-    sort_attempts(state.attempts, n_a, plan.label_keys, attempts, label, att_off)
-    thread = inp.threads.value[state.send_thread]
-    return KernelOut(attempts, label, att_off, state.outcomes, state.in_flight[:, FL_BEGIN].copy(), thread)
+    """Run the kernel over prepared sends, all given at once; returns its raw arrays (for benchmarks and
+    tests)."""
+    n_threads = int(np.unique(prep.s_thread).size) if prep.n_sends else 1
+    kernel = _Kernel(sc, prep.producer, max(prep.n_sends, 1), n_threads)
+    pool_order = np.lexsort((prep.s_seq, prep.s_born)).astype(np.int64)  # by (born, seq)
+    kernel.give(prep, final=True, pool_order=pool_order)
+    kernel.run()
+    return kernel.take(0, prep.n_sends)
 
 
 def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) -> str:
@@ -2231,22 +2569,122 @@ def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
     return simulate_covered(messages, sc)
 
 
-def chunks_covered(messages: pa.Table, ends: list[int], sc: Scenario) -> Iterator[SimChunk]:
-    """:func:`simulate_chunks` for messages :func:`supports` accepts, given whole (seq order) with the rows
-    where their chunks end: the kernel runs over every send, the rows are made chunk by chunk
-    (:func:`rocketsim.engine.plan.build_table_chunks`)."""
-    if messages.num_rows == 0:
-        return
-    prep = prepare(messages, sc)
-    out = engine_output(prep, plan_for(sc), run_prepared(prep, sc), sc)
-    yield from build_table_chunks(prep, out, chunk_cuts(prep.messages, ends))
+# a streamed run's first ring: room for twice its first chunk's sends and these (it grows when the sends
+# in flight and a chunk need more)
+RING_SPARE = 64
+RING_MIN = 1024
+
+
+@dataclass
+class _Part:
+    """A prepared chunk of a streamed run: given to the kernel, then ended (its rows made but for the
+    UNIQ_KEY counters of its calls, which wait for every earlier call to be known)."""
+
+    prep: Prepared
+    s0: int  # the number of its first send
+    r0: int  # and of its first row
+    out: EngineOutput | None = None
+    made: np.ndarray | None = None  # per row: it made a createUniqID call, when
+    time: np.ndarray | None = None
+    counter: np.ndarray | None = None
+    calls: int = 0  # calls not counted yet
+    first_start: int = NO_LATER_ATTEMPT  # the earliest start of its attempts
+
+    @property
+    def s1(self) -> int:
+        return self.s0 + self.prep.n_sends
+
+
+class _Stream:
+    """One producer's run streamed through the kernel a prepared chunk at a time (:func:`simulate_chunks`)."""
+
+    def __init__(self, sc: Scenario) -> None:
+        self.sc = sc
+        self.kernel: _Kernel | None = None
+        self.topics: list[str] = []
+        self.given: deque[_Part] = deque()
+        self.ended: deque[_Part] = deque()
+        self.uniq: UniqCalls | None = None
+        self.rows = 0
+        self.last_seq: int | None = None
+        self.producer: int | None = None
+
+    def add(self, table: pa.Table) -> Iterator[SimChunk]:
+        """The next chunk of messages (whole batches, seq order): given, run, the chunks that ended out."""
+        why = unsupported(self.sc, table)
+        seq = np.asarray(table.column("seq"), np.int64)
+        producer = int(table.column("producer")[0].as_py())
+        if why is None and not bool(np.all(seq[1:] > seq[:-1])):
+            why = "seq values out of order"
+        if why is None and self.last_seq is not None:
+            if producer != self.producer:
+                why = "messages of several producers"
+            elif seq[0] <= self.last_seq:
+                why = "seq values out of order"
+        if why is not None:
+            raise SimulationError(f"the compiled engine does not cover {why}; use ROCKETSIM_ENGINE=reference")
+        self.last_seq, self.producer = int(seq[-1]), producer
+        prep = prepare(table, self.sc, self.topics)
+        if self.kernel is None:
+            n_threads = max(self.sc.producers.threads, int(np.unique(prep.s_thread).size))
+            capacity = max(2 * prep.n_sends + RING_SPARE, RING_MIN)
+            self.kernel = _Kernel(self.sc, producer, capacity, n_threads)
+            self.uniq = UniqCalls(prep.batch_uniq_key)
+        born = prep.s_born
+        latest = int(self.kernel.state.counters[ST_BORN_MAX])
+        if born.size and (not bool(np.all(born[1:] >= born[:-1])) or int(born[0]) < latest):
+            raise SimulationError("a streamed run needs born times that do not decrease in seq order")
+        part = _Part(prep, self.kernel.n_given, self.rows)
+        self.rows += table.num_rows
+        self.kernel.give(prep, final=False)
+        self.given.append(part)
+        self.kernel.run()
+        yield from self._out()
+
+    def finish(self) -> Iterator[SimChunk]:
+        """Every send given: the run to its end, the rest of its chunks out."""
+        if self.kernel is None:
+            return
+        self.kernel.state.counters[ST_FINAL] = 1
+        self.kernel.run()
+        yield from self._out()
+
+    def _out(self) -> Iterator[SimChunk]:
+        kernel, uniq = self.kernel, self.uniq
+        assert kernel is not None and uniq is not None
+        low = kernel.ended_below(kernel.taken)
+        while self.given and self.given[0].s1 <= low:
+            p = self.given.popleft()
+            ko = kernel.take(p.s0, p.s1)
+            p.out = engine_output(p.prep, kernel.plan, ko, self.sc)
+            p.made, p.time = uniq.add_sends(p.prep, p.out, np.arange(p.prep.n_sends), p.r0)
+            p.counter = np.zeros(p.made.size, np.int64)
+            p.calls = int(np.count_nonzero(p.made))
+            if ko.n_attempts:
+                p.first_start = int(ko.attempts.start.min())
+            self.ended.append(p)
+        before = kernel.earliest_to_come(kernel.taken)
+        rows, counters = uniq.assign(before)
+        for p in self.ended:
+            mine = (rows >= p.r0) & (rows < p.r0 + p.made.size)
+            if mine.any():
+                p.counter[rows[mine] - p.r0] = counters[mine]
+                p.calls -= int(np.count_nonzero(mine))
+        while self.ended and self.ended[0].calls == 0:
+            p = self.ended.popleft()
+            later = min([q.first_start for q in self.ended] + [before])
+            uniq_ids = uniq_column(p.prep, p.made, p.time, p.counter)
+            yield sim_chunk(p.prep, p.out, uniq_ids, later)
 
 
 def simulate_chunks(chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario) -> Iterator[SimChunk]:
-    """:func:`rocketsim.engine.reference.simulate_chunks`, compiled; :class:`SimulationError` for input
-    :func:`supports` refuses."""
-    messages, ends = gather_chunks(chunks)
-    why = unsupported(sc, messages)
-    if why is not None:
-        raise SimulationError(f"the compiled engine does not cover {why}; use ROCKETSIM_ENGINE=reference")
-    yield from chunks_covered(messages, ends, sc)
+    """:func:`rocketsim.engine.reference.simulate_chunks`, compiled and streamed: the chunks (whole
+    batches, :func:`rocketsim.engine.plan.batch_aligned`) are prepared and given to the kernel one at a
+    time, and the rows of each come out once its sends have ended and every UNIQ_KEY call before theirs is
+    known, so a producer's memory is its chunks in flight, whatever its size. :class:`SimulationError` for
+    input :func:`supports` refuses (several producers, seqs out of order or repeated) or born times that
+    go back in seq order."""
+    stream = _Stream(sc)
+    for table in batch_aligned(chunks):
+        yield from stream.add(table)
+    yield from stream.finish()

@@ -995,8 +995,14 @@ def uniq_keys(prep: Prepared, out: EngineOutput) -> pa.Array:
     rows, counters = calls.assign(np.iinfo(np.int64).max)
     counter = np.zeros(m.num_rows, np.int64)
     counter[rows] = counters
+    return uniq_column(prep, made, time, counter)
+
+
+def uniq_column(prep: Prepared, made: np.ndarray, time: np.ndarray, counter: np.ndarray) -> pa.Array:
+    """The UNIQ_KEY column of ``prep``'s rows: a row that made a call (``made``) at ``time`` with ``counter``
+    gets its key, the others keep the workload's placeholder."""
     ids = workload.uniq_ids(prep.seed, prep.producer, counter, np.where(made, time, prep.born))
-    return pc.if_else(pa.array(made), ids, m.column("uniq_msg_id").combine_chunks())
+    return pc.if_else(pa.array(made), ids, prep.messages.column("uniq_msg_id").combine_chunks())
 
 
 class UniqCalls:
@@ -1011,12 +1017,15 @@ class UniqCalls:
         self._pending: list[tuple[np.ndarray, ...]] = []  # (row, time, lead, seq) of calls not counted
 
     def add_sends(
-        self, prep: Prepared, out: EngineOutput, sends: np.ndarray
+        self, prep: Prepared, out: EngineOutput, sends: np.ndarray, row0: int = 0
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The calls of the rows of ``sends`` (ended sends of ``prep``/``out``, row ids as in ``prep``);
-        returns per row of ``prep`` whether it made one (for these sends) and when."""
+        """The calls of the rows of ``sends`` (ended sends of ``prep``/``out``, row ids as in ``prep`` plus
+        ``row0``: a chunk's rows numbered in the run); returns per row of ``prep`` whether it made one
+        (for these sends) and when."""
         m = prep.messages
         send = prep.send_of_row
+        if out.status.size == 0:  # rows the validators refused only: no call
+            return np.zeros(m.num_rows, bool), np.zeros(m.num_rows, np.int64)
         mine = np.zeros(out.status.size + 1, bool)
         mine[sends] = True
         sent = (send >= 0) & mine[send]
@@ -1026,7 +1035,7 @@ class UniqCalls:
         made = member | (sent & ~is_batch & (out.n_sent[s] > 0))
         seq = np.asarray(m.column("seq"), np.int64)
         time = np.where(member, out.begin[s], out.kernel_start[s])
-        call_row = np.flatnonzero(made)
+        call_row = np.flatnonzero(made) + row0
         call_time, call_lead, call_seq = time[made], prep.s_seq[s[made]], seq[made]
         if self.batch_uniq_key and member.any():
             batches = np.unique(send[member])
@@ -1152,99 +1161,12 @@ def _later_starts(start: np.ndarray) -> np.ndarray:
     return out
 
 
-def _prepared_part(prep: Prepared, r0: int, r1: int, s0: int, s1: int) -> Prepared:
-    """The rows ``r0:r1`` of ``prep`` and their sends ``s0:s1`` (no batch crosses either end)."""
-    rows, sends = slice(r0, r1), slice(s0, s1)
-    send_of_row = prep.send_of_row[rows]
-    return replace(
-        prep,
-        messages=prep.messages.slice(r0, r1 - r0),
-        rejected=prep.rejected[rows],
-        reject_text={r - r0: t for r, t in prep.reject_text.items() if r0 <= r < r1},
-        send_of_row=np.where(send_of_row >= 0, send_of_row - s0, -1),
-        row_wire=prep.row_wire[rows],
-        compressed=prep.compressed[rows],
-        sys_flag=prep.sys_flag[rows],
-        born=prep.born[rows],
-        **{
-            name: getattr(prep, name)[sends]
-            for name in (
-                "s_seq",
-                "s_born",
-                "s_thread",
-                "s_kind",
-                "s_mode",
-                "s_topic",
-                "s_order_hash",
-                "s_wire",
-                "s_props_base",
-                "s_props_qid",
-                "s_props_chars",
-            )
-        },
-        s_row=prep.s_row[sends] - r0,
+def sim_chunk(prep: Prepared, out: EngineOutput, uniq: pa.Array, later_start_ms: int) -> SimChunk:
+    """A :class:`SimChunk` of whole sends: ``prep`` and ``out`` hold its rows and sends only, ``uniq``
+    their UNIQ_KEY column (:func:`uniq_column`)."""
+    return SimChunk(
+        prep.messages, _attempts_table(prep, out), _results_table(prep, out, uniq), later_start_ms
     )
-
-
-_SEND_FIELDS = (
-    "status",
-    "error",
-    "broker",
-    "queue_id",
-    "begin",
-    "end",
-    "exhausted",
-    "n_sent",
-    "thread",
-    "kernel_start",
-)
-_ATTEMPT_FIELDS = (
-    "a_attempt",
-    "a_start",
-    "a_latency",
-    "a_broker",
-    "a_queue_id",
-    "a_label",
-    "a_code",
-    "a_has_code",
-    "a_isolated_until",
-    "a_stored",
-    "a_stored_ts",
-)
-
-
-def _output_part(out: EngineOutput, s0: int, s1: int) -> EngineOutput:
-    """What ``out`` holds of the sends ``s0:s1`` and their attempts."""
-    a0, a1 = int(out.att_off[s0]), int(out.att_off[s1])
-    return replace(
-        out,
-        a_send=out.a_send[a0:a1] - s0,
-        att_off=out.att_off[s0 : s1 + 1] - a0,
-        **{name: getattr(out, name)[a0:a1] for name in _ATTEMPT_FIELDS},
-        **{name: getattr(out, name)[s0:s1] for name in _SEND_FIELDS},
-        a_store=None
-        if out.a_store is None
-        else StoreColumns(*(getattr(out.a_store, f)[a0:a1] for f in ("busy", "depth", "service"))),
-    )
-
-
-def build_table_chunks(prep: Prepared, out: EngineOutput, cuts: Iterable[int]) -> Iterator[SimChunk]:
-    """:func:`build_tables` in the chunks that end at rows ``cuts`` of ``prep.messages``
-    (:func:`chunk_cuts`): the rows of each chunk made from its own sends only, so a whole run's rows are
-    never all in memory at once (the UNIQ_KEYs, a process-wide order, are made once for every row)."""
-    uniq = uniq_keys(prep, out)
-    later = _later_starts(out.a_start)
-    r0 = 0
-    for r1 in cuts:
-        s0, s1 = (int(x) for x in np.searchsorted(prep.s_row, [r0, r1]))
-        part_prep, part_out = _prepared_part(prep, r0, r1, s0, s1), _output_part(out, s0, s1)
-        yield SimChunk(
-            part_prep.messages,
-            _attempts_table(part_prep, part_out),
-            _results_table(part_prep, part_out, uniq.slice(r0, r1 - r0)),
-            int(later[out.att_off[s1]]),
-        )
-        r0 = r1
 
 
 def error_text(err: BaseException) -> str:

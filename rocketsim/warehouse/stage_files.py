@@ -100,6 +100,11 @@ _LOG_READ = tuple(n for n in COMMIT_LOG_DATA.names if n != "offset_msg_id")
 _POINTED = ["producer", "seq", *store.RESULT_STORE_COLUMNS]
 
 
+# messages a producer task simulates at a time by default: its memory (~1 KB a message in flight: the
+# prepared chunk, the engine's ring, the chunk's rows) is bounded by this, whatever the producer's size
+CHUNK_ROWS = 1 << 18
+
+
 @dataclass(frozen=True)
 class StageWork:
     """What a run's tasks do: the ``stages`` they run (a contiguous part of :data:`STAGES`), the staging
@@ -113,7 +118,7 @@ class StageWork:
     window_ms: int = 10_000
     inputs: Mapping[str, Sequence[FileRange]] = field(default_factory=dict)
     # messages a producer task simulates at a time (its memory grows with this, not with the producer)
-    chunk_rows: int = workload.CHUNK_ROWS
+    chunk_rows: int = CHUNK_ROWS
 
     def __post_init__(self) -> None:
         at = [STAGES.index(s) for s in self.stages if s in STAGES]
@@ -321,7 +326,7 @@ def _write_generated(sc: Scenario, share: workload.ProducerShare, work: StageWor
     sink = ParquetSink(work.part("messages", PRODUCER_PART.format(share.producer)), MESSAGES_DATA)
     parts = [reconcile.message_counts(MESSAGES_DATA.empty_table())]
     try:
-        for messages in stage.producer_message_chunks(sc, share):
+        for messages in stage.producer_message_chunks(sc, share, work.chunk_rows):
             sink.write(messages)
             parts.append(reconcile.message_counts(messages))
         sink.close()
@@ -439,7 +444,7 @@ def _message_chunks(
     ones read (and counted) and cut into chunks."""
     if sinks.messages is not None:
         parts.append(reconcile.message_counts(MESSAGES_DATA.empty_table()))  # its names, were there none
-        for messages in stage.producer_message_chunks(sc, share):
+        for messages in stage.producer_message_chunks(sc, share, work.chunk_rows):
             sinks.messages.write(messages)
             parts.append(reconcile.message_counts(messages))
             yield from _cut(messages, work.chunk_rows)

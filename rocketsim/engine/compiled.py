@@ -28,6 +28,17 @@ How the reference is mirrored:
 * Rows: the kernel reports attempts and one outcome per send; error texts are made in Python with
   :mod:`rocketsim.send`'s own constructors, and :func:`rocketsim.engine.plan.build_tables` makes the rows.
 
+Streaming (:func:`simulate_chunks`): a producer's sends live in a ring (send ``g`` at slot ``g % capacity``;
+inside the loop a send is its slot), given a prepared chunk at a time (:func:`give_sends`) and taken out
+once ended (:func:`take_attempts`, ``_Kernel.take``), so a producer's memory is its chunks in flight, not
+its size. The loop stops (LOOP_NEED_INPUT) before taking an event at or after the latest born time given:
+a START whose send is not given yet (a thread free with nothing given to it, a thread not seen yet, the
+pool's next send) cannot come earlier, since born times do not decrease in seq order. Such a START waits
+with the push counter it would have had (:func:`resolve_deferred` pushes it once its send is given; a
+thread's first START is numbered by first appearance, below the loop's own counters), so the events come
+in the whole run's order and the tables are the whole run's. A whole run is one chunk given as the last
+(:func:`run_prepared`).
+
 The loop's steps are separate functions, called, not inlined at numba's level (but one, below): numba's
 ``inline="always"`` on every step made the loop ~40% faster but its first compile took 150 s and 2.4 GB
 instead of 60 s and 0.6 GB, paid by every fresh checkout and after every change to this file (``make`` warms

@@ -16,6 +16,7 @@ from test_engine_joint import CAPACITY, busy, messages, scenario
 from rocketsim import simulate
 from rocketsim.engine.iterative import (
     MAX_ROUNDS,
+    ArrivalWork,
     arrival_work,
     residual,
     simulate_iterative,
@@ -81,9 +82,11 @@ def test_rounds_are_partition_invariant_and_deterministic() -> None:
 
 
 def test_residual_counts_changed_buckets() -> None:
-    assert residual(None, {}) == 1
-    assert residual({(0, 5): [1, 10]}, {(0, 5): [1, 10]}) == 0
-    assert residual({(0, 5): [1, 10]}, {(0, 5): [2, 20], (1, 7): [1, 1]}) == 2
+    w = ArrivalWork.of_cells
+    assert residual(None, w({})) == 1
+    assert residual(w({(0, 5): [1, 10]}), w({(0, 5): [1, 10]})) == 0
+    assert residual(w({(0, 5): [1, 10]}), w({(0, 5): [2, 20], (1, 7): [1, 1]})) == 2
+    assert residual(w({(0, 5): [1, 10], (2, 1): [1, 3]}), w({(0, 5): [1, 11], (1, 7): [1, 1]})) == 3
 
 
 def test_work_and_trajectories_survive_their_files() -> None:
@@ -96,8 +99,7 @@ def test_work_and_trajectories_survive_their_files() -> None:
     trajs = trajectories(sc, work)
     back = trajectories_from_bytes(sc, trajectories_to_bytes(trajs))
     for t, b in zip(trajs, back, strict=True):
-        assert (t.snap_ms, t.mid, t.after, t.busy) == (b.snap_ms, b.mid, b.after, b.busy)
-        assert np.array_equal(t.admitted_ms, b.admitted_ms) and np.array_equal(t.leave_us, b.leave_us)
+        assert t.same(b)
         assert [t.answer(ms, 1000) for ms in range(0, 4000, 7)] == [
             b.answer(ms, 1000) for ms in range(0, 4000, 7)
         ]

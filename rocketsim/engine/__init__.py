@@ -4,23 +4,24 @@ Two implementations give the same tables: :mod:`rocketsim.engine.reference` (the
 :mod:`rocketsim.send` and :mod:`rocketsim.fault`; every input) and :mod:`rocketsim.engine.compiled` (numba,
 ~100x faster; the inputs its ``supports`` accepts). Both read :mod:`rocketsim.engine.plan`.
 
-A scenario with closed-loop brokers (``brokers.coupling`` not ``open``) runs on the reference engine
-(:mod:`rocketsim.engine.joint`). ``ROCKETSIM_ENGINE`` picks one otherwise: ``reference``, ``compiled``
-(an input it does not cover is a ``SimulationError``), or unset/empty: the compiled engine where it
-supports the input, else the reference.
+A scenario with closed-loop brokers (``brokers.coupling`` not ``open``): ``joint`` runs on the reference
+engine (:mod:`rocketsim.engine.joint`, the exact oracle); ``iterative`` rounds choose as below, round by
+round (:func:`rocketsim.engine.iterative.simulate_round`). ``ROCKETSIM_ENGINE`` picks one otherwise:
+``reference``, ``compiled`` (an input it does not cover is a ``SimulationError``), or unset/empty: the
+compiled engine where it supports the input, else the reference.
 Any other value is a ``ConfigError``.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
 from rocketsim.broker_store import JOINT, OPEN
 from rocketsim.engine import compiled, iterative, joint, reference
+from rocketsim.engine.choice import COMPILED, ENGINE_VARIABLE, ENGINES, REFERENCE, chosen
 from rocketsim.engine.plan import (
     SimChunk,
     SimOutput,
@@ -30,13 +31,7 @@ from rocketsim.engine.plan import (
     one_producer,
     slice_output,
 )
-from rocketsim.errors import ConfigError
 from rocketsim.scenario import Scenario
-
-ENGINE_VARIABLE = "ROCKETSIM_ENGINE"
-REFERENCE = "reference"
-COMPILED = "compiled"
-ENGINES = (REFERENCE, COMPILED)
 
 __all__ = [
     "COMPILED",
@@ -49,22 +44,12 @@ __all__ = [
 ]
 
 
-def chosen() -> str | None:
-    """The engine ``ROCKETSIM_ENGINE`` names (None: unset, the compiled one where it applies)."""
-    value = os.environ.get(ENGINE_VARIABLE, "").strip()
-    if not value:
-        return None
-    if value not in ENGINES:
-        raise ConfigError(f"{ENGINE_VARIABLE} must be one of {', '.join(ENGINES)} (or unset), got {value!r}")
-    return value
-
-
 def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
     """Simulate one producer's messages (schema ``MESSAGES`` without run_id, any row order) with the engine
     ``ROCKETSIM_ENGINE`` names, else the compiled one where it supports them, else the reference."""
     name = chosen()
-    if sc.coupling != OPEN:  # the closed-loop store: the readable engine (this producer alone on it)
-        if name == COMPILED:
+    if sc.coupling != OPEN:  # the closed-loop store (this producer alone on it)
+        if name == COMPILED and sc.coupling == JOINT:
             raise SimulationError(f"the compiled engine does not cover brokers.coupling = {sc.coupling}")
         p = one_producer(messages)
         run = joint.simulate_joint if sc.coupling == JOINT else iterative.simulate_iterative

@@ -89,6 +89,8 @@ from numba import njit
 
 from rocketsim import brokers as bm
 from rocketsim import rng, store
+from rocketsim.broker_store import REMARKS, Fate, sweep_remark
+from rocketsim.engine.compiled_store import StoreTables, closed_outcome, no_store, trajectory_answer
 from rocketsim.engine.plan import (
     NO_ISOLATION,
     NO_LATER_ATTEMPT,
@@ -118,6 +120,7 @@ from rocketsim.engine.plan import (
     SimOutput,
     SimulationError,
     Status,
+    StoreColumns,
     UniqCalls,
     batch_aligned,
     build_tables,
@@ -158,6 +161,7 @@ __all__ = [
     "simulate_chunks",
     "simulate_covered",
     "simulate_producer",
+    "simulate_round",
     "supports",
     "unsupported",
 ]
@@ -280,7 +284,14 @@ FL_POOL = 24  # ASYNC: the client pool whose thread it runs on (-1: none)
 FL_POOL_THREAD = 25  # and which thread of it
 FL_STORED = 26  # the broker stored the call's request
 FL_STORE_MS = 27  # when, after the call's start
-N_IN_FLIGHT = 28
+# the closed-loop store's answer to the call (iterative rounds; reference.ProducerSimulation.store_answers)
+FL_ST_BUSY = 28  # the rejection's broker_store.Fate (-1: none)
+FL_ST_DEPTH = 29  # the send-queue depth it found (-1: the store did not see it)
+FL_ST_SERVICE = 30  # its append's writer time, us (-1: not stored)
+FL_ST_REMARK = 31  # the Fate whose remark the answer carries (-1: none, or refused as illegal)
+FL_ST_PERIOD = 32  # the sweeper remark's period in queue (ms)
+FL_ST_SIZE = 33  # and its size of queue
+N_IN_FLIGHT = 34
 
 
 # ---- the kernel's arguments -------------------------------------------------------------------------
@@ -413,6 +424,12 @@ class AttemptRows(NamedTuple):
     isolated_until: np.ndarray
     stored: np.ndarray
     stored_ts: np.ndarray
+    st_busy: np.ndarray  # FL_ST_* of the call (closed-loop store)
+    st_depth: np.ndarray
+    st_service: np.ndarray
+    st_remark: np.ndarray
+    st_period: np.ndarray
+    st_size: np.ndarray
 
 
 class Inputs(NamedTuple):
@@ -425,6 +442,7 @@ class Inputs(NamedTuple):
     routes: Routes
     keys: Keys
     model: Model
+    store: StoreTables  # the closed-loop brokers' trajectories (iterative rounds; none: the open model)
 
 
 class ClientPools(NamedTuple):
@@ -829,6 +847,49 @@ def attempt_outcome(model, b, key, start, timeout):
 
 
 @njit(**_NO_RC)
+def store_none(fl, s):
+    """The call did not reach a closed-loop store (yet)."""
+    fl[s, FL_ST_BUSY] = -1
+    fl[s, FL_ST_DEPTH] = -1
+    fl[s, FL_ST_SERVICE] = -1
+    fl[s, FL_ST_REMARK] = -1
+
+
+@njit(**_NO_RC)
+def through_store(
+    tables, sends, fl, s, b, q, start, timeout, kind, lat, code, stored, store_ms, late_ms, late_code
+):
+    """The closed-loop store's part of a call the broker model answered (``reference.ProducerSimulation
+    .transport_for``): an answer with a latency (``broker_store.carries_load``) goes through broker ``b``'s
+    trajectory (:func:`rocketsim.engine.compiled_store.trajectory_answer`) and becomes
+    :func:`rocketsim.engine.compiled_store.closed_outcome`; its store columns go to ``fl``. A message
+    whose properties the broker refuses (``brokers.refused_as_illegal``, applied by the caller where
+    stored) loses the store's remark, and a late answer to it is MESSAGE_ILLEGAL. Returns the call's
+    (kind, latency, code, stored, store ms, late ms, late code)."""
+    store_none(fl, s)
+    if not (kind == OutcomeKind.OK or (kind == OutcomeKind.REMOTING_TIMEOUT and late_ms >= 0)):
+        return kind, lat, code, stored, store_ms, late_ms, late_code
+    answer = trajectory_answer(tables, b, start, tables.wire[s])
+    fate, answer_us, stored_us, depth, service, period, size = answer
+    kind, lat, code, stored, store_ms, late_ms, late_code = closed_outcome(
+        store_ms, start, timeout, fate, answer_us, stored_us
+    )
+    fl[s, FL_ST_DEPTH] = depth
+    if stored:
+        fl[s, FL_ST_SERVICE] = service
+    else:
+        fl[s, FL_ST_BUSY] = fate
+        fl[s, FL_ST_REMARK] = fate
+        fl[s, FL_ST_PERIOD] = period
+        fl[s, FL_ST_SIZE] = size
+        if properties_illegal(sends, s, q):
+            fl[s, FL_ST_REMARK] = -1
+            if late_ms >= 0:
+                late_code = bm.MESSAGE_ILLEGAL
+    return kind, lat, code, stored, store_ms, late_ms, late_code
+
+
+@njit(**_NO_RC)
 def is_result_kind(kind):
     """SEND_OK or a not-OK store status: a SendResult (its Status is the kind's value)."""
     return kind <= OutcomeKind.SLAVE_NOT_AVAILABLE
@@ -1207,7 +1268,25 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
     """Ask the broker model for the call's outcome and push its completion (a oneway caller waits only
     for the write: at once unless the write failed)."""
     key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
-    kind, lat, code, stored, store_ms, _, _ = attempt_outcome(inp.model, b, key, now, timeout)
+    kind, lat, code, stored, store_ms, late_ms, late_code = attempt_outcome(inp.model, b, key, now, timeout)
+    if inp.store.params.shape[0] > 0:
+        kind, lat, code, stored, store_ms, _, _ = through_store(
+            inp.store,
+            inp.sends,
+            state.in_flight,
+            s,
+            b,
+            q,
+            now,
+            timeout,
+            kind,
+            lat,
+            code,
+            stored,
+            store_ms,
+            late_ms,
+            late_code,
+        )
     if stored and properties_illegal(inp.sends, s, q):  # brokers.refused_as_illegal: nothing stored
         stored = False
         if is_result_kind(kind):
@@ -1283,6 +1362,12 @@ def record_attempt(fl, att, st, ft, res, s, attempt, latency, target, now):
     att.isolated_until[n] = isolated_until(ft, target, now)
     att.stored[n] = fl[s, FL_STORED]
     att.stored_ts[n] = fl[s, FL_CALL_START] + fl[s, FL_STORE_MS] if fl[s, FL_STORED] else 0
+    att.st_busy[n] = fl[s, FL_ST_BUSY]
+    att.st_depth[n] = fl[s, FL_ST_DEPTH]
+    att.st_service[n] = fl[s, FL_ST_SERVICE]
+    att.st_remark[n] = fl[s, FL_ST_REMARK]
+    att.st_period[n] = fl[s, FL_ST_PERIOD]
+    att.st_size[n] = fl[s, FL_ST_SIZE]
     st[ST_ATTEMPTS] = n + 1
     res.n_sent[s] += 1
     res.broker[s] = fl[s, FL_BROKER]
@@ -1500,6 +1585,8 @@ def async_call(inp, state, s, attempt, now, req_timeout):
     store_ms = 0
     late_ms = -1
     late_code = 0
+    if inp.store.params.shape[0] > 0:
+        store_none(fl, s)
     if not cfg.line5 and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime, nothing sent
         refused, kind, lat = REF_NO_BUDGET, OutcomeKind.TOO_MANY_REQUESTS, 0
     else:
@@ -1519,6 +1606,24 @@ def async_call(inp, state, s, attempt, now, req_timeout):
             kind, lat, code, stored, store_ms, late_ms, late_code = attempt_outcome(
                 inp.model, b, key, grant, timeout
             )
+            if inp.store.params.shape[0] > 0:
+                kind, lat, code, stored, store_ms, late_ms, late_code = through_store(
+                    inp.store,
+                    inp.sends,
+                    fl,
+                    s,
+                    b,
+                    q,
+                    grant,
+                    timeout,
+                    kind,
+                    lat,
+                    code,
+                    stored,
+                    store_ms,
+                    late_ms,
+                    late_code,
+                )
             if stored and properties_illegal(inp.sends, s, q):  # brokers.refused_as_illegal
                 stored = False
                 if is_result_kind(kind):
@@ -2019,6 +2124,12 @@ def take_attempts(att, n_a, gid, lo, hi, label_keys, out, label, off):
             out.isolated_until[j] = att.isolated_until[k]
             out.stored[j] = att.stored[k]
             out.stored_ts[j] = att.stored_ts[k]
+            out.st_busy[j] = att.st_busy[k]
+            out.st_depth[j] = att.st_depth[k]
+            out.st_service[j] = att.st_service[k]
+            out.st_remark[j] = att.st_remark[k]
+            out.st_period[j] = att.st_period[k]
+            out.st_size[j] = att.st_size[k]
             kind = att.kind[k]
             key = kind * 4294967296 + (att.code[k] if kind == OutcomeKind.BROKER_ERROR else 0)
             label[j] = -1
@@ -2038,6 +2149,12 @@ def take_attempts(att, n_a, gid, lo, hi, label_keys, out, label, off):
             att.isolated_until[kept] = att.isolated_until[k]
             att.stored[kept] = att.stored[k]
             att.stored_ts[kept] = att.stored_ts[k]
+            att.st_busy[kept] = att.st_busy[k]
+            att.st_depth[kept] = att.st_depth[k]
+            att.st_service[kept] = att.st_service[k]
+            att.st_remark[kept] = att.st_remark[k]
+            att.st_period[kept] = att.st_period[k]
+            att.st_size[kept] = att.st_size[k]
             kept += 1
     for s in range(n_s, 0, -1):
         off[s] = off[s - 1]
@@ -2078,6 +2195,7 @@ class KernelOut:
     sends: SendOutcomes
     begin: np.ndarray
     thread: np.ndarray  # the thread number that took each send
+    closed: bool = False  # answered by closed-loop stores (the attempts' st_* columns hold their answers)
 
     @property
     def n_attempts(self) -> int:
@@ -2147,7 +2265,9 @@ class _Kernel:
     runs until it needs a send not given yet or is done (:meth:`run`), and the rows of sends that ended
     are taken out (:meth:`take`), freeing their slots."""
 
-    def __init__(self, sc: Scenario, producer: int, capacity: int, n_threads: int) -> None:
+    def __init__(
+        self, sc: Scenario, producer: int, capacity: int, n_threads: int, tables: StoreTables | None = None
+    ) -> None:
         self.sc, self.plan = sc, plan_for(sc)
         cfg = self.plan.config
         self.pool = sc.producers.sender_model == "pool"
@@ -2178,7 +2298,11 @@ class _Kernel:
             worst=np.uint64(rng.derive_key(seed, producer, "whichItemWorst")),
         )
         sends = _zeros(Sends, capacity, _SEND_DTYPES)
-        self.inp = Inputs(sends, threads, cfg, self.plan.rules, self.plan.routes, keys, self.plan.model)
+        # the closed-loop store (iterative rounds): its requests' bytes per slot
+        store = no_store() if tables is None else tables._replace(wire=np.zeros(capacity, np.int64))
+        self.inp = Inputs(
+            sends, threads, cfg, self.plan.rules, self.plan.routes, keys, self.plan.model, store
+        )
         n_b, n_all = len(self.plan.brokers), bits.size
         cap_i = self.plan.routes.start.size + 4  # instances: grown when full
         max_q = self.plan.routes.queue_broker.shape[1]
@@ -2226,6 +2350,11 @@ class _Kernel:
     def capacity(self) -> int:
         return int(self.inp.sends.seq.shape[0])
 
+    @property
+    def closed(self) -> bool:
+        """Whether closed-loop stores answer (an iterative round)."""
+        return self.inp.store.params.shape[0] > 0
+
     def give(self, prep: Prepared, final: bool, pool_order: np.ndarray | None = None) -> None:
         """The sends of ``prep`` (the next ones in seq order, topic ids into the run's list) into the ring;
         ``final``: no more will come. ``pool_order``: the order the pool takes them (send numbers),
@@ -2260,6 +2389,8 @@ class _Kernel:
             prep.s_props_chars.astype(np.int64),
             pool_order,
         )
+        if self.closed:
+            self.inp.store.wire[(g0 + np.arange(n)) % self.capacity] = prep.s_wire
         self.n_given = g0 + n
         if final:
             st.counters[ST_FINAL] = 1
@@ -2362,7 +2493,7 @@ class _Kernel:
         begin = self.state.in_flight[slots, FL_BEGIN]
         thread = self.inp.threads.value[self.state.send_thread[slots]]
         self.taken = hi
-        return KernelOut(attempts, label, att_off, sends, begin, thread)
+        return KernelOut(attempts, label, att_off, sends, begin, thread, self.closed)
 
     def _grow(self, n: int) -> None:
         """The ring to ``n`` slots: the live sends moved to their new slots, with what points at them."""
@@ -2384,7 +2515,8 @@ class _Kernel:
             pos = np.arange(int(st[ST_POOL_NEXT]), self.n_given)
             fifo[pos % n] = threads.fifo[pos % old]
             threads = threads._replace(fifo=fifo)
-        self.inp = inp._replace(sends=Sends(*(moved(a) for a in inp.sends)), threads=threads)
+        store = inp.store._replace(wire=moved(inp.store.wire)) if self.closed else inp.store
+        self.inp = inp._replace(sends=Sends(*(moved(a) for a in inp.sends)), threads=threads, store=store)
         heap = np.zeros((_heap_rows(threads.value.size, n), 4), np.int64)
         h = int(st[ST_HEAP_SIZE])
         heap[:h] = state.heap[:h]
@@ -2432,11 +2564,11 @@ def _client_pools(plan: Plan, capacity: int) -> ClientPools:
     )
 
 
-def run_prepared(prep: Prepared, sc: Scenario) -> KernelOut:
-    """Run the kernel over prepared sends, all given at once; returns its raw arrays (for benchmarks and
-    tests)."""
+def run_prepared(prep: Prepared, sc: Scenario, tables: StoreTables | None = None) -> KernelOut:
+    """Run the kernel over prepared sends, all given at once (``tables``: the closed-loop brokers'
+    trajectories of an iterative round); returns its raw arrays (for benchmarks and tests)."""
     n_threads = int(np.unique(prep.s_thread).size) if prep.n_sends else 1
-    kernel = _Kernel(sc, prep.producer, max(prep.n_sends, 1), n_threads)
+    kernel = _Kernel(sc, prep.producer, max(prep.n_sends, 1), n_threads, tables)
     pool_order = np.lexsort((prep.s_seq, prep.s_born)).astype(np.int64)  # by (born, seq)
     kernel.give(prep, final=True, pool_order=pool_order)
     kernel.run()
@@ -2451,8 +2583,15 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
         _, times, cost, topic, sent, total = key
         listed: list[str | None] = list(sent) + [None] * (total - len(sent))
         err = send_failed_error(times, cost, topic, listed, None, version)
-    elif failure == Failure.BROKER:
-        err = MQBrokerError(key[1], bm.broker_remark(key[1]), brokers[key[2]], version.faq_url)
+    elif failure == Failure.BROKER:  # key[3:]: the closed-loop store's remark (fate, period, size) or -1
+        _, code, broker, fate, period, size = key
+        if fate < 0:
+            remark = bm.broker_remark(code)
+        elif fate in (Fate.PCBUSY_CLEAN_QUEUE, Fate.TIMEOUT_CLEAN_QUEUE):
+            remark = sweep_remark(Fate(fate), period, str(size))
+        else:
+            remark = REMARKS[Fate(fate)]
+        err = MQBrokerError(code, remark, brokers[broker], version.faq_url)
     elif failure == Failure.CALL_TIMEOUT:
         err = RemotingTooMuchRequestError("sendDefaultImpl call timeout")
     elif failure == Failure.NO_ROUTE:
@@ -2516,8 +2655,12 @@ def _error_texts(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> tup
             key = (failure, int(res.aux[s]), int(res.broker[s]), int(res.cost[s]))
         elif failure == Failure.ASYNC_TOO_MANY:
             key = (failure, int(res.broker[s]))
-        elif failure == Failure.BROKER:
-            key = (failure, int(res.aux[s]), int(res.broker[s]))
+        elif failure == Failure.BROKER:  # the remark of the send's last call: the one that threw
+            last = ko.att_off[s + 1] - 1
+            a = ko.attempts
+            remark = int(a.st_remark[last]) if ko.closed and last >= ko.att_off[s] else -1
+            said = (remark, int(a.st_period[last]), int(a.st_size[last])) if remark >= 0 else (-1, 0, 0)
+            key = (failure, int(res.aux[s]), int(res.broker[s]), *said)
         else:
             key = (failure, int(res.aux[s]))
         k = text_id.get(key)
@@ -2532,7 +2675,7 @@ def engine_output(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> En
     """The kernel's arrays as an :class:`rocketsim.engine.plan.EngineOutput`."""
     s_text, texts = _error_texts(prep, plan, ko, sc)
     a = ko.attempts
-    return EngineOutput(
+    out = EngineOutput(
         brokers=list(plan.brokers),
         labels=plan.labels,
         texts=texts,
@@ -2560,6 +2703,9 @@ def engine_output(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> En
         thread=ko.thread,
         kernel_start=ko.sends.kernel_start,
     )
+    if ko.closed:
+        out.a_store = StoreColumns(a.st_busy.copy(), a.st_depth.copy(), a.st_service.copy())
+    return out
 
 
 def simulate_covered(messages: pa.Table, sc: Scenario) -> SimOutput:
@@ -2569,6 +2715,23 @@ def simulate_covered(messages: pa.Table, sc: Scenario) -> SimOutput:
     prep = prepare(messages, sc)
     plan = plan_for(sc)
     return build_tables(prep, engine_output(prep, plan, run_prepared(prep, sc), sc))
+
+
+def simulate_round(messages: pa.Table, sc: Scenario, tables: StoreTables) -> tuple[SimOutput, np.ndarray]:
+    """One producer's tables in an ``iterative`` round against the brokers' trajectories ``tables``
+    (:func:`rocketsim.engine.iterative.simulate_round_reference`, compiled; for messages :func:`supports`
+    accepts, not checked again), and its requests that reached a store: rows (broker, arrival ms, bytes)
+    (the round's arrival work, summed by :class:`rocketsim.engine.iterative.ArrivalWork`)."""
+    if messages.num_rows == 0:
+        return SimOutput.empty(), np.zeros((0, 3), np.int64)
+    prep = prepare(messages, sc)
+    plan = plan_for(sc)
+    ko = run_prepared(prep, sc, tables)
+    a = ko.attempts
+    seen = a.st_depth >= 0
+    wire = np.asarray(prep.s_wire, np.int64)[a.send[seen]]
+    requests = np.stack([a.broker[seen], a.start[seen], wire], axis=1)
+    return build_tables(prep, engine_output(prep, plan, ko, sc)), requests.astype(np.int64)
 
 
 def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:

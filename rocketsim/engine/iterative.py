@@ -18,6 +18,11 @@ depend on how producers are spread over tasks: :func:`simulate_iterative` runs t
 (:func:`simulate_round`, :func:`arrival_work`, :func:`converged`, :func:`trajectories`; arrival work and
 trajectories cross processes as :func:`work_table` rows and :func:`trajectories_to_bytes`).
 
+Speed: a round's producers run on the compiled engine (:func:`rocketsim.engine.compiled.simulate_round`,
+the trajectories as :class:`rocketsim.engine.compiled_store.StoreTables`), the trajectories are replayed
+compiled (:func:`rocketsim.engine.compiled_store.replay`) and the arrival work is numpy arrays
+(:class:`ArrivalWork`); ``ROCKETSIM_ENGINE=reference`` runs the readable twins.
+
 Against :mod:`rocketsim.engine.joint` (exact) the approximations are: a request does not see the requests
 of its own ms in order, only half of them; a producer sees its own earlier load through the trajectory of
 the previous round; the sweeper's ``size of queue`` counts the trajectory's admissions.
@@ -26,10 +31,9 @@ tests/test_engine_iterative.py states how close it comes.
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,19 +49,24 @@ from rocketsim.broker_store import (
     decide,
     sweep_remark,
 )
+from rocketsim.engine import compiled, compiled_store
+from rocketsim.engine.choice import COMPILED, REFERENCE, chosen
 from rocketsim.engine.plan import SimOutput, prepare
 from rocketsim.engine.reference import ProducerSimulation, engine_output, producer_tables, sends_of
 from rocketsim.scenario import Scenario
 
 __all__ = [
+    "EMPTY_WORK",
     "MAX_ROUNDS",
     "WORK_SCHEMA",
+    "ArrivalWork",
     "IterativeRun",
     "Trajectory",
     "arrival_work",
     "converged",
     "simulate_iterative",
     "simulate_round",
+    "simulate_round_reference",
     "trajectories",
     "trajectories_from_bytes",
     "trajectories_to_bytes",
@@ -67,8 +76,6 @@ __all__ = [
 
 MAX_ROUNDS = 12
 
-# arrival work: (broker, ms) -> [count, bytes]
-ArrivalWork = dict[tuple[int, int], list[int]]
 # arrival work as rows (what a producer task of a round writes, in (broker, ms) order)
 WORK_SCHEMA = pa.schema(
     [
@@ -79,81 +86,162 @@ WORK_SCHEMA = pa.schema(
     ]
 )
 _TRAJECTORY_ARRAYS = ("snap_ms", "mid", "after", "admitted_ms", "leave_us", "busy")
+_MS_BITS = 40  # a (broker, ms) bucket's key: broker << 40 | ms
+
+
+@dataclass(frozen=True, eq=False)
+class ArrivalWork:
+    """A round's arrival work: per (broker, ms) bucket with arrivals, the requests' count and bytes (int64
+    arrays sorted by (broker, ms), one entry per bucket). Sums: mergeable in any order
+    (:func:`arrival_work`)."""
+
+    broker: np.ndarray
+    ms: np.ndarray
+    count: np.ndarray
+    bytes: np.ndarray
+
+    @classmethod
+    def of(cls, broker: np.ndarray, ms: np.ndarray, count: np.ndarray, size: np.ndarray) -> ArrivalWork:
+        """Work from cells in any order, several per bucket allowed (summed, with numpy)."""
+        broker, ms = np.asarray(broker, np.int64), np.asarray(ms, np.int64)
+        count, size = np.asarray(count, np.int64), np.asarray(size, np.int64)
+        if broker.size == 0:
+            return cls(broker, ms, count, size)
+        key = (broker << _MS_BITS) | ms
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+        return cls(
+            key[first] >> _MS_BITS,
+            key[first] & ((1 << _MS_BITS) - 1),
+            np.add.reduceat(count[order], first),
+            np.add.reduceat(size[order], first),
+        )
+
+    @classmethod
+    def of_requests(cls, broker: np.ndarray, ms: np.ndarray, wire: np.ndarray) -> ArrivalWork:
+        """Work from single requests (broker, arrival ms, bytes)."""
+        return cls.of(broker, ms, np.ones(np.asarray(ms).size, np.int64), wire)
+
+    @classmethod
+    def of_cells(cls, cells: Mapping[tuple[int, int], Sequence[int]]) -> ArrivalWork:
+        """Work from a mapping (broker, ms) -> (count, bytes)."""
+        keys = list(cells)
+        values = [cells[k] for k in keys]
+        return cls.of(
+            np.asarray([b for b, _ in keys], np.int64),
+            np.asarray([m for _, m in keys], np.int64),
+            np.asarray([c for c, _ in values], np.int64),
+            np.asarray([n for _, n in values], np.int64),
+        )
+
+    def keys(self) -> np.ndarray:
+        return (self.broker << _MS_BITS) | self.ms
+
+    @property
+    def buckets(self) -> int:
+        return int(self.ms.size)
+
+    @property
+    def requests(self) -> int:
+        return int(self.count.sum())
+
+    def of_broker(self, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Broker ``b``'s (ms, count, bytes), ascending ms."""
+        lo, hi = np.searchsorted(self.broker, [b, b + 1])
+        return self.ms[lo:hi], self.count[lo:hi], self.bytes[lo:hi]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ArrivalWork):
+            return NotImplemented
+        return all(
+            np.array_equal(getattr(self, f), getattr(other, f)) for f in ("broker", "ms", "count", "bytes")
+        )
+
+
+EMPTY_WORK = ArrivalWork.of(*(np.zeros(0, np.int64) for _ in range(4)))
 
 
 @dataclass
 class Trajectory:
-    """One broker's store state per ms, replayed from a round's arrival work (module docstring)."""
+    """One broker's store state per ms, replayed from a round's arrival work (module docstring); int64
+    arrays (:meth:`arrays`)."""
 
     params: StoreParams
-    snap_ms: list[int] = field(default_factory=list)  # ms with arrivals, ascending
-    mid: list[tuple[int, int, int]] = field(default_factory=list)  # (thread free, writer free, depth)
-    after: list[tuple[int, int]] = field(default_factory=list)  # (thread free, writer free) after the ms
+    snap_ms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # ms with arrivals, ascending
+    mid: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))  # (thread, writer, depth)
+    after: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))  # (thread, writer) after
     admitted_ms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # sorted
     leave_us: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # sorted
-    busy: list[tuple[int, int]] = field(default_factory=list)
+    busy: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))  # [from, to) ms spans
+    _busy_list: list[tuple[int, int]] | None = field(default=None, repr=False)
 
     @classmethod
-    def replay(cls, params: StoreParams, work: list[tuple[int, int, int]]) -> Trajectory:
-        """The store over ``work`` ((ms, count, bytes), ascending ms): each ms's requests share its bytes."""
+    def replay(cls, params: StoreParams, ms: np.ndarray, count: np.ndarray, size: np.ndarray) -> Trajectory:
+        """The store over one broker's arrival work (ascending ``ms``, ``count`` requests and ``size``
+        bytes each): each ms's requests share its bytes. The readable one; its compiled twin is
+        :func:`rocketsim.engine.compiled_store.replay` (:func:`trajectories` chooses)."""
         store = BrokerStore(params)
-        t = cls(params)
+        snap_ms: list[int] = []
+        mid: list[tuple[int, int, int]] = []
+        after: list[tuple[int, int]] = []
         leaves: list[int] = []
-        for ms, count, size in work:
-            k = (count - 1) // 2  # the others ahead of a request of this ms, on average
-            for i in range(count):
+        for m, c, n in zip(ms.tolist(), count.tolist(), size.tolist(), strict=True):
+            k = (c - 1) // 2  # the others ahead of a request of this ms, on average
+            for i in range(c):
                 if i == k:
-                    while store.queued and store.queued[0] <= ms * 1000:  # as offer() does first
+                    while store.queued and store.queued[0] <= m * 1000:  # as offer() does first
                         heapq.heappop(store.queued)
-                    t.snap_ms.append(ms)
-                    t.mid.append((store.threads[0], store.writer_free_us, len(store.queued)))
-                wire = size // count + (1 if i < size % count else 0)
-                ans = store.offer(ms, wire)
+                    snap_ms.append(m)
+                    mid.append((store.threads[0], store.writer_free_us, len(store.queued)))
+                wire = n // c + (1 if i < n % c else 0)
+                ans = store.offer(m, wire)
                 if ans.left_us >= 0:
                     leaves.append(ans.left_us)
-            t.after.append((store.threads[0], store.writer_free_us))
-        t.admitted_ms = np.asarray(store.admitted_ms, np.int64)
-        t.leave_us = np.sort(np.asarray(leaves, np.int64))
-        t.busy = list(store.busy_log)
-        return t
+            after.append((store.threads[0], store.writer_free_us))
+        return cls.from_arrays(
+            params,
+            {
+                "snap_ms": np.asarray(snap_ms, np.int64),
+                "mid": np.asarray(mid, np.int64).reshape(-1, 3),
+                "after": np.asarray(after, np.int64).reshape(-1, 2),
+                "admitted_ms": np.asarray(store.admitted_ms, np.int64),
+                "leave_us": np.sort(np.asarray(leaves, np.int64)),
+                "busy": np.asarray(store.busy_log, np.int64).reshape(-1, 2),
+            },
+        )
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Its state as int64 arrays (:func:`trajectories_to_bytes`)."""
-        return {
-            "snap_ms": np.asarray(self.snap_ms, np.int64),
-            "mid": np.asarray(self.mid, np.int64).reshape(-1, 3),
-            "after": np.asarray(self.after, np.int64).reshape(-1, 2),
-            "admitted_ms": self.admitted_ms,
-            "leave_us": self.leave_us,
-            "busy": np.asarray(self.busy, np.int64).reshape(-1, 2),
-        }
+        return {k: getattr(self, k) for k in _TRAJECTORY_ARRAYS}
 
     @classmethod
     def from_arrays(cls, params: StoreParams, a: Mapping[str, np.ndarray]) -> Trajectory:
-        return cls(
-            params,
-            a["snap_ms"].tolist(),
-            [tuple(r) for r in a["mid"].tolist()],
-            [tuple(r) for r in a["after"].tolist()],
-            a["admitted_ms"],
-            a["leave_us"],
-            [tuple(r) for r in a["busy"].tolist()],
-        )
+        return cls(params, *(np.asarray(a[k], np.int64) for k in _TRAJECTORY_ARRAYS))
+
+    def same(self, other: Trajectory) -> bool:
+        """Whether two trajectories hold the same state."""
+        return all(np.array_equal(getattr(self, k), getattr(other, k)) for k in _TRAJECTORY_ARRAYS)
 
     def state(self, ms: int) -> tuple[int, int, int]:
         """(first free send thread, free writer, queue depth) for a request arriving at ``ms``."""
-        i = bisect.bisect_right(self.snap_ms, ms) - 1
-        if i >= 0 and self.snap_ms[i] == ms:
-            return self.mid[i]
-        thread, writer = self.after[i] if i >= 0 else (0, 0)
+        i = int(np.searchsorted(self.snap_ms, ms, "right")) - 1
+        if i >= 0 and int(self.snap_ms[i]) == ms:
+            thread, writer, depth = self.mid[i].tolist()
+            return thread, writer, depth
+        thread, writer = self.after[i].tolist() if i >= 0 else (0, 0)
         arrived = int(np.searchsorted(self.admitted_ms, ms, "left"))
         left = int(np.searchsorted(self.leave_us, ms * 1000, "right"))
         return thread, writer, max(0, arrived - left)
 
     def answer(self, ms: int, wire: int) -> StoreAnswer:
+        """The store's answer to a request arriving at ``ms`` (the readable one; compiled:
+        :func:`rocketsim.engine.compiled_store.trajectory_answer`)."""
+        if self._busy_list is None:
+            self._busy_list = [(lo, hi) for lo, hi in self.busy.tolist()]
         thread, writer, depth = self.state(ms)
         a = ms * 1000
-        d = decide(self.params, self.busy, a, wire, depth, thread, writer)
+        d = decide(self.params, self._busy_list, a, wire, depth, thread, writer)
         if d.fate in (Fate.REJECT_REQUEST, Fate.OVERLOAD, Fate.PC_SYNCHRONIZED):
             return StoreAnswer(d.fate, a, d.answer_us, remark=REMARKS[d.fate], queue_depth=depth)
         if d.tick >= 0:
@@ -168,24 +256,26 @@ class Trajectory:
 class _TrajectoryStore:
     """What a producer's transport asks in a round: the trajectory's answer; records the arrival."""
 
-    def __init__(self, trajectory: Trajectory, broker: int, work: ArrivalWork) -> None:
-        self.trajectory, self.broker, self.work = trajectory, broker, work
+    def __init__(self, trajectory: Trajectory, broker: int, requests: list[tuple[int, int, int]]) -> None:
+        self.trajectory, self.broker, self.requests = trajectory, broker, requests
 
     def offer(self, arrival_ms: int, wire_bytes: int) -> StoreAnswer:
-        cell = self.work.setdefault((self.broker, arrival_ms), [0, 0])
-        cell[0] += 1
-        cell[1] += wire_bytes
+        self.requests.append((self.broker, arrival_ms, wire_bytes))
         return self.trajectory.answer(arrival_ms, wire_bytes)
 
 
 class _TrajectoryCluster:
     def __init__(self, trajectories: list[Trajectory], brokers: tuple[str, ...]) -> None:
         self.trajectories, self.brokers = trajectories, brokers
-        self.work: ArrivalWork = {}
+        self.requests: list[tuple[int, int, int]] = []
 
     def store(self, broker: str) -> _TrajectoryStore:
         b = self.brokers.index(broker)
-        return _TrajectoryStore(self.trajectories[b], b, self.work)
+        return _TrajectoryStore(self.trajectories[b], b, self.requests)
+
+    def work(self) -> ArrivalWork:
+        cols = np.asarray(self.requests, np.int64).reshape(-1, 3)
+        return ArrivalWork.of_requests(cols[:, 0], cols[:, 1], cols[:, 2])
 
 
 def _params(sc: Scenario) -> list[StoreParams]:
@@ -193,35 +283,37 @@ def _params(sc: Scenario) -> list[StoreParams]:
 
 
 def trajectories(sc: Scenario, work: ArrivalWork | None) -> list[Trajectory]:
-    """Every broker's trajectory from a round's arrival work (None: idle brokers)."""
-    params = _params(sc)
-    per_broker: list[list[tuple[int, int, int]]] = [[] for _ in params]
-    for (b, ms), (count, size) in sorted((work or {}).items()):
-        per_broker[b].append((ms, count, size))
-    return [Trajectory.replay(p, w) for p, w in zip(params, per_broker, strict=True)]
-
-
-def arrival_work(parts: list[ArrivalWork]) -> ArrivalWork:
-    """Arrival work merged (sums: any order, any split gives the same)."""
-    out: ArrivalWork = {}
-    for part in parts:
-        for key, (count, size) in part.items():
-            cell = out.setdefault(key, [0, 0])
-            cell[0] += count
-            cell[1] += size
+    """Every broker's trajectory from a round's arrival work (None: idle brokers), replayed by the engine
+    ``ROCKETSIM_ENGINE`` names: the readable :meth:`Trajectory.replay` with ``reference``, else its compiled
+    twin :func:`rocketsim.engine.compiled_store.replay`."""
+    work = EMPTY_WORK if work is None else work
+    out = []
+    for b, p in enumerate(_params(sc)):
+        ms, count, size = work.of_broker(b)
+        if chosen() == REFERENCE:
+            out.append(Trajectory.replay(p, ms, count, size))
+        else:
+            out.append(Trajectory.from_arrays(p, compiled_store.replay(p, ms, count, size)))
     return out
+
+
+def arrival_work(parts: Sequence[ArrivalWork]) -> ArrivalWork:
+    """Arrival work merged (sums: any order, any split gives the same)."""
+    parts = list(parts)
+    if not parts:
+        return EMPTY_WORK
+    fields = ("broker", "ms", "count", "bytes")
+    return ArrivalWork.of(*(np.concatenate([getattr(w, f) for w in parts]) for f in fields))
 
 
 def work_table(work: ArrivalWork) -> pa.Table:
     """Arrival work as rows of :data:`WORK_SCHEMA`, in (broker, ms) order."""
-    keys = sorted(work)
-    cells = [work[k] for k in keys]
     return pa.table(
         [
-            pa.array([b for b, _ in keys], pa.int32()),
-            pa.array([ms for _, ms in keys], pa.int64()),
-            pa.array([c for c, _ in cells], pa.int64()),
-            pa.array([n for _, n in cells], pa.int64()),
+            pa.array(work.broker.astype(np.int32), pa.int32()),
+            pa.array(work.ms, pa.int64()),
+            pa.array(work.count, pa.int64()),
+            pa.array(work.bytes, pa.int64()),
         ],
         schema=WORK_SCHEMA,
     )
@@ -229,8 +321,8 @@ def work_table(work: ArrivalWork) -> pa.Table:
 
 def work_from_table(rows: pa.Table) -> ArrivalWork:
     """:func:`work_table`'s rows back as arrival work (one part: merge parts with :func:`arrival_work`)."""
-    cols = [rows.column(n).to_pylist() for n in WORK_SCHEMA.names]
-    return {(b, ms): [c, n] for b, ms, c, n in zip(*cols, strict=True)}
+    cols = [np.asarray(rows.column(n).to_numpy(), np.int64) for n in WORK_SCHEMA.names]
+    return ArrivalWork.of(*cols)
 
 
 def trajectories_to_bytes(trajs: list[Trajectory]) -> bytes:
@@ -256,16 +348,34 @@ def trajectories_from_bytes(sc: Scenario, data: bytes) -> list[Trajectory]:
 def simulate_round(
     messages: pa.Table, sc: Scenario, producer: int, trajs: list[Trajectory]
 ) -> tuple[SimOutput, ArrivalWork]:
-    """One producer in one round: its tables against ``trajs``, and the arrival work it made."""
+    """One producer in one round: its tables against ``trajs``, and the arrival work it made. The engine:
+    as :func:`rocketsim.engine.simulate_producer` chooses (``ROCKETSIM_ENGINE``; unset: the compiled
+    :func:`rocketsim.engine.compiled.simulate_round` where it supports the messages, else
+    :func:`simulate_round_reference`)."""
     if messages.num_rows == 0:
-        return SimOutput.empty(), {}
+        return SimOutput.empty(), EMPTY_WORK
+    name = chosen()
+    if name == COMPILED or (name is None and compiled.unsupported(sc, messages) is None):
+        tables = compiled_store.store_tables([t.params for t in trajs], [t.arrays() for t in trajs])
+        out, requests = compiled.simulate_round(messages, sc, tables)
+        return out, ArrivalWork.of_requests(requests[:, 0], requests[:, 1], requests[:, 2])
+    return simulate_round_reference(messages, sc, producer, trajs)
+
+
+def simulate_round_reference(
+    messages: pa.Table, sc: Scenario, producer: int, trajs: list[Trajectory]
+) -> tuple[SimOutput, ArrivalWork]:
+    """:func:`simulate_round` on the readable engine (its compiled twin:
+    :func:`rocketsim.engine.compiled.simulate_round`)."""
+    if messages.num_rows == 0:
+        return SimOutput.empty(), EMPTY_WORK
     cluster = _TrajectoryCluster(trajs, tuple(sc.cluster.brokers))
     prep = prepare(messages, sc)
     sends = sends_of(prep)
     sim = ProducerSimulation(sc, producer, cluster)  # type: ignore[arg-type]
     done = sim.run(sends)
     out, ranks = engine_output(sc, len(sends), done, sim.store_answers)
-    return producer_tables(prep, out, ranks), cluster.work
+    return producer_tables(prep, out, ranks), cluster.work()
 
 
 @dataclass(frozen=True)
@@ -278,8 +388,10 @@ class IterativeRun:
 def residual(a: ArrivalWork | None, b: ArrivalWork) -> int:
     """How many (broker, ms) buckets differ between two rounds' arrival work."""
     if a is None:
-        return len(b) or 1
-    return sum(1 for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        return b.buckets or 1
+    _, ia, ib = np.intersect1d(a.keys(), b.keys(), assume_unique=True, return_indices=True)
+    same = int(np.count_nonzero((a.count[ia] == b.count[ib]) & (a.bytes[ia] == b.bytes[ib])))
+    return a.buckets + b.buckets - ia.size - same
 
 
 def converged(

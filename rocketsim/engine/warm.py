@@ -3,7 +3,8 @@
 ``make`` runs it after installing (and again whenever ``engine/compiled.py`` changes), so the first
 ``make run`` or ``make test`` does not compile the kernel inside every Spark worker or test process at
 once. A small mixed run (every message type and send mode, the fault strategy on) reaches every step of
-the loop.
+the loop; the same run with ``brokers.coupling = iterative`` compiles the closed-loop store
+(:mod:`rocketsim.engine.compiled_store`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 import time
 
 from rocketsim import workload
-from rocketsim.engine import compiled
+from rocketsim.engine import compiled, iterative
 from rocketsim.scenario import Scenario, scenario_from_mapping
 
 WARM_SCENARIO = {
@@ -45,6 +46,10 @@ def main() -> int:
     compiled.simulate_producer(messages, sc)
     for _ in compiled.simulate_chunks(messages.to_batches(max_chunksize=64), sc):  # streamed: give, take
         pass
+    closed = scenario_from_mapping(
+        {**WARM_SCENARIO, "brokers": {**WARM_SCENARIO["brokers"], "coupling": "iterative"}}
+    )
+    iterative.simulate_iterative({0: messages}, closed, max_rounds=2)
     print(f"compiled engine ready ({time.perf_counter() - started:.0f} s: numba compile, or cache load)")
     return 0
 

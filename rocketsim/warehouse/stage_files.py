@@ -286,7 +286,7 @@ class IterativeRound:
         _, arrivals = self.simulate(p, input_messages(self.sc, share, self.work))
         uri = f"{self.work.scratch}/{SCRATCH_ROUND_WORK.format(self.number, p)}"
         write_ipc(iterative.work_table(arrivals), uri)
-        return {"round.requests": sum(c for c, _ in arrivals.values())}
+        return {"round.requests": arrivals.requests}
 
     def merged_work(self, producers: Sequence[int]) -> iterative.ArrivalWork:
         """Every producer's arrival work of the round, merged (sums: any order)."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import heapq
 import io
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -162,7 +163,7 @@ class ArrivalWork:
 EMPTY_WORK = ArrivalWork.of(*(np.zeros(0, np.int64) for _ in range(4)))
 
 
-@dataclass
+@dataclass(eq=False)
 class Trajectory:
     """One broker's store state per ms, replayed from a round's arrival work (module docstring); int64
     arrays (:meth:`arrays`)."""
@@ -356,10 +357,24 @@ def simulate_round(
         return SimOutput.empty(), EMPTY_WORK
     name = chosen()
     if name == COMPILED or (name is None and compiled.unsupported(sc, messages) is None):
-        tables = compiled_store.store_tables([t.params for t in trajs], [t.arrays() for t in trajs])
-        out, requests = compiled.simulate_round(messages, sc, tables)
+        out, requests = compiled.simulate_round(messages, sc, _tables(trajs))
         return out, ArrivalWork.of_requests(requests[:, 0], requests[:, 1], requests[:, 2])
     return simulate_round_reference(messages, sc, producer, trajs)
+
+
+# the trajectories packed for the compiled engine, by their first: (weak references to all, the tables)
+_PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _tables(trajs: list[Trajectory]) -> compiled_store.StoreTables:
+    """The trajectories packed for the compiled engine, once per set of trajectories (a round's producer
+    task simulates several producers against the same ones)."""
+    hit = _PACKED.get(trajs[0])
+    if hit is not None and [r() for r in hit[0]] == trajs:
+        return hit[1]
+    tables = compiled_store.store_tables([t.params for t in trajs], [t.arrays() for t in trajs])
+    _PACKED[trajs[0]] = ([weakref.ref(t) for t in trajs], tables)
+    return tables
 
 
 def simulate_round_reference(

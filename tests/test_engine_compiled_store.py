@@ -26,8 +26,8 @@ from rocketsim.broker_store import (
     closed_outcome,
     decide,
 )
+from rocketsim.engine import compiled, iterative
 from rocketsim.engine import compiled_store as cs
-from rocketsim.engine import iterative
 from rocketsim.engine.iterative import ArrivalWork, Trajectory
 from rocketsim.outcomes import OutcomeKind
 from rocketsim.scenario import Scenario, StoreConfig, scenario_from_mapping
@@ -240,3 +240,24 @@ def test_arrival_work_sums_in_any_order() -> None:
         cell[0] += 1
         cell[1] += key[2]
     assert ArrivalWork.of_cells(cells) == whole
+
+
+def test_rounds_choose_the_compiled_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ROCKETSIM_ENGINE unset: a round runs compiled where the compiled engine supports the messages
+    (else the reference: repeated seqs); ``reference`` forces the readable one."""
+    calls: list[str] = []
+    fast, slow = compiled.simulate_round, iterative.simulate_round_reference
+    monkeypatch.setattr(compiled, "simulate_round", lambda *a: calls.append("compiled") or fast(*a))
+    monkeypatch.setattr(
+        iterative, "simulate_round_reference", lambda *a: calls.append("reference") or slow(*a)
+    )
+    sc = scenario("async", 0.5)
+    m = by_producer(sc)[0]
+    trajs = iterative.trajectories(sc, None)
+    monkeypatch.delenv("ROCKETSIM_ENGINE", raising=False)
+    iterative.simulate_round(m, sc, 0, trajs)
+    repeated = m.set_column(m.schema.get_field_index("seq"), "seq", pa.array([7] * m.num_rows, pa.int64()))
+    iterative.simulate_round(repeated, sc, 0, trajs)
+    monkeypatch.setenv("ROCKETSIM_ENGINE", "reference")
+    iterative.simulate_round(m, sc, 0, trajs)
+    assert calls == ["compiled", "reference", "reference"]

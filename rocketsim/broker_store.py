@@ -222,7 +222,8 @@ def decide(
 ) -> Decision:
     """The fate of a request arriving at ``a`` (us) given the store's state then: ``busy`` (the page
     cache's busy [from, to) ms), ``depth`` requests queued, the first send thread free at
-    ``thread_free_us``, the writer free at ``writer_free_us`` (the rules of the module docstring)."""
+    ``thread_free_us``, the writer free at ``writer_free_us`` (the rules of the module docstring). Its
+    compiled twin (the compiled engine's iterative rounds): :func:`rocketsim.engine.compiled_store.decide`."""
     a_ms = a // 1000
     if _busy_at(busy, a_ms):
         return Decision(Fate.REJECT_REQUEST, a)
@@ -356,7 +357,8 @@ def closed_outcome(
     """The attempt's answer with the store's part: the open answer's latency is the network round trip
     (``o.store_ms``), the store adds its wait, service and flush/replica waits (rounded to whole ms).
     Past the timeout the client gives up (REMOTING_TIMEOUT); the answer still comes late, and a request
-    the store appended is stored whatever the client saw."""
+    the store appended is stored whatever the client saw. Compiled twin:
+    :func:`rocketsim.engine.compiled_store.closed_outcome`."""
     network = o.store_ms
     timeout_ms = max(int(timeout_ms), 0)
     delay = (ans.answer_us - start_ms * 1000 + 500) // 1000

@@ -69,6 +69,8 @@ cached machine code: after changing one of them, clear the cache (``__pycache__/
 #   attempt_outcome, base_latency -> brokers.attempt_outcome / base_latency_ms;
 #   oneway_caller_sees -> send.oneway_caller_sees (both read outcomes.ONEWAY_SEES);
 #   properties_illegal (in make_call) -> store.properties_illegal + brokers.refused_as_illegal;
+#   through_store, store_none (closed-loop brokers, iterative rounds) -> reference.ProducerSimulation
+#       .transport_for with iterative's _TrajectoryStore (the store's rules: engine/compiled_store.py);
 #   mix64, uniform, attempt_key, index_key -> rng.mix64 / uniform / draw_key / derive_key;
 #   int32, java_abs, java_rem -> javaint (tests/test_rng.py and tests/test_javaint.py compare them).
 # The rules both read as data: fault.FAULT_UPDATES (through plan.FaultRules), the line rules in

@@ -226,6 +226,7 @@ PRODUCER_WINDOWS = pa.schema(
         *_QUEUE_SPREAD,  # of this producer's attempts over all the run's queues
         pa.field("isolated_brokers", pa.int64(), nullable=False),  # with an isolation overlapping it
         *_DELIVERY,  # of the messages whose send began in the window
+        *_BUSY,  # their attempts the closed-loop store rejected, by kind
     ]
 )
 

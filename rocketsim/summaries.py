@@ -530,6 +530,7 @@ class _Results:
             raise ValueError(f"copies has {len(copies)} values for {self.n} results")
         self.delivery = store.delivery_flags(t.column("status"), copies)
         self.producer = ints(t, "producer")
+        self.seq = ints(t, "seq")
         self.window = window_index(ints(t, "send_ts_ms"), window_ms)
         self.ok, self.failed, self.rejected = _statuses(t)
         self.attempts = ints(t, "attempts")
@@ -967,6 +968,7 @@ _WINDOW_SUMS = (
     "retry_budget_exhausted",
     "bytes",
     *schemas.DELIVERY_COLUMNS,
+    *BUSY_COLUMNS,
 )
 
 
@@ -999,6 +1001,8 @@ def _window_parts(a: _Attempts, r: _Results) -> WindowParts:
         "bytes": g.sum(r.wire),
         **{name: g.sum(values) for name, values in r.delivery.items()},
     }
+    busy = _busy_per_send(a, r)
+    sums |= {name: g.sum(busy[:, j]) for j, name in enumerate(BUSY_COLUMNS)}
     cell_p, cell_w = r.producer[g.first], r.window[g.first]
     hists = []
     for attr in ("latency", "queue_wait"):
@@ -1009,6 +1013,21 @@ def _window_parts(a: _Attempts, r: _Results) -> WindowParts:
     q = per_queue.first
     queues = (a.producer[q], a.window[q], names[a.broker[q]], a.queue[q], per_queue.count())
     return WindowParts(cell_p, cell_w, sums, hists[0], hists[1], queues)
+
+
+def _busy_per_send(a: _Attempts, r: _Results) -> np.ndarray:
+    """Per result row, its attempts the closed-loop store rejected, one column per :data:`BUSY_COLUMNS`
+    (the attempts are the results' sends', any order)."""
+    out = np.zeros((r.n, len(BUSY_COLUMNS)), np.int64)
+    hit = a.busy >= 0
+    if not hit.any():
+        return out
+    order = np.lexsort((r.seq, r.producer))
+    row = joint_lookup([r.producer[order], r.seq[order]], [a.producer[hit], a.seq[hit]])
+    if (row < 0).any():
+        raise ValueError("an attempt of a send whose result is not among the results")
+    np.add.at(out, (order[row], a.busy[hit]), 1)
+    return out
 
 
 def merge_window_parts(parts: Sequence[WindowParts]) -> WindowParts:
@@ -1060,6 +1079,8 @@ def _finish_windows(parts: WindowParts, intervals: pa.Table, window_ms: int) -> 
     cols["publish_rate_per_s"] = _rate_per_s(cols["ok"], window_ms)
     cols["error_rate"] = (cols["failed"] + cols["rejected"]).astype(np.float64) / sends.astype(np.float64)
     for name in ("attempts", "retries", "retry_budget_exhausted", "bytes", *schemas.DELIVERY_COLUMNS):
+        cols[name] = sums[name]
+    for name in BUSY_COLUMNS:
         cols[name] = sums[name]
     for (p, w, value, n), names, ps, max_name in (
         (parts.latency, PERCENTILE_COLUMNS, PERCENTILES, "latency_max_ms"),

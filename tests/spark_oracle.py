@@ -314,10 +314,17 @@ def producer_windows(
     keys: Sequence[str] = RUN_KEYS,
 ) -> DataFrame:
     """Per producer and window of send start: rate, errors, retries, lost retry budget, latency, queue
-    wait; queue skew and Gini over all of the run's queues (by attempt start); brokers it isolated."""
+    wait; queue skew and Gini over all of the run's queues (by attempt start); brokers it isolated; the
+    sends' attempts the closed-loop store rejected, by kind."""
     keys = list(keys)
     cell = [*keys, "producer", "window_start_ms"]
-    r = results.withColumn("window_start_ms", window_start("send_ts_ms", window_ms))
+    send = [*keys, "producer", "seq"]
+    busy = attempts.groupBy(*send).agg(*_busy_counts())
+    r = (
+        results.withColumn("window_start_ms", window_start("send_ts_ms", window_ms))
+        .join(busy, send, "left")
+        .fillna(0, list(schemas.BUSY_COLUMNS))
+    )
     status = F.col("status")
     out = (
         r.groupBy(*cell)
@@ -333,6 +340,7 @@ def producer_windows(
             *percentiles("latency_ms"),
             F.max("latency_ms").alias("latency_max_ms"),
             *_queue_wait(),
+            *[F.sum(n).cast("long").alias(n) for n in schemas.BUSY_COLUMNS],
         )
         .withColumn("window_ms", F.lit(window_ms).cast("long"))
         .withColumn("publish_rate_per_s", F.col("ok") * F.lit(1000.0) / F.lit(window_ms))

@@ -818,12 +818,20 @@ def test_busy_rejections_queue_depth_and_utilisation_of_closed_loop_brokers() ->
             summaries.producer_aggregates(keep(out.attempts), keep(out.results), 2000, messages=keep(m))
         )
     merged = summaries.summary_tables(summaries.merge(parts))
-    for name in ("broker_windows", "run_summary"):
+    for name in ("broker_windows", "producer_windows", "run_summary"):
         assert merged[name].equals(whole[name]), name
-    bw, rs = whole["broker_windows"], whole["run_summary"]
+    bw, rs, pw = whole["broker_windows"], whole["run_summary"], whole["producer_windows"]
     kinds = out.attempts.column("busy_kind")
     swept = pc.sum(pc.equal(kinds, "TIMEOUT_CLEAN_QUEUE")).as_py()
     assert swept > 0 and pc.sum(bw.column("busy_timeout_clean_queue")).as_py() == swept
+    # producer_windows: each producer's sends, in the window the send began, with their rejected attempts
+    assert pc.sum(pw.column("busy_timeout_clean_queue")).as_py() == swept
+    for p in range(4):
+        mine = pw.filter(pc.equal(pw.column("producer"), p))
+        rejected = out.attempts.filter(
+            pc.and_(pc.equal(out.attempts.column("producer"), p), pc.equal(kinds, "TIMEOUT_CLEAN_QUEUE"))
+        )
+        assert pc.sum(mine.column("busy_timeout_clean_queue")).as_py() == rejected.num_rows, p
     (all_row,) = rs.filter(pc.equal(rs.column("scope"), "all")).to_pylist()
     assert all_row["busy_timeout_clean_queue"] == swept and all_row["busy_overload"] == 0
     busy = bw.filter(

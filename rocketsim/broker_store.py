@@ -168,9 +168,12 @@ class StoreAnswer:
     left_us: int = -1  # when it left the send queue (taken by a thread or swept); -1: never queued
     service_us: int = 0  # the writer's time of its append (SERVED: end - begin, a stall included)
 
+    pc_code: int = SYSTEM_BUSY  # the broker's [PC_SYNCHRONIZED] code (StoreParams.pc_code)
+
     @property
     def code(self) -> int:
-        return 0 if self.fate == Fate.SERVED else SYSTEM_BUSY
+        """The response code: :func:`answer_code`."""
+        return answer_code(self.fate, self.pc_code)
 
     @property
     def stored(self) -> bool:
@@ -300,7 +303,13 @@ class BrokerStore:
         if d.fate == Fate.PC_SYNCHRONIZED:
             heapq.heapreplace(self.threads, d.taken)
             return StoreAnswer(
-                d.fate, a, d.answer_us, remark=REMARKS[d.fate], queue_depth=depth, left_us=d.taken
+                d.fate,
+                a,
+                d.answer_us,
+                remark=REMARKS[d.fate],
+                queue_depth=depth,
+                left_us=d.taken,
+                pc_code=self.params.pc_code,
             )
         self.writer_free_us = d.end
         heapq.heapreplace(self.threads, d.end)
@@ -343,6 +352,16 @@ class StoreCluster:
         if "\x00q" not in text:
             return text
         return _MARK.sub(lambda m: str(self.stores[int(m[1])].queue_size_at(int(m[2]), int(m[3]))), text)
+
+
+def answer_code(fate: Fate, pc_code: int) -> int:
+    """The response code of the store's answer: SUCCESS when appended; ``[PC_SYNCHRONIZED]`` the broker
+    version's (``pc_code``: SYSTEM_ERROR before 5.3.0, SYSTEM_BUSY from it,
+    ``SendMessageProcessor.handlePutMessageResult``); every other refusal SYSTEM_BUSY. Compiled twin: the
+    code :func:`rocketsim.engine.compiled_store.closed_outcome` gives."""
+    if fate == Fate.SERVED:
+        return 0
+    return pc_code if fate == Fate.PC_SYNCHRONIZED else SYSTEM_BUSY
 
 
 def carries_load(o: bm.AttemptOutcome) -> bool:

@@ -21,6 +21,7 @@ from rocketsim.broker_store import (
     StoreAnswer,
     StoreCluster,
     StoreParams,
+    answer_code,
     closed_outcome,
     sweep_tick_at_or_after,
 )
@@ -190,6 +191,24 @@ def test_closed_outcome_adds_the_store_to_the_network() -> None:
         False,
         REMARKS[Fate.OVERLOAD],
     )
+
+
+def test_pc_synchronized_answers_with_the_broker_versions_code() -> None:
+    """broker/src/main/java/org/apache/rocketmq/broker/processor/SendMessageProcessor.java
+    handlePutMessageResult: OS_PAGECACHE_BUSY answers SYSTEM_ERROR (1) at rocketmq-all-4.9.8,
+    OS_PAGE_CACHE_BUSY SYSTEM_BUSY (2) at rocketmq-all-5.3.3; every other refusal is SYSTEM_BUSY, an
+    appended request SUCCESS."""
+    net = bm.AttemptOutcome(OutcomeKind.OK, 2, 0, True, 2)
+    for version, code in ((BROKER_4_9_8, 1), (BROKER_5_3_3, 2)):
+        params = StoreParams.from_config(StoreConfig(), version)
+        ans = StoreAnswer(Fate.PC_SYNCHRONIZED, 1_000_000, 1_001_000, pc_code=params.pc_code)
+        assert ans.code == code == answer_code(Fate.PC_SYNCHRONIZED, params.pc_code)
+        assert closed_outcome(net, ans, 1000, 3000).response_code == code
+        late = closed_outcome(net, ans, 1000, 1)
+        assert (late.kind, late.late_code) == (OutcomeKind.REMOTING_TIMEOUT, code)
+        for fate in (Fate.REJECT_REQUEST, Fate.OVERLOAD, Fate.TIMEOUT_CLEAN_QUEUE, Fate.PCBUSY_CLEAN_QUEUE):
+            assert answer_code(fate, params.pc_code) == bm.SYSTEM_BUSY
+        assert answer_code(Fate.SERVED, params.pc_code) == 0
 
 
 def test_scenario_keys_and_their_rules() -> None:

@@ -9,6 +9,7 @@ DefaultMessageStore.isOSPageCacheBusy); here both implementations must give the 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 
 import numpy as np
@@ -104,14 +105,15 @@ def test_decide_is_the_readable_decide() -> None:
 
 @pytest.mark.parametrize("timeout", [3000, 5, -4])
 def test_closed_outcome_is_the_readable_one(timeout: int) -> None:
-    for fate in Fate:
+    for fate, pc_code in itertools.product(Fate, (1, 2)):  # the 4.9.8 / 5.3.3 broker's PC_SYNCHRONIZED
         for answer_us, stored_us in ((1_004_000, 1_003_400), (1_000_400, 1_000_200), (4_700_000, 4_600_000)):
             served = fate == Fate.SERVED
-            ans = StoreAnswer(fate, 1_000_000, answer_us, stored_us if served else -1, remark="r")
+            stored_at = stored_us if served else -1
+            ans = StoreAnswer(fate, 1_000_000, answer_us, stored_at, remark="r", pc_code=pc_code)
             net = bm.AttemptOutcome(OutcomeKind.OK, 3, 0, True, 3)
             ref = closed_outcome(net, ans, 1000, timeout)
             kind, lat, code, stored, store_ms, late_ms, late_code = cs.closed_outcome(
-                3, 1000, timeout, int(fate), answer_us, stored_us if served else -1
+                3, 1000, timeout, int(fate), answer_us, stored_at, pc_code
             )
             overshoot = 1 if ref.kind == OutcomeKind.REMOTING_TIMEOUT else 0  # compiled.attempt_outcome's
             assert (kind, lat, code, stored, late_ms, late_code) == (

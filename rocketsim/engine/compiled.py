@@ -92,7 +92,13 @@ from numba import njit
 from rocketsim import brokers as bm
 from rocketsim import rng, store
 from rocketsim.broker_store import REMARKS, Fate, sweep_remark
-from rocketsim.engine.compiled_store import StoreTables, closed_outcome, no_store, trajectory_answer
+from rocketsim.engine.compiled_store import (
+    SP_PC_CODE,
+    StoreTables,
+    closed_outcome,
+    no_store,
+    trajectory_answer,
+)
 from rocketsim.engine.plan import (
     NO_ISOLATION,
     NO_LATER_ATTEMPT,
@@ -873,8 +879,9 @@ def through_store(
         return kind, lat, code, stored, store_ms, late_ms, late_code
     answer = trajectory_answer(tables, b, start, tables.wire[s])
     fate, answer_us, stored_us, depth, service, period, size = answer
+    pc_code = np.int64(tables.params[b, SP_PC_CODE])
     kind, lat, code, stored, store_ms, late_ms, late_code = closed_outcome(
-        store_ms, start, timeout, fate, answer_us, stored_us
+        store_ms, start, timeout, fate, answer_us, stored_us, pc_code
     )
     fl[s, FL_ST_DEPTH] = depth
     if stored:

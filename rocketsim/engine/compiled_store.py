@@ -49,8 +49,8 @@ __all__ = [
 _JIT = {"cache": True}
 
 # StoreTables.params columns (float64: append_us is fractional; the others are small integers)
-SP_APPEND_US, SP_THREADS, SP_CAPACITY, SP_WAIT_MS, SP_BUSY_TIMEOUT_MS, SP_EXTRA_US = range(6)
-N_PARAMS = 6
+SP_APPEND_US, SP_THREADS, SP_CAPACITY, SP_WAIT_MS, SP_BUSY_TIMEOUT_MS, SP_EXTRA_US, SP_PC_CODE = range(7)
+N_PARAMS = 7
 # StoreTables.index columns: where each broker's sections start in ``data``, and their lengths
 I_SNAP, I_N_SNAP, I_ADMITTED, I_N_ADMITTED, I_LEAVE, I_N_LEAVE = range(6)
 I_BUSY, I_N_BUSY, I_STALL, I_N_STALL = range(6, 10)
@@ -90,7 +90,7 @@ def no_store() -> StoreTables:
 
 
 def _param_row(p: StoreParams) -> list[float]:
-    return [p.append_us, p.send_threads, p.capacity, p.wait_ms, p.busy_timeout_ms, p.extra_us]
+    return [p.append_us, p.send_threads, p.capacity, p.wait_ms, p.busy_timeout_ms, p.extra_us, p.pc_code]
 
 
 def stall_array(p: StoreParams) -> np.ndarray:
@@ -342,10 +342,11 @@ def trajectory_answer(tables, b, ms, wire):
 
 
 @njit(**_JIT)
-def closed_outcome(network, start_ms, timeout, fate, answer_us, stored_us):
+def closed_outcome(network, start_ms, timeout, fate, answer_us, stored_us, pc_code):
     """:func:`rocketsim.broker_store.closed_outcome` in the compiled engine's terms: (OutcomeKind,
     latency (a timeout: ``timeout + 1``, as ``compiled.attempt_outcome``), code, stored, store ms, late ms
-    (-1: none), late code)."""
+    (-1: none), late code); a refusal's code as :func:`rocketsim.broker_store.answer_code` (``pc_code``:
+    the broker's ``[PC_SYNCHRONIZED]`` code)."""
     timeout = max(timeout, 0)
     delay = (answer_us - start_ms * 1000 + 500) // 1000
     total = network + delay
@@ -354,9 +355,10 @@ def closed_outcome(network, start_ms, timeout, fate, answer_us, stored_us):
         if total >= timeout:
             return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, store_ms, total, 0
         return OutcomeKind.OK, total, 0, True, store_ms, np.int64(-1), 0
+    code = pc_code if fate == _PC_SYNC else _SYSTEM_BUSY
     if total >= timeout:
-        return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, False, np.int64(0), total, _SYSTEM_BUSY
-    return OutcomeKind.BROKER_ERROR, total, _SYSTEM_BUSY, False, np.int64(0), np.int64(-1), 0
+        return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, False, np.int64(0), total, code
+    return OutcomeKind.BROKER_ERROR, total, code, False, np.int64(0), np.int64(-1), 0
 
 
 def replay(p: StoreParams, ms: np.ndarray, count: np.ndarray, size: np.ndarray) -> dict[str, np.ndarray]:

@@ -244,7 +244,9 @@ class Trajectory:
         a = ms * 1000
         d = decide(self.params, self._busy_list, a, wire, depth, thread, writer)
         if d.fate in (Fate.REJECT_REQUEST, Fate.OVERLOAD, Fate.PC_SYNCHRONIZED):
-            return StoreAnswer(d.fate, a, d.answer_us, remark=REMARKS[d.fate], queue_depth=depth)
+            return StoreAnswer(
+                d.fate, a, d.answer_us, remark=REMARKS[d.fate], queue_depth=depth, pc_code=self.params.pc_code
+            )
         if d.tick >= 0:
             size = int(np.searchsorted(self.admitted_ms, d.tick, "right")) - int(
                 np.searchsorted(self.admitted_ms, ms, "right")

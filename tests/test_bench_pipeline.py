@@ -50,6 +50,7 @@ def test_cases_follow_the_sizes_and_modes() -> None:
     assert small[1].overrides == (pipeline.ASYNC,)
     big = pipeline.cases_for(10_000_000, ["sync"], largest=True, hot_share=0.5, one_producer=True)
     assert [c.name for c in big] == ["brownout sync", "hot 0.5", "one producer"]
+    assert [c.target for c in big] == [pipeline.PIPELINE_TARGET, pipeline.PIPELINE_TARGET, None]
     argv = big[2].argv(Path("/tmp/wh"), "local[2]")
     assert argv[1:3] == ["--master", "local[2]"] and argv[3].endswith("jobs/pipeline.py")
     assert "workload.messages=10000000" in argv and "producers.count=1" in argv

@@ -43,7 +43,7 @@ with the record's columns (:func:`attach_store_columns`, :data:`RESULT_STORE_COL
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -857,15 +857,23 @@ def with_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
     return parts[0] if parts else _numbered(log, None, sc)
 
 
-def numbered_chunks(log: pa.Table, sc: Scenario, rows: int) -> Iterator[pa.Table]:
+def numbered_chunks(log: pa.Table | Callable[[], pa.Table], sc: Scenario, rows: int) -> Iterator[pa.Table]:
     """:func:`with_offsets` of ``log`` in parts of ``rows`` records in write order (concatenated: the
     whole): the order and the offsets are made once for every record from a few columns, each part's
-    rows taken from ``log`` when it is made (a memory-mapped ``log`` is read a part at a time)."""
-    if not log.num_rows:
+    rows taken from ``log`` when it is made. ``log`` may be a function giving the same records each time
+    it is called (a memory-mapped file opened anew): called once for the numbering and once per part, the
+    table it gave dropped after, so what it maps is let go (each part's rows are copies)."""
+    opened = log if isinstance(log, pa.Table) else log()
+    total = opened.num_rows
+    if not total:
         return
-    numbering = _numbering(log, sc)
-    for at in range(0, log.num_rows, rows):
-        yield _numbered(log, numbering, sc, slice(at, at + rows))
+    numbering = _numbering(opened, sc)
+    del opened
+    for at in range(0, total, rows):
+        if isinstance(log, pa.Table):
+            yield _numbered(log, numbering, sc, slice(at, at + rows))
+        else:
+            yield _numbered(log(), numbering, sc, slice(at, at + rows), copy=True)
 
 
 @dataclass(frozen=True)
@@ -899,8 +907,11 @@ def _numbering(log: pa.Table, sc: Scenario) -> _Numbering:
     )
 
 
-def _numbered(log: pa.Table, n: _Numbering | None, sc: Scenario, rows: slice = slice(None)) -> pa.Table:
-    """Records ``rows`` (in write order) of ``log`` with their offsets (``n`` None: ``log`` is empty)."""
+def _numbered(
+    log: pa.Table, n: _Numbering | None, sc: Scenario, rows: slice = slice(None), copy: bool = False
+) -> pa.Table:
+    """Records ``rows`` (in write order) of ``log`` with their offsets (``n`` None: ``log`` is empty);
+    ``copy``: none of ``log``'s buffers kept (rows taken even when ``log`` is in write order)."""
     schema = data_schema(COMMIT_LOG)
     if n is None:
         empty = {name: pa.array([], schema.field(name).type) for name in OFFSET_NAMES}
@@ -916,7 +927,10 @@ def _numbered(log: pa.Table, n: _Numbering | None, sc: Scenario, rows: slice = s
         part = part.append_column("broker", pa.array(brokers, pa.string()).take(pa.array(index)))
         part = part.append_column("store_topic", n.topics.take(pa.array(n.topic[rows])))
     else:
-        part = log.slice(rows.start or 0, len(index))
+        start = rows.start or 0
+        part = log.slice(start, len(index))
+        if copy:
+            part = part.take(pa.array(np.arange(len(index))))
     commit_log_offset = n.commit_log_offset[rows]
     cols = {
         "queue_offset": pa.array(n.queue_offset[rows]),

@@ -42,7 +42,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -525,12 +525,15 @@ def write_broker_files(sc: Scenario, b: int, producers: Sequence[int], work: Sta
 def _broker_files(sc: Scenario, b: int, producers: Sequence[int], work: StageWork) -> dict[str, int]:
     if work.runs(SIMULATE):
         n = len(sc.cluster.brokers)
-        log = read_ipc_group(
-            [f"{work.scratch}/{SCRATCH_LOG.format(p)}" for p in producers], b, store.LOG_COLUMNS, n
-        )
-        results = read_ipc_group(
-            [f"{work.scratch}/{SCRATCH_RESULTS.format(p)}" for p in producers], b, RESULTS_CORE, n
-        )
+        log_uris = [f"{work.scratch}/{SCRATCH_LOG.format(p)}" for p in producers]
+        results_uris = [f"{work.scratch}/{SCRATCH_RESULTS.format(p)}" for p in producers]
+
+        def log() -> pa.Table:
+            return read_ipc_group(log_uris, b, store.LOG_COLUMNS, n)
+
+        def results() -> pa.Table:
+            return read_ipc_group(results_uris, b, RESULTS_CORE, n)
+
         other = read_ipc_group(
             [f"{work.scratch}/{SCRATCH_OTHER_HALVES.format(p)}" for p in producers],
             b,
@@ -556,12 +559,19 @@ def _broker_files(sc: Scenario, b: int, producers: Sequence[int], work: StageWor
 
 
 def _number_broker(
-    sc: Scenario, b: int, log: pa.Table, results: pa.Table, other: pa.Table, work: StageWork
+    sc: Scenario,
+    b: int,
+    log: Callable[[], pa.Table],
+    results: Callable[[], pa.Table],
+    other: pa.Table,
+    work: StageWork,
 ) -> tuple[stage.BrokerTables, dict[str, int]]:
     """A broker's records numbered and the results pointing at them completed, a chunk at a time
     (:func:`rocketsim.store.numbered_chunks`, :func:`rocketsim.store.attach_pointed`), each chunk
     appended to its ``commit_log`` and ``send_results`` files and counted; what its broker side reads
-    of them folded (:class:`rocketsim.stage.BrokerFold`)."""
+    of them folded (:class:`rocketsim.stage.BrokerFold`). ``log`` and ``results`` give the scratch
+    files' records (memory-mapped) each time they are called: opened anew for each chunk and let go
+    after, the pages a task touched do not stay in its memory."""
     name = BROKER_PART.format(b)
     log_sink = ParquetSink(work.part("commit_log", name), COMMIT_LOG_DATA, empty_file=False)
     results_sink = ParquetSink(
@@ -581,11 +591,12 @@ def _number_broker(
             pointed.append(part.filter(part.column("is_result")).select(_POINTED))
         pointed_records = pa.concat_tables([COMMIT_LOG_DATA.empty_table().select(_POINTED), *pointed])
         del pointed
-        if pointed_records.num_rows != results.num_rows:
+        total = results().num_rows
+        if pointed_records.num_rows != total:
             raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
         parts.append(reconcile.stored_result_counts(RESULTS_DATA.empty_table()))
-        for at in range(0, results.num_rows, work.chunk_rows):
-            completed = store.attach_pointed(results.slice(at, work.chunk_rows), pointed_records)
+        for at in range(0, total, work.chunk_rows):
+            completed = store.attach_pointed(results().slice(at, work.chunk_rows), pointed_records)
             results_sink.write(completed)
             parts.append(reconcile.stored_result_counts(completed))
             fold.add_results(completed)

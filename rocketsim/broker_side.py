@@ -287,14 +287,41 @@ DELIVERIES = pa.schema(
 _DELIVERY_PARTS = pa.schema([f.with_nullable(True) for f in DELIVERIES])
 
 
+# records of a log :func:`queue_deliveries` takes at a time (its memory: a part's, not the whole log's)
+DELIVERY_PART_ROWS = 1 << 18
+
+
 def queue_deliveries(log: pa.Table, txns: pa.Table) -> pa.Table:
     """What consumers of each (topic, broker, queue) get from a broker (:data:`DELIVERIES`): its
     records not in the half topic, in their real topic and queue (delay records too), plus its
     committed halves (``txns``: the broker's :func:`stored_transactions`; a message's second committed
-    half is delivered again), sized as their half."""
-    visible = log.filter(pc.not_equal(log.column("store_topic"), store.HALF_TOPIC))
+    half is delivered again), sized as their half. The records are counted :data:`DELIVERY_PART_ROWS`
+    at a time, the parts' sums summed."""
     committed = txns.filter(txns.column("delivered"))
     parts = [
+        _record_deliveries(log.slice(at, DELIVERY_PART_ROWS))
+        for at in range(0, log.num_rows, DELIVERY_PART_ROWS)
+    ]
+    parts.append(
+        _regrouped_deliveries(
+            pa.table(
+                {
+                    "topic": committed.column("topic"),
+                    "broker": committed.column("broker"),
+                    "queue_id": committed.column("queue_id"),
+                    "messages": pa.array(np.ones(committed.num_rows, np.int64)),
+                    "bytes": committed.column("half_store_size").cast(pa.int64()),
+                }
+            )
+        )
+    )
+    return _regrouped_deliveries(pa.concat_tables(parts))
+
+
+def _record_deliveries(log: pa.Table) -> pa.Table:
+    """:func:`queue_deliveries` of records ``log`` (no committed half)."""
+    visible = log.filter(pc.not_equal(log.column("store_topic"), store.HALF_TOPIC))
+    return _regrouped_deliveries(
         pa.table(
             {
                 "topic": pc.coalesce(visible.column("real_topic"), visible.column("store_topic")),
@@ -303,20 +330,15 @@ def queue_deliveries(log: pa.Table, txns: pa.Table) -> pa.Table:
                 "messages": pa.array(np.ones(visible.num_rows, np.int64)),
                 "bytes": visible.column("store_size").cast(pa.int64()),
             }
-        ),
-        pa.table(
-            {
-                "topic": committed.column("topic"),
-                "broker": committed.column("broker"),
-                "queue_id": committed.column("queue_id"),
-                "messages": pa.array(np.ones(committed.num_rows, np.int64)),
-                "bytes": committed.column("half_store_size").cast(pa.int64()),
-            }
-        ),
-    ]
-    both = pa.concat_tables([t.cast(_DELIVERY_PARTS) for t in parts])
-    both = both.filter(pc.and_(pc.is_valid(both.column("broker")), pc.is_valid(both.column("queue_id"))))
-    return regroup(both.cast(DELIVERIES), ("topic", "broker", "queue_id"), ("messages", "bytes"), (), ())
+        )
+    )
+
+
+def _regrouped_deliveries(rows: pa.Table) -> pa.Table:
+    """Delivery rows (of nullable keys) of one queue summed; rows with no broker or queue dropped."""
+    rows = rows.cast(_DELIVERY_PARTS)
+    rows = rows.filter(pc.and_(pc.is_valid(rows.column("broker")), pc.is_valid(rows.column("queue_id"))))
+    return regroup(rows.cast(DELIVERIES), ("topic", "broker", "queue_id"), ("messages", "bytes"), (), ())
 
 
 def consumer_load(deliveries: Sequence[pa.Table] | pa.Table, sc: Scenario) -> pa.Table:

@@ -887,6 +887,30 @@ def test_with_offsets_equals_the_oracle(run: Run) -> None:
     _same_offsets(LOG_COLUMNS.empty_table(), sc)
 
 
+def test_numbered_chunks_of_a_log_given_by_a_function_equal_the_whole(run: Run) -> None:
+    """A broker task gives its log as a function (its scratch files mapped anew for each part): the parts,
+    concatenated, are with_offsets of the whole; a log already in write order is copied, never sliced."""
+    sc, messages, attempts, results = run
+    log = _oracle_log_records(messages, attempts, results, sc)
+    ordered = store.with_offsets(log, sc).select(LOG_COLUMNS.names).cast(LOG_COLUMNS)
+    for records in (_shuffled(log, 7), ordered, log.slice(0, 0)):
+        calls = []
+
+        def given(records: pa.Table = records, calls: list = calls) -> pa.Table:
+            calls.append(1)
+            return records
+
+        parts = list(store.numbered_chunks(given, sc, 11))
+        want = store.with_offsets(records, sc)
+        got = pa.concat_tables([want.schema.empty_table(), *parts])
+        assert got.equals(want, check_metadata=True)
+        assert len(calls) == 1 + len(parts)  # once for the numbering, once per part
+        for part in parts:  # no buffer of the given table kept
+            mine = {b.address for c in records.columns for ch in c.chunks for b in ch.buffers() if b}
+            kept = {b.address for c in part.columns for ch in c.chunks for b in ch.buffers() if b}
+            assert not mine & kept
+
+
 def test_offset_msg_ids_equal_the_oracle() -> None:
     hosts = store_hosts([f"b{i}" for i in range(300)])
     rng = np.random.default_rng(2)

@@ -4,8 +4,9 @@ reader (or a task that Spark re-runs and rewrites the same file) never sees a pa
 from __future__ import annotations
 
 import contextlib
+import functools
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -186,6 +187,17 @@ def read_ipc_group(uris: Sequence[str], g: int, schema: pa.Schema, groups: int =
     """Group ``g`` of each IPC file of ``groups`` groups (:class:`IpcGroupsSink`; 0: record batch ``g``
     alone): memory-mapped (no copy) when local, read when remote."""
     return pa.Table.from_batches(list(_batches(uris, g, groups)), schema=schema)
+
+
+def ipc_group_source(
+    uris: Sequence[str], g: int, schema: pa.Schema, groups: int = 0
+) -> Callable[[], pa.Table]:
+    """A function giving :func:`read_ipc_group` of these arguments each time it is called: local files
+    memory-mapped anew at each call (a caller that drops the table lets go of the pages it touched), remote
+    ones read once (at the first call) and kept."""
+    if all(isinstance(filesystem(u)[0], pafs.LocalFileSystem) for u in uris):
+        return lambda: read_ipc_group(uris, g, schema, groups)
+    return functools.cache(lambda: read_ipc_group(uris, g, schema, groups))
 
 
 def _batches(uris: Sequence[str], g: int, groups: int) -> Iterator[pa.RecordBatch]:

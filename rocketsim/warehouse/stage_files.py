@@ -57,6 +57,7 @@ from rocketsim.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
 from rocketsim.warehouse.files import (
     IpcGroupsSink,
     ParquetSink,
+    ipc_group_source,
     read_bytes,
     read_ipc,
     read_ipc_group,
@@ -525,15 +526,12 @@ def write_broker_files(sc: Scenario, b: int, producers: Sequence[int], work: Sta
 def _broker_files(sc: Scenario, b: int, producers: Sequence[int], work: StageWork) -> dict[str, int]:
     if work.runs(SIMULATE):
         n = len(sc.cluster.brokers)
-        log_uris = [f"{work.scratch}/{SCRATCH_LOG.format(p)}" for p in producers]
-        results_uris = [f"{work.scratch}/{SCRATCH_RESULTS.format(p)}" for p in producers]
-
-        def log() -> pa.Table:
-            return read_ipc_group(log_uris, b, store.LOG_COLUMNS, n)
-
-        def results() -> pa.Table:
-            return read_ipc_group(results_uris, b, RESULTS_CORE, n)
-
+        log = ipc_group_source(
+            [f"{work.scratch}/{SCRATCH_LOG.format(p)}" for p in producers], b, store.LOG_COLUMNS, n
+        )
+        results = ipc_group_source(
+            [f"{work.scratch}/{SCRATCH_RESULTS.format(p)}" for p in producers], b, RESULTS_CORE, n
+        )
         other = read_ipc_group(
             [f"{work.scratch}/{SCRATCH_OTHER_HALVES.format(p)}" for p in producers],
             b,
@@ -570,8 +568,9 @@ def _number_broker(
     (:func:`rocketsim.store.numbered_chunks`, :func:`rocketsim.store.attach_pointed`), each chunk
     appended to its ``commit_log`` and ``send_results`` files and counted; what its broker side reads
     of them folded (:class:`rocketsim.stage.BrokerFold`). ``log`` and ``results`` give the scratch
-    files' records (memory-mapped) each time they are called: opened anew for each chunk and let go
-    after, the pages a task touched do not stay in its memory."""
+    files' records each time they are called (:func:`rocketsim.warehouse.files.ipc_group_source`): local
+    ones memory-mapped anew for each chunk and let go after, so the pages a task touched do not stay in
+    its memory."""
     name = BROKER_PART.format(b)
     log_sink = ParquetSink(work.part("commit_log", name), COMMIT_LOG_DATA, empty_file=False)
     results_sink = ParquetSink(

@@ -305,7 +305,7 @@ def print_table(rows: list[Row], master: str) -> None:
             f"{r.worker_peak_mib:>10,}  {breakdown}"
         )
     for r in rows:
-        bound = "no target: the coupled model's cost" if r.target is None else f"target <= {r.target}"
+        bound = "no ratio target: a cost to state" if r.target is None else f"target <= {r.target}"
         print(
             f"{'PASS' if r.met else 'FAIL'} {r.case} at {r.messages:,}: {r.ratio:.2f}x "
             f"({bound}), largest worker {r.worker_peak_mib:,} MiB "

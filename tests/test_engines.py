@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from rocketsim import brokers as bm
 from rocketsim import workload
 from rocketsim.engine import ENGINE_VARIABLE, compiled, reference
-from rocketsim.engine.plan import SimOutput, SimulationError
+from rocketsim.engine.plan import SimOutput, SimulationError, batch_aligned, prepare
 from rocketsim.errors import ConfigError
 from rocketsim.fault import FAULT_UPDATES, LINE_5, FaultStrategy, Reachable, Site
 from rocketsim.outcomes import Catch, OutcomeKind
@@ -1147,6 +1147,21 @@ def test_random_scenarios_streamed(sc: Scenario, sizes: list[int]) -> None:
         mp.setattr(compiled, "RING_MIN", 1)
         chunks = list(compiled.simulate_chunks(in_chunks(messages, sizes), sc))
     assert_same(reference.simulate_producer(messages, sc), joined(chunks))
+
+
+@pytest.mark.parametrize("modes", [{"sync": 2, "oneway": 1}, {"sync": 1, "async": 1}], ids=["sync", "async"])
+def test_the_benchmarks_kernel_driver_makes_the_streamed_runs_attempts(modes: dict[str, int]) -> None:
+    # run_prepared_chunks (what `bench send` times) drives the kernel as simulate_chunks does, without
+    # making tables: as many attempts as the streamed run's table, in small chunks through a small ring
+    sc = chunk_scenario(modes)
+    m = workload.generate(sc)
+    topics: list[str] = []
+    parts = [prepare(c, sc, topics) for c in batch_aligned(in_chunks(m, [37]))]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(compiled, "RING_SPARE", 0)
+        mp.setattr(compiled, "RING_MIN", 1)
+        n_attempts = compiled.run_prepared_chunks(parts, sc)
+    assert n_attempts == reference.simulate_producer(m, sc).attempts.num_rows > 0
 
 
 def test_a_streamed_run_refuses_born_times_going_back() -> None:

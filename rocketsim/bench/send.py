@@ -7,11 +7,12 @@ default, each a separate scenario whose every send is of that mode). Generates o
 with :mod:`rocketsim.workload`, warms up the compiled engine (numba compile or cache load is not timed),
 then reports, per mode:
 
-* the send loop itself (:func:`rocketsim.engine.compiled.run_prepared`: event loop, selection, fault
-  table, retries, broker model) in attempts/s and messages/s -- the design's >= 1M attempts/s per core
-  target;
-* the whole compiled engine (:func:`rocketsim.engine.compiled.simulate_producer`: messages table in, both
-  output tables out);
+* the send loop itself, streamed as a producer task runs it (:func:`rocketsim.engine.compiled
+  .run_prepared_chunks` over chunks of ``stage_files.CHUNK_ROWS`` messages prepared beforehand: event
+  loop, selection, fault table, retries, broker model, rows taken out of the ring) in attempts/s and
+  messages/s -- the design's >= 1M attempts/s per core target;
+* the whole compiled engine as a producer task runs it (:func:`rocketsim.engine.compiled.simulate_chunks`
+  over the same chunks: messages in, both output tables out);
 * the reference engine (:func:`rocketsim.engine.reference.simulate_producer`) on a small sample, and
   whether both engines give equal tables on that sample (exit 1 if not).
 
@@ -35,8 +36,9 @@ import pyarrow as pa
 
 from rocketsim import workload
 from rocketsim.engine import compiled, reference
-from rocketsim.engine.plan import prepare
+from rocketsim.engine.plan import SimOutput, batch_aligned, prepare
 from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim.warehouse.stage_files import CHUNK_ROWS
 
 TARGET_ATTEMPTS_PER_S = 1_000_000
 BROKERS = tuple(f"broker-{c}" for c in "abcdefgh")
@@ -124,6 +126,12 @@ def _timed(fn: Callable[[], Any], repeat: int) -> tuple[Any, float, float]:
     return result, best_wall, best_cpu
 
 
+def _simulate_streamed(chunks: list[pa.Table], sc: Scenario) -> SimOutput:
+    """Both tables of a streamed run, each concatenated over its chunks."""
+    out = list(compiled.simulate_chunks(chunks, sc))
+    return SimOutput(pa.concat_tables(c.attempts for c in out), pa.concat_tables(c.results for c in out))
+
+
 def _rate(n: int, seconds: float) -> str:
     return f"{n / seconds:>12,.0f}/s" if seconds > 0 else "inf"
 
@@ -190,16 +198,21 @@ def _bench_mode(args: argparse.Namespace, mode: str) -> int:
     compiled.simulate_producer(messages.slice(0, min(2_000, messages.num_rows)), sc)
     print(f"warm-up:  {time.perf_counter() - t:.1f} s (numba compile, or cache load; not counted below)")
 
-    prep = prepare(messages, sc)
-    ko, wall, cpu = _timed(lambda: compiled.run_prepared(prep, sc), args.repeat)
-    n_att = ko.n_attempts
+    cuts = [messages.slice(k, CHUNK_ROWS) for k in range(0, messages.num_rows, CHUNK_ROWS)]
+    chunks = list(batch_aligned(cuts))
+    topics: list[str] = []
+    parts = [prepare(chunk, sc, topics) for chunk in chunks]
+    n_att, wall, cpu = _timed(lambda: compiled.run_prepared_chunks(parts, sc), args.repeat)
     n_msg = messages.num_rows
-    print(f"send loop (compiled.run_prepared), best of {args.repeat}: {wall:.3f} s wall, {cpu:.3f} s CPU")
+    print(
+        f"send loop (compiled.run_prepared_chunks, {len(parts)} chunks of {CHUNK_ROWS:,} messages), "
+        f"best of {args.repeat}: {wall:.3f} s wall, {cpu:.3f} s CPU"
+    )
     print(f"    attempts {n_att:>11,}  {_rate(n_att, wall)} wall  {_rate(n_att, cpu)} CPU")
     print(f"    messages {n_msg:>11,}  {_rate(n_msg, wall)} wall  {_rate(n_msg, cpu)} CPU")
-    out, wall_all, cpu_all = _timed(lambda: compiled.simulate_producer(messages, sc), args.repeat)
+    out, wall_all, cpu_all = _timed(lambda: _simulate_streamed(chunks, sc), args.repeat)
     print(
-        "whole compiled engine (compiled.simulate_producer: Arrow in, both tables out): "
+        "whole compiled engine (compiled.simulate_chunks over the same chunks: Arrow in, both tables out): "
         f"{wall_all:.3f} s wall, {cpu_all:.3f} s CPU"
     )
     print(

@@ -39,20 +39,23 @@ thread's first START is numbered by first appearance, below the loop's own count
 in the whole run's order and the tables are the whole run's. A whole run is one chunk given as the last
 (:func:`run_prepared`).
 
-The loop's steps are separate functions, called, not inlined at numba's level (but one, below): numba's
+The loop's steps are separate functions, called, not inlined at numba's level (but two, below): numba's
 ``inline="always"`` on every step made the loop ~40% faster but its first compile took 150 s and 2.4 GB
 instead of 60 s and 0.6 GB, paid by every fresh checkout and after every change to this file (``make`` warms
 the cache once, at install). Every call passes every array of its arguments as seven separate values (numba
 flattens NamedTuples), so a step that takes ``inp`` and ``state`` and that LLVM does not inline costs a copy
 of ~700 words per call: the small steps take only the arrays they use, the per-send fields are one matrix
-(``FL_*`` columns), and the ASYNC steps run inside one function (:func:`async_event`), the one step inlined at
-numba's level (into :func:`run_loop`, its only caller): LLVM left it a call, whose ~780-word argument copy was
-a third of an ASYNC send's time (inlined, the loop makes ~1.4x the ASYNC attempts per second, for no longer a
-compile: the body is compiled once either way). Every function of the event loop is compiled without the
-runtime's reference counting (``_nrt=False``): the loop allocates nothing (the caller passes every array in),
-and the atomic incref/decref pairs the runtime would put around each array argument cost more than the
-simulation itself. numba freezes the module-level constants it reads (OutcomeKind, SendKind, ...) into the
-cached machine code: after changing one of them, clear the cache (``__pycache__/*.nbi``) or touch this file.
+(``FL_*`` columns), and the ASYNC steps run inside one function (:func:`async_event`). Two steps are inlined
+at numba's level into :func:`run_loop`, their only caller, where LLVM left them calls that copy all of ``inp``
+and ``state``: :func:`async_event`, whose ~780-word argument copy was a third of an ASYNC send's time
+(inlined, ~1.4x the ASYNC attempts per second), and :func:`start_send`, once per SYNC or ONEWAY send
+(inlined, ~1.4x the SYNC and ONEWAY attempts per second; the closed-loop store's arrays had made its copy
+larger); neither makes the compile longer, since each body is compiled once either way. Every function of
+the event loop is compiled without the runtime's reference counting (``_nrt=False``): the loop allocates
+nothing (the caller passes every array in), and the atomic incref/decref pairs the runtime would put around
+each array argument cost more than the simulation itself. numba freezes the module-level constants it reads
+(OutcomeKind, SendKind, ...) into the cached machine code: after changing one of them, clear the cache
+(``__pycache__/*.nbi``) or touch this file.
 """
 
 # Mirrored by engine/reference.py (the readable event loop over rocketsim.send / rocketsim.fault, which
@@ -1323,11 +1326,12 @@ def fail(res, s, failure, now):
     res.end[s] = now
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def start_send(inp, state, s, th, i, now):
     """A SYNC or ONEWAY send starts (with TopicPublishInfo instance ``i``): an ordered send makes its one
     call, a oneway send its one call, a SYNC send enters sendDefaultImpl's loop. Returns (what runs next:
-    STEP_*, thread free at)."""
+    STEP_*, thread free at). Inlined into :func:`run_loop` (numba's ``inline="always"``; see the module's
+    notes)."""
     sends, cfg, fl, res, inst = inp.sends, inp.config, state.in_flight, state.outcomes, state.instances
     kind = sends.kind[s]
     ordered = kind == SendKind.ORDERED or kind == SendKind.ORDERED_ONEWAY
@@ -2582,6 +2586,25 @@ def run_prepared(prep: Prepared, sc: Scenario, tables: StoreTables | None = None
     kernel.give(prep, final=True, pool_order=pool_order)
     kernel.run()
     return kernel.take(0, prep.n_sends)
+
+
+def run_prepared_chunks(parts: list[Prepared], sc: Scenario) -> int:
+    """The kernel as :func:`simulate_chunks` drives it, over chunks prepared beforehand (one producer,
+    seq order, topic ids into one list): each given to the ring, run, and the sends that ended taken
+    out, without making their tables; returns the attempts made (for benchmarks)."""
+    if not parts:
+        return 0
+    first = parts[0]
+    n_threads = max(sc.producers.threads, int(np.unique(first.s_thread).size))
+    kernel = _Kernel(sc, first.producer, max(2 * first.n_sends + RING_SPARE, RING_MIN), n_threads)
+    attempts = 0
+    for k, prep in enumerate(parts):
+        kernel.give(prep, final=k == len(parts) - 1)
+        kernel.run()
+        ended = kernel.ended_below(kernel.taken)
+        if ended > kernel.taken:
+            attempts += kernel.take(kernel.taken, ended).n_attempts
+    return attempts
 
 
 def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) -> str:

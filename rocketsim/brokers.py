@@ -339,11 +339,20 @@ def attempt_outcome(
 
 
 def refused_as_illegal(o: AttemptOutcome) -> AttemptOutcome:
-    """The answer to a message whose properties the broker refuses (``rocketsim.store.properties_illegal``):
-    wherever the model says the broker stores it, it stores nothing, and where the client gets the answer
-    (SEND_OK or a not-OK store status) it is MESSAGE_ILLEGAL instead, as fast; what the broker does not get
-    that far with (connect failures, hangs, its earlier error codes) is unchanged; a late answer is the
-    refusal too."""
+    """The answer to a message whose properties the broker refuses (``rocketsim.store.properties_illegal``).
+
+    The check runs only on a request the broker goes on to store (``o.stored``): 4.9.8
+    ``DefaultMessageStore.asyncPutMessage`` calls ``checkStoreStatus`` before ``checkMessage`` and the
+    CommitLog encoder; 5.3.3 runs the ``checkBeforePutMessage`` hook (``HookUtils``) before
+    ``CommitLog.asyncPutMessage`` encodes. There it stores nothing, a SendResult (SEND_OK or a not-OK store
+    status) becomes MESSAGE_ILLEGAL, as fast, and a late answer is the refusal too. Whatever the broker
+    answers before it stands, code, remark and late answer: connect failures, hangs, the error mix's codes,
+    and the closed-loop store's flow control (``rocketsim.broker_store.Fate``: ``[REJECTREQUEST]`` and
+    ``[OVERLOAD]`` in ``NettyRemotingAbstract.processRequestCommand``, ``[PCBUSY_CLEAN_QUEUE]`` and
+    ``[TIMEOUT_CLEAN_QUEUE]`` from ``BrokerFastFailure`` on a queued request, ``[PC_SYNCHRONIZED]`` from
+    ``checkStoreStatus``). Compiled twin: ``engine/compiled.py`` ``refused_as_illegal``."""
+    if not o.stored:
+        return o
     if o.kind <= OutcomeKind.SLAVE_NOT_AVAILABLE:
         return AttemptOutcome(OutcomeKind.BROKER_ERROR, o.latency_ms, MESSAGE_ILLEGAL)
     late_code = MESSAGE_ILLEGAL if o.late_ms >= 0 else 0

@@ -129,3 +129,54 @@ def test_connect_failures_are_not_capped_by_the_request_timeout() -> None:
         brokers={"default": {"errors": {"connect_refused": 1.0}, "latency": {"connect_refused_ms": 40.0}}}
     )
     assert burst.attempt(0, 1, 0, "broker-a", 0, 5).latency_ms == 40
+
+
+TIMEOUT_CLEAN = (
+    "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 250ms, size"
+)
+
+
+def test_the_broker_refuses_illegal_properties_only_of_what_it_would_store() -> None:
+    # 4.9.8 DefaultMessageStore.asyncPutMessage: checkStoreStatus, then checkMessage (properties string
+    # over Short.MAX_VALUE: MESSAGE_ILLEGAL), then CommitLog.asyncPutMessage's encoder (PROPERTIES_SIZE_
+    # EXCEEDED); 5.3.3: the checkBeforePutMessage hook (HookUtils) before CommitLog.asyncPutMessage's
+    # MessageExtEncoder.encode. SendMessageProcessor.handlePutMessageResult answers both MESSAGE_ILLEGAL.
+    # What reached that point and would be stored is refused, stored nothing; a late answer is the refusal.
+    ok = bm.AttemptOutcome(OutcomeKind.OK, 12, 0, True, 10)
+    assert bm.refused_as_illegal(ok) == bm.AttemptOutcome(OutcomeKind.BROKER_ERROR, 12, bm.MESSAGE_ILLEGAL)
+    flush = bm.AttemptOutcome(OutcomeKind.FLUSH_DISK_TIMEOUT, 40, 0, True, 40)
+    assert bm.refused_as_illegal(flush) == bm.AttemptOutcome(OutcomeKind.BROKER_ERROR, 40, bm.MESSAGE_ILLEGAL)
+    slow = bm.AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, 3000, 0, True, 3400, 3400)
+    assert bm.refused_as_illegal(slow) == bm.AttemptOutcome(
+        OutcomeKind.REMOTING_TIMEOUT, 3000, late_ms=3400, late_code=bm.MESSAGE_ILLEGAL
+    )
+    lost_reply = bm.AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, 3000, 0, True, 20)
+    assert bm.refused_as_illegal(lost_reply) == bm.AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, 3000)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # the closed-loop store's flow control, answered in time and late: NettyRemotingAbstract
+        # .processRequestCommand ([REJECTREQUEST], [OVERLOAD]) and BrokerFastFailure.cleanExpiredRequest
+        # ([PCBUSY_CLEAN_QUEUE], [TIMEOUT_CLEAN_QUEUE]) answer before SendMessageProcessor runs;
+        # [PC_SYNCHRONIZED] is checkStoreStatus (4.9.8) / HookUtils.checkBeforePutMessage (5.3.3), before
+        # checkMessage and the encoder (4.9.8 and 5.3.3): the busy answer stands whatever the properties
+        bm.AttemptOutcome(OutcomeKind.BROKER_ERROR, 260, bm.SYSTEM_BUSY, remark=TIMEOUT_CLEAN),
+        bm.AttemptOutcome(
+            OutcomeKind.REMOTING_TIMEOUT, 150, late_ms=260, late_code=bm.SYSTEM_BUSY, remark=TIMEOUT_CLEAN
+        ),
+        bm.AttemptOutcome(
+            OutcomeKind.BROKER_ERROR,
+            3,
+            bm.SYSTEM_ERROR,
+            remark="[PC_SYNCHRONIZED]broker busy, start flow control for a while",
+        ),
+        # what the broker never processed: the error mix's codes, a refused connect, a hang
+        bm.AttemptOutcome(OutcomeKind.BROKER_ERROR, 5, bm.SERVICE_NOT_AVAILABLE),
+        bm.AttemptOutcome(OutcomeKind.REMOTING_CONNECT, 1),
+        bm.AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, 3000),
+    ],
+)
+def test_an_answer_before_the_properties_check_stands(answer: bm.AttemptOutcome) -> None:
+    assert bm.refused_as_illegal(answer) == answer

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from rocketsim import brokers as bm
-from rocketsim import stage, workload
+from rocketsim import stage, store, workload
 from rocketsim.broker_store import (
     REMARKS,
     Fate,
@@ -127,6 +127,32 @@ def test_closed_outcome_is_the_readable_one(timeout: int) -> None:
             assert store_ms == (ref.store_ms if ref.stored else 0)
 
 
+@pytest.mark.parametrize("timeout", [3000, 5])
+def test_refused_as_illegal_is_the_readable_one(timeout: int) -> None:
+    # brokers.refused_as_illegal and its compiled twin on every closed-loop answer (each Fate, in time and
+    # late) and on the open model's kinds: only what would be stored reaches the properties check
+    answers = [
+        bm.AttemptOutcome(OutcomeKind.OK, 12, 0, True, 10),
+        bm.AttemptOutcome(OutcomeKind.SLAVE_NOT_AVAILABLE, 12, 0, True, 10),
+        bm.AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, 3000, 0, True, 3400, 3400),
+        bm.AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, 3000, 0, True, 20),
+        bm.AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, 3000),
+        bm.AttemptOutcome(OutcomeKind.REMOTING_CONNECT, 1),
+        bm.AttemptOutcome(OutcomeKind.BROKER_ERROR, 5, bm.SYSTEM_BUSY),
+    ]
+    for fate, pc_code in itertools.product(Fate, (1, 2)):
+        stored_at = 1_250_000 if fate == Fate.SERVED else -1
+        ans = StoreAnswer(
+            fate, 1_000_000, 1_260_000, stored_at, remark=REMARKS.get(fate, ""), pc_code=pc_code
+        )
+        answers.append(closed_outcome(bm.AttemptOutcome(OutcomeKind.OK, 3, 0, True, 3), ans, 1000, timeout))
+    for o in answers:
+        ref = bm.refused_as_illegal(o)
+        fast = compiled.refused_as_illegal(o.kind, o.response_code, o.stored, o.late_ms, o.late_code)
+        assert fast == (ref.kind, ref.response_code, ref.stored, ref.late_code), o
+        assert ref == o or o.stored  # nothing the broker would not store changes
+
+
 # ---- whole rounds: the compiled engine against the reference, table for table --------------------------
 
 
@@ -227,6 +253,89 @@ def test_compiled_rounds_carry_the_sweepers_text() -> None:
         r"while, period in queue: (\d+)ms, size of queue: (\d+) BROKER: [abcd]\n"
     )
     assert sum(bool(pattern.match(e)) for e in errors) > 0
+
+
+# Flow control comes before the broker looks at a message's properties (4.9.8 and 5.3.3):
+# NettyRemotingAbstract.processRequestCommand answers [REJECTREQUEST] (SendMessageProcessor.rejectRequest) and
+# [OVERLOAD] before the processor runs; BrokerFastFailure.cleanExpiredRequest / cleanExpiredRequestInQueue
+# answer [PCBUSY_CLEAN_QUEUE] / [TIMEOUT_CLEAN_QUEUE] for requests still in the send queue; [PC_SYNCHRONIZED]
+# is DefaultMessageStore.checkStoreStatus (4.9.8; 5.3.3: HookUtils.checkBeforePutMessage), which
+# asyncPutMessage runs before checkMessage and CommitLog.asyncPutMessage's encoder, the properties checks
+# (MESSAGE_ILLEGAL, SendMessageProcessor.handlePutMessageResult). So an illegal message the store rejects gets
+# the rejection's code and remark, in time or late; one that gets through is refused as MESSAGE_ILLEGAL.
+ILLEGAL_CASES = {
+    "sync": ("sync", 1.4, {}),  # the sweeper answers within the 3 s timeout
+    # a 150 ms timeout: the sweeper (>= 200 ms in queue) answers late, before the response-table scan
+    # removes the request (NettyRemotingAbstract.scanResponseTable): the ASYNC callback gets that answer
+    "async-late": ("async", 1.4, {"producers__send_msg_timeout_ms": 150}),
+    "async-stall": CASES["async-stall"],
+}
+ILLEGAL_TEXT = (
+    "MQBrokerException: CODE: 13  DESC: the message is illegal, maybe msg body or properties length"
+)
+
+
+def illegal_attempts(sc: Scenario, messages: pa.Table, attempts: pa.Table) -> list[dict]:
+    """The attempts of ``attempts`` whose message's properties the broker refuses (store.properties_illegal
+    of the queue it went to)."""
+    base, with_qid, chars = store.illegal_properties_parts(messages, sc.producers.version, sc.broker_version)
+    row = {seq: i for i, seq in enumerate(messages.column("seq").to_pylist())}
+    return [
+        a
+        for a in attempts.to_pylist()
+        if store.properties_illegal(
+            int(base[row[a["seq"]]]), bool(with_qid[row[a["seq"]]]), int(chars[row[a["seq"]]]), a["queue_id"]
+        )
+    ]
+
+
+@pytest.mark.parametrize("case", sorted(ILLEGAL_CASES))
+def test_flow_control_comes_before_the_properties_check(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    mode, load, extra = ILLEGAL_CASES[case]
+    sc = scenario(mode, load, workload__invalid={"oversize_properties": 0.2}, **extra)
+    msgs = by_producer(sc)
+    work = iterative.arrival_work(
+        [iterative.simulate_round(m, sc, p, iterative.trajectories(sc, None))[1] for p, m in msgs.items()]
+    )
+    trajs = iterative.trajectories(sc, work)
+    busy: dict[str, int] = {}
+    late = admitted = 0
+    for p, m in msgs.items():
+        outs = {}
+        for engine in ("reference", "compiled"):
+            monkeypatch.setenv("ROCKETSIM_ENGINE", engine)
+            outs[engine], _ = iterative.simulate_round(m, sc, p, trajs)
+        ref, fast = outs["reference"], outs["compiled"]
+        assert ref.attempts.equals(fast.attempts) and ref.results.equals(fast.results), case
+        errors = {r["seq"]: r["error"] for r in ref.results.to_pylist()}
+        last = {}
+        for a in ref.attempts.to_pylist():
+            last[a["seq"]] = max(last.get(a["seq"], 0), a["attempt"])
+        for a in illegal_attempts(sc, m, ref.attempts):
+            assert not a["stored"]
+            if a["busy_kind"] is not None and a["outcome"].startswith("broker:"):
+                code = bm.SYSTEM_ERROR if a["busy_kind"] == "PC_SYNCHRONIZED" else bm.SYSTEM_BUSY  # 4.9.8
+                assert (a["outcome"], a["response_code"]) == (f"broker:{code}", code), a
+                busy[a["busy_kind"]] = busy.get(a["busy_kind"], 0) + 1
+                late += a["latency_ms"] > sc.producers.send_msg_timeout_ms
+                if a["attempt"] == last[a["seq"]]:
+                    assert errors[a["seq"]].startswith(
+                        f"MQBrokerException: CODE: {code}  DESC: [{a['busy_kind']}]"
+                    )
+            elif (
+                a["busy_kind"] is None
+                and a["store_queue_depth"] is not None
+                and a["outcome"].startswith("broker:")
+            ):
+                assert (a["outcome"], a["response_code"]) == ("broker:13", bm.MESSAGE_ILLEGAL), a
+                admitted += 1
+                if a["attempt"] == last[a["seq"]]:
+                    assert errors[a["seq"]].startswith(ILLEGAL_TEXT)
+    assert admitted > 0 and busy, (admitted, busy)
+    if case == "async-late":
+        assert late > 0
+    if case == "async-stall":
+        assert busy.keys() & {"REJECTREQUEST", "PCBUSY_CLEAN_QUEUE"}, busy
 
 
 def test_arrival_work_sums_in_any_order() -> None:

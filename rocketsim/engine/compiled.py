@@ -71,7 +71,8 @@ each array argument cost more than the simulation itself. numba freezes the modu
 #       reset_index -> fault.FaultStrategy / FaultTable / ThreadLocalIndex;
 #   attempt_outcome, base_latency -> brokers.attempt_outcome / base_latency_ms;
 #   oneway_caller_sees -> send.oneway_caller_sees (both read outcomes.ONEWAY_SEES);
-#   properties_illegal (in make_call) -> store.properties_illegal + brokers.refused_as_illegal;
+#   properties_illegal, refused_as_illegal (make_call, async_call) -> store.properties_illegal +
+#       brokers.refused_as_illegal;
 #   through_store, store_none (closed-loop brokers, iterative rounds) -> reference.ProducerSimulation
 #       .transport_for with iterative's _TrajectoryStore (the store's rules: engine/compiled_store.py);
 #   mix64, uniform, attempt_key, index_key -> rng.mix64 / uniform / draw_key / derive_key;
@@ -299,10 +300,9 @@ FL_STORE_MS = 27  # when, after the call's start
 FL_ST_BUSY = 28  # the rejection's broker_store.Fate (-1: none)
 FL_ST_DEPTH = 29  # the send-queue depth it found (-1: the store did not see it)
 FL_ST_SERVICE = 30  # its append's writer time, us (-1: not stored)
-FL_ST_REMARK = 31  # the Fate whose remark the answer carries (-1: none, or refused as illegal)
-FL_ST_PERIOD = 32  # the sweeper remark's period in queue (ms)
-FL_ST_SIZE = 33  # and its size of queue
-N_IN_FLIGHT = 34
+FL_ST_PERIOD = 31  # the sweeper remark's period in queue (ms) (the remark is FL_ST_BUSY's)
+FL_ST_SIZE = 32  # and its size of queue
+N_IN_FLIGHT = 33
 
 
 # ---- the kernel's arguments -------------------------------------------------------------------------
@@ -438,7 +438,6 @@ class AttemptRows(NamedTuple):
     st_busy: np.ndarray  # FL_ST_* of the call (closed-loop store)
     st_depth: np.ndarray
     st_service: np.ndarray
-    st_remark: np.ndarray
     st_period: np.ndarray
     st_size: np.ndarray
 
@@ -863,20 +862,16 @@ def store_none(fl, s):
     fl[s, FL_ST_BUSY] = -1
     fl[s, FL_ST_DEPTH] = -1
     fl[s, FL_ST_SERVICE] = -1
-    fl[s, FL_ST_REMARK] = -1
 
 
 @njit(**_NO_RC)
-def through_store(
-    tables, sends, fl, s, b, q, start, timeout, kind, lat, code, stored, store_ms, late_ms, late_code
-):
+def through_store(tables, fl, s, b, start, timeout, kind, lat, code, stored, store_ms, late_ms, late_code):
     """The closed-loop store's part of a call the broker model answered (``reference.ProducerSimulation
     .transport_for``): an answer with a latency (``broker_store.carries_load``) goes through broker ``b``'s
     trajectory (:func:`rocketsim.engine.compiled_store.trajectory_answer`) and becomes
-    :func:`rocketsim.engine.compiled_store.closed_outcome`; its store columns go to ``fl``. A message
-    whose properties the broker refuses (``brokers.refused_as_illegal``, applied by the caller where
-    stored) loses the store's remark, and a late answer to it is MESSAGE_ILLEGAL. Returns the call's
-    (kind, latency, code, stored, store ms, late ms, late code)."""
+    :func:`rocketsim.engine.compiled_store.closed_outcome`; its store columns go to ``fl`` (a rejection's
+    remark is its Fate's, ``FL_ST_BUSY``, whatever the message's properties: :func:`refused_as_illegal`
+    leaves it alone). Returns the call's (kind, latency, code, stored, store ms, late ms, late code)."""
     store_none(fl, s)
     if not (kind == OutcomeKind.OK or (kind == OutcomeKind.REMOTING_TIMEOUT and late_ms >= 0)):
         return kind, lat, code, stored, store_ms, late_ms, late_code
@@ -891,14 +886,24 @@ def through_store(
         fl[s, FL_ST_SERVICE] = service
     else:
         fl[s, FL_ST_BUSY] = fate
-        fl[s, FL_ST_REMARK] = fate
         fl[s, FL_ST_PERIOD] = period
         fl[s, FL_ST_SIZE] = size
-        if properties_illegal(sends, s, q):
-            fl[s, FL_ST_REMARK] = -1
-            if late_ms >= 0:
-                late_code = bm.MESSAGE_ILLEGAL
     return kind, lat, code, stored, store_ms, late_ms, late_code
+
+
+@njit(**_NO_RC)
+def refused_as_illegal(kind, code, stored, late_ms, late_code):
+    """``brokers.refused_as_illegal`` of a call to a broker that refuses the message's properties: only
+    what the broker would store reaches the check; that is stored nothing, a SendResult becomes
+    MESSAGE_ILLEGAL and a late answer the refusal. Everything else (a flow-control rejection included)
+    stands. Returns the call's (kind, code, stored, late code)."""
+    if not stored:
+        return kind, code, stored, late_code
+    if is_result_kind(kind):
+        return OutcomeKind.BROKER_ERROR, np.int64(bm.MESSAGE_ILLEGAL), False, late_code
+    if late_ms >= 0:
+        return kind, code, False, np.int64(bm.MESSAGE_ILLEGAL)
+    return kind, code, False, late_code
 
 
 @njit(**_NO_RC)
@@ -1282,13 +1287,11 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
     key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
     kind, lat, code, stored, store_ms, late_ms, late_code = attempt_outcome(inp.model, b, key, now, timeout)
     if inp.store.params.shape[0] > 0:
-        kind, lat, code, stored, store_ms, _, _ = through_store(
+        kind, lat, code, stored, store_ms, late_ms, late_code = through_store(
             inp.store,
-            inp.sends,
             state.in_flight,
             s,
             b,
-            q,
             now,
             timeout,
             kind,
@@ -1299,10 +1302,8 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
             late_ms,
             late_code,
         )
-    if stored and properties_illegal(inp.sends, s, q):  # brokers.refused_as_illegal: nothing stored
-        stored = False
-        if is_result_kind(kind):
-            kind, code = OutcomeKind.BROKER_ERROR, bm.MESSAGE_ILLEGAL
+    if stored and properties_illegal(inp.sends, s, q):
+        kind, code, stored, _ = refused_as_illegal(kind, code, stored, late_ms, late_code)
     fl = state.in_flight
     fl[s, FL_SLOT] = slot
     fl[s, FL_BROKER] = b
@@ -1378,7 +1379,6 @@ def record_attempt(fl, att, st, ft, res, s, attempt, latency, target, now):
     att.st_busy[n] = fl[s, FL_ST_BUSY]
     att.st_depth[n] = fl[s, FL_ST_DEPTH]
     att.st_service[n] = fl[s, FL_ST_SERVICE]
-    att.st_remark[n] = fl[s, FL_ST_REMARK]
     att.st_period[n] = fl[s, FL_ST_PERIOD]
     att.st_size[n] = fl[s, FL_ST_SIZE]
     st[ST_ATTEMPTS] = n + 1
@@ -1621,28 +1621,10 @@ def async_call(inp, state, s, attempt, now, req_timeout):
             )
             if inp.store.params.shape[0] > 0:
                 kind, lat, code, stored, store_ms, late_ms, late_code = through_store(
-                    inp.store,
-                    inp.sends,
-                    fl,
-                    s,
-                    b,
-                    q,
-                    grant,
-                    timeout,
-                    kind,
-                    lat,
-                    code,
-                    stored,
-                    store_ms,
-                    late_ms,
-                    late_code,
+                    inp.store, fl, s, b, grant, timeout, kind, lat, code, stored, store_ms, late_ms, late_code
                 )
-            if stored and properties_illegal(inp.sends, s, q):  # brokers.refused_as_illegal
-                stored = False
-                if is_result_kind(kind):
-                    kind, code = OutcomeKind.BROKER_ERROR, bm.MESSAGE_ILLEGAL
-                if late_ms >= 0:
-                    late_code = bm.MESSAGE_ILLEGAL
+            if stored and properties_illegal(inp.sends, s, q):
+                kind, code, stored, late_code = refused_as_illegal(kind, code, stored, late_ms, late_code)
     fl[s, FL_REFUSED] = refused
     fl[s, FL_CALL_START] = start
     fl[s, FL_STORED] = stored
@@ -2140,7 +2122,6 @@ def take_attempts(att, n_a, gid, lo, hi, label_keys, out, label, off):
             out.st_busy[j] = att.st_busy[k]
             out.st_depth[j] = att.st_depth[k]
             out.st_service[j] = att.st_service[k]
-            out.st_remark[j] = att.st_remark[k]
             out.st_period[j] = att.st_period[k]
             out.st_size[j] = att.st_size[k]
             kind = att.kind[k]
@@ -2165,7 +2146,6 @@ def take_attempts(att, n_a, gid, lo, hi, label_keys, out, label, off):
             att.st_busy[kept] = att.st_busy[k]
             att.st_depth[kept] = att.st_depth[k]
             att.st_service[kept] = att.st_service[k]
-            att.st_remark[kept] = att.st_remark[k]
             att.st_period[kept] = att.st_period[k]
             att.st_size[kept] = att.st_size[k]
             kept += 1
@@ -2690,7 +2670,7 @@ def _error_texts(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> tup
         elif failure == Failure.BROKER:  # the remark of the send's last call: the one that threw
             last = ko.att_off[s + 1] - 1
             a = ko.attempts
-            remark = int(a.st_remark[last]) if ko.closed and last >= ko.att_off[s] else -1
+            remark = int(a.st_busy[last]) if ko.closed and last >= ko.att_off[s] else -1
             said = (remark, int(a.st_period[last]), int(a.st_size[last])) if remark >= 0 else (-1, 0, 0)
             key = (failure, int(res.aux[s]), int(res.broker[s]), *said)
         else:

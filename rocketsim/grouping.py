@@ -72,6 +72,34 @@ def from_codes(codes: np.ndarray, names: pa.Array, *, dictionary: bool = True) -
     return names.cast(pa.string()).take(idx)
 
 
+def take_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``table.take(rows)`` (one chunk a column) without concatenating ``table``'s chunks first (which
+    ``take`` does: a copy of every column per call): each record batch's rows taken from it alone, then
+    put back in the order of ``rows``. What it costs follows ``rows``, not ``table``."""
+    rows = np.asarray(rows, np.int64)
+    batches = [b for b in table.to_batches() if b.num_rows]
+    if len(batches) < 2:
+        return table.take(pa.array(rows)).combine_chunks()
+    starts = np.cumsum([0, *(b.num_rows for b in batches)])
+    if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= starts[-1]):
+        raise IndexError(f"take_rows: a row outside 0..{starts[-1] - 1}")
+    batch = np.searchsorted(starts, rows, "right") - 1
+    by_batch = np.argsort(batch, kind="stable")
+    ends = np.searchsorted(batch[by_batch], np.arange(1, len(batches) + 1))
+    local = rows[by_batch] - starts[batch[by_batch]]
+    pieces, at = [], 0
+    for b, end in zip(batches, ends.tolist(), strict=True):
+        if end > at:
+            pieces.append(b.take(pa.array(local[at:end])))
+        at = end
+    gathered = pa.Table.from_batches(pieces, schema=table.schema).combine_chunks()
+    if (by_batch[1:] > by_batch[:-1]).all():  # rows already batch by batch
+        return gathered
+    back = np.empty(len(rows), np.int64)
+    back[by_batch] = np.arange(len(rows))
+    return gathered.take(pa.array(back))
+
+
 def pack_keys(keys: Sequence[np.ndarray]) -> np.ndarray | None:
     """One int64 per row that sorts as the row's tuple of ``keys`` (mixed radix over their ranges);
     None when the ranges do not fit."""

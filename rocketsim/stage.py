@@ -178,7 +178,7 @@ BROKER_SIDE_LOG_COLUMNS = (*broker_side.STORAGE_COLUMNS, "real_topic", "real_que
 
 class BrokerFold:
     """A broker task's broker side fed its numbered commit log and its completed results a part at a time
-    (:func:`rocketsim.store.numbered_chunks`, :func:`rocketsim.store.attach_pointed`): keeps of each
+    (:func:`rocketsim.store.numbered_chunks`, :class:`rocketsim.store.PointedRecords`): keeps of each
     record only the columns the broker side reads (:data:`BROKER_SIDE_LOG_COLUMNS`), its halves whole,
     and the results pointing at its halves; :meth:`tables` gives the :class:`BrokerTables` whose
     :meth:`BrokerTables.storage`, :meth:`BrokerTables.stored_transactions` and

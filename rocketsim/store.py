@@ -53,7 +53,7 @@ import pyarrow.compute as pc
 
 from rocketsim import codec
 from rocketsim.codec import SocketAddress, StoredMessage
-from rocketsim.grouping import bools, group_codes, ints, lookup, pack_keys
+from rocketsim.grouping import bools, group_codes, ints, lookup, pack_keys, string_codes, take_rows
 from rocketsim.message import MessageConst, MessageSysFlag, broker_delay_transform
 from rocketsim.scenario import Scenario
 from rocketsim.schemas import COMMIT_LOG, SEND_RESULTS, data_schema, is_broker_side
@@ -74,6 +74,7 @@ __all__ = [
     "STORE_COLUMNS",
     "STORE_PORT",
     "attach_store_columns",
+    "PointedRecords",
     "batch_properties",
     "broker_ordered",
     "batch_request_properties",
@@ -814,9 +815,7 @@ def _store_order(log: pa.Table) -> np.ndarray | None:
         return np.lexsort((seq, attempt, send_seq, producer, ts))
     if (packed[1:] >= packed[:-1]).all():
         return None
-    order = np.argsort(packed)
-    ordered = packed[order]
-    return order if (ordered[1:] > ordered[:-1]).all() else np.argsort(packed, kind="stable")
+    return np.argsort(packed, kind="stable")  # the fastest here: a broker's log is runs in near order
 
 
 def _running_sums(groups: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
@@ -923,14 +922,14 @@ def _numbered(
     brokers = list(sc.cluster.brokers)
     index = n.broker[rows]
     if n.order is not None:  # broker and topic rebuilt from their codes: cheaper than taking the strings
-        part = log.drop_columns(["broker", "store_topic"]).take(pa.array(n.order[rows]))
+        part = take_rows(log.drop_columns(["broker", "store_topic"]), n.order[rows])
         part = part.append_column("broker", pa.array(brokers, pa.string()).take(pa.array(index)))
         part = part.append_column("store_topic", n.topics.take(pa.array(n.topic[rows])))
     else:
         start = rows.start or 0
         part = log.slice(start, len(index))
         if copy:
-            part = part.take(pa.array(np.arange(len(index))))
+            part = take_rows(part, np.arange(len(index)))
     commit_log_offset = n.commit_log_offset[rows]
     cols = {
         "queue_offset": pa.array(n.queue_offset[rows]),
@@ -947,6 +946,12 @@ def _numbered(
 RESULTS_DATA = data_schema(SEND_RESULTS)
 # the columns send_results gains from the commit-log record it points at
 RESULT_STORE_COLUMNS = tuple(f.name for f in SEND_RESULTS if is_broker_side(f))
+# how PointedRecords keeps them: strings as codes, numbers as such (with their nulls), the id made again
+_POINTED_STRINGS = tuple(
+    n for n in RESULT_STORE_COLUMNS if n != "offset_msg_id" and pa.types.is_string(RESULTS_DATA.field(n).type)
+)
+_POINTED_NUMBERS = tuple(n for n in RESULT_STORE_COLUMNS if n not in ("offset_msg_id", *_POINTED_STRINGS))
+_POINTED_NULLABLE = tuple(n for n in _POINTED_NUMBERS if data_schema(COMMIT_LOG).field(n).nullable)
 
 
 def pointed_brokers(
@@ -982,36 +987,95 @@ def _result_keys(table: pa.Table) -> np.ndarray:
     return (ints(table, "producer") << 40) | ints(table, "seq")
 
 
-def attach_store_columns(results: pa.Table, numbered: pa.Table) -> pa.Table:
+def attach_store_columns(results: pa.Table, numbered: pa.Table, sc: Scenario) -> pa.Table:
     """``results`` (each pointing at one record of ``numbered``) with that record's broker-side columns."""
-    pointed = numbered.filter(numbered.column("is_result"))
-    if pointed.num_rows != results.num_rows:
+    pointed = PointedRecords(sc.cluster.brokers)
+    pointed.add(numbered)
+    if pointed.rows != results.num_rows:
         raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
-    return attach_pointed(results, pointed)
+    return pointed.attach(results)
 
 
-def attach_pointed(results: pa.Table, pointed: pa.Table) -> pa.Table:
-    """``results`` with the broker-side columns of the record each one points at, among ``pointed``
-    (records that results point at, ``is_result``; more of them than ``results`` allowed)."""
-    keys, wanted = _result_keys(pointed), _result_keys(results)
-    order = np.argsort(keys, kind="stable")
-    at = np.searchsorted(keys, wanted, sorter=order)
-    paired = not len(at) or (
-        at.max() < len(keys) and (keys[order[np.minimum(at, len(keys) - 1)]] == wanted).all()
-    )
-    if not paired:
-        raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
-    take = pa.array(order[at])
-    for name in RESULT_STORE_COLUMNS:
-        results = results.append_column(RESULTS_DATA.field(name), pointed.column(name).take(take))
-    return results.select(RESULTS_DATA.names).cast(RESULTS_DATA)
+class PointedRecords:
+    """The numbered commit-log records that ``send_results`` rows point at (``is_result``), gathered a
+    part at a time (:meth:`add`, e.g. of :func:`numbered_chunks`) as what results take of them
+    (:data:`RESULT_STORE_COLUMNS`: numbers, strings as codes; the offset message id made again from the
+    broker and the offset when attached), sorted by (producer, seq) once, at the first :meth:`attach`;
+    :meth:`attach` completes results a part at a time. Among records of one message (more pointed
+    records than results allowed), the first added."""
+
+    def __init__(self, brokers: Sequence[str]) -> None:
+        self.brokers = list(brokers)
+        self.rows = 0
+        self._parts: list[dict[str, np.ndarray]] = []
+        self._names: dict[str, dict[str, int]] = {n: {} for n in _POINTED_STRINGS}
+        self._sorted: dict[str, np.ndarray] | None = None
+
+    def add(self, numbered: pa.Table) -> None:
+        """Keep the pointed records of ``numbered`` (``commit_log`` columns)."""
+        if self._sorted is not None:
+            raise ValueError("PointedRecords.add after attach")
+        mask = bools(numbered.column("is_result"))
+        if not mask.any():
+            return
+        part = {"key": _result_keys(numbered)[mask]}
+        part["broker"] = broker_indexes(numbered.column("broker"), self.brokers)[mask].astype(np.int32)
+        for name in _POINTED_STRINGS:
+            codes, names = string_codes(numbered.column(name))
+            known = self._names[name]
+            remap = np.array([known.setdefault(v, len(known)) for v in names.to_pylist()], np.int32)
+            part[name] = remap[codes[mask]]
+        for name in _POINTED_NUMBERS:
+            column = numbered.column(name)
+            dtype = RESULTS_DATA.field(name).type.to_pandas_dtype()
+            part[name] = np.asarray(column.fill_null(0).to_numpy(), dtype)[mask]
+            if name in _POINTED_NULLABLE:
+                part[f"{name}.valid"] = bools(column.is_valid())[mask]
+        self._parts.append(part)
+        self.rows += len(part["key"])
+
+    def _columns(self) -> dict[str, np.ndarray]:
+        """The kept columns, sorted by key (stable: the first added first); made once, parts let go."""
+        if self._sorted is None:
+            names = list(self._parts[0]) if self._parts else []
+            cols = {n: np.concatenate([p.pop(n) for p in self._parts]) for n in names}
+            self._parts = []
+            order = np.argsort(cols["key"], kind="stable") if cols else None
+            if order is not None and not (order[1:] > order[:-1]).all():
+                cols = {n: c[order] for n, c in cols.items()}
+            self._sorted = cols
+        return self._sorted
+
+    def attach(self, results: pa.Table) -> pa.Table:
+        """``results`` (each pointing at one kept record) with the broker-side columns of its record."""
+        cols, wanted = self._columns(), _result_keys(results)
+        keys = cols.get("key", np.zeros(0, np.int64))
+        at = np.searchsorted(keys, wanted)
+        paired = not len(at) or (at.max() < len(keys) and (keys[at] == wanted).all())
+        if not paired:
+            raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
+        made: dict[str, pa.Array] = {}
+        if len(at):
+            for name in _POINTED_STRINGS:
+                names = pa.array(list(self._names[name]), pa.string())
+                made[name] = names.take(pa.array(cols[name][at]))
+            for name in _POINTED_NUMBERS:
+                valid = cols.get(f"{name}.valid")
+                mask = None if valid is None else ~valid[at]
+                made[name] = pa.array(cols[name][at], RESULTS_DATA.field(name).type, mask=mask)
+            hosts = store_hosts(self.brokers)
+            made["offset_msg_id"] = offset_msg_ids(cols["broker"][at], cols["commit_log_offset"][at], hosts)
+        for name in RESULT_STORE_COLUMNS:
+            field = RESULTS_DATA.field(name)
+            results = results.append_column(field, made.get(name, pa.array([], field.type)))
+        return results.select(RESULTS_DATA.names).cast(RESULTS_DATA)
 
 
 def number_broker(log: pa.Table, results: pa.Table, sc: Scenario) -> tuple[pa.Table, pa.Table]:
     """The broker step: one broker's records from every producer (:data:`LOG_COLUMNS`) and the results
     that point at them -> (its ``commit_log`` rows, those results with their store columns)."""
     numbered = with_offsets(log, sc)
-    return numbered, attach_store_columns(results, numbered)
+    return numbered, attach_store_columns(results, numbered, sc)
 
 
 # ---- store files --------------------------------------------------------------------------------

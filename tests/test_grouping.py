@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from rocketsim import grouping
 
@@ -59,3 +60,33 @@ def test_windows_divide_as_doubles() -> None:
     assert grouping.spark_window(ts, 1000).tolist() == [-1000, 0, 0, 1000, 2000]
     assert grouping.window_index(ts, 700).tolist() == [-1, 0, 1, 1, 3]
     assert grouping.spark_ceil_div(np.array([0, 1, 20, 21]), 20).tolist() == [0, 1, 1, 2]
+
+
+def test_take_rows_equals_take_over_many_batches() -> None:
+    """take_rows takes from each record batch alone (no concatenation of the table's chunks): the rows,
+    their order, nulls and strings as Table.take gives them."""
+    rng = np.random.default_rng(3)
+    batches = [
+        pa.record_batch(
+            {
+                "i": pa.array(rng.integers(0, 1 << 40, n)),
+                "s": pa.array([f"v{x}" if x % 3 else None for x in rng.integers(0, 50, n)], pa.string()),
+            }
+        )
+        for n in (5, 0, 17, 1, 30)
+    ]
+    table = pa.Table.from_batches(batches)
+    for rows in (
+        rng.permutation(table.num_rows),
+        rng.integers(0, table.num_rows, 100),  # repeats
+        np.arange(table.num_rows),  # batch by batch already
+        np.arange(10, 20),
+        np.zeros(0, np.int64),
+    ):
+        got = grouping.take_rows(table, rows)
+        assert got.equals(table.take(pa.array(rows, pa.int64())))
+        assert all(c.num_chunks <= 1 for c in got.columns)
+    single = pa.Table.from_batches(batches[2:3])
+    assert grouping.take_rows(single, np.array([3, 0])).equals(single.take([3, 0]))
+    with pytest.raises(IndexError):
+        grouping.take_rows(table, np.array([table.num_rows]))

@@ -1076,6 +1076,39 @@ def step_run() -> tuple[Scenario, pa.Table, pa.Table, pd.DataFrame, pd.DataFrame
     return sc, messages, out.attempts, committed, completed.to_pandas()
 
 
+def test_pointed_records_fed_in_parts_complete_results_as_the_whole(step_run: tuple) -> None:
+    """A broker task keeps the records results point at a numbered part at a time and completes its
+    results a part at a time, in any order: each result gets the columns of the record it points at
+    (the record with is_result, MessageDecoder.createMessageId of its store host and offset)."""
+    sc, messages, attempts, oracle, results = step_run
+    out = simulate.simulate(messages, sc)
+    log = store.log_records(messages, attempts, out.results, sc)
+    b = sc.cluster.brokers[0]
+    mine = log.filter(pc.equal(log.column("broker"), b))
+    own = out.results.filter(
+        pc.is_in(_message_keys(out.results), value_set=_message_keys(mine.filter(mine.column("is_result"))))
+    )
+    pointed = store.PointedRecords(sc.cluster.brokers)
+    for part in store.numbered_chunks(mine, sc, 7):
+        pointed.add(part)
+    assert pointed.rows == own.num_rows
+    parts = [pointed.attach(own.slice(at, 5)) for at in reversed(range(0, own.num_rows, 5))]
+    got = pa.concat_tables(parts).sort_by([("producer", "ascending"), ("seq", "ascending")])
+    whole = store.attach_store_columns(own, store.with_offsets(mine, sc), sc)
+    assert got.equals(whole)
+    want = oracle[oracle.is_result & oracle.broker.eq(b)][["producer", "seq", *store.RESULT_STORE_COLUMNS]]
+    merged = got.to_pandas().merge(want, on=["producer", "seq"], suffixes=("", "_o"))
+    assert len(merged) == got.num_rows
+    for c in store.RESULT_STORE_COLUMNS:
+        assert merged[c].equals(merged[f"{c}_o"]), c
+    with pytest.raises(ValueError):
+        pointed.add(mine.slice(0, 0))
+    empty = store.PointedRecords(sc.cluster.brokers)
+    assert empty.attach(own.slice(0, 0)).num_rows == 0
+    with pytest.raises(AssertionError, match="do not pair up"):
+        empty.attach(own.slice(0, 1))
+
+
 def test_broker_step_offsets_are_dense_and_follow_store_order(step_run: tuple) -> None:
     _, _, _, oracle, _ = step_run
     assert oracle.duplicated(["producer", "seq"]).any()  # a not-OK store retried elsewhere: two copies
@@ -1159,9 +1192,9 @@ def test_broker_step_refuses_results_and_records_that_do_not_pair_up(step_run: t
         _message_keys(out.results), value_set=_message_keys(numbered.filter(numbered["is_result"]))
     )
     results = out.results.filter(own)
-    assert store.attach_store_columns(results, numbered).num_rows == results.num_rows
+    assert store.attach_store_columns(results, numbered, sc).num_rows == results.num_rows
     with pytest.raises(AssertionError, match="do not pair up"):
-        store.attach_store_columns(results.slice(1), numbered)
+        store.attach_store_columns(results.slice(1), numbered, sc)
     assert store.RESULT_STORE_COLUMNS == (
         "store_ts_ms",
         "store_topic",

@@ -20,7 +20,7 @@ they read (what an earlier job wrote and this one does not compute):
    transactional messages whose result points at no half;
 2. :func:`write_broker_files`, once per broker: that broker's batches of every producer's scratch files
    numbered and completed a chunk at a time (:func:`rocketsim.store.numbered_chunks`,
-   :func:`rocketsim.store.attach_pointed`: ``commit_log`` and ``send_results`` Parquet), or its
+   :class:`rocketsim.store.PointedRecords`: ``commit_log`` and ``send_results`` Parquet), or its
    committed records read back; its ``broker_storage`` and the ``transactions`` rows of its halves
    (Parquet, from what :class:`rocketsim.stage.BrokerFold` kept), what consumers of its queues get
    (scratch);
@@ -100,8 +100,6 @@ INPUT_COLUMNS["commit_log"] = "broker"
 _MESSAGE_KEYS = ("producer", "seq", "message_type")
 _RESULT_COUNTS = ("producer", "seq", "status", "attempts", "broker", "queue_offset", "store_topic")
 _LOG_READ = tuple(n for n in COMMIT_LOG_DATA.names if n != "offset_msg_id")
-# what a result takes from the record it points at (store.attach_pointed)
-_POINTED = ["producer", "seq", *store.RESULT_STORE_COLUMNS]
 
 
 # messages a producer task simulates at a time by default: its memory is bounded by this, whatever the
@@ -565,7 +563,7 @@ def _number_broker(
     work: StageWork,
 ) -> tuple[stage.BrokerTables, dict[str, int]]:
     """A broker's records numbered and the results pointing at them completed, a chunk at a time
-    (:func:`rocketsim.store.numbered_chunks`, :func:`rocketsim.store.attach_pointed`), each chunk
+    (:func:`rocketsim.store.numbered_chunks`, :class:`rocketsim.store.PointedRecords`), each chunk
     appended to its ``commit_log`` and ``send_results`` files and counted; what its broker side reads
     of them folded (:class:`rocketsim.stage.BrokerFold`). ``log`` and ``results`` give the scratch
     files' records each time they are called (:func:`rocketsim.warehouse.files.ipc_group_source`): local
@@ -581,21 +579,19 @@ def _number_broker(
     )
     fold = stage.BrokerFold(b, other)
     parts = [reconcile.log_counts(COMMIT_LOG_DATA.empty_table())]
-    pointed = []
+    pointed = store.PointedRecords(sc.cluster.brokers)
     try:
         for part in store.numbered_chunks(log, sc, work.chunk_rows):
             log_sink.write(part)
             parts.append(reconcile.log_counts(part))
             fold.add_log(part)
-            pointed.append(part.filter(part.column("is_result")).select(_POINTED))
-        pointed_records = pa.concat_tables([COMMIT_LOG_DATA.empty_table().select(_POINTED), *pointed])
-        del pointed
+            pointed.add(part)
         total = results().num_rows
-        if pointed_records.num_rows != total:
+        if pointed.rows != total:
             raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
         parts.append(reconcile.stored_result_counts(RESULTS_DATA.empty_table()))
         for at in range(0, total, work.chunk_rows):
-            completed = store.attach_pointed(results().slice(at, work.chunk_rows), pointed_records)
+            completed = pointed.attach(results().slice(at, work.chunk_rows))
             results_sink.write(completed)
             parts.append(reconcile.stored_result_counts(completed))
             fold.add_results(completed)

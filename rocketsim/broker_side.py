@@ -33,8 +33,10 @@ import pyarrow.compute as pc
 from rocketsim import rebalance, schemas, store, transactions
 from rocketsim.grouping import (
     Groups,
+    bools,
     from_codes,
     ints,
+    joint_codes,
     regroup,
     running_sum,
     sort_rows,
@@ -319,18 +321,29 @@ def queue_deliveries(log: pa.Table, txns: pa.Table) -> pa.Table:
 
 
 def _record_deliveries(log: pa.Table) -> pa.Table:
-    """:func:`queue_deliveries` of records ``log`` (no committed half)."""
-    visible = log.filter(pc.not_equal(log.column("store_topic"), store.HALF_TOPIC))
-    return _regrouped_deliveries(
-        pa.table(
-            {
-                "topic": pc.coalesce(visible.column("real_topic"), visible.column("store_topic")),
-                "broker": visible.column("broker"),
-                "queue_id": pc.coalesce(visible.column("real_queue_id"), visible.column("store_queue_id")),
-                "messages": pa.array(np.ones(visible.num_rows, np.int64)),
-                "bytes": visible.column("store_size").cast(pa.int64()),
-            }
-        )
+    """:func:`queue_deliveries` of records ``log`` (no committed half): grouped by codes (the topic,
+    real or stored, and the broker as codes of their sorted names), the strings made once per queue."""
+    (real, stored), topics = joint_codes([log.column("real_topic"), log.column("store_topic")])
+    half = topics.index(store.HALF_TOPIC).as_py()
+    visible = stored != half if half >= 0 else np.ones(len(stored), bool)
+    topic = np.where(real >= 0, real, stored)[visible]
+    broker, brokers = string_codes(log.column("broker"))
+    real_queue = log.column("real_queue_id")
+    queue = np.where(
+        bools(real_queue.is_valid()),
+        np.asarray(real_queue.fill_null(0).to_numpy(), np.int64),
+        ints(log, "store_queue_id"),
+    )[visible]
+    g = Groups([topic, broker[visible], queue])
+    return pa.table(
+        {
+            "topic": from_codes(topic[g.first], topics, dictionary=False),
+            "broker": from_codes(broker[visible][g.first], brokers, dictionary=False),
+            "queue_id": pa.array(queue[g.first].astype(np.int32)),
+            "messages": g.count(),
+            "bytes": g.sum(ints(log, "store_size")[visible]),
+        },
+        schema=DELIVERIES,
     )
 
 

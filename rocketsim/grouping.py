@@ -17,7 +17,7 @@ Every function is a handful of numpy passes (a sort at most), never a Python loo
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -74,25 +74,36 @@ def from_codes(codes: np.ndarray, names: pa.Array, *, dictionary: bool = True) -
 
 def take_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
     """``table.take(rows)`` (one chunk a column) without concatenating ``table``'s chunks first (which
-    ``take`` does: a copy of every column per call): each record batch's rows taken from it alone, then
-    put back in the order of ``rows``. What it costs follows ``rows``, not ``table``."""
+    ``take`` does: a copy of every column per call): :func:`take_from_batches` of its record batches."""
+    batches = table.to_batches()
+    return take_from_batches(
+        lambda which: [batches[i] for i in which], [b.num_rows for b in batches], rows, table.schema
+    )
+
+
+def take_from_batches(
+    batches: Callable[[list[int]], list[pa.RecordBatch]],
+    sizes: Sequence[int],
+    rows: np.ndarray,
+    schema: pa.Schema,
+) -> pa.Table:
+    """Rows ``rows`` (one chunk a column, in that order) of the record batches of ``sizes`` rows each, in
+    order, given by ``batches`` (the batches of the indices given, only those the rows are in): each
+    batch's rows taken from it alone, then put back in the order of ``rows``. What it costs follows
+    ``rows``, not the batches."""
     rows = np.asarray(rows, np.int64)
-    batches = [b for b in table.to_batches() if b.num_rows]
-    if len(batches) < 2:
-        return table.take(pa.array(rows)).combine_chunks()
-    starts = np.cumsum([0, *(b.num_rows for b in batches)])
+    starts = np.cumsum([0, *sizes])
     if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= starts[-1]):
-        raise IndexError(f"take_rows: a row outside 0..{starts[-1] - 1}")
+        raise IndexError(f"take_from_batches: a row outside 0..{starts[-1] - 1}")
     batch = np.searchsorted(starts, rows, "right") - 1
     by_batch = np.argsort(batch, kind="stable")
-    ends = np.searchsorted(batch[by_batch], np.arange(1, len(batches) + 1))
-    local = rows[by_batch] - starts[batch[by_batch]]
-    pieces, at = [], 0
-    for b, end in zip(batches, ends.tolist(), strict=True):
-        if end > at:
-            pieces.append(b.take(pa.array(local[at:end])))
-        at = end
-    gathered = pa.Table.from_batches(pieces, schema=table.schema).combine_chunks()
+    in_batch = batch[by_batch]
+    local = rows[by_batch] - starts[in_batch]
+    first = np.flatnonzero(first_of_runs(in_batch))
+    ends = [*first[1:].tolist(), len(rows)][: len(first)]
+    got = batches(in_batch[first].tolist()) if len(first) else []
+    pieces = [b.take(pa.array(local[at:end])) for b, at, end in zip(got, first.tolist(), ends, strict=True)]
+    gathered = pa.Table.from_batches(pieces, schema=schema).combine_chunks()
     if (by_batch[1:] > by_batch[:-1]).all():  # rows already batch by batch
         return gathered
     back = np.empty(len(rows), np.int64)

@@ -860,8 +860,9 @@ def numbered_chunks(log: pa.Table | Callable[[], pa.Table], sc: Scenario, rows: 
     """:func:`with_offsets` of ``log`` in parts of ``rows`` records in write order (concatenated: the
     whole): the order and the offsets are made once for every record from a few columns, each part's
     rows taken from ``log`` when it is made. ``log`` may be a function giving the same records each time
-    it is called (a memory-mapped file opened anew): called once for the numbering and once per part, the
-    table it gave dropped after, so what it maps is let go (each part's rows are copies)."""
+    it is called (a memory-mapped file opened anew): called once for the numbering, then each part's rows
+    taken by its ``take(rows, columns)`` (a function without: from what one more call gives), what it
+    gave dropped after, so what it maps is let go (each part's rows are copies)."""
     opened = log if isinstance(log, pa.Table) else log()
     total = opened.num_rows
     if not total:
@@ -869,10 +870,16 @@ def numbered_chunks(log: pa.Table | Callable[[], pa.Table], sc: Scenario, rows: 
     numbering = _numbering(opened, sc)
     del opened
     for at in range(0, total, rows):
-        if isinstance(log, pa.Table):
-            yield _numbered(log, numbering, sc, slice(at, at + rows))
-        else:
-            yield _numbered(log(), numbering, sc, slice(at, at + rows), copy=True)
+        yield _numbered(log, numbering, sc, slice(at, at + rows))
+
+
+def _taken(log: pa.Table | Callable[[], pa.Table], rows: np.ndarray, columns: Sequence[str]) -> pa.Table:
+    """Rows ``rows`` of ``log`` (a table, or a function giving one, :func:`numbered_chunks`), ``columns``."""
+    take = getattr(log, "take", None) if not isinstance(log, pa.Table) else None
+    if take is not None:
+        return take(rows, columns)
+    table = log if isinstance(log, pa.Table) else log()
+    return take_rows(table.select(list(columns)), rows)
 
 
 @dataclass(frozen=True)
@@ -907,12 +914,13 @@ def _numbering(log: pa.Table, sc: Scenario) -> _Numbering:
 
 
 def _numbered(
-    log: pa.Table, n: _Numbering | None, sc: Scenario, rows: slice = slice(None), copy: bool = False
+    log: pa.Table | Callable[[], pa.Table], n: _Numbering | None, sc: Scenario, rows: slice = slice(None)
 ) -> pa.Table:
-    """Records ``rows`` (in write order) of ``log`` with their offsets (``n`` None: ``log`` is empty);
-    ``copy``: none of ``log``'s buffers kept (rows taken even when ``log`` is in write order)."""
+    """Records ``rows`` (in write order) of ``log`` with their offsets (``n`` None: ``log`` is an empty
+    table); a table in write order is sliced, otherwise the rows are taken (copies)."""
     schema = data_schema(COMMIT_LOG)
     if n is None:
+        assert isinstance(log, pa.Table)
         empty = {name: pa.array([], schema.field(name).type) for name in OFFSET_NAMES}
         return (
             pa.table({**{c: log.column(c) for c in log.column_names}, **empty})
@@ -921,15 +929,16 @@ def _numbered(
         )
     brokers = list(sc.cluster.brokers)
     index = n.broker[rows]
+    start = rows.start or 0
     if n.order is not None:  # broker and topic rebuilt from their codes: cheaper than taking the strings
-        part = take_rows(log.drop_columns(["broker", "store_topic"]), n.order[rows])
+        taken = [c for c in LOG_COLUMNS.names if c not in ("broker", "store_topic")]
+        part = _taken(log, n.order[rows], taken)
         part = part.append_column("broker", pa.array(brokers, pa.string()).take(pa.array(index)))
         part = part.append_column("store_topic", n.topics.take(pa.array(n.topic[rows])))
-    else:
-        start = rows.start or 0
+    elif isinstance(log, pa.Table):
         part = log.slice(start, len(index))
-        if copy:
-            part = take_rows(part, np.arange(len(index)))
+    else:
+        part = _taken(log, np.arange(start, start + len(index)), LOG_COLUMNS.names)
     commit_log_offset = n.commit_log_offset[rows]
     cols = {
         "queue_offset": pa.array(n.queue_offset[rows]),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -18,7 +19,7 @@ from rocketsim import broker_side, schemas, simulate, stage, store, summaries, w
 from rocketsim.scenario import Scenario, scenario_from_mapping
 from rocketsim.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
 from rocketsim.warehouse import stage_files
-from rocketsim.warehouse.files import write_parquet
+from rocketsim.warehouse.files import IpcGroupsSink, ipc_group_source, write_parquet
 from rocketsim.warehouse.read import FileRange
 from rocketsim.warehouse.stage_files import STAGES, StageWork
 
@@ -346,3 +347,34 @@ def test_a_producer_task_memory_does_not_grow_with_the_producer() -> None:
     small, large = _peak_rss(100_000, 25_000), _peak_rss(800_000, 25_000)
     per_message = (large - small) / 700_000  # bytes per message more; a whole producer costs ~1,100
     assert per_message < 100, f"{small:,} -> {large:,} bytes: {per_message:.0f} a message"
+
+
+def test_a_scratch_group_given_whole_taken_or_sliced_gives_the_same_rows(tmp_path: Path) -> None:
+    """A broker task reads its group of the producers' scratch files (IpcGroupsSink: one batch per group
+    per part) whole, by rows (only the batches holding them mapped) or by a range: the same rows."""
+    schema = pa.schema([pa.field("k", pa.int64()), pa.field("s", pa.string())])
+    rng = np.random.default_rng(4)
+    uris = []
+    for f, parts in enumerate((3, 0, 2)):
+        uri = str(tmp_path / f"scratch-{f}.arrow")
+        sink = IpcGroupsSink(uri, schema, 3)
+        for _ in range(parts):
+            n = int(rng.integers(0, 9))
+            keys = rng.integers(0, 1000, n)
+            sink.write(
+                pa.table({"k": keys, "s": [f"v{k}" for k in keys]}, schema=schema), rng.integers(0, 3, n)
+            )
+        sink.close()
+        uris.append(uri)
+    for g in range(3):
+        source = ipc_group_source(uris, g, schema, 3)
+        whole = source()
+        assert source.num_rows == whole.num_rows
+        for rows in (
+            rng.permutation(whole.num_rows),
+            rng.integers(0, max(whole.num_rows, 1), 5)[: whole.num_rows],
+        ):
+            assert source.take(rows, ["s"]).equals(whole.select(["s"]).take(pa.array(rows, pa.int64())))
+        for start in range(whole.num_rows + 1):
+            for length in (0, 1, 4, whole.num_rows):
+                assert source.slice(start, length).equals(whole.slice(start, length))

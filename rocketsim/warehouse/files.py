@@ -4,9 +4,8 @@ reader (or a task that Spark re-runs and rewrites the same file) never sees a pa
 from __future__ import annotations
 
 import contextlib
-import functools
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -14,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from rocketsim.grouping import take_from_batches, take_rows
 from rocketsim.warehouse.paths import filesystem
 
 # String columns with few distinct values: the only ones worth Parquet dictionary encoding (ids,
@@ -189,15 +189,80 @@ def read_ipc_group(uris: Sequence[str], g: int, schema: pa.Schema, groups: int =
     return pa.Table.from_batches(list(_batches(uris, g, groups)), schema=schema)
 
 
-def ipc_group_source(
-    uris: Sequence[str], g: int, schema: pa.Schema, groups: int = 0
-) -> Callable[[], pa.Table]:
-    """A function giving :func:`read_ipc_group` of these arguments each time it is called: local files
-    memory-mapped anew at each call (a caller that drops the table lets go of the pages it touched), remote
-    ones read once (at the first call) and kept."""
-    if all(isinstance(filesystem(u)[0], pafs.LocalFileSystem) for u in uris):
-        return lambda: read_ipc_group(uris, g, schema, groups)
-    return functools.cache(lambda: read_ipc_group(uris, g, schema, groups))
+def ipc_group_source(uris: Sequence[str], g: int, schema: pa.Schema, groups: int = 0) -> IpcGroupSource:
+    """:class:`IpcGroupSource` of :func:`read_ipc_group`'s arguments."""
+    return IpcGroupSource(tuple(uris), g, schema, groups)
+
+
+class IpcGroupSource:
+    """Group ``g`` of IPC files of ``groups`` groups (:class:`IpcGroupsSink`; :func:`read_ipc_group`'s
+    arguments), given each time it is asked: whole (a call) or some of its rows (:meth:`take`). Local
+    files are memory-mapped anew at each call, and :meth:`take` maps only the batches the rows are in (a
+    caller that drops what it got lets go of the pages it touched); remote ones are read once (at the
+    first call) and kept."""
+
+    def __init__(self, uris: Sequence[str], g: int, schema: pa.Schema, groups: int = 0) -> None:
+        self.uris, self.g, self.schema, self.groups = tuple(uris), g, schema, groups
+        self.local = all(isinstance(filesystem(u)[0], pafs.LocalFileSystem) for u in self.uris)
+        self._kept: pa.Table | None = None
+        self._where: list[tuple[int, int]] | None = None  # each batch of the group: (file, batch in it)
+        self._sizes: list[int] = []
+
+    def __call__(self) -> pa.Table:
+        if self.local:
+            return read_ipc_group(self.uris, self.g, self.schema, self.groups)
+        if self._kept is None:
+            self._kept = read_ipc_group(self.uris, self.g, self.schema, self.groups)
+        return self._kept
+
+    @property
+    def num_rows(self) -> int:
+        return sum(self._batch_sizes()) if self.local else self().num_rows
+
+    def take(self, rows: np.ndarray, columns: Sequence[str]) -> pa.Table:
+        """Rows ``rows`` of the group (:func:`rocketsim.grouping.take_from_batches`), ``columns`` only."""
+        columns = list(columns)
+        if not self.local:
+            return take_rows(self().select(columns), rows)
+        schema = pa.schema([self.schema.field(c) for c in columns])
+        return take_from_batches(
+            lambda which: self._batches(which, columns), self._batch_sizes(), rows, schema
+        )
+
+    def slice(self, start: int, length: int) -> pa.Table:
+        """Rows ``start`` to ``start + length`` of the group (no copy: the batches they are in, mapped)."""
+        if not self.local:
+            return self().slice(start, length)
+        ends = np.cumsum(self._batch_sizes())
+        first = int(np.searchsorted(ends, start, "right"))
+        last = int(np.searchsorted(ends, start + length, "left"))
+        which = list(range(first, min(last + 1, len(ends))))
+        before = int(ends[first - 1]) if first else 0
+        table = pa.Table.from_batches(self._batches(which, self.schema.names), schema=self.schema)
+        return table.slice(start - before, length)
+
+    def _batch_sizes(self) -> list[int]:
+        """Rows of each batch of the group (the files read once for them)."""
+        if self._where is None:
+            self._where, self._sizes = [], []
+            for i, uri in enumerate(self.uris):
+                reader = pa.ipc.open_file(pa.memory_map(filesystem(uri)[1]))
+                for k in range(self.g, reader.num_record_batches, self.groups or reader.num_record_batches):
+                    self._where.append((i, k))
+                    self._sizes.append(reader.get_batch(k).num_rows)
+        return self._sizes
+
+    def _batches(self, which: list[int], columns: Sequence[str]) -> list[pa.RecordBatch]:
+        """Batches ``which`` of the group (local files, mapped anew), ``columns`` only."""
+        self._batch_sizes()
+        assert self._where is not None
+        out, readers = [], {}
+        for w in which:
+            i, k = self._where[w]
+            if i not in readers:
+                readers[i] = pa.ipc.open_file(pa.memory_map(filesystem(self.uris[i])[1]))
+            out.append(readers[i].get_batch(k).select(list(columns)))
+        return out
 
 
 def _batches(uris: Sequence[str], g: int, groups: int) -> Iterator[pa.RecordBatch]:

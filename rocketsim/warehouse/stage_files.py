@@ -42,7 +42,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,6 +55,7 @@ from rocketsim.grouping import pack_keys
 from rocketsim.scenario import Scenario
 from rocketsim.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
 from rocketsim.warehouse.files import (
+    IpcGroupSource,
     IpcGroupsSink,
     ParquetSink,
     ipc_group_source,
@@ -557,8 +558,8 @@ def _broker_files(sc: Scenario, b: int, producers: Sequence[int], work: StageWor
 def _number_broker(
     sc: Scenario,
     b: int,
-    log: Callable[[], pa.Table],
-    results: Callable[[], pa.Table],
+    log: IpcGroupSource,
+    results: IpcGroupSource,
     other: pa.Table,
     work: StageWork,
 ) -> tuple[stage.BrokerTables, dict[str, int]]:
@@ -566,9 +567,9 @@ def _number_broker(
     (:func:`rocketsim.store.numbered_chunks`, :class:`rocketsim.store.PointedRecords`), each chunk
     appended to its ``commit_log`` and ``send_results`` files and counted; what its broker side reads
     of them folded (:class:`rocketsim.stage.BrokerFold`). ``log`` and ``results`` give the scratch
-    files' records each time they are called (:func:`rocketsim.warehouse.files.ipc_group_source`): local
-    ones memory-mapped anew for each chunk and let go after, so the pages a task touched do not stay in
-    its memory."""
+    files' records when asked (:class:`rocketsim.warehouse.files.IpcGroupSource`): local ones
+    memory-mapped anew for each chunk, only the batches that chunk's rows are in, and let go after, so
+    the pages a task touched do not stay in its memory."""
     name = BROKER_PART.format(b)
     log_sink = ParquetSink(work.part("commit_log", name), COMMIT_LOG_DATA, empty_file=False)
     results_sink = ParquetSink(
@@ -586,12 +587,12 @@ def _number_broker(
             parts.append(reconcile.log_counts(part))
             fold.add_log(part)
             pointed.add(part)
-        total = results().num_rows
+        total = results.num_rows
         if pointed.rows != total:
             raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
         parts.append(reconcile.stored_result_counts(RESULTS_DATA.empty_table()))
         for at in range(0, total, work.chunk_rows):
-            completed = pointed.attach(results().slice(at, work.chunk_rows))
+            completed = pointed.attach(results.slice(at, work.chunk_rows))
             results_sink.write(completed)
             parts.append(reconcile.stored_result_counts(completed))
             fold.add_results(completed)

@@ -181,7 +181,10 @@ def other_half_results(
         }
     )
     keys = keys.group_by(["producer", "seq", "_broker"], use_threads=False).aggregate([])
-    rows = keys.join(results.select(list(HALF_RESULT_COLUMNS)), ["producer", "seq"], join_type="inner")
+    res = results.select(list(HALF_RESULT_COLUMNS))
+    if not keys.num_rows:  # no such half (no transaction): no result to hash
+        res = res.slice(0, 0)
+    rows = keys.join(res, ["producer", "seq"], join_type="inner")
     if rows.num_rows != keys.num_rows:
         raise ValueError(f"other_half_results: {keys.num_rows - rows.num_rows} halves have no result")
     rows = rows.sort_by([("_broker", "ascending"), ("producer", "ascending"), ("seq", "ascending")])
@@ -254,6 +257,8 @@ def unstored_transactions(messages: pa.Table, results: pa.Table, halves: pa.Tabl
     )
     txn = txn.filter(pc.invert(stored))
     res = results.select(list(UNSTORED_RESULT_COLUMNS))
+    if not txn.num_rows:  # no transactional message: no result to hash
+        res = res.slice(0, 0)
     rows = txn.join(res, ["producer", "seq"], join_type="inner")
     rows = rows.rename_columns(["send_status" if n == "status" else n for n in rows.column_names])
     rows = rows.append_column("is_result", pa.array(np.zeros(rows.num_rows, bool)))

@@ -99,6 +99,7 @@ __all__ = [
     "delivery_counts",
     "delivery_flags",
     "result_copies",
+    "result_copies_by_joins",
     "SENT_STATUSES",
     "STORED_COPIES",
     "is_answered_outcome",
@@ -661,7 +662,16 @@ def result_copies(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> 
     attempts (:func:`is_stored_outcome`) of its send, as :func:`stored_copies` makes them (a message
     sent alone: its send's; a member of a batch: the batch's, every sent member a copy); 0 for a
     REJECTED message. Reads ``messages`` (producer, seq, batch_id), ``attempts`` (producer, seq, stored)
-    and ``results`` (producer, seq, status)."""
+    and ``results`` (producer, seq, status); by index arithmetic (:func:`copy_rows`: one count per copy's
+    result row) when ``attempts`` has ``attempt`` and no key repeats, else by joins."""
+    rows = copy_rows(messages, attempts, results) if "attempt" in attempts.column_names else None
+    if rows is not None:
+        return np.bincount(rows[2], minlength=results.num_rows).astype(np.int64)
+    return result_copies_by_joins(messages, attempts, results)
+
+
+def result_copies_by_joins(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> np.ndarray:
+    """:func:`result_copies` by joins (any keys, repeats included)."""
     keys = ["producer", "seq"]
     stored = attempts.select([*keys, "stored"]).filter(is_stored_outcome(attempts))
     own = stored.group_by(keys).aggregate([([], "count_all")])

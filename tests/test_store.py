@@ -1407,6 +1407,8 @@ def test_result_copies_count_the_stored_copies_of_each_message(version: str) -> 
         retry_times_when_send_failed=2,
     )
     copies = store.result_copies(messages, out.attempts, out.results)
+    # both forms: by index (copy_rows) and by joins (what repeated keys fall back to)
+    assert copies.tolist() == store.result_copies_by_joins(messages, out.attempts, out.results).tolist()
     rows = store.stored_copies(messages, out.attempts, out.results).to_pandas()
     per_message = rows.groupby(["producer", "seq"]).size()
     res = out.results.to_pandas()

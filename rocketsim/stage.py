@@ -65,8 +65,13 @@ class ProducerTables:
 
     def stored_results(self) -> tuple[pa.Table, np.ndarray]:
         """The results that point at a record (the broker step completes them), and each one's broker."""
-        stored = self.result_broker >= 0
-        return self.results.filter(pa.array(stored)), self.result_broker[stored]
+        rows, brokers = self.stored_result_rows()
+        return self.results.take(pa.array(rows)), brokers
+
+    def stored_result_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`stored_results` as row numbers of ``results`` (and each one's broker)."""
+        rows = np.flatnonzero(self.result_broker >= 0)
+        return rows, self.result_broker[rows]
 
     def summary_aggregates(self, window_ms: int) -> SummaryAggregates:
         """The producer's mergeable summary aggregates (:func:`rocketsim.summaries.producer_aggregates`)."""

@@ -1002,6 +1002,8 @@ def uniq_column(prep: Prepared, made: np.ndarray, time: np.ndarray, counter: np.
     """The UNIQ_KEY column of ``prep``'s rows: a row that made a call (``made``) at ``time`` with ``counter``
     gets its key, the others keep the workload's placeholder."""
     ids = workload.uniq_ids(prep.seed, prep.producer, counter, np.where(made, time, prep.born))
+    if made.all():  # every row made its call: no placeholder kept
+        return ids
     return pc.if_else(pa.array(made), ids, prep.messages.column("uniq_msg_id").combine_chunks())
 
 

@@ -154,8 +154,14 @@ class IpcGroupsSink:
         self._writer = pa.ipc.new_file(self._out.__enter__(), schema)
         self.parts = 0
 
-    def write(self, table: pa.Table, group: np.ndarray) -> None:
-        order = np.argsort(group, kind="stable")
+    def write(self, table: pa.Table, group: np.ndarray, rows: np.ndarray | None = None) -> None:
+        """A part: ``table``'s rows (``rows``: those rows of it, in their order; None: every row), row
+        ``i`` of them into group ``group[i]``; one take of ``table`` (no filter before)."""
+        group = np.asarray(group)
+        small = group.astype(np.uint8) if self.groups <= 256 else group  # a radix sort
+        order = np.argsort(small, kind="stable")
+        if rows is not None:
+            order = np.asarray(rows, np.int64)[order]
         ends = np.cumsum(np.bincount(group, minlength=self.groups))
         grouped = table.take(pa.array(order)).combine_chunks().cast(self.schema)
         start = 0

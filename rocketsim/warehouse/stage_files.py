@@ -417,7 +417,8 @@ class _ProducerSinks:
     def write(self, tables: stage.ProducerTables) -> None:
         self.attempts.write(tables.attempts)
         self.unstored.write(tables.unstored_results())
-        self.results.write(*tables.stored_results())
+        rows, brokers = tables.stored_result_rows()
+        self.results.write(tables.results, brokers, rows)
         self.log.write(tables.log, tables.log_broker)
         self.other.write(*tables.other_half_results())
 

@@ -73,6 +73,12 @@ class ProducerTables:
         rows = np.flatnonzero(self.result_broker >= 0)
         return rows, self.result_broker[rows]
 
+    def result_copies(self) -> np.ndarray:
+        """Per result, the copies of its message the brokers stored (:func:`rocketsim.store.result_copies`),
+        counted from its records."""
+        copies = store.log_copies(self.results, self.log)
+        return store.result_copies(self.messages, self.attempts, self.results) if copies is None else copies
+
     def summary_aggregates(self, window_ms: int) -> SummaryAggregates:
         """The producer's mergeable summary aggregates (:func:`rocketsim.summaries.producer_aggregates`)."""
         return summaries.producer_aggregates(self.attempts, self.results, window_ms, messages=self.messages)

@@ -100,6 +100,7 @@ __all__ = [
     "delivery_flags",
     "result_copies",
     "result_copies_by_joins",
+    "log_copies",
     "SENT_STATUSES",
     "STORED_COPIES",
     "is_answered_outcome",
@@ -490,19 +491,26 @@ def properties_illegal(base: int, with_qid: bool, chars: int, queue_id: int) -> 
     return chars > PROPERTIES_LIMIT or base + digits > PROPERTIES_LIMIT
 
 
-def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
+def store_records(
+    table: pa.Table, sc: Scenario, uniq_len: np.ndarray | None = None, key_tokens: np.ndarray | None = None
+) -> pa.Table:
     """``table`` plus :data:`STORE_COLUMNS`: one input row per stored copy of a message.
 
     Input columns: ``topic``, ``keys``, ``uniq_msg_id``, ``body_size``, ``properties_size``,
     ``message_type``, ``delay_level``, ``batch_id`` (messages), ``wire_bytes``, ``sys_flag`` (the
-    member's result), ``queue_id``, ``stored_ts_ms`` (the storing attempt). Row by row, so any batching
-    of the rows gives the same output. The broker is ``sc.broker_version``.
+    member's result), ``queue_id``, ``stored_ts_ms`` (the storing attempt); ``uniq_len`` and
+    ``key_tokens`` given (per row: :func:`_lengths` of ``uniq_msg_id``, :func:`_key_tokens` of ``keys``),
+    those two columns are not read. Row by row, so any batching of the rows gives the same output. The
+    broker is ``sc.broker_version``.
     """
     client, broker = sc.producers.version, sc.broker_version
     n = table.num_rows
     topic = table.column("topic")
     topic_len = _lengths(topic)
-    uniq_len = _lengths(table.column("uniq_msg_id"))
+    if uniq_len is None:
+        uniq_len = _lengths(table.column("uniq_msg_id"))
+    if key_tokens is None:
+        key_tokens = _key_tokens(table.column("keys"))
     body = _np(table, "body_size")
     props = _np(table, "properties_size")
     wire = _np(table, "wire_bytes")
@@ -549,7 +557,7 @@ def store_records(table: pa.Table, sc: Scenario) -> pa.Table:
         "deliver_ts_ms": pa.array(store_ts + delay_ms, mask=~delayed),
         "real_topic": pc.if_else(pa.array(moved), topic, pa.scalar(None, pa.string())),
         "real_queue_id": pa.array(queue_id.astype(np.int32), mask=~moved),
-        "index_entries": pa.array((1 + _key_tokens(table.column("keys"))).astype(np.int32)),
+        "index_entries": pa.array((1 + key_tokens).astype(np.int32)),
     }
     for f in STORE_COLUMNS:
         col = cols[f.name]  # chunks as they are: a list holding a ChunkedArray converts row by row
@@ -670,6 +678,19 @@ def result_copies(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> 
     return result_copies_by_joins(messages, attempts, results)
 
 
+def log_copies(results: pa.Table, log: pa.Table) -> np.ndarray | None:
+    """:func:`result_copies` counted from the records :func:`log_records` made of these results'
+    messages (one per stored copy): per ``results`` row (in (producer, seq) order), its records; None
+    when the results are not in that order or a record's message has no result here."""
+    wanted, keys = _result_keys(results), _result_keys(log)
+    if len(wanted) > 1 and not (wanted[1:] > wanted[:-1]).all():
+        return None
+    at = np.searchsorted(wanted, keys)
+    if len(at) and (at.max() >= len(wanted) or not (wanted[at] == keys).all()):
+        return None
+    return np.bincount(at, minlength=len(wanted)).astype(np.int64)
+
+
 def result_copies_by_joins(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> np.ndarray:
     """:func:`result_copies` by joins (any keys, repeats included)."""
     keys = ["producer", "seq"]
@@ -765,15 +786,21 @@ def copy_rows(
     return sent_msg[c_member], c_att, sent_res[c_member]
 
 
+# what the log reads of a copy's strings through per-row numbers (_copies_at does not take them)
+_NOT_TAKEN = ("tags", "keys", "outcome", "status", "uniq_msg_id")
+
+
 def _copies_at(
     messages: pa.Table, attempts: pa.Table, results: pa.Table, rows: tuple[np.ndarray, ...]
 ) -> pa.Table:
-    """The copies at :func:`copy_rows`' rows, with the columns :func:`store_records` and the log need."""
+    """The copies at :func:`copy_rows`' rows, with the columns :func:`store_records` and the log need
+    but those of :data:`_NOT_TAKEN` (:func:`log_records` takes their numbers)."""
     msg, att, res = (pa.array(r) for r in rows)
+    att_cols = [c for c in ATTEMPT_COLUMNS if c not in _NOT_TAKEN]
     taken = [
-        messages.select(["producer", "seq", *(c for c in MESSAGE_COLUMNS if c != "tags")]).take(msg),
-        attempts.select(["seq", *ATTEMPT_COLUMNS]).rename_columns(["send_seq", *ATTEMPT_COLUMNS]).take(att),
-        results.select(list(RESULT_COLUMNS)).take(res),
+        messages.select(["producer", "seq", *(c for c in MESSAGE_COLUMNS if c not in _NOT_TAKEN)]).take(msg),
+        attempts.select(["seq", *att_cols]).rename_columns(["send_seq", *att_cols]).take(att),
+        results.select([c for c in RESULT_COLUMNS if c not in _NOT_TAKEN]).take(res),
     ]
     return pa.table({name: t.column(name) for t in taken for name in t.column_names})
 
@@ -790,19 +817,23 @@ def log_records(messages: pa.Table, attempts: pa.Table, results: pa.Table, sc: S
     if rows is None:  # repeated keys: the joins, then a sort
         records = store_records(stored_copies(messages, attempts, results), sc)
         records = records.sort_by([(k, "ascending") for k in ("producer", "seq", "attempt")])
-    else:
-        records = store_records(_copies_at(messages, attempts, results, rows), sc)
+        answered, status = _answered_status(records, records)
+    else:  # the strings of the copies' sources read once per source row, their numbers taken
+        msg, att, res = rows
+        uniq_len = _lengths(results.column("uniq_msg_id"))[res]
+        key_tokens = _key_tokens(messages.column("keys"))[msg]
+        records = store_records(_copies_at(messages, attempts, results, rows), sc, uniq_len, key_tokens)
+        answered, status = _answered_status(attempts, results)
+        answered, status = answered[att], {k: v[res] for k, v in status.items()}
     producer = np.asarray(records.column("producer").to_numpy(zero_copy_only=False))
     seq = np.asarray(records.column("seq").to_numpy(zero_copy_only=False))
-    status = records.column("status")
-    pointable = bools(pc.or_(is_answered_outcome(records.column("outcome")), pc.equal(status, "ONEWAY_SENT")))
+    pointable = answered | status["oneway"]
     at = np.flatnonzero(pointable)  # the last pointable copy of each message
     last = np.ones(len(at), bool)
     last[:-1] = (producer[at[1:]] != producer[at[:-1]]) | (seq[at[1:]] != seq[at[:-1]])
     is_result = np.zeros(len(seq), bool)
     is_result[at[last]] = True
-    returned = pc.invert(pc.is_in(status, value_set=pa.array(NOT_STORED_STATUSES)))
-    records = records.append_column("is_result", pc.and_(pa.array(is_result), returned))
+    records = records.append_column("is_result", pa.array(is_result & status["returned"]))
     renamed = {
         "start_ts_ms": "born_ts_ms",
         "delay_level": "requested_level",
@@ -810,6 +841,17 @@ def log_records(messages: pa.Table, attempts: pa.Table, results: pa.Table, sc: S
     }
     records = records.rename_columns([renamed.get(n, n) for n in records.column_names])
     return records.select(LOG_COLUMNS.names).cast(LOG_COLUMNS)
+
+
+def _answered_status(attempts: pa.Table, results: pa.Table) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Per attempt row, whether its answer came (:func:`is_answered_outcome`); per result row, whether it
+    is ONEWAY_SENT (``oneway``) and whether it points at a copy at all (``returned``: not
+    :data:`NOT_STORED_STATUSES`)."""
+    status = results.column("status")
+    return bools(is_answered_outcome(attempts.column("outcome"))), {
+        "oneway": bools(pc.equal(status, "ONEWAY_SENT")),
+        "returned": ~bools(pc.is_in(status, value_set=pa.array(NOT_STORED_STATUSES))),
+    }
 
 
 def _store_order(log: pa.Table) -> np.ndarray | None:

@@ -806,12 +806,18 @@ class ProducerFold:
         self._producers = np.zeros(0, np.int64)
 
     def add(
-        self, attempts: pa.Table, results: pa.Table, messages: pa.Table, later_start_ms: int | None = None
+        self,
+        attempts: pa.Table,
+        results: pa.Table,
+        messages: pa.Table,
+        later_start_ms: int | None = None,
+        copies: np.ndarray | None = None,
     ) -> None:
         """One part: the results of some whole messages, their sends' attempts, those messages; no attempt
         of a later part starts before ``later_start_ms`` (None: not known, nothing settles before the
-        end)."""
-        copies = store.result_copies(messages, attempts, results)
+        end); ``copies``: their :func:`rocketsim.store.result_copies` when known."""
+        if copies is None:
+            copies = store.result_copies(messages, attempts, results)
         a, r = _Attempts(attempts, self.window_ms), _Results(results, self.window_ms, copies)
         self._tables.append(
             {

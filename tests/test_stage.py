@@ -71,6 +71,15 @@ def test_records_and_results_carry_their_broker(scenario: Scenario, tables: list
         assert (brokers[where] == np.array(pointed.column("broker").to_pylist())).all()
 
 
+def test_result_copies_from_the_records_equal_the_copies_of_the_messages(tables: list) -> None:
+    # the copies a producer task's fold reads are its records per message (one per stored copy), the same
+    # as store.result_copies over its messages, attempts and results
+    for t in tables:
+        want = store.result_copies(t.messages, t.attempts, t.results)
+        assert t.result_copies().tolist() == want.tolist()
+        assert store.log_copies(t.results, t.log).tolist() == want.tolist()
+
+
 def broker_steps(scenario: Scenario, tables: list[stage.ProducerTables]) -> list[stage.BrokerTables]:
     """Every broker's step over the producers' outputs, as the stage hands them over."""
     out = []

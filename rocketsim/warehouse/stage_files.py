@@ -449,7 +449,13 @@ def _write_simulated(
             sinks.write(tables)
             parts.append(reconcile.attempt_counts(tables.attempts) | reconcile.result_counts(tables.results))
             if fold is not None:
-                fold.add(tables.attempts, tables.results, tables.messages, tables.later_start_ms)
+                fold.add(
+                    tables.attempts,
+                    tables.results,
+                    tables.messages,
+                    tables.later_start_ms,
+                    tables.result_copies(),
+                )
             if sinks.transactions is not None:
                 txns = tables.unstored_transactions(sc)
                 sinks.transactions.write(txns)

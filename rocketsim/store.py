@@ -420,18 +420,32 @@ def _stored_props_without_queue_id(
     broker's (5.x) comes. A batch element keeps the client's bytes, then ``encodeBatch`` appends a
     separator when they do not end with one, then the batch's properties in the broker's encoding."""
     cluster = _entry(MessageConst.PROPERTY_CLUSTER, len(CLUSTER_NAME))
-    real = _entry(MessageConst.PROPERTY_REAL_TOPIC, topic_len) + _entry(
-        MessageConst.PROPERTY_REAL_QUEUE_ID, 0
-    )
+
+    def real() -> np.ndarray:
+        queue_id = _entry(MessageConst.PROPERTY_REAL_QUEUE_ID, 0)
+        return _entry(MessageConst.PROPERTY_REAL_TOPIC, topic_len) + queue_id
+
     # the client's properties (never empty: WAIT and UNIQ_KEY) as the broker writes them
     reencoded = props + int(broker.properties_trailing_separator) - int(client.properties_trailing_separator)
     normal_props = reencoded + cluster - (0 if broker.keeps_wait_in_store else _entry(_WAIT, 4))
-    delayed_props = reencoded + cluster + real + _digits(eff) - _digits(level)
-    transaction_id = _entry(TRANSACTION_ID, uniq_len) if broker.stores_half_transaction_id else 0
-    half_props = reencoded + cluster + real + transaction_id
-    separator = 0 if client.properties_trailing_separator else 1  # a 5.x client's elements end with \x02
-    batch_props = props + separator + codec.properties_size(batch_properties(client), version=broker)
-    base = np.choose(kind, [normal_props, delayed_props, half_props, batch_props])
+
+    def delayed_props() -> np.ndarray:
+        return reencoded + cluster + real() + _digits(eff) - _digits(level)
+
+    def half_props() -> np.ndarray:
+        transaction_id = _entry(TRANSACTION_ID, uniq_len) if broker.stores_half_transaction_id else 0
+        return reencoded + cluster + real() + transaction_id
+
+    def batch_props() -> np.ndarray:
+        separator = 0 if client.properties_trailing_separator else 1  # a 5.x client's elements end with \x02
+        return props + separator + codec.properties_size(batch_properties(client), version=broker)
+
+    # np.choose of the four kinds, each made only when a row is of that kind
+    base = np.array(np.broadcast_to(normal_props, np.shape(kind)), np.int64)
+    for k, made in ((DELAYED, delayed_props), (HALF, half_props), (BATCH_ELEMENT, batch_props)):
+        hit = kind == k
+        if hit.any():
+            base[hit] = np.broadcast_to(made(), np.shape(kind))[hit]
     return base, (kind == DELAYED) | (kind == HALF)
 
 

@@ -382,6 +382,10 @@ def _lengths(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 def _key_tokens(keys: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Per row, how many non-empty keys ``keys.split(" ")`` gives (0 for null)."""
     keys = (keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys).cast(pa.string())
+    if keys.null_count == len(keys):
+        return np.zeros(len(keys), np.int64)
+    if not pc.any(pc.match_substring(keys, " ")).as_py():  # no separator: a non-empty key is one token
+        return np.asarray(pc.binary_length(keys).fill_null(0).to_numpy(zero_copy_only=False) > 0, np.int64)
     parts = pc.split_pattern(keys.fill_null(""), " ")
     nonempty = np.asarray(
         pc.greater(pc.binary_length(parts.flatten()), 0).to_numpy(zero_copy_only=False), np.int64

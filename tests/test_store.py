@@ -323,6 +323,9 @@ def test_index_entries_count_uniq_key_and_each_key() -> None:
     keys = [None, "", "a", "a b", " a  b ", "k1 k2 k3"]
     out = store.store_records(pa.Table.from_pylist([{**row, "keys": k} for k in keys]), sc)
     assert out.column("index_entries").to_pylist() == [1, 1, 2, 3, 3, 4]  # String.split(" "), empties skipped
+    for keys in ([None, "", "a", "k1"], [None, None]):  # no separator at all; no key at all
+        out = store.store_records(pa.Table.from_pylist([{**row, "keys": k} for k in keys]), sc)
+        assert out.column("index_entries").to_pylist() == [1 if k in (None, "") else 2 for k in keys]
 
 
 def test_the_broker_checks_properties_as_it_stores_them(

@@ -19,11 +19,12 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $(STAMP)
 
 # numba's on-disk cache of the compiled engine, filled once (a minute or two) rather than by every Spark
-# worker or test process that would otherwise compile it at the same time; emptied first when
-# compiled.py changed (an older entry is never loaded again, and one could clash).
+# worker or test process that would otherwise compile it at the same time; filled again when a core
+# source changed (rocketsim/engine/numba_cache.py: entries are stamped with the hash of every core source;
+# engine_* are the directories of the path-keyed cache before it).
 WARM := $(NUMBA_CACHE_DIR)/.warm-stamp
-$(WARM): $(STAMP) rocketsim/engine/compiled.py
-	@rm -f $(NUMBA_CACHE_DIR)/engine_*/compiled.*.nbi $(NUMBA_CACHE_DIR)/engine_*/compiled.*.nbc
+$(WARM): $(STAMP) $(wildcard rocketsim/*.py rocketsim/engine/*.py)
+	@rm -rf $(NUMBA_CACHE_DIR)/engine_*
 	@$(PY) -m rocketsim.engine.warm
 	@mkdir -p $(NUMBA_CACHE_DIR) && touch $(WARM)
 

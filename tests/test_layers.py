@@ -25,8 +25,9 @@ PACKAGE = ROOT / "rocketsim"
 LAYERS = ("core", "warehouse", "present", "spark")  # each may import the ones before it
 FREE = ("bench",)  # rocketsim/bench: a developer tool, may import anything
 # modules of the core that read their own inputs from files (design §2's one exception, plus the
-# scenario file, which a job names on its command line)
-CORE_READERS = {"rocketsim.conformance", "rocketsim.scenario"}
+# scenario file, which a job names on its command line, and the package's own sources, which stamp
+# numba's cache of the compiled engine)
+CORE_READERS = {"rocketsim.conformance", "rocketsim.scenario", "rocketsim.engine.numba_cache"}
 CORE_READER_PACKAGES = ("rocketsim.vectors",)
 FORBIDDEN_IN_CORE = ("deltalake", "pyarrow.parquet", "pyarrow.fs", "pyarrow.dataset", "shutil", "tempfile")
 WRITING_CALLS = frozenset(

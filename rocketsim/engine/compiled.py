@@ -96,6 +96,7 @@ from numba import njit
 from rocketsim import brokers as bm
 from rocketsim import rng, store
 from rocketsim.broker_store import REMARKS, Fate, sweep_remark
+from rocketsim.engine import numba_cache
 from rocketsim.engine.compiled_store import (
     SP_PC_CODE,
     StoreTables,
@@ -166,6 +167,8 @@ from rocketsim.send import (
     wait_response_timeout_text,
 )
 from rocketsim.versions import LINE_5, ClientVersion
+
+numba_cache.install()  # before any njit(cache=True) below: one cache, found by content
 
 __all__ = [
     "KernelOut",

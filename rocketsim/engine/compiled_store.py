@@ -34,7 +34,10 @@ from rocketsim.broker_store import (
     Fate,
     StoreParams,
 )
+from rocketsim.engine import numba_cache
 from rocketsim.outcomes import OutcomeKind
+
+numba_cache.install()  # before any njit(cache=True) below: one cache, found by content
 
 __all__ = [
     "StoreTables",

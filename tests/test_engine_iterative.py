@@ -7,18 +7,24 @@ rounds stop at a fixed point (residual 0) well before the round limit on these r
 
 from __future__ import annotations
 
+import bisect
+import heapq
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from test_engine_compiled_store import STALL, random_work
+from test_engine_compiled_store import params as cs_params
 from test_engine_joint import CAPACITY, busy, messages, scenario
 
 from rocketsim import simulate, stage, workload
+from rocketsim.broker_store import BrokerStore
 from rocketsim.engine.iterative import (
     MAX_ROUNDS,
     ArrivalWork,
+    Trajectory,
     arrival_work,
     residual,
     simulate_iterative,
@@ -105,6 +111,45 @@ def test_work_and_trajectories_survive_their_files() -> None:
         assert [t.answer(ms, 1000) for ms in range(0, 4000, 7)] == [
             b.answer(ms, 1000) for ms in range(0, 4000, 7)
         ]
+
+
+def test_trajectory_state_is_the_per_request_count() -> None:
+    """A trajectory keeps counts per ms, not every request's times: its state at every ms gives the
+    answers the per-request times give (BrokerStore.offer's requests admitted before the ms minus those
+    that left the queue by it; the sweeper's size of queue: admitted in (ms, tick]), and a thread or
+    writer free before the ms is free at the arrival either way (broker_store.decide takes the max)."""
+    p = cs_params(stalls=(STALL,))
+    ms, count, size = random_work(np.random.default_rng(13), 9000, 0.35)
+    t = Trajectory.replay(p, ms, count, size)
+    store, leaves, mid, after = BrokerStore(p), [], {}, {}
+    for m, c, n in zip(ms.tolist(), count.tolist(), size.tolist(), strict=True):
+        for i in range(c):
+            if i == (c - 1) // 2:
+                while store.queued and store.queued[0] <= m * 1000:
+                    heapq.heappop(store.queued)
+                mid[m] = (store.threads[0], store.writer_free_us, len(store.queued))
+            ans = store.offer(m, n // c + (1 if i < n % c else 0))
+            if ans.left_us >= 0:
+                leaves.append(ans.left_us)
+        after[m] = (store.threads[0], store.writer_free_us)
+    admitted, leaves = np.asarray(store.admitted_ms), np.sort(leaves)
+    snaps = sorted(mid)
+    for m in range(9500):
+        k = bisect.bisect_right(snaps, m) - 1
+        if k >= 0 and snaps[k] == m:
+            want = mid[m]
+        elif k >= 0:
+            arrived = np.searchsorted(admitted, m, "left") - np.searchsorted(leaves, m * 1000, "right")
+            want = (*after[snaps[k]], max(0, int(arrived)))
+        else:
+            want = (0, 0, 0)
+        thread, writer, depth = t.state(m)
+        a = m * 1000
+        assert (max(thread, a), max(writer, a), depth) == (max(want[0], a), max(want[1], a), want[2])
+        for tick in (m, m + 7, m + 210):
+            size_q = np.searchsorted(admitted, tick, "right") - np.searchsorted(admitted, m, "right")
+            assert t._admitted_by(tick) - t._admitted_by(m) == size_q
+    assert max(d for _, _, d in mid.values()) > 0
 
 
 def test_capacity_steady_past_capacity_agrees_with_joint() -> None:

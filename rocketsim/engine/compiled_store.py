@@ -14,8 +14,10 @@ Both read the same tables: the fates (:class:`rocketsim.broker_store.Fate`), the
 (``broker_store.REMARKS``, filled in Python from the fate, period and size the kernel reports), the
 sweeper's schedule constants and ``SYSTEM_BUSY``.
 
-The trajectories of every broker reach the kernel as :class:`StoreTables`: three arrays (numba passes
-each array of a NamedTuple as separate values to every step, so few arrays cost the open model little).
+The trajectories of every broker reach the kernel as :class:`StoreTables`: the arrays of
+:mod:`rocketsim.engine.trajectory_layout` (the one layout the readable answer reads too) and the
+parameters (numba passes each array of a NamedTuple as separate values to every step, so few arrays cost
+the open model little).
 """
 
 from __future__ import annotations
@@ -35,6 +37,29 @@ from rocketsim.broker_store import (
     StoreParams,
 )
 from rocketsim.engine import numba_cache
+from rocketsim.engine import trajectory_layout as tl
+from rocketsim.engine.trajectory_layout import (
+    C_ADMITTED,
+    C_QUEUED,
+    C_THREAD,
+    C_WRITER,
+    H_BUSY,
+    H_LEAVE,
+    H_MID,
+    H_N_BUSY,
+    H_N_LEAVE,
+    H_N_MID,
+    H_N_SNAP,
+    H_N_STALL,
+    H_SNAP,
+    H_STALL,
+    M_DEPTH,
+    M_THREAD,
+    M_WRITER,
+    N_HEAD,
+    N_MID_COLUMNS,
+    N_SNAP_COLUMNS,
+)
 from rocketsim.outcomes import OutcomeKind
 
 numba_cache.install()  # before any njit(cache=True) below: one cache, found by content
@@ -54,10 +79,6 @@ _JIT = {"cache": True}
 # StoreTables.params columns (float64: append_us is fractional; the others are small integers)
 SP_APPEND_US, SP_THREADS, SP_CAPACITY, SP_WAIT_MS, SP_BUSY_TIMEOUT_MS, SP_EXTRA_US, SP_PC_CODE = range(7)
 N_PARAMS = 7
-# StoreTables.index columns: where each broker's sections start in ``data``, and their lengths
-I_SNAP, I_N_SNAP, I_ADMITTED, I_N_ADMITTED, I_LEAVE, I_N_LEAVE = range(6)
-I_BUSY, I_N_BUSY, I_STALL, I_N_STALL = range(6, 10)
-N_INDEX = 10
 
 _SERVED = int(Fate.SERVED)
 _REJECT = int(Fate.REJECT_REQUEST)
@@ -74,14 +95,12 @@ _DIFF_LIMIT = BUSY_DIFF_LIMIT_MS
 class StoreTables(NamedTuple):
     """Every broker's store and trajectory as arrays (none: ``params`` has no rows, the open model).
 
-    ``params[b]``: ``SP_*`` columns. ``index[b]``: ``I_*`` columns into ``data``, which holds per broker
-    its snapshot section (``n`` snapshot ms, then ``3n`` (thread free, writer free, depth) at each, then
-    ``2n`` (thread free, writer free) after each), the admitted ms (sorted), the leave times (us, sorted),
-    the page cache's busy spans ((from, to) ms pairs, in the order the store found them) and its
-    ``store_stall`` faults ((start, end, period, stall) us). ``wire``: the producer's requests' bytes."""
+    ``params[b]``: ``SP_*`` columns. ``head`` and ``data``: every broker's trajectory packed
+    (:func:`rocketsim.engine.trajectory_layout.pack`: ``data`` int32, or int64 where a value needs it).
+    ``wire``: the producer's requests' bytes."""
 
     params: np.ndarray
-    index: np.ndarray
+    head: np.ndarray
     data: np.ndarray
     wire: np.ndarray  # per send of the producer, its request's bytes (set by the compiled engine)
 
@@ -89,7 +108,7 @@ class StoreTables(NamedTuple):
 def no_store() -> StoreTables:
     """The open model's tables: no store."""
     z = np.zeros(0, np.int64)
-    return StoreTables(np.zeros((0, N_PARAMS)), np.zeros((0, N_INDEX), np.int64), z, z)
+    return StoreTables(np.zeros((0, N_PARAMS)), z, np.zeros(0, np.int32), z)
 
 
 def _param_row(p: StoreParams) -> list[float]:
@@ -105,30 +124,16 @@ def params_array(p: StoreParams) -> np.ndarray:
     return np.asarray(_param_row(p), np.float64)
 
 
+def params_rows(params: Sequence[StoreParams]) -> np.ndarray:
+    """``StoreTables.params`` of the brokers."""
+    return np.asarray([_param_row(p) for p in params], np.float64).reshape(-1, N_PARAMS)
+
+
 def store_tables(params: Sequence[StoreParams], trajectories: Sequence[dict[str, np.ndarray]]) -> StoreTables:
-    """:class:`StoreTables` of every broker: its parameters and its trajectory's arrays
-    (``Trajectory.arrays``: snap_ms, mid, after, admitted_ms, leave_us, busy)."""
-    parts: list[np.ndarray] = []
-    index = np.zeros((len(params), N_INDEX), np.int64)
-    at = 0
-    for b, (p, t) in enumerate(zip(params, trajectories, strict=True)):
-        snap = np.concatenate([t["snap_ms"], t["mid"].ravel(), t["after"].ravel()]).astype(np.int64)
-        sections = (snap, t["admitted_ms"], t["leave_us"], t["busy"].ravel(), stall_array(p))
-        lengths = (
-            t["snap_ms"].size,
-            t["admitted_ms"].size,
-            t["leave_us"].size,
-            t["busy"].shape[0],
-            len(p.stalls),
-        )
-        for k, (arr, n) in enumerate(zip(sections, lengths, strict=True)):
-            index[b, 2 * k] = at
-            index[b, 2 * k + 1] = n
-            parts.append(np.asarray(arr, np.int64))
-            at += arr.size
-    data = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    rows = np.asarray([_param_row(p) for p in params], np.float64).reshape(-1, N_PARAMS)
-    return StoreTables(rows, index, data, np.zeros(0, np.int64))
+    """:class:`StoreTables` of every broker: its parameters and its trajectory's columns
+    (``Trajectory.arrays``: the layout's snap, leave, busy), packed."""
+    head, data = tl.pack(trajectories, [stall_array(p) for p in params])
+    return StoreTables(params_rows(params), head, data, np.zeros(0, np.int64))
 
 
 # ---- broker_store's rules ----------------------------------------------------------------------------
@@ -240,37 +245,41 @@ def _heap_pop(h, n):
 
 
 @njit(**_JIT)
-def replay_broker(par, stalls, ms, count, size, snap, admitted, leaves, busy):
+def replay_broker(par, stalls, ms, count, size, snap, mid, leaves, busy):
     """:meth:`rocketsim.engine.iterative.Trajectory.replay`: ``BrokerStore.offer`` over one broker's
-    arrival work (``ms`` ascending, ``count`` and ``size`` bytes each). Writes ``snap`` (``n`` ms, ``3n``
-    mid states, ``2n`` after states: the layout of :class:`StoreTables`), the admitted ms, the leave
-    times (unsorted) and the busy spans; returns how many of each of the last three."""
+    arrival work (``ms`` ascending, ``count`` and ``size`` bytes each). Writes ``snap`` (the layout's
+    ``N_SNAP_COLUMNS`` rows of ``n``, flat), ``mid`` (its ``N_MID_COLUMNS`` per ms of 3 or more
+    requests, in ms order: (ms, thread, writer, depth)), the leave times of the requests that were queued
+    (unsorted) and the busy spans; returns how many of the last three."""
     n = ms.size
     n_threads = np.int64(par[SP_THREADS])
     threads = np.zeros(n_threads, np.int64)
     writer = np.int64(0)
-    queued = np.empty(max(admitted.size, 1), np.int64)
+    queued = np.empty(max(leaves.size, 1), np.int64)
     n_q = 0
+    n_mid = 0
     n_adm = 0
-    n_leave = 0
+    n_queued = 0
     n_busy = 0
     first_busy = 0
     last_us = np.int64(0)
     timeout_ms = np.int64(par[SP_BUSY_TIMEOUT_MS])
     for w in range(n):
         m = ms[w]
+        base = m * 1000
         c = count[w]
         k = (c - 1) // 2
         for i in range(c):
-            if i == k:
-                while n_q > 0 and queued[0] <= m * 1000:
+            if i == k and k > 0:  # the middle request has others of its ms before it
+                while n_q > 0 and queued[0] <= base:
                     n_q = _heap_pop(queued, n_q)
-                snap[w] = m
-                snap[n + 3 * w] = threads.min()
-                snap[n + 3 * w + 1] = writer
-                snap[n + 3 * w + 2] = n_q
+                mid[N_MID_COLUMNS * n_mid] = m
+                mid[N_MID_COLUMNS * n_mid + M_THREAD] = max(0, threads.min() - base)
+                mid[N_MID_COLUMNS * n_mid + M_WRITER] = max(0, writer - base)
+                mid[N_MID_COLUMNS * n_mid + M_DEPTH] = n_q
+                n_mid += 1
             wire = size[w] // c + (1 if i < size[w] % c else 0)
-            a = max(m * 1000, last_us)
+            a = max(base, last_us)
             last_us = a
             a_ms = a // 1000
             while first_busy < n_busy and busy[2 * first_busy + 1] <= a_ms:
@@ -284,17 +293,16 @@ def replay_broker(par, stalls, ms, count, size, snap, admitted, leaves, busy):
             )
             if fate == _REJECT or fate == _OVERLOAD:  # noqa: SIM109 (numba: no tuple membership)
                 continue
-            admitted[n_adm] = a_ms
             n_adm += 1
+            leave = tick * 1000 if tick >= 0 else taken
+            if leave > a:
+                leaves[n_queued] = leave
+                n_queued += 1
             if tick >= 0:  # swept from the queue
                 n_q = _heap_push(queued, n_q, tick * 1000)
-                leaves[n_leave] = tick * 1000
-                n_leave += 1
                 continue
             if taken > a:
                 n_q = _heap_push(queued, n_q, taken)
-            leaves[n_leave] = taken
-            n_leave += 1
             if fate == _PC_SYNC:
                 threads[t_i] = taken
                 continue
@@ -307,9 +315,19 @@ def replay_broker(par, stalls, ms, count, size, snap, admitted, leaves, busy):
                     busy[2 * n_busy] = lo
                     busy[2 * n_busy + 1] = hi
                     n_busy += 1
-        snap[4 * n + 2 * w] = threads.min()
-        snap[4 * n + 2 * w + 1] = writer
-    return n_adm, n_leave, n_busy
+        snap[w] = m
+        snap[C_THREAD * n + w] = max(0, threads.min() - base)
+        snap[C_WRITER * n + w] = max(0, writer - base)
+        snap[C_ADMITTED * n + w] = n_adm
+        snap[C_QUEUED * n + w] = n_queued
+    return n_mid, n_queued, n_busy
+
+
+@njit(**_JIT)
+def _admitted_by(data, o, n, snap_ms, ms):
+    """Requests the queue took at or before ``ms`` (the snapshot's cumulative count)."""
+    i = np.searchsorted(snap_ms, ms, side="right") - 1
+    return np.int64(data[o + C_ADMITTED * n + i]) if i >= 0 else np.int64(0)
 
 
 @njit(**_JIT)
@@ -317,30 +335,40 @@ def trajectory_answer(tables, b, ms, wire):
     """:meth:`rocketsim.engine.iterative.Trajectory.answer` of broker ``b`` to a request of ``wire`` bytes
     arriving at ``ms``: (fate, answer us, stored us (-1: not stored), queue depth, writer us (0: none),
     period in queue ms (-1: no sweeper remark), size of queue)."""
-    par, ix, data = tables.params[b], tables.index[b], tables.data
-    o, n = ix[I_SNAP], ix[I_N_SNAP]
+    par, head, data = tables.params[b], tables.head, tables.data
+    h = b * N_HEAD
+    o, n = head[h + H_SNAP], head[h + H_N_SNAP]
     snap_ms = data[o : o + n]
-    admitted = data[ix[I_ADMITTED] : ix[I_ADMITTED] + ix[I_N_ADMITTED]]
-    leave = data[ix[I_LEAVE] : ix[I_LEAVE] + ix[I_N_LEAVE]]
-    busy = data[ix[I_BUSY] : ix[I_BUSY] + 2 * ix[I_N_BUSY]]
-    stalls = data[ix[I_STALL] : ix[I_STALL] + 4 * ix[I_N_STALL]]
+    busy = head[head[h + H_BUSY] : head[h + H_BUSY] + 2 * head[h + H_N_BUSY]]
+    stalls = head[head[h + H_STALL] : head[h + H_STALL] + 4 * head[h + H_N_STALL]]
+    thread, writer, depth = np.int64(0), np.int64(0), np.int64(-1)
     i = np.searchsorted(snap_ms, ms, side="right") - 1
-    if i >= 0 and snap_ms[i] == ms:  # Trajectory.state
-        thread, writer, depth = data[o + n + 3 * i], data[o + n + 3 * i + 1], data[o + n + 3 * i + 2]
-    else:
-        thread = data[o + 4 * n + 2 * i] if i >= 0 else np.int64(0)
-        writer = data[o + 4 * n + 2 * i + 1] if i >= 0 else np.int64(0)
-        arrived = np.searchsorted(admitted, ms, side="left")
-        left = np.searchsorted(leave, ms * 1000, side="right")
-        depth = max(np.int64(0), np.int64(arrived - left))
+    if i >= 0 and snap_ms[i] == ms:  # Trajectory.state: the ms's middle request
+        mo, mn = head[h + H_MID], head[h + H_N_MID]
+        j = np.searchsorted(data[mo : mo + mn], ms, side="left")
+        if j < mn and data[mo + j] == ms:
+            thread = ms * 1000 + np.int64(data[mo + M_THREAD * mn + j])
+            writer = ms * 1000 + np.int64(data[mo + M_WRITER * mn + j])
+            depth = np.int64(data[mo + M_DEPTH * mn + j])
+        else:  # the first of its ms: the state after the ms before
+            i -= 1
+    if depth < 0 and i >= 0:
+        base = np.int64(snap_ms[i]) * 1000
+        thread = base + np.int64(data[o + C_THREAD * n + i])
+        writer = base + np.int64(data[o + C_WRITER * n + i])
+        lo, m = head[h + H_LEAVE], head[h + H_N_LEAVE]
+        j = np.searchsorted(data[lo : lo + m], ms, side="right") - 1
+        left = np.int64(data[lo + m + j]) if j >= 0 else np.int64(0)
+        depth = max(np.int64(0), np.int64(data[o + C_QUEUED * n + i]) - left)
+    depth = max(depth, np.int64(0))
     a = ms * 1000
-    d = decide(par, stalls, busy, ix[I_N_BUSY], a, wire, depth, thread, writer)
+    d = decide(par, stalls, busy, head[h + H_N_BUSY], a, wire, depth, thread, writer)
     fate, answer_us, tick, _, begin, end = d
     if fate == _SERVED:
         return fate, answer_us, end, depth, end - begin, np.int64(-1), np.int64(0)
     if tick >= 0:
-        size = np.searchsorted(admitted, tick, side="right") - np.searchsorted(admitted, ms, side="right")
-        return fate, answer_us, np.int64(-1), depth, np.int64(0), tick - ms, max(np.int64(0), np.int64(size))
+        size = _admitted_by(data, o, n, snap_ms, tick) - _admitted_by(data, o, n, snap_ms, ms)
+        return fate, answer_us, np.int64(-1), depth, np.int64(0), tick - ms, max(np.int64(0), size)
     return fate, answer_us, np.int64(-1), depth, np.int64(0), np.int64(-1), np.int64(0)
 
 
@@ -365,28 +393,27 @@ def closed_outcome(network, start_ms, timeout, fate, answer_us, stored_us, pc_co
 
 
 def replay(p: StoreParams, ms: np.ndarray, count: np.ndarray, size: np.ndarray) -> dict[str, np.ndarray]:
-    """One broker's trajectory arrays (``Trajectory.arrays``) from its arrival work, compiled."""
+    """One broker's trajectory columns (``Trajectory.arrays``, the layout's) from its arrival work,
+    compiled."""
     n, total = ms.size, int(count.sum()) if count.size else 0
-    snap = np.zeros(6 * n, np.int64)
-    admitted = np.zeros(total, np.int64)
+    snap = np.zeros(N_SNAP_COLUMNS * n, np.int64)
+    mid = np.zeros(N_MID_COLUMNS * n, np.int64)
     leaves = np.zeros(total, np.int64)
     busy = np.zeros(2 * total, np.int64)
-    n_adm, n_leave, n_busy = replay_broker(
+    n_mid, n_leave, n_busy = replay_broker(
         params_array(p),
         stall_array(p),
         np.ascontiguousarray(ms, np.int64),
         np.ascontiguousarray(count, np.int64),
         np.ascontiguousarray(size, np.int64),
         snap,
-        admitted,
+        mid,
         leaves,
         busy,
     )
     return {
-        "snap_ms": snap[:n],
-        "mid": snap[n : 4 * n].reshape(-1, 3),
-        "after": snap[4 * n :].reshape(-1, 2),
-        "admitted_ms": admitted[:n_adm],
-        "leave_us": np.sort(leaves[:n_leave]),
+        "snap": snap.reshape(N_SNAP_COLUMNS, n),
+        "mid": np.ascontiguousarray(mid[: N_MID_COLUMNS * n_mid].reshape(n_mid, N_MID_COLUMNS).T),
+        "leave": tl.leave_rows(leaves[:n_leave]),
         "busy": busy[: 2 * n_busy].reshape(-1, 2),
     }

@@ -18,6 +18,12 @@ depend on how producers are spread over tasks: :func:`simulate_iterative` runs t
 (:func:`simulate_round`, :func:`arrival_work`, :func:`converged`, :func:`trajectories`; arrival work and
 trajectories cross processes as :func:`work_table` rows and :func:`trajectories_to_bytes`).
 
+A trajectory keeps per ms with arrivals the state after it and cumulative counts (requests admitted,
+and queued), the state at a ms's middle request only where others of its ms came before it, and per ms
+how many queued requests had left by then (:mod:`rocketsim.engine.trajectory_layout`): about 20 bytes a
+ms with arrivals, none per request. :class:`Trajectories` packs every broker's once; the readable and
+the compiled answers read the same packed arrays, which a producer task maps from the round's file.
+
 Speed: a round's producers run on the compiled engine (:func:`rocketsim.engine.compiled.simulate_round`,
 the trajectories as :class:`rocketsim.engine.compiled_store.StoreTables`), the trajectories are replayed
 compiled (:func:`rocketsim.engine.compiled_store.replay`) and the arrival work is numpy arrays
@@ -32,8 +38,6 @@ tests/test_engine_iterative.py states how close it comes.
 from __future__ import annotations
 
 import heapq
-import io
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -51,6 +55,7 @@ from rocketsim.broker_store import (
     sweep_remark,
 )
 from rocketsim.engine import compiled, compiled_store
+from rocketsim.engine import trajectory_layout as tl
 from rocketsim.engine.choice import COMPILED, REFERENCE, chosen
 from rocketsim.engine.plan import SimOutput, prepare
 from rocketsim.engine.reference import ProducerSimulation, engine_output, producer_tables, sends_of
@@ -62,6 +67,7 @@ __all__ = [
     "WORK_SCHEMA",
     "ArrivalWork",
     "IterativeRun",
+    "Trajectories",
     "Trajectory",
     "arrival_work",
     "converged",
@@ -86,7 +92,6 @@ WORK_SCHEMA = pa.schema(
         pa.field("bytes", pa.int64(), nullable=False),
     ]
 )
-_TRAJECTORY_ARRAYS = ("snap_ms", "mid", "after", "admitted_ms", "leave_us", "busy")
 _MS_BITS = 40  # a (broker, ms) bucket's key: broker << 40 | ms
 
 
@@ -165,16 +170,15 @@ EMPTY_WORK = ArrivalWork.of(*(np.zeros(0, np.int64) for _ in range(4)))
 
 @dataclass(eq=False)
 class Trajectory:
-    """One broker's store state per ms, replayed from a round's arrival work (module docstring); int64
-    arrays (:meth:`arrays`)."""
+    """One broker's store state per ms, replayed from a round's arrival work (module docstring): the
+    columns of :mod:`rocketsim.engine.trajectory_layout` (``snap``, ``mid``, ``leave``, ``busy``;
+    :meth:`arrays`), the compiled answer's layout too."""
 
     params: StoreParams
-    snap_ms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # ms with arrivals, ascending
-    mid: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))  # (thread, writer, depth)
-    after: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))  # (thread, writer) after
-    admitted_ms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # sorted
-    leave_us: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # sorted
-    busy: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))  # [from, to) ms spans
+    snap: np.ndarray = field(default_factory=lambda: tl.empty_columns()["snap"])
+    mid: np.ndarray = field(default_factory=lambda: tl.empty_columns()["mid"])
+    leave: np.ndarray = field(default_factory=lambda: tl.empty_columns()["leave"])
+    busy: np.ndarray = field(default_factory=lambda: tl.empty_columns()["busy"])  # [from, to) ms spans
     _busy_list: list[tuple[int, int]] | None = field(default=None, repr=False)
 
     @classmethod
@@ -183,57 +187,65 @@ class Trajectory:
         bytes each): each ms's requests share its bytes. The readable one; its compiled twin is
         :func:`rocketsim.engine.compiled_store.replay` (:func:`trajectories` chooses)."""
         store = BrokerStore(params)
-        snap_ms: list[int] = []
-        mid: list[tuple[int, int, int]] = []
-        after: list[tuple[int, int]] = []
-        leaves: list[int] = []
+        rows: list[list[int]] = []
+        mids: list[list[int]] = []
+        queued_leaves: list[int] = []
         for m, c, n in zip(ms.tolist(), count.tolist(), size.tolist(), strict=True):
+            base = m * 1000
             k = (c - 1) // 2  # the others ahead of a request of this ms, on average
             for i in range(c):
-                if i == k:
-                    while store.queued and store.queued[0] <= m * 1000:  # as offer() does first
+                if i == k and k > 0:  # others of its ms before it (else: the state after the ms before)
+                    while store.queued and store.queued[0] <= base:  # as offer() does first
                         heapq.heappop(store.queued)
-                    snap_ms.append(m)
-                    mid.append((store.threads[0], store.writer_free_us, len(store.queued)))
+                    free = [max(0, store.threads[0] - base), max(0, store.writer_free_us - base)]
+                    mids.append([m, *free, len(store.queued)])
                 wire = n // c + (1 if i < n % c else 0)
                 ans = store.offer(m, wire)
-                if ans.left_us >= 0:
-                    leaves.append(ans.left_us)
-            after.append((store.threads[0], store.writer_free_us))
-        return cls.from_arrays(
+                if ans.left_us > ans.arrival_us:
+                    queued_leaves.append(ans.left_us)
+            after = [max(0, store.threads[0] - base), max(0, store.writer_free_us - base)]
+            rows.append([m, *after, len(store.admitted_ms), len(queued_leaves)])
+        snap = np.asarray(rows, np.int64).reshape(-1, tl.N_SNAP_COLUMNS).T
+        return cls(
             params,
-            {
-                "snap_ms": np.asarray(snap_ms, np.int64),
-                "mid": np.asarray(mid, np.int64).reshape(-1, 3),
-                "after": np.asarray(after, np.int64).reshape(-1, 2),
-                "admitted_ms": np.asarray(store.admitted_ms, np.int64),
-                "leave_us": np.sort(np.asarray(leaves, np.int64)),
-                "busy": np.asarray(store.busy_log, np.int64).reshape(-1, 2),
-            },
+            np.ascontiguousarray(snap),
+            np.ascontiguousarray(np.asarray(mids, np.int64).reshape(-1, tl.N_MID_COLUMNS).T),
+            tl.leave_rows(np.asarray(queued_leaves, np.int64)),
+            np.asarray(store.busy_log, np.int64).reshape(-1, 2),
         )
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """Its state as int64 arrays (:func:`trajectories_to_bytes`)."""
-        return {k: getattr(self, k) for k in _TRAJECTORY_ARRAYS}
+        """Its columns (:func:`rocketsim.engine.trajectory_layout.pack`)."""
+        return {"snap": self.snap, "mid": self.mid, "leave": self.leave, "busy": self.busy}
 
     @classmethod
     def from_arrays(cls, params: StoreParams, a: Mapping[str, np.ndarray]) -> Trajectory:
-        return cls(params, *(np.asarray(a[k], np.int64) for k in _TRAJECTORY_ARRAYS))
+        return cls(params, a["snap"], a["mid"], a["leave"], a["busy"])
 
     def same(self, other: Trajectory) -> bool:
         """Whether two trajectories hold the same state."""
-        return all(np.array_equal(getattr(self, k), getattr(other, k)) for k in _TRAJECTORY_ARRAYS)
+        return all(np.array_equal(v, other.arrays()[k]) for k, v in self.arrays().items())
+
+    def _admitted_by(self, ms: int) -> int:
+        i = int(np.searchsorted(self.snap[tl.C_MS], ms, "right")) - 1
+        return int(self.snap[tl.C_ADMITTED, i]) if i >= 0 else 0
 
     def state(self, ms: int) -> tuple[int, int, int]:
-        """(first free send thread, free writer, queue depth) for a request arriving at ``ms``."""
-        i = int(np.searchsorted(self.snap_ms, ms, "right")) - 1
-        if i >= 0 and int(self.snap_ms[i]) == ms:
-            thread, writer, depth = self.mid[i].tolist()
-            return thread, writer, depth
-        thread, writer = self.after[i].tolist() if i >= 0 else (0, 0)
-        arrived = int(np.searchsorted(self.admitted_ms, ms, "left"))
-        left = int(np.searchsorted(self.leave_us, ms * 1000, "right"))
-        return thread, writer, max(0, arrived - left)
+        """(first free send thread, free writer, queue depth) for a request arriving at ``ms`` (a thread
+        or writer free before the snapshot's ms began is given as free then)."""
+        i = int(np.searchsorted(self.snap[tl.C_MS], ms, "right")) - 1
+        if i >= 0 and int(self.snap[tl.C_MS, i]) == ms:  # the ms's middle request
+            j = int(np.searchsorted(self.mid[tl.M_MS], ms, "left"))
+            if j < self.mid.shape[1] and int(self.mid[tl.M_MS, j]) == ms:
+                _, thread, writer, depth = self.mid[:, j].tolist()
+                return ms * 1000 + thread, ms * 1000 + writer, depth
+            i -= 1  # the first of its ms: the state after the ms before
+        if i < 0:
+            return 0, 0, 0
+        at, thread, writer, _, queued = self.snap[:, i].tolist()
+        j = int(np.searchsorted(self.leave[tl.L_MS], ms, "right")) - 1
+        left = int(self.leave[tl.L_LEFT, j]) if j >= 0 else 0
+        return at * 1000 + thread, at * 1000 + writer, max(0, queued - left)
 
     def answer(self, ms: int, wire: int) -> StoreAnswer:
         """The store's answer to a request arriving at ``ms`` (the readable one; compiled:
@@ -248,12 +260,39 @@ class Trajectory:
                 d.fate, a, d.answer_us, remark=REMARKS[d.fate], queue_depth=depth, pc_code=self.params.pc_code
             )
         if d.tick >= 0:
-            size = int(np.searchsorted(self.admitted_ms, d.tick, "right")) - int(
-                np.searchsorted(self.admitted_ms, ms, "right")
-            )
+            size = self._admitted_by(d.tick) - self._admitted_by(ms)
             remark = sweep_remark(d.fate, d.tick - ms, str(max(size, 0)))
             return StoreAnswer(d.fate, a, d.answer_us, remark=remark, queue_depth=depth)
         return StoreAnswer(Fate.SERVED, a, d.answer_us, d.end, queue_depth=depth, service_us=d.end - d.begin)
+
+
+class Trajectories(Sequence[Trajectory]):
+    """Every broker's trajectory, packed once (:mod:`rocketsim.engine.trajectory_layout`): the compiled
+    engine reads the packed arrays (:attr:`tables`), the readable one the brokers' views of them."""
+
+    def __init__(self, params: Sequence[StoreParams], head: np.ndarray, data: np.ndarray) -> None:
+        self.tables = compiled_store.StoreTables(
+            compiled_store.params_rows(params), head, data, np.zeros(0, np.int64)
+        )
+        self.brokers = tuple(
+            Trajectory.from_arrays(p, tl.unpack(head, data, b)) for b, p in enumerate(params)
+        )
+
+    @classmethod
+    def of(cls, trajs: Sequence[Trajectory]) -> Trajectories:
+        """The trajectories packed."""
+        stalls = [compiled_store.stall_array(t.params) for t in trajs]
+        head, data = tl.pack([t.arrays() for t in trajs], stalls)
+        return cls([t.params for t in trajs], head, data)
+
+    def __getitem__(self, b):  # type: ignore[override]
+        return self.brokers[b]
+
+    def __len__(self) -> int:
+        return len(self.brokers)
+
+    def to_bytes(self) -> bytes:
+        return tl.to_bytes(self.tables.head, self.tables.data, len(self.brokers))
 
 
 class _TrajectoryStore:
@@ -268,7 +307,7 @@ class _TrajectoryStore:
 
 
 class _TrajectoryCluster:
-    def __init__(self, trajectories: list[Trajectory], brokers: tuple[str, ...]) -> None:
+    def __init__(self, trajectories: Sequence[Trajectory], brokers: tuple[str, ...]) -> None:
         self.trajectories, self.brokers = trajectories, brokers
         self.requests: list[tuple[int, int, int]] = []
 
@@ -285,7 +324,7 @@ def _params(sc: Scenario) -> list[StoreParams]:
     return [s.params for s in StoreCluster.from_scenario(sc).stores]
 
 
-def trajectories(sc: Scenario, work: ArrivalWork | None) -> list[Trajectory]:
+def trajectories(sc: Scenario, work: ArrivalWork | None) -> Trajectories:
     """Every broker's trajectory from a round's arrival work (None: idle brokers), replayed by the engine
     ``ROCKETSIM_ENGINE`` names: the readable :meth:`Trajectory.replay` with ``reference``, else its compiled
     twin :func:`rocketsim.engine.compiled_store.replay`."""
@@ -297,7 +336,7 @@ def trajectories(sc: Scenario, work: ArrivalWork | None) -> list[Trajectory]:
             out.append(Trajectory.replay(p, ms, count, size))
         else:
             out.append(Trajectory.from_arrays(p, compiled_store.replay(p, ms, count, size)))
-    return out
+    return Trajectories.of(out)
 
 
 def arrival_work(parts: Sequence[ArrivalWork]) -> ArrivalWork:
@@ -328,28 +367,25 @@ def work_from_table(rows: pa.Table) -> ArrivalWork:
     return ArrivalWork.of(*cols)
 
 
-def trajectories_to_bytes(trajs: list[Trajectory]) -> bytes:
-    """Every broker's trajectory as bytes (numpy ``.npz``, no pickle), for a round's producer tasks."""
-    buf = io.BytesIO()
-    arrays = {f"{b}.{k}": v for b, t in enumerate(trajs) for k, v in t.arrays().items()}
-    np.savez(buf, brokers=np.asarray([len(trajs)], np.int64), **arrays)
-    return buf.getvalue()
+def trajectories_to_bytes(trajs: Sequence[Trajectory]) -> bytes:
+    """Every broker's trajectory as bytes (:func:`rocketsim.engine.trajectory_layout.to_bytes`), for a
+    round's producer tasks."""
+    return _packed(trajs).to_bytes()
 
 
-def trajectories_from_bytes(sc: Scenario, data: bytes) -> list[Trajectory]:
-    """:func:`trajectories_to_bytes` read back (the stores' parameters from ``sc``)."""
-    with np.load(io.BytesIO(data), allow_pickle=False) as z:
-        params = _params(sc)
-        if int(z["brokers"][0]) != len(params):
-            raise ValueError(f"trajectories of {int(z['brokers'][0])} brokers for {len(params)} brokers")
-        return [
-            Trajectory.from_arrays(p, {k: z[f"{b}.{k}"] for k in _TRAJECTORY_ARRAYS})
-            for b, p in enumerate(params)
-        ]
+def trajectories_from_bytes(sc: Scenario, data: bytes | np.ndarray) -> Trajectories:
+    """:func:`trajectories_to_bytes` read back (the stores' parameters from ``sc``), viewing ``data``
+    (bytes, or a uint8 array such as a file mapped copy-on-write) without a copy."""
+    buf = np.frombuffer(bytearray(data), np.uint8) if isinstance(data, bytes) else np.asarray(data)
+    brokers, head, arrays = tl.from_buffer(buf)
+    params = _params(sc)
+    if brokers != len(params):
+        raise ValueError(f"trajectories of {brokers} brokers for {len(params)} brokers")
+    return Trajectories(params, head, arrays)
 
 
 def simulate_round(
-    messages: pa.Table, sc: Scenario, producer: int, trajs: list[Trajectory]
+    messages: pa.Table, sc: Scenario, producer: int, trajs: Sequence[Trajectory]
 ) -> tuple[SimOutput, ArrivalWork]:
     """One producer in one round: its tables against ``trajs``, and the arrival work it made. The engine:
     as :func:`rocketsim.engine.simulate_producer` chooses (``ROCKETSIM_ENGINE``; unset: the compiled
@@ -364,23 +400,18 @@ def simulate_round(
     return simulate_round_reference(messages, sc, producer, trajs)
 
 
-# the trajectories packed for the compiled engine, by their first: (weak references to all, the tables)
-_PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+def _packed(trajs: Sequence[Trajectory]) -> Trajectories:
+    return trajs if isinstance(trajs, Trajectories) else Trajectories.of(trajs)
 
 
-def _tables(trajs: list[Trajectory]) -> compiled_store.StoreTables:
-    """The trajectories packed for the compiled engine, once per set of trajectories (a round's producer
-    task simulates several producers against the same ones)."""
-    hit = _PACKED.get(trajs[0])
-    if hit is not None and [r() for r in hit[0]] == trajs:
-        return hit[1]
-    tables = compiled_store.store_tables([t.params for t in trajs], [t.arrays() for t in trajs])
-    _PACKED[trajs[0]] = ([weakref.ref(t) for t in trajs], tables)
-    return tables
+def _tables(trajs: Sequence[Trajectory]) -> compiled_store.StoreTables:
+    """The trajectories' packed arrays for the compiled engine (packed already by :func:`trajectories`
+    and :func:`trajectories_from_bytes`)."""
+    return _packed(trajs).tables
 
 
 def simulate_round_reference(
-    messages: pa.Table, sc: Scenario, producer: int, trajs: list[Trajectory]
+    messages: pa.Table, sc: Scenario, producer: int, trajs: Sequence[Trajectory]
 ) -> tuple[SimOutput, ArrivalWork]:
     """:func:`simulate_round` on the readable engine (its compiled twin:
     :func:`rocketsim.engine.compiled.simulate_round`)."""

@@ -357,6 +357,15 @@ def read_bytes(uri: str) -> bytes:
         return handle.read()
 
 
+def map_bytes(uri: str) -> np.ndarray:
+    """The content of ``uri`` as a uint8 array: a local file mapped copy-on-write (nothing read until
+    used, pages shared with other readers of the file), else read whole."""
+    fs, path = filesystem(uri)
+    if isinstance(fs, pafs.LocalFileSystem):
+        return np.asarray(np.memmap(path, np.uint8, mode="c"))
+    return np.frombuffer(bytearray(read_bytes(uri)), np.uint8)
+
+
 def write_ipc(table: pa.Table, uri: str) -> None:
     """``table`` as an Arrow IPC file, atomically."""
     with _AtomicOutput(uri) as sink, pa.ipc.new_file(sink, table.schema) as writer:

@@ -59,6 +59,7 @@ from rocketsim.warehouse.files import (
     IpcGroupsSink,
     ParquetSink,
     ipc_group_source,
+    map_bytes,
     read_bytes,
     read_ipc,
     read_ipc_group,
@@ -86,7 +87,7 @@ SCRATCH_DELIVERIES = "deliveries-b{:06d}.arrow"
 SCRATCH_VARIANT_AGGREGATES = "aggregates-g{:04d}-p{:06d}.bin"
 SCRATCH_WHOLE_RUN_AGGREGATES = "aggregates-v{:04d}.bin"  # a capacity sweep: one per variant
 SCRATCH_ROUND_WORK = "round{:03d}-work-p{:06d}.arrow"  # brokers.coupling = iterative
-SCRATCH_TRAJECTORIES = "round{:03d}-trajectories.npz"
+SCRATCH_TRAJECTORIES = "round{:03d}-trajectories.bin"
 # A broker task's send_results file holds every producer's results pointing at that broker, in producer
 # order: row groups this small let a task reading one producer's results back (jobs/summarize.py,
 # jobs/broker_side.py) skip the others' by the footer's producer ranges, so reading every producer costs
@@ -267,22 +268,23 @@ class IterativeRound:
     """One round of ``brokers.coupling = iterative`` (:mod:`rocketsim.engine.iterative`) as files: the
     driver writes the brokers' trajectories of round ``number`` (:meth:`write_trajectories`); each producer
     task simulates its producers against them and writes their arrival work (:meth:`write_work`); the
-    driver merges it (:meth:`merged_work`). The trajectories are read once per task (kept here)."""
+    driver merges it (:meth:`merged_work`). The trajectories are mapped once per task (kept here), not
+    copied: the engines read the file's pages."""
 
     sc: Scenario
     work: StageWork
     number: int
-    _trajectories: list[iterative.Trajectory] | None = None
+    _trajectories: iterative.Trajectories | None = None
 
     def trajectories_uri(self) -> str:
         return f"{self.work.scratch}/{SCRATCH_TRAJECTORIES.format(self.number)}"
 
-    def write_trajectories(self, trajs: list[iterative.Trajectory]) -> None:
+    def write_trajectories(self, trajs: Sequence[iterative.Trajectory]) -> None:
         write_bytes(iterative.trajectories_to_bytes(trajs), self.trajectories_uri())
 
-    def trajectories(self) -> list[iterative.Trajectory]:
+    def trajectories(self) -> iterative.Trajectories:
         if self._trajectories is None:
-            data = read_bytes(self.trajectories_uri())
+            data = map_bytes(self.trajectories_uri())
             self._trajectories = iterative.trajectories_from_bytes(self.sc, data)
         return self._trajectories
 

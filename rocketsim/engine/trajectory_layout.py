@@ -1,0 +1,143 @@
+"""The brokers' trajectories of an ``iterative`` round as arrays: the one layout the readable
+(:meth:`rocketsim.engine.iterative.Trajectory.answer`) and the compiled
+(:func:`rocketsim.engine.compiled_store.trajectory_answer`) answers read, and the scratch file's bytes.
+
+Per broker (``columns``, what a replay gives):
+
+* ``snap``: ``N_SNAP_COLUMNS`` rows over the n ms with arrivals (ascending): ``C_MS`` the ms; after its
+  requests ``C_THREAD`` the first free send thread and ``C_WRITER`` the free writer, as us after the ms
+  began (0: free by then; a later ms arrives after that, and ``decide`` only takes ``max(arrival,
+  free)``); ``C_ADMITTED`` the requests the queue took up to it and ``C_QUEUED`` those of them that left
+  the queue after their arrival (cumulative counts: "how many before t" is one lookup);
+* ``leave``: two rows over the distinct ms by whose start queued requests had left (the leave us rounded
+  up): ``L_MS`` and ``L_LEFT``, how many had left by then (cumulative). Nothing changes the store between
+  arrivals, so a request at ms t meets the state after the last snapshot i before t: its thread and
+  writer, and ``C_QUEUED[i] - left(t)`` requests in the queue;
+* ``mid``: ``N_MID_COLUMNS`` rows over the ms whose middle request has others before it (3 or more
+  requests; with 1 or 2 the middle one is the first, which meets the state above): ``M_MS``, and the
+  state at that request, ``M_THREAD``, ``M_WRITER`` (us after the ms began, 0: free) and ``M_DEPTH``;
+* ``busy``: the page cache's busy [from, to) ms spans.
+
+Packed (:func:`pack`): every broker's ``snap``, ``mid`` and ``leave`` in one ``data`` array, int32 where
+every value fits (else int64), and ``head`` (int64): per broker ``N_HEAD`` entries (``H_*``: offsets and
+lengths), then the busy spans and the ``store_stall`` quads ((start, end, period, stall) us). As bytes
+(:func:`to_bytes`): a 64-byte header, ``head``, ``data``; :func:`from_buffer` views them without a copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+__all__ = [
+    "C_ADMITTED",
+    "C_MS",
+    "C_QUEUED",
+    "C_THREAD",
+    "C_WRITER",
+    "H_BUSY",
+    "H_LEAVE",
+    "H_MID",
+    "H_N_BUSY",
+    "H_N_LEAVE",
+    "H_N_MID",
+    "H_N_SNAP",
+    "H_N_STALL",
+    "H_SNAP",
+    "H_STALL",
+    "L_LEFT",
+    "L_MS",
+    "M_DEPTH",
+    "M_MS",
+    "M_THREAD",
+    "M_WRITER",
+    "N_HEAD",
+    "N_MID_COLUMNS",
+    "N_SNAP_COLUMNS",
+    "ROWS",
+    "empty_columns",
+    "from_buffer",
+    "leave_rows",
+    "pack",
+    "to_bytes",
+    "unpack",
+]
+
+C_MS, C_THREAD, C_WRITER, C_ADMITTED, C_QUEUED = range(5)
+N_SNAP_COLUMNS = 5
+M_MS, M_THREAD, M_WRITER, M_DEPTH = range(4)
+N_MID_COLUMNS = 4
+L_MS, L_LEFT = range(2)
+H_SNAP, H_N_SNAP, H_MID, H_N_MID, H_LEAVE, H_N_LEAVE, H_BUSY, H_N_BUSY, H_STALL, H_N_STALL = range(10)
+N_HEAD = 10
+ROWS = {"snap": N_SNAP_COLUMNS, "mid": N_MID_COLUMNS, "leave": 2}  # the sections in ``data``, in order
+
+_MAGIC = 0x4A41525452534B52  # "RKSRTRAJ"
+_VERSION = 2
+_HEADER = 8  # int64 words: magic, version, brokers, head size, data size, data itemsize, 0, 0
+_INT32 = np.iinfo(np.int32)
+
+
+def empty_columns() -> dict[str, np.ndarray]:
+    """A broker without arrivals."""
+    return {**{k: np.zeros((r, 0), np.int64) for k, r in ROWS.items()}, "busy": np.zeros((0, 2), np.int64)}
+
+
+def leave_rows(queued_leave_us: np.ndarray) -> np.ndarray:
+    """The ``leave`` rows from the leave times (us, any order) of the requests that were queued."""
+    ms, n = np.unique(-(-np.asarray(queued_leave_us, np.int64) // 1000), return_counts=True)
+    return np.stack([ms.astype(np.int64), np.cumsum(n, dtype=np.int64)])
+
+
+def pack(
+    columns: Sequence[Mapping[str, np.ndarray]], stalls: Sequence[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(head, data)`` of every broker's ``columns`` and ``store_stall`` quads (flat int64)."""
+    n = len(columns)
+    parts = [np.ravel(c[k]) for c in columns for k in ROWS]
+    fits = all(p.size == 0 or (p.min() >= _INT32.min and p.max() <= _INT32.max) for p in parts)
+    data = np.concatenate(parts).astype(np.int32 if fits else np.int64) if parts else np.zeros(0, np.int32)
+    head = [np.zeros(n * N_HEAD, np.int64)]
+    at_data, at_head = 0, n * N_HEAD
+    for b, (c, st) in enumerate(zip(columns, stalls, strict=True)):
+        row: list[int] = []
+        for k, r in ROWS.items():
+            row += [at_data, c[k].shape[1]]
+            at_data += r * c[k].shape[1]
+        busy = np.ravel(c["busy"]).astype(np.int64)
+        row += [at_head, busy.size // 2, at_head + busy.size, np.size(st) // 4]
+        head[0][b * N_HEAD : (b + 1) * N_HEAD] = row
+        head += [busy, np.asarray(st, np.int64).ravel()]
+        at_head += busy.size + np.size(st)
+    return np.concatenate(head), data
+
+
+def unpack(head: np.ndarray, data: np.ndarray, b: int) -> dict[str, np.ndarray]:
+    """Broker ``b``'s columns, views of the packed arrays."""
+    h = head[b * N_HEAD : (b + 1) * N_HEAD].tolist()
+    out = {}
+    for j, (k, r) in enumerate(ROWS.items()):
+        at, n = h[2 * j], h[2 * j + 1]
+        out[k] = data[at : at + r * n].reshape(r, n)
+    out["busy"] = head[h[H_BUSY] : h[H_BUSY] + 2 * h[H_N_BUSY]].reshape(-1, 2)
+    return out
+
+
+def to_bytes(head: np.ndarray, data: np.ndarray, brokers: int) -> bytes:
+    """The packed arrays as bytes (:func:`from_buffer` reads them)."""
+    header = np.asarray([_MAGIC, _VERSION, brokers, head.size, data.size, data.itemsize, 0, 0], np.int64)
+    return header.tobytes() + np.ascontiguousarray(head, np.int64).tobytes() + data.tobytes()
+
+
+def from_buffer(buf: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """``(brokers, head, data)`` of :func:`to_bytes`'s bytes (``buf``: uint8, e.g. a file mapped
+    copy-on-write), views of it."""
+    header = buf[: 8 * _HEADER].view(np.int64)
+    magic, version, brokers, n_head, n_data, size = header[:6].tolist()
+    if magic != _MAGIC or version != _VERSION:
+        raise ValueError(f"not a trajectories file of layout {_VERSION} (magic {magic:#x}, layout {version})")
+    start = 8 * _HEADER + 8 * n_head
+    head = buf[8 * _HEADER : start].view(np.int64)
+    data = buf[start : start + size * n_data].view(np.int32 if size == 4 else np.int64)
+    return brokers, head, data

@@ -148,7 +148,7 @@ def test_trajectory_state_is_the_per_request_count() -> None:
         assert (max(thread, a), max(writer, a), depth) == (max(want[0], a), max(want[1], a), want[2])
         for tick in (m, m + 7, m + 210):
             size_q = np.searchsorted(admitted, tick, "right") - np.searchsorted(admitted, m, "right")
-            assert t._admitted_by(tick) - t._admitted_by(m) == size_q
+            assert t.admitted_by(tick) - t.admitted_by(m) == size_q
     assert max(d for _, _, d in mid.values()) > 0
 
 

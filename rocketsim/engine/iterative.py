@@ -226,7 +226,8 @@ class Trajectory:
         """Whether two trajectories hold the same state."""
         return all(np.array_equal(v, other.arrays()[k]) for k, v in self.arrays().items())
 
-    def _admitted_by(self, ms: int) -> int:
+    def admitted_by(self, ms: int) -> int:
+        """Requests the queue took at or before ``ms`` (the sweeper's size of queue is a difference)."""
         i = int(np.searchsorted(self.snap[tl.C_MS], ms, "right")) - 1
         return int(self.snap[tl.C_ADMITTED, i]) if i >= 0 else 0
 
@@ -260,7 +261,7 @@ class Trajectory:
                 d.fate, a, d.answer_us, remark=REMARKS[d.fate], queue_depth=depth, pc_code=self.params.pc_code
             )
         if d.tick >= 0:
-            size = self._admitted_by(d.tick) - self._admitted_by(ms)
+            size = self.admitted_by(d.tick) - self.admitted_by(ms)
             remark = sweep_remark(d.fate, d.tick - ms, str(max(size, 0)))
             return StoreAnswer(d.fate, a, d.answer_us, remark=remark, queue_depth=depth)
         return StoreAnswer(Fate.SERVED, a, d.answer_us, d.end, queue_depth=depth, service_us=d.end - d.begin)

@@ -54,8 +54,9 @@ larger); neither makes the compile longer, since each body is compiled once eith
 the event loop is compiled without the runtime's reference counting (``_nrt=False``): the loop allocates
 nothing (the caller passes every array in), and the atomic incref/decref pairs the runtime would put around
 each array argument cost more than the simulation itself. numba freezes the module-level constants it reads
-(OutcomeKind, SendKind, ...) into the cached machine code: after changing one of them, clear the cache
-(``__pycache__/*.nbi``) or touch this file.
+(OutcomeKind, SendKind, ...) and the functions it inlines from other modules into the cached machine code;
+the cache's entries are stamped with every core source (:mod:`rocketsim.engine.numba_cache`), so a change
+to any of them compiles the engine again.
 """
 
 # Mirrored by engine/reference.py (the readable event loop over rocketsim.send / rocketsim.fault, which

@@ -192,7 +192,7 @@ def give_back_memory() -> None:
     """What a task freed given back to the system: Arrow's pool's unused memory and glibc's free heap
     (``malloc_trim``; elsewhere nothing). A Python worker runs many tasks one after another: without this
     it carries the freed-but-kept memory of a producer task (~0.6 GB) into the broker task after it."""
-    gc.collect()
+    gc.collect()  # Python's garbage collector (not a Spark collect): frees the task's cycles first
     pa.default_memory_pool().release_unused()
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)

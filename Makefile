@@ -23,7 +23,9 @@ $(STAMP): pyproject.toml constraints.txt
 # source changed (rocketsim/engine/numba_cache.py: entries are stamped with the hash of every core source;
 # engine_* are the directories of the path-keyed cache before it).
 WARM := $(NUMBA_CACHE_DIR)/.warm-stamp
-$(WARM): $(STAMP) $(wildcard rocketsim/*.py rocketsim/engine/*.py)
+CORE_SOURCES := $(shell find rocketsim -name '*.py' -not -path 'rocketsim/warehouse/*' -not -path 'rocketsim/present/*' \
+	-not -path 'rocketsim/spark/*' -not -path 'rocketsim/bench/*')
+$(WARM): $(STAMP) $(CORE_SOURCES)
 	@rm -rf $(NUMBA_CACHE_DIR)/engine_*
 	@$(PY) -m rocketsim.engine.warm
 	@mkdir -p $(NUMBA_CACHE_DIR) && touch $(WARM)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import sys
 
-from rocketsim.schemas import BROKER_SIDE
 from rocketsim.spark.cli import parse_job_args
 from rocketsim.spark.launch import run_job
 from rocketsim.spark.pipeline import run_broker_side
+from rocketsim.tables.schemas import BROKER_SIDE
 from rocketsim.warehouse.stage_files import tables_read
 
 

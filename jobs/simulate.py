@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import sys
 
-from rocketsim.schemas import SIMULATE
 from rocketsim.spark.cli import parse_job_args
 from rocketsim.spark.launch import run_job
 from rocketsim.spark.pipeline import run_simulate
+from rocketsim.tables.schemas import SIMULATE
 from rocketsim.warehouse.stage_files import tables_read
 
 

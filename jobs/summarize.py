@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import sys
 
-from rocketsim.schemas import SUMMARIZE
 from rocketsim.spark.cli import parse_job_args
 from rocketsim.spark.launch import run_job
 from rocketsim.spark.pipeline import print_summary, run_summarize
+from rocketsim.tables.schemas import SUMMARIZE
 from rocketsim.warehouse.stage_files import tables_read
 
 

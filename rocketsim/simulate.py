@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim import engine
-from rocketsim.broker_store import ITERATIVE, JOINT, OPEN
+from rocketsim.broker.queue import ITERATIVE, JOINT, OPEN
 from rocketsim.engine.iterative import IterativeRun, simulate_iterative
 from rocketsim.engine.joint import JointRun, simulate_joint
 from rocketsim.engine.plan import SimChunk, SimOutput, SimulationError
@@ -37,7 +37,7 @@ def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
 
 def simulate_chunks(chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario) -> Iterator[SimChunk]:
     """Simulate one producer's messages given in chunks in seq order (e.g.
-    :func:`rocketsim.workload.generate_producer`'s batches): its tables in chunks of consecutive
+    :func:`rocketsim.scenario.workload.generate_producer`'s batches): its tables in chunks of consecutive
     messages (:class:`SimChunk`) whose concatenation is :func:`simulate_producer`'s tables."""
     return engine.simulate_chunks(chunks, sc)
 

@@ -7,21 +7,21 @@ Every scheduler (the run's stage in :mod:`rocketsim.spark.run`, the delta-spark 
 1. a producer task, per producer, a chunk of its messages at a time (:func:`producer_message_chunks`,
    or read back from the ``messages`` table), :func:`producer_chunks` (:func:`producer_tables` for a
    whole producer): the simulation (:func:`rocketsim.simulate.simulate_chunks`)
-   and the commit-log records its stored attempts make (:func:`rocketsim.store.log_records`), each
+   and the commit-log records its stored attempts make (:func:`rocketsim.broker.store.log_records`), each
    record and each result tagged with the broker that holds it (and the results of its transactional
    messages with another stored half, for that half's broker); beside its rows, the producer's
    mergeable summary aggregates (:meth:`ProducerTables.summary_aggregates`, folded chunk by chunk with
-   :class:`rocketsim.summaries.ProducerFold`) and the ``transactions``
+   :class:`rocketsim.tables.summaries.ProducerFold`) and the ``transactions``
    rows of its transactional messages whose result points at no half
    (:meth:`ProducerTables.unstored_transactions`);
 2. a broker task, per broker, once every producer is done: :func:`broker_tables` over that broker's
-   records from every producer and the results pointing at them (:func:`rocketsim.store.number_broker`:
+   records from every producer and the results pointing at them (:func:`rocketsim.broker.store.number_broker`:
    offsets need all of a broker's records, which is why this is a second step), then its
    ``broker_storage`` rows, the ``transactions`` rows of every half it holds and what consumers of its queues
    get (:meth:`BrokerTables.storage`, :meth:`BrokerTables.stored_transactions`,
    :meth:`BrokerTables.deliveries`);
-3. the driver merges the small parts (:func:`rocketsim.summaries.merge`,
-   :func:`rocketsim.summaries.summary_tables`, :func:`rocketsim.broker_side.consumer_load`).
+3. the driver merges the small parts (:func:`rocketsim.tables.summaries.merge`,
+   :func:`rocketsim.tables.summaries.summary_tables`, :func:`rocketsim.broker.side.consumer_load`).
 
 What a task computes is a dataclass (:class:`ProducerTables`, :class:`BrokerTables`) with the rows and
 the outputs derived from them; a comparison's producer task is :func:`variant_aggregates` (messages
@@ -38,9 +38,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import broker_side, schemas, simulate, store, summaries, variants, workload
-from rocketsim.scenario import Scenario
-from rocketsim.summaries import SummaryAggregates
+from rocketsim import simulate
+from rocketsim.broker import side as broker_side
+from rocketsim.broker import store
+from rocketsim.scenario import Scenario, variants, workload
+from rocketsim.tables import schemas, summaries
+from rocketsim.tables.summaries import SummaryAggregates
 
 MESSAGES_DATA = schemas.data_schema(schemas.MESSAGES)
 
@@ -74,23 +77,24 @@ class ProducerTables:
         return rows, self.result_broker[rows]
 
     def result_copies(self) -> np.ndarray:
-        """Per result, the copies of its message the brokers stored (:func:`rocketsim.store.result_copies`),
-        counted from its records."""
+        """Per result, the copies of its message the brokers stored
+        (:func:`rocketsim.broker.store.result_copies`), counted from its records."""
         copies = store.log_copies(self.results, self.log)
         return store.result_copies(self.messages, self.attempts, self.results) if copies is None else copies
 
     def summary_aggregates(self, window_ms: int) -> SummaryAggregates:
-        """The producer's mergeable summary aggregates (:func:`rocketsim.summaries.producer_aggregates`)."""
+        """The producer's mergeable summary aggregates
+        (:func:`rocketsim.tables.summaries.producer_aggregates`)."""
         return summaries.producer_aggregates(self.attempts, self.results, window_ms, messages=self.messages)
 
     def other_half_results(self) -> tuple[pa.Table, np.ndarray]:
         """The results of its transactional messages with a stored half the result does not point at,
-        once per broker holding one, and that broker (:func:`rocketsim.broker_side.other_half_results`)."""
+        once per broker holding one, and that broker (:func:`rocketsim.broker.side.other_half_results`)."""
         return broker_side.other_half_results(self.log, self.log_broker, self.results)
 
     def unstored_transactions(self, sc: Scenario) -> pa.Table:
         """``transactions`` rows of its transactional messages whose result points at no half
-        (:func:`rocketsim.broker_side.unstored_transactions`)."""
+        (:func:`rocketsim.broker.side.unstored_transactions`)."""
         halves = broker_side.pointed_halves(self.log)
         return broker_side.unstored_transactions(self.messages, self.results, halves, sc)
 
@@ -108,12 +112,12 @@ class BrokerTables:
     halves: pa.Table | None = None
 
     def storage(self, window_ms: int) -> pa.Table:
-        """Its ``broker_storage`` rows (:func:`rocketsim.broker_side.broker_storage`)."""
+        """Its ``broker_storage`` rows (:func:`rocketsim.broker.side.broker_storage`)."""
         return broker_side.broker_storage(self.commit_log, window_ms)
 
     def stored_transactions(self, sc: Scenario) -> pa.Table:
         """``transactions`` rows of the halves it stores
-        (:func:`rocketsim.broker_side.stored_transactions`)."""
+        (:func:`rocketsim.broker.side.stored_transactions`)."""
         results = self.results.select(list(broker_side.HALF_RESULT_COLUMNS)).cast(broker_side.HALF_RESULTS)
         if self.other_half_results is not None:
             results = pa.concat_tables([results, self.other_half_results.cast(broker_side.HALF_RESULTS)])
@@ -121,20 +125,21 @@ class BrokerTables:
         return broker_side.stored_transactions(log, results, sc)
 
     def deliveries(self, stored_transactions: pa.Table) -> pa.Table:
-        """What consumers of each of its queues get (:func:`rocketsim.broker_side.queue_deliveries`), given
+        """What consumers of each of its queues get (:func:`rocketsim.broker.side.queue_deliveries`), given
         its :meth:`stored_transactions`."""
         return broker_side.queue_deliveries(self.commit_log, stored_transactions)
 
 
 def producer_messages(sc: Scenario, share: workload.ProducerShare) -> pa.Table:
-    """One producer's generated messages (:func:`rocketsim.workload.generate_producer`) as one table."""
+    """One producer's generated messages (:func:`rocketsim.scenario.workload.generate_producer`) as one
+    table."""
     return pa.Table.from_batches(list(workload.generate_producer(sc, share)), schema=MESSAGES_DATA)
 
 
 def producer_message_chunks(
     sc: Scenario, share: workload.ProducerShare, rows: int | None = None
 ) -> Iterator[pa.Table]:
-    """One producer's generated messages (:func:`rocketsim.workload.generate_producer`), a chunk (of
+    """One producer's generated messages (:func:`rocketsim.scenario.workload.generate_producer`), a chunk (of
     ``rows`` at most) at a time."""
     for batch in workload.generate_producer(sc, share, batch_rows=rows):
         yield pa.Table.from_batches([batch], schema=MESSAGES_DATA)
@@ -189,7 +194,8 @@ BROKER_SIDE_LOG_COLUMNS = (*broker_side.STORAGE_COLUMNS, "real_topic", "real_que
 
 class BrokerFold:
     """A broker task's broker side fed its numbered commit log and its completed results a part at a time
-    (:func:`rocketsim.store.numbered_chunks`, :class:`rocketsim.store.PointedRecords`): keeps of each
+    (:func:`rocketsim.broker.store.numbered_chunks`, :class:`rocketsim.broker.store.PointedRecords`): keeps
+    of each
     record only the columns the broker side reads (:data:`BROKER_SIDE_LOG_COLUMNS`), its halves whole,
     and the results pointing at its halves; :meth:`tables` gives the :class:`BrokerTables` whose
     :meth:`BrokerTables.storage`, :meth:`BrokerTables.stored_transactions` and
@@ -236,8 +242,8 @@ def variant_aggregates(
     scenarios: Mapping[str, Scenario], share: workload.ProducerShare, window_ms: int
 ) -> SummaryAggregates:
     """A comparison's producer task: one producer's messages, generated once for ``scenarios`` (variants
-    of one message signature, :func:`rocketsim.variants.message_signature`), simulated under each; the
-    summary aggregates of every variant, keyed by its name (``variant``), merged."""
+    of one message signature, :func:`rocketsim.scenario.variants.message_signature`), simulated under each;
+    the summary aggregates of every variant, keyed by its name (``variant``), merged."""
     names = list(scenarios)
     if not names:
         raise ValueError("variant_aggregates needs at least one variant")

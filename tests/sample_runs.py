@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import schemas
 from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim.tables import schemas
 from rocketsim.warehouse.read import read_arrow
 
 BASE = {
@@ -128,7 +128,7 @@ def assert_same(expected: pa.Table, got: pa.Table, keys: list[str] | tuple[str, 
     expected = expected.drop_columns([c for c in ("run_id",) if c in expected.column_names])
     got = got.drop_columns([c for c in ("run_id",) if c in got.column_names])
     # the Spark oracle predates run_summary's delivery columns (tests/test_summaries.py checks them
-    # against rocketsim.store.delivery_counts): compared where both have them
+    # against rocketsim.broker.store.delivery_counts): compared where both have them
     late = [c for c in schemas.DELIVERY_COLUMNS if c in got.column_names and c not in expected.column_names]
     got = got.drop_columns(late)
     assert sorted(expected.column_names) == sorted(got.column_names)

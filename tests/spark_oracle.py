@@ -1,14 +1,14 @@
 """The Spark aggregations the summary and broker-side tables were computed with before the one pass,
-kept verbatim as the oracle the core tables (:mod:`rocketsim.summaries`, :mod:`rocketsim.broker_side`)
+kept verbatim as the oracle the core tables (:mod:`rocketsim.tables.summaries`, :mod:`rocketsim.broker.side`)
 are compared with on the same runs, and the reconciliation that read every table back (the one pass
-reconciles from counts: :mod:`rocketsim.reconcile`). Used by the tests only.
+reconciles from counts: :mod:`rocketsim.tables.reconcile`). Used by the tests only.
 
 From ``rocketsim/spark/summaries.py`` (with its own constants and outcome rule: the oracle shares no
 definition with the core it checks), ``rocketsim/spark/broker_side.py``, ``rocketsim/spark/compare.py``'s
 ``comparison_table`` and ``rocketsim/spark/pipeline.py``'s ``reconcile``.
 
 * ``isolation_intervals``: per producer and broker, when its latency-fault table kept the broker isolated
-  (derivation in :func:`rocketsim.analysis.isolation_intervals`, the plain reference).
+  (derivation in :func:`tests.analysis.isolation_intervals`, the plain reference).
 * ``broker_windows``, ``queue_windows``, ``producer_windows``, ``run_summary``: every function takes
   ``keys``: the columns that identify a run (``("run_id",)``; a comparison adds ``"variant"``).
 
@@ -26,10 +26,11 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from rocketsim import rebalance, schemas, store, transactions
+from rocketsim.broker import rebalance, store, transactions
 from rocketsim.scenario import Scenario
+from rocketsim.scenario.variants import Variant
 from rocketsim.spark.session import spark_schema
-from rocketsim.variants import Variant
+from rocketsim.tables import schemas
 
 PERCENTILES = (0.5, 0.75, 0.95, 0.99, 0.999, 0.9999)
 PERCENTILE_COLUMNS = (
@@ -681,7 +682,7 @@ def reconcile_checks(read: Callable[[str], DataFrame]) -> dict[str, tuple[int, i
         F.count(F.when(half, 1)).alias("halves"),
     )
     storage = one(read("broker_storage"), F.coalesce(F.sum("messages"), F.lit(0)).alias("m"))["m"]
-    # rocketsim.store.is_stored_outcome: the stored column (timed-out requests the broker wrote too)
+    # rocketsim.broker.store.is_stored_outcome: the stored column (timed-out requests the broker wrote too)
     stored_attempts = one(read("send_attempts").where(F.col("stored")), n.alias("n"))["n"]
     r = one(
         read("send_results"),

@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 from nbclient import NotebookClient
 
-from rocketsim import analysis
 from rocketsim.present import explore
 from rocketsim.scenario import load_scenario
 from rocketsim.spark import compare, delta_sink, pipeline
 from rocketsim.spark.cli import JobArgs, parse_compare_args
 from rocketsim.warehouse.read import read_pandas
+from tests import analysis
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -190,8 +190,8 @@ def test_broker_load_chart_of_closed_loop_brokers() -> None:
     """The broker-load chart of a saturated joint run: utilisation, queue depth and SYSTEM_BUSY by kind."""
     from test_engine_joint import CAPACITY, messages, run, scenario
 
-    from rocketsim import summaries
     from rocketsim.present import plots
+    from rocketsim.tables import summaries
 
     out = run(1.2 * CAPACITY)
     m = messages(scenario(1.2 * CAPACITY))

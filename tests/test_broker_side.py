@@ -1,4 +1,4 @@
-"""The broker side (:mod:`rocketsim.broker_side`): on a run made by the staged jobs (generate, simulate,
+"""The broker side (:mod:`rocketsim.broker.side`): on a run made by the staged jobs (generate, simulate,
 then ``jobs/broker_side.py``'s stage reading the committed commit log back) the commit log equals the
 local oracle, and broker_storage, transactions and consumer_load agree with the results and with each
 other; on the runs of the pipeline's one pass and on the staged run, the tables equal the Spark
@@ -19,11 +19,13 @@ import spark_oracle
 from pyspark.sql import DataFrame
 from sample_runs import RUNS, assert_same, by_producer, run_tables, scenario_of
 
-from rocketsim import broker_side, schemas, store
+from rocketsim.broker import side as broker_side
+from rocketsim.broker import store
 from rocketsim.scenario import Scenario, scenario_from_mapping
 from rocketsim.spark import pipeline
 from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.read import read_spark
+from rocketsim.tables import schemas
 from rocketsim.warehouse.read import read_arrow, read_pandas
 
 pytestmark = pytest.mark.spark

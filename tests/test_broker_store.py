@@ -12,8 +12,8 @@ import dataclasses
 
 import pytest
 
-from rocketsim import brokers as bm
-from rocketsim.broker_store import (
+from rocketsim.broker import latency as bm
+from rocketsim.broker.queue import (
     REMARKS,
     BrokerStore,
     Fate,
@@ -25,9 +25,9 @@ from rocketsim.broker_store import (
     closed_outcome,
     sweep_tick_at_or_after,
 )
-from rocketsim.outcomes import OutcomeKind
+from rocketsim.client.outcomes import OutcomeKind
+from rocketsim.client.versions import BROKER_4_9_8, BROKER_5_3_3
 from rocketsim.scenario import ScenarioError, StoreConfig, scenario_from_mapping
-from rocketsim.versions import BROKER_4_9_8, BROKER_5_3_3
 
 KIB = 1024
 

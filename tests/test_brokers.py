@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rocketsim import brokers as bm
-from rocketsim.outcomes import OutcomeKind
+from rocketsim.broker import latency as bm
+from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.scenario import scenario_from_mapping
 
 

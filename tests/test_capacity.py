@@ -1,4 +1,4 @@
-"""A capacity sweep (rocketsim.capacity, rocketsim.spark.capacity, jobs/capacity.py): one variant per
+"""A capacity sweep (rocketsim.scenario.capacity, rocketsim.spark.capacity, jobs/capacity.py): one variant per
 cluster size, each run whole (closed-loop brokers couple its producers), the smallest size meeting the p99
 target and the failure bound is the answer."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from rocketsim import capacity, schemas
-from rocketsim.scenario import ScenarioError, load_scenario
+from rocketsim.scenario import ScenarioError, capacity, load_scenario
 from rocketsim.spark.capacity import run_capacity
 from rocketsim.spark.cli import parse_capacity_args
+from rocketsim.tables import schemas
 from rocketsim.warehouse.read import read_arrow
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from rocketsim.schemas import SEND_RESULTS
+from rocketsim.tables.schemas import SEND_RESULTS
 from rocketsim.warehouse.read import read_arrow
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rocketsim.codec import (
+from rocketsim.client.versions import V4_9_8, V5_DEVELOP, ClientVersion, parse_version
+from rocketsim.errors import ConfigError, DecodeError, EncodeError
+from rocketsim.format.codec import (
     ELEMENT_HEADER,
     MESSAGE_MAGIC_CODE_V2,
     JavaDecodeError,
@@ -54,12 +56,10 @@ from rocketsim.codec import (
     uniq_id_nearly_time,
     uniq_id_pid,
 )
-from rocketsim.errors import ConfigError, DecodeError, EncodeError
+from rocketsim.format.message import Message
 from rocketsim.javaint import java_string_hash
-from rocketsim.message import Message
 from rocketsim.vectors import encode_message as encode_message_checker
 from rocketsim.vectors import store_encode as store_checker
-from rocketsim.versions import V4_9_8, V5_DEVELOP, ClientVersion, parse_version
 
 VECTORS = Path(__file__).parent / "data" / "conformance"
 BOTH = [V4_9_8, V5_DEVELOP]

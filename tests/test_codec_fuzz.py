@@ -9,7 +9,9 @@ import dataclasses
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rocketsim.codec import (
+from rocketsim.client.versions import V4_9_8, V5_DEVELOP, ClientVersion
+from rocketsim.errors import DecodeError
+from rocketsim.format.codec import (
     JavaEncodeError,
     SocketAddress,
     StoredMessage,
@@ -35,9 +37,7 @@ from rocketsim.codec import (
     uniq_id_pid,
     utf8_len,
 )
-from rocketsim.errors import DecodeError
-from rocketsim.message import Message, MessageSysFlag
-from rocketsim.versions import V4_9_8, V5_DEVELOP, ClientVersion
+from rocketsim.format.message import Message, MessageSysFlag
 
 VERSIONS = st.sampled_from([V4_9_8, V5_DEVELOP])
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -282,7 +282,7 @@ def test_uniq_id_fields_read_back(
     st.sampled_from(["UTC", "Asia/Shanghai", "America/New_York", "Australia/Lord_Howe"]),
 )
 def test_nearly_time_recovers_the_creation_time_within_the_month(now: int, later: int, tz: str) -> None:
-    from rocketsim.codec import month_start_ms
+    from rocketsim.format.codec import month_start_ms
 
     start = month_start_ms(now, tz)
     uid = build_uniq_id(bytes(4), 1, 1, now, start, 0)

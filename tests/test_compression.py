@@ -10,7 +10,9 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketsim.compression import (
+from rocketsim.client.versions import V4_9_8, V5_DEVELOP, parse_version
+from rocketsim.errors import ConfigError, DecodeError
+from rocketsim.format.compression import (
     COMPRESSED_FLAG,
     CompressibilityModel,
     CompressionType,
@@ -28,8 +30,6 @@ from rocketsim.compression import (
     should_compress,
     synthetic_body,
 )
-from rocketsim.errors import ConfigError, DecodeError
-from rocketsim.versions import V4_9_8, V5_DEVELOP, parse_version
 
 ALL_TYPES = list(CompressionType)
 TEXT = b'{"orderId":"ORD-1","status":"PAID","amount":99.95}' * 200

@@ -20,7 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rocketsim.codec import (
+from rocketsim.client.versions import V4_9_8, V5_DEVELOP, ClientVersion, parse_version
+from rocketsim.errors import DecodeError
+from rocketsim.format.codec import (
     StoredMessage,
     create_message_id,
     decode_message_id,
@@ -37,7 +39,7 @@ from rocketsim.codec import (
     uniq_id_nearly_time,
     uniq_id_pid,
 )
-from rocketsim.compression import (
+from rocketsim.format.compression import (
     COMPRESSED_FLAG,
     CompressionType,
     compress,
@@ -46,8 +48,6 @@ from rocketsim.compression import (
     decompress,
     decompress_as,
 )
-from rocketsim.errors import DecodeError
-from rocketsim.versions import V4_9_8, V5_DEVELOP, ClientVersion, parse_version
 
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 VERSIONS = st.sampled_from([V4_9_8, V5_DEVELOP])
@@ -129,7 +129,7 @@ def test_java_mode_message_id_raises_only_decode_error(text: str) -> None:
 
 
 def _stored(topic: str, body: bytes, queue_offset: int) -> StoredMessage:
-    from rocketsim.codec import SocketAddress
+    from rocketsim.format.codec import SocketAddress
 
     return StoredMessage(
         topic=topic,

@@ -15,10 +15,10 @@ from chispa import assert_df_equality
 from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
-from rocketsim.schemas import SEND_RESULTS, data_schema
 from rocketsim.spark.delta_sink import stage_run, write_run
 from rocketsim.spark.read import read_spark
 from rocketsim.spark.session import delta_enabled, read_conf_file, spark_schema
+from rocketsim.tables.schemas import SEND_RESULTS, data_schema
 from rocketsim.warehouse.delta import WriteReport, commit_run
 from rocketsim.warehouse.paths import DeltaSinkError, table_path
 from rocketsim.warehouse.read import list_runs, read_arrow

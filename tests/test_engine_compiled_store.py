@@ -16,9 +16,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rocketsim import brokers as bm
-from rocketsim import stage, store, workload
-from rocketsim.broker_store import (
+from rocketsim import stage
+from rocketsim.broker import latency as bm
+from rocketsim.broker import store
+from rocketsim.broker.queue import (
     REMARKS,
     Fate,
     Stall,
@@ -27,12 +28,12 @@ from rocketsim.broker_store import (
     closed_outcome,
     decide,
 )
+from rocketsim.client.outcomes import OutcomeKind
+from rocketsim.client.versions import BROKER_4_9_8
 from rocketsim.engine import compiled, iterative
 from rocketsim.engine import compiled_store as cs
 from rocketsim.engine.iterative import ArrivalWork, Trajectory
-from rocketsim.outcomes import OutcomeKind
-from rocketsim.scenario import Scenario, StoreConfig, scenario_from_mapping
-from rocketsim.versions import BROKER_4_9_8
+from rocketsim.scenario import Scenario, StoreConfig, scenario_from_mapping, workload
 
 STALL = Stall(1_500_000, 9_000_000, 3_000_000, 1_400_000)
 

@@ -19,8 +19,8 @@ from test_engine_compiled_store import STALL, random_work
 from test_engine_compiled_store import params as cs_params
 from test_engine_joint import CAPACITY, busy, messages, scenario
 
-from rocketsim import simulate, stage, workload
-from rocketsim.broker_store import BrokerStore
+from rocketsim import simulate, stage
+from rocketsim.broker.queue import BrokerStore
 from rocketsim.engine.iterative import (
     MAX_ROUNDS,
     ArrivalWork,
@@ -36,7 +36,7 @@ from rocketsim.engine.iterative import (
     work_table,
 )
 from rocketsim.engine.joint import simulate_joint
-from rocketsim.scenario import Scenario, load_scenario
+from rocketsim.scenario import Scenario, load_scenario, workload
 
 
 def by_producer(sc: Scenario) -> dict[int, pa.Table]:

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from rocketsim import simulate, stage, workload
-from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim import simulate, stage
+from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 
 CAPACITY = 400  # msg/s of the four brokers: 10 ms per ~1 KiB append each
 

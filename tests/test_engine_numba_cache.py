@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _PROBE = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from rocketsim import workload
+from rocketsim.scenario import workload
 from rocketsim.engine import compiled, numba_cache
 from rocketsim.scenario import load_scenario
 sc = load_scenario(sys.argv[2], ["workload.messages=200", "producers.count=1"])
@@ -69,12 +70,25 @@ def test_the_engine_loads_from_the_cache_when_imported_from_a_zip_anywhere(tmp_p
     assert zipped["hits"] >= 1 and zipped["misses"] == 0
 
 
-def test_the_stamp_covers_every_core_source() -> None:
+def test_the_stamp_covers_every_core_source(tmp_path: Path) -> None:
     # a compiled function inlines its callees and freezes the constants it reads from other modules:
     # a change to any core source makes every entry stale
-    names = {p.name for p in (ROOT / "rocketsim").glob("*.py")} | {
-        p.name for p in (ROOT / "rocketsim" / "engine").glob("*.py")
+    package = ROOT / "rocketsim"
+    names = {name for name, _ in numba_cache.core_sources(package)}
+    outside = {f"{d}/" for d in numba_cache.OUTSIDE_CORE}
+    expected = {
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        if not any(str(p.relative_to(package)).startswith(o) for o in outside)
     }
-    assert {"compiled.py", "compiled_store.py", "outcomes.py", "brokers.py", "plan.py"} <= names
+    assert names == expected
+    assert {"engine/compiled.py", "client/outcomes.py", "broker/latency.py", "errors.py"} <= names
     stamp = numba_cache.core_sources_stamp()
-    assert len(stamp) == 64 and stamp == numba_cache.core_sources_stamp()
+    assert len(stamp) == 64 and stamp == numba_cache.sources_stamp(package)
+    copy = tmp_path / "rocketsim"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert numba_cache.sources_stamp(copy) == stamp
+    (copy / "spark" / "session.py").write_text("# not core\n")
+    assert numba_cache.sources_stamp(copy) == stamp
+    (copy / "client" / "versions.py").write_text("# a constant changed\n")
+    assert numba_cache.sources_stamp(copy) != stamp

@@ -6,8 +6,12 @@ from __future__ import annotations
 import pyarrow.compute as pc
 import pytest
 
-from rocketsim import brokers as bm
-from rocketsim import codec, store, workload
+from rocketsim.broker import latency as bm
+from rocketsim.broker import store
+from rocketsim.client.fault import FAULT_UPDATES
+from rocketsim.client.outcomes import CATCH_OF_KIND, Catch, OutcomeKind, outcome_label
+from rocketsim.client.send import catch_of, oneway_caller_sees, outcome_kind
+from rocketsim.client.versions import LINES, parse_version
 from rocketsim.engine import compiled, reference
 from rocketsim.engine.plan import (
     STATUS_NAMES,
@@ -18,11 +22,8 @@ from rocketsim.engine.plan import (
     prepare,
     to_outcome,
 )
-from rocketsim.fault import FAULT_UPDATES
-from rocketsim.outcomes import CATCH_OF_KIND, Catch, OutcomeKind, outcome_label
-from rocketsim.scenario import scenario_from_mapping
-from rocketsim.send import catch_of, oneway_caller_sees, outcome_kind
-from rocketsim.versions import LINES, parse_version
+from rocketsim.format import codec
+from rocketsim.scenario import scenario_from_mapping, workload
 
 
 @pytest.mark.parametrize("kind", list(OutcomeKind))

@@ -4,8 +4,8 @@
 Every case runs one small scenario through both engines and compares the two Arrow tables (schema, rows,
 values, order). A mismatch fails with the first differing rows of each column. Cases are chosen so that
 each one really exercises its feature (the comments say what it hits: pickOneAtLeast, the 4.9.7 slot
-rewrite, route changes, ...); the cells of :data:`rocketsim.fault.FAULT_UPDATES` are each exercised, and
-each one the compiled engine reads is shown to be read from the table.
+rewrite, route changes, ...); the cells of :data:`rocketsim.client.fault.FAULT_UPDATES` are each exercised,
+and each one the compiled engine reads is shown to be read from the table.
 """
 
 from __future__ import annotations
@@ -19,16 +19,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rocketsim import brokers as bm
-from rocketsim import workload
+from rocketsim.broker import latency as bm
+from rocketsim.client.fault import FAULT_UPDATES, LINE_5, FaultStrategy, Reachable, Site
+from rocketsim.client.outcomes import Catch, OutcomeKind
+from rocketsim.client.versions import parse_version
 from rocketsim.engine import ENGINE_VARIABLE, compiled, reference
 from rocketsim.engine.plan import SimOutput, SimulationError, batch_aligned, prepare
 from rocketsim.errors import ConfigError
-from rocketsim.fault import FAULT_UPDATES, LINE_5, FaultStrategy, Reachable, Site
-from rocketsim.outcomes import Catch, OutcomeKind
-from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.simulate import simulate, simulate_producer
-from rocketsim.versions import parse_version
 
 VERSIONS = ("4.9.7", "4.9.8", "5.3.3")
 BROKERS4 = ("broker-a", "broker-b", "broker-c", "broker-d")

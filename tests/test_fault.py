@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from rocketsim.fault import (
+from rocketsim.client.fault import (
     FAULT_UPDATES,
     LINE_4_9_7,
     LINE_4_9_8,
@@ -23,10 +23,10 @@ from rocketsim.fault import (
     ThreadLocalIndex,
     new_strategy,
 )
+from rocketsim.client.outcomes import Catch
+from rocketsim.client.route import TopicPublishInfo, TopicRouteData, topic_publish_info
 from rocketsim.javaint import INT_MAX, INT_MIN, chm_spread, java_string_hash
-from rocketsim.outcomes import Catch
 from rocketsim.rng import SplitMixIntSource
-from rocketsim.route import TopicPublishInfo, TopicRouteData, topic_publish_info
 
 
 def _tp(line: str, queues: dict[str, int], seed: int = 7) -> TopicPublishInfo:

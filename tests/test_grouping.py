@@ -1,4 +1,5 @@
-"""Vectorised grouping (:mod:`rocketsim.grouping`) against plain Python: packed keys sort as their tuples,
+"""Vectorised grouping (:mod:`rocketsim.tables.grouping`) against plain Python: packed keys sort as their
+tuples,
 groups are numbered in key order, lookups find tuples, regrouping sums per key, running sums restart
 per group, string codes round-trip, and windows divide as Spark's doubles do."""
 
@@ -8,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rocketsim import grouping
+from rocketsim.tables import grouping
 
 
 def test_packed_keys_sort_and_group_as_their_tuples() -> None:

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from rocketsim import schemas
-from rocketsim.reconcile import ReconciliationError
 from rocketsim.spark import launch
 from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.session import PREFLIGHT_ENV, PREFLIGHT_OK
+from rocketsim.tables import schemas
+from rocketsim.tables.reconcile import ReconciliationError
 from rocketsim.warehouse.claims import claim_path
 from rocketsim.warehouse.delta import commit_written
 from rocketsim.warehouse.files import write_parquet

@@ -1,8 +1,9 @@
 """The house rules of design §2, read off the source with ``ast`` (nothing is imported or run).
 
-* Four layers, each importing only the layers above it: core (``rocketsim/*.py``, ``rocketsim/engine/``,
-  ``rocketsim/vectors/``) < ``warehouse/`` < ``present/`` < ``spark/``; ``jobs/`` and ``bench/`` may use
-  any of them.
+* Four layers, each importing only the layers above it: core (every module but the three below and
+  ``bench/``) < ``warehouse/`` < ``present/`` < ``spark/``; ``jobs/`` and ``bench/`` may use any of them.
+* The package's own code imports modules where they are, never by a public name that maps elsewhere
+  (:data:`rocketsim.PUBLIC_MODULES`: those are for users).
 * No import cycle among the package's modules (imports under ``if TYPE_CHECKING:`` do not count: they
   are types, not dependencies at run time).
 * No module takes another module's ``_private`` names (``from x import _y`` or ``x._y``).
@@ -118,6 +119,27 @@ def _internal(target: str, known: set[str]) -> str | None:
 def test_the_package_has_the_four_layers() -> None:
     for name in ("warehouse", "present", "spark", "engine"):
         assert (PACKAGE / name / "__init__.py").is_file(), name
+
+
+def test_the_package_imports_modules_where_they_are(graph: dict[str, list[Import]]) -> None:
+    from rocketsim import PUBLIC_MODULES
+
+    bad = [
+        f"{m}:{i.line} imports {i.target}"
+        for m, edges in graph.items()
+        for i in edges
+        if any(i.target == old or i.target.startswith(old + ".") for old in PUBLIC_MODULES)
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_public_module_names_give_the_modules_themselves() -> None:
+    import importlib
+
+    from rocketsim import PUBLIC_MODULES
+
+    for public, actual in PUBLIC_MODULES.items():
+        assert importlib.import_module(public) is importlib.import_module(actual), public
 
 
 def test_each_layer_imports_only_the_layers_above_it(graph: dict[str, list[Import]]) -> None:

@@ -6,8 +6,9 @@ import dataclasses
 
 import pytest
 
-from rocketsim.codec import decode_messages, encode_messages
-from rocketsim.message import (
+from rocketsim.client.versions import V4_9_8, V5_DEVELOP
+from rocketsim.format.codec import decode_messages, encode_messages
+from rocketsim.format.message import (
     DEFAULT_MESSAGE_DELAY_LEVEL,
     Message,
     MessageBatch,
@@ -19,7 +20,6 @@ from rocketsim.message import (
     parse_delay_levels,
     producer_defaults,
 )
-from rocketsim.versions import V4_9_8, V5_DEVELOP
 
 
 class TestMessage:

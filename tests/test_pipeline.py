@@ -16,15 +16,17 @@ import spark_oracle
 from pyspark.sql import DataFrame
 from sample_runs import assert_same
 
-from rocketsim import schemas, simulate, store, workload
-from rocketsim.reconcile import ReconciliationError
-from rocketsim.scenario import Scenario, scenario_from_mapping
-from rocketsim.schemas import TABLES
+from rocketsim import simulate
+from rocketsim.broker import store
+from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.spark import pipeline
 from rocketsim.spark import run as spark_run
 from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.read import read_spark
 from rocketsim.spark.run import StageReport
+from rocketsim.tables import schemas
+from rocketsim.tables.reconcile import ReconciliationError
+from rocketsim.tables.schemas import TABLES
 from rocketsim.warehouse import stage_files
 from rocketsim.warehouse.read import list_runs, read_arrow
 

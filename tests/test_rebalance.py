@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketsim.rebalance import (
+from rocketsim.broker.rebalance import (
     MessageQueue,
     RebalanceError,
     allocate_averagely,

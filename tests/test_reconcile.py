@@ -1,4 +1,4 @@
-"""Reconciliation from counts (:mod:`rocketsim.reconcile`), without Spark: what each task counts, every
+"""Reconciliation from counts (:mod:`rocketsim.tables.reconcile`), without Spark: what each task counts, every
 rule holding on a whole run computed with the core stage functions, and each rule broken when a task
 loses rows (a broker that lost a producer's records, a producer task whose written results lack one,
 duplicated keys), named in the error; a job's partial counts check only their rules."""
@@ -8,9 +8,11 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from rocketsim import broker_side, reconcile, stage, summaries, workload
-from rocketsim.reconcile import ReconciliationError
-from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim import stage
+from rocketsim.broker import side as broker_side
+from rocketsim.scenario import Scenario, scenario_from_mapping, workload
+from rocketsim.tables import reconcile, summaries
+from rocketsim.tables.reconcile import ReconciliationError
 
 SCENARIO = {
     "name": "recon",

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from rocketsim import simulate, workload
+from rocketsim import simulate
 from rocketsim.engine import compiled, reference
-from rocketsim.scenario import INVALID_KINDS, Scenario, scenario_from_mapping
+from rocketsim.scenario import INVALID_KINDS, Scenario, scenario_from_mapping, workload
 
 # The start of upstream's message for each kind the client refuses (Validators.checkMessage /
 # checkTopic, Message.putUserProperty).

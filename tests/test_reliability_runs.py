@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from rocketsim import schemas
 from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim.scenario.variants import Variant
 from rocketsim.spark import compare, pipeline
 from rocketsim.spark.cli import CompareArgs, JobArgs
-from rocketsim.variants import Variant
+from rocketsim.tables import schemas
 from rocketsim.warehouse import delta
 from rocketsim.warehouse.delta import CRASH_AT_ENV
 from rocketsim.warehouse.read import list_runs, list_tables, read_arrow

@@ -14,8 +14,8 @@ import pyarrow.compute as pc
 import pytest
 from pyspark.sql import SparkSession
 
-from rocketsim.schemas import SEND_RESULTS
 from rocketsim.spark.delta_sink import write_run
+from rocketsim.tables.schemas import SEND_RESULTS
 from rocketsim.warehouse import delta
 from rocketsim.warehouse.delta import CRASH_AT_ENV
 from rocketsim.warehouse.read import read_arrow

@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketsim import brokers as bm
 from rocketsim import rng
+from rocketsim.broker import latency as bm
 from rocketsim.engine import compiled
 from rocketsim.javaint import INT_MAX, INT_MIN
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rocketsim.engine import plan
-from rocketsim.errors import ConfigError
-from rocketsim.fault import LINE_4_9_8, ReplayIntSource, ThreadLocalIndex
-from rocketsim.route import (
+from rocketsim.client.fault import LINE_4_9_8, ReplayIntSource, ThreadLocalIndex
+from rocketsim.client.route import (
     PERM_READ,
     BrokerData,
     BrokerOutage,
@@ -20,8 +18,10 @@ from rocketsim.route import (
     route_versions,
     topic_publish_info,
 )
+from rocketsim.client.versions import V4_9_8, parse_version
+from rocketsim.engine import plan
+from rocketsim.errors import ConfigError
 from rocketsim.scenario import scenario_from_mapping
-from rocketsim.versions import V4_9_8, parse_version
 
 
 def _index() -> ThreadLocalIndex:

@@ -12,12 +12,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from rocketsim import schemas, stage, workload
+from rocketsim import stage
 from rocketsim.engine.iterative import simulate_iterative
-from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.spark import delta_sink, pipeline
 from rocketsim.spark import run as spark_run
 from rocketsim.spark.cli import JobArgs
+from rocketsim.tables import schemas
 from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.files import write_parquet
 from rocketsim.warehouse.paths import STAGING_DIR, DeltaSinkError, new_write_id, staging_path

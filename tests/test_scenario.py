@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rocketsim import workload
+from rocketsim.client.versions import AsyncBackpressure
 from rocketsim.scenario import (
     Scenario,
     ScenarioError,
@@ -17,9 +17,9 @@ from rocketsim.scenario import (
     load_scenario,
     parse_override,
     scenario_from_mapping,
+    workload,
 )
 from rocketsim.simulate import simulate_producer
-from rocketsim.versions import AsyncBackpressure
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "conf" / "scenarios").glob("*.toml"))

@@ -22,10 +22,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from rocketsim import simulate, workload
+from rocketsim import simulate
 from rocketsim.engine import compiled
 from rocketsim.engine import reference as engine_reference
-from rocketsim.scenario import ScenarioError, scenario_from_mapping
+from rocketsim.scenario import ScenarioError, scenario_from_mapping, workload
 
 JAVA_INT = "must fit a Java int (-2147483648..2147483647)"
 YEAR_S = 31_536_000

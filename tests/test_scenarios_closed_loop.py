@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import simulate, stage, workload
-from rocketsim.scenario import load_scenario
+from rocketsim import simulate, stage
+from rocketsim.scenario import load_scenario, workload
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,10 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from rocketsim.fault import FaultStrategy, ThreadLocalIndex, new_strategy
-from rocketsim.rng import SplitMixIntSource
-from rocketsim.route import TopicPublishInfo, TopicRouteData, topic_publish_info
-from rocketsim.send import (
+from rocketsim.client.fault import FaultStrategy, ThreadLocalIndex, new_strategy
+from rocketsim.client.route import TopicPublishInfo, TopicRouteData, topic_publish_info
+from rocketsim.client.send import (
     AsyncSemaphore,
     Call,
     ClientError,
@@ -34,7 +33,8 @@ from rocketsim.send import (
     send_oneway,
     send_sync,
 )
-from rocketsim.versions import parse_version
+from rocketsim.client.versions import parse_version
+from rocketsim.rng import SplitMixIntSource
 
 Behaviour = Callable[[str, int, int], Outcome]  # (broker, start_ms, timeout_ms) -> Outcome
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 
-from rocketsim import store, workload
+from rocketsim.broker import store
+from rocketsim.client.fault import Site
+from rocketsim.client.outcomes import Catch
 from rocketsim.engine import reference
-from rocketsim.fault import Site
-from rocketsim.outcomes import Catch
-from rocketsim.scenario import load_scenario, scenario_from_mapping
+from rocketsim.scenario import load_scenario, scenario_from_mapping, workload
 from rocketsim.simulate import simulate, simulate_producer
 
 

@@ -9,8 +9,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from rocketsim import simulate, stage, store, workload
-from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim import simulate, stage
+from rocketsim.broker import store
+from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 
 MIXED = {
     "name": "stage",
@@ -131,7 +132,8 @@ def test_the_derived_outputs_are_the_core_functions_of_the_rows(scenario: Scenar
     """What a producer and a broker task compute beside their rows: the summary aggregates, the
     transactions rows split between the producer (unstored) and the broker (stored halves), and the
     deliveries; together the whole run's."""
-    from rocketsim import broker_side, summaries
+    from rocketsim.broker import side as broker_side
+    from rocketsim.tables import summaries
 
     whole = summaries.producer_aggregates(
         pa.concat_tables([t.attempts for t in tables]),
@@ -189,7 +191,7 @@ def _slow_a_transactions(version: str, **producers: object) -> Scenario:
 
 def _transactions_and_load(sc: Scenario) -> tuple[pa.Table, int]:
     """The run's transactions rows and how many messages consumers get, from the stage's functions."""
-    from rocketsim import broker_side
+    from rocketsim.broker import side as broker_side
 
     tables = [stage.producer_tables(sc, stage.producer_messages(sc, s)) for s in workload.producer_shares(sc)]
     brokers = broker_steps(sc, tables)

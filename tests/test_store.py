@@ -1,5 +1,5 @@
-"""What a broker stores (:mod:`rocketsim.store`): stored records (sizes, topics, queues, delay), offsets
-and offset ids, store-file counts, and the broker step (numbering, the results' store columns).
+"""What a broker stores (:mod:`rocketsim.broker.store`): stored records (sizes, topics, queues, delay),
+offsets and offset ids, store-file counts, and the broker step (numbering, the results' store columns).
 
 Sizes are checked against ``codec.store_size`` of the StoredMessage the broker's steps build; delay rules
 against the conformance vectors (constants.json -> delay). The fast ``log_records``/``with_offsets`` (and
@@ -25,12 +25,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketsim import codec, grouping, simulate, store, workload
-from rocketsim.codec import SocketAddress
-from rocketsim.message import MessageConst, MessageSysFlag, broker_delay_transform, parse_delay_levels
-from rocketsim.scenario import Scenario, load_scenario, scenario_from_mapping
-from rocketsim.schemas import COMMIT_LOG, data_schema
-from rocketsim.store import (
+from rocketsim import simulate
+from rocketsim.broker import store
+from rocketsim.broker.store import (
     ATTEMPT_COLUMNS,
     BATCH_ELEMENT,
     CLUSTER_NAME,
@@ -52,7 +49,13 @@ from rocketsim.store import (
     is_stored_outcome,
     store_hosts,
 )
-from rocketsim.versions import V4_9_8, V5_3_3
+from rocketsim.client.versions import V4_9_8, V5_3_3
+from rocketsim.format import codec
+from rocketsim.format.codec import SocketAddress
+from rocketsim.format.message import MessageConst, MessageSysFlag, broker_delay_transform, parse_delay_levels
+from rocketsim.scenario import Scenario, load_scenario, scenario_from_mapping, workload
+from rocketsim.tables import grouping
+from rocketsim.tables.schemas import COMMIT_LOG, data_schema
 
 VECTORS = Path(__file__).parent / "data" / "conformance"
 

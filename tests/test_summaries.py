@@ -1,4 +1,4 @@
-"""The summary tables (:mod:`rocketsim.summaries`): hand-computed values on small fixed tables, exact
+"""The summary tables (:mod:`rocketsim.tables.summaries`): hand-computed values on small fixed tables, exact
 percentiles against numpy, Gini on known distributions, the isolation-interval derivation against the
 plain reference; and equal, value for value, to the Spark aggregations they replace (the oracle kept in
 ``tests/spark_oracle.py``), compared both ways on the same rows: the runs the pipeline's one pass
@@ -23,10 +23,13 @@ from chispa import assert_df_equality
 from sample_runs import BASE as SAMPLE_BASE
 from sample_runs import RUNS, assert_same, by_producer, deep_update, run_tables
 
-from rocketsim import analysis, schemas, simulate, store, summaries, workload
-from rocketsim.scenario import scenario_from_mapping
-from rocketsim.schemas import SEND_ATTEMPTS
+from rocketsim import simulate
+from rocketsim.broker import store
+from rocketsim.scenario import scenario_from_mapping, workload
 from rocketsim.spark.session import spark_schema
+from rocketsim.tables import schemas, summaries
+from rocketsim.tables.schemas import SEND_ATTEMPTS
+from tests import analysis
 
 QS = [50, 75, 95, 99, 99.9, 99.99]
 ATTEMPT_COLUMNS = [f.name for f in SEND_ATTEMPTS]

@@ -8,9 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rocketsim import transactions
+from rocketsim.broker import transactions
+from rocketsim.client.versions import BROKER_4_9_8, BROKER_5_3_3
 from rocketsim.scenario import Scenario, ScenarioError, TransactionConfig, scenario_from_mapping
-from rocketsim.versions import BROKER_4_9_8, BROKER_5_3_3
 
 
 def _sc(**tx: object) -> Scenario:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from rocketsim.client.versions import V4_9_7, V4_9_8, V5_3_3, V5_DEVELOP, ClientVersion, parse_version
 from rocketsim.errors import EncodeError, MQClientError
-from rocketsim.validate import (
+from rocketsim.format.validate import (
     VALID_CHAR_TABLE,
     ClientErrorCode,
     FAQUrl,
@@ -28,7 +29,6 @@ from rocketsim.validate import (
     is_topic_or_group_illegal,
     java_length,
 )
-from rocketsim.versions import V4_9_7, V4_9_8, V5_3_3, V5_DEVELOP, ClientVersion, parse_version
 
 CONSTANTS = Path(__file__).parent / "data" / "conformance" / "constants.json"
 ALL_VERSIONS = [V4_9_8, V5_3_3, V5_DEVELOP]

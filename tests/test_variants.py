@@ -10,11 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rocketsim import schemas, workload
-from rocketsim.scenario import ScenarioError
-from rocketsim.spark.cli import parse_compare_args
-from rocketsim.spark.compare import format_comparison
-from rocketsim.variants import (
+from rocketsim.scenario import ScenarioError, workload
+from rocketsim.scenario.variants import (
     COMPARED_METRICS,
     Variant,
     build_scenarios,
@@ -25,6 +22,9 @@ from rocketsim.variants import (
     signature_groups,
     sweep_variants,
 )
+from rocketsim.spark.cli import parse_compare_args
+from rocketsim.spark.compare import format_comparison
+from rocketsim.tables import schemas
 
 BROWNOUT = str(Path(__file__).resolve().parents[1] / "conf" / "scenarios" / "brownout.toml")
 SMALL = ("workload.messages=400",)
@@ -151,7 +151,7 @@ VARIANTS = (Variant("off", ("producers.send_latency_fault_enable=false",)), Vari
 
 def summary_table(rows: list[dict] = SUMMARY_ROWS) -> pa.Table:
     """run_summary rows keyed by variant, every metric (those not given: 1 for the first row, else 0)."""
-    from rocketsim import schemas
+    from rocketsim.tables import schemas
 
     fields = [pa.field("variant", pa.string(), nullable=False), *schemas.data_schema(schemas.RUN_SUMMARY)]
     filled = [{f.name: r.get(f.name, 1 if i == 0 else 0) for f in fields} for i, r in enumerate(rows)]
@@ -262,7 +262,7 @@ def test_analysis_core_modules_import_no_pyspark() -> None:
     import sys
 
     code = (
-        "import sys, rocketsim.analysis, rocketsim.variants, rocketsim.warehouse.read; "
+        "import sys, tests.analysis, rocketsim.scenario.variants, rocketsim.warehouse.read; "
         "import rocketsim.present.plots, rocketsim.present.frames; "
         "import rocketsim.present.explore, rocketsim.present.report; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocketsim.errors import ConfigError
-from rocketsim.versions import (
+from rocketsim.client.versions import (
     BROKER_4_9_8,
     BROKER_5_3_3,
     LINE_4_9_7,
@@ -17,6 +16,7 @@ from rocketsim.versions import (
     parse_version,
     since,
 )
+from rocketsim.errors import ConfigError
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from rocketsim import schemas
+from rocketsim.tables import schemas
 from rocketsim.warehouse import list_runs, list_tables, read_arrow
 from rocketsim.warehouse.delta import WriteReport, commit_written, stage_written
 from rocketsim.warehouse.files import write_parquet

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from rocketsim import schemas
+from rocketsim.tables import schemas
 from rocketsim.warehouse import delta
 from rocketsim.warehouse.delta import CRASH_AT_ENV, CRASH_STAGES, commit_written
 from rocketsim.warehouse.files import write_parquet

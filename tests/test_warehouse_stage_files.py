@@ -15,9 +15,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from rocketsim import broker_side, schemas, simulate, stage, store, summaries, workload
-from rocketsim.scenario import Scenario, scenario_from_mapping
-from rocketsim.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
+from rocketsim import simulate, stage
+from rocketsim.broker import side as broker_side
+from rocketsim.broker import store
+from rocketsim.scenario import Scenario, scenario_from_mapping, workload
+from rocketsim.tables import schemas, summaries
+from rocketsim.tables.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
 from rocketsim.warehouse import stage_files
 from rocketsim.warehouse.files import IpcGroupsSink, ipc_group_source, write_parquet
 from rocketsim.warehouse.read import FileRange
@@ -307,7 +310,8 @@ def test_files_of_another_writer_with_string_views_read_the_same(
 _PEAK_RSS = """
 import resource, sys, tempfile
 from pathlib import Path
-from rocketsim import schemas, workload
+from rocketsim.tables import schemas
+from rocketsim.scenario import workload
 from rocketsim.scenario import load_scenario
 from rocketsim.warehouse import stage_files
 n, chunk = int(sys.argv[1]), int(sys.argv[2])

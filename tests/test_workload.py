@@ -6,11 +6,17 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rocketsim import codec
-from rocketsim.message import MessageConst
+from rocketsim.client.versions import parse_version
+from rocketsim.format import codec
+from rocketsim.format.message import MessageConst
 from rocketsim.scenario import scenario_from_mapping
-from rocketsim.versions import parse_version
-from rocketsim.workload import EPOCH_MS, generate, generate_producer, producer_identity, producer_shares
+from rocketsim.scenario.workload import (
+    EPOCH_MS,
+    generate,
+    generate_producer,
+    producer_identity,
+    producer_shares,
+)
 
 MIXED = {
     "name": "wl",

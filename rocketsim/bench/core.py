@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rocketsim.codec import (
+from rocketsim.client.versions import parse_version
+from rocketsim.format.codec import (
     SocketAddress,
     StoredMessage,
     encode_message,
@@ -26,8 +27,7 @@ from rocketsim.codec import (
     properties_sizes,
     store_size,
 )
-from rocketsim.message import Message
-from rocketsim.versions import parse_version
+from rocketsim.format.message import Message
 
 BODY_SIZES = (128, 1024, 16 * 1024)
 COMPRESS_SIZES = (4 * 1024, 64 * 1024)
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     try:
-        from rocketsim.compression import CompressionType, compress
+        from rocketsim.format.compression import CompressionType, compress
     except ImportError as exc:
         print(f"compression: skipped ({exc})")
     else:

@@ -3,9 +3,10 @@ change kept the behaviour (or to show exactly which tables it changed).
 
 It runs ``jobs/pipeline.py`` (as ``make run`` does, every table) for each shipped scenario at 20,000
 messages on each client line (4.9.7, 4.9.8, 5.3.3), the same spread over each fault timeline (``-span``:
-a lower rate), plus a ``mixed`` case that exercises what the shipped
+a lower rate), a ``mixed`` case that exercises what the shipped
 scenarios do not (async and oneway sends, batches, ordered, delay and transactional messages, invalid
-messages, the 5.x detector), all in one process, then reads every table of every run back with
+messages, the 5.x detector), and the closed-loop scenarios (``-closed``: iterative rounds; ``-joint``: the
+exact joint loop on a smaller run), all in one process, then reads every table of every run back with
 ``deltalake`` and prints one sha256 per (case, table) over its rows in a canonical order (wall-clock
 columns of ``runs`` and the ``write_id`` bookkeeping column of the run-level commit left out).
 ``--out FILE`` writes them as JSON; ``--compare FILE`` prints the tables whose digest differs from
@@ -54,6 +55,10 @@ MIXED = (
     "producers.send_latency_fault_enable=true",
     "faults=[{broker='broker-b', kind='slowdown', start_s=1.0, end_s=3.0, factor=40.0}]",
 )
+# the closed-loop scenarios (brokers.coupling = iterative), each on its own client line, and the exact joint
+# loop on a smaller run of two of them
+CLOSED_LOOP = ("cascade", "overload_retry", "store_stall", "capacity_steady")
+JOINT = {"cascade": 4_000, "store_stall": 4_000}
 TABLES = (
     "messages",
     "send_attempts",
@@ -86,6 +91,11 @@ def cases() -> list[tuple[str, str, list[str]]]:
         if line == "5.3.3":
             mixed.append("producers.start_detector_enable=true")
         out.append((f"mixed-{line}", "conf/scenarios/steady.toml", mixed))
+    for name in CLOSED_LOOP:
+        out.append((f"{name}-closed", f"conf/scenarios/{name}.toml", [f"workload.messages={MESSAGES}"]))
+    for name, messages in JOINT.items():
+        joint = [f"workload.messages={messages}", "brokers.coupling=joint"]
+        out.append((f"{name}-joint", f"conf/scenarios/{name}.toml", joint))
     return out
 
 

@@ -4,8 +4,8 @@ Builds a fault-on 4.9.8 scenario (8 brokers x 4 write queues, a few sender threa
 one broker (slow enough for the latency-fault table to isolate it) and background errors on another (each
 exception isolates it, as 4.9 does), once per send mode (``--mode``: SYNC, ASYNC, ONEWAY; all three by
 default, each a separate scenario whose every send is of that mode). Generates one producer's messages
-with :mod:`rocketsim.workload`, warms up the compiled engine (numba compile or cache load is not timed),
-then reports, per mode:
+with :mod:`rocketsim.scenario.workload`, warms up the compiled engine (numba compile or cache load is not
+timed), then reports, per mode:
 
 * the send loop itself, streamed as a producer task runs it (:func:`rocketsim.engine.compiled
   .run_prepared_chunks` over chunks of ``stage_files.CHUNK_ROWS`` messages prepared beforehand: event
@@ -34,10 +34,9 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from rocketsim import workload
 from rocketsim.engine import compiled, reference
 from rocketsim.engine.plan import SimOutput, batch_aligned, prepare
-from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.warehouse.stage_files import CHUNK_ROWS
 
 TARGET_ATTEMPTS_PER_S = 1_000_000

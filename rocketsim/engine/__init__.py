@@ -1,7 +1,8 @@
 """One producer in simulated time: the send engine, chosen here and nowhere else.
 
 Two implementations give the same tables: :mod:`rocketsim.engine.reference` (the readable event loop over
-:mod:`rocketsim.send` and :mod:`rocketsim.fault`; every input) and :mod:`rocketsim.engine.compiled` (numba,
+:mod:`rocketsim.client.send` and :mod:`rocketsim.client.fault`; every input) and
+:mod:`rocketsim.engine.compiled` (numba,
 ~100x faster; the inputs its ``supports`` accepts). Both read :mod:`rocketsim.engine.plan`.
 
 A scenario with closed-loop brokers (``brokers.coupling`` not ``open``): ``joint`` runs on the reference
@@ -19,7 +20,7 @@ from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
-from rocketsim.broker_store import JOINT, OPEN
+from rocketsim.broker.queue import JOINT, OPEN
 from rocketsim.engine import compiled, iterative, joint, reference
 from rocketsim.engine.choice import COMPILED, ENGINE_VARIABLE, ENGINES, REFERENCE, chosen
 from rocketsim.engine.plan import (

@@ -26,7 +26,8 @@ How the reference is mirrored:
   string parts (``sendWhichQueue:<topic>``, ``whichItemWorst``) are hashed in Python and passed in.
 * The fault table is kept in ``ConcurrentHashMap`` iteration order (bins, insertion order, resizes).
 * Rows: the kernel reports attempts and one outcome per send; error texts are made in Python with
-  :mod:`rocketsim.send`'s own constructors, and :func:`rocketsim.engine.plan.build_tables` makes the rows.
+  :mod:`rocketsim.client.send`'s own constructors, and :func:`rocketsim.engine.plan.build_tables` makes the
+  rows.
 
 Streaming (:func:`simulate_chunks`): a producer's sends live in a ring (send ``g`` at slot ``g % capacity``;
 inside the loop a send is its slot), given a prepared chunk at a time (:func:`give_sends`) and taken out
@@ -59,7 +60,8 @@ the cache's entries are stamped with every core source (:mod:`rocketsim.engine.n
 to any of them compiles the engine again.
 """
 
-# Mirrored by engine/reference.py (the readable event loop over rocketsim.send / rocketsim.fault, which
+# Mirrored by engine/reference.py (the readable event loop over rocketsim.client.send /
+# rocketsim.client.fault, which
 # covers every input); tests/test_engines.py runs both on the same inputs and compares every table.
 # What mirrors what, here -> there:
 #   run_loop, start_send, deliver_*, send_default_impl_step -> reference.ProducerSimulation.run and the
@@ -94,9 +96,33 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
-from rocketsim import brokers as bm
-from rocketsim import rng, store
-from rocketsim.broker_store import REMARKS, Fate, sweep_remark
+from rocketsim import rng
+from rocketsim.broker import latency as bm
+from rocketsim.broker import store
+from rocketsim.broker.queue import REMARKS, Fate, sweep_remark
+from rocketsim.client.fault import Site
+from rocketsim.client.outcomes import Catch, OutcomeKind
+from rocketsim.client.send import (
+    IO_THREAD,
+    ClientError,
+    MQBrokerError,
+    RemotingTooMuchRequestError,
+    SendInterruptedError,
+    async_call_timeout_error,
+    broker_not_exist_error,
+    callback_thread,
+    executor_thread,
+    invoke_async_timeout_error,
+    invoke_too_fast_error,
+    no_route_error,
+    no_route_select,
+    remoting_exception,
+    semaphore_timeout_error,
+    send_failed_error,
+    unknown_reason_text,
+    wait_response_timeout_text,
+)
+from rocketsim.client.versions import LINE_5, ClientVersion
 from rocketsim.engine import numba_cache
 from rocketsim.engine.compiled_store import (
     SP_PC_CODE,
@@ -144,30 +170,7 @@ from rocketsim.engine.plan import (
     sim_chunk,
     uniq_column,
 )
-from rocketsim.fault import Site
-from rocketsim.outcomes import Catch, OutcomeKind
 from rocketsim.scenario import Scenario
-from rocketsim.send import (
-    IO_THREAD,
-    ClientError,
-    MQBrokerError,
-    RemotingTooMuchRequestError,
-    SendInterruptedError,
-    async_call_timeout_error,
-    broker_not_exist_error,
-    callback_thread,
-    executor_thread,
-    invoke_async_timeout_error,
-    invoke_too_fast_error,
-    no_route_error,
-    no_route_select,
-    remoting_exception,
-    semaphore_timeout_error,
-    send_failed_error,
-    unknown_reason_text,
-    wait_response_timeout_text,
-)
-from rocketsim.versions import LINE_5, ClientVersion
 
 numba_cache.install()  # before any njit(cache=True) below: one cache, found by content
 
@@ -2592,7 +2595,7 @@ def run_prepared_chunks(parts: list[Prepared], sc: Scenario) -> int:
 
 
 def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) -> str:
-    """The reference's error text of one failure (see :class:`Failure`), made by rocketsim.send."""
+    """The reference's error text of one failure (see :class:`Failure`), made by rocketsim.client.send."""
     failure = key[0]
     err: BaseException
     if failure == Failure.SEND_FAILED:

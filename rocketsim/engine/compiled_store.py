@@ -2,15 +2,15 @@
 
 Mirrors (here -> there; tests/test_engine_compiled_store.py runs both on the same inputs):
 
-* :func:`decide` -> :func:`rocketsim.broker_store.decide` (with :func:`sweep_tick_at_or_after`,
+* :func:`decide` -> :func:`rocketsim.broker.queue.decide` (with :func:`sweep_tick_at_or_after`,
   :func:`stall_delay` -> ``Stall.delay``, :func:`service_us` -> ``StoreParams.service_us``);
 * :func:`replay_broker` -> :meth:`rocketsim.engine.iterative.Trajectory.replay` (``BrokerStore.offer`` over
   a round's arrival work), which :func:`rocketsim.engine.iterative.trajectories` chooses between;
 * :func:`trajectory_answer` -> :meth:`rocketsim.engine.iterative.Trajectory.answer` (``Trajectory.state``
   and the sweeper remark's ``size of queue``);
-* :func:`closed_outcome` -> :func:`rocketsim.broker_store.closed_outcome`.
+* :func:`closed_outcome` -> :func:`rocketsim.broker.queue.closed_outcome`.
 
-Both read the same tables: the fates (:class:`rocketsim.broker_store.Fate`), the remarks
+Both read the same tables: the fates (:class:`rocketsim.broker.queue.Fate`), the remarks
 (``broker_store.REMARKS``, filled in Python from the fate, period and size the kernel reports), the
 sweeper's schedule constants and ``SYSTEM_BUSY``.
 
@@ -28,14 +28,15 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from rocketsim import brokers as bm
-from rocketsim.broker_store import (
+from rocketsim.broker import latency as bm
+from rocketsim.broker.queue import (
     BUSY_DIFF_LIMIT_MS,
     SWEEP_FIRST_MS,
     SWEEP_PERIOD_MS,
     Fate,
     StoreParams,
 )
+from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.engine import numba_cache
 from rocketsim.engine import trajectory_layout as tl
 from rocketsim.engine.trajectory_layout import (
@@ -60,7 +61,6 @@ from rocketsim.engine.trajectory_layout import (
     N_MID_COLUMNS,
     N_SNAP_COLUMNS,
 )
-from rocketsim.outcomes import OutcomeKind
 
 numba_cache.install()  # before any njit(cache=True) below: one cache, found by content
 
@@ -141,7 +141,7 @@ def store_tables(params: Sequence[StoreParams], trajectories: Sequence[dict[str,
 
 @njit(**_JIT)
 def sweep_tick_at_or_after(ms):
-    """:func:`rocketsim.broker_store.sweep_tick_at_or_after`."""
+    """:func:`rocketsim.broker.queue.sweep_tick_at_or_after`."""
     if ms <= _FIRST:
         return np.int64(_FIRST)
     return _FIRST + -(-(ms - _FIRST) // _PERIOD) * _PERIOD
@@ -187,7 +187,7 @@ def first_busy_tick(busy, n_busy, from_ms, before_us):
 
 @njit(**_JIT)
 def decide(par, stalls, busy, n_busy, a, wire, depth, thread_free, writer_free):
-    """:func:`rocketsim.broker_store.decide`: (fate, answer us, sweep tick or -1, taken, begin, end)."""
+    """:func:`rocketsim.broker.queue.decide`: (fate, answer us, sweep tick or -1, taken, begin, end)."""
     a_ms = a // 1000
     z = np.int64(0)
     if busy_at(busy, n_busy, a_ms):
@@ -374,9 +374,9 @@ def trajectory_answer(tables, b, ms, wire):
 
 @njit(**_JIT)
 def closed_outcome(network, start_ms, timeout, fate, answer_us, stored_us, pc_code):
-    """:func:`rocketsim.broker_store.closed_outcome` in the compiled engine's terms: (OutcomeKind,
+    """:func:`rocketsim.broker.queue.closed_outcome` in the compiled engine's terms: (OutcomeKind,
     latency (a timeout: ``timeout + 1``, as ``compiled.attempt_outcome``), code, stored, store ms, late ms
-    (-1: none), late code); a refusal's code as :func:`rocketsim.broker_store.answer_code` (``pc_code``:
+    (-1: none), late code); a refusal's code as :func:`rocketsim.broker.queue.answer_code` (``pc_code``:
     the broker's ``[PC_SYNCHRONIZED]`` code)."""
     timeout = max(timeout, 0)
     delay = (answer_us - start_ms * 1000 + 500) // 1000

@@ -1,12 +1,12 @@
 """``brokers.coupling = "iterative"``: the closed-loop brokers by rounds to a fixed point, per producer.
 
 Round 0 simulates every producer alone against idle brokers. Each round records every request that
-reaches a broker's store (:func:`rocketsim.broker_store.carries_load`) as arrival work per (broker, ms):
+reaches a broker's store (:func:`rocketsim.broker.queue.carries_load`) as arrival work per (broker, ms):
 a count and a byte sum, integer sums mergeable in any order. From the sum over all producers each
-broker's :class:`Trajectory` is rebuilt: the exact store (:class:`rocketsim.broker_store.BrokerStore`)
+broker's :class:`Trajectory` is rebuilt: the exact store (:class:`rocketsim.broker.queue.BrokerStore`)
 replayed over those arrivals, with its state (first free send thread, free writer, queue depth, the
 page cache's busy spans) at every ms. The next round simulates every producer again, each request
-answered by :func:`rocketsim.broker_store.decide` from the trajectory's state at its ms (as if half of that
+answered by :func:`rocketsim.broker.queue.decide` from the trajectory's state at its ms (as if half of that
 ms's other arrivals came before it). The rounds stop when a round's arrivals equal the previous round's
 (the trajectory it was simulated against is the one its arrivals make: a fixed point; residual 0) or
 after ``MAX_ROUNDS``; the last round's rows are the run's, with its round count and residual (the
@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from rocketsim.broker_store import (
+from rocketsim.broker.queue import (
     REMARKS,
     BrokerStore,
     Fate,

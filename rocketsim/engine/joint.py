@@ -1,10 +1,10 @@
 """``brokers.coupling = "joint"``: every producer of a run and the closed-loop brokers in one event loop.
 
 Each producer is the readable engine's :class:`rocketsim.engine.reference.ProducerSimulation`, its own
-state as ever; they share one :class:`rocketsim.broker_store.StoreCluster`, and their events are handled
+state as ever; they share one :class:`rocketsim.broker.queue.StoreCluster`, and their events are handled
 in one time order: (time, completions before starts, producer, the producer's own order). So every request
 reaches its broker after every request that started earlier, from any producer, and the store decides it
-exactly (:mod:`rocketsim.broker_store`). The reference of the coupled model: exact, one core; the
+exactly (:mod:`rocketsim.broker.queue`). The reference of the coupled model: exact, one core; the
 scalable method is :mod:`rocketsim.engine.iterative`.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from rocketsim.broker_store import StoreCluster
+from rocketsim.broker.queue import StoreCluster
 from rocketsim.engine.plan import SimOutput, prepare
 from rocketsim.engine.reference import ProducerSimulation, engine_output, producer_tables, sends_of
 from rocketsim.scenario import Scenario

@@ -11,7 +11,7 @@ not cover.
 :class:`EngineCacheLocator` answers for every ``njit(cache=True)`` function of ``rocketsim.engine``
 when ``NUMBA_CACHE_DIR`` is set (``make``, ``spark-submit.sh`` and the tests set it): one directory,
 ``<NUMBA_CACHE_DIR>/rocketsim-engine``, whatever the path of the source, and one stamp, the hash of every
-core source (``rocketsim/*.py`` and ``rocketsim/engine/*.py``), read from the checkout or from the zip
+core source (every ``.py`` of the package outside its outer layers), read from the checkout or from the zip
 alike. :func:`install` puts it first in numba's list of locators; without ``NUMBA_CACHE_DIR`` numba's own
 locators apply.
 """
@@ -21,28 +21,45 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+from collections.abc import Iterator
 from importlib import resources
+from importlib.abc import Traversable
 from typing import Any
 
 from numba.core import caching, config
 
 CACHE_SUBDIR = "rocketsim-engine"
-# the packages whose sources the compiled code is made of (its own, the constants and rules it reads)
-CORE_PACKAGES = ("rocketsim", "rocketsim.engine")
+# the package's layers above the core (design §2) and its developer tools: the compiled code reads none of
+# them; every other source is the core the compiled code is made of (its own, the constants and rules it
+# reads)
+OUTSIDE_CORE = ("warehouse", "present", "spark", "bench")
+
+
+def core_sources(root: Traversable | None = None, prefix: str = "") -> Iterator[tuple[str, Traversable]]:
+    """Every core source file as (its path in the package, the file), in path order."""
+    root = resources.files("rocketsim") if root is None else root
+    for f in sorted(root.iterdir(), key=lambda f: f.name):
+        if f.is_dir() and not prefix and f.name in OUTSIDE_CORE:
+            continue
+        if f.is_dir() and f.joinpath("__init__.py").is_file():
+            yield from core_sources(f, f"{prefix}{f.name}/")
+        elif f.name.endswith(".py"):
+            yield f"{prefix}{f.name}", f
+
+
+def sources_stamp(root: Traversable) -> str:
+    """The hash of every core source file of the package at ``root``, in path order."""
+    digest = hashlib.sha256()
+    for name, f in core_sources(root):
+        digest.update(f"{name}\0".encode())
+        digest.update(f.read_bytes())
+    return digest.hexdigest()
 
 
 @functools.lru_cache(maxsize=1)
 def core_sources_stamp() -> str:
-    """The hash of every core source file, in name order (the same from a checkout or a zip)."""
-    digest = hashlib.sha256()
-    for package in CORE_PACKAGES:
-        files = sorted(
-            (f for f in resources.files(package).iterdir() if f.name.endswith(".py")), key=lambda f: f.name
-        )
-        for f in files:
-            digest.update(f"{package}/{f.name}\0".encode())
-            digest.update(f.read_bytes())
-    return digest.hexdigest()
+    """:func:`sources_stamp` of this package (the same from a checkout or a zip)."""
+    return sources_stamp(resources.files("rocketsim"))
 
 
 class EngineCacheLocator(caching._CacheLocator):

@@ -27,12 +27,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import brokers as bm
-from rocketsim import codec, store, workload
-from rocketsim.broker_store import BUSY_KINDS
-from rocketsim.compression import CompressibilityModel, CompressionType, compressed_sys_flag, default_model
-from rocketsim.errors import MQClientError, RocketSimError
-from rocketsim.fault import (
+from rocketsim.broker import latency as bm
+from rocketsim.broker import store
+from rocketsim.broker.queue import BUSY_KINDS
+from rocketsim.client.fault import (
     DETECT_INTERVAL_MS,
     DETECT_PERIOD_MS,
     FAULT_UPDATES,
@@ -42,10 +40,8 @@ from rocketsim.fault import (
     counts_writable_queues_only,
     rewrites_cached_queue,
 )
-from rocketsim.javaint import chm_spread, java_string_hash
-from rocketsim.message import Message, MessageSysFlag
-from rocketsim.outcomes import CATCH_OF_KIND, ONEWAY_SEES, Catch, OutcomeKind
-from rocketsim.route import (
+from rocketsim.client.outcomes import CATCH_OF_KIND, ONEWAY_SEES, Catch, OutcomeKind
+from rocketsim.client.route import (
     PERM_READ,
     BrokerData,
     BrokerOutage,
@@ -57,11 +53,21 @@ from rocketsim.route import (
     build_queue_list,
     route_versions,
 )
-from rocketsim.scenario import Scenario
-from rocketsim.schemas import MESSAGES, SEND_ATTEMPTS, SEND_RESULTS, data_schema, without_run_id
-from rocketsim.send import Outcome, SendConfig
-from rocketsim.validate import MAX_PROPERTIES_SIZE, check_message, check_properties_size
-from rocketsim.versions import LINE_5
+from rocketsim.client.send import Outcome, SendConfig
+from rocketsim.client.versions import LINE_5
+from rocketsim.errors import MQClientError, RocketSimError
+from rocketsim.format import codec
+from rocketsim.format.compression import (
+    CompressibilityModel,
+    CompressionType,
+    compressed_sys_flag,
+    default_model,
+)
+from rocketsim.format.message import Message, MessageSysFlag
+from rocketsim.format.validate import MAX_PROPERTIES_SIZE, check_message, check_properties_size
+from rocketsim.javaint import chm_spread, java_string_hash
+from rocketsim.scenario import Scenario, workload
+from rocketsim.tables.schemas import MESSAGES, SEND_ATTEMPTS, SEND_RESULTS, data_schema, without_run_id
 
 ATTEMPTS_SCHEMA = without_run_id(SEND_ATTEMPTS)
 RESULTS_SCHEMA = without_run_id(SEND_RESULTS)
@@ -156,7 +162,7 @@ _KIND_TO_OUTCOME: dict[int, Callable[[bm.AttemptOutcome], Outcome]] = {
 
 
 def to_outcome(o: bm.AttemptOutcome) -> Outcome:
-    """The broker model's answer as the send loop's :class:`rocketsim.send.Outcome`."""
+    """The broker model's answer as the send loop's :class:`rocketsim.client.send.Outcome`."""
     outcome = _KIND_TO_OUTCOME[o.kind](o)
     if o.late_ms >= 0:  # a timeout whose answer still comes
         late = (
@@ -263,8 +269,8 @@ class Config(NamedTuple):
 
 
 class FaultRules(NamedTuple):
-    """The line's rules as arrays: :data:`rocketsim.fault.FAULT_UPDATES` at ``sendDefaultImpl``, the retry
-    codes, what a oneway caller sees."""
+    """The line's rules as arrays: :data:`rocketsim.client.fault.FAULT_UPDATES` at ``sendDefaultImpl``, the
+    retry codes, what a oneway caller sees."""
 
     retry_codes: np.ndarray  # retryResponseCodes
     latency_max: np.ndarray
@@ -293,7 +299,7 @@ WF_FACTOR, WF_RATE = range(2)
 
 
 class Model(NamedTuple):
-    """:class:`rocketsim.brokers.BrokerModel` as arrays (per broker, then its fault windows)."""
+    """:class:`rocketsim.broker.latency.BrokerModel` as arrays (per broker, then its fault windows)."""
 
     params: np.ndarray  # [B, 5] float: P_* columns
     connect_ms: np.ndarray  # [B] a refused connection's latency
@@ -507,7 +513,7 @@ def rejection(
     ``DefaultMQProducer.batch()`` encodes it (4.9.8 ``encodeMessage``'s RuntimeException; 5.3.3 overflows
     the short instead: either way the batch fails). No client checks a single message's properties
     (``Validators.checkMessage`` has no such check in any version): the broker does
-    (``rocketsim.store.properties_illegal``).
+    (``rocketsim.broker.store.properties_illegal``).
     """
     version = sc.producers.version
     if reserved is not None:
@@ -650,7 +656,8 @@ def _growing_codes(col: pa.ChunkedArray | pa.Array, names: list[str]) -> np.ndar
 
 
 def _batch_request_properties_size(sc: Scenario) -> int:
-    """The batch request's own properties on the wire (:func:`rocketsim.store.batch_request_properties`):
+    """The batch request's own properties on the wire
+    (:func:`rocketsim.broker.store.batch_request_properties`):
     4.9 ``WAIT\x01true`` (9 bytes), 5.x also its ``UNIQ_KEY`` and the trailing separator (52)."""
     version = sc.producers.version
     return codec.properties_size(store.batch_request_properties(version), version=version)
@@ -814,9 +821,9 @@ def one_producer(messages: pa.Table) -> int:
 
 @dataclass(frozen=True)
 class StoreColumns:
-    """Per attempt, what the closed-loop store saw (:class:`rocketsim.broker_store.StoreAnswer`; -1: the
+    """Per attempt, what the closed-loop store saw (:class:`rocketsim.broker.queue.StoreAnswer`; -1: the
     store did not see it, or for ``busy`` it was not rejected): the rejection's
-    :class:`rocketsim.broker_store.Fate`, the queue depth it found, its append's writer time (us)."""
+    :class:`rocketsim.broker.queue.Fate`, the queue depth it found, its append's writer time (us)."""
 
     busy: np.ndarray
     depth: np.ndarray

@@ -1,7 +1,8 @@
-"""The readable send engine: one producer's sends driven in simulated time over :mod:`rocketsim.send`.
+"""The readable send engine: one producer's sends driven in simulated time over :mod:`rocketsim.client.send`.
 
-The queue choice, fault table and retry loop are :mod:`rocketsim.fault` and :mod:`rocketsim.send` (the
-send loops are generators); the answers come from :mod:`rocketsim.brokers`; this module drives them.
+The queue choice, fault table and retry loop are :mod:`rocketsim.client.fault` and
+:mod:`rocketsim.client.send` (the
+send loops are generators); the answers come from :mod:`rocketsim.broker.latency`; this module drives them.
 Time and order, per producer instance (its own fault table, route cache and per-thread queue indexes):
 
 * Sender threads (``producers.sender_model``, :class:`PoolSenders` or :class:`PartitionedSenders`): a
@@ -13,12 +14,12 @@ Time and order, per producer instance (its own fault table, route cache and per-
   first selection), its callbacks on the callback executor's threads (their retries' selections), a 5.x
   connect failure's on the event loop (``send.IO_THREAD``); a send holds its pool thread until it waits
   for a callback or ends (a 4.9 connect failure, thrown synchronously, keeps it busy), the next task
-  waits for a free thread. The loops' :class:`rocketsim.send.Step` say where.
+  waits for a free thread. The loops' :class:`rocketsim.client.send.Step` say where.
 * Every call is an event at its end time; events are handled in time order (calls ending before sends
   starting at the same ms, then by creation order), so the fault table sees updates in the order the
   client would, across threads and overlapping async sends.
 * The route a producer sees changes only at its 30 s polls after the name server dropped or re-added a
-  broker (:mod:`rocketsim.route`); each change builds a new TopicPublishInfo with a new index.
+  broker (:mod:`rocketsim.client.route`); each change builds a new TopicPublishInfo with a new index.
 * Ordered messages go through the selector (``send.ordered_send_steps``: SelectMessageQueueByHash; SYNC
   makes one attempt, ASYNC retries to the same queue, ONEWAY returns after the write); batches are one
   send of a ``MessageBatch`` (never compressed): every member gets the batch's outcome, and its attempts
@@ -29,7 +30,7 @@ Time and order, per producer instance (its own fault table, route cache and per-
 # Mirrored by engine/compiled.py (the numba kernel: same events, same order, same tables, only faster);
 # tests/test_engines.py runs both on the same inputs and compares every table. This one covers every
 # input; the compiled one the cases its ``supports`` accepts. Both read engine/plan.py (prepared sends,
-# the scenario's routes and rules, the output tables) and rocketsim.fault.FAULT_UPDATES.
+# the scenario's routes and rules, the output tables) and rocketsim.client.fault.FAULT_UPDATES.
 
 from __future__ import annotations
 
@@ -44,9 +45,31 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from rocketsim import brokers as bm
-from rocketsim import store
-from rocketsim.broker_store import StoreAnswer, StoreCluster, carries_load, closed_outcome
+from rocketsim.broker import latency as bm
+from rocketsim.broker import store
+from rocketsim.broker.queue import StoreAnswer, StoreCluster, carries_load, closed_outcome
+from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
+from rocketsim.client.route import TopicPublishInfo, topic_publish_info
+from rocketsim.client.send import (
+    IO_THREAD,
+    Action,
+    AsyncSemaphore,
+    Call,
+    Outcome,
+    Pool,
+    Resume,
+    SendConfig,
+    SendRecord,
+    Step,
+    ThreadKey,
+    async_send_steps,
+    callback_thread,
+    executor_thread,
+    oneway_caller_sees,
+    oneway_send_steps,
+    ordered_send_steps,
+    sync_send_steps,
+)
 from rocketsim.engine.plan import (
     NO_ISOLATION,
     EngineOutput,
@@ -68,30 +91,8 @@ from rocketsim.engine.plan import (
     start_detector_enable,
     to_outcome,
 )
-from rocketsim.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.rng import SplitMixIntSource, derive_key
-from rocketsim.route import TopicPublishInfo, topic_publish_info
 from rocketsim.scenario import Scenario
-from rocketsim.send import (
-    IO_THREAD,
-    Action,
-    AsyncSemaphore,
-    Call,
-    Outcome,
-    Pool,
-    Resume,
-    SendConfig,
-    SendRecord,
-    Step,
-    ThreadKey,
-    async_send_steps,
-    callback_thread,
-    executor_thread,
-    oneway_caller_sees,
-    oneway_send_steps,
-    ordered_send_steps,
-    sync_send_steps,
-)
 
 __all__ = ["ProducerSimulation", "Send", "engine_output", "producer_tables", "sends_of", "simulate_producer"]
 

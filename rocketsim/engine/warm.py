@@ -12,9 +12,8 @@ from __future__ import annotations
 import sys
 import time
 
-from rocketsim import workload
 from rocketsim.engine import compiled, iterative
-from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 
 WARM_SCENARIO = {
     "name": "warm",

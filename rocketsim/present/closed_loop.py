@@ -1,6 +1,6 @@
 """The README's comparison of the shipped closed-loop scenarios (``cascade``, ``store_stall``,
 ``overload_retry``): each scenario under the variants its question names, simulated in this process with
-the exact coupling (``brokers.coupling = joint``), summarised (:mod:`rocketsim.summaries`) and charted.
+the exact coupling (``brokers.coupling = joint``), summarised (:mod:`rocketsim.tables.summaries`) and charted.
 
 ``python -m rocketsim.present.closed_loop [OUT_DIR]`` writes ``closed_loop_<scenario>.png`` (per broker
 over time: writer utilisation, flow-control rejections per second, attempt p99, one column per variant)
@@ -17,9 +17,10 @@ import pandas as pd
 import pyarrow as pa
 from matplotlib.figure import Figure
 
-from rocketsim import schemas, simulate, stage, summaries, workload
+from rocketsim import simulate, stage
 from rocketsim.present import plots
-from rocketsim.scenario import Scenario, load_scenario
+from rocketsim.scenario import Scenario, load_scenario, workload
+from rocketsim.tables import schemas, summaries
 
 ROOT = Path(__file__).resolve().parents[2]
 WINDOW_MS = 5_000

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from rocketsim import schemas
 from rocketsim.present.plots import FaultSpan, fault_spans
 from rocketsim.scenario import Scenario, ScenarioError, apply_overrides, scenario_from_mapping
+from rocketsim.tables import schemas
 from rocketsim.warehouse.read import is_table, list_runs, read_pandas
 
 

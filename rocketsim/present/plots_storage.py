@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from rocketsim.store import COMMIT_LOG_FILE_BYTES, HALF_TOPIC, SCHEDULE_TOPIC
+from rocketsim.broker.store import COMMIT_LOG_FILE_BYTES, HALF_TOPIC, SCHEDULE_TOPIC
 
 __all__ = ["storage_and_consumers"]
 

@@ -1,11 +1,12 @@
 """A capacity sweep in ONE Spark job (``jobs/capacity.py``): the scenario at each cluster size
-(:mod:`rocketsim.capacity`), the sizes as grouping keys of the summaries.
+(:mod:`rocketsim.scenario.capacity`), the sizes as grouping keys of the summaries.
 
 Each size is a variant run whole in one task (:func:`rocketsim.stage.whole_run_aggregates`: with
 closed-loop brokers its producers are coupled, so one producer alone is not the run; the variants are
 what spreads over executors). Only the variants' summary aggregates, keyed by variant, leave the tasks (a
 file each in a scratch folder); the driver merges them, computes the ``capacity`` table (one row per
-size, :func:`rocketsim.capacity.capacity_table`), writes it and a ``runs`` row as the sweep's run (one
+size, :func:`rocketsim.scenario.capacity.capacity_table`), writes it and a ``runs`` row as the sweep's run
+(one
 run-level commit), prints the answer and writes the chart (:func:`rocketsim.present.plots.capacity_chart`).
 """
 
@@ -17,13 +18,14 @@ from datetime import UTC, datetime
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from rocketsim import __version__, capacity, stage, summaries
+from rocketsim import __version__, stage
 from rocketsim.present import plots
-from rocketsim.scenario import Scenario
+from rocketsim.scenario import Scenario, capacity
 from rocketsim.spark import pipeline
 from rocketsim.spark.cli import CapacityArgs, JobArgs
 from rocketsim.spark.delta_sink import publish_run
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
+from rocketsim.tables import summaries
 from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
 from rocketsim.warehouse.stage_files import (
     merge_aggregates,

@@ -15,9 +15,8 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rocketsim import capacity
-from rocketsim.scenario import JAVA_INT_MAX, Scenario, ScenarioError, check_window, load_scenario
-from rocketsim.variants import Variant, build_scenarios, combine, parse_variants, sweep_variants
+from rocketsim.scenario import JAVA_INT_MAX, Scenario, ScenarioError, capacity, check_window, load_scenario
+from rocketsim.scenario.variants import Variant, build_scenarios, combine, parse_variants, sweep_variants
 from rocketsim.warehouse.paths import unwritable
 
 MAX_RUN_ID = 200

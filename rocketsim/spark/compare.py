@@ -1,19 +1,19 @@
 """Compare variants of one scenario in ONE Spark job, on the same messages and fault timeline.
 
 The variants are just another dimension of the run's producer step: variants that share their messages
-(the same :func:`rocketsim.variants.message_signature`: a variant cannot change what is sent, and most
-change only how it is sent) form a group, and one Spark task per bin of (group, producer) pairs
+(the same :func:`rocketsim.scenario.variants.message_signature`: a variant cannot change what is sent, and
+most change only how it is sent) form a group, and one Spark task per bin of (group, producer) pairs
 (longest first onto the least loaded bin) generates the producer's messages once and simulates every
 variant of the group on them (:func:`rocketsim.stage.variant_aggregates`). A variant with closed-loop
 brokers (``brokers.coupling`` joint or iterative) couples its producers, so it is one step of its own,
 run whole as a capacity sweep's sizes are. Only the producer's summary
 aggregates, keyed by variant, leave the task (a file in a scratch folder); nothing per message is
-written. The driver merges them (:func:`rocketsim.summaries.merge`, every table computed per variant)
+written. The driver merges them (:func:`rocketsim.tables.summaries.merge`, every table computed per variant)
 and writes, each as one commit:
 
 * ``comparisons``: every ``run_summary`` metric of every variant and scope, next to the baseline
   variant's value, with the delta and the delta in percent (long format,
-  :func:`rocketsim.variants.comparison_table`);
+  :func:`rocketsim.scenario.variants.comparison_table`);
 * ``comparison_windows``: ``broker_windows`` of every variant (the timelines side by side);
 * a ``runs`` row for the comparison (the base scenario, its overrides, counts, wall time);
 
@@ -30,14 +30,15 @@ from datetime import UTC, datetime
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from rocketsim import __version__, schemas, stage, summaries, variants, workload
-from rocketsim.broker_store import OPEN
+from rocketsim import __version__, stage
+from rocketsim.broker.queue import OPEN
 from rocketsim.present.frames import KEY_METRICS
-from rocketsim.scenario import Scenario
+from rocketsim.scenario import Scenario, variants, workload
 from rocketsim.spark import pipeline
 from rocketsim.spark.cli import CompareArgs, JobArgs
 from rocketsim.spark.delta_sink import publish_run
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
+from rocketsim.tables import schemas, summaries
 from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
 from rocketsim.warehouse.stage_files import (
     merge_aggregates,

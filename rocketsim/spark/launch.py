@@ -25,9 +25,9 @@ from collections.abc import Callable, Sequence
 from deltalake.exceptions import DeltaError
 from pyspark.sql import SparkSession
 
-from rocketsim.reconcile import ReconciliationError
 from rocketsim.spark.cli import CapacityArgs, CompareArgs, JobArgs
 from rocketsim.spark.session import build_session
+from rocketsim.tables.reconcile import ReconciliationError
 from rocketsim.warehouse.claims import ClaimError, claimed
 from rocketsim.warehouse.delta import DamagedTableError
 from rocketsim.warehouse.paths import DeltaSinkError

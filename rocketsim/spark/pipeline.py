@@ -23,11 +23,12 @@ from pathlib import Path
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from rocketsim import __version__, schemas
+from rocketsim import __version__
 from rocketsim.scenario import Scenario
 from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.delta_sink import publish_staged
 from rocketsim.spark.run import StageReport, publish_stage, run_stage, write_stage
+from rocketsim.tables import schemas
 from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
 from rocketsim.warehouse.stage_files import STAGES, write_driver_table

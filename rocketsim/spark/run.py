@@ -20,7 +20,7 @@ those into the summary tables and ``consumer_load`` (:func:`~rocketsim.warehouse
 and commits each table's files as one write of the table
 (:func:`rocketsim.spark.delta_sink.publish_staged`: a ``deltalake`` transaction, or delta-spark when the
 session has it), in registry order, invisible to readers; then reconciles the run from the tasks' counts
-and the commits' reports (:mod:`rocketsim.reconcile`), and only then makes the writes the run's in one
+and the commits' reports (:mod:`rocketsim.tables.reconcile`), and only then makes the writes the run's in one
 run-level commit (:func:`rocketsim.spark.delta_sink.publish_run`): readers see the old run until that
 commit and the new one, whole, from it on (:func:`write_stage` stops before it, for a job that adds a
 table of its own, such as the pipeline's ``runs`` row).
@@ -47,12 +47,13 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from rocketsim import reconcile, schemas, stage, workload
-from rocketsim.broker_store import ITERATIVE, JOINT
+from rocketsim import stage
+from rocketsim.broker.queue import ITERATIVE, JOINT
 from rocketsim.engine import iterative
-from rocketsim.scenario import Scenario
-from rocketsim.schemas import SIMULATE
+from rocketsim.scenario import Scenario, workload
 from rocketsim.spark.delta_sink import publish_run, publish_staged
+from rocketsim.tables import reconcile, schemas
+from rocketsim.tables.schemas import SIMULATE
 from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.paths import check_run_id, delete_dir, make_dir, new_write_id, staging_path
 from rocketsim.warehouse.read import current_write, run_file_ranges, run_rows
@@ -78,7 +79,7 @@ _REPORTED = ""  # the count every item reports, so an item with no counts is sti
 
 @dataclass(frozen=True)
 class StageReport:
-    """What the stage committed, the quantities it reconciled (:mod:`rocketsim.reconcile`) and the
+    """What the stage committed, the quantities it reconciled (:mod:`rocketsim.tables.reconcile`) and the
     summary tables it made (to print without reading them back)."""
 
     stages: tuple[str, ...]

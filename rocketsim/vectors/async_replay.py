@@ -2,10 +2,10 @@
 ``real_client_async_5_x.jsonl`` (README "real_client_async_4_9.jsonl, ...").
 
 The unmodified Java client sent one message at a time, but its callbacks ran on other threads, so a
-send's steps interleave with the next send's. The replay keeps one :mod:`rocketsim.send` generator per
+send's steps interleave with the next send's. The replay keeps one :mod:`rocketsim.client.send` generator per
 send (``async_send_steps`` / ``oneway_send_steps``) and runs the recorded steps in their recorded order:
 each step resumes its send's generator at the step's time on the step's thread, which must be about to
-do what the step recorded (a :class:`rocketsim.send.Step` of that action, or a ``Call``). Waits for a
+do what the step recorded (a :class:`rocketsim.client.send.Step` of that action, or a ``Call``). Waits for a
 pool thread (the executor, a callback) are answered by the send's next recorded step. Compared: each
 selection (thread, ``last``, the queue, the thread's ``sendWhichQueue`` / ``whichItemWorst`` values
 before and after), each request (broker, queue id), each ``updateFaultItem`` (call site, arguments, the
@@ -19,8 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rocketsim.errors import RocketSimError
-from rocketsim.fault import (
+from rocketsim.client.fault import (
     FaultArrays,
     FaultStrategy,
     FaultTable,
@@ -29,8 +28,8 @@ from rocketsim.fault import (
     ThreadKey,
     ThreadLocalIndex,
 )
-from rocketsim.route import QueueSlot, TopicPublishInfo, topic_publish_info
-from rocketsim.send import (
+from rocketsim.client.route import QueueSlot, TopicPublishInfo, topic_publish_info
+from rocketsim.client.send import (
     Action,
     Call,
     Outcome,
@@ -41,6 +40,7 @@ from rocketsim.send import (
     async_send_steps,
     oneway_send_steps,
 )
+from rocketsim.errors import RocketSimError
 from rocketsim.vectors import Result, failed, passed
 from rocketsim.vectors.fault_strategy import line_and_version, queue_datas_route, scenario_records
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from rocketsim.compression import (
+from rocketsim.format.compression import (
     CompressionType,
     clear_compressed_flag,
     compress,

@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from rocketsim.codec import message_decoder_constants
-from rocketsim.message import (
+from rocketsim.client.versions import ClientVersion, parse_version
+from rocketsim.format.codec import message_decoder_constants
+from rocketsim.format.message import (
     SEND_STATUS_BY_RESPONSE_CODE,
     DelayLevelTable,
     MessageConst,
@@ -25,7 +26,6 @@ from rocketsim.message import (
 )
 from rocketsim.vectors import Result, failed, passed, skipped
 from rocketsim.vectors.properties import differ, load
-from rocketsim.versions import ClientVersion, parse_version
 
 FILES = ("constants.json",)
 
@@ -110,7 +110,8 @@ _SETS = frozenset(
     }
 )
 
-# producer_defaults key -> ProducerDefaults field (rocketsim.message) and ProducerConfig field or dotted
+# producer_defaults key -> ProducerDefaults field (rocketsim.format.message) and ProducerConfig field or
+# dotted
 # property path, read with the version's defaults filled in (rocketsim.scenario; None when the scenario has
 # no such setting).
 PRODUCER_FIELDS: dict[str, tuple[str, str | None]] = {

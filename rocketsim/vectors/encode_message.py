@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from rocketsim.codec import (
+from rocketsim.client.versions import ClientVersion
+from rocketsim.format.codec import (
     decode_messages,
     encode_message,
     encode_messages,
@@ -19,10 +20,9 @@ from rocketsim.codec import (
     encoded_messages_size,
     java_hashmap_order,
 )
-from rocketsim.message import Message
+from rocketsim.format.message import Message
 from rocketsim.vectors import Result, failed, passed
 from rocketsim.vectors.properties import check_exception, differ, load, pairs_in, sorted_pairs, versions
-from rocketsim.versions import ClientVersion
 
 FILES = ("encode_message.json",)
 

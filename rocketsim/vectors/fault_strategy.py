@@ -3,7 +3,7 @@
 
 Per scenario: a simulated clock from ``sim_start_time_ms``; per send, the route update (a new
 TopicPublishInfo with a new index) if ``k`` is a ``before_send_index``, the gap (5.x: due detector ticks),
-then the SYNC loop of :mod:`rocketsim.send` with the recorded outcomes as transport. Random draws come
+then the SYNC loop of :mod:`rocketsim.client.send` with the recorded outcomes as transport. Random draws come
 from the recorded ``rand`` events of each index, detector probes from the recorded ``detect`` calls.
 
 Compared per attempt: ``i``, ``last``, ``reset``, ``t``, ``sel``, ``tmo``, ``upd``, ``flow``, ``table``,
@@ -20,8 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rocketsim.errors import RocketSimError
-from rocketsim.fault import (
+from rocketsim.client.fault import (
     LINE_5,
     Detector,
     FaultArrays,
@@ -30,10 +29,11 @@ from rocketsim.fault import (
     ThreadLocalIndex,
     new_strategy,
 )
-from rocketsim.route import BrokerData, QueueData, TopicPublishInfo, TopicRouteData, topic_publish_info
-from rocketsim.send import AttemptRecord, Outcome, SendConfig, SendRecord, send_sync
+from rocketsim.client.route import BrokerData, QueueData, TopicPublishInfo, TopicRouteData, topic_publish_info
+from rocketsim.client.send import AttemptRecord, Outcome, SendConfig, SendRecord, send_sync
+from rocketsim.client.versions import ClientVersion, parse_version
+from rocketsim.errors import RocketSimError
 from rocketsim.vectors import Result, failed, passed
-from rocketsim.versions import ClientVersion, parse_version
 
 FILES = (
     "fault_strategy_4_9.jsonl",

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from rocketsim.codec import (
+from rocketsim.client.versions import ClientVersion, parse_version
+from rocketsim.format.codec import (
     JavaDecodeError,
     JavaEncodeError,
     java_utf8_decode,
@@ -25,7 +26,6 @@ from rocketsim.codec import (
     utf16_len,
 )
 from rocketsim.vectors import Result, failed, passed
-from rocketsim.versions import ClientVersion, parse_version
 
 FILES = ("properties.json",)
 

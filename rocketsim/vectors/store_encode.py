@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rocketsim.codec import (
+from rocketsim.client.versions import ClientVersion
+from rocketsim.format.codec import (
     SocketAddress,
     StoredMessage,
     crc32_masked,
@@ -24,7 +25,6 @@ from rocketsim.codec import (
 )
 from rocketsim.vectors import Result, failed, passed
 from rocketsim.vectors.properties import check_exception, differ, load, pairs_in, sorted_pairs, versions
-from rocketsim.versions import ClientVersion
 
 FILES = ("store_encode.json",)
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rocketsim.codec import (
+from rocketsim.format.codec import (
     MessageClientIDSetter,
     uniq_id_ip,
     uniq_id_ip_str,

@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from rocketsim.client.versions import ClientVersion, parse_version
 from rocketsim.errors import MQClientError
-from rocketsim.validate import (
+from rocketsim.format.validate import (
     check_group,
     check_message,
     check_send_topic_allowed,
@@ -23,7 +24,6 @@ from rocketsim.validate import (
     is_topic_or_group_illegal,
 )
 from rocketsim.vectors import Result, failed, passed, skipped
-from rocketsim.versions import ClientVersion, parse_version
 
 FILES = ("validators.json",)
 

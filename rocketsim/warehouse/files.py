@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from rocketsim.grouping import take_from_batches, take_rows
+from rocketsim.tables.grouping import take_from_batches, take_rows
 from rocketsim.warehouse.paths import filesystem
 
 # String columns with few distinct values: the only ones worth Parquet dictionary encoding (ids,
@@ -226,7 +226,8 @@ class IpcGroupSource:
         return sum(self._batch_sizes()) if self.local else self().num_rows
 
     def take(self, rows: np.ndarray, columns: Sequence[str]) -> pa.Table:
-        """Rows ``rows`` of the group (:func:`rocketsim.grouping.take_from_batches`), ``columns`` only."""
+        """Rows ``rows`` of the group (:func:`rocketsim.tables.grouping.take_from_batches`), ``columns``
+        only."""
         columns = list(columns)
         if not self.local:
             return take_rows(self().select(columns), rows)

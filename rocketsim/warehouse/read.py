@@ -5,7 +5,7 @@ Only complete runs are read: of each run, the write of the table that ``run_comm
 (:mod:`rocketsim.warehouse.run_commit`), so a run a job is still writing, or one whose job died, is seen
 nowhere, and a rerun replaces a run at once. Only what the Delta log lists is read (never a directory
 listing, which would include uncommitted or removed files), cast to the table's declared schema
-(:data:`rocketsim.schemas.TABLES`), without the ``write_id`` bookkeeping column. Spark reads through
+(:data:`rocketsim.tables.schemas.TABLES`), without the ``write_id`` bookkeeping column. Spark reads through
 :func:`rocketsim.spark.read.read_spark`.
 """
 
@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from rocketsim.errors import RocketSimError
-from rocketsim.schemas import TABLES
+from rocketsim.tables.schemas import TABLES
 from rocketsim.warehouse.delta import open_table
 from rocketsim.warehouse.paths import PARTITION_COLUMN, WRITE_COLUMN, check_run_id, filesystem, table_path
 from rocketsim.warehouse.run_commit import (

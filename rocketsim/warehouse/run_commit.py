@@ -39,7 +39,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable
 from deltalake.transaction import AddAction
 
-from rocketsim.schemas import RUN_COMMITS
+from rocketsim.tables.schemas import RUN_COMMITS
 from rocketsim.warehouse.delta import (
     StagedFile,
     commit_actions,

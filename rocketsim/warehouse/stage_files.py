@@ -15,12 +15,12 @@ they read (what an earlier job wrote and this one does not compute):
    step three Arrow IPC scratch files holding its commit-log records, the results that point at them
    and the results of its transactional messages with another stored half, one record batch per broker
    per chunk), or its committed attempts and results read back; its summary aggregates (folded chunk by
-   chunk, :class:`rocketsim.summaries.ProducerFold`) into the scratch folder (bytes,
-   :meth:`rocketsim.summaries.SummaryAggregates.to_bytes`); the ``transactions`` rows of its
+   chunk, :class:`rocketsim.tables.summaries.ProducerFold`) into the scratch folder (bytes,
+   :meth:`rocketsim.tables.summaries.SummaryAggregates.to_bytes`); the ``transactions`` rows of its
    transactional messages whose result points at no half;
 2. :func:`write_broker_files`, once per broker: that broker's batches of every producer's scratch files
-   numbered and completed a chunk at a time (:func:`rocketsim.store.numbered_chunks`,
-   :class:`rocketsim.store.PointedRecords`: ``commit_log`` and ``send_results`` Parquet), or its
+   numbered and completed a chunk at a time (:func:`rocketsim.broker.store.numbered_chunks`,
+   :class:`rocketsim.broker.store.PointedRecords`: ``commit_log`` and ``send_results`` Parquet), or its
    committed records read back; its ``broker_storage`` and the ``transactions`` rows of its halves
    (Parquet, from what :class:`rocketsim.stage.BrokerFold` kept), what consumers of its queues get
    (scratch);
@@ -28,7 +28,7 @@ they read (what an earlier job wrote and this one does not compute):
    the summary tables and the brokers' deliveries into ``consumer_load``, written into their staging
    folders (small tables: the driver writes them with pyarrow).
 
-Each task returns its counts (:mod:`rocketsim.reconcile`: rows, distinct keys and sums of what it made
+Each task returns its counts (:mod:`rocketsim.tables.reconcile`: rows, distinct keys and sums of what it made
 or read), and the driver reconciles the run from them and from the commits' reports. Small aggregates
 travel through the scratch folder rather than in the task's returned rows: they may reach megabytes
 (a saturated run's queue waits take nearly one histogram entry per message), which a file keeps out of
@@ -49,11 +49,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import broker_side, reconcile, schemas, simulate, stage, store, summaries, workload
+from rocketsim import simulate, stage
+from rocketsim.broker import side as broker_side
+from rocketsim.broker import store
 from rocketsim.engine import iterative
-from rocketsim.grouping import pack_keys
-from rocketsim.scenario import Scenario
-from rocketsim.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
+from rocketsim.scenario import Scenario, workload
+from rocketsim.tables import reconcile, schemas, summaries
+from rocketsim.tables.grouping import pack_keys
+from rocketsim.tables.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
 from rocketsim.warehouse.files import (
     IpcGroupSource,
     IpcGroupsSink,
@@ -434,7 +437,7 @@ def _write_simulated(
     """A producer task that simulates: its messages (generated, or its committed ones read) simulated a
     chunk at a time (:func:`rocketsim.stage.producer_chunks`; coupled producers: their simulation made
     whole, one chunk), each chunk's rows appended to its files (:class:`_ProducerSinks`), counted
-    and folded into the producer's summary aggregates (:class:`rocketsim.summaries.ProducerFold`)."""
+    and folded into the producer's summary aggregates (:class:`rocketsim.tables.summaries.ProducerFold`)."""
     p = share.producer
     parts: list[dict[str, int]] = []
     fold = summaries.ProducerFold(work.window_ms) if work.runs(SUMMARIZE) else None
@@ -573,7 +576,8 @@ def _number_broker(
     work: StageWork,
 ) -> tuple[stage.BrokerTables, dict[str, int]]:
     """A broker's records numbered and the results pointing at them completed, a chunk at a time
-    (:func:`rocketsim.store.numbered_chunks`, :class:`rocketsim.store.PointedRecords`), each chunk
+    (:func:`rocketsim.broker.store.numbered_chunks`, :class:`rocketsim.broker.store.PointedRecords`), each
+    chunk
     appended to its ``commit_log`` and ``send_results`` files and counted; what its broker side reads
     of them folded (:class:`rocketsim.stage.BrokerFold`). ``log`` and ``results`` give the scratch
     files' records when asked (:class:`rocketsim.warehouse.files.IpcGroupSource`): local ones
@@ -618,7 +622,7 @@ def _read_broker(sc: Scenario, b: int, work: StageWork) -> stage.BrokerTables:
     """A broker's committed commit-log records, and the committed results that point at halves (of any
     broker: a result's files are not by broker, so each broker task scans the few columns it needs of
     every results file) or failed (a failed send may have left halves: its timed-out attempts the
-    broker stored anyway); :func:`rocketsim.broker_side.stored_transactions` pairs them with its own
+    broker stored anyway); :func:`rocketsim.broker.side.stored_transactions` pairs them with its own
     halves."""
     name = sc.cluster.brokers[b]
     log = read_parquet(
@@ -642,8 +646,8 @@ def _read_broker(sc: Scenario, b: int, work: StageWork) -> stage.BrokerTables:
 
 @dataclass(frozen=True)
 class FinishedStage:
-    """What :func:`finish_stage` made: its counts (:func:`rocketsim.reconcile.table_counts` of every table
-    it wrote) and the summary tables (to print the run's summary without reading it back)."""
+    """What :func:`finish_stage` made: its counts (:func:`rocketsim.tables.reconcile.table_counts` of every
+    table it wrote) and the summary tables (to print the run's summary without reading it back)."""
 
     counts: dict[str, int]
     summary_tables: dict[str, pa.Table]

@@ -22,7 +22,7 @@ conformance replay of the real client's traces runs them in their recorded order
 # Mirrored by engine/compiled.py (start_send, deliver_sync, deliver_oneway, send_default_impl_step: the
 # SYNC and ONEWAY loops; async_event, async_call: ASYNC sends, plain and ordered; semaphore_*:
 # AsyncSemaphore; scan_fired: ResponseScan); tests/test_engines.py compares them. The updateFaultItem
-# calls are rocketsim.fault.FAULT_UPDATES, which both read.
+# calls are rocketsim.client.fault.FAULT_UPDATES, which both read.
 
 from __future__ import annotations
 
@@ -32,13 +32,13 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import ClassVar
 
+from rocketsim.client.fault import LINE_5, FaultStrategy, FaultUpdate, Site, ThreadKey
+from rocketsim.client.outcomes import ONEWAY_SEES, Catch, OutcomeKind
+from rocketsim.client.route import QueueSlot, TopicPublishInfo
+from rocketsim.client.versions import V4_9_8, ClientVersion
 from rocketsim.errors import ConfigError, MQClientError, RocketSimError
-from rocketsim.fault import LINE_5, FaultStrategy, FaultUpdate, Site, ThreadKey
+from rocketsim.format.validate import ClientErrorCode, ResponseCode
 from rocketsim.javaint import java_abs, java_rem
-from rocketsim.outcomes import ONEWAY_SEES, Catch, OutcomeKind
-from rocketsim.route import QueueSlot, TopicPublishInfo
-from rocketsim.validate import ClientErrorCode, ResponseCode
-from rocketsim.versions import V4_9_8, ClientVersion
 
 # ---- constants ------------------------------------------------------------------------------------
 
@@ -243,7 +243,7 @@ class Outcome:
     stored: bool = False  # the broker stored the request (whatever the client saw), store_ms after start
     store_ms: int = 0
     # a timeout whose answer still comes (its latency from the call's start): what an ASYNC callback gets
-    # if it comes before the response-table scan (rocketsim.brokers.AttemptOutcome.late_ms)
+    # if it comes before the response-table scan (rocketsim.broker.latency.AttemptOutcome.late_ms)
     late: Outcome | None = None
 
     def __post_init__(self) -> None:
@@ -503,7 +503,8 @@ def no_route_select(topic: str, version: ClientVersion) -> ClientError:
     return ClientError(f"No route info for this topic, {topic}", version.faq_url)
 
 
-# Mirrors rocketsim.outcomes.CATCH_OF_KIND (the model's kinds); tests/test_engine_plan.py compares them.
+# Mirrors rocketsim.client.outcomes.CATCH_OF_KIND (the model's kinds); tests/test_engine_plan.py compares
+# them.
 _CATCH = {
     "ok": Catch.RESULT,
     "status": Catch.RESULT,
@@ -517,8 +518,8 @@ _CATCH = {
 def catch_of(outcome: Outcome) -> Catch:
     """The ``catch`` clause that sees ``outcome`` (``RESULT``: none, a SendResult came back).
 
-    Mirrors :data:`rocketsim.outcomes.CATCH_OF_KIND` (the broker model's kinds); tests/test_engine_plan.py
-    checks that they agree.
+    Mirrors :data:`rocketsim.client.outcomes.CATCH_OF_KIND` (the broker model's kinds);
+    tests/test_engine_plan.py checks that they agree.
     """
     return _CATCH[outcome.kind]
 
@@ -547,7 +548,7 @@ def outcome_kind(outcome: Outcome) -> OutcomeKind:
 
 
 def oneway_caller_sees(outcome: Outcome, version: ClientVersion) -> bool:
-    """Whether a ONEWAY caller sees ``outcome`` (an exception; :data:`rocketsim.outcomes.ONEWAY_SEES`):
+    """Whether a ONEWAY caller sees ``outcome`` (an exception; :data:`rocketsim.client.outcomes.ONEWAY_SEES`):
     anything else reads as written, whatever the broker makes of it."""
     return outcome_kind(outcome) in ONEWAY_SEES[version.oneway_connects_synchronously]
 
@@ -606,7 +607,7 @@ def sync_send_steps(
     """``sendDefaultImpl(SYNC)`` for the strategy's line. ``on_attempt`` sees each attempt as soon as its
     flow is decided, before the next selection (the vectors' ``table`` is taken there).
 
-    Each outcome makes the ``updateFaultItem`` call of :data:`rocketsim.fault.FAULT_UPDATES`
+    Each outcome makes the ``updateFaultItem`` call of :data:`rocketsim.client.fault.FAULT_UPDATES`
     (``Site.SEND_DEFAULT_IMPL``, by the clause that catches it).
     """
     version = cfg.version
@@ -799,7 +800,7 @@ class ResponseScan:
     @classmethod
     def for_version(cls, version: ClientVersion) -> ResponseScan:
         """The scan timer of ``version``'s client (4.9.x every 1000 ms from 3000, 5.x every 1100 ms
-        from 3100: :attr:`rocketsim.versions.ClientVersion.response_scan_first_ms`)."""
+        from 3100: :attr:`rocketsim.client.versions.ClientVersion.response_scan_first_ms`)."""
         return cls(version.response_scan_first_ms, version.response_scan_period_ms)
 
     def timeout_fired_ms(self, begin_ms: int, timeout_ms: int) -> int:

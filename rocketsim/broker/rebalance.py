@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from rocketsim.client.route import PERM_READ, PERM_WRITE
 from rocketsim.errors import RocketSimError
-from rocketsim.route import PERM_READ, PERM_WRITE
 from rocketsim.scenario import Scenario
 
 __all__ = [

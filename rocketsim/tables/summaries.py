@@ -1,6 +1,6 @@
 """The summary tables of a run from small mergeable aggregates: ``isolation_intervals``, ``broker_windows``,
 ``queue_windows``, ``producer_windows``, ``run_summary`` (design §6, one pass; the broker-side tables:
-:mod:`rocketsim.broker_side`).
+:mod:`rocketsim.broker.side`).
 
 * a producer task calls :func:`producer_aggregates` on its own attempts and results (whole producers):
   a :class:`SummaryAggregates` of small Arrow tables (counts, bytes, exact (value, count) latency and
@@ -14,7 +14,7 @@ committed attempts and results computed before (the tests keep those as an oracl
 on the same runs): every float is computed with Spark's expression in Spark's order of operations:
 
 * windows: ``floor(ts / window_ms) * window_ms`` divides as doubles
-  (:func:`rocketsim.grouping.spark_window`);
+  (:func:`rocketsim.tables.grouping.spark_window`);
 * percentiles: ``Percentile.getPercentile`` (``percentiles.scala``): position ``(n - 1) * p`` as a
   double, the values at ranks ``floor`` and ``ceil`` of it (first cumulative count > rank), and
   ``(higher - pos) * low + (pos - lower) * high`` unless the ranks or the values are equal
@@ -42,8 +42,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import schemas, store
-from rocketsim.grouping import (
+from rocketsim.broker import store
+from rocketsim.tables import schemas
+from rocketsim.tables.grouping import (
     Groups,
     all_found,
     bools,
@@ -564,7 +565,7 @@ def _statuses(results: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def isolation_intervals(attempts: pa.Table) -> pa.Table:
     """``isolation_intervals`` rows (producer, broker, start_ms, end_ms) of some producers' attempts
-    (readable reference: :func:`rocketsim.analysis.isolation_intervals`).
+    (readable reference: :func:`tests.analysis.isolation_intervals`).
 
     Per (producer, broker), attempts in order of (end, start, seq, attempt): an attempt whose
     ``fault_isolated_until_ms`` is after its end ``e`` gives the piece ``[e, min(until, next end))``
@@ -760,7 +761,7 @@ def producer_aggregates(
     ``send_results`` columns as the simulator returns them; ``run_id`` and store columns are ignored).
 
     ``messages``: the same producers' messages (:data:`MESSAGE_COLUMNS`), for ``run_summary``'s delivery
-    columns (the copies the brokers stored of each message, :func:`rocketsim.store.result_copies`).
+    columns (the copies the brokers stored of each message, :func:`rocketsim.broker.store.result_copies`).
 
     ``keys``: constant key columns of these rows, e.g. ``{"variant": "fault_on"}`` in a comparison.
     The producer-level parts (``producer_windows``, ``intervals``) are finished here, so merging needs
@@ -815,7 +816,7 @@ class ProducerFold:
     ) -> None:
         """One part: the results of some whole messages, their sends' attempts, those messages; no attempt
         of a later part starts before ``later_start_ms`` (None: not known, nothing settles before the
-        end); ``copies``: their :func:`rocketsim.store.result_copies` when known."""
+        end); ``copies``: their :func:`rocketsim.broker.store.result_copies` when known."""
         if copies is None:
             copies = store.result_copies(messages, attempts, results)
         a, r = _Attempts(attempts, self.window_ms), _Results(results, self.window_ms, copies)
@@ -1240,7 +1241,7 @@ def _output(schema_name: str, key_names: Sequence[str], cols: Mapping[str, objec
 
 
 def summary_tables(merged: SummaryAggregates) -> dict[str, pa.Table]:
-    """Every summary table of the merged aggregates, with the schemas of :mod:`rocketsim.schemas`
+    """Every summary table of the merged aggregates, with the schemas of :mod:`rocketsim.tables.schemas`
     (without ``run_id``; the key columns first): ``isolation_intervals``, ``broker_windows``,
     ``queue_windows``, ``producer_windows``, ``run_summary`` (see their functions below)."""
     runs = _runs(merged)

@@ -1,7 +1,7 @@
 """The closed-loop broker store: a send queue, send threads and one commit-log writer, so load moves latency.
 
-``brokers.coupling = "open"`` (the default) leaves every answer to :mod:`rocketsim.brokers` (latency drawn
-independently of load). ``joint`` and ``iterative`` put each attempt the open model answers with a
+``brokers.coupling = "open"`` (the default) leaves every answer to :mod:`rocketsim.broker.latency` (latency
+drawn independently of load). ``joint`` and ``iterative`` put each attempt the open model answers with a
 latency (SEND_OK, or a slow answer the client times out on) through its broker's :class:`BrokerStore`:
 
 * the request reaches the broker when the attempt starts; the open model's latency is the network round
@@ -12,7 +12,7 @@ latency (SEND_OK, or a slow answer the client times out on) through its broker's
 * the send executor (``sendMessageThreadPoolNums`` threads over a FIFO ``LinkedBlockingQueue``) takes the
   request when a thread is free; ``DefaultMessageStore.checkStoreStatus`` answers OS_PAGECACHE_BUSY if the
   page cache is busy then (``SendMessageProcessor.handlePutMessageResult``: ``[PC_SYNCHRONIZED]``, its
-  code :attr:`rocketsim.versions.BrokerVersion.pc_synchronized_code`); else the thread waits for
+  code :attr:`rocketsim.client.versions.BrokerVersion.pc_synchronized_code`); else the thread waits for
   ``putMessageLock`` (one writer: ``CommitLog.asyncPutMessage``) and appends, ``store.append_us`` per KiB;
 * since 4.7.0 the SYNC_FLUSH and SYNC_MASTER waits do not hold the thread: they add latency only;
 * ``BrokerFastFailure.cleanExpiredRequest`` runs at 1000 ms and every 10 ms after: while the page cache is
@@ -40,10 +40,10 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import NamedTuple
 
-from rocketsim import brokers as bm
-from rocketsim.outcomes import OutcomeKind
+from rocketsim.broker import latency as bm
+from rocketsim.client.outcomes import OutcomeKind
+from rocketsim.client.versions import BrokerVersion
 from rocketsim.scenario import Scenario, StoreConfig
-from rocketsim.versions import BrokerVersion
 
 SWEEP_FIRST_MS = 1000  # BrokerFastFailure.start: scheduleAtFixedRate(.., 1000, 10, MILLISECONDS)
 SWEEP_PERIOD_MS = 10

@@ -1,5 +1,5 @@
 """The broker side of a run: ``broker_storage``, ``transactions`` and ``consumer_load``, from one broker's
-numbered commit log at a time (:func:`rocketsim.store.number_broker`) and small per-queue partials.
+numbered commit log at a time (:func:`rocketsim.broker.store.number_broker`) and small per-queue partials.
 
 Who computes what (the run's one pass, :mod:`rocketsim.stage`):
 
@@ -15,11 +15,11 @@ Who computes what (the run's one pass, :mod:`rocketsim.stage`):
   result points at no half (each transactional message has one row that is not another half: the
   result's half or its ``not_stored`` row);
 * the driver adds the brokers' deliveries up and allocates the queues to the consumers
-  (:func:`consumer_load`, :func:`rocketsim.rebalance.allocation`).
+  (:func:`consumer_load`, :func:`rocketsim.broker.rebalance.allocation`).
 
 Exactness: the tables equal what Spark aggregations computed before (the tests keep those as an
-oracle): windows and file counts divide as doubles (:func:`rocketsim.grouping.spark_window`,
-:func:`~rocketsim.grouping.spark_ceil_div`), sums are integers.
+oracle): windows and file counts divide as doubles (:func:`rocketsim.tables.grouping.spark_window`,
+:func:`~rocketsim.tables.grouping.spark_ceil_div`), sums are integers.
 """
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import rebalance, schemas, store, transactions
-from rocketsim.grouping import (
+from rocketsim.broker import rebalance, store, transactions
+from rocketsim.scenario import Scenario
+from rocketsim.tables import schemas
+from rocketsim.tables.grouping import (
     Groups,
     bools,
     from_codes,
@@ -44,7 +46,6 @@ from rocketsim.grouping import (
     string_codes,
     window_index,
 )
-from rocketsim.scenario import Scenario
 
 # the columns each function reads (a task reading committed files reads only these)
 STORAGE_COLUMNS = ("broker", "store_topic", "store_queue_id", "store_ts_ms", "store_size", "index_entries")
@@ -125,7 +126,7 @@ TRANSACTIONS_ORDER = [("producer", "ascending"), ("seq", "ascending"), ("attempt
 
 
 def _resolved(rows: pa.Table, sc: Scenario) -> pa.Table:
-    """``transactions`` rows: :func:`rocketsim.transactions.resolve` of the input rows."""
+    """``transactions`` rows: :func:`rocketsim.broker.transactions.resolve` of the input rows."""
     rows = rows.select(_TXN_INPUT.names).cast(_TXN_INPUT)
     if rows.num_rows:
         rows = transactions.resolve(rows, sc)
@@ -147,7 +148,7 @@ def _stored_halves(log: pa.Table) -> pa.Table:
 
 def pointed_halves(log: pa.Table) -> pa.Table:
     """(producer, seq) of the transactional messages whose result points at a stored half, from their
-    commit-log records (:func:`rocketsim.store.log_records`, numbered or not)."""
+    commit-log records (:func:`rocketsim.broker.store.log_records`, numbered or not)."""
     halves = _stored_halves(log)
     return halves.filter(halves.column("is_result")).select(["producer", "seq"])
 
@@ -163,7 +164,7 @@ def result_halves(results: pa.Table) -> pa.Table:
 def other_half_results(
     log: pa.Table, log_broker: np.ndarray, results: pa.Table
 ) -> tuple[pa.Table, np.ndarray]:
-    """For one producer's commit-log records (:func:`rocketsim.store.log_records`, each record's broker
+    """For one producer's commit-log records (:func:`rocketsim.broker.store.log_records`, each record's broker
     in ``log_broker``) and its results: the results (:data:`HALF_RESULT_COLUMNS`) of the transactional
     messages with a stored half their result does not point at, once per broker holding such a half, and
     that broker. A broker task needs them beside the results pointing at it to make those halves'
@@ -204,7 +205,7 @@ def _one_result_each(results: pa.Table) -> pa.Table:
 
 def stored_transactions(log: pa.Table, results: pa.Table, sc: Scenario) -> pa.Table:
     """``transactions`` rows of the halves stored on a broker, each one's own (the one its result points
-    at and any other: :mod:`rocketsim.transactions`): ``log`` holds that broker's numbered records
+    at and any other: :mod:`rocketsim.broker.transactions`): ``log`` holds that broker's numbered records
     (``commit_log`` columns), ``results`` at least the results of the messages whose halves it holds
     (:data:`HALF_RESULT_COLUMNS` of ``send_results``: those that point at its halves, and those of
     :func:`other_half_results`; repeats allowed). The half's broker, real queue, offsets and size are
@@ -361,7 +362,7 @@ def _regrouped_deliveries(rows: pa.Table) -> pa.Table:
 
 def consumer_load(deliveries: Sequence[pa.Table] | pa.Table, sc: Scenario) -> pa.Table:
     """``consumer_load``: every row of
-    :func:`rocketsim.rebalance.allocation` with the messages and bytes its queue delivers (0 if none),
+    :func:`rocketsim.broker.rebalance.allocation` with the messages and bytes its queue delivers (0 if none),
     from the brokers' :func:`queue_deliveries`."""
     parts = [deliveries] if isinstance(deliveries, pa.Table) else list(deliveries)
     per_queue = regroup(

@@ -9,7 +9,8 @@ one 120 s after its last registration, the client re-polls every 30 s and keeps 
 topic has no broker left.
 
 The queue list of a :class:`TopicPublishInfo` holds :class:`QueueSlot` objects, which are *mutable* on
-purpose: the 4.9.7 fault strategy rewrites the cached queue object in place (see ``rocketsim.fault``), and
+purpose: the 4.9.7 fault strategy rewrites the cached queue object in place (see ``rocketsim.client.fault``),
+and
 that skew persists until the route changes. Everything else here is frozen. Pure: the clock is an argument.
 """
 
@@ -20,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from rocketsim.client.versions import BROKER_4_9_8, BrokerVersion
 from rocketsim.errors import ConfigError
-from rocketsim.versions import BROKER_4_9_8, BrokerVersion
 
 # PermName bits
 PERM_PRIORITY = 0x8
@@ -38,8 +39,8 @@ REGISTER_NAME_SERVER_PERIOD_MS = 30_000  # BrokerConfig.registerNameServerPeriod
 
 
 class QueueIndex(Protocol):
-    """What a TopicPublishInfo's ``sendWhichQueue`` does (``rocketsim.fault.ThreadLocalIndex``, which lives
-    with the selection logic)."""
+    """What a TopicPublishInfo's ``sendWhichQueue`` does (``rocketsim.client.fault.ThreadLocalIndex``, which
+    lives with the selection logic)."""
 
     def increment_and_get(self, thread: int = 0) -> int: ...
 
@@ -177,7 +178,8 @@ class QueueSlot:
 
 @dataclass(eq=False)
 class TopicPublishInfo:
-    """The producer's cached view of a topic route (``TopicPublishInfo``); selection is in rocketsim.fault.
+    """The producer's cached view of a topic route (``TopicPublishInfo``); selection is in
+    rocketsim.client.fault.
 
     ``send_which_queue`` is this object's own ``ThreadLocalIndex``: a route change builds a new
     TopicPublishInfo and therefore a new index (with a new random start), as upstream does.

@@ -61,7 +61,7 @@ SEND_ATTEMPTS = pa.schema(
         # the broker stored the request (also when the client gave up on it first), and when
         pa.field("stored", pa.bool_(), nullable=False),
         pa.field("stored_ts_ms", pa.int64()),
-        # the closed-loop store's view of the request (rocketsim.broker_store; null with brokers.coupling
+        # the closed-loop store's view of the request (rocketsim.broker.queue; null with brokers.coupling
         # open, and for a request that never reached a working broker): the flow-control answer that
         # rejected it (REJECTREQUEST, OVERLOAD, PC_SYNCHRONIZED, PCBUSY_CLEAN_QUEUE, TIMEOUT_CLEAN_QUEUE;
         # null: not rejected), the send-queue depth it found, the commit-log writer's time of its append
@@ -110,7 +110,8 @@ SEND_RESULTS = pa.schema(
         pa.field("sys_flag", pa.int32(), nullable=False),
         pa.field("retry_budget_exhausted", pa.bool_(), nullable=False),  # attempts left, but no time
         pa.field("sender_thread", pa.int32()),  # the application thread that sent it (null: rejected)
-        # -- the broker side (rocketsim.store, added by the broker step after the simulation; null unless
+        # -- the broker side (rocketsim.broker.store, added by the broker step after the simulation; null
+        # unless
         # the result points at a stored copy: status not FAILED/REJECTED and its last answered attempt
         # (or its oneway request) was stored) --
         _broker_side("store_ts_ms", pa.int64()),  # when the broker stored it (send_attempts.stored_ts_ms)
@@ -124,7 +125,7 @@ SEND_RESULTS = pa.schema(
     ]
 )
 
-# the exact percentiles of the summary tables (rocketsim.summaries.PERCENTILES: p50 ... p99.99)
+# the exact percentiles of the summary tables (rocketsim.tables.summaries.PERCENTILES: p50 ... p99.99)
 LATENCY_PERCENTILE_COLUMNS = (
     "latency_p50_ms",
     "latency_p75_ms",
@@ -135,7 +136,7 @@ LATENCY_PERCENTILE_COLUMNS = (
 )
 _LATENCY_PERCENTILES = [pa.field(name, pa.float64()) for name in LATENCY_PERCENTILE_COLUMNS]
 
-# attempts by outcome (the rule: rocketsim.summaries.OUTCOME_KINDS): ok, remoting:timeout,
+# attempts by outcome (the rule: rocketsim.tables.summaries.OUTCOME_KINDS): ok, remoting:timeout,
 # remoting:connect, broker:<code>, status:<not SEND_OK>, other
 OUTCOME_COLUMNS = (
     "ok",
@@ -156,7 +157,8 @@ _QUEUE_SPREAD = [  # of sends over queues; idle queues count as 0; null without 
     pa.field("queue_gini", pa.float64()),  # Gini coefficient (0 = even)
 ]
 
-# delivery outcomes of messages (rocketsim.store.stored_copy_counts): extra stored copies (a retry after a
+# delivery outcomes of messages (rocketsim.broker.store.stored_copy_counts): extra stored copies (a retry
+# after a
 # timed-out request the broker stored anyway), messages whose result says sent with no stored copy (a
 # oneway the broker never stored), FAILED messages a broker stored anyway
 DELIVERY_COLUMNS = ("duplicates", "lost", "failed_but_stored")
@@ -243,7 +245,7 @@ RUN_SUMMARY = pa.schema(
         pa.field("share", pa.float64(), nullable=False),  # of all stored messages (brokers) / 1.0 (all)
         *_LATENCY_PERCENTILES,
         pa.field("latency_max_ms", pa.int64()),
-        # -- added for analysis (rocketsim.summaries) --
+        # -- added for analysis (rocketsim.tables.summaries) --
         pa.field("retry_budget_exhausted", pa.int64(), nullable=False),
         *_QUEUE_WAIT,
         pa.field("error_rate", pa.float64()),  # (failed + rejected) / messages
@@ -261,7 +263,7 @@ RUN_SUMMARY = pa.schema(
     ]
 )
 
-# Derived from send_attempts.fault_isolated_until_ms (rocketsim.analysis.isolation_intervals): when a
+# Derived from send_attempts.fault_isolated_until_ms (tests.analysis.isolation_intervals): when a
 # producer's latency-fault table kept a broker isolated, [start_ms, end_ms).
 ISOLATION_INTERVALS = pa.schema(
     [
@@ -327,7 +329,7 @@ RUNS = pa.schema(
     ]
 )
 
-# a capacity sweep (rocketsim.capacity, jobs/capacity.py): one row per cluster size
+# a capacity sweep (rocketsim.scenario.capacity, jobs/capacity.py): one row per cluster size
 CAPACITY = pa.schema(
     [
         RUN_ID,
@@ -410,7 +412,7 @@ BROKER_STORAGE = pa.schema(
 )
 
 # One row per stored transactional half, and one per transactional message whose result points at no
-# half (rocketsim.transactions): the half the result points at is ended by the producer, any other (a
+# half (rocketsim.broker.transactions): the half the result points at is ended by the producer, any other (a
 # timed-out attempt the broker stored anyway) is checked back by the broker.
 TRANSACTIONS = pa.schema(
     [
@@ -457,8 +459,8 @@ CONSUMER_LOAD = pa.schema(
 # rocketsim.spark.run): jobs/pipeline.py runs them in one pass, the other jobs one at a time.
 GENERATE = "generate"  # producer tasks (rocketsim.stage.producer_messages)
 SIMULATE = "simulate"  # producer and broker tasks (rocketsim.stage.producer_tables, broker_tables)
-BROKER_SIDE = "broker_side"  # broker and producer tasks, the driver's consumer_load (rocketsim.broker_side)
-SUMMARIZE = "summarize"  # producer tasks' aggregates, merged by the driver (rocketsim.summaries)
+BROKER_SIDE = "broker_side"  # broker and producer tasks, the driver's consumer_load (rocketsim.broker.side)
+SUMMARIZE = "summarize"  # producer tasks' aggregates, merged by the driver (rocketsim.tables.summaries)
 RUNS_ROW = "runs_row"  # the driver, once a run is complete (rocketsim.spark.pipeline.write_runs_row)
 COMPARE = "compare"  # a comparison of variants (rocketsim.spark.compare)
 CAPACITY_SWEEP = "capacity"  # a capacity sweep (rocketsim.spark.capacity)

@@ -2,7 +2,8 @@
 
 ``Message`` mirrors ``org.apache.rocketmq.common.message.Message`` but is immutable: every setter of the Java
 class is a ``with_*`` method returning a new message. Properties keep insertion order (the wire order our
-encoder writes); ``rocketsim.codec.java_hashmap_order`` gives the order a Java ``HashMap`` would iterate.
+encoder writes); ``rocketsim.format.codec.java_hashmap_order`` gives the order a Java ``HashMap`` would
+iterate.
 
 Also here: ``MessageConst`` (property names and the reserved-name set per version), ``MessageSysFlag`` (the
 sys-flag bits), the producer defaults of ``DefaultMQProducer`` per version, and the broker's delay-level
@@ -16,9 +17,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from rocketsim.client.versions import API_4, API_5, V4_9_8, ClientVersion
 from rocketsim.errors import RocketSimError
 from rocketsim.javaint import INT_MAX, INT_MIN
-from rocketsim.versions import API_4, API_5, V4_9_8, ClientVersion
 
 __all__ = [
     "DEFAULT_MESSAGE_DELAY_LEVEL",
@@ -510,8 +511,8 @@ class MessageBatch:
     """``MessageBatch``: several messages of one topic sent as one request.
 
     Build it with ``generate_from_list`` (upstream's rules). The batch as a message has the first message's
-    topic and a ``WAIT`` property; its body is ``encode_messages`` of the elements (``rocketsim.codec``).
-    A batch is never compressed.
+    topic and a ``WAIT`` property; its body is ``encode_messages`` of the elements
+    (``rocketsim.format.codec``). A batch is never compressed.
     """
 
     messages: tuple[Message, ...]

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Protocol
 
+from rocketsim.client.outcomes import Catch
+from rocketsim.client.route import QueueSlot, TopicPublishInfo
+from rocketsim.client.versions import LINE_4_9_7, LINE_4_9_8, LINE_5, LINES
 from rocketsim.errors import ConfigError, RocketSimError
 from rocketsim.javaint import INT_MAX, POSITIVE_MASK, chm_spread, int32, java_abs, java_rem, java_string_hash
-from rocketsim.outcomes import Catch
-from rocketsim.route import QueueSlot, TopicPublishInfo
-from rocketsim.versions import LINE_4_9_7, LINE_4_9_8, LINE_5, LINES
 
 EventHook = Callable[[list], None] | None
 ThreadKey = int | str  # a thread as ThreadLocalIndex keys it: a sender's number, a client thread's name

@@ -1,6 +1,6 @@
 """Grouping rows of Arrow tables with numpy, vectorised: the helpers the summary and broker-side tables
-(:mod:`rocketsim.summaries`, :mod:`rocketsim.broker_side`) and the commit log's numbering
-(:mod:`rocketsim.store`) share.
+(:mod:`rocketsim.tables.summaries`, :mod:`rocketsim.broker.side`) and the commit log's numbering
+(:mod:`rocketsim.broker.store`) share.
 
 * columns as numpy (:func:`ints`, :func:`bools`), string columns as int codes numbered in the sorted
   order of their values (:func:`string_codes`, back with :func:`from_codes`);

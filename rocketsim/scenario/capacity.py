@@ -1,7 +1,7 @@
 """Capacity planning: the smallest cluster that meets a p99 target (and a failure-rate bound) for a
 scenario, e.g. one with a broker degraded (``jobs/capacity.py``).
 
-The sweep is a set of variants of the scenario (:mod:`rocketsim.variants`), one per cluster size: the
+The sweep is a set of variants of the scenario (:mod:`rocketsim.scenario.variants`), one per cluster size: the
 number of brokers (``cluster.brokers``: the scenario's brokers first, then ``broker-<letter>`` names) or of
 write queues per broker (``cluster.write_queues``). Each variant is a whole run (with closed-loop brokers,
 every producer of the variant simulated together); its ``run_summary`` row "all" (and its
@@ -18,9 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import schemas
 from rocketsim.scenario import Scenario, ScenarioError
-from rocketsim.variants import Variant
+from rocketsim.scenario.variants import Variant
+from rocketsim.tables import schemas
 
 BROKERS, QUEUES = "brokers", "write_queues"  # the axes of a sweep
 CAPACITY_DATA = schemas.data_schema(schemas.CAPACITY)

@@ -5,7 +5,7 @@ use "5.x" for the upstream ``develop`` branch (newer than every 5.3.x tag), whic
 
 Ask the version what it does (``version.retries_system_busy``), never its number: a version comparison
 is written once, here. Adding a client version: make :func:`parse_version` accept it, then read each
-property below against that tag's code (and :data:`rocketsim.fault.FAULT_UPDATES` if its fault line is
+property below against that tag's code (and :data:`rocketsim.client.fault.FAULT_UPDATES` if its fault line is
 new). The broker a client talks to is :attr:`ClientVersion.broker`: a 4.9.x client talks to a 4.9.8
 broker, a 5.x client to a 5.3.3 broker.
 """

@@ -33,11 +33,11 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from rocketsim import compression
+from rocketsim.client.versions import V4_9_8, ClientVersion, PropertiesEncoding
 from rocketsim.errors import ConfigError, DecodeError, EncodeError
+from rocketsim.format import compression
+from rocketsim.format.message import Message, MessageSysFlag
 from rocketsim.javaint import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, int8, int16, int32, java_string_hash
-from rocketsim.message import Message, MessageSysFlag
-from rocketsim.versions import V4_9_8, ClientVersion, PropertiesEncoding
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -22,9 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocketsim.errors import ConfigError
-from rocketsim.javaint import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
-from rocketsim.versions import (
+from rocketsim.client.versions import (
     BACK_PRESSURE_MIN_SEND_NUM,
     BACK_PRESSURE_MIN_SEND_SIZE,
     AsyncBackpressure,
@@ -33,6 +31,8 @@ from rocketsim.versions import (
     parse_broker_version,
     parse_version,
 )
+from rocketsim.errors import ConfigError
+from rocketsim.javaint import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
 
 
 class ScenarioError(ConfigError):
@@ -43,7 +43,7 @@ SEND_MODES = ("sync", "async", "oneway")
 SENDER_MODELS = ("pool", "partitioned")
 MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
 FAULT_KINDS = ("outage", "hang", "slowdown", "flapping", "error_burst", "partition", "store_stall")
-COUPLINGS = ("open", "joint", "iterative")  # brokers.coupling: rocketsim.broker_store
+COUPLINGS = ("open", "joint", "iterative")  # brokers.coupling: rocketsim.broker.queue
 STORE_MODES = (
     "async",
     "sync",
@@ -274,7 +274,7 @@ class LatencyConfig:
 @dataclass(frozen=True)
 class StoreConfig:
     """One broker's store in the closed-loop model (``brokers.coupling`` joint or iterative; ignored when
-    open): :mod:`rocketsim.broker_store`. Upstream names: BrokerConfig.sendMessageThreadPoolNums,
+    open): :mod:`rocketsim.broker.queue`. Upstream names: BrokerConfig.sendMessageThreadPoolNums,
     sendThreadPoolQueueCapacity, waitTimeMillsInSendQueue; MessageStoreConfig.osPageCacheBusyTimeOutMills,
     flushDiskType, brokerRole."""
 
@@ -404,7 +404,7 @@ class Scenario:
     @property
     def coupling(self) -> str:
         """``brokers.coupling``: open (latency independent of load), joint or iterative
-        (:mod:`rocketsim.broker_store`)."""
+        (:mod:`rocketsim.broker.queue`)."""
         return self.broker_coupling
 
     @property
@@ -607,7 +607,10 @@ def _check_cross_fields(sc: Scenario) -> None:
     if wl.message_types.get("delay", 0) > 0 and not wl.delay_levels:
         _fail("workload.delay_levels", "must not be empty when message_types.delay > 0", [])
     from rocketsim.errors import MQClientError
-    from rocketsim.validate import check_send_topic_allowed, check_topic  # the client's own topic rules
+    from rocketsim.format.validate import (  # the client's own topic rules
+        check_send_topic_allowed,
+        check_topic,
+    )
 
     for i, topic in enumerate(wl.topics):
         try:

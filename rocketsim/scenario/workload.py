@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim import rng
-from rocketsim.codec import decimal_lengths
+from rocketsim.format.codec import decimal_lengths
 from rocketsim.scenario import MESSAGE_TYPES, SEND_MODES, Scenario
-from rocketsim.schemas import MESSAGES, without_run_id
+from rocketsim.tables.schemas import MESSAGES, without_run_id
 
 WORKLOAD_SALT = 0x5EED_0F_3E55A6E5  # keeps workload draws apart from the broker model's
 EPOCH_MS = 1_700_000_000_000  # wall-clock instant of simulated time 0 (for UNIQ_KEY ids)

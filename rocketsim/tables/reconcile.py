@@ -32,10 +32,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import schemas, store
+from rocketsim.broker import store
 from rocketsim.engine.plan import ONEWAY_SENT
 from rocketsim.errors import RocketSimError
-from rocketsim.grouping import pack_keys, string_codes
+from rocketsim.tables import schemas
+from rocketsim.tables.grouping import pack_keys, string_codes
 
 
 class ReconciliationError(RocketSimError, RuntimeError):

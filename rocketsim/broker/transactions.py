@@ -2,7 +2,7 @@
 
 ``TransactionMQProducer.sendMessageInTransaction`` sends the half message (``TRAN_MSG=true``) with a SYNC
 ``send`` (its retries reuse the message, UNIQ_KEY included); the broker stores each half it processes in
-``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketsim.store`), also one whose request the client gave up on (a
+``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketsim.broker.store`), also one whose request the client gave up on (a
 stored timeout, ``send_attempts.stored``). One row per half, and one per message with no half its
 result points at:
 

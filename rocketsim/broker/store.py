@@ -14,7 +14,8 @@ ends with ``\\x02`` or not, and lists its entries in the HashMap order, of the b
 
 * normal and ordered messages: the request's properties plus ``CLUSTER=DefaultCluster``; a 4.9.8 broker
   leaves ``WAIT=true`` out of the stored string (it saves 9 bytes), a 5.x broker keeps it;
-* delay messages (transaction type NOT or COMMIT, level > 0): :func:`rocketsim.message.broker_delay_transform`
+* delay messages (transaction type NOT or COMMIT, level > 0):
+:func:`rocketsim.format.message.broker_delay_transform`
   (level clamped to the table's maximum, 18), stored in ``SCHEDULE_TOPIC_XXXX`` queue level - 1 with
   ``REAL_TOPIC``/``REAL_QID``; the properties string is rebuilt from the whole map, so ``WAIT`` is back;
   delivery at store time + the level's delay;
@@ -26,7 +27,8 @@ ends with ``\\x02`` or not, and lists its entries in the HashMap order, of the b
   (``WAIT=true``, a 5.x client's ``UNIQ_KEY``, ``CLUSTER``) as the broker encodes them; the body is the
   element's (never compressed).
 
-Record sizes come from :func:`rocketsim.codec.store_sizes` (the exact ``calMsgLength``), stored bodies are
+Record sizes come from :func:`rocketsim.format.codec.store_sizes` (the exact ``calMsgLength``), stored bodies
+are
 what the client sent (compressed where it compressed). Brokers get IPv4 store hosts ``10.1.0.N:10911`` by
 their place in ``cluster.brokers``; the offset message id is ``createMessageId(store host, offset)``.
 
@@ -51,13 +53,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import codec
-from rocketsim.codec import SocketAddress, StoredMessage
-from rocketsim.grouping import bools, group_codes, ints, lookup, pack_keys, string_codes, take_rows
-from rocketsim.message import MessageConst, MessageSysFlag, broker_delay_transform
+from rocketsim.client.versions import BrokerVersion, ClientVersion
+from rocketsim.format import codec
+from rocketsim.format.codec import SocketAddress, StoredMessage
+from rocketsim.format.message import MessageConst, MessageSysFlag, broker_delay_transform
 from rocketsim.scenario import Scenario
-from rocketsim.schemas import COMMIT_LOG, SEND_RESULTS, data_schema, is_broker_side
-from rocketsim.versions import BrokerVersion, ClientVersion
+from rocketsim.tables.grouping import bools, group_codes, ints, lookup, pack_keys, string_codes, take_rows
+from rocketsim.tables.schemas import COMMIT_LOG, SEND_RESULTS, data_schema, is_broker_side
 
 __all__ = [
     "PROPERTIES_LIMIT",
@@ -207,7 +209,7 @@ _HEX_QUADS = (
 
 
 def offset_msg_ids(broker_index: np.ndarray, offsets: np.ndarray, hosts: Sequence[SocketAddress]) -> pa.Array:
-    """Vectorised :func:`rocketsim.codec.create_message_id` (``MessageDecoder.createMessageId``) of
+    """Vectorised :func:`rocketsim.format.codec.create_message_id` (``MessageDecoder.createMessageId``) of
     ``(host.ip, host.port, offset)`` for IPv4 store hosts: 32 uppercase hex digits a row, ip and port
     then the offset (tests/test_store.py holds the two equal)."""
     if any(len(h.ip) != 4 for h in hosts):

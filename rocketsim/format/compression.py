@@ -29,9 +29,9 @@ import lz4.frame
 import numpy as np
 import zstandard
 
+from rocketsim.client.versions import V4_9_8, ClientVersion
 from rocketsim.errors import ConfigError, DecodeError
-from rocketsim.validate import DEFAULT_MAX_MESSAGE_SIZE
-from rocketsim.versions import V4_9_8, ClientVersion
+from rocketsim.format.validate import DEFAULT_MAX_MESSAGE_SIZE
 
 # MessageSysFlag bits this module reads and writes (same values in 4.9.8 and 5.x)
 COMPRESSED_FLAG = 0x1

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import ClassVar
 
+from rocketsim.client.versions import API_4, API_5, V4_9_8, ClientVersion, before, in_5_line, since
 from rocketsim.errors import EncodeError, MQClientError
-from rocketsim.versions import API_4, API_5, V4_9_8, ClientVersion, before, in_5_line, since
 
 ConstantValue = int | str
 

@@ -1,9 +1,9 @@
 """What one send attempt comes to, as named integers both engines use (the compiled one inside its kernel).
 
-* :class:`OutcomeKind`: the broker model's answer to one attempt (:mod:`rocketsim.brokers`); the readable
-  engine turns it into a :class:`rocketsim.send.Outcome` (``engine.plan.to_outcome``).
+* :class:`OutcomeKind`: the broker model's answer to one attempt (:mod:`rocketsim.broker.latency`); the
+  readable engine turns it into a :class:`rocketsim.client.send.Outcome` (``engine.plan.to_outcome``).
 * :class:`Catch`: which ``catch`` clause of ``DefaultMQProducerImpl.sendDefaultImpl`` sees an outcome
-  (none for a SendResult); :data:`rocketsim.fault.FAULT_UPDATES` is keyed by it.
+  (none for a SendResult); :data:`rocketsim.client.fault.FAULT_UPDATES` is keyed by it.
 * :data:`ONEWAY_SEES`: the outcomes a ONEWAY caller sees (as an exception); every other outcome of a
   oneway request reads as written.
 

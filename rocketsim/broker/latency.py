@@ -4,7 +4,7 @@ Per broker: a latency distribution with a heavy tail (a lognormal body plus rare
 background error mix, and a fault timeline in simulated time (outage, hang, slowdown, flapping, error
 burst, partition).
 
-What a client sees per fault kind (``NettyRemotingClient``; the route side is :mod:`rocketsim.route`):
+What a client sees per fault kind (``NettyRemotingClient``; the route side is :mod:`rocketsim.client.route`):
 
 * ``outage`` and the down phases of ``flapping``: the process is dead, its host up: a connect is refused
   at once (RST, ``connect_refused_ms``, default 1 ms) -> ``RemotingConnectException``;
@@ -22,8 +22,8 @@ Every draw comes from a counter-based generator keyed by ``(seed, producer, seq,
 attempt's outcome depends only on those keys, the broker, the start time and the timeout: the same inputs
 give the same outcome on any machine, partition or order.
 
-Answers are :class:`rocketsim.outcomes.OutcomeKind` values (small integers, so the compiled engine can use
-them) with a latency and a response code; draws are :mod:`rocketsim.rng`'s.
+Answers are :class:`rocketsim.client.outcomes.OutcomeKind` values (small integers, so the compiled engine can
+use them) with a latency and a response code; draws are :mod:`rocketsim.rng`'s.
 """
 
 # Mirrored by engine/compiled.py (attempt_outcome, base_latency, over engine/plan.py's Model arrays);
@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from rocketsim.outcomes import OutcomeKind, outcome_label
+from rocketsim.client.outcomes import OutcomeKind, outcome_label
 from rocketsim.rng import draw_key, uniform
 from rocketsim.scenario import BrokerModelConfig, FaultConfig, Scenario
 
@@ -103,7 +103,7 @@ class AttemptOutcome:
     ``late_code`` (0: SEND_OK, else the broker's error code). A SYNC caller has given up by then
     (``invokeSyncImpl`` removes its future); an ASYNC request's future stays in the response table until
     the scan removes it, and ``processResponseCommand`` takes an answer that arrives before that
-    (:func:`rocketsim.send.async_send_steps`)."""
+    (:func:`rocketsim.client.send.async_send_steps`)."""
 
     kind: int
     latency_ms: int
@@ -158,7 +158,7 @@ class BrokerParams:
 
 
 # fault kinds as integers, in the order of the flat timeline arrays
-# store_stall acts in the closed-loop store only (rocketsim.broker_store); the open model ignores it
+# store_stall acts in the closed-loop store only (rocketsim.broker.queue); the open model ignores it
 FAULT_OUTAGE, FAULT_HANG, FAULT_SLOWDOWN, FAULT_FLAPPING, FAULT_ERROR_BURST, FAULT_PARTITION = range(6)
 FAULT_STORE_STALL = 6
 FAULT_CODES = {
@@ -339,7 +339,8 @@ def attempt_outcome(
 
 
 def refused_as_illegal(o: AttemptOutcome) -> AttemptOutcome:
-    """The answer to a message whose properties the broker refuses (``rocketsim.store.properties_illegal``).
+    """The answer to a message whose properties the broker refuses
+    (``rocketsim.broker.store.properties_illegal``).
 
     The check runs only on a request the broker goes on to store (``o.stored``): 4.9.8
     ``DefaultMessageStore.asyncPutMessage`` calls ``checkStoreStatus`` before ``checkMessage`` and the
@@ -347,7 +348,7 @@ def refused_as_illegal(o: AttemptOutcome) -> AttemptOutcome:
     ``CommitLog.asyncPutMessage`` encodes. There it stores nothing, a SendResult (SEND_OK or a not-OK store
     status) becomes MESSAGE_ILLEGAL, as fast, and a late answer is the refusal too. Whatever the broker
     answers before it stands, code, remark and late answer: connect failures, hangs, the error mix's codes,
-    and the closed-loop store's flow control (``rocketsim.broker_store.Fate``: ``[REJECTREQUEST]`` and
+    and the closed-loop store's flow control (``rocketsim.broker.queue.Fate``: ``[REJECTREQUEST]`` and
     ``[OVERLOAD]`` in ``NettyRemotingAbstract.processRequestCommand``, ``[PCBUSY_CLEAN_QUEUE]`` and
     ``[TIMEOUT_CLEAN_QUEUE]`` from ``BrokerFastFailure`` on a queued request, ``[PC_SYNCHRONIZED]`` from
     ``checkStoreStatus``). Compiled twin: ``engine/compiled.py`` ``refused_as_illegal``."""

@@ -1,9 +1,9 @@
 """Plain, readable reference implementations of analysis metrics (no Spark, no I/O), the oracle the tests
 hold the fast versions to.
 
-The fast versions, vectorised over whole runs, are in :mod:`rocketsim.summaries`:
-:func:`~rocketsim.summaries.isolation_intervals` and :func:`~rocketsim.summaries.queue_spread` (queue
-skew and Gini from per-queue partials).
+The fast versions, vectorised over whole runs, are in :mod:`rocketsim.tables.summaries`:
+:func:`~rocketsim.tables.summaries.isolation_intervals` and :func:`~rocketsim.tables.summaries.queue_spread`
+(queue skew and Gini from per-queue partials).
 
 * ``gini``: the Gini coefficient of per-queue send counts (0 = perfectly even, (n-1)/n = all on one).
 * ``skew``: max / mean of per-queue send counts.

@@ -29,13 +29,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from rocketsim import schemas
 from rocketsim.scenario import ProducerConfig, Scenario, ScenarioError, load_scenario, parse_override
+from rocketsim.tables import schemas
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]{0,79}$")
 NAME_RULE = "must be 1-80 characters: letters, digits and _ . = + - (not starting with a symbol)"
 
-# Producer settings the message generator never reads (rocketsim.workload.generate_producer): variants
+# Producer settings the message generator never reads (rocketsim.scenario.workload.generate_producer):
+# variants
 # that differ only in these (and in cluster, brokers, faults, route) share one set of messages. Anything
 # not listed here is assumed to shape the messages, so a new setting is safe by default.
 SEND_ONLY_PRODUCER_SETTINGS = (

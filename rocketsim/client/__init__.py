@@ -1,0 +1,3 @@
+"""What the producer does: client versions, routes, the latency-fault strategy, the send loops and
+the outcome vocabulary.
+"""

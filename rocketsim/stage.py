@@ -2,7 +2,7 @@
 
 Every scheduler (the run's stage in :mod:`rocketsim.spark.run`, the delta-spark path, the comparison in
 :mod:`rocketsim.spark.compare`) calls these, and only decides where they run and where their output goes
-(:mod:`rocketsim.warehouse.stage_files` writes the run's files). One pass (design §6):
+(:mod:`rocketsim.warehouse.stage_files` writes the run's files). One pass (docs/design.md §6):
 
 1. a producer task, per producer, a chunk of its messages at a time (:func:`producer_message_chunks`,
    or read back from the ``messages`` table), :func:`producer_chunks` (:func:`producer_tables` for a

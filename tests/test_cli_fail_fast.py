@@ -1,5 +1,5 @@
 """Bad input fails every job before Spark starts: exit code 2, exactly one line on stderr naming the key
-(or option), the rule and the value, nothing on stdout, and no warehouse or table created (design §7).
+(or option), the rule and the value, nothing on stdout, and no warehouse or table created (docs/design.md §8).
 
 Each job in jobs/ that takes a scenario is run as a command (``python jobs/<job>.py``) on several bad
 inputs, and once more through ``./spark-submit.sh``, whose preflight must give the same single line

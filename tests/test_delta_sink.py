@@ -1,5 +1,5 @@
-"""The Delta sink's contract (design §6) for DataFrames (:mod:`rocketsim.spark.delta_sink`) on the embedded
-deltalake engine, plus the session helpers."""
+"""The Delta sink's contract (docs/design.md §6) for DataFrames (:mod:`rocketsim.spark.delta_sink`) on the
+embedded deltalake engine, plus the session helpers."""
 
 from __future__ import annotations
 

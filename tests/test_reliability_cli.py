@@ -1,4 +1,4 @@
-"""Reliability of the real command line (design §5, §7), with ./spark-submit.sh on tiny runs.
+"""Reliability of the real command line (docs/design.md §6, §8), with ./spark-submit.sh on tiny runs.
 
 One warehouse goes through a story, each step a test (they run in file order and share the module
 fixture; a failed step makes the later ones error):

@@ -1,5 +1,5 @@
-"""A run is atomic (design §8): every job that writes a run (the one pass, each staged job, a comparison),
-rerun with other settings and killed at several points of its stage (the crash hook
+"""A run is atomic (docs/design.md §8): every job that writes a run (the one pass, each staged job, a
+comparison), rerun with other settings and killed at several points of its stage (the crash hook
 ``ROCKETSIM_CRASH_AT``: a table's files written, staged, committed, the run-level commit), leaves the
 old run whole and nothing of the new one visible; killed just after its run-level commit, the new run
 is whole; vacuum then removes every unpublished write and changes nothing visible.

@@ -1,5 +1,5 @@
-"""The Delta sink for Spark (design §6): ``publish_staged`` commits the Parquet files a stage's tasks
-wrote as one write of a table, ``publish_run`` makes a job's writes the run's (the run-level commit of
+"""The Delta sink for Spark (docs/design.md §6): ``publish_staged`` commits the Parquet files a stage's
+tasks wrote as one write of a table, ``publish_run`` makes a job's writes the run's (the run-level commit of
 :mod:`rocketsim.warehouse.run_commit`, then the superseded writes removed), and ``write_run`` does both
 for a DataFrame. Table writes have two engines:
 

@@ -2,7 +2,7 @@
 
 Every table is partitioned by ``run_id`` (and, in the Delta log, by the ``write_id`` the warehouse adds:
 :mod:`rocketsim.warehouse.run_commit`). The Spark layer derives its ``StructType`` from these.
-Columns beyond design §5 are additions the analyses need (timestamps of each send, the sender thread).
+Columns beyond docs/design.md §6 are additions the analyses need (timestamps of each send, the sender thread).
 
 :data:`REGISTRY` has one row per table (name, schema, keys, the stage that writes it); the end-of-run
 listing, the reconciliation, the readers' declared schemas and the table tests iterate it, so a new

@@ -1,5 +1,5 @@
 """The summary tables of a run from small mergeable aggregates: ``isolation_intervals``, ``broker_windows``,
-``queue_windows``, ``producer_windows``, ``run_summary`` (design §6, one pass; the broker-side tables:
+``queue_windows``, ``producer_windows``, ``run_summary`` (docs/design.md §6, one pass; the broker-side tables:
 :mod:`rocketsim.broker.side`).
 
 * a producer task calls :func:`producer_aggregates` on its own attempts and results (whole producers):

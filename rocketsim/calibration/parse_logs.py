@@ -123,7 +123,7 @@ def parse_watermark_log(text: str, source: str) -> Measurements:
             fail(
                 source,
                 i,
-                f"expected '<date time> - [WATERMARK] Send Queue Size: n SlowTimeMills: m', got {shown(line, 40)}",
+                f"expected '<time> - [WATERMARK] Send Queue Size: n SlowTimeMills: m', got {shown(line, 40)}",
             )
         if m[2] != "Send":
             continue

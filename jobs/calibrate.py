@@ -42,12 +42,22 @@ def _pairs(items: list[str], option: str, number: bool) -> dict[str, object]:
 def parser() -> OneLineArgumentParser:
     p = OneLineArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("--input", action="append", default=[], metavar="[FORMAT:]PATH", help=", ".join(FORMATS))
-    p.add_argument("--out", required=True, metavar="FRAGMENT.toml", help="where to write the scenario fragment")
-    p.add_argument("--report", default="", metavar="DIR", help="where to write the fit report (HTML, PNG, CSV)")
-    p.add_argument("--saturation", default="", metavar="RATE[@BYTES]", help="msg/s the brokers sustain at most")
-    p.add_argument("--fix", action="append", default=[], metavar="KEY=VALUE", help="hold e.g. latency.spike_alpha")
+    p.add_argument(
+        "--out", required=True, metavar="FRAGMENT.toml", help="where to write the scenario fragment"
+    )
+    p.add_argument(
+        "--report", default="", metavar="DIR", help="where to write the fit report (HTML, PNG, CSV)"
+    )
+    p.add_argument(
+        "--saturation", default="", metavar="RATE[@BYTES]", help="msg/s the brokers sustain at most"
+    )
+    p.add_argument(
+        "--fix", action="append", default=[], metavar="KEY=VALUE", help="hold e.g. latency.spike_alpha"
+    )
     p.add_argument("--match", action="append", default=[], metavar="LABEL=VALUE", help="keep series with it")
-    p.add_argument("--broker", default="default", help="the [brokers.NAME] section to write (default: default)")
+    p.add_argument(
+        "--broker", default="default", help="the [brokers.NAME] section to write (default: default)"
+    )
     return p
 
 

@@ -28,7 +28,9 @@ def omb_json(latencies_ms: np.ndarray, windows: int = 6) -> str:
     upper = np.ceil(us / 10**digits) * 10**digits
     values, counts = np.unique(upper, return_counts=True)
     pct = np.cumsum(counts) / len(us) * 100.0
-    quantiles = {repr(float(p)) if p < 100 else "100.0": float(v) / 1000.0 for p, v in zip(pct, values, strict=True)}
+    quantiles = {
+        repr(float(p)) if p < 100 else "100.0": float(v) / 1000.0 for p, v in zip(pct, values, strict=True)
+    }
     rate = len(us) / (10.0 * windows)
     per_window = np.array_split(latencies_ms, windows)
     doc = {
@@ -57,9 +59,13 @@ def rpc_latency_text(latencies_ms: np.ndarray, busy: int = 0) -> str:
     floor = np.floor(latencies_ms)
     for code, values in (("success", floor), ("system_busy", np.zeros(busy))):
         labels = f'{BROKER_LABELS},response_code="{code}",result="success"'
-        lines.append(f"rocketmq_rpc_latency_milliseconds_count{{{labels}}} {float(len(values))} 1726000000000")
+        lines.append(
+            f"rocketmq_rpc_latency_milliseconds_count{{{labels}}} {float(len(values))} 1726000000000"
+        )
         for b, c in zip((*RPC_BUCKETS, math.inf), _cumulative(values, RPC_BUCKETS), strict=True):
-            lines.append(f'rocketmq_rpc_latency_milliseconds_bucket{{{labels},le="{_le(b)}"}} {float(c)} 1726000000000')
+            lines.append(
+                f'rocketmq_rpc_latency_milliseconds_bucket{{{labels},le="{_le(b)}"}} {float(c)} 1726000000000'
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -77,8 +83,12 @@ def query_range_json(latencies_ms: np.ndarray, points: int = 4) -> str:
     """The rpc_latency _bucket counters over time (a query_range matrix), with a broker restart between
     two points (the counters fall back and count on)."""
     parts = np.array_split(np.floor(latencies_ms), points - 1)
-    labels = {"__name__": "rocketmq_rpc_latency_milliseconds_bucket", "node_id": "broker-a",
-              "request_code": "send_message", "response_code": "success"}
+    labels = {
+        "__name__": "rocketmq_rpc_latency_milliseconds_bucket",
+        "node_id": "broker-a",
+        "request_code": "send_message",
+        "response_code": "success",
+    }
     result = []
     for k, b in enumerate((*RPC_BUCKETS, math.inf)):
         values, total = [[1726000000, "1000"]], 1000  # counted before the range: not in the increase
@@ -103,18 +113,37 @@ def pagecachert_log(latencies_ms: np.ndarray) -> str:
         stamp = f"2026-11-27 15:2{minute}:16"
         counts = store_counts(part)
         dist = " ".join(f"[{name}]:{c}" for (name, _, _), c in zip(STORE_BUCKETS, counts, strict=True))
-        lines.append(f"{stamp} INFO StoreStatsService - [STORETPS] put_tps {len(part) / 60} get_found_tps 0.0 "
-                     "get_miss_tps 0.0 get_transfered_tps 0.0")
-        lines.append(f"{stamp} INFO StoreStatsService - [PAGECACHERT] TotalPut {len(part)}, "
-                     f"PutMessageDistributeTime {dist} ")
+        lines.append(
+            f"{stamp} INFO StoreStatsService - [STORETPS] put_tps {len(part) / 60} get_found_tps 0.0 "
+            "get_miss_tps 0.0 get_transfered_tps 0.0"
+        )
+        lines.append(
+            f"{stamp} INFO StoreStatsService - [PAGECACHERT] TotalPut {len(part)}, "
+            f"PutMessageDistributeTime {dist} "
+        )
     return "\n".join(lines) + "\n"
 
 
 def pmdt_text(latencies_ms: np.ndarray) -> str:
     """The 4.x exporter's pmdt gauges (one minute's put counts)."""
-    labels = 'brokerHost="h",brokerIP="10.0.0.1:10911",broker_version="393",boottime="1",cluster="C",des="V4_9_8"'
-    suffixes = ("0ms", "0to10ms", "10to50ms", "50to100ms", "100to200ms", "200to500ms", "500to1s", "1to2s",
-                "2to3s", "3to4s", "4to5s", "5to10s", "10stomore")
+    labels = (
+        'brokerHost="h",brokerIP="10.0.0.1:10911",broker_version="393",boottime="1",cluster="C",des="V4_9_8"'
+    )
+    suffixes = (
+        "0ms",
+        "0to10ms",
+        "10to50ms",
+        "50to100ms",
+        "100to200ms",
+        "200to500ms",
+        "500to1s",
+        "1to2s",
+        "2to3s",
+        "3to4s",
+        "4to5s",
+        "5to10s",
+        "10stomore",
+    )
     return "".join(
         f"rocketmq_brokeruntime_pmdt_{s}{{{labels},}} {float(c)}\n"
         for s, c in zip(suffixes, store_counts(latencies_ms), strict=True)
@@ -123,8 +152,10 @@ def pmdt_text(latencies_ms: np.ndarray) -> str:
 
 def put_latency_text(p99_ms: float, p999_ms: float) -> str:
     labels = 'brokerIP="10.0.0.1:10911",cluster="C"'
-    return (f"rocketmq_brokeruntime_put_latency_99{{{labels},}} {p99_ms}\n"
-            f"rocketmq_brokeruntime_put_latency_999{{{labels},}} {p999_ms}\n")
+    return (
+        f"rocketmq_brokeruntime_put_latency_99{{{labels},}} {p99_ms}\n"
+        f"rocketmq_brokeruntime_put_latency_999{{{labels},}} {p999_ms}\n"
+    )
 
 
 def latency_csv(latencies_ms: np.ndarray) -> str:
@@ -145,6 +176,8 @@ def benchmark_text(latencies_ms: np.ndarray, windows: int = 5, interval_s: float
     for k, part in enumerate(np.array_split(latencies_ms, windows)):
         running_max = max(running_max, int(np.floor(part.max())))
         tps = int(len(part) / interval_s)
-        lines.append(f"Current Time: 2026-11-27 07:29:{10 + k * 10:02d},403 | Send TPS: {tps} | Max RT(ms): "
-                     f"{running_max} | Average RT(ms): {part.mean():7.3f} | Send Failed: 0 | Response Failed: 0")
+        lines.append(
+            f"Current Time: 2026-11-27 07:29:{10 + k * 10:02d},403 | Send TPS: {tps} | Max RT(ms): "
+            f"{running_max} | Average RT(ms): {part.mean():7.3f} | Send Failed: 0 | Response Failed: 0"
+        )
     return "\n".join(lines) + "\n"

@@ -50,8 +50,11 @@ def fitted(text: str, fmt: str, view: View) -> dict[str, float]:
 
 
 def test_the_cdf_is_the_distribution_rocketsims_sampler_draws() -> None:
-    cfg = BrokerModelConfig(latency=LatencyConfig(median_ms=2.0, sigma=0.5, spike_probability=0.02,
-                                                  spike_scale_ms=20.0, spike_alpha=1.5))
+    cfg = BrokerModelConfig(
+        latency=LatencyConfig(
+            median_ms=2.0, sigma=0.5, spike_probability=0.02, spike_scale_ms=20.0, spike_alpha=1.5
+        )
+    )
     p = BrokerParams.from_config(cfg)
     sample = np.sort([base_latency_ms(p, draw_key(11, 0, seq, 0)) for seq in range(40_000)])
     dist = LatencyDistribution(2.0, 0.5, 0.02, 20.0, 1.5)
@@ -120,7 +123,9 @@ def test_without_tail_buckets_the_spikes_are_fixed_and_the_reason_given() -> Non
     fine = parse_input(histogram_json(draws(body)), "h", "histogram").latency(View.CLIENT)
     fit = fit_latency(fine, View.CLIENT)  # many buckets, none holding spikes: BIC decides
     assert_recovers(fit.distribution.values(), body)
-    assert fit.param("spike_probability").fixed and "BIC prefers no spikes" in fit.param("spike_probability").why
+    assert (
+        fit.param("spike_probability").fixed and "BIC prefers no spikes" in fit.param("spike_probability").why
+    )
 
 
 def test_fixed_values_are_held() -> None:

@@ -48,7 +48,9 @@ class Options:
                 raise ValueError(f"--fix {key}: expected latency.<{'|'.join(SPECS)}>")
             spec = SPECS[name]
             if not spec.lower <= value <= spec.upper:
-                raise ValueError(f"--fix {key} must be between {spec.lower:g} and {spec.upper:g}, got {value:g}")
+                raise ValueError(
+                    f"--fix {key} must be between {spec.lower:g} and {spec.upper:g}, got {value:g}"
+                )
 
     def fixed_in(self, section: str) -> dict[str, float]:
         prefix = section + "."

@@ -145,7 +145,7 @@ def _csv_columns(line: int, row: list[str], source: str) -> tuple[int, float, in
             return 0, 1.0, None, "latency_ms (no header)"
         fail(source, line, f"expected a header naming the latency column (latency_ms, ...), got {shown(row)}")
     names = [c.lower() for c in row]
-    picks = [k for k, c in enumerate(names) if _COLUMN.match(c)] or ([0] if len(names) == 1 else [])
+    picks = [k for k, c in enumerate(names) if _COLUMN.match(c)]
     if not picks:
         fail(source, line, f"expected a column named latency_ms (or latency*, rt*, cost*), got {shown(row)}")
     column = picks[0]

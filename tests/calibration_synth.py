@@ -90,7 +90,7 @@ def query_range_json(latencies_ms: np.ndarray, points: int = 4) -> str:
         "response_code": "success",
     }
     result = []
-    for k, b in enumerate((*RPC_BUCKETS, math.inf)):
+    for b in (*RPC_BUCKETS, math.inf):
         values, total = [[1726000000, "1000"]], 1000  # counted before the range: not in the increase
         for i, part in enumerate(parts):
             c = int(np.sum(part <= b))

@@ -107,7 +107,8 @@ def test_query_range_counters_and_csv() -> None:
         ("histogram", '{"edges_ms": [0, 1, 2],\n "counts": [1]}', 2, "2 counts"),
         (
             "prometheus-json",
-            '{"status": "success", "data": {"resultType": "matrix",\n "result": [{"metric": {"le": "1"}, "values": [[1, "1"], [2, "2"]]}]}}',
+            '{"status": "success", "data": {"resultType": "matrix",\n "result": [{"metric": {"le": "1"}, '
+            '"values": [[1, "1"], [2, "2"]]}]}}',
             2,
             "__name__",
         ),

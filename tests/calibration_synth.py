@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from rocketsim.calibration.metrics import PMDT_SUFFIXES
 from rocketsim.calibration.parse_logs import STORE_BUCKETS
 
 RPC_BUCKETS = (1, 3, 5, 7, 10, 100, 1000, 2000, 3000)  # RemotingMetricsManager.getMetricsView
@@ -129,24 +130,9 @@ def pmdt_text(latencies_ms: np.ndarray) -> str:
     labels = (
         'brokerHost="h",brokerIP="10.0.0.1:10911",broker_version="393",boottime="1",cluster="C",des="V4_9_8"'
     )
-    suffixes = (
-        "0ms",
-        "0to10ms",
-        "10to50ms",
-        "50to100ms",
-        "100to200ms",
-        "200to500ms",
-        "500to1s",
-        "1to2s",
-        "2to3s",
-        "3to4s",
-        "4to5s",
-        "5to10s",
-        "10stomore",
-    )
     return "".join(
         f"rocketmq_brokeruntime_pmdt_{s}{{{labels},}} {float(c)}\n"
-        for s, c in zip(suffixes, store_counts(latencies_ms), strict=True)
+        for s, c in zip(PMDT_SUFFIXES, store_counts(latencies_ms), strict=True)
     )
 
 

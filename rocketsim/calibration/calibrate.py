@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 from scipy import stats
 
-from rocketsim.calibration.fit import SPECS
+from rocketsim.calibration.fit import SPECS, Estimate
 from rocketsim.calibration.latency_fit import LatencyFit, Unresolved, fit_latency
 from rocketsim.calibration.measurements import Measurements, View
 from rocketsim.scenario import BROKER_ERRORS, StoreConfig
@@ -55,19 +55,6 @@ class Options:
     def fixed_in(self, section: str) -> dict[str, float]:
         prefix = section + "."
         return {k.removeprefix(prefix): v for k, v in self.fixed.items() if k.startswith(prefix)}
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """One scenario value: ``key`` is its dotted path (``brokers.default.latency.median_ms``)."""
-
-    key: str
-    value: float
-    fixed: bool
-    why: str
-    source: str
-    se: float | None = None
-    ci: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -120,9 +107,7 @@ def latency_part(ms: Measurements, opts: Options) -> Part:
         )
     prefix = f"brokers.{opts.target}.latency."
     source = _sources(chosen.inputs)
-    estimates = tuple(
-        Estimate(prefix + p.name, p.value, p.fixed, p.why, source, p.se, p.ci) for p in chosen.params
-    )
+    estimates = tuple(replace(p, key=prefix + p.key, source=source) for p in chosen.params)
     ordered = (chosen, *(f for f in fits if f is not chosen))
     return Part(estimates, tuple(notes), latency=ordered)
 

@@ -74,6 +74,20 @@ DEFAULTS = {
 
 
 @dataclass(frozen=True)
+class Estimate:
+    """One estimated value: ``key`` its name (a dotted scenario path once a part places it, e.g.
+    ``brokers.default.latency.median_ms``), ``fixed`` and ``why``: fitted how, or held why."""
+
+    key: str
+    value: float
+    fixed: bool
+    why: str
+    source: str = ""
+    se: float | None = None
+    ci: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
 class Candidate:
     """A model to try: which latency parameters are free (the others keep their fixed values)."""
 

@@ -10,9 +10,9 @@ a broker-specific fragment carries only what was calibrated for it, the rest at 
 from __future__ import annotations
 
 import tomllib
-from typing import Any
 
-from rocketsim.calibration.calibrate import Calibration, Estimate
+from rocketsim.calibration.calibrate import Calibration
+from rocketsim.calibration.fit import Estimate
 from rocketsim.scenario import Scenario, scenario_from_mapping
 
 
@@ -23,18 +23,6 @@ def _toml_key(part: str) -> str:
 
 def _value(v: float) -> str:
     return repr(float(v))  # shortest text that reads back as the same double
-
-
-def nested(estimates: tuple[Estimate, ...]) -> dict[str, Any]:
-    """The estimates as a nested mapping, as ``tomllib`` would read the fragment."""
-    out: dict[str, Any] = {}
-    for e in estimates:
-        node = out
-        *path, last = e.key.split(".")
-        for part in path:
-            node = node.setdefault(part, {})
-        node[last] = float(e.value)
-    return out
 
 
 def set_lines(cal: Calibration) -> list[str]:

@@ -18,24 +18,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from rocketsim.calibration.diagnostics import InputFit, input_fit, interpolated_quantiles
-from rocketsim.calibration.fit import CANDIDATES, DEFAULTS, SPECS, FitOutcome, fit_candidate, term_of
+from rocketsim.calibration.fit import (
+    CANDIDATES,
+    DEFAULTS,
+    SPECS,
+    Estimate,
+    FitOutcome,
+    fit_candidate,
+    term_of,
+)
 from rocketsim.calibration.measurements import Binned, MeanMax, Quantiles, View, WindowQuantiles
 from rocketsim.calibration.model import LATENCY_KEYS, LatencyDistribution
 
 WEAK_SE = 1.0  # a standard error above 1 on the log / logit scale: the value is known to a factor e at best
 Z95 = 1.959963984540054
-
-
-@dataclass(frozen=True)
-class ParamFit:
-    """One latency parameter as fitted (``fixed`` says why not, when it was not)."""
-
-    name: str
-    value: float
-    fixed: bool
-    why: str
-    se: float | None = None
-    ci: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -54,7 +50,7 @@ class LatencyFit:
     """The fitted latency of one view, every candidate tried, and the diagnostics of each input."""
 
     view: View
-    params: tuple[ParamFit, ...]
+    params: tuple[Estimate, ...]
     chosen: FitOutcome
     tried: tuple[tuple[str, str], ...]  # (candidate, BIC or why it was not tried)
     inputs: tuple[InputFit, ...]
@@ -64,8 +60,8 @@ class LatencyFit:
     def distribution(self) -> LatencyDistribution:
         return self.chosen.distribution()
 
-    def param(self, name: str) -> ParamFit:
-        return next(p for p in self.params if p.name == name)
+    def param(self, name: str) -> Estimate:
+        return next(p for p in self.params if p.key == name)
 
 
 def start_points(items: Sequence[Binned | Quantiles | MeanMax]) -> dict[str, float]:
@@ -164,7 +160,7 @@ def fit_latency(
 
 def _params(
     chosen: FitOutcome, outcomes: list[FitOutcome], fixed: dict[str, float], numbers: int
-) -> tuple[ParamFit, ...]:
+) -> tuple[Estimate, ...]:
     out = []
     for name in LATENCY_KEYS:
         value = chosen.values[name]
@@ -179,9 +175,9 @@ def _params(
             why = "grouped-data maximum likelihood"
             if se_t is None or se_t > WEAK_SE:
                 why += "; weakly identified (flat likelihood: the data barely constrain it)"
-            out.append(ParamFit(name, value, False, why, se, ci))
+            out.append(Estimate(name, value, False, why, se=se, ci=ci))
         else:
-            out.append(ParamFit(name, value, True, _why_fixed(name, chosen, outcomes, fixed, numbers)))
+            out.append(Estimate(name, value, True, _why_fixed(name, chosen, outcomes, fixed, numbers)))
     return tuple(out)
 
 

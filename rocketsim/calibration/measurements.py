@@ -8,7 +8,6 @@ interval of real time the count belongs to, so fitting never needs to know the f
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -191,7 +190,3 @@ class Measurements:
         return Measurements(
             *(tuple(m for m in getattr(self, f) if keep(m)) for f in self.__dataclass_fields__)
         )
-
-
-def finite_or_none(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else value

@@ -42,26 +42,12 @@ from rocketsim.calibration.reading import fail
 
 RPC = re.compile(r"^rocketmq_rpc_latency(?:_milliseconds)?_(bucket|count|sum)$")
 SEND_COST = re.compile(r"^rocketmq_send_cost_time(?:_milliseconds|_ms)?_(bucket|count|sum)$")
-PMDT = {
-    f"rocketmq_brokeruntime_pmdt_{suffix}": k
-    for k, suffix in enumerate(
-        (
-            "0ms",
-            "0to10ms",
-            "10to50ms",
-            "50to100ms",
-            "100to200ms",
-            "200to500ms",
-            "500to1s",
-            "1to2s",
-            "2to3s",
-            "3to4s",
-            "4to5s",
-            "5to10s",
-            "10stomore",
-        )
-    )
-}
+# the exporter's pmdt gauge suffixes, in StoreStatsService's bucket order (parse_logs.STORE_BUCKETS)
+PMDT_SUFFIXES = (
+    "0ms", "0to10ms", "10to50ms", "50to100ms", "100to200ms", "200to500ms", "500to1s", "1to2s", "2to3s",
+    "3to4s", "4to5s", "5to10s", "10stomore",
+)  # fmt: skip
+PMDT = {f"rocketmq_brokeruntime_pmdt_{suffix}": k for k, suffix in enumerate(PMDT_SUFFIXES)}
 PUT_LATENCY = {"rocketmq_brokeruntime_put_latency_99": 0.99, "rocketmq_brokeruntime_put_latency_999": 0.999}
 QUEUE_GAUGES = {
     "rocketmq_processor_watermark": ("processor", "send"),

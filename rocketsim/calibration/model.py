@@ -15,7 +15,7 @@ whole ms and its cap (``MAX_LATENCY_MS``) are left out: measurements are of the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
@@ -44,10 +44,6 @@ class LatencyDistribution:
 
     def values(self) -> dict[str, float]:
         return {k: float(getattr(self, k)) for k in LATENCY_KEYS}
-
-    def scaled(self, factor: float) -> LatencyDistribution:
-        """The distribution of the body scaled by ``factor`` (a slowdown of the median, shape kept)."""
-        return replace(self, median_ms=self.median_ms * factor)
 
     def _spike_parts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For the sends that spiked: (mask x > x_m, U* at those x, ∫_0^U* (x_m / (x - b(u)))^α du)."""

@@ -40,6 +40,12 @@ def _grid(fit: InputFit) -> np.ndarray:
     return np.geomspace(lo, float(finite.max()) * 2, 400)
 
 
+def _centres(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Where to draw each bucket on a log axis: its geometric middle (past its lower edge if open)."""
+    finite = np.isfinite(hi)
+    return np.where(finite, np.sqrt(np.maximum(lo, hi / 100) * np.where(finite, hi, 1.0)), lo * 1.5)
+
+
 def buckets_figure(fit: InputFit, lf: LatencyFit) -> Figure:
     """CDF, tail and residuals of one binned input against the fitted distribution."""
     dist = lf.distribution
@@ -63,18 +69,10 @@ def buckets_figure(fit: InputFit, lf: LatencyFit) -> Figure:
     ax2.plot(hi[keep], obs_sf[keep], "o", ms=3, color=OBSERVED, label="observed")
     ax2.plot(x, dist.sf(x), color=MODEL, label="fitted model")
     ax2.set(xscale="log", yscale="log", xlabel="latency (ms)", ylabel="P(latency > x)", title="tail")
-    ax2.set_ylim(bottom=max(min(obs_sf[keep].min() if keep.any() else 1e-6, 1e-3) / 10, 1e-9), top=1.2)
+    lowest = float(obs_sf[keep].min()) if keep.any() else 1e-3
+    ax2.set_ylim(bottom=max(min(lowest, 1e-3) / 10, 1e-9), top=1.2)
     ax2.legend(loc="lower left", fontsize=8)
-    mid = np.where(
-        finite, np.sqrt(np.maximum(b["lo_ms"], hi / 100) * np.where(finite, hi, 1)), b["lo_ms"] * 1.5
-    )
-    ax3.bar(
-        mid,
-        b["pearson_resid"].fillna(0),
-        width=np.where(finite, hi - b["lo_ms"], b["lo_ms"] * 0.5),
-        color="0.5",
-        align="center",
-    )
+    ax3.vlines(_centres(b["lo_ms"].to_numpy(), hi), 0, b["pearson_resid"].fillna(0), color="0.45", lw=1.2)
     ax3.axhline(0, color="k", lw=0.8)
     ax3.set(
         xscale="log",

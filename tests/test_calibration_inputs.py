@@ -63,7 +63,7 @@ def test_5x_broker_scrape_rpc_latency_and_response_mix() -> None:
     (mix,) = ms.responses
     assert dict(mix.counts) == {"success": 123456.0, "system_busy": 44.0}
     assert mix.labels["node_id"] == "broker-a"
-    assert ms.queues[0].depth == (0.0,)
+    assert ms.queues[0].depth == (0.0,) and ms.queues[0].source == "broker_5x_scrape.prom"
 
 
 def test_5x_client_send_cost_and_4x_exporter() -> None:
@@ -208,3 +208,32 @@ def test_the_job_fails_fast_with_one_line(tmp_path: Path, args: list[str], expec
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and expected in done.stderr, done.stderr
     assert not (tmp_path / "f.toml").exists()
+
+
+def test_the_job_needs_no_pyspark() -> None:
+    code = (
+        "import runpy, sys; sys.argv = ['calibrate', '--help']\n"
+        "try:\n    runpy.run_path('jobs/calibrate.py', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "assert not any(m.split('.')[0] == 'pyspark' for m in sys.modules), 'pyspark imported'"
+    )
+    env = {"PYTHONPATH": str(ROOT) + ":" + ":".join(sys.path), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_broker_section_of_its_own() -> None:
+    import numpy as np
+    from calibration_synth import histogram_json
+
+    from rocketsim.calibration.calibrate import Options, calibrate
+    from rocketsim.calibration.fragment import check_fragment, fragment_text
+    from rocketsim.calibration.model import LatencyDistribution
+
+    latencies = LatencyDistribution(4.0, 0.3).sample(np.random.default_rng(3), 20_000)
+    cal = calibrate(parse_input(histogram_json(latencies), "h.json", "histogram"), Options(target="broker-x"))
+    text = fragment_text(cal, ["histogram:h.json"])
+    assert "[brokers.broker-x.latency]" in text
+    sc = check_fragment(text, "broker-x")  # a section for a broker of the cluster it names
+    assert sc.broker_model("broker-x").latency.median_ms == pytest.approx(4.0, rel=0.05)

@@ -148,7 +148,8 @@ def fit_latency(
         starts = [body] if cand.name == "lognormal" else _spike_starts(body, free)
         out = fit_candidate(terms, cand, fixed, starts)
         outcomes.append(out)
-        tried.append((cand.name, f"BIC {out.bic:,.1f} (k={out.k}, -logL {out.nll:,.1f})"))
+        converged = "" if out.converged else "; the optimiser stopped before converging"
+        tried.append((cand.name, f"BIC {out.bic:,.1f} (k={out.k}, -logL {out.nll:,.1f}{converged})"))
     if not outcomes:
         raise ValueError(f"no latency model can be fitted: the {view} inputs hold {numbers} numbers")
     chosen = min(outcomes, key=lambda o: o.bic)

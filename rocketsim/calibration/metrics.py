@@ -197,14 +197,15 @@ def _store(series: list[Series], source: str) -> Measurements:
     return out
 
 
-def _queues(series: list[Series]) -> list[QueueSeries]:
+def _queues(series: list[Series], source: str) -> list[QueueSeries]:
+    """The send queue's depth over the points of each gauge series (head wait unknown: -1)."""
     out = []
     for s in series:
-        if s.name in QUEUE_GAUGES and _kind(s, "")[0] == "queue":
+        if s.name in QUEUE_GAUGES and _kind(s, source)[0] == "queue":
             t0 = s.points[0][0]
             out.append(
                 QueueSeries(
-                    s.name,
+                    source,
                     tuple(t - t0 for t, _ in s.points),
                     tuple(v for _, v in s.points),
                     tuple(-1.0 for _ in s.points),
@@ -231,7 +232,7 @@ def measurements_from_series(series: list[Series], source: str) -> Measurements:
             ),
         ),
         responses=tuple(_response_mix(rpc, source)),
-        queues=tuple(_queues([s for s in series if s.name in QUEUE_GAUGES])),
+        queues=tuple(_queues(series, source)),
     )
     out += _store([s for s in series if s.name in PMDT or s.name in PUT_LATENCY], source)
     if not out:

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sample_runs import broker_step, message_keys
 
 from rocketsim import simulate
 from rocketsim.broker import store
@@ -772,15 +773,15 @@ def test_a_oneways_result_points_at_its_copy_whatever_its_attempt_heard() -> Non
     attempt's outcome says (here each stored oneway attempt made a timeout)."""
     sc, messages, attempts, results = _simulated(_mixed("4.9.8"))
     oneway = results.filter(pc.equal(results.column("status"), "ONEWAY_SENT"))
-    of_oneway = pc.is_in(_message_keys(attempts), value_set=_message_keys(oneway))
+    of_oneway = pc.is_in(message_keys(attempts), value_set=message_keys(oneway))
     heard_nothing = pc.and_(of_oneway, attempts.column("stored"))
     outcome = pc.if_else(heard_nothing, "remoting:timeout", attempts.column("outcome"))
     attempts = _with(attempts, outcome=outcome.combine_chunks())
     assert pc.sum(heard_nothing).as_py() > 0
     log = _same_log(messages, attempts, results, sc)
-    copies = log.filter(pc.is_in(_message_keys(log), value_set=_message_keys(oneway)))
+    copies = log.filter(pc.is_in(message_keys(log), value_set=message_keys(oneway)))
     pointed = copies.filter(copies.column("is_result"))
-    assert pointed.num_rows == len(set(_message_keys(copies).to_pylist())) > 0  # each oneway with a copy
+    assert pointed.num_rows == len(set(message_keys(copies).to_pylist())) > 0  # each oneway with a copy
 
 
 def test_the_mixed_runs_have_what_the_references_must_cover() -> None:
@@ -960,11 +961,6 @@ BROKER_STEP = {
 }
 
 
-def _message_keys(t: pa.Table) -> pa.ChunkedArray:
-    """(producer, seq) as one int64."""
-    return pc.add(pc.multiply(pc.cast(t.column("producer"), pa.int64()), 1 << 40), t.column("seq"))
-
-
 @pytest.fixture(scope="module")
 def step_run() -> tuple[Scenario, pa.Table, pa.Table, pd.DataFrame, pd.DataFrame]:
     """(scenario, messages, attempts, commit log, results with their store columns) of a local run: every
@@ -972,20 +968,9 @@ def step_run() -> tuple[Scenario, pa.Table, pa.Table, pd.DataFrame, pd.DataFrame
     sc = scenario_from_mapping(BROKER_STEP)
     messages = workload.generate(sc)
     out = simulate.simulate(messages, sc)
-    log = store.log_records(messages, out.attempts, out.results, sc)
-    key = _message_keys(out.results)
-    has_record = pc.is_in(key, value_set=_message_keys(log.filter(log.column("is_result"))))
-    logs, results = [], [store.with_null_store_columns(out.results.filter(pc.invert(has_record)))]
-    for b in sc.cluster.brokers:
-        mine = log.filter(pc.equal(log.column("broker"), b))
-        own = pc.is_in(key, value_set=_message_keys(mine.filter(mine.column("is_result"))))
-        numbered, completed = store.number_broker(mine, out.results.filter(own), sc)
-        logs.append(numbered)
-        results.append(completed)
-    committed = pa.concat_tables(logs).to_pandas()
-    completed = pa.concat_tables(results).sort_by([("producer", "ascending"), ("seq", "ascending")])
+    committed, completed = broker_step(messages, out.attempts, out.results, sc)
     assert completed.num_rows == messages.num_rows
-    return sc, messages, out.attempts, committed, completed.to_pandas()
+    return sc, messages, out.attempts, committed.to_pandas(), completed.to_pandas()
 
 
 def test_pointed_records_fed_in_parts_complete_results_as_the_whole(step_run: tuple) -> None:
@@ -998,7 +983,7 @@ def test_pointed_records_fed_in_parts_complete_results_as_the_whole(step_run: tu
     b = sc.cluster.brokers[0]
     mine = log.filter(pc.equal(log.column("broker"), b))
     own = out.results.filter(
-        pc.is_in(_message_keys(out.results), value_set=_message_keys(mine.filter(mine.column("is_result"))))
+        pc.is_in(message_keys(out.results), value_set=message_keys(mine.filter(mine.column("is_result"))))
     )
     pointed = store.PointedRecords(sc.cluster.brokers)
     for part in store.numbered_chunks(mine, sc, 7):
@@ -1102,9 +1087,7 @@ def test_broker_step_refuses_results_and_records_that_do_not_pair_up(step_run: t
     sc, messages, attempts, _, _ = step_run
     out = simulate.simulate(messages, sc)
     numbered = store.with_offsets(store.log_records(messages, attempts, out.results, sc), sc)
-    own = pc.is_in(
-        _message_keys(out.results), value_set=_message_keys(numbered.filter(numbered["is_result"]))
-    )
+    own = pc.is_in(message_keys(out.results), value_set=message_keys(numbered.filter(numbered["is_result"])))
     results = out.results.filter(own)
     assert store.attach_store_columns(results, numbered, sc).num_rows == results.num_rows
     with pytest.raises(AssertionError, match="do not pair up"):

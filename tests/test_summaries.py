@@ -191,6 +191,14 @@ def core_tables(attempts: pa.Table, results: pa.Table, window_ms: int) -> dict[s
     return summaries.summary_tables(summaries.merge(core_summaries(attempts, results, window_ms)))
 
 
+def core_tables_of(
+    attempts: pa.Table, results: pa.Table, messages: pa.Table, window_ms: int
+) -> dict[str, pa.Table]:
+    return summaries.summary_tables(
+        summaries.merge(core_summaries(attempts, results, window_ms, messages=messages))
+    )
+
+
 def rows_of(table: pa.Table, columns: Sequence[str]) -> list[tuple]:
     """The rows of ``columns``, sorted (None sorts first)."""
     rows = [tuple(r[c] for c in columns) for r in table.select(list(columns)).to_pylist()]
@@ -531,18 +539,82 @@ def _simulated(sc: Scenario) -> tuple[pa.Table, pa.Table, pa.Table]:
     return out.attempts, out.results, messages
 
 
-@pytest.mark.parametrize("run_id", sorted(RUNS))
-def test_summary_tables_equal_the_reference(run_id: str) -> None:
+@pytest.fixture(scope="module", params=sorted(RUNS))
+def local_run(request: pytest.FixtureRequest) -> tuple[pa.Table, pa.Table, pa.Table, int, str]:
+    """(attempts, results, messages, window_ms, run id) of a sample run simulated here (no Spark)."""
+    return (*_simulated(scenario_of(request.param)), RUNS[request.param][1], request.param)
+
+
+def test_summary_tables_equal_the_reference(local_run: tuple) -> None:
     """The sample runs, simulated here: every table and column, the per-producer aggregates merged in a
     shuffled order."""
-    attempts, results, messages = _simulated(scenario_of(run_id))
-    window_ms = RUNS[run_id][1]
+    attempts, results, messages, window_ms, run_id = local_run
     aggs = core_summaries(attempts, results, window_ms, messages=messages)
     got = summaries.summary_tables(merged_in_shuffled_order(aggs, seed=len(run_id)))
     assert all(got[name].num_rows > 0 for name in summaries.SUMMARY_TABLES)
     (every,) = got["run_summary"].filter(pc.equal(got["run_summary"].column("scope"), "all")).to_pylist()
     assert every["lost"] > 0 and every["failed_but_stored"] > 0 and every["isolations"] > 0
     assert_reference_tables(got, attempts, results, messages, window_ms)
+
+
+def _total(table: pa.Table, name: str) -> int:
+    return pc.sum(table.column(name)).as_py() or 0
+
+
+def test_windows_add_up_to_the_run(local_run: tuple) -> None:
+    """Whatever the rules per cell: the windows of each table add up to the run's "all" row and to the
+    rows they count (attempts, results), and the brokers' rows of run_summary to its "all" row."""
+    attempts, results, messages, window_ms, _ = local_run
+    tables = core_tables_of(attempts, results, messages, window_ms)
+    summary = tables["run_summary"].to_pylist()
+    (every,) = [r for r in summary if r["scope"] == "all"]
+    brokers, pw, bw = (
+        [r for r in summary if r["scope"] != "all"],
+        tables["producer_windows"],
+        tables["broker_windows"],
+    )
+    assert (
+        _total(bw, "sends") == _total(tables["queue_windows"], "sends") == every["sends"] == attempts.num_rows
+    )
+    assert _total(tables["queue_windows"], "ok") == _total(bw, "ok")
+    for name in (*schemas.OUTCOME_COLUMNS[1:], "bytes", *schemas.BUSY_COLUMNS):
+        assert _total(bw, name) == every[name] == sum(r[name] for r in brokers), name
+    assert _total(pw, "sends") == every["messages"] == results.num_rows
+    for name in ("ok", "failed", "rejected", "attempts", "retries", "retry_budget_exhausted"):
+        assert _total(pw, name) == every[name], name
+    assert every["attempts"] == attempts.num_rows
+    for name in schemas.DELIVERY_COLUMNS:
+        assert _total(pw, name) == _total(bw, name) == every[name], name
+    assert every["isolations"] == tables["isolation_intervals"].num_rows
+    assert sum(r["share"] for r in brokers) == pytest.approx(1.0)
+
+
+def test_any_split_of_the_producers_merges_to_the_whole(local_run: tuple) -> None:
+    """Aggregates of any grouping of whole producers, merged in any order, give the tables of all the
+    producers aggregated at once."""
+    attempts, results, messages, window_ms, _ = local_run
+    whole = summaries.summary_tables(
+        summaries.producer_aggregates(attempts, results, window_ms, messages=messages)
+    )
+    producers = sorted(pc.unique(results.column("producer")).to_pylist())
+    rng = random.Random(len(producers))
+    for _ in range(3):
+        groups: dict[int, list[int]] = {}
+        for p in producers:
+            groups.setdefault(rng.randrange(2), []).append(p)
+
+        def of(table: pa.Table, group: list[int]) -> pa.Table:
+            return table.filter(pc.is_in(table.column("producer"), pa.array(group, pa.int32())))
+
+        aggs = [
+            summaries.producer_aggregates(
+                of(attempts, g), of(results, g), window_ms, messages=of(messages, g)
+            )
+            for g in groups.values()
+        ]
+        got = summaries.summary_tables(merged_in_shuffled_order(aggs, rng.randrange(100)))
+        for name in summaries.SUMMARY_TABLES:
+            assert got[name].equals(whole[name]), name
 
 
 def test_closed_loop_summary_tables_equal_the_reference() -> None:

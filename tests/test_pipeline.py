@@ -13,7 +13,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from analysis import summary_tables
 from broker_reference import broker_side_tables
 from read_back import run_checks
 from sample_runs import assert_rows
@@ -31,6 +30,7 @@ from rocketsim.tables.reconcile import ReconciliationError
 from rocketsim.tables.schemas import TABLES
 from rocketsim.warehouse import stage_files
 from rocketsim.warehouse.read import list_runs, read_arrow
+from tests.analysis import summary_tables
 
 pytestmark = pytest.mark.spark
 

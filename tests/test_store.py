@@ -542,14 +542,14 @@ def _record_reference(copy: dict, sc: Scenario, host: SocketAddress) -> dict:
         props_size = len(element) + (not element.endswith(b"\x02")) + len(batch)
     else:
         props_size = codec.properties_size(props, version=sc.broker_version)
-    flag = copy["sys_flag"]
+    flag = copy["sys_flag"]  # a half's transaction bits are reset to NOT_TYPE (TRAN_MSG marks it)
+    if half:
+        flag = MessageSysFlag.reset_transaction_value(flag, MessageSysFlag.TRANSACTION_NOT_TYPE)
     return {
         "store_ts_ms": copy["stored_ts_ms"],
         "store_topic": topic,
         "store_queue_id": queue_id,
-        "store_sys_flag": MessageSysFlag.reset_transaction_value(flag, MessageSysFlag.TRANSACTION_NOT_TYPE)
-        if half
-        else flag,
+        "store_sys_flag": flag,
         "store_body_size": copy["body_size"] if is_batch else copy["wire_bytes"] - copy["properties_size"],
         "store_props_size": props_size,
         "store_size": store.stored_record_size(copy, sc, host),

@@ -221,7 +221,7 @@ def summary(fixed: tuple[pa.Table, pa.Table]) -> pa.Table:
     return core_tables(*fixed, 1000)["run_summary"]
 
 
-# ---- Gini (plain reference and the core's) -----------------------------------------
+# ---- Gini (plain reference and the core's) ----------------------------------------------------------
 
 
 def test_gini_of_known_distributions() -> None:

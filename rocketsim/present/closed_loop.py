@@ -18,7 +18,7 @@ import pyarrow as pa
 from matplotlib.figure import Figure
 
 from rocketsim import simulate, stage
-from rocketsim.present import plots
+from rocketsim.present import plots, timeline
 from rocketsim.scenario import Scenario, load_scenario, workload
 from rocketsim.tables import schemas, summaries
 
@@ -42,18 +42,18 @@ VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 PANELS = (
-    ("utilisation_pct", "writer utilisation (%)"),
-    ("busy_per_s", "SYSTEM_BUSY / s"),
-    ("latency_p99_ms", "attempt p99 (ms, log)"),
+    plots.Panel("utilisation", "writer utilisation (%)", per="time"),
+    plots.Panel("busy", "SYSTEM_BUSY / s", per="second"),
+    plots.Panel("latency_p99_ms", "attempt p99 (ms, log)", log=True),
 )
 
 
-def summary_of(sc: Scenario) -> dict[str, pa.Table]:
-    """The summary tables of one whole run of ``sc``, simulated here."""
+def summary_of(sc: Scenario, window_ms: int = WINDOW_MS) -> dict[str, pa.Table]:
+    """The summary tables of one whole run of ``sc``, simulated here (``window_ms`` windows)."""
     messages = pa.concat_tables([stage.producer_messages(sc, s) for s in workload.producer_shares(sc)])
     out = simulate.simulate(messages, sc)
     return summaries.summary_tables(
-        summaries.producer_aggregates(out.attempts, out.results, WINDOW_MS, messages=messages)
+        summaries.producer_aggregates(out.attempts, out.results, window_ms, messages=messages)
     )
 
 
@@ -69,15 +69,16 @@ def run_variants(name: str, variants: Mapping[str, Sequence[str]]) -> tuple[pd.D
     return pd.concat(windows, ignore_index=True), pd.concat(runs, ignore_index=True)
 
 
-def comparison_figure(name: str, bw: pd.DataFrame, variants: Sequence[str]) -> Figure:
-    """Per broker over time under each variant: utilisation, flow-control rejections, attempt p99."""
-    bw = bw.copy()
-    window_s = bw["window_ms"] / 1000.0
-    bw["utilisation_pct"] = bw["utilisation"] * 100
-    bw["busy_per_s"] = bw[list(schemas.BUSY_COLUMNS)].sum(axis=1) / window_s
-    sc = load_scenario(ROOT / "conf" / "scenarios" / f"{name}.toml")
-    faults = {v: plots.fault_spans(sc) for v in variants}
-    fig = plots.variant_timelines(bw, variants, faults, PANELS)
+def comparison_figure(name: str, bw: pd.DataFrame, rs: pd.DataFrame, variants: Sequence[str]) -> Figure:
+    """Per broker over time under each variant: utilisation, flow-control rejections, attempt p99
+    (``rs``: the variants' ``run_summary``, whose spans end their last windows)."""
+    bw = bw.assign(busy=bw[list(schemas.BUSY_COLUMNS)].sum(axis=1))
+    whole = rs[rs["scope"] == "all"]
+    ends = dict(zip(whole["variant"], whole["duration_ms"].astype(int), strict=True))
+    faults = tuple(timeline.fault_spans(load_scenario(ROOT / "conf" / "scenarios" / f"{name}.toml")))
+    fig = plots.variant_timelines(
+        bw, variants, {v: timeline.Timeline(faults, ends[v]) for v in variants}, PANELS
+    )
     fig.suptitle(f"{name}.toml: per broker over time, under each variant ({WINDOW_MS // 1000} s windows)")
     return fig
 
@@ -113,7 +114,8 @@ def main(argv: Sequence[str] = ()) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, variants in VARIANTS.items():
         bw, rs = run_variants(name, variants)
-        path = plots.save_figure(comparison_figure(name, bw, list(variants)), out_dir, f"closed_loop_{name}")
+        fig = comparison_figure(name, bw, rs, list(variants))
+        path = plots.save_figure(fig, out_dir, f"closed_loop_{name}")
         print(f"\n### {name} ({path})\n")
         print(markdown(numbers(rs)))
     return 0

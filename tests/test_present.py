@@ -159,6 +159,19 @@ def test_no_count_or_rate_axis_goes_below_zero() -> None:
         for ax in fig.axes:
             if ax.get_yscale() in ("linear", "symlog") and ax.get_ylabel():
                 assert ax.get_ylim()[0] >= 0, (name, ax.get_ylabel(), ax.get_ylim())
+    rows = pd.DataFrame(
+        [
+            {"variant": v, "scope": scope, "metric": m, "value": 0.0, "delta_pct": np.nan, "baseline": "off"}
+            for v in ("off", "on")
+            for scope in ("all", "broker-a")
+            for m in (*(m for m, _ in plots.DEFAULT_COMPARED), "sends")
+        ]
+    )
+    for fig in (
+        plots.variant_metrics(rows, ["off", "on"], "off"),
+        plots.variant_broker_sends(rows, ["off", "on"], "off"),
+    ):
+        assert all(ax.get_ylim() == (0, 1) for ax in fig.axes if ax.get_visible()), fig.get_suptitle()
     failures = plots.retries_and_failures(
         present_runs.small_run().broker_windows, present_runs.small_run().producer_windows
     )

@@ -57,28 +57,31 @@ def summary_of(sc: Scenario, window_ms: int = WINDOW_MS) -> dict[str, pa.Table]:
     )
 
 
-def run_variants(name: str, variants: Mapping[str, Sequence[str]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def run_variants(
+    name: str, variants: Mapping[str, Sequence[str]]
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, timeline.Timeline]]:
     """``broker_windows`` and ``run_summary`` of scenario ``name`` under each variant (a ``variant``
-    column), with the exact coupling."""
-    windows, runs = [], []
+    column), with the exact coupling, and each variant's :class:`~rocketsim.present.timeline.Timeline`."""
+    windows, runs, timelines = [], [], {}
     for label, overrides in variants.items():
-        path = ROOT / "conf" / "scenarios" / f"{name}.toml"
-        tables = summary_of(load_scenario(path, ["brokers.coupling=joint", *overrides]))
-        for frames, table in ((windows, "broker_windows"), (runs, "run_summary")):
-            frames.append(tables[table].to_pandas().assign(variant=label))
-    return pd.concat(windows, ignore_index=True), pd.concat(runs, ignore_index=True)
+        sc = load_scenario(
+            ROOT / "conf" / "scenarios" / f"{name}.toml", ["brokers.coupling=joint", *overrides]
+        )
+        tables = {table: t.to_pandas() for table, t in summary_of(sc).items()}
+        windows.append(tables["broker_windows"].assign(variant=label))
+        runs.append(tables["run_summary"].assign(variant=label))
+        span = tables["run_summary"].query("scope == 'all'")["duration_ms"]
+        stop = timeline.producers_stop_ms(tables["producer_windows"])
+        timelines[label] = timeline.Timeline(tuple(timeline.fault_spans(sc)), int(span.iloc[0]), stop)
+    return pd.concat(windows, ignore_index=True), pd.concat(runs, ignore_index=True), timelines
 
 
-def comparison_figure(name: str, bw: pd.DataFrame, rs: pd.DataFrame, variants: Sequence[str]) -> Figure:
-    """Per broker over time under each variant: utilisation, flow-control rejections, attempt p99
-    (``rs``: the variants' ``run_summary``, whose spans end their last windows)."""
+def comparison_figure(
+    name: str, bw: pd.DataFrame, variants: Sequence[str], timelines: Mapping[str, timeline.Timeline]
+) -> Figure:
+    """Per broker over time under each variant: utilisation, flow-control rejections, attempt p99."""
     bw = bw.assign(busy=bw[list(schemas.BUSY_COLUMNS)].sum(axis=1))
-    whole = rs[rs["scope"] == "all"]
-    ends = dict(zip(whole["variant"], whole["duration_ms"].astype(int), strict=True))
-    faults = tuple(timeline.fault_spans(load_scenario(ROOT / "conf" / "scenarios" / f"{name}.toml")))
-    fig = plots.variant_timelines(
-        bw, variants, {v: timeline.Timeline(faults, ends[v]) for v in variants}, PANELS
-    )
+    fig = plots.variant_timelines(bw, variants, timelines, PANELS)
     fig.suptitle(f"{name}.toml: per broker over time, under each variant ({WINDOW_MS // 1000} s windows)")
     return fig
 
@@ -113,8 +116,8 @@ def main(argv: Sequence[str] = ()) -> int:
     out_dir = Path(argv[0] if argv else "docs")
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, variants in VARIANTS.items():
-        bw, rs = run_variants(name, variants)
-        fig = comparison_figure(name, bw, rs, list(variants))
+        bw, rs, timelines = run_variants(name, variants)
+        fig = comparison_figure(name, bw, list(variants), timelines)
         path = plots.save_figure(fig, out_dir, f"closed_loop_{name}")
         print(f"\n### {name} ({path})\n")
         print(markdown(numbers(rs)))

@@ -27,6 +27,7 @@ from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backe
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from rocketsim.present import timeline
 from rocketsim.present.timeline import (
     NO_TIMELINE,
     TIME_LABEL,
@@ -35,7 +36,6 @@ from rocketsim.present.timeline import (
     broker_styles,
     empty_note,
     fault_spans,
-    merged,
     per_covered,
     per_second,
     series_styles,
@@ -307,6 +307,8 @@ def publish_delay(pw: pd.DataFrame, tl: Timeline = NO_TIMELINE) -> Figure:
         for (col, label), style in zip(lines.items(), series_styles(len(lines)), strict=True):
             ax.plot(per["x_s"], per[col], label=label, **style)
         ax.set_yscale("symlog", linthresh=1.0)  # log above 1 ms, linear down to 0
+        if not per[list(lines)].to_numpy().any():
+            empty_note(ax, "no publish delay: every send started as its message was born")
     else:
         empty_note(ax, "no sends")
     zero_floor(ax)
@@ -473,7 +475,7 @@ def variant_timelines(
         if not panel.log:
             zero_floor(*row)
     legend_right(axes[0, -1])
-    merged(timelines.values()).legend(fig)
+    timeline.legend(fig, timelines.values())
     fig.suptitle(f"Per broker over time, under each variant ({window_label(cw)})")
     return fig
 
@@ -518,6 +520,7 @@ def variant_metrics(
         ax.set_ylabel(label)
         ax.set_title(label, fontsize=10)
         ax.margins(y=0.18)
+        zero_floor(ax)
     for ax in axes[len(metrics) :]:
         ax.set_visible(False)
     handles = [Patch(color=cmap(i % 10), label=v) for i, v in enumerate(variants)]
@@ -553,6 +556,7 @@ def variant_broker_sends(rows: pd.DataFrame, variants: Sequence[str], baseline: 
     ax.set_ylabel("attempts sent (count)")
     ax.legend(title="variant", fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
+    zero_floor(ax)
     fig.suptitle(f"Attempts per broker under each variant (labels: change vs {baseline})")
     return fig
 
@@ -584,6 +588,7 @@ def capacity_chart(rows: pd.DataFrame) -> Figure:
     bottom.set_xlabel("cluster size")
     for ax in (top, bottom):
         ax.grid(True, axis="y", alpha=0.3)
+        zero_floor(ax)
         ax.legend(loc="upper right", fontsize=8)
     fig.suptitle("Capacity sweep: green meets the p99 target and the failure bound")
     return fig

@@ -7,10 +7,10 @@
   :func:`per_covered` scales a per-window quantity (a count, a writer's busy time) to that part, so a
   cut window does not look like a drop in rate; a window covered less than :data:`MIN_COVERED` of its
   length is left out (a rate over a sliver of time is noise).
-* Faults. :meth:`Timeline.mark` draws each fault window of the scenario the one way (a band behind the
-  data, dashed edges over it) on every time axis, with a dotted line where producers begin to stop (the
-  workload ending: the total rate falls from there for want of senders), and :meth:`Timeline.legend`
-  names each (kind, broker, span) once per figure.
+* Marks. :meth:`Timeline.mark` draws each fault window of the scenario the one way (a band behind the
+  data, dashed edges over it) on every time axis, and a hatched band where producers begin to stop (the
+  workload ending: the total rate falls from there for want of senders); :func:`legend` names each
+  (a fault's kind, broker and span) once per figure, below it.
 * Styles. :func:`series_styles` gives series that may coincide (brokers with the same p99, p99.9 equal to
   the max) a marker each and draws the first ones wider, so a later line never hides an earlier one.
 """
@@ -193,26 +193,25 @@ class Timeline:
         return handles
 
     def legend(self, fig: Figure, also: Sequence[Patch] = ()) -> None:
-        """The figure's legend of what :meth:`mark` draws (below the charts), with ``also`` (other
-        figure-wide entries) after it, if there is any entry."""
-        handles = [*self.handles(), *also]
-        if handles:
-            fig.legend(
-                handles=handles,
-                loc="outside lower left",
-                ncols=min(len(handles), 3),
-                fontsize=8,
-                frameon=False,
-            )
+        """The figure's legend of what :meth:`mark` draws (:func:`legend`)."""
+        legend(fig, [self], also)
 
 
 NO_TIMELINE = Timeline()  # no faults, whole windows
 
 
-def merged(timelines: Iterable[Timeline]) -> Timeline:
-    """One legend's worth of several timelines (the variants of a comparison): their distinct faults."""
-    faults = {f for t in timelines for f in t.faults}
-    return Timeline(tuple(sorted(faults, key=lambda s: (s.start_ms, s.broker, s.end_ms, s.kind))))
+def legend(fig: Figure, timelines: Iterable[Timeline], also: Sequence[Patch] = ()) -> None:
+    """The figure's legend (below the charts) of what the ``timelines`` mark (the variants of a
+    comparison: each entry once), with ``also`` (other figure-wide entries) after it, if there is any."""
+    handles: dict[str, Patch] = {}
+    for t in timelines:
+        for handle in t.handles():
+            handles.setdefault(handle.get_label(), handle)
+    entries = [*handles.values(), *also]
+    if entries:
+        fig.legend(
+            handles=entries, loc="outside lower left", ncols=min(len(entries), 3), fontsize=8, frameon=False
+        )
 
 
 # ---- series that may coincide -------------------------------------------------------------------

@@ -31,19 +31,15 @@ from rocketsim.present import timeline
 from rocketsim.present.timeline import (
     NO_TIMELINE,
     TIME_LABEL,
-    FaultSpan,
     Timeline,
     broker_styles,
     empty_note,
-    fault_spans,
     per_covered,
     per_second,
     series_styles,
     window_label,
     zero_floor,
 )
-
-__all__ = ["FaultSpan", "Timeline", "fault_spans"]  # and every chart below (the time axis: timeline)
 
 NO_DATA_COLOR = "0.55"
 DPI = 110

@@ -550,7 +550,7 @@ def variant_broker_sends(rows: pd.DataFrame, variants: Sequence[str], baseline: 
     ax.set_xticks(range(len(brokers)), brokers)
     ax.set_xlabel("broker")
     ax.set_ylabel("attempts sent (count)")
-    ax.legend(title="variant", fontsize=8)
+    ax.legend(title="variant", loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)  # off the bars
     ax.grid(True, axis="y", alpha=0.3)
     zero_floor(ax)
     fig.suptitle(f"Attempts per broker under each variant (labels: change vs {baseline})")

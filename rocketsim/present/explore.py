@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rocketsim.present.plots import FaultSpan, fault_spans
+from rocketsim.present.timeline import FaultSpan, Timeline, fault_spans, producers_stop_ms
 from rocketsim.scenario import Scenario, ScenarioError, apply_overrides, scenario_from_mapping
 from rocketsim.tables import schemas
 from rocketsim.warehouse.read import is_table, list_runs, read_pandas
@@ -92,9 +92,20 @@ class RunData:
 
     @property
     def span_ms(self) -> int:
-        """The run's span (first birth to last send end), from run_summary."""
+        """The run's span (first birth to last send end), from run_summary: the charts' ``end_ms``
+        (:mod:`rocketsim.present.timeline`)."""
         rows = self.summary[self.summary.scope == "all"]
         return int(rows.duration_ms.iloc[0]) if len(rows) else 0
+
+    @property
+    def timeline(self) -> Timeline:
+        """What the run's charts mark on their time axes: its faults, its end, where producers stop."""
+        return Timeline(tuple(self.faults), self.span_ms, producers_stop_ms(self.producer_windows))
+
+    @property
+    def brokers(self) -> list[str]:
+        """The run's brokers (its run_summary scopes), sorted."""
+        return sorted(s for s in self.summary.scope.unique() if s != "all")
 
 
 def load_run(warehouse: str, run_id: str) -> RunData:
@@ -129,6 +140,13 @@ class ComparisonData:
     overrides: dict[str, list[str]]
     runs_row: dict | None = None
     faults: dict[str, list[FaultSpan]] = field(default_factory=dict)
+
+    @property
+    def timelines(self) -> dict[str, Timeline]:
+        """Each variant's :class:`Timeline`: its faults and its run's end (``duration_ms``)."""
+        d = self.rows[(self.rows["scope"] == "all") & (self.rows["metric"] == "duration_ms")]
+        ends = {str(v): int(x) for v, x in zip(d["variant"], d["value"], strict=True) if pd.notna(x)}
+        return {v: Timeline(tuple(self.faults.get(v, ())), ends.get(v)) for v in self.variants}
 
 
 def load_comparison(warehouse: str, run_id: str) -> ComparisonData:

@@ -320,16 +320,34 @@ def _shortest_digits(x: float) -> tuple[str, int]:
     return text, int(exp) + len(text) - 1
 
 
+def _json_value(value: object, indent: str) -> str:
+    """One value as Jackson's default pretty printer writes it: doubles by ``Double.toString``, arrays
+    on one line (``[ 1.0, 2.0 ]``), objects one key a line."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"an OMB result holds finite numbers only, got {value}")
+        return java_double(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Mapping):
+        if not value:
+            return "{ }"
+        inner = indent + "  "
+        keys = [java_double(k) if isinstance(k, float) else str(k) for k in value]
+        pairs = zip(keys, value.values(), strict=True)
+        items = [f"{inner}{json.dumps(k)} : {_json_value(v, inner)}" for k, v in pairs]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if isinstance(value, list | tuple):
+        return "[ " + ", ".join(_json_value(v, indent) for v in value) + " ]" if value else "[ ]"
+    raise TypeError(f"an OMB result holds no {type(value).__name__}")
+
+
 def result_json(result: Mapping) -> str:
-    """The result as ``Benchmark.java`` writes it (Jackson's pretty printer: ``"key" : value``; a
-    ``Map<Double, ...>`` keyed by ``Double.toString``)."""
-
-    def keyed(value: object) -> object:
-        if isinstance(value, Mapping):
-            return {java_double(float(k)) if isinstance(k, float) else k: keyed(v) for k, v in value.items()}
-        return value
-
-    return json.dumps(keyed(result), indent=2, separators=(",", " : "), allow_nan=False) + "\n"
+    """The result as ``Benchmark.java`` writes it (Jackson's pretty printer: ``"key" : value``; doubles
+    and the keys of a ``Map<Double, ...>`` by ``Double.toString``)."""
+    return _json_value(result, "") + "\n"
 
 
 def fold_results(parts: Iterable[pa.Table | pa.RecordBatch], window_ms: int = OMB_WINDOW_MS) -> PublishFold:

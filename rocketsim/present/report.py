@@ -13,7 +13,9 @@ from pathlib import Path
 import pandas as pd
 
 from rocketsim import __version__
+from rocketsim.omb.measured import OmbRun
 from rocketsim.present import frames, plots, plots_storage
+from rocketsim.present import omb as omb_plots
 from rocketsim.present.explore import RunData, load_run
 from rocketsim.warehouse.read import read_pandas
 
@@ -132,8 +134,36 @@ def storage_figures(warehouse: str, run_id: str) -> list[tuple[str, str, object]
     ]
 
 
-def render_report(warehouse: str | os.PathLike[str], run_id: str) -> str:
-    """The report of ``run_id`` as one HTML document (figures embedded as base64 PNG)."""
+def _figure_html(name: str, caption: str, fig: object) -> list[str]:
+    data = plots.figure_png_base64(fig)  # type: ignore[arg-type]
+    return [
+        f'<figure id="{name}"><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">',
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>",
+    ]
+
+
+def omb_section(warehouse: str | os.PathLike[str], run_id: str, measured: list[OmbRun]) -> list[str]:
+    """The run beside measured OpenMessaging Benchmark runs: a table and the overlay chart."""
+    simulated = omb_plots.simulated_runs(warehouse, run_id)
+    caption = (
+        "The run as OpenMessaging Benchmark would have recorded it (solid) beside measured OMB results "
+        "(dashed): publish p99, rate and errors per 10 s window, and the aggregated latency quantiles."
+    )
+    return [
+        "<h2>Simulated vs measured (OpenMessaging Benchmark)</h2>",
+        '<p class="muted">Measured: ' + html.escape(", ".join(m.source for m in measured)) + ". Simulated: "
+        "published sends (a SendResult of any status) by the window their send ended in, as OMB's RocketMQ "
+        "driver counts them (docs/omb.md).</p>",
+        _table(omb_plots.summary_frame([*simulated, *measured])),
+        *_figure_html("omb_overlay", caption, omb_plots.overlay_figure(simulated, measured)),
+    ]
+
+
+def render_report(
+    warehouse: str | os.PathLike[str], run_id: str, measured: list[OmbRun] | None = None
+) -> str:
+    """The report of ``run_id`` as one HTML document (figures embedded as base64 PNG); ``measured``:
+    OMB results to put the run beside (:func:`omb_section`)."""
     run = load_run(os.fspath(warehouse), run_id)
     summary = frames.summary_frame(run.summary)
     parts = [
@@ -153,20 +183,23 @@ def render_report(warehouse: str | os.PathLike[str], run_id: str) -> str:
         "<h2>Charts</h2>",
     ]
     for name, caption, fig in figures(run) + storage_figures(os.fspath(warehouse), run_id):
-        data = plots.figure_png_base64(fig)
-        parts.append(
-            f'<figure id="{name}"><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
-        )
-        parts.append(f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+        parts += _figure_html(name, caption, fig)
+    if measured:
+        parts += omb_section(warehouse, run_id, measured)
     if run.scenario is not None:
         parts += ["<h2>Scenario file</h2>", f"<pre>{html.escape(run.scenario.source_text)}</pre>"]
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
-def write_report(warehouse: str | os.PathLike[str], run_id: str, out: str | os.PathLike[str]) -> Path:
+def write_report(
+    warehouse: str | os.PathLike[str],
+    run_id: str,
+    out: str | os.PathLike[str],
+    measured: list[OmbRun] | None = None,
+) -> Path:
     """Write the report of ``run_id`` to ``out`` (folders made as needed)."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(warehouse, run_id), encoding="utf-8")
+    path.write_text(render_report(warehouse, run_id, measured), encoding="utf-8")
     return path

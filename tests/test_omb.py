@@ -237,3 +237,22 @@ def test_a_malformed_file_names_the_file_the_field_and_what_was_expected(text: s
 def test_nan_and_null_window_values_read_as_nan() -> None:
     run = parse_result('{"publishLatencyAvg": [NaN, null, 2.5]}', "f.json")
     assert np.isnan(run.series["publishLatencyAvg"][:2]).all() and run.series["publishLatencyAvg"][2] == 2.5
+
+
+def test_the_overlay_puts_a_simulated_run_beside_a_measured_one_on_ombs_axes() -> None:
+    from rocketsim.present.omb import overlay_figure, summary_frame
+
+    simulated = from_mapping(omb_result(fold_results([_random_results(5)]), META), "sim.json")
+    measured = parse_result(KAFKA.read_text(), KAFKA.name)
+    fig = overlay_figure([simulated], [measured])
+    p99, rate, errors, quantiles = fig.axes
+    assert [len(ax.lines) for ax in fig.axes] == [2, 2, 1, 2]  # the 2020 file has no publishErrorRate
+    assert "not in the file: Kafka" in " ".join(t.get_text() for t in errors.texts)
+    assert rate.get_yscale() == "log"  # 200k msg/s beside a few hundred: both visible
+    kafka_curve = quantiles.lines[1].get_xdata()
+    assert kafka_curve.max() <= 5.0 and [t.get_text() for t in quantiles.get_xticklabels()][1] == "99 %"
+    assert list(p99.lines[1].get_xdata()[:3]) == [0.0, 10.0, 20.0]
+    frame = summary_frame([simulated, measured])
+    assert frame.loc[measured.label, "p99 (ms)"] == 19.712 and np.isnan(
+        frame.loc[measured.label, "errors (err/s)"]
+    )

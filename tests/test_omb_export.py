@@ -155,3 +155,24 @@ def test_a_missing_run_is_one_line_and_exit_2(
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "nosuchrun" in err and "runs" in err
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.spark
+def test_the_report_charts_the_run_beside_a_measured_omb_file(runs, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    import importlib.util
+
+    warehouse, run_id, _ = runs
+    spec = importlib.util.spec_from_file_location("report", Path(__file__).parents[1] / "jobs" / "report.py")
+    job = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(job)  # type: ignore[union-attr]
+    kafka = Path(__file__).parent / "data" / "omb" / "kafka-sync-200k.json"
+    out = tmp_path / "r.html"
+    argv = ["--warehouse", str(warehouse), "--run-id", run_id, "--out", str(out), "--omb", str(kafka)]
+    assert job.main(argv) == 0
+    page = out.read_text()
+    assert 'id="omb_overlay"' in page and "kafka-sync-200k.json" in page and "rocketsim (ombcase)" in page
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"publishRate": "fast"}')
+    assert job.main([*argv[:-1], str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "bad.json: field publishRate: expected an array of numbers" in err

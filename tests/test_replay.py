@@ -421,3 +421,14 @@ def test_the_job_says_what_is_wrong_in_one_line_and_exits_2(
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and __import__("re").search(message, err), err
     assert not (tmp_path / "o.toml").exists()
+
+
+def test_a_broker_whose_series_stops_is_down_to_the_end() -> None:
+    rng = np.random.default_rng(6)
+    p99 = _quantile_series(rng)
+    p99["broker-a"] = [(t, v if t < 700 else math.nan) for t, v in p99["broker-a"]]
+    result = replay(
+        read_series(_prometheus([({"node_id": b}, p) for b, p in p99.items()]), "p.json", LATENCY), BROKERS
+    )
+    gone = _find(result.faults, "broker-a", "outage", 700)
+    assert gone is not None and gone.end_s == result.windows * 10

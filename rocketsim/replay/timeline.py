@@ -14,7 +14,7 @@
 5. **Segment** with hysteresis: a slowdown from 1.5x until below 1.2x; an error burst while a code's ratio
    is over ``max(10 e_0, 1e-3)``; down while ``up`` is 0 (outage), or while the broker answers almost
    nothing (requests under 5 % of its baseline: a hang when ``up`` says it runs, else an outage; with
-   latency alone, a gap inside its data). Pieces at most one window apart join; a fault lasts at least two
+   latency alone, no value after its first). Pieces at most one window apart join; a fault lasts at least two
    windows; its level is the median over its windows. Three or more outages at a steady period make one
    ``flapping`` fault.
 6. **Map** to ``FaultConfig`` (times from the first sample, on the 10 s grid): slowdown ``factor``,
@@ -216,12 +216,8 @@ def _broker_signals(
         absent = np.isnan(level)
     else:
         slowdown, absent = nan.copy(), np.zeros(windows, bool)
-    if latency:  # only gaps inside the broker's data count
-        seen = np.flatnonzero(~absent)
-        inside = np.zeros(windows, bool)
-        if len(seen):
-            inside[seen[0] : seen[-1] + 1] = True
-        absent &= inside
+    if latency:  # only gaps after the broker's first value count (a series that stops: a broker gone)
+        absent &= _after_first(~absent)
     errors, requests = _errors(mine, resampled, windows, error_code, unmodelled)
     if np.isnan(requests).all():  # no requests by code: the buckets' counts are the requests
         requests = served
@@ -301,16 +297,22 @@ def _median(values: np.ndarray) -> float:
     return float(np.median(finite)) if len(finite) else math.nan
 
 
+def _after_first(seen: np.ndarray) -> np.ndarray:
+    """The windows from the first one ``seen`` on."""
+    out = np.zeros(len(seen), bool)
+    at = np.flatnonzero(seen)
+    if len(at):
+        out[at[0] :] = True
+    return out
+
+
 def _down_masks(sig: BrokerSignals, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(outage, hang) windows: ``up`` 0, or (almost) no answers: a hang when ``up`` says it runs."""
     up_known = np.isfinite(sig.up)
     r0 = _baseline(sig.requests, base)
     if math.isfinite(r0) and r0 > 0:
-        seen = np.flatnonzero(np.isfinite(sig.requests))
-        inside = np.zeros(len(sig.requests), bool)
-        inside[seen[0] : seen[-1] + 1] = True
         with np.errstate(invalid="ignore"):
-            quiet = inside & ~(sig.requests >= COLLAPSE * r0)
+            quiet = _after_first(np.isfinite(sig.requests)) & ~(sig.requests >= COLLAPSE * r0)
     else:
         quiet = sig.absent.copy()
     running = up_known & (sig.up >= 0.5)

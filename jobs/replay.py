@@ -129,18 +129,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(scenario: Path, ns: argparse.Namespace) -> int:
     """The written scenario through the pipeline job (jobs/pipeline.py's own steps)."""
-    from rocketsim.spark.cli import parse_job_args
+    from rocketsim.spark.cli import scenario_job_args
     from rocketsim.spark.launch import run_job
     from rocketsim.spark.pipeline import run_pipeline
 
-    argv = [
-        "--scenario",
-        str(scenario),
-        "--warehouse",
-        ns.warehouse,
-        *(["--run-id", ns.run_id] if ns.run_id else []),
-    ]
-    args, sc = parse_job_args(argv, "jobs/pipeline.py", None)
+    args, sc = scenario_job_args(str(scenario), ns.warehouse, ns.run_id)
     return run_job("pipeline", args, lambda spark: run_pipeline(spark, args, sc))
 
 

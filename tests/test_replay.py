@@ -432,3 +432,32 @@ def test_a_broker_whose_series_stops_is_down_to_the_end() -> None:
     )
     gone = _find(result.faults, "broker-a", "outage", 700)
     assert gone is not None and gone.end_s == result.windows * 10
+
+
+@pytest.mark.slow
+def test_run_replays_the_incident_through_the_pipeline_job(tmp_path: Path) -> None:
+    """``--run``: the written scenario goes through jobs/pipeline.py's steps; the run's broker_windows show
+    the replayed slowdown on broker-b."""
+    import os
+    import subprocess
+    import sys
+
+    from rocketsim.warehouse.read import read_pandas
+
+    rng = np.random.default_rng(7)
+    base = tmp_path / "base.toml"
+    base.write_text('name = "small"\nseed = 3\n[cluster]\nbrokers = ["broker-a", "broker-b", "broker-c"]\n'
+                    '[workload]\nduration_s = 300.0\nrate_per_s = 20.0\n')  # fmt: skip
+    p99 = tmp_path / "p99.json"
+    p99.write_text(_prometheus([({"node_id": b}, pts) for b, pts in _quantile_series(rng).items()]))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROCKETSIM_", "PYSPARK_"))}
+    argv = ["--base", str(base), "--latency", str(p99), "--out", str(tmp_path / "i.toml"), "--run"]
+    argv += ["--warehouse", str(tmp_path / "wh"), "--run-id", "incident"]
+    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "replay.py"), *argv], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    runs = read_pandas(tmp_path / "wh", "runs", "incident")
+    assert runs.scenario_name.tolist() == ["small-replay"] and 'kind = "slowdown"' in runs.scenario_text[0]
+    bw = read_pandas(tmp_path / "wh", "broker_windows", "incident")
+    b = bw[bw.broker == "broker-b"].set_index("window_start_ms").latency_p50_ms
+    assert b.loc[150_000] > 4 * b.loc[30_000]  # x6 from 120 s to 250 s

@@ -21,7 +21,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rocketsim.errors import RocketSimError
-from rocketsim.omb import rerun
 from rocketsim.omb.result import (
     RESULT_COLUMNS,
     PublishFold,
@@ -123,6 +122,8 @@ def run_exports(
         _check(fold, expected, f"run {run_id}'s run_summary")
         made.append((None, fold, sc))
     else:
+        from rocketsim.omb import rerun  # the engine (numba): only a comparison needs it
+
         for name, values in sorted(variants.items()):
             sc = scenario_of_run(row, values["overrides"])
             fold = rerun.variant_fold(sc)

@@ -461,3 +461,40 @@ def test_run_replays_the_incident_through_the_pipeline_job(tmp_path: Path) -> No
     bw = read_pandas(tmp_path / "wh", "broker_windows", "incident")
     b = bw[bw.broker == "broker-b"].set_index("window_start_ms").latency_p50_ms
     assert b.loc[150_000] > 4 * b.loc[30_000]  # x6 from 120 s to 250 s
+
+
+def test_an_exporter_gauge_is_a_level_not_a_counter() -> None:
+    """rocketmq-exporter's put_latency_99 (ms, a gauge) read as it is; a 5.x broker's delta histogram
+    (metricsInDelta) too."""
+    gauge = {"__name__": "rocketmq_brokeruntime_put_latency_99", "brokerIP": "broker-a"}
+    delta = {
+        "__name__": "rocketmq_rpc_latency_bucket",
+        "node_id": "broker-a",
+        "le": "10.0",
+        "aggregation": "delta",
+    }
+    text = _prometheus([(gauge, [(0.0, 5.0), (15.0, 4.0)]), (delta, [(0.0, 7.0), (15.0, 3.0)])])
+    level, buckets_ = read_series(text, "x.json", LATENCY)
+    assert not level.counter and not buckets_.counter and level.values.tolist() == [5.0, 4.0]
+    raw = _prometheus(
+        [
+            (
+                {"__name__": "rocketmq_rpc_latency_milliseconds_bucket", "node_id": "a", "le": "1.0"},
+                [(0.0, 1.0)],
+            )
+        ]
+    )
+    assert read_series(raw, "r.json", LATENCY)[0].counter
+
+
+def test_steady_up_and_down_is_one_flapping_fault() -> None:
+    """broker-a down 30 s of every 90 s from 100 s, four times: flapping, not four outages."""
+    times = np.arange(0, 600, 5, dtype=float)
+    down = lambda t: 100 <= t < 460 and (t - 100) % 90 < 30  # noqa: E731
+    up = {b: [(t, 0.0 if b == "broker-a" and down(t) else 1.0) for t in times] for b in BROKERS}
+    result = replay(
+        read_series(_prometheus([({"node_id": b}, p) for b, p in up.items()]), "up.json", UP), BROKERS
+    )
+    (flap,) = result.faults
+    assert (flap.broker, flap.kind, flap.period_s) == ("broker-a", "flapping", 90.0)
+    assert abs(flap.down_s - 30) <= 10 and abs(flap.start_s - 100) <= 10 and abs(flap.end_s - 400) <= 10

@@ -147,7 +147,8 @@ def _prometheus_one(result: object, where: str, source: str, kind: str) -> Serie
         numbers[j] = _number(point[1], f"{where}.values[{j}]")
     name = labels.pop("__name__", None)
     _check_name(name, kind, where)
-    counter = name is not None and kind != UP and labels.get("aggregation") != "delta"
+    # a raw histogram counter (its increases are the data), unless the exporter writes deltas
+    counter = (name or "").endswith(("_bucket", "_count")) and labels.get("aggregation") != "delta"
     return Series(source, kind, _broker_of(labels, where), times, numbers, labels, counter)
 
 

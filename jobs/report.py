@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         measured = load_measured(args.omb)  # a bad file stops the job before any work
         run_id = args.run_id or latest_run(warehouse)
         path = write_report(warehouse, run_id, args.out or f"reports/{run_id}.html", measured)
-    except (FileNotFoundError, RocketSimError, OSError) as exc:
+    except (RocketSimError, OSError) as exc:  # FileNotFoundError: no run
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"report of run {run_id}: {path.resolve()}")

@@ -7,7 +7,6 @@ No SparkSession is started: the tables are read with ``deltalake``
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from rocketsim.present.timeline import FaultSpan, Timeline, fault_spans, producers_stop_ms
-from rocketsim.scenario import Scenario, ScenarioError, apply_overrides, scenario_from_mapping
+from rocketsim.scenario import Scenario, ScenarioError
+from rocketsim.scenario.variants import scenario_of_run
 from rocketsim.tables import schemas
 from rocketsim.warehouse.read import is_table, list_runs, read_pandas
 
@@ -64,15 +64,12 @@ def _runs_row(warehouse: str, run_id: str) -> dict | None:
 
 
 def scenario_of(runs_row: dict | None, extra_overrides: Sequence[str] = ()) -> Scenario | None:
-    """The scenario a run ran (its text and overrides from the ``runs`` row); None if unknown."""
+    """The scenario a run ran (:func:`rocketsim.scenario.variants.scenario_of_run`); None if unknown."""
     if not runs_row:
         return None
     try:
-        raw = tomllib.loads(runs_row["scenario_text"])
-        raw.setdefault("name", runs_row["scenario_name"])
-        raw = apply_overrides(raw, [*list(runs_row["overrides"]), *extra_overrides])
-        return scenario_from_mapping(raw, source_text=runs_row["scenario_text"])
-    except (ScenarioError, tomllib.TOMLDecodeError):
+        return scenario_of_run(runs_row, extra_overrides)
+    except ScenarioError:
         return None  # written by another version of rocketsim: charts go without the fault shading
 
 

@@ -16,7 +16,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from rocketsim import __version__
+from rocketsim.omb.measured import OmbRun
 from rocketsim.present import frames, plots, plots_storage
+from rocketsim.present import omb as omb_plots
 from rocketsim.present.explore import RunData, load_run
 from rocketsim.warehouse.read import read_pandas
 
@@ -158,9 +160,27 @@ def _chart_html(chart: Chart) -> str:
     return f'<figure id="{chart.name}">{img}{caption}</figure>'
 
 
-def render_page(run: RunData, charts: Sequence[Chart], source: str) -> str:
+def omb_section(warehouse: str | os.PathLike[str], run_id: str, measured: Sequence[OmbRun]) -> list[str]:
+    """The run beside measured OpenMessaging Benchmark runs: a table and the overlay chart."""
+    simulated = omb_plots.simulated_runs(warehouse, run_id)
+    caption = (
+        "The run as OpenMessaging Benchmark would have recorded it (solid) beside measured OMB results "
+        "(dashed): publish p99, rate and errors per 10 s window, and the aggregated latency quantiles."
+    )
+    chart = Chart("omb_overlay", caption, omb_plots.overlay_figure(simulated, measured))
+    return [
+        "<h2>Simulated vs measured (OpenMessaging Benchmark)</h2>",
+        '<p class="muted">Measured: ' + html.escape(", ".join(m.source for m in measured)) + ". Simulated: "
+        "published sends (a SendResult of any status) by the window their send ended in, as OMB's RocketMQ "
+        "driver counts them (docs/omb.md).</p>",
+        f'<div class="wide">{_table(omb_plots.summary_frame([*simulated, *measured]))}</div>',
+        _chart_html(chart),
+    ]
+
+
+def render_page(run: RunData, charts: Sequence[Chart], source: str, extra: Sequence[str] = ()) -> str:
     """The report of ``run`` with ``charts`` as one HTML document (figures embedded as base64 PNG);
-    ``source`` names where the tables came from."""
+    ``source`` names where the tables came from; ``extra``: more sections (HTML) after the charts."""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -178,6 +198,7 @@ def render_page(run: RunData, charts: Sequence[Chart], source: str) -> str:
         f'<div class="wide">{_table(frames.summary_frame(run.summary).T.rename_axis("metric"))}</div>',
         "<h2>Charts</h2>",
         *[_chart_html(c) for c in charts],
+        *extra,
     ]
     if run.scenario is not None:
         parts += ["<h2>Scenario file</h2>", f"<pre>{html.escape(run.scenario.source_text)}</pre>"]
@@ -185,16 +206,25 @@ def render_page(run: RunData, charts: Sequence[Chart], source: str) -> str:
     return "\n".join(parts)
 
 
-def render_report(warehouse: str | os.PathLike[str], run_id: str) -> str:
-    """The report of ``run_id`` as one HTML document (figures embedded as base64 PNG)."""
+def render_report(
+    warehouse: str | os.PathLike[str], run_id: str, measured: Sequence[OmbRun] | None = None
+) -> str:
+    """The report of ``run_id`` as one HTML document (figures embedded as base64 PNG); ``measured``:
+    OMB results to put the run beside (:func:`omb_section`)."""
     run = load_run(os.fspath(warehouse), run_id)
     charts = figures(run) + storage_figures(os.fspath(warehouse), run)
-    return render_page(run, charts, str(Path(warehouse).resolve()))
+    extra = omb_section(warehouse, run_id, measured) if measured else []
+    return render_page(run, charts, str(Path(warehouse).resolve()), extra)
 
 
-def write_report(warehouse: str | os.PathLike[str], run_id: str, out: str | os.PathLike[str]) -> Path:
+def write_report(
+    warehouse: str | os.PathLike[str],
+    run_id: str,
+    out: str | os.PathLike[str],
+    measured: list[OmbRun] | None = None,
+) -> Path:
     """Write the report of ``run_id`` to ``out`` (folders made as needed)."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(warehouse, run_id), encoding="utf-8")
+    path.write_text(render_report(warehouse, run_id, measured), encoding="utf-8")
     return path

@@ -115,9 +115,13 @@ def _one_of(options: tuple[str, ...]) -> dict[str, Any]:
 class ClusterConfig:
     """Brokers (master names) and the topic's queues on each."""
 
+    # the master brokers' names (brokerName), each holding the topic
     brokers: tuple[str, ...] = ("broker-a", "broker-b")
+    # the topic's writeQueueNums on each broker
     write_queues: int = field(default=4, metadata=_between(1, 1024))
+    # the topic's readQueueNums on each broker (the queues consumers read)
     read_queues: int = field(default=4, metadata=_between(1, 1024))
+    # the topic's permission bits on the brokers (PermName: 4 read, 2 write, 6 both)
     perm: int = field(default=6, metadata=_between(0, 15))
     # brokers without write permission for the topic (perm 4): still routed, never selected for sends
     read_only_brokers: tuple[str, ...] = ()
@@ -132,23 +136,36 @@ class ClusterConfig:
 class ProducerConfig:
     """DefaultMQProducer settings (snake_case, upstream defaults) and how many producers run them."""
 
+    # producer instances (each a DefaultMQProducer with its own state)
     count: int = field(default=4, metadata=_between(1, 100_000))
+    # producerGroup
     group: str = "rocketsim_producer_group"
+    # the application's sender threads per producer
     threads: int = field(default=1, metadata=_between(1, 1024))
     # how the application's sender threads take the sends: "pool" (the next message goes to the idle
     # thread that became idle earliest) or "partitioned" (message seq to thread seq % threads)
     sender_model: str = field(default="pool", metadata=_one_of(SENDER_MODELS))
+    # the RocketMQ client release whose behaviour the producers follow (4.3.2 ... 5.3.3)
     client_version: str = "4.9.8"
+    # share of messages sent sync, async and oneway
     send_mode: Mapping[str, float] = field(
         default_factory=lambda: {"sync": 1.0}, metadata={"keys": SEND_MODES, "weights": True}
     )
+    # sendMsgTimeout: the time budget of one send, retries included
     send_msg_timeout_ms: int = field(default=3000, metadata=_gt(0))
+    # retryTimesWhenSendFailed: retries of a sync send
     retry_times_when_send_failed: int = field(default=2, metadata=_between(0, 64))
+    # retryTimesWhenSendAsyncFailed: retries of an async send
     retry_times_when_send_async_failed: int = field(default=2, metadata=_between(0, 64))
+    # sendLatencyFaultEnable: the latency-fault strategy (isolate slow brokers)
     send_latency_fault_enable: bool = False
+    # compressMsgBodyOverHowmuch: bodies over this many bytes are compressed
     compress_msg_body_over_howmuch: int = field(default=4096, metadata=_ge(0))
+    # compressType: the compressor of large bodies (written in the sys flag from 4.9.4 on)
     compress_type: str = field(default="ZLIB", metadata=_one_of(COMPRESS_TYPES))
+    # compressLevel
     compress_level: int = field(default=5, metadata=_between(-1, 22))
+    # maxMessageSize: the largest body the client sends
     max_message_size: int = field(
         default=4_194_304,
         metadata=_rule(
@@ -157,15 +174,21 @@ class ProducerConfig:
             lambda v: 1 <= v <= MAX_MESSAGE_SIZE,
         ),
     )
+    # defaultTopicQueueNums: queues of a topic created through TBW102
     default_topic_queue_nums: int = field(default=4, metadata=_between(1, 1024))
+    # retryAnotherBrokerWhenNotStoreOK: retry a stored-but-not-OK send
     retry_another_broker_when_not_store_ok: bool = False
+    # sendMsgMaxTimeoutPerRequest (5.3.3): a cap on one attempt's timeout; -1: none
     send_msg_max_timeout_per_request_ms: int = field(default=-1, metadata=_ge(-1))
+    # permits of NettyRemotingAbstract.semaphoreAsync: async requests in flight at once
     async_semaphore_permits: int = field(default=65535, metadata=_ge(1))
+    # startDetectorEnable (5.x): the detector that probes unreachable brokers
     start_detector_enable: bool = False
     # 5.x DefaultMQProducer async backpressure (None: the client version's default, see
     # ClientVersion.async_backpressure_defaults). Inert unless enabled, and enabling it is refused: the
     # semaphores are not modelled. Refused on 4.x, which has no such settings.
     enable_backpressure_for_async_mode: bool | None = None
+    # backPressureForAsyncSendNum (None: the version's default)
     back_pressure_for_async_send_num: int | None = field(
         default=None,
         metadata=_rule(
@@ -173,6 +196,7 @@ class ProducerConfig:
             lambda v: v >= BACK_PRESSURE_MIN_SEND_NUM,
         ),
     )
+    # backPressureForAsyncSendSize in bytes (None: the version's default)
     back_pressure_for_async_send_size: int | None = field(
         default=None,
         metadata=_rule(
@@ -188,6 +212,7 @@ class ProducerConfig:
     # (ClientConfig.clientCallbackExecutorThreads: availableProcessors()), upstream sized by the client
     # host's processors; here a setting (the machine running the simulation does not decide)
     async_sender_threads: int = field(default=4, metadata=_between(1, 1024))
+    # ClientConfig.clientCallbackExecutorThreads: the threads that run async callbacks
     callback_executor_threads: int = field(default=4, metadata=_between(1, 1024))
 
     @property
@@ -215,10 +240,14 @@ BACKPRESSURE_SETTINGS = (
 
 @dataclass(frozen=True)
 class BodySizeConfig:
+    # fixed (every body median bytes), lognormal (around median, sigma) or uniform (min..max)
     distribution: str = field(default="lognormal", metadata=_one_of(BODY_DISTRIBUTIONS))
+    # bytes: the fixed size, or the lognormal's median
     median: int = field(default=1024, metadata=_ge(0))
     sigma: float = field(default=0.8, metadata=_between(0, 10))  # beyond: exp() overflows
+    # the smallest body (bytes)
     min: int = field(default=1, metadata=_ge(0))
+    # the largest body (bytes)
     max: int = field(default=65536, metadata=_ge(0))
 
 
@@ -227,19 +256,27 @@ class WorkloadConfig:
     """What the producers send, and when."""
 
     messages: int = field(default=0, metadata=_ge(0))  # total; 0 means duration_s x rate_per_s
+    # how long the producers send (when messages is 0)
     duration_s: float = field(default=60.0, metadata=_gt_le(0, MAX_SCENARIO_S))
     rate_per_s: float = field(default=1000.0, metadata=_gt(0))  # all producers together
+    # poisson (exponential gaps between births) or uniform (a fixed gap)
     arrival: str = field(default="poisson", metadata=_one_of(ARRIVALS))
+    # the topics messages go to (drawn evenly)
     topics: tuple[str, ...] = ("TopicTest",)
+    # TAGS values, drawn evenly
     tags: tuple[str, ...] = ("TagA", "TagB", "TagC")
     keys: bool = True  # one KEYS value per message
+    # message body sizes
     body_size: BodySizeConfig = field(default_factory=BodySizeConfig)
+    # share of each body that compresses (text); the rest is random bytes
     compressibility: float = field(default=0.5, metadata=_between(0, 1))
+    # share of messages of each type (weights)
     message_types: Mapping[str, float] = field(
         default_factory=lambda: {"normal": 1.0}, metadata={"keys": MESSAGE_TYPES, "weights": True}
     )
     # distinct selector keys of ordered messages
     order_keys: int = field(default=64, metadata=_between(1, 1_000_000))
+    # the delay levels delay messages use (drawn evenly)
     delay_levels: tuple[int, ...] = (1, 2, 3, 4, 5)
     # members per batch; a batch whose encoded body (22 bytes + body + properties per member) is over
     # producers.max_message_size is refused as the client refuses it (REJECTED, "the message body size
@@ -252,6 +289,7 @@ class WorkloadConfig:
     # a hot spot: the first hot_producers producers send hot_share of the messages (and of the rate)
     # between them, the others the rest; 0 splits both evenly over all producers
     hot_share: float = field(default=0.0, metadata=_rule("must be >= 0 and < 1", lambda v: 0 <= v < 1))
+    # how many producers share workload.hot_share
     hot_producers: int = field(default=1, metadata=_between(1, 100_000))
 
     def total_messages(self) -> int:
@@ -262,9 +300,13 @@ class WorkloadConfig:
 class LatencyConfig:
     """Per-attempt latency: a lognormal body with rare Pareto spikes (a heavy tail)."""
 
+    # the lognormal body's median of an attempt's latency
     median_ms: float = field(default=2.0, metadata=_gt_le(0, MAX_LATENCY_MS))
+    # the lognormal body's shape
     sigma: float = field(default=0.5, metadata=_between(0, 10))
+    # chance that an attempt gets a Pareto spike added
     spike_probability: float = field(default=0.001, metadata=_between(0, 1))
+    # the spikes' scale (their smallest size)
     spike_scale_ms: float = field(default=50.0, metadata=_gt_le(0, MAX_LATENCY_MS))
     spike_alpha: float = field(default=1.5, metadata=_ge(0.1))  # smaller: (1 - u) ** (1 / a) underflows
     # a refused connection fails fast
@@ -283,13 +325,19 @@ class StoreConfig:
     # #3315: 95k TPS on 4.9.1). Calibrate from your own brokers.
     append_us: float = field(default=10.0, metadata=_gt_le(0, 1e9))
     send_threads: int = field(default=4, metadata=_between(1, 1024))  # min(processors, 4) upstream
+    # sendThreadPoolQueueCapacity: a full queue rejects with [OVERLOAD]
     send_queue_capacity: int = field(default=10_000, metadata=_between(1, 100_000_000))
+    # waitTimeMillsInSendQueue: older requests expire with [TIMEOUT_CLEAN_QUEUE]
     wait_time_ms_in_send_queue: int = field(default=200, metadata=_between(0, MAX_LATENCY_MS))
+    # osPageCacheBusyTimeOutMills: an append held longer makes the page cache busy
     os_page_cache_busy_timeout_ms: int = field(default=1000, metadata=_between(0, MAX_LATENCY_MS))
+    # flushDiskType: async (ASYNC_FLUSH) or sync (SYNC_FLUSH)
     flush: str = field(default="async", metadata=_one_of(STORE_MODES))
+    # brokerRole: async (ASYNC_MASTER) or sync (SYNC_MASTER)
     replication: str = field(default="async", metadata=_one_of(STORE_MODES))
     # what a SYNC_FLUSH (GroupCommitService) and a SYNC_MASTER (HAService) wait add to an answer, ms
     sync_flush_ms: float = field(default=1.0, metadata=_between(0, MAX_LATENCY_MS))
+    # what a SYNC_MASTER wait (HAService) adds to an answer, ms
     sync_replica_ms: float = field(default=1.0, metadata=_between(0, MAX_LATENCY_MS))
 
 
@@ -299,6 +347,7 @@ class BrokerModelConfig:
     store (the closed-loop model)."""
 
     latency: LatencyConfig = field(default_factory=LatencyConfig)
+    # background error probabilities per attempt, by error
     errors: Mapping[str, float] = field(
         default_factory=dict, metadata={"keys": BROKER_ERRORS, "fractions": True}
     )
@@ -309,9 +358,13 @@ class BrokerModelConfig:
 class FaultConfig:
     """One entry of the fault timeline, in seconds from the scenario start."""
 
+    # the broker it hits
     broker: str
+    # what happens to it (docs: the broker model)
     kind: str = field(metadata=_one_of(FAULT_KINDS))
+    # when it starts, s from the scenario's start
     start_s: float = field(metadata=_between(0, MAX_SCENARIO_S))
+    # when it ends
     end_s: float = field(metadata=_gt_le(0, MAX_SCENARIO_S))
     factor: float = field(default=10.0, metadata=_between(1, 1_000_000))  # slowdown: latency x factor
     # flapping: one down+up cycle (at least 1 ms: the model runs in whole milliseconds); store_stall: the
@@ -357,6 +410,7 @@ class TransactionConfig:
     check_interval_ms: int | None = field(default=None, metadata=_gt(0))
     # BrokerConfig.transactionCheckMax and transactionTimeOut: 15 and 6 * 1000 in 4.9.8 and 5.3.3 alike
     check_max: int = field(default=15, metadata=_between(1, 1000))
+    # BrokerConfig.transactionTimeOut: a half younger than this is not checked back
     timeout_ms: int = field(default=6_000, metadata=_ge(0))
 
     def check_interval_for(self, broker: BrokerVersion) -> int:
@@ -371,7 +425,9 @@ class ConsumerGroupConfig:
     """One consumer group in clustering mode: ``count`` instances rebalancing every workload topic with
     AllocateMessageQueueAveragely."""
 
+    # the consumer group
     name: str = "rocketsim_consumer_group"
+    # its consumer instances
     count: int = field(default=4, metadata=_between(1, 10_000))
 
 
@@ -386,8 +442,11 @@ class ConsumersConfig:
 class Scenario:
     """A whole, validated scenario."""
 
+    # the scenario's name, and its runs' (<name>-s<seed>); a file without one takes the file's name
     name: str = "scenario"
+    # the seed of every random draw of the run (the same seed and scenario give the same tables)
     seed: int = 42
+    # free text: what the scenario asks
     description: str = ""
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     producers: ProducerConfig = field(default_factory=ProducerConfig)

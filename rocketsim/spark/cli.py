@@ -166,6 +166,13 @@ def parse_job_args(argv: list[str] | None, prog: str, description: str | None) -
     return one_line_errors(parse)
 
 
+def scenario_job_args(scenario_path: str, warehouse: str, run_id: str = "") -> tuple[JobArgs, Scenario]:
+    """A run's arguments for a scenario file another job wrote (``jobs/replay.py --run``), parsed and
+    checked as :func:`parse_job_args` checks a command line."""
+    argv = ["--scenario", scenario_path, "--warehouse", warehouse, *(["--run-id", run_id] if run_id else [])]
+    return parse_job_args(argv, "jobs/pipeline.py", None)
+
+
 def parse_compare_args(
     argv: list[str] | None, prog: str = "jobs/compare.py", description: str | None = None
 ) -> tuple[CompareArgs, Scenario, dict[str, Scenario]]:

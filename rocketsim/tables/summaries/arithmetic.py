@@ -90,6 +90,24 @@ def histogram_max(group: np.ndarray, values: np.ndarray, n_groups: int) -> tuple
     return out, out != np.iinfo(np.int64).min
 
 
+def percentile_columns(
+    group: np.ndarray,
+    values: np.ndarray,
+    counts: np.ndarray,
+    n_groups: int,
+    ps: Sequence[float],
+    names: Sequence[str],
+    max_name: str,
+) -> dict[str, pa.Array]:
+    """Per group of a (value, count) histogram: its exact percentiles ``ps`` as the double columns
+    ``names`` and its maximum as the long column ``max_name`` (null for a group without values)."""
+    pct, has = exact_percentiles(group, values, counts, n_groups, ps)
+    cols = {name: arrow_column(pct[:, j], pa.float64(), has) for j, name in enumerate(names)}
+    top, has_top = histogram_max(group, values, n_groups)
+    cols[max_name] = arrow_column(top, pa.int64(), has_top)
+    return cols
+
+
 def queue_spread(
     present: np.ndarray, total: np.ndarray, busiest: np.ndarray, sum_ix: np.ndarray, n_queues: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

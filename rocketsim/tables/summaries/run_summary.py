@@ -14,7 +14,6 @@ from rocketsim.tables import schemas
 from rocketsim.tables.grouping import Groups, from_codes, ints, joint_lookup
 from rocketsim.tables.summaries.aggregates import (
     BUSY_COLUMNS,
-    I64,
     OUTCOME_COLUMNS,
     PERCENTILE_COLUMNS,
     PERCENTILES,
@@ -24,8 +23,7 @@ from rocketsim.tables.summaries.aggregates import (
 )
 from rocketsim.tables.summaries.arithmetic import (
     arrow_column,
-    exact_percentiles,
-    histogram_max,
+    percentile_columns,
     queue_spread,
     ratio,
     spread_partials,
@@ -148,11 +146,7 @@ def _histogram_columns(merged: SummaryAggregates, runs: Runs, scopes: _Scopes) -
         h = getattr(merged, table)
         src, scope = scopes.all_and_broker(runs.run[table], runs.broker[table])
         values, counts = ints(h, column)[src], ints(h, "count")[src]
-        pct, has = exact_percentiles(scope, values, counts, scopes.n, ps)
-        for j, name in enumerate(names):
-            cols[name] = arrow_column(pct[:, j], pa.float64(), has)
-        top, has_top = histogram_max(scope, values, scopes.n)
-        cols[max_name] = arrow_column(top, I64, has_top)
+        cols.update(percentile_columns(scope, values, counts, scopes.n, ps, names, max_name))
     return cols
 
 

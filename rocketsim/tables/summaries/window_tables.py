@@ -20,8 +20,7 @@ from rocketsim.tables.summaries.aggregates import (
 )
 from rocketsim.tables.summaries.arithmetic import (
     arrow_column,
-    exact_percentiles,
-    histogram_max,
+    percentile_columns,
     queue_spread,
     rate_per_s,
     ratio,
@@ -76,11 +75,9 @@ def broker_windows(merged: SummaryAggregates, runs: Runs, grid: Grid) -> pa.Tabl
     lat = merged.attempt_latency
     l_pos = at(runs.run["attempt_latency"], runs.broker["attempt_latency"], ints(lat, "window_start_ms") // w)
     values, counts = ints(lat, "latency_ms"), ints(lat, "count")
-    pct, has = exact_percentiles(l_pos, values, counts, n, PERCENTILES)
-    for j, name in enumerate(PERCENTILE_COLUMNS):
-        cols[name] = arrow_column(pct[:, j], pa.float64(), has)
-    top, has_top = histogram_max(l_pos, values, n)
-    cols["latency_max_ms"] = arrow_column(top, I64, has_top)
+    cols.update(
+        percentile_columns(l_pos, values, counts, n, PERCENTILES, PERCENTILE_COLUMNS, "latency_max_ms")
+    )
 
     q = merged.queue_cells
     q_pos = at(runs.run["queue_cells"], runs.broker["queue_cells"], ints(q, "window_start_ms") // w)

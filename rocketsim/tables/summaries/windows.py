@@ -26,9 +26,8 @@ from rocketsim.tables.summaries.aggregates import (
 )
 from rocketsim.tables.summaries.arithmetic import (
     arrow_column,
-    exact_percentiles,
     histogram,
-    histogram_max,
+    percentile_columns,
     rate_per_s,
     spread_partials,
 )
@@ -165,11 +164,7 @@ def finish_windows(parts: WindowParts, intervals: pa.Table, window_ms: int) -> p
         (parts.queue_wait, QUEUE_WAIT_COLUMNS, QUEUE_WAIT_PERCENTILES, "queue_wait_max_ms"),
     ):
         group = joint_lookup([cell_p, cell_w], [p, w])
-        values, has = exact_percentiles(group, value, n, g.n, ps)
-        for j, name in enumerate(names):
-            cols[name] = arrow_column(values[:, j], pa.float64(), has)
-        top, has_top = histogram_max(group, value, g.n)
-        cols[max_name] = arrow_column(top, I64, has_top)
+        cols.update(percentile_columns(group, value, n, g.n, ps, names, max_name))
 
     # queue spread partials: the producers' attempts per (window of attempt start, broker, queue)
     partials = [np.zeros(g.n, np.int64) for _ in SPREAD_PARTIALS]

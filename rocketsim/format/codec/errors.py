@@ -51,5 +51,6 @@ def java_allocate(capacity: int, needed: int, what: str) -> None:
 
 
 def check_java_range(name: str, value: int, lo: int, hi: int, java_type: str) -> None:
+    """An ``EncodeError`` unless ``value`` fits the Java type (``lo..hi``) a field is written as."""
     if not lo <= value <= hi:
         raise EncodeError(f"{name} must fit a Java {java_type}, got {value}")

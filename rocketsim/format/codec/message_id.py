@@ -114,6 +114,7 @@ _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
 def hex_bytes(text: str, where: str, lengths: tuple[int, ...]) -> bytes:
+    """The bytes of ``text``: hexadecimal digits only, as many as one of ``lengths``; else a DecodeError."""
     if len(text) not in lengths:
         raise DecodeError(f"{where}: {len(text)} characters, expected {' or '.join(map(str, lengths))}")
     if not all(c in _HEX_DIGITS for c in text):  # bytes.fromhex would skip whitespace between pairs

@@ -165,5 +165,6 @@ def rate_per_s(ok: np.ndarray, window_ms: int | np.ndarray) -> np.ndarray:
 
 
 def arrow_column(values: np.ndarray, type_: pa.DataType, valid: np.ndarray | None = None) -> pa.Array:
+    """``values`` as an Arrow array of ``type_``, null where not ``valid``."""
     mask = None if valid is None or valid.all() else ~valid
     return pa.array(values, type_, mask=mask)

@@ -27,6 +27,7 @@ class Runs:
 
 
 def runs_of(merged: SummaryAggregates) -> Runs:
+    """The :class:`Runs` of merged aggregates (one run when they have no key columns)."""
     tables = merged.tables()
     names = list(tables)
     per_key = []
@@ -56,10 +57,12 @@ def runs_of(merged: SummaryAggregates) -> Runs:
 
 
 def key_columns(runs: Runs, key_names: Sequence[str], run: np.ndarray) -> dict[str, pa.Array]:
+    """The key columns of rows of runs ``run``."""
     return {k: runs.key_values[i].take(pa.array(run)) for i, k in enumerate(key_names)}
 
 
 def output_table(schema_name: str, key_names: Sequence[str], cols: Mapping[str, object]) -> pa.Table:
+    """The summary table ``schema_name`` (its data schema, the key columns first) of ``cols``."""
     schema = with_keys(schemas.data_schema(schemas.TABLES[schema_name].schema), key_names, pa.string())
     return pa.table({f.name: cols[f.name] for f in schema}, schema=schema)
 

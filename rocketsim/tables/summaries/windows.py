@@ -64,6 +64,7 @@ class WindowParts:
 
 
 def window_parts(a: AttemptColumns, r: ResultColumns) -> WindowParts:
+    """The :class:`WindowParts` of some whole messages' results and their attempts."""
     g = Groups([r.producer, r.window])
     sums = {
         "sends": g.count(),

@@ -1,7 +1,8 @@
 """The house rules of docs/design.md §2, read off the source with ``ast`` (nothing is imported or run).
 
 * Four layers, each importing only the layers above it: core (every module but the three below and
-  ``bench/``) < ``warehouse/`` < ``present/`` < ``spark/``; ``jobs/`` and ``bench/`` may use any of them.
+  ``bench/``) < ``warehouse/`` < ``present/`` < ``spark/``; ``jobs/``, ``bench/`` and a package's
+  ``__main__`` (a ``python -m`` entry point, as a job is) may use any of them.
 * The package's own code imports modules where they are, never by a public name that maps elsewhere
   (:data:`rocketsim.PUBLIC_MODULES`: those are for users).
 * No import cycle among the package's modules (imports under ``if TYPE_CHECKING:`` do not count: they
@@ -24,7 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rocketsim"
 LAYERS = ("core", "warehouse", "present", "spark")  # each may import the ones before it
-FREE = ("bench",)  # rocketsim/bench: a developer tool, may import anything
+FREE = ("bench", "entry")  # rocketsim/bench (a developer tool) and ``__main__`` entry points: anything
 # modules of the core that read their own inputs from files (docs/design.md §2: the conformance vectors,
 # the scenario file, which a job names on its command line, and the package's own sources, which stamp
 # numba's cache of the compiled engine)
@@ -57,6 +58,8 @@ def modules() -> dict[str, Path]:
 
 def layer(module: str) -> str:
     parts = module.split(".")
+    if parts[-1] == "__main__":
+        return "entry"
     if len(parts) > 1 and parts[1] in (*LAYERS[1:], *FREE):
         return parts[1]
     return "core"

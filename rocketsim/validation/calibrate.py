@@ -14,11 +14,12 @@ From the runs named to calibrate from:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from rocketsim.calibration.calibrate import Calibration, Options, calibrate
-from rocketsim.calibration.measurements import Binned, Measurements, Throughput, View
+from rocketsim.calibration.measurements import Binned, CpuUse, Measurements, Throughput, View
 from rocketsim.validation.measured import MeasuredRun
 
 GROWTH = 1.5  # a step is saturated when its OK latency p50 ends at least this many times where it began
@@ -55,16 +56,29 @@ def saturation(run: MeasuredRun) -> Throughput | None:
     return Throughput(run.name, rate, saturated=True, note=note)
 
 
-def measurements(runs: Sequence[MeasuredRun]) -> Measurements:
-    """Everything the calibration runs give."""
+def cpu_use(run: MeasuredRun) -> CpuUse | None:
+    """The driver's and the broker's CPU seconds of ``run`` (``cpu.json``) on the host they shared."""
+    cpu = run.cpu
+    if "broker_cpu_s" not in cpu or "driver_cpu_s_in_window" not in cpu:
+        return None
+    nproc = int(cpu["nproc"]) if cpu.get("nproc") else None
+    return CpuUse(run.name, cpu["driver_cpu_s_in_window"], cpu["broker_cpu_s"], nproc, note="cpu.json")
+
+
+def measurements(runs: Sequence[MeasuredRun], request_bytes: float | None = None) -> Measurements:
+    """Everything the calibration runs give: the low-load latency, and for a saturated run its completion
+    rate (at ``request_bytes`` a send) and the CPU its client and broker spent."""
     out = latency_measurements(runs)
     for run in runs:
         sat = saturation(run)
+        cpu = cpu_use(run) if sat is not None else None
         if sat is not None:
-            out += Measurements(throughputs=(sat,))
+            out += Measurements(throughputs=(replace(sat, request_bytes=request_bytes),))
+        if cpu is not None:
+            out += Measurements(cpu=(cpu,))
     return out
 
 
-def calibrate_runs(runs: Sequence[MeasuredRun]) -> Calibration:
+def calibrate_runs(runs: Sequence[MeasuredRun], request_bytes: float | None = None) -> Calibration:
     """:func:`rocketsim.calibration.calibrate.calibrate` over :func:`measurements`."""
-    return calibrate(measurements(runs), Options())
+    return calibrate(measurements(runs, request_bytes), Options())

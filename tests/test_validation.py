@@ -9,8 +9,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
 import pytest
 
 from rocketsim.client.send import (
@@ -53,7 +51,9 @@ def test_the_harness_classes_of_rocketsims_own_texts() -> None:
     assert klass(ClientError("executor rejected ", FAQ)) == "executor_rejected"
     assert klass(invoke_async_timeout_error("broker-a")) == "invokeAsync_timeout"
     assert klass(async_call_timeout_error(False)) == "async_call_timeout"
-    assert klass(RemotingTooMuchRequestError("sendDefaultImpl call timeout")) == "sendDefaultImpl_call_timeout"
+    assert (
+        klass(RemotingTooMuchRequestError("sendDefaultImpl call timeout")) == "sendDefaultImpl_call_timeout"
+    )
     failed = send_failed_error(3, 3004, "BenchTopic", ["broker-a"] * 3, None, V)
     assert klass(failed) == "send_times_still_failed"
     assert outcome_class("SEND_OK", None) == "SEND_OK"
@@ -137,7 +137,77 @@ def test_per_second_figures_are_the_harness_columns() -> None:
     latency = np.array([1.0, 3.0, 9.0, 2.0, 0.5, 7.0])
     frame = per_second(second, classes, latency)
     assert frame["scheduled"].tolist() == [3, 2, 1] and frame["ok"].tolist() == [2, 1, 0]
-    assert frame["err_OVERLOAD"].tolist() == [1, 0, 1] and frame["err_executor_rejected"].tolist() == [0, 1, 0]
+    assert frame["err_OVERLOAD"].tolist() == [1, 0, 1] and frame["err_executor_rejected"].tolist() == [
+        0,
+        1,
+        0,
+    ]
     # percentiles of the OK sends only, linear interpolation as the harness's analyze.py
     assert frame["ok_latency_p50_ms"].tolist()[:2] == [2.0, 2.0] and math.isnan(frame["ok_latency_p50_ms"][2])
     assert frame["ok_latency_p99_ms"][0] == pytest.approx(np.percentile([1.0, 3.0], 99))
+
+
+def test_the_host_part_splits_the_saturated_hosts_cpu_between_client_and_broker() -> None:
+    from rocketsim.calibration.calibrate import BROKER_IO_SHARE, Options, calibrate
+    from rocketsim.calibration.formats import detect_format, parse_input
+    from rocketsim.calibration.measurements import Measurements, Throughput
+
+    text = (DATA / "b_ramp_async_p1" / "cpu.json").read_text()
+    assert detect_format(text, "cpu.json") == "cpu"
+    (cpu,) = parse_input(text, "cpu.json").cpu
+    assert (cpu.client_cpu_s, cpu.broker_cpu_s, cpu.shared_processors) == (37.26, 27.31, 2)
+    sat = Throughput("ramp", 68_787.3, saturated=True, request_bytes=1075.0)
+    cal = calibrate(Measurements(throughputs=(sat,), cpu=(cpu,)), Options())
+    values = cal.values()
+    per_send_us = 2 * 1e6 / 68_787.3  # the host's two processors at the rate it sustained
+    client = per_send_us * 37.26 / (37.26 + 27.31)
+    assert values["producers.send_cpu_us"] == pytest.approx(client)
+    broker = per_send_us - client
+    assert values["brokers.default.store.io_us"] == pytest.approx(broker * BROKER_IO_SHARE)
+    assert values["brokers.default.store.append_us"] == pytest.approx(
+        broker * (1 - BROKER_IO_SHARE) * 1024 / 1075
+    )
+    # the store part leaves append_us to it; without the CPU figures it is the store part's again
+    assert [e.key for e in cal.estimates].count("brokers.default.store.append_us") == 1
+    alone = calibrate(Measurements(throughputs=(sat,)), Options()).values()
+    assert alone["brokers.default.store.append_us"] == pytest.approx(1e6 * 1024 / (68_787.3 * 1075))
+    assert "producers.send_cpu_us" not in alone
+
+
+def test_a_cpu_file_without_the_brokers_seconds_names_itself() -> None:
+    from rocketsim.calibration.formats import parse_input
+
+    with pytest.raises(
+        MeasurementError, match=r"cpu\.json line 1: expected a JSON object with \"broker_cpu_s\""
+    ):
+        parse_input('{"driver_cpu_s_in_window": 3.0}', "cpu.json", "cpu")
+    with pytest.raises(MeasurementError, match=r"cpu\.json line 1: expected the broker's CPU seconds > 0"):
+        parse_input('{"broker_cpu_s": -1, "driver_cpu_s_in_window": 3.0}', "cpu.json", "cpu")
+
+
+def test_the_report_draws_each_run_and_tabulates_both_sides(tmp_path: Path) -> None:
+    from rocketsim.present.validation_report import write_report
+    from rocketsim.validation.compare import Metrics, RunComparison
+
+    run = read_run(DATA / "c_overload_async_p2_72000")
+    measured = measured_metrics(run)
+    frame = measured.per_second.copy()
+    frame["ok"] = frame["ok"] * 0.9
+    simulated = Metrics(
+        run.meta.n,
+        0.43,
+        {"p50": 2000.0, "p90": 3000.0, "p99": 4000.0, "p999": 4500.0, "max": 5000.0},
+        {"SEND_OK": 640_000, "executor_rejected": 300_000, "invokeAsync_timeout": 550_000},
+        per_second=frame,
+    )
+    cmp = RunComparison(run.name, measured, simulated, notes=("a note",))
+    table = cmp.table().set_index("figure")
+    assert table.loc["outcome invokeAsync_timeout", "measured"] == 510_811
+    assert table.loc["outcome invokeAsync_timeout", "sim/meas - 1"] == pytest.approx(550_000 / 510_811 - 1)
+    assert cmp.classes()[:3] == ["SEND_OK", "invokeAsync_timeout", "executor_rejected"]
+    page = write_report([cmp], tmp_path)
+    html = page.read_text()
+    assert run.name in html and "a note" in html and "48.0% / 43.0%" in html
+    png = (tmp_path / f"{run.name}.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+    assert json.loads(json.dumps(cmp.to_json()))["measured"]["outcomes"]["invokeAsync_timeout"] == 510_811

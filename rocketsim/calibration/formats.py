@@ -63,14 +63,14 @@ def detect_format(text: str, source: str) -> str:
     head = text[:65536]
     stripped = head.lstrip()
     if stripped.startswith("{"):
+        if '"broker_cpu_s"' in head:  # before omb: the harness's cpu.json has "driver_cpu_s..." keys too
+            return "cpu"
         if re.search(r'"(aggregatedPublishLatency|publishLatency|publishRate|driver)\w*"\s*:', head):
             return "omb"
         if '"resultType"' in head or '"status"' in head:
             return "prometheus-json"
         if '"edges_ms"' in head:
             return "histogram"
-        if '"broker_cpu_s"' in head:
-            return "cpu"
     for tag, name in (
         ("[PAGECACHERT]", "store-log"),
         ("[STORETPS]", "store-log"),

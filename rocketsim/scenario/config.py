@@ -22,6 +22,7 @@ from rocketsim.client.versions import (
 )
 from rocketsim.errors import ConfigError
 from rocketsim.javaint import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
+from rocketsim.scenario import schedule
 
 
 class ScenarioError(ConfigError):
@@ -278,9 +279,26 @@ class WorkloadConfig:
     hot_share: float = field(default=0.0, metadata=_rule("must be >= 0 and < 1", lambda v: 0 <= v < 1))
     # how many producers share workload.hot_share
     hot_producers: int = field(default=1, metadata=_between(1, 100_000))
+    # an open-loop rate schedule, [[rate msg/s, seconds], ...] for all producers together: each step
+    # sends round(rate x seconds) messages, the schedule's j-th to producer j % count (as the real-broker
+    # harness does); it replaces rate_per_s and duration_s, and gives the messages
+    # (rocketsim.scenario.schedule)
+    rate_steps: tuple[tuple[float, ...], ...] = ()
 
     def total_messages(self) -> int:
+        if self.rate_steps:
+            return schedule.total_messages(self.rate_steps)
         return self.messages if self.messages > 0 else int(round(self.duration_s * self.rate_per_s))
+
+    def arrivals_s(self) -> float:
+        """How long the producers' sends keep coming, in seconds."""
+        if self.rate_steps:
+            return sum(secs for _, secs in self.rate_steps)
+        return self.messages / self.rate_per_s if self.messages > 0 else self.duration_s
+
+    def mean_rate_per_s(self) -> float:
+        """Messages per second over the whole span, all producers together."""
+        return self.total_messages() / self.arrivals_s() if self.rate_steps else self.rate_per_s
 
 
 @dataclass(frozen=True)

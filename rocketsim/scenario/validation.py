@@ -193,9 +193,36 @@ def _check_versions(sc: Scenario) -> None:
         _fail("producers.group", "must not be blank", sc.producers.group)
 
 
+def _check_rate_steps(sc: Scenario) -> None:
+    """Each step a [rate > 0, seconds > 0] pair, the schedule within a year; with a schedule, no other
+    count or rate of messages (it gives them) and no hot spot (the sends go round the producers)."""
+    wl = sc.workload
+    for i, step in enumerate(wl.rate_steps):
+        if len(step) != 2 or not all(math.isfinite(x) and x > 0 for x in step):
+            _fail(f"workload.rate_steps[{i}]", "must be [rate msg/s > 0, seconds > 0]", list(step))
+    if sum(secs for _, secs in wl.rate_steps) > MAX_SCENARIO_S:
+        _fail(
+            "workload.rate_steps", f"must last at most {MAX_SCENARIO_S} s", [list(s) for s in wl.rate_steps]
+        )
+    if wl.messages > 0 and wl.messages != wl.total_messages():
+        _fail(
+            "workload.messages",
+            f"must be 0 or the schedule's {wl.total_messages()} with workload.rate_steps",
+            wl.messages,
+        )
+    if wl.hot_share > 0:
+        _fail(
+            "workload.hot_share",
+            "must be 0 with workload.rate_steps (sends go round the producers)",
+            wl.hot_share,
+        )
+
+
 def _check_workload_volume(sc: Scenario) -> None:
     """Body sizes, topics, the hot spot, and a message count that fits a Java int and a year."""
     wl = sc.workload
+    if wl.rate_steps:
+        _check_rate_steps(sc)
     if wl.body_size.min > wl.body_size.max:
         _fail(
             "workload.body_size.min",
@@ -222,7 +249,7 @@ def _check_workload_volume(sc: Scenario) -> None:
             f"must give at most {JAVA_INT_MAX} messages",
             wl.total_messages(),
         )
-    if wl.messages > 0 and wl.messages / wl.rate_per_s > MAX_SCENARIO_S:  # else duration_s bounds it
+    if not wl.rate_steps and wl.messages > 0 and wl.messages / wl.rate_per_s > MAX_SCENARIO_S:
         _fail(
             "workload.rate_per_s",
             f"must send workload.messages ({wl.total_messages()}) within {MAX_SCENARIO_S} s",
@@ -343,7 +370,7 @@ def check_window(sc: Scenario, window_ms: int, *, option: str = "--window-ms") -
     if not 1 <= window_ms <= MAX_WINDOW_MS:
         _fail(option, f"must be between 1 and {MAX_WINDOW_MS} (one year)", window_ms)
     wl, pr = sc.workload, sc.producers
-    arrivals_s = wl.messages / wl.rate_per_s if wl.messages > 0 else wl.duration_s
+    arrivals_s = wl.arrivals_s()
     sends_ms = pr.send_msg_timeout_ms * (
         1 + max(pr.retry_times_when_send_failed, pr.retry_times_when_send_async_failed)
     )

@@ -82,8 +82,13 @@ def test_defaults_are_default_mq_producer_defaults() -> None:
     assert p.threads == 1 and p.sender_model == "pool"
     assert p.connect_timeout_ms == 3000  # NettySystemConfig.connectTimeoutMillis
     # DefaultMQProducerImpl's async sender executor and ClientConfig.clientCallbackExecutorThreads are
-    # availableProcessors() upstream: a fixed default here, never the simulating machine's
-    assert (p.async_sender_threads, p.callback_executor_threads) == (4, 4)
+    # availableProcessors() upstream (rocketmq-all-4.9.8 and 5.3.3, DefaultMQProducerImpl's constructor,
+    # NettyClientConfig.clientCallbackExecutorThreads): the host's processors, a fixed default here, never
+    # the simulating machine's; its queue is new LinkedBlockingQueue<Runnable>(50000) in both
+    assert p.processors == 4 and (p.executor_threads, p.callback_threads) == (4, 4)
+    assert p.async_sender_queue == 50_000 and p.send_cpu_us == 0.0 and p.shared_host is False
+    two = scenario_from_mapping({"name": "x", "producers": {"processors": 2, "callback_executor_threads": 3}})
+    assert (two.producers.executor_threads, two.producers.callback_threads) == (2, 3)
 
 
 @pytest.mark.parametrize(("version", "send_num"), [("5.2.0", 10_000), ("5.3.3", 10_000), ("5.x", 1024)])

@@ -2215,8 +2215,8 @@ def _grown(arrays: NamedTuple, n: int) -> NamedTuple:
 def _client_thread_bits(sc: Scenario) -> list[int]:
     """``rng.part_bits`` of the client's own threads, in :func:`client_thread`'s order."""
     p = sc.producers
-    names = [executor_thread(j + 1) for j in range(p.async_sender_threads)]
-    names += [callback_thread(j + 1) for j in range(p.callback_executor_threads)]
+    names = [executor_thread(j + 1) for j in range(p.executor_threads)]
+    names += [callback_thread(j + 1) for j in range(p.callback_threads)]
     return [rng.part_bits(name) for name in [*names, IO_THREAD]]
 
 

@@ -251,8 +251,8 @@ class ProducerSimulation:
         counter = itertools.count()
         p = self.sc.producers
         pools = {
-            Pool.EXECUTOR: ClientPool([executor_thread(j + 1) for j in range(p.async_sender_threads)]),
-            Pool.CALLBACK: ClientPool([callback_thread(j + 1) for j in range(p.callback_executor_threads)]),
+            Pool.EXECUTOR: ClientPool([executor_thread(j + 1) for j in range(p.executor_threads)]),
+            Pool.CALLBACK: ClientPool([callback_thread(j + 1) for j in range(p.callback_threads)]),
         }
         holding: dict[int, tuple[ClientPool, int]] = {}  # send index -> the pool thread it runs on
 

@@ -195,13 +195,37 @@ class ProducerConfig:
     # NettySystemConfig.connectTimeoutMillis (com.rocketmq.remoting.client.connect.timeout): how long a
     # connect to a host that never answers waits (a partition)
     connect_timeout_ms: int = field(default=3000, metadata=_between(0, MAX_LATENCY_MS))
+    # Runtime.availableProcessors() of the producers' host: the async sender executor's and the callback
+    # executor's threads (unless set below), and the cores the client's own CPU work (send_cpu_us) runs on
+    processors: int = field(default=4, metadata=_between(1, 1024))
     # the client's own threads of an ASYNC send (their ThreadLocalIndex is what selects): the async
-    # sender executor (DefaultMQProducerImpl: availableProcessors() threads) and the callback executor
-    # (ClientConfig.clientCallbackExecutorThreads: availableProcessors()), upstream sized by the client
-    # host's processors; here a setting (the machine running the simulation does not decide)
-    async_sender_threads: int = field(default=4, metadata=_between(1, 1024))
-    # ClientConfig.clientCallbackExecutorThreads: the threads that run async callbacks
-    callback_executor_threads: int = field(default=4, metadata=_between(1, 1024))
+    # sender executor (DefaultMQProducerImpl: availableProcessors() threads; None: processors)
+    async_sender_threads: int | None = field(default=None, metadata=_between(1, 1024))
+    # ClientConfig.clientCallbackExecutorThreads (availableProcessors(); None: processors): the threads
+    # that run async callbacks
+    callback_executor_threads: int | None = field(default=None, metadata=_between(1, 1024))
+    # DefaultMQProducerImpl's asyncSenderThreadPoolQueue = new LinkedBlockingQueue<>(50000): ASYNC sends
+    # waiting for an executor thread; a send that finds it full fails at once ("executor rejected ")
+    async_sender_queue: int = field(default=50_000, metadata=_between(1, JAVA_INT_MAX))
+    # the client's CPU per send, microseconds: sendDefaultImpl, the request's encoding and the response's
+    # handling, on the thread that sends (ASYNC: an executor thread; SYNC, ONEWAY: the caller's), one of
+    # the host's `processors` at a time. 0: free (no client capacity). Calibrated from a run's CPU
+    # (docs/calibration.md); the real 4.9.8 client spent ~17 us (docs/validation.md)
+    send_cpu_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    # every producer instance runs in one process on one host of `processors` cores (as one application
+    # with several DefaultMQProducer instances), sharing them with the brokers whose
+    # store.on_producer_host is true; needs brokers.coupling = "joint"
+    shared_host: bool = False
+
+    @property
+    def executor_threads(self) -> int:
+        """The async sender executor's threads."""
+        return self.async_sender_threads or self.processors
+
+    @property
+    def callback_threads(self) -> int:
+        """The callback executor's threads."""
+        return self.callback_executor_threads or self.processors
 
     @property
     def version(self) -> ClientVersion:
@@ -314,6 +338,8 @@ class LatencyConfig:
     # the spikes' scale (their smallest size)
     spike_scale_ms: float = field(default=50.0, metadata=_gt_le(0, MAX_LATENCY_MS))
     spike_alpha: float = field(default=1.5, metadata=_ge(0.1))  # smaller: (1 - u) ** (1 / a) underflows
+    # the largest spike (a truncated Pareto: a tail that ends, as a VM's scheduling delays do); 0: none
+    spike_max_ms: float = field(default=0.0, metadata=_between(0, MAX_LATENCY_MS))
     # a refused connection fails fast
     connect_refused_ms: float = field(default=1.0, metadata=_between(0, MAX_LATENCY_MS))
 
@@ -344,6 +370,13 @@ class StoreConfig:
     sync_flush_ms: float = field(default=1.0, metadata=_between(0, MAX_LATENCY_MS))
     # what a SYNC_MASTER wait (HAService) adds to an answer, ms
     sync_replica_ms: float = field(default=1.0, metadata=_between(0, MAX_LATENCY_MS))
+    # the broker's CPU per request on the client connection's I/O thread before the send queue
+    # (NettyDecoder, processRequestCommand's flow control), microseconds: one FIFO per producer instance's
+    # connection, where requests wait (in the socket) while it is busy. 0: none
+    io_us: float = field(default=0.0, metadata=_between(0, 1e9))
+    # the broker's process runs on the producers' host (producers.shared_host): its reads and appends take
+    # that host's processors too
+    on_producer_host: bool = False
 
 
 @dataclass(frozen=True)

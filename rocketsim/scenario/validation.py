@@ -147,6 +147,28 @@ def _check_cross_fields(sc: Scenario) -> None:
     _check_delays_and_topics(sc)
     _check_consumer_groups(sc)
     _check_faults(sc)
+    _check_host(sc)
+
+
+def _check_host(sc: Scenario) -> None:
+    """A shared host needs the joint loop; a broker on it needs it shared; a spike maximum above the
+    spikes' scale."""
+    if sc.producers.shared_host and sc.coupling != "joint":
+        _fail(
+            "producers.shared_host",
+            "must be false unless brokers.coupling is joint (one loop for the host's producers and brokers)",
+            True,
+        )
+    for name, model in sc.brokers.items():
+        if model.store.on_producer_host and not sc.producers.shared_host:
+            _fail(f"brokers.{name}.store.on_producer_host", "needs producers.shared_host = true", True)
+        lat = model.latency
+        if 0 < lat.spike_max_ms <= lat.spike_scale_ms:
+            _fail(
+                f"brokers.{name}.latency.spike_max_ms",
+                f"must be 0 (none) or above spike_scale_ms ({lat.spike_scale_ms:g})",
+                lat.spike_max_ms,
+            )
 
 
 def _check_cluster(sc: Scenario) -> None:

@@ -111,9 +111,17 @@ def latency_part(ms: Measurements, opts: Options) -> Part:
         )
     prefix = f"brokers.{opts.target}.latency."
     source = _sources(chosen.inputs)
-    estimates = tuple(replace(p, key=prefix + p.key, source=source) for p in chosen.params)
+    estimates = tuple(
+        replace(p, key=prefix + p.key, source=source, value=_scenario_value(p.key, p.value))
+        for p in chosen.params
+    )
     ordered = (chosen, *(f for f in fits if f is not chosen))
     return Part(estimates, tuple(notes), latency=ordered)
+
+
+def _scenario_value(name: str, value: float) -> float:
+    """A latency value as the scenario writes it: no spike maximum (inf here) is ``spike_max_ms = 0``."""
+    return 0.0 if name == "spike_max_ms" and not math.isfinite(value) else value
 
 
 # ResponseCode names (lower case, as rocketmq_rpc_latency's response_code) of the model's error mix

@@ -200,10 +200,14 @@ class ProducerConfig:
     processors: int = field(default=4, metadata=_between(1, 1024))
     # the client's own threads of an ASYNC send (their ThreadLocalIndex is what selects): the async
     # sender executor (DefaultMQProducerImpl: availableProcessors() threads; None: processors)
-    async_sender_threads: int | None = field(default=None, metadata=_between(1, 1024))
+    async_sender_threads: int | None = field(
+        default=None, metadata={**_between(1, 1024), "unset": "processors"}
+    )
     # ClientConfig.clientCallbackExecutorThreads (availableProcessors(); None: processors): the threads
     # that run async callbacks
-    callback_executor_threads: int | None = field(default=None, metadata=_between(1, 1024))
+    callback_executor_threads: int | None = field(
+        default=None, metadata={**_between(1, 1024), "unset": "processors"}
+    )
     # DefaultMQProducerImpl's asyncSenderThreadPoolQueue = new LinkedBlockingQueue<>(50000): ASYNC sends
     # waiting for an executor thread; a send that finds it full fails at once ("executor rejected ")
     async_sender_queue: int = field(default=50_000, metadata=_between(1, JAVA_INT_MAX))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocketsim.broker.fault_kinds import FAULT_KINDS
 from rocketsim.client.versions import (
     BACK_PRESSURE_MIN_SEND_NUM,
     BACK_PRESSURE_MIN_SEND_SIZE,
@@ -42,7 +43,6 @@ class ScenarioError(ConfigError):
 SEND_MODES = ("sync", "async", "oneway")
 SENDER_MODELS = ("pool", "partitioned")
 MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
-FAULT_KINDS = ("outage", "hang", "slowdown", "flapping", "error_burst", "partition", "store_stall")
 COUPLINGS = ("open", "joint", "iterative")  # brokers.coupling: rocketsim.broker.queue
 STORE_MODES = (
     "async",
@@ -633,16 +633,17 @@ def _check_cross_fields(sc: Scenario) -> None:
             _fail(f"{where}.broker", "must name a broker of cluster.brokers", fault.broker)
         if fault.end_s <= fault.start_s:
             _fail(f"{where}.end_s", f"must be after start_s ({fault.start_s})", fault.end_s)
-        if fault.kind in ("flapping", "store_stall") and fault.down_s >= fault.period_s:
+        rule = FAULT_KINDS[fault.kind]  # the kind's row: what it acts on
+        if rule.periodic and fault.down_s >= fault.period_s:
             _fail(f"{where}.down_s", f"must be shorter than period_s ({fault.period_s})", fault.down_s)
-        if fault.kind == "store_stall" and sc.coupling == "open":
+        if not rule.open_model_sees and sc.coupling == "open":
             _fail(
                 f"{where}.kind",
-                "store_stall needs a closed-loop store (brokers.coupling = joint or iterative)",
+                f"{fault.kind} needs a closed-loop store (brokers.coupling = joint or iterative)",
                 fault.kind,
             )
         cycles = (fault.end_s - fault.start_s) / fault.period_s
-        if fault.kind in ("flapping", "store_stall") and cycles > MAX_FLAP_CYCLES:
+        if rule.periodic and cycles > MAX_FLAP_CYCLES:
             _fail(
                 f"{where}.period_s",
                 f"must give at most {MAX_FLAP_CYCLES} flapping cycles between start_s and end_s "

@@ -19,8 +19,9 @@ latency (SEND_OK, or a slow answer the client times out on) through its broker's
   busy it drains the queue (``[PCBUSY_CLEAN_QUEUE]``), then ``cleanExpiredRequestInQueue`` removes each
   head that waited >= ``waitTimeMillsInSendQueue`` (``[TIMEOUT_CLEAN_QUEUE]``), both SYSTEM_BUSY;
 * the page cache is busy (``DefaultMessageStore.isOSPageCacheBusy``) while one append has held the lock
-  for more than ``osPageCacheBusyTimeOutMills``: only a ``store_stall`` fault does that here (the disk
-  makes no progress for ``down_s``, every ``period_s``; the append in the lock waits it out).
+  for more than ``osPageCacheBusyTimeOutMills``: only a fault kind whose store column is ``STALLS``
+  (``store_stall``, :data:`rocketsim.broker.fault_kinds.FAULT_KINDS`) does that here (the disk makes no
+  progress for ``down_s``, every ``period_s``; the append in the lock waits it out).
 
 Exact in order: a FIFO request's fate depends only on the requests before it, so :meth:`BrokerStore.offer`
 decides it when it arrives (requests offered in arrival order). The one exception is the sweeper's
@@ -41,6 +42,7 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from rocketsim.broker import latency as bm
+from rocketsim.broker.fault_kinds import Store
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.versions import BrokerVersion
 from rocketsim.scenario import Scenario, StoreConfig
@@ -137,7 +139,7 @@ class StoreParams:
         stalls = tuple(
             Stall(w.start_ms * 1000, w.end_ms * 1000, w.period_ms * 1000, w.down_ms * 1000)
             for w in faults
-            if w.kind == bm.FAULT_STORE_STALL
+            if w.rule.store == Store.STALLS
         )
         return cls(
             cfg.append_us,

@@ -72,16 +72,20 @@ to any of them compiles the engine again.
 #       FaultTable.detect_by_one_round);
 #   select_queue, fault_table_update, fault_table_remove, pick_one_at_least, increment_and_get,
 #       reset_index -> fault.FaultStrategy / FaultTable / ThreadLocalIndex;
-#   attempt_outcome, base_latency -> brokers.attempt_outcome / base_latency_ms;
+#   attempt_outcome, base_latency, answers_probe -> latency.attempt_outcome / base_latency_ms /
+#       BrokerModel.answers_probe (the window's kind read as plan.Model's resolved columns);
 #   oneway_caller_sees -> send.oneway_caller_sees (both read outcomes.ONEWAY_SEES);
 #   properties_illegal, refused_as_illegal (make_call, async_call) -> store.properties_illegal +
-#       brokers.refused_as_illegal;
+#       latency.refused_as_illegal;
 #   through_store, store_none (closed-loop brokers, iterative rounds) -> reference.ProducerSimulation
 #       .transport_for with iterative's _TrajectoryStore (the store's rules: engine/compiled_store.py);
 #   mix64, uniform, attempt_key, index_key -> rng.mix64 / uniform / draw_key / derive_key;
 #   int32, java_abs, java_rem -> javaint (tests/test_rng.py and tests/test_javaint.py compare them).
-# The rules both read as data: fault.FAULT_UPDATES (through plan.FaultRules), the line rules in
-# plan.Config, the broker model as plan.Model, the retry codes.
+# The rules both read as data: fault.FAULT_UPDATES (through plan.FaultRules), the client line's behaviours
+# (versions.REMOTING_LINES, as plan.Config's named fields), the broker model and its fault kinds
+# (fault_kinds.FAULT_KINDS, as plan.Model's window columns), the retry codes. The rules both run as one
+# function, compiled here as they are: broker_answer (latency.answer, the decision chain of the open
+# model), broker_process_down (fault_kinds.process_down), is_result_kind (outcomes.is_send_result).
 
 from __future__ import annotations
 
@@ -99,9 +103,10 @@ from numba import njit
 from rocketsim import rng
 from rocketsim.broker import latency as bm
 from rocketsim.broker import store
+from rocketsim.broker.fault_kinds import Effect, Probe, process_down
 from rocketsim.broker.queue import REMARKS, Fate, sweep_remark
 from rocketsim.client.fault import Site
-from rocketsim.client.outcomes import Catch, OutcomeKind
+from rocketsim.client.outcomes import Catch, OutcomeKind, is_send_result
 from rocketsim.client.send import (
     IO_THREAD,
     ClientError,
@@ -119,10 +124,9 @@ from rocketsim.client.send import (
     remoting_exception,
     semaphore_timeout_error,
     send_failed_error,
-    unknown_reason_text,
     wait_response_timeout_text,
 )
-from rocketsim.client.versions import LINE_5, ClientVersion
+from rocketsim.client.versions import ClientVersion
 from rocketsim.engine import numba_cache
 from rocketsim.engine.compiled_store import (
     SP_PC_CODE,
@@ -139,17 +143,20 @@ from rocketsim.engine.plan import (
     P_SPIKE_ALPHA,
     P_SPIKE_PROBABILITY,
     P_SPIKE_SCALE,
+    TIMEOUT_OVERSHOOT_MS,
     W_BURST_CODE,
     W_BURST_KIND,
-    W_DOWN,
+    W_CYCLE,
+    W_CYCLE_DOWN,
+    W_EFFECT,
     W_END,
-    W_KIND,
-    W_PERIOD,
+    W_PROBE,
     W_START,
     WF_FACTOR,
     WF_RATE,
     Config,
     EngineOutput,
+    Event,
     FaultRules,
     Model,
     Plan,
@@ -184,13 +191,6 @@ __all__ = [
     "supports",
     "unsupported",
 ]
-
-
-class Event(IntEnum):
-    """Heap order at equal times: call completions before send starts (as the reference)."""
-
-    DELIVER = 0
-    START = 1
 
 
 class Failure(IntEnum):
@@ -550,14 +550,15 @@ def attempt_key(producer_key, seq, attempt):
 
 
 @njit(**_NO_RC)
-def increment_and_get(ix, i, t, line5):
-    """``incrementAndGet`` (4.9: the start is ``Math.abs(nextInt())``, 5.x: ``nextInt()``)."""
+def increment_and_get(ix, i, t, signed_start):
+    """``incrementAndGet``: the first value is ``nextInt()`` (``signed_start``, 5.x) or
+    ``Math.abs(nextInt())`` (4.9)."""
     if ix.is_set[i, t]:
         index = ix.value[i, t]
     else:
         ix.counter[i, t] += 1
         drawn = int32(np.int64(mix64(ix.key[i, t] + np.uint64(ix.counter[i, t]) * _G) >> _S32))
-        index = drawn if line5 else java_abs(drawn)
+        index = drawn if signed_start else java_abs(drawn)
     index = int32(index + 1)
     ix.value[i, t] = index
     ix.is_set[i, t] = True
@@ -662,12 +663,13 @@ def fault_table_update(ft, b, latency, isolation, now, reachable, cfg, rules):
         ft.reachable[b] = False
         ft.check_stamp[b] = 0
     ft.latency[b] = latency
-    if cfg.line5:
+    if cfg.isolation_only_extends:
         if duration > 0 and now + duration > ft.start[b]:
             ft.start[b] = now + duration
-        ft.reachable[b] = reachable
     else:
         ft.start[b] = now + duration
+    if cfg.tracks_reachability:
+        ft.reachable[b] = reachable
     if created:
         i = ft.broker_hash[b] & (ft.meta[META_BINS] - 1)
         ft.bins[i, ft.bin_len[i]] = b
@@ -705,16 +707,15 @@ def fault_table_remove(ft, b):
 
 @njit(**_NO_RC)
 def answers_probe(model, b, t):
-    """``brokers.BrokerModel.answers_probe``: a detector probe fails while the broker is dead, hung or
-    cut off."""
+    """``latency.BrokerModel.answers_probe``: a detector probe fails while the broker's process is dead
+    (:func:`broker_process_down`) or its window's kind fails probes (``fault_kinds.Probe``: hung, cut off)."""
     wi = model.window_ints
     for j in range(model.window_offsets[b], model.window_offsets[b + 1]):
         if not (wi[j, W_START] <= t < wi[j, W_END]):
             continue
-        kind = wi[j, W_KIND]
-        if kind == bm.FAULT_OUTAGE or kind == bm.FAULT_HANG or kind == bm.FAULT_PARTITION:
-            return False
-        if kind == bm.FAULT_FLAPPING and (t - wi[j, W_START]) % wi[j, W_PERIOD] < wi[j, W_DOWN]:
+        if wi[j, W_PROBE] == Probe.FAILS or broker_process_down(
+            wi[j, W_START], wi[j, W_CYCLE], wi[j, W_CYCLE_DOWN], t
+        ):
             return False
     return True
 
@@ -796,12 +797,17 @@ def pick_one_at_least(ft, worst, now, t):
     return items[worst_increment_and_get(worst, t) % half]
 
 
-# ---- the broker model: brokers.attempt_outcome ---------------------------------------------------------
+# ---- the broker model: latency.attempt_outcome ---------------------------------------------------------
+
+# the rules other modules define once, compiled here as they are (one definition for both engines)
+broker_answer = njit(**_NO_RC)(bm.answer)  # the decision chain of the open model
+broker_process_down = njit(**_NO_RC)(process_down)  # fault_kinds: is the broker's process dead
+is_result_kind = njit(**_NO_RC)(is_send_result)  # outcomes: SEND_OK or a not-OK store status
 
 
 @njit(**_NO_RC)
 def base_latency(model, b, key):
-    """``brokers.base_latency_ms``: a lognormal body (Box-Muller) plus a Pareto spike."""
+    """``latency.base_latency_ms``: a lognormal body (Box-Muller) plus a Pareto spike."""
     par = model.params
     u1 = uniform(key, bm.STREAM_LATENCY_A)
     u2 = uniform(key, bm.STREAM_LATENCY_B)
@@ -815,52 +821,43 @@ def base_latency(model, b, key):
 
 @njit(**_NO_RC)
 def attempt_outcome(model, b, key, start, timeout):
-    """(OutcomeKind, latency, response code, stored, store ms, late ms, late code) of one attempt
-    (``brokers.attempt_outcome``; late ms -1: no late answer); the reference adds TIMEOUT_OVERSHOOT_MS to a
-    timeout's latency when it makes the Outcome, so a timeout costs ``timeout + 1`` here."""
-    if timeout < 0:
-        timeout = 0
-    conn = model.connect_ms[b]  # not capped by the timeout: the connect comes first
-    factor = 1.0
+    """``latency.attempt_outcome``: (OutcomeKind, latency, response code, stored, store ms, late ms, late
+    code) of one attempt (late ms -1: no late answer), decided by the decision chain both engines run,
+    :func:`broker_answer` (``latency.answer`` compiled), from the window active at ``start`` (its kind's
+    row resolved: ``W_EFFECT``; the process down: :func:`broker_process_down`). The reference adds
+    TIMEOUT_OVERSHOOT_MS to a timeout's latency when it makes the Outcome: so does this, a timeout costs
+    ``timeout + 1`` here."""
     wi, wf = model.window_ints, model.window_floats
+    effect, factor, rate, burst_kind, burst_code = Effect.NONE, 1.0, 0.0, 0, 0
     for j in range(model.window_offsets[b], model.window_offsets[b + 1]):
-        if not (wi[j, W_START] <= start < wi[j, W_END]):
-            continue
-        kind = wi[j, W_KIND]
-        down = kind == bm.FAULT_OUTAGE or (
-            kind == bm.FAULT_FLAPPING and (start - wi[j, W_START]) % wi[j, W_PERIOD] < wi[j, W_DOWN]
-        )
-        if down:  # the process is dead: connection refused, fast
-            return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0, -1, 0
-        if kind == bm.FAULT_PARTITION:  # nothing answers: the connect times out
-            return OutcomeKind.REMOTING_CONNECT, model.connect_timeout_ms[b], 0, False, 0, -1, 0
-        if kind == bm.FAULT_HANG:  # the broker accepts the request and never answers
-            return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, False, 0, -1, 0
-        if kind == bm.FAULT_SLOWDOWN:
-            factor *= wf[j, WF_FACTOR]
-        elif kind == bm.FAULT_ERROR_BURST and uniform(key, bm.STREAM_BURST) < wf[j, WF_RATE]:
-            natural = np.rint(base_latency(model, b, key))
-            lat_b = np.int64(min(natural, np.float64(timeout)))
-            burst = wi[j, W_BURST_KIND]
-            if burst == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
-                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(natural), -1, 0
-            if burst == OutcomeKind.REMOTING_CONNECT:
-                return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0, -1, 0
-            return burst, lat_b, wi[j, W_BURST_CODE], is_result_kind(burst), lat_b, -1, 0
-    u = uniform(key, bm.STREAM_ERROR)
-    lat_r = np.rint(base_latency(model, b, key) * factor)  # compared as floats: exact, and never overflows
-    for e in range(model.error_cum.shape[1]):
-        if u < model.error_cum[b, e]:
-            kind = model.error_kind[b, e]
-            if kind == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
-                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(lat_r), -1, 0
-            if kind == OutcomeKind.REMOTING_CONNECT:
-                return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0, -1, 0
-            answered = np.int64(min(lat_r, np.float64(timeout)))
-            return kind, answered, model.error_code[b, e], is_result_kind(kind), answered, -1, 0
-    if lat_r >= timeout:  # the call gives up at its timeout; the broker stores it when it gets there
-        return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(lat_r), np.int64(lat_r), 0
-    return OutcomeKind.OK, np.int64(lat_r), 0, True, np.int64(lat_r), -1, 0
+        if wi[j, W_START] <= start < wi[j, W_END]:
+            if broker_process_down(wi[j, W_START], wi[j, W_CYCLE], wi[j, W_CYCLE_DOWN], start):
+                effect = Effect.PROCESS_DOWN
+            else:
+                effect = wi[j, W_EFFECT]
+            factor, rate = wf[j, WF_FACTOR], wf[j, WF_RATE]
+            burst_kind, burst_code = wi[j, W_BURST_KIND], wi[j, W_BURST_CODE]
+            break
+    burst_draw = uniform(key, bm.STREAM_BURST) if effect == Effect.ERROR_BURST else 1.0
+    kind, lat, code, stored, store_ms, late_ms, late_code = broker_answer(
+        effect,
+        factor,
+        rate,
+        burst_kind,
+        burst_code,
+        burst_draw,
+        uniform(key, bm.STREAM_ERROR),
+        base_latency(model, b, key),
+        model.error_cum[b],
+        model.error_kind[b],
+        model.error_code[b],
+        model.connect_ms[b],
+        model.connect_timeout_ms[b],
+        timeout,
+    )
+    if kind == OutcomeKind.REMOTING_TIMEOUT:
+        lat += TIMEOUT_OVERSHOOT_MS
+    return kind, lat, code, stored, store_ms, late_ms, late_code
 
 
 @njit(**_NO_RC)
@@ -900,7 +897,7 @@ def through_store(tables, fl, s, b, start, timeout, kind, lat, code, stored, sto
 
 @njit(**_NO_RC)
 def refused_as_illegal(kind, code, stored, late_ms, late_code):
-    """``brokers.refused_as_illegal`` of a call to a broker that refuses the message's properties: only
+    """``latency.refused_as_illegal`` of a call to a broker that refuses the message's properties: only
     what the broker would store reaches the check; that is stored nothing, a SendResult becomes
     MESSAGE_ILLEGAL and a late answer the refusal. Everything else (a flow-control rejection included)
     stands. Returns the call's (kind, code, stored, late code)."""
@@ -911,12 +908,6 @@ def refused_as_illegal(kind, code, stored, late_ms, late_code):
     if late_ms >= 0:
         return kind, code, False, np.int64(bm.MESSAGE_ILLEGAL)
     return kind, code, False, late_code
-
-
-@njit(**_NO_RC)
-def is_result_kind(kind):
-    """SEND_OK or a not-OK store status: a SendResult (its Status is the kind's value)."""
-    return kind <= OutcomeKind.SLAVE_NOT_AVAILABLE
 
 
 @njit(**_NO_RC)
@@ -941,47 +932,47 @@ def oneway_caller_sees(rules, kind):
 
 
 @njit(**_NO_RC)
-def _select_5(inst, ix, ft, i, t, last, now, reset, cfg):
+def _select_by_filters(inst, ix, ft, i, t, last, now, reset, cfg):
     """5.x: the available-and-not-last filter, then the reachable-and-not-last one, then round robin."""
     qb, qq, nq = inst.queue_broker, inst.queue_id, inst.n_queues[i]
-    line5 = cfg.line5
+    signed = cfg.index_start_signed
     if cfg.fault_on:
         if reset:
             reset_index(ix, i, t)
         for _ in range(nq):
-            p = increment_and_get(ix, i, t, line5) % nq
+            p = increment_and_get(ix, i, t, signed) % nq
             b = qb[i, p]
             if is_available(ft, b, now) and b != last:
                 return p, b, qq[i, p]
         for _ in range(nq):
-            p = increment_and_get(ix, i, t, line5) % nq
+            p = increment_and_get(ix, i, t, signed) % nq
             b = qb[i, p]
             if ((not ft.exists[b]) or ft.reachable[b]) and b != last:
                 return p, b, qq[i, p]
     else:
         for _ in range(nq):
-            p = increment_and_get(ix, i, t, line5) % nq
+            p = increment_and_get(ix, i, t, signed) % nq
             if qb[i, p] != last:
                 return p, qb[i, p], qq[i, p]
-    p = increment_and_get(ix, i, t, line5) % nq
+    p = increment_and_get(ix, i, t, signed) % nq
     return p, qb[i, p], qq[i, p]
 
 
 @njit(**_NO_RC)
-def _select_4_9(inst, ix, routes, ft, worst, i, t, last, now, cfg):
+def _select_available(inst, ix, routes, ft, worst, i, t, last, now, cfg):
     """4.9: round robin over available brokers, else ``pickOneAtLeast`` (4.9.7 rewrites the slot)."""
     qb, qq, nq = inst.queue_broker, inst.queue_id, inst.n_queues[i]
-    line5 = cfg.line5
+    signed = cfg.index_start_signed
     if not cfg.fault_on:
         if last >= 0:
             for _ in range(nq):
-                p = increment_and_get(ix, i, t, line5) % nq
+                p = increment_and_get(ix, i, t, signed) % nq
                 if qb[i, p] != last:
                     return p, qb[i, p], qq[i, p]
-        p = increment_and_get(ix, i, t, line5) % nq
+        p = increment_and_get(ix, i, t, signed) % nq
         return p, qb[i, p], qq[i, p]
     # one incrementAndGet, then a local `index++` (which may wrap) per probe; lastBrokerName is ignored
-    index = increment_and_get(ix, i, t, line5)
+    index = increment_and_get(ix, i, t, signed)
     for _ in range(nq):
         p = java_rem(java_abs(index), nq)
         index = int32(index + 1)
@@ -992,10 +983,10 @@ def _select_4_9(inst, ix, routes, ft, worst, i, t, last, now, cfg):
     not_best = pick_one_at_least(ft, worst, now, t)
     wqn = routes.write_queue_nums[inst.route_version[i], not_best] if not_best >= 0 else -1
     if wqn > 0:
-        p = increment_and_get(ix, i, t, line5) % nq
+        p = increment_and_get(ix, i, t, signed) % nq
         if not_best < 0:
             return p, qb[i, p], qq[i, p]
-        qid = increment_and_get(ix, i, t, line5) % wqn
+        qid = increment_and_get(ix, i, t, signed) % wqn
         if cfg.rewrites_cached_queue:  # 4.9.7: the cached MessageQueue is rewritten in place
             qb[i, p] = not_best
             qq[i, p] = qid
@@ -1003,7 +994,7 @@ def _select_4_9(inst, ix, routes, ft, worst, i, t, last, now, cfg):
         return NO_BROKER, not_best, qid
     if not_best >= 0:
         fault_table_remove(ft, not_best)
-    p = increment_and_get(ix, i, t, line5) % nq
+    p = increment_and_get(ix, i, t, signed) % nq
     return p, qb[i, p], qq[i, p]
 
 
@@ -1011,9 +1002,9 @@ def _select_4_9(inst, ix, routes, ft, worst, i, t, last, now, cfg):
 def select_queue(cfg, routes, inst, ix, ft, worst, i, t, last, now, reset):
     """(slot, broker, queue id) for instance ``i`` on thread ``t``; slot -1 is a MessageQueue made on the
     spot (4.9.8's pickOneAtLeast)."""
-    if cfg.line5:
-        return _select_5(inst, ix, ft, i, t, last, now, reset, cfg)
-    return _select_4_9(inst, ix, routes, ft, worst, i, t, last, now, cfg)
+    if cfg.uses_queue_filters:
+        return _select_by_filters(inst, ix, ft, i, t, last, now, reset, cfg)
+    return _select_available(inst, ix, routes, ft, worst, i, t, last, now, cfg)
 
 
 # ---- the event heap: rows (time, event, counter, payload), smallest (time, event, counter) first -------
@@ -1517,9 +1508,10 @@ def is_thrown(cfg, kind, refused):
     hands to a callback: 4.9 connect failures, interrupts and refusals, client errors (5.x completes a
     refusal's future exceptionally: a callback)."""
     if refused != REF_NONE:
-        return not cfg.line5
+        return not cfg.remoting_completes_futures
     return kind == OutcomeKind.CLIENT_ERROR or (
-        not cfg.line5 and (kind == OutcomeKind.REMOTING_CONNECT or kind == OutcomeKind.INTERRUPTED)
+        not cfg.remoting_completes_futures
+        and (kind == OutcomeKind.REMOTING_CONNECT or kind == OutcomeKind.INTERRUPTED)
     )
 
 
@@ -1607,7 +1599,7 @@ def async_call(inp, state, s, attempt, now, req_timeout):
     late_code = 0
     if inp.store.params.shape[0] > 0:
         store_none(fl, s)
-    if not cfg.line5 and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime, nothing sent
+    if cfg.invoke_async_checks_budget and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime
         refused, kind, lat = REF_NO_BUDGET, OutcomeKind.TOO_MANY_REQUESTS, 0
     else:
         grant = now
@@ -1724,7 +1716,6 @@ def async_event(inp, state, s, now, phase):
     selects again, avoiding the broker; a selector send keeps its queue), or the callback's end."""
     cfg, fl, res, rules, ft = inp.config, state.in_flight, state.outcomes, inp.rules, state.fault_table
     att, st, heap, cp, inst = state.attempts, state.counters, state.heap, state.client_pools, state.instances
-    v5 = cfg.line5
     plain = inp.sends.kind[s] == SendKind.ASYNC
     n_t = inp.threads.value.shape[0]
     if phase == PH_START:  # executor.submit
@@ -1746,7 +1737,7 @@ def async_event(inp, state, s, now, phase):
         dispatch_update(cfg, rules, ft, fl, inst, s, now)
         async_dispatched(plain, fl, cp, state.semaphore, heap, st, s, now)
         return
-    on_event_loop = v5 and fl[s, FL_KIND] == OutcomeKind.REMOTING_CONNECT
+    on_event_loop = cfg.remoting_completes_futures and fl[s, FL_KIND] == OutcomeKind.REMOTING_CONNECT
     if phase == PH_CALLBACK and not on_event_loop and client_pool_take(cp, fl, POOL_CALLBACK, s) < 0:
         return  # waits for a callback thread
     # one call site of async_call: LLVM then inlines it, sparing the copy of every array of ``inp`` and
@@ -1816,7 +1807,7 @@ def async_event(inp, state, s, now, phase):
                 aux = req_timeout
         else:  # the callback: a response, the response-table scan, or a failed request
             # 4.9 measures from the ResponseFuture (after the permit), 5.x from sendMessageAsync's start
-            elapsed = t - (call_begin if v5 else start)
+            elapsed = t - (call_begin if cfg.async_latency_from_call_begin else start)
             if is_result_kind(kind):
                 record_outcome(ft, Site.ASYNC_CALLBACK, Catch.RESULT, b, elapsed, t, cfg, rules)
                 record_attempt(fl, att, st, ft, res, s, attempt, lat, b, t)
@@ -1831,14 +1822,17 @@ def async_event(inp, state, s, now, phase):
                 failure = Failure.ASYNC_SEND_REQUEST
             elif kind == OutcomeKind.REMOTING_TIMEOUT:  # the text: the cost (5.x), the call's timeout (4.9)
                 failure = Failure.ASYNC_WAIT_TIMEOUT
-                aux = (t - call_begin) if v5 else req_timeout - (start - call_begin)
+                aux = (
+                    (t - call_begin) if cfg.wait_timeout_reports_cost else req_timeout - (start - call_begin)
+                )
             else:  # operationFail's last branch; a RemotingTooMuchRequestException is not retried
                 need_retry = refused != REF_TOO_FAST and refused != REF_NO_BUDGET
         record_attempt(fl, att, st, ft, res, s, attempt, lat, b, t)
         cur_times = fl[s, FL_CUR_TIMES] + 1
         fl[s, FL_CUR_TIMES] = cur_times
         remaining = req_timeout - (t - call_begin)
-        if not (need_retry and cur_times <= cfg.async_retries and (not v5 or remaining > 0)):
+        budget_ok = remaining > 0 or not cfg.async_retry_needs_budget
+        if not (need_retry and cur_times <= cfg.async_retries and budget_ok):
             fail(res, s, failure, t)  # onException
             res.aux[s] = aux
             if fl[s, FL_IN_SYNC]:  # a chain that failed synchronously returns to sendDefaultImpl only now
@@ -1982,7 +1976,7 @@ def send_default_impl_step(inp, state, s, now):
     exhausted = False
     done = times >= cfg.times_total
     if not done:
-        reset = cfg.line5 and times > 0  # resetIndex on every retry
+        reset = cfg.resets_index_on_retry and times > 0
         inst, ix, ft, worst = state.instances, state.indexes, state.fault_table, state.worst
         th, last = state.send_thread[s], fl[s, FL_LAST_BROKER]
         p, b, q = select_queue(cfg, inp.routes, inst, ix, ft, worst, fl[s, FL_INSTANCE], th, last, now, reset)
@@ -2618,19 +2612,13 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
     elif failure == Failure.NO_ROUTE_SELECT:
         err = no_route_select(key[1], version)
     elif failure == Failure.REMOTING:
-        what = {
-            OutcomeKind.REMOTING_CONNECT: "connect",
-            OutcomeKind.REMOTING_TIMEOUT: "timeout",
-            OutcomeKind.REMOTING_SEND_REQUEST: "send_request",
-        }[key[1]]
-        err = remoting_exception(what, brokers[key[2]], key[3])
+        err = remoting_exception(OutcomeKind(key[1]), brokers[key[2]], key[3])
     elif failure == Failure.ASYNC_SEND_REQUEST:
         err = ClientError("send request failed", version.faq_url)
     elif failure == Failure.ASYNC_WAIT_TIMEOUT:  # key[1]: the cost (5.x) or the timeout (4.9)
-        v5 = version.fault_line == LINE_5
-        err = ClientError(wait_response_timeout_text(v5, key[1], key[1]), version.faq_url)
+        err = ClientError(wait_response_timeout_text(version.line, key[1], key[1]), version.faq_url)
     elif failure == Failure.ASYNC_UNKNOWN:
-        err = ClientError(unknown_reason_text(version.fault_line == LINE_5), version.faq_url)
+        err = ClientError(version.line.unknown_reason_text, version.faq_url)
     elif failure == Failure.ASYNC_TOO_MANY:
         err = invoke_async_timeout_error(brokers[key[1]])
     elif failure == Failure.ASYNC_CALL_TIMEOUT:

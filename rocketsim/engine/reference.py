@@ -39,7 +39,6 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from enum import IntEnum
 from typing import Protocol
 
 import numpy as np
@@ -49,6 +48,7 @@ from rocketsim.broker import latency as bm
 from rocketsim.broker import store
 from rocketsim.broker.queue import StoreAnswer, StoreCluster, carries_load, closed_outcome
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
+from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
     IO_THREAD,
@@ -73,6 +73,7 @@ from rocketsim.client.send import (
 from rocketsim.engine.plan import (
     NO_ISOLATION,
     EngineOutput,
+    Event,
     Prepared,
     SendKind,
     SimChunk,
@@ -97,13 +98,6 @@ from rocketsim.scenario import Scenario
 __all__ = ["ProducerSimulation", "Send", "engine_output", "producer_tables", "sends_of", "simulate_producer"]
 
 ORDERED_MODES = {SendKind.ORDERED: "sync", SendKind.ORDERED_ASYNC: "async", SendKind.ORDERED_ONEWAY: "oneway"}
-
-
-class Event(IntEnum):
-    """Heap order at equal times: call completions before send starts."""
-
-    DELIVER = 0
-    START = 1
 
 
 @dataclass(frozen=True)
@@ -160,7 +154,7 @@ class ProducerSimulation:
         self.store_answers: dict[tuple[int, int], StoreAnswer] = {}  # (send, attempt) -> the store's
         p = sc.producers
         self.version = p.version
-        self.line = self.version.fault_line
+        self.line = self.version.line
         self.cfg = SendConfig.from_settings(p)
         self.model = bm.BrokerModel.from_scenario(sc)
         self.versions = producer_route_versions(sc)
@@ -553,8 +547,8 @@ def engine_output(
             cols["broker"].append(brokers(a.broker))
             cols["qid"].append(a.queue_id)
             cols["label"].append(labels(o.label))
-            cols["code"].append(o.response_code if o.kind == "broker" else 0)
-            cols["has_code"].append(o.kind == "broker")
+            cols["code"].append(o.response_code if o.kind == OutcomeKind.BROKER_ERROR else 0)
+            cols["has_code"].append(o.kind == OutcomeKind.BROKER_ERROR)
             cols["iso"].append(NO_ISOLATION if a.isolated_until_ms is None else a.isolated_until_ms)
             cols["stored"].append(o.stored)
             cols["stored_ts"].append(a.start_ms + o.store_ms if o.stored else 0)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketsim.broker.fault_kinds import FAULT_KINDS
 from rocketsim.client.versions import (
     BACK_PRESSURE_MIN_SEND_NUM,
     BACK_PRESSURE_MIN_SEND_SIZE,
@@ -32,7 +33,6 @@ class ScenarioError(ConfigError):
 SEND_MODES = ("sync", "async", "oneway")
 SENDER_MODELS = ("pool", "partitioned")
 MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
-FAULT_KINDS = ("outage", "hang", "slowdown", "flapping", "error_burst", "partition", "store_stall")
 COUPLINGS = ("open", "joint", "iterative")  # brokers.coupling: rocketsim.broker.queue
 STORE_MODES = (
     "async",

@@ -13,6 +13,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
+from rocketsim.broker.fault_kinds import FAULT_KINDS
 from rocketsim.client.versions import parse_broker_version
 from rocketsim.errors import ConfigError
 from rocketsim.scenario.config import (
@@ -323,16 +324,17 @@ def _check_faults(sc: Scenario) -> None:
             _fail(f"{where}.broker", "must name a broker of cluster.brokers", fault.broker)
         if fault.end_s <= fault.start_s:
             _fail(f"{where}.end_s", f"must be after start_s ({fault.start_s})", fault.end_s)
-        if fault.kind in ("flapping", "store_stall") and fault.down_s >= fault.period_s:
+        rule = FAULT_KINDS[fault.kind]  # the kind's row: what it acts on
+        if rule.periodic and fault.down_s >= fault.period_s:
             _fail(f"{where}.down_s", f"must be shorter than period_s ({fault.period_s})", fault.down_s)
-        if fault.kind == "store_stall" and sc.coupling == "open":
+        if not rule.open_model_sees and sc.coupling == "open":
             _fail(
                 f"{where}.kind",
-                "store_stall needs a closed-loop store (brokers.coupling = joint or iterative)",
+                f"{fault.kind} needs a closed-loop store (brokers.coupling = joint or iterative)",
                 fault.kind,
             )
         cycles = (fault.end_s - fault.start_s) / fault.period_s
-        if fault.kind in ("flapping", "store_stall") and cycles > MAX_FLAP_CYCLES:
+        if rule.periodic and cycles > MAX_FLAP_CYCLES:
             _fail(
                 f"{where}.period_s",
                 f"must give at most {MAX_FLAP_CYCLES} flapping cycles between start_s and end_s "

@@ -17,6 +17,11 @@ unnamed columns left as they are when the broker is well). What the values mean:
   out instead, and the client then closes the channel, so later ones connect).
 * ``store_stall``: the disk makes no progress for ``down_s`` every ``period_s`` (the closed-loop store,
   :mod:`rocketsim.broker.queue`); the open model does not see it, so it needs a closed-loop scenario.
+* ``paused``: the process is stopped (``kill -STOP``) and continued at the window's end: the kernel
+  accepts connections and keeps every request in the socket, the process takes none of them (nor
+  registers, nor answers a probe) until it continues, then it processes and stores them all in arrival
+  order and answers them (late answers: a SYNC caller has given up, an ASYNC request still in the response
+  table takes its answer). The closed-loop store sees those requests arrive when it continues.
 
 Who reads it: the broker model's decision chain (:func:`rocketsim.broker.latency.answer`, through each
 window's :attr:`FaultKind.effect`), the route timeline (``engine.plan.route_timeline``,
@@ -60,6 +65,7 @@ class Answer(IntEnum):
     NEVER = 1  # the request times out (the whole remaining timeout); nothing stored
     SLOWER = 2  # latency x ``factor``
     ERROR_BURST = 3  # with probability ``rate``, the window's ``error``
+    PAUSED = 4  # taken only at the window's end (a stopped process), then answered as ever
 
 
 class RouteDrop(IntEnum):
@@ -82,6 +88,7 @@ class Store(IntEnum):
 
     NORMAL = 0
     STALLS = 1  # the append in the lock makes no progress for ``down_s`` every ``period_s``
+    DEFERS = 2  # requests that arrive during the window reach the send queue at its end (in order)
 
 
 class Effect(IntEnum):
@@ -94,6 +101,7 @@ class Effect(IntEnum):
     NO_ANSWER = 3
     SLOWER = 4
     ERROR_BURST = 5
+    PAUSED = 6  # held until the window ends
 
 
 @dataclass(frozen=True)
@@ -140,6 +148,7 @@ _EFFECT_OF_ANSWER = {
     Answer.NEVER: Effect.NO_ANSWER,
     Answer.SLOWER: Effect.SLOWER,
     Answer.ERROR_BURST: Effect.ERROR_BURST,
+    Answer.PAUSED: Effect.PAUSED,
 }
 
 # WARNING: the compiled engine reads this table through engine/plan.py's window columns (W_EFFECT,
@@ -155,6 +164,9 @@ FAULT_KINDS: dict[str, FaultKind] = {
     "error_burst": FaultKind(answer=Answer.ERROR_BURST),
     "partition": FaultKind(connect=Connect.TIMES_OUT, probe=Probe.FAILS),
     "store_stall": FaultKind(store=Store.STALLS),
+    "paused": FaultKind(
+        answer=Answer.PAUSED, route=RouteDrop.AFTER_HEARTBEAT_TIMEOUT, probe=Probe.FAILS, store=Store.DEFERS
+    ),
 }
 
 

@@ -33,6 +33,7 @@ from rocketsim.broker.fault_kinds import (
     Effect,
     FaultKind,
     Probe,
+    Store,
     down_cycle,
     down_intervals,
     process_down,
@@ -116,6 +117,7 @@ class AttemptOutcome:
     late_ms: int = -1
     late_code: int = 0
     remark: str = ""  # the broker's remark of response_code (or late_code), where not broker_remark's
+    exact_us: int = -1  # the broker's answer's latency in us before rounding (-1: none, or whole ms)
 
     @property
     def label(self) -> str:
@@ -136,6 +138,7 @@ class BrokerParams:
     error_cum: tuple[float, ...]  # cumulative probabilities, in ERROR_KINDS order
     error_kind: tuple[int, ...]
     error_code: tuple[int, ...]
+    spike_max_ms: float = 0.0  # the largest spike (0: none)
 
     @classmethod
     def from_config(cls, cfg: BrokerModelConfig, connect_timeout_ms: int = 3000) -> BrokerParams:
@@ -157,6 +160,7 @@ class BrokerParams:
             tuple(cum),
             tuple(kinds),
             tuple(codes),
+            lat.spike_max_ms,
         )
 
 
@@ -175,14 +179,20 @@ class FaultWindow:
     rate: float
     cycle_ms: int  # the process's down pattern: dead the first dead_ms of every cycle_ms (down_cycle)
     dead_ms: int
+    store_holds: bool = False  # a closed-loop store holds what the kind defers (Store.DEFERS), not the answer
 
     @classmethod
-    def from_config(cls, f: FaultConfig) -> FaultWindow:
+    def from_config(cls, f: FaultConfig, closed: bool = False) -> FaultWindow:
+        """The window of ``f``; ``closed``: the brokers have a closed-loop store."""
         burst_kind, burst_code = ERROR_KINDS[f.error]
         start, end = int(round(f.start_s * 1000)), int(round(f.end_s * 1000))
         period, down = int(round(f.period_s * 1000)), int(round(f.down_s * 1000))
-        cycle, dead = down_cycle(FAULT_KINDS[f.kind].down, start, end, period, down)
-        return cls(f.kind, start, end, f.factor, period, down, burst_kind, burst_code, f.rate, cycle, dead)
+        rule = FAULT_KINDS[f.kind]
+        cycle, dead = down_cycle(rule.down, start, end, period, down)
+        holds = closed and rule.store == Store.DEFERS
+        return cls(
+            f.kind, start, end, f.factor, period, down, burst_kind, burst_code, f.rate, cycle, dead, holds
+        )
 
     @property
     def rule(self) -> FaultKind:
@@ -199,7 +209,13 @@ class FaultWindow:
         """What an attempt at ``t_ms`` meets in this (active) window."""
         if process_down(self.start_ms, self.cycle_ms, self.dead_ms, t_ms):
             return Effect.PROCESS_DOWN
-        return self.rule.effect
+        return self.live_effect
+
+    @property
+    def live_effect(self) -> Effect:
+        """What an attempt meets while the process lives: the kind's, unless a closed-loop store holds the
+        requests it defers (then the store's answer carries the wait)."""
+        return Effect.NONE if self.store_holds else self.rule.effect
 
     def probe_fails(self, t_ms: int) -> bool:
         """Whether a detector probe at ``t_ms`` fails in this window: a dead process, or the kind's."""
@@ -224,10 +240,12 @@ class BrokerModel:
         brokers = sc.cluster.brokers
         connect_timeout = sc.producers.connect_timeout_ms
         params = tuple(BrokerParams.from_config(sc.broker_model(b), connect_timeout) for b in brokers)
+        closed = sc.coupling != "open"
         faults = tuple(
             tuple(
                 sorted(
-                    (FaultWindow.from_config(f) for f in sc.faults if f.broker == b), key=lambda w: w.start_ms
+                    (FaultWindow.from_config(f, closed) for f in sc.faults if f.broker == b),
+                    key=lambda w: w.start_ms,
                 )
             )
             for b in brokers
@@ -263,11 +281,20 @@ def base_latency_ms(p: BrokerParams, key: int) -> float:
     z = math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
     latency = p.median_ms * math.exp(p.sigma * z)
     if uniform(key, STREAM_SPIKE) < p.spike_probability:
-        # Pareto(scale, alpha) by inversion, scale * U^(-1/alpha), with the exponent bounded so a tiny
-        # alpha cannot overflow
-        e = -math.log(1.0 - uniform(key, STREAM_SPIKE_SIZE)) / p.spike_alpha
-        latency += p.spike_scale_ms * math.exp(min(e, MAX_SPIKE_EXPONENT))
+        latency += spike_ms(uniform(key, STREAM_SPIKE_SIZE), p.spike_scale_ms, p.spike_alpha, p.spike_max_ms)
     return min(latency, MAX_LATENCY_MS)
+
+
+def spike_ms(u: float, scale: float, alpha: float, maximum: float) -> float:
+    """A spike at level ``u``: Pareto(``scale``, ``alpha``) by inversion, ``scale * U^(-1/alpha)`` with the
+    exponent bounded so a tiny alpha cannot overflow; with a ``maximum`` (> 0), the Pareto truncated there,
+    ``scale * (1 - u (1 - (scale / maximum)^alpha))^(-1/alpha)``. One function both engines run (the
+    compiled engine compiles it: ``compiled.base_latency``)."""
+    if maximum > 0.0:
+        r = (scale / maximum) ** alpha
+        return scale * (1.0 - u * (1.0 - r)) ** (-1.0 / alpha)
+    e = -math.log(1.0 - u) / alpha
+    return scale * math.exp(min(e, MAX_SPIKE_EXPONENT))
 
 
 def attempt_outcome(
@@ -279,24 +306,24 @@ def attempt_outcome(
     w = next((w for w in faults if w.active(start_ms)), None)
     effect = Effect.NONE if w is None else w.effect(start_ms)
     burst_draw = uniform(key, STREAM_BURST) if effect == Effect.ERROR_BURST else 1.0
-    return AttemptOutcome(
-        *answer(
-            effect,
-            1.0 if w is None else w.factor,
-            0.0 if w is None else w.rate,
-            0 if w is None else w.burst_kind,
-            0 if w is None else w.burst_code,
-            burst_draw,
-            uniform(key, STREAM_ERROR),
-            base_latency_ms(p, key),
-            p.error_cum,
-            p.error_kind,
-            p.error_code,
-            int(round(p.connect_refused_ms)),
-            p.connect_timeout_ms,
-            timeout_ms,
-        )
+    *decided, exact_us = answer(
+        effect,
+        1.0 if w is None else w.factor,
+        0.0 if w is None else w.rate,
+        0 if w is None else w.burst_kind,
+        0 if w is None else w.burst_code,
+        burst_draw,
+        uniform(key, STREAM_ERROR),
+        base_latency_ms(p, key),
+        p.error_cum,
+        p.error_kind,
+        p.error_code,
+        int(round(p.connect_refused_ms)),
+        p.connect_timeout_ms,
+        timeout_ms,
+        w.end_ms - start_ms if effect == Effect.PAUSED else 0,  # type: ignore[union-attr]
     )
+    return AttemptOutcome(*decided, exact_us=exact_us)
 
 
 def answer(
@@ -314,14 +341,17 @@ def answer(
     refused_ms: int,
     connect_timeout_ms: int,
     timeout_ms: int,
-) -> tuple[int, int, int, bool, int, int, int]:
+    held_ms: int,
+) -> tuple[int, int, int, bool, int, int, int, int]:
     """The decision chain of the open model, the one both engines run (the compiled engine compiles this
     very function: ``compiled.broker_answer``): ``(kind, latency, response code, stored, store ms, late
-    ms, late code)`` of one attempt (late ms -1: no late answer).
+    ms, late code, exact us)`` of one attempt (late ms -1: no late answer; exact us: the broker's answer's
+    latency in microseconds before the rounding to whole ms, -1 where no answer comes).
 
     In order: the window's :class:`rocketsim.broker.fault_kinds.Effect` (a dead process refuses the
     connect at once, ``refused_ms``, which no request timeout caps; a partition times the connect out; a
-    hung broker never answers); a burst error (``burst_draw < rate``) at the body latency ``base_ms``;
+    hung broker never answers; a paused one takes the request ``held_ms`` later, when it continues, and
+    answers it then as ever); a burst error (``burst_draw < rate``) at the body latency ``base_ms``;
     the background error mix (``error_draw`` against the cumulative ``error_cum``) at the latency, times
     ``factor`` in a slowdown; the latency against the timeout.
 
@@ -334,31 +364,41 @@ def answer(
     """
     timeout = max(timeout_ms, 0)
     if effect == Effect.PROCESS_DOWN:
-        return OutcomeKind.REMOTING_CONNECT, refused_ms, 0, False, 0, -1, 0
+        return OutcomeKind.REMOTING_CONNECT, refused_ms, 0, False, 0, -1, 0, -1
     if effect == Effect.CONNECT_TIMES_OUT:
-        return OutcomeKind.REMOTING_CONNECT, connect_timeout_ms, 0, False, 0, -1, 0
+        return OutcomeKind.REMOTING_CONNECT, connect_timeout_ms, 0, False, 0, -1, 0, -1
     if effect == Effect.NO_ANSWER:
-        return OutcomeKind.REMOTING_TIMEOUT, timeout, 0, False, 0, -1, 0
+        return OutcomeKind.REMOTING_TIMEOUT, timeout, 0, False, 0, -1, 0, -1
     erred, err_kind, err_code = False, 0, 0
+    exact = base_ms
     if effect == Effect.ERROR_BURST and burst_draw < rate:
         erred, err_kind, err_code = True, burst_kind, burst_code
         latency = round(base_ms)
     else:
-        latency = round(base_ms * factor) if effect == Effect.SLOWER else round(base_ms)
+        if effect == Effect.SLOWER:
+            exact = base_ms * factor
+        latency = round(exact)
         for e in range(len(error_cum)):
             if error_draw < error_cum[e]:
                 erred, err_kind, err_code = True, error_kind[e], error_code[e]
                 break
+    if effect == Effect.PAUSED:  # the process takes the request only when it continues
+        latency += held_ms
+        exact += held_ms
+    exact_us = int(round(exact * 1000.0))
     if not erred:
         if latency >= timeout:  # the call gives up at its timeout; the broker stores it when it gets there
-            return OutcomeKind.REMOTING_TIMEOUT, timeout, 0, True, latency, latency, 0
-        return OutcomeKind.OK, latency, 0, True, latency, -1, 0
+            return OutcomeKind.REMOTING_TIMEOUT, timeout, 0, True, latency, latency, 0, exact_us
+        return OutcomeKind.OK, latency, 0, True, latency, -1, 0, exact_us
     if err_kind == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
-        return OutcomeKind.REMOTING_TIMEOUT, timeout, 0, True, latency, -1, 0
+        return OutcomeKind.REMOTING_TIMEOUT, timeout, 0, True, latency, -1, 0, -1
     if err_kind == OutcomeKind.REMOTING_CONNECT:
-        return OutcomeKind.REMOTING_CONNECT, refused_ms, 0, False, 0, -1, 0
+        return OutcomeKind.REMOTING_CONNECT, refused_ms, 0, False, 0, -1, 0, -1
     answered = min(latency, timeout)
-    return err_kind, answered, err_code, err_kind <= OutcomeKind.SLAVE_NOT_AVAILABLE, answered, -1, 0
+    stored = err_kind <= OutcomeKind.SLAVE_NOT_AVAILABLE
+    # the microseconds of an answer the broker gives (a store status, an error code), not of a failure
+    exact_us = exact_us if latency < timeout and (stored or err_kind == OutcomeKind.BROKER_ERROR) else -1
+    return err_kind, answered, err_code, stored, answered, -1, 0, exact_us
 
 
 def refused_as_illegal(o: AttemptOutcome) -> AttemptOutcome:

@@ -37,7 +37,7 @@ import bisect
 import heapq
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -128,6 +128,9 @@ class StoreParams:
     extra_us: int  # the SYNC_FLUSH / SYNC_MASTER waits added to a stored request's answer
     pc_code: int  # [PC_SYNCHRONIZED]'s response code (BrokerVersion.pc_synchronized_code)
     stalls: tuple[Stall, ...] = ()
+    # [start, end) us in which the process takes no request (a paused process, Store.DEFERS): a request
+    # that arrives then waits in its socket and reaches the send queue at the end, in arrival order
+    holds: tuple[tuple[int, int], ...] = ()
 
     @classmethod
     def from_config(
@@ -141,6 +144,7 @@ class StoreParams:
             for w in faults
             if w.rule.store == Store.STALLS
         )
+        holds = tuple((w.start_ms * 1000, w.end_ms * 1000) for w in faults if w.rule.store == Store.DEFERS)
         return cls(
             cfg.append_us,
             cfg.send_threads,
@@ -150,7 +154,12 @@ class StoreParams:
             int(round(extra * 1000)),
             version.pc_synchronized_code,
             stalls,
+            holds,
         )
+
+    def held_until(self, t_us: int) -> int:
+        """When a request that arrives at ``t_us`` is taken: at once, or at the end of a hold over it."""
+        return next((end for start, end in self.holds if start <= t_us < end), t_us)
 
     def service_us(self, wire_bytes: int) -> int:
         """The append's time: ``append_us`` per KiB of the request, at least 1 us."""
@@ -282,7 +291,11 @@ class BrokerStore:
     def offer(self, arrival_ms: int, wire_bytes: int) -> StoreAnswer:
         """Decide one request arriving at ``arrival_ms`` (not before the previous one: an earlier time is
         taken as the previous one's), and take it into the store's state."""
-        a = max(arrival_ms * 1000, self.last_us)
+        return self.offer_us(arrival_ms * 1000, wire_bytes)
+
+    def offer_us(self, arrival_us: int, wire_bytes: int) -> StoreAnswer:
+        """:meth:`offer` at a time in microseconds (a hold defers it to the hold's end)."""
+        a = max(self.params.held_until(arrival_us), self.last_us)
         self.last_us = a
         a_ms = a // 1000
         self.busy = [(lo, hi) for lo, hi in self.busy if hi > a_ms]
@@ -384,13 +397,22 @@ def closed_outcome(
     timeout_ms = max(int(timeout_ms), 0)
     delay = (ans.answer_us - start_ms * 1000 + 500) // 1000
     total = network + delay
+    # the same in microseconds, unrounded (send_results.latency_us)
+    exact = (o.exact_us if o.exact_us >= 0 else network * 1000) + ans.answer_us - start_ms * 1000
     if ans.stored:
         store_ms = (ans.stored_us - start_ms * 1000 + 500) // 1000
         if total >= timeout_ms:
-            return bm.AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, store_ms, total)
-        return bm.AttemptOutcome(OutcomeKind.OK, total, 0, True, store_ms)
+            return bm.AttemptOutcome(
+                OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, store_ms, total, exact_us=exact
+            )
+        return bm.AttemptOutcome(OutcomeKind.OK, total, 0, True, store_ms, exact_us=exact)
     if total >= timeout_ms:
         return bm.AttemptOutcome(
-            OutcomeKind.REMOTING_TIMEOUT, timeout_ms, late_ms=total, late_code=ans.code, remark=ans.remark
+            OutcomeKind.REMOTING_TIMEOUT,
+            timeout_ms,
+            late_ms=total,
+            late_code=ans.code,
+            remark=ans.remark,
+            exact_us=exact,
         )
-    return replace(bm.AttemptOutcome(OutcomeKind.BROKER_ERROR, total, ans.code), remark=ans.remark)
+    return bm.AttemptOutcome(OutcomeKind.BROKER_ERROR, total, ans.code, remark=ans.remark, exact_us=exact)

@@ -248,6 +248,9 @@ class Outcome:
     # a timeout whose answer still comes (its latency from the call's start): what an ASYNC callback gets
     # if it comes before the response-table scan (rocketsim.broker.latency.AttemptOutcome.late_ms)
     late: Outcome | None = None
+    # the answer's latency in microseconds before the rounding to whole ms (-1: none, or whole ms): what
+    # send_results.latency_us reports beside the whole-ms decisions
+    latency_us: int = -1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", OutcomeKind(self.kind))

@@ -141,6 +141,7 @@ from rocketsim.engine.plan import (
     P_MEDIAN,
     P_SIGMA,
     P_SPIKE_ALPHA,
+    P_SPIKE_MAX,
     P_SPIKE_PROBABILITY,
     P_SPIKE_SCALE,
     TIMEOUT_OVERSHOOT_MS,
@@ -309,7 +310,9 @@ FL_ST_DEPTH = 29  # the send-queue depth it found (-1: the store did not see it)
 FL_ST_SERVICE = 30  # its append's writer time, us (-1: not stored)
 FL_ST_PERIOD = 31  # the sweeper remark's period in queue (ms) (the remark is FL_ST_BUSY's)
 FL_ST_SIZE = 32  # and its size of queue
-N_IN_FLIGHT = 33
+FL_EXACT_US = 33  # the call's answer's unrounded latency, us (-1: none, or whole ms)
+FL_CALL_START_US = 34  # the call's start in us (FL_CALL_START x 1000 but for the client's CPU)
+N_IN_FLIGHT = 35
 
 
 # ---- the kernel's arguments -------------------------------------------------------------------------
@@ -447,6 +450,8 @@ class AttemptRows(NamedTuple):
     st_service: np.ndarray
     st_period: np.ndarray
     st_size: np.ndarray
+    start_us: np.ndarray  # FL_CALL_START_US of the call
+    latency_us: np.ndarray  # FL_EXACT_US of the call (-1 for a oneway call: the caller saw the write only)
 
 
 class Inputs(NamedTuple):
@@ -801,6 +806,7 @@ def pick_one_at_least(ft, worst, now, t):
 
 # the rules other modules define once, compiled here as they are (one definition for both engines)
 broker_answer = njit(**_NO_RC)(bm.answer)  # the decision chain of the open model
+broker_spike = njit(**_NO_RC)(bm.spike_ms)  # a spike's size at a level
 broker_process_down = njit(**_NO_RC)(process_down)  # fault_kinds: is the broker's process dead
 is_result_kind = njit(**_NO_RC)(is_send_result)  # outcomes: SEND_OK or a not-OK store status
 
@@ -814,32 +820,35 @@ def base_latency(model, b, key):
     z = np.sqrt(-2.0 * np.log(1.0 - u1)) * np.cos(2.0 * np.pi * u2)
     latency = par[b, P_MEDIAN] * np.exp(par[b, P_SIGMA] * z)
     if uniform(key, bm.STREAM_SPIKE) < par[b, P_SPIKE_PROBABILITY]:
-        e = -np.log(1.0 - uniform(key, bm.STREAM_SPIKE_SIZE)) / par[b, P_SPIKE_ALPHA]
-        latency += par[b, P_SPIKE_SCALE] * np.exp(min(e, _MAX_SPIKE_EXPONENT))
+        u = uniform(key, bm.STREAM_SPIKE_SIZE)
+        latency += broker_spike(u, par[b, P_SPIKE_SCALE], par[b, P_SPIKE_ALPHA], par[b, P_SPIKE_MAX])
     return min(latency, _MAX_LATENCY_MS)
 
 
 @njit(**_NO_RC)
 def attempt_outcome(model, b, key, start, timeout):
     """``latency.attempt_outcome``: (OutcomeKind, latency, response code, stored, store ms, late ms, late
-    code) of one attempt (late ms -1: no late answer), decided by the decision chain both engines run,
-    :func:`broker_answer` (``latency.answer`` compiled), from the window active at ``start`` (its kind's
-    row resolved: ``W_EFFECT``; the process down: :func:`broker_process_down`). The reference adds
+    code, exact us) of one attempt (late ms -1: no late answer; exact us: the answer's unrounded latency),
+    decided by the decision chain both engines run, :func:`broker_answer` (``latency.answer`` compiled),
+    from the window active at ``start`` (its kind's row resolved: ``W_EFFECT``; the process down:
+    :func:`broker_process_down`; a paused one holds the request until ``W_END``). The reference adds
     TIMEOUT_OVERSHOOT_MS to a timeout's latency when it makes the Outcome: so does this, a timeout costs
     ``timeout + 1`` here."""
     wi, wf = model.window_ints, model.window_floats
-    effect, factor, rate, burst_kind, burst_code = Effect.NONE, 1.0, 0.0, 0, 0
+    effect, factor, rate, burst_kind, burst_code, held = Effect.NONE, 1.0, 0.0, 0, 0, 0
     for j in range(model.window_offsets[b], model.window_offsets[b + 1]):
         if wi[j, W_START] <= start < wi[j, W_END]:
             if broker_process_down(wi[j, W_START], wi[j, W_CYCLE], wi[j, W_CYCLE_DOWN], start):
                 effect = Effect.PROCESS_DOWN
             else:
                 effect = wi[j, W_EFFECT]
+                if effect == Effect.PAUSED:
+                    held = wi[j, W_END] - start
             factor, rate = wf[j, WF_FACTOR], wf[j, WF_RATE]
             burst_kind, burst_code = wi[j, W_BURST_KIND], wi[j, W_BURST_CODE]
             break
     burst_draw = uniform(key, bm.STREAM_BURST) if effect == Effect.ERROR_BURST else 1.0
-    kind, lat, code, stored, store_ms, late_ms, late_code = broker_answer(
+    kind, lat, code, stored, store_ms, late_ms, late_code, exact_us = broker_answer(
         effect,
         factor,
         rate,
@@ -854,10 +863,11 @@ def attempt_outcome(model, b, key, start, timeout):
         model.connect_ms[b],
         model.connect_timeout_ms[b],
         timeout,
+        held,
     )
     if kind == OutcomeKind.REMOTING_TIMEOUT:
         lat += TIMEOUT_OVERSHOOT_MS
-    return kind, lat, code, stored, store_ms, late_ms, late_code
+    return kind, lat, code, stored, store_ms, late_ms, late_code, exact_us
 
 
 @njit(**_NO_RC)
@@ -869,19 +879,23 @@ def store_none(fl, s):
 
 
 @njit(**_NO_RC)
-def through_store(tables, fl, s, b, start, timeout, kind, lat, code, stored, store_ms, late_ms, late_code):
+def through_store(
+    tables, fl, s, b, start, timeout, kind, lat, code, stored, store_ms, late_ms, late_code, exact_us
+):
     """The closed-loop store's part of a call the broker model answered (``reference.ProducerSimulation
     .transport_for``): an answer with a latency (``broker_store.carries_load``) goes through broker ``b``'s
     trajectory (:func:`rocketsim.engine.compiled_store.trajectory_answer`) and becomes
     :func:`rocketsim.engine.compiled_store.closed_outcome`; its store columns go to ``fl`` (a rejection's
     remark is its Fate's, ``FL_ST_BUSY``, whatever the message's properties: :func:`refused_as_illegal`
-    leaves it alone). Returns the call's (kind, latency, code, stored, store ms, late ms, late code)."""
+    leaves it alone). Returns the call's (kind, latency, code, stored, store ms, late ms, late code, exact
+    us: ``queue.closed_outcome``'s, the network's unrounded time plus the store's)."""
     store_none(fl, s)
     if not (kind == OutcomeKind.OK or (kind == OutcomeKind.REMOTING_TIMEOUT and late_ms >= 0)):
-        return kind, lat, code, stored, store_ms, late_ms, late_code
+        return kind, lat, code, stored, store_ms, late_ms, late_code, exact_us
     answer = trajectory_answer(tables, b, start, tables.wire[s])
     fate, answer_us, stored_us, depth, service, period, size = answer
     pc_code = np.int64(tables.params[b, SP_PC_CODE])
+    exact_us = (exact_us if exact_us >= 0 else store_ms * 1000) + answer_us - start * 1000
     kind, lat, code, stored, store_ms, late_ms, late_code = closed_outcome(
         store_ms, start, timeout, fate, answer_us, stored_us, pc_code
     )
@@ -892,7 +906,7 @@ def through_store(tables, fl, s, b, start, timeout, kind, lat, code, stored, sto
         fl[s, FL_ST_BUSY] = fate
         fl[s, FL_ST_PERIOD] = period
         fl[s, FL_ST_SIZE] = size
-    return kind, lat, code, stored, store_ms, late_ms, late_code
+    return kind, lat, code, stored, store_ms, late_ms, late_code, exact_us
 
 
 @njit(**_NO_RC)
@@ -1283,9 +1297,10 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
     """Ask the broker model for the call's outcome and push its completion (a oneway caller waits only
     for the write: at once unless the write failed)."""
     key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
-    kind, lat, code, stored, store_ms, late_ms, late_code = attempt_outcome(inp.model, b, key, now, timeout)
+    answer = attempt_outcome(inp.model, b, key, now, timeout)
+    kind, lat, code, stored, store_ms, late_ms, late_code, exact_us = answer
     if inp.store.params.shape[0] > 0:
-        kind, lat, code, stored, store_ms, late_ms, late_code = through_store(
+        kind, lat, code, stored, store_ms, late_ms, late_code, exact_us = through_store(
             inp.store,
             state.in_flight,
             s,
@@ -1299,10 +1314,13 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
             store_ms,
             late_ms,
             late_code,
+            exact_us,
         )
     if stored and properties_illegal(inp.sends, s, q):
         kind, code, stored, _ = refused_as_illegal(kind, code, stored, late_ms, late_code)
+        exact_us = -1
     fl = state.in_flight
+    fl[s, FL_EXACT_US] = exact_us if kind != OutcomeKind.REMOTING_TIMEOUT else -1
     fl[s, FL_SLOT] = slot
     fl[s, FL_BROKER] = b
     fl[s, FL_QUEUE_ID] = q
@@ -1379,6 +1397,8 @@ def record_attempt(fl, att, st, ft, res, s, attempt, latency, target, now):
     att.st_service[n] = fl[s, FL_ST_SERVICE]
     att.st_period[n] = fl[s, FL_ST_PERIOD]
     att.st_size[n] = fl[s, FL_ST_SIZE]
+    att.start_us[n] = fl[s, FL_CALL_START] * 1000
+    att.latency_us[n] = fl[s, FL_EXACT_US]
     st[ST_ATTEMPTS] = n + 1
     res.n_sent[s] += 1
     res.broker[s] = fl[s, FL_BROKER]
@@ -1433,6 +1453,7 @@ def deliver_ordered_oneway(inp, state, s, now):
     no retry; a failure it sees is thrown raw. Returns the thread's free time."""
     fl, res = state.in_flight, state.outcomes
     kind = fl[s, FL_KIND]
+    fl[s, FL_EXACT_US] = -1  # the caller saw the write only
     record_attempt(
         state.in_flight,
         state.attempts,
@@ -1597,6 +1618,7 @@ def async_call(inp, state, s, attempt, now, req_timeout):
     store_ms = 0
     late_ms = -1
     late_code = 0
+    exact_us = -1
     if inp.store.params.shape[0] > 0:
         store_none(fl, s)
     if cfg.invoke_async_checks_budget and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime
@@ -1615,19 +1637,33 @@ def async_call(inp, state, s, attempt, now, req_timeout):
             start = grant
             key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
             timeout = req_timeout - (grant - now)
-            kind, lat, code, stored, store_ms, late_ms, late_code = attempt_outcome(
-                inp.model, b, key, grant, timeout
-            )
+            answer = attempt_outcome(inp.model, b, key, grant, timeout)
+            kind, lat, code, stored, store_ms, late_ms, late_code, exact_us = answer
             if inp.store.params.shape[0] > 0:
-                kind, lat, code, stored, store_ms, late_ms, late_code = through_store(
-                    inp.store, fl, s, b, grant, timeout, kind, lat, code, stored, store_ms, late_ms, late_code
+                kind, lat, code, stored, store_ms, late_ms, late_code, exact_us = through_store(
+                    inp.store,
+                    fl,
+                    s,
+                    b,
+                    grant,
+                    timeout,
+                    kind,
+                    lat,
+                    code,
+                    stored,
+                    store_ms,
+                    late_ms,
+                    late_code,
+                    exact_us,
                 )
             if stored and properties_illegal(inp.sends, s, q):
                 kind, code, stored, late_code = refused_as_illegal(kind, code, stored, late_ms, late_code)
+                exact_us = -1
     fl[s, FL_REFUSED] = refused
     fl[s, FL_CALL_START] = start
     fl[s, FL_STORED] = stored
     fl[s, FL_STORE_MS] = store_ms
+    fl[s, FL_EXACT_US] = -1
     if is_thrown(cfg, kind, refused):
         fl[s, FL_KIND], fl[s, FL_LATENCY], fl[s, FL_CODE] = kind, lat, code
         if start + lat <= now:
@@ -1644,6 +1680,7 @@ def async_call(inp, state, s, attempt, now, req_timeout):
             code = late_code
             kind = OutcomeKind.OK if late_code == 0 else OutcomeKind.BROKER_ERROR
     fl[s, FL_KIND], fl[s, FL_LATENCY], fl[s, FL_CODE] = kind, lat, code
+    fl[s, FL_EXACT_US] = exact_us if kind != OutcomeKind.REMOTING_TIMEOUT else -1
     fl[s, FL_FIRE] = fire
     if fl[s, FL_IN_SYNC]:
         if start > now:  # sendDefaultImpl's update comes when the permit is granted
@@ -1869,6 +1906,7 @@ def deliver_oneway(inp, state, s, now):
     """A oneway call completed (written, or failed to be written): one attempt, no retry."""
     fl, res = state.in_flight, state.outcomes
     kind = fl[s, FL_KIND]
+    fl[s, FL_EXACT_US] = -1  # the caller saw the write only
     failed = oneway_caller_sees(inp.rules, kind)
     latency = now - fl[s, FL_BEGIN]
     target = call_target(state, s)
@@ -2125,6 +2163,8 @@ def take_attempts(att, n_a, gid, lo, hi, label_keys, out, label, off):
             out.st_service[j] = att.st_service[k]
             out.st_period[j] = att.st_period[k]
             out.st_size[j] = att.st_size[k]
+            out.start_us[j] = att.start_us[k]
+            out.latency_us[j] = att.latency_us[k]
             kind = att.kind[k]
             key = kind * 4294967296 + (att.code[k] if kind == OutcomeKind.BROKER_ERROR else 0)
             label[j] = -1
@@ -2149,6 +2189,8 @@ def take_attempts(att, n_a, gid, lo, hi, label_keys, out, label, off):
             att.st_service[kept] = att.st_service[k]
             att.st_period[kept] = att.st_period[k]
             att.st_size[kept] = att.st_size[k]
+            att.start_us[kept] = att.start_us[k]
+            att.latency_us[kept] = att.latency_us[k]
             kept += 1
     for s in range(n_s, 0, -1):
         off[s] = off[s - 1]
@@ -2698,6 +2740,8 @@ def engine_output(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> En
         a_isolated_until=a.isolated_until,
         a_stored=a.stored,
         a_stored_ts=a.stored_ts,
+        a_start_us=a.start_us,
+        a_latency_us=a.latency_us,
         att_off=ko.att_off,
         status=ko.sends.status,
         error=s_text,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
 from typing import NamedTuple
@@ -144,23 +144,23 @@ class SimChunk:
 
 def to_outcome(o: bm.AttemptOutcome) -> Outcome:
     """The broker model's answer as the send loop's :class:`rocketsim.client.send.Outcome` (the same kind;
-    a timeout waits :data:`TIMEOUT_OVERSHOOT_MS` past it, a broker error carries its remark)."""
-    if o.kind == OutcomeKind.BROKER_ERROR:
-        outcome = Outcome.broker_error(
-            o.response_code, o.latency_ms, o.remark or bm.broker_remark(o.response_code)
-        )
-    elif o.kind == OutcomeKind.REMOTING_TIMEOUT:
-        outcome = Outcome(OutcomeKind.REMOTING_TIMEOUT, o.latency_ms + TIMEOUT_OVERSHOOT_MS)
-    else:
-        outcome = Outcome(OutcomeKind(o.kind), o.latency_ms)
+    a timeout waits :data:`TIMEOUT_OVERSHOOT_MS` past it, a broker error carries its remark; the answer's
+    microseconds, ``exact_us``, go with the answer: a timeout's to its late answer)."""
+    late = None
     if o.late_ms >= 0:  # a timeout whose answer still comes
-        late = (
-            Outcome.ok(o.late_ms)
-            if o.late_code == 0
-            else Outcome.broker_error(o.late_code, o.late_ms, o.remark or bm.broker_remark(o.late_code))
-        )
-        outcome = replace(outcome, late=late)
-    return replace(outcome, stored=True, store_ms=o.store_ms) if o.stored else outcome
+        code = o.late_code
+        kind = OutcomeKind.OK if code == 0 else OutcomeKind.BROKER_ERROR
+        remark = (o.remark or bm.broker_remark(code)) if code else ""
+        late = Outcome(kind, o.late_ms, code, remark, latency_us=o.exact_us)
+    if o.kind == OutcomeKind.REMOTING_TIMEOUT:
+        latency, code, remark, exact = o.latency_ms + TIMEOUT_OVERSHOOT_MS, 0, "", -1
+    elif o.kind == OutcomeKind.BROKER_ERROR:
+        latency, code, exact = o.latency_ms, o.response_code, o.exact_us
+        remark = o.remark or bm.broker_remark(code)
+    else:
+        latency, code, remark, exact = o.latency_ms, 0, "", o.exact_us
+    store_ms = o.store_ms if o.stored else 0
+    return Outcome(OutcomeKind(o.kind), latency, code, remark, o.stored, store_ms, late, exact)
 
 
 # ---- the cluster as routes ----------------------------------------------------------------------
@@ -219,9 +219,12 @@ def route_timeline(sc: Scenario) -> RouteTimeline:
 def horizon_ms(sc: Scenario) -> int:
     """A time safely after every send of the scenario (for route change lists)."""
     wl = sc.workload
-    per_producer_rate = wl.rate_per_s / sc.producers.count
-    n = -(-wl.total_messages() // sc.producers.count)
-    arrivals_ms = int(n / per_producer_rate * 1000 * 1.5) + 60_000
+    if wl.rate_steps:
+        arrivals_ms = int(wl.arrivals_s() * 1000 * 1.5) + 60_000
+    else:
+        per_producer_rate = wl.rate_per_s / sc.producers.count
+        n = -(-wl.total_messages() // sc.producers.count)
+        arrivals_ms = int(n / per_producer_rate * 1000 * 1.5) + 60_000
     faults_ms = max((int(f.end_s * 1000) for f in sc.faults), default=0)
     return max(arrivals_ms, faults_ms) + 600_000
 
@@ -298,7 +301,7 @@ class Routes(NamedTuple):
 
 
 # column layout of Model's arrays
-P_MEDIAN, P_SIGMA, P_SPIKE_PROBABILITY, P_SPIKE_SCALE, P_SPIKE_ALPHA = range(5)
+P_MEDIAN, P_SIGMA, P_SPIKE_PROBABILITY, P_SPIKE_SCALE, P_SPIKE_ALPHA, P_SPIKE_MAX = range(6)
 # a fault window's columns: its span, its kind's row resolved (fault_kinds.FAULT_KINDS: what an attempt
 # meets while the process lives, Effect; the process's down pattern, fault_kinds.down_cycle; the probe while
 # it lives, Probe) and its burst's error
@@ -309,7 +312,7 @@ WF_FACTOR, WF_RATE = range(2)
 class Model(NamedTuple):
     """:class:`rocketsim.broker.latency.BrokerModel` as arrays (per broker, then its fault windows)."""
 
-    params: np.ndarray  # [B, 5] float: P_* columns
+    params: np.ndarray  # [B, 6] float: P_* columns
     connect_ms: np.ndarray  # [B] a refused connection's latency
     connect_timeout_ms: np.ndarray  # [B] a connect nothing answers (partition): CONNECT_TIMEOUT_MILLIS
     error_cum: np.ndarray  # [B, E] cumulative probabilities of the error mix
@@ -454,7 +457,7 @@ def _model(sc: Scenario) -> Model:
                 [
                     w.start_ms,
                     w.end_ms,
-                    rule.effect,
+                    w.live_effect,
                     w.cycle_ms,
                     w.dead_ms,
                     rule.probe,
@@ -466,7 +469,10 @@ def _model(sc: Scenario) -> Model:
         offsets[k + 1] = len(ints)
     return Model(
         params=np.array(
-            [[q.median_ms, q.sigma, q.spike_probability, q.spike_scale_ms, q.spike_alpha] for q in params],
+            [
+                [q.median_ms, q.sigma, q.spike_probability, q.spike_scale_ms, q.spike_alpha, q.spike_max_ms]
+                for q in params
+            ],
             np.float64,
         ),
         connect_ms=np.array([int(round(q.connect_refused_ms)) for q in params], np.int64),
@@ -882,6 +888,8 @@ class EngineOutput:
     a_isolated_until: np.ndarray
     a_stored: np.ndarray  # the broker stored the request (whatever the client saw)
     a_stored_ts: np.ndarray  # when (meaningless where not stored)
+    a_start_us: np.ndarray  # the attempt's start in microseconds (a_start x 1000 but for the client's CPU)
+    a_latency_us: np.ndarray  # its answer's latency in microseconds before rounding (-1: none, whole ms)
     att_off: np.ndarray  # send s has attempts att_off[s]:att_off[s + 1]
     status: np.ndarray  # Status
     error: np.ndarray  # index into texts, -1: none
@@ -946,6 +954,22 @@ def _attempts_table(prep: Prepared, out: EngineOutput) -> pa.Table:
     )
 
 
+def answer_sub_ms(out: EngineOutput) -> np.ndarray:
+    """Per send, what its last attempt's answer adds to the whole-ms latency in microseconds: the answer's
+    own microseconds (``a_start_us + a_latency_us``) against the whole ms the send loop took it at
+    (``a_start + a_latency``), where that answer ended the send (it ended no sooner); else 0."""
+    n = out.status.size
+    last = out.att_off[1:] - 1
+    has = out.att_off[1:] > out.att_off[:-1]
+    k = np.where(has, last, 0)
+    if out.a_send.size == 0:
+        return np.zeros(n, np.int64)
+    lat_us, start_us = out.a_latency_us[k], out.a_start_us[k]
+    answer_ms = out.a_start[k] + out.a_latency[k]
+    ended = has & (lat_us >= 0) & (out.end >= answer_ms)
+    return np.where(ended, start_us + lat_us - answer_ms * 1000, 0).astype(np.int64)
+
+
 def _results_table(prep: Prepared, out: EngineOutput, uniq: pa.Array | None = None) -> pa.Table:
     rows = prep.send_of_row
     n = rows.size
@@ -1000,6 +1024,7 @@ def _results_table(prep: Prepared, out: EngineOutput, uniq: pa.Array | None = No
             "end_ts_ms": pa.array(end),
             "queue_wait_ms": pa.array(begin - prep.born),
             "latency_ms": pa.array(end - begin),
+            "latency_us": pa.array((end - begin) * 1000 + per_row(answer_sub_ms(out), 0)),
             "wire_bytes": pa.array(prep.row_wire.astype(np.int32)),
             "compressed": pa.array(prep.compressed),
             "sys_flag": pa.array(prep.sys_flag.astype(np.int32)),

@@ -526,6 +526,8 @@ def engine_output(
             "busy",
             "depth",
             "service",
+            "start_us",
+            "latency_us",
         )
     }
     ranks: list[int] = []
@@ -552,6 +554,8 @@ def engine_output(
             cols["iso"].append(NO_ISOLATION if a.isolated_until_ms is None else a.isolated_until_ms)
             cols["stored"].append(o.stored)
             cols["stored_ts"].append(a.start_ms + o.store_ms if o.stored else 0)
+            cols["start_us"].append(a.start_ms * 1000)
+            cols["latency_us"].append(-1 if record.mode == "oneway" else o.latency_us)
             ans = store_answers.get((s, a.index)) if store_answers is not None else None
             cols["busy"].append(-1 if ans is None or ans.busy_kind is None else int(ans.fate))
             cols["depth"].append(-1 if ans is None else ans.queue_depth)
@@ -593,6 +597,8 @@ def engine_output(
         a_isolated_until=ints(cols["iso"]),
         a_stored=np.array(cols["stored"], bool),
         a_stored_ts=ints(cols["stored_ts"]),
+        a_start_us=ints(cols["start_us"]),
+        a_latency_us=ints(cols["latency_us"]),
         att_off=ints(att_off),
         status=ints(per_send["status"]),
         error=ints(per_send["error"]),

@@ -13,7 +13,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from rocketsim.broker.fault_kinds import FAULT_KINDS
+from rocketsim.broker.fault_kinds import FAULT_KINDS, Store
 from rocketsim.client.versions import parse_broker_version
 from rocketsim.errors import ConfigError
 from rocketsim.scenario.config import (
@@ -331,6 +331,13 @@ def _check_faults(sc: Scenario) -> None:
             _fail(
                 f"{where}.kind",
                 f"{fault.kind} needs a closed-loop store (brokers.coupling = joint or iterative)",
+                fault.kind,
+            )
+        if rule.store == Store.DEFERS and sc.coupling == "iterative":
+            _fail(
+                f"{where}.kind",
+                f"{fault.kind} with a closed-loop store needs brokers.coupling = joint (iterative rounds do "
+                "not model requests held in the socket)",
                 fault.kind,
             )
         cycles = (fault.end_s - fault.start_s) / fault.period_s

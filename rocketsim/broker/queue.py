@@ -43,6 +43,7 @@ from typing import NamedTuple
 
 from rocketsim.broker import latency as bm
 from rocketsim.broker.fault_kinds import Store
+from rocketsim.client.host import HostCores
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.versions import BrokerVersion
 from rocketsim.scenario import Scenario, StoreConfig
@@ -131,6 +132,7 @@ class StoreParams:
     # [start, end) us in which the process takes no request (a paused process, Store.DEFERS): a request
     # that arrives then waits in its socket and reaches the send queue at the end, in arrival order
     holds: tuple[tuple[int, int], ...] = ()
+    io_us: float = 0.0  # store.io_us: its CPU per request on a client connection's I/O thread
 
     @classmethod
     def from_config(
@@ -155,6 +157,7 @@ class StoreParams:
             version.pc_synchronized_code,
             stalls,
             holds,
+            cfg.io_us,
         )
 
     def held_until(self, t_us: int) -> int:
@@ -274,6 +277,7 @@ class BrokerStore:
     admitted_ms: list[int] = field(default_factory=list)  # arrival ms of each request the queue took
     last_us: int = 0
     served_us: list[tuple[int, int]] = field(default_factory=list)  # [begin, end) of each append
+    cores: HostCores | None = None  # the producers' host when the broker runs on it (its CPU work there)
 
     def __post_init__(self) -> None:
         if not self.threads:
@@ -292,6 +296,11 @@ class BrokerStore:
         """Decide one request arriving at ``arrival_ms`` (not before the previous one: an earlier time is
         taken as the previous one's), and take it into the store's state."""
         return self.offer_us(arrival_ms * 1000, wire_bytes)
+
+    def run_cpu(self, ready_us: float, work_us: float) -> float:
+        """When ``work_us`` of the broker's CPU ready at ``ready_us`` ends (on the host's cores when it
+        shares the producers' host)."""
+        return self.cores.run(ready_us, work_us) if self.cores is not None else ready_us + work_us
 
     def offer_us(self, arrival_us: int, wire_bytes: int) -> StoreAnswer:
         """:meth:`offer` at a time in microseconds (a hold defers it to the hold's end)."""
@@ -326,6 +335,9 @@ class BrokerStore:
                 left_us=d.taken,
                 pc_code=self.params.pc_code,
             )
+        if self.cores is not None:  # the append also waits for a core of the shared host
+            shift = int(round(self.run_cpu(d.begin, d.end - d.begin))) - d.end
+            d = d._replace(begin=d.begin + shift, end=d.end + shift, answer_us=d.answer_us + shift)
         self.writer_free_us = d.end
         heapq.heapreplace(self.threads, d.end)
         if d.end - d.begin > self.params.busy_timeout_ms * 1000:
@@ -350,13 +362,15 @@ class StoreCluster:
     brokers: tuple[str, ...]
 
     @classmethod
-    def from_scenario(cls, sc: Scenario) -> StoreCluster:
+    def from_scenario(cls, sc: Scenario, host: HostCores | None = None) -> StoreCluster:
+        """Every broker's store; those whose ``store.on_producer_host`` is set run on ``host``'s cores."""
         model = bm.BrokerModel.from_scenario(sc)
         version = sc.broker_version
-        stores = [
-            BrokerStore(StoreParams.from_config(sc.broker_model(b).store, version, model.faults[i]), i)
-            for i, b in enumerate(sc.cluster.brokers)
-        ]
+        stores = []
+        for i, b in enumerate(sc.cluster.brokers):
+            cfg = sc.broker_model(b).store
+            cores = host if cfg.on_producer_host else None
+            stores.append(BrokerStore(StoreParams.from_config(cfg, version, model.faults[i]), i, cores=cores))
         return cls(stores, tuple(sc.cluster.brokers))
 
     def store(self, broker: str) -> BrokerStore:
@@ -386,7 +400,7 @@ def carries_load(o: bm.AttemptOutcome) -> bool:
 
 
 def closed_outcome(
-    o: bm.AttemptOutcome, ans: StoreAnswer, start_ms: int, timeout_ms: int
+    o: bm.AttemptOutcome, ans: StoreAnswer, start_ms: int, timeout_ms: int, start_us: int | None = None
 ) -> bm.AttemptOutcome:
     """The attempt's answer with the store's part: the open answer's latency is the network round trip
     (``o.store_ms``), the store adds its wait, service and flush/replica waits (rounded to whole ms).
@@ -398,7 +412,8 @@ def closed_outcome(
     delay = (ans.answer_us - start_ms * 1000 + 500) // 1000
     total = network + delay
     # the same in microseconds, unrounded (send_results.latency_us)
-    exact = (o.exact_us if o.exact_us >= 0 else network * 1000) + ans.answer_us - start_ms * 1000
+    begin_us = start_ms * 1000 if start_us is None else start_us
+    exact = (o.exact_us if o.exact_us >= 0 else network * 1000) + ans.answer_us - begin_us
     if ans.stored:
         store_ms = (ans.stored_us - start_ms * 1000 + 500) // 1000
         if total >= timeout_ms:

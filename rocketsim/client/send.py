@@ -394,6 +394,7 @@ class Resume:
 
     now_ms: int
     thread: ThreadKey | None = None
+    rejected: bool = False  # EXECUTE: the executor's queue was full (no thread will run the send)
 
 
 DEFAULT_POOL_THREADS = {
@@ -784,6 +785,13 @@ def wait_response_timeout_text(line: RemotingLine, cost_ms: int, timeout_ms: int
     return f"wait response timeout {timeout_ms}ms"
 
 
+def executor_rejected_error(version: ClientVersion) -> ClientError:
+    """``DefaultMQProducerImpl.send(msg, callback, timeout)`` (and the selector's; rocketmq-all-4.9.8 and
+    5.3.3): ``executor.submit`` threw ``RejectedExecutionException`` (its queue, 50,000, full) ->
+    ``new MQClientException("executor rejected ", e)``, thrown to the caller: nothing was sent."""
+    return ClientError("executor rejected ", version.faq_url)
+
+
 def async_call_timeout_error(selector: bool) -> RemotingTooMuchRequestError:
     """The async-sender executor's task found no time left (``timeout > costTime`` failed): a selector
     send's ``"call timeout"``, ``sendDefaultImpl``'s ``"DEFAULT ASYNC send call timeout"``."""
@@ -825,14 +833,15 @@ def async_send_steps(
 
     Threads (every selection uses the ``ThreadLocalIndex`` of the thread it runs on): the caller only
     submits the send to the async-sender executor (``DefaultMQProducerImpl.send(msg, callback, timeout)``:
-    ``executor.submit``; the loop yields ``Step(EXECUTE)`` and the driver answers with the executor
-    thread and the time it takes the send). That thread checks ``timeout > costTime`` (else
-    ``RemotingTooMuchRequestException("DEFAULT ASYNC send call timeout")``, a selector send's ``"call
-    timeout"``) and runs ``sendDefaultImpl(ASYNC, timeout - costTime)``: the first selection, the
-    request, and whatever fails synchronously inside ``sendMessageAsync`` (4.9: a connect failure, a
-    refused permit, no budget left), retried at once on the same thread. Callbacks run on the callback
-    executor (``Step(CALLBACK)``; 5.x connect failures on the Netty event loop, :data:`IO_THREAD`), and a
-    retry's selection runs on the thread that delivered the failure.
+    ``executor.submit``; the loop yields ``Step(EXECUTE)`` and the driver answers with the executor thread
+    and the time it takes the send, once the thread has done the send's CPU work; or, its queue full,
+    ``rejected``: ``send`` throws "executor rejected " and nothing is sent). That thread checks ``timeout
+    > costTime`` (else ``RemotingTooMuchRequestException("DEFAULT ASYNC send call timeout")``, a selector
+    send's ``"call timeout"``) and runs ``sendDefaultImpl(ASYNC, timeout - costTime)``: the first
+    selection, the request, and whatever fails synchronously inside ``sendMessageAsync`` (4.9: a connect
+    failure, a refused permit, no budget left), retried at once on the same thread. Callbacks run on the
+    callback executor (``Step(CALLBACK)``; 5.x connect failures on the Netty event loop,
+    :data:`IO_THREAD`), and a retry's selection runs on the thread that delivered the failure.
 
     ``selected``: a selector send (``sendSelectImpl(.., ASYNC, ..)``, see :func:`ordered_send_steps`): the
     queue is the selector's, nothing is selected, ``sendSelectImpl`` makes no ``updateFaultItem`` of its own
@@ -877,6 +886,8 @@ def async_send_steps(
     line = strategy.line
     scan = scan if scan is not None else ResponseScan.for_version(version)
     go = yield Step(Action.EXECUTE, begin_ms, pool=Pool.EXECUTOR)
+    if go.rejected:  # send() threw it in the caller's thread: no task, no request, no callback
+        return SendRecord("async", topic, begin_ms, go.now_ms, (), None, executor_rejected_error(version), ())
     now, thread = go.now_ms, go.thread
     exec_ms = now
     attempts: list[AttemptRecord] = []

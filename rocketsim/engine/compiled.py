@@ -116,6 +116,7 @@ from rocketsim.client.send import (
     async_call_timeout_error,
     broker_not_exist_error,
     callback_thread,
+    executor_rejected_error,
     executor_thread,
     invoke_async_timeout_error,
     invoke_too_fast_error,
@@ -215,6 +216,7 @@ class Failure(IntEnum):
     ASYNC_TOO_FAST = 15  # invokeAsyncImpl refused a permit with no time to wait: "invoke too fast"
     ASYNC_SEMAPHORE = 16  # no permit of the async semaphore in time: aux = the timeout in the text
     ASYNC_SEND_FAILED = 17  # a plain ASYNC send's first request: "Send [1] times", aux = broker, cost = ms
+    EXECUTOR_REJECTED = 18  # executor.submit refused the send: its queue was full ("executor rejected ")
 
 
 # the loop's counters, kept in one array so the loop can stop when a buffer is full and go on after
@@ -1503,6 +1505,16 @@ def client_pool_take(cp, fl, pool, s):
 
 
 @njit(**_NO_RC)
+def client_pool_full(cp, pool, capacity):
+    """``reference.ClientPool.full``: no thread of ``pool`` idle and ``capacity`` sends waiting."""
+    for j in range(cp.size[pool]):
+        if cp.idle[pool, j]:
+            return False
+    waiting = (cp.tail[pool] - cp.head[pool]) % cp.fifo.shape[1]
+    return waiting >= capacity
+
+
+@njit(**_NO_RC)
 def client_pool_release(cp, fl, heap, st, s, now):
     """``reference.ProducerSimulation.run``'s ``release``: send ``s`` stops running on its pool thread,
     which takes the send that waited longest (a DELIVER now) or idles."""
@@ -1766,6 +1778,9 @@ def async_event(inp, state, s, now, phase):
             # the request keeps the queue for every retry (read once: a 4.9.7 rewrite does not move it)
             fl[s, FL_BROKER] = inst.queue_broker[i, p]
             fl[s, FL_QUEUE_ID] = inst.queue_id[i, p]
+        if client_pool_full(cp, POOL_EXECUTOR, cfg.executor_queue):  # executor.submit throws
+            fail(res, s, Failure.EXECUTOR_REJECTED, now)
+            return
         if client_pool_take(cp, fl, POOL_EXECUTOR, s) < 0:
             fl[s, FL_PHASE] = PH_EXEC  # waits for an executor thread
             return
@@ -2208,6 +2223,8 @@ def unsupported(sc: Scenario, messages: pa.Table) -> str | None:
     producers = pc.min_max(messages.column("producer")).as_py()
     if producers["min"] != producers["max"]:
         return "messages of several producers"
+    if sc.producers.send_cpu_us > 0:
+        return "the client's CPU per send (producers.send_cpu_us): the readable engine's host model"
     seq = np.asarray(messages.column("seq"), np.int64)
     if not np.all(seq[1:] > seq[:-1]):
         seq = np.sort(seq)
@@ -2665,6 +2682,8 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
         err = invoke_async_timeout_error(brokers[key[1]])
     elif failure == Failure.ASYNC_CALL_TIMEOUT:
         err = async_call_timeout_error(selector=key[1] == 0)
+    elif failure == Failure.EXECUTOR_REJECTED:
+        err = executor_rejected_error(version)
     elif failure == Failure.ASYNC_TOO_FAST:
         err = invoke_too_fast_error()
     elif failure == Failure.ASYNC_SEMAPHORE:

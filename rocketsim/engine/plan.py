@@ -269,6 +269,7 @@ class Config(NamedTuple):
     scan_first_ms: int  # the response-table scan: first run (ClientVersion.response_scan_first_ms)
     scan_period_ms: int  # and period
     executor_threads: int  # the async sender executor's threads (producers.async_sender_threads)
+    executor_queue: int  # its queue's bound (producers.async_sender_queue): a full one rejects
     callback_threads: int  # the callback executor's threads (producers.callback_executor_threads)
     async_permits: int  # the async semaphore's permits (producers.async_semaphore_permits)
     detector: bool  # the 5.x detector runs (start_detector_enable)
@@ -380,6 +381,7 @@ def _config(sc: Scenario) -> Config:
         scan_first_ms=p.version.response_scan_first_ms,
         scan_period_ms=p.version.response_scan_period_ms,
         executor_threads=p.executor_threads,
+        executor_queue=p.async_sender_queue,
         callback_threads=p.callback_threads,
         async_permits=p.async_semaphore_permits,
         detector=start_detector_enable(sc),

@@ -377,12 +377,14 @@ class ProducerSimulation:
             yield heap[0][0], heap[0][1]
             t, kind, _, payload = heapq.heappop(heap)
             self.strategy.advance_to(t)
+            if self.cpu_us > 0:
+                self.host.advance(t * 1000.0)
             if kind == Event.START:
                 s = senders.take(payload, t)
                 begin = t
                 if s.waits and self.cpu_us > 0:  # SYNC, ONEWAY: the caller's thread does the CPU work first
-                    self.call_us[s.index] = done = self.cpu_done(t * 1000.0)
-                    begin = int(done // 1000)
+                    self.call_us[s.index] = cpu_end = self.cpu_done(t * 1000.0)
+                    begin = int(cpu_end // 1000)
                 gen = self.steps(s, begin)
                 if not s.waits:
                     senders.free(s, t)  # the caller's thread does not wait for an async send

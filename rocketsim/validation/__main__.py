@@ -1,11 +1,12 @@
 """Validate rocketsim against measured runs of the real-broker harness.
 
     python -m rocketsim.validation RUN_DIR [RUN_DIR ...] --calibrate-from NAME [--calibrate-from NAME]
-        [--json FILE] [--report DIR] [--seed N]
+        [--json FILE] [--report DIR] [--seed N] [--include-calibration-runs]
 
 Each RUN_DIR is a run folder (meta.json, outcomes.csv, summary.json, per_second.csv, ...) or a folder of
-them. The runs named by --calibrate-from calibrate the model; every run is then simulated on its exact
-schedule and reported beside its measurement (the calibration runs marked as such).
+them. The runs named by --calibrate-from calibrate the model; every other run (with
+--include-calibration-runs, those too) is then simulated on its exact schedule and reported beside its
+measurement.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from rocketsim.spark.cli import OneLineArgumentParser  # argparse with one-line 
 from rocketsim.validation.calibrate import calibrate_runs
 from rocketsim.validation.compare import RunComparison, measured_metrics, simulated_metrics
 from rocketsim.validation.measured import MeasuredRun
-from rocketsim.validation.scenario import run_scenario
+from rocketsim.validation.scenario import request_bytes, run_scenario
 from rocketsim.warehouse.calibration_inputs import write_text
 from rocketsim.warehouse.measured_runs import read_run, run_folders
 
@@ -39,6 +40,9 @@ def parser() -> OneLineArgumentParser:
     p.add_argument("--json", default="", metavar="FILE", help='per run {"measured": ..., "simulated": ...}')
     p.add_argument("--report", default="", metavar="DIR", help="where to write the HTML report and charts")
     p.add_argument("--seed", type=int, default=1, help="the simulation's seed (default 1)")
+    p.add_argument(
+        "--include-calibration-runs", action="store_true", help="simulate the calibration runs too"
+    )
     return p
 
 
@@ -71,7 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise RocketSimError(
                 f"--calibrate-from {unknown[0]}: no such run among {', '.join(sorted(names))}"
             )
-        cal = calibrate_runs([r for r in runs if r.name in args.calibrate_from])
+        chosen = [r for r in runs if r.name in args.calibrate_from]
+        cal = calibrate_runs(chosen, request_bytes(chosen[0]))
     except (RocketSimError, ValueError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
@@ -80,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"calibrated {key} = {value:.6g}")
     comparisons = []
     for run in runs:
+        if run.name in args.calibrate_from and not args.include_calibration_runs:
+            continue
         t0 = time.monotonic()
         c = simulate_run(run, values, args.seed, run.name in args.calibrate_from)
         comparisons.append(c)

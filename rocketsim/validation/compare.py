@@ -111,11 +111,13 @@ def result_classes(results: pa.Table) -> np.ndarray:
 
 
 def due_latency_ms(results: pa.Table) -> np.ndarray:
-    """Each send's latency from its due (born) time to its end, in ms: the microsecond column where the
-    tables have one (``latency_us``), else whole ms."""
+    """Each send's latency from its due (born) time to its end, in ms, as the harness measures it: the wait
+    for a sender thread (``queue_wait_ms``) and the send call, in microseconds where the tables have them
+    (``latency_us``), else whole ms."""
+    wait = np.asarray(results["queue_wait_ms"], np.float64)
     if "latency_us" in results.column_names:
-        return np.asarray(results["latency_us"], np.float64) / US_PER_MS
-    return (np.asarray(results["end_ts_ms"]) - np.asarray(results["born_ts_ms"])).astype(np.float64)
+        return wait + np.asarray(results["latency_us"], np.float64) / US_PER_MS
+    return wait + np.asarray(results["latency_ms"], np.float64)
 
 
 def per_second(second: np.ndarray, classes: np.ndarray, latency_ms: np.ndarray) -> pd.DataFrame:

@@ -6,7 +6,9 @@ defaults: ``sendMessageThreadPoolNums`` = min(cores, 4), send queue 10,000, 200 
 ``producers`` unmodified 4.9.8 ``DefaultMQProducer`` instances in one driver process; send ``i`` goes to
 producer ``i % producers``; bodies of ``size`` bytes to ``BenchTopic`` (auto-created: 4 queues); sync
 sends run on a pool of ``threads`` sender threads fed in due order, async sends are submitted by one
-dispatcher thread at their due time. Every value calibration found is set by its dotted key.
+dispatcher thread at their due time. The driver and the broker share one host of ``nproc`` processors
+(``cpu.json``): ``producers.shared_host`` and ``store.on_producer_host``. Every value calibration found
+is set by its dotted key.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim.scenario.workload import generate
 from rocketsim.validation.measured import MeasuredRun
 
 BROKER = "broker-a"
@@ -40,6 +43,8 @@ def run_mapping(run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1)
         "producers": {
             "count": meta.producers,
             "threads": meta.threads if meta.mode == "sync" else 1,
+            "processors": processors,
+            "shared_host": True,  # the driver's producers in one process, on the broker's host
             "client_version": CLIENT_VERSION,
             "send_mode": {meta.mode: 1.0},
             "send_msg_timeout_ms": meta.timeout_ms,
@@ -60,7 +65,7 @@ def run_mapping(run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1)
             "coupling": "joint",
             "default": {
                 "errors": {},
-                "store": {"send_threads": min(processors, BROKER_SEND_THREADS_MAX)},
+                "store": {"send_threads": min(processors, BROKER_SEND_THREADS_MAX), "on_producer_host": True},
             },
         },
     }
@@ -70,6 +75,14 @@ def run_mapping(run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1)
     for key, value in values.items():
         set_dotted(raw, key, value)
     return raw
+
+
+def request_bytes(run: MeasuredRun) -> int:
+    """The bytes of one of ``run``'s requests as rocketsim counts them (body and properties)."""
+    raw = run_mapping(run, {})
+    raw["workload"].update(rate_steps=[[1.0, 1.0]], messages=0)
+    m = generate(scenario_from_mapping(raw))
+    return int(m["body_size"][0].as_py() + m["properties_size"][0].as_py())
 
 
 def run_scenario(run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1) -> Scenario:

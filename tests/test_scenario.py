@@ -91,6 +91,43 @@ def test_defaults_are_default_mq_producer_defaults() -> None:
     assert (two.producers.executor_threads, two.producers.callback_threads) == (2, 3)
 
 
+@pytest.mark.parametrize(
+    ("coupling", "producers", "store", "line"),
+    [
+        (
+            "iterative",
+            {"shared_host": True},
+            {},
+            "producers.shared_host must be false unless brokers.coupling is joint (one loop for the host's "
+            "producers and brokers), got True",
+        ),
+        (
+            "joint",
+            {},
+            {"on_producer_host": True},
+            "brokers.default.store.on_producer_host needs producers.shared_host = true, got True",
+        ),
+        (
+            "iterative",
+            {},
+            {"io_us": 20.0},
+            "brokers.default.store.io_us needs brokers.coupling = joint (the iterative rounds do not model a "
+            "connection's reads), got 20.0",
+        ),
+    ],
+)
+def test_the_hosts_settings_are_refused_where_the_loop_cannot_run_them(
+    coupling: str, producers: dict, store: dict, line: str
+) -> None:
+    raw = {"producers": producers, "brokers": {"coupling": coupling, "default": {"store": store}}}
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_mapping(raw)
+    assert str(info.value) == line
+    raw["brokers"]["coupling"] = "joint"  # the joint loop runs them all (a broker on a shared host)
+    raw["producers"] = {"shared_host": True}
+    scenario_from_mapping(raw)
+
+
 @pytest.mark.parametrize(("version", "send_num"), [("5.2.0", 10_000), ("5.3.3", 10_000), ("5.x", 1024)])
 def test_async_backpressure_settings_default_to_the_versions(version: str, send_num: int) -> None:
     # DefaultMQProducer field initialisers: enableBackpressureForAsyncMode = false,

@@ -1623,7 +1623,9 @@ def _run_summary(merged: SummaryAggregates, runs: _Runs, grid: _Grid) -> pa.Tabl
         pc.if_else(
             pa.array(is_all),
             pa.scalar("all"),
-            from_codes(np.maximum(scope_broker, 0), runs.brokers, dictionary=False),
+            # the 'all' rows are null here (if_else takes 'all'): with no send reaching any broker
+            # there are no broker names at all
+            from_codes(np.where(is_all, -1, np.maximum(scope_broker, 0)), runs.brokers, dictionary=False),
         )
         if n
         else pa.array([], pa.string())

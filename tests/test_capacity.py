@@ -30,6 +30,13 @@ def test_size_variants_grow_the_cluster_keeping_its_brokers() -> None:
     assert [x.overrides for x in q] == [("cluster.write_queues=2",), ("cluster.write_queues=8",)]
     with pytest.raises(ScenarioError, match="at least 2 distinct sizes"):
         capacity.size_variants(sc, capacity.BROKERS, [4, 4])
+    # past the 42 lettered spare names (this was StopIteration), up to MAX_BROKERS
+    names = capacity.broker_names(sc.cluster.brokers, 50)
+    assert len(set(names)) == 50 and names[-1] == "broker-50"
+    big = load_scenario(CASCADE, list(capacity.size_variants(sc, capacity.BROKERS, [4, 60])[-1].overrides))
+    assert len(big.cluster.brokers) == 60
+    with pytest.raises(ScenarioError, match="--brokers sizes must be at most 1024, got 5000"):
+        capacity.size_variants(sc, capacity.BROKERS, [4, 5000])
 
 
 def test_capacity_table_marks_the_smallest_size_meeting_both_bounds() -> None:

@@ -37,3 +37,9 @@ class MQClientError(RocketSimError):
             full = f"CODE: {response_code}  DESC: {error_message}" + suffix
         self.full_message = full
         super().__init__(full)
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's text, or its type's name if it has none (deltalake's errors carry a
+    native trace after their first line)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -15,7 +15,6 @@ import pandas as pd
 from rocketsim import __version__
 from rocketsim.present import frames, plots, plots_storage
 from rocketsim.present.explore import RunData, load_run
-from rocketsim.warehouse.read import read_pandas
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
@@ -114,20 +113,15 @@ def figures(run: RunData) -> list[tuple[str, str, object]]:
     ]
 
 
-def storage_figures(warehouse: str, run_id: str) -> list[tuple[str, str, object]]:
+def storage_figures(run: RunData) -> list[tuple[str, str, object]]:
     """The broker-side chart (commit log, stored queues, consumer load) if the run has its tables."""
-    try:
-        storage = read_pandas(warehouse, "broker_storage", run_id)
-        load = read_pandas(warehouse, "consumer_load", run_id)
-    except Exception:  # a warehouse without the broker-side tables: the report goes without the chart
-        return []
-    if storage.empty:
+    if run.storage.empty:
         return []
     return [
         (
             "broker_storage",
             "Commit-log growth per broker, records per stored queue, and messages per consumer.",
-            plots_storage.storage_and_consumers(storage, load),
+            plots_storage.storage_and_consumers(run.storage, run.consumer_load),
         )
     ]
 
@@ -152,7 +146,7 @@ def render_report(warehouse: str | os.PathLike[str], run_id: str) -> str:
         _table(summary),
         "<h2>Charts</h2>",
     ]
-    for name, caption, fig in figures(run) + storage_figures(os.fspath(warehouse), run_id):
+    for name, caption, fig in figures(run) + storage_figures(run):
         data = plots.figure_png_base64(fig)
         parts.append(
             f'<figure id="{name}"><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'

@@ -400,14 +400,15 @@ def test_a_damaged_table_is_reported_and_the_others_are_vacuumed(
     wh = str(tmp_path / "wh")
     three_runs(wh)
     killed_job(wh, "r2", 7, f"{RUN_COMMITS_TABLE}:before_commit")  # unpublished writes in every table
-    garbage, cut = TABLES[0], TABLES[1]
-    last_commit(wh, garbage).write_text("garbage{\n")
-    last_commit(wh, cut).write_text(last_commit(wh, cut).read_text() + '{"add": {"pa')
+    garbage, cut = TABLES[0], TABLES[1]  # to deltalake, to Python's JSON reader
+    last_commit(wh, garbage).write_text("garbage{\n")  # deltalake refuses it
+    text = last_commit(wh, cut).read_text()  # two objects on a line: deltalake reads on, Python's JSON not
+    last_commit(wh, cut).write_text(text.replace("}\n", "}{}\n", 1))
     code, out, err = run_vacuum(wh, capsys)
     lines = sorted(err.splitlines())
     assert code == 1 and len(lines) == 2, err
-    assert lines[0].startswith(f"error: {cut}: left alone: its Delta log cannot be read (")
-    assert lines[1].startswith(f"error: {garbage}: left alone: its Delta log cannot be read (")
+    assert lines[0].startswith(f"error: {cut}: left alone: its Delta log cannot be read (Extra data: ")
+    assert lines[1].startswith(f"error: {garbage}: left alone: the Delta log of table {garbage} (")
     assert "Traceback" not in err and "<unknown>" not in err
     assert f"{TABLES[2]}: removed unpublished write run_id=r2/" in out
     assert superseded_writes(wh, TABLES[2]) == {}

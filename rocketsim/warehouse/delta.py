@@ -37,7 +37,7 @@ from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction
 
-from rocketsim.errors import RocketSimError
+from rocketsim.errors import RocketSimError, first_line
 from rocketsim.warehouse.paths import (
     PARTITION_COLUMN,
     WRITE_COLUMN,
@@ -229,7 +229,9 @@ def open_table(warehouse: str | os.PathLike[str], table: str, **kwargs: object) 
     except TableNotFoundError:
         raise
     except (DeltaError, OSError) as exc:
-        raise DamagedTableError(f"the Delta log of table {table} ({uri}) cannot be read: {exc}") from exc
+        raise DamagedTableError(
+            f"the Delta log of table {table} ({uri}) cannot be read: {first_line(exc)}"
+        ) from exc
 
 
 def delta_schema(arrow_schema: pa.Schema) -> pa.Schema:

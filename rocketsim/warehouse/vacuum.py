@@ -270,10 +270,12 @@ def _inspect(base: str, table: str) -> _Healthy | _Damaged:
     except DamagedRunError as exc:
         return _Damaged(str(exc), True)
     except Exception as exc:  # noqa: BLE001 - a log that cannot be read (deltalake, JSON, Parquet)
-        detail = first_line(exc)
-        return _Damaged(
-            f"its Delta log cannot be read ({detail}): restore {table}/_delta_log from a backup", False
+        what = (
+            first_line(exc)
+            if isinstance(exc, DamagedTableError)
+            else f"its Delta log cannot be read ({first_line(exc)})"
         )
+        return _Damaged(f"{what}: restore {table}/_delta_log from a backup", False)
     return _Healthy(dt, frozenset(referenced), {r: w.write_id for r, w in pin.of(table).items()})
 
 

@@ -23,6 +23,7 @@ import pytest
 from deltalake import DeltaTable
 from tiny_runs import POINTS, TABLES, job, killed_job, rows, visible
 
+from jobs import report as report_job
 from jobs import vacuum as vacuum_job
 from rocketsim.warehouse import claims
 from rocketsim.warehouse.claims import acquire, claim_files, claim_path, release
@@ -219,6 +220,28 @@ def test_readers_refuse_a_missing_truncated_or_short_data_file(damage: str, tmp_
     with pytest.raises(DamagedRunError, match=f"table {table} of run r2|run 'r2' of table {table}"):
         read_arrow(wh, table, "r2")
     assert read_arrow(wh, table, "r1").num_rows == 6
+
+
+@pytest.mark.parametrize("damage", ["run_commits", "parquet"])
+def test_the_report_on_a_damaged_warehouse_is_one_line(
+    damage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Probe case 12: jobs/report.py on a damaged run_commits or a truncated Parquet file traced."""
+    wh = str(tmp_path / "wh")
+    three_runs(wh)
+    if damage == "run_commits":
+        last_commit(wh, RUN_COMMITS_TABLE).write_text("garbage{\n")
+        expected = f"error: the Delta log of table run_commits ({wh}/run_commits) cannot be read: "
+    else:
+        (uri,) = run_file_uris(wh, "run_summary", "r1")
+        path = Path(unquote(uri.removeprefix("file://")))
+        path.write_bytes(path.read_bytes()[:-30])
+        expected = "error: table run_summary of run r1: a data file cannot be read ("
+    capsys.readouterr()
+    code = report_job.main(["--warehouse", wh, "--run-id", "r1", "--out", str(tmp_path / "r.html")])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith(expected), err
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_a_multi_table_read_of_one_run_reads_one_version_of_run_commits(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ pipeline, the staged jobs, a comparison, ``write_run`` of the sink):
    remove actions only, no data rewritten).
 
 A job killed before step 3 leaves the old run whole and nothing of the new one visible (its writes are
-orphans: :func:`rocketsim.warehouse.vacuum.retire_orphan_writes` removes them); killed after it, the new
+orphans: :func:`rocketsim.warehouse.vacuum.vacuum` removes them); killed after it, the new
 run is whole and its superseded writes wait for the next run or ``jobs/vacuum.py``.
 
 After step 3 the job also writes the run's publication record, ``<warehouse>/_published/<run id>.json``

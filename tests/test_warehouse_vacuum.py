@@ -25,13 +25,21 @@ from tiny_runs import POINTS, TABLES, job, killed_job, rows, visible
 
 from jobs import report as report_job
 from jobs import vacuum as vacuum_job
+from rocketsim.tables import schemas
 from rocketsim.warehouse import claims
+from rocketsim.warehouse import vacuum as vacuum_module
 from rocketsim.warehouse.claims import acquire, claim_files, claim_path, release
-from rocketsim.warehouse.delta import stage_written
+from rocketsim.warehouse.delta import commit_written, stage_written
 from rocketsim.warehouse.files import write_parquet
 from rocketsim.warehouse.paths import new_write_id, staging_path, table_path
 from rocketsim.warehouse.read import DamagedRunError, read_arrow, read_run, run_file_uris
-from rocketsim.warehouse.run_commit import RUN_COMMITS_TABLE, superseded_writes
+from rocketsim.warehouse.run_commit import (
+    RUN_COMMITS_TABLE,
+    TableWrite,
+    publish_writes,
+    remove_superseded,
+    superseded_writes,
+)
 from rocketsim.warehouse.vacuum import VacuumRefused, vacuum
 
 
@@ -317,6 +325,36 @@ def test_vacuum_leaves_a_live_jobs_staging_and_files_alone(
     assert code == 0 and not Path(staging).exists()
     assert not any(Path(table_path(wh, TABLES[2]), f.path).exists() for f in moved.files)
     assert visible(wh) == before
+
+
+def test_a_run_published_while_vacuum_runs_keeps_its_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writes a job committed before vacuum looked, published while it works (between its look at a
+    table's writes and its look at run_commits), are not taken for unpublished: the writes to judge are
+    read before the claims, run_commits after."""
+    wh = str(tmp_path / "wh")
+    three_runs(wh)
+    written = []
+    for table in TABLES:  # a job's writes, committed, not yet published
+        write_id = new_write_id()
+        Path(staging_path(wh, table, write_id)).mkdir(parents=True)
+        write_parquet(rows(table, 4, 8), f"{staging_path(wh, table, write_id)}/part-p000000.parquet")
+        report = commit_written(wh, table, "r2", schemas.TABLES[table].schema, write_id)
+        written.append(TableWrite(table, report.write_id, report.rows))
+    real_claims = vacuum_module.claim_files
+
+    def publish_then_claims(base: str) -> list:
+        if written:  # the job publishes at the first table's look at the claims
+            publish_writes(wh, "r2", "test", written)
+            remove_superseded(wh, "r2", TABLES)
+            written.clear()
+        return real_claims(base)
+
+    monkeypatch.setattr(vacuum_module, "claim_files", publish_then_claims)
+    time.sleep(1.1)  # the writes are older than the vacuum's cutoff (whole seconds)
+    vacuum(wh, min_age_s=0)
+    assert {t: read_arrow(wh, t, "r2").num_rows for t in TABLES} == dict.fromkeys(TABLES, 4)
 
 
 def test_an_empty_claim_never_holds_a_run_id_and_vacuum_clears_stale_claims(

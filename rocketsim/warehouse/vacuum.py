@@ -103,26 +103,40 @@ def vacuum(
     found = table_folders(base)
     names = found if tables is None else [check_table(base, t, found) for t in tables]
     check_run_commits(base, found)
-    started = time.time()
-    cutoff = started - min_age_s
-    inspected = {t: _inspect(base, t) for t in names}
-    suspect = sorted(t for t, i in inspected.items() if isinstance(i, _Damaged) and i.missing_write)
-    out: list[TableVacuum] = []
-    for table, state in inspected.items():
-        if isinstance(state, _Damaged):
-            out.append(TableVacuum(table, damage=state.reason))
-            continue
-        live = {c.run_id: c for c in claim_files(base) if c.stale is None}  # again: jobs start meanwhile
-        done = TableVacuum(table)
-        done.files = _orphans(base, table, state, live, cutoff, dry_run)
-        if suspect:
-            done.kept_writes = f"table(s) {', '.join(suspect)} lack writes run_commits names"
-        elif table != RUN_COMMITS_TABLE:
-            done.writes = _retire(base, table, state, live, cutoff, dry_run)
-        out.append(done)
+    cutoff = time.time() - min_age_s
+    first = {t: _inspect(base, t) for t in names}
+    suspect = sorted(t for t, i in first.items() if isinstance(i, _Damaged) and i.missing_write)
+    out = [
+        TableVacuum(t, damage=i.reason)
+        if isinstance(i, _Damaged)
+        else _vacuum_table(base, t, cutoff, suspect, dry_run)
+        for t, i in first.items()
+    ]
     claims = claim_files(base)
     cleared = [c for c in claims if c.stale is not None and (dry_run or clear_stale(c))]
     return Vacuum([c for c in claims if c.stale is None], cleared, out)
+
+
+def _vacuum_table(base: str, table: str, cutoff: float, suspect: list[str], dry_run: bool) -> TableVacuum:
+    """One table, in an order that leaves a job no gap: the writes to judge are read before the claims,
+    and what judges them (``run_commits``, the log's files) after, so a write or file of a job that was
+    not live when the claims were read is either published, referenced, or made after that moment."""
+    try:
+        held = write_partitions(open_table(base, table)) if _has_log(base, table) else {}
+    except Exception as exc:  # noqa: BLE001 - damaged since the first look
+        return TableVacuum(table, damage=_unreadable(table, exc))
+    live = {c.run_id: c for c in claim_files(base) if c.stale is None}
+    claims_read = time.time()
+    state = _inspect(base, table)
+    if isinstance(state, _Damaged):
+        return TableVacuum(table, damage=state.reason)
+    done = TableVacuum(table)
+    done.files = _orphans(base, table, state, live, min(cutoff, claims_read), dry_run)
+    if suspect:
+        done.kept_writes = f"table(s) {', '.join(suspect)} lack writes run_commits names"
+    elif table != RUN_COMMITS_TABLE:
+        done.writes = _retire(base, table, held, state.named, live, cutoff, dry_run)
+    return done
 
 
 # ---------------------------------------------------------------------------------------- checks
@@ -228,10 +242,13 @@ def check_run_commits(base: str, tables: Iterable[str]) -> None:
         )
 
 
+def _has_log(base: str, table: str) -> bool:
+    return os.path.isdir(os.path.join(base, table, DELTA_LOG_DIR))
+
+
 def _holds_writes(base: str, table: str) -> bool:
     """Whether ``table`` has a log (readable or not) with any commit beyond its creation."""
-    log = os.path.join(base, table, DELTA_LOG_DIR)
-    if not os.path.isdir(log):
+    if not _has_log(base, table):
         return False
     try:
         return bool(write_partitions(open_table(base, table)))
@@ -250,7 +267,6 @@ class _Damaged:
 
 @dataclass(frozen=True)
 class _Healthy:
-    dt: DeltaTable | None  # None: no commit was ever made (a first run killed before any)
     referenced: frozenset[str]  # every data file the log adds or removes
     named: dict[str, str]  # run -> the write run_commits names
 
@@ -259,10 +275,10 @@ def _inspect(base: str, table: str) -> _Healthy | _Damaged:
     """The table's log read and checked against ``run_commits``: every write it names is held with the
     rows it recorded (a table without a log must hold no such write)."""
     try:
-        if not os.path.isdir(os.path.join(base, table, DELTA_LOG_DIR)):
+        if not _has_log(base, table):
             if any(w.rows for w in published(base).of(table).values()):
                 return _Damaged("its _delta_log is missing, while run_commits names writes of it", True)
-            return _Healthy(None, frozenset(), {})
+            return _Healthy(frozenset(), {})
         pin, dt = checked_table(base, table)
         assert dt is not None  # it has a log
         root = table_path(base, table)
@@ -270,13 +286,15 @@ def _inspect(base: str, table: str) -> _Healthy | _Damaged:
     except DamagedRunError as exc:
         return _Damaged(str(exc), True)
     except Exception as exc:  # noqa: BLE001 - a log that cannot be read (deltalake, JSON, Parquet)
-        what = (
-            first_line(exc)
-            if isinstance(exc, DamagedTableError)
-            else f"its Delta log cannot be read ({first_line(exc)})"
-        )
-        return _Damaged(f"{what}: restore {table}/_delta_log from a backup", False)
-    return _Healthy(dt, frozenset(referenced), {r: w.write_id for r, w in pin.of(table).items()})
+        return _Damaged(_unreadable(table, exc), False)
+    return _Healthy(frozenset(referenced), {r: w.write_id for r, w in pin.of(table).items()})
+
+
+def _unreadable(table: str, exc: Exception) -> str:
+    """Why a table whose log cannot be read is left alone."""
+    bad = isinstance(exc, DamagedTableError)
+    what = first_line(exc) if bad else f"its Delta log cannot be read ({first_line(exc)})"
+    return f"{what}: restore {table}/_delta_log from a backup"
 
 
 def _orphans(
@@ -342,17 +360,22 @@ def _prune_empty(fs: pafs.LocalFileSystem, root: str, deleted: list[str]) -> Non
 
 
 def _retire(
-    base: str, table: str, state: _Healthy, live: dict[str, ClaimFile], cutoff: float, dry_run: bool
+    base: str,
+    table: str,
+    held: dict[str, set[str]],
+    named: dict[str, str],
+    live: dict[str, ClaimFile],
+    cutoff: float,
+    dry_run: bool,
 ) -> list[str]:
-    """Remove from the table the committed writes ``run_commits`` does not name, made before ``cutoff``,
-    of runs no live job claims (one commit per run); returns them as ``run_id=<id>/write_id=<id>``."""
-    if state.dt is None:
-        return []
+    """Remove from the table the writes it ``held`` that ``run_commits`` does not name (``named``), made
+    before ``cutoff``, of runs no live job claims (one commit per run); returns them as
+    ``run_id=<id>/write_id=<id>``."""
     out: list[str] = []
-    for run, writes in sorted(write_partitions(state.dt).items()):
+    for run, writes in sorted(held.items()):
         if run in live:
             continue
-        old = sorted(w for w in writes - {state.named.get(run)} if (write_time(w) or math.inf) <= cutoff)
+        old = sorted(w for w in writes - {named.get(run)} if (write_time(w) or math.inf) <= cutoff)
         if old and not dry_run:
             remove_writes(table_path(base, table), table, run, old)
         out += [f"{PARTITION_COLUMN}={run}/{WRITE_COLUMN}={w}" for w in old]

@@ -10,12 +10,11 @@ import errno
 import os
 import re
 import runpy
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tiny_runs import claim_held_elsewhere
 
 from rocketsim.scenario import load_scenario, workload
 from rocketsim.spark import launch
@@ -68,20 +67,7 @@ def test_two_jobs_on_one_run_id_the_second_fails_fast_naming_the_first(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     wh = tmp_path / "wh"
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time; from rocketsim.warehouse.claims import acquire; "
-            "acquire(sys.argv[1], 'r1', 'jobs/pipeline.py'); print('held', flush=True); time.sleep(120)",
-            str(wh),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with claim_held_elsewhere(wh, "r1") as holder:  # SIGKILLed after: dies without releasing its claim
         for job in ("pipeline", "summarize", "compare"):
             extra = (
                 ("--variant", "a:producers.threads=1", "--variant", "b:producers.threads=2", "--run-id", "r1")
@@ -96,9 +82,6 @@ def test_two_jobs_on_one_run_id_the_second_fails_fast_naming_the_first(
             ), lines
         code, _ = _job("pipeline", wh, "r2", capsys)  # another run id: no conflict
         assert code == PREFLIGHT_OK
-    finally:
-        holder.send_signal(signal.SIGKILL)  # dies without releasing its claim
-        holder.wait()
     assert Path(claim_path(wh, "r1")).exists()
     code, err = _job("pipeline", wh, "r1", capsys)  # the dead job's claim is taken over
     assert code == PREFLIGHT_OK, err

@@ -9,11 +9,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from tiny_runs import claim_held_elsewhere
 
 from rocketsim.scenario import load_scenario, workload
 from rocketsim.tables import schemas
@@ -69,24 +69,8 @@ def test_a_failure_after_spark_started_is_one_line_naming_sparks_log(tmp_path: P
 def test_a_refusal_in_the_real_run_is_one_line_too(tmp_path: Path) -> None:
     """A second job on a run id, refused after the JVM started (no preflight here): one line."""
     wh = tmp_path / "wh"
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time; from rocketsim.warehouse.claims import acquire; "
-            "acquire(sys.argv[1], 'r1', 'jobs/pipeline.py'); print('held', flush=True); time.sleep(300)",
-            str(wh),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with claim_held_elsewhere(wh, "r1") as holder:
         done = submit("pipeline.py", wh, "r1", ROCKETSIM_PREFLIGHT="0")
-    finally:
-        holder.kill()
-        holder.wait()
     lines = done.stderr.splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
     assert lines[0].startswith(f"ClaimError: run r1 is being written by jobs/pipeline.py (pid {holder.pid} ")

@@ -106,3 +106,29 @@ def killed_job(warehouse: str, run_id: str, seed: int, point: str) -> None:
     env = {**os.environ, CRASH_AT_ENV: point, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent)])}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == -signal.SIGKILL, (point, done.returncode, done.stderr[-2000:])
+
+
+@contextlib.contextmanager
+def claim_held_elsewhere(warehouse: str | Path, run_id: str) -> Iterator[subprocess.Popen[str]]:
+    """A live job's claim of ``run_id``, held by another process; SIGKILLed at the end of the block
+    (dying without releasing it, as a killed job)."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from rocketsim.warehouse.claims import acquire; "
+            "acquire(sys.argv[1], sys.argv[2], 'jobs/pipeline.py'); print('held', flush=True); "
+            "time.sleep(600)",
+            str(warehouse),
+            run_id,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(HERE.parent)},
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()

@@ -491,6 +491,22 @@ def test_unpublished_writes_are_kept_while_a_table_lacks_a_write_run_commits_nam
     assert superseded_writes(wh, TABLES[1]) and superseded_writes(wh, TABLES[2])
 
 
+def test_a_table_holding_a_write_short_is_left_alone_and_the_others_vacuumed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A row deleted by hand (outside rocketsim): that table is reported and left alone; it says nothing
+    about run_commits, so the other tables lose their unpublished writes."""
+    wh = str(tmp_path / "wh")
+    three_runs(wh)
+    killed_job(wh, "r2", 7, f"{RUN_COMMITS_TABLE}:before_commit")
+    column = _int_column(read_arrow(wh, TABLES[0], "r1"))
+    DeltaTable(table_path(wh, TABLES[0])).delete(f"run_id = 'r1' AND {column} = 3000")
+    code, out, err = run_vacuum(wh, capsys)
+    assert code == 1 and err.startswith(f"error: {TABLES[0]}: left alone: run 'r1' of table {TABLES[0]} ")
+    assert "the table's log holds 5 of the 6 rows" in err and len(err.splitlines()) == 1
+    assert superseded_writes(wh, TABLES[0]) and not superseded_writes(wh, TABLES[1])
+
+
 def test_vacuum_of_a_warehouse_never_written_and_of_file_uris(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     assert vacuum(tmp_path / "empty").tables == []

@@ -51,7 +51,12 @@ class MissingRunError(RocketSimError, FileNotFoundError):
 class DamagedRunError(RocketSimError):
     """A complete run's write of a table is missing, short or unreadable: what the table holds does not
     match what ``run_commits`` recorded (the table's log lost commits, its files were removed or damaged
-    outside rocketsim, or ``run_commits`` is an older copy than the tables)."""
+    outside rocketsim, or ``run_commits`` is an older copy than the tables). ``absent``: the table's log
+    does not hold the write at all (the sign of a ``run_commits`` that may be behind)."""
+
+    def __init__(self, message: str, *, absent: bool = False) -> None:
+        super().__init__(message)
+        self.absent = absent
 
 
 class _Moved(Exception):
@@ -89,19 +94,30 @@ def _pinned(warehouse: str | os.PathLike[str], run_id: str | None, body: Callabl
     )
 
 
-def _damage(warehouse: str | os.PathLike[str], pin: Published, message: str) -> DamagedRunError:
-    """The error to raise for a write ``pin`` names that the table does not hold, unless ``run_commits``
-    moved on since ``pin`` (then :class:`_Moved`: the write was superseded and removed meanwhile)."""
+def _damage(
+    warehouse: str | os.PathLike[str],
+    pin: Published,
+    table: str,
+    run: str,
+    write: TableWrite,
+    rows: int,
+    *,
+    absent: bool,
+) -> DamagedRunError:
+    """The error to raise for a write ``pin`` names that the table does not hold with its rows, unless
+    ``run_commits`` moved on since ``pin`` (then :class:`_Moved`: the write was superseded and removed
+    meanwhile)."""
     if run_commits_version(warehouse) != pin.version:
         raise _Moved
-    return DamagedRunError(message)
+    return _missing(table, run, write, rows, absent=absent)
 
 
-def _missing(table: str, run: str, write: TableWrite, rows: int) -> str:
-    return (
+def _missing(table: str, run: str, write: TableWrite, rows: int, *, absent: bool = False) -> DamagedRunError:
+    return DamagedRunError(
         f"run {run!r} of table {table} does not match run_commits: the table's log holds {rows:,} of the "
         f"{write.rows:,} rows of its write {write.write_id} (the table lost commits or files, or "
-        f"run_commits is an older copy than the tables): restore the table from a backup, or rerun run {run}"
+        f"run_commits is an older copy than the tables): restore the table from a backup, or rerun run {run}",
+        absent=absent,
     )
 
 
@@ -116,13 +132,16 @@ def _open_named(
         if not any(w.rows for w in writes.values()):
             return None
         run, write = next((r, w) for r, w in sorted(writes.items()) if w.rows)
-        raise _damage(warehouse, pin, _missing(table, run, write, 0)) from None
-    if writes:
-        logged = _logged_writes(dt)
-        for run, write in sorted(writes.items()):
-            files, rows = logged.get((run, write.write_id), (0, 0))
-            if rows != write.rows and not (rows is None and files):  # no statistics: counted when read
-                raise _damage(warehouse, pin, _missing(table, run, write, rows or 0))
+        raise _damage(warehouse, pin, table, run, write, 0, absent=True) from None
+    logged = _logged_writes(dt) if writes else {}
+    bad = []
+    for run, write in sorted(writes.items()):
+        files, rows = logged.get((run, write.write_id), (0, 0))
+        if rows != write.rows and not (rows is None and files):  # no statistics: counted when read
+            bad.append((bool(files), run, write, rows or 0))
+    if bad:  # a write absent from the log first: the graver sign
+        held, run, write, rows = min(bad, key=lambda b: b[0])
+        raise _damage(warehouse, pin, table, run, write, rows, absent=not held)
     return dt
 
 
@@ -176,7 +195,7 @@ def _read_named(
     counts = dict(zip(*_value_counts(result.column(WRITE_COLUMN)), strict=True))
     for run, write in sorted(writes.items()):
         if counts.get(write.write_id, 0) != write.rows:
-            raise DamagedRunError(_missing(table, run, write, counts.get(write.write_id, 0)))
+            raise _missing(table, run, write, counts.get(write.write_id, 0))
     if not (columns and WRITE_COLUMN in columns):
         result = result.drop_columns([WRITE_COLUMN])
     return _cast(result, declared)

@@ -16,8 +16,8 @@ the third from the tables (a commit of remove actions) and clears stale claims, 
   claim began (a staging folder does not say its run);
 * nothing younger than ``min_age_s`` (files by modification time, writes by their write id's time):
   writers that take no claim (``write_run`` of the sink in a notebook) are protected by that alone;
-* a table whose log cannot be read, or that lacks a write ``run_commits`` names, is reported and left
-  alone; the other tables are still vacuumed.
+* a table whose log cannot be read, or that lacks a write ``run_commits`` names or holds it short (rows
+  deleted by hand), is reported and left alone; the other tables are still vacuumed.
 """
 
 from __future__ import annotations
@@ -262,7 +262,7 @@ def _holds_writes(base: str, table: str) -> bool:
 @dataclass(frozen=True)
 class _Damaged:
     reason: str
-    missing_write: bool  # a write run_commits names is not in the table (run_commits may be behind)
+    missing_write: bool  # a write run_commits names is not in the table at all (run_commits may be behind)
 
 
 @dataclass(frozen=True)
@@ -284,7 +284,7 @@ def _inspect(base: str, table: str) -> _Healthy | _Damaged:
         root = table_path(base, table)
         referenced = _logged_paths(root) | {relative_path(u, root) for u in dt.file_uris()}
     except DamagedRunError as exc:
-        return _Damaged(str(exc), True)
+        return _Damaged(str(exc), exc.absent)
     except Exception as exc:  # noqa: BLE001 - a log that cannot be read (deltalake, JSON, Parquet)
         return _Damaged(_unreadable(table, exc), False)
     return _Healthy(frozenset(referenced), {r: w.write_id for r, w in pin.of(table).items()})

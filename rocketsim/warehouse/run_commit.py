@@ -148,13 +148,6 @@ def current_writes(
     return {run: {table: t[table]} for run, t in runs.items() if table in t}
 
 
-def current_write_ids(
-    warehouse: str | os.PathLike[str], table: str, run_id: str | None = None
-) -> dict[str, str]:
-    """Per complete run, the write id of ``table`` it holds."""
-    return {run: w[table].write_id for run, w in current_writes(warehouse, table, run_id).items()}
-
-
 def publish_writes(
     warehouse: str | os.PathLike[str],
     run_id: str,

@@ -232,13 +232,12 @@ def check_run_commits(base: str, tables: Iterable[str]) -> None:
         now = held.get(run)
         if now is not None and (now == record.commit or now.made_ms > record.commit.made_ms):
             continue  # the recorded commit, or a later one (its job killed before its record)
-        holds = f"holds commit {now.write_id}" if now else "does not hold the run"
+        holds = f"it holds commit {now.write_id}" if now else "it does not hold the run"
         raise VacuumRefused(
             f"{RUN_COMMITS_TABLE} is behind the tables: run {run} was published by commit "
-            f"{record.commit.write_id} (its record {publication_path(base, run)}), but {RUN_COMMITS_TABLE} "
-            f"{holds} "
-            f"(a commit of it was lost, or it was restored from an older copy): restore {RUN_COMMITS_TABLE} "
-            f"from a copy at least as new, or rerun run {run}; nothing was removed"
+            f"{record.commit.write_id} (its record {publication_path(base, run)}), but {holds} (a commit "
+            f"of it was lost, or it was restored from an older copy): restore {RUN_COMMITS_TABLE} from a "
+            f"copy at least as new, or rerun run {run}; nothing was removed"
         )
 
 

@@ -362,6 +362,16 @@ class FaultConfig:
     error: str = field(default="system_busy", metadata=_one_of(BROKER_ERRORS))  # error_burst
     rate: float = field(default=0.5, metadata=_between(0, 1))  # error_burst: probability per attempt
 
+    @property
+    def start_ms(self) -> int:
+        """``start_s`` in whole ms (the model runs in whole milliseconds)."""
+        return int(round(self.start_s * 1000))
+
+    @property
+    def end_ms(self) -> int:
+        """``end_s`` in whole ms."""
+        return int(round(self.end_s * 1000))
+
 
 @dataclass(frozen=True)
 class RouteConfig:

@@ -462,6 +462,8 @@ COMPARISONS = pa.schema(
 
 # broker_windows of every variant of a comparison
 COMPARISON_WINDOWS = pa.schema([RUN_ID, VARIANT, *[f for f in BROKER_WINDOWS if f.name != "run_id"]])
+# fault_windows of every variant of a comparison (each variant's own faults)
+COMPARISON_FAULT_WINDOWS = pa.schema([RUN_ID, VARIANT, *[f for f in FAULT_WINDOWS if f.name != "run_id"]])
 
 RUNS = pa.schema(
     [
@@ -509,14 +511,39 @@ CAPACITY = pa.schema(
         # as latency_p99_ms, p99.9
         pa.field("latency_p999_ms", pa.float64()),
         pa.field("busy_rejections", pa.int64(), nullable=False),  # the BUSY_COLUMNS summed
-        pa.field("max_utilisation", pa.float64()),  # the busiest broker window's (null: open coupling)
+        # the closed-loop coupling the size's figures come from: iterative, or joint (an iterative run
+        # that did not converge, run again with the exact event loop)
+        pa.field("coupling", pa.string(), nullable=False),
+        # the iterative run's rounds (null: not run iterative)
+        pa.field("coupling_rounds", pa.int64()),
+        # its last round's residual: (broker, ms) buckets whose arrivals still changed (0: a fixed point)
+        pa.field("coupling_residual", pa.int64()),
+        # the figures are a fixed point of the iterative coupling or the exact joint loop's: false when the
+        # iterative run stopped at its round limit and was too large to run again joint (no answer then)
+        pa.field("converged", pa.bool_(), nullable=False),
+        # the busiest broker window's offered load on its commit-log writer: the appends' writer time over
+        # the window (1.0: all the writer can do; above it the appends wait, a backlog builds)
+        pa.field("peak_writer_load", pa.float64()),
+        # that load capped at 1.0: the share of the window the writer was busy
+        pa.field("peak_writer_busy", pa.float64()),
+        # the deepest send queue a request found (the backlog, in requests)
+        pa.field("peak_queue_depth", pa.int64()),
+        # the client: how long sends waited for a sender thread, p99 (run_summary's queue_wait_p99_ms)
+        pa.field("queue_wait_p99_ms", pa.float64()),
+        # the faults' brokers' share of the attempts (null: no fault)
+        pa.field("degraded_share", pa.float64()),
+        # the latency p99 of the attempts sent to them (the slowest of them)
+        pa.field("degraded_p99_ms", pa.float64()),
+        # what limits the size, in words: the brokers' writers, the degraded broker, the client, or none
+        pa.field("limited_by", pa.string(), nullable=False),
         # the --target-p99-ms given
         pa.field("target_p99_ms", pa.float64(), nullable=False),
         # the --max-failure-rate given
         pa.field("max_failure_rate", pa.float64(), nullable=False),
-        # p99 and failure rate both within the targets
-        pa.field("meets_target", pa.bool_(), nullable=False),
-        pa.field("smallest", pa.bool_(), nullable=False),  # the answer: the smallest size meeting both
+        # p99 and failure rate both within the targets (null: not known, the size did not converge)
+        pa.field("meets_target", pa.bool_()),
+        # the answer: the smallest size meeting both, every smaller one known not to
+        pa.field("smallest", pa.bool_(), nullable=False),
     ]
 )
 
@@ -701,6 +728,12 @@ REGISTRY: tuple[TableSpec, ...] = (
     TableSpec("runs", RUNS, (), RUNS_ROW, wall_clock=("started_at", "wall_time_s", "code_version")),
     TableSpec("comparisons", COMPARISONS, ("variant", "scope", "metric"), COMPARE),
     TableSpec("comparison_windows", COMPARISON_WINDOWS, ("variant", "broker", "window_start_ms"), COMPARE),
+    TableSpec(
+        "comparison_fault_windows",
+        COMPARISON_FAULT_WINDOWS,
+        ("variant", "fault", "period", "scope"),
+        COMPARE,
+    ),
     TableSpec("capacity", CAPACITY, ("variant",), CAPACITY_SWEEP),
     TableSpec("run_commits", RUN_COMMITS, ("table",), PUBLISH, wall_clock=("write_id", "committed_at")),
 )

@@ -29,10 +29,14 @@ def find_warehouse(path: str | os.PathLike[str] = "warehouse") -> str:
     return str(parent) if parent.is_dir() else str(p)
 
 
+def _empty(table: str) -> pd.DataFrame:
+    return schemas.TABLES[table].schema.empty_table().to_pandas()
+
+
 def _read(warehouse: str, table: str, run_id: str) -> pd.DataFrame:
     """The run's rows of ``table``; an empty frame with the declared columns if the table is absent."""
     if not is_table(warehouse, table):
-        return schemas.TABLES[table].schema.empty_table().to_pandas()
+        return _empty(table)
     return read_pandas(warehouse, table, run_id)
 
 
@@ -86,6 +90,8 @@ class RunData:
     runs_row: dict | None = None
     scenario: Scenario | None = None
     faults: list[FaultSpan] = field(default_factory=list)
+    # fault_windows (empty: a run without faults, or written before the table)
+    fault_windows: pd.DataFrame = field(default_factory=lambda: _empty("fault_windows"))
 
     @property
     def span_ms(self) -> int:
@@ -122,6 +128,7 @@ def load_run(warehouse: str, run_id: str) -> RunData:
         runs_row=row,
         scenario=sc,
         faults=fault_spans(sc) if sc is not None else [],
+        fault_windows=_read(warehouse, "fault_windows", run_id),
     )
 
 

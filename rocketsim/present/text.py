@@ -167,7 +167,7 @@ def fault_windows_text(rows: Sequence[Mapping], scopes: str = "every") -> str:
         order = {"all": 0, hit: 1}
         kept = [r for r in mine if scopes == "every" or r["scope"] in order]
         kept.sort(key=lambda r: (order.get(r["scope"], 2), r["scope"], r.get("variant", ""), r["period"]))
-        head = ["scope", "period", "attempts", "share", "failed", "p50 ms", "p99 ms", "p99.9 ms"]
+        head = ["scope", "period", "attempts", "share", "failed %", "p50 ms", "p99 ms", "p99.9 ms"]
         head += ["messages", "failed", "send p99 ms", "isolations", "dup", "lost"]
         table = [(["variant"] if variants else []) + head]
         for r in kept:

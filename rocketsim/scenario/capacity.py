@@ -84,10 +84,7 @@ class Coupling:
         """``iterative, 12 rounds, residual 53,343`` or ``joint``."""
         if self.rounds is None:
             return self.coupling
-        rounds = f"{self.rounds} round{'s' if self.rounds != 1 else ''}, residual {self.residual:,}"
-        if self.coupling == JOINT:
-            return f"joint (iterative: {rounds}, not converged)"
-        return f"{self.coupling}, {rounds}"
+        return f"{self.coupling}, {plural(self.rounds, 'round')}, residual {self.residual:,}"
 
 
 def check_closed_loop(sc: Scenario) -> None:
@@ -114,11 +111,19 @@ def _scope_rows(run_summary: pa.Table, variant: str) -> dict[str, dict]:
     return {r["scope"]: r for r in rows}
 
 
-def _load(windows: pa.Table) -> tuple[float | None, int | None]:
-    """The busiest broker window's writer load and the deepest send queue found."""
-    if not windows.num_rows:
+def _load(windows: pa.Table, end_ms: int) -> tuple[float | None, int | None]:
+    """The busiest broker window's writer load (its appends' writer time over the part of the window
+    inside the run, which ends at ``end_ms``: a short run's last window is not diluted) and the deepest
+    send queue a request found."""
+    util = windows.column("utilisation").to_numpy(zero_copy_only=False).astype(np.float64)
+    has = ~np.isnan(util)
+    if not has.any():
         return None, None
-    return pc.max(windows.column("utilisation")).as_py(), pc.max(windows.column("queue_depth_max")).as_py()
+    start = windows.column("window_start_ms").to_numpy()
+    length = windows.column("window_ms").to_numpy()
+    covered = np.clip(np.minimum(start + length, end_ms) - start, 1, length)
+    load = float(np.max((util * length / covered)[has]))
+    return load, pc.max(windows.column("queue_depth_max")).as_py()
 
 
 def _degraded(scopes: Mapping[str, dict], sc: Scenario) -> tuple[float | None, float | None]:
@@ -152,7 +157,10 @@ def limited_by(row: Mapping, degraded: str) -> str:
         )
     wait = row["queue_wait_p99_ms"]
     if wait is not None and wait > CLIENT_SHARE * target:
-        out.append(f"the client (sends wait {wait:,.0f} ms for a sender thread, p99: producers.threads)")
+        out.append(
+            f"the client (sends wait {wait:,.0f} ms for a sender thread, p99: the brokers got the load later "
+            "than offered; raise producers.threads)"
+        )
     return "; ".join(out) or "nothing near its limit"
 
 
@@ -177,7 +185,8 @@ def capacity_table(
             raise ValueError(f"capacity: variant {name} has no run_summary row 'all'")
         r = scopes["all"]
         coupling = (couplings or {}).get(name) or Coupling(sc.coupling)
-        load, depth = _load(broker_windows.filter(pc.equal(broker_windows.column("variant"), name)))
+        windows = broker_windows.filter(pc.equal(broker_windows.column("variant"), name))
+        load, depth = _load(windows, r["duration_ms"])
         share, slow = _degraded(scopes, sc)
         failure = (r["failed"] + r["rejected"]) / r["messages"] if r["messages"] else None
         p99 = r["latency_p99_ms"]
@@ -256,7 +265,7 @@ def answer(table: pa.Table) -> str:
 
 def _not_converged(r: Mapping) -> str:
     """A size whose iterative rounds stopped at the limit: how it was answered."""
-    how = Coupling(ITERATIVE, r["coupling_rounds"], r["coupling_residual"]).describe()
+    how = Coupling(ITERATIVE, r["coupling_rounds"], r["coupling_residual"]).describe()  # the iterative run
     if r["converged"]:
         return f"{r['variant']} did not converge ({how}): its figures are the exact joint loop's"
     return (

@@ -148,11 +148,12 @@ def format_capacity(rows: pa.Table) -> str:
     """The sweep as a small text table: per size its p99, failed share, flow-control rejections, the
     writers' peak load (offered vs capacity) and backlog, the client's wait, the coupling (rounds and
     residual of an iterative run) and whether it meets both bounds."""
-    table = [["size", "p99 ms", "failed", "busy", "writer load", "backlog", "wait p99", "coupling", "meets"]]
+    head = ["size", "p99 ms", "failed", "busy", "writer load", "backlog", "wait p99", "coupling", "rounds"]
+    table = [[*head, "residual", "meets"]]
     for r in rows.to_pylist():
         load = "-" if r["peak_writer_load"] is None else f"{r['peak_writer_load']:.0%}"
         meets = {True: "yes", False: "no", None: "unknown"}[r["meets_target"]]
-        coupling = capacity.Coupling(r["coupling"], r["coupling_rounds"], r["coupling_residual"])
+        rounds, residual = r["coupling_rounds"], r["coupling_residual"]
         table.append(
             [
                 r["variant"],
@@ -162,13 +163,16 @@ def format_capacity(rows: pa.Table) -> str:
                 load,
                 "-" if r["peak_queue_depth"] is None else f"{r['peak_queue_depth']:,}",
                 text.ms(r["queue_wait_p99_ms"]),
-                coupling.describe(),
+                r["coupling"] + ("" if rounds is None or not residual else " (again)"),
+                "-" if rounds is None else f"{rounds:,}",
+                "-" if residual is None else f"{residual:,}",
                 meets + (" <- smallest" if r["smallest"] else ""),
             ]
         )
     notes = [
         "  (writer load: the busiest broker window's appends over what its writer can do, above 100% a "
         "backlog builds; backlog: the deepest send queue a request found; wait: sends waiting for a sender "
-        "thread)"
+        "thread; coupling: joint (again) when the iterative rounds did not converge, the rounds and "
+        "residual the iterative run's)"
     ]
     return "\n".join([*text.text_table(table, ""), *notes])

@@ -251,7 +251,8 @@ def parse_compare_args(
         if baseline not in names:
             raise ScenarioError(f"--baseline must name a variant ({', '.join(names)}), got {baseline!r}")
         check_shared(ns, base)
-        for name, sc in scenarios.items():
+        check_span(ns, base)
+        for name, sc in scenarios.items():  # a variant may move its faults
             check_span(ns, sc, f"variant {name}: ")
         run_id = checked_run_id(ns.run_id, f"{base.run_id}-compare", base.name, "comparison")
         exit_if_checked(

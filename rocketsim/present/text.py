@@ -243,7 +243,7 @@ def compared_value(metric: str, value: float | None) -> str:
     if metric in _INTEGERS:
         return f"{value:,.0f}"
     if metric in RATES:
-        return f"{value:.2%}"
+        return pct(value, 3 if 0 < abs(value) < 0.001 else 2)
     return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
 
 
@@ -254,7 +254,7 @@ def compared_delta(metric: str, value: float | None, base: float | None) -> str:
         return "n/a"
     delta = value - base
     if metric in RATES:
-        return f"{100 * delta:+.2f} pp"
+        return f"{100 * delta:+.{3 if 0 < abs(delta) < 0.001 else 2}f} pp"
     if base != 0 and abs(base) >= NEAR_ZERO * abs(value):
         return f"{100 * delta / abs(base):+.1f}%"
     return compared_value(metric, delta) if delta < 0 else "+" + compared_value(metric, delta)

@@ -8,7 +8,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rocketsim.errors import RocketSimError
+import pyarrow as pa
+from deltalake.exceptions import DeltaError
+
+from rocketsim.errors import RocketSimError, first_line
 from rocketsim.present.explore import find_warehouse, latest_run
 from rocketsim.present.omb import load_measured
 from rocketsim.present.report import write_report
@@ -34,9 +37,13 @@ def main(argv: list[str] | None = None) -> int:
         measured = load_measured(args.omb)  # a bad file stops the job before any work
         run_id = args.run_id or latest_run(warehouse)
         path = write_report(warehouse, run_id, args.out or f"reports/{run_id}.html", measured)
-    except (RocketSimError, OSError) as exc:  # FileNotFoundError: no run
-        print(f"error: {exc}", file=sys.stderr)
+    except (FileNotFoundError, RocketSimError, DeltaError, pa.ArrowException) as exc:
+        # no run, a bad OMB file, or a damaged table or run_commits (the readers name it): nothing written
+        print(f"error: {first_line(exc)}", file=sys.stderr)
         return 2
+    except OSError as exc:  # writing the report
+        print(f"error: the report could not be written: {first_line(exc)}", file=sys.stderr)
+        return 1
     print(f"report of run {run_id}: {path.resolve()}")
     return 0
 

@@ -78,7 +78,8 @@ def test_the_effective_scenario_loads_back_as_the_same_scenario(path: Path) -> N
 def test_a_brokers_own_section_is_shown_taken_whole() -> None:
     """[brokers.broker-b] does not inherit from [brokers.default]: --check shows it whole, sources
     relative to its own section."""
-    file = "[brokers.default]\nlatency = { median_ms = 5.0 }\n[brokers.broker-b]\nerrors = { system_busy = 0.1 }\n"
+    file = "[brokers.default]\nlatency = { median_ms = 5.0 }\n"
+    file += "[brokers.broker-b]\nerrors = { system_busy = 0.1 }\n"
     sc = scenario_from_mapping(tomllib.loads(file), source_text=file)
     text = check_text(sc, []).splitlines()
     b = text.index("[brokers.broker-b]")

@@ -186,6 +186,23 @@ CASES = [
         "ScenarioError: --warehouse must be a folder this job can write (/sys, where it would be created): ",
     ),
     Case(
+        "warehouse-unknown-scheme",
+        ("--warehouse", "nosuch://x"),
+        "ScenarioError: --warehouse must be a folder or a URI of file://, s3://, gs://, hdfs://, abfs://, "
+        "abfss://, got 'nosuch://x'",
+    ),
+    Case(
+        "warehouse-uri-without-path",
+        ("--warehouse", "file://"),
+        "ScenarioError: --warehouse must name a folder after its scheme, got 'file://'",
+    ),
+    Case(
+        "deeply-nested-toml",  # tomllib recurses per level: this was a RecursionError trace
+        (),
+        "ScenarioError: scenario file 'bad.toml' nests tables or arrays too deeply for a scenario",
+        "name = 'deep'\nx = " + "{a = " * 2000 + "1" + "}" * 2000 + "\n",
+    ),
+    Case(
         "window-too-small",  # 100 messages at a very low rate, in 1 ms windows, 4 brokers x 4 queues
         ("--window-ms", "1", "--set", "workload.rate_per_s=0.001", "--set", "workload.messages=100"),
         "ScenarioError: --window-ms must be >= 101 for this scenario (a span of about 100,009 s over 16 "

@@ -994,3 +994,27 @@ def test_producer_fold_of_chunks_equals_the_whole_producer(rows: int) -> None:
     assert want.intervals.num_rows > 0 and want.producer_windows.num_rows > 1
     for name in summaries.AGGREGATE_TABLES:
         assert getattr(got, name).equals(getattr(want, name)), name
+
+
+def test_run_summary_when_no_send_reaches_any_broker() -> None:
+    """Every broker in outage for the whole run: no attempt, so no broker is known to the summaries; the
+    run's 'all' rows are still made (this crashed with ArrowIndexError: an index into no broker names)."""
+    sc = scenario_from_mapping(
+        {
+            "cluster": {"brokers": ["broker-a", "broker-b"]},
+            "producers": {"count": 2, "client_version": "4.9.8", "send_latency_fault_enable": True},
+            "workload": {"messages": 40, "rate_per_s": 100.0},
+            "faults": [
+                {"broker": b, "kind": "outage", "start_s": 0, "end_s": 100} for b in ("broker-a", "broker-b")
+            ],
+        }
+    )
+    messages = workload.generate(sc)
+    out = simulate.simulate(messages, sc)
+    assert out.attempts.num_rows == 0
+    tables = summaries.summary_tables(
+        summaries.merge(core_summaries(out.attempts, out.results, 1000, messages=messages))
+    )
+    rows = tables["run_summary"].to_pylist()
+    assert [r["scope"] for r in rows] == ["all"]
+    assert rows[0]["messages"] == 40 and rows[0]["failed"] == 40 and rows[0]["sends"] == 0

@@ -20,7 +20,6 @@ from rocketsim.omb.measured import OmbRun
 from rocketsim.present import frames, plots, plots_storage, text
 from rocketsim.present import omb as omb_plots
 from rocketsim.present.explore import RunData, load_run
-from rocketsim.warehouse.read import read_pandas
 
 # the page never scrolls sideways: images shrink to its width, a table wider than it scrolls in its box
 _CSS = """
@@ -150,20 +149,15 @@ def figures(run: RunData) -> list[Chart]:
     ]
 
 
-def storage_figures(warehouse: str, run: RunData) -> list[Chart]:
+def storage_figures(run: RunData) -> list[Chart]:
     """The broker-side chart (commit log, stored queues, consumer load) if the run has its tables."""
-    try:
-        storage = read_pandas(warehouse, "broker_storage", run.run_id)
-        load = read_pandas(warehouse, "consumer_load", run.run_id)
-    except Exception:  # a warehouse without the broker-side tables: the report goes without the chart
-        return []
-    if storage.empty:
+    if run.storage.empty:
         return []
     return [
         Chart(
             "broker_storage",
             "Commit-log growth per broker, records per stored queue, and messages per consumer.",
-            plots_storage.storage_and_consumers(storage, load, run.timeline),
+            plots_storage.storage_and_consumers(run.storage, run.consumer_load, run.timeline),
         )
     ]
 
@@ -232,7 +226,7 @@ def render_report(
     """The report of ``run_id`` as one HTML document (figures embedded as base64 PNG); ``measured``:
     OMB results to put the run beside (:func:`omb_section`)."""
     run = load_run(os.fspath(warehouse), run_id)
-    charts = figures(run) + storage_figures(os.fspath(warehouse), run)
+    charts = figures(run) + storage_figures(run)
     extra = omb_section(warehouse, run_id, measured) if measured else []
     return render_page(run, charts, str(Path(warehouse).resolve()), extra)
 

@@ -10,6 +10,7 @@ argparse's usage error on one line). Nothing here starts Spark; the jobs call ``
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import typing
 from collections.abc import Callable
@@ -287,6 +288,23 @@ def _sizes(text: str, option: str) -> list[int]:
         ) from None
 
 
+def chart_file(chart: str) -> str:
+    """The PNG ``--chart`` names: the path itself, ``.png`` added if it has no such suffix."""
+    return chart if chart.endswith(".png") else f"{chart}.png"
+
+
+def check_chart(chart: str) -> None:
+    """``--chart`` must name a PNG file the job can write (its folder, or the nearest existing parent of
+    one to create, writable), not a folder: checked before Spark, since the chart is written after the
+    sweep is published."""
+    path = chart_file(chart)
+    if not chart.strip() or os.path.isdir(chart) or os.path.isdir(path):
+        raise ScenarioError(f"--chart must name a PNG file, not a folder, got {chart!r}")
+    why = unwritable(os.path.dirname(os.path.abspath(path)))
+    if why is not None:
+        raise ScenarioError(f"--chart's folder {why}, got {chart!r}")
+
+
 def parse_capacity_args(
     argv: list[str] | None, prog: str = "jobs/capacity.py", description: str | None = None
 ) -> tuple[CapacityArgs, Scenario, dict[str, Scenario]]:
@@ -328,6 +346,7 @@ def parse_capacity_args(
         check_span(ns, base)
         capacity.check_closed_loop(base)
         run_id = checked_run_id(ns.run_id, f"{base.run_id}-capacity", base.name, "sweep")
+        check_chart(ns.chart or f"capacity-{run_id}.png")
         exit_if_checked(
             ns,
             base,

@@ -97,7 +97,11 @@ def run_summary_table(merged: SummaryAggregates, runs: Runs, grid: Grid) -> pa.T
         pc.if_else(
             pa.array(scopes.is_all),
             pa.scalar("all"),
-            from_codes(np.maximum(scopes.broker, 0), runs.brokers, dictionary=False),
+            # the 'all' rows are null here (if_else takes 'all'): with no send reaching any broker
+            # there are no broker names at all
+            from_codes(
+                np.where(scopes.is_all, -1, np.maximum(scopes.broker, 0)), runs.brokers, dictionary=False
+            ),
         )
         if scopes.n
         else pa.array([], pa.string())

@@ -6,7 +6,12 @@ number of brokers (``cluster.brokers``: the scenario's brokers first, then ``bro
 write queues per broker (``cluster.write_queues``). Each variant is a whole run (with closed-loop brokers,
 every producer of the variant simulated together); its ``run_summary`` row "all" (and its
 ``broker_windows``) gives the variant's row of the ``capacity`` table (:func:`capacity_table`), and
-:func:`answer` names the smallest size that meets both bounds.
+:func:`answer` names the smallest size that meets both bounds and what limits it.
+
+Honest answers only: a sweep of open-loop brokers is refused (their latency ignores load,
+:func:`check_closed_loop`); a size whose iterative rounds did not converge is run again with the joint
+loop (:func:`exact_rerun`) or answers nothing (:class:`Coupling`); the writers' load reads as offered load
+against capacity beside a busy share capped at 100% and the backlog.
 """
 
 from __future__ import annotations
@@ -33,8 +38,6 @@ CAPACITY_DATA = schemas.data_schema(schemas.CAPACITY)
 JOINT_RERUN_MESSAGES = 250_000
 NEAR_CAPACITY = 0.9  # a writer window offered this share of its capacity limits the size
 CLIENT_SHARE = 0.5  # sends waiting this share of the p99 target for a sender thread: the client limits
-
-
 MAX_BROKERS = 1024  # a sweep's largest cluster (as many as a broker's write queues may be)
 
 

@@ -33,8 +33,14 @@ from rocketsim.tables.summaries.columns import AttemptColumns, ResultColumns
 from rocketsim.tables.summaries.grid import Runs, key_columns, output_table
 
 PERIODS = ("during", "outside")  # fault_windows.period, in the order of its rows
-FAULT_TABLES = ("fault_spans", "fault_attempt_cells", "fault_attempt_latency", "fault_results")
-FAULT_TABLES += ("fault_result_latency",)
+# the aggregate tables of the fault-window view
+FAULT_TABLES = (
+    "fault_spans",
+    "fault_attempt_cells",
+    "fault_attempt_latency",
+    "fault_results",
+    "fault_result_latency",
+)
 _ATTEMPT_LATENCY = schemas.ATTEMPT_LATENCY_COLUMNS
 
 

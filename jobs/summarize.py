@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     return run_job(
         "summarize",
         args,
-        lambda spark: print_summary(args, run_summarize(spark, args, scenario)["run_summary"]),
+        lambda spark: print_summary(args, run_summarize(spark, args, scenario)),
         reads=tables_read((SUMMARIZE,)),
     )
 

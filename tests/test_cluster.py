@@ -161,6 +161,8 @@ def test_pipeline_runs_on_standalone_cluster(standalone: tuple[str, int, Path], 
         "--set",
         "workload.messages=3000",
         "--set",
+        "workload.rate_per_s=40",  # over the outage from 60 s
+        "--set",
         "producers.count=2",
         "--partitions",
         "2",

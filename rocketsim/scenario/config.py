@@ -6,6 +6,8 @@ with upstream's default and the rule a given value must meet (in its metadata, r
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -92,6 +94,33 @@ MAX_WINDOW_MS = MAX_SCENARIO_S * 1000
 MAX_WINDOWS = 1_000_000
 MAX_QUEUE_WINDOW_ROWS = 20_000_000
 MAX_SCENARIO_BYTES = 16 << 20  # a scenario file is a few KiB; more is a mistake (or /dev/zero)
+
+
+def toml_value(value: Any) -> str:
+    """``value`` as a scenario file spells it: ``true``, ``[1, 2]``, ``{ sync = 1.0 }``, ``'text'`` (a
+    literal string; a basic one when it holds a quote, a backslash or a control character); ``nothing``
+    for None (TOML has no null)."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        plain = not any(c in value for c in "'\\") and all(c >= " " and c != "\x7f" for c in value)
+        return f"'{value}'" if plain else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, Mapping):
+        items = ", ".join(f"{_toml_key(k)} = {toml_value(v)}" for k, v in value.items())
+        return f"{{ {items} }}" if items else "{}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _toml_key(key: Any) -> str:
+    text = str(key)
+    bare = text and all(c.isascii() and (c.isalnum() or c in "-_") for c in text)
+    return text if bare else json.dumps(text, ensure_ascii=False)
 
 
 def _one_of(options: tuple[str, ...]) -> dict[str, Any]:
@@ -282,6 +311,12 @@ class WorkloadConfig:
     def total_messages(self) -> int:
         return self.messages if self.messages > 0 else int(round(self.duration_s * self.rate_per_s))
 
+    @property
+    def span_s(self) -> float:
+        """The simulated span the messages are born over, s from the scenario's start (nominal: the
+        arrivals are drawn)."""
+        return self.messages / self.rate_per_s if self.messages > 0 else self.duration_s
+
 
 @dataclass(frozen=True)
 class LatencyConfig:
@@ -361,6 +396,16 @@ class FaultConfig:
     down_s: float = field(default=10.0, metadata=_gt(0))
     error: str = field(default="system_busy", metadata=_one_of(BROKER_ERRORS))  # error_burst
     rate: float = field(default=0.5, metadata=_between(0, 1))  # error_burst: probability per attempt
+
+    @property
+    def start_ms(self) -> int:
+        """``start_s`` in whole ms (the model runs in whole milliseconds)."""
+        return int(round(self.start_s * 1000))
+
+    @property
+    def end_ms(self) -> int:
+        """``end_s`` in whole ms."""
+        return int(round(self.end_s * 1000))
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ value; and the check of a run's summary window.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import types
 import typing
@@ -30,6 +31,7 @@ from rocketsim.scenario.config import (
     ProducerConfig,
     Scenario,
     ScenarioError,
+    toml_value,
 )
 
 # characters a string value may not hold (the text keys may hold newlines and tabs)
@@ -38,7 +40,33 @@ _TEXT_KEYS = ("description",)  # strings that may hold newlines and tabs
 
 
 def _fail(path: str, rule: str, value: Any) -> typing.NoReturn:
-    raise ScenarioError(f"{path} {rule}, got {value!r}")
+    raise ScenarioError(f"{path} {rule}, got {toml_value(value)}")
+
+
+def _unknown_key(where: str, known: typing.Iterable[str], value: Any) -> typing.NoReturn:
+    """An unknown key: the known ones it is close to ("did you mean ...?", :mod:`difflib`), else every
+    known one."""
+    parent, _, key = where.rpartition(".")
+    names = sorted(known)
+    close = [f"{parent}.{c}" if parent else c for c in difflib.get_close_matches(key, names, n=3, cutoff=0.6)]
+    if not close and not parent:  # a section's key written at the top: threads for producers.threads
+        inner = _section_keys()
+        close = [inner[c] for c in difflib.get_close_matches(key, sorted(inner), n=3, cutoff=0.8)]
+    if close:
+        _fail(where, f"is not a known key (did you mean {' or '.join(close)}?)", value)
+    _fail(where, f"is not a known key (expected one of {', '.join(names)})", value)
+
+
+def _section_keys() -> dict[str, str]:
+    """The keys of the scenario's sections by name: ``threads`` -> ``producers.threads`` (the first
+    section holding a name), and ``coupling`` -> ``brokers.coupling``."""
+    out: dict[str, str] = {"coupling": "brokers.coupling"}
+    for f in dataclasses.fields(Scenario):
+        tp = typing.get_type_hints(Scenario)[f.name]
+        if dataclasses.is_dataclass(tp):
+            for inner in dataclasses.fields(tp):
+                out.setdefault(inner.name, f"{f.name}.{inner.name}")
+    return out
 
 
 def _type_name(tp: Any) -> str:
@@ -69,7 +97,7 @@ def _convert(tp: Any, value: Any, path: str, meta: Mapping[str, Any]) -> Any:
         out: dict[str, Any] = {}
         for k, v in value.items():
             if allowed is not None and k not in allowed:
-                _fail(f"{path}.{k}", f"is not a known key (expected one of {', '.join(allowed)})", v)
+                _unknown_key(f"{path}.{k}", allowed, v)
             out[k] = _convert(val_tp, v, f"{path}.{k}", {})
             if (meta.get("weights") or meta.get("fractions")) and (not math.isfinite(out[k]) or out[k] < 0):
                 _fail(f"{path}.{k}", "must be a finite number >= 0", v)
@@ -121,8 +149,8 @@ def _build(cls: Any, raw: Mapping[str, Any], path: str) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "source_text"}
     for key in raw:
         if key not in fields:
-            where = f"{path}.{key}" if path else key
-            _fail(where, f"is not a known key (expected one of {', '.join(sorted(fields))})", raw[key])
+            # broker_coupling is brokers.coupling in a file: the user never writes it
+            _unknown_key(f"{path}.{key}" if path else key, set(fields) - {"broker_coupling"}, raw[key])
     kwargs = {}
     for name, f in fields.items():
         where = f"{path}.{name}" if path else name
@@ -343,7 +371,7 @@ def check_window(sc: Scenario, window_ms: int, *, option: str = "--window-ms") -
     if not 1 <= window_ms <= MAX_WINDOW_MS:
         _fail(option, f"must be between 1 and {MAX_WINDOW_MS} (one year)", window_ms)
     wl, pr = sc.workload, sc.producers
-    arrivals_s = wl.messages / wl.rate_per_s if wl.messages > 0 else wl.duration_s
+    arrivals_s = wl.span_s
     sends_ms = pr.send_msg_timeout_ms * (
         1 + max(pr.retry_times_when_send_failed, pr.retry_times_when_send_async_failed)
     )

@@ -16,7 +16,16 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rocketsim.scenario import JAVA_INT_MAX, Scenario, ScenarioError, capacity, check_window, load_scenario
+from rocketsim.scenario import (
+    JAVA_INT_MAX,
+    Scenario,
+    ScenarioError,
+    capacity,
+    check_window,
+    effective,
+    load_scenario,
+    span,
+)
 from rocketsim.scenario.variants import Variant, build_scenarios, combine, parse_variants, sweep_variants
 from rocketsim.warehouse.paths import unwritable
 
@@ -98,7 +107,33 @@ def shared_parser(
     )
     p.add_argument("--window-ms", type=int, default=10_000, help=window_help)
     p.add_argument("--quiet", action="store_true", help=quiet_help)
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="print the effective scenario (every default filled in, each value's source: the file, "
+        "--set or the default), its span and faults, and exit without starting Spark",
+    )
+    p.add_argument(
+        "--allow-late-faults",
+        action="store_true",
+        help="run even when a fault starts after the simulated span ends (it changes nothing; refused "
+        "otherwise)",
+    )
     return p
+
+
+def check_span(ns: argparse.Namespace, sc: Scenario, where: str = "") -> None:
+    """A fault that starts after the simulated span ends is refused, unless --allow-late-faults
+    (:func:`rocketsim.scenario.span.check_faults_in_span`)."""
+    if not ns.allow_late_faults:
+        span.check_faults_in_span(sc, where)
+
+
+def exit_if_checked(ns: argparse.Namespace, sc: Scenario, *more: str) -> None:
+    """With --check: print the effective scenario (and ``more`` lines), exit 0 before Spark starts."""
+    if ns.check:
+        print("\n".join([effective.check_text(sc, ns.overrides), *more]))
+        raise SystemExit(0)
 
 
 def check_shared(ns: argparse.Namespace, sc: Scenario) -> None:
@@ -158,7 +193,9 @@ def parse_job_args(argv: list[str] | None, prog: str, description: str | None) -
     def parse() -> tuple[JobArgs, Scenario]:
         sc = load_scenario(ns.scenario, ns.overrides)
         check_shared(ns, sc)
+        check_span(ns, sc)
         run_id = checked_run_id(ns.run_id, sc.run_id, sc.name, "run")
+        exit_if_checked(ns, sc)
         args = JobArgs(
             ns.scenario, ns.warehouse, run_id, tuple(ns.overrides), ns.partitions or 0, ns.window_ms, ns.quiet
         )
@@ -215,7 +252,17 @@ def parse_compare_args(
         if baseline not in names:
             raise ScenarioError(f"--baseline must name a variant ({', '.join(names)}), got {baseline!r}")
         check_shared(ns, base)
+        check_span(ns, base)
+        for name, sc in scenarios.items():  # a variant may move its faults
+            check_span(ns, sc, f"variant {name}: ")
         run_id = checked_run_id(ns.run_id, f"{base.run_id}-compare", base.name, "comparison")
+        exit_if_checked(
+            ns,
+            base,
+            "",
+            "# the variants, each the scenario above with its overrides:",
+            *(f"#   {v.name}: {v.describe()}" for v in variants),
+        )
         args = CompareArgs(
             scenario_path=ns.scenario,
             variants=tuple(variants),
@@ -296,8 +343,17 @@ def parse_capacity_args(
             variants = capacity.size_variants(base, capacity.QUEUES, sizes)
         base, scenarios = build_scenarios(ns.scenario, ns.overrides, variants)
         check_shared(ns, base)
+        check_span(ns, base)
+        capacity.check_closed_loop(base)
         run_id = checked_run_id(ns.run_id, f"{base.run_id}-capacity", base.name, "sweep")
         check_chart(ns.chart or f"capacity-{run_id}.png")
+        exit_if_checked(
+            ns,
+            base,
+            "",
+            "# the sizes, each the scenario above with its override:",
+            *(f"#   {v.name}: {v.describe()}" for v in variants),
+        )
         args = CapacityArgs(
             scenario_path=ns.scenario,
             variants=tuple(variants),

@@ -65,7 +65,16 @@ RESULT_COLUMNS = (
     "wire_bytes",
     "broker",
 )
-SUMMARY_TABLES = ("isolation_intervals", "broker_windows", "queue_windows", "producer_windows", "run_summary")
+SUMMARY_TABLES = (
+    "isolation_intervals",
+    "broker_windows",
+    "queue_windows",
+    "producer_windows",
+    "run_summary",
+    "fault_windows",
+)
+# a result's counts by how its send ended (run_summary's and fault_windows' message columns)
+STATUS_COLUMNS = ("ok", "failed", "rejected", *schemas.MESSAGE_STATUS_COLUMNS)
 
 NAME = pa.dictionary(pa.int32(), pa.string())  # broker and key columns of the aggregates
 I64 = pa.int64()
@@ -79,6 +88,8 @@ BUSY_COLUMNS = schemas.BUSY_COLUMNS  # in the order of broker_store.BUSY_KINDS
 # (max -1: none), the writer's time of their appends (us)
 STORE_SUMS = ("store_requests", "queue_depth_sum", "store_service_us")
 _STORE = [*[pa.field(n, I64, nullable=False) for n in STORE_SUMS], pa.field("queue_depth_max", I64)]
+# the cell of a fault-window aggregate: the fault (its place in [[faults]]) and the period (1: during)
+_FAULT_CELL = [pa.field("fault", pa.int32(), nullable=False), pa.field("during", pa.int8(), nullable=False)]
 # one table per field of SummaryAggregates (without the key columns, which come first)
 AGGREGATE_TABLES: dict[str, pa.Schema] = {
     # per (broker, window of attempt start): attempt counts (broker_windows, run_summary's sends)
@@ -137,7 +148,7 @@ AGGREGATE_TABLES: dict[str, pa.Schema] = {
     "result_scopes": pa.schema(
         [
             pa.field("broker", NAME),
-            *[pa.field(n, I64, nullable=False) for n in ("messages", "ok", "failed", "rejected")],
+            *[pa.field(n, I64, nullable=False) for n in ("messages", *STATUS_COLUMNS)],
             *[pa.field(n, I64, nullable=False) for n in ("attempts", "retries", "retry_budget_exhausted")],
             *[pa.field(n, I64, nullable=False) for n in schemas.DELIVERY_COLUMNS],
             pa.field("first_born_ms", I64, nullable=False),
@@ -158,6 +169,42 @@ AGGREGATE_TABLES: dict[str, pa.Schema] = {
             pa.field("count", I64, nullable=False),
         ]
     ),
+    # the scenario's faults (fault_windows): the same rows in every producer's aggregate
+    "fault_spans": pa.schema(
+        [
+            pa.field("fault", pa.int32(), nullable=False),
+            pa.field("fault_broker", NAME, nullable=False),
+            pa.field("fault_kind", NAME, nullable=False),
+            pa.field("fault_start_ms", I64, nullable=False),
+            pa.field("fault_end_ms", I64, nullable=False),
+        ]
+    ),
+    # per (fault, period: 1 during its window, 0 outside, broker): the counts of the attempts that
+    # started in the period
+    "fault_attempt_cells": pa.schema([*_FAULT_CELL, pa.field("broker", NAME, nullable=False), *COUNT_FIELDS]),
+    # their latencies: (value, count) pairs
+    "fault_attempt_latency": pa.schema(
+        [
+            *_FAULT_CELL,
+            pa.field("broker", NAME, nullable=False),
+            pa.field("latency_ms", I64, nullable=False),
+            pa.field("count", I64, nullable=False),
+        ]
+    ),
+    # per (fault, period, the result's broker: its last attempt's, null without one) the messages whose send
+    # began in the period: how their sends ended, their delivery outcomes
+    "fault_results": pa.schema(
+        [
+            *_FAULT_CELL,
+            pa.field("broker", NAME),
+            *[pa.field(n, I64, nullable=False) for n in ("messages", *STATUS_COLUMNS)],
+            *[pa.field(n, I64, nullable=False) for n in schemas.DELIVERY_COLUMNS],
+        ]
+    ),
+    # their send latencies per (fault, period): (value, count) pairs
+    "fault_result_latency": pa.schema(
+        [*_FAULT_CELL, pa.field("latency_ms", I64, nullable=False), pa.field("count", I64, nullable=False)]
+    ),
     # the producers an aggregate covers (merge refuses to count one twice)
     "producers": pa.schema([pa.field("producer", pa.int32(), nullable=False)]),
 }
@@ -176,13 +223,23 @@ MERGE_RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], 
     "delivery_cells": (("broker", "window_start_ms"), schemas.DELIVERY_COLUMNS, (), ()),
     "result_scopes": (
         ("broker",),
-        ("messages", "ok", "failed", "rejected", "attempts", "retries", "retry_budget_exhausted")
+        ("messages", *STATUS_COLUMNS, "attempts", "retries", "retry_budget_exhausted")
         + schemas.DELIVERY_COLUMNS,
         ("first_born_ms",),
         ("last_end_ms",),
     ),
     "result_latency": (("broker", "latency_ms"), ("count",), (), ()),
     "result_queue_wait": (("broker", "queue_wait_ms"), ("count",), (), ()),
+    "fault_spans": (("fault", "fault_broker", "fault_kind", "fault_start_ms", "fault_end_ms"), (), (), ()),
+    "fault_attempt_cells": (("fault", "during", "broker"), tuple(f.name for f in COUNT_FIELDS), (), ()),
+    "fault_attempt_latency": (("fault", "during", "broker", "latency_ms"), ("count",), (), ()),
+    "fault_results": (
+        ("fault", "during", "broker"),
+        ("messages", *STATUS_COLUMNS, *schemas.DELIVERY_COLUMNS),
+        (),
+        (),
+    ),
+    "fault_result_latency": (("fault", "during", "latency_ms"), ("count",), (), ()),
 }
 # tables of whole producers: concatenated, sorted by these columns
 _PRODUCER_ORDER = {
@@ -215,6 +272,11 @@ class SummaryAggregates:
     result_scopes: pa.Table
     result_latency: pa.Table
     result_queue_wait: pa.Table
+    fault_spans: pa.Table
+    fault_attempt_cells: pa.Table
+    fault_attempt_latency: pa.Table
+    fault_results: pa.Table
+    fault_result_latency: pa.Table
     producers: pa.Table
 
     def tables(self) -> dict[str, pa.Table]:

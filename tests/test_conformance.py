@@ -15,6 +15,7 @@ VECTORS = Path(__file__).parent / "data" / "conformance"
 
 @pytest.mark.parametrize("file_name", sorted(CHECKERS))
 def test_vector_file_passes(file_name: str, tmp_path: Path) -> None:
+    (tmp_path / file_name).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / file_name).symlink_to(VECTORS / file_name)
     results = list(run_dir(tmp_path))
     failures = [f"{r.vector_id}: {r.detail}" for r in results if r.status == "failed"]

@@ -38,6 +38,8 @@ CHECKERS: dict[str, str] = {
     "real_client_async_5_x.jsonl": "async_replay",
     # the gRPC family: the real rocketmq-python-client 5.1.2 against a scripted Proxy (grpc/README.md)
     "grpc/grpc_python_5_1_2.jsonl": "grpc_send",
+    # the same client and oracle, scenarios this project added (grpc/oracle/grpc_python_probes_set.json)
+    "grpc/grpc_python_5_1_2_probes.jsonl": "grpc_send",
 }
 
 

@@ -32,6 +32,7 @@ from rocketsim.client.send import Call, SendResult
 from rocketsim.errors import RocketSimError
 
 NORMAL, FIFO, DELAY, TRANSACTION = "NORMAL", "FIFO", "DELAY", "TRANSACTION"
+PYTHON_PRODUCER = "PRODUCER client_id:<client_id>"  # PY Producer.__str__, the client id masked
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,9 @@ def failure_of(reply: Reply, language: str) -> GrpcFailure | None:
         if reply.entries == 1:
             return None
         if language == PYTHON:  # Producer.__handle_send_result: assert len(entries) == 1
-            return GrpcFailure(
-                "AssertionError", f"entries size error, the send response entries size is {reply.entries}"
+            return GrpcFailure(  # ..., {self}: the producer's str, its client id masked as in the vectors
+                "AssertionError",
+                f"entries size error, the send response entries size is {reply.entries}, {PYTHON_PRODUCER}",
             )
         return GrpcFailure(  # ProducerImpl.send0 onSuccess: receipts != messages, no retry
             "InternalErrorException",

@@ -39,7 +39,7 @@ from rocketsim.client.grpc_send import (
 from rocketsim.client.grpc_versions import GrpcClient, parse_grpc_version
 from rocketsim.vectors import Result, failed, passed
 
-FILES = ("grpc/grpc_python_5_1_2.jsonl",)
+FILES = ("grpc/grpc_python_5_1_2.jsonl", "grpc/grpc_python_5_1_2_probes.jsonl")
 FORMAT = "rocketmq-grpc-send-oracle/1"
 REPLY_MS = 2  # the fake Proxy's answer after its scripted delay (README: delay + 1.5 ms median)
 CLOSE_MS = 5  # a closed connection reaches the client (README: 4-8 ms)

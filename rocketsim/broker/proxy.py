@@ -36,6 +36,7 @@ Two deployments (``proxy.mode``):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rocketsim.broker import latency as bm
@@ -190,10 +191,16 @@ def choose_queue(a: ProxyAttempt) -> tuple[str, int]:
     return a.queues[int(uniform(a.key, STREAM_PROXY_QUEUE) * len(a.queues))]
 
 
-def proxy_reply(model: bm.BrokerModel, settings: ProxySettings, a: ProxyAttempt) -> Reply:
+def proxy_reply(
+    model: bm.BrokerModel,
+    settings: ProxySettings,
+    a: ProxyAttempt,
+    refine: Callable[[bm.AttemptOutcome, str, int], bm.AttemptOutcome] | None = None,
+) -> Reply:
     """What the client sees of one attempt through the Proxy: the Proxy's queue choice, its broker's
     answer within ``broker_timeout_ms`` as a status, then the client's own deadline (past it:
-    DEADLINE_EXCEEDED at the deadline, the broker's store standing: a retry can duplicate)."""
+    DEADLINE_EXCEEDED at the deadline, the broker's store standing: a retry can duplicate). ``refine``:
+    what the broker does to this message on the chosen queue beyond the model's draw."""
     if not a.queues:  # ProducerProcessor: "no writable queue"
         return Reply.status(Code.FORBIDDEN, settings.hop_ms, "no writable queue")
     broker, queue_id = choose_queue(a)
@@ -202,6 +209,8 @@ def proxy_reply(model: bm.BrokerModel, settings: ProxySettings, a: ProxyAttempt)
     answer = bm.attempt_outcome(
         model.params[b], model.faults[b], a.key, a.start_ms + hop, settings.broker_timeout_ms
     )
+    if refine is not None:  # what the broker makes of this message on this queue (e.g. its properties)
+        answer = refine(answer, broker, queue_id)
     code, message = proxy_status(answer, broker)
     latency = hop + answer.latency_ms + (1 if answer.kind == OutcomeKind.REMOTING_TIMEOUT else 0)
     stored = {
@@ -215,16 +224,23 @@ def proxy_reply(model: bm.BrokerModel, settings: ProxySettings, a: ProxyAttempt)
     return Reply.status(code, latency, message, **stored)
 
 
-def local_endpoint_reply(model: bm.BrokerModel, broker: str, start_ms: int, deadline_ms: int) -> Reply | None:
+def unusable_windows(model: bm.BrokerModel, broker: str, until_ms: int) -> list[tuple[int, int]]:
+    """The ``[from, to)`` ms in which a local-mode Proxy's endpoint cannot carry an RPC: its process is
+    dead (outage, flapping's down phases), then until the client's channel reconnects
+    (:func:`reconnect_ready_ms`)."""
+    return [(a, reconnect_ready_ms(a, b)) for a, b in model.down_intervals(broker, until_ms)]
+
+
+def local_endpoint_reply(
+    model: bm.BrokerModel, broker: str, start_ms: int, deadline_ms: int, unusable: list[tuple[int, int]]
+) -> Reply | None:
     """What a local-mode Proxy's own process does to an attempt before it handles it (None: it handles
-    it): dead -> UNAVAILABLE at once, hung or cut off -> the client's deadline."""
+    it): dead or not reconnected yet -> UNAVAILABLE at once, hung -> the client's deadline, cut off by a
+    partition -> the client's deadline (the connect never completes)."""
+    if any(a <= start_ms < b for a, b in unusable):
+        return Reply.grpc_error(UNAVAILABLE, REFUSED_MS, reached=False, broker=broker)
     for w in model.faults[model.index(broker)]:
-        if not w.active(start_ms):
-            continue
-        if w.down(start_ms):
-            return Reply.grpc_error(UNAVAILABLE, REFUSED_MS, reached=False, broker=broker)
-        if w.kind in (bm.FAULT_HANG, bm.FAULT_PARTITION):
-            return Reply.grpc_error(
-                DEADLINE_EXCEEDED, deadline_ms, reached=w.kind == bm.FAULT_HANG, broker=broker
-            )
+        if w.active(start_ms) and w.kind in (bm.FAULT_HANG, bm.FAULT_PARTITION):
+            hung = w.kind == bm.FAULT_HANG
+            return Reply.grpc_error(DEADLINE_EXCEEDED, deadline_ms, reached=hung, broker=broker)
     return None

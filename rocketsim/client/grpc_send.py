@@ -139,9 +139,15 @@ class ProducerState:
     """One gRPC producer instance: its client row, a balancer per topic (created on the topic's first
     send from ``start_of(topic)``, the random start), and the Java client's isolated endpoints."""
 
-    def __init__(self, client: GrpcClient, start_of: Callable[[str], int]) -> None:
+    def __init__(
+        self,
+        client: GrpcClient,
+        start_of: Callable[[str], int],
+        rejoin_at: Callable[[str, int], int | None] | None = None,
+    ) -> None:
         self.client = client
         self.start_of = start_of
+        self.rejoin_at = rejoin_at  # when a heartbeat will find an endpoint answering (None: unknown)
         self.balancers: dict[str, PythonSelector | JavaBalancer] = {}
         self._routes: dict[str, Sequence[GrpcQueue]] = {}
         self.isolated: set[str] = set()
@@ -157,10 +163,13 @@ class ProducerState:
         self._routes[topic] = route
         return b
 
-    def on_failure(self, endpoint: str) -> None:
-        """A failed attempt: the Java client isolates its endpoints (``ProducerImpl.isolate``)."""
-        if self.client.isolates_endpoints:
-            self.isolated.add(endpoint)
+    def on_failure(self, endpoint: str, now: int) -> int | None:
+        """A failed attempt: the Java client isolates its endpoints (``ProducerImpl.isolate``). Returns
+        until when, if ``rejoin_at`` knows (the ``fault_isolated_until_ms`` column)."""
+        if not self.client.isolates_endpoints:
+            return None
+        self.isolated.add(endpoint)
+        return None if self.rejoin_at is None else self.rejoin_at(endpoint, now)
 
     def rejoin(self, endpoint: str) -> None:
         """A heartbeat to ``endpoint`` answered OK (``ClientImpl.doHeartbeat``: ``isolated.remove``)."""
@@ -307,6 +316,9 @@ def grpc_send_steps(
         queue_id = reply.queue_id if reply.broker is not None else q.queue_id
 
         flow = _flow_after(failure, reply, n, settings.max_attempts, client)
+        isolated_until = None
+        if failure is not None and flow != RECEIPTS_MISMATCH:
+            isolated_until = state.on_failure(q.endpoint, now)
         attempts.append(
             GrpcAttempt(
                 n - 1,
@@ -318,14 +330,12 @@ def grpc_send_steps(
                 flow,
                 broker,
                 queue_id,
-                None,
+                isolated_until,
                 settings.request_timeout_ms,
             )
         )
         if failure is None:
             return end(SendResult("SEND_OK", broker, queue_id, n - 1), None)
-        if flow != RECEIPTS_MISMATCH:
-            state.on_failure(q.endpoint)
         if flow.startswith("throw"):
             return end(None, failure)
         if flow == BACKOFF_FLOW:

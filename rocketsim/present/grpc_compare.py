@@ -19,7 +19,7 @@ import pyarrow as pa
 from matplotlib.figure import Figure
 
 from rocketsim import simulate, stage
-from rocketsim.present import plots
+from rocketsim.present import plots, timeline
 from rocketsim.scenario import Scenario, load_scenario, workload
 from rocketsim.tables import summaries
 
@@ -124,7 +124,7 @@ def style(variant: str) -> dict[str, object]:
     }
 
 
-def figure(per: dict[str, dict[str, pd.DataFrame]], spans: dict[str, Sequence[plots.FaultSpan]]) -> Figure:
+def figure(per: dict[str, dict[str, pd.DataFrame]], spans: dict[str, Sequence[timeline.FaultSpan]]) -> Figure:
     """One row per severity: send p99, retries per second, the sick broker's share of attempts; one line
     per client."""
     panels = (
@@ -137,8 +137,7 @@ def figure(per: dict[str, dict[str, pd.DataFrame]], spans: dict[str, Sequence[pl
     for i, (severity, variants) in enumerate(per.items()):
         for j, (col, label) in enumerate(panels):
             ax = axes[i, j]
-            for f in spans[severity]:
-                ax.axvspan(f.start_ms / 1000, f.end_ms / 1000, color=plots.FAULT_COLOR, alpha=0.25, lw=0)
+            timeline.Timeline(tuple(spans[severity])).mark(ax)
             for name, d in variants.items():
                 ax.plot(d["t_s"], d[col], label=name, **style(name))
             if col == "p99_ms":
@@ -148,7 +147,7 @@ def figure(per: dict[str, dict[str, pd.DataFrame]], spans: dict[str, Sequence[pl
             ax.set_title(f"{severity}: {label}", fontsize=10)
         axes[i, 0].legend(fontsize=8, loc="upper left")
     for ax in axes[-1]:
-        ax.set_xlabel(plots.TIME_LABEL)
+        ax.set_xlabel(timeline.TIME_LABEL)
     fig.suptitle(
         f"{SICK} browns out from 120 s to 420 s: remoting 5.3.3 vs the gRPC clients behind a 5.3.3 Proxy "
         f"({WINDOW_MS // 1000} s windows, 8 producers, 100 msg/s)"
@@ -171,7 +170,7 @@ def main(argv: Sequence[str] = ()) -> int:
     out_dir = Path(argv[0] if argv else "docs")
     out_dir.mkdir(parents=True, exist_ok=True)
     per: dict[str, dict[str, pd.DataFrame]] = {}
-    spans: dict[str, Sequence[plots.FaultSpan]] = {}
+    spans: dict[str, Sequence[timeline.FaultSpan]] = {}
     for severity, extra in SEVERITIES.items():
         per[severity], rows = {}, {}
         for name, overrides in VARIANTS.items():
@@ -179,7 +178,7 @@ def main(argv: Sequence[str] = ()) -> int:
             messages, out = run_once(sc)
             per[severity][name] = send_windows(out)
             rows[name] = numbers(sc, messages, out, per[severity][name])
-            spans[severity] = plots.fault_spans(sc)
+            spans[severity] = timeline.fault_spans(sc)
         print(f"\n### {severity}\n")
         print(markdown(rows))
     path = plots.save_figure(figure(per, spans), out_dir, "grpc_brownout")

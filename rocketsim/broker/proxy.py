@@ -157,15 +157,15 @@ def proxy_status(answer: bm.AttemptOutcome, broker: str) -> tuple[int, str]:
     return Code.INTERNAL_SERVER_ERROR, f"connect to {broker} failed"
 
 
-def reconnect_ready_ms(down_start_ms: int, down_end_ms: int) -> int:
-    """When a gRPC channel whose endpoint refused connections over ``[down_start, down_end)`` can carry an
-    RPC again: its first reconnect attempt at or after ``down_end`` (attempts at ``down_start + 1 s``, then
-    backoffs x1.6 up to 120 s; the backoff taken to start when the endpoint went down)."""
-    t = float(down_start_ms)
+def reconnect_ready_ms(refused_ms: int, back_ms: int) -> int:
+    """When a gRPC channel whose connect was refused at ``refused_ms``, its endpoint listening again from
+    ``back_ms``, can carry an RPC: its first reconnect attempt at or after ``back_ms`` (attempts at
+    ``refused_ms + 1 s``, then backoffs x1.6 up to 120 s)."""
+    t = float(refused_ms)
     backoff = float(RECONNECT_INITIAL_MS)
     while True:
         t += backoff
-        if t >= down_end_ms:
+        if t >= back_ms:
             return int(t)
         backoff = min(backoff * RECONNECT_MULTIPLIER, RECONNECT_MAX_MS)
 
@@ -224,20 +224,14 @@ def proxy_reply(
     return Reply.status(code, latency, message, **stored)
 
 
-def unusable_windows(model: bm.BrokerModel, broker: str, until_ms: int) -> list[tuple[int, int]]:
-    """The ``[from, to)`` ms in which a local-mode Proxy's endpoint cannot carry an RPC: its process is
-    dead (outage, flapping's down phases), then until the client's channel reconnects
-    (:func:`reconnect_ready_ms`)."""
-    return [(a, reconnect_ready_ms(a, b)) for a, b in model.down_intervals(broker, until_ms)]
-
-
 def local_endpoint_reply(
-    model: bm.BrokerModel, broker: str, start_ms: int, deadline_ms: int, unusable: list[tuple[int, int]]
+    model: bm.BrokerModel, broker: str, start_ms: int, deadline_ms: int, connectable: bool
 ) -> Reply | None:
     """What a local-mode Proxy's own process does to an attempt before it handles it (None: it handles
-    it): dead or not reconnected yet -> UNAVAILABLE at once, hung -> the client's deadline, cut off by a
-    partition -> the client's deadline (the connect never completes)."""
-    if any(a <= start_ms < b for a, b in unusable):
+    it): not connectable (dead, or the client's channel still in its reconnect backoff) -> UNAVAILABLE at
+    once; hung -> the client's deadline; cut off by a partition -> the client's deadline (the connect never
+    completes)."""
+    if not connectable:
         return Reply.grpc_error(UNAVAILABLE, REFUSED_MS, reached=False, broker=broker)
     for w in model.faults[model.index(broker)]:
         if w.active(start_ms) and w.kind in (bm.FAULT_HANG, bm.FAULT_PARTITION):

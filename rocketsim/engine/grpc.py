@@ -37,7 +37,7 @@ from rocketsim.broker.proxy import (
     endpoint_of,
     local_endpoint_reply,
     proxy_reply,
-    unusable_windows,
+    reconnect_ready_ms,
 )
 from rocketsim.client.grpc_balance import GrpcQueue
 from rocketsim.client.grpc_codes import Reply
@@ -111,32 +111,69 @@ def proxy_queues(route: TopicRouteData) -> tuple[tuple[str, int], ...]:
     )
 
 
+class Channels:
+    """The client's gRPC channels to local-mode endpoints (one per broker's Proxy): a connect is refused
+    while the broker's process is down; after a refused connect the channel retries on its backoff from
+    then on, so it carries RPCs again only at its first reconnect after the endpoint is back
+    (:func:`rocketsim.broker.proxy.reconnect_ready_ms`). A channel nothing used while its endpoint was down
+    connects at once."""
+
+    def __init__(self, model: bm.BrokerModel, until_ms: int) -> None:
+        self.down = {b: model.down_intervals(b, until_ms) for b in model.brokers}
+        self.blocked_until: dict[str, int] = {}
+
+    def connect(self, endpoint: str, t: int) -> bool:
+        """An RPC to ``endpoint`` at ``t``: whether the channel carries it (a refusal starts its backoff)."""
+        if t < self.blocked_until.get(endpoint, 0):
+            return False
+        for a, b in self.down[endpoint]:
+            if a <= t < b:
+                self.blocked_until[endpoint] = reconnect_ready_ms(t, b)
+                return False
+        return True
+
+    def would_connect(self, endpoint: str, t: int) -> bool:
+        """:meth:`connect` without its effect, for a time at or after every RPC made so far."""
+        return t >= self.blocked_until.get(endpoint, 0) and not any(
+            a <= t < b for a, b in self.down[endpoint]
+        )
+
+
 class HeartbeatClock:
     """The client's heartbeat timer in the place of the fault strategy (the loop calls ``advance_to``
-    before each event): at every tick (``heartbeat_first_ms``, then every ``heartbeat_period_ms``) each
-    isolated endpoint that answers rejoins (``ClientImpl.doHeartbeat``)."""
+    before each event): at every tick (``heartbeat_first_ms``, then every ``heartbeat_period_ms``) a
+    heartbeat goes to every endpoint of the client's route (``ClientImpl.doHeartbeat``), and an isolated
+    one that answers rejoins (``isolated.remove``)."""
 
-    def __init__(self, state: ProducerState, answers: Callable[[str, int], bool]) -> None:
+    def __init__(
+        self,
+        state: ProducerState,
+        endpoints_at: Callable[[int], Iterable[str]],
+        answers: Callable[[str, int], bool],
+        would_answer: Callable[[str, int], bool],
+    ) -> None:
         self.state = state
+        self.endpoints_at = endpoints_at
         self.answers = answers
+        self.would_answer = would_answer
         self.first = state.client.heartbeat_first_ms
         self.period = state.client.heartbeat_period_ms
         self.next_tick = self.first
 
     def advance_to(self, t: int) -> None:
         while self.next_tick <= t:
-            for endpoint in sorted(self.state.isolated):
+            for endpoint in sorted(self.endpoints_at(self.next_tick)):
                 if self.answers(endpoint, self.next_tick):
                     self.state.rejoin(endpoint)
             self.next_tick += self.period
 
     def rejoin_at(self, endpoint: str, after_ms: int, until_ms: int) -> int | None:
-        """The first tick after ``after_ms`` at which ``endpoint`` answers (None: none before
+        """The first tick after ``after_ms`` at which ``endpoint`` would answer (None: none before
         ``until_ms``)."""
         k = max(0, -(-(after_ms + 1 - self.first) // self.period))
         t = self.first + k * self.period
         while t <= until_ms:
-            if self.answers(endpoint, t):
+            if self.would_answer(endpoint, t):
                 return t
             t += self.period
         return None
@@ -152,7 +189,7 @@ class GrpcProducerSimulation(ProducerSimulation):
         self.groups = groups  # send index -> its FIFO group
         self.mode = cfg.proxy.mode
         self.horizon = horizon_ms(sc)
-        self.unusable = {b: unusable_windows(self.model, b, self.horizon) for b in self.model.brokers}
+        self.channels = Channels(self.model, self.horizon)
         proxy_sc = replace(sc, route=replace(sc.route, poll_interval_ms=cfg.proxy.route_refresh_ms))
         proxy_versions = route_versions(route_timeline(proxy_sc), self.horizon)
         self._proxy_starts = [t for t, _ in proxy_versions]
@@ -163,7 +200,9 @@ class GrpcProducerSimulation(ProducerSimulation):
         }
         self._producer_key = producer_key(sc.seed, producer)  # draw_key's first half, once
         self.state = ProducerState(cfg.client, self._start_of, self._rejoin_at)
-        self.strategy = HeartbeatClock(self.state, self._answers_heartbeat)  # type: ignore[assignment]
+        self.strategy = HeartbeatClock(  # type: ignore[assignment]
+            self.state, self._route_endpoints, self._answers_heartbeat, self._would_answer_heartbeat
+        )
 
     def _start_of(self, topic: str) -> int:
         """The topic's random start, drawn from the seed in the client's range."""
@@ -171,10 +210,20 @@ class GrpcProducerSimulation(ProducerSimulation):
         u = derive_key(self.sc.seed, self.producer, f"grpcStart:{topic}")
         return c.start_low + u % (c.start_high - c.start_low + 1)
 
+    def _route_endpoints(self, t: int) -> set[str]:
+        return {q.endpoint for q in self._client_routes[route_version_at(self._version_starts, t)]}
+
     def _answers_heartbeat(self, endpoint: str, t: int) -> bool:
         if self.mode == CLUSTER:
             return True  # the access point is its own process, up whatever its brokers do
-        return local_endpoint_reply(self.model, endpoint, t, 1, self.unusable[endpoint]) is None
+        connected = self.channels.connect(endpoint, t)
+        return local_endpoint_reply(self.model, endpoint, t, 1, connected) is None
+
+    def _would_answer_heartbeat(self, endpoint: str, t: int) -> bool:
+        if self.mode == CLUSTER:
+            return True
+        connected = self.channels.would_connect(endpoint, t)
+        return local_endpoint_reply(self.model, endpoint, t, 1, connected) is None
 
     def _rejoin_at(self, endpoint: str, now: int) -> int | None:
         return self.strategy.rejoin_at(endpoint, now, self.horizon)  # type: ignore[attr-defined]
@@ -206,9 +255,8 @@ class GrpcProducerSimulation(ProducerSimulation):
                 v = bisect.bisect_right(self._proxy_starts, start_ms) - 1
                 queues, endpoint = self._proxy_queues[v], endpoint_of(broker, CLUSTER)
             else:
-                refused = local_endpoint_reply(
-                    self.model, broker, start_ms, timeout_ms, self.unusable[broker]
-                )
+                connected = self.channels.connect(broker, start_ms)
+                refused = local_endpoint_reply(self.model, broker, start_ms, timeout_ms, connected)
                 if refused is not None:
                     return refused
                 queues, endpoint = self._local_queues[broker], broker

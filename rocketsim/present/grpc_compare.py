@@ -28,7 +28,11 @@ SCENARIO = ROOT / "conf" / "scenarios" / "brownout.toml"
 WINDOW_MS = 10_000
 SICK = "broker-b"
 BASE = ("workload.rate_per_s=100", "workload.messages=60000")
-SEVERITIES = {"brown-out x30 (brownout.toml)": (), "severe brown-out x300": ("faults.0.factor=300",)}
+SEVERITIES = {
+    "brown-out x30 (brownout.toml)": (),
+    "severe brown-out x300": ("faults.0.factor=300",),
+    "for contrast: an outage from 125 s": ("faults.0.kind=outage", "faults.0.start_s=125"),
+}
 _GRPC = ("producers.client_family=grpc",)
 VARIANTS: dict[str, tuple[str, ...]] = {
     "remoting 5.3.3, fault strategy on": ("producers.client_version=5.3.3",),
@@ -71,11 +75,15 @@ def send_windows(out: simulate.SimOutput) -> pd.DataFrame:
 def time_to_recover_s(
     per: pd.DataFrame, fault_start_ms: int, fault_end_ms: int, fair_share_pct: float
 ) -> float | None:
-    """Seconds after the fault ends until the clients are back for good: the windowed send p99 within
-    ``RECOVERED`` x its median before the fault, and the sick broker's share of attempts within 80% of its
-    fair share (a client still avoiding it has not recovered). None: not within the run."""
+    """Seconds after the fault ends until the clients are back for good: no failed send, the windowed send
+    p99 within ``RECOVERED`` x its median before the fault, and the sick broker's share of attempts within
+    80% of its fair share (a client still avoiding it has not recovered). None: not within the run."""
     base = per.loc[(per["w"] + 1) * WINDOW_MS <= fault_start_ms, "p99_ms"].median()
-    ok = (per["p99_ms"] <= RECOVERED * base) & (per["sick_share_pct"] >= 0.8 * fair_share_pct)
+    ok = (
+        (per["failed"] == 0)
+        & (per["p99_ms"] <= RECOVERED * base)
+        & (per["sick_share_pct"] >= 0.8 * fair_share_pct)
+    )
     after = per[per["w"] * WINDOW_MS >= fault_end_ms]
     bad = after.index[~ok[after.index]]
     if len(bad) == 0:
@@ -103,8 +111,8 @@ def numbers(
         "failed": int(rs.loc["all", "failed"]),
         "retries": int(rs.loc["all", "retries"]),
         "p99 ms (run)": int(rs.loc["all", "latency_p99_ms"]),
-        "p99 ms (brown-out)": int(np.quantile(during, 0.99, method="higher")),
-        f"{SICK} share (brown-out)": f"{(a['broker'] == SICK).mean() * 100:.1f}%",
+        "p99 ms (during the fault)": int(np.quantile(during, 0.99, method="higher")),
+        f"{SICK} share (during the fault)": f"{(a['broker'] == SICK).mean() * 100:.1f}%",
         "recovered after the end (s)": "not in the run" if recovered is None else f"{recovered:g}",
         "duplicates": int(rs.loc["all", "duplicates"]),
     }
@@ -149,8 +157,9 @@ def figure(per: dict[str, dict[str, pd.DataFrame]], spans: dict[str, Sequence[ti
     for ax in axes[-1]:
         ax.set_xlabel(timeline.TIME_LABEL)
     fig.suptitle(
-        f"{SICK} browns out from 120 s to 420 s: remoting 5.3.3 vs the gRPC clients behind a 5.3.3 Proxy "
-        f"({WINDOW_MS // 1000} s windows, 8 producers, 100 msg/s)"
+        f"{SICK} browns out from 120 s to 420 s (for contrast, bottom: dies from 125 s): remoting 5.3.3 vs the "
+        f"gRPC clients behind a 5.3.3 Proxy ({WINDOW_MS // 1000} s windows, 8 producers, 100 msg/s; Java and "
+        "Python coincide in cluster mode)"
     )
     return fig
 

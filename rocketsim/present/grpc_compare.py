@@ -157,9 +157,9 @@ def figure(per: dict[str, dict[str, pd.DataFrame]], spans: dict[str, Sequence[ti
     for ax in axes[-1]:
         ax.set_xlabel(timeline.TIME_LABEL)
     fig.suptitle(
-        f"{SICK} browns out from 120 s to 420 s (for contrast, bottom: dies from 125 s): remoting 5.3.3 vs the "
-        f"gRPC clients behind a 5.3.3 Proxy ({WINDOW_MS // 1000} s windows, 8 producers, 100 msg/s; Java and "
-        "Python coincide in cluster mode)"
+        f"{SICK} browns out from 120 s to 420 s (for contrast, bottom: dies from 125 s): remoting 5.3.3 vs "
+        f"the gRPC clients behind a 5.3.3 Proxy\n({WINDOW_MS // 1000} s windows, 8 producers, 100 msg/s; "
+        "Java and Python coincide in cluster mode)"
     )
     return fig
 

@@ -11,10 +11,10 @@ import pyarrow.compute as pc
 import pytest
 
 from rocketsim import stage
-from rocketsim.broker.proxy import CLUSTER, LOCAL, ProxySettings
+from rocketsim.broker.proxy import CLUSTER, LOCAL
 from rocketsim.client.grpc_versions import parse_grpc_version
 from rocketsim.engine.grpc import GrpcConfig, simulate_producer
-from rocketsim.scenario import Scenario, scenario_from_mapping, workload
+from rocketsim.scenario import ProxyConfig, Scenario, scenario_from_mapping, workload
 
 JAVA = parse_grpc_version("java-5.2.1")
 PYTHON = parse_grpc_version("python-5.1.2")
@@ -33,7 +33,7 @@ def scenario(faults: list[dict[str, Any]], messages: int = 2000, rate: float = 1
 
 def run(sc: Scenario, client, mode: str = CLUSTER, **cfg: Any):  # noqa: ANN001, ANN201
     messages = stage.producer_messages(sc, workload.producer_shares(sc)[0])
-    return simulate_producer(messages, sc, GrpcConfig(client, ProxySettings(mode=mode), **cfg))
+    return simulate_producer(messages, sc, GrpcConfig(client, ProxyConfig(mode=mode), **cfg))
 
 
 def window(table: pa.Table, column: str, start_ms: int, end_ms: int) -> pa.Table:
@@ -69,7 +69,7 @@ def test_in_cluster_mode_the_clients_pick_decides_nothing() -> None:
     assert java.attempts.select(cols).equals(python.attempts.select(cols))
     assert pc.count_distinct(java.attempts.column("broker")).as_py() == 2
     outcomes = set(java.attempts.column("outcome").to_pylist())
-    assert "status:PROXY_TIMEOUT" in outcomes  # the Proxy's 2 s wait, then an immediate retry
+    assert "proxy:PROXY_TIMEOUT" in outcomes  # the Proxy's 2 s wait, then an immediate retry
 
 
 def test_local_mode_outage_java_isolates_until_a_heartbeat_python_keeps_trying() -> None:
@@ -127,7 +127,7 @@ def test_throttling_python_fails_java_backs_off() -> None:
     start = np.asarray(j_att.column("start_ts_ms"))
     lat = np.asarray(j_att.column("latency_ms"))
     out = np.asarray(j_att.column("outcome").to_pylist())
-    retried = (seq[1:] == seq[:-1]) & (out[:-1] == "status:TOO_MANY_REQUESTS")
+    retried = (seq[1:] == seq[:-1]) & (out[:-1] == "proxy:TOO_MANY_REQUESTS")
     gaps = start[1:][retried] - (start[:-1][retried] + lat[:-1][retried])
     assert gaps.size > 50 and set(gaps.tolist()) <= {20, 40}
     assert pc.sum(pc.equal(java.results.column("status"), "FAILED")).as_py() < p_failed.num_rows
@@ -156,3 +156,61 @@ def test_fifo_messages_keep_their_queue(client) -> None:  # noqa: ANN001
     )
     assert max(per_key.column("queue_id_count_distinct").to_pylist()) == 1
     assert max(per_key.column("broker_count_distinct").to_pylist()) == 1
+
+
+def grpc_scenario(**producers: Any) -> dict[str, Any]:
+    return {
+        "cluster": {"brokers": ["broker-a", "broker-b"]},
+        "producers": {"count": 1, "client_family": "grpc", "client_version": "java-5.2.1", **producers},
+        "workload": {"messages": 300, "rate_per_s": 100.0, "topics": ["T"]},
+    }
+
+
+def test_the_facade_runs_a_grpc_scenario_on_the_grpc_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rocketsim import simulate
+    from rocketsim.engine import ENGINE_VARIABLE
+    from rocketsim.engine.plan import SimulationError
+
+    sc = scenario_from_mapping(grpc_scenario())
+    messages = stage.producer_messages(sc, workload.producer_shares(sc)[0])
+    monkeypatch.delenv(ENGINE_VARIABLE, raising=False)
+    out = simulate.simulate_producer(messages, sc)
+    assert out.results.equals(simulate_producer(messages, sc).results)
+    assert not any(out.results.column("compressed").to_pylist())  # Encoding.IDENTITY, forwarded as sent
+    chunks = list(simulate.simulate_chunks(messages.to_batches(max_chunksize=64), sc))
+    assert pa.concat_tables([c.results for c in chunks]).equals(out.results)
+    monkeypatch.setenv(ENGINE_VARIABLE, "compiled")
+    with pytest.raises(SimulationError, match="does not cover producers.client_family = grpc"):
+        simulate.simulate_producer(messages, sc)
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "rule"),
+    [
+        ({"client_version": "5.3.3"}, "producers.client_version", "of the grpc family must be one of"),
+        ({"send_mode": {"oneway": 1.0}}, "producers.send_mode.oneway", "no gRPC client sends oneway"),
+        (
+            {"client_version": "python-5.1.2", "request_timeout_ms": 1500},
+            "producers.request_timeout_ms",
+            "whole seconds",
+        ),
+    ],
+)
+def test_what_the_grpc_clients_cannot_do_is_refused_naming_the_key(change: dict, key: str, rule: str) -> None:
+    from rocketsim.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match=rule) as err:
+        scenario_from_mapping(grpc_scenario(**change))
+    assert str(err.value).startswith(key)
+
+
+def test_batches_and_the_closed_loop_store_are_refused_for_grpc() -> None:
+    from rocketsim.scenario import ScenarioError
+
+    raw = grpc_scenario()
+    with pytest.raises(ScenarioError, match="^workload.message_types.batch"):
+        scenario_from_mapping(
+            {**raw, "workload": {**raw["workload"], "message_types": {"normal": 0.5, "batch": 0.5}}}
+        )
+    with pytest.raises(ScenarioError, match="^brokers.coupling must be open with client_family grpc"):
+        scenario_from_mapping({**raw, "brokers": {"coupling": "joint"}})

@@ -12,7 +12,7 @@ from rocketsim.broker.proxy import (
     CLUSTER,
     LOCAL,
     ProxyAttempt,
-    ProxySettings,
+    backoff_ms,
     consistent_hash,
     endpoint_of,
     proxy_reply,
@@ -22,14 +22,14 @@ from rocketsim.broker.proxy import (
 from rocketsim.client.grpc_codes import DEADLINE_EXCEEDED, Code
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.rng import draw_key
-from rocketsim.scenario import scenario_from_mapping
+from rocketsim.scenario import ProxyConfig, scenario_from_mapping
 
 
 def test_settings_are_the_5_3_3_proxys() -> None:
     # PX/config/ProxyConfig.java: grpcClientProducerMaxAttempts 3, BackoffInitialMillis 10, BackoffMaxMillis
     # 1000, BackoffMultiplier 2, topicRouteServiceCacheRefreshSeconds 20, proxyMode CLUSTER;
     # PX/processor/MessagingProcessor.java DEFAULT_TIMEOUT_MILLS = Duration.ofSeconds(2)
-    s = ProxySettings()
+    s = ProxyConfig()
     assert (s.mode, s.grpc_client_producer_max_attempts, s.broker_timeout_ms, s.route_refresh_ms) == (
         CLUSTER,
         3,
@@ -37,7 +37,7 @@ def test_settings_are_the_5_3_3_proxys() -> None:
         20_000,
     )
     # ExponentialBackoffRetryPolicy.getNextAttemptDelay(a) = min(initial * multiplier^(a-1), max)
-    assert [s.backoff_ms(a) for a in (1, 2, 3, 7, 8)] == [10, 20, 40, 640, 1000]
+    assert [backoff_ms(s, a) for a in (1, 2, 3, 7, 8)] == [10, 20, 40, 640, 1000]
 
 
 def test_broker_codes_map_as_response_builder_does() -> None:
@@ -83,7 +83,7 @@ def test_the_proxy_waits_its_own_timeout_then_the_clients_deadline_decides() -> 
     # a hung broker: the Proxy's 2 s wait ends in PROXY_TIMEOUT; a client deadline of 3 s sees it, one of
     # 1 s sees DEADLINE_EXCEEDED first (the per-attempt gRPC deadline)
     model = _model([{"broker": "broker-a", "kind": "hang", "start_s": 0, "end_s": 60}])
-    s = ProxySettings()
+    s = ProxyConfig()
     queues = (("broker-a", 0),)
     slow = proxy_reply(model, s, ProxyAttempt(ACCESS_POINT, 100, 3000, draw_key(1, 0, 0, 0), queues))
     assert (slow.code, slow.latency_ms) == (Code.PROXY_TIMEOUT, 1 + 2000 + 1)
@@ -101,7 +101,7 @@ def test_fifo_messages_go_to_the_consistent_hash_of_the_groups_hashcode() -> Non
         for r in (
             proxy_reply(
                 model,
-                ProxySettings(),
+                ProxyConfig(),
                 ProxyAttempt(ACCESS_POINT, 0, 3000, draw_key(1, 0, s, 0), queues, "g1"),
             )
             for s in range(20)
@@ -110,7 +110,7 @@ def test_fifo_messages_go_to_the_consistent_hash_of_the_groups_hashcode() -> Non
     assert len(chosen) == 1
     spread = {
         proxy_reply(
-            model, ProxySettings(), ProxyAttempt(ACCESS_POINT, 0, 3000, draw_key(1, 0, s, 0), queues)
+            model, ProxyConfig(), ProxyAttempt(ACCESS_POINT, 0, 3000, draw_key(1, 0, s, 0), queues)
         ).broker
         for s in range(50)
     }

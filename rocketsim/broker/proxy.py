@@ -45,10 +45,9 @@ from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.errors import ConfigError
 from rocketsim.javaint import int32, java_string_hash
 from rocketsim.rng import uniform
+from rocketsim.scenario import PROXY_MODES, ProxyConfig
 
-CLUSTER = "cluster"
-LOCAL = "local"
-PROXY_MODES = (CLUSTER, LOCAL)
+CLUSTER, LOCAL = PROXY_MODES
 ACCESS_POINT = "proxy"  # the cluster-mode endpoint every queue carries
 STREAM_PROXY_QUEUE = 16  # the attempt draw of the Proxy's queue choice (past the broker model's streams)
 
@@ -61,37 +60,15 @@ RECONNECT_MAX_MS = 120_000
 REFUSED_MS = 3  # an RPC on a channel that cannot connect fails this fast (G15: median 3 ms)
 
 
-@dataclass(frozen=True)
-class ProxySettings:
-    """The Proxy's settings (``ProxyConfig`` names in snake case, 5.3.3 defaults)."""
-
-    mode: str = CLUSTER
-    # what it pushes to producers (GrpcClientSettingsManager.mergeProducerData)
-    grpc_client_producer_max_attempts: int = 3
-    grpc_client_producer_backoff_initial_millis: int = 10
-    grpc_client_producer_backoff_max_millis: int = 1000
-    grpc_client_producer_backoff_multiplier: int = 2
-    # MessagingProcessor.DEFAULT_TIMEOUT_MILLS: the Proxy's wait for its broker
-    broker_timeout_ms: int = 2000
-    # topicRouteServiceCacheRefreshSeconds: how stale the Proxy's route may be
-    route_refresh_ms: int = 20_000
-    # the client <-> Proxy hop (network and the Proxy's own work), added to the broker's latency; a
-    # model parameter, not a ProxyConfig field
-    hop_ms: int = 1
-
-    def __post_init__(self) -> None:
-        if self.mode not in PROXY_MODES:
-            raise ConfigError(f"proxy.mode must be one of {', '.join(PROXY_MODES)}, got {self.mode!r}")
-
-    def backoff_ms(self, attempt: int) -> int:
-        """``ExponentialBackoffRetryPolicy.getNextAttemptDelay(attempt)`` with the pushed backoff:
-        ``min(initial * multiplier^(attempt - 1), max)`` (the Java client's wait before ``attempt``)."""
-        if attempt < 1:
-            raise ConfigError(f"attempt must be positive, got {attempt}")
-        delay = self.grpc_client_producer_backoff_initial_millis * float(
-            self.grpc_client_producer_backoff_multiplier
-        ) ** (attempt - 1)
-        return int(min(delay, self.grpc_client_producer_backoff_max_millis))
+def backoff_ms(cfg: ProxyConfig, attempt: int) -> int:
+    """``ExponentialBackoffRetryPolicy.getNextAttemptDelay(attempt)`` with the backoff the Proxy pushes:
+    ``min(initial * multiplier^(attempt - 1), max)`` (the Java client's wait before ``attempt``)."""
+    if attempt < 1:
+        raise ConfigError(f"attempt must be positive, got {attempt}")
+    delay = cfg.grpc_client_producer_backoff_initial_millis * float(
+        cfg.grpc_client_producer_backoff_multiplier
+    ) ** (attempt - 1)
+    return int(min(delay, cfg.grpc_client_producer_backoff_max_millis))
 
 
 def endpoint_of(broker: str, mode: str) -> str:
@@ -193,7 +170,7 @@ def choose_queue(a: ProxyAttempt) -> tuple[str, int]:
 
 def proxy_reply(
     model: bm.BrokerModel,
-    settings: ProxySettings,
+    settings: ProxyConfig,
     a: ProxyAttempt,
     refine: Callable[[bm.AttemptOutcome, str, int], bm.AttemptOutcome] | None = None,
 ) -> Reply:

@@ -179,11 +179,20 @@ class Reply:
         return self.kind == STATUS and self.code == Code.OK
 
     @property
+    def code_name(self) -> str:
+        """The status code's name (its number if the protocol does not declare it)."""
+        try:
+            return Code(self.code).name
+        except ValueError:
+            return str(self.code)
+
+    @property
     def label(self) -> str:
-        """The ``outcome`` column's spelling: ``status:<CODE>`` or ``grpc:<gRPC code>``."""
-        if self.kind == STATUS:
-            try:
-                return f"status:{Code(self.code).name}"
-            except ValueError:
-                return f"status:{self.code}"
-        return f"grpc:{self.grpc_code}"
+        """The ``outcome`` column's spelling: ``ok`` for an OK status (a receipt: the outcome every table
+        reads as answered and stored, as the remoting client's SEND_OK), ``proxy:<Code>`` for the Proxy's
+        other statuses, ``grpc:<gRPC status>`` for the RPC's own failure (``grpc:DEADLINE_EXCEEDED``): two
+        namespaces, as both have a NOT_FOUND. :data:`rocketsim.tables.summaries.OUTCOME_KINDS` counts
+        them."""
+        if self.kind != STATUS:
+            return f"grpc:{self.grpc_code}"
+        return "ok" if self.code == Code.OK else f"proxy:{self.code_name}"

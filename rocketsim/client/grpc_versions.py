@@ -21,6 +21,7 @@ from functools import cache
 
 from rocketsim.errors import ConfigError
 
+GRPC = "grpc"  # producers.client_family of these clients
 PYTHON = "python"
 JAVA = "java"
 STOP = "stop"  # a throttled attempt ends the send
@@ -74,7 +75,7 @@ class GrpcClient:
 
     @property
     def family(self) -> str:
-        return "grpc"
+        return GRPC
 
 
 GRPC_CLIENTS: tuple[GrpcClient, ...] = (

@@ -33,7 +33,7 @@ from rocketsim.broker import store
 from rocketsim.broker.proxy import (
     CLUSTER,
     ProxyAttempt,
-    ProxySettings,
+    backoff_ms,
     endpoint_of,
     local_endpoint_reply,
     proxy_reply,
@@ -61,7 +61,7 @@ from rocketsim.engine.plan import (
 )
 from rocketsim.engine.reference import ProducerSimulation, Send, engine_output, producer_tables, sends_of
 from rocketsim.rng import attempt_key, derive_key, producer_key
-from rocketsim.scenario import Scenario
+from rocketsim.scenario import ProxyConfig, Scenario
 
 __all__ = ["GrpcConfig", "GrpcProducerSimulation", "HeartbeatClock", "simulate_chunks", "simulate_producer"]
 
@@ -74,9 +74,17 @@ class GrpcConfig:
     (Java ``ProducerBuilder.setMaxAttempts``; Python takes the Proxy's)."""
 
     client: GrpcClient
-    proxy: ProxySettings
+    proxy: ProxyConfig
     request_timeout_ms: int = 3000
     max_attempts: int = 3
+
+    @classmethod
+    def of(cls, sc: Scenario) -> GrpcConfig:
+        """The scenario's (``producers.client_family = "grpc"``)."""
+        client = sc.producers.grpc_client
+        if client is None:
+            raise SimulationError("the gRPC engine needs producers.client_family = grpc")
+        return cls(client, sc.proxy, sc.producers.request_timeout_ms, sc.producers.max_attempts)
 
     def settings(self) -> GrpcSettings:
         """What the send path reads, the Proxy's pushed settings applied as the client applies them."""
@@ -84,7 +92,7 @@ class GrpcConfig:
         return GrpcSettings(
             request_timeout_ms=self.request_timeout_ms,
             max_attempts=pushed if self.client.max_attempts_from_server else self.max_attempts,
-            backoff_ms=self.proxy.backoff_ms,
+            backoff_ms=lambda attempt: backoff_ms(self.proxy, attempt),
         )
 
 
@@ -277,20 +285,21 @@ def _groups(prep) -> dict[int, str]:  # noqa: ANN001 - engine.plan.Prepared
     }
 
 
-def simulate_producer(messages: pa.Table, sc: Scenario, cfg: GrpcConfig) -> SimOutput:
-    """Simulate one gRPC producer's messages (schema ``MESSAGES`` without run_id, any row order)."""
+def simulate_producer(messages: pa.Table, sc: Scenario, cfg: GrpcConfig | None = None) -> SimOutput:
+    """Simulate one gRPC producer's messages (schema ``MESSAGES`` without run_id, any row order);
+    ``cfg``: the scenario's (:meth:`GrpcConfig.of`) unless given."""
     if messages.num_rows == 0:
         return SimOutput.empty()
     producer = one_producer(messages)
     prep = prepare(messages, sc)
     sends = sends_of(prep)
-    done = GrpcProducerSimulation(sc, producer, cfg, _groups(prep)).run(sends)
+    done = GrpcProducerSimulation(sc, producer, cfg or GrpcConfig.of(sc), _groups(prep)).run(sends)
     out, ranks = engine_output(sc, len(sends), done)  # type: ignore[arg-type]
     return producer_tables(prep, out, ranks)
 
 
 def simulate_chunks(
-    chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario, cfg: GrpcConfig
+    chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario, cfg: GrpcConfig | None = None
 ) -> Iterator[SimChunk]:
     """One gRPC producer's messages in chunks (seq order) -> its tables in chunks: run whole, then cut."""
     messages, ends = gather_chunks(chunks)

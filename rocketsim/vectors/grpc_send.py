@@ -127,8 +127,9 @@ class _ScriptedProxy:
 
 
 def _outcome_class(reply_or_observed: Reply | dict[str, Any]) -> str:
-    if isinstance(reply_or_observed, Reply):
-        return reply_or_observed.label
+    if isinstance(reply_or_observed, Reply):  # the vectors' spelling: status:<Code>, grpc:<gRPC status>
+        r = reply_or_observed
+        return f"status:{r.code_name}" if r.kind == "status" else f"grpc:{r.grpc_code}"
     o = reply_or_observed
     if o["kind"] == "status":
         return f"status:{o['code']}"

@@ -10,15 +10,21 @@ import pyarrow.compute as pc
 
 from rocketsim.broker import store
 from rocketsim.tables.grouping import bools, ints, string_codes, window_index
-from rocketsim.tables.summaries.aggregates import BUSY_COLUMNS, FAILED_OTHER, I64, OUTCOME_KINDS
+from rocketsim.tables.summaries.aggregates import (
+    BUSY_COLUMNS,
+    FAILED_OTHER,
+    I64,
+    OUTCOME_COLUMNS,
+    OUTCOME_KINDS,
+)
 
 
 def outcome_kind(label: str) -> int:
     """The outcome column of an attempt's outcome label (:data:`OUTCOME_KINDS`), as an index into
     :data:`OUTCOME_COLUMNS`."""
-    for kind, (_, how, text) in enumerate(OUTCOME_KINDS):
+    for column, how, text in OUTCOME_KINDS:
         if label == text if how == "equals" else label.startswith(text):
-            return kind
+            return OUTCOME_COLUMNS.index(column)
     return FAILED_OTHER
 
 

@@ -38,6 +38,7 @@ from rocketsim.client.grpc_send import (
 )
 from rocketsim.client.grpc_versions import GrpcClient, parse_grpc_version
 from rocketsim.vectors import Result, failed, passed
+from rocketsim.vectors.fault_strategy import scenario_records
 
 FILES = ("grpc/grpc_python_5_1_2.jsonl", "grpc/grpc_python_5_1_2_probes.jsonl")
 FORMAT = "rocketmq-grpc-send-oracle/1"
@@ -309,29 +310,10 @@ class _Replay:
         return diff or _diff("max_attempts", observed["max_attempts"], self.settings.max_attempts)
 
 
-def scenarios(path: Path) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """A vector file's scenarios: (header, its send lines)."""
-    header: dict[str, Any] | None = None
-    sends: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as fh:
-        for raw in fh:
-            if not raw.strip():
-                continue
-            rec = json.loads(raw)
-            if rec["type"] == "scenario":
-                if header is not None:
-                    yield header, sends
-                header, sends = rec, []
-            elif rec["type"] == "send":
-                sends.append(rec)
-    if header is not None:
-        yield header, sends
-
-
 def run(path: Path) -> Iterator[Result]:
     """One Result per send and one per scenario header of a gRPC vector file."""
     file = path.name
-    for header, sends in scenarios(path):
+    for header, sends, _ in scenario_records(path):  # the format's framing: header, then its sends
         sid = header["id"]
         if header.get("format") != FORMAT:
             yield failed(file, f"{sid}/header", f"format {header.get('format')!r} is not {FORMAT}")

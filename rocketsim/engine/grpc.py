@@ -192,7 +192,7 @@ class GrpcProducerSimulation(ProducerSimulation):
 
     def __init__(self, sc: Scenario, producer: int, cfg: GrpcConfig, groups: dict[int, str]) -> None:
         super().__init__(sc, producer)
-        self.cfg = cfg  # type: ignore[assignment]  # the send loop reads GrpcSettings, not SendConfig
+        self.grpc = cfg
         self.settings = cfg.settings()
         self.groups = groups  # send index -> its FIFO group
         self.mode = cfg.proxy.mode
@@ -214,7 +214,7 @@ class GrpcProducerSimulation(ProducerSimulation):
 
     def _start_of(self, topic: str) -> int:
         """The topic's random start, drawn from the seed in the client's range."""
-        c = self.cfg.client  # type: ignore[attr-defined]
+        c = self.grpc.client
         u = derive_key(self.sc.seed, self.producer, f"grpcStart:{topic}")
         return c.start_low + u % (c.start_high - c.start_low + 1)
 
@@ -270,7 +270,7 @@ class GrpcProducerSimulation(ProducerSimulation):
                 queues, endpoint = self._local_queues[broker], broker
             key = attempt_key(self._producer_key, s.seq, attempt)  # rng.draw_key
             a = ProxyAttempt(endpoint, start_ms, timeout_ms, key, queues, group)
-            return proxy_reply(self.model, self.cfg.proxy, a, illegal)  # type: ignore[attr-defined]
+            return proxy_reply(self.model, self.grpc.proxy, a, illegal)
 
         return transport
 

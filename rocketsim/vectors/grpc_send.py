@@ -37,6 +37,7 @@ from rocketsim.client.grpc_send import (
     grpc_send_steps,
 )
 from rocketsim.client.grpc_versions import GrpcClient, parse_grpc_version
+from rocketsim.errors import RocketSimError
 from rocketsim.vectors import Result, failed, passed
 from rocketsim.vectors.fault_strategy import scenario_records
 
@@ -253,9 +254,9 @@ class _Replay:
     def _start_of(self, topic: str) -> int:
         """The topic's start: the draw of this pick (every earlier pick drew once), or the header's
         forced start."""
-        sel = self.header["selectors"][topic]
+        sel = (self.header.get("selectors") or {}).get(topic) or {}
         if sel.get("source") == "forced" or self.rng is None:
-            self.starts[topic] = sel["start_index"]
+            self.starts[topic] = sel.get("start_index", self.client.start_low)
         else:
             self.starts[topic] = self._draw()
         return self.starts[topic]
@@ -301,7 +302,7 @@ class _Replay:
     def check_header(self) -> str | None:
         while self.rng is not None and len(self.draws) < self.picks_so_far:
             self._draw()
-        exp_starts = {t: s["start_index"] for t, s in self.header["selectors"].items()}
+        exp_starts = {t: s["start_index"] for t, s in (self.header.get("selectors") or {}).items()}
         diff = _diff("start indexes", exp_starts, self.starts)
         rnd = self.header.get("random") or {}
         if rnd.get("draws") is not None and self.rng is not None:
@@ -321,7 +322,16 @@ def run(path: Path) -> Iterator[Result]:
         state = _Replay(header)
         for send in sends:
             vid = f"{sid}/send={send['send']}"
-            diff = state.replay(send)
+            try:
+                diff = state.replay(send)
+            except (
+                KeyError,
+                IndexError,
+                TypeError,
+                ValueError,
+                RocketSimError,
+            ) as exc:  # a record the model cannot take
+                diff = f"replay stopped: {type(exc).__name__}: {exc}"
             yield failed(file, vid, diff) if diff else passed(file, vid)
         diff = state.check_header()
         yield failed(file, f"{sid}/header", diff) if diff else passed(file, f"{sid}/header")

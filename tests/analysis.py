@@ -104,9 +104,18 @@ SENT_STATUSES = ("SEND_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_
 def outcome_column(outcome: str) -> str:
     """The column counting an attempt of this outcome."""
     exact = {"ok": "ok", "remoting:timeout": "failed_timeout", "remoting:connect": "failed_connect"}
+    # the gRPC family: the Proxy's status (stored but not OK: the persistence timeouts), the RPC's failure
+    exact |= {
+        "proxy:OK": "ok",
+        "grpc:DEADLINE_EXCEEDED": "failed_timeout",
+        "proxy:PROXY_TIMEOUT": "failed_timeout",
+    }
+    exact |= {"grpc:UNAVAILABLE": "failed_connect"}
+    stored = ("MASTER_PERSISTENCE_TIMEOUT", "SLAVE_PERSISTENCE_TIMEOUT", "HA_NOT_AVAILABLE")
+    exact |= {f"proxy:{code}": "not_store_ok" for code in stored}
     if outcome in exact:
         return exact[outcome]
-    if outcome.startswith("broker:"):
+    if outcome.startswith(("broker:", "proxy:")):
         return "failed_broker_error"
     return "not_store_ok" if outcome.startswith("status:") else "failed_other"
 

@@ -165,6 +165,7 @@ def _check_cross_fields(sc: Scenario) -> None:
     """The rules between fields, in this order (the first broken one is reported)."""
     _check_cluster(sc)
     _check_versions(sc)
+    _check_grpc_family(sc)
     _check_workload_volume(sc)
     if sc.producers.compress_type == "ZLIB" and not -1 <= sc.producers.compress_level <= 9:
         _fail(
@@ -201,6 +202,7 @@ def _check_versions(sc: Scenario) -> None:
     """The client and broker versions parse, the client's settings exist in its version; a group name."""
     try:
         sc.producers.version  # noqa: B018 - parse to validate
+        sc.producers.grpc_client  # noqa: B018
     except ConfigError as exc:
         _fail(
             "producers.client_version",
@@ -219,6 +221,35 @@ def _check_versions(sc: Scenario) -> None:
             )
     if sc.producers.group.strip() == "":
         _fail("producers.group", "must not be blank", sc.producers.group)
+
+
+def _check_grpc_family(sc: Scenario) -> None:
+    """What the gRPC clients cannot do (no oneway send, no batch), what is not modelled for them (the
+    closed-loop store), and the Python client's whole-second timeout."""
+    client = sc.producers.grpc_client
+    if client is None:
+        return
+    if sc.producers.send_mode.get("oneway", 0) > 0:
+        _fail(
+            "producers.send_mode.oneway",
+            "must be 0 with client_family grpc (no gRPC client sends oneway)",
+            sc.producers.send_mode["oneway"],
+        )
+    if sc.workload.message_types.get("batch", 0) > 0:
+        _fail(
+            "workload.message_types.batch",
+            "must be 0 with client_family grpc (no gRPC client sends batches)",
+            sc.workload.message_types["batch"],
+        )
+    if sc.coupling != "open":
+        _fail(
+            "brokers.coupling",
+            "must be open with client_family grpc (the closed-loop store is not modelled for it)",
+            sc.coupling,
+        )
+    if client.whole_second_timeout and sc.producers.request_timeout_ms % 1000:
+        rule = f"must be whole seconds with {client.name} (its request_timeout is an int of seconds)"
+        _fail("producers.request_timeout_ms", rule, sc.producers.request_timeout_ms)
 
 
 def _check_workload_volume(sc: Scenario) -> None:

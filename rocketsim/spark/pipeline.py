@@ -211,8 +211,7 @@ def run_pipeline(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
     _say(
         args,
         f"rocketsim {__version__}: scenario {sc.name} (seed {sc.seed}, "
-        f"{sc.workload.total_messages():,} messages, client {sc.producers.client_version}, "
-        f"fault strategy {'on' if sc.producers.send_latency_fault_enable else 'off'}) "
+        f"{sc.workload.total_messages():,} messages, {sc.client_summary}) "
         f"-> {args.warehouse} run_id={args.run_id}",
     )
     say_scenario(args.quiet, sc)

@@ -76,7 +76,8 @@ SEND_ATTEMPTS = pa.schema(
         pa.field("broker", pa.string(), nullable=False),
         # the queue it was sent to
         pa.field("queue_id", pa.int32(), nullable=False),
-        pa.field("outcome", pa.string(), nullable=False),  # ok|status:*|remoting:*|broker:<code>|client|...
+        # ok|status:*|remoting:*|broker:<code>|client|...; gRPC: ok|proxy:<Code>|grpc:<status> (docs/grpc.md)
+        pa.field("outcome", pa.string(), nullable=False),
         # the broker's answer (ResponseCode; null: none came)
         pa.field("response_code", pa.int32()),
         pa.field("fault_isolated_until_ms", pa.int64()),  # the producer's isolation of this broker, if any
@@ -185,7 +186,8 @@ _ATTEMPT_LATENCY = [
 ]
 
 # attempts by outcome (the rule: rocketsim.tables.summaries.OUTCOME_KINDS): ok, remoting:timeout,
-# remoting:connect, broker:<code>, status:<not SEND_OK>, other
+# remoting:connect, broker:<code>, status:<not SEND_OK>, other; a gRPC attempt's proxy:<Code> and
+# grpc:<status> count in the same columns (docs/grpc.md)
 OUTCOME_COLUMNS = (
     "ok",
     "failed_timeout",

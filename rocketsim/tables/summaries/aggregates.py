@@ -24,17 +24,27 @@ PERCENTILE_COLUMNS = schemas.LATENCY_PERCENTILE_COLUMNS
 QUEUE_WAIT_PERCENTILES = (0.5, 0.99)
 QUEUE_WAIT_COLUMNS = ("queue_wait_p50_ms", "queue_wait_p99_ms")
 # An attempt's outcome label -> the outcome column counting it: the first row that matches (its label
-# equals the text, or starts with it), else failed_other (client, interrupted, other remoting kinds).
+# equals the text, or starts with it), else failed_other (client, interrupted, other remoting kinds, other
+# gRPC transport failures).
 OUTCOME_KINDS = (
     ("ok", "equals", "ok"),
     ("failed_timeout", "equals", "remoting:timeout"),
     ("failed_connect", "equals", "remoting:connect"),
     ("failed_broker_error", "prefix", "broker:"),
     ("not_store_ok", "prefix", "status:"),
+    # the gRPC family (rocketsim.client.grpc_codes.Reply.label; its OK is "ok"): the Proxy's status, the
+    # RPC's own failure
+    ("failed_timeout", "equals", "grpc:DEADLINE_EXCEEDED"),
+    ("failed_timeout", "equals", "proxy:PROXY_TIMEOUT"),
+    ("failed_connect", "equals", "grpc:UNAVAILABLE"),
+    ("not_store_ok", "equals", "proxy:MASTER_PERSISTENCE_TIMEOUT"),  # stored: SendStatus FLUSH_DISK_TIMEOUT
+    ("not_store_ok", "equals", "proxy:SLAVE_PERSISTENCE_TIMEOUT"),  # FLUSH_SLAVE_TIMEOUT
+    ("not_store_ok", "equals", "proxy:HA_NOT_AVAILABLE"),  # SLAVE_NOT_AVAILABLE
+    ("failed_broker_error", "prefix", "proxy:"),
 )
 OUTCOME_COLUMNS = schemas.OUTCOME_COLUMNS  # the tables' columns, in this order
 OK, FAILED_OTHER = 0, len(OUTCOME_COLUMNS) - 1  # indexes into OUTCOME_COLUMNS
-assert tuple(c for c, _, _ in OUTCOME_KINDS) == OUTCOME_COLUMNS[:-1], "OUTCOME_KINDS follows OUTCOME_COLUMNS"
+assert {c for c, _, _ in OUTCOME_KINDS} == set(OUTCOME_COLUMNS[:-1]), "OUTCOME_KINDS names every column"
 # the columns producer_aggregates reads (a task reading committed files reads only these)
 MESSAGE_COLUMNS = ("producer", "seq", "batch_id")  # what producer_aggregates reads of the messages
 ATTEMPT_COLUMNS = (

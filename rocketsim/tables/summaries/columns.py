@@ -24,9 +24,9 @@ from rocketsim.tables.summaries.aggregates import (
 def outcome_kind(label: str) -> int:
     """The outcome column of an attempt's outcome label (:data:`OUTCOME_KINDS`), as an index into
     :data:`OUTCOME_COLUMNS`."""
-    for kind, (_, how, text) in enumerate(OUTCOME_KINDS):
+    for column, how, text in OUTCOME_KINDS:
         if label == text if how == "equals" else label.startswith(text):
-            return kind
+            return OUTCOME_COLUMNS.index(column)
     return FAILED_OTHER
 
 

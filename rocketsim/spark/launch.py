@@ -34,6 +34,7 @@ from deltalake.exceptions import DeltaError
 from pyspark.sql import SparkSession
 
 from rocketsim.errors import RocketSimError
+from rocketsim.spark import progress
 from rocketsim.spark.cli import CapacityArgs, CompareArgs, JobArgs
 from rocketsim.spark.session import build_session
 from rocketsim.spark.submit import ERROR_FILE_ENV, SPARK_LOG_ENV
@@ -74,7 +75,8 @@ def run_job(
             spark = build_session(app_name=f"rocketsim-{job}-{args.run_id}")
             started = True
             try:
-                body(spark)
+                with progress.reporting(spark, f"{job} {args.run_id}", enabled=not args.quiet):
+                    body(spark)
             finally:
                 spark.stop()
     except _REFUSALS as exc:

@@ -9,7 +9,7 @@ in ``build/numba-cache``, and Spark's own logging (the JVM's stderr) in a log fi
   anything else is known to import): it checks the job in plain Python first (the preflight: bad input
   ends there with exit code 2 and one line), then runs spark-submit on the job file, and prints the
   driver's one error line (written to ``ROCKETSIM_ERROR_FILE``) on stderr once the JVM ended.
-* The ``rocketsim`` command is itself the driver (:func:`driver_session`): the same spark-submit options
+* The ``rocketsim`` command is itself the driver (:func:`run_as_driver`): the same spark-submit options
   go into ``PYSPARK_SUBMIT_ARGS``, with which :func:`rocketsim.spark.session.build_session` starts the
   JVM (Spark's logging into the log file), so the driver's stderr is the user's terminal.
 """
@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +42,8 @@ KEEP_LOGS = 50
 EXIT_USAGE = 2
 # spark-submit's options that take no value; every other option takes one
 FLAGS = frozenset({"--verbose", "-v", "--supervise", "--version", "--usage-error"})
+# what a job file that starts Spark through build_session names (so its preflight stops there)
+SPARK_JOB_MARKERS = ("build_session", "run_job", "rocketsim.command.jobs")
 PACKAGE = Path(__file__).resolve().parents[1]  # the rocketsim package this file belongs to
 
 
@@ -198,39 +200,34 @@ def finish_log(log: Path, ok: bool) -> None:
             old.unlink()
 
 
-@contextlib.contextmanager
-def driver_session(opts: SparkOptions, job: str) -> Iterator[Path]:
-    """This process as the driver of a job that spark-submit would run (the ``rocketsim`` command): the
-    package zipped, the environment and spark-submit's options set for
-    :func:`rocketsim.spark.session.build_session`; yields the log file Spark's logging goes to."""
-    if opts.cluster_mode:
-        raise UsageError(
-            "--deploy-mode cluster runs the driver on the cluster: use ./spark-submit.sh --deploy-mode "
-            "cluster jobs/<job>.py ... (rocketsim runs the driver here, in client mode)"
-        )
-    problem = java_problem()
-    if problem:
-        raise UsageError(problem)
+def run_as_driver(
+    opts: SparkOptions, job: str, body: Callable[[], int], extra_env: Mapping[str, str] | None = None
+) -> int:
+    """``body()`` (a job, returning its exit code) with this process as the driver spark-submit would
+    start (the ``rocketsim`` command): the package zipped, the environment (and ``extra_env``) and
+    spark-submit's options set for :func:`rocketsim.spark.session.build_session`, and as they were again
+    afterwards; Spark's logging goes to a new log file (kept if the job failed, or if Spark said
+    something)."""
     root = project_root()
     conf = root / CONF_FILE
     args = submit_arguments(opts, zip_package(root / "build"), conf if conf.is_file() else None)
     log = new_log(root, job)
-    env = {**spark_environment(root), SUBMIT_ARGS_ENV: shlex.join([*args, "pyspark-shell"])}
-    env[SPARK_LOG_ENV] = str(log)
+    env = {**spark_environment(root), **(extra_env or {}), SPARK_LOG_ENV: str(log)}
+    env[SUBMIT_ARGS_ENV] = shlex.join([*args, "pyspark-shell"])
     saved = {k: os.environ.get(k) for k in [*env, ERROR_FILE_ENV]}
     os.environ.update(env)
     os.environ.pop(ERROR_FILE_ENV, None)  # the one error line goes to this process's stderr
-    ok = False
+    rc = 1
     try:
-        yield log
-        ok = True
+        rc = body()
     finally:
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-        finish_log(log, ok)
+        finish_log(log, rc == 0)
+    return rc
 
 
 USAGE = """\
@@ -273,7 +270,7 @@ def _preflight(job: Path, job_args: Sequence[str], opts: SparkOptions) -> int | 
     text = job.read_text(encoding="utf-8", errors="replace")
     if opts.cluster_mode or os.environ.get("ROCKETSIM_PREFLIGHT", "1") == "0":
         return None
-    if "build_session" not in text and "run_job" not in text:
+    if not any(marker in text for marker in SPARK_JOB_MARKERS):
         return None
     env = {**os.environ, PREFLIGHT_ENV: "1"}
     rc = subprocess.run([sys.executable, str(job), *job_args], env=env).returncode

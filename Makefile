@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml constraints.txt
 # engine_* are the directories of the path-keyed cache before it).
 WARM := $(NUMBA_CACHE_DIR)/.warm-stamp
 CORE_SOURCES := $(shell find rocketsim -name '*.py' -not -path 'rocketsim/warehouse/*' -not -path 'rocketsim/present/*' \
-	-not -path 'rocketsim/spark/*' -not -path 'rocketsim/bench/*')
+	-not -path 'rocketsim/spark/*' -not -path 'rocketsim/command/*' -not -path 'rocketsim/bench/*')
 $(WARM): $(STAMP) $(CORE_SOURCES)
 	@rm -rf $(NUMBA_CACHE_DIR)/engine_*
 	@$(PY) -m rocketsim.engine.warm

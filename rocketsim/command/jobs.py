@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from pyspark.sql import SparkSession
+from typing import Any
 
 from rocketsim.scenario import Scenario
 from rocketsim.spark.capacity import run_capacity
@@ -35,12 +34,12 @@ class RunJob:
     """One of a run's jobs: the whole run in one pass, or one stage of it."""
 
     job: str  # its file in jobs/, without .py; the claim and Spark's log name it
-    body: Callable[[SparkSession, JobArgs, Scenario], object]
+    body: Callable[[Any, JobArgs, Scenario], object]  # (the SparkSession, ...): Spark's layer imports pyspark
     reads: tuple[str, ...] = ()  # the run's tables it reads, checked before Spark starts
     summary: str = ""
 
 
-def _summarize(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
+def _summarize(spark: Any, args: JobArgs, sc: Scenario) -> None:
     print_summary(args, run_summarize(spark, args, sc)["run_summary"])
 
 

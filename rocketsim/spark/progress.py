@@ -104,9 +104,10 @@ class Reporter:
         terminal: bool,
         every_s: float = PLAIN_EVERY_S,
         now: Callable[[], float] = time.monotonic,
+        width: Callable[[], int] = lambda: shutil.get_terminal_size((100, 24)).columns,
     ) -> None:
         self.tracker, self.title, self.stream, self.terminal = tracker, title, stream, terminal
-        self.every_s, self.now = every_s, now
+        self.every_s, self.now, self.width = every_s, now, width
         self.started = now()
         self.next_plain = self.started + every_s
         self.shown = ""  # the line on the terminal now
@@ -125,8 +126,7 @@ class Reporter:
         text = self.line()
         with self.lock:
             if self.terminal:
-                width = shutil.get_terminal_size((100, 24)).columns
-                self.shown = text[: max(10, width - 1)]
+                self.shown = text[: max(10, self.width() - 1)]  # one line: never wrapped
                 self.stream.write(_CLEAR + self.shown)
             elif self.now() >= self.next_plain:
                 self.next_plain = self.now() + self.every_s

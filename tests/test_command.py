@@ -290,7 +290,7 @@ class Tracker:
 
 def test_progress_on_a_terminal_is_one_line_redrawn_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter([0.0, 1.0, 2.0, 75.0, 76.0])
-    tracker = Tracker([[(8, 3, 2, 0)], [(8, 7, 1, 1)], []])
+    tracker = Tracker([[(8, 3, 2, 0)], [(8, 7, 1, 1)], [], []])
     out = io.StringIO()
     monkeypatch.setattr(progress._Step, "what", "producer tasks, 3,000 messages")
     rep = progress.Reporter(tracker, "pipeline r1", out, True, now=lambda: next(clock), width=lambda: 200)
@@ -298,9 +298,9 @@ def test_progress_on_a_terminal_is_one_line_redrawn_in_place(monkeypatch: pytest
         tracker.now = i
         rep.tick()
     rep.wipe()
-    narrow = io.StringIO()
-    progress.Reporter(tracker, "pipeline r1", narrow, True, now=lambda: 0.0, width=lambda: 40).tick()
-    assert narrow.getvalue() == "\r\x1b[K[0:00] pipeline r1: producer tasks, 3,0"  # never wrapped
+    fresh = io.StringIO()  # the step named, its tasks not started yet; a narrow terminal
+    progress.Reporter(tracker, "pipeline r1", fresh, True, now=lambda: 0.0, width=lambda: 65).tick()
+    assert fresh.getvalue() == "\r\x1b[K[0:00] pipeline r1: producer tasks, 3,000 messages: starting its"
     assert out.getvalue() == (
         "\r\x1b[K[0:01] pipeline r1: producer tasks, 3,000 messages: 3/8 tasks done, 2 running"
         "\r\x1b[K[0:02] pipeline r1: producer tasks, 3,000 messages: 7/8 tasks done, 1 running, 1 failed "

@@ -37,7 +37,7 @@ SPARK = [
 PROGRESS = re.compile(
     r"\[(\d+):(\d\d)\] pipeline r1: (starting|producer tasks, 3,000 messages|broker tasks): "
     r"(\d+/\d+ tasks done(, \d+ running)?(, \d+ failed \(Spark retries them\))?"
-    r"|done; the driver is at work|the driver is at work)"
+    r"|done; the driver is at work|the driver is at work|starting its tasks)"
 )
 
 pytestmark = [

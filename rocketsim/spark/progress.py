@@ -88,8 +88,10 @@ def describe(title: str, what: str, tasks: Tasks | None, seen_tasks: bool, elaps
         how = f"{tasks.done}/{tasks.total} tasks done"
         how += f", {tasks.running} running" if tasks.running else ""
         how += f", {tasks.failed} failed (Spark retries them)" if tasks.failed else ""
+    elif seen_tasks:
+        how = "done; the driver is at work"
     else:
-        how = "done; the driver is at work" if seen_tasks else "the driver is at work"
+        how = "the driver is at work" if what == STARTING else "starting its tasks"
     return f"[{clock(elapsed_s)}] {title}: {what}: {how}"
 
 

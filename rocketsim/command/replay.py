@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from rocketsim.command import options
 from rocketsim.errors import RocketSimError
 from rocketsim.replay.scenario_text import replay_text
 from rocketsim.replay.series import ERRORS, LATENCY, UP, read_series
@@ -159,8 +160,6 @@ def _run(scenario: Path, ns: argparse.Namespace, on_spark: SparkRunner) -> int:
 def command(argv: Sequence[str], prog: str) -> int:
     """``rocketsim replay``: :func:`main`, with spark-submit's options for --run (the pipeline in this
     process, as ``rocketsim run`` runs it) and examples in its help."""
-    from rocketsim.command import options
-
     ns, rest = options.split(argv, prog)
     epilog = options.help_text(prog, EXAMPLES)
     return main(rest, prog, epilog, lambda job: options.run_on_spark(ns, "pipeline", job))

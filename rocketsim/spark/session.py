@@ -132,7 +132,7 @@ def build_session(
 
 def _start_jvm() -> None:
     """Start the JVM as spark-submit with the options of ``PYSPARK_SUBMIT_ARGS``
-    (:func:`rocketsim.spark.submit.driver_session` sets them), its stderr (Spark's logging) into the log
+    (:func:`rocketsim.spark.submit.run_as_driver` sets them), its stderr (Spark's logging) into the log
     file ``ROCKETSIM_SPARK_LOG`` names, if any."""
     log = os.environ.get(SPARK_LOG_ENV)
     if log:

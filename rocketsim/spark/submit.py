@@ -333,7 +333,7 @@ def submit(argv: Sequence[str], root: Path) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     root = PACKAGE.parent  # the script's checkout
-    # SIGTERM ends this process the way Ctrl-C does, so its temporary files go
+    # SIGTERM: end with the code a shell gives it, the temporary files removed on the way out
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
         return submit(argv, root)

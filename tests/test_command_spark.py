@@ -12,18 +12,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import unquote
 
 import pytest
+from tiny_runs import messages_without_files
 
 from rocketsim.bench.digest import TABLES, read_run, table_digest
-from rocketsim.scenario import load_scenario, workload
-from rocketsim.tables import schemas
-from rocketsim.warehouse.delta import commit_written
-from rocketsim.warehouse.files import write_parquet
-from rocketsim.warehouse.paths import new_write_id, staging_path
-from rocketsim.warehouse.read import run_file_uris
-from rocketsim.warehouse.run_commit import TableWrite, publish_writes
 
 ROOT = Path(__file__).resolve().parents[1]
 STEADY = ROOT / "conf" / "scenarios" / "steady.toml"
@@ -113,23 +106,9 @@ def test_rocketsim_run_writes_the_tables_spark_submit_writes(tmp_path: Path) -> 
     assert "\r" not in by_command.stderr and "\x1b" not in by_command.stderr  # no terminal codes in a file
 
 
-def _published_messages_without_files(warehouse: Path) -> None:
-    """Run r1's messages published, then their data files deleted (the log still lists them, so the
-    checks before Spark pass and the tasks fail reading them)."""
-    messages = workload.generate(load_scenario(STEADY, ["workload.messages=200", "producers.count=1"]))
-    write_id = new_write_id()
-    Path(staging_path(str(warehouse), "messages", write_id)).mkdir(parents=True)
-    data = messages.select(schemas.data_schema(schemas.MESSAGES).names)
-    write_parquet(data, f"{staging_path(str(warehouse), 'messages', write_id)}/part-p000000.parquet")
-    report = commit_written(str(warehouse), "messages", "r1", schemas.MESSAGES, write_id)
-    publish_writes(str(warehouse), "r1", "test", [TableWrite("messages", report.write_id, report.rows)])
-    for uri in run_file_uris(str(warehouse), "messages", "r1"):
-        Path(unquote(uri.removeprefix("file://"))).unlink()
-
-
 def test_a_failure_after_spark_started_is_one_line_naming_sparks_log(tmp_path: Path) -> None:
     wh = tmp_path / "wh"
-    _published_messages_without_files(wh)
+    messages_without_files(wh, STEADY, ["workload.messages=200", "producers.count=1"])
     done = rocketsim(
         ["run", "--stage", "simulate", *SPARK, "--scenario", str(STEADY), "--warehouse", str(wh),
          "--run-id", "r1", "--set", "workload.messages=200", "--set", "producers.count=1"],

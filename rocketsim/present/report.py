@@ -237,8 +237,10 @@ def write_report(
     out: str | os.PathLike[str],
     measured: list[OmbRun] | None = None,
 ) -> Path:
-    """Write the report of ``run_id`` to ``out`` (folders made as needed)."""
+    """Write the report of ``run_id`` to ``out`` (folders made as needed, once the report is made: a run
+    that cannot be read leaves nothing behind)."""
+    page = render_report(warehouse, run_id, measured)
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(warehouse, run_id, measured), encoding="utf-8")
+    path.write_text(page, encoding="utf-8")
     return path

@@ -80,7 +80,12 @@ class CapacityArgs:
 
 
 class OneLineArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (exit code 2), like a bad scenario."""
+    """argparse, but a usage error is one line on stderr (exit code 2), like a bad scenario; a description
+    and an epilog are shown as written (their examples keep their lines)."""
+
+    def __init__(self, *args: typing.Any, **kwargs: typing.Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> typing.NoReturn:
         print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
@@ -88,11 +93,18 @@ class OneLineArgumentParser(argparse.ArgumentParser):
 
 
 def shared_parser(
-    prog: str, description: str | None, *, run_id_help: str, set_help: str, window_help: str, quiet_help: str
+    prog: str,
+    description: str | None,
+    *,
+    run_id_help: str,
+    set_help: str,
+    window_help: str,
+    quiet_help: str,
+    epilog: str | None = None,
 ) -> OneLineArgumentParser:
     """A parser with the options every job shares: --scenario, --warehouse, --run-id, --set,
-    --partitions, --window-ms, --quiet."""
-    p = OneLineArgumentParser(prog=prog, description=description)
+    --partitions, --window-ms, --quiet (``epilog``: what the help shows after them)."""
+    p = OneLineArgumentParser(prog=prog, description=description, epilog=epilog)
     p.add_argument("--scenario", required=True, help="scenario TOML file, e.g. conf/scenarios/steady.toml")
     p.add_argument(
         "--warehouse", default="warehouse", help="folder of the Delta tables (default ./warehouse)"
@@ -178,7 +190,9 @@ def one_line_errors(parse: Callable[[], T]) -> T:
         raise SystemExit(2) from None
 
 
-def parse_job_args(argv: list[str] | None, prog: str, description: str | None) -> tuple[JobArgs, Scenario]:
+def parse_job_args(
+    argv: list[str] | None, prog: str, description: str | None, epilog: str | None = None
+) -> tuple[JobArgs, Scenario]:
     """Parse and validate a run's job before Spark starts; bad input exits with code 2 and one line."""
     p = shared_parser(
         prog,
@@ -187,6 +201,7 @@ def parse_job_args(argv: list[str] | None, prog: str, description: str | None) -
         set_help="override a scenario key by dotted path, e.g. --set workload.messages=200000",
         window_help="window of the summary tables (ms)",
         quiet_help="print only the final summary",
+        epilog=epilog,
     )
     ns = p.parse_args(argv)
 
@@ -212,7 +227,10 @@ def scenario_job_args(scenario_path: str, warehouse: str, run_id: str = "") -> t
 
 
 def parse_compare_args(
-    argv: list[str] | None, prog: str = "jobs/compare.py", description: str | None = None
+    argv: list[str] | None,
+    prog: str = "jobs/compare.py",
+    description: str | None = None,
+    epilog: str | None = None,
 ) -> tuple[CompareArgs, Scenario, dict[str, Scenario]]:
     """Parse and validate every variant before Spark starts; bad input exits with code 2 and one line."""
     p = shared_parser(
@@ -222,6 +240,7 @@ def parse_compare_args(
         set_help="override a scenario key for every variant, e.g. --set workload.messages=200000",
         window_help="window of comparison_windows (ms)",
         quiet_help="print only the comparison table",
+        epilog=epilog,
     )
     p.add_argument(
         "--variant",
@@ -306,7 +325,10 @@ def check_chart(chart: str) -> None:
 
 
 def parse_capacity_args(
-    argv: list[str] | None, prog: str = "jobs/capacity.py", description: str | None = None
+    argv: list[str] | None,
+    prog: str = "jobs/capacity.py",
+    description: str | None = None,
+    epilog: str | None = None,
 ) -> tuple[CapacityArgs, Scenario, dict[str, Scenario]]:
     """Parse and validate a capacity sweep before Spark starts; bad input exits with code 2 and one line."""
     p = shared_parser(
@@ -316,6 +338,7 @@ def parse_capacity_args(
         set_help="override a scenario key for every cluster size, e.g. --set workload.rate_per_s=600",
         window_help="window of the summaries (ms)",
         quiet_help="print only the answer",
+        epilog=epilog,
     )
     axis = p.add_mutually_exclusive_group(required=True)
     axis.add_argument("--brokers", help="the numbers of brokers to try, e.g. 3,4,5,6")

@@ -99,13 +99,13 @@ def test_defaults_are_default_mq_producer_defaults() -> None:
             {"shared_host": True},
             {},
             "producers.shared_host must be false unless brokers.coupling is joint (one loop for the host's "
-            "producers and brokers), got True",
+            "producers and brokers), got true",
         ),
         (
             "joint",
             {},
             {"on_producer_host": True},
-            "brokers.default.store.on_producer_host needs producers.shared_host = true, got True",
+            "brokers.default.store.on_producer_host needs producers.shared_host = true, got true",
         ),
         (
             "iterative",
@@ -361,3 +361,28 @@ def test_job_fails_fast_with_exit_2_and_leaves_no_trace(tmp_path: Path) -> None:
 
 def test_run_id_defaults_to_name_and_seed() -> None:
     assert Scenario(name="brownout", seed=11).run_id == "brownout-s11"
+
+
+@pytest.mark.parametrize(
+    ("extra", "line"),
+    [
+        (
+            {"faults": [{"broker": "broker-a", "kind": "paused", "start_s": 1.0, "end_s": 2.0}]},
+            "faults[0].kind must not be paused with client_family grpc (not modelled for it), got 'paused'",
+        ),
+        (
+            {"producers": {"send_cpu_us": 5.0}},
+            "producers.send_cpu_us must be 0 with client_family grpc (the client's CPU per send is modelled "
+            "for remoting only), got 5.0",
+        ),
+    ],
+)
+def test_the_client_capacity_and_pause_models_are_refused_for_grpc(extra: dict, line: str) -> None:
+    grpc = {"client_family": "grpc", "client_version": "java-5.2.1"}
+    raw = {**extra, "producers": {**grpc, **extra.get("producers", {})}}
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_mapping(raw)
+    assert str(info.value) == line
+    scenario_from_mapping(
+        {**raw, "producers": {**raw["producers"], "client_family": "remoting", "client_version": "5.3.3"}}
+    )

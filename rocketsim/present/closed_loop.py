@@ -53,7 +53,9 @@ def summary_of(sc: Scenario, window_ms: int = WINDOW_MS) -> dict[str, pa.Table]:
     messages = pa.concat_tables([stage.producer_messages(sc, s) for s in workload.producer_shares(sc)])
     out = simulate.simulate(messages, sc)
     return summaries.summary_tables(
-        summaries.producer_aggregates(out.attempts, out.results, window_ms, messages=messages)
+        summaries.producer_aggregates(
+            out.attempts, out.results, window_ms, messages=messages, faults=summaries.fault_spans(sc.faults)
+        )
     )
 
 

@@ -66,7 +66,7 @@ def spark_submit(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]
 def _summary(stdout: str) -> list[str]:
     """The end-of-run summary, without the line that names the warehouse's folder."""
     lines = stdout.split("\nrun r1: ", 1)[1].splitlines()
-    return [line for line in lines if not line.lstrip().startswith(("tables:", "done in"))]
+    return [line for line in lines if not re.match(r"(\d+ )?tables:|done in", line.lstrip())]
 
 
 def test_rocketsim_run_writes_the_tables_spark_submit_writes(tmp_path: Path) -> None:

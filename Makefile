@@ -10,7 +10,7 @@ ARGS ?=
 # numba's cache of the compiled send loop: the same directory as spark-submit.sh's and the tests'.
 export NUMBA_CACHE_DIR ?= $(CURDIR)/build/numba-cache
 
-.PHONY: run test lint bench bench-core bench-send check-java conformance cluster-test clean compare report
+.PHONY: run test lint bench bench-core bench-send check-java conformance clean compare report
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)

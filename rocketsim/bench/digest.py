@@ -132,7 +132,7 @@ def table_digest(table: pa.Table) -> str:
 
 
 def read_run(warehouse: Path, table: str, run_id: str) -> pa.Table | None:
-    """The run's rows of ``table`` as an outside reader selects them (the README's query: the rows
+    """The run's rows of ``table`` as an outside reader selects them (docs/tables.md's query: the rows
     whose ``write_id`` the run-level commit names, when the warehouse has one), without ``run_id``,
     the ``write_id`` bookkeeping column and the wall-clock columns of ``runs``."""
     uri = str(warehouse / table)

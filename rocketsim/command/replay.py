@@ -18,7 +18,7 @@ from rocketsim.command import options
 from rocketsim.errors import RocketSimError
 from rocketsim.replay.scenario_text import replay_text
 from rocketsim.replay.series import ERRORS, LATENCY, UP, read_series
-from rocketsim.replay.timeline import RESPONSE_CODES, Replay, replay
+from rocketsim.replay.timeline import RESPONSE_CODES, WINDOW_S, Replay, replay
 from rocketsim.scenario import load_scenario
 from rocketsim.spark.cli import OneLineArgumentParser
 
@@ -136,7 +136,7 @@ def main(
             f"replayed on {ns.base} (rocketsim replay); left to the model: {len(result.left_out)} item(s)",
             *(f"  left out: {line}" for line in result.left_out),
         ]
-        text, _ = replay_text(base.source_text, name, header, result.faults)
+        text, _ = replay_text(base.source_text, name, header, result.faults, result.windows * WINDOW_S)
         out = Path(ns.out or f"{name}.toml")
         out.write_text(text, encoding="utf-8")
     except (RocketSimError, OSError, UnicodeDecodeError) as exc:

@@ -1,5 +1,5 @@
-"""The README's comparison of the shipped closed-loop scenarios (``cascade``, ``store_stall``,
-``overload_retry``): each scenario under the variants its question names, simulated in this process with
+"""The comparison of the shipped closed-loop scenarios (``cascade``, ``store_stall``, ``overload_retry``;
+docs/closed-loop.md): each scenario under the variants its question names, simulated in this process with
 the exact coupling (``brokers.coupling = joint``), summarised (:mod:`rocketsim.tables.summaries`) and charted.
 
 ``python -m rocketsim.present.closed_loop [OUT_DIR]`` writes ``closed_loop_<scenario>.png`` (per broker

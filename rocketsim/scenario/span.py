@@ -121,7 +121,7 @@ def thread_advice(sc: Scenario) -> str | None:
     advice = math.ceil(busy / BUSY_ADVICE)
     queued = queued_span_s(sc)
     late = (
-        f"; they take about {queued:,.0f} s to send what arrives in {sc.workload.span_s:,.0f} s"
+        f"; they take about {queued:,.1f} s to send what arrives in {sc.workload.span_s:,.1f} s"
         if queued > sc.workload.span_s
         else ""
     )

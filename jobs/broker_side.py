@@ -11,8 +11,8 @@ import sys
 from rocketsim.spark.cli import parse_job_args
 from rocketsim.spark.launch import run_job
 from rocketsim.spark.pipeline import run_broker_side
+from rocketsim.stage.graph import tables_read
 from rocketsim.tables.schemas import BROKER_SIDE
-from rocketsim.warehouse.stage_files import tables_read
 
 
 def main(argv: list[str] | None = None) -> int:

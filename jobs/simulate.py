@@ -8,8 +8,8 @@ import sys
 from rocketsim.spark.cli import parse_job_args
 from rocketsim.spark.launch import run_job
 from rocketsim.spark.pipeline import run_simulate
+from rocketsim.stage.graph import tables_read
 from rocketsim.tables.schemas import SIMULATE
-from rocketsim.warehouse.stage_files import tables_read
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,8 +10,8 @@ import sys
 from rocketsim.spark.cli import parse_job_args
 from rocketsim.spark.launch import run_job
 from rocketsim.spark.pipeline import print_summary, run_summarize
+from rocketsim.stage.graph import tables_read
 from rocketsim.tables.schemas import SUMMARIZE
-from rocketsim.warehouse.stage_files import tables_read
 
 
 def main(argv: list[str] | None = None) -> int:

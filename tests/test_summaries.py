@@ -23,7 +23,7 @@ from chispa import assert_df_equality
 from sample_runs import BASE as SAMPLE_BASE
 from sample_runs import RUNS, assert_same, by_producer, deep_update, run_tables
 
-from rocketsim import simulate
+from rocketsim import engine
 from rocketsim.broker import store
 from rocketsim.scenario import scenario_from_mapping, workload
 from rocketsim.spark.session import spark_schema
@@ -625,7 +625,7 @@ def test_comparison_keys_equal_the_oracle(spark) -> None:
             {"name": "cmp", **deep_update(deep_update(SAMPLE_BASE, RUNS["mixed-498"][0]), over)}
         )
         messages = workload.generate(sc)
-        out = simulate.simulate(messages, sc)
+        out = engine.simulate(messages, sc)
         attempts.append(with_keys(out.attempts, run_id="cmp", variant=name))
         results.append(with_keys(out.results, run_id="cmp", variant=name))
         aggs += core_summaries(out.attempts, out.results, window_ms, variant=name, messages=messages)
@@ -756,7 +756,7 @@ def test_run_summary_counts_duplicates_lost_and_failed_but_stored_per_scope(vers
         }
     )
     messages = workload.generate(sc)
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     copies = store.stored_copy_counts(messages, out.attempts, out.results)
     want_all = store.delivery_counts(copies)
     if version == "5.3.3":
@@ -879,12 +879,12 @@ def test_producer_fold_of_chunks_equals_the_whole_producer(rows: int) -> None:
         }
     )
     messages = workload.generate(sc)
-    whole = simulate.simulate(messages, sc)
+    whole = engine.simulate(messages, sc)
     expected = summaries.producer_aggregates(whole.attempts, whole.results, 1000, messages=messages)
     fold = summaries.ProducerFold(1000)
     chunks = [messages.slice(at, rows) for at in range(0, messages.num_rows, rows)]
     kept = []
-    for c in simulate.simulate_chunks(chunks, sc):
+    for c in engine.simulate_chunks(chunks, sc):
         fold.add(c.attempts, c.results, c.messages, c.later_start_ms)
         kept.append(fold._intervals.kept)  # the attempts whose isolation piece is not settled yet
     got, want = summaries.merge([fold.result()]), summaries.merge([expected])

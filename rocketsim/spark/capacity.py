@@ -1,7 +1,7 @@
 """A capacity sweep in ONE Spark job (``jobs/capacity.py``): the scenario at each cluster size
 (:mod:`rocketsim.scenario.capacity`), the sizes as grouping keys of the summaries.
 
-Each size is a variant run whole in one task (:func:`rocketsim.stage.whole_run_aggregates`: with
+Each size is a variant run whole in one task (:func:`rocketsim.stage.sweeps.whole_run_task`: with
 closed-loop brokers its producers are coupled, so one producer alone is not the run; the variants are
 what spreads over executors). Only the variants' summary aggregates, keyed by variant, leave the tasks (a
 file each in a scratch folder); the driver merges them, computes the ``capacity`` table (one row per
@@ -18,20 +18,18 @@ from datetime import UTC, datetime
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from rocketsim import __version__, stage
+from rocketsim import __version__
 from rocketsim.present import plots
 from rocketsim.scenario import Scenario, capacity
 from rocketsim.spark import pipeline
 from rocketsim.spark.cli import CapacityArgs, JobArgs
 from rocketsim.spark.delta_sink import publish_run
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
+from rocketsim.stage.plan import balanced_bins
+from rocketsim.stage.sweeps import merged_sweep, whole_run_task
 from rocketsim.tables import summaries
 from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
-from rocketsim.warehouse.stage_files import (
-    merge_aggregates,
-    whole_run_aggregate_files,
-    write_whole_run_aggregates,
-)
+from rocketsim.warehouse.stage_files import ScratchFolder
 
 CAPACITY_JOB = "capacity"
 
@@ -56,14 +54,14 @@ def run_capacity(
     make_dir(scratch)
 
     def work(i: int) -> dict[str, int]:
-        return write_whole_run_aggregates(scenarios[names[i]], names[i], i, args.window_ms, scratch)
+        return whole_run_task(scenarios[names[i]], names[i], i, args.window_ms, ScratchFolder(scratch))
 
     try:
         weights = [sc.workload.total_messages() * len(sc.cluster.brokers) for sc in scenarios.values()]
-        done = map_bins(spark, stage.balanced_bins(weights, partitions), work)
+        done = map_bins(spark, balanced_bins(weights, partitions), work)
         if len(done) != len(names):
             raise RuntimeError(f"capacity: {len(done)} of {len(names)} cluster sizes reported")
-        merged = merge_aggregates(whole_run_aggregate_files(scratch, len(names)))
+        merged = merged_sweep(ScratchFolder(scratch), whole_runs=len(names))
     finally:
         delete_dir(scratch)
     tables = summaries.summary_tables(merged)

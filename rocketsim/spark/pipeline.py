@@ -28,10 +28,11 @@ from rocketsim.scenario import Scenario
 from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.delta_sink import publish_staged
 from rocketsim.spark.run import StageReport, publish_stage, run_stage, write_stage
+from rocketsim.stage.graph import RUN_TABLES, STAGES
 from rocketsim.tables import schemas
 from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
-from rocketsim.warehouse.stage_files import STAGES, write_driver_table
+from rocketsim.warehouse.stage_files import write_driver_table
 
 PIPELINE_JOB = "pipeline"
 
@@ -206,7 +207,7 @@ def print_summary(args: JobArgs, run_summary: pa.Table) -> None:
             f"  {r['scope']:<12} {r['share']:6.1%} of stored messages, p99 {p99}, {r['sends']:,} attempts "
             f"({err:.2%} failed), queue Gini {gini}, {r['isolations']:,} isolations"
         )
-    names = ",".join(t.name for t in schemas.written_by(*schemas.RUN_STAGES))
+    names = ",".join(RUN_TABLES)
     print(f"  tables: {Path(args.warehouse).resolve()}/{{{names}}} (run_id={args.run_id})")
 
 

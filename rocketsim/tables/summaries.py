@@ -128,7 +128,7 @@ RESULT_COLUMNS = (
     "wire_bytes",
     "broker",
 )
-SUMMARY_TABLES = ("isolation_intervals", "broker_windows", "queue_windows", "producer_windows", "run_summary")
+SUMMARY_TABLES = tuple(t.name for t in schemas.written_by(schemas.SUMMARIZE))  # what summary_tables makes
 
 NAME = pa.dictionary(pa.int32(), pa.string())  # broker and key columns of the aggregates
 _I64 = pa.int64()
@@ -792,7 +792,7 @@ def producer_aggregates(
 
 class ProducerFold:
     """:func:`producer_aggregates` of whole producers given a part of their rows at a time (a producer
-    task's chunks: rows of whole messages in seq order, :func:`rocketsim.stage.producer_chunks`): the
+    task's chunks: rows of whole messages in seq order, :func:`rocketsim.stage.tables.producer_chunks`): the
     tables that add up are made per part and merged, ``producer_windows`` from its :class:`WindowParts`,
     and the ``intervals`` by an :class:`IntervalFold` (an attempt's piece ends at the next attempt's
     end, maybe in a later part: it keeps only the attempts not yet settled)."""

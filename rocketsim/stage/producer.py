@@ -94,16 +94,18 @@ def _coupling(
 
 
 class _Gathered:
-    """Whole producers' parts gathered until they reach a chunk's size."""
+    """Whole producers' parts gathered into chunks of at most ``rows`` rows (a larger part: alone)."""
 
     def __init__(self, rows: int) -> None:
         self.limit, self.parts, self.rows = rows, [], 0
 
-    def add(self, part: object, rows: int) -> bool:
-        """Keep ``part``; whether the gathered parts reached the limit."""
+    def add(self, part: object, rows: int) -> list:
+        """Keep ``part``; the parts gathered before it when it would take them past the limit (to write
+        now, else nothing)."""
+        full = self.take() if self.parts and self.rows + rows > self.limit else []
         self.parts.append(part)
         self.rows += rows
-        return self.rows >= self.limit
+        return full
 
     def take(self) -> list:
         parts, self.parts, self.rows = self.parts, [], 0
@@ -193,16 +195,16 @@ def _simulated(
     state = _Simulated(sc, plan, io, task)
     gathered = _Gathered(plan.chunk_rows)
 
-    def flush() -> None:
-        parts = gathered.take()
+    def write(parts: list[tuple[pa.Table, engine.SimOutput]]) -> None:
         if parts:
-            state.messages(pa.concat_tables([MESSAGES_DATA.empty_table(), *(m for m, _ in parts)]))
-            state.rows(iter([_whole_producers(sc, parts)]))
+            messages = pa.concat_tables([MESSAGES_DATA.empty_table(), *(m for m, _ in parts)])
+            state.messages(messages)
+            state.rows(iter([_whole_producers(sc, messages, [o for _, o in parts])]))
 
     def body() -> None:
         for share in shares:
             if coupling is None and share.messages > plan.chunk_rows:
-                flush()
+                write(gathered.take())
                 state.rows(producer_chunks(sc, _generated_chunks(sc, plan, io, share, state)))
                 continue
             messages = input_messages(sc, plan, io.committed, share)
@@ -211,9 +213,8 @@ def _simulated(
                 if coupling is None
                 else coupling.output(share.producer, messages)
             )
-            if gathered.add((messages, out), messages.num_rows):
-                flush()
-        flush()
+            write(gathered.add((messages, out), messages.num_rows))
+        write(gathered.take())
 
     write_through(state.sinks.all(), body)
     if state.aggregates:
@@ -251,14 +252,14 @@ def _simulate_whole(sc: Scenario, messages: pa.Table) -> engine.SimOutput:
     )
 
 
-def _whole_producers(sc: Scenario, parts: Sequence[tuple[pa.Table, engine.SimOutput]]) -> ProducerTables:
+def _whole_producers(sc: Scenario, messages: pa.Table, outs: Sequence[engine.SimOutput]) -> ProducerTables:
     """Whole producers' messages and simulations (in producer order) as one :class:`ProducerTables`."""
     none = engine.SimOutput.empty()
     return tables_with_records(
         sc,
-        pa.concat_tables([MESSAGES_DATA.empty_table(), *(m for m, _ in parts)]),
-        pa.concat_tables([none.attempts, *(o.attempts for _, o in parts)]),
-        pa.concat_tables([none.results, *(o.results for _, o in parts)]),
+        messages,
+        pa.concat_tables([none.attempts, *(o.attempts for o in outs)]),
+        pa.concat_tables([none.results, *(o.results for o in outs)]),
     )
 
 
@@ -280,11 +281,7 @@ def _generated(
     def body() -> None:
         for share in shares:
             for messages in producer_message_chunks(sc, share, plan.chunk_rows):
-                if messages.num_rows >= plan.chunk_rows:
-                    write(gathered.take())
-                    write([messages])
-                elif gathered.add(messages, messages.num_rows):
-                    write(gathered.take())
+                write(gathered.add(messages, messages.num_rows))
         write(gathered.take())
 
     write_through([sink], body)
@@ -304,8 +301,7 @@ def _read_back(
     aggregates: list[summaries.SummaryAggregates] = []
     gathered = _Gathered(plan.chunk_rows)
 
-    def flush() -> None:
-        got: list[CommittedInputs] = gathered.take()
+    def write(got: list[CommittedInputs]) -> None:
         if not got:
             return
         rows = concat_inputs(got)
@@ -325,9 +321,8 @@ def _read_back(
     def body() -> None:
         for share in shares:
             got = committed_inputs(plan, io.committed, share.producer)
-            if gathered.add(got, got.rows):
-                flush()
-        flush()
+            write(gathered.add(got, got.rows))
+        write(gathered.take())
 
     write_through([] if transactions is None else [transactions], body)
     if aggregates:

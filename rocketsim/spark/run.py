@@ -173,41 +173,12 @@ def write_stage(
         window_ms,
         inputs,
     )
-    plan = work.plan
-    shares = workload.producer_shares(sc)
-    by_producer = {s.producer: s for s in shares}
-    bins = [[by_producer[p] for p in b] for b in stage_bins(sc, plan, shares, partitions)]
-    brokers = list(range(len(sc.cluster.brokers)))
-    tasks = [[i] for i in range(len(bins))]
     for d in work.all():
         make_dir(d)
-    rounds = left = None
-
-    def run_round(number: int) -> None:
-        map_bins(spark, tasks, lambda i: round_task(sc, plan, work.io(), i, bins[i], number))
-
     try:
-        t0 = time.monotonic()
-        if sc.coupling == ITERATIVE and plan.runs(SIMULATE):  # the rounds, then the last one's rows
-            rounds, left = iterate_rounds(sc, work.io().scratch, run_round, len(bins))
-        per_task = map_bins(
-            spark, tasks, lambda i: in_worker(lambda: producer_task(sc, plan, work.io(), i, bins[i], rounds))
-        )
-        t1 = time.monotonic()
-        per_broker: dict[int, dict[str, int]] = {}
-        if plan.has_brokers:
-            per_broker = map_bins(
-                spark,
-                [[b] for b in brokers],
-                lambda b: in_worker(lambda: broker_task(sc, plan, work.io(), b, len(bins))),
-            )
+        ran = run_tasks(spark, sc, work, partitions)
         t2 = time.monotonic()
-        if len(per_task) != len(bins) or (plan.has_brokers and len(per_broker) != len(brokers)):
-            raise RuntimeError(
-                f"stage: {len(per_task)} of {len(bins)} producer tasks and {len(per_broker)} of "
-                f"{len(brokers)} brokers reported; nothing committed"
-            )
-        finished = finish_stage(sc, plan, work.io(), len(bins), brokers)
+        finished = finish_stage(sc, work.plan, work.io(), ran.producer_tasks, ran.brokers)
         t3 = time.monotonic()
         reports = tuple(
             publish_staged(spark, warehouse, t, run_id, schemas.TABLES[t].schema, write_ids[t])
@@ -218,7 +189,7 @@ def write_stage(
             delete_dir(d)  # best effort: vacuum_orphans removes what a killed driver leaves
         raise
     t4 = time.monotonic()
-    counts = reconcile.add_counts([*per_task.values(), *per_broker.values()])
+    counts = reconcile.add_counts(ran.counts)
     counts |= finished.counts | committed | published | {f"{r.table}.rows": r.rows for r in reports}
     checks = reconcile.check(counts, run_id, complete=stages == STAGES)
     return StageReport(
@@ -227,13 +198,65 @@ def write_stage(
         checks=checks,
         reports=reports,
         summary_tables=finished.summary_tables,
-        producers_s=t1 - t0,
-        brokers_s=t2 - t1,
+        producers_s=ran.producers_s,
+        brokers_s=ran.brokers_s,
         driver_s=t3 - t2,
         commit_s=t4 - t3,
-        rounds=rounds,
-        residual=left,
+        rounds=ran.rounds,
+        residual=ran.residual,
     )
+
+
+@dataclass(frozen=True)
+class TasksRun:
+    """What the stage's tasks reported (each task's counts) and how long they took."""
+
+    counts: list[dict[str, int]]
+    producer_tasks: int
+    brokers: list[int]
+    producers_s: float
+    brokers_s: float
+    rounds: int | None
+    residual: int | None
+
+
+def run_tasks(spark: SparkSession, sc: Scenario, work: StageWork, partitions: int) -> TasksRun:
+    """The stage's tasks on Spark: the iterative rounds (``brokers.coupling = iterative``), one producer
+    task per bin (:func:`rocketsim.stage.plan.stage_bins`), one broker task per broker; each task given
+    the files of ``work``. RuntimeError when a task did not report."""
+    plan = work.plan
+    shares = workload.producer_shares(sc)
+    by_producer = {s.producer: s for s in shares}
+    bins = [[by_producer[p] for p in b] for b in stage_bins(sc, plan, shares, partitions)]
+    brokers = list(range(len(sc.cluster.brokers)))
+    tasks = [[i] for i in range(len(bins))]
+    rounds = left = None
+
+    def run_round(number: int) -> None:
+        map_bins(spark, tasks, lambda i: round_task(sc, plan, work.io(), i, bins[i], number))
+
+    t0 = time.monotonic()
+    if sc.coupling == ITERATIVE and plan.runs(SIMULATE):  # the rounds, then the last one's rows
+        rounds, left = iterate_rounds(sc, work.io().scratch, run_round, len(bins))
+    per_task = map_bins(
+        spark, tasks, lambda i: in_worker(lambda: producer_task(sc, plan, work.io(), i, bins[i], rounds))
+    )
+    t1 = time.monotonic()
+    per_broker: dict[int, dict[str, int]] = {}
+    if plan.has_brokers:
+        per_broker = map_bins(
+            spark,
+            [[b] for b in brokers],
+            lambda b: in_worker(lambda: broker_task(sc, plan, work.io(), b, len(bins))),
+        )
+    t2 = time.monotonic()
+    if len(per_task) != len(bins) or (plan.has_brokers and len(per_broker) != len(brokers)):
+        raise RuntimeError(
+            f"stage: {len(per_task)} of {len(bins)} producer tasks and {len(per_broker)} of "
+            f"{len(brokers)} brokers reported; nothing committed"
+        )
+    counts = [*per_task.values(), *per_broker.values()]
+    return TasksRun(counts, len(bins), brokers, t1 - t0, t2 - t1, rounds, left)
 
 
 def in_worker(task: Callable[[], Mapping[str, int]]) -> Mapping[str, int]:

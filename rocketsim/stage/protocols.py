@@ -94,7 +94,8 @@ class TableSinks(Protocol):
 
 
 class Scratch(Protocol):
-    """Named bytes and tables the tasks hand on, until the driver's finish step :meth:`clear` s them."""
+    """Named bytes and tables the tasks hand on (to the broker tasks, the driver, the next round); the
+    driver's finish step clears them."""
 
     def put_bytes(self, key: ScratchKey, data: bytes) -> None: ...
 

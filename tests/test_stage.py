@@ -299,12 +299,13 @@ def test_the_one_pass_in_memory_equals_the_local_oracle(scenario: Scenario, one_
     assert counts["commit_log.made"] == log.num_rows
 
 
-@pytest.mark.parametrize(("tasks", "chunk_rows"), [(3, 13), (2, 97), (4, 600)])
+@pytest.mark.parametrize(("tasks", "chunk_rows"), [(3, 13), (2, 97), (4, 600), (1, 1200)])
 def test_any_split_into_tasks_and_chunks_gives_the_same_tables_and_counts(
     scenario: Scenario, one_pass: tuple, tasks: int, chunk_rows: int
 ) -> None:
     """Chunks that cut retries, in-flight sends of a producer's other thread and ASYNC sends waiting for
-    answers (never a batch), and producers gathered whole when smaller than a chunk: the same rows."""
+    answers (never a batch), and producers gathered whole when smaller than a chunk (two to a group with
+    1200): the same rows."""
     made, counts = _in_memory(scenario, tasks=tasks, chunk_rows=chunk_rows)
     want, want_counts = one_pass
     assert set(made.parts) == set(want.parts)

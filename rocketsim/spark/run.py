@@ -239,7 +239,11 @@ def run_tasks(spark: SparkSession, sc: Scenario, work: StageWork, partitions: in
     if sc.coupling == ITERATIVE and plan.runs(SIMULATE):  # the rounds, then the last one's rows
         rounds, left = iterate_rounds(sc, work.io().scratch, run_round, len(bins))
     per_task = map_bins(
-        spark, tasks, lambda i: in_worker(lambda: producer_task(sc, plan, work.io(), i, bins[i], rounds))
+        spark,
+        tasks,
+        lambda i: in_worker(
+            lambda: producer_task(sc, plan, work.io(), i, bins[i], rounds, release=give_back_unused)
+        ),
     )
     t1 = time.monotonic()
     per_broker: dict[int, dict[str, int]] = {}
@@ -268,10 +272,17 @@ def in_worker(task: Callable[[], Mapping[str, int]]) -> Mapping[str, int]:
 
 
 def give_back_memory() -> None:
-    """What a task freed given back to the system: Arrow's pool's unused memory and glibc's free heap
-    (``malloc_trim``; elsewhere nothing). A Python worker runs many tasks one after another: without this
-    it carries the freed-but-kept memory of a producer task (~0.6 GB) into the broker task after it."""
+    """What a task freed given back to the system (:func:`give_back_unused`), its cycles collected first.
+    A Python worker runs many tasks one after another: without this it carries the freed-but-kept memory
+    of a producer task (~0.6 GB) into the broker task after it."""
     gc.collect()  # Python's garbage collector (not a Spark collect): frees the task's cycles first
+    give_back_unused()
+
+
+def give_back_unused() -> None:
+    """Arrow's pool's unused memory and glibc's free heap (``malloc_trim``; elsewhere nothing) given back
+    to the system: milliseconds, so a producer task does it between its producers (their peaks do not
+    pile up on what the last one left)."""
     pa.default_memory_pool().release_unused()
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)

@@ -7,16 +7,17 @@ the task's parts: ``messages``, ``send_attempts``, the ``send_results`` rows tha
 the ``transactions`` rows of messages whose result points at no half, and, grouped by broker for the
 broker tasks, the commit-log records, the results pointing at them and the results of messages with
 another stored half. Its summary aggregates are folded chunk by chunk
-(:class:`rocketsim.tables.summaries.ProducerFold`). Producers smaller than a chunk are gathered, whole,
-into chunks of about that size: one part of each table per task, and the per-chunk work done once for
-many small producers. The task's aggregates, merged, go to the scratch store; it returns its counts
-(:mod:`rocketsim.tables.reconcile`). A job without the simulation only generates, or reads back what
-it needs of the committed tables (:mod:`rocketsim.stage.inputs`).
+(:class:`rocketsim.tables.summaries.ProducerFold`). Producers smaller than a chunk are simulated whole
+and gathered into groups of about :data:`GATHER_ROWS` messages: one part of each table per task, and
+the per-chunk work done once for many small producers. The task's aggregates, merged, go to the
+scratch store; it returns its counts (:mod:`rocketsim.tables.reconcile`). A job without the
+simulation only generates, or reads back what it needs of the committed tables
+(:mod:`rocketsim.stage.inputs`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -53,6 +54,10 @@ from rocketsim.tables import reconcile, schemas, summaries
 from rocketsim.tables.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
 
 RESULTS_CORE = schemas.without_run_id(schemas.SEND_RESULTS)  # what the simulation returns
+# small producers are gathered into groups of about this many messages: enough to spread what a group
+# costs whatever its size (a row group, a fold, the counts: milliseconds) over many producers, and far
+# below a chunk, so that one chunk (or one coupled producer) is what bounds a task's memory
+GATHER_ROWS = 1 << 14
 Coupling = JointProducers | IterativeRound
 
 
@@ -63,15 +68,19 @@ def producer_task(
     task: int,
     shares: Sequence[workload.ProducerShare],
     last_round: int | None = None,
+    release: Callable[[], object] = lambda: None,
 ) -> dict[str, int]:
     """Producer task ``task``: its producers' (``shares``, in producer order) part of the stage (the
     module docstring); returns its counts. ``last_round``: ``brokers.coupling = iterative``'s last round
-    (:func:`rocketsim.stage.coupled.iterate_rounds`), which the simulation runs against."""
+    (:func:`rocketsim.stage.coupled.iterate_rounds`), which the simulation runs against. ``release``:
+    called once a group's or a large producer's rows are written (a worker gives back the memory they
+    took, so the next one starts from as little)."""
+    gathered = _Gathered(min(plan.chunk_rows, GATHER_ROWS), release)
     if plan.runs(SIMULATE):
-        return _simulated(sc, plan, io, task, shares, _coupling(sc, plan, io, shares, last_round))
+        return _simulated(sc, plan, io, task, shares, _coupling(sc, plan, io, shares, last_round), gathered)
     if plan.runs(GENERATE):  # the stages are contiguous: generate alone
-        return _generated(sc, plan, io, task, shares)
-    return _read_back(sc, plan, io, task, shares)
+        return _generated(sc, plan, io, task, shares, gathered)
+    return _read_back(sc, plan, io, task, shares, gathered)
 
 
 def _coupling(
@@ -94,22 +103,31 @@ def _coupling(
 
 
 class _Gathered:
-    """Whole producers' parts gathered into chunks of at most ``rows`` rows (a larger part: alone)."""
+    """Whole producers' parts gathered into groups of at most ``rows`` rows (a larger part: alone).
+    ``release`` is called by :meth:`settle` once a group was taken (written) since the last call."""
 
-    def __init__(self, rows: int) -> None:
-        self.limit, self.parts, self.rows = rows, [], 0
+    def __init__(self, rows: int, release: Callable[[], object]) -> None:
+        self.limit, self.release, self.parts, self.rows = rows, release, [], 0
+        self.taken = False
 
-    def add(self, part: object, rows: int) -> list:
-        """Keep ``part``; the parts gathered before it when it would take them past the limit (to write
-        now, else nothing)."""
-        full = self.take() if self.parts and self.rows + rows > self.limit else []
+    def add(self, part: object, rows: int) -> list[list]:
+        """Keep ``part``; the groups to write now, in order: those gathered before it when it would take
+        them past the limit, and its own once it reaches the limit (nothing is kept longer than needed)."""
+        full = [self.take()] if self.parts and self.rows + rows > self.limit else []
         self.parts.append(part)
         self.rows += rows
-        return full
+        return [*full, self.take()] if self.rows >= self.limit else full
 
     def take(self) -> list:
         parts, self.parts, self.rows = self.parts, [], 0
+        self.taken = self.taken or bool(parts)
         return parts
+
+    def settle(self) -> None:
+        """Between producers, once what a written group held is let go: ``release``, if one was."""
+        if self.taken:
+            self.taken = False
+            self.release()
 
 
 class ProducerSinks:
@@ -149,18 +167,18 @@ class _Simulated:
     def __init__(self, sc: Scenario, plan: StagePlan, io: StageIO, task: int) -> None:
         self.sc, self.plan = sc, plan
         self.sinks = ProducerSinks(sc, plan, io, task)
-        self.parts: list[dict[str, int]] = []
+        self.counts: list[dict[str, int]] = []
         self.aggregates: list[summaries.SummaryAggregates] = []
         if self.sinks.messages is not None:  # its names, were there no message
-            self.parts.append(reconcile.message_counts(MESSAGES_DATA.empty_table()))
+            self.counts.append(reconcile.message_counts(MESSAGES_DATA.empty_table()))
 
     def messages(self, messages: pa.Table) -> None:
         """Messages: generated ones written and counted, committed ones counted."""
         if self.sinks.messages is None:
-            self.parts.append(reconcile.message_counts(messages, "read"))
+            self.counts.append(reconcile.message_counts(messages, "read"))
             return
         self.sinks.messages.write(messages)
-        self.parts.append(reconcile.message_counts(messages))
+        self.counts.append(reconcile.message_counts(messages))
 
     def rows(self, chunks: Iterator[ProducerTables]) -> None:
         """Rows of whole producers (one producer a chunk at a time, or several whole): written, counted,
@@ -168,7 +186,7 @@ class _Simulated:
         fold = summaries.ProducerFold(self.plan.window_ms) if self.plan.runs(SUMMARIZE) else None
         for tables in chunks:
             self.sinks.write(tables)
-            self.parts.append(
+            self.counts.append(
                 reconcile.attempt_counts(tables.attempts) | reconcile.result_counts(tables.results)
             )
             if fold is not None:
@@ -177,7 +195,7 @@ class _Simulated:
             if self.sinks.transactions is not None:
                 txns = tables.unstored_transactions(self.sc)
                 self.sinks.transactions.write(txns)
-                self.parts.append(reconcile.transaction_counts(txns))
+                self.counts.append(reconcile.transaction_counts(txns))
         if fold is not None:
             self.aggregates.append(fold.result())
 
@@ -189,37 +207,39 @@ def _simulated(
     task: int,
     shares: Sequence[workload.ProducerShare],
     coupling: Coupling | None,
+    gathered: _Gathered,
 ) -> dict[str, int]:
     """A producer task that simulates: a producer larger than a chunk streams a chunk at a time, the
     others are simulated whole and gathered (a coupled producer is simulated whole whatever its size)."""
     state = _Simulated(sc, plan, io, task)
-    gathered = _Gathered(plan.chunk_rows)
 
-    def write(parts: list[tuple[pa.Table, engine.SimOutput]]) -> None:
-        if parts:
-            messages = pa.concat_tables([MESSAGES_DATA.empty_table(), *(m for m, _ in parts)])
+    def write(group: list[tuple[pa.Table, engine.SimOutput]]) -> None:
+        if group:
+            messages = pa.concat_tables([MESSAGES_DATA.empty_table(), *(m for m, _ in group)])
             state.messages(messages)
-            state.rows(iter([_whole_producers(sc, messages, [o for _, o in parts])]))
+            state.rows(iter([_whole_producers(sc, messages, [o for _, o in group])]))
+
+    def whole(share: workload.ProducerShare) -> None:  # its rows let go when it returns, unless kept
+        messages = input_messages(sc, plan, io.committed, share)
+        out = _simulate_whole(sc, messages) if coupling is None else coupling.output(share.producer, messages)
+        for group in gathered.add((messages, out), messages.num_rows):
+            write(group)
 
     def body() -> None:
         for share in shares:
             if coupling is None and share.messages > plan.chunk_rows:
                 write(gathered.take())
                 state.rows(producer_chunks(sc, _generated_chunks(sc, plan, io, share, state)))
-                continue
-            messages = input_messages(sc, plan, io.committed, share)
-            out = (
-                _simulate_whole(sc, messages)
-                if coupling is None
-                else coupling.output(share.producer, messages)
-            )
-            write(gathered.add((messages, out), messages.num_rows))
+                gathered.taken = True
+            else:
+                whole(share)
+            gathered.settle()
         write(gathered.take())
 
     write_through(state.sinks.all(), body)
     if state.aggregates:
         io.scratch.put_bytes(scratch_key(AGGREGATES, task), summaries.merge(state.aggregates).to_bytes())
-    return reconcile.add_counts(state.parts)
+    return reconcile.add_counts(state.counts)
 
 
 def _generated_chunks(
@@ -264,32 +284,43 @@ def _whole_producers(sc: Scenario, messages: pa.Table, outs: Sequence[engine.Sim
 
 
 def _generated(
-    sc: Scenario, plan: StagePlan, io: StageIO, task: int, shares: Sequence[workload.ProducerShare]
+    sc: Scenario,
+    plan: StagePlan,
+    io: StageIO,
+    task: int,
+    shares: Sequence[workload.ProducerShare],
+    gathered: _Gathered,
 ) -> dict[str, int]:
     """A task that only generates: its producers' messages written a chunk at a time (small producers
     gathered); their counts."""
     sink = io.tables.sink("messages", Task(PRODUCER, task), MESSAGES_DATA)
-    parts = [reconcile.message_counts(MESSAGES_DATA.empty_table())]
-    gathered = _Gathered(plan.chunk_rows)
+    counts = [reconcile.message_counts(MESSAGES_DATA.empty_table())]
 
-    def write(tables: list[pa.Table]) -> None:
-        if tables:
-            messages = pa.concat_tables(tables)
+    def write(group: list[pa.Table]) -> None:
+        if group:
+            messages = pa.concat_tables(group)
             sink.write(messages)
-            parts.append(reconcile.message_counts(messages))
+            counts.append(reconcile.message_counts(messages))
 
     def body() -> None:
         for share in shares:
             for messages in producer_message_chunks(sc, share, plan.chunk_rows):
-                write(gathered.add(messages, messages.num_rows))
+                for group in gathered.add(messages, messages.num_rows):
+                    write(group)
+            gathered.settle()
         write(gathered.take())
 
     write_through([sink], body)
-    return reconcile.add_counts(parts)
+    return reconcile.add_counts(counts)
 
 
 def _read_back(
-    sc: Scenario, plan: StagePlan, io: StageIO, task: int, shares: Sequence[workload.ProducerShare]
+    sc: Scenario,
+    plan: StagePlan,
+    io: StageIO,
+    task: int,
+    shares: Sequence[workload.ProducerShare],
+    gathered: _Gathered,
 ) -> dict[str, int]:
     """A task after the simulation (summaries, the broker side): what it needs of its producers' committed
     rows, a few whole producers at a time -> their summary aggregates and the ``transactions`` rows of
@@ -297,15 +328,14 @@ def _read_back(
     transactions = (
         io.tables.sink("transactions", Task(PRODUCER, task), None) if plan.runs(BROKER_SIDE) else None
     )
-    parts: list[dict[str, int]] = []
+    counts: list[dict[str, int]] = []
     aggregates: list[summaries.SummaryAggregates] = []
-    gathered = _Gathered(plan.chunk_rows)
 
-    def write(got: list[CommittedInputs]) -> None:
-        if not got:
+    def write(group: list[CommittedInputs]) -> None:
+        if not group:
             return
-        rows = concat_inputs(got)
-        parts.append(rows.counts(plan))
+        rows = concat_inputs(group)
+        counts.append(rows.counts(plan))
         if plan.runs(SUMMARIZE):
             aggregates.append(
                 summaries.producer_aggregates(
@@ -316,15 +346,20 @@ def _read_back(
             halves = broker_side.result_halves(rows.results)
             txns = broker_side.unstored_transactions(rows.messages, rows.results, halves, sc)
             transactions.write(txns)
-            parts.append(reconcile.transaction_counts(txns))
+            counts.append(reconcile.transaction_counts(txns))
+
+    def add(share: workload.ProducerShare) -> None:  # its rows let go when it returns, unless kept
+        got = committed_inputs(plan, io.committed, share.producer)
+        for group in gathered.add(got, got.rows):
+            write(group)
 
     def body() -> None:
         for share in shares:
-            got = committed_inputs(plan, io.committed, share.producer)
-            write(gathered.add(got, got.rows))
+            add(share)
+            gathered.settle()
         write(gathered.take())
 
     write_through([] if transactions is None else [transactions], body)
     if aggregates:
         io.scratch.put_bytes(scratch_key(AGGREGATES, task), summaries.merge(aggregates).to_bytes())
-    return reconcile.add_counts(parts)
+    return reconcile.add_counts(counts)

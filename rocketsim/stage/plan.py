@@ -14,8 +14,7 @@ from rocketsim.tables.schemas import BROKER_SIDE, SIMULATE
 
 # messages a producer task simulates at a time by default: its memory is bounded by this, whatever the
 # producer's size (one steady producer task's peak RSS: ~0.9 GB with 128k, ~1.4 GB with 256k, ~0.7 GB with
-# 64k; the next chunk is given before a chunk's rows come out); small producers are gathered into
-# chunks of about this many messages
+# 64k; the next chunk is given before a chunk's rows come out)
 CHUNK_ROWS = 1 << 17
 
 

@@ -153,7 +153,16 @@ export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$ROOT/build/numba-cache}"
 # a half-written zip.
 mkdir -p "$ROOT/build"
 tmp_zip="$(mktemp "$ROOT/build/.rocketsim.XXXXXX.zip")"
-trap 'rm -f "$tmp_zip"' EXIT
+# The job's one error line: the Python driver writes it here (its own stderr reaches the JVM's stdout),
+# and this script prints it on stderr once the JVM ended (rocketsim/spark/launch.py).
+error_file="$(mktemp "$ROOT/build/.rocketsim-error.XXXXXX")"
+trap 'rm -f "$tmp_zip" "$error_file"' EXIT
+export ROCKETSIM_ERROR_FILE="$error_file"
+# Spark's own logging (the JVM's stderr: log4j's console, the JVM's warnings) goes to a log file per
+# job, which the error line names; the newest 50 are kept.
+LOG_DIR="${ROCKETSIM_LOG_DIR:-$ROOT/build/logs}"
+mkdir -p "$LOG_DIR"
+export ROCKETSIM_SPARK_LOG="$LOG_DIR/spark-$(basename "$job" .py)-$(date -u +%Y%m%dT%H%M%S)-$$.log"
 "$PY" - "$ROOT" "$tmp_zip" <<'EOF'
 import os, sys, zipfile
 root, out = sys.argv[1], sys.argv[2]
@@ -179,4 +188,16 @@ if [[ -f "$CONF_FILE" ]]; then
 fi
 [[ -n "$files" ]] && extra+=(--files "$files")
 
-exec "$SUBMIT" "${extra[@]}" ${spark_args[@]+"${spark_args[@]}"} "$job" "$@"
+rc=0
+"$SUBMIT" "${extra[@]}" ${spark_args[@]+"${spark_args[@]}"} "$job" "$@" 2>>"$ROCKETSIM_SPARK_LOG" || rc=$?
+if [[ -s "$error_file" ]]; then
+    cat "$error_file" >&2
+elif [[ $rc -ne 0 ]]; then
+    echo "error: $(basename "$job") ended with exit code $rc without saying why (Spark's log: $ROCKETSIM_SPARK_LOG)" >&2
+fi
+if [[ $rc -eq 0 && ! -s "$ROCKETSIM_SPARK_LOG" ]]; then
+    rm -f "$ROCKETSIM_SPARK_LOG"
+fi
+# shellcheck disable=SC2012 # names without spaces, made above
+ls -1t "$LOG_DIR"/spark-*.log 2>/dev/null | tail -n +51 | xargs -r rm -f || true
+exit $rc

@@ -22,7 +22,7 @@ from types import ModuleType
 
 __version__ = "0.1.0"
 
-# design §3's module names (and the other names the core had at its top level) -> where they are now
+# the module names of docs/design.md §3 (and the other names the core had at its top level) -> where they are
 PUBLIC_MODULES = {
     "rocketsim.message": "rocketsim.format.message",
     "rocketsim.codec": "rocketsim.format.codec",

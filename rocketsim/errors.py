@@ -37,3 +37,21 @@ class MQClientError(RocketSimError):
             full = f"CODE: {response_code}  DESC: {error_message}" + suffix
         self.full_message = full
         super().__init__(full)
+
+
+class MeasurementError(RocketSimError, ValueError):
+    """A user's measurement file that does not read: names the source, the line (1-based, 0 when the
+    whole input is at fault) and what was expected there."""
+
+    def __init__(self, source: str, line: int, reason: str) -> None:
+        self.source = source
+        self.line = line
+        self.reason = reason
+        where = f"{source} line {line}" if line > 0 else source
+        super().__init__(f"{where}: {reason}")
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's text, or its type's name if it has none (deltalake's errors carry a
+    native trace after their first line)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

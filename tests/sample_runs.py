@@ -5,14 +5,15 @@ groups, each with its own summary window."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
+from rocketsim.broker import store
 from rocketsim.scenario import Scenario, scenario_from_mapping
-from rocketsim.tables import schemas
 from rocketsim.warehouse.read import read_arrow
 
 BASE = {
@@ -100,6 +101,31 @@ def scenario_of(run_id: str) -> Scenario:
     return scenario_from_mapping({"name": run_id, **deep_update(BASE, RUNS[run_id][0])})
 
 
+def message_keys(t: pa.Table) -> pa.ChunkedArray:
+    """(producer, seq) as one int64."""
+    return pc.add(pc.multiply(pc.cast(t.column("producer"), pa.int64()), 1 << 40), t.column("seq"))
+
+
+def broker_step(
+    messages: pa.Table, attempts: pa.Table, results: pa.Table, sc: Scenario
+) -> tuple[pa.Table, pa.Table]:
+    """(the commit log, the results with their store columns in (producer, seq) order) of a run simulated
+    here, as the one pass makes them: every producer's records (store.log_records), then
+    store.number_broker once per broker with the results pointing at its records."""
+    log = store.log_records(messages, attempts, results, sc)
+    key = message_keys(results)
+    has_record = pc.is_in(key, value_set=message_keys(log.filter(log.column("is_result"))))
+    logs, completed = [], [store.with_null_store_columns(results.filter(pc.invert(has_record)))]
+    for b in sc.cluster.brokers:
+        mine = log.filter(pc.equal(log.column("broker"), b))
+        own = pc.is_in(key, value_set=message_keys(mine.filter(mine.column("is_result"))))
+        numbered, theirs = store.number_broker(mine, results.filter(own), sc)
+        logs.append(numbered)
+        completed.append(theirs)
+    order = [("producer", "ascending"), ("seq", "ascending")]
+    return pa.concat_tables(logs), pa.concat_tables(completed).sort_by(order)
+
+
 def make_runs(spark, warehouse: Path) -> None:  # noqa: ANN001 - SparkSession
     """Every run of :data:`RUNS` through the pipeline's one pass (every table but ``runs``)."""
     from rocketsim.spark import pipeline
@@ -127,10 +153,6 @@ def assert_same(expected: pa.Table, got: pa.Table, keys: list[str] | tuple[str, 
     nulls."""
     expected = expected.drop_columns([c for c in ("run_id",) if c in expected.column_names])
     got = got.drop_columns([c for c in ("run_id",) if c in got.column_names])
-    # the Spark oracle predates run_summary's delivery columns (tests/test_summaries.py checks them
-    # against rocketsim.broker.store.delivery_counts): compared where both have them
-    late = [c for c in schemas.DELIVERY_COLUMNS if c in got.column_names and c not in expected.column_names]
-    got = got.drop_columns(late)
     assert sorted(expected.column_names) == sorted(got.column_names)
     order = [(k, "ascending") for k in keys]
     e, g = expected.select(got.column_names).sort_by(order), got.sort_by(order)
@@ -142,3 +164,24 @@ def assert_same(expected: pa.Table, got: pa.Table, keys: list[str] | tuple[str, 
             i = next(i for i, (x, y) in enumerate(zip(ev, gv, strict=True)) if x != y)
             row = {k: e.column(k)[i].as_py() for k in keys}
             raise AssertionError(f"{name} at {row}: expected {ev[i]!r}, got {gv[i]!r}")
+
+
+def assert_rows(got: pa.Table, want: list[dict], keys: Sequence[str], where: str = "") -> None:
+    """``got`` (without ``run_id``) holds a reference's rows (dicts): the same keys, every column of
+    ``got`` equal (floats to 1e-12 relative), nulls where the reference has None."""
+
+    def key(row: dict) -> tuple:
+        return tuple((row[k] is not None, row[k]) for k in keys)  # None sorts first
+
+    have = sorted(got.drop_columns([c for c in ("run_id",) if c in got.column_names]).to_pylist(), key=key)
+    want = sorted(want, key=key)
+    assert [key(r) for r in have] == [key(r) for r in want], where
+    for h, w in zip(have, want, strict=True):
+        for name, x in h.items():
+            y = w[name]  # every column the table has, the reference has
+            if isinstance(x, float) or isinstance(y, float):
+                close = x is None or x == pytest.approx(y, rel=1e-12, abs=1e-9)
+                same = (x is None) == (y is None) and close
+            else:
+                same = x == y
+            assert same, f"{where} {name} at {key(h)}: {x!r}, the reference {y!r}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -14,7 +15,7 @@ import pandas as pd
 import pytest
 from nbclient import NotebookClient
 
-from rocketsim.present import explore
+from rocketsim.present import explore, report
 from rocketsim.scenario import load_scenario
 from rocketsim.spark import compare, delta_sink, pipeline
 from rocketsim.spark.cli import JobArgs, parse_compare_args
@@ -38,11 +39,11 @@ RUN_OVERRIDES = [
 ]
 # broker-b 30x slower from 1 s to the end of a 16 s run
 CMP_OVERRIDES = ("workload.messages=8000", "faults.0.start_s=1", "faults.0.end_s=16")
+# the run's brokers are open-loop: no broker_load chart (the notebook and the report say why)
 EXPLORE_FIGURES = {
     "latency_percentiles",
     "traffic_share",
     "retries_failures",
-    "broker_load",
     "publish_delay",
     "isolation_gantt",
     "queue_heatmap",
@@ -181,9 +182,23 @@ def test_report_is_one_html_page_with_embedded_figures(warehouse: Path, tmp_path
     assert all(base64.b64decode(i).startswith(PNG_MAGIC) for i in images)
     assert 'src="http' not in page and "<script" not in page  # self-contained
     assert f"rocketsim run {RUN_ID}" in page and "flapping broker-c 2-11 s" in page
-    for scope in ("all", "broker-a", "broker-b", "broker-c"):
-        assert f"<td>{scope}</td>" in page
+    assert '<figure id="broker_load" class="absent"><figcaption>Broker load: no chart, as open-loop' in page
+    assert "<th>metric</th><th>all</th><th>broker-a</th><th>broker-b</th><th>broker-c</th>" in page
     assert main(["--run-id", "nope", "--warehouse", str(warehouse), "--out", str(out)]) == 2
+
+
+@pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="chromium is not on PATH: the page is not rendered"
+)
+def test_the_report_of_a_pipeline_run_in_a_browser(warehouse: Path, tmp_path: Path) -> None:
+    """The page jobs/report.py writes (the broker-side chart too) at a laptop's width: no sideways
+    scroll, every chart loaded (tests/test_report_browser.py)."""
+    from tests.test_report_browser import WIDTH, layout
+
+    measured = layout(report.render_report(warehouse, RUN_ID), tmp_path)
+    assert measured["scrollWidth"] <= WIDTH
+    assert len(measured["images"]) == len(EXPLORE_FIGURES)
+    assert all(i["complete"] and i["naturalWidth"] > 0 for i in measured["images"])
 
 
 def test_broker_load_chart_of_closed_loop_brokers() -> None:

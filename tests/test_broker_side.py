@@ -1,9 +1,10 @@
-"""The broker side (:mod:`rocketsim.broker.side`): on a run made by the staged jobs (generate, simulate,
-then ``jobs/broker_side.py``'s stage reading the committed commit log back) the commit log equals the
-local oracle, and broker_storage, transactions and consumer_load agree with the results and with each
-other; on the runs of the pipeline's one pass and on the staged run, the tables equal the Spark
-aggregations they replace (the oracle kept in ``tests/spark_oracle.py``) and the core functions called
-per broker and per producer. (The numbering itself: tests/test_store.py.)"""
+"""The broker side (:mod:`rocketsim.broker.side`): the core functions called per broker and per producer
+give every table and column of the plain references written from their definitions
+(``tests/broker_reference.py``), on the sample runs made here; on a run made by the staged jobs
+(generate, simulate, then ``jobs/broker_side.py``'s stage reading the committed commit log back) the
+commit log equals the local one, broker_storage, transactions and consumer_load agree with the results
+and with each other and with the references, and the read-back rules hold; the pipeline's one pass
+commits what the core functions make. (The numbering itself: tests/test_store.py.)"""
 
 from __future__ import annotations
 
@@ -15,20 +16,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-import spark_oracle
-from pyspark.sql import DataFrame
-from sample_runs import RUNS, assert_same, by_producer, run_tables, scenario_of
+from broker_reference import broker_side_tables
+from read_back import broker_side_checks
+from sample_runs import RUNS, assert_rows, assert_same, broker_step, by_producer, run_tables, scenario_of
 
+from rocketsim import engine
 from rocketsim.broker import side as broker_side
 from rocketsim.broker import store
-from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.spark import pipeline
 from rocketsim.spark.cli import JobArgs
-from rocketsim.spark.read import read_spark
 from rocketsim.tables import schemas
 from rocketsim.warehouse.read import read_arrow, read_pandas
-
-pytestmark = pytest.mark.spark
 
 RUN = "bs"
 SCENARIO = {
@@ -75,7 +74,7 @@ def warehouse(spark, scenario: Scenario, tmp_path_factory: pytest.TempPathFactor
 
 
 @pytest.fixture(scope="module")
-def oracle(warehouse: str, scenario: Scenario) -> pd.DataFrame:
+def local_log(warehouse: str, scenario: Scenario) -> pd.DataFrame:
     """The commit log, computed locally from the run's own tables."""
     messages, attempts, results = (
         read_arrow(warehouse, t, RUN) for t in ("messages", "send_attempts", "send_results")
@@ -88,15 +87,17 @@ def results(warehouse: str) -> pd.DataFrame:
     return read_pandas(warehouse, "send_results", RUN)
 
 
-def test_commit_log_equals_the_local_oracle(warehouse: str, oracle: pd.DataFrame) -> None:
+@pytest.mark.spark
+def test_commit_log_equals_the_local_one(warehouse: str, local_log: pd.DataFrame) -> None:
     got = read_pandas(warehouse, "commit_log", RUN).drop(columns=["run_id"])
     got = got.sort_values(list(store.STORE_ORDER)).reset_index(drop=True)
-    pd.testing.assert_frame_equal(got, oracle[got.columns].reset_index(drop=True), check_dtype=False)
+    pd.testing.assert_frame_equal(got, local_log[got.columns].reset_index(drop=True), check_dtype=False)
     assert got.duplicated(["producer", "seq"]).any()  # a not-OK store retried elsewhere: two copies
     assert (got.offset_msg_id.str.len() == 32).all()
     assert got.store_ts_ms.max() > 7 * 10_000  # the records span several minutes of store time
 
 
+@pytest.mark.spark
 def test_transactions_table(warehouse: str, scenario: Scenario, results: pd.DataFrame) -> None:
     txns = read_pandas(warehouse, "transactions", RUN)
     messages = read_pandas(warehouse, "messages", RUN)
@@ -127,18 +128,19 @@ def test_transactions_table(warehouse: str, scenario: Scenario, results: pd.Data
     assert set(merged.resolution) >= {"commit", "rollback", "not_stored"}
 
 
-def test_broker_storage_totals(warehouse: str, oracle: pd.DataFrame) -> None:
+@pytest.mark.spark
+def test_broker_storage_totals(warehouse: str, local_log: pd.DataFrame) -> None:
     storage = read_pandas(warehouse, "broker_storage", RUN)
-    assert storage.messages.sum() == len(oracle)
+    assert storage.messages.sum() == len(local_log)
     last = storage.sort_values("window_start_ms").groupby(["broker", "topic", "queue_id"]).tail(1)
-    ends = oracle.groupby(["broker", "store_topic", "store_queue_id"]).queue_offset.max() + 1
+    ends = local_log.groupby(["broker", "store_topic", "store_queue_id"]).queue_offset.max() + 1
     keys = zip(last.broker, last.topic, last.queue_id, strict=True)
     assert dict(zip(keys, last.cq_entries, strict=True)) == ends.to_dict()
     per_broker = storage.groupby("broker").agg(
         bytes=("commit_log_bytes", "max"), index=("index_entries", "max")
     )
-    assert per_broker["bytes"].to_dict() == oracle.groupby("broker").store_size.sum().to_dict()
-    assert per_broker["index"].to_dict() == oracle.groupby("broker").index_entries.sum().to_dict()
+    assert per_broker["bytes"].to_dict() == local_log.groupby("broker").store_size.sum().to_dict()
+    assert per_broker["index"].to_dict() == local_log.groupby("broker").index_entries.sum().to_dict()
     # broker-wide columns are the same on every queue row of a broker window
     assert (storage.groupby(["broker", "window_start_ms"]).commit_log_bytes.nunique() == 1).all()
     assert (storage.cq_files == store.consume_queue_files(storage.cq_entries.to_numpy())).all()
@@ -147,10 +149,11 @@ def test_broker_storage_totals(warehouse: str, oracle: pd.DataFrame) -> None:
     assert {store.SCHEDULE_TOPIC, store.HALF_TOPIC, "TopicTest"} == set(storage.topic)
 
 
-def test_consumer_load(warehouse: str, oracle: pd.DataFrame) -> None:
+@pytest.mark.spark
+def test_consumer_load(warehouse: str, local_log: pd.DataFrame) -> None:
     load = read_pandas(warehouse, "consumer_load", RUN)
     txns = read_pandas(warehouse, "transactions", RUN)
-    visible = (oracle.store_topic != store.HALF_TOPIC).sum() + (txns.resolution == "commit").sum()
+    visible = (local_log.store_topic != store.HALF_TOPIC).sum() + (txns.resolution == "commit").sum()
     assert load.groupby("consumer_group").messages.sum().to_dict() == {
         "cg-three": visible,
         "cg-eight": visible,
@@ -165,22 +168,21 @@ def test_consumer_load(warehouse: str, oracle: pd.DataFrame) -> None:
     assert sorted(idle.consumer) == ["consumer-6", "consumer-7"] and (idle.messages == 0).all()
 
 
-def test_the_read_back_rules_hold_on_the_staged_run(spark, warehouse: str) -> None:
-    """The broker-side rules, read back from the committed tables by the Spark oracle, hold (the
-    stage checked the same rules from its counts: tests/test_reconcile.py breaks them)."""
-
-    def read(table: str) -> DataFrame:
-        return read_spark(spark, warehouse, table, RUN)
-
-    checks = spark_oracle.reconcile_checks(read)
+@pytest.mark.spark
+def test_the_read_back_rules_hold_on_the_staged_run(warehouse: str) -> None:
+    """The broker-side rules, read back from the committed tables, hold (the stage checked the same
+    rules from its counts: tests/test_reconcile.py breaks them)."""
+    checks = broker_side_checks(lambda table: read_arrow(warehouse, table, RUN))
     assert len(checks) == 9 and all(x == y for x, y in checks.values()), checks  # 7 rules + 2 groups
 
 
+@pytest.mark.spark
 def test_send_results_have_the_declared_schema(warehouse: str) -> None:
     assert read_arrow(warehouse, "send_results", RUN).schema.equals(schemas.SEND_RESULTS)
     assert Path(warehouse, "broker_storage").is_dir()
 
 
+@pytest.mark.spark
 def test_storage_figure(warehouse: str) -> None:
     from rocketsim.present import plots_storage
 
@@ -195,7 +197,7 @@ def test_storage_figure(warehouse: str) -> None:
     assert {t.get_text() for t in load.get_xticklabels()} >= {"consumer-0", "consumer-7", "not read"}
 
 
-# ---- the tables equal the Spark oracle, on the same runs -------------------------------------------------
+# ---- the tables against the references (tests/broker_reference.py) ------------------------------------
 
 BROKER_SIDE_KEYS = {
     "broker_storage": ["broker", "window_start_ms", "topic", "queue_id"],
@@ -238,33 +240,67 @@ def core_broker_side(
     }
 
 
+def assert_reference_tables(
+    got: dict[str, pa.Table],
+    log: pa.Table,
+    messages: pa.Table,
+    results: pa.Table,
+    sc: Scenario,
+    window_ms: int,
+) -> None:
+    """Every broker-side table equals the reference's of the same commit log, messages and results."""
+    want = broker_side_tables(log, messages, results, sc, window_ms)
+    assert set(got) == set(want) == set(BROKER_SIDE_KEYS)
+    for name, keys in BROKER_SIDE_KEYS.items():
+        assert_rows(got[name], want[name], keys, name)
+
+
 @pytest.mark.parametrize("run_id", sorted(RUNS))
-def test_broker_side_tables_of_the_one_pass_equal_the_oracle(spark, sample_runs: Path, run_id: str) -> None:
+def test_broker_side_tables_equal_the_reference(run_id: str) -> None:
+    """The sample runs, simulated and numbered here (no Spark): the core functions called per broker and
+    per producer give the references' rows."""
+    sc, window_ms = scenario_of(run_id), RUNS[run_id][1]
+    messages = workload.generate(sc)
+    out = engine.simulate(messages, sc)
+    log, results = broker_step(messages, out.attempts, out.results, sc)
+    local = core_broker_side(messages, out.attempts, results, log, sc, window_ms)
+    txns = local["transactions"]
+    assert set(txns.column("resolution").to_pylist()) >= {"commit", "rollback", "not_stored"}
+    halves = txns.filter(pc.is_valid(txns.column("attempt")))
+    assert pc.any(pc.invert(halves.column("is_result"))).as_py() == (run_id != "mixed-498")  # other halves
+    assert_reference_tables(local, log, messages, results, sc, window_ms)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("run_id", sorted(RUNS))
+def test_broker_side_tables_of_the_one_pass_equal_the_core_and_the_reference(
+    sample_runs: Path, run_id: str
+) -> None:
     sc, window_ms = scenario_of(run_id), RUNS[run_id][1]
     messages, attempts, results, log = run_tables(
         sample_runs, run_id, "messages", "send_attempts", "send_results", "commit_log"
     )
-    expected = spark_oracle.broker_side_tables_of(spark, log, messages, results, sc, window_ms)
     local = core_broker_side(messages, attempts, results, log, sc, window_ms)
     for name, keys in BROKER_SIDE_KEYS.items():
         (committed,) = run_tables(sample_runs, run_id, name)
         assert local[name].schema == schemas.data_schema(schemas.TABLES[name].schema), name
-        assert expected[name].num_rows > 0, name
-        assert_same(expected[name], committed, keys)
-        assert_same(expected[name], local[name], keys)
+        assert local[name].num_rows > 0, name
+        assert_same(local[name], committed, keys)
+    assert_reference_tables(local, log, messages, results, sc, window_ms)
 
 
-def test_broker_side_of_the_staged_run_equals_the_oracle(spark, warehouse: str, scenario: Scenario) -> None:
-    """jobs/broker_side.py's stage (reading the committed commit log and results back) = the oracle."""
+@pytest.mark.spark
+def test_broker_side_of_the_staged_run_equals_the_reference(warehouse: str, scenario: Scenario) -> None:
+    """jobs/broker_side.py's stage (reading the committed commit log and results back) = the references."""
     messages, results, log = (
         read_arrow(warehouse, t, RUN).drop_columns(["run_id"])
         for t in ("messages", "send_results", "commit_log")
     )
-    expected = spark_oracle.broker_side_tables_of(spark, log, messages, results, scenario, 5000)
-    for name, keys in BROKER_SIDE_KEYS.items():
-        assert_same(expected[name], read_arrow(warehouse, name, RUN), keys)
+    got = {name: read_arrow(warehouse, name, RUN) for name in BROKER_SIDE_KEYS}
+    assert_reference_tables(got, log, messages, results, scenario, 5000)
 
 
+@pytest.mark.spark
 def test_halves_from_records_and_from_results_agree(sample_runs: Path) -> None:
     """A producer task finds its stored halves in its commit-log records, a job reading committed
     results in their store_topic: the same (producer, seq)."""

@@ -12,11 +12,13 @@ import pytest
 from rocketsim.scenario import ScenarioError, capacity, load_scenario
 from rocketsim.spark.capacity import run_capacity
 from rocketsim.spark.cli import parse_capacity_args
+from rocketsim.spark.launch import PublishedRunError, describe_failure
 from rocketsim.tables import schemas
 from rocketsim.warehouse.read import read_arrow
 
 ROOT = Path(__file__).resolve().parents[1]
 CASCADE = ROOT / "conf" / "scenarios" / "cascade.toml"
+STEADY_FILE = ROOT / "conf" / "scenarios" / "steady.toml"
 
 
 def test_size_variants_grow_the_cluster_keeping_its_brokers() -> None:
@@ -30,6 +32,13 @@ def test_size_variants_grow_the_cluster_keeping_its_brokers() -> None:
     assert [x.overrides for x in q] == [("cluster.write_queues=2",), ("cluster.write_queues=8",)]
     with pytest.raises(ScenarioError, match="at least 2 distinct sizes"):
         capacity.size_variants(sc, capacity.BROKERS, [4, 4])
+    # past the 42 lettered spare names (this was StopIteration), up to MAX_BROKERS
+    names = capacity.broker_names(sc.cluster.brokers, 50)
+    assert len(set(names)) == 50 and names[-1] == "broker-50"
+    big = load_scenario(CASCADE, list(capacity.size_variants(sc, capacity.BROKERS, [4, 60])[-1].overrides))
+    assert len(big.cluster.brokers) == 60
+    with pytest.raises(ScenarioError, match="--brokers sizes must be at most 1024, got 5000"):
+        capacity.size_variants(sc, capacity.BROKERS, [4, 5000])
 
 
 def test_capacity_table_marks_the_smallest_size_meeting_both_bounds() -> None:
@@ -88,6 +97,44 @@ def test_bad_sweeps_exit_2_before_spark(capsys: pytest.CaptureFixture[str]) -> N
         assert exc.value.code == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 3 and "variant brokers=1: faults[0].broker must name a broker" in err[0]
+
+
+def test_a_chart_it_cannot_write_is_refused_before_spark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The chart is written after the sweep is published: a bad --chart published the sweep, then failed
+    saying nothing was visible. A folder named as the chart wrote <folder>.png beside it."""
+    (tmp_path / "charts").mkdir()
+    base = ["--scenario", str(CASCADE), "--brokers", "4,5", "--target-p99-ms", "100"]
+    base += ["--warehouse", str(tmp_path / "wh")]
+    for chart, line in (
+        (
+            str(tmp_path / "charts"),
+            f"ScenarioError: --chart must name a PNG file, not a folder, got '{tmp_path}/charts'",
+        ),
+        (
+            "/sys/rocketsim/c.png",
+            "ScenarioError: --chart's folder must be a folder this job can write (/sys, ",
+        ),
+        (
+            str(STEADY_FILE / "c.png"),
+            "ScenarioError: --chart's folder must be a folder, not a file, got ",
+        ),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            parse_capacity_args([*base, "--chart", chart])
+        err = capsys.readouterr().err.splitlines()
+        assert exc.value.code == 2 and len(err) == 1 and err[0].startswith(line), err
+    assert not (tmp_path / "wh").exists() and not (tmp_path / "charts.png").exists()
+
+
+def test_a_chart_that_fails_after_the_sweep_is_published_says_the_sweep_is_published() -> None:
+    exc = PublishedRunError("the chart could not be written to /x/c.png: Read-only file system")
+    line, known = describe_failure(exc, "wh", "s1")
+    assert known and line == (
+        "error: the chart could not be written to /x/c.png: Read-only file system "
+        "(run s1 is published, whole)"
+    )
 
 
 @pytest.mark.spark

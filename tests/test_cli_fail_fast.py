@@ -1,5 +1,5 @@
 """Bad input fails every job before Spark starts: exit code 2, exactly one line on stderr naming the key
-(or option), the rule and the value, nothing on stdout, and no warehouse or table created (design §7).
+(or option), the rule and the value, nothing on stdout, and no warehouse or table created (docs/design.md §8).
 
 Each job in jobs/ that takes a scenario is run as a command (``python jobs/<job>.py``) on several bad
 inputs, and once more through ``./spark-submit.sh``, whose preflight must give the same single line
@@ -183,6 +183,23 @@ CASES = [
         "warehouse-unwritable",  # /sys refuses new files even to root
         ("--warehouse", "/sys/rocketsim-wh"),
         "ScenarioError: --warehouse must be a folder this job can write (/sys, where it would be created): ",
+    ),
+    Case(
+        "warehouse-unknown-scheme",
+        ("--warehouse", "nosuch://x"),
+        "ScenarioError: --warehouse must be a folder or a URI of file://, s3://, gs://, hdfs://, abfs://, "
+        "abfss://, got 'nosuch://x'",
+    ),
+    Case(
+        "warehouse-uri-without-path",
+        ("--warehouse", "file://"),
+        "ScenarioError: --warehouse must name a folder after its scheme, got 'file://'",
+    ),
+    Case(
+        "deeply-nested-toml",  # tomllib recurses per level: this was a RecursionError trace
+        (),
+        "ScenarioError: scenario file 'bad.toml' nests tables or arrays too deeply for a scenario",
+        "name = 'deep'\nx = " + "{a = " * 2000 + "1" + "}" * 2000 + "\n",
     ),
     Case(
         "window-too-small",  # 100 messages at a very low rate, in 1 ms windows, 4 brokers x 4 queues

@@ -1,5 +1,5 @@
-"""Bounded fuzz of the decoders test_codec_fuzz.py leaves out or feeds too narrow an alphabet (design §7:
-decoders refuse corrupt bytes with an error, never a crash or a wrong message).
+"""Bounded fuzz of the decoders test_codec_fuzz.py leaves out or feeds too narrow an alphabet
+(docs/design.md §8: decoders refuse corrupt bytes with an error, never a crash or a wrong message).
 
 Covered here: the id readers on any text (whitespace, separators, non-ASCII digits), ``decode_stores``
 (commit-log slices; java mode must not raise at all: ``decodes`` returns the prefix), java-mode

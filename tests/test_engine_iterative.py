@@ -1,6 +1,6 @@
 """brokers.coupling = iterative against joint (the exact event loop) on small runs.
 
-Agreement (the README's claim): per broker, attempt latency p50, p99 and p99.9 within 5 ms or 5 %
+Agreement (docs/closed-loop.md's claim): per broker, attempt latency p50, p99 and p99.9 within 5 ms or 5 %
 (whichever is larger), and SYSTEM_BUSY rejections within 15 % of joint's count (the within-ms order of
 arrivals is the approximation); the same messages stored or failed within 15 % of the failures. The
 rounds stop at a fixed point (residual 0) well before the round limit on these runs."""
@@ -154,9 +154,9 @@ def test_trajectory_state_is_the_per_request_count() -> None:
 
 
 def test_capacity_steady_past_capacity_agrees_with_joint() -> None:
-    """The README's capacity_steady comparison at 120% (every send ASYNC; four brokers sized for 4,000
-    msg/s): the sweeper's [TIMEOUT_CLEAN_QUEUE] (BrokerFastFailure.cleanExpiredRequestInQueue) sheds the
-    excess, a fixed point in 2 rounds, within the bounds of the module docstring."""
+    """docs/closed-loop.md's capacity_steady comparison at 120% (every send ASYNC; four brokers sized for
+    4,000 msg/s): the sweeper's [TIMEOUT_CLEAN_QUEUE] (BrokerFastFailure.cleanExpiredRequestInQueue)
+    sheds the excess, a fixed point in 2 rounds, within the bounds of the module docstring."""
     path = Path(__file__).resolve().parents[1] / "conf" / "scenarios" / "capacity_steady.toml"
     base = ["workload.messages=20000", "workload.rate_per_s=4800"]
     sc = {c: load_scenario(path, [*base, f"brokers.coupling={c}"]) for c in ("joint", "iterative")}

@@ -86,8 +86,8 @@ def test_same_inputs_same_tables() -> None:
 
 def test_a_request_the_client_gave_up_on_is_still_stored() -> None:
     # the broker appends what it takes from its queue whether the client still waits or not: a retry of
-    # would be a duplicate (design 4: a timed-out request may still be stored). SYNC: an ASYNC answer that
-    # comes after the timeout still counts until the response-table scan
+    # would be a duplicate (docs/design.md §4: a timed-out request may still be stored). SYNC: an ASYNC
+    # answer that comes after the timeout still counts until the response-table scan
     sc = scenario(1.2 * CAPACITY, send_msg_timeout_ms=150, send_mode={"sync": 1.0})
     out = engine.simulate(messages(sc), sc)
     a = out.attempts

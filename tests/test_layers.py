@@ -1,4 +1,4 @@
-"""The house rules of design §2, read off the source with ``ast`` (nothing is imported or run).
+"""The house rules of docs/design.md §2, read off the source with ``ast`` (nothing is imported or run).
 
 * Four layers, each importing only the layers above it: core (every module but the three below and
   ``bench/``) < ``warehouse/`` < ``present/`` < ``spark/``; ``jobs/`` and ``bench/`` may use any of them.
@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rocketsim"
 LAYERS = ("core", "warehouse", "present", "spark")  # each may import the ones before it
 FREE = ("bench",)  # rocketsim/bench: a developer tool, may import anything
-# modules of the core that read their own inputs from files (design §2's one exception, plus the
-# scenario file, which a job names on its command line, and the package's own sources, which stamp
+# modules of the core that read their own inputs from files (docs/design.md §2: the conformance vectors,
+# the scenario file, which a job names on its command line, and the package's own sources, which stamp
 # numba's cache of the compiled engine)
 CORE_READERS = {"rocketsim.conformance", "rocketsim.scenario", "rocketsim.engine.numba_cache"}
 CORE_READER_PACKAGES = ("rocketsim.vectors",)

@@ -1,9 +1,10 @@
-"""The Spark pipeline: the one pass writes every table of the run, equal to the local oracle (the core
-functions called directly), to the Spark aggregations it replaces (``tests/spark_oracle.py``) and to the
-staged jobs (generate, simulate, broker side, summarize, each reading what it needs of the committed
-tables); every table is the same for 1 and N partitions; runs are idempotent per run id; the run
-reconciles from counts with the same values as the old read-back rules, and fails loudly when a task
-loses a row; bad messages are rejected with upstream's text."""
+"""The Spark pipeline: the one pass writes every table of the run, equal to the core functions called
+directly, to the plain references of the summary and broker-side tables (``tests/analysis.py``,
+``tests/broker_reference.py``) and to the staged jobs (generate, simulate, broker side, summarize,
+each reading what it needs of the committed tables); every table is the same for 1 and N partitions;
+runs are idempotent per run id; the run reconciles from counts with the values the rules have when
+read back from the committed tables (``tests/read_back.py``), and fails loudly when a task loses a row;
+bad messages are rejected with upstream's text."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-import spark_oracle
-from pyspark.sql import DataFrame
-from sample_runs import assert_same
+from broker_reference import broker_side_tables
+from read_back import run_checks
+from sample_runs import assert_rows
 
 from rocketsim import engine
 from rocketsim.broker import store
@@ -30,6 +31,7 @@ from rocketsim.tables.reconcile import ReconciliationError
 from rocketsim.tables.schemas import TABLES
 from rocketsim.warehouse import stage_files
 from rocketsim.warehouse.read import list_runs, read_arrow
+from tests.analysis import summary_tables
 
 pytestmark = pytest.mark.spark
 
@@ -108,13 +110,13 @@ def _by(t: pa.Table, keys: tuple[str, ...]) -> pa.Table:
     return t.sort_by([(k, "ascending") for k in keys])
 
 
-def test_the_stage_equals_the_local_oracle(two_runs: Path, scenario: Scenario) -> None:
+def test_the_stage_equals_the_core_called_here(two_runs: Path, scenario: Scenario) -> None:
     """The core functions called directly, on one machine: the committed tables are theirs."""
     messages = workload.generate(scenario)
     out = engine.simulate(messages, scenario)
     log = store.with_offsets(store.log_records(messages, out.attempts, out.results, scenario), scenario)
-    oracle = {"messages": messages, "send_attempts": out.attempts, "commit_log": log}
-    for table, want in oracle.items():
+    local = {"messages": messages, "send_attempts": out.attempts, "commit_log": log}
+    for table, want in local.items():
         keys = TABLES[table].keys
         got = read_arrow(str(two_runs), table, "r1").select(want.column_names)
         assert _by(got, keys).equals(_by(want, keys).cast(got.schema)), table
@@ -155,8 +157,8 @@ def test_tables_reconcile(two_runs: Path) -> None:
     assert abs(sum(r["share"] for scope, r in summary.items() if scope != "all") - 1.0) < 1e-9
 
 
-def test_every_table_of_the_run_is_written_by_the_one_pass_and_equals_the_oracle(
-    spark, two_runs: Path, scenario: Scenario
+def test_every_table_of_the_run_is_written_by_the_one_pass_and_equals_the_references(
+    two_runs: Path, scenario: Scenario
 ) -> None:
     written = list(graph.written(graph.STAGES))
     assert all("r1" in list_runs(str(two_runs), t) for t in written)
@@ -164,30 +166,20 @@ def test_every_table_of_the_run_is_written_by_the_one_pass_and_equals_the_oracle
         read_arrow(str(two_runs), t, "r1").drop_columns(["run_id"])
         for t in ("messages", "send_attempts", "send_results", "commit_log")
     )
-    with_run = {
-        t: t_.append_column("run_id", pa.array(["r1"] * t_.num_rows))
-        for t, t_ in (("a", attempts), ("r", results))
-    }
     expected = {
-        **spark_oracle.summary_tables_of(spark, with_run["a"], with_run["r"], 1000),
-        **spark_oracle.broker_side_tables_of(spark, log, messages, results, scenario, 1000),
+        **summary_tables(attempts.to_pandas(), results.to_pandas(), messages.to_pandas(), 1000),
+        **broker_side_tables(log, messages, results, scenario, 1000),
     }
     assert set(expected) | {"messages", "send_attempts", "send_results", "commit_log"} == set(written)
-    for name, table in expected.items():
-        assert_same(table, read_arrow(str(two_runs), name, "r1"), list(TABLES[name].keys))
+    for name, rows in expected.items():
+        assert_rows(read_arrow(str(two_runs), name, "r1"), rows, TABLES[name].keys, name)
 
 
-def test_the_one_pass_reconciles_as_the_read_back_rules_did(
-    spark, one_pass: tuple[Path, StageReport]
-) -> None:
+def test_the_one_pass_reconciles_as_the_read_back_rules_did(one_pass: tuple[Path, StageReport]) -> None:
     """Every rule the pipeline checked by reading the tables back has, from the counts, the same values
     (and a few more rules: rows committed = rows made)."""
     warehouse, report = one_pass
-
-    def read(table: str) -> DataFrame:
-        return read_spark(spark, str(warehouse), table, "r1")
-
-    read_back = spark_oracle.reconcile_read_back(read)
+    read_back = run_checks(lambda table: read_arrow(str(warehouse), table, "r1"))
     assert len(read_back) >= 20  # 12 tables with keys, 12 rules between them, a consumer group
     for rule, values in read_back.items():
         assert report.checks[rule] == tuple(values), rule

@@ -1,7 +1,7 @@
-"""Bad messages inside a valid workload (design §4, §7): every invalid kind becomes a REJECTED result with
-the client validator's text and no attempt, the simulation completes, and the compiled path agrees with
-the reference -- also when a producer has nothing left to send (every message rejected), which once
-crashed the compiled path with an IndexError."""
+"""Bad messages inside a valid workload (docs/design.md §4, §8): every invalid kind becomes a REJECTED
+result with the client validator's text and no attempt, the simulation completes, and the compiled path
+agrees with the reference -- also when a producer has nothing left to send (every message rejected),
+which once crashed the compiled path with an IndexError."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The Delta sink under concurrent readers (design §5, §7): a reader that polls a run while reruns of it
-commit sees the old or the new content, never a mix; and the fault-injection hook that the crash tests
+"""The Delta sink under concurrent readers (docs/design.md §6, §8): a reader that polls a run while reruns
+of it commit sees the old or the new content, never a mix; and the fault-injection hook that the crash tests
 use fires at exactly the documented points of a write."""
 
 from __future__ import annotations

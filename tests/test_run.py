@@ -79,7 +79,7 @@ def test_a_job_without_its_inputs_writes_nothing(spark, scenario: Scenario, tmp_
     pipeline.run_generate(spark, args, scenario)
     with pytest.raises(MissingRunError, match="run 'none' has no send_attempts"):
         pipeline.run_summarize(spark, args, scenario)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["messages", "run_commits"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["_published", "messages", "run_commits"]
 
 
 def test_the_delta_spark_publisher_reads_exactly_the_staged_files(

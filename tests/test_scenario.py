@@ -276,6 +276,19 @@ def test_bad_toml_and_missing_file(tmp_path: Path) -> None:
         load_scenario(tmp_path / "missing.toml")
 
 
+def test_a_byte_order_mark_is_accepted_and_deep_nesting_refused(tmp_path: Path) -> None:
+    marked = tmp_path / "bom.toml"  # some Windows editors start UTF-8 files with EF BB BF
+    marked.write_bytes(b"\xef\xbb\xbfname = 'bom'\nseed = 5\n")
+    sc = load_scenario(marked)
+    assert (sc.name, sc.seed) == ("bom", 5) and not sc.source_text.startswith("\ufeff")
+    deep = "{a = " * 2000 + "1" + "}" * 2000
+    (tmp_path / "deep.toml").write_text(f"x = {deep}\n")
+    with pytest.raises(ScenarioError, match="nests tables or arrays too deeply"):
+        load_scenario(tmp_path / "deep.toml")
+    with pytest.raises(ScenarioError, match="--set x nests tables or arrays too deeply"):
+        parse_override(f"x={deep}")
+
+
 def test_bad_override_is_a_scenario_error() -> None:
     with pytest.raises(ScenarioError, match="must look like key.path=value"):
         parse_override("seed")

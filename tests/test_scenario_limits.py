@@ -1,4 +1,4 @@
-"""Out-of-range scenario values must fail at load time, not after Spark started (design §7: a scenario
+"""Out-of-range scenario values must fail at load time, not after Spark started (docs/design.md §8: a scenario
 error fails fast).
 
 Every case here once validated and then crashed or hung inside generate/simulate (overflowing an int64,

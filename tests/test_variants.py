@@ -1,6 +1,6 @@
 """Variants and sweeps of a comparison: parsing, naming, validation before Spark, shared messages, the
-groups of variants that share them, and the comparison table (equal to the Spark reshape it replaces,
-``tests/spark_oracle.py``)."""
+groups of variants that share them, and the comparison table (by hand, and row by row from its
+definition)."""
 
 from __future__ import annotations
 
@@ -179,20 +179,29 @@ def test_comparison_table_puts_each_metric_beside_the_baseline() -> None:
     assert (new["value"], new["baseline_value"], new["delta"]) == (10.0, None, None)
 
 
-@pytest.mark.spark
-def test_comparison_table_equals_the_spark_reshape(spark) -> None:
-    import spark_oracle
-
-    from rocketsim.spark.session import spark_schema
-
-    summary = summary_table().append_column("run_id", pa.array(["c"] * len(SUMMARY_ROWS)))
-    schema = pa.schema([summary.schema.field("run_id"), *summary_table().schema])
-    df = spark.createDataFrame(summary.select(schema.names).to_pandas(), spark_schema(schema))
-    expected = spark_oracle.comparison_table(df, VARIANTS, "off").toArrow()
-    got = comparison_table(summary_table(), VARIANTS, "off")
-    order = [(k, "ascending") for k in ("variant", "scope", "metric")]
-    expected = expected.select(got.column_names).sort_by(order)
-    assert expected.to_pylist() == got.sort_by(order).to_pylist()
+def test_comparison_table_holds_every_metric_of_every_scope_beside_the_baseline() -> None:
+    """Row by row, from the definition: one row per (variant, scope, run_summary metric), its value as a
+    double, the baseline variant's value of that scope and metric (None if it has none),
+    ``delta = value - baseline_value`` and ``delta_pct = 100 delta / |baseline_value|`` (None when that is
+    0 or a value is missing), the variant's overrides; on the rows above and on the same rows with every
+    latency_p99_ms negated (|baseline_value|: the sign of delta_pct is the change's)."""
+    negated = [{**r, "latency_p99_ms": -r["latency_p99_ms"]} for r in SUMMARY_ROWS]
+    metrics = [f.name for f in schemas.RUN_SUMMARY if f.name not in ("run_id", "scope")]
+    overrides = {v.name: list(v.overrides) for v in VARIANTS}
+    for summary in (summary_table(), summary_table(negated)):
+        given = {(r["variant"], r["scope"]): r for r in summary.to_pylist()}
+        rows = comparison_table(summary, VARIANTS, "off").to_pylist()
+        assert sorted((r["variant"], r["scope"], r["metric"]) for r in rows) == sorted(
+            (variant, scope, m) for variant, scope in given for m in metrics
+        )
+        for r in rows:
+            value = given[r["variant"], r["scope"]][r["metric"]]
+            base = given.get(("off", r["scope"]), {}).get(r["metric"])
+            delta = None if value is None or base is None else value - base
+            pct = None if delta is None or base == 0 else 100.0 * delta / abs(base)
+            want = [None if x is None else float(x) for x in (value, base, delta, pct)]
+            assert [r["value"], r["baseline_value"], r["delta"], r["delta_pct"]] == want, r
+            assert (r["baseline"], r["overrides"]) == ("off", overrides[r["variant"]])
 
 
 def test_compare_args_exit_2_before_spark_on_a_bad_variant(capsys: pytest.CaptureFixture[str]) -> None:

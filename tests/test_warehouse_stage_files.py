@@ -291,8 +291,8 @@ def _peak_rss(messages: int, chunk_rows: int) -> int:
 
 
 def test_a_producer_task_memory_does_not_grow_with_the_producer() -> None:
-    """Design §6: a producer's rows stream out in chunks, so a task's memory is bounded whatever the size
-    of the producer: 4x the messages in chunks of the same size cost (nearly) no more memory. A task's
+    """docs/design.md §7: a producer's rows stream out in chunks, so a task's memory is bounded whatever the
+    size of the producer: 4x the messages in chunks of the same size cost (nearly) no more memory. A task's
     memory settles over its first chunks (peaks at 25k-message chunks: 100k 385 MiB, 400k 424, 800k 457,
     1.6M 478), so both sizes are past the first chunks."""
     _peak_rss(10_000, 25_000)  # the compiled engine's cache warm: no compilation in what is measured

@@ -10,7 +10,7 @@ timed), then reports, per mode:
 * the send loop itself, streamed as a producer task runs it (:func:`rocketsim.engine.compiled
   .run_prepared_chunks` over chunks of ``rocketsim.stage.plan.CHUNK_ROWS`` messages prepared beforehand: event
   loop, selection, fault table, retries, broker model, rows taken out of the ring) in attempts/s and
-  messages/s -- the design's >= 1M attempts/s per core target;
+  messages/s -- the >= 1M attempts/s per core target of docs/design.md §7;
 * the whole compiled engine as a producer task runs it (:func:`rocketsim.engine.compiled.simulate_chunks`
   over the same chunks: messages in, both output tables out);
 * the reference engine (:func:`rocketsim.engine.reference.simulate_producer`) on a small sample, and

@@ -29,9 +29,9 @@ from typing import Any
 from numba.core import caching, config
 
 CACHE_SUBDIR = "rocketsim-engine"
-# the package's layers above the core (design §2) and its developer tools: the compiled code reads none of
-# them; every other source is the core the compiled code is made of (its own, the constants and rules it
-# reads)
+# the package's layers above the core (docs/design.md §2) and its developer tools: the compiled code reads
+# none of them; every other source is the core the compiled code is made of (its own, the constants and
+# rules it reads)
 OUTSIDE_CORE = ("warehouse", "present", "spark", "bench")
 
 

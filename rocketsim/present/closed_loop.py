@@ -18,7 +18,7 @@ import pyarrow as pa
 from matplotlib.figure import Figure
 
 from rocketsim import engine
-from rocketsim.present import plots
+from rocketsim.present import plots, timeline
 from rocketsim.scenario import Scenario, load_scenario, workload
 from rocketsim.stage.tables import producer_messages
 from rocketsim.tables import schemas, summaries
@@ -43,42 +43,46 @@ VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 PANELS = (
-    ("utilisation_pct", "writer utilisation (%)"),
-    ("busy_per_s", "SYSTEM_BUSY / s"),
-    ("latency_p99_ms", "attempt p99 (ms, log)"),
+    plots.Panel("utilisation", "writer utilisation (%)", per="time"),
+    plots.Panel("busy", "SYSTEM_BUSY / s", per="second"),
+    plots.Panel("latency_p99_ms", "attempt p99 (ms, log)", log=True),
 )
 
 
-def summary_of(sc: Scenario) -> dict[str, pa.Table]:
-    """The summary tables of one whole run of ``sc``, simulated here."""
+def summary_of(sc: Scenario, window_ms: int = WINDOW_MS) -> dict[str, pa.Table]:
+    """The summary tables of one whole run of ``sc``, simulated here (``window_ms`` windows)."""
     messages = pa.concat_tables([producer_messages(sc, s) for s in workload.producer_shares(sc)])
     out = engine.simulate(messages, sc)
     return summaries.summary_tables(
-        summaries.producer_aggregates(out.attempts, out.results, WINDOW_MS, messages=messages)
+        summaries.producer_aggregates(out.attempts, out.results, window_ms, messages=messages)
     )
 
 
-def run_variants(name: str, variants: Mapping[str, Sequence[str]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def run_variants(
+    name: str, variants: Mapping[str, Sequence[str]]
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, timeline.Timeline]]:
     """``broker_windows`` and ``run_summary`` of scenario ``name`` under each variant (a ``variant``
-    column), with the exact coupling."""
-    windows, runs = [], []
+    column), with the exact coupling, and each variant's :class:`~rocketsim.present.timeline.Timeline`."""
+    windows, runs, timelines = [], [], {}
     for label, overrides in variants.items():
-        path = ROOT / "conf" / "scenarios" / f"{name}.toml"
-        tables = summary_of(load_scenario(path, ["brokers.coupling=joint", *overrides]))
-        for frames, table in ((windows, "broker_windows"), (runs, "run_summary")):
-            frames.append(tables[table].to_pandas().assign(variant=label))
-    return pd.concat(windows, ignore_index=True), pd.concat(runs, ignore_index=True)
+        sc = load_scenario(
+            ROOT / "conf" / "scenarios" / f"{name}.toml", ["brokers.coupling=joint", *overrides]
+        )
+        tables = {table: t.to_pandas() for table, t in summary_of(sc).items()}
+        windows.append(tables["broker_windows"].assign(variant=label))
+        runs.append(tables["run_summary"].assign(variant=label))
+        span = tables["run_summary"].query("scope == 'all'")["duration_ms"]
+        stop = timeline.producers_stop_ms(tables["producer_windows"])
+        timelines[label] = timeline.Timeline(tuple(timeline.fault_spans(sc)), int(span.iloc[0]), stop)
+    return pd.concat(windows, ignore_index=True), pd.concat(runs, ignore_index=True), timelines
 
 
-def comparison_figure(name: str, bw: pd.DataFrame, variants: Sequence[str]) -> Figure:
+def comparison_figure(
+    name: str, bw: pd.DataFrame, variants: Sequence[str], timelines: Mapping[str, timeline.Timeline]
+) -> Figure:
     """Per broker over time under each variant: utilisation, flow-control rejections, attempt p99."""
-    bw = bw.copy()
-    window_s = bw["window_ms"] / 1000.0
-    bw["utilisation_pct"] = bw["utilisation"] * 100
-    bw["busy_per_s"] = bw[list(schemas.BUSY_COLUMNS)].sum(axis=1) / window_s
-    sc = load_scenario(ROOT / "conf" / "scenarios" / f"{name}.toml")
-    faults = {v: plots.fault_spans(sc) for v in variants}
-    fig = plots.variant_timelines(bw, variants, faults, PANELS)
+    bw = bw.assign(busy=bw[list(schemas.BUSY_COLUMNS)].sum(axis=1))
+    fig = plots.variant_timelines(bw, variants, timelines, PANELS)
     fig.suptitle(f"{name}.toml: per broker over time, under each variant ({WINDOW_MS // 1000} s windows)")
     return fig
 
@@ -113,8 +117,9 @@ def main(argv: Sequence[str] = ()) -> int:
     out_dir = Path(argv[0] if argv else "docs")
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, variants in VARIANTS.items():
-        bw, rs = run_variants(name, variants)
-        path = plots.save_figure(comparison_figure(name, bw, list(variants)), out_dir, f"closed_loop_{name}")
+        bw, rs, timelines = run_variants(name, variants)
+        fig = comparison_figure(name, bw, list(variants), timelines)
+        path = plots.save_figure(fig, out_dir, f"closed_loop_{name}")
         print(f"\n### {name} ({path})\n")
         print(markdown(numbers(rs)))
     return 0

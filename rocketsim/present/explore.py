@@ -7,17 +7,16 @@ No SparkSession is started: the tables are read with ``deltalake``
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from rocketsim.present.plots import FaultSpan, fault_spans
-from rocketsim.scenario import Scenario, ScenarioError, apply_overrides, scenario_from_mapping
-from rocketsim.tables import schemas
-from rocketsim.warehouse.read import is_table, list_runs, read_pandas
+from rocketsim.present.timeline import FaultSpan, Timeline, fault_spans, producers_stop_ms
+from rocketsim.scenario import Scenario, ScenarioError
+from rocketsim.scenario.variants import scenario_of_run
+from rocketsim.warehouse.read import is_table, list_runs, read_pandas, read_run
 
 
 def find_warehouse(path: str | os.PathLike[str] = "warehouse") -> str:
@@ -29,11 +28,11 @@ def find_warehouse(path: str | os.PathLike[str] = "warehouse") -> str:
     return str(parent) if parent.is_dir() else str(p)
 
 
-def _read(warehouse: str, table: str, run_id: str) -> pd.DataFrame:
-    """The run's rows of ``table``; an empty frame with the declared columns if the table is absent."""
-    if not is_table(warehouse, table):
-        return schemas.TABLES[table].schema.empty_table().to_pandas()
-    return read_pandas(warehouse, table, run_id)
+def _read(warehouse: str, run_id: str, tables: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """The run's rows of ``tables`` as one version of ``run_commits`` names them (never one table of a
+    rerun beside one of the run it replaced); an empty frame with the declared columns for a table the
+    run does not hold."""
+    return {t: rows.to_pandas() for t, rows in read_run(warehouse, run_id, tables).items()}
 
 
 def latest_run(warehouse: str, table: str = "run_summary") -> str:
@@ -56,23 +55,18 @@ def latest_comparison(warehouse: str) -> str:
     return latest_run(warehouse, "comparisons")
 
 
-def _runs_row(warehouse: str, run_id: str) -> dict | None:
-    if not is_table(warehouse, "runs"):
-        return None
-    rows = read_pandas(warehouse, "runs", run_id).to_dict("records")
+def _runs_row(runs: pd.DataFrame) -> dict | None:
+    rows = runs.to_dict("records")
     return rows[0] if rows else None
 
 
 def scenario_of(runs_row: dict | None, extra_overrides: Sequence[str] = ()) -> Scenario | None:
-    """The scenario a run ran (its text and overrides from the ``runs`` row); None if unknown."""
+    """The scenario a run ran (:func:`rocketsim.scenario.variants.scenario_of_run`); None if unknown."""
     if not runs_row:
         return None
     try:
-        raw = tomllib.loads(runs_row["scenario_text"])
-        raw.setdefault("name", runs_row["scenario_name"])
-        raw = apply_overrides(raw, [*list(runs_row["overrides"]), *extra_overrides])
-        return scenario_from_mapping(raw, source_text=runs_row["scenario_text"])
-    except (ScenarioError, tomllib.TOMLDecodeError):
+        return scenario_of_run(runs_row, extra_overrides)
+    except ScenarioError:
         return None  # written by another version of rocketsim: charts go without the fault shading
 
 
@@ -89,31 +83,59 @@ class RunData:
     runs_row: dict | None = None
     scenario: Scenario | None = None
     faults: list[FaultSpan] = field(default_factory=list)
+    storage: pd.DataFrame = field(default_factory=pd.DataFrame)  # broker_storage (empty: not run)
+    consumer_load: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def span_ms(self) -> int:
-        """The run's span (first birth to last send end), from run_summary."""
+        """The run's span (first birth to last send end), from run_summary: the charts' ``end_ms``
+        (:mod:`rocketsim.present.timeline`)."""
         rows = self.summary[self.summary.scope == "all"]
         return int(rows.duration_ms.iloc[0]) if len(rows) else 0
 
+    @property
+    def timeline(self) -> Timeline:
+        """What the run's charts mark on their time axes: its faults, its end, where producers stop."""
+        return Timeline(tuple(self.faults), self.span_ms, producers_stop_ms(self.producer_windows))
+
+    @property
+    def brokers(self) -> list[str]:
+        """The run's brokers (its run_summary scopes), sorted."""
+        return sorted(s for s in self.summary.scope.unique() if s != "all")
+
+
+RUN_TABLES = (
+    "run_summary",
+    "broker_windows",
+    "queue_windows",
+    "producer_windows",
+    "isolation_intervals",
+    "runs",
+    "broker_storage",
+    "consumer_load",
+)
+
 
 def load_run(warehouse: str, run_id: str) -> RunData:
-    """Read a run's summary tables (small: per window, per queue, per interval; no per-message rows)."""
-    summary = _read(warehouse, "run_summary", run_id)
-    if summary.empty:
+    """Read a run's summary and broker-side tables (small: per window, per queue, per interval; no
+    per-message rows), all as one version of ``run_commits`` names them."""
+    t = _read(warehouse, run_id, RUN_TABLES)
+    if t["run_summary"].empty:
         raise FileNotFoundError(f"run {run_id!r} has no run_summary rows in {Path(warehouse).resolve()}")
-    row = _runs_row(warehouse, run_id)
+    row = _runs_row(t["runs"])
     sc = scenario_of(row)
     return RunData(
         run_id=run_id,
-        summary=summary,
-        broker_windows=_read(warehouse, "broker_windows", run_id),
-        queue_windows=_read(warehouse, "queue_windows", run_id),
-        producer_windows=_read(warehouse, "producer_windows", run_id),
-        intervals=_read(warehouse, "isolation_intervals", run_id),
+        summary=t["run_summary"],
+        broker_windows=t["broker_windows"],
+        queue_windows=t["queue_windows"],
+        producer_windows=t["producer_windows"],
+        intervals=t["isolation_intervals"],
         runs_row=row,
         scenario=sc,
         faults=fault_spans(sc) if sc is not None else [],
+        storage=t["broker_storage"],
+        consumer_load=t["consumer_load"],
     )
 
 
@@ -130,21 +152,28 @@ class ComparisonData:
     runs_row: dict | None = None
     faults: dict[str, list[FaultSpan]] = field(default_factory=dict)
 
+    @property
+    def timelines(self) -> dict[str, Timeline]:
+        """Each variant's :class:`Timeline`: its faults and its run's end (``duration_ms``)."""
+        d = self.rows[(self.rows["scope"] == "all") & (self.rows["metric"] == "duration_ms")]
+        ends = {str(v): int(x) for v, x in zip(d["variant"], d["value"], strict=True) if pd.notna(x)}
+        return {v: Timeline(tuple(self.faults.get(v, ())), ends.get(v)) for v in self.variants}
+
 
 def load_comparison(warehouse: str, run_id: str) -> ComparisonData:
     """Read a comparison written by ``jobs/compare.py``."""
-    rows = _read(warehouse, "comparisons", run_id)
+    t = _read(warehouse, run_id, ("comparisons", "comparison_windows", "runs"))
+    rows, windows = t["comparisons"], t["comparison_windows"]
     if rows.empty:
         raise FileNotFoundError(
             f"comparison {run_id!r} has no rows in {Path(warehouse).resolve()}/comparisons"
         )
-    windows = _read(warehouse, "comparison_windows", run_id)
     firsts = rows.drop_duplicates("variant")
     overrides = {r.variant: list(r.overrides) for r in firsts.itertuples()}
     baseline = str(rows.baseline.iloc[0])
     # the baseline first, then the others in name order (the table keeps no order)
     variants = [baseline, *sorted(v for v in overrides if v != baseline)]
-    row = _runs_row(warehouse, run_id)
+    row = _runs_row(t["runs"])
     faults: dict[str, list[FaultSpan]] = {}
     for v in variants:
         sc = scenario_of(row, overrides[v])

@@ -1,9 +1,12 @@
 """Charts of a run and of a comparison: matplotlib over the pandas frames of the summary tables.
 
 Every function takes frames as read by :mod:`rocketsim.present.explore` (or ``read_pandas``) and returns a
-:class:`matplotlib.figure.Figure` with a title, axis labels with units and a legend; faults of the
-scenario, when given, are shaded. No pyplot state is used, so figures can be made anywhere (notebooks,
-the HTML report, tests); :func:`save_figure` writes a PNG, :func:`figure_png_base64` embeds one.
+:class:`matplotlib.figure.Figure` with a title, axis labels with units and a legend. A chart over time
+takes the run's :class:`~rocketsim.present.timeline.Timeline` (``RunData.timeline``): a window the run's
+end cuts short is drawn over the part it covers, its rates scaled to it, and the scenario's faults and
+where producers stop are marked the one way, each named in the legend below the chart. No pyplot state
+is used, so figures can be made anywhere (notebooks, the HTML report, tests); :func:`save_figure` writes
+a PNG, :func:`figure_png_base64` embeds one.
 """
 
 from __future__ import annotations
@@ -21,14 +24,26 @@ import pandas as pd
 from matplotlib import colors as mcolors
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend needed
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from rocketsim.scenario import Scenario
+from rocketsim.present import timeline
+from rocketsim.present.timeline import (
+    NO_TIMELINE,
+    TIME_LABEL,
+    Timeline,
+    broker_styles,
+    empty_note,
+    per_covered,
+    per_second,
+    series_styles,
+    window_label,
+    zero_floor,
+)
 
-TIME_LABEL = "time since scenario start (s)"
-FAULT_COLOR = "#f4a582"
 NO_DATA_COLOR = "0.55"
 DPI = 110
+MAX_TICK_LABELS = 24  # on a category axis; more rows are labelled by group (broker)
 _OUTCOMES = {
     "failed_timeout": "remoting timeout",
     "failed_connect": "connect refused",
@@ -36,29 +51,17 @@ _OUTCOMES = {
     "not_store_ok": "stored, not SEND_OK",
     "failed_other": "other",
 }
-
-
-@dataclass(frozen=True)
-class FaultSpan:
-    """One fault of the timeline, in simulated milliseconds."""
-
-    broker: str
-    kind: str
-    start_ms: int
-    end_ms: int
-
-    @property
-    def label(self) -> str:
-        return f"{self.kind} {self.broker}"
-
-
-def fault_spans(sc: Scenario) -> list[FaultSpan]:
-    """The scenario's fault timeline, in start order."""
-    spans = [
-        FaultSpan(f.broker, f.kind, int(round(f.start_s * 1000)), int(round(f.end_s * 1000)))
-        for f in sc.faults
-    ]
-    return sorted(spans, key=lambda s: (s.start_ms, s.broker))
+_BUSY = {
+    "busy_rejectrequest": "[REJECTREQUEST]",
+    "busy_overload": "[OVERLOAD]",
+    "busy_pc_synchronized": "[PC_SYNCHRONIZED]",
+    "busy_pcbusy_clean_queue": "[PCBUSY_CLEAN_QUEUE]",
+    "busy_timeout_clean_queue": "[TIMEOUT_CLEAN_QUEUE]",
+}
+NO_BROKER_LOAD = (
+    "open-loop brokers (brokers.coupling = open) model no commit-log writer, send queue or flow control, "
+    "so this run has no broker-load data"
+)
 
 
 # ---- helpers ------------------------------------------------------------------------------------
@@ -66,38 +69,37 @@ def fault_spans(sc: Scenario) -> list[FaultSpan]:
 
 def broker_colors(brokers: Sequence[str]) -> dict[str, tuple]:
     """A fixed color per broker (sorted names), the same in every chart."""
-    cmap = matplotlib.colormaps["tab10"]
-    return {b: cmap(i % 10) for i, b in enumerate(sorted(brokers))}
+    return {b: style["color"] for b, style in broker_styles(brokers).items()}
 
 
-def _centers_s(df: pd.DataFrame) -> pd.Series:
-    return (df["window_start_ms"] + df["window_ms"] / 2) / 1000.0
+def legend_right(ax: Axes, handles: Sequence[object] = ()) -> None:
+    """The axes' legend (of ``handles``, else of its labelled artists) outside its right edge, never over
+    the data; none if there is nothing to name."""
+    handles = list(handles) or ax.get_legend_handles_labels()[0]
+    if handles:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
 
 
-def _shade_faults(ax: Axes, faults: Sequence[FaultSpan], labelled: bool = True, edges: bool = False) -> None:
-    """Shade each fault's span (``edges``: dashed lines at its start and end instead, over filled plots)."""
-    for i, f in enumerate(faults):
-        label = f"fault: {f.label}" if labelled and i < 4 else None
-        if edges:
-            ax.axvline(f.start_ms / 1000, color="k", ls="--", lw=1.0, label=label)
-            ax.axvline(f.end_ms / 1000, color="k", ls="--", lw=1.0)
-            continue
-        ax.axvspan(
-            f.start_ms / 1000,
-            f.end_ms / 1000,
-            color=FAULT_COLOR,
-            alpha=0.25,
-            lw=0,
-            label=label,
-        )
+def label_groups(ax: Axes, groups: Sequence[str], axis: str = "y") -> None:
+    """Label a category axis whose rows 0..n-1 belong to ``groups`` (in row order, e.g. each queue's
+    broker): one label per group at its middle, a minor tick per row, a line between groups."""
+    starts = [i for i in range(len(groups)) if i == 0 or groups[i] != groups[i - 1]]
+    ends = [*starts[1:], len(groups)]
+    centers = [(s + e - 1) / 2 for s, e in zip(starts, ends, strict=True)]
+    names = [groups[s] for s in starts]
+    set_ticks, line = (ax.set_yticks, ax.axhline) if axis == "y" else (ax.set_xticks, ax.axvline)
+    set_ticks(centers, names, fontsize=8)
+    set_ticks(range(len(groups)), minor=True)
+    for s in starts[1:]:
+        line(s - 0.5, color="k", lw=0.8)
 
 
-def _empty(ax: Axes, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
-
-
-def _window_s(df: pd.DataFrame) -> str:
-    return f"{int(df['window_ms'].iloc[0]) / 1000:g} s windows" if len(df) else "no windows"
+def thin_labels(ax: Axes, axis: str = "x", most: int = MAX_TICK_LABELS) -> None:
+    """Keep every k-th tick label of a category axis so at most ``most`` show (the ticks stay)."""
+    ticks = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+    step = math.ceil(len(ticks) / most) if ticks else 1
+    for i, label in enumerate(ticks):
+        label.set_visible(i % step == 0)
 
 
 def save_figure(fig: Figure, out_dir: str | Path, name: str) -> Path:
@@ -125,325 +127,352 @@ def figure_png_base64(fig: Figure) -> str:
 
 # ---- one run ------------------------------------------------------------------------------------
 
+_PERCENTILES = (
+    ("latency_p50_ms", "p50"),
+    ("latency_p99_ms", "p99"),
+    ("latency_p999_ms", "p99.9"),
+    ("latency_max_ms", "max"),
+)
 
-def latency_percentiles(bw: pd.DataFrame, faults: Sequence[FaultSpan] = ()) -> Figure:
+
+def latency_percentiles(bw: pd.DataFrame, tl: Timeline = NO_TIMELINE) -> Figure:
     """Attempt latency p50 / p99 / p99.9 / max over time, one panel per broker (log scale)."""
     brokers = sorted(bw["broker"].unique())
     n = max(1, len(brokers))
-    fig = Figure(figsize=(11, 2.3 * n + 0.8), layout="constrained")
+    fig = Figure(figsize=(11, 2.3 * n + 1.0), layout="constrained")
     axes = fig.subplots(n, 1, sharex=True, sharey=True, squeeze=False)[:, 0]
-    lines = [
-        ("latency_p50_ms", "p50", "-"),
-        ("latency_p99_ms", "p99", "-"),
-        ("latency_p999_ms", "p99.9", "-"),
-        ("latency_max_ms", "max", ":"),
-    ]
+    styles = series_styles(len(_PERCENTILES))
     for ax, broker in zip(axes, brokers, strict=False):
-        d = bw[bw["broker"] == broker].sort_values("window_start_ms")
-        _shade_faults(ax, faults)
-        for col, label, style in lines:
-            ax.plot(_centers_s(d), d[col].astype(float), style, marker=".", ms=3, label=label)
+        d = tl.windows(bw[bw["broker"] == broker].sort_values("window_start_ms"))
+        tl.mark(ax)
+        for (col, label), style in zip(_PERCENTILES, styles, strict=True):
+            ax.plot(d["x_s"], d[col].astype(float), label=label, **style)
         ax.set_yscale("log")
         ax.set_ylabel("latency (ms)")
         ax.set_title(broker, loc="left", fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
     if not brokers:
-        _empty(axes[0], "no attempts")
-    axes[0].legend(loc="upper right", ncols=6, fontsize=8)
+        empty_note(axes[0], "no attempts")
+    legend_right(axes[0])
     axes[-1].set_xlabel(TIME_LABEL)
-    fig.suptitle(f"Send-attempt latency percentiles per broker ({_window_s(bw)}, log scale)")
+    tl.legend(fig)
+    fig.suptitle(f"Send-attempt latency percentiles per broker ({window_label(bw)}, log scale)")
     return fig
 
 
-def traffic_share(bw: pd.DataFrame, faults: Sequence[FaultSpan] = ()) -> Figure:
+def traffic_share(bw: pd.DataFrame, tl: Timeline = NO_TIMELINE) -> Figure:
     """Share of attempts per broker over time (stacked), and attempts per second."""
-    fig = Figure(figsize=(11, 5.5), layout="constrained")
+    fig = Figure(figsize=(11, 5.8), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[2, 1])
-    pivot = bw.pivot_table(index="window_start_ms", columns="broker", values="sends", aggfunc="sum").fillna(0)
-    pivot = pivot.sort_index()
-    colors = broker_colors(list(pivot.columns))
-    if len(pivot):
-        window_ms = int(bw["window_ms"].iloc[0])
-        x = (pivot.index.to_numpy() + window_ms / 2) / 1000.0
-        totals = pivot.sum(axis=1).replace(0, np.nan)
-        share = pivot.div(totals, axis=0).fillna(0) * 100
+    brokers = sorted(bw["broker"].unique()) if len(bw) else []
+    sends = bw.pivot_table(
+        index=["window_start_ms", "window_ms"], columns="broker", values="sends", aggfunc="sum"
+    )
+    w = tl.windows(sends.fillna(0).reset_index())
+    styles = broker_styles(brokers)
+    if len(w):
+        totals = w[brokers].sum(axis=1).replace(0, np.nan)
+        share = w[brokers].div(totals, axis=0).fillna(0) * 100
         top.stackplot(
-            x, share.T.to_numpy(), labels=list(share.columns), colors=[colors[b] for b in share.columns]
+            w["x_s"], share.T.to_numpy(), labels=brokers, colors=[styles[b]["color"] for b in brokers]
         )
-        for b in pivot.columns:
-            bottom.plot(x, pivot[b] * 1000 / window_ms, color=colors[b], label=b)
+        for b in brokers:
+            bottom.plot(w["x_s"], per_second(w[b], w), label=b, **styles[b])
     else:
-        _empty(top, "no attempts")
-    _shade_faults(top, faults, edges=True)
-    _shade_faults(bottom, faults, labelled=False)
+        empty_note(top, "no attempts")
+    for ax in (top, bottom):
+        tl.mark(ax)
+        legend_right(ax)
     top.set_ylim(0, 100)
     top.set_ylabel("share of attempts (%)")
-    top.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     bottom.set_ylabel("attempts / s")
     bottom.set_xlabel(TIME_LABEL)
-    bottom.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     bottom.grid(True, alpha=0.3)
-    fig.suptitle(f"Traffic per broker ({_window_s(bw)})")
+    zero_floor(bottom)
+    tl.legend(fig)
+    fig.suptitle(f"Traffic per broker ({window_label(bw)})")
     return fig
 
 
-def retries_and_failures(bw: pd.DataFrame, pw: pd.DataFrame, faults: Sequence[FaultSpan] = ()) -> Figure:
+def retries_and_failures(bw: pd.DataFrame, pw: pd.DataFrame, tl: Timeline = NO_TIMELINE) -> Figure:
     """Failed attempts per second by outcome (all brokers), and retries / lost retry budget per second."""
-    fig = Figure(figsize=(11, 5.5), layout="constrained")
+    fig = Figure(figsize=(11, 5.8), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
-    _shade_faults(top, faults)
-    _shade_faults(bottom, faults, labelled=False)
-    if len(bw):
-        window_ms = int(bw["window_ms"].iloc[0])
-        per = bw.groupby("window_start_ms")[list(_OUTCOMES)].sum().sort_index()
-        x = (per.index.to_numpy() + window_ms / 2) / 1000.0
-        bottom_y = np.zeros(len(per))
-        for col, label in _OUTCOMES.items():
-            rate = per[col].to_numpy() * 1000 / window_ms
-            top.bar(x, rate, width=window_ms / 1000 * 0.9, bottom=bottom_y, label=label)
-            bottom_y = bottom_y + rate
-    else:
-        _empty(top, "no attempts")
+    per = tl.sums(bw, list(_OUTCOMES))
+    stacked = np.zeros(len(per))
+    for col, label in _OUTCOMES.items():
+        rate = per_second(per[col], per)
+        if rate.any():
+            top.bar(per["x_s"], rate, width=per["covered_ms"] / 1000 * 0.9, bottom=stacked, label=label)
+            stacked = stacked + rate
+    if not stacked.any():
+        empty_note(top, "no failed attempts" if len(bw) else "no attempts")
     top.set_ylabel("failed attempts / s")
-    top.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    if len(pw):
-        window_ms = int(pw["window_ms"].iloc[0])
-        per = (
-            pw.groupby("window_start_ms")[["retries", "retry_budget_exhausted", "failed"]].sum().sort_index()
-        )
-        x = (per.index.to_numpy() + window_ms / 2) / 1000.0
-        bottom.plot(x, per["retries"] * 1000 / window_ms, marker=".", label="retries")
-        bottom.plot(
-            x,
-            per["retry_budget_exhausted"] * 1000 / window_ms,
-            marker=".",
-            label="lost retry budget (timeout)",
-        )
-        bottom.plot(x, per["failed"] * 1000 / window_ms, marker=".", label="messages FAILED")
-    else:
-        _empty(bottom, "no sends")
+    series = {
+        "retries": "retries",
+        "retry_budget_exhausted": "lost retry budget (timeout)",
+        "failed": "messages FAILED",
+    }
+    per = tl.sums(pw, list(series))
+    for (col, label), style in zip(series.items(), series_styles(len(series)), strict=True):
+        bottom.plot(per["x_s"], per_second(per[col], per), label=label, **style)
+    if not len(per) or not per[list(series)].to_numpy().any():
+        empty_note(bottom, "no retries and no failed message" if len(per) else "no sends")
     bottom.set_ylabel("per second")
     bottom.set_xlabel(TIME_LABEL)
-    bottom.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     bottom.grid(True, alpha=0.3)
-    fig.suptitle(f"Failures, retries and lost retry budget ({_window_s(bw)})")
+    for ax in (top, bottom):
+        tl.mark(ax)
+        legend_right(ax)
+        zero_floor(ax)
+    tl.legend(fig)
+    fig.suptitle(f"Failures, retries and lost retry budget ({window_label(bw)})")
     return fig
 
 
-_BUSY = {
-    "busy_rejectrequest": "[REJECTREQUEST]",
-    "busy_overload": "[OVERLOAD]",
-    "busy_pc_synchronized": "[PC_SYNCHRONIZED]",
-    "busy_pcbusy_clean_queue": "[PCBUSY_CLEAN_QUEUE]",
-    "busy_timeout_clean_queue": "[TIMEOUT_CLEAN_QUEUE]",
-}
+def has_broker_load(bw: pd.DataFrame) -> bool:
+    """Whether the run's brokers are closed-loop (``brokers.coupling`` joint or iterative): only then do
+    ``broker_windows`` hold the writer's utilisation, the send-queue depth and flow control."""
+    return "utilisation" in bw.columns and bool(bw["utilisation"].notna().any())
 
 
-def broker_load(bw: pd.DataFrame, faults: Sequence[FaultSpan] = ()) -> Figure:
-    """The closed-loop brokers (``brokers.coupling`` joint or iterative): per broker, the commit-log
-    writer's utilisation, the send-queue depth requests found (mean and max) and the flow-control
-    rejections per second by kind. With coupling open the store is not modelled: the panels say so."""
-    brokers = sorted(bw["broker"].unique()) if len(bw) else []
-    fig = Figure(figsize=(11, 7.5), layout="constrained")
-    util_ax, depth_ax, busy_ax = fig.subplots(3, 1, sharex=True)
-    for ax, labelled in ((util_ax, True), (depth_ax, False), (busy_ax, False)):
-        _shade_faults(ax, faults, labelled=labelled)
-    closed = "utilisation" in bw.columns and bw["utilisation"].notna().any()
-    if not closed:
-        for ax in (util_ax, depth_ax, busy_ax):
-            _empty(ax, "open-loop brokers (brokers.coupling = open): no store, no queue, no flow control")
-    else:
-        colors = broker_colors(brokers)
-        window_ms = int(bw["window_ms"].iloc[0])
-        for broker in brokers:
-            d = bw[bw["broker"] == broker].sort_values("window_start_ms")
-            x = _centers_s(d)
-            util_ax.plot(
-                x, d["utilisation"].astype(float) * 100, marker=".", ms=3, color=colors[broker], label=broker
-            )
-            depth_ax.plot(
-                x, d["queue_depth_mean"].astype(float), "-", color=colors[broker], label=f"{broker} mean"
-            )
-            depth_ax.plot(
-                x, d["queue_depth_max"].astype(float), ":", color=colors[broker], label=f"{broker} max"
-            )
-        per = bw.groupby("window_start_ms")[list(_BUSY)].sum().sort_index()
-        x = (per.index.to_numpy() + window_ms / 2) / 1000.0
-        bottom = np.zeros(len(per))
-        for col, label in _BUSY.items():
-            rate = per[col].to_numpy() * 1000 / window_ms
-            if rate.any():
-                busy_ax.bar(x, rate, width=window_ms / 1000 * 0.9, bottom=bottom, label=label)
-                bottom = bottom + rate
-        if not bottom.any():
-            _empty(busy_ax, "no flow-control rejections")
+def broker_load(bw: pd.DataFrame, tl: Timeline = NO_TIMELINE) -> Figure | None:
+    """The closed-loop brokers: per broker, the commit-log writer's utilisation, the send-queue depth
+    requests found (mean and max), and the flow-control rejections per second by kind if there were any.
+    None for open-loop brokers (:func:`has_broker_load`; :data:`NO_BROKER_LOAD` says why)."""
+    if not has_broker_load(bw):
+        return None
+    brokers = sorted(bw["broker"].unique())
+    busy = tl.sums(bw, list(_BUSY))
+    kinds = [c for c in _BUSY if busy[c].any()]
+    fig = Figure(figsize=(11, 7.8 if kinds else 5.6), layout="constrained")
+    axes = fig.subplots(3 if kinds else 2, 1, sharex=True)
+    util_ax, depth_ax = axes[:2]
+    styles = broker_styles(brokers)
+    for broker in brokers:
+        d = tl.windows(bw[bw["broker"] == broker].sort_values("window_start_ms"))
+        util = per_covered(d["utilisation"].astype(float), d) * 100
+        util_ax.plot(d["x_s"], util, label=broker, **styles[broker])
+        depth_ax.plot(d["x_s"], d["queue_depth_mean"].astype(float), label=f"{broker} mean", **styles[broker])
+        depth_ax.plot(
+            d["x_s"], d["queue_depth_max"].astype(float), ls=":", color=styles[broker]["color"], lw=1.0
+        )
     util_ax.axhline(100, color="0.4", lw=0.8, ls="--")
     util_ax.set_ylabel("writer utilisation (%)")
     depth_ax.set_ylabel("send-queue depth")
-    busy_ax.set_ylabel("SYSTEM_BUSY / s (all brokers)")
-    busy_ax.set_xlabel(TIME_LABEL)
-    for ax in (util_ax, depth_ax, busy_ax):
+    if kinds:
+        stacked = np.zeros(len(busy))
+        for col in kinds:
+            rate = per_second(busy[col], busy)
+            axes[2].bar(
+                busy["x_s"], rate, width=busy["covered_ms"] / 1000 * 0.9, bottom=stacked, label=_BUSY[col]
+            )
+            stacked = stacked + rate
+        axes[2].set_ylabel("SYSTEM_BUSY / s (all brokers)")
+    axes[-1].set_xlabel(TIME_LABEL)
+    max_key = {depth_ax: [Line2D([], [], ls=":", color="0.3", lw=1.0, label="max (dotted)")]}
+    for ax in axes:
+        tl.mark(ax)
         ax.grid(True, alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    fig.suptitle(f"Broker load: commit-log writer, send queue and flow control ({_window_s(bw)})")
+        legend_right(ax, [*ax.get_legend_handles_labels()[0], *max_key.get(ax, [])])
+        zero_floor(ax)
+    tl.legend(fig)
+    none = "" if kinds else "; no flow-control rejection in this run"
+    fig.suptitle(f"Broker load: commit-log writer, send queue and flow control ({window_label(bw)}{none})")
     return fig
 
 
-def publish_delay(pw: pd.DataFrame, faults: Sequence[FaultSpan] = ()) -> Figure:
+def publish_delay(pw: pd.DataFrame, tl: Timeline = NO_TIMELINE) -> Figure:
     """Queue wait before the send starts ("publish delay"): p50 and p99 over producers, per window."""
-    fig = Figure(figsize=(11, 3.8), layout="constrained")
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
     ax = fig.subplots()
-    _shade_faults(ax, faults)
+    tl.mark(ax)
     if len(pw):
-        g = pw.groupby("window_start_ms")
-        per = pd.DataFrame(
-            {
-                "median of producers' p50": g["queue_wait_p50_ms"].median(),
-                "median of producers' p99": g["queue_wait_p99_ms"].median(),
-                "worst producer's p99": g["queue_wait_p99_ms"].max(),
-            }
-        ).sort_index()
-        window_ms = int(pw["window_ms"].iloc[0])
-        x = (per.index.to_numpy() + window_ms / 2) / 1000.0
-        for col in per.columns:
-            ax.plot(x, per[col], marker=".", label=col)
+        per = pw.groupby("window_start_ms", as_index=False).agg(
+            window_ms=("window_ms", "first"),
+            p50=("queue_wait_p50_ms", "median"),
+            p99=("queue_wait_p99_ms", "median"),
+            worst=("queue_wait_p99_ms", "max"),
+        )
+        per = tl.windows(per)
+        lines = {
+            "p50": "median of producers' p50",
+            "p99": "median of producers' p99",
+            "worst": "worst producer's p99",
+        }
+        for (col, label), style in zip(lines.items(), series_styles(len(lines)), strict=True):
+            ax.plot(per["x_s"], per[col], label=label, **style)
         ax.set_yscale("symlog", linthresh=1.0)  # log above 1 ms, linear down to 0
+        if not per[list(lines)].to_numpy().any():
+            empty_note(ax, "no publish delay: every send started as its message was born")
     else:
-        _empty(ax, "no sends")
+        empty_note(ax, "no sends")
+    zero_floor(ax)
     ax.set_ylabel("queue wait (ms, symlog)")
     ax.set_xlabel(TIME_LABEL)
-    ax.legend(loc="upper left", fontsize=8)
+    legend_right(ax)
     ax.grid(True, alpha=0.3)
-    fig.suptitle(f"Publish delay: born -> send start ({_window_s(pw)})")
+    tl.legend(fig)
+    fig.suptitle(f"Publish delay: born -> send start ({window_label(pw)})")
     return fig
 
 
-def isolation_gantt(intervals: pd.DataFrame, span_ms: int, faults: Sequence[FaultSpan] = ()) -> Figure:
-    """One row per (producer, broker): when the producer's latency-fault table isolated the broker."""
+def isolation_gantt(
+    intervals: pd.DataFrame, tl: Timeline = NO_TIMELINE, brokers: Sequence[str] = ()
+) -> Figure:
+    """One row per (producer, broker): when the producer's latency-fault table isolated the broker; rows
+    grouped by broker (labelled by producer while there are few). ``brokers``: the run's, so that each
+    has its color of the other charts (default: those isolated)."""
     pairs = (
         intervals[["broker", "producer"]].drop_duplicates().sort_values(["broker", "producer"])
         if len(intervals)
         else pd.DataFrame(columns=["broker", "producer"])
     )
     n = len(pairs)
-    fig = Figure(figsize=(11, min(2.0 + 0.28 * n, 14)), layout="constrained")
+    fig = Figure(figsize=(11, min(2.4 + 0.22 * n, 14)), layout="constrained")
     ax = fig.subplots()
-    _shade_faults(ax, faults)
+    tl.mark(ax)
+    span_ms = tl.end_ms if tl.end_ms is not None else int(intervals["end_ms"].max()) if n else 0
     end_s = max(span_ms, 1) / 1000.0
-    colors = broker_colors(list(pairs["broker"].unique()) if n else [])
+    colors = broker_colors([*brokers] or list(pairs["broker"].unique()))
+    colors = {b: c for b, c in colors.items() if b in set(pairs["broker"])}
     for row, (broker, producer) in enumerate(pairs.itertuples(index=False)):
         d = intervals[(intervals.broker == broker) & (intervals.producer == producer)]
         bars = [(s / 1000, (min(e, span_ms) - s) / 1000) for s, e in zip(d.start_ms, d.end_ms, strict=True)]
-        ax.broken_barh(bars, (row - 0.4, 0.8), facecolors=colors[broker])
+        ax.broken_barh(bars, (row - 0.4, 0.8), facecolors=colors[broker], zorder=2)
         last = int(d.end_ms.max())
         if last > span_ms:
             ax.text(
                 end_s, row, f"until {last / 1000:,.0f} s  ", ha="right", va="center", fontsize=7, color="w"
             )
-    ax.set_yticks(range(n), [f"producer {p} / {b}" for b, p in pairs.itertuples(index=False)], fontsize=7)
+    if 0 < n <= MAX_TICK_LABELS:
+        ax.set_yticks(range(n), [f"producer {p} / {b}" for b, p in pairs.itertuples(index=False)], fontsize=7)
+        ax.set_ylabel("producer / isolated broker")
+    elif n:
+        label_groups(ax, list(pairs["broker"]))
+        ax.set_ylabel("isolated broker (a row per producer)")
     ax.set_ylim(-0.8, max(n, 1) - 0.2)
     ax.set_xlim(0, end_s)
     ax.invert_yaxis()
     ax.set_xlabel(TIME_LABEL)
-    ax.set_ylabel("producer / isolated broker")
-    handles = [Patch(color=c, label=f"{b} isolated") for b, c in colors.items()]
-    handles += [h for h in ax.get_legend_handles_labels()[0] if isinstance(h, Patch) and h not in handles]
     if n == 0:
-        _empty(ax, "no isolation: fault strategy off, or no slow or failed attempt isolated a broker")
-    if handles:
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+        ax.set_yticks([])
+        empty_note(ax, "no isolation: fault strategy off, or no slow or failed attempt isolated a broker")
+    legend_right(ax, handles=[Patch(color=c, label=f"{b} isolated") for b, c in colors.items()])
+    tl.legend(fig)
     fig.suptitle(f"Latency-fault isolation intervals ({len(intervals)} intervals, bars clipped to the run)")
     return fig
 
 
-def queue_heatmap(qw: pd.DataFrame) -> Figure:
-    """Sends per queue relative to its broker's mean queue, per window (1 = even, red = hot)."""
+def queue_heatmap(qw: pd.DataFrame, tl: Timeline = NO_TIMELINE) -> Figure:
+    """Sends per queue relative to its broker's mean queue, per window (1 = even, red = hot); rows
+    grouped and labelled by broker."""
     fig = Figure(figsize=(11, 5.0), layout="constrained")
     ax = fig.subplots()
     if len(qw) == 0:
-        _empty(ax, "no attempts")
+        empty_note(ax, "no attempts")
         fig.suptitle("Queue skew heat map")
         return fig
     pivot = qw.pivot_table(
         index=["broker", "queue_id"], columns="window_start_ms", values="skew", aggfunc="first"
-    )
-    pivot = pivot.sort_index()
+    ).sort_index()
     window_ms = int(qw["window_ms"].iloc[0])
-    data = np.ma.masked_invalid(pivot.to_numpy(dtype=float))
-    vmax = max(2.0, float(np.nanmax(pivot.to_numpy(dtype=float))) if data.count() else 2.0)
-    cmap = matplotlib.colormaps["RdBu_r"].with_extremes(bad=NO_DATA_COLOR)
-    norm = mcolors.TwoSlopeNorm(vmin=0.0, vcenter=1.0, vmax=vmax)
-    x0 = pivot.columns.min() / 1000.0
-    x1 = (pivot.columns.max() + window_ms) / 1000.0
-    img = ax.imshow(
-        data,
-        aspect="auto",
-        cmap=cmap,
-        norm=norm,
-        interpolation="nearest",
-        extent=(x0, x1, len(pivot) - 0.5, -0.5),
+    starts = np.arange(pivot.columns.min(), pivot.columns.max() + 1, window_ms)  # windows without rows: grey
+    w = tl.windows(pd.DataFrame({"window_start_ms": starts, "window_ms": window_ms}))
+    data = pivot.reindex(columns=w["window_start_ms"]).to_numpy(dtype=float)
+    edges = np.append(
+        w["window_start_ms"].to_numpy(), w["window_start_ms"].iloc[-1] + w["covered_ms"].iloc[-1]
     )
-    ax.set_yticks(range(len(pivot)), [f"{b} q{q}" for b, q in pivot.index], fontsize=7)
-    brokers = [b for b, _ in pivot.index]
-    for i in range(1, len(brokers)):
-        if brokers[i] != brokers[i - 1]:
-            ax.axhline(i - 0.5, color="k", lw=0.8)
+    vmax = max(2.0, float(np.nanmax(data)) if np.isfinite(data).any() else 2.0)
+    mesh = ax.pcolormesh(
+        edges / 1000.0,
+        np.arange(len(pivot) + 1) - 0.5,
+        np.ma.masked_invalid(data),
+        cmap=matplotlib.colormaps["RdBu_r"].with_extremes(bad=NO_DATA_COLOR),
+        norm=mcolors.TwoSlopeNorm(vmin=0.0, vcenter=1.0, vmax=vmax),
+    )
+    ax.set_ylim(len(pivot) - 0.5, -0.5)
+    label_groups(ax, [b for b, _ in pivot.index])
+    tl.mark(ax)
     ax.set_xlabel(TIME_LABEL)
-    ax.set_ylabel("broker / queue")
-    cbar = fig.colorbar(img, ax=ax)
-    cbar.set_label("sends / broker's mean queue (1 = even)")
-    ax.legend(
-        handles=[Patch(color=NO_DATA_COLOR, label="broker got no attempts")], loc="upper right", fontsize=8
-    )
+    ax.set_ylabel("broker (a row per queue, q0 first)")
+    fig.colorbar(mesh, ax=ax).set_label("sends / broker's mean queue (1 = even)")
+    tl.legend(fig, also=[Patch(color=NO_DATA_COLOR, label="no attempt to the broker in the window")])
     fig.suptitle(f"Queue skew heat map ({window_ms / 1000:g} s windows)")
     return fig
 
 
 # ---- a comparison -------------------------------------------------------------------------------
 
+
+@dataclass(frozen=True)
+class Panel:
+    """A row of :func:`variant_timelines`: one ``broker_windows`` column per broker over time. ``per``
+    says how to read a window the run cuts short: ``"value"`` as it is (a share, a percentile, producers
+    isolating), ``"second"`` a count per second of the part covered, ``"time"`` a share of the window's
+    time as a % of the part covered (utilisation)."""
+
+    column: str
+    label: str
+    per: str = "value"
+    log: bool = False
+
+    def values(self, d: pd.DataFrame) -> np.ndarray:
+        """The panel's y values over the covered windows ``d`` (:func:`timeline.covered_windows`)."""
+        if self.per == "second":
+            return per_second(d[self.column].astype(float), d)
+        if self.per == "time":
+            return per_covered(d[self.column].astype(float), d) * 100
+        return d[self.column].astype(float).to_numpy()
+
+
 VARIANT_PANELS = (
-    ("share", "share of attempts (%)"),
-    ("latency_p99_ms", "attempt p99 (ms, log)"),
-    ("isolated_producers", "producers isolating it"),
+    Panel("share", "share of attempts (%)"),
+    Panel("latency_p99_ms", "attempt p99 (ms, log)", log=True),
+    Panel("isolated_producers", "producers isolating it"),
 )
 
 
 def variant_timelines(
     cw: pd.DataFrame,
     variants: Sequence[str],
-    faults: Mapping[str, Sequence[FaultSpan]] | None = None,
-    panels: Sequence[tuple[str, str]] = VARIANT_PANELS,
+    timelines: Mapping[str, Timeline] | None = None,
+    panels: Sequence[Panel] = VARIANT_PANELS,
 ) -> Figure:
-    """The same fault timeline under each variant, side by side: per broker over time, one row per panel
-    (``(column, label)``; default traffic share, p99 latency and isolating producers), one column per
-    variant, shared y axes."""
-    faults = faults or {}
+    """The same fault timeline under each variant, side by side: per broker over time, one row per
+    :class:`Panel` (default traffic share, p99 latency and isolating producers), one column per variant,
+    shared y axes; ``timelines``: each variant's (``ComparisonData.timelines``)."""
+    timelines = timelines or {}
     n = max(1, len(variants))
-    fig = Figure(figsize=(max(5.0 * n, 8), 2.8 * len(panels) + 0.5), layout="constrained")
+    fig = Figure(figsize=(max(5.0 * n, 8), 2.8 * len(panels) + 0.9), layout="constrained")
     axes = fig.subplots(len(panels), n, sharex=True, sharey="row", squeeze=False)
-    colors = broker_colors(list(cw["broker"].unique()) if len(cw) else [])
+    styles = broker_styles(list(cw["broker"].unique()) if len(cw) else [])
     for j, v in enumerate(variants):
         d = cw[cw["variant"] == v].copy()
         if len(d):
             totals = d.groupby("window_start_ms")["sends"].transform("sum").replace(0, np.nan)
             d["share"] = (d["sends"] / totals * 100).fillna(0)
-        for i, (col, label) in enumerate(panels):
+        for i, panel in enumerate(panels):
             ax = axes[i, j]
-            _shade_faults(ax, faults.get(v, ()), labelled=(i == 0))
+            tl = timelines.get(v, NO_TIMELINE)
+            tl.mark(ax)
             for b in sorted(d["broker"].unique()) if len(d) else []:
-                s = d[d["broker"] == b].sort_values("window_start_ms")
-                ax.plot(_centers_s(s), s[col].astype(float), marker=".", ms=3, color=colors[b], label=b)
-            if col == "latency_p99_ms":
+                s = tl.windows(d[d["broker"] == b].sort_values("window_start_ms"))
+                ax.plot(s["x_s"], panel.values(s), label=b, **styles[b])
+            if panel.log:
                 ax.set_yscale("log")
             if j == 0:
-                ax.set_ylabel(label)
+                ax.set_ylabel(panel.label)
             ax.grid(True, alpha=0.3)
             if i == 0:
                 ax.set_title(v, fontsize=10)
         axes[-1, j].set_xlabel(TIME_LABEL)
-    axes[0, -1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    fig.suptitle(f"Per broker over time, under each variant ({_window_s(cw)})")
+    for row, panel in zip(axes, panels, strict=True):
+        if not panel.log:
+            zero_floor(*row)
+    legend_right(axes[0, -1])
+    timeline.legend(fig, timelines.values())
+    fig.suptitle(f"Per broker over time, under each variant ({window_label(cw)})")
     return fig
 
 
@@ -487,6 +516,7 @@ def variant_metrics(
         ax.set_ylabel(label)
         ax.set_title(label, fontsize=10)
         ax.margins(y=0.18)
+        zero_floor(ax)
     for ax in axes[len(metrics) :]:
         ax.set_visible(False)
     handles = [Patch(color=cmap(i % 10), label=v) for i, v in enumerate(variants)]
@@ -520,8 +550,9 @@ def variant_broker_sends(rows: pd.DataFrame, variants: Sequence[str], baseline: 
     ax.set_xticks(range(len(brokers)), brokers)
     ax.set_xlabel("broker")
     ax.set_ylabel("attempts sent (count)")
-    ax.legend(title="variant", fontsize=8)
+    ax.legend(title="variant", loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)  # off the bars
     ax.grid(True, axis="y", alpha=0.3)
+    zero_floor(ax)
     fig.suptitle(f"Attempts per broker under each variant (labels: change vs {baseline})")
     return fig
 
@@ -553,6 +584,7 @@ def capacity_chart(rows: pd.DataFrame) -> Figure:
     bottom.set_xlabel("cluster size")
     for ax in (top, bottom):
         ax.grid(True, axis="y", alpha=0.3)
+        zero_floor(ax)
         ax.legend(loc="upper right", fontsize=8)
     fig.suptitle("Capacity sweep: green meets the p99 target and the failure bound")
     return fig

@@ -7,25 +7,32 @@ from __future__ import annotations
 
 import html
 import os
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
+from matplotlib.figure import Figure
 
 from rocketsim import __version__
+from rocketsim.omb.measured import OmbRun
 from rocketsim.present import frames, plots, plots_storage
+from rocketsim.present import omb as omb_plots
 from rocketsim.present.explore import RunData, load_run
-from rocketsim.warehouse.read import read_pandas
 
+# the page never scrolls sideways: images shrink to its width, a table wider than it scrolls in its box
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
        color: #222; line-height: 1.4; padding: 0 1em; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.6em 0; }
-th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; overflow-wrap: anywhere; }
 th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
 .meta td { text-align: left; } .muted { color: #777; font-size: 0.85em; }
-img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
+.wide { max-width: 100%; overflow-x: auto; }
+figure { margin: 1em 0; } figure.absent figcaption { color: #777; font-style: italic; }
+img { max-width: 100%; height: auto; border: 1px solid #eee; margin: 0.5em 0; }
 pre { background: #f8f8f8; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }
 """
 
@@ -72,101 +79,146 @@ def _meta(run: RunData) -> str:
     return f'<table class="meta">{rows}</table>'
 
 
-def figures(run: RunData) -> list[tuple[str, str, object]]:
-    """(name, caption, Figure) of every chart of the run, in report order."""
+class Chart(NamedTuple):
+    """One chart of the report: its figure, or None with the caption saying why the run has none."""
+
+    name: str
+    caption: str
+    figure: Figure | None
+
+
+def figures(run: RunData) -> list[Chart]:
+    """Every chart of the run, in report order (the faults and the run's end marked on each time axis)."""
+    bw, pw, tl = run.broker_windows, run.producer_windows, run.timeline
+    load = plots.broker_load(bw, tl)
     return [
-        (
+        Chart(
             "latency_percentiles",
             "Attempt latency percentiles per broker: a slow broker shows as a raised p99 band.",
-            plots.latency_percentiles(run.broker_windows, run.faults),
+            plots.latency_percentiles(bw, tl),
         ),
-        (
+        Chart(
             "traffic_share",
             "Share of attempts per broker: with the fault strategy on, a slow broker loses traffic.",
-            plots.traffic_share(run.broker_windows, run.faults),
+            plots.traffic_share(bw, tl),
         ),
-        (
+        Chart(
             "retries_failures",
             "Failed attempts by outcome, retries, and sends that ran out of time with retries left.",
-            plots.retries_and_failures(run.broker_windows, run.producer_windows, run.faults),
+            plots.retries_and_failures(bw, pw, tl),
         ),
-        (
+        Chart(
             "broker_load",
-            "Closed-loop brokers: writer utilisation, send-queue depth and flow-control rejections by kind "
-            "(empty with brokers.coupling = open).",
-            plots.broker_load(run.broker_windows, run.faults),
+            "Closed-loop brokers: writer utilisation, send-queue depth and flow-control rejections by kind."
+            if load is not None
+            else f"Broker load: no chart, as {plots.NO_BROKER_LOAD}.",
+            load,
         ),
-        (
+        Chart(
             "publish_delay",
             "Queue wait before a send starts (publish delay): producers falling behind.",
-            plots.publish_delay(run.producer_windows, run.faults),
+            plots.publish_delay(pw, tl),
         ),
-        (
+        Chart(
             "isolation_gantt",
             "When each producer's latency-fault table isolated a broker (derived from the attempts).",
-            plots.isolation_gantt(run.intervals, run.span_ms, run.faults),
+            plots.isolation_gantt(run.intervals, tl, run.brokers),
         ),
-        (
+        Chart(
             "queue_heatmap",
             "Sends per queue relative to the broker's mean queue: persistent red rows are skew.",
-            plots.queue_heatmap(run.queue_windows),
+            plots.queue_heatmap(run.queue_windows, tl),
         ),
     ]
 
 
-def storage_figures(warehouse: str, run_id: str) -> list[tuple[str, str, object]]:
+def storage_figures(run: RunData) -> list[Chart]:
     """The broker-side chart (commit log, stored queues, consumer load) if the run has its tables."""
-    try:
-        storage = read_pandas(warehouse, "broker_storage", run_id)
-        load = read_pandas(warehouse, "consumer_load", run_id)
-    except Exception:  # a warehouse without the broker-side tables: the report goes without the chart
-        return []
-    if storage.empty:
+    if run.storage.empty:
         return []
     return [
-        (
+        Chart(
             "broker_storage",
             "Commit-log growth per broker, records per stored queue, and messages per consumer.",
-            plots_storage.storage_and_consumers(storage, load),
+            plots_storage.storage_and_consumers(run.storage, run.consumer_load, run.timeline),
         )
     ]
 
 
-def render_report(warehouse: str | os.PathLike[str], run_id: str) -> str:
-    """The report of ``run_id`` as one HTML document (figures embedded as base64 PNG)."""
-    run = load_run(os.fspath(warehouse), run_id)
-    summary = frames.summary_frame(run.summary)
+def _chart_html(chart: Chart) -> str:
+    caption = f"<figcaption>{html.escape(chart.caption)}</figcaption>"
+    if chart.figure is None:
+        return f'<figure id="{chart.name}" class="absent">{caption}</figure>'
+    data = plots.figure_png_base64(chart.figure)
+    img = f'<img alt="{html.escape(chart.caption)}" src="data:image/png;base64,{data}">'
+    return f'<figure id="{chart.name}">{img}{caption}</figure>'
+
+
+def omb_section(warehouse: str | os.PathLike[str], run_id: str, measured: Sequence[OmbRun]) -> list[str]:
+    """The run beside measured OpenMessaging Benchmark runs: a table and the overlay chart."""
+    simulated = omb_plots.simulated_runs(warehouse, run_id)
+    caption = (
+        "The run as OpenMessaging Benchmark would have recorded it (solid) beside measured OMB results "
+        "(dashed): publish p99, rate and errors per 10 s window, and the aggregated latency quantiles."
+    )
+    chart = Chart("omb_overlay", caption, omb_plots.overlay_figure(simulated, measured))
+    return [
+        "<h2>Simulated vs measured (OpenMessaging Benchmark)</h2>",
+        '<p class="muted">Measured: ' + html.escape(", ".join(m.source for m in measured)) + ". Simulated: "
+        "published sends (a SendResult of any status) by the window their send ended in, as OMB's RocketMQ "
+        "driver counts them (docs/omb.md).</p>",
+        f'<div class="wide">{_table(omb_plots.summary_frame([*simulated, *measured]))}</div>',
+        _chart_html(chart),
+    ]
+
+
+def render_page(run: RunData, charts: Sequence[Chart], source: str, extra: Sequence[str] = ()) -> str:
+    """The report of ``run`` with ``charts`` as one HTML document (figures embedded as base64 PNG);
+    ``source`` names where the tables came from; ``extra``: more sections (HTML) after the charts."""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>rocketsim run {html.escape(run_id)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>rocketsim run {html.escape(run_id)}</h1>",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>rocketsim run {html.escape(run.run_id)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>rocketsim run {html.escape(run.run_id)}</h1>",
         f'<p class="muted">generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by rocketsim {__version__} '
-        f"from {html.escape(str(Path(warehouse).resolve()))}</p>",
+        f"from {html.escape(source)}</p>",
         "<h2>Run</h2>",
         _meta(run),
         "<h2>Summary</h2>",
-        '<p class="muted">Latency is the send call (all attempts); "attempts sent" and "failed attempts" '
-        'count attempts to that broker; "isolated" is producer-seconds of latency-fault isolation within '
-        "the run.</p>",
-        _table(summary),
+        '<p class="muted">A column per scope (the whole run, then each broker). Latency is the send call '
+        '(all attempts); "attempts sent" and "failed attempts" count attempts to that broker; "isolated" is '
+        "producer-seconds of latency-fault isolation within the run.</p>",
+        f'<div class="wide">{_table(frames.summary_frame(run.summary).T.rename_axis("metric"))}</div>',
         "<h2>Charts</h2>",
+        *[_chart_html(c) for c in charts],
+        *extra,
     ]
-    for name, caption, fig in figures(run) + storage_figures(os.fspath(warehouse), run_id):
-        data = plots.figure_png_base64(fig)
-        parts.append(
-            f'<figure id="{name}"><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
-        )
-        parts.append(f"<figcaption>{html.escape(caption)}</figcaption></figure>")
     if run.scenario is not None:
         parts += ["<h2>Scenario file</h2>", f"<pre>{html.escape(run.scenario.source_text)}</pre>"]
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
-def write_report(warehouse: str | os.PathLike[str], run_id: str, out: str | os.PathLike[str]) -> Path:
+def render_report(
+    warehouse: str | os.PathLike[str], run_id: str, measured: Sequence[OmbRun] | None = None
+) -> str:
+    """The report of ``run_id`` as one HTML document (figures embedded as base64 PNG); ``measured``:
+    OMB results to put the run beside (:func:`omb_section`)."""
+    run = load_run(os.fspath(warehouse), run_id)
+    charts = figures(run) + storage_figures(run)
+    extra = omb_section(warehouse, run_id, measured) if measured else []
+    return render_page(run, charts, str(Path(warehouse).resolve()), extra)
+
+
+def write_report(
+    warehouse: str | os.PathLike[str],
+    run_id: str,
+    out: str | os.PathLike[str],
+    measured: list[OmbRun] | None = None,
+) -> Path:
     """Write the report of ``run_id`` to ``out`` (folders made as needed)."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(warehouse, run_id), encoding="utf-8")
+    path.write_text(render_report(warehouse, run_id, measured), encoding="utf-8")
     return path

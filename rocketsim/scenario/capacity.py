@@ -11,6 +11,7 @@ every producer of the variant simulated together); its ``run_summary`` row "all"
 
 from __future__ import annotations
 
+import itertools
 import string
 from collections.abc import Mapping, Sequence
 
@@ -26,10 +27,15 @@ BROKERS, QUEUES = "brokers", "write_queues"  # the axes of a sweep
 CAPACITY_DATA = schemas.data_schema(schemas.CAPACITY)
 
 
+MAX_BROKERS = 1024  # a sweep's largest cluster (as many as a broker's write queues may be)
+
+
 def broker_names(existing: Sequence[str], n: int) -> list[str]:
-    """``n`` broker names: the scenario's own first, then ``broker-a``, ``broker-b``, ... not yet used."""
+    """``n`` broker names: the scenario's own first, then ``broker-a``, ``broker-b``, ... (then
+    ``broker-43``, ``broker-44``, ...) not yet used."""
     names = list(existing[:n])
-    spare = (f"broker-{c}" for c in (*string.ascii_lowercase, *(a + b for a in "ab" for b in "abcdefgh")))
+    letters = (*string.ascii_lowercase, *(a + b for a in "ab" for b in "abcdefgh"))
+    spare = itertools.chain((f"broker-{c}" for c in letters), (f"broker-{i}" for i in itertools.count(43)))
     while len(names) < n:
         name = next(spare)
         if name not in names:
@@ -47,6 +53,8 @@ def size_variants(sc: Scenario, axis: str, sizes: Sequence[int]) -> list[Variant
         raise ScenarioError(
             f"--{axis.replace('_', '-')} needs at least 2 distinct sizes >= 1, got {list(sizes)}"
         )
+    if axis == BROKERS and ordered[-1] > MAX_BROKERS:
+        raise ScenarioError(f"--brokers sizes must be at most {MAX_BROKERS}, got {ordered[-1]}")
     out = []
     for n in ordered:
         if axis == BROKERS:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from rocketsim.scenario import ProducerConfig, Scenario, ScenarioError, load_scenario, parse_override
+from rocketsim.scenario import (
+    ProducerConfig,
+    Scenario,
+    ScenarioError,
+    apply_overrides,
+    load_scenario,
+    parse_override,
+    scenario_from_mapping,
+)
 from rocketsim.tables import schemas
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]{0,79}$")
@@ -182,6 +191,19 @@ def build_scenarios(
             )
         out[v.name] = sc
     return base, out
+
+
+def scenario_of_run(runs_row: Mapping, extra_overrides: Sequence[str] = ()) -> Scenario:
+    """The scenario a run ran, from its ``runs`` row (the file's text, its name, the ``--set``
+    overrides), with ``extra_overrides`` after them (a comparison's variant: its ``comparisons.overrides``).
+    Raises ``ScenarioError`` when the text no longer loads (written by another version of rocketsim)."""
+    try:
+        raw = tomllib.loads(runs_row["scenario_text"])
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"the scenario text of the runs row is not valid TOML: {exc}") from None
+    raw.setdefault("name", runs_row["scenario_name"])
+    raw = apply_overrides(raw, [*list(runs_row["overrides"]), *extra_overrides])
+    return scenario_from_mapping(raw, source_text=runs_row["scenario_text"])
 
 
 # ---- the comparison table -------------------------------------------------------------------------

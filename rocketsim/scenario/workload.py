@@ -12,7 +12,7 @@ messages, ``TRAN_MSG=true`` and ``PGROUP`` for transactional half messages.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -145,137 +145,204 @@ def generate_producer(
     """Yield the producer's messages as record batches (schema ``MESSAGES`` without run_id), in seq order:
     one per ``chunk_rows`` (the arrival clock's chunks), or cut into batches of ``batch_rows`` (the same
     messages; the clock still summed per chunk)."""
+    mix = _Mix.of(sc, share)
+    for lo, hi, born in _arrival_chunks(sc, share, chunk_rows, batch_rows or chunk_rows, mix.mean_gap):
+        yield _messages(sc, share, mix, lo, hi, born)
+
+
+@dataclass(frozen=True)
+class _Mix:
+    """What a producer's messages are drawn from, the same for each of its chunks."""
+
+    trailing: int  # -1: the client's properties string drops its last separator (4.9)
+    tags: tuple[str, ...]
+    tag_len: np.ndarray
+    pgroup_len: int
+    mtype_weights: dict[str, float]  # message types sent alone (batch apart)
+    batch_p: float  # the share of batches
+    mean_gap: float  # ms between arrivals
+    order_names: pa.Array
+    invalid: dict[str, float]
+    invalid_total: float
+    invalid_names: tuple[str, ...]
+
+    @staticmethod
+    def of(sc: Scenario, share: ProducerShare) -> _Mix:
+        wl = sc.workload
+        tags = wl.tags or ("",)
+        mtype_weights = dict(wl.message_types)
+        batch_weight = mtype_weights.pop("batch", 0.0)
+        total_weight = batch_weight + sum(mtype_weights.values())
+        invalid = dict(wl.invalid)
+        return _Mix(
+            trailing=0 if sc.producers.version.properties_trailing_separator else -1,
+            tags=tags,
+            tag_len=np.array([_utf8_len(t) for t in tags], np.int32),
+            pgroup_len=_utf8_len(sc.producers.group),
+            mtype_weights=mtype_weights,
+            batch_p=batch_weight / total_weight,
+            mean_gap=1000.0 / share.rate_per_s,
+            order_names=pa.array([f"order-{k}" for k in range(wl.order_keys)], pa.string()),
+            invalid=invalid,
+            invalid_total=sum(invalid.values()),
+            invalid_names=tuple(invalid),
+        )
+
+
+@dataclass(frozen=True)
+class _Kinds:
+    """Per message: in a batch (blocks of ``batch_size`` consecutive seqs), its block's first seq, its
+    type, topic and send mode (indexes into MESSAGE_TYPES, the topics and SEND_MODES)."""
+
+    in_batch: np.ndarray
+    block_first: np.ndarray
+    mtype: np.ndarray
+    topic_idx: np.ndarray
+    mode_idx: np.ndarray
+
+
+def _messages(
+    sc: Scenario, share: ProducerShare, mix: _Mix, lo: int, hi: int, born: np.ndarray
+) -> pa.RecordBatch:
+    """The messages of seqs ``lo..hi - 1``, born at ``born``."""
     wl = sc.workload
-    version = sc.producers.version
-    trailing = 0 if version.properties_trailing_separator else -1
-    topics = wl.topics
-    tags = wl.tags or ("",)
-    tag_len = np.array([_utf8_len(t) for t in tags], np.int32)
-    pgroup_len = _utf8_len(sc.producers.group)
-    mtype_weights = dict(wl.message_types)
-    batch_weight = mtype_weights.pop("batch", 0.0)
-    total_weight = batch_weight + sum(mtype_weights.values())
-    batch_p = batch_weight / total_weight
-    mean_gap = 1000.0 / share.rate_per_s
-    order_names = pa.array([f"order-{k}" for k in range(wl.order_keys)], pa.string())
-    invalid = dict(wl.invalid)
-    invalid_total = sum(invalid.values())
-    invalid_names = tuple(invalid)
-    for lo, hi, born in _arrival_chunks(sc, share, chunk_rows, batch_rows or chunk_rows, mean_gap):
-        seqs = np.arange(lo, hi, dtype=np.int64)
-        n = hi - lo
+    seqs = np.arange(lo, hi, dtype=np.int64)
+    n = hi - lo
+    keys = rng.draw_keys(sc.seed ^ WORKLOAD_SALT, share.producer, seqs, np.zeros(n, np.int64))
 
-        keys = rng.draw_keys(sc.seed ^ WORKLOAD_SALT, share.producer, seqs, np.zeros(n, np.int64))
+    def u(stream: int, keys: np.ndarray = keys) -> np.ndarray:
+        return rng.uniforms(keys, stream)
 
-        def u(stream: int, keys: np.ndarray = keys) -> np.ndarray:
-            return rng.uniforms(keys, stream)
+    kinds = _kinds(sc, share, mix, seqs, u)
+    tag_idx = np.minimum((u(S_TAG) * len(mix.tags)).astype(np.int64), len(mix.tags) - 1)
+    body = _body_sizes(sc, u(S_BODY_A), u(S_BODY_B))
+    is_delay = kinds.mtype == MESSAGE_TYPES.index("delay")
+    levels = np.array(wl.delay_levels or (1,), np.int32)
+    delay = np.where(
+        is_delay, levels[np.minimum((u(S_DELAY) * len(levels)).astype(np.int64), len(levels) - 1)], 0
+    ).astype(np.int32)
+    order_idx = np.minimum((u(S_ORDER) * wl.order_keys).astype(np.int64), wl.order_keys - 1)
+    topic_col = pc.take(pa.array(wl.topics, pa.string()), kinds.topic_idx)
+    topic_col, body, reserved, extra_props = _invalid_messages(sc, mix, u, n, topic_col, body)
+    key_col = None
+    key_len = np.zeros(n, np.int64)
+    if wl.keys:
+        key_col = pc.binary_join_element_wise(f"k{share.producer}-", pc.cast(pa.array(seqs), pa.string()), "")
+        key_len = np.asarray(pc.binary_length(key_col), np.int64)
+    props = _properties_sizes(mix, kinds.mtype, tag_idx, key_len, delay, extra_props)
+    in_batch, block_first = kinds.in_batch, kinds.block_first
+    batch_size = np.where(in_batch, np.minimum(wl.batch_size, share.messages - block_first), 1)
+    cols = {
+        "producer": pa.array(np.full(n, share.producer, np.int32)),
+        "seq": pa.array(seqs),
+        "thread": pa.array((seqs % sc.producers.threads).astype(np.int32)),
+        "topic": topic_col,
+        "tags": pc.take(pa.array(mix.tags, pa.string()), tag_idx),
+        "keys": key_col if key_col is not None else pa.nulls(n, pa.string()),
+        "uniq_msg_id": uniq_ids(sc.seed, share.producer, seqs, born),
+        "body_size": pa.array(body.astype(np.int32)),
+        "compressibility": pa.array(np.full(n, wl.compressibility, np.float32)),
+        "properties_size": pa.array(props.astype(np.int32)),
+        "flag": pa.array(np.zeros(n, np.int32)),
+        "message_type": pc.take(pa.array(MESSAGE_TYPES, pa.string()), kinds.mtype),
+        "delay_level": pa.array(delay),
+        "send_mode": pc.take(pa.array(SEND_MODES, pa.string()), kinds.mode_idx),
+        "born_ts_ms": pa.array(born),
+        "batch_id": pa.array(np.where(in_batch, block_first, 0), mask=~in_batch),
+        "batch_size": pa.array(batch_size.astype(np.int32)),
+        "order_key": pc.if_else(
+            kinds.mtype == MESSAGE_TYPES.index("ordered"), pc.take(mix.order_names, order_idx), None
+        ),
+        "reserved_property": pa.array(reserved, pa.string()),
+    }
+    return pa.RecordBatch.from_pydict(cols, schema=_SCHEMA)
 
-        # batches are blocks of batch_size consecutive seqs; the block's first seq decides
-        block_first = (seqs // wl.batch_size) * wl.batch_size
-        in_batch = (
-            _uniforms(sc.seed, share.producer, block_first, S_TYPE) < batch_p
-            if batch_p > 0
-            else (np.zeros(n, bool))
-        )
-        if mtype_weights and sum(mtype_weights.values()) > 0:
-            mtype = _choose(u(S_TYPE + 16), mtype_weights, MESSAGE_TYPES)
-        else:
-            mtype = np.zeros(n, np.int64)
-        mtype = np.where(in_batch, MESSAGE_TYPES.index("batch"), mtype)
-        topic_seq = np.where(in_batch, block_first, seqs)
-        topic_idx = np.minimum(
-            (_uniforms(sc.seed, share.producer, topic_seq, S_TOPIC) * len(topics)).astype(np.int64),
-            len(topics) - 1,
-        )
-        mode_idx = _choose(u(S_MODE), dict(sc.producers.send_mode), SEND_MODES)
-        # a batch is one send: every message of the block takes the block's send mode (never oneway)
-        mode_idx = np.where(
-            in_batch,
-            _choose(
-                _uniforms(sc.seed, share.producer, block_first, S_MODE),
-                dict(sc.producers.send_mode),
-                SEND_MODES,
-            ),
-            mode_idx,
-        )
-        tag_idx = np.minimum((u(S_TAG) * len(tags)).astype(np.int64), len(tags) - 1)
 
-        body = _body_sizes(sc, u(S_BODY_A), u(S_BODY_B))
-        is_delay = mtype == MESSAGE_TYPES.index("delay")
-        is_txn = mtype == MESSAGE_TYPES.index("transaction")
-        is_ordered = mtype == MESSAGE_TYPES.index("ordered")
-        levels = np.array(wl.delay_levels or (1,), np.int32)
-        delay = np.where(
-            is_delay, levels[np.minimum((u(S_DELAY) * len(levels)).astype(np.int64), len(levels) - 1)], 0
-        ).astype(np.int32)
-        order_idx = np.minimum((u(S_ORDER) * wl.order_keys).astype(np.int64), wl.order_keys - 1)
+def _kinds(
+    sc: Scenario, share: ProducerShare, mix: _Mix, seqs: np.ndarray, u: Callable[[int], np.ndarray]
+) -> _Kinds:
+    """Batches, types, topics and send modes of the messages ``seqs`` (``u``: their uniforms of a
+    stream); a batch's block decides for all its messages by its first seq."""
+    n, topics, send_mode = len(seqs), sc.workload.topics, dict(sc.producers.send_mode)
+    block_first = (seqs // sc.workload.batch_size) * sc.workload.batch_size
+    in_batch = (
+        _uniforms(sc.seed, share.producer, block_first, S_TYPE) < mix.batch_p
+        if mix.batch_p > 0
+        else (np.zeros(n, bool))
+    )
+    if mix.mtype_weights and sum(mix.mtype_weights.values()) > 0:
+        mtype = _choose(u(S_TYPE + 16), mix.mtype_weights, MESSAGE_TYPES)
+    else:
+        mtype = np.zeros(n, np.int64)
+    mtype = np.where(in_batch, MESSAGE_TYPES.index("batch"), mtype)
+    topic_seq = np.where(in_batch, block_first, seqs)
+    topic_idx = np.minimum(
+        (_uniforms(sc.seed, share.producer, topic_seq, S_TOPIC) * len(topics)).astype(np.int64),
+        len(topics) - 1,
+    )
+    mode_idx = _choose(u(S_MODE), send_mode, SEND_MODES)
+    # a batch is one send: every message of the block takes the block's send mode (never oneway)
+    block_mode = _choose(_uniforms(sc.seed, share.producer, block_first, S_MODE), send_mode, SEND_MODES)
+    mode_idx = np.where(in_batch, block_mode, mode_idx)
+    return _Kinds(in_batch, block_first, mtype, topic_idx, mode_idx)
 
-        # invalid messages on purpose: which kind, if any
-        topic_col = pc.take(pa.array(topics, pa.string()), topic_idx)
-        reserved: np.ndarray = np.full(n, None, dtype=object)
-        extra_props = np.zeros(n, np.int64)
-        if invalid_total > 0:
-            bad = u(S_INVALID) < invalid_total
-            kind = _choose(u(S_INVALID_KIND), invalid, invalid_names)
-            for j, name in enumerate(invalid_names):
-                hit = bad & (kind == j)
-                if not hit.any():
-                    continue
-                if name == "bad_topic":
-                    topic_col = pc.if_else(hit, BAD_TOPIC, topic_col)
-                elif name == "empty_body":
-                    body = np.where(hit, 0, body)
-                elif name == "oversize_body":
-                    body = np.where(hit, sc.producers.max_message_size + 1, body)
-                elif name == "oversize_properties":
-                    # one user property "BIG" whose value makes the whole string too long
-                    extra_props = np.where(hit, len("BIG") + 2 + OVERSIZE_PROPERTY_BYTES, extra_props)
-                elif name == "reserved_property":
-                    reserved = np.where(hit, RESERVED_PROPERTY, reserved)
 
-        ids = uniq_ids(sc.seed, share.producer, seqs, born)
-        key_col = None
-        key_len = np.zeros(n, np.int64)
-        if wl.keys:
-            key_col = pc.binary_join_element_wise(
-                f"k{share.producer}-", pc.cast(pa.array(seqs), pa.string()), ""
-            )
-            key_len = np.asarray(pc.binary_length(key_col), np.int64)
-        # properties string bytes, as the client sends it: sum of name + SEP1 + value + SEP2
-        props = (len("WAIT") + 2 + len("true")) + (len("UNIQ_KEY") + 2 + 32) + extra_props
-        props = props + np.where(tag_len[tag_idx] > 0, len("TAGS") + 2 + tag_len[tag_idx], 0)
-        props = props + np.where(key_len > 0, len("KEYS") + 2 + key_len, 0)
-        # DELAY = String.valueOf(level) (Message.setDelayTimeLevel): any level >= 1, any number of digits;
-        # the broker clamps levels above its maximum (18) when it stores them, the client sends them as is
-        props = props + np.where(is_delay, len("DELAY") + 2 + decimal_lengths(delay), 0)
-        props = props + np.where(
-            is_txn, (len("TRAN_MSG") + 2 + len("true")) + (len("PGROUP") + 2 + pgroup_len), 0
-        )
-        props = props + trailing
+def _invalid_messages(
+    sc: Scenario,
+    mix: _Mix,
+    u: Callable[[int], np.ndarray],
+    n: int,
+    topic_col: pa.Array,
+    body: np.ndarray,
+) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+    """Messages made invalid on purpose (``workload.invalid``: which kind, if any): (topics, body sizes,
+    reserved property names (None: none), extra properties bytes)."""
+    reserved: np.ndarray = np.full(n, None, dtype=object)
+    extra_props = np.zeros(n, np.int64)
+    if mix.invalid_total <= 0:
+        return topic_col, body, reserved, extra_props
+    bad = u(S_INVALID) < mix.invalid_total
+    kind = _choose(u(S_INVALID_KIND), mix.invalid, mix.invalid_names)
+    for j, name in enumerate(mix.invalid_names):
+        hit = bad & (kind == j)
+        if not hit.any():
+            continue
+        if name == "bad_topic":
+            topic_col = pc.if_else(hit, BAD_TOPIC, topic_col)
+        elif name == "empty_body":
+            body = np.where(hit, 0, body)
+        elif name == "oversize_body":
+            body = np.where(hit, sc.producers.max_message_size + 1, body)
+        elif name == "oversize_properties":
+            # one user property "BIG" whose value makes the whole string too long
+            extra_props = np.where(hit, len("BIG") + 2 + OVERSIZE_PROPERTY_BYTES, extra_props)
+        elif name == "reserved_property":
+            reserved = np.where(hit, RESERVED_PROPERTY, reserved)
+    return topic_col, body, reserved, extra_props
 
-        batch_size = np.where(in_batch, np.minimum(wl.batch_size, share.messages - block_first), 1)
-        cols = {
-            "producer": pa.array(np.full(n, share.producer, np.int32)),
-            "seq": pa.array(seqs),
-            "thread": pa.array((seqs % sc.producers.threads).astype(np.int32)),
-            "topic": topic_col,
-            "tags": pc.take(pa.array(tags, pa.string()), tag_idx),
-            "keys": key_col if key_col is not None else pa.nulls(n, pa.string()),
-            "uniq_msg_id": ids,
-            "body_size": pa.array(body.astype(np.int32)),
-            "compressibility": pa.array(np.full(n, wl.compressibility, np.float32)),
-            "properties_size": pa.array(props.astype(np.int32)),
-            "flag": pa.array(np.zeros(n, np.int32)),
-            "message_type": pc.take(pa.array(MESSAGE_TYPES, pa.string()), mtype),
-            "delay_level": pa.array(delay),
-            "send_mode": pc.take(pa.array(SEND_MODES, pa.string()), mode_idx),
-            "born_ts_ms": pa.array(born),
-            "batch_id": pa.array(np.where(in_batch, block_first, 0), mask=~in_batch),
-            "batch_size": pa.array(batch_size.astype(np.int32)),
-            "order_key": pc.if_else(is_ordered, pc.take(order_names, order_idx), None),
-            "reserved_property": pa.array(reserved, pa.string()),
-        }
-        yield pa.RecordBatch.from_pydict(cols, schema=_SCHEMA)
+
+def _properties_sizes(
+    mix: _Mix,
+    mtype: np.ndarray,
+    tag_idx: np.ndarray,
+    key_len: np.ndarray,
+    delay: np.ndarray,
+    extra_props: np.ndarray,
+) -> np.ndarray:
+    """The bytes of each message's properties string as the client sends it: the sum of name + SEP1 +
+    value + SEP2 of each property."""
+    props = (len("WAIT") + 2 + len("true")) + (len("UNIQ_KEY") + 2 + 32) + extra_props
+    props = props + np.where(mix.tag_len[tag_idx] > 0, len("TAGS") + 2 + mix.tag_len[tag_idx], 0)
+    props = props + np.where(key_len > 0, len("KEYS") + 2 + key_len, 0)
+    # DELAY = String.valueOf(level) (Message.setDelayTimeLevel): any level >= 1, any number of digits;
+    # the broker clamps levels above its maximum (18) when it stores them, the client sends them as is
+    is_delay = mtype == MESSAGE_TYPES.index("delay")
+    props = props + np.where(is_delay, len("DELAY") + 2 + decimal_lengths(delay), 0)
+    is_txn = mtype == MESSAGE_TYPES.index("transaction")
+    props = props + np.where(
+        is_txn, (len("TRAN_MSG") + 2 + len("true")) + (len("PGROUP") + 2 + mix.pgroup_len), 0
+    )
+    return props + mix.trailing
 
 
 def _arrival_chunks(

@@ -12,6 +12,7 @@ run-level commit), prints the answer and writes the chart (:func:`rocketsim.pres
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import UTC, datetime
 
@@ -22,8 +23,9 @@ from rocketsim import __version__
 from rocketsim.present import plots
 from rocketsim.scenario import Scenario, capacity
 from rocketsim.spark import pipeline
-from rocketsim.spark.cli import CapacityArgs, JobArgs
+from rocketsim.spark.cli import CapacityArgs, JobArgs, chart_file
 from rocketsim.spark.delta_sink import publish_run
+from rocketsim.spark.launch import PublishedRunError
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
 from rocketsim.stage.plan import balanced_bins
 from rocketsim.stage.sweeps import merged_sweep, whole_run_task
@@ -75,16 +77,22 @@ def run_capacity(
         spark, job, base, total * len(names), attempts, started, time.monotonic() - t
     )
     publish_run(spark, args.warehouse, args.run_id, CAPACITY_JOB, [rep_c, rep_r])
-    chart = plots.save_figure(plots.capacity_chart(rows.to_pandas()), *_split(args.chart))
+    chart = _write_chart(rows, chart_file(args.chart))
     say(f"[capacity] {rows.num_rows} sizes -> {rep_c.path}; chart -> {chart} ({time.monotonic() - t:.1f} s)")
     print(format_capacity(rows))
     print(capacity.answer(rows))
     return rows
 
 
-def _split(path: str) -> tuple[str, str]:
-    head, _, tail = path.rpartition("/")
-    return head or ".", tail.removesuffix(".png")
+def _write_chart(rows: pa.Table, path: str) -> str:
+    """The chart of the sweep at ``path`` (checked before Spark started: :func:`rocketsim.spark.cli.
+    check_chart`); a failure now is a :class:`PublishedRunError` (the sweep is published by then)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    fig = plots.capacity_chart(rows.to_pandas())
+    try:
+        return str(plots.save_figure(fig, folder, name.removesuffix(".png")))
+    except OSError as exc:
+        raise PublishedRunError(f"the chart could not be written to {path}: {exc.strerror or exc}") from exc
 
 
 def format_capacity(rows: pa.Table) -> str:

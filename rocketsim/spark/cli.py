@@ -10,6 +10,7 @@ argparse's usage error on one line). Nothing here starts Spark; the jobs call ``
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import typing
 from collections.abc import Callable
@@ -166,6 +167,13 @@ def parse_job_args(argv: list[str] | None, prog: str, description: str | None) -
     return one_line_errors(parse)
 
 
+def scenario_job_args(scenario_path: str, warehouse: str, run_id: str = "") -> tuple[JobArgs, Scenario]:
+    """A run's arguments for a scenario file another job wrote (``jobs/replay.py --run``), parsed and
+    checked as :func:`parse_job_args` checks a command line."""
+    argv = ["--scenario", scenario_path, "--warehouse", warehouse, *(["--run-id", run_id] if run_id else [])]
+    return parse_job_args(argv, "jobs/pipeline.py", None)
+
+
 def parse_compare_args(
     argv: list[str] | None, prog: str = "jobs/compare.py", description: str | None = None
 ) -> tuple[CompareArgs, Scenario, dict[str, Scenario]]:
@@ -233,6 +241,23 @@ def _sizes(text: str, option: str) -> list[int]:
         ) from None
 
 
+def chart_file(chart: str) -> str:
+    """The PNG ``--chart`` names: the path itself, ``.png`` added if it has no such suffix."""
+    return chart if chart.endswith(".png") else f"{chart}.png"
+
+
+def check_chart(chart: str) -> None:
+    """``--chart`` must name a PNG file the job can write (its folder, or the nearest existing parent of
+    one to create, writable), not a folder: checked before Spark, since the chart is written after the
+    sweep is published."""
+    path = chart_file(chart)
+    if not chart.strip() or os.path.isdir(chart) or os.path.isdir(path):
+        raise ScenarioError(f"--chart must name a PNG file, not a folder, got {chart!r}")
+    why = unwritable(os.path.dirname(os.path.abspath(path)))
+    if why is not None:
+        raise ScenarioError(f"--chart's folder {why}, got {chart!r}")
+
+
 def parse_capacity_args(
     argv: list[str] | None, prog: str = "jobs/capacity.py", description: str | None = None
 ) -> tuple[CapacityArgs, Scenario, dict[str, Scenario]]:
@@ -272,6 +297,7 @@ def parse_capacity_args(
         base, scenarios = build_scenarios(ns.scenario, ns.overrides, variants)
         check_shared(ns, base)
         run_id = checked_run_id(ns.run_id, f"{base.run_id}-capacity", base.name, "sweep")
+        check_chart(ns.chart or f"capacity-{run_id}.png")
         args = CapacityArgs(
             scenario_path=ns.scenario,
             variants=tuple(variants),

@@ -1,5 +1,5 @@
-"""The Delta sink for Spark (design §6): ``publish_staged`` commits the Parquet files a stage's tasks
-wrote as one write of a table, ``publish_run`` makes a job's writes the run's (the run-level commit of
+"""The Delta sink for Spark (docs/design.md §6): ``publish_staged`` commits the Parquet files a stage's
+tasks wrote as one write of a table, ``publish_run`` makes a job's writes the run's (the run-level commit of
 :mod:`rocketsim.warehouse.run_commit`, then the superseded writes removed), and ``write_run`` does both
 for a DataFrame. Table writes have two engines:
 
@@ -218,7 +218,7 @@ def stage_run(
 ) -> StagedRun:
     """Write the run's Parquet files with Spark and move them into the partition; no commit.
 
-    A crash after this leaves orphans that no Delta reader sees (``vacuum_orphans`` removes them).
+    A crash after this leaves orphans that no Delta reader sees (``jobs/vacuum.py`` removes them).
     """
     check_run_id(run_id)
     started = time.monotonic()

@@ -3,7 +3,7 @@
 Precedence of settings, lowest first: ``conf/spark-defaults.conf`` of the repo, whatever spark-submit
 already put in the JVM (``--conf``, ``--master``, ``--properties-file``), then ``extra_conf``, then the
 ``master`` argument. The Delta extension is switched on only when its classes are on the JVM classpath
-(design §5): Maven is unreachable here, so most runs use the embedded ``deltalake`` sink instead.
+(docs/design.md §6): Maven is unreachable here, so most runs use the embedded ``deltalake`` sink instead.
 """
 
 from __future__ import annotations

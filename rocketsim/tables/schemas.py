@@ -2,7 +2,7 @@
 
 Every table is partitioned by ``run_id`` (and, in the Delta log, by the ``write_id`` the warehouse adds:
 :mod:`rocketsim.warehouse.run_commit`). The Spark layer derives its ``StructType`` from these.
-Columns beyond design §5 are additions the analyses need (timestamps of each send, the sender thread).
+Columns beyond docs/design.md §6 are additions the analyses need (timestamps of each send, the sender thread).
 
 :data:`REGISTRY` has one row per table (name, schema, keys, the stage that writes it); the end-of-run
 listing, the reconciliation, the readers' declared schemas and the table tests iterate it, so a new
@@ -15,30 +15,45 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+# the run (a comparison's or a sweep's id for their tables): the partition of every table
 RUN_ID = pa.field("run_id", pa.string(), nullable=False)
 
 MESSAGES = pa.schema(
     [
         RUN_ID,
+        # the producer instance that sends it (0 .. producers.count - 1)
         pa.field("producer", pa.int32(), nullable=False),
+        # the message's number in its producer's sends (from 0, in birth order)
         pa.field("seq", pa.int64(), nullable=False),
         # seq % threads: the sender thread of the "partitioned" model (send_results.sender_thread: the
         # thread that sent it, in either model)
         pa.field("thread", pa.int32(), nullable=False),
+        # the topic it is sent to (workload.topics)
         pa.field("topic", pa.string(), nullable=False),
+        # its TAGS property (null: none)
         pa.field("tags", pa.string()),
+        # its KEYS property (null: none)
         pa.field("keys", pa.string()),
+        # the client's unique id (the UNIQ_KEY property, MessageClientIDSetter's layout)
         pa.field("uniq_msg_id", pa.string(), nullable=False),
+        # the body's bytes before compression
         pa.field("body_size", pa.int32(), nullable=False),
+        # the share of the body that is compressible text (the rest random bytes)
         pa.field("compressibility", pa.float32(), nullable=False),
+        # bytes of the user properties as the client encodes them
         pa.field("properties_size", pa.int32(), nullable=False),
+        # Message.flag, the application's own int
         pa.field("flag", pa.int32(), nullable=False),
         pa.field("message_type", pa.string(), nullable=False),  # normal|ordered|delay|transaction|batch
+        # the DELAY property's level (0: not a delay message)
         pa.field("delay_level", pa.int32(), nullable=False),
         pa.field("send_mode", pa.string(), nullable=False),  # sync|async|oneway
+        # when the application hands it over (its intended send time), ms from the scenario's start
         pa.field("born_ts_ms", pa.int64(), nullable=False),
+        # the batch it is sent in (null: sent alone)
         pa.field("batch_id", pa.int64()),
         pa.field("batch_size", pa.int32(), nullable=False),  # messages in the batch (1 if not a batch)
+        # the selector's key of an ordered message (null: not ordered)
         pa.field("order_key", pa.string()),
         pa.field("reserved_property", pa.string()),  # a reserved name the message tried to set (rejected)
     ]
@@ -47,26 +62,38 @@ MESSAGES = pa.schema(
 SEND_ATTEMPTS = pa.schema(
     [
         RUN_ID,
+        # the producer instance
         pa.field("producer", pa.int32(), nullable=False),
+        # the send's (leading) message
         pa.field("seq", pa.int64(), nullable=False),
+        # the attempt of the send: 0, then one more per retry
         pa.field("attempt", pa.int32(), nullable=False),
+        # when the attempt started, ms from the scenario's start
         pa.field("start_ts_ms", pa.int64(), nullable=False),
+        # how long the attempt took: until its answer, its timeout or its failure
         pa.field("latency_ms", pa.int64(), nullable=False),
+        # the broker it was sent to
         pa.field("broker", pa.string(), nullable=False),
+        # the queue it was sent to
         pa.field("queue_id", pa.int32(), nullable=False),
         pa.field("outcome", pa.string(), nullable=False),  # ok|status:*|remoting:*|broker:<code>|client|...
+        # the broker's answer (ResponseCode; null: none came)
         pa.field("response_code", pa.int32()),
         pa.field("fault_isolated_until_ms", pa.int64()),  # the producer's isolation of this broker, if any
+        # bytes of the request on the wire
         pa.field("wire_bytes", pa.int32(), nullable=False),
         # the broker stored the request (also when the client gave up on it first), and when
         pa.field("stored", pa.bool_(), nullable=False),
+        # when the broker stored it (null: not stored)
         pa.field("stored_ts_ms", pa.int64()),
         # the closed-loop store's view of the request (rocketsim.broker.queue; null with brokers.coupling
         # open, and for a request that never reached a working broker): the flow-control answer that
         # rejected it (REJECTREQUEST, OVERLOAD, PC_SYNCHRONIZED, PCBUSY_CLEAN_QUEUE, TIMEOUT_CLEAN_QUEUE;
         # null: not rejected), the send-queue depth it found, the commit-log writer's time of its append
         pa.field("busy_kind", pa.string()),
+        # the send-queue depth it found on arrival (closed loop; else null)
         pa.field("store_queue_depth", pa.int32()),
+        # the commit-log writer's time of its append, us (closed loop; else null)
         pa.field("store_service_us", pa.int64()),
     ]
 )
@@ -88,25 +115,40 @@ def is_broker_side(field: pa.Field) -> bool:
 SEND_RESULTS = pa.schema(
     [
         RUN_ID,
+        # the producer instance
         pa.field("producer", pa.int32(), nullable=False),
+        # the message
         pa.field("seq", pa.int64(), nullable=False),
+        # the message's unique id (messages.uniq_msg_id)
         pa.field("uniq_msg_id", pa.string(), nullable=False),
+        # sync|async|oneway
         pa.field("send_mode", pa.string(), nullable=False),
         pa.field(
             "status", pa.string(), nullable=False
         ),  # SEND_OK|FLUSH_*|SLAVE_NOT_AVAILABLE|FAILED|REJECTED|...
+        # the exception's text of a FAILED or REJECTED send (null otherwise)
         pa.field("error", pa.string()),
+        # attempts the send made (a batch: on its first member, 0 on the others)
         pa.field("attempts", pa.int32(), nullable=False),
+        # the brokers its attempts went to, in order
         pa.field("brokers_sent", pa.list_(pa.string())),
+        # the broker of its last attempt (null: no attempt)
         pa.field("broker", pa.string()),
+        # the queue of its last attempt
         pa.field("queue_id", pa.int32()),
+        # when the message was born (its intended send time)
         pa.field("born_ts_ms", pa.int64(), nullable=False),
         pa.field("send_ts_ms", pa.int64(), nullable=False),  # when the send began (after queueing)
+        # when the send ended (the call returned, or the async callback ran)
         pa.field("end_ts_ms", pa.int64(), nullable=False),
+        # send_ts_ms - born_ts_ms: waiting for a sender thread (OMB's publish delay)
         pa.field("queue_wait_ms", pa.int64(), nullable=False),
         pa.field("latency_ms", pa.int64(), nullable=False),  # send call duration, all attempts
+        # bytes of its request on the wire
         pa.field("wire_bytes", pa.int32(), nullable=False),
+        # whether the client compressed the body
         pa.field("compressed", pa.bool_(), nullable=False),
+        # the MessageSysFlag bits of the request
         pa.field("sys_flag", pa.int32(), nullable=False),
         pa.field("retry_budget_exhausted", pa.bool_(), nullable=False),  # attempts left, but no time
         pa.field("sender_thread", pa.int32()),  # the application thread that sent it (null: rejected)
@@ -179,16 +221,21 @@ STORE_ATTEMPT_COLUMNS = ("busy_kind", "store_queue_depth", "store_service_us")
 BROKER_WINDOWS = pa.schema(
     [
         RUN_ID,
+        # the broker
         pa.field("broker", pa.string(), nullable=False),
+        # the window's start, ms from the scenario's start
         pa.field("window_start_ms", pa.int64(), nullable=False),
+        # the window's length (the job's --window-ms)
         pa.field("window_ms", pa.int64(), nullable=False),
         pa.field("sends", pa.int64(), nullable=False),  # attempts that went to this broker (0: none)
         *_ATTEMPT_OUTCOMES,
         pa.field("error_rate", pa.float64()),  # (sends - ok) / sends; null without sends
         pa.field("publish_rate_per_s", pa.float64(), nullable=False),  # ok attempts per second
         pa.field("retries", pa.int64(), nullable=False),  # attempts after a message's first
+        # wire bytes of the attempts
         pa.field("bytes", pa.int64(), nullable=False),
         *_LATENCY_PERCENTILES,  # of attempt latency; null without sends
+        # the longest attempt (null without sends)
         pa.field("latency_max_ms", pa.int64()),
         pa.field("isolated_producers", pa.int64(), nullable=False),  # with an isolation overlapping it
         *_QUEUE_SPREAD,  # over the broker's queues
@@ -201,7 +248,9 @@ BROKER_WINDOWS = pa.schema(
         # commit-log writer's time of their appends over the window (can pass 1.0 a little when appends
         # queued in one window run into the next)
         pa.field("queue_depth_mean", pa.float64()),
+        # the deepest send queue a request of the window found
         pa.field("queue_depth_max", pa.int64()),
+        # the share of the window the commit-log writer spent appending
         pa.field("utilisation", pa.float64()),
     ]
 )
@@ -209,20 +258,30 @@ BROKER_WINDOWS = pa.schema(
 PRODUCER_WINDOWS = pa.schema(
     [
         RUN_ID,
+        # the producer instance
         pa.field("producer", pa.int32(), nullable=False),
+        # the window's start (by the sends' start)
         pa.field("window_start_ms", pa.int64(), nullable=False),
+        # the window's length
         pa.field("window_ms", pa.int64(), nullable=False),
         pa.field("sends", pa.int64(), nullable=False),  # messages whose send began in the window
+        # messages whose status is SEND_OK
         pa.field("ok", pa.int64(), nullable=False),
+        # messages whose send threw (FAILED)
         pa.field("failed", pa.int64(), nullable=False),
+        # messages the client's validators refused (REJECTED)
         pa.field("rejected", pa.int64(), nullable=False),
         pa.field("publish_rate_per_s", pa.float64(), nullable=False),  # SEND_OK messages per second
         pa.field("error_rate", pa.float64(), nullable=False),  # (failed + rejected) / sends
+        # attempts of those sends
         pa.field("attempts", pa.int64(), nullable=False),
+        # attempts after each send's first
         pa.field("retries", pa.int64(), nullable=False),
         pa.field("retry_budget_exhausted", pa.int64(), nullable=False),  # "lost retry opportunity"
+        # wire bytes of the attempts
         pa.field("bytes", pa.int64(), nullable=False),
         *_LATENCY_PERCENTILES,  # of the send call (all attempts)
+        # the longest send call (null without sends)
         pa.field("latency_max_ms", pa.int64()),
         *_QUEUE_WAIT,
         *_QUEUE_SPREAD,  # of this producer's attempts over all the run's queues
@@ -236,14 +295,21 @@ RUN_SUMMARY = pa.schema(
     [
         RUN_ID,
         pa.field("scope", pa.string(), nullable=False),  # "all" or a broker name
+        # messages of the scope (a broker: those its stored results point at)
         pa.field("messages", pa.int64(), nullable=False),
+        # SEND_OK messages
         pa.field("ok", pa.int64(), nullable=False),
+        # FAILED messages
         pa.field("failed", pa.int64(), nullable=False),
+        # REJECTED messages
         pa.field("rejected", pa.int64(), nullable=False),
+        # attempts of those messages' sends
         pa.field("attempts", pa.int64(), nullable=False),
+        # attempts after each send's first
         pa.field("retries", pa.int64(), nullable=False),
         pa.field("share", pa.float64(), nullable=False),  # of all stored messages (brokers) / 1.0 (all)
         *_LATENCY_PERCENTILES,
+        # the longest send call
         pa.field("latency_max_ms", pa.int64()),
         # -- added for analysis (rocketsim.tables.summaries) --
         pa.field("retry_budget_exhausted", pa.int64(), nullable=False),
@@ -268,9 +334,13 @@ RUN_SUMMARY = pa.schema(
 ISOLATION_INTERVALS = pa.schema(
     [
         RUN_ID,
+        # the producer whose latency-fault table isolated the broker
         pa.field("producer", pa.int32(), nullable=False),
+        # the broker isolated
         pa.field("broker", pa.string(), nullable=False),
+        # the isolation's start, ms from the scenario's start
         pa.field("start_ms", pa.int64(), nullable=False),
+        # its end (exclusive)
         pa.field("end_ms", pa.int64(), nullable=False),
     ]
 )
@@ -278,16 +348,22 @@ ISOLATION_INTERVALS = pa.schema(
 QUEUE_WINDOWS = pa.schema(
     [
         RUN_ID,
+        # the broker
         pa.field("broker", pa.string(), nullable=False),
+        # the queue
         pa.field("queue_id", pa.int32(), nullable=False),
+        # the window's start
         pa.field("window_start_ms", pa.int64(), nullable=False),
+        # the window's length
         pa.field("window_ms", pa.int64(), nullable=False),
         pa.field("sends", pa.int64(), nullable=False),  # attempts to this queue (0 included)
+        # of those, attempts answered SEND_OK
         pa.field("ok", pa.int64(), nullable=False),
         pa.field("skew", pa.float64()),  # sends / mean sends of the broker's queues in the window
     ]
 )
 
+# the variant of a comparison or a capacity sweep (its --variant name, or the size tried)
 VARIANT = pa.field("variant", pa.string(), nullable=False)
 
 # One row per (comparison, variant, scope, metric): each run_summary metric side by side with the
@@ -300,7 +376,9 @@ COMPARISONS = pa.schema(
         pa.field("baseline", pa.string(), nullable=False),  # the baseline variant's name
         pa.field("scope", pa.string(), nullable=False),  # "all" or a broker
         pa.field("metric", pa.string(), nullable=False),  # a run_summary column
+        # the variant's value of the metric
         pa.field("value", pa.float64()),
+        # the baseline variant's value (null: no such scope)
         pa.field("baseline_value", pa.float64()),
         pa.field("delta", pa.float64()),  # value - baseline_value
         pa.field("delta_pct", pa.float64()),  # 100 * delta / |baseline_value|; null if that is 0
@@ -313,18 +391,27 @@ COMPARISON_WINDOWS = pa.schema([RUN_ID, VARIANT, *[f for f in BROKER_WINDOWS if 
 RUNS = pa.schema(
     [
         RUN_ID,
+        # the scenario's name
         pa.field("scenario_name", pa.string(), nullable=False),
+        # the scenario file's text as run
         pa.field("scenario_text", pa.string(), nullable=False),
+        # the --set overrides
         pa.field("overrides", pa.list_(pa.string()), nullable=False),
+        # the scenario's seed
         pa.field("seed", pa.int64(), nullable=False),
+        # rocketsim's version that ran it
         pa.field("code_version", pa.string(), nullable=False),
+        # messages of the run
         pa.field("messages", pa.int64(), nullable=False),
+        # attempts of the run
         pa.field("attempts", pa.int64(), nullable=False),
         pa.field("started_at", pa.string(), nullable=False),  # wall-clock metadata of the job, not the model
+        # how long the job took
         pa.field("wall_time_s", pa.float64(), nullable=False),
         # brokers.coupling = iterative (rocketsim.engine.iterative): the rounds run and the last one's
         # residual ((broker, ms) buckets whose arrivals still changed; 0: a fixed point); null otherwise
         pa.field("coupling_rounds", pa.int64()),
+        # see coupling_rounds
         pa.field("coupling_residual", pa.int64()),
     ]
 )
@@ -334,17 +421,25 @@ CAPACITY = pa.schema(
     [
         RUN_ID,
         VARIANT,  # brokers=N or write_queues=N
+        # brokers of the size tried
         pa.field("brokers", pa.int64(), nullable=False),
+        # write queues per broker of the size tried
         pa.field("write_queues", pa.int64(), nullable=False),
+        # messages of the run
         pa.field("messages", pa.int64(), nullable=False),
+        # FAILED messages (failure_rate adds the REJECTED ones)
         pa.field("failed", pa.int64(), nullable=False),
         pa.field("failure_rate", pa.float64()),  # (failed + rejected) / messages
         pa.field("latency_p99_ms", pa.float64()),  # send latency of the messages (run_summary "all")
+        # as latency_p99_ms, p99.9
         pa.field("latency_p999_ms", pa.float64()),
         pa.field("busy_rejections", pa.int64(), nullable=False),  # the BUSY_COLUMNS summed
         pa.field("max_utilisation", pa.float64()),  # the busiest broker window's (null: open coupling)
+        # the --target-p99-ms given
         pa.field("target_p99_ms", pa.float64(), nullable=False),
+        # the --max-failure-rate given
         pa.field("max_failure_rate", pa.float64(), nullable=False),
+        # p99 and failure rate both within the targets
         pa.field("meets_target", pa.bool_(), nullable=False),
         pa.field("smallest", pa.bool_(), nullable=False),  # the answer: the smallest size meeting both
     ]
@@ -356,7 +451,9 @@ CAPACITY = pa.schema(
 RUN_COMMITS = pa.schema(
     [
         RUN_ID,
+        # the table
         pa.field("table", pa.string(), nullable=False),
+        # the write of it the run holds (its partition)
         pa.field("write_id", pa.string(), nullable=False),
         pa.field("job", pa.string(), nullable=False),  # the job that wrote it (pipeline, summarize, ...)
         pa.field("rows", pa.int64(), nullable=False),  # rows the write committed
@@ -367,22 +464,30 @@ RUN_COMMITS = pa.schema(
 COMMIT_LOG = pa.schema(
     [
         RUN_ID,
+        # the broker whose commit log holds it
         pa.field("broker", pa.string(), nullable=False),
         pa.field("commit_log_offset", pa.int64(), nullable=False),  # running sum of store sizes
         pa.field("store_size", pa.int32(), nullable=False),  # exact store-format record size
         pa.field("store_ts_ms", pa.int64(), nullable=False),  # storing attempt's start + latency
         pa.field("store_topic", pa.string(), nullable=False),  # as written: SCHEDULE_TOPIC_XXXX, half topic
+        # the queue written (store_topic's)
         pa.field("store_queue_id", pa.int32(), nullable=False),
         pa.field("queue_offset", pa.int64(), nullable=False),  # in (broker, store_topic, store_queue_id)
+        # MessageDecoder.createMessageId(store host, offset)
         pa.field("offset_msg_id", pa.string(), nullable=False),
+        # the MessageSysFlag bits as stored
         pa.field("store_sys_flag", pa.int32(), nullable=False),
+        # the producer that sent it
         pa.field("producer", pa.int32(), nullable=False),
         pa.field("seq", pa.int64(), nullable=False),  # the message (each member of a batch)
         pa.field("send_seq", pa.int64(), nullable=False),  # the send's leading message (attempt rows' seq)
+        # the attempt that stored it
         pa.field("attempt", pa.int32(), nullable=False),
         pa.field("born_ts_ms", pa.int64(), nullable=False),  # the storing attempt's start
+        # normal|ordered|delay|transaction|batch
         pa.field("message_type", pa.string(), nullable=False),
         pa.field("real_topic", pa.string()),  # REAL_TOPIC / REAL_QID of delay and half records
+        # see real_topic
         pa.field("real_queue_id", pa.int32()),
         pa.field("delay_level", pa.int32()),  # the (clamped) level of a delay record
         pa.field("deliver_ts_ms", pa.int64()),  # store time + the level's delay
@@ -394,10 +499,13 @@ COMMIT_LOG = pa.schema(
 BROKER_STORAGE = pa.schema(
     [
         RUN_ID,
+        # the broker
         pa.field("broker", pa.string(), nullable=False),
         pa.field("window_start_ms", pa.int64(), nullable=False),  # by store time
+        # the window's length
         pa.field("window_ms", pa.int64(), nullable=False),
         pa.field("topic", pa.string(), nullable=False),  # as stored (SCHEDULE_TOPIC_XXXX, half topic, ...)
+        # the queue of the topic as stored
         pa.field("queue_id", pa.int32(), nullable=False),
         pa.field("messages", pa.int64(), nullable=False),  # records written to this queue in the window
         pa.field("store_bytes", pa.int64(), nullable=False),  # their commit-log bytes
@@ -407,6 +515,7 @@ BROKER_STORAGE = pa.schema(
         pa.field("commit_log_bytes", pa.int64(), nullable=False),
         pa.field("commit_log_files", pa.int64(), nullable=False),  # 1 GiB each
         pa.field("index_entries", pa.int64(), nullable=False),  # one per UNIQ_KEY and per key
+        # its IndexService files, cumulative
         pa.field("index_files", pa.int64(), nullable=False),
     ]
 )
@@ -417,23 +526,30 @@ BROKER_STORAGE = pa.schema(
 TRANSACTIONS = pa.schema(
     [
         RUN_ID,
+        # the producer
         pa.field("producer", pa.int32(), nullable=False),
+        # the message
         pa.field("seq", pa.int64(), nullable=False),
         pa.field("attempt", pa.int32()),  # the attempt that stored the half (null: no half)
         pa.field("is_result", pa.bool_(), nullable=False),  # the half send_results points at
+        # the message's unique id
         pa.field("uniq_msg_id", pa.string(), nullable=False),
         pa.field("topic", pa.string(), nullable=False),  # the real topic
         pa.field("send_status", pa.string(), nullable=False),  # the message's result
         pa.field("broker", pa.string()),  # where the half is stored (null: not stored)
         pa.field("queue_id", pa.int32()),  # the real queue (REAL_QID)
+        # when the half was stored
         pa.field("half_store_ts_ms", pa.int64()),
         pa.field("half_queue_offset", pa.int64()),  # in RMQ_SYS_TRANS_HALF_TOPIC queue 0
+        # the half's commit-log offset
         pa.field("half_commit_log_offset", pa.int64()),
+        # the half's store-format size
         pa.field("half_store_size", pa.int32()),
         pa.field("local_state", pa.string(), nullable=False),  # commit|rollback|unknown|crash|not_run
         pa.field("checks", pa.int32(), nullable=False),  # check-backs made
         pa.field("resolution", pa.string(), nullable=False),  # commit|rollback|discard|not_stored
         pa.field("resolved_by", pa.string()),  # producer|check|discard
+        # when it was resolved (null: never)
         pa.field("resolved_ts_ms", pa.int64()),
         pa.field("delivered", pa.bool_(), nullable=False),  # committed: consumers get it (once per half)
     ]
@@ -442,12 +558,16 @@ TRANSACTIONS = pa.schema(
 CONSUMER_LOAD = pa.schema(
     [
         RUN_ID,
+        # the consumer group
         pa.field("consumer_group", pa.string(), nullable=False),
         pa.field("consumer", pa.string()),  # null: a queue no consumer reads (queue id >= read_queues)
+        # the topic
         pa.field("topic", pa.string(), nullable=False),
         pa.field("broker", pa.string()),  # null with queue_id: a consumer that got no queue
+        # see broker
         pa.field("queue_id", pa.int32()),
         pa.field("messages", pa.int64(), nullable=False),  # messages consumers of the topic get here
+        # their store-format record bytes
         pa.field("bytes", pa.int64(), nullable=False),
     ]
 )

@@ -1,0 +1,470 @@
+"""The scenario's typed configuration: one frozen dataclass per section of a scenario file, each field
+with upstream's default and the rule a given value must meet (in its metadata, read by
+:mod:`rocketsim.scenario.validation`), and the limits that keep a run's times and sizes in range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rocketsim.client.versions import (
+    BACK_PRESSURE_MIN_SEND_NUM,
+    BACK_PRESSURE_MIN_SEND_SIZE,
+    AsyncBackpressure,
+    BrokerVersion,
+    ClientVersion,
+    parse_broker_version,
+    parse_version,
+)
+from rocketsim.errors import ConfigError
+from rocketsim.javaint import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
+
+
+class ScenarioError(ConfigError):
+    """A scenario that cannot run: names the key path, the rule and the value."""
+
+
+SEND_MODES = ("sync", "async", "oneway")
+SENDER_MODELS = ("pool", "partitioned")
+MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
+FAULT_KINDS = ("outage", "hang", "slowdown", "flapping", "error_burst", "partition", "store_stall")
+COUPLINGS = ("open", "joint", "iterative")  # brokers.coupling: rocketsim.broker.queue
+STORE_MODES = (
+    "async",
+    "sync",
+)  # store.flush (ASYNC_FLUSH / SYNC_FLUSH), store.replication (ASYNC / SYNC_MASTER)
+BROKER_ERRORS = (
+    "remoting_timeout",
+    "connect_refused",
+    "system_busy",
+    "system_error",
+    "service_not_available",
+    "flush_disk_timeout",
+    "flush_slave_timeout",
+    "slave_not_available",
+)
+ARRIVALS = ("poisson", "uniform")
+BODY_DISTRIBUTIONS = ("fixed", "lognormal", "uniform")
+COMPRESS_TYPES = ("ZLIB", "LZ4", "ZSTD")
+INVALID_KINDS = ("bad_topic", "empty_body", "oversize_body", "oversize_properties", "reserved_property")
+TRANSACTION_STATES = ("commit", "rollback", "unknown")  # LocalTransactionState COMMIT/ROLLBACK_MESSAGE/UNKNOW
+
+
+def _rule(rule: str, check: typing.Callable[[Any], bool]) -> dict[str, Any]:
+    return {"rule": rule, "check": check}
+
+
+def _ge(lo: float) -> dict[str, Any]:
+    return _rule(f"must be >= {lo}", lambda v: v >= lo)
+
+
+def _gt(lo: float) -> dict[str, Any]:
+    return _rule(f"must be > {lo}", lambda v: v > lo)
+
+
+def _between(lo: float, hi: float) -> dict[str, Any]:
+    return _rule(f"must be between {lo} and {hi}", lambda v: lo <= v <= hi)
+
+
+def _gt_le(lo: float, hi: float) -> dict[str, Any]:
+    return _rule(f"must be > {lo} and <= {hi}", lambda v: lo < v <= hi)
+
+
+# Upper limits that keep every time in int64 milliseconds and every latency finite (beyond them a
+# validated scenario used to overflow, divide by zero or loop forever inside the simulate stage).
+JAVA_INT_MIN, JAVA_INT_MAX = INT_MIN, INT_MAX
+JAVA_LONG_MIN, JAVA_LONG_MAX = LONG_MIN, LONG_MAX
+MAX_SCENARIO_S = 31_536_000  # one year: the longest workload span or fault time
+MAX_LATENCY_MS = 86_400_000  # one day: the largest latency parameter
+MAX_FLAP_CYCLES = 100_000
+# The largest producers.max_message_size: a commit-log file (MappedFileSize of the commit log, 1 GiB),
+# which a stored record cannot exceed. The sizes that derive from it are Java ints and int32 columns:
+# an oversize body (max + 1), a message's wire bytes and its store record (body + headers and
+# properties); at 2147483647 they wrapped to negative sizes and offsets that still reconciled.
+MAX_MESSAGE_SIZE = 1 << 30
+# Bounds of a run's summary windows (the --window-ms of the jobs): queue_windows has a row per queue and
+# window from the first to the last attempt, broker_windows one per broker and window.
+MAX_WINDOW_MS = MAX_SCENARIO_S * 1000
+MAX_WINDOWS = 1_000_000
+MAX_QUEUE_WINDOW_ROWS = 20_000_000
+MAX_SCENARIO_BYTES = 16 << 20  # a scenario file is a few KiB; more is a mistake (or /dev/zero)
+
+
+def _one_of(options: tuple[str, ...]) -> dict[str, Any]:
+    return _rule(f"must be one of {', '.join(options)}", lambda v: v in options)
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """Brokers (master names) and the topic's queues on each."""
+
+    # the master brokers' names (brokerName), each holding the topic
+    brokers: tuple[str, ...] = ("broker-a", "broker-b")
+    # the topic's writeQueueNums on each broker
+    write_queues: int = field(default=4, metadata=_between(1, 1024))
+    # the topic's readQueueNums on each broker (the queues consumers read)
+    read_queues: int = field(default=4, metadata=_between(1, 1024))
+    # the topic's permission bits on the brokers (PermName: 4 read, 2 write, 6 both)
+    perm: int = field(default=6, metadata=_between(0, 15))
+    # brokers without write permission for the topic (perm 4): still routed, never selected for sends
+    read_only_brokers: tuple[str, ...] = ()
+    # the brokers' version (None: the producers' line, ClientVersion.broker): everything broker-side reads
+    # it (BrokerVersion properties): the closed-loop store's answers, what the brokers store (WAIT kept,
+    # __transactionId__ of halves, the stored properties' encoding: record sizes, commit-log offsets,
+    # properties checks), the name server's timers, the transaction check interval
+    broker_version: str | None = None
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    """DefaultMQProducer settings (snake_case, upstream defaults) and how many producers run them."""
+
+    # producer instances (each a DefaultMQProducer with its own state)
+    count: int = field(default=4, metadata=_between(1, 100_000))
+    # producerGroup
+    group: str = "rocketsim_producer_group"
+    # the application's sender threads per producer
+    threads: int = field(default=1, metadata=_between(1, 1024))
+    # how the application's sender threads take the sends: "pool" (the next message goes to the idle
+    # thread that became idle earliest) or "partitioned" (message seq to thread seq % threads)
+    sender_model: str = field(default="pool", metadata=_one_of(SENDER_MODELS))
+    # the RocketMQ client release whose behaviour the producers follow (4.3.2 ... 5.3.3)
+    client_version: str = "4.9.8"
+    # share of messages sent sync, async and oneway
+    send_mode: Mapping[str, float] = field(
+        default_factory=lambda: {"sync": 1.0}, metadata={"keys": SEND_MODES, "weights": True}
+    )
+    # sendMsgTimeout: the time budget of one send, retries included
+    send_msg_timeout_ms: int = field(default=3000, metadata=_gt(0))
+    # retryTimesWhenSendFailed: retries of a sync send
+    retry_times_when_send_failed: int = field(default=2, metadata=_between(0, 64))
+    # retryTimesWhenSendAsyncFailed: retries of an async send
+    retry_times_when_send_async_failed: int = field(default=2, metadata=_between(0, 64))
+    # sendLatencyFaultEnable: the latency-fault strategy (isolate slow brokers)
+    send_latency_fault_enable: bool = False
+    # compressMsgBodyOverHowmuch: bodies over this many bytes are compressed
+    compress_msg_body_over_howmuch: int = field(default=4096, metadata=_ge(0))
+    # compressType: the compressor of large bodies (written in the sys flag from 4.9.4 on)
+    compress_type: str = field(default="ZLIB", metadata=_one_of(COMPRESS_TYPES))
+    # compressLevel
+    compress_level: int = field(default=5, metadata=_between(-1, 22))
+    # maxMessageSize: the largest body the client sends
+    max_message_size: int = field(
+        default=4_194_304,
+        metadata=_rule(
+            f"must be between 1 and {MAX_MESSAGE_SIZE} (a commit-log file; beyond it a body, its wire and "
+            "store sizes overflow a Java int)",
+            lambda v: 1 <= v <= MAX_MESSAGE_SIZE,
+        ),
+    )
+    # defaultTopicQueueNums: queues of a topic created through TBW102
+    default_topic_queue_nums: int = field(default=4, metadata=_between(1, 1024))
+    # retryAnotherBrokerWhenNotStoreOK: retry a stored-but-not-OK send
+    retry_another_broker_when_not_store_ok: bool = False
+    # sendMsgMaxTimeoutPerRequest (5.3.3): a cap on one attempt's timeout; -1: none
+    send_msg_max_timeout_per_request_ms: int = field(default=-1, metadata=_ge(-1))
+    # permits of NettyRemotingAbstract.semaphoreAsync: async requests in flight at once
+    async_semaphore_permits: int = field(default=65535, metadata=_ge(1))
+    # startDetectorEnable (5.x): the detector that probes unreachable brokers
+    start_detector_enable: bool = False
+    # 5.x DefaultMQProducer async backpressure (None: the client version's default, see
+    # ClientVersion.async_backpressure_defaults). Inert unless enabled, and enabling it is refused: the
+    # semaphores are not modelled. Refused on 4.x, which has no such settings.
+    enable_backpressure_for_async_mode: bool | None = None
+    # backPressureForAsyncSendNum (None: the version's default)
+    back_pressure_for_async_send_num: int | None = field(
+        default=None,
+        metadata=_rule(
+            f"must be >= {BACK_PRESSURE_MIN_SEND_NUM} (DefaultMQProducerImpl raises smaller values to it)",
+            lambda v: v >= BACK_PRESSURE_MIN_SEND_NUM,
+        ),
+    )
+    # backPressureForAsyncSendSize in bytes (None: the version's default)
+    back_pressure_for_async_send_size: int | None = field(
+        default=None,
+        metadata=_rule(
+            f"must be >= {BACK_PRESSURE_MIN_SEND_SIZE} (DefaultMQProducerImpl raises smaller values to it)",
+            lambda v: v >= BACK_PRESSURE_MIN_SEND_SIZE,
+        ),
+    )
+    # NettySystemConfig.connectTimeoutMillis (com.rocketmq.remoting.client.connect.timeout): how long a
+    # connect to a host that never answers waits (a partition)
+    connect_timeout_ms: int = field(default=3000, metadata=_between(0, MAX_LATENCY_MS))
+    # the client's own threads of an ASYNC send (their ThreadLocalIndex is what selects): the async
+    # sender executor (DefaultMQProducerImpl: availableProcessors() threads) and the callback executor
+    # (ClientConfig.clientCallbackExecutorThreads: availableProcessors()), upstream sized by the client
+    # host's processors; here a setting (the machine running the simulation does not decide)
+    async_sender_threads: int = field(default=4, metadata=_between(1, 1024))
+    # ClientConfig.clientCallbackExecutorThreads: the threads that run async callbacks
+    callback_executor_threads: int = field(default=4, metadata=_between(1, 1024))
+
+    @property
+    def version(self) -> ClientVersion:
+        return parse_version(self.client_version)
+
+    @property
+    def async_backpressure(self) -> AsyncBackpressure | None:
+        """The 5.x async backpressure settings, the version's defaults where not given; None on 4.x."""
+        defaults = self.version.async_backpressure_defaults
+        if defaults is None:
+            return None
+        given = {
+            name: getattr(self, name) for name in BACKPRESSURE_SETTINGS if getattr(self, name) is not None
+        }
+        return dataclasses.replace(defaults, **given)
+
+
+BACKPRESSURE_SETTINGS = (
+    "enable_backpressure_for_async_mode",
+    "back_pressure_for_async_send_num",
+    "back_pressure_for_async_send_size",
+)
+
+
+@dataclass(frozen=True)
+class BodySizeConfig:
+    # fixed (every body median bytes), lognormal (around median, sigma) or uniform (min..max)
+    distribution: str = field(default="lognormal", metadata=_one_of(BODY_DISTRIBUTIONS))
+    # bytes: the fixed size, or the lognormal's median
+    median: int = field(default=1024, metadata=_ge(0))
+    sigma: float = field(default=0.8, metadata=_between(0, 10))  # beyond: exp() overflows
+    # the smallest body (bytes)
+    min: int = field(default=1, metadata=_ge(0))
+    # the largest body (bytes)
+    max: int = field(default=65536, metadata=_ge(0))
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """What the producers send, and when."""
+
+    messages: int = field(default=0, metadata=_ge(0))  # total; 0 means duration_s x rate_per_s
+    # how long the producers send (when messages is 0)
+    duration_s: float = field(default=60.0, metadata=_gt_le(0, MAX_SCENARIO_S))
+    rate_per_s: float = field(default=1000.0, metadata=_gt(0))  # all producers together
+    # poisson (exponential gaps between births) or uniform (a fixed gap)
+    arrival: str = field(default="poisson", metadata=_one_of(ARRIVALS))
+    # the topics messages go to (drawn evenly)
+    topics: tuple[str, ...] = ("TopicTest",)
+    # TAGS values, drawn evenly
+    tags: tuple[str, ...] = ("TagA", "TagB", "TagC")
+    keys: bool = True  # one KEYS value per message
+    # message body sizes
+    body_size: BodySizeConfig = field(default_factory=BodySizeConfig)
+    # share of each body that compresses (text); the rest is random bytes
+    compressibility: float = field(default=0.5, metadata=_between(0, 1))
+    # share of messages of each type (weights)
+    message_types: Mapping[str, float] = field(
+        default_factory=lambda: {"normal": 1.0}, metadata={"keys": MESSAGE_TYPES, "weights": True}
+    )
+    # distinct selector keys of ordered messages
+    order_keys: int = field(default=64, metadata=_between(1, 1_000_000))
+    # the delay levels delay messages use (drawn evenly)
+    delay_levels: tuple[int, ...] = (1, 2, 3, 4, 5)
+    # members per batch; a batch whose encoded body (22 bytes + body + properties per member) is over
+    # producers.max_message_size is refused as the client refuses it (REJECTED, "the message body size
+    # over max value", Validators.checkMessage on the MessageBatch)
+    batch_size: int = field(default=8, metadata=_between(1, 4096))
+    # fraction of messages made invalid on purpose, by kind (they become REJECTED results)
+    invalid: Mapping[str, float] = field(
+        default_factory=dict, metadata={"keys": INVALID_KINDS, "fractions": True}
+    )
+    # a hot spot: the first hot_producers producers send hot_share of the messages (and of the rate)
+    # between them, the others the rest; 0 splits both evenly over all producers
+    hot_share: float = field(default=0.0, metadata=_rule("must be >= 0 and < 1", lambda v: 0 <= v < 1))
+    # how many producers share workload.hot_share
+    hot_producers: int = field(default=1, metadata=_between(1, 100_000))
+
+    def total_messages(self) -> int:
+        return self.messages if self.messages > 0 else int(round(self.duration_s * self.rate_per_s))
+
+
+@dataclass(frozen=True)
+class LatencyConfig:
+    """Per-attempt latency: a lognormal body with rare Pareto spikes (a heavy tail)."""
+
+    # the lognormal body's median of an attempt's latency
+    median_ms: float = field(default=2.0, metadata=_gt_le(0, MAX_LATENCY_MS))
+    # the lognormal body's shape
+    sigma: float = field(default=0.5, metadata=_between(0, 10))
+    # chance that an attempt gets a Pareto spike added
+    spike_probability: float = field(default=0.001, metadata=_between(0, 1))
+    # the spikes' scale (their smallest size)
+    spike_scale_ms: float = field(default=50.0, metadata=_gt_le(0, MAX_LATENCY_MS))
+    spike_alpha: float = field(default=1.5, metadata=_ge(0.1))  # smaller: (1 - u) ** (1 / a) underflows
+    # a refused connection fails fast
+    connect_refused_ms: float = field(default=1.0, metadata=_between(0, MAX_LATENCY_MS))
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """One broker's store in the closed-loop model (``brokers.coupling`` joint or iterative; ignored when
+    open): :mod:`rocketsim.broker.queue`. Upstream names: BrokerConfig.sendMessageThreadPoolNums,
+    sendThreadPoolQueueCapacity, waitTimeMillsInSendQueue; MessageStoreConfig.osPageCacheBusyTimeOutMills,
+    flushDiskType, brokerRole."""
+
+    # the commit-log writer's time for one 1 KiB append (linear in the size), microseconds. Default 10:
+    # ~100k appends/s, the published single-broker figures (apache/rocketmq #1515: 108k TPS ASYNC_MASTER;
+    # #3315: 95k TPS on 4.9.1). Calibrate from your own brokers.
+    append_us: float = field(default=10.0, metadata=_gt_le(0, 1e9))
+    send_threads: int = field(default=4, metadata=_between(1, 1024))  # min(processors, 4) upstream
+    # sendThreadPoolQueueCapacity: a full queue rejects with [OVERLOAD]
+    send_queue_capacity: int = field(default=10_000, metadata=_between(1, 100_000_000))
+    # waitTimeMillsInSendQueue: older requests expire with [TIMEOUT_CLEAN_QUEUE]
+    wait_time_ms_in_send_queue: int = field(default=200, metadata=_between(0, MAX_LATENCY_MS))
+    # osPageCacheBusyTimeOutMills: an append held longer makes the page cache busy
+    os_page_cache_busy_timeout_ms: int = field(default=1000, metadata=_between(0, MAX_LATENCY_MS))
+    # flushDiskType: async (ASYNC_FLUSH) or sync (SYNC_FLUSH)
+    flush: str = field(default="async", metadata=_one_of(STORE_MODES))
+    # brokerRole: async (ASYNC_MASTER) or sync (SYNC_MASTER)
+    replication: str = field(default="async", metadata=_one_of(STORE_MODES))
+    # what a SYNC_FLUSH (GroupCommitService) and a SYNC_MASTER (HAService) wait add to an answer, ms
+    sync_flush_ms: float = field(default=1.0, metadata=_between(0, MAX_LATENCY_MS))
+    # what a SYNC_MASTER wait (HAService) adds to an answer, ms
+    sync_replica_ms: float = field(default=1.0, metadata=_between(0, MAX_LATENCY_MS))
+
+
+@dataclass(frozen=True)
+class BrokerModelConfig:
+    """One broker's behaviour outside faults: latency and a background error mix (probabilities), and its
+    store (the closed-loop model)."""
+
+    latency: LatencyConfig = field(default_factory=LatencyConfig)
+    # background error probabilities per attempt, by error
+    errors: Mapping[str, float] = field(
+        default_factory=dict, metadata={"keys": BROKER_ERRORS, "fractions": True}
+    )
+    store: StoreConfig = field(default_factory=StoreConfig)
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    """One entry of the fault timeline, in seconds from the scenario start."""
+
+    # the broker it hits
+    broker: str
+    # what happens to it (docs: the broker model)
+    kind: str = field(metadata=_one_of(FAULT_KINDS))
+    # when it starts, s from the scenario's start
+    start_s: float = field(metadata=_between(0, MAX_SCENARIO_S))
+    # when it ends
+    end_s: float = field(metadata=_gt_le(0, MAX_SCENARIO_S))
+    factor: float = field(default=10.0, metadata=_between(1, 1_000_000))  # slowdown: latency x factor
+    # flapping: one down+up cycle (at least 1 ms: the model runs in whole milliseconds); store_stall: the
+    # time between two stalls (a stall once: period_s >= end_s - start_s)
+    period_s: float = field(default=20.0, metadata=_between(0.001, MAX_SCENARIO_S))
+    # flapping: down part of each cycle; store_stall: how long the append in the lock stalls
+    down_s: float = field(default=10.0, metadata=_gt(0))
+    error: str = field(default="system_busy", metadata=_one_of(BROKER_ERRORS))  # error_burst
+    rate: float = field(default=0.5, metadata=_between(0, 1))  # error_burst: probability per attempt
+
+
+@dataclass(frozen=True)
+class RouteConfig:
+    """Name-server and route-polling timings (ms), applied by :func:`rocketsim.engine.plan.route_timeline`."""
+
+    poll_interval_ms: int = field(default=30_000, metadata=_gt(0))  # ClientConfig.pollNameServerInterval
+    # how long the name server keeps a broker that stopped registering: its channel idle time
+    # (serverChannelMaxIdleTimeSeconds 120 s; scanNotActiveBroker's BROKER_CHANNEL_EXPIRED_TIME)
+    broker_expire_ms: int = field(default=120_000, metadata=_gt(0))
+    # BrokerConfig.registerNameServerPeriod; the broker registers at max(10 s, min(this, 60 s)) intervals
+    heartbeat_interval_ms: int = field(default=30_000, metadata=_gt(0))
+
+
+@dataclass(frozen=True)
+class TransactionConfig:
+    """Transactional messages after their half is stored: the producer's local transaction, and the
+    broker's check-back (``BrokerConfig`` names: transactionCheckInterval, transactionCheckMax,
+    transactionTimeOut)."""
+
+    # state the local transaction returns after a SEND_OK half (weights)
+    outcome: Mapping[str, float] = field(
+        default_factory=lambda: {"commit": 0.9, "rollback": 0.05, "unknown": 0.05},
+        metadata={"keys": TRANSACTION_STATES, "weights": True},
+    )
+    # the producer dies after its half is stored and before it ends the transaction
+    producer_crash: float = field(default=0.0, metadata=_between(0, 1))
+    # state a check-back finds (checkLocalTransaction), drawn per check (weights)
+    check_outcome: Mapping[str, float] = field(
+        default_factory=lambda: {"commit": 0.5, "rollback": 0.25, "unknown": 0.25},
+        metadata={"keys": TRANSACTION_STATES, "weights": True},
+    )
+    # None: the broker version's BrokerConfig.transactionCheckInterval (60 s in 4.9.8, 30 s in 5.3.3)
+    check_interval_ms: int | None = field(default=None, metadata=_gt(0))
+    # BrokerConfig.transactionCheckMax and transactionTimeOut: 15 and 6 * 1000 in 4.9.8 and 5.3.3 alike
+    check_max: int = field(default=15, metadata=_between(1, 1000))
+    # BrokerConfig.transactionTimeOut: a half younger than this is not checked back
+    timeout_ms: int = field(default=6_000, metadata=_ge(0))
+
+    def check_interval_for(self, broker: BrokerVersion) -> int:
+        """``check_interval_ms``, else ``broker``'s ``BrokerVersion.transaction_check_interval_ms``."""
+        return (
+            broker.transaction_check_interval_ms if self.check_interval_ms is None else self.check_interval_ms
+        )
+
+
+@dataclass(frozen=True)
+class ConsumerGroupConfig:
+    """One consumer group in clustering mode: ``count`` instances rebalancing every workload topic with
+    AllocateMessageQueueAveragely."""
+
+    # the consumer group
+    name: str = "rocketsim_consumer_group"
+    # its consumer instances
+    count: int = field(default=4, metadata=_between(1, 10_000))
+
+
+@dataclass(frozen=True)
+class ConsumersConfig:
+    """The consumer groups whose per-consumer load the run reports (``consumer_load``)."""
+
+    groups: tuple[ConsumerGroupConfig, ...] = (ConsumerGroupConfig(),)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A whole, validated scenario."""
+
+    # the scenario's name, and its runs' (<name>-s<seed>); a file without one takes the file's name
+    name: str = "scenario"
+    # the seed of every random draw of the run (the same seed and scenario give the same tables)
+    seed: int = 42
+    # free text: what the scenario asks
+    description: str = ""
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    producers: ProducerConfig = field(default_factory=ProducerConfig)
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    brokers: Mapping[str, BrokerModelConfig] = field(default_factory=dict)  # "default" and per-broker names
+    faults: tuple[FaultConfig, ...] = ()
+    route: RouteConfig = field(default_factory=RouteConfig)
+    transactions: TransactionConfig = field(default_factory=TransactionConfig)
+    consumers: ConsumersConfig = field(default_factory=ConsumersConfig)
+    # brokers.coupling in the file (the brokers table holds it beside the per-broker sections)
+    broker_coupling: str = field(default="open", metadata=_one_of(COUPLINGS))
+    source_text: str = field(default="", compare=False, repr=False)
+
+    @property
+    def coupling(self) -> str:
+        """``brokers.coupling``: open (latency independent of load), joint or iterative
+        (:mod:`rocketsim.broker.queue`)."""
+        return self.broker_coupling
+
+    @property
+    def broker_version(self) -> BrokerVersion:
+        """``cluster.broker_version``, else the broker of the producers' line."""
+        if self.cluster.broker_version is None:
+            return self.producers.version.broker
+        return parse_broker_version(self.cluster.broker_version)
+
+    def broker_model(self, broker: str) -> BrokerModelConfig:
+        """The model of ``broker``: its own section if any, else ``default``, else built-in defaults."""
+        return self.brokers.get(broker) or self.brokers.get("default") or BrokerModelConfig()
+
+    @property
+    def run_id(self) -> str:
+        """The default run id: scenario name and seed."""
+        return f"{self.name}-s{self.seed}"

@@ -1,0 +1,361 @@
+"""A raw mapping (parsed TOML, overrides applied) -> a validated :class:`~rocketsim.scenario.config.Scenario`:
+every value converted to its field's type and checked against its rule, then the rules between fields,
+each failure one :class:`~rocketsim.scenario.config.ScenarioError` naming the key path, the rule and the
+value; and the check of a run's summary window.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from rocketsim.client.versions import parse_broker_version
+from rocketsim.errors import ConfigError
+from rocketsim.scenario.config import (
+    BACKPRESSURE_SETTINGS,
+    COUPLINGS,
+    JAVA_INT_MAX,
+    JAVA_INT_MIN,
+    JAVA_LONG_MAX,
+    JAVA_LONG_MIN,
+    MAX_FLAP_CYCLES,
+    MAX_QUEUE_WINDOW_ROWS,
+    MAX_SCENARIO_S,
+    MAX_WINDOW_MS,
+    MAX_WINDOWS,
+    ProducerConfig,
+    Scenario,
+    ScenarioError,
+)
+
+# characters a string value may not hold (the text keys may hold newlines and tabs)
+_CONTROL = {chr(c) for c in range(32)} | {chr(c) for c in range(0x7F, 0xA0)}
+_TEXT_KEYS = ("description",)  # strings that may hold newlines and tabs
+
+
+def _fail(path: str, rule: str, value: Any) -> typing.NoReturn:
+    raise ScenarioError(f"{path} {rule}, got {value!r}")
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", str(tp))
+
+
+def _convert(tp: Any, value: Any, path: str, meta: Mapping[str, Any]) -> Any:
+    origin = typing.get_origin(tp)
+    if origin is types.UnionType and type(None) in typing.get_args(tp):
+        # ``X | None``: None (the default) means "the version's value"; TOML has no null, so a given
+        # value is always checked as an X
+        (tp,) = (a for a in typing.get_args(tp) if a is not type(None))
+        origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, Mapping):
+            _fail(path, "must be a table", value)
+        return _build(tp, value, path)
+    if origin is tuple:
+        (item_tp, _) = typing.get_args(tp)
+        if not isinstance(value, list | tuple):
+            _fail(path, f"must be a list of {_type_name(item_tp)}", value)
+        return tuple(_convert(item_tp, v, f"{path}[{i}]", {}) for i, v in enumerate(value))
+    if origin is Mapping or origin is dict:
+        _, val_tp = typing.get_args(tp)
+        if not isinstance(value, Mapping):
+            _fail(path, "must be a table", value)
+        allowed = meta.get("keys")
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if allowed is not None and k not in allowed:
+                _fail(f"{path}.{k}", f"is not a known key (expected one of {', '.join(allowed)})", v)
+            out[k] = _convert(val_tp, v, f"{path}.{k}", {})
+            if (meta.get("weights") or meta.get("fractions")) and (not math.isfinite(out[k]) or out[k] < 0):
+                _fail(f"{path}.{k}", "must be a finite number >= 0", v)
+        if meta.get("weights") and out and sum(out.values()) <= 0:
+            _fail(path, "weights must add up to more than 0", dict(value))
+        if meta.get("weights") and not out:
+            _fail(path, "must name at least one entry", dict(value))
+        if meta.get("fractions") and sum(out.values()) > 1:
+            _fail(path, "fractions must add up to at most 1", dict(value))
+        return types.MappingProxyType(out)
+    if tp is bool:
+        if not isinstance(value, bool):
+            _fail(path, "must be true or false", value)
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            _fail(path, "must be an integer", value)
+        # the client's settings are Java ints; the seed lands in an int64 column of ``runs``
+        kind, lo, hi = ("int", JAVA_INT_MIN, JAVA_INT_MAX)
+        if path == "seed":
+            kind, lo, hi = ("long", JAVA_LONG_MIN, JAVA_LONG_MAX)
+        if not lo <= value <= hi:
+            _fail(path, f"must fit a Java {kind} ({lo}..{hi})", value)
+    elif tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            _fail(path, "must be a number", value)
+        try:
+            value = float(value)
+        except OverflowError:  # an integer beyond a double: shown by its size, not its 400 digits
+            digits = math.floor(value.bit_length() * math.log10(2)) + 1  # str() refuses > 4300 digits
+            raise ScenarioError(
+                f"{path} must be a finite number, got an integer of {digits} digits"
+            ) from None
+        if not math.isfinite(value):
+            _fail(path, "must be a finite number", value)
+    elif tp is str:
+        if not isinstance(value, str):
+            _fail(path, "must be a string", value)
+        allowed = "\n\t\r" if path in _TEXT_KEYS else ""
+        if any(ch in _CONTROL and ch not in allowed for ch in value):
+            _fail(path, "must not contain control characters", value)
+    if "check" in meta and not meta["check"](value):
+        _fail(path, meta["rule"], value)
+    return value
+
+
+def _build(cls: Any, raw: Mapping[str, Any], path: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "source_text"}
+    for key in raw:
+        if key not in fields:
+            where = f"{path}.{key}" if path else key
+            _fail(where, f"is not a known key (expected one of {', '.join(sorted(fields))})", raw[key])
+    kwargs = {}
+    for name, f in fields.items():
+        where = f"{path}.{name}" if path else name
+        if name in raw:
+            kwargs[name] = _convert(hints[name], raw[name], where, f.metadata)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            _fail(where, "is required", None)
+    return cls(**kwargs)
+
+
+def _check_cross_fields(sc: Scenario) -> None:
+    """The rules between fields, in this order (the first broken one is reported)."""
+    _check_cluster(sc)
+    _check_versions(sc)
+    _check_workload_volume(sc)
+    if sc.producers.compress_type == "ZLIB" and not -1 <= sc.producers.compress_level <= 9:
+        _fail(
+            "producers.compress_level",
+            "must be between -1 and 9 with compress_type ZLIB",
+            sc.producers.compress_level,
+        )
+    _check_delays_and_topics(sc)
+    _check_consumer_groups(sc)
+    _check_faults(sc)
+
+
+def _check_cluster(sc: Scenario) -> None:
+    """Broker names: some, non-blank, distinct, one writable; per-broker sections name brokers."""
+    brokers = sc.cluster.brokers
+    if not brokers:
+        _fail("cluster.brokers", "must name at least one broker", list(brokers))
+    for i, b in enumerate(brokers):
+        if not b or not b.strip():
+            _fail(f"cluster.brokers[{i}]", "must be a non-blank broker name", b)
+    if len(set(brokers)) != len(brokers):
+        _fail("cluster.brokers", "must not repeat a broker name", list(brokers))
+    for i, b in enumerate(sc.cluster.read_only_brokers):
+        if b not in brokers:
+            _fail(f"cluster.read_only_brokers[{i}]", "must name a broker of cluster.brokers", b)
+    if set(sc.cluster.read_only_brokers) >= set(brokers):
+        _fail("cluster.read_only_brokers", "must leave at least one writable broker", list(brokers))
+    for name in sc.brokers:
+        if name != "default" and name not in brokers:
+            _fail(f"brokers.{name}", "must be 'default' or a broker of cluster.brokers", name)
+
+
+def _check_versions(sc: Scenario) -> None:
+    """The client and broker versions parse, the client's settings exist in its version; a group name."""
+    try:
+        sc.producers.version  # noqa: B018 - parse to validate
+    except ConfigError as exc:
+        _fail(
+            "producers.client_version",
+            str(exc).split(", got")[0].removeprefix("client_version "),
+            sc.producers.client_version,
+        )
+    _check_async_backpressure(sc.producers)
+    if sc.cluster.broker_version is not None:
+        try:
+            parse_broker_version(sc.cluster.broker_version)
+        except ConfigError as exc:
+            _fail(
+                "cluster.broker_version",
+                str(exc).split(", got")[0].removeprefix("broker_version "),
+                sc.cluster.broker_version,
+            )
+    if sc.producers.group.strip() == "":
+        _fail("producers.group", "must not be blank", sc.producers.group)
+
+
+def _check_workload_volume(sc: Scenario) -> None:
+    """Body sizes, topics, the hot spot, and a message count that fits a Java int and a year."""
+    wl = sc.workload
+    if wl.body_size.min > wl.body_size.max:
+        _fail(
+            "workload.body_size.min",
+            f"must be <= workload.body_size.max ({wl.body_size.max})",
+            wl.body_size.min,
+        )
+    if not wl.topics:
+        _fail("workload.topics", "must name at least one topic", [])
+    if wl.hot_share > 0 and wl.hot_producers >= sc.producers.count:
+        _fail(
+            "workload.hot_producers",
+            f"must be < producers.count ({sc.producers.count}) when workload.hot_share > 0",
+            wl.hot_producers,
+        )
+    if wl.total_messages() <= 0:
+        _fail(
+            "workload.messages",
+            "must give at least one message (or duration_s x rate_per_s >= 1)",
+            wl.messages,
+        )
+    if wl.total_messages() > JAVA_INT_MAX:
+        _fail(
+            "workload.duration_s x workload.rate_per_s",
+            f"must give at most {JAVA_INT_MAX} messages",
+            wl.total_messages(),
+        )
+    if wl.messages > 0 and wl.messages / wl.rate_per_s > MAX_SCENARIO_S:  # else duration_s bounds it
+        _fail(
+            "workload.rate_per_s",
+            f"must send workload.messages ({wl.total_messages()}) within {MAX_SCENARIO_S} s",
+            wl.rate_per_s,
+        )
+
+
+def _check_delays_and_topics(sc: Scenario) -> None:
+    """Delay levels (some when delay messages are sent), and topics the client accepts."""
+    wl = sc.workload
+    for i, lvl in enumerate(wl.delay_levels):
+        if lvl < 1:
+            _fail(f"workload.delay_levels[{i}]", "must be >= 1", lvl)
+    if wl.message_types.get("delay", 0) > 0 and not wl.delay_levels:
+        _fail("workload.delay_levels", "must not be empty when message_types.delay > 0", [])
+    from rocketsim.errors import MQClientError
+    from rocketsim.format.validate import (  # the client's own topic rules
+        check_send_topic_allowed,
+        check_topic,
+    )
+
+    for i, topic in enumerate(wl.topics):
+        try:
+            check_topic(topic, version=sc.producers.version)
+            check_send_topic_allowed(topic, version=sc.producers.version)
+        except MQClientError as exc:  # keep upstream's text as the rule
+            _fail(f"workload.topics[{i}]", f"is not a topic the client accepts ({exc.error_message})", topic)
+
+
+def _check_consumer_groups(sc: Scenario) -> None:
+    """Some consumer groups, with distinct, non-blank names."""
+    groups = [g.name for g in sc.consumers.groups]
+    if not groups:
+        _fail("consumers.groups", "must name at least one consumer group", [])
+    for i, name in enumerate(groups):
+        if not name.strip():
+            _fail(f"consumers.groups[{i}].name", "must not be blank", name)
+        if name in groups[:i]:
+            _fail(f"consumers.groups[{i}].name", "must not repeat a group name", name)
+
+
+def _check_faults(sc: Scenario) -> None:
+    """Each fault on a broker of the cluster, after its start, with sane cycles, none overlapping another
+    on the same broker; store stalls only with a closed-loop store."""
+    windows: dict[str, list[tuple[float, float, int]]] = {}
+    for i, fault in enumerate(sc.faults):
+        where = f"faults[{i}]"
+        if fault.broker not in sc.cluster.brokers:
+            _fail(f"{where}.broker", "must name a broker of cluster.brokers", fault.broker)
+        if fault.end_s <= fault.start_s:
+            _fail(f"{where}.end_s", f"must be after start_s ({fault.start_s})", fault.end_s)
+        if fault.kind in ("flapping", "store_stall") and fault.down_s >= fault.period_s:
+            _fail(f"{where}.down_s", f"must be shorter than period_s ({fault.period_s})", fault.down_s)
+        if fault.kind == "store_stall" and sc.coupling == "open":
+            _fail(
+                f"{where}.kind",
+                "store_stall needs a closed-loop store (brokers.coupling = joint or iterative)",
+                fault.kind,
+            )
+        cycles = (fault.end_s - fault.start_s) / fault.period_s
+        if fault.kind in ("flapping", "store_stall") and cycles > MAX_FLAP_CYCLES:
+            _fail(
+                f"{where}.period_s",
+                f"must give at most {MAX_FLAP_CYCLES} flapping cycles between start_s and end_s "
+                f"({cycles:.0f} cycles)",
+                fault.period_s,
+            )
+        for s, e, j in windows.get(fault.broker, []):
+            if fault.start_s < e and s < fault.end_s:
+                _fail(
+                    f"{where}",
+                    f"must not overlap faults[{j}] on the same broker ({s}-{e} s)",
+                    f"{fault.start_s}-{fault.end_s} s",
+                )
+        windows.setdefault(fault.broker, []).append((fault.start_s, fault.end_s, i))
+
+
+def _check_async_backpressure(producers: ProducerConfig) -> None:
+    """The 5.x backpressure settings: refused on 4.x (no such fields), and enabling them is not modelled."""
+    given = [name for name in BACKPRESSURE_SETTINGS if getattr(producers, name) is not None]
+    if given and producers.version.async_backpressure_defaults is None:
+        raise ScenarioError(
+            f"producers.{given[0]} exists only in 5.x clients (DefaultMQProducer 5.0.0 and later), "
+            f"not in client_version {producers.client_version}"
+        )
+    if producers.enable_backpressure_for_async_mode:
+        raise ScenarioError(
+            "producers.enable_backpressure_for_async_mode = true is not modelled yet (the async send "
+            "semaphores of DefaultMQProducerImpl); leave it false (upstream's default)"
+        )
+
+
+def scenario_from_mapping(raw: Mapping[str, Any], source_text: str = "") -> Scenario:
+    """Validate a raw mapping (parsed TOML, overrides applied) into a :class:`Scenario`."""
+    raw = dict(raw)
+    faults = raw.get("faults", [])
+    if not isinstance(faults, list):
+        _fail("faults", "must be an array of tables ([[faults]])", faults)
+    if "broker_coupling" in raw:  # only as brokers.coupling
+        _fail("broker_coupling", "is not a known key (write brokers.coupling)", raw["broker_coupling"])
+    brokers = raw.get("brokers")
+    if isinstance(brokers, Mapping) and "coupling" in brokers:
+        brokers = dict(brokers)
+        coupling = brokers.pop("coupling")
+        if not isinstance(coupling, str) or coupling not in COUPLINGS:
+            _fail("brokers.coupling", f"must be one of {', '.join(COUPLINGS)}", coupling)
+        raw["brokers"], raw["broker_coupling"] = brokers, coupling
+    sc = _build(Scenario, raw, "")
+    sc = dataclasses.replace(sc, source_text=source_text)
+    _check_cross_fields(sc)
+    return sc
+
+
+def check_window(sc: Scenario, window_ms: int, *, option: str = "--window-ms") -> None:
+    """The summary window of a run of ``sc``: between 1 ms and a year, and few enough windows over the
+    run's span (arrivals, plus every attempt's timeout) that ``broker_windows`` and ``queue_windows``
+    stay a sane size (:data:`MAX_WINDOWS`, :data:`MAX_QUEUE_WINDOW_ROWS`)."""
+    if not 1 <= window_ms <= MAX_WINDOW_MS:
+        _fail(option, f"must be between 1 and {MAX_WINDOW_MS} (one year)", window_ms)
+    wl, pr = sc.workload, sc.producers
+    arrivals_s = wl.messages / wl.rate_per_s if wl.messages > 0 else wl.duration_s
+    sends_ms = pr.send_msg_timeout_ms * (
+        1 + max(pr.retry_times_when_send_failed, pr.retry_times_when_send_async_failed)
+    )
+    span_ms = arrivals_s * 1000 + sends_ms
+    windows = math.floor(span_ms / window_ms) + 1
+    queues = len(sc.cluster.brokers) * sc.cluster.write_queues
+    if windows > MAX_WINDOWS or windows * queues > MAX_QUEUE_WINDOW_ROWS:
+        least = max(math.ceil(span_ms / MAX_WINDOWS), math.ceil(span_ms * queues / MAX_QUEUE_WINDOW_ROWS))
+        _fail(
+            option,
+            f"must be >= {least} for this scenario (a span of about {span_ms / 1000:,.0f} s over "
+            f"{queues} queues would give {windows:,} windows and {windows * queues:,} queue_windows rows; "
+            f"at most {MAX_WINDOWS:,} and {MAX_QUEUE_WINDOW_ROWS:,})",
+            window_ms,
+        )

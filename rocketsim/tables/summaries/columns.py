@@ -1,0 +1,98 @@
+"""The attempt and result columns the summary aggregates read, as numpy arrays read once (brokers
+and outcome labels as codes), and the outcome column an attempt's outcome label counts in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rocketsim.broker import store
+from rocketsim.tables.grouping import bools, ints, string_codes, window_index
+from rocketsim.tables.summaries.aggregates import BUSY_COLUMNS, FAILED_OTHER, I64, OUTCOME_KINDS
+
+
+def outcome_kind(label: str) -> int:
+    """The outcome column of an attempt's outcome label (:data:`OUTCOME_KINDS`), as an index into
+    :data:`OUTCOME_COLUMNS`."""
+    for kind, (_, how, text) in enumerate(OUTCOME_KINDS):
+        if label == text if how == "equals" else label.startswith(text):
+            return kind
+    return FAILED_OTHER
+
+
+def _outcome_kinds(outcome: pa.ChunkedArray) -> np.ndarray:
+    codes, names = string_codes(outcome)
+    lut = np.array([outcome_kind(s) for s in names.to_pylist()] or [FAILED_OTHER], np.int64)
+    return lut[codes]
+
+
+class AttemptColumns:
+    """Attempt columns as numpy, read once (brokers and outcomes as codes)."""
+
+    def __init__(self, t: pa.Table, window_ms: int) -> None:
+        self.n = t.num_rows
+        self.producer = ints(t, "producer")
+        self.seq = ints(t, "seq")
+        self.attempt = ints(t, "attempt")
+        self.start = ints(t, "start_ts_ms")
+        self.latency = ints(t, "latency_ms")
+        self.end = self.start + self.latency
+        self.broker, self.broker_names = string_codes(t.column("broker"))
+        self.queue = ints(t, "queue_id")
+        self.kind = _outcome_kinds(t.column("outcome"))
+        self.wire = ints(t, "wire_bytes")
+        until = t.column("fault_isolated_until_ms")
+        self.has_until = bools(until.is_valid())
+        self.until = np.asarray(until.fill_null(0).to_numpy(), np.int64)
+        self.window = window_index(self.start, window_ms)
+        # the closed-loop store's columns (absent in tables written before them: as with coupling open)
+        names = t.column_names
+        busy = t.column("busy_kind") if "busy_kind" in names else pa.nulls(self.n, pa.string())
+        self.busy = np.full(self.n, -1, np.int64)  # index into BUSY_COLUMNS, -1: not rejected
+        for j, name in enumerate(BUSY_COLUMNS):
+            self.busy[bools(pc.equal(busy, name.removeprefix("busy_").upper()).fill_null(False))] = j
+        depth = t.column("store_queue_depth") if "store_queue_depth" in names else pa.nulls(self.n, I64)
+        self.seen = bools(depth.is_valid())
+        self.depth = np.asarray(depth.fill_null(0).to_numpy(), np.int64)
+        service = t.column("store_service_us") if "store_service_us" in names else pa.nulls(self.n, I64)
+        self.service = np.asarray(service.fill_null(0).to_numpy(), np.int64)
+
+
+class ResultColumns:
+    """Result columns as numpy, read once."""
+
+    def __init__(self, t: pa.Table, window_ms: int, copies: np.ndarray) -> None:
+        self.n = t.num_rows
+        if len(copies) != self.n:
+            raise ValueError(f"copies has {len(copies)} values for {self.n} results")
+        self.delivery = store.delivery_flags(t.column("status"), copies)
+        self.producer = ints(t, "producer")
+        self.seq = ints(t, "seq")
+        self.window = window_index(ints(t, "send_ts_ms"), window_ms)
+        self.ok, self.failed, self.rejected = _statuses(t)
+        self.attempts = ints(t, "attempts")
+        self.exhausted = bools(t.column("retry_budget_exhausted"))
+        self.wire = ints(t, "wire_bytes")
+        self.latency = ints(t, "latency_ms")
+        self.queue_wait = ints(t, "queue_wait_ms")
+        self.born = ints(t, "born_ts_ms")
+        self.end = ints(t, "end_ts_ms")
+        self.broker, self.broker_names = string_codes(t.column("broker"))  # -1: none
+        # run_summary's scope of a message: the broker of a stored result; -1: not stored
+        self.scope = np.where((self.broker >= 0) & ~self.failed & ~self.rejected, self.broker, -1)
+        self._orders: dict[str, np.ndarray] = {}
+
+    def value_order(self, name: str) -> np.ndarray:
+        """The stable row order of a column's values (shared by the histograms of that column)."""
+        if name not in self._orders:
+            self._orders[name] = np.argsort(getattr(self, name), kind="stable")
+        return self._orders[name]
+
+
+def _statuses(results: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(SEND_OK, FAILED, REJECTED) masks of the results."""
+    status = results.column("status")
+    ok, failed, rejected = (bools(pc.equal(status, s)) for s in ("SEND_OK", "FAILED", "REJECTED"))
+    return ok, failed, rejected

@@ -1,0 +1,261 @@
+"""One producer task's summary aggregates: of whole producers' attempts and results at once
+(:func:`producer_aggregates`) or a part of their rows at a time (:class:`ProducerFold`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+
+import numpy as np
+import pyarrow as pa
+
+from rocketsim.broker import store
+from rocketsim.tables.grouping import Groups, distinct_values, from_codes, regroup
+from rocketsim.tables.summaries.aggregates import (
+    AGGREGATE_TABLES,
+    BUSY_COLUMNS,
+    MERGE_RULES,
+    NAME,
+    OK,
+    OUTCOME_COLUMNS,
+    SummaryAggregates,
+    merge,
+    with_keys,
+)
+from rocketsim.tables.summaries.arithmetic import histogram
+from rocketsim.tables.summaries.columns import AttemptColumns, ResultColumns
+from rocketsim.tables.summaries.intervals import IntervalFold, attempt_intervals
+from rocketsim.tables.summaries.windows import (
+    WindowParts,
+    finish_windows,
+    merge_window_parts,
+    producer_window_rows,
+    window_parts,
+)
+
+
+def _keyed(table: pa.Table, keys: Mapping[str, str]) -> pa.Table:
+    """``table`` with the constant key columns first."""
+    for i, (name, value) in enumerate(keys.items()):
+        codes = np.zeros(table.num_rows, np.int64)
+        table = table.add_column(
+            i, pa.field(name, NAME, nullable=False), from_codes(codes, pa.array([value]))
+        )
+    return table
+
+
+def producer_aggregates(
+    attempts: pa.Table,
+    results: pa.Table,
+    window_ms: int,
+    keys: Mapping[str, str] | None = None,
+    *,
+    messages: pa.Table,
+) -> SummaryAggregates:
+    """The summary aggregates of whole producers' attempts and results (``send_attempts`` /
+    ``send_results`` columns as the simulator returns them; ``run_id`` and store columns are ignored).
+
+    ``messages``: the same producers' messages (:data:`MESSAGE_COLUMNS`), for ``run_summary``'s delivery
+    columns (the copies the brokers stored of each message, :func:`rocketsim.broker.store.result_copies`).
+
+    ``keys``: constant key columns of these rows, e.g. ``{"variant": "fault_on"}`` in a comparison.
+    The producer-level parts (``producer_windows``, ``intervals``) are finished here, so merging needs
+    every row of a producer in one aggregate.
+    """
+    keys = dict(keys or {})
+    if window_ms <= 0:
+        raise ValueError(f"window_ms must be > 0, got {window_ms}")
+    copies = store.result_copies(messages, attempts, results)
+    a, r = AttemptColumns(attempts, window_ms), ResultColumns(results, window_ms, copies)
+    intervals = attempt_intervals(a)
+    tables = {
+        **_attempt_parts(a, window_ms),
+        **_result_parts(r),
+        "delivery_cells": _delivery_cells(r, window_ms),
+        "producer_windows": producer_window_rows(a, r, intervals, window_ms),
+        "intervals": intervals,
+        "producers": pa.table(
+            {"producer": pa.array(distinct_values(a.producer, r.producer).astype(np.int32))}
+        ),
+    }
+    tables = {
+        name: _keyed(t.cast(AGGREGATE_TABLES[name]), keys).cast(with_keys(AGGREGATE_TABLES[name], keys))
+        for name, t in tables.items()
+    }
+    return SummaryAggregates(window_ms, tuple(keys), **tables)
+
+
+class ProducerFold:
+    """:func:`producer_aggregates` of whole producers given a part of their rows at a time (a producer
+    task's chunks: rows of whole messages in seq order, :func:`rocketsim.stage.tables.producer_chunks`): the
+    tables that add up are made per part and merged, ``producer_windows`` from its :class:`WindowParts`,
+    and the ``intervals`` by an :class:`IntervalFold` (an attempt's piece ends at the next attempt's
+    end, maybe in a later part: it keeps only the attempts not yet settled)."""
+
+    def __init__(self, window_ms: int, keys: Mapping[str, str] | None = None) -> None:
+        if window_ms <= 0:
+            raise ValueError(f"window_ms must be > 0, got {window_ms}")
+        self.window_ms, self.keys = window_ms, dict(keys or {})
+        self._tables: list[dict[str, pa.Table]] = []
+        self._windows: list[WindowParts] = []
+        self._intervals = IntervalFold()
+        self._producers = np.zeros(0, np.int64)
+
+    def add(
+        self,
+        attempts: pa.Table,
+        results: pa.Table,
+        messages: pa.Table,
+        later_start_ms: int | None = None,
+        copies: np.ndarray | None = None,
+    ) -> None:
+        """One part: the results of some whole messages, their sends' attempts, those messages; no attempt
+        of a later part starts before ``later_start_ms`` (None: not known, nothing settles before the
+        end); ``copies``: their :func:`rocketsim.broker.store.result_copies` when known."""
+        if copies is None:
+            copies = store.result_copies(messages, attempts, results)
+        a, r = AttemptColumns(attempts, self.window_ms), ResultColumns(results, self.window_ms, copies)
+        self._tables.append(
+            {
+                **_attempt_parts(a, self.window_ms),
+                **_result_parts(r),
+                "delivery_cells": _delivery_cells(r, self.window_ms),
+            }
+        )
+        self._windows.append(window_parts(a, r))
+        self._producers = np.union1d(self._producers, a.producer)
+        self._intervals.add(a, self._intervals.watermark if later_start_ms is None else later_start_ms)
+
+    def result(self) -> SummaryAggregates:
+        """The aggregates of every part added (as :func:`producer_aggregates` of all their rows)."""
+        merged: dict[str, pa.Table] = {}
+        for name in MERGE_RULES:
+            both = pa.concat_tables([t[name].cast(AGGREGATE_TABLES[name]) for t in self._tables])
+            keys, sums, mins, maxs = MERGE_RULES[name]
+            merged[name] = regroup(both, keys, sums, mins, maxs)
+        intervals = self._intervals.result()
+        windows = merge_window_parts(self._windows) if self._windows else None
+        producers = np.unique(np.concatenate([w.producer for w in self._windows] + [np.zeros(0, np.int64)]))
+        producers = np.union1d(producers, self._producers)
+        tables = {
+            **merged,
+            "producer_windows": (
+                finish_windows(windows, intervals, self.window_ms)
+                if windows is not None
+                else AGGREGATE_TABLES["producer_windows"].empty_table()
+            ),
+            "intervals": intervals,
+            "producers": pa.table({"producer": pa.array(producers.astype(np.int32))}),
+        }
+        keys = self.keys
+        tables = {
+            name: _keyed(t.cast(AGGREGATE_TABLES[name]), keys).cast(with_keys(AGGREGATE_TABLES[name], keys))
+            for name, t in tables.items()
+        }
+        return merge([SummaryAggregates(self.window_ms, tuple(keys), **tables)])
+
+
+def _attempt_parts(a: AttemptColumns, window_ms: int) -> dict[str, pa.Table]:
+    """attempt_cells, attempt_latency, queue_cells."""
+    if not a.n:
+        return {
+            n: AGGREGATE_TABLES[n].empty_table() for n in ("attempt_cells", "attempt_latency", "queue_cells")
+        }
+    cells = Groups([a.broker, a.window])
+    counts = {
+        "sends": cells.count(),
+        **{name: cells.sum(a.kind == k) for k, name in enumerate(OUTCOME_COLUMNS)},
+        "retries": cells.sum(a.attempt > 0),
+        "bytes": cells.sum(a.wire),
+        **{name: cells.sum(a.busy == j) for j, name in enumerate(BUSY_COLUMNS)},
+        "store_requests": cells.sum(a.seen),
+        "queue_depth_sum": cells.sum(a.depth),
+        "store_service_us": cells.sum(a.service),
+    }
+    depth_max = np.full(cells.n, -1, np.int64)
+    np.maximum.at(depth_max, cells.index, np.where(a.seen, a.depth, -1))
+    attempt_cells = pa.table(
+        {
+            "broker": from_codes(a.broker[cells.first], a.broker_names),
+            "window_start_ms": a.window[cells.first] * np.int64(window_ms),
+            **counts,
+            "queue_depth_max": depth_max,
+        }
+    )
+    cell, latency, n = histogram(cells.index, a.latency, cells.n)
+    row = cells.first[cell]
+    attempt_latency = pa.table(
+        {
+            "broker": from_codes(a.broker[row], a.broker_names),
+            "window_start_ms": a.window[row] * np.int64(window_ms),
+            "latency_ms": latency,
+            "count": n,
+        }
+    )
+    qc = Groups([a.broker, a.queue, a.window])
+    queue_cells = pa.table(
+        {
+            "broker": from_codes(a.broker[qc.first], a.broker_names),
+            "queue_id": pa.array(a.queue[qc.first].astype(np.int32)),
+            "window_start_ms": a.window[qc.first] * np.int64(window_ms),
+            "sends": qc.count(),
+            "ok": qc.sum(a.kind == OK),
+        }
+    )
+    return {"attempt_cells": attempt_cells, "attempt_latency": attempt_latency, "queue_cells": queue_cells}
+
+
+def _result_parts(r: ResultColumns) -> dict[str, pa.Table]:
+    """result_scopes, result_latency, result_queue_wait: run_summary's message columns per scope (the
+    broker of a stored result; null for results not stored: FAILED, REJECTED or no broker)."""
+    names = ("result_scopes", "result_latency", "result_queue_wait")
+    if not r.n:
+        return {n: AGGREGATE_TABLES[n].empty_table() for n in names}
+    g = Groups([r.scope])
+    scopes = pa.table(
+        {
+            "broker": from_codes(r.scope[g.first], r.broker_names),
+            "messages": g.count(),
+            "ok": g.sum(r.ok),
+            "failed": g.sum(r.failed),
+            "rejected": g.sum(r.rejected),
+            "attempts": g.sum(r.attempts),
+            "retries": g.sum(np.maximum(r.attempts - 1, 0)),
+            "retry_budget_exhausted": g.sum(r.exhausted),
+            **{name: g.sum(values) for name, values in r.delivery.items()},
+            "first_born_ms": g.min(r.born),
+            "last_end_ms": g.max(r.end),
+        }
+    )
+    out = {"result_scopes": scopes}
+    for name, column, attr in (
+        ("result_latency", "latency_ms", "latency"),
+        ("result_queue_wait", "queue_wait_ms", "queue_wait"),
+    ):
+        group, value, n = histogram(g.index, getattr(r, attr), g.n, partial(r.value_order, attr))
+        out[name] = pa.table(
+            {"broker": from_codes(r.scope[g.first[group]], r.broker_names), column: value, "count": n}
+        )
+    return out
+
+
+def _delivery_cells(r: ResultColumns, window_ms: int) -> pa.Table:
+    """delivery_cells: the delivery outcomes of the messages per (the result's broker, window of the
+    send's start), cells with any only. A message with an outcome always had an attempt, so a broker."""
+    flagged = np.zeros(r.n, bool)
+    for values in r.delivery.values():
+        flagged |= values > 0
+    rows = np.flatnonzero(flagged)
+    if not len(rows):
+        return AGGREGATE_TABLES["delivery_cells"].empty_table()
+    if int(r.broker[rows].min()) < 0:
+        raise AssertionError("a message with a delivery outcome has no broker")
+    g = Groups([r.broker[rows], r.window[rows]])
+    return pa.table(
+        {
+            "broker": from_codes(r.broker[rows][g.first], r.broker_names),
+            "window_start_ms": r.window[rows][g.first] * np.int64(window_ms),
+            **{name: g.sum(values[rows]) for name, values in r.delivery.items()},
+        }
+    )

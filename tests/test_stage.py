@@ -132,8 +132,11 @@ def test_the_derived_outputs_are_the_core_functions_of_the_rows(scenario: Scenar
         pa.concat_tables([t.results for t in producers]),
         1000,
         messages=pa.concat_tables([t.messages for t in producers]),
+        faults=summaries.fault_spans(scenario.faults),
     )
-    merged = summaries.merge(t.summary_aggregates(1000) for t in producers)
+    merged = summaries.merge(
+        t.summary_aggregates(1000, summaries.fault_spans(scenario.faults)) for t in producers
+    )
     assert summaries.summary_tables(merged) == summaries.summary_tables(whole)
     unstored = [t.unstored_transactions(scenario) for t in producers]
     stored, deliveries, storage = [], [], []
@@ -283,8 +286,15 @@ def test_the_one_pass_in_memory_equals_the_local_oracle(scenario: Scenario, one_
     assert failed.num_rows > 0
     assert set(failed.column("status").to_pylist()) <= {"FAILED", "REJECTED", "ONEWAY_SENT"}
     whole = summaries.summary_tables(
-        summaries.producer_aggregates(out.attempts, out.results, WINDOW_MS, messages=messages)
+        summaries.producer_aggregates(
+            out.attempts,
+            out.results,
+            WINDOW_MS,
+            messages=messages,
+            faults=summaries.fault_spans(scenario.faults),
+        )
     )
+    assert whole["fault_windows"].num_rows > 0  # the scenario has a fault
     for name, table in whole.items():
         assert made.table(name).equals(table), name
     storage = _by_keys(made.table("broker_storage"), "broker_storage")
@@ -451,7 +461,12 @@ def test_a_comparison_task_hands_on_each_variants_aggregates(scenario: Scenario)
         out = engine.simulate(messages, sc)
         parts.append(
             summaries.producer_aggregates(
-                out.attempts, out.results, WINDOW_MS, {"variant": name}, messages=messages
+                out.attempts,
+                out.results,
+                WINDOW_MS,
+                {"variant": name},
+                messages=messages,
+                faults=summaries.fault_spans(sc.faults),
             )
         )
     want = summaries.merge(parts)

@@ -10,18 +10,9 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from urllib.parse import unquote
 
 import pytest
-from tiny_runs import claim_held_elsewhere
-
-from rocketsim.scenario import load_scenario, workload
-from rocketsim.tables import schemas
-from rocketsim.warehouse.delta import commit_written
-from rocketsim.warehouse.files import write_parquet
-from rocketsim.warehouse.paths import new_write_id, staging_path
-from rocketsim.warehouse.read import run_file_uris
-from rocketsim.warehouse.run_commit import TableWrite, publish_writes
+from tiny_runs import claim_held_elsewhere, messages_without_files
 
 ROOT = Path(__file__).resolve().parents[1]
 STEADY = ROOT / "conf" / "scenarios" / "steady.toml"
@@ -46,15 +37,7 @@ def test_a_failure_after_spark_started_is_one_line_naming_sparks_log(tmp_path: P
     """jobs/simulate.py on a run whose messages file was deleted: the log still lists it (so the check
     before Spark passes), the tasks fail reading it."""
     wh = tmp_path / "wh"
-    messages = workload.generate(load_scenario(STEADY, SETS))
-    write_id = new_write_id()
-    Path(staging_path(str(wh), "messages", write_id)).mkdir(parents=True)
-    data = messages.select(schemas.data_schema(schemas.MESSAGES).names)
-    write_parquet(data, f"{staging_path(str(wh), 'messages', write_id)}/part-p000000.parquet")
-    report = commit_written(str(wh), "messages", "r1", schemas.MESSAGES, write_id)
-    publish_writes(str(wh), "r1", "test", [TableWrite("messages", report.write_id, report.rows)])
-    for uri in run_file_uris(str(wh), "messages", "r1"):
-        Path(unquote(uri.removeprefix("file://"))).unlink()
+    messages_without_files(wh, STEADY, SETS)
 
     done = submit("simulate.py", wh, "r1")
     lines = done.stderr.splitlines()

@@ -113,7 +113,7 @@ def test_a_table_outside_the_warehouse_is_refused(tmp_path: Path, capsys: pytest
         assert (code, out) == (2, "") and len(err.splitlines()) == 1, (table, err)
         assert err.startswith(f"error: --table {table!r} "), err
     os.symlink(f"{other}/{TABLES[0]}", f"{wh}/linked")  # a link to another warehouse's table
-    killed_job(other, "r3", 9, f"{RUN_COMMITS_TABLE}:before_commit")  # unpublished writes there
+    killed_job(other, "r3", 9, f"{RUN_COMMITS_TABLE}:written")  # unpublished writes there
     code, out, err = run_vacuum(wh, capsys)
     assert code == 0 and "linked" not in out, out
     code, _, err = run_vacuum(wh, capsys, "--table", "linked")
@@ -442,7 +442,9 @@ def test_a_rerun_killed_at_any_point_is_cleaned_up_and_every_run_reads_as_before
 ) -> None:
     """The crash harness's kill points: after vacuum nothing of the killed job is left (no file no log
     names, no write no run names) and every complete run reads as before (killed after its run-level
-    commit: the new run, whole)."""
+    commit: the new run, whole). Killed with its run_commits file in the run's partition but not in the
+    log, that file and its writes stay (they may be a commit whose log entry was lost) until a rerun of
+    the run supersedes them."""
     wh = str(tmp_path / "wh")
     three_runs(wh)
     killed_job(wh, "r2", 7, point)
@@ -450,6 +452,15 @@ def test_a_rerun_killed_at_any_point_is_cleaned_up_and_every_run_reads_as_before
     code, out, err = run_vacuum(wh, capsys)
     assert (code, err) == (0, ""), err
     assert visible(wh) == before
+    if point in (f"{RUN_COMMITS_TABLE}:staged", f"{RUN_COMMITS_TABLE}:before_commit"):
+        unlogged = data_files(wh) - logged(wh)
+        assert [f.split("/")[:2] for f in unlogged] == [[RUN_COMMITS_TABLE, "run_id=r2"]], unlogged
+        assert all(list(superseded_writes(wh, t)) == ["r2"] for t in TABLES), out
+        assert "until a later run of the same id supersedes it" in out
+        job(wh, "r2", 8)
+        before = visible(wh)
+        code, out, err = run_vacuum(wh, capsys)
+        assert (code, err) == (0, "") and visible(wh) == before, err
     assert data_files(wh) <= logged(wh), data_files(wh) - logged(wh)
     assert all(superseded_writes(wh, t) == {} for t in TABLES), out
 
@@ -460,7 +471,7 @@ def test_a_damaged_table_is_reported_and_the_others_are_vacuumed(
     """Probe case 12: vacuum on a damaged table log traced (Python and Rust) and stopped partway."""
     wh = str(tmp_path / "wh")
     three_runs(wh)
-    killed_job(wh, "r2", 7, f"{RUN_COMMITS_TABLE}:before_commit")  # unpublished writes in every table
+    killed_job(wh, "r2", 7, f"{RUN_COMMITS_TABLE}:written")  # unpublished writes in every table
     garbage, cut = TABLES[0], TABLES[1]  # to deltalake, to Python's JSON reader
     last_commit(wh, garbage).write_text("garbage{\n")  # deltalake refuses it
     text = last_commit(wh, cut).read_text()  # two objects on a line: deltalake reads on, Python's JSON not
@@ -482,7 +493,7 @@ def test_unpublished_writes_are_kept_while_a_table_lacks_a_write_run_commits_nam
     then no write anywhere is taken for unpublished."""
     wh = str(tmp_path / "wh")
     three_runs(wh)
-    killed_job(wh, "r2", 7, f"{RUN_COMMITS_TABLE}:before_commit")
+    killed_job(wh, "r2", 7, f"{RUN_COMMITS_TABLE}:written")
     for commit in sorted((Path(wh) / TABLES[0] / "_delta_log").glob("*.json"))[-3:]:
         commit.unlink()  # the killed job's write, r1's rerun and the removal of its old write
     code, out, err = run_vacuum(wh, capsys)
@@ -498,7 +509,7 @@ def test_a_table_holding_a_write_short_is_left_alone_and_the_others_vacuumed(
     about run_commits, so the other tables lose their unpublished writes."""
     wh = str(tmp_path / "wh")
     three_runs(wh)
-    killed_job(wh, "r2", 7, f"{RUN_COMMITS_TABLE}:before_commit")
+    killed_job(wh, "r2", 7, f"{RUN_COMMITS_TABLE}:written")
     column = _int_column(read_arrow(wh, TABLES[0], "r1"))
     DeltaTable(table_path(wh, TABLES[0])).delete(f"run_id = 'r1' AND {column} = 3000")
     code, out, err = run_vacuum(wh, capsys)
@@ -515,3 +526,22 @@ def test_vacuum_of_a_warehouse_never_written_and_of_file_uris(tmp_path: Path) ->
     assert [t.table for t in vacuum(f"file://{wh}").tables] == sorted([*TABLES, RUN_COMMITS_TABLE])
     with pytest.raises(VacuumRefused, match="does not exist: nothing to vacuum"):
         vacuum(tmp_path / "nosuch")
+
+
+def test_a_commit_whose_log_entry_was_lost_before_its_record_survives_vacuum(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by the vacuum property: a rerun killed right after its run-level commit (no publication
+    record yet), then that commit's log entry lost. The rerun's run_commits file and the writes it names
+    look unpublished; vacuum keeps them, so restoring the entry gives back the rerun, whole."""
+    wh = str(tmp_path / "wh")
+    three_runs(wh)
+    killed_job(wh, "r2", 7, f"{RUN_COMMITS_TABLE}:committed")
+    before = visible(wh)
+    entry = last_commit(wh, RUN_COMMITS_TABLE)
+    text = entry.read_text()
+    entry.unlink()
+    code, out, err = run_vacuum(wh, capsys)
+    assert (code, err) == (0, "") and "unpublished writes kept: run(s) r2 hold a run_commits file" in out
+    entry.write_text(text)
+    assert visible(wh) == before

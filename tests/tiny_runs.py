@@ -12,15 +12,17 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote
 
 import pyarrow as pa
 
+from rocketsim.scenario import load_scenario, workload
 from rocketsim.tables import schemas
 from rocketsim.warehouse import delta
 from rocketsim.warehouse.delta import CRASH_AT_ENV, CRASH_STAGES, commit_written
 from rocketsim.warehouse.files import write_parquet
 from rocketsim.warehouse.paths import new_write_id, staging_path
-from rocketsim.warehouse.read import list_runs, read_arrow
+from rocketsim.warehouse.read import list_runs, read_arrow, run_file_uris
 from rocketsim.warehouse.run_commit import RUN_COMMITS_TABLE, TableWrite, publish_writes, remove_superseded
 
 HERE = Path(__file__).resolve().parent
@@ -132,3 +134,17 @@ def claim_held_elsewhere(warehouse: str | Path, run_id: str) -> Iterator[subproc
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
+
+
+def messages_without_files(warehouse: Path, scenario: Path, overrides: list[str], run_id: str = "r1") -> None:
+    """A run's ``messages`` of ``scenario`` published, then their data files deleted: the log still lists
+    them (so a job's checks before Spark pass) and its tasks fail reading them."""
+    messages = workload.generate(load_scenario(scenario, overrides))
+    write_id = new_write_id()
+    Path(staging_path(str(warehouse), "messages", write_id)).mkdir(parents=True)
+    data = messages.select(schemas.data_schema(schemas.MESSAGES).names)
+    write_parquet(data, f"{staging_path(str(warehouse), 'messages', write_id)}/part-p000000.parquet")
+    report = commit_written(str(warehouse), "messages", run_id, schemas.MESSAGES, write_id)
+    publish_writes(str(warehouse), run_id, "test", [TableWrite("messages", report.write_id, report.rows)])
+    for uri in run_file_uris(str(warehouse), "messages", run_id):
+        Path(unquote(uri.removeprefix("file://"))).unlink()

@@ -719,7 +719,7 @@ def prepare(messages: pa.Table, sc: Scenario, topics: list[str] | None = None) -
     mode, _ = _codes(messages.column("send_mode"), MODES)
 
     # sizes and flags: a batch element's body is never compressed
-    compress = (body >= p.compress_msg_body_over_howmuch) & ~is_batch
+    compress = (body >= p.compress_msg_body_over_howmuch) & ~is_batch & p.compresses_bodies  # gRPC: as sent
     sent_body = body.copy()
     if compress.any():
         model = compression_model(p.compress_type, p.compress_level)

@@ -16,6 +16,7 @@ import pandas as pd
 from rocketsim.present.timeline import FaultSpan, Timeline, fault_spans, producers_stop_ms
 from rocketsim.scenario import Scenario, ScenarioError
 from rocketsim.scenario.variants import scenario_of_run
+from rocketsim.tables import schemas
 from rocketsim.warehouse.read import is_table, list_runs, read_pandas, read_run
 
 
@@ -26,6 +27,10 @@ def find_warehouse(path: str | os.PathLike[str] = "warehouse") -> str:
         return str(p)
     parent = Path("..") / p
     return str(parent) if parent.is_dir() else str(p)
+
+
+def _empty(table: str) -> pd.DataFrame:
+    return schemas.TABLES[table].schema.empty_table().to_pandas()
 
 
 def _read(warehouse: str, run_id: str, tables: Sequence[str]) -> dict[str, pd.DataFrame]:
@@ -85,6 +90,8 @@ class RunData:
     faults: list[FaultSpan] = field(default_factory=list)
     storage: pd.DataFrame = field(default_factory=pd.DataFrame)  # broker_storage (empty: not run)
     consumer_load: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # fault_windows (empty: a run without faults, or written before the table)
+    fault_windows: pd.DataFrame = field(default_factory=lambda: _empty("fault_windows"))
 
     @property
     def span_ms(self) -> int:
@@ -106,6 +113,7 @@ class RunData:
 
 RUN_TABLES = (
     "run_summary",
+    "fault_windows",
     "broker_windows",
     "queue_windows",
     "producer_windows",
@@ -136,6 +144,7 @@ def load_run(warehouse: str, run_id: str) -> RunData:
         faults=fault_spans(sc) if sc is not None else [],
         storage=t["broker_storage"],
         consumer_load=t["consumer_load"],
+        fault_windows=t["fault_windows"],
     )
 
 

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from rocketsim import __version__
 from rocketsim.omb.measured import OmbRun
-from rocketsim.present import frames, plots, plots_storage
+from rocketsim.present import frames, plots, plots_storage, text
 from rocketsim.present import omb as omb_plots
 from rocketsim.present.explore import RunData, load_run
 
@@ -77,6 +77,23 @@ def _meta(run: RunData) -> str:
     items.append(("fault timeline", faults or "none"))
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in items)
     return f'<table class="meta">{rows}</table>'
+
+
+def fault_section(run: RunData) -> list[str]:
+    """During each fault against the rest of the run (``fault_windows``): a table per fault."""
+    parts = ["<h2>During each fault</h2>"]
+    if run.fault_windows.empty:
+        return [*parts, '<p class="muted">The run has no fault (or was written before fault_windows).</p>']
+    parts.append(
+        '<p class="muted">Per fault, its window against the rest of the run: the attempts that started in '
+        "it (latency and failed share of every attempt, failed ones included; share: of the period's "
+        "attempts) and the messages whose send began in it (a broker's: those whose last attempt went to "
+        'it; "send p99" is the send call, on "all" only).</p>'
+    )
+    for head, table in frames.fault_window_frames(run.fault_windows):
+        parts.append(f"<h3>{html.escape(text.fault_heading(head))}</h3>")
+        parts.append(f'<div class="wide">{_table(table.reset_index().set_index("scope"))}</div>')
+    return parts
 
 
 class Chart(NamedTuple):
@@ -186,10 +203,13 @@ def render_page(run: RunData, charts: Sequence[Chart], source: str, extra: Seque
         "<h2>Run</h2>",
         _meta(run),
         "<h2>Summary</h2>",
-        '<p class="muted">A column per scope (the whole run, then each broker). Latency is the send call '
-        '(all attempts); "attempts sent" and "failed attempts" count attempts to that broker; "isolated" is '
-        "producer-seconds of latency-fault isolation within the run.</p>",
+        '<p class="muted">A column per scope (the whole run, then each broker). "send" latency is the send '
+        "call of every message (all its attempts, failed sends included), for the whole run only: a send "
+        'may try several brokers. "attempt" latency, "attempts sent" and "failed attempts" are every '
+        "attempt sent to the scope, failed and timed-out ones included. The messages' statuses add up to "
+        'the messages; "isolated" is producer-seconds of latency-fault isolation within the run.</p>',
         f'<div class="wide">{_table(frames.summary_frame(run.summary).T.rename_axis("metric"))}</div>',
+        *fault_section(run),
         "<h2>Charts</h2>",
         *[_chart_html(c) for c in charts],
         *extra,
@@ -217,8 +237,10 @@ def write_report(
     out: str | os.PathLike[str],
     measured: list[OmbRun] | None = None,
 ) -> Path:
-    """Write the report of ``run_id`` to ``out`` (folders made as needed)."""
+    """Write the report of ``run_id`` to ``out`` (folders made as needed, once the report is made: a run
+    that cannot be read leaves nothing behind)."""
+    page = render_report(warehouse, run_id, measured)
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(warehouse, run_id, measured), encoding="utf-8")
+    path.write_text(page, encoding="utf-8")
     return path

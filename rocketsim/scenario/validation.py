@@ -7,6 +7,7 @@ value; and the check of a run's summary window.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import types
 import typing
@@ -30,6 +31,7 @@ from rocketsim.scenario.config import (
     ProducerConfig,
     Scenario,
     ScenarioError,
+    toml_value,
 )
 
 # characters a string value may not hold (the text keys may hold newlines and tabs)
@@ -38,7 +40,33 @@ _TEXT_KEYS = ("description",)  # strings that may hold newlines and tabs
 
 
 def _fail(path: str, rule: str, value: Any) -> typing.NoReturn:
-    raise ScenarioError(f"{path} {rule}, got {value!r}")
+    raise ScenarioError(f"{path} {rule}, got {toml_value(value)}")
+
+
+def _unknown_key(where: str, known: typing.Iterable[str], value: Any) -> typing.NoReturn:
+    """An unknown key: the known ones it is close to ("did you mean ...?", :mod:`difflib`), else every
+    known one."""
+    parent, _, key = where.rpartition(".")
+    names = sorted(known)
+    close = [f"{parent}.{c}" if parent else c for c in difflib.get_close_matches(key, names, n=3, cutoff=0.6)]
+    if not close and not parent:  # a section's key written at the top: threads for producers.threads
+        inner = _section_keys()
+        close = [inner[c] for c in difflib.get_close_matches(key, sorted(inner), n=3, cutoff=0.8)]
+    if close:
+        _fail(where, f"is not a known key (did you mean {' or '.join(close)}?)", value)
+    _fail(where, f"is not a known key (expected one of {', '.join(names)})", value)
+
+
+def _section_keys() -> dict[str, str]:
+    """The keys of the scenario's sections by name: ``threads`` -> ``producers.threads`` (the first
+    section holding a name), and ``coupling`` -> ``brokers.coupling``."""
+    out: dict[str, str] = {"coupling": "brokers.coupling"}
+    for f in dataclasses.fields(Scenario):
+        tp = typing.get_type_hints(Scenario)[f.name]
+        if dataclasses.is_dataclass(tp):
+            for inner in dataclasses.fields(tp):
+                out.setdefault(inner.name, f"{f.name}.{inner.name}")
+    return out
 
 
 def _type_name(tp: Any) -> str:
@@ -69,7 +97,7 @@ def _convert(tp: Any, value: Any, path: str, meta: Mapping[str, Any]) -> Any:
         out: dict[str, Any] = {}
         for k, v in value.items():
             if allowed is not None and k not in allowed:
-                _fail(f"{path}.{k}", f"is not a known key (expected one of {', '.join(allowed)})", v)
+                _unknown_key(f"{path}.{k}", allowed, v)
             out[k] = _convert(val_tp, v, f"{path}.{k}", {})
             if (meta.get("weights") or meta.get("fractions")) and (not math.isfinite(out[k]) or out[k] < 0):
                 _fail(f"{path}.{k}", "must be a finite number >= 0", v)
@@ -121,8 +149,8 @@ def _build(cls: Any, raw: Mapping[str, Any], path: str) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "source_text"}
     for key in raw:
         if key not in fields:
-            where = f"{path}.{key}" if path else key
-            _fail(where, f"is not a known key (expected one of {', '.join(sorted(fields))})", raw[key])
+            # broker_coupling is brokers.coupling in a file: the user never writes it
+            _unknown_key(f"{path}.{key}" if path else key, set(fields) - {"broker_coupling"}, raw[key])
     kwargs = {}
     for name, f in fields.items():
         where = f"{path}.{name}" if path else name
@@ -137,6 +165,7 @@ def _check_cross_fields(sc: Scenario) -> None:
     """The rules between fields, in this order (the first broken one is reported)."""
     _check_cluster(sc)
     _check_versions(sc)
+    _check_grpc_family(sc)
     _check_workload_volume(sc)
     if sc.producers.compress_type == "ZLIB" and not -1 <= sc.producers.compress_level <= 9:
         _fail(
@@ -173,6 +202,7 @@ def _check_versions(sc: Scenario) -> None:
     """The client and broker versions parse, the client's settings exist in its version; a group name."""
     try:
         sc.producers.version  # noqa: B018 - parse to validate
+        sc.producers.grpc_client  # noqa: B018
     except ConfigError as exc:
         _fail(
             "producers.client_version",
@@ -191,6 +221,35 @@ def _check_versions(sc: Scenario) -> None:
             )
     if sc.producers.group.strip() == "":
         _fail("producers.group", "must not be blank", sc.producers.group)
+
+
+def _check_grpc_family(sc: Scenario) -> None:
+    """What the gRPC clients cannot do (no oneway send, no batch), what is not modelled for them (the
+    closed-loop store), and the Python client's whole-second timeout."""
+    client = sc.producers.grpc_client
+    if client is None:
+        return
+    if sc.producers.send_mode.get("oneway", 0) > 0:
+        _fail(
+            "producers.send_mode.oneway",
+            "must be 0 with client_family grpc (no gRPC client sends oneway)",
+            sc.producers.send_mode["oneway"],
+        )
+    if sc.workload.message_types.get("batch", 0) > 0:
+        _fail(
+            "workload.message_types.batch",
+            "must be 0 with client_family grpc (no gRPC client sends batches)",
+            sc.workload.message_types["batch"],
+        )
+    if sc.coupling != "open":
+        _fail(
+            "brokers.coupling",
+            "must be open with client_family grpc (the closed-loop store is not modelled for it)",
+            sc.coupling,
+        )
+    if client.whole_second_timeout and sc.producers.request_timeout_ms % 1000:
+        rule = f"must be whole seconds with {client.name} (its request_timeout is an int of seconds)"
+        _fail("producers.request_timeout_ms", rule, sc.producers.request_timeout_ms)
 
 
 def _check_workload_volume(sc: Scenario) -> None:
@@ -343,7 +402,7 @@ def check_window(sc: Scenario, window_ms: int, *, option: str = "--window-ms") -
     if not 1 <= window_ms <= MAX_WINDOW_MS:
         _fail(option, f"must be between 1 and {MAX_WINDOW_MS} (one year)", window_ms)
     wl, pr = sc.workload, sc.producers
-    arrivals_s = wl.messages / wl.rate_per_s if wl.messages > 0 else wl.duration_s
+    arrivals_s = wl.span_s
     sends_ms = pr.send_msg_timeout_ms * (
         1 + max(pr.retry_times_when_send_failed, pr.retry_times_when_send_async_failed)
     )

@@ -34,8 +34,10 @@ from deltalake.exceptions import DeltaError
 from pyspark.sql import SparkSession
 
 from rocketsim.errors import RocketSimError
+from rocketsim.spark import progress
 from rocketsim.spark.cli import CapacityArgs, CompareArgs, JobArgs
 from rocketsim.spark.session import build_session
+from rocketsim.spark.submit import ERROR_FILE_ENV, SPARK_LOG_ENV
 from rocketsim.tables.reconcile import ReconciliationError
 from rocketsim.warehouse.claims import ClaimError, claimed
 from rocketsim.warehouse.delta import DamagedTableError
@@ -44,8 +46,8 @@ from rocketsim.warehouse.read import DamagedRunError, MissingRunError, require_r
 
 EXIT_REFUSED = 2  # before Spark: bad input, a run id another job writes, missing or damaged input tables
 EXIT_FAILED = 1  # after Spark started
-ERROR_FILE_ENV = "ROCKETSIM_ERROR_FILE"  # set by spark-submit.sh: where the one line goes
-SPARK_LOG_ENV = "ROCKETSIM_SPARK_LOG"  # set by spark-submit.sh: the file Spark's logging goes to
+# ERROR_FILE_ENV: set by spark-submit.sh, where the one line goes; SPARK_LOG_ENV: set by spark-submit.sh
+# and the rocketsim command, the file Spark's logging goes to (rocketsim/spark/submit.py)
 _MAX_DETAIL = 300
 # What stops a job before Spark starts with one line and EXIT_REFUSED: nothing was written.
 _REFUSALS = (ClaimError, MissingRunError, DamagedRunError, DamagedTableError)
@@ -73,7 +75,8 @@ def run_job(
             spark = build_session(app_name=f"rocketsim-{job}-{args.run_id}")
             started = True
             try:
-                body(spark)
+                with progress.reporting(spark, f"{job} {args.run_id}", enabled=not args.quiet):
+                    body(spark)
             finally:
                 spark.stop()
     except _REFUSALS as exc:

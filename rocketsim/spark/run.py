@@ -53,6 +53,7 @@ from pyspark.sql import SparkSession
 from rocketsim.broker.queue import ITERATIVE
 from rocketsim.scenario import Scenario, workload
 from rocketsim.spark.delta_sink import publish_run, publish_staged
+from rocketsim.spark.progress import step
 from rocketsim.stage.broker import broker_task
 from rocketsim.stage.coupled import iterate_rounds, round_task
 from rocketsim.stage.driver import finish_stage
@@ -96,11 +97,15 @@ class StageReport:
 
 
 def map_bins(
-    spark: SparkSession, bins: Sequence[Sequence[int]], work: Callable[[int], Mapping[str, int]]
+    spark: SparkSession,
+    bins: Sequence[Sequence[int]],
+    work: Callable[[int], Mapping[str, int]],
+    what: str = "tasks",
 ) -> dict[int, dict[str, int]]:
     """``work(item)`` for every item of every bin, one Spark task per bin; each item's counts, collected
-    (rows of named counts, never data)."""
+    (rows of named counts, never data). ``what``: the work's name in the progress line and Spark's UI."""
     bins = [list(b) for b in bins]
+    step(spark, what)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -233,7 +238,12 @@ def run_tasks(spark: SparkSession, sc: Scenario, work: StageWork, partitions: in
     rounds = left = None
 
     def run_round(number: int) -> None:
-        map_bins(spark, tasks, lambda i: round_task(sc, plan, work.io(), i, bins[i], number))
+        map_bins(
+            spark,
+            tasks,
+            lambda i: round_task(sc, plan, work.io(), i, bins[i], number),
+            f"round {number}: producer tasks",
+        )
 
     t0 = time.monotonic()
     if sc.coupling == ITERATIVE and plan.runs(SIMULATE):  # the rounds, then the last one's rows
@@ -244,6 +254,7 @@ def run_tasks(spark: SparkSession, sc: Scenario, work: StageWork, partitions: in
         lambda i: in_worker(
             lambda: producer_task(sc, plan, work.io(), i, bins[i], rounds, release=give_back_unused)
         ),
+        f"producer tasks, {sum(s.messages for s in shares):,} messages",
     )
     t1 = time.monotonic()
     per_broker: dict[int, dict[str, int]] = {}
@@ -252,6 +263,7 @@ def run_tasks(spark: SparkSession, sc: Scenario, work: StageWork, partitions: in
             spark,
             [[b] for b in brokers],
             lambda b: in_worker(lambda: broker_task(sc, plan, work.io(), b, len(bins))),
+            "broker tasks",
         )
     t2 = time.monotonic()
     if len(per_task) != len(bins) or (plan.has_brokers and len(per_broker) != len(brokers)):

@@ -25,7 +25,7 @@ _EXPORTS = {
     "plan": ("CHUNK_ROWS", "StagePlan", "balanced_bins", "producer_bins", "stage_bins"),
     "producer": ("producer_task",),
     "protocols": ("StageIO",),
-    "sweeps": ("variant_aggregates", "whole_run_aggregates"),
+    "sweeps": ("WholeRun", "variant_aggregates", "whole_run_aggregates"),
     "tables": (
         "BROKER_SIDE_LOG_COLUMNS",
         "MESSAGES_DATA",

@@ -183,7 +183,9 @@ class _Simulated:
     def rows(self, chunks: Iterator[ProducerTables]) -> None:
         """Rows of whole producers (one producer a chunk at a time, or several whole): written, counted,
         and folded into their summary aggregates."""
-        fold = summaries.ProducerFold(self.plan.window_ms) if self.plan.runs(SUMMARIZE) else None
+        fold = None
+        if self.plan.runs(SUMMARIZE):
+            fold = summaries.ProducerFold(self.plan.window_ms, faults=summaries.fault_spans(self.sc.faults))
         for tables in chunks:
             self.sinks.write(tables)
             self.counts.append(
@@ -339,7 +341,11 @@ def _read_back(
         if plan.runs(SUMMARIZE):
             aggregates.append(
                 summaries.producer_aggregates(
-                    rows.attempts, rows.results, plan.window_ms, messages=rows.messages
+                    rows.attempts,
+                    rows.results,
+                    plan.window_ms,
+                    messages=rows.messages,
+                    faults=summaries.fault_spans(sc.faults),
                 )
             )
         if transactions is not None:

@@ -10,11 +10,13 @@ whole in one task (:func:`whole_run_task`: its producers are simulated together)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim import engine
+from rocketsim.broker.queue import OPEN
 from rocketsim.scenario import Scenario, variants, workload
 from rocketsim.stage.driver import merge_aggregates
 from rocketsim.stage.protocols import VARIANT_AGGREGATES, WHOLE_RUN_AGGREGATES, Scratch, scratch_key
@@ -41,21 +43,54 @@ def variant_aggregates(
         out = engine.simulate(messages, scenarios[name])
         parts.append(
             summaries.producer_aggregates(
-                out.attempts, out.results, window_ms, {"variant": name}, messages=messages
+                out.attempts,
+                out.results,
+                window_ms,
+                {"variant": name},
+                messages=messages,
+                faults=summaries.fault_spans(scenarios[name].faults),
             )
         )
     return summaries.merge(parts)
 
 
-def whole_run_aggregates(sc: Scenario, variant: str, window_ms: int) -> SummaryAggregates:
+@dataclass(frozen=True)
+class WholeRun:
+    """A variant run whole (:func:`whole_run_aggregates`): its summary aggregates, and the iterative
+    coupling's rounds and last residual (None unless ``brokers.coupling = iterative``)."""
+
+    aggregates: SummaryAggregates
+    rounds: int | None = None
+    residual: int | None = None
+
+
+def whole_run_aggregates(sc: Scenario, variant: str, window_ms: int) -> WholeRun:
     """Every producer of one variant generated and simulated together (with closed-loop brokers they are
-    coupled: the variant's run is whole), its summary aggregates keyed by its name (``variant``)."""
+    coupled: the variant's run is whole), its summary aggregates keyed by its name (``variant``), and
+    the coupling's rounds and residual."""
     shares = workload.producer_shares(sc)
     messages = pa.concat_tables([producer_messages(sc, s) for s in shares])
-    out = engine.simulate(messages, sc)
-    return summaries.producer_aggregates(
-        out.attempts, out.results, window_ms, {"variant": variant}, messages=messages
+    rounds = residual = None
+    if sc.coupling == OPEN or not messages.num_rows:
+        out = engine.simulate(messages, sc)
+    else:
+        producers = sorted(pc.unique(messages.column("producer")).to_pylist())  # as engine.simulate
+        by_producer = {p: messages.filter(pc.equal(messages.column("producer"), p)) for p in producers}
+        run = engine.coupled_run(by_producer, sc)
+        outs = [run.outputs[p] for p in sorted(run.outputs)]
+        out = engine.SimOutput(
+            pa.concat_tables([o.attempts for o in outs]), pa.concat_tables([o.results for o in outs])
+        )
+        rounds, residual = getattr(run, "rounds", None), getattr(run, "residual", None)
+    aggregates = summaries.producer_aggregates(
+        out.attempts,
+        out.results,
+        window_ms,
+        {"variant": variant},
+        messages=messages,
+        faults=summaries.fault_spans(sc.faults),
     )
+    return WholeRun(aggregates, rounds, residual)
 
 
 def variant_task(
@@ -81,10 +116,11 @@ def whole_run_task(
     sc: Scenario, variant: str, index: int, window_ms: int, scratch: Scratch
 ) -> dict[str, int]:
     """The task of variant number ``index`` run whole (:func:`whole_run_aggregates`): its aggregates into
-    the scratch store; its counts."""
-    aggregates = whole_run_aggregates(sc, variant, window_ms)
-    scratch.put_bytes(scratch_key(WHOLE_RUN_AGGREGATES, index), aggregates.to_bytes())
-    return {"messages": sc.workload.total_messages()}
+    the scratch store; its counts (and the iterative coupling's ``rounds`` and ``residual``)."""
+    run = whole_run_aggregates(sc, variant, window_ms)
+    scratch.put_bytes(scratch_key(WHOLE_RUN_AGGREGATES, index), run.aggregates.to_bytes())
+    coupling = {"rounds": run.rounds, "residual": run.residual} if run.rounds is not None else {}
+    return {"messages": sc.workload.total_messages(), **coupling}
 
 
 def merged_sweep(

@@ -12,7 +12,7 @@ the broker side derived from them (:class:`BrokerTables`). The tasks that write 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,10 +64,14 @@ class ProducerTables:
         copies = store.log_copies(self.results, self.log)
         return store.result_copies(self.messages, self.attempts, self.results) if copies is None else copies
 
-    def summary_aggregates(self, window_ms: int) -> SummaryAggregates:
+    def summary_aggregates(
+        self, window_ms: int, faults: Sequence[summaries.FaultSpan] = ()
+    ) -> SummaryAggregates:
         """The producer's mergeable summary aggregates
-        (:func:`rocketsim.tables.summaries.producer_aggregates`)."""
-        return summaries.producer_aggregates(self.attempts, self.results, window_ms, messages=self.messages)
+        (:func:`rocketsim.tables.summaries.producer_aggregates`; ``faults``: the scenario's)."""
+        return summaries.producer_aggregates(
+            self.attempts, self.results, window_ms, messages=self.messages, faults=faults
+        )
 
     def other_half_results(self) -> tuple[pa.Table, np.ndarray]:
         """The results of its transactional messages with a stored half the result does not point at,

@@ -28,7 +28,7 @@ from one that never had them. ``jobs/vacuum.py`` refuses such a warehouse
 
 Every reader of the project (:mod:`rocketsim.warehouse.read`, :func:`rocketsim.spark.read.read_spark`,
 the report, the notebooks, the jobs reading a run's committed tables) selects the rows whose
-``write_id`` ``run_commits`` names. An outside reader does the same (the README's query)::
+``write_id`` ``run_commits`` names. An outside reader does the same (docs/tables.md's query)::
 
     SELECT * FROM delta_scan('<warehouse>/send_results')
     WHERE write_id IN (SELECT write_id FROM delta_scan('<warehouse>/run_commits'))

@@ -17,7 +17,11 @@ the third from the tables (a commit of remove actions) and clears stale claims, 
 * nothing younger than ``min_age_s`` (files by modification time, writes by their write id's time):
   writers that take no claim (``write_run`` of the sink in a notebook) are protected by that alone;
 * a table whose log cannot be read, or that lacks a write ``run_commits`` names or holds it short (rows
-  deleted by hand), is reported and left alone; the other tables are still vacuumed.
+  deleted by hand), is reported and left alone; the other tables are still vacuumed;
+* a file of ``run_commits`` no log entry mentions that is newer than its run's logged commit is kept with
+  every write it names, until a later commit of that run supersedes it: it is either a job killed just
+  before its run-level commit or a commit whose log entry was lost after the job was killed before
+  writing its publication record, and nothing on disk tells the two apart.
 """
 
 from __future__ import annotations
@@ -104,12 +108,13 @@ def vacuum(
     names = found if tables is None else [check_table(base, t, found) for t in tables]
     check_run_commits(base, found)
     cutoff = time.time() - min_age_s
+    unlogged = unlogged_commits(base)
     first = {t: _inspect(base, t) for t in names}
     suspect = sorted(t for t, i in first.items() if isinstance(i, _Damaged) and i.missing_write)
     out = [
         TableVacuum(t, damage=i.reason)
         if isinstance(i, _Damaged)
-        else _vacuum_table(base, t, cutoff, suspect, dry_run)
+        else _vacuum_table(base, t, cutoff, suspect, unlogged, dry_run)
         for t, i in first.items()
     ]
     claims = claim_files(base)
@@ -117,7 +122,9 @@ def vacuum(
     return Vacuum([c for c in claims if c.stale is None], cleared, out)
 
 
-def _vacuum_table(base: str, table: str, cutoff: float, suspect: list[str], dry_run: bool) -> TableVacuum:
+def _vacuum_table(
+    base: str, table: str, cutoff: float, suspect: list[str], unlogged: UnloggedCommits, dry_run: bool
+) -> TableVacuum:
     """One table, in an order that leaves a job no gap: the writes to judge are read before the claims,
     and what judges them (``run_commits``, the log's files) after, so a write or file of a job that was
     not live when the claims were read is either published, referenced, or made after that moment."""
@@ -131,11 +138,15 @@ def _vacuum_table(base: str, table: str, cutoff: float, suspect: list[str], dry_
     if isinstance(state, _Damaged):
         return TableVacuum(table, damage=state.reason)
     done = TableVacuum(table)
-    done.files = _orphans(base, table, state, live, min(cutoff, claims_read), dry_run)
+    kept = unlogged.files if table == RUN_COMMITS_TABLE else frozenset()
+    done.files = _orphans(base, table, state, live, kept, min(cutoff, claims_read), dry_run)
     if suspect:
         done.kept_writes = f"table(s) {', '.join(suspect)} lack writes run_commits names"
     elif table != RUN_COMMITS_TABLE:
-        done.writes = _retire(base, table, held, state.named, live, cutoff, dry_run)
+        keep = unlogged.writes_of(table)
+        done.writes = _retire(base, table, held, state.named, keep, live, cutoff, dry_run)
+    if unlogged.files and not suspect:
+        done.kept_writes = unlogged.why()
     return done
 
 
@@ -297,9 +308,16 @@ def _unreadable(table: str, exc: Exception) -> str:
 
 
 def _orphans(
-    base: str, table: str, state: _Healthy, live: dict[str, ClaimFile], cutoff: float, dry_run: bool
+    base: str,
+    table: str,
+    state: _Healthy,
+    live: dict[str, ClaimFile],
+    kept: frozenset[str],
+    cutoff: float,
+    dry_run: bool,
 ) -> list[str]:
-    """Delete the table's data files no log entry mentions and its abandoned staging folders."""
+    """Delete the table's data files no log entry mentions (but those ``kept``) and its abandoned
+    staging folders."""
     root = table_path(base, table)
     fs = pafs.LocalFileSystem()
     doomed: list[str] = []
@@ -311,7 +329,7 @@ def _orphans(
         mtime = (info.mtime_ns or 0) / 1e9
         if parts[0] == STAGING_DIR and len(parts) > 2:
             staging[parts[1]] = max(staging.get(parts[1], 0.0), mtime)
-        elif _orphan_file(parts, state, live) and mtime <= cutoff:
+        elif _orphan_file(parts, state, live) and mtime <= cutoff and "/".join(parts) not in kept:
             doomed.append("/".join(parts))
     first_live = min((_started(c) for c in live.values()), default=math.inf)
     stale = sorted(
@@ -363,22 +381,86 @@ def _retire(
     table: str,
     held: dict[str, set[str]],
     named: dict[str, str],
+    keep: dict[str, set[str] | None],
     live: dict[str, ClaimFile],
     cutoff: float,
     dry_run: bool,
 ) -> list[str]:
-    """Remove from the table the writes it ``held`` that ``run_commits`` does not name (``named``), made
-    before ``cutoff``, of runs no live job claims (one commit per run); returns them as
-    ``run_id=<id>/write_id=<id>``."""
+    """Remove from the table the writes it ``held`` that ``run_commits`` does not name (``named``) nor
+    an unlogged commit (``keep``: per run, its writes, None for all), made before ``cutoff``, of runs no
+    live job claims (one commit per run); returns them as ``run_id=<id>/write_id=<id>``."""
     out: list[str] = []
     for run, writes in sorted(held.items()):
-        if run in live:
+        if run in live or (run in keep and keep[run] is None):
             continue
-        old = sorted(w for w in writes - {named.get(run)} if (write_time(w) or math.inf) <= cutoff)
+        spared = {named.get(run), *(keep.get(run) or ())}
+        old = sorted(w for w in writes - spared if (write_time(w) or math.inf) <= cutoff)
         if old and not dry_run:
             remove_writes(table_path(base, table), table, run, old)
         out += [f"{PARTITION_COLUMN}={run}/{WRITE_COLUMN}={w}" for w in old]
     return out
+
+
+@dataclass(frozen=True)
+class UnloggedCommits:
+    """Files of ``run_commits`` no log entry mentions, newer than their run's logged commit (module
+    docstring): kept, with the writes they name."""
+
+    files: frozenset[str]  # paths relative to run_commits
+    writes: dict[str, dict[str, set[str] | None]]  # table -> run -> write ids (None: every write)
+
+    def writes_of(self, table: str) -> dict[str, set[str] | None]:
+        return self.writes.get(table, {})
+
+    def why(self) -> str:
+        runs = sorted({unquote(f.split("/", 1)[0].split("=", 1)[1]) for f in self.files})
+        return (
+            f"run(s) {', '.join(runs)} hold a run_commits file newer than their logged commit that no log "
+            "entry mentions (a job killed before its run-level commit, or a commit whose log entry was "
+            "lost): kept with the writes it names until a later run of the same id supersedes it"
+        )
+
+
+def unlogged_commits(base: str) -> UnloggedCommits:
+    """The files of ``run_commits`` that may be commits whose log entry was lost, and their writes."""
+    if not _has_log(base, RUN_COMMITS_TABLE):
+        return UnloggedCommits(frozenset(), {})
+    root = table_path(base, RUN_COMMITS_TABLE)
+    logged, held = _logged_paths(root), run_commit_files(base)
+    fs = pafs.LocalFileSystem()
+    files: set[str] = set()
+    writes: dict[str, dict[str, set[str] | None]] = {}
+    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True)):
+        parts = PurePosixPath(info.path[len(root) + 1 :]).parts
+        if info.type != pafs.FileType.File or not _orphan_file(parts, _Healthy(frozenset(logged), {}), {}):
+            continue
+        run = unquote(parts[0].split("=", 1)[1])
+        now = held.get(run)
+        if now is not None and (info.mtime_ns or 0) // 1_000_000 <= now.made_ms:
+            continue  # older than the run's logged commit: superseded
+        files.add("/".join(parts))
+        for table, write_id in _named_writes(info.path):
+            per_run = writes.setdefault(table, {})
+            if write_id is None or (run in per_run and per_run[run] is None):
+                per_run[run] = None
+            else:
+                per_run.setdefault(run, set()).add(write_id)  # type: ignore[union-attr]
+    return UnloggedCommits(frozenset(files), writes)
+
+
+def _named_writes(path: str) -> list[tuple[str, str | None]]:
+    """(table, write id) of each row of a ``run_commits`` data file; a file that cannot be read names
+    every write of its run in every table (``(table, None)`` for each)."""
+    try:
+        rows = pq.read_table(path, columns=["table", "write_id"]).to_pylist()
+    except (OSError, pa.ArrowException, KeyError):
+        return [(t, None) for t in _every_table(path)]
+    return [(str(r["table"]), str(r["write_id"])) for r in rows]
+
+
+def _every_table(run_commits_file: str) -> list[str]:
+    base = str(PurePosixPath(run_commits_file).parents[2])
+    return [t for t in table_folders(base) if t != RUN_COMMITS_TABLE]
 
 
 def _logged_paths(root: str) -> set[str]:

@@ -209,6 +209,14 @@ CASES = [
         "queues would give 100,009,001 windows and 1,600,144,016 queue_windows rows; at most 1,000,000 "
         "and 20,000,000), got 1",
     ),
+    Case(  # one producer on one thread: its 1M sync sends of ~2.4 ms take ~2,370 s, not the arrivals' 100 s
+        "window-too-small-for-queued-sends",
+        ("--window-ms", "1", "--set", "producers.count=1", "--set", "producers.threads=1")
+        + ("--set", "workload.messages=1000000", "--set", "workload.rate_per_s=10000"),
+        "ScenarioError: --window-ms must be >= 3 for this scenario (a span of about 2,377 s (the sends queue "
+        "on producers.threads) over 16 queues would give 2,376,965 windows and 38,031,440 queue_windows "
+        "rows; at most 1,000,000 and 20,000,000), got 1",
+    ),
     Case(  # steady.toml sends for 100 s: a fault from 200 s would change nothing (it read "100% SEND_OK")
         "fault-after-the-span",
         ("--set", "faults=[{broker='broker-b', kind='outage', start_s=200.0, end_s=300.0}]"),

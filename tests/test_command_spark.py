@@ -66,7 +66,7 @@ def spark_submit(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]
 def _summary(stdout: str) -> list[str]:
     """The end-of-run summary, without the line that names the warehouse's folder."""
     lines = stdout.split("\nrun r1: ", 1)[1].splitlines()
-    return [line for line in lines if not line.lstrip().startswith(("tables:", "done in"))]
+    return [line for line in lines if not re.match(r"\s*(\d+ )?tables:|\s*done in", line)]
 
 
 def test_rocketsim_run_writes_the_tables_spark_submit_writes(tmp_path: Path) -> None:
@@ -117,8 +117,10 @@ def test_a_failure_after_spark_started_is_one_line_naming_sparks_log(tmp_path: P
     )  # fmt: skip
     *progress_lines, last = done.stderr.splitlines()
     assert done.returncode == 1, done.stderr[-3000:]
-    # a job longer than ROCKETSIM_PROGRESS_EVERY_S (30 s) printed progress lines before it
-    assert all(re.fullmatch(r"\[\d+:\d\d\] simulate r1: .+", line) for line in progress_lines), progress_lines
+    # a job longer than ROCKETSIM_PROGRESS_EVERY_S (30 s) printed progress lines before it (and the
+    # scenario's warnings: one producer of steady.toml's rate outruns its sender threads)
+    lines = [line for line in progress_lines if not line.startswith("warning: ")]
+    assert all(re.fullmatch(r"\[\d+:\d\d\] simulate r1: .+", line) for line in lines), progress_lines
     line = re.fullmatch(r"error: a file the job needs is missing \(.*\(Spark's log: (\S+)\)", last)
     assert line, last
     log = Path(line.group(1))

@@ -26,7 +26,7 @@ from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.read import read_spark
 from rocketsim.spark.run import StageReport
 from rocketsim.stage import graph
-from rocketsim.tables import schemas
+from rocketsim.tables import schemas, summaries
 from rocketsim.tables.reconcile import ReconciliationError
 from rocketsim.tables.schemas import TABLES
 from rocketsim.warehouse import stage_files
@@ -167,7 +167,13 @@ def test_every_table_of_the_run_is_written_by_the_one_pass_and_equals_the_refere
         for t in ("messages", "send_attempts", "send_results", "commit_log")
     )
     expected = {
-        **summary_tables(attempts.to_pandas(), results.to_pandas(), messages.to_pandas(), 1000),
+        **summary_tables(
+            attempts.to_pandas(),
+            results.to_pandas(),
+            messages.to_pandas(),
+            1000,
+            faults=summaries.fault_spans(scenario.faults),
+        ),
         **broker_side_tables(log, messages, results, scenario, 1000),
     }
     assert set(expected) | {"messages", "send_attempts", "send_results", "commit_log"} == set(written)
@@ -198,7 +204,7 @@ def test_reconcile_fails_loudly_when_a_task_drops_a_row(
             table = table.slice(1)
         written(sink, table)
 
-    def in_process(spark, bins, work):  # noqa: ANN001, ANN202 - the tasks, here: monkeypatch reaches them
+    def in_process(spark, bins, work, what="tasks"):  # noqa: ANN001, ANN202 - the tasks, here: monkeypatch reaches them
         return {item: dict(work(item)) for b in bins for item in b}
 
     monkeypatch.setattr(stage_files.ParquetSink, "write", dropping)

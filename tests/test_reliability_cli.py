@@ -371,7 +371,7 @@ def test_a_kill_before_the_run_level_commit_and_two_writers_on_one_run_id(
 ) -> None:
     before = visible(warehouse)
     jobs = [
-        ("r2", "run_commits:before_commit", ("--set", "seed=77")),  # every table written, none published
+        ("r2", "run_commits:written", ("--set", "seed=77")),  # every table written, none published
         ("r4", "", ("--set", "seed=1")),
         ("r4", "", ("--set", "seed=2", "--set", "workload.messages=200")),
     ]

@@ -86,26 +86,47 @@ def mean_attempt_ms(latency: LatencyConfig, timeout_ms: float) -> float:
     return body + latency.spike_probability * (xm + tail)
 
 
+def _busiest_sync_sends(sc: Scenario) -> tuple[float, float, float]:
+    """The busiest producer's share of the messages that it sends sync, its sync sends per second and a
+    healthy attempt's mean latency over the brokers (ms)."""
+    p, wl = sc.producers, sc.workload
+    sync = p.send_mode.get("sync", 0.0) / sum(p.send_mode.values())
+    hot = wl.hot_share / wl.hot_producers if wl.hot_share > 0 else 0.0
+    rest = (1 - wl.hot_share) / max(p.count - (wl.hot_producers if wl.hot_share > 0 else 0), 1)
+    share = max(hot, rest) * sync
+    brokers = sc.cluster.brokers
+    mean_ms = sum(mean_attempt_ms(sc.broker_model(b).latency, p.send_msg_timeout_ms) for b in brokers)
+    return share, wl.rate_per_s * share, mean_ms / len(brokers)
+
+
+def queued_span_s(sc: Scenario) -> float:
+    """The span the busiest producer's healthy sync sends take on its sender threads, one after the other
+    (s): longer than the arrivals' span when the threads cannot keep up (the sends queue, and the run,
+    its windows and its tables last that long)."""
+    share, _, mean_ms = _busiest_sync_sends(sc)
+    return sc.workload.total_messages() * share * mean_ms / 1000.0 / sc.producers.threads
+
+
 def thread_advice(sc: Scenario) -> str | None:
     """A warning when a producer's sender threads would be busy more than :data:`BUSY_WARNING` of the
     time with healthy sync sends (they queue: the publish delay grows), with the thread count that keeps
     them at :data:`BUSY_ADVICE`; None when they keep up."""
-    p, wl = sc.producers, sc.workload
-    sync = p.send_mode.get("sync", 0.0) / sum(p.send_mode.values())
-    if sync <= 0:
+    p = sc.producers
+    _, rate, mean_ms = _busiest_sync_sends(sc)
+    if rate <= 0:
         return None
-    hot = wl.hot_share / wl.hot_producers if wl.hot_share > 0 else 0.0
-    rest = (1 - wl.hot_share) / max(p.count - (wl.hot_producers if wl.hot_share > 0 else 0), 1)
-    rate = wl.rate_per_s * max(hot, rest) * sync  # the busiest producer's sync sends per second
-    brokers = sc.cluster.brokers
-    mean_ms = sum(mean_attempt_ms(sc.broker_model(b).latency, p.send_msg_timeout_ms) for b in brokers)
-    mean_ms /= len(brokers)
     busy = rate * mean_ms / 1000.0  # sender threads busy at once, on average
     if busy / p.threads <= BUSY_WARNING:
         return None
     advice = math.ceil(busy / BUSY_ADVICE)
+    queued = queued_span_s(sc)
+    late = (
+        f"; they take about {queued:,.1f} s to send what arrives in {sc.workload.span_s:,.1f} s"
+        if queued > sc.workload.span_s
+        else ""
+    )
     return (
         f"producers.threads = {p.threads}: a producer's {rate:,.0f} sync sends/s of about "
         f"{mean_ms:.1f} ms each keep {busy:.2f} sender threads busy, {busy / p.threads:.0%} "
-        f"of each: healthy sends will queue (queue_wait_ms); producers.threads = {advice} keeps up"
+        f"of each: healthy sends will queue (queue_wait_ms){late}; producers.threads = {advice} keeps up"
     )

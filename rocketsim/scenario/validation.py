@@ -33,6 +33,7 @@ from rocketsim.scenario.config import (
     ScenarioError,
     toml_value,
 )
+from rocketsim.scenario.span import queued_span_s
 
 # characters a string value may not hold (the text keys may hold newlines and tabs)
 _CONTROL = {chr(c) for c in range(32)} | {chr(c) for c in range(0x7F, 0xA0)}
@@ -397,12 +398,15 @@ def scenario_from_mapping(raw: Mapping[str, Any], source_text: str = "") -> Scen
 
 def check_window(sc: Scenario, window_ms: int, *, option: str = "--window-ms") -> None:
     """The summary window of a run of ``sc``: between 1 ms and a year, and few enough windows over the
-    run's span (arrivals, plus every attempt's timeout) that ``broker_windows`` and ``queue_windows``
-    stay a sane size (:data:`MAX_WINDOWS`, :data:`MAX_QUEUE_WINDOW_ROWS`)."""
+    run's span (arrivals, or the time queued sync sends take when the sender threads cannot keep up, plus
+    every attempt's timeout) that ``broker_windows`` and ``queue_windows`` stay a sane size
+    (:data:`MAX_WINDOWS`, :data:`MAX_QUEUE_WINDOW_ROWS`)."""
     if not 1 <= window_ms <= MAX_WINDOW_MS:
         _fail(option, f"must be between 1 and {MAX_WINDOW_MS} (one year)", window_ms)
     wl, pr = sc.workload, sc.producers
-    arrivals_s = wl.span_s
+    queued_s = queued_span_s(sc)
+    arrivals_s = max(wl.span_s, queued_s)
+    why = " (the sends queue on producers.threads)" if queued_s > wl.span_s else ""
     sends_ms = pr.send_msg_timeout_ms * (
         1 + max(pr.retry_times_when_send_failed, pr.retry_times_when_send_async_failed)
     )
@@ -413,7 +417,7 @@ def check_window(sc: Scenario, window_ms: int, *, option: str = "--window-ms") -
         least = max(math.ceil(span_ms / MAX_WINDOWS), math.ceil(span_ms * queues / MAX_QUEUE_WINDOW_ROWS))
         _fail(
             option,
-            f"must be >= {least} for this scenario (a span of about {span_ms / 1000:,.0f} s over "
+            f"must be >= {least} for this scenario (a span of about {span_ms / 1000:,.0f} s{why} over "
             f"{queues} queues would give {windows:,} windows and {windows * queues:,} queue_windows rows; "
             f"at most {MAX_WINDOWS:,} and {MAX_QUEUE_WINDOW_ROWS:,})",
             window_ms,

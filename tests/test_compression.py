@@ -289,7 +289,8 @@ def test_calibrate_on_given_samples() -> None:
 
 def test_default_model_is_cached() -> None:
     assert default_model(CompressionType.ZLIB) is default_model(CompressionType.ZLIB, 5)
-    assert V4_9_8.is_5 is False  # the model is version independent: same compressors in 4.9.4+ and 5.x
+    # the model is version independent: same compressors in 4.9.4+ and 5.x
+    assert V4_9_8.writes_compression_type
 
 
 # ---------------------------------------------------------------- decompression bombs

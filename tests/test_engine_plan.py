@@ -8,10 +8,10 @@ import pytest
 
 from rocketsim.broker import latency as bm
 from rocketsim.broker import store
-from rocketsim.client.fault import FAULT_UPDATES
+from rocketsim.client.fault import FAULT_UPDATES, fault_updates
 from rocketsim.client.outcomes import CATCH_OF_KIND, Catch, OutcomeKind, outcome_label
-from rocketsim.client.send import catch_of, oneway_caller_sees, outcome_kind
-from rocketsim.client.versions import LINES, parse_version
+from rocketsim.client.send import Outcome, oneway_caller_sees
+from rocketsim.client.versions import REMOTING_LINES, parse_version
 from rocketsim.engine import compiled, reference
 from rocketsim.engine.plan import (
     STATUS_NAMES,
@@ -27,11 +27,12 @@ from rocketsim.scenario import scenario_from_mapping, workload
 
 
 @pytest.mark.parametrize("kind", list(OutcomeKind))
-def test_the_mirrored_outcome_rules_agree(kind: OutcomeKind) -> None:
+def test_both_engines_speak_one_outcome_vocabulary(kind: OutcomeKind) -> None:
+    # the readable engine's Outcome carries the very OutcomeKind the kernel keeps as an int
     code = bm.SYSTEM_BUSY if kind == OutcomeKind.BROKER_ERROR else 0
     outcome = to_outcome(bm.AttemptOutcome(kind, 5, code))
-    assert catch_of(outcome) == CATCH_OF_KIND[kind]
-    assert outcome_kind(outcome) == kind
+    assert outcome.kind is kind and outcome.catch == CATCH_OF_KIND[kind]
+    assert Outcome.from_label(outcome.label, 5).kind is kind
     for version in ("4.9.8", "5.3.3"):
         sc = scenario_from_mapping({"producers": {"client_version": version}, "workload": {"messages": 1}})
         rules = plan_for(sc).rules
@@ -63,12 +64,12 @@ def test_fault_rules_arrays_are_the_table(version: str, detector: bool) -> None:
     )
     rules = plan_for(sc).rules
     detecting = detector and version.startswith("5")
-    for site, cells in FAULT_UPDATES[parse_version(version).fault_line].items():
+    for site, cells in fault_updates(parse_version(version).line).items():
         for catch, (isolation, reachable) in cells.items():
             assert rules.isolation[site, catch] == isolation
             assert rules.reachable[site, catch] == reachable.value_for(detecting)
     assert [rules.catch_of_kind[k] for k in OutcomeKind] == [CATCH_OF_KIND[k] for k in OutcomeKind]
-    assert set(LINES) == set(FAULT_UPDATES)
+    assert {line.fault_updates for line in REMOTING_LINES} == set(FAULT_UPDATES)
 
 
 def test_prepare_makes_sends_in_seq_order() -> None:

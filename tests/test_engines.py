@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocketsim.broker import latency as bm
-from rocketsim.client.fault import FAULT_UPDATES, LINE_5, FaultStrategy, Reachable, Site
+from rocketsim.client.fault import FaultStrategy, Reachable, Site, fault_updates
 from rocketsim.client.outcomes import Catch, OutcomeKind
 from rocketsim.client.versions import parse_version
 from rocketsim.engine import ENGINE_VARIABLE, compiled, reference, simulate, simulate_producer
@@ -719,7 +719,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     version = draw(st.sampled_from(["4.8.0", *VERSIONS, "5.2.0"]))
     n_brokers = draw(st.integers(1, 5))
     brokers = tuple(f"broker-{c}" for c in "abcde"[:n_brokers])
-    kinds = st.sampled_from(["outage", "hang", "slowdown", "flapping", "error_burst", "partition"])
+    kinds = st.sampled_from(["outage", "hang", "slowdown", "flapping", "error_burst", "partition", "paused"])
     faults = []
     for b in draw(st.lists(st.sampled_from(brokers), max_size=2, unique=True)):
         start = draw(st.floats(0.0, 60.0))
@@ -824,14 +824,14 @@ def test_every_fault_update_cell_is_exercised(version: str, monkeypatch: pytest.
     record = FaultStrategy.record_outcome
 
     def spy(self: FaultStrategy, site: Site, catch: Catch, *args: Any) -> Any:
-        seen.add((self.line, site, catch))
+        seen.add((self.line.name, site, catch))
         return record(self, site, catch, *args)
 
     monkeypatch.setattr(FaultStrategy, "record_outcome", spy)
     sc = cell_scenario(version, {"sync": 1, "oneway": 1, "async": 2}, messages=1500)
     reference.simulate_producer(workload.generate(sc), sc)
     line = sc.producers.version.fault_line
-    assert seen == {(line, site, c) for site, cells in FAULT_UPDATES[line].items() for c in cells}
+    assert seen == {(line, site, c) for site, cells in fault_updates(line).items() for c in cells}
 
 
 @pytest.mark.usefixtures("every_outcome_kind")
@@ -862,7 +862,7 @@ def test_both_engines_read_each_async_cell(version: str, site: Site, monkeypatch
     # flipping the isolation of every cell of an ASYNC call site changes the tables; both engines agree
     modes = {"async": 2, "sync": 1}
     before = check(cell_scenario(version, modes))
-    cells = FAULT_UPDATES[parse_version(version).fault_line][site]
+    cells = fault_updates(parse_version(version).line)[site]
     for catch, (isolation, reachable) in list(cells.items()):
         monkeypatch.setitem(cells, catch, (not isolation, reachable))
     after = check(cell_scenario(version, modes))
@@ -878,7 +878,7 @@ def test_both_engines_read_each_send_default_impl_cell(
     # flipping a cell's isolation changes the tables, and both engines still agree: both read the table
     modes = {"sync": 2, "oneway": 1}
     before = check(cell_scenario(version, modes))
-    cells = FAULT_UPDATES[parse_version(version).fault_line][Site.SEND_DEFAULT_IMPL]
+    cells = fault_updates(parse_version(version).line)[Site.SEND_DEFAULT_IMPL]
     isolation, reachable = cells[catch]
     monkeypatch.setitem(cells, catch, (not isolation, reachable))
     after = check(cell_scenario(version, modes))
@@ -892,7 +892,7 @@ def test_both_engines_read_the_5x_reachable_flag(catch: Catch, monkeypatch: pyte
     errors = {"connect_refused": 0.3, "system_error": 0.2, "remoting_timeout": 0.1}
     sc_args = {"brokers": BROKERS4[:2], "errors": errors}
     before = check(cell_scenario("5.3.3", {"sync": 1}, **sc_args))
-    cells = FAULT_UPDATES[LINE_5][Site.SEND_DEFAULT_IMPL]
+    cells = fault_updates(parse_version("5.3.3").line)[Site.SEND_DEFAULT_IMPL]
     isolation, reachable = cells[catch]
     flipped = Reachable.NO if reachable.value_for(False) else Reachable.YES
     monkeypatch.setitem(cells, catch, (isolation, flipped))

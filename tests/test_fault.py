@@ -8,11 +8,6 @@ from collections import Counter
 import pytest
 
 from rocketsim.client.fault import (
-    FAULT_UPDATES,
-    LINE_4_9_7,
-    LINE_4_9_8,
-    LINE_5,
-    LINES,
     Detector,
     FaultArrays,
     FaultStrategy,
@@ -21,10 +16,12 @@ from rocketsim.client.fault import (
     ReplayIntSource,
     Site,
     ThreadLocalIndex,
+    fault_updates,
     new_strategy,
 )
 from rocketsim.client.outcomes import Catch
 from rocketsim.client.route import TopicPublishInfo, TopicRouteData, topic_publish_info
+from rocketsim.client.versions import LINE_4_9_7, LINE_4_9_8, LINE_5, LINES
 from rocketsim.javaint import INT_MAX, INT_MIN, chm_spread, java_string_hash
 from rocketsim.rng import SplitMixIntSource
 
@@ -304,7 +301,7 @@ def _parsed(call: str) -> tuple[bool, bool | None]:
 @pytest.mark.parametrize("line", LINES)
 def test_fault_updates_are_upstream_calls(line: str) -> None:
     quoted = UPSTREAM_CALLS["5" if line == LINE_5 else "4.9"]
-    table = FAULT_UPDATES[line]
+    table = fault_updates(line)
     assert {s: set(c) for s, c in table.items()} == {s: set(c) for s, c in quoted.items()}
     for site, cells in table.items():
         for catch, (isolation, reachable) in cells.items():

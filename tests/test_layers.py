@@ -2,7 +2,9 @@
 
 * Five layers, each importing only the layers above it: core (every module but the four below and
   ``bench/``) < ``warehouse/`` < ``present/`` < ``spark/`` < ``command/`` (the ``rocketsim`` command, and
-  ``rocketsim/__main__.py``, its ``python -m rocketsim``); ``jobs/`` and ``bench/`` may use any of them.
+  ``rocketsim/__main__.py``, its ``python -m rocketsim``); ``jobs/``, ``bench/`` and another package's
+  ``__main__`` (a ``python -m`` entry point, as a job is: ``python -m rocketsim.validation``) may use any
+  of them.
 * The package's own code imports modules where they are, never by a public name that maps elsewhere
   (:data:`rocketsim.PUBLIC_MODULES`: those are for users).
 * No import cycle among the package's modules (imports under ``if TYPE_CHECKING:`` do not count: they
@@ -28,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rocketsim"
 LAYERS = ("core", "warehouse", "present", "spark", "command")  # each may import the ones before it
 ENTRY = {"rocketsim.__main__": "command"}  # entry points outside their layer's folder
-FREE = ("bench",)  # rocketsim/bench: a developer tool, may import anything
+FREE = ("bench", "entry")  # rocketsim/bench (a developer tool) and other ``__main__`` entry points: anything
 # modules of the core that read their own inputs from files (docs/design.md §2: the conformance vectors,
 # the scenario file, which a job names on its command line, and the package's own sources, which stamp
 # numba's cache of the compiled engine)
@@ -63,6 +65,8 @@ def layer(module: str) -> str:
     if module in ENTRY:
         return ENTRY[module]
     parts = module.split(".")
+    if parts[-1] == "__main__":
+        return "entry"
     if len(parts) > 1 and parts[1] in (*LAYERS[1:], *FREE):
         return parts[1]
     return "core"

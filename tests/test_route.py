@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocketsim.client.fault import LINE_4_9_8, ReplayIntSource, ThreadLocalIndex
+from rocketsim.client.fault import ReplayIntSource, ThreadLocalIndex
 from rocketsim.client.route import (
     PERM_READ,
     BrokerData,
@@ -18,7 +18,7 @@ from rocketsim.client.route import (
     route_versions,
     topic_publish_info,
 )
-from rocketsim.client.versions import V4_9_8, parse_version
+from rocketsim.client.versions import LINE_4_9_8, V4_9_8, parse_version
 from rocketsim.engine import plan
 from rocketsim.errors import ConfigError
 from rocketsim.scenario import scenario_from_mapping

@@ -82,8 +82,50 @@ def test_defaults_are_default_mq_producer_defaults() -> None:
     assert p.threads == 1 and p.sender_model == "pool"
     assert p.connect_timeout_ms == 3000  # NettySystemConfig.connectTimeoutMillis
     # DefaultMQProducerImpl's async sender executor and ClientConfig.clientCallbackExecutorThreads are
-    # availableProcessors() upstream: a fixed default here, never the simulating machine's
-    assert (p.async_sender_threads, p.callback_executor_threads) == (4, 4)
+    # availableProcessors() upstream (rocketmq-all-4.9.8 and 5.3.3, DefaultMQProducerImpl's constructor,
+    # NettyClientConfig.clientCallbackExecutorThreads): the host's processors, a fixed default here, never
+    # the simulating machine's; its queue is new LinkedBlockingQueue<Runnable>(50000) in both
+    assert p.processors == 4 and (p.executor_threads, p.callback_threads) == (4, 4)
+    assert p.async_sender_queue == 50_000 and p.send_cpu_us == 0.0 and p.shared_host is False
+    two = scenario_from_mapping({"name": "x", "producers": {"processors": 2, "callback_executor_threads": 3}})
+    assert (two.producers.executor_threads, two.producers.callback_threads) == (2, 3)
+
+
+@pytest.mark.parametrize(
+    ("coupling", "producers", "store", "line"),
+    [
+        (
+            "iterative",
+            {"shared_host": True},
+            {},
+            "producers.shared_host must be false unless brokers.coupling is joint (one loop for the host's "
+            "producers and brokers), got true",
+        ),
+        (
+            "joint",
+            {},
+            {"on_producer_host": True},
+            "brokers.default.store.on_producer_host needs producers.shared_host = true, got true",
+        ),
+        (
+            "iterative",
+            {},
+            {"io_us": 20.0},
+            "brokers.default.store.io_us needs brokers.coupling = joint (the iterative rounds do not model a "
+            "connection's reads), got 20.0",
+        ),
+    ],
+)
+def test_the_hosts_settings_are_refused_where_the_loop_cannot_run_them(
+    coupling: str, producers: dict, store: dict, line: str
+) -> None:
+    raw = {"producers": producers, "brokers": {"coupling": coupling, "default": {"store": store}}}
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_mapping(raw)
+    assert str(info.value) == line
+    raw["brokers"]["coupling"] = "joint"  # the joint loop runs them all (a broker on a shared host)
+    raw["producers"] = {"shared_host": True}
+    scenario_from_mapping(raw)
 
 
 @pytest.mark.parametrize(("version", "send_num"), [("5.2.0", 10_000), ("5.3.3", 10_000), ("5.x", 1024)])
@@ -319,3 +361,28 @@ def test_job_fails_fast_with_exit_2_and_leaves_no_trace(tmp_path: Path) -> None:
 
 def test_run_id_defaults_to_name_and_seed() -> None:
     assert Scenario(name="brownout", seed=11).run_id == "brownout-s11"
+
+
+@pytest.mark.parametrize(
+    ("extra", "line"),
+    [
+        (
+            {"faults": [{"broker": "broker-a", "kind": "paused", "start_s": 1.0, "end_s": 2.0}]},
+            "faults[0].kind must not be paused with client_family grpc (not modelled for it), got 'paused'",
+        ),
+        (
+            {"producers": {"send_cpu_us": 5.0}},
+            "producers.send_cpu_us must be 0 with client_family grpc (the client's CPU per send is modelled "
+            "for remoting only), got 5.0",
+        ),
+    ],
+)
+def test_the_client_capacity_and_pause_models_are_refused_for_grpc(extra: dict, line: str) -> None:
+    grpc = {"client_family": "grpc", "client_version": "java-5.2.1"}
+    raw = {**extra, "producers": {**grpc, **extra.get("producers", {})}}
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_mapping(raw)
+    assert str(info.value) == line
+    scenario_from_mapping(
+        {**raw, "producers": {**raw["producers"], "client_family": "remoting", "client_version": "5.3.3"}}
+    )

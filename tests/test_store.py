@@ -138,11 +138,11 @@ def test_a_normal_record_encodes_to_its_size(records_run: tuple[Scenario, pa.Tab
     broker = sc.broker_version
     r = next(r for r in records.to_pylist() if r["message_type"] == "normal")
     topic, queue_id, props, _ = store.stored_properties(r, sc)
-    assert ("WAIT" in props) == broker.is_5  # a 4.9.8 broker leaves WAIT=true out
+    assert ("WAIT" in props) == broker.keeps_wait_in_store  # a 4.9.8 broker leaves WAIT=true out
     assert props["CLUSTER"] == store.CLUSTER_NAME
     # the HashMap order of the broker's release: that of its line's client decoder (the same common module
     # MessageDecoder; the conformance vectors check that order per line)
-    same_release = V5_3_3 if broker.is_5 else V4_9_8
+    same_release = next(v for v in (V4_9_8, V5_3_3) if v.broker == broker)
     assert list(props) == codec.parsed_properties_java_order(props, version=same_release)
     msg = codec.StoredMessage(
         topic=topic,
@@ -156,7 +156,7 @@ def test_a_normal_record_encodes_to_its_size(records_run: tuple[Scenario, pa.Tab
     data = codec.encode_store(msg, version=broker)
     assert len(data) == r["store_size"]
     written = data[len(data) - r["store_props_size"] :]
-    assert written.endswith(b"\x02") == broker.is_5  # whatever the client sent
+    assert written.endswith(b"\x02") == broker.properties_trailing_separator  # whatever the client sent
     assert written == codec.properties_to_bytes(props, version=same_release)
     assert codec.decode_store(data, version=same_release).properties == props
 
@@ -184,7 +184,8 @@ def test_where_each_kind_is_stored(records_run: tuple[Scenario, pa.Table, pa.Tab
                 None,
             )
             _, _, props, _ = store.stored_properties(r, sc)
-            assert props["TRAN_MSG"] == "true" and ("__transactionId__" in props) == sc.broker_version.is_5
+            assert props["TRAN_MSG"] == "true"
+            assert ("__transactionId__" in props) == sc.broker_version.stores_half_transaction_id
         else:
             assert (r["store_topic"], r["store_queue_id"]) == (r["topic"], r["queue_id"])
             assert r["real_topic"] is None and r["deliver_ts_ms"] is None
@@ -337,8 +338,9 @@ def test_the_broker_checks_properties_as_it_stores_them(
     checked = base + np.where(with_qid, digits, 0)
     assert (checked[single] == np.asarray(records.column("store_props_size"))[single]).all()
     assert with_qid[single].any() and not with_qid[~single].any()
-    assert (chars > 0).any() == (not sc.broker_version.is_5)  # 4.9.8's checkMessage (UTF-16 length)
-    if not sc.broker_version.is_5:  # checkMessage reads the string SendMessageProcessor made and stores
+    checks_length = sc.broker_version.checks_properties_string_length  # 4.9.8's checkMessage (UTF-16 length)
+    assert (chars > 0).any() == checks_length
+    if checks_length:  # checkMessage reads the string SendMessageProcessor made and stores
         normal = np.asarray(pc.equal(records.column("message_type"), "normal"))
         assert normal.any() and (chars[normal] == checked[normal]).all()
 

@@ -139,6 +139,7 @@ def edge_tables(rows_a: list[tuple], rows_r: list[tuple]) -> tuple[pa.Table, pa.
         "error": pa.nulls(n, pa.string()),
         "brokers_sent": pa.nulls(n, pa.list_(pa.string())),
         "end_ts_ms": pa.array(send + lat),
+        "latency_us": pa.array(lat * 1000),
         "queue_wait_ms": pa.array(send - born),
         "compressed": pa.array([False] * n),
         "sys_flag": pa.array([0] * n, pa.int32()),

@@ -10,8 +10,8 @@ from rocketsim.client.versions import (
     LINE_4_9_7,
     LINE_4_9_8,
     LINE_5,
+    REMOTING_LINES,
     AsyncBackpressure,
-    FaultLine,
     before,
     parse_version,
     since,
@@ -34,8 +34,25 @@ from rocketsim.errors import ConfigError
 )
 def test_send_behaviour_by_version(text: str, line: str, busy: bool, go_away: bool, cap: bool) -> None:
     v = parse_version(text)
-    assert v.fault_line == line and FaultLine.of(line).text == line
+    assert v.fault_line == line and v.line.name == line
     assert (v.retries_system_busy, v.retries_go_away, v.has_max_timeout_per_request) == (busy, go_away, cap)
+
+
+def test_a_line_is_a_row_of_named_behaviours() -> None:
+    # clients.md A.2: 4.9.8 is 4.9.7 with LAT-3 (no MessageQueue mutation, writable queue datas only); the
+    # 5.x line differs in every fault-strategy and remoting column the model has
+    r497, r498, r5 = REMOTING_LINES
+    differ = {f for f in vars(r497) if getattr(r497, f) != getattr(r498, f)}
+    assert differ == {"name", "since", "rewrites_cached_queue", "counts_writable_queues_only"}
+    assert r5.uses_queue_filters and r5.resets_index_on_retry and r5.tracks_reachability
+    assert not (r497.uses_queue_filters or r497.invoke_async_checks_budget is False)
+    assert [parse_version(t).line for t in ("4.8.0", "4.9.7", "4.9.8", "5.2.0", "5.x")] == [
+        r497,
+        r497,
+        r498,
+        r5,
+        r5,
+    ]
 
 
 def test_each_client_line_talks_to_its_broker() -> None:

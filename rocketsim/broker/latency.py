@@ -4,19 +4,11 @@ Per broker: a latency distribution with a heavy tail (a lognormal body plus rare
 background error mix, and a fault timeline in simulated time (outage, hang, slowdown, flapping, error
 burst, partition).
 
-What a client sees per fault kind (``NettyRemotingClient``; the route side is :mod:`rocketsim.client.route`):
-
-* ``outage`` and the down phases of ``flapping``: the process is dead, its host up: a connect is refused
-  at once (RST, ``connect_refused_ms``, default 1 ms) -> ``RemotingConnectException``;
-* ``hang``: the process is alive and unresponsive: the kernel accepts the connection, the request times
-  out (the whole remaining timeout);
-* ``partition``: no packet gets through between the producers and the broker (the broker still talks to
-  the name server): a connect waits ``CONNECT_TIMEOUT_MILLIS`` (``producers.connect_timeout_ms``, 3000)
-  and fails -> ``RemotingConnectException``. Approximation: every attempt during a partition connects
-  anew (upstream's first request on a channel opened before the partition times out instead, and the
-  client then closes the channel, so later ones connect);
-* a connect failure's latency is never capped by the request timeout: ``createChannel`` waits for the
-  connection before ``invokeSync`` looks at its timeout.
+What each fault kind does (to a connect, an answer, the route, the detector's probe, the closed-loop
+store) is the table :data:`rocketsim.broker.fault_kinds.FAULT_KINDS`; the decision chain that reads it is
+:func:`answer`, one function both engines run (the compiled one compiles it). A connect failure's latency
+is never capped by the request timeout: ``createChannel`` waits for the connection before ``invokeSync``
+looks at its timeout.
 
 Every draw comes from a counter-based generator keyed by ``(seed, producer, seq, attempt)``, so an
 attempt's outcome depends only on those keys, the broker, the start time and the timeout: the same inputs
@@ -26,14 +18,26 @@ Answers are :class:`rocketsim.client.outcomes.OutcomeKind` values (small integer
 use them) with a latency and a response code; draws are :mod:`rocketsim.rng`'s.
 """
 
-# Mirrored by engine/compiled.py (attempt_outcome, base_latency, over engine/plan.py's Model arrays);
-# tests/test_engines.py compares them.
+# Mirrored by engine/compiled.py (attempt_outcome, base_latency, over engine/plan.py's Model arrays; it
+# compiles answer and fault_kinds.process_down themselves: broker_answer, broker_process_down);
+# tests/test_engines.py and tests/test_fault_kinds.py compare them.
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rocketsim.broker.fault_kinds import (
+    FAULT_KINDS,
+    Effect,
+    FaultKind,
+    Probe,
+    Store,
+    down_cycle,
+    down_intervals,
+    process_down,
+)
 from rocketsim.client.outcomes import OutcomeKind, outcome_label
 from rocketsim.rng import draw_key, uniform
 from rocketsim.scenario import BrokerModelConfig, FaultConfig, Scenario
@@ -113,6 +117,7 @@ class AttemptOutcome:
     late_ms: int = -1
     late_code: int = 0
     remark: str = ""  # the broker's remark of response_code (or late_code), where not broker_remark's
+    exact_us: int = -1  # the broker's answer's latency in us before rounding (-1: none, or whole ms)
 
     @property
     def label(self) -> str:
@@ -133,6 +138,7 @@ class BrokerParams:
     error_cum: tuple[float, ...]  # cumulative probabilities, in ERROR_KINDS order
     error_kind: tuple[int, ...]
     error_code: tuple[int, ...]
+    spike_max_ms: float = 0.0  # the largest spike (0: none)
 
     @classmethod
     def from_config(cls, cfg: BrokerModelConfig, connect_timeout_ms: int = 3000) -> BrokerParams:
@@ -154,29 +160,15 @@ class BrokerParams:
             tuple(cum),
             tuple(kinds),
             tuple(codes),
+            lat.spike_max_ms,
         )
-
-
-# fault kinds as integers, in the order of the flat timeline arrays
-# store_stall acts in the closed-loop store only (rocketsim.broker.queue); the open model ignores it
-FAULT_OUTAGE, FAULT_HANG, FAULT_SLOWDOWN, FAULT_FLAPPING, FAULT_ERROR_BURST, FAULT_PARTITION = range(6)
-FAULT_STORE_STALL = 6
-FAULT_CODES = {
-    "outage": FAULT_OUTAGE,
-    "hang": FAULT_HANG,
-    "slowdown": FAULT_SLOWDOWN,
-    "flapping": FAULT_FLAPPING,
-    "error_burst": FAULT_ERROR_BURST,
-    "partition": FAULT_PARTITION,
-    "store_stall": FAULT_STORE_STALL,
-}
 
 
 @dataclass(frozen=True)
 class FaultWindow:
-    """One fault in ms, for one broker."""
+    """One fault in ms, for one broker; its kind's row is :attr:`rule`."""
 
-    kind: int
+    kind: str  # a name of fault_kinds.FAULT_KINDS
     start_ms: int
     end_ms: int
     factor: float
@@ -185,34 +177,53 @@ class FaultWindow:
     burst_kind: int
     burst_code: int
     rate: float
+    cycle_ms: int  # the process's down pattern: dead the first dead_ms of every cycle_ms (down_cycle)
+    dead_ms: int
+    store_holds: bool = False  # a closed-loop store holds what the kind defers (Store.DEFERS), not the answer
 
     @classmethod
-    def from_config(cls, f: FaultConfig) -> FaultWindow:
+    def from_config(cls, f: FaultConfig, closed: bool = False) -> FaultWindow:
+        """The window of ``f``; ``closed``: the brokers have a closed-loop store."""
         burst_kind, burst_code = ERROR_KINDS[f.error]
+        start, end = int(round(f.start_s * 1000)), int(round(f.end_s * 1000))
+        period, down = int(round(f.period_s * 1000)), int(round(f.down_s * 1000))
+        rule = FAULT_KINDS[f.kind]
+        cycle, dead = down_cycle(rule.down, start, end, period, down)
+        holds = closed and rule.store == Store.DEFERS
         return cls(
-            FAULT_CODES[f.kind],
-            int(round(f.start_s * 1000)),
-            int(round(f.end_s * 1000)),
-            f.factor,
-            int(round(f.period_s * 1000)),
-            int(round(f.down_s * 1000)),
-            burst_kind,
-            burst_code,
-            f.rate,
+            f.kind, start, end, f.factor, period, down, burst_kind, burst_code, f.rate, cycle, dead, holds
         )
+
+    @property
+    def rule(self) -> FaultKind:
+        return FAULT_KINDS[self.kind]
 
     def active(self, t_ms: int) -> bool:
         return self.start_ms <= t_ms < self.end_ms
 
     def down(self, t_ms: int) -> bool:
-        """Whether the broker is unreachable at ``t_ms`` (outage, or the down part of a flap)."""
-        if not self.active(t_ms):
-            return False
-        if self.kind == FAULT_OUTAGE:
-            return True
-        if self.kind == FAULT_FLAPPING:
-            return (t_ms - self.start_ms) % self.period_ms < self.down_ms
-        return False
+        """Whether the broker's process is dead at ``t_ms`` (:func:`fault_kinds.process_down`)."""
+        return self.active(t_ms) and process_down(self.start_ms, self.cycle_ms, self.dead_ms, t_ms)
+
+    def effect(self, t_ms: int) -> Effect:
+        """What an attempt at ``t_ms`` meets in this (active) window."""
+        if process_down(self.start_ms, self.cycle_ms, self.dead_ms, t_ms):
+            return Effect.PROCESS_DOWN
+        return self.live_effect
+
+    @property
+    def live_effect(self) -> Effect:
+        """What an attempt meets while the process lives: the kind's, unless a closed-loop store holds the
+        requests it defers (then the store's answer carries the wait)."""
+        return Effect.NONE if self.store_holds else self.rule.effect
+
+    def probe_fails(self, t_ms: int) -> bool:
+        """Whether a detector probe at ``t_ms`` fails in this window: a dead process, or the kind's."""
+        return self.down(t_ms) or (self.active(t_ms) and self.rule.probe == Probe.FAILS)
+
+    def down_intervals(self, until_ms: int) -> list[tuple[int, int]]:
+        """The [start, end) ms intervals of this window in which the process is dead."""
+        return down_intervals(self.start_ms, self.end_ms, self.cycle_ms, self.dead_ms, until_ms)
 
 
 @dataclass(frozen=True)
@@ -229,10 +240,12 @@ class BrokerModel:
         brokers = sc.cluster.brokers
         connect_timeout = sc.producers.connect_timeout_ms
         params = tuple(BrokerParams.from_config(sc.broker_model(b), connect_timeout) for b in brokers)
+        closed = sc.coupling != "open"
         faults = tuple(
             tuple(
                 sorted(
-                    (FaultWindow.from_config(f) for f in sc.faults if f.broker == b), key=lambda w: w.start_ms
+                    (FaultWindow.from_config(f, closed) for f in sc.faults if f.broker == b),
+                    key=lambda w: w.start_ms,
                 )
             )
             for b in brokers
@@ -244,25 +257,13 @@ class BrokerModel:
 
     def down_intervals(self, broker: str, until_ms: int) -> list[tuple[int, int]]:
         """The [start, end) ms intervals in which ``broker``'s process is dead (outages and flap downs)."""
-        out: list[tuple[int, int]] = []
-        for w in self.faults[self.index(broker)]:
-            if w.kind == FAULT_OUTAGE:
-                out.append((w.start_ms, w.end_ms))
-            elif w.kind == FAULT_FLAPPING:
-                t = w.start_ms
-                while t < min(w.end_ms, until_ms):
-                    out.append((t, min(t + w.down_ms, w.end_ms)))
-                    t += w.period_ms
-        return out
+        return [iv for w in self.faults[self.index(broker)] for iv in w.down_intervals(until_ms)]
 
     def answers_probe(self, broker: str, t_ms: int) -> bool:
         """Whether a 5.x detector probe (``getMaxOffset`` with ``detectTimeout`` 200 ms) to ``broker`` at
-        ``t_ms`` succeeds: not while its process is dead (connect refused), hung (the probe times out)
-        or cut off by a partition (the connect times out)."""
-        for w in self.faults[self.index(broker)]:
-            if w.active(t_ms) and (w.down(t_ms) or w.kind in (FAULT_HANG, FAULT_PARTITION)):
-                return False
-        return True
+        ``t_ms`` succeeds (:class:`rocketsim.broker.fault_kinds.Probe`): not while its process is dead,
+        nor while a fault kind's probe fails (a hung broker, a partition)."""
+        return not any(w.probe_fails(t_ms) for w in self.faults[self.index(broker)])
 
     def attempt(
         self, producer: int, seq: int, attempt: int, broker: str, start_ms: int, timeout_ms: int
@@ -280,62 +281,124 @@ def base_latency_ms(p: BrokerParams, key: int) -> float:
     z = math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
     latency = p.median_ms * math.exp(p.sigma * z)
     if uniform(key, STREAM_SPIKE) < p.spike_probability:
-        # Pareto(scale, alpha) by inversion, scale * U^(-1/alpha), with the exponent bounded so a tiny
-        # alpha cannot overflow
-        e = -math.log(1.0 - uniform(key, STREAM_SPIKE_SIZE)) / p.spike_alpha
-        latency += p.spike_scale_ms * math.exp(min(e, MAX_SPIKE_EXPONENT))
+        latency += spike_ms(uniform(key, STREAM_SPIKE_SIZE), p.spike_scale_ms, p.spike_alpha, p.spike_max_ms)
     return min(latency, MAX_LATENCY_MS)
+
+
+def spike_ms(u: float, scale: float, alpha: float, maximum: float) -> float:
+    """A spike at level ``u``: Pareto(``scale``, ``alpha``) by inversion, ``scale * U^(-1/alpha)`` with the
+    exponent bounded so a tiny alpha cannot overflow; with a ``maximum`` (> 0), the Pareto truncated there,
+    ``scale * (1 - u (1 - (scale / maximum)^alpha))^(-1/alpha)``. One function both engines run (the
+    compiled engine compiles it: ``compiled.base_latency``)."""
+    if maximum > 0.0:
+        r = (scale / maximum) ** alpha
+        return scale * (1.0 - u * (1.0 - r)) ** (-1.0 / alpha)
+    e = -math.log(1.0 - u) / alpha
+    return scale * math.exp(min(e, MAX_SPIKE_EXPONENT))
 
 
 def attempt_outcome(
     p: BrokerParams, faults: tuple[FaultWindow, ...], key: int, start_ms: int, timeout_ms: int
 ) -> AttemptOutcome:
-    """The model's decision, in the order: fault window, background error, latency vs timeout.
+    """The model's answer to one attempt: the window active at ``start_ms`` (windows of a broker never
+    overlap: the scenario's validation) and the attempt's draws, through :func:`answer`. Draws are
+    stateless, so the burst draw is made only where a burst can hit."""
+    w = next((w for w in faults if w.active(start_ms)), None)
+    effect = Effect.NONE if w is None else w.effect(start_ms)
+    burst_draw = uniform(key, STREAM_BURST) if effect == Effect.ERROR_BURST else 1.0
+    *decided, exact_us = answer(
+        effect,
+        1.0 if w is None else w.factor,
+        0.0 if w is None else w.rate,
+        0 if w is None else w.burst_kind,
+        0 if w is None else w.burst_code,
+        burst_draw,
+        uniform(key, STREAM_ERROR),
+        base_latency_ms(p, key),
+        p.error_cum,
+        p.error_kind,
+        p.error_code,
+        int(round(p.connect_refused_ms)),
+        p.connect_timeout_ms,
+        timeout_ms,
+        w.end_ms - start_ms if effect == Effect.PAUSED else 0,  # type: ignore[union-attr]
+    )
+    return AttemptOutcome(*decided, exact_us=exact_us)
+
+
+def answer(
+    effect: int,
+    factor: float,
+    rate: float,
+    burst_kind: int,
+    burst_code: int,
+    burst_draw: float,
+    error_draw: float,
+    base_ms: float,
+    error_cum: Sequence[float],
+    error_kind: Sequence[int],
+    error_code: Sequence[int],
+    refused_ms: int,
+    connect_timeout_ms: int,
+    timeout_ms: int,
+    held_ms: int,
+) -> tuple[int, int, int, bool, int, int, int, int]:
+    """The decision chain of the open model, the one both engines run (the compiled engine compiles this
+    very function: ``compiled.broker_answer``): ``(kind, latency, response code, stored, store ms, late
+    ms, late code, exact us)`` of one attempt (late ms -1: no late answer; exact us: the broker's answer's
+    latency in microseconds before the rounding to whole ms, -1 where no answer comes).
+
+    In order: the window's :class:`rocketsim.broker.fault_kinds.Effect` (a dead process refuses the
+    connect at once, ``refused_ms``, which no request timeout caps; a partition times the connect out; a
+    hung broker never answers; a paused one takes the request ``held_ms`` later, when it continues, and
+    answers it then as ever); a burst error (``burst_draw < rate``) at the body latency ``base_ms``;
+    the background error mix (``error_draw`` against the cumulative ``error_cum``) at the latency, times
+    ``factor`` in a slowdown; the latency against the timeout.
 
     Stored (the broker processed the request; nothing deduplicates a retry of it): SEND_OK and the not-OK
     store statuses at their latency; a timeout from a slow answer (latency past the timeout) and a
     ``remoting_timeout`` error (a reply lost on the way back) at the broker's own latency, after the
     client gave up. Not stored: connect failures (dead process, partition), a hung broker (model choice:
     it never processes what it accepts), the broker's error codes. A slow answer is also the timeout's
-    ``late_ms`` answer (SEND_OK at the broker's own latency); a lost reply and a hang have none.
+    late answer (SEND_OK at the broker's own latency); a lost reply and a hang have none.
     """
-    timeout_ms = max(int(timeout_ms), 0)
-    refused = int(round(p.connect_refused_ms))  # not capped by the timeout: the connect comes first
-    factor = 1.0
-    for w in faults:
-        if not w.active(start_ms):
-            continue
-        if w.down(start_ms):  # the process is dead: connection refused, fast
-            return AttemptOutcome(OutcomeKind.REMOTING_CONNECT, refused)
-        if w.kind == FAULT_PARTITION:  # nothing answers: the connect times out
-            return AttemptOutcome(OutcomeKind.REMOTING_CONNECT, p.connect_timeout_ms)
-        if w.kind == FAULT_HANG:  # the broker accepts the request and never answers
-            return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms)
-        if w.kind == FAULT_SLOWDOWN:
-            factor *= w.factor
-        elif w.kind == FAULT_ERROR_BURST and uniform(key, STREAM_BURST) < w.rate:
-            natural = int(round(base_latency_ms(p, key)))
-            latency = min(natural, timeout_ms)
-            if w.burst_kind == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
-                return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, natural)
-            if w.burst_kind == OutcomeKind.REMOTING_CONNECT:
-                return AttemptOutcome(OutcomeKind.REMOTING_CONNECT, refused)
-            stored = w.burst_kind <= OutcomeKind.SLAVE_NOT_AVAILABLE
-            return AttemptOutcome(w.burst_kind, latency, w.burst_code, stored, latency)
-    u = uniform(key, STREAM_ERROR)
-    latency_f = base_latency_ms(p, key) * factor
-    latency = int(round(latency_f))
-    for cum, kind, code in zip(p.error_cum, p.error_kind, p.error_code, strict=True):
-        if u < cum:
-            if kind == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
-                return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, latency)
-            if kind == OutcomeKind.REMOTING_CONNECT:
-                return AttemptOutcome(OutcomeKind.REMOTING_CONNECT, refused)
-            answered = min(latency, timeout_ms)
-            return AttemptOutcome(kind, answered, code, kind <= OutcomeKind.SLAVE_NOT_AVAILABLE, answered)
-    if latency >= timeout_ms:  # the call gives up at its timeout; the broker stores it when it gets there
-        return AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, latency, latency)
-    return AttemptOutcome(OutcomeKind.OK, latency, 0, True, latency)
+    timeout = max(timeout_ms, 0)
+    if effect == Effect.PROCESS_DOWN:
+        return OutcomeKind.REMOTING_CONNECT, refused_ms, 0, False, 0, -1, 0, -1
+    if effect == Effect.CONNECT_TIMES_OUT:
+        return OutcomeKind.REMOTING_CONNECT, connect_timeout_ms, 0, False, 0, -1, 0, -1
+    if effect == Effect.NO_ANSWER:
+        return OutcomeKind.REMOTING_TIMEOUT, timeout, 0, False, 0, -1, 0, -1
+    erred, err_kind, err_code = False, 0, 0
+    exact = base_ms
+    if effect == Effect.ERROR_BURST and burst_draw < rate:
+        erred, err_kind, err_code = True, burst_kind, burst_code
+        latency = round(base_ms)
+    else:
+        if effect == Effect.SLOWER:
+            exact = base_ms * factor
+        latency = round(exact)
+        for e in range(len(error_cum)):
+            if error_draw < error_cum[e]:
+                erred, err_kind, err_code = True, error_kind[e], error_code[e]
+                break
+    if effect == Effect.PAUSED:  # the process takes the request only when it continues
+        latency += held_ms
+        exact += held_ms
+    exact_us = int(round(exact * 1000.0))
+    if not erred:
+        if latency >= timeout:  # the call gives up at its timeout; the broker stores it when it gets there
+            return OutcomeKind.REMOTING_TIMEOUT, timeout, 0, True, latency, latency, 0, exact_us
+        return OutcomeKind.OK, latency, 0, True, latency, -1, 0, exact_us
+    if err_kind == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
+        return OutcomeKind.REMOTING_TIMEOUT, timeout, 0, True, latency, -1, 0, -1
+    if err_kind == OutcomeKind.REMOTING_CONNECT:
+        return OutcomeKind.REMOTING_CONNECT, refused_ms, 0, False, 0, -1, 0, -1
+    answered = min(latency, timeout)
+    stored = err_kind <= OutcomeKind.SLAVE_NOT_AVAILABLE
+    # the microseconds of an answer the broker gives (a store status, an error code), not of a failure
+    exact_us = exact_us if latency < timeout and (stored or err_kind == OutcomeKind.BROKER_ERROR) else -1
+    return err_kind, answered, err_code, stored, answered, -1, 0, exact_us
 
 
 def refused_as_illegal(o: AttemptOutcome) -> AttemptOutcome:

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rocketsim.broker import latency as bm
+from rocketsim.broker.fault_kinds import Answer, Connect
 from rocketsim.client.grpc_codes import DEADLINE_EXCEEDED, UNAVAILABLE, Code, Reply
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.errors import ConfigError
@@ -211,7 +212,7 @@ def local_endpoint_reply(
     if not connectable:
         return Reply.grpc_error(UNAVAILABLE, REFUSED_MS, reached=False, broker=broker)
     for w in model.faults[model.index(broker)]:
-        if w.active(start_ms) and w.kind in (bm.FAULT_HANG, bm.FAULT_PARTITION):
-            hung = w.kind == bm.FAULT_HANG
+        hung, cut_off = w.rule.answer == Answer.NEVER, w.rule.connect == Connect.TIMES_OUT
+        if w.active(start_ms) and (hung or cut_off):
             return Reply.grpc_error(DEADLINE_EXCEEDED, deadline_ms, reached=hung, broker=broker)
     return None

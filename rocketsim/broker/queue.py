@@ -19,8 +19,9 @@ latency (SEND_OK, or a slow answer the client times out on) through its broker's
   busy it drains the queue (``[PCBUSY_CLEAN_QUEUE]``), then ``cleanExpiredRequestInQueue`` removes each
   head that waited >= ``waitTimeMillsInSendQueue`` (``[TIMEOUT_CLEAN_QUEUE]``), both SYSTEM_BUSY;
 * the page cache is busy (``DefaultMessageStore.isOSPageCacheBusy``) while one append has held the lock
-  for more than ``osPageCacheBusyTimeOutMills``: only a ``store_stall`` fault does that here (the disk
-  makes no progress for ``down_s``, every ``period_s``; the append in the lock waits it out).
+  for more than ``osPageCacheBusyTimeOutMills``: only a fault kind whose store column is ``STALLS``
+  (``store_stall``, :data:`rocketsim.broker.fault_kinds.FAULT_KINDS`) does that here (the disk makes no
+  progress for ``down_s``, every ``period_s``; the append in the lock waits it out).
 
 Exact in order: a FIFO request's fate depends only on the requests before it, so :meth:`BrokerStore.offer`
 decides it when it arrives (requests offered in arrival order). The one exception is the sweeper's
@@ -36,11 +37,13 @@ import bisect
 import heapq
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple
 
 from rocketsim.broker import latency as bm
+from rocketsim.broker.fault_kinds import Store
+from rocketsim.client.host import HostCores
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.versions import BrokerVersion
 from rocketsim.scenario import Scenario, StoreConfig
@@ -126,6 +129,10 @@ class StoreParams:
     extra_us: int  # the SYNC_FLUSH / SYNC_MASTER waits added to a stored request's answer
     pc_code: int  # [PC_SYNCHRONIZED]'s response code (BrokerVersion.pc_synchronized_code)
     stalls: tuple[Stall, ...] = ()
+    # [start, end) us in which the process takes no request (a paused process, Store.DEFERS): a request
+    # that arrives then waits in its socket and reaches the send queue at the end, in arrival order
+    holds: tuple[tuple[int, int], ...] = ()
+    io_us: float = 0.0  # store.io_us: its CPU per request on a client connection's I/O thread
 
     @classmethod
     def from_config(
@@ -137,8 +144,9 @@ class StoreParams:
         stalls = tuple(
             Stall(w.start_ms * 1000, w.end_ms * 1000, w.period_ms * 1000, w.down_ms * 1000)
             for w in faults
-            if w.kind == bm.FAULT_STORE_STALL
+            if w.rule.store == Store.STALLS
         )
+        holds = tuple((w.start_ms * 1000, w.end_ms * 1000) for w in faults if w.rule.store == Store.DEFERS)
         return cls(
             cfg.append_us,
             cfg.send_threads,
@@ -148,7 +156,13 @@ class StoreParams:
             int(round(extra * 1000)),
             version.pc_synchronized_code,
             stalls,
+            holds,
+            cfg.io_us,
         )
+
+    def held_until(self, t_us: int) -> int:
+        """When a request that arrives at ``t_us`` is taken: at once, or at the end of a hold over it."""
+        return next((end for start, end in self.holds if start <= t_us < end), t_us)
 
     def service_us(self, wire_bytes: int) -> int:
         """The append's time: ``append_us`` per KiB of the request, at least 1 us."""
@@ -263,6 +277,7 @@ class BrokerStore:
     admitted_ms: list[int] = field(default_factory=list)  # arrival ms of each request the queue took
     last_us: int = 0
     served_us: list[tuple[int, int]] = field(default_factory=list)  # [begin, end) of each append
+    cores: HostCores | None = None  # the producers' host when the broker runs on it (its CPU work there)
 
     def __post_init__(self) -> None:
         if not self.threads:
@@ -280,7 +295,16 @@ class BrokerStore:
     def offer(self, arrival_ms: int, wire_bytes: int) -> StoreAnswer:
         """Decide one request arriving at ``arrival_ms`` (not before the previous one: an earlier time is
         taken as the previous one's), and take it into the store's state."""
-        a = max(arrival_ms * 1000, self.last_us)
+        return self.offer_us(arrival_ms * 1000, wire_bytes)
+
+    def run_cpu(self, ready_us: float, work_us: float) -> float:
+        """When ``work_us`` of the broker's CPU ready at ``ready_us`` ends (on the host's cores when it
+        shares the producers' host)."""
+        return self.cores.run(ready_us, work_us) if self.cores is not None else ready_us + work_us
+
+    def offer_us(self, arrival_us: int, wire_bytes: int) -> StoreAnswer:
+        """:meth:`offer` at a time in microseconds (a hold defers it to the hold's end)."""
+        a = max(self.params.held_until(arrival_us), self.last_us)
         self.last_us = a
         a_ms = a // 1000
         self.busy = [(lo, hi) for lo, hi in self.busy if hi > a_ms]
@@ -311,6 +335,9 @@ class BrokerStore:
                 left_us=d.taken,
                 pc_code=self.params.pc_code,
             )
+        if self.cores is not None:  # the append also waits for a core of the shared host
+            shift = int(round(self.run_cpu(d.begin, d.end - d.begin))) - d.end
+            d = d._replace(begin=d.begin + shift, end=d.end + shift, answer_us=d.answer_us + shift)
         self.writer_free_us = d.end
         heapq.heapreplace(self.threads, d.end)
         if d.end - d.begin > self.params.busy_timeout_ms * 1000:
@@ -335,13 +362,15 @@ class StoreCluster:
     brokers: tuple[str, ...]
 
     @classmethod
-    def from_scenario(cls, sc: Scenario) -> StoreCluster:
+    def from_scenario(cls, sc: Scenario, host: HostCores | None = None) -> StoreCluster:
+        """Every broker's store; those whose ``store.on_producer_host`` is set run on ``host``'s cores."""
         model = bm.BrokerModel.from_scenario(sc)
         version = sc.broker_version
-        stores = [
-            BrokerStore(StoreParams.from_config(sc.broker_model(b).store, version, model.faults[i]), i)
-            for i, b in enumerate(sc.cluster.brokers)
-        ]
+        stores = []
+        for i, b in enumerate(sc.cluster.brokers):
+            cfg = sc.broker_model(b).store
+            cores = host if cfg.on_producer_host else None
+            stores.append(BrokerStore(StoreParams.from_config(cfg, version, model.faults[i]), i, cores=cores))
         return cls(stores, tuple(sc.cluster.brokers))
 
     def store(self, broker: str) -> BrokerStore:
@@ -371,7 +400,7 @@ def carries_load(o: bm.AttemptOutcome) -> bool:
 
 
 def closed_outcome(
-    o: bm.AttemptOutcome, ans: StoreAnswer, start_ms: int, timeout_ms: int
+    o: bm.AttemptOutcome, ans: StoreAnswer, start_ms: int, timeout_ms: int, start_us: int | None = None
 ) -> bm.AttemptOutcome:
     """The attempt's answer with the store's part: the open answer's latency is the network round trip
     (``o.store_ms``), the store adds its wait, service and flush/replica waits (rounded to whole ms).
@@ -382,13 +411,23 @@ def closed_outcome(
     timeout_ms = max(int(timeout_ms), 0)
     delay = (ans.answer_us - start_ms * 1000 + 500) // 1000
     total = network + delay
+    # the same in microseconds, unrounded (send_results.latency_us)
+    begin_us = start_ms * 1000 if start_us is None else start_us
+    exact = (o.exact_us if o.exact_us >= 0 else network * 1000) + ans.answer_us - begin_us
     if ans.stored:
         store_ms = (ans.stored_us - start_ms * 1000 + 500) // 1000
         if total >= timeout_ms:
-            return bm.AttemptOutcome(OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, store_ms, total)
-        return bm.AttemptOutcome(OutcomeKind.OK, total, 0, True, store_ms)
+            return bm.AttemptOutcome(
+                OutcomeKind.REMOTING_TIMEOUT, timeout_ms, 0, True, store_ms, total, exact_us=exact
+            )
+        return bm.AttemptOutcome(OutcomeKind.OK, total, 0, True, store_ms, exact_us=exact)
     if total >= timeout_ms:
         return bm.AttemptOutcome(
-            OutcomeKind.REMOTING_TIMEOUT, timeout_ms, late_ms=total, late_code=ans.code, remark=ans.remark
+            OutcomeKind.REMOTING_TIMEOUT,
+            timeout_ms,
+            late_ms=total,
+            late_code=ans.code,
+            remark=ans.remark,
+            exact_us=exact,
         )
-    return replace(bm.AttemptOutcome(OutcomeKind.BROKER_ERROR, total, ans.code), remark=ans.remark)
+    return bm.AttemptOutcome(OutcomeKind.BROKER_ERROR, total, ans.code, remark=ans.remark, exact_us=exact)

@@ -12,6 +12,10 @@ tables (for the report) and its latency fits. Today's parts:
   Wilson 95% interval;
 * store (``brokers.<target>.store.append_us``): from a saturation figure, ``1e6 / rate`` per KiB of
   request; the store time (PAGECACHERT) bounds it and is reported;
+* host (``producers.send_cpu_us``, ``brokers.<target>.store.io_us`` and ``append_us``): when the client
+  and the broker shared one host (a :class:`~rocketsim.calibration.measurements.CpuUse` with its
+  processors) and a saturation figure is given, the host's processors over that rate is the CPU one
+  send costs both sides, split between them as their CPU seconds were (this replaces the store part);
 * queue: the send queue's depth and head wait (watermark), against the store's limits (report only).
 """
 
@@ -26,7 +30,7 @@ from scipy import stats
 
 from rocketsim.calibration.fit import SPECS, Estimate
 from rocketsim.calibration.latency_fit import LatencyFit, Unresolved, fit_latency
-from rocketsim.calibration.measurements import Measurements, View
+from rocketsim.calibration.measurements import CpuUse, Measurements, Throughput, View
 from rocketsim.scenario import BROKER_ERRORS, StoreConfig
 
 KIB = 1024.0
@@ -107,9 +111,17 @@ def latency_part(ms: Measurements, opts: Options) -> Part:
         )
     prefix = f"brokers.{opts.target}.latency."
     source = _sources(chosen.inputs)
-    estimates = tuple(replace(p, key=prefix + p.key, source=source) for p in chosen.params)
+    estimates = tuple(
+        replace(p, key=prefix + p.key, source=source, value=_scenario_value(p.key, p.value))
+        for p in chosen.params
+    )
     ordered = (chosen, *(f for f in fits if f is not chosen))
     return Part(estimates, tuple(notes), latency=ordered)
+
+
+def _scenario_value(name: str, value: float) -> float:
+    """A latency value as the scenario writes it: no spike maximum (inf here) is ``spike_max_ms = 0``."""
+    return 0.0 if name == "spike_max_ms" and not math.isfinite(value) else value
 
 
 # ResponseCode names (lower case, as rocketmq_rpc_latency's response_code) of the model's error mix
@@ -181,6 +193,11 @@ def store_part(ms: Measurements, opts: Options) -> Part:
     ]
     tables = {"throughput": pd.DataFrame(rows)} if rows else {}
     saturated = [t for t in ms.throughputs if t.saturated]
+    if _shared_host(ms) is not None:
+        return Part(
+            notes=("store.append_us: from the host part (the client and the broker shared it)",),
+            tables=tables,
+        )
     if not saturated:
         why = (
             "not calibrated: no saturation figure (--saturation RATE[@BYTES]); store times cannot resolve µs"
@@ -205,6 +222,59 @@ def store_part(ms: Measurements, opts: Options) -> Part:
         )
         return Part(notes=tuple(notes), tables=tables)
     return Part((Estimate(key, append_us, False, why, t.source),), tuple(notes), tables)
+
+
+BROKER_IO_SHARE = 0.5  # of the broker's CPU per request: its connection's I/O thread (decode, flow control)
+
+
+def _shared_host(ms: Measurements) -> tuple[Throughput, CpuUse] | None:
+    """The saturation figure and the CPU use of a run whose client and broker shared one host."""
+    saturated = [t for t in ms.throughputs if t.saturated]
+    shared = [c for c in ms.cpu if c.shared_processors]
+    if not saturated or not shared:
+        return None
+    return max(saturated, key=lambda t: t.msgs_per_s), shared[0]
+
+
+def host_part(ms: Measurements, opts: Options) -> Part:
+    """The CPU a send costs the client and the broker on the host they share: ``processors / rate`` at
+    the saturation figure, split by their CPU seconds; the broker's part split in halves
+    (:data:`BROKER_IO_SHARE`) between its connection's I/O thread and the send thread's append."""
+    found = _shared_host(ms)
+    if found is None:
+        return Part()
+    t, cpu = found
+    total_us = 1e6 * cpu.shared_processors / t.msgs_per_s  # type: ignore[operator]
+    client_us = total_us * cpu.client_share
+    broker_us = total_us - client_us
+    size = t.request_bytes or DEFAULT_REQUEST_BYTES
+    io_us = broker_us * BROKER_IO_SHARE
+    append_us = (broker_us - io_us) * KIB / size
+    where = (
+        f"{cpu.shared_processors} processors / {t.msgs_per_s:,.0f} msg/s = {total_us:.3g} us a send, "
+        f"{cpu.client_share:.1%} of it the client's ({cpu.source})"
+    )
+    source = f"{t.source}, {cpu.source}"
+    estimates = (
+        Estimate("producers.send_cpu_us", client_us, False, "the client's part: " + where, source),
+        Estimate(f"brokers.{opts.target}.store.io_us", io_us, False, "half the broker's part", source),
+        Estimate(
+            f"brokers.{opts.target}.store.append_us",
+            append_us,
+            False,
+            f"the other half, per KiB of a {size:,.0f}-byte request",
+            source,
+        ),
+    )
+    notes = [
+        f"host: the client and the broker shared {cpu.shared_processors} processors: set "
+        f"producers.processors = {cpu.shared_processors} and producers.shared_host, and "
+        f"brokers.{opts.target}.store.on_producer_host = true"
+    ]
+    if not t.request_bytes:
+        notes.append(f"host: bytes per request not given; {DEFAULT_REQUEST_BYTES:.0f} assumed (RATE@BYTES)")
+    table = pd.DataFrame([{"key": e.key, "value": e.value, "why": e.why} for e in estimates])
+    return Part(estimates, tuple(notes), {"host": table})
 
 
 def queue_part(ms: Measurements, opts: Options) -> Part:
@@ -237,6 +307,7 @@ PARTS: tuple[Callable[[Measurements, Options], Part], ...] = (
     latency_part,
     errors_part,
     store_part,
+    host_part,
     queue_part,
 )
 

@@ -62,6 +62,7 @@ SPECS = {
         ParamSpec("spike_probability", 1e-8, 0.5, "logit"),
         ParamSpec("spike_scale_ms", 1e-3, 1e6, "log"),
         ParamSpec("spike_alpha", 0.1, 20.0, "log"),
+        ParamSpec("spike_max_ms", 1e-3, 86_400_000.0, "log"),
     )
 }
 DEFAULTS = {
@@ -70,6 +71,7 @@ DEFAULTS = {
     "spike_probability": 0.0,
     "spike_scale_ms": 50.0,
     "spike_alpha": 1.5,
+    "spike_max_ms": math.inf,
 }
 
 
@@ -100,7 +102,8 @@ CANDIDATES = (
     Candidate(
         "lognormal + spikes (alpha fixed)", ("median_ms", "sigma", "spike_probability", "spike_scale_ms")
     ),
-    Candidate("lognormal + spikes", LATENCY_KEYS),
+    Candidate("lognormal + spikes", LATENCY_KEYS[:5]),
+    Candidate("lognormal + spikes up to a maximum", LATENCY_KEYS),
 )
 
 

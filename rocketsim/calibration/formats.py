@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from rocketsim.calibration.measurements import Measurements, Throughput
 from rocketsim.calibration.metrics import measurements_from_series
 from rocketsim.calibration.parse_client import parse_benchmark, parse_histogram, parse_latency_csv
+from rocketsim.calibration.parse_host import parse_cpu_json
 from rocketsim.calibration.parse_logs import parse_store_log, parse_watermark_log
 from rocketsim.calibration.parse_omb import parse_omb
 from rocketsim.calibration.parse_prometheus import parse_exposition, parse_query_json
@@ -50,6 +51,9 @@ FORMATS: dict[str, Format] = {
         Format("histogram", parse_histogram, 'a latency histogram JSON {"edges_ms": [...], "counts": [...]}'),
         Format("store-log", parse_store_log, "the broker's store.log ([PAGECACHERT], [STORETPS])"),
         Format("watermark-log", parse_watermark_log, "the broker's watermark.log ([WATERMARK] Send ...)"),
+        Format(
+            "cpu", parse_cpu_json, "the client's and broker's CPU seconds of a run (the harness's cpu.json)"
+        ),
     )
 }
 
@@ -59,6 +63,8 @@ def detect_format(text: str, source: str) -> str:
     head = text[:65536]
     stripped = head.lstrip()
     if stripped.startswith("{"):
+        if '"broker_cpu_s"' in head:  # before omb: the harness's cpu.json has "driver_cpu_s..." keys too
+            return "cpu"
         if re.search(r'"(aggregatedPublishLatency|publishLatency|publishRate|driver)\w*"\s*:', head):
             return "omb"
         if '"resultType"' in head or '"status"' in head:

@@ -2,11 +2,13 @@
 which parameters the data could not tell.
 
 Candidates (:data:`rocketsim.calibration.fit.CANDIDATES`): the lognormal alone (no spikes), spikes with
-``spike_alpha`` fixed at its default, and every parameter free; a candidate is tried only when the inputs
-hold more independent numbers than it has free parameters, and BIC picks among those tried. A parameter
-is then *fixed* because the user fixed it, because the chosen model leaves it out (with the BIC margin
-that decided it), or because there were too few numbers; a free parameter whose standard error is
-undefined (flat likelihood) or larger than a factor e is reported as weakly identified.
+``spike_alpha`` fixed at its default, spikes with every parameter free, and spikes up to a maximum
+(``spike_max_ms``: a tail that ends, as a VM's scheduling delays do); a candidate is tried only when
+the inputs hold more independent numbers than it has free parameters, and BIC picks among those
+tried. A parameter is then *fixed* because the user fixed it, because the chosen model leaves it out
+(with the BIC margin that decided it), or because there were too few numbers; a free parameter whose
+standard error is undefined (flat likelihood) or larger than a factor e is reported as weakly
+identified.
 """
 
 from __future__ import annotations
@@ -88,11 +90,19 @@ def start_points(items: Sequence[Binned | Quantiles | MeanMax]) -> dict[str, flo
 def _spike_starts(body: dict[str, float], free: list[str]) -> list[dict[str, float]]:
     m = body["median_ms"]
     alphas = (1.5, 4.0) if "spike_alpha" in free else (DEFAULTS["spike_alpha"],)
+    caps = (8.0, 64.0) if "spike_max_ms" in free else (None,)  # times the spike scale
     return [
-        {**body, "spike_probability": p, "spike_scale_ms": m * s, "spike_alpha": a}
+        {
+            **body,
+            "spike_probability": p,
+            "spike_scale_ms": m * s,
+            "spike_alpha": a,
+            **({} if c is None else {"spike_max_ms": m * s * c}),
+        }
         for p in (1e-3, 2e-2)
         for s in (2.0, 10.0)
         for a in alphas
+        for c in caps
     ]
 
 

@@ -156,6 +156,28 @@ class QueueSeries:
 
 
 @dataclass(frozen=True)
+class CpuUse:
+    """The CPU seconds the client process and the broker process spent during one run, and the
+    processors of the host when both ran on the same one (None: separate hosts, or not known); e.g. the
+    real-broker harness's ``cpu.json``."""
+
+    source: str
+    client_cpu_s: float
+    broker_cpu_s: float
+    shared_processors: int | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", _labels(self.labels))
+
+    @property
+    def client_share(self) -> float:
+        """The client's part of the two processes' CPU."""
+        return self.client_cpu_s / (self.client_cpu_s + self.broker_cpu_s)
+
+
+@dataclass(frozen=True)
 class Measurements:
     """Everything read from one or more inputs, by kind."""
 
@@ -166,6 +188,7 @@ class Measurements:
     responses: tuple[ResponseCounts, ...] = ()
     throughputs: tuple[Throughput, ...] = ()
     queues: tuple[QueueSeries, ...] = ()
+    cpu: tuple[CpuUse, ...] = ()
 
     def __add__(self, other: Measurements) -> Measurements:
         return Measurements(

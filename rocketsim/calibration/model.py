@@ -1,20 +1,22 @@
 """The broker model's latency distribution in closed form: what calibration fits.
 
 :func:`rocketsim.broker.latency.base_latency_ms` draws ``T = B + 1{spike}·S`` with ``B`` lognormal
-(``median_ms``, ``sigma``) and ``S`` Pareto (``spike_scale_ms``, ``spike_alpha``) with probability
-``spike_probability``. Its CDF is
+(``median_ms``, ``sigma``) and ``S`` Pareto (``spike_scale_ms``, ``spike_alpha``, truncated at
+``spike_max_ms`` when that is finite) with probability ``spike_probability``. Its CDF is
 
     F(x) = (1 - p)·Φ((ln x - μ)/σ) + p·∫ Φ-weighted F_S(x - b) db
 
 and the spike part is one smooth integral over the body's quantile ``u``: with ``b(u) = e^(μ + σΦ⁻¹(u))``
 and ``U* = Φ((ln(x - x_m) - μ)/σ)`` (the body values that leave room for a spike),
-``P(B + S <= x) = ∫_0^U* [1 - (x_m / (x - b(u)))^α] du``, by Gauss–Legendre. Quantiles by bisection in
+``P(B + S <= x) = ∫_0^U* F_S(x - b(u)) du``, ``F_S(s) = min(1, (1 - (x_m / s)^α) / (1 - (x_m / M)^α))``,
+by Gauss–Legendre. Quantiles by bisection in
 ``log x``; the mean and second moment of ``min(T, cap)`` from ``∫ (1 - F)``. The model's own rounding to
 whole ms and its cap (``MAX_LATENCY_MS``) are left out: measurements are of the real, continuous time.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +27,7 @@ from scipy import special
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(48)
 _T = (_NODES + 1.0) / 2.0
 _W = _WEIGHTS / 2.0
-LATENCY_KEYS = ("median_ms", "sigma", "spike_probability", "spike_scale_ms", "spike_alpha")
+LATENCY_KEYS = ("median_ms", "sigma", "spike_probability", "spike_scale_ms", "spike_alpha", "spike_max_ms")
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class LatencyDistribution:
     spike_probability: float = 0.0
     spike_scale_ms: float = 50.0
     spike_alpha: float = 1.5
+    spike_max_ms: float = math.inf
 
     @classmethod
     def from_values(cls, values: dict[str, float]) -> LatencyDistribution:
@@ -46,14 +49,18 @@ class LatencyDistribution:
         return {k: float(getattr(self, k)) for k in LATENCY_KEYS}
 
     def _spike_parts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For the sends that spiked: (mask x > x_m, U* at those x, ∫_0^U* (x_m / (x - b(u)))^α du)."""
+        """For the sends that spiked: (mask x > x_m, U* at those x, ∫_0^U* (1 - F_S(x - b(u))) du)."""
         room = x - self.spike_scale_ms
         ok = room > 0
         u_star = special.ndtr((np.log(room[ok]) - np.log(self.median_ms)) / self.sigma)
         u = u_star[:, None] * _T[None, :]
         b = self.median_ms * np.exp(self.sigma * special.ndtri(np.clip(u, 1e-300, 1.0)))
         gap = np.maximum(x[ok][:, None] - b, self.spike_scale_ms)
-        tail = u_star * (((self.spike_scale_ms / gap) ** self.spike_alpha) @ _W)
+        above = (self.spike_scale_ms / gap) ** self.spike_alpha  # P(S > gap), untruncated
+        if math.isfinite(self.spike_max_ms):
+            r = self._truncated_share()
+            above = np.maximum(above - r, 0.0) / (1.0 - r)
+        tail = u_star * (above @ _W)
         return ok, u_star, tail
 
     def cdf_sf(self, x: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
@@ -108,5 +115,16 @@ class LatencyDistribution:
         (without its rounding): for synthetic measurements and bootstraps."""
         body = self.median_ms * np.exp(self.sigma * rng.standard_normal(n))
         spiked = rng.random(n) < self.spike_probability
-        pareto = self.spike_scale_ms * (1.0 - rng.random(n)) ** (-1.0 / self.spike_alpha)
-        return body + np.where(spiked, pareto, 0.0)
+        return body + np.where(spiked, self.spike_quantile(rng.random(n)), 0.0)
+
+    def spike_quantile(self, u: np.ndarray) -> np.ndarray:
+        """The spike at level ``u`` (inversion, as the broker model draws it): Pareto, truncated at
+        ``spike_max_ms`` when that is finite."""
+        return self.spike_scale_ms * (1.0 - u * (1.0 - self._truncated_share())) ** (-1.0 / self.spike_alpha)
+
+    def _truncated_share(self) -> float:
+        """``(x_m / M)^α``: the share of an untruncated Pareto above the maximum (0: no maximum; held
+        below 1 so a maximum at or under the scale stays defined)."""
+        if not math.isfinite(self.spike_max_ms):
+            return 0.0
+        return min((self.spike_scale_ms / self.spike_max_ms) ** self.spike_alpha, 1.0 - 1e-12)

@@ -1,7 +1,9 @@
-"""Latency-fault tolerance and queue selection of the RocketMQ producer, for the three client lines.
+"""Latency-fault tolerance and queue selection of the RocketMQ producer, for each client line.
 
-Lines (``ClientVersion.fault_line``): ``'4.9.7'`` (4.8.0-4.9.7, with the route-mutation quirk), ``'4.9.8'``
-(the quirk fixed) and ``'5'`` (5.2.0 and later: QueueFilters, reachability, the detector). Upstream classes:
+A line is a row of :data:`rocketsim.client.versions.REMOTING_LINES` (``ClientVersion.line``), given by
+itself or its name (``'4.9.7'``, ``'4.9.8'``, ``'5'``); what differs between lines is asked of its named
+columns (``line.uses_queue_filters``, ``line.isolation_only_extends``, ...), never of its name. Upstream
+classes:
 ``MQFaultStrategy``, ``LatencyFaultToleranceImpl`` (+ ``FaultItem``),
 ``TopicPublishInfo.selectOneMessageQueue`` and ``ThreadLocalIndex``. Read top to bottom:
 
@@ -33,7 +35,7 @@ from typing import Protocol
 
 from rocketsim.client.outcomes import Catch
 from rocketsim.client.route import QueueSlot, TopicPublishInfo
-from rocketsim.client.versions import LINE_4_9_7, LINE_4_9_8, LINE_5, LINES
+from rocketsim.client.versions import RemotingLine, remoting_line
 from rocketsim.errors import ConfigError, RocketSimError
 from rocketsim.javaint import INT_MAX, POSITIVE_MASK, chm_spread, int32, java_abs, java_rem, java_string_hash
 
@@ -103,14 +105,14 @@ def _copy(sites: dict[Site, dict[Catch, FaultUpdateRule]]) -> dict[Site, dict[Ca
     return {site: dict(cells) for site, cells in sites.items()}
 
 
-# line -> call site -> what the outcome is caught as -> (isolation, reachable). Only the cells the
-# simulation can reach are here (a missing cell is a KeyError, not a silent default). Upstream, at the
-# tags rocketmq-all-4.9.7, rocketmq-all-4.9.8 and rocketmq-all-5.3.3: DefaultMQProducerImpl.sendDefaultImpl
-# and MQClientAPIImpl.sendMessageAsync (the calls are quoted in tests/test_fault.py).
+# a set of calls (a line's ``fault_updates``: clients.md A.3.6's CS-1 / CS-2, with the async call sites of
+# the same tags) -> call site -> what the outcome is caught as -> (isolation, reachable). Only the cells
+# the simulation can reach are here (a missing cell is a KeyError, not a silent default). Upstream, at the
+# tags rocketmq-all-4.9.7 and rocketmq-all-4.9.8 (CS-1) and rocketmq-all-5.3.3 (CS-2):
+# DefaultMQProducerImpl.sendDefaultImpl and MQClientAPIImpl.sendMessageAsync (quoted in tests/test_fault.py).
 FAULT_UPDATES: dict[str, dict[Site, dict[Catch, FaultUpdateRule]]] = {
-    LINE_4_9_7: {Site.SEND_DEFAULT_IMPL: dict(_SEND_DEFAULT_IMPL_4_9), **_copy(_ASYNC_4_9)},
-    LINE_4_9_8: {Site.SEND_DEFAULT_IMPL: dict(_SEND_DEFAULT_IMPL_4_9), **_copy(_ASYNC_4_9)},
-    LINE_5: {
+    "CS-1": {Site.SEND_DEFAULT_IMPL: dict(_SEND_DEFAULT_IMPL_4_9), **_copy(_ASYNC_4_9)},
+    "CS-2": {
         Site.SEND_DEFAULT_IMPL: {
             Catch.RESULT: (False, Reachable.YES),
             Catch.REMOTING: (True, Reachable.UNLESS_DETECTOR),
@@ -130,9 +132,14 @@ FAULT_UPDATES: dict[str, dict[Site, dict[Catch, FaultUpdateRule]]] = {
 }
 
 
-def fault_update_rule(line: str, site: Site, catch: Catch) -> FaultUpdateRule:
+def fault_updates(line: RemotingLine | str) -> dict[Site, dict[Catch, FaultUpdateRule]]:
+    """The ``updateFaultItem`` calls of ``line`` (its cells of :data:`FAULT_UPDATES`)."""
+    return FAULT_UPDATES[remoting_line(line).fault_updates]
+
+
+def fault_update_rule(line: RemotingLine | str, site: Site, catch: Catch) -> FaultUpdateRule:
     """The (isolation, reachable) of the ``updateFaultItem`` call ``line`` makes at ``site`` for ``catch``."""
-    return FAULT_UPDATES[line][site][catch]
+    return fault_updates(line)[site][catch]
 
 
 # ---- 2. random sources --------------------------------------------------------------------------
@@ -201,14 +208,12 @@ class ThreadLocalIndex:
 
     def __init__(
         self,
-        line: str,
+        line: RemotingLine | str,
         source_for: Callable[[ThreadKey], IntSource],
         name: str = "",
         on_event: EventHook = None,
     ) -> None:
-        if line not in LINES:
-            raise ConfigError(f"fault line must be one of {LINES}, got {line!r}")
-        self.line = line
+        self.line = remoting_line(line)
         self.name = name
         self.on_event = on_event
         self._source_for = source_for
@@ -217,7 +222,7 @@ class ThreadLocalIndex:
 
     @classmethod
     def shared(
-        cls, line: str, source: IntSource, name: str = "", on_event: EventHook = None
+        cls, line: RemotingLine | str, source: IntSource, name: str = "", on_event: EventHook = None
     ) -> ThreadLocalIndex:
         """One source for every thread, as upstream's single ``Random``."""
         return cls(line, lambda _thread: source, name, on_event)
@@ -245,7 +250,7 @@ class ThreadLocalIndex:
         if index is None:
             drawn = self._source(thread).next_int()
             self._emit(["rand", self.name, NEXT_INT, drawn])
-            if self.line == LINE_5:
+            if self.line.index_start_signed:
                 index = drawn
             else:
                 index = java_abs(drawn)
@@ -259,8 +264,8 @@ class ThreadLocalIndex:
 
     def reset(self, thread: ThreadKey = 0) -> None:
         """5.x ``reset()``: a random new position (``resetIndex`` on every retry with fault tolerance on)."""
-        if self.line != LINE_5:
-            raise ConfigError("ThreadLocalIndex.reset exists only in the 5.x line")
+        if not self.line.resets_index_on_retry:
+            raise ConfigError(f"ThreadLocalIndex.reset exists only in the 5.x lines, not in {self.line.name}")
         drawn = self._source(thread).next_int_bound(INT_MAX)
         self._emit(["rand", self.name, NEXT_INT_MAX, drawn])
         index = java_abs(drawn)
@@ -289,8 +294,10 @@ class FaultArrays:
             raise ConfigError("latency_max must not be empty")
 
     @classmethod
-    def default(cls, line: str) -> FaultArrays:
-        return DEFAULT_ARRAYS_5 if line == LINE_5 else DEFAULT_ARRAYS_4_9
+    def default(cls, line: RemotingLine | str) -> FaultArrays:
+        """The line's ``latencyMax`` and ``notAvailableDuration``."""
+        row = remoting_line(line)
+        return cls(row.latency_max, row.not_available_duration)
 
     def not_available_duration_for(self, latency_ms: int) -> int:
         """``computeNotAvailableDuration``: the duration of the last ``latencyMax[i] <= latency``, else 0."""
@@ -298,27 +305,6 @@ class FaultArrays:
             if latency_ms >= self.latency_max[i]:
                 return self.not_available_duration[i]
         return 0
-
-
-DEFAULT_ARRAYS_4_9 = FaultArrays(
-    (50, 100, 550, 1000, 2000, 3000, 15000), (0, 0, 30000, 60000, 120000, 180000, 600000)
-)
-DEFAULT_ARRAYS_5 = FaultArrays(
-    (50, 100, 550, 1800, 3000, 5000, 15000), (0, 0, 2000, 5000, 6000, 10000, 30000)
-)
-
-# the latency ``updateFaultItem`` feeds to computeNotAvailableDuration when isolation is asked for
-ISOLATION_LATENCY_MS = {LINE_4_9_7: 30000, LINE_4_9_8: 30000, LINE_5: 10000}
-
-
-def rewrites_cached_queue(line: str) -> bool:
-    """4.9.7's fallback (``pickOneAtLeast``) rewrites the route's cached MessageQueue in place."""
-    return line == LINE_4_9_7
-
-
-def counts_writable_queues_only(line: str) -> bool:
-    """4.9.8's ``getWriteQueueNumsByBroker`` skips queue datas without the write permission."""
-    return line == LINE_4_9_8
 
 
 # ---- 5. the fault-item table (LatencyFaultToleranceImpl) --------------------------------------------
@@ -349,8 +335,8 @@ class FaultItemView:
     reachable: bool
     check_stamp: int
 
-    def as_vector_row(self, line: str) -> list:
-        if line == LINE_5:
+    def as_vector_row(self, line: RemotingLine) -> list:
+        if line.tracks_reachability:
             return [self.name, self.current_latency, self.start_timestamp, self.reachable, self.check_stamp]
         return [self.name, self.current_latency, self.start_timestamp]
 
@@ -377,15 +363,13 @@ class FaultTable:
 
     def __init__(
         self,
-        line: str,
+        line: RemotingLine | str,
         which_item_worst: ThreadLocalIndex | None = None,
         detect_interval_ms: int = DETECT_INTERVAL_MS,
         detect_timeout_ms: int = DETECT_TIMEOUT_MS,
         on_event: EventHook = None,
     ) -> None:
-        if line not in LINES:
-            raise ConfigError(f"fault line must be one of {LINES}, got {line!r}")
-        self.line = line
+        self.line = remoting_line(line)
         self.which_item_worst = which_item_worst
         self.detect_interval_ms = detect_interval_ms
         self.detect_timeout_ms = detect_timeout_ms
@@ -447,12 +431,13 @@ class FaultTable:
         if item is None:
             item = FaultItem(name)
         item.current_latency = current_latency
-        if self.line == LINE_5:
+        if self.line.isolation_only_extends:
             if not_available_duration > 0 and now + not_available_duration > item.start_timestamp:
                 item.start_timestamp = now + not_available_duration
-            item.reachable = reachable
         else:
             item.start_timestamp = now + not_available_duration
+        if self.line.tracks_reachability:
+            item.reachable = reachable
         if created:
             self._insert(item)
 
@@ -590,7 +575,7 @@ class FaultStrategy:
 
     def __init__(
         self,
-        line: str,
+        line: RemotingLine | str,
         table: FaultTable | None = None,
         *,
         send_latency_fault_enable: bool = False,
@@ -598,14 +583,12 @@ class FaultStrategy:
         start_detector_enable: bool = False,
         detector: Detector | None = None,
     ) -> None:
-        if line not in LINES:
-            raise ConfigError(f"fault line must be one of {LINES}, got {line!r}")
-        if start_detector_enable and line != LINE_5:
-            raise ConfigError("start_detector_enable exists only in the 5.x line")
-        self.line = line
-        self.table = table if table is not None else FaultTable(line)
+        self.line = remoting_line(line)
+        if start_detector_enable and not self.line.has_fault_detector:
+            raise ConfigError(f"start_detector_enable exists only in the 5.x lines, not in {self.line.name}")
+        self.table = table if table is not None else FaultTable(self.line)
         self.send_latency_fault_enable = send_latency_fault_enable
-        self.arrays = arrays if arrays is not None else FaultArrays.default(line)
+        self.arrays = arrays if arrays is not None else FaultArrays.default(self.line)
         self.start_detector_enable = start_detector_enable
         self.detector = detector
 
@@ -631,11 +614,11 @@ class FaultStrategy:
         self, broker: str, latency: int, isolation: bool, now: int, reachable: bool = True
     ) -> FaultUpdate:
         """The loop's call; the table changes only when latency fault tolerance is on."""
-        reach = reachable if self.line == LINE_5 else None
+        reach = reachable if self.line.tracks_reachability else None
         if not self.send_latency_fault_enable:
             return FaultUpdate(broker, latency, isolation, reach, None)
         duration = self.arrays.not_available_duration_for(
-            ISOLATION_LATENCY_MS[self.line] if isolation else latency
+            self.line.isolation_latency_ms if isolation else latency
         )
         self.table.update_fault_item(broker, latency, duration, now, reachable)
         return FaultUpdate(broker, latency, isolation, reach, duration)
@@ -661,11 +644,13 @@ class FaultStrategy:
         thread: ThreadKey = 0,
     ) -> QueueSlot | None:
         """The queue for the next attempt. ``reset_index`` is 5.x's flag (true on retries)."""
-        if self.line == LINE_5:
-            return self._select_5(tp, last_broker_name, now, reset_index, thread)
-        return self._select_4_9(tp, last_broker_name, now, thread)
+        if self.line.uses_queue_filters:
+            return self._select_by_filters(tp, last_broker_name, now, reset_index, thread)
+        return self._select_available(tp, last_broker_name, now, thread)
 
-    def _select_4_9(self, tp: TopicPublishInfo, last: str | None, now: int, thread: ThreadKey) -> QueueSlot:
+    def _select_available(
+        self, tp: TopicPublishInfo, last: str | None, now: int, thread: ThreadKey
+    ) -> QueueSlot:
         if not self.send_latency_fault_enable:
             return select_avoiding_broker_4_9(tp, last, thread)
         queues = tp.message_queue_list
@@ -682,14 +667,14 @@ class FaultStrategy:
                 return mq
         not_best = self.table.pick_one_at_least(now, thread)
         write_queue_nums = tp.write_queue_nums_by_broker(
-            not_best, writable_only=counts_writable_queues_only(self.line)
+            not_best, writable_only=self.line.counts_writable_queues_only
         )
         if write_queue_nums > 0:
             mq = select_plain(tp, thread)
             if not_best is None:
                 return mq
             queue_id = tp.send_which_queue.increment_and_get(thread) % write_queue_nums
-            if rewrites_cached_queue(self.line):
+            if self.line.rewrites_cached_queue:
                 # the quirk: the cached MessageQueue of the route is rewritten in place, so this queue
                 # slot points at `not_best` for every later send until the route changes
                 mq.broker_name = not_best
@@ -700,7 +685,7 @@ class FaultStrategy:
             self.table.remove(not_best)
         return select_plain(tp, thread)
 
-    def _select_5(
+    def _select_by_filters(
         self, tp: TopicPublishInfo, last: str | None, now: int, reset_index: bool, thread: int
     ) -> QueueSlot | None:
         def not_last(mq: QueueSlot) -> bool:  # BrokerFilter
@@ -753,7 +738,7 @@ def select_filtered(
 
 
 def new_strategy(
-    line: str,
+    line: RemotingLine | str,
     *,
     send_latency_fault_enable: bool,
     which_item_worst_source: IntSource,

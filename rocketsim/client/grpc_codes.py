@@ -165,6 +165,8 @@ class Reply:
     store_ms: int = 0
     broker: str | None = None
     queue_id: int = -1
+    # send_results.latency_us: -1, the whole ms (the Proxy hop is modelled in whole ms only)
+    latency_us: int = -1
 
     @classmethod
     def status(cls, code: int, latency_ms: int, message: str = "", **kw: object) -> Reply:

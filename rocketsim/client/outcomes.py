@@ -1,7 +1,8 @@
 """What one send attempt comes to, as named integers both engines use (the compiled one inside its kernel).
 
-* :class:`OutcomeKind`: the broker model's answer to one attempt (:mod:`rocketsim.broker.latency`); the
-  readable engine turns it into a :class:`rocketsim.client.send.Outcome` (``engine.plan.to_outcome``).
+* :class:`OutcomeKind`: the answer to one attempt (the broker model's, :mod:`rocketsim.broker.latency`, or
+  the client's own refusal); the readable engine's :class:`rocketsim.client.send.Outcome` carries it as its
+  ``kind`` (``engine.plan.to_outcome``), the compiled engine as an int: one vocabulary, no strings.
 * :class:`Catch`: which ``catch`` clause of ``DefaultMQProducerImpl.sendDefaultImpl`` sees an outcome
   (none for a SendResult); :data:`rocketsim.client.fault.FAULT_UPDATES` is keyed by it.
 * :data:`ONEWAY_SEES`: the outcomes a ONEWAY caller sees (as an exception); every other outcome of a
@@ -43,7 +44,7 @@ class Catch(IntEnum):
     INTERRUPTED = 4  # catch (InterruptedException e)
 
 
-# Mirrored by send.catch_of (the readable engine's Outcome); tests/test_engine_plan.py compares them.
+# Both engines read it: send.Outcome.catch, and the compiled kernel through engine/plan.py's FaultRules.
 CATCH_OF_KIND: dict[OutcomeKind, Catch] = {
     OutcomeKind.OK: Catch.RESULT,
     OutcomeKind.FLUSH_DISK_TIMEOUT: Catch.RESULT,
@@ -84,8 +85,41 @@ _LABELS = {
 }
 
 
+def is_send_result(kind: int) -> bool:
+    """SEND_OK or a not-OK store status: a SendResult, no exception (its SendStatus is the kind's value).
+    Plain arithmetic: the compiled engine compiles this very function (``compiled.is_result_kind``)."""
+    return kind <= OutcomeKind.SLAVE_NOT_AVAILABLE
+
+
+def send_status(kind: int) -> str:
+    """The ``SendStatus`` name of a SendResult's kind (``SEND_OK``, ``FLUSH_DISK_TIMEOUT``, ...)."""
+    return "SEND_OK" if kind == OutcomeKind.OK else OutcomeKind(kind).name
+
+
+_KIND_OF_LABEL = {label: kind for kind, label in _LABELS.items()}
+
+
+def parse_outcome_label(label: str) -> tuple[OutcomeKind, int]:
+    """The (kind, response code) of a label (:func:`outcome_label` the other way); KeyError if unknown."""
+    head, _, tail = label.partition(":")
+    if head == "broker":
+        return OutcomeKind.BROKER_ERROR, int(tail)
+    return _KIND_OF_LABEL[label], 0
+
+
 def outcome_label(kind: int, code: int = 0) -> str:
     """The vectors' spelling of an outcome: ``ok``, ``status:...``, ``remoting:...``, ``broker:<code>``."""
     if kind == OutcomeKind.BROKER_ERROR:
         return f"broker:{code}"
     return _LABELS[OutcomeKind(kind)]
+
+
+# the SendStatus names of a SendResult that is not SEND_OK (the message was stored)
+NOT_OK_STATUSES = tuple(
+    send_status(k)
+    for k in (
+        OutcomeKind.FLUSH_DISK_TIMEOUT,
+        OutcomeKind.FLUSH_SLAVE_TIMEOUT,
+        OutcomeKind.SLAVE_NOT_AVAILABLE,
+    )
+)

@@ -32,21 +32,25 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import ClassVar
 
-from rocketsim.client.fault import LINE_5, FaultStrategy, FaultUpdate, Site, ThreadKey
-from rocketsim.client.outcomes import ONEWAY_SEES, Catch, OutcomeKind
+from rocketsim.client.fault import FaultStrategy, FaultUpdate, Site, ThreadKey
+from rocketsim.client.outcomes import (
+    CATCH_OF_KIND,
+    ONEWAY_SEES,
+    Catch,
+    OutcomeKind,
+    is_send_result,
+    outcome_label,
+    parse_outcome_label,
+    send_status,
+)
 from rocketsim.client.route import QueueSlot, TopicPublishInfo
-from rocketsim.client.versions import V4_9_8, ClientVersion
+from rocketsim.client.versions import V4_9_8, ClientVersion, RemotingLine
 from rocketsim.errors import ConfigError, MQClientError, RocketSimError
 from rocketsim.format.validate import ClientErrorCode, ResponseCode
 from rocketsim.javaint import java_abs, java_rem
 
 # ---- constants ------------------------------------------------------------------------------------
 
-
-SEND_OK = "SEND_OK"
-NOT_OK_STATUSES = ("FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE")
-REMOTING_KINDS = ("connect", "timeout", "send_request", "too_many_requests")
-OUTCOME_KINDS = ("ok", "status", "remoting", "broker", "client", "interrupted")
 
 _RETRY_CODES_4_9 = frozenset(
     {
@@ -226,18 +230,17 @@ class SendConfig:
 class Outcome:
     """What one request to a broker came to, and how long the client waited for it.
 
-    ``kind``: ``ok`` (SEND_OK), ``status`` (a non-OK store status, no exception), ``remoting``
-    (``connect`` / ``timeout`` / ``send_request``; ``too_many_requests`` is the client's own semaphore
-    refusal), ``broker`` (MQBrokerException with ``response_code``), ``client`` (MQClientException, e.g. the
-    broker address is unknown), ``interrupted``. For SYNC the transport decides the latency, including
-    ``min(latency, timeout)`` for calls that time out (see :func:`cap_to_timeout`). ``stored``: the broker
-    stored the request ``store_ms`` after the call started (a timed-out request may be stored too).
+    ``kind``: the shared :class:`rocketsim.client.outcomes.OutcomeKind` (what the compiled engine keeps as
+    an int): SEND_OK, a not-OK store status (no exception), a ``RemotingException`` (connect, timeout,
+    send request; ``TOO_MANY_REQUESTS`` is the client's own refusal), ``BROKER_ERROR`` (MQBrokerException
+    with ``response_code``), ``CLIENT_ERROR`` (MQClientException, e.g. the broker address is unknown),
+    ``INTERRUPTED``. For SYNC the transport decides the latency, including ``min(latency, timeout)`` for
+    calls that time out (see :func:`cap_to_timeout`). ``stored``: the broker stored the request
+    ``store_ms`` after the call started (a timed-out request may be stored too).
     """
 
-    kind: str
+    kind: OutcomeKind
     latency_ms: int
-    status: str = SEND_OK
-    remoting: str = ""
     response_code: int = 0
     remark: str = ""
     stored: bool = False  # the broker stored the request (whatever the client saw), store_ms after start
@@ -245,66 +248,72 @@ class Outcome:
     # a timeout whose answer still comes (its latency from the call's start): what an ASYNC callback gets
     # if it comes before the response-table scan (rocketsim.broker.latency.AttemptOutcome.late_ms)
     late: Outcome | None = None
+    # the answer's latency in microseconds before the rounding to whole ms (-1: none, or whole ms): what
+    # send_results.latency_us reports beside the whole-ms decisions
+    latency_us: int = -1
 
     def __post_init__(self) -> None:
-        if self.kind not in OUTCOME_KINDS:
-            raise ConfigError(f"Outcome.kind must be one of {OUTCOME_KINDS}, got {self.kind!r}")
-        if self.kind == "status" and self.status not in NOT_OK_STATUSES:
-            raise ConfigError(f"Outcome.status must be one of {NOT_OK_STATUSES}, got {self.status!r}")
-        if self.kind == "remoting" and self.remoting not in REMOTING_KINDS:
-            raise ConfigError(f"Outcome.remoting must be one of {REMOTING_KINDS}, got {self.remoting!r}")
+        object.__setattr__(self, "kind", OutcomeKind(self.kind))
         if self.latency_ms < 0:
             raise ConfigError(f"Outcome.latency_ms must be >= 0, got {self.latency_ms}")
 
     @classmethod
     def ok(cls, latency_ms: int) -> Outcome:
-        return cls("ok", latency_ms)
+        return cls(OutcomeKind.OK, latency_ms)
 
     @classmethod
     def not_ok(cls, status: str, latency_ms: int) -> Outcome:
-        return cls("status", latency_ms, status=status)
+        """A not-OK store status by its ``SendStatus`` name (``FLUSH_DISK_TIMEOUT``, ...)."""
+        kind = OutcomeKind[status] if status in OutcomeKind.__members__ else None
+        if kind is None or kind == OutcomeKind.OK or not is_send_result(kind):
+            raise ConfigError(f"Outcome.not_ok takes a not-OK SendStatus, got {status!r}")
+        return cls(kind, latency_ms)
 
     @classmethod
     def remoting_error(cls, what: str, latency_ms: int) -> Outcome:
-        return cls("remoting", latency_ms, remoting=what)
+        """A ``RemotingException`` by its label's tail (``connect``, ``timeout``, ``send_request``,
+        ``too_many_requests``)."""
+        return cls.from_label(f"remoting:{what}", latency_ms)
 
     @classmethod
     def broker_error(cls, response_code: int, latency_ms: int, remark: str = "") -> Outcome:
-        return cls("broker", latency_ms, response_code=response_code, remark=remark)
+        return cls(OutcomeKind.BROKER_ERROR, latency_ms, response_code=response_code, remark=remark)
 
     @classmethod
     def client_error(cls, latency_ms: int) -> Outcome:
-        return cls("client", latency_ms)
+        return cls(OutcomeKind.CLIENT_ERROR, latency_ms)
 
     @classmethod
     def interrupted(cls, latency_ms: int) -> Outcome:
-        return cls("interrupted", latency_ms)
+        return cls(OutcomeKind.INTERRUPTED, latency_ms)
 
     @classmethod
     def from_label(cls, label: str, latency_ms: int) -> Outcome:
         """Parse the vectors' labels: ``ok``, ``status:<SendStatus>``, ``remoting:timeout``, ``broker:2``."""
-        head, _, tail = label.partition(":")
-        if head == "ok":
-            return cls.ok(latency_ms)
-        if head == "status":
-            return cls.not_ok(tail, latency_ms)
-        if head == "remoting":
-            return cls.remoting_error(tail, latency_ms)
-        if head == "broker":
-            return cls.broker_error(int(tail), latency_ms)
-        if head in ("client", "interrupted"):
-            return cls(head, latency_ms)
-        raise ConfigError(f"unknown outcome label {label!r}")
+        try:
+            kind, code = parse_outcome_label(label)
+        except (KeyError, ValueError):
+            raise ConfigError(f"unknown outcome label {label!r}") from None
+        return cls(kind, latency_ms, response_code=code)
 
     @property
     def label(self) -> str:
-        if self.kind == "status":
-            return f"status:{self.status}"
-        if self.kind == "remoting":
-            return f"remoting:{self.remoting}"
-        if self.kind == "broker":
-            return f"broker:{self.response_code}"
-        return self.kind
+        return outcome_label(self.kind, self.response_code)
+
+    @property
+    def catch(self) -> Catch:
+        """The ``catch`` clause of ``sendDefaultImpl`` that sees it (``RESULT``: a SendResult came back)."""
+        return CATCH_OF_KIND[self.kind]
+
+    @property
+    def is_result(self) -> bool:
+        """SEND_OK or a not-OK store status: a SendResult."""
+        return is_send_result(self.kind)
+
+    @property
+    def status(self) -> str:
+        """The SendResult's ``SendStatus`` name (a result kind only)."""
+        return send_status(self.kind)
 
 
 def cap_to_timeout(outcome: Outcome, timeout_ms: int) -> Outcome:
@@ -385,6 +394,7 @@ class Resume:
 
     now_ms: int
     thread: ThreadKey | None = None
+    rejected: bool = False  # EXECUTE: the executor's queue was full (no thread will run the send)
 
 
 DEFAULT_POOL_THREADS = {
@@ -503,62 +513,19 @@ def no_route_select(topic: str, version: ClientVersion) -> ClientError:
     return ClientError(f"No route info for this topic, {topic}", version.faq_url)
 
 
-# Mirrors rocketsim.client.outcomes.CATCH_OF_KIND (the model's kinds); tests/test_engine_plan.py compares
-# them.
-_CATCH = {
-    "ok": Catch.RESULT,
-    "status": Catch.RESULT,
-    "remoting": Catch.REMOTING,
-    "client": Catch.CLIENT,
-    "broker": Catch.BROKER,
-    "interrupted": Catch.INTERRUPTED,
-}
-
-
-def catch_of(outcome: Outcome) -> Catch:
-    """The ``catch`` clause that sees ``outcome`` (``RESULT``: none, a SendResult came back).
-
-    Mirrors :data:`rocketsim.client.outcomes.CATCH_OF_KIND` (the broker model's kinds);
-    tests/test_engine_plan.py checks that they agree.
-    """
-    return _CATCH[outcome.kind]
-
-
-_KINDS_OF_REMOTING = {
-    "connect": OutcomeKind.REMOTING_CONNECT,
-    "timeout": OutcomeKind.REMOTING_TIMEOUT,
-    "send_request": OutcomeKind.REMOTING_SEND_REQUEST,
-    "too_many_requests": OutcomeKind.TOO_MANY_REQUESTS,
-}
-_KINDS = {
-    "ok": OutcomeKind.OK,
-    "broker": OutcomeKind.BROKER_ERROR,
-    "client": OutcomeKind.CLIENT_ERROR,
-    "interrupted": OutcomeKind.INTERRUPTED,
-}
-
-
-def outcome_kind(outcome: Outcome) -> OutcomeKind:
-    """The :class:`OutcomeKind` of an outcome (``rocketsim.engine.plan.to_outcome`` the other way)."""
-    if outcome.kind == "status":
-        return OutcomeKind[outcome.status]
-    if outcome.kind == "remoting":
-        return _KINDS_OF_REMOTING[outcome.remoting]
-    return _KINDS[outcome.kind]
-
-
 def oneway_caller_sees(outcome: Outcome, version: ClientVersion) -> bool:
     """Whether a ONEWAY caller sees ``outcome`` (an exception; :data:`rocketsim.client.outcomes.ONEWAY_SEES`):
     anything else reads as written, whatever the broker makes of it."""
-    return outcome_kind(outcome) in ONEWAY_SEES[version.oneway_connects_synchronously]
+    return outcome.kind in ONEWAY_SEES[version.oneway_connects_synchronously]
 
 
-def remoting_exception(what: str, broker: str, timeout_ms: int) -> SendError:
-    if what == "connect":
+def remoting_exception(kind: OutcomeKind, broker: str, timeout_ms: int) -> SendError:
+    """The ``RemotingException`` of a remoting outcome ``kind``."""
+    if kind == OutcomeKind.REMOTING_CONNECT:
         return RemotingConnectError(f"connect to {broker} failed")
-    if what == "timeout":
+    if kind == OutcomeKind.REMOTING_TIMEOUT:
         return RemotingTimeoutError(f"wait response on the channel <{broker}> timeout, {timeout_ms}(ms)")
-    if what == "send_request":
+    if kind == OutcomeKind.REMOTING_SEND_REQUEST:
         return RemotingSendRequestError(f"send request to <{broker}> failed")
     return invoke_too_fast_error()
 
@@ -611,12 +578,11 @@ def sync_send_steps(
     (``Site.SEND_DEFAULT_IMPL``, by the clause that catches it).
     """
     version = cfg.version
-    v5 = strategy.line == LINE_5
     timeout = cfg.send_msg_timeout_ms
     if tp is None or not tp.ok():
         return _no_route("sync", topic, begin_ms, version)
     times_total = cfg.times_total
-    cap = cfg.max_timeout_per_request if v5 else -1
+    cap = cfg.max_timeout_per_request
     retry_codes = cfg.retry_codes
     brokers_sent: list[str | None] = [None] * times_total
     attempts: list[AttemptRecord] = []
@@ -637,7 +603,7 @@ def sync_send_steps(
     times = 0
     while times < times_total:
         last = None if mq is None else mq.broker_name
-        reset = v5 and times > 0
+        reset = strategy.line.resets_index_on_retry and times > 0
         selected = strategy.select_one_message_queue(tp, last, now, reset, thread)
         if selected is None:
             break
@@ -674,22 +640,22 @@ def sync_send_steps(
         latency = now - begin_prev
         # upstream reads mq.getBrokerName() again here; a 4.9.7 slot may have been rewritten meanwhile
         target = mq.broker_name
-        kind = outcome.kind
+        catch = outcome.catch
         returned = False
-        upd = strategy.record_outcome(Site.SEND_DEFAULT_IMPL, catch_of(outcome), target, latency, now)
-        if kind in ("ok", "status"):
+        upd = strategy.record_outcome(Site.SEND_DEFAULT_IMPL, catch, target, latency, now)
+        if catch == Catch.RESULT:
             send_result = SendResult(outcome.status, broker, queue_id, times)
-            if outcome.status != SEND_OK and cfg.retry_another_broker_when_not_store_ok:
+            if outcome.kind != OutcomeKind.OK and cfg.retry_another_broker_when_not_store_ok:
                 flow = "continue:not_SEND_OK"
             else:
                 flow, returned = "return", True
-        elif kind == "remoting":
-            exception = remoting_exception(outcome.remoting, broker, cur_timeout)
+        elif catch == Catch.REMOTING:
+            exception = remoting_exception(outcome.kind, broker, cur_timeout)
             flow = "continue:RemotingException"
-        elif kind == "client":
+        elif catch == Catch.CLIENT:
             exception = broker_not_exist_error(broker, version)
             flow = "continue:MQClientException"
-        elif kind == "broker":
+        elif catch == Catch.BROKER:
             exception = MQBrokerError(outcome.response_code, outcome.remark, broker, version.faq_url)
             if outcome.response_code in retry_codes:
                 flow = "continue:MQBrokerException(retry code)"
@@ -810,15 +776,20 @@ class ResponseScan:
         return self.first_ms + -(-(due - self.first_ms) // self.period_ms) * self.period_ms
 
 
-def wait_response_timeout_text(v5: bool, cost_ms: int, timeout_ms: int) -> str:
+def wait_response_timeout_text(line: RemotingLine, cost_ms: int, timeout_ms: int) -> str:
     """An ASYNC callback's text when the response-table scan failed its request: 4.9.8
-    ``"wait response timeout " + timeoutMillis + "ms"``, 5.3.3 ``"wait response timeout, cost=" + cost``."""
-    return f"wait response timeout, cost={cost_ms}" if v5 else f"wait response timeout {timeout_ms}ms"
+    ``"wait response timeout " + timeoutMillis + "ms"``, 5.3.3 ``"wait response timeout, cost=" + cost``
+    (``line.wait_timeout_reports_cost``)."""
+    if line.wait_timeout_reports_cost:
+        return f"wait response timeout, cost={cost_ms}"
+    return f"wait response timeout {timeout_ms}ms"
 
 
-def unknown_reason_text(v5: bool) -> str:
-    """An ASYNC callback's text for any other failure (``operationFail``'s last branch)."""
-    return "unknown reason" if v5 else "unknow reseaon"
+def executor_rejected_error(version: ClientVersion) -> ClientError:
+    """``DefaultMQProducerImpl.send(msg, callback, timeout)`` (and the selector's; rocketmq-all-4.9.8 and
+    5.3.3): ``executor.submit`` threw ``RejectedExecutionException`` (its queue, 50,000, full) ->
+    ``new MQClientException("executor rejected ", e)``, thrown to the caller: nothing was sent."""
+    return ClientError("executor rejected ", version.faq_url)
 
 
 def async_call_timeout_error(selector: bool) -> RemotingTooMuchRequestError:
@@ -862,14 +833,15 @@ def async_send_steps(
 
     Threads (every selection uses the ``ThreadLocalIndex`` of the thread it runs on): the caller only
     submits the send to the async-sender executor (``DefaultMQProducerImpl.send(msg, callback, timeout)``:
-    ``executor.submit``; the loop yields ``Step(EXECUTE)`` and the driver answers with the executor
-    thread and the time it takes the send). That thread checks ``timeout > costTime`` (else
-    ``RemotingTooMuchRequestException("DEFAULT ASYNC send call timeout")``, a selector send's ``"call
-    timeout"``) and runs ``sendDefaultImpl(ASYNC, timeout - costTime)``: the first selection, the
-    request, and whatever fails synchronously inside ``sendMessageAsync`` (4.9: a connect failure, a
-    refused permit, no budget left), retried at once on the same thread. Callbacks run on the callback
-    executor (``Step(CALLBACK)``; 5.x connect failures on the Netty event loop, :data:`IO_THREAD`), and a
-    retry's selection runs on the thread that delivered the failure.
+    ``executor.submit``; the loop yields ``Step(EXECUTE)`` and the driver answers with the executor thread
+    and the time it takes the send, once the thread has done the send's CPU work; or, its queue full,
+    ``rejected``: ``send`` throws "executor rejected " and nothing is sent). That thread checks ``timeout
+    > costTime`` (else ``RemotingTooMuchRequestException("DEFAULT ASYNC send call timeout")``, a selector
+    send's ``"call timeout"``) and runs ``sendDefaultImpl(ASYNC, timeout - costTime)``: the first
+    selection, the request, and whatever fails synchronously inside ``sendMessageAsync`` (4.9: a connect
+    failure, a refused permit, no budget left), retried at once on the same thread. Callbacks run on the
+    callback executor (``Step(CALLBACK)``; 5.x connect failures on the Netty event loop,
+    :data:`IO_THREAD`), and a retry's selection runs on the thread that delivered the failure.
 
     ``selected``: a selector send (``sendSelectImpl(.., ASYNC, ..)``, see :func:`ordered_send_steps`): the
     queue is the selector's, nothing is selected, ``sendSelectImpl`` makes no ``updateFaultItem`` of its own
@@ -911,9 +883,11 @@ def async_send_steps(
     Flows: ``return`` (onSuccess), ``retry``, ``callback:onException``, ``throw:MQClientException``.
     """
     version = cfg.version
-    v5 = strategy.line == LINE_5
+    line = strategy.line
     scan = scan if scan is not None else ResponseScan.for_version(version)
     go = yield Step(Action.EXECUTE, begin_ms, pool=Pool.EXECUTOR)
+    if go.rejected:  # send() threw it in the caller's thread: no task, no request, no callback
+        return SendRecord("async", topic, begin_ms, go.now_ms, (), None, executor_rejected_error(version), ())
     now, thread = go.now_ms, go.thread
     exec_ms = now
     attempts: list[AttemptRecord] = []
@@ -981,7 +955,7 @@ def async_send_steps(
         now = call_begin = (yield Step(Action.SEND, now, thread)).now_ms  # sendMessageAsync's beginStartTime
         refused: Failure | None = None  # the client gave up before sending anything
         wait_timeout = None
-        if not v5 and req_timeout < 0:  # 4.9 NettyRemotingClient.invokeAsync: timeoutMillis < costTime
+        if line.invoke_async_checks_budget and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime
             refused = invoke_async_timeout_error(broker)
             outcome, start = Outcome.remoting_error("too_many_requests", 0), now
         else:
@@ -998,12 +972,12 @@ def async_send_steps(
         call_timeout = req_timeout - (start - call_begin)
         kind = outcome.kind
 
-        if kind == "client" and attempt == 0 and refused is None and selected is not None:
+        if kind == OutcomeKind.CLIENT_ERROR and attempt == 0 and refused is None and selected is not None:
             # sendKernelImpl's "The broker[..] not exist" out of sendSelectImpl: onException, no update
             now = (yield Step(Action.RESULT, start + outcome.latency_ms, thread)).now_ms
             done(attempt_record(start, call_timeout, outcome, None, "callback:onException", now))
             return record(now, None, broker_not_exist_error(broker, version), brokers_sent)
-        if kind == "client" and attempt == 0 and refused is None:
+        if kind == OutcomeKind.CLIENT_ERROR and attempt == 0 and refused is None:
             # sendKernelImpl: broker address unknown -> MQClientException caught by sendDefaultImpl
             go = yield Step(Action.UPDATE, start + outcome.latency_ms, thread, source="sync_failure")
             now = go.now_ms
@@ -1021,12 +995,12 @@ def async_send_steps(
         # failures thrown out of invokeAsync, caught by sendMessageAsync's catch block
         thrown: Failure | None = None
         if refused is not None:
-            thrown = None if v5 else refused  # 5.x completes the future exceptionally instead
-        elif kind == "client":
+            thrown = None if line.remoting_completes_futures else refused
+        elif kind == OutcomeKind.CLIENT_ERROR:
             thrown = broker_not_exist_error(broker, version)
-        elif not v5 and kind == "remoting" and outcome.remoting == "connect":
+        elif not line.remoting_completes_futures and kind == OutcomeKind.REMOTING_CONNECT:
             thrown = RemotingConnectError(f"connect to {broker} failed")
-        elif not v5 and kind == "interrupted":
+        elif not line.remoting_completes_futures and kind == OutcomeKind.INTERRUPTED:
             thrown = SendInterruptedError("interrupted")
 
         if thrown is not None:
@@ -1034,12 +1008,12 @@ def async_send_steps(
             now = go.now_ms
             strategy.advance_to(now)
             upd = strategy.record_outcome(
-                Site.SEND_MESSAGE_ASYNC_CATCH, catch_of(outcome), broker, now - call_begin, now
+                Site.SEND_MESSAGE_ASYNC_CATCH, outcome.catch, broker, now - call_begin, now
             )
             error, need_retry = thrown, True
         else:
             yield from end_sync_part(start)  # dispatched: sendKernelImpl returned; the rest is a callback
-            if refused is None and kind == "remoting" and outcome.remoting == "timeout":
+            if refused is None and kind == OutcomeKind.REMOTING_TIMEOUT:
                 fired = scan.timeout_fired_ms(start, call_timeout)
                 late = outcome.late
                 if late is not None and start + late.latency_ms < fired:  # answered before the scan
@@ -1050,39 +1024,40 @@ def async_send_steps(
                 fired = start + outcome.latency_ms
             if semaphore is not None and refused is None:
                 semaphore.hold_until(fired)
-            connect_listener = v5 and kind == "remoting" and outcome.remoting == "connect"
+            connect_listener = line.remoting_completes_futures and kind == OutcomeKind.REMOTING_CONNECT
             go = yield Step(Action.CALLBACK, fired, pool=Pool.IO if connect_listener else Pool.CALLBACK)
             now, thread = go.now_ms, go.thread
             strategy.advance_to(now)
-            if kind in ("ok", "status"):
+            if outcome.is_result:
                 now = (yield Step(Action.RESULT, now, thread)).now_ms  # onSuccess, then the update
                 end = now
                 now = (yield Step(Action.UPDATE, now, thread, source="callback")).now_ms
                 # 4.9 measures from the ResponseFuture (after the permit), 5.x from sendMessageAsync's start
-                lat = now - (call_begin if v5 else start)
+                lat = now - (call_begin if line.async_latency_from_call_begin else start)
                 upd = strategy.record_outcome(Site.ASYNC_CALLBACK, Catch.RESULT, broker, lat, now)
                 done(attempt_record(start, call_timeout, outcome, upd, "return", end))
                 result = SendResult(outcome.status, broker, queue_id, attempt)
                 return record(end, result, None, brokers_sent, dispatch_update)
             now = (yield Step(Action.UPDATE, now, thread, source="callback")).now_ms
-            lat = now - (call_begin if v5 else start)
-            upd = strategy.record_outcome(Site.ASYNC_CALLBACK, catch_of(outcome), broker, lat, now)
-            if kind == "broker":
+            lat = now - (call_begin if line.async_latency_from_call_begin else start)
+            upd = strategy.record_outcome(Site.ASYNC_CALLBACK, outcome.catch, broker, lat, now)
+            if kind == OutcomeKind.BROKER_ERROR:
                 error = MQBrokerError(outcome.response_code, outcome.remark, broker, version.faq_url)
                 need_retry = False
-            elif kind == "remoting" and outcome.remoting == "send_request":
+            elif kind == OutcomeKind.REMOTING_SEND_REQUEST:
                 error, need_retry = ClientError("send request failed", version.faq_url), True
-            elif kind == "remoting" and outcome.remoting == "timeout":  # its text: at the result
+            elif kind == OutcomeKind.REMOTING_TIMEOUT:  # its text: at the result
                 error, need_retry = ClientError("wait response timeout", version.faq_url), True
                 wait_timeout = (call_begin, call_timeout)
             else:  # 5.x connect failure, interrupt, "invoke too fast": operationFail's last branch
-                error = ClientError(unknown_reason_text(v5), version.faq_url)
+                error = ClientError(line.unknown_reason_text, version.faq_url)
                 need_retry = not isinstance(refused, RemotingTooMuchRequestError)
 
         # onExceptionImpl
         cur_times += 1
         remaining = req_timeout - (now - call_begin)
-        if need_retry and cur_times <= cfg.retry_times_when_send_async_failed and (not v5 or remaining > 0):
+        budget_ok = remaining > 0 or not line.async_retry_needs_budget
+        if need_retry and cur_times <= cfg.retry_times_when_send_async_failed and budget_ok:
             done(attempt_record(start, call_timeout, outcome, upd, "retry", now))
             last = broker
             if selected is None:  # onExceptionImpl selects again (a selector send keeps its broker)
@@ -1097,7 +1072,7 @@ def async_send_steps(
         end = now = (yield Step(Action.RESULT, now, thread)).now_ms
         if wait_timeout is not None:
             # "wait response timeout " + timeoutMillis + "ms" (4.9) / ", cost=" + (now - beginStartTime)
-            text = wait_response_timeout_text(v5, now - wait_timeout[0], wait_timeout[1])
+            text = wait_response_timeout_text(line, now - wait_timeout[0], wait_timeout[1])
             error = ClientError(text, version.faq_url)
         # a chain that failed synchronously returns to sendDefaultImpl only now
         yield from end_sync_part(now)
@@ -1198,13 +1173,13 @@ def ordered_send_steps(
     result = None
     if not visible:
         pass  # written: no result, nothing more is known
-    elif outcome.kind in ("ok", "status"):
+    elif outcome.catch == Catch.RESULT:
         result = SendResult(outcome.status, broker, queue_id, 0)
-    elif outcome.kind == "remoting":
-        error = remoting_exception(outcome.remoting, broker, timeout)
-    elif outcome.kind == "broker":
+    elif outcome.catch == Catch.REMOTING:
+        error = remoting_exception(outcome.kind, broker, timeout)
+    elif outcome.catch == Catch.BROKER:
         error = MQBrokerError(outcome.response_code, outcome.remark, broker, version.faq_url)
-    elif outcome.kind == "client":
+    elif outcome.catch == Catch.CLIENT:
         error = broker_not_exist_error(broker, version)
     else:
         error = SendInterruptedError("interrupted")
@@ -1261,17 +1236,17 @@ def oneway_send_steps(
     latency = now - start
     error: Failure | None = None
     # a request that was written reads as sent, whatever the broker makes of it
-    catch = catch_of(outcome) if failed else Catch.RESULT
+    catch = outcome.catch if failed else Catch.RESULT
     upd = strategy.record_outcome(Site.SEND_DEFAULT_IMPL, catch, mq.broker_name, latency, now)
     if not failed:
         flow = "return"
-    elif kind == "remoting":
-        exc: Failure = remoting_exception(outcome.remoting, broker, cfg.send_msg_timeout_ms)
+    elif outcome.catch == Catch.REMOTING:
+        exc: Failure = remoting_exception(kind, broker, cfg.send_msg_timeout_ms)
         error, flow = (
             send_failed_error(1, latency, topic, [broker], exc, version),
             "continue:RemotingException",
         )
-    elif kind == "client":
+    elif kind == OutcomeKind.CLIENT_ERROR:
         exc = broker_not_exist_error(broker, version)
         error, flow = (
             send_failed_error(1, latency, topic, [broker], exc, version),

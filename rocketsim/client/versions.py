@@ -3,20 +3,25 @@
 A ``client_version`` is a real version string ("4.9.7", "4.9.8", "5.3.3"). The conformance vectors also
 use "5.x" for the upstream ``develop`` branch (newer than every 5.3.x tag), which parses here as 5.99.0.
 
-Ask the version what it does (``version.retries_system_busy``), never its number: a version comparison
-is written once, here. Adding a client version: make :func:`parse_version` accept it, then read each
-property below against that tag's code (and :data:`rocketsim.client.fault.FAULT_UPDATES` if its fault line is
-new). The broker a client talks to is :attr:`ClientVersion.broker`: a 4.9.x client talks to a 4.9.8
-broker, a 5.x client to a 5.3.3 broker.
+Ask the version what it does (``version.retries_system_busy``, ``version.line.uses_queue_filters``), never
+its number: a version comparison is written once, here. What differs between the client's behaviour lines
+(the tags that behave alike, ``clients.md`` A.1) is a table, :data:`REMOTING_LINES`: a row per line, a
+column per behaviour (:class:`RemotingLine`); a version's row is :attr:`ClientVersion.line`. Facts that
+change inside a line ("exists since" a tag) are properties comparing the version once, below. The broker
+a client talks to is :attr:`ClientVersion.broker`: a 4.9.x client talks to a 4.9.8 broker, a 5.x client to
+a 5.3.3 broker; a broker release's behaviours are the rows of :data:`BROKER_LINES`.
+
+Adding a client line: a row of :data:`REMOTING_LINES` (its first tag and each column read against that
+tag's code; :data:`rocketsim.client.fault.FAULT_UPDATES` names its ``updateFaultItem`` calls by
+``fault_updates``, a new set only if they differ), and :func:`parse_version` accepting its tags.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import IntEnum
-from functools import cache
+from dataclasses import dataclass, replace
+from functools import cache, cached_property
 
 from rocketsim.errors import ConfigError
 
@@ -26,36 +31,338 @@ DEVELOP = (5, 99, 0)
 FAQ_URL_4 = "http://rocketmq.apache.org/docs/faq/"
 FAQ_URL_5 = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 
-# The client lines of the fault strategy (MQFaultStrategy and what calls it), as text and as ints.
+# The client lines of the model, by name (the rows of REMOTING_LINES).
 LINE_4_9_7 = "4.9.7"  # 4.8.0-4.9.7: the fallback rewrites the cached MessageQueue (route-mutation quirk)
 LINE_4_9_8 = "4.9.8"  # 4.9.8: the quirk fixed
 LINE_5 = "5"  # 5.2.0 and later: QueueFilters, reachability, the detector
-LINES = (LINE_4_9_7, LINE_4_9_8, LINE_5)
 
 # The client API generations, which key the tables of what a line's classes declare (constants, defaults).
 API_4 = "4.x"
 API_5 = "5.x"
 
 
-class FaultLine(IntEnum):
-    """The fault lines as ints (arrays, the compiled engine); ``LINES[line]`` is the text."""
-
-    V4_9_7 = 0
-    V4_9_8 = 1
-    V5 = 2
-
-    @classmethod
-    def of(cls, text: str) -> FaultLine:
-        return cls(LINES.index(text))
-
-    @property
-    def text(self) -> str:
-        return LINES[self]
-
-
 def _tuple(text: str) -> tuple[int, int, int]:
     major, minor, patch = (int(x) for x in text.split("."))
     return (major, minor, patch)
+
+
+# ---- broker releases ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BrokerLine:
+    """What a broker release line does (a row of :data:`BROKER_LINES`; ask :class:`BrokerVersion`)."""
+
+    name: str
+    since: tuple[int, int, int]  # its first release
+    keeps_wait_in_store: bool
+    stores_half_transaction_id: bool
+    properties_trailing_separator: bool
+    properties_map_capacity: int
+    checks_properties_string_length: bool
+    nameserver_scan_first_ms: int
+    nameserver_scan_interval_ms: int
+    transaction_check_interval_ms: int
+
+
+# first release -> its behaviours; the documentation of each column is BrokerVersion's property
+BROKER_LINES = (
+    BrokerLine(
+        "4.x",
+        (4, 0, 0),
+        keeps_wait_in_store=False,
+        stores_half_transaction_id=False,
+        properties_trailing_separator=False,
+        properties_map_capacity=16,
+        checks_properties_string_length=True,
+        nameserver_scan_first_ms=5_000,
+        nameserver_scan_interval_ms=10_000,
+        transaction_check_interval_ms=60_000,
+    ),
+    BrokerLine(
+        "5.x",
+        (5, 0, 0),
+        keeps_wait_in_store=True,
+        stores_half_transaction_id=True,
+        properties_trailing_separator=True,
+        properties_map_capacity=128,
+        checks_properties_string_length=False,
+        nameserver_scan_first_ms=5,
+        nameserver_scan_interval_ms=5_000,
+        transaction_check_interval_ms=30_000,
+    ),
+)
+
+
+def _row_of(rows: tuple, version: tuple[int, int, int]):  # noqa: ANN202 - a row of either table
+    """The last row whose first tag is ``version`` or earlier."""
+    found = None
+    for row in rows:
+        if row.since <= version:
+            found = row
+    if found is None:
+        raise ConfigError(f"no behaviour line covers version {'.'.join(map(str, version))}")
+    return found
+
+
+@dataclass(frozen=True)
+class BrokerVersion:
+    """A broker (and name server) release (``cluster.broker_version``; by default the one a client line
+    talks to, :attr:`ClientVersion.broker`); its properties say what it does."""
+
+    text: str
+
+    @cached_property
+    def line(self) -> BrokerLine:
+        """Its row of :data:`BROKER_LINES`."""
+        return _row_of(BROKER_LINES, _tuple(self.text))
+
+    @property
+    def keeps_wait_in_store(self) -> bool:
+        """5.x stores ``WAIT=true``; a 4.9.8 broker leaves it out (SendMessageProcessor, ISSUE 2883)."""
+        return self.line.keeps_wait_in_store
+
+    @property
+    def stores_half_transaction_id(self) -> bool:
+        """5.x ``TransactionalMessageBridge.parseHalfMessageInner`` adds ``__transactionId__`` = UNIQ_KEY."""
+        return self.line.stores_half_transaction_id
+
+    # -- what the broker writes: it re-encodes every stored properties string with its own release's
+    # MessageDecoder (SendMessageProcessor: ``string2messageProperties`` of the request's, then
+    # ``messageProperties2String``; the delay and half transforms and a batch's own properties likewise),
+    # so these follow the broker, whatever the client sent (kept together) --
+    @property
+    def properties_trailing_separator(self) -> bool:
+        """The broker's ``MessageDecoder.messageProperties2String`` keeps the final \\x02 (5.x) or removes
+        it (4.9): the stored properties string ends as the broker's release writes it."""
+        return self.line.properties_trailing_separator
+
+    @property
+    def properties_map_capacity(self) -> int:
+        """The initial capacity of the broker's ``string2messageProperties`` HashMap (16; 128 in 5.x): the
+        order in which the stored properties string lists its entries."""
+        return self.line.properties_map_capacity
+
+    @property
+    def checks_properties_string_length(self) -> bool:
+        """4.9 ``DefaultMessageStore.checkMessage`` refuses a properties string longer than
+        ``Short.MAX_VALUE`` UTF-16 units (MESSAGE_ILLEGAL) before the encoder's byte check; 5.3.3's
+        ``checkMessage`` has no such check."""
+        return self.line.checks_properties_string_length
+
+    @property
+    def pc_synchronized_is_system_busy(self) -> bool:
+        """``[PC_SYNCHRONIZED]`` answers SYSTEM_BUSY from 5.3.0 on, SYSTEM_ERROR before."""
+        return _tuple(self.text) >= (5, 3, 0)
+
+    @property
+    def pc_synchronized_code(self) -> int:
+        """The response code of ``[PC_SYNCHRONIZED]`` (``SendMessageProcessor.handlePutMessageResult``,
+        OS_PAGECACHE_BUSY): SYSTEM_BUSY (2) from 5.3.0, SYSTEM_ERROR (1) before."""
+        return 2 if self.pc_synchronized_is_system_busy else 1
+
+    @property
+    def nameserver_scan_first_ms(self) -> int:
+        """``scanNotActiveBroker``'s first run: 5 s in 4.9 (``scheduleAtFixedRate(.., 5, 10, SECONDS)``),
+        5 ms in 5.x (``(.., 5, scanNotActiveBrokerInterval, MILLISECONDS)``)."""
+        return self.line.nameserver_scan_first_ms
+
+    @property
+    def nameserver_scan_interval_ms(self) -> int:
+        """``scanNotActiveBroker``'s period: 10 s in 4.9, ``scanNotActiveBrokerInterval`` = 5 s in 5.x."""
+        return self.line.nameserver_scan_interval_ms
+
+    # -- broker defaults read from each version's BrokerConfig (kept together) --
+    @property
+    def transaction_check_interval_ms(self) -> int:
+        """``BrokerConfig.transactionCheckInterval``: ``60 * 1000`` in 4.9.8 (also 4.8.0-4.9.7), ``30 * 1000``
+        in 5.3.3 (common/src/main/java/org/apache/rocketmq/common/BrokerConfig.java field initialiser). The
+        ``TransactionalMessageCheckService`` waits this long between check rounds. (transactionTimeOut 6000
+        and transactionCheckMax 15 are the same in both.)"""
+        return self.line.transaction_check_interval_ms
+
+    def __str__(self) -> str:
+        return self.text
+
+
+BROKER_4_9_8 = BrokerVersion("4.9.8")
+BROKER_5_3_3 = BrokerVersion("5.3.3")
+
+
+# ---- client lines -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RemotingLine:
+    """A behaviour line of the remoting client: the tags from ``since`` on (to the next row) behave alike.
+    A row of :data:`REMOTING_LINES`; a column per behaviour that differs between lines, each named for
+    what it does and cited from ``clients.md`` A.2/A.3 (its codes in brackets) or, where a
+    :class:`ClientVersion` property of the same name exists, documented there."""
+
+    name: str
+    since: tuple[int, int, int]  # its first tag
+    # -- the client's release family --
+    api: str  # API_4 / API_5: which key the tables of what its classes declare (ClientVersion.api_line)
+    broker: BrokerVersion  # the broker release it talks to by default (ClientVersion.broker)
+    faq_url: str  # FAQUrl's base
+    # -- ThreadLocalIndex [A.3.1] --
+    # the first value is nextInt() itself (may be negative) [TLI-4/5]; else Math.abs(nextInt()), stored
+    # before the first increment [TLI-3]
+    index_start_signed: bool
+    # ThreadLocalIndex.reset() exists and sendDefaultImpl resets the index on every retry with latency
+    # fault tolerance on (``if (times > 0) resetIndex = true``) [TLI-5]
+    resets_index_on_retry: bool
+    # -- MQFaultStrategy.selectOneMessageQueue [A.3.2-A.3.4] --
+    # QueueFilters: available-and-not-last, reachable-and-not-last, then round robin; no pickOneAtLeast
+    # [LAT-5/6, TPI-3]. Else: the first available queue, then pickOneAtLeast [LAT-2/3, PK-2]
+    uses_queue_filters: bool
+    # pickOneAtLeast's fallback rewrites the cached MessageQueue in place [LAT-2's mutation]
+    rewrites_cached_queue: bool
+    # getWriteQueueNumsByBroker skips queue datas without the write permission [LAT-3]
+    counts_writable_queues_only: bool
+    # -- the fault items [A.3.5, A.3.6] --
+    latency_max: tuple[int, ...]  # MQFaultStrategy.latencyMax [FU-1/FU-2]
+    not_available_duration: tuple[int, ...]  # MQFaultStrategy.notAvailableDuration
+    isolation_latency_ms: int  # what updateFaultItem(.., isolation=true) feeds computeNotAvailableDuration
+    isolation_only_extends: bool  # FaultItem's start only moves forward, for a duration > 0 [FU-2]
+    tracks_reachability: bool  # updateFaultItem(.., reachable) sets FaultItem.reachableFlag [FU-2, CS-2]
+    has_fault_detector: bool  # LatencyFaultToleranceImpl's detector, startDetectorEnable [FU-2]
+    fault_updates: str  # the key of its updateFaultItem calls in rocketsim.client.fault.FAULT_UPDATES
+    # -- NettyRemotingClient and the async send [A.3.8, A.3.9] --
+    # invokeAsync / invokeOneway connect with getAndCreateChannelAsync and complete a future: a connect
+    # failure, a refused permit or an interrupt reaches the callback (a connect failure on the event loop:
+    # the connect future's listener) and a oneway failure is dropped; else (4.9 getAndCreateChannel) they
+    # are thrown in the caller's thread
+    remoting_completes_futures: bool
+    # invokeAsync refuses a request with no time left (``timeoutMillis < costTime``:
+    # RemotingTooMuchRequestException "invokeAsync call the addr[..] timeout")
+    invoke_async_checks_budget: bool
+    # the callbacks' updateFaultItem latency is measured from sendMessageAsync's beginStartTime
+    # (operationSucceed / operationFail); else from the ResponseFuture (after the permit) [AR-3, 5.2.0]
+    async_latency_from_call_begin: bool
+    # onExceptionImpl retries only with time left (``timeoutMillis > 0``) [AR-4]
+    async_retry_needs_budget: bool
+    # the scan's "wait response timeout" text: ", cost=" + the time since beginStartTime; else
+    # " " + timeoutMillis + "ms"
+    wait_timeout_reports_cost: bool
+    unknown_reason_text: str  # operationFail's last branch: "unknown reason" ("unknow reseaon" in 4.9)
+    response_scan_first_ms: int  # ClientVersion.response_scan_first_ms
+    response_scan_period_ms: int  # ClientVersion.response_scan_period_ms
+    has_async_backpressure: bool  # ClientVersion.async_backpressure_defaults [BP-1..4]
+    # -- messages: encoding, validators, decoding --
+    properties_trailing_separator: bool  # ClientVersion.properties_trailing_separator
+    checks_properties_size_on_encode: bool  # ClientVersion.checks_properties_size_on_encode
+    properties_map_capacity: int  # ClientVersion.properties_map_capacity
+    gives_batch_uniq_key: bool  # ClientVersion.gives_batch_uniq_key
+    checks_inner_multi_dispatch: bool  # ClientVersion.checks_inner_multi_dispatch
+    decoder_refuses_unknown_magic: bool  # ClientVersion.decoder_refuses_unknown_magic
+    decoder_position_spelling: str  # ClientVersion.decoder_position_spelling
+    decoder_knows_v2_store_format: bool  # ClientVersion.decoder_knows_v2_store_format
+    decoder_has_crc_check_option: bool  # ClientVersion.decoder_has_crc_check_option
+    decoder_has_properties_string_option: bool  # ClientVersion.decoder_has_properties_string_option
+
+
+_R4_9_7 = RemotingLine(
+    LINE_4_9_7,
+    (4, 8, 0),  # 4.8.0 is modelled as 4.9.7 (clients.md's R4.8 differs: TLI-2, PK-1, RC-1)
+    api=API_4,
+    broker=BROKER_4_9_8,
+    faq_url=FAQ_URL_4,
+    index_start_signed=False,
+    resets_index_on_retry=False,
+    uses_queue_filters=False,
+    rewrites_cached_queue=True,
+    counts_writable_queues_only=False,
+    latency_max=(50, 100, 550, 1000, 2000, 3000, 15000),
+    not_available_duration=(0, 0, 30000, 60000, 120000, 180000, 600000),
+    isolation_latency_ms=30_000,
+    isolation_only_extends=False,
+    tracks_reachability=False,
+    has_fault_detector=False,
+    fault_updates="CS-1",
+    remoting_completes_futures=False,
+    invoke_async_checks_budget=True,
+    async_latency_from_call_begin=False,
+    async_retry_needs_budget=False,
+    wait_timeout_reports_cost=False,
+    unknown_reason_text="unknow reseaon",
+    response_scan_first_ms=3000,
+    response_scan_period_ms=1000,
+    has_async_backpressure=False,
+    properties_trailing_separator=False,
+    checks_properties_size_on_encode=True,
+    properties_map_capacity=16,
+    gives_batch_uniq_key=False,
+    checks_inner_multi_dispatch=False,
+    decoder_refuses_unknown_magic=False,
+    decoder_position_spelling="POSTION",
+    decoder_knows_v2_store_format=False,
+    decoder_has_crc_check_option=False,
+    decoder_has_properties_string_option=False,
+)
+
+# first tag -> its behaviours, in tag order: clients.md A.1's lines as the model has them (4.8.0-4.9.7 as
+# R4.9.7, every 5.x tag from 5.2.0 as R5.3.3 but for the "exists since" facts of ClientVersion). A line
+# added later is a row here (its tags made to parse by parse_version).
+REMOTING_LINES = (
+    _R4_9_7,
+    replace(  # = R4.9.7 with LAT-3: no mutation, writable queue datas only
+        _R4_9_7,
+        name=LINE_4_9_8,
+        since=(4, 9, 8),
+        rewrites_cached_queue=False,
+        counts_writable_queues_only=True,
+    ),
+    RemotingLine(
+        LINE_5,
+        (5, 0, 0),
+        api=API_5,
+        broker=BROKER_5_3_3,
+        faq_url=FAQ_URL_5,
+        index_start_signed=True,
+        resets_index_on_retry=True,
+        uses_queue_filters=True,
+        rewrites_cached_queue=False,
+        counts_writable_queues_only=False,
+        latency_max=(50, 100, 550, 1800, 3000, 5000, 15000),
+        not_available_duration=(0, 0, 2000, 5000, 6000, 10000, 30000),
+        isolation_latency_ms=10_000,
+        isolation_only_extends=True,
+        tracks_reachability=True,
+        has_fault_detector=True,
+        fault_updates="CS-2",
+        remoting_completes_futures=True,
+        invoke_async_checks_budget=False,
+        async_latency_from_call_begin=True,
+        async_retry_needs_budget=True,
+        wait_timeout_reports_cost=True,
+        unknown_reason_text="unknown reason",
+        response_scan_first_ms=3100,
+        response_scan_period_ms=1100,
+        has_async_backpressure=True,
+        properties_trailing_separator=True,
+        checks_properties_size_on_encode=False,
+        properties_map_capacity=128,
+        gives_batch_uniq_key=True,
+        checks_inner_multi_dispatch=True,
+        decoder_refuses_unknown_magic=True,
+        decoder_position_spelling="POSITION",
+        decoder_knows_v2_store_format=True,
+        decoder_has_crc_check_option=True,
+        decoder_has_properties_string_option=True,
+    ),
+)
+LINES = tuple(line.name for line in REMOTING_LINES)
+
+
+def remoting_line(line: RemotingLine | str) -> RemotingLine:
+    """A row of :data:`REMOTING_LINES`, by itself or its name."""
+    if isinstance(line, RemotingLine):
+        return line
+    for row in REMOTING_LINES:
+        if row.name == line:
+            return row
+    raise ConfigError(f"client line must be one of {LINES}, got {line!r}")
 
 
 @dataclass(frozen=True, order=True)
@@ -78,33 +385,32 @@ class ClientVersion:
         """Whether this is ``text`` or later (for tables of "exists since" facts, e.g. response codes)."""
         return self.tuple >= _tuple(text)
 
-    @property
-    def is_5(self) -> bool:
-        """The 5.x line (5.2.0 and later in this model); ask a named property below instead."""
-        return self.major >= 5
+    @cached_property
+    def line(self) -> RemotingLine:
+        """Its behaviour line: the row of :data:`REMOTING_LINES` that says what it does."""
+        return _row_of(REMOTING_LINES, self.tuple)
 
     @property
     def api_line(self) -> str:
         """``API_4`` or ``API_5``: the key of a line's tables of declared constants and defaults."""
-        return API_5 if self.is_5 else API_4
+        return self.line.api
 
     @property
     def broker(self) -> BrokerVersion:
         """The broker this client talks to: a 4.9.x client a 4.9.8 broker, a 5.x client a 5.3.3 broker."""
-        return BROKER_5_3_3 if self.is_5 else BROKER_4_9_8
+        return self.line.broker
 
     # -- fault strategy and send loop --
     @property
     def fault_line(self) -> str:
-        """Which MQFaultStrategy applies: '4.9.7' (route-mutation quirk), '4.9.8' or '5'."""
-        if self.is_5:
-            return LINE_5
-        return LINE_4_9_8 if self.at_least("4.9.8") else LINE_4_9_7
+        """The name of its line (which MQFaultStrategy applies): '4.9.7' (route-mutation quirk), '4.9.8'
+        or '5'."""
+        return self.line.name
 
     @property
     def has_fault_detector(self) -> bool:
         """The 5.x ``LatencyFaultToleranceImpl`` detector (``startDetectorEnable``) exists."""
-        return self.fault_line == LINE_5
+        return self.line.has_fault_detector
 
     @property
     def retries_system_busy(self) -> bool:
@@ -121,7 +427,7 @@ class ClientVersion:
         """``NettyRemotingClient.invokeOneway`` connects in the caller's thread and throws its failure
         (4.9.x ``getAndCreateChannel``); 5.x ``getAndCreateChannelAsync`` connects and writes in a
         listener that drops the request silently when the connect fails."""
-        return not self.is_5
+        return not self.line.remoting_completes_futures
 
     @property
     def response_scan_first_ms(self) -> int:
@@ -129,7 +435,7 @@ class ClientVersion:
         ``java.util.Timer``, ``scheduleAtFixedRate(task, 1000 * 3, 1000)``: at 3000. 5.x: a Netty
         ``HashedWheelTimer`` (100 ms ticks), ``newTimeout(task, 1000 * 3)``: a timeout is run at the end of
         the tick its deadline falls in, ``100 * (3000 // 100 + 1)`` = 3100."""
-        return 3100 if self.is_5 else 3000
+        return self.line.response_scan_first_ms
 
     @property
     def response_scan_period_ms(self) -> int:
@@ -137,7 +443,7 @@ class ClientVersion:
         itself at the end of each run with ``newTimeout(this, 1000)``, i.e. just after a tick boundary, so
         it runs at the end of the tick 1000 ms later: 1100 (derived from ``HashedWheelTimer``; a scan of
         the response table takes far less than a tick)."""
-        return 1100 if self.is_5 else 1000
+        return self.line.response_scan_period_ms
 
     @property
     def has_max_timeout_per_request(self) -> bool:
@@ -148,17 +454,17 @@ class ClientVersion:
     @property
     def properties_trailing_separator(self) -> bool:
         """5.x keeps the final \\x02 after the last property; 4.9 removes it."""
-        return self.is_5
+        return self.line.properties_trailing_separator
 
     @property
     def checks_properties_size_on_encode(self) -> bool:
         """4.9's encodeMessage refuses properties over 32767 bytes; 5.x has no check."""
-        return not self.is_5
+        return self.line.checks_properties_size_on_encode
 
     @property
     def properties_map_capacity(self) -> int:
         """The initial capacity of the HashMap ``string2messageProperties`` returns (16; 128 in 5.x)."""
-        return 128 if self.is_5 else 16
+        return self.line.properties_map_capacity
 
     @property
     def writes_compression_type(self) -> bool:
@@ -168,24 +474,24 @@ class ClientVersion:
     @property
     def gives_batch_uniq_key(self) -> bool:
         """5.x ``DefaultMQProducer.batch()`` gives the batch request its own UNIQ_KEY."""
-        return self.is_5
+        return self.line.gives_batch_uniq_key
 
     # -- decoding (MessageDecoder) --
     @property
     def decoder_refuses_unknown_magic(self) -> bool:
         """5.x ``MessageDecoder`` refuses a record whose magic code is not MESSAGE_MAGIC_CODE."""
-        return self.is_5
+        return self.line.decoder_refuses_unknown_magic
 
     @property
     def decoder_position_spelling(self) -> str:
         """How ``MessageDecoder`` spells its ``*_POSITION`` constants (4.9: ``POSTION``)."""
-        return "POSITION" if self.is_5 else "POSTION"
+        return self.line.decoder_position_spelling
 
     @property
     def decoder_knows_v2_store_format(self) -> bool:
         """5.x ``MessageDecoder`` declares MESSAGE_MAGIC_CODE_V2, BLANK_MAGIC_CODE, the store timestamp, and
         its ``decode`` / ``decodeProperties`` read the V2 format (``MessageVersion``: 2-byte topic length)."""
-        return self.is_5
+        return self.line.decoder_knows_v2_store_format
 
     # -- decoding edges (MessageDecoder.decode's flags; kept together) --
     @property
@@ -202,12 +508,12 @@ class ClientVersion:
     @property
     def decoder_has_crc_check_option(self) -> bool:
         """``decode(..., checkCRC)`` exists (5.x): a body whose CRC is not BODYCRC decodes to null."""
-        return self.is_5
+        return self.line.decoder_has_crc_check_option
 
     @property
     def decoder_has_properties_string_option(self) -> bool:
         """``decode(..., isSetPropertiesString)`` exists (5.x): adds the raw text as ``propertiesString``."""
-        return self.is_5
+        return self.line.decoder_has_properties_string_option
 
     # -- producer defaults read from each version's DefaultMQProducer (kept together) --
     @property
@@ -218,7 +524,7 @@ class ClientVersion:
         1024 on develop after 5.3.3, upstream commit cfddd12c2c); ``backPressureForAsyncSendSize = 100 *
         1024 * 1024``. Inert unless enabled: ``DefaultMQProducerImpl.executeAsyncMessageSend`` takes the
         semaphores only when ``isEnableBackpressureForAsyncMode()``."""
-        if not self.is_5:
+        if not self.line.has_async_backpressure:
             return None
         send_num = 1024 if self.tuple > _tuple("5.3.3") else 10_000
         return AsyncBackpressure(False, send_num, 100 * 1024 * 1024)
@@ -227,11 +533,11 @@ class ClientVersion:
     @property
     def checks_inner_multi_dispatch(self) -> bool:
         """5.x ``Validators.checkMessage`` refuses an INNER_MULTI_DISPATCH with a file separator."""
-        return self.is_5
+        return self.line.checks_inner_multi_dispatch
 
     @property
     def faq_url(self) -> str:
-        return FAQ_URL_5 if self.is_5 else FAQ_URL_4
+        return self.line.faq_url
 
     @property
     def declares_default_faq_url(self) -> bool:
@@ -258,13 +564,13 @@ def before(text: str) -> Callable[[ClientVersion], bool]:
 
 
 def in_5_line(v: ClientVersion) -> bool:
-    """For tables of what exists in the 5.x line only."""
-    return v.is_5
+    """For tables of what exists in the 5.x API only."""
+    return v.api_line == API_5
 
 
 def in_4_line(v: ClientVersion) -> bool:
-    """For tables of what exists in the 4.x line only."""
-    return not v.is_5
+    """For tables of what exists in the 4.x API only."""
+    return v.api_line == API_4
 
 
 @dataclass(frozen=True)
@@ -284,89 +590,6 @@ class AsyncBackpressure:
 # The floors DefaultMQProducerImpl applies when it builds the semaphores (5.3.2+ setters apply them too).
 BACK_PRESSURE_MIN_SEND_NUM = 10
 BACK_PRESSURE_MIN_SEND_SIZE = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class BrokerVersion:
-    """A broker (and name server) release (``cluster.broker_version``; by default the one a client line
-    talks to, :attr:`ClientVersion.broker`); its properties say what it does."""
-
-    text: str
-
-    @property
-    def is_5(self) -> bool:
-        return _tuple(self.text) >= (5, 0, 0)
-
-    @property
-    def keeps_wait_in_store(self) -> bool:
-        """5.x stores ``WAIT=true``; a 4.9.8 broker leaves it out (SendMessageProcessor, ISSUE 2883)."""
-        return self.is_5
-
-    @property
-    def stores_half_transaction_id(self) -> bool:
-        """5.x ``TransactionalMessageBridge.parseHalfMessageInner`` adds ``__transactionId__`` = UNIQ_KEY."""
-        return self.is_5
-
-    # -- what the broker writes: it re-encodes every stored properties string with its own release's
-    # MessageDecoder (SendMessageProcessor: ``string2messageProperties`` of the request's, then
-    # ``messageProperties2String``; the delay and half transforms and a batch's own properties likewise),
-    # so these follow the broker, whatever the client sent (kept together) --
-    @property
-    def properties_trailing_separator(self) -> bool:
-        """The broker's ``MessageDecoder.messageProperties2String`` keeps the final \\x02 (5.x) or removes
-        it (4.9): the stored properties string ends as the broker's release writes it."""
-        return self.is_5
-
-    @property
-    def properties_map_capacity(self) -> int:
-        """The initial capacity of the broker's ``string2messageProperties`` HashMap (16; 128 in 5.x): the
-        order in which the stored properties string lists its entries."""
-        return 128 if self.is_5 else 16
-
-    @property
-    def checks_properties_string_length(self) -> bool:
-        """4.9 ``DefaultMessageStore.checkMessage`` refuses a properties string longer than
-        ``Short.MAX_VALUE`` UTF-16 units (MESSAGE_ILLEGAL) before the encoder's byte check; 5.3.3's
-        ``checkMessage`` has no such check."""
-        return not self.is_5
-
-    @property
-    def pc_synchronized_is_system_busy(self) -> bool:
-        """``[PC_SYNCHRONIZED]`` answers SYSTEM_BUSY from 5.3.0 on, SYSTEM_ERROR before."""
-        return _tuple(self.text) >= (5, 3, 0)
-
-    @property
-    def pc_synchronized_code(self) -> int:
-        """The response code of ``[PC_SYNCHRONIZED]`` (``SendMessageProcessor.handlePutMessageResult``,
-        OS_PAGECACHE_BUSY): SYSTEM_BUSY (2) from 5.3.0, SYSTEM_ERROR (1) before."""
-        return 2 if self.pc_synchronized_is_system_busy else 1
-
-    @property
-    def nameserver_scan_first_ms(self) -> int:
-        """``scanNotActiveBroker``'s first run: 5 s in 4.9 (``scheduleAtFixedRate(.., 5, 10, SECONDS)``),
-        5 ms in 5.x (``(.., 5, scanNotActiveBrokerInterval, MILLISECONDS)``)."""
-        return 5 if self.is_5 else 5_000
-
-    @property
-    def nameserver_scan_interval_ms(self) -> int:
-        """``scanNotActiveBroker``'s period: 10 s in 4.9, ``scanNotActiveBrokerInterval`` = 5 s in 5.x."""
-        return 5_000 if self.is_5 else 10_000
-
-    # -- broker defaults read from each version's BrokerConfig (kept together) --
-    @property
-    def transaction_check_interval_ms(self) -> int:
-        """``BrokerConfig.transactionCheckInterval``: ``60 * 1000`` in 4.9.8 (also 4.8.0-4.9.7), ``30 * 1000``
-        in 5.3.3 (common/src/main/java/org/apache/rocketmq/common/BrokerConfig.java field initialiser). The
-        ``TransactionalMessageCheckService`` waits this long between check rounds. (transactionTimeOut 6000
-        and transactionCheckMax 15 are the same in both.)"""
-        return 30_000 if self.is_5 else 60_000
-
-    def __str__(self) -> str:
-        return self.text
-
-
-BROKER_4_9_8 = BrokerVersion("4.9.8")
-BROKER_5_3_3 = BrokerVersion("5.3.3")
 
 
 @cache

@@ -72,16 +72,20 @@ to any of them compiles the engine again.
 #       FaultTable.detect_by_one_round);
 #   select_queue, fault_table_update, fault_table_remove, pick_one_at_least, increment_and_get,
 #       reset_index -> fault.FaultStrategy / FaultTable / ThreadLocalIndex;
-#   attempt_outcome, base_latency -> brokers.attempt_outcome / base_latency_ms;
+#   attempt_outcome, base_latency, answers_probe -> latency.attempt_outcome / base_latency_ms /
+#       BrokerModel.answers_probe (the window's kind read as plan.Model's resolved columns);
 #   oneway_caller_sees -> send.oneway_caller_sees (both read outcomes.ONEWAY_SEES);
 #   properties_illegal, refused_as_illegal (make_call, async_call) -> store.properties_illegal +
-#       brokers.refused_as_illegal;
+#       latency.refused_as_illegal;
 #   through_store, store_none (closed-loop brokers, iterative rounds) -> reference.ProducerSimulation
 #       .transport_for with iterative's _TrajectoryStore (the store's rules: engine/compiled_store.py);
 #   mix64, uniform, attempt_key, index_key -> rng.mix64 / uniform / draw_key / derive_key;
 #   int32, java_abs, java_rem -> javaint (tests/test_rng.py and tests/test_javaint.py compare them).
-# The rules both read as data: fault.FAULT_UPDATES (through plan.FaultRules), the line rules in
-# plan.Config, the broker model as plan.Model, the retry codes.
+# The rules both read as data: fault.FAULT_UPDATES (through plan.FaultRules), the client line's behaviours
+# (versions.REMOTING_LINES, as plan.Config's named fields), the broker model and its fault kinds
+# (fault_kinds.FAULT_KINDS, as plan.Model's window columns), the retry codes. The rules both run as one
+# function, compiled here as they are: broker_answer (latency.answer, the decision chain of the open
+# model), broker_process_down (fault_kinds.process_down), is_result_kind (outcomes.is_send_result).
 
 from __future__ import annotations
 
@@ -99,9 +103,10 @@ from numba import njit
 from rocketsim import rng
 from rocketsim.broker import latency as bm
 from rocketsim.broker import store
+from rocketsim.broker.fault_kinds import Effect, Probe, process_down
 from rocketsim.broker.queue import REMARKS, Fate, sweep_remark
 from rocketsim.client.fault import Site
-from rocketsim.client.outcomes import Catch, OutcomeKind
+from rocketsim.client.outcomes import Catch, OutcomeKind, is_send_result
 from rocketsim.client.send import (
     IO_THREAD,
     ClientError,
@@ -111,6 +116,7 @@ from rocketsim.client.send import (
     async_call_timeout_error,
     broker_not_exist_error,
     callback_thread,
+    executor_rejected_error,
     executor_thread,
     invoke_async_timeout_error,
     invoke_too_fast_error,
@@ -119,10 +125,9 @@ from rocketsim.client.send import (
     remoting_exception,
     semaphore_timeout_error,
     send_failed_error,
-    unknown_reason_text,
     wait_response_timeout_text,
 )
-from rocketsim.client.versions import LINE_5, ClientVersion
+from rocketsim.client.versions import ClientVersion
 from rocketsim.engine import numba_cache
 from rocketsim.engine.compiled_store import (
     SP_PC_CODE,
@@ -137,19 +142,23 @@ from rocketsim.engine.plan import (
     P_MEDIAN,
     P_SIGMA,
     P_SPIKE_ALPHA,
+    P_SPIKE_MAX,
     P_SPIKE_PROBABILITY,
     P_SPIKE_SCALE,
+    TIMEOUT_OVERSHOOT_MS,
     W_BURST_CODE,
     W_BURST_KIND,
-    W_DOWN,
+    W_CYCLE,
+    W_CYCLE_DOWN,
+    W_EFFECT,
     W_END,
-    W_KIND,
-    W_PERIOD,
+    W_PROBE,
     W_START,
     WF_FACTOR,
     WF_RATE,
     Config,
     EngineOutput,
+    Event,
     FaultRules,
     Model,
     Plan,
@@ -186,13 +195,6 @@ __all__ = [
 ]
 
 
-class Event(IntEnum):
-    """Heap order at equal times: call completions before send starts (as the reference)."""
-
-    DELIVER = 0
-    START = 1
-
-
 class Failure(IntEnum):
     """How a send failed, for its error text (made in Python by :func:`_error_text`)."""
 
@@ -214,6 +216,7 @@ class Failure(IntEnum):
     ASYNC_TOO_FAST = 15  # invokeAsyncImpl refused a permit with no time to wait: "invoke too fast"
     ASYNC_SEMAPHORE = 16  # no permit of the async semaphore in time: aux = the timeout in the text
     ASYNC_SEND_FAILED = 17  # a plain ASYNC send's first request: "Send [1] times", aux = broker, cost = ms
+    EXECUTOR_REJECTED = 18  # executor.submit refused the send: its queue was full ("executor rejected ")
 
 
 # the loop's counters, kept in one array so the loop can stop when a buffer is full and go on after
@@ -309,7 +312,9 @@ FL_ST_DEPTH = 29  # the send-queue depth it found (-1: the store did not see it)
 FL_ST_SERVICE = 30  # its append's writer time, us (-1: not stored)
 FL_ST_PERIOD = 31  # the sweeper remark's period in queue (ms) (the remark is FL_ST_BUSY's)
 FL_ST_SIZE = 32  # and its size of queue
-N_IN_FLIGHT = 33
+FL_EXACT_US = 33  # the call's answer's unrounded latency, us (-1: none, or whole ms)
+FL_CALL_START_US = 34  # the call's start in us (FL_CALL_START x 1000 but for the client's CPU)
+N_IN_FLIGHT = 35
 
 
 # ---- the kernel's arguments -------------------------------------------------------------------------
@@ -447,6 +452,8 @@ class AttemptRows(NamedTuple):
     st_service: np.ndarray
     st_period: np.ndarray
     st_size: np.ndarray
+    start_us: np.ndarray  # FL_CALL_START_US of the call
+    latency_us: np.ndarray  # FL_EXACT_US of the call (-1 for a oneway call: the caller saw the write only)
 
 
 class Inputs(NamedTuple):
@@ -550,14 +557,15 @@ def attempt_key(producer_key, seq, attempt):
 
 
 @njit(**_NO_RC)
-def increment_and_get(ix, i, t, line5):
-    """``incrementAndGet`` (4.9: the start is ``Math.abs(nextInt())``, 5.x: ``nextInt()``)."""
+def increment_and_get(ix, i, t, signed_start):
+    """``incrementAndGet``: the first value is ``nextInt()`` (``signed_start``, 5.x) or
+    ``Math.abs(nextInt())`` (4.9)."""
     if ix.is_set[i, t]:
         index = ix.value[i, t]
     else:
         ix.counter[i, t] += 1
         drawn = int32(np.int64(mix64(ix.key[i, t] + np.uint64(ix.counter[i, t]) * _G) >> _S32))
-        index = drawn if line5 else java_abs(drawn)
+        index = drawn if signed_start else java_abs(drawn)
     index = int32(index + 1)
     ix.value[i, t] = index
     ix.is_set[i, t] = True
@@ -662,12 +670,13 @@ def fault_table_update(ft, b, latency, isolation, now, reachable, cfg, rules):
         ft.reachable[b] = False
         ft.check_stamp[b] = 0
     ft.latency[b] = latency
-    if cfg.line5:
+    if cfg.isolation_only_extends:
         if duration > 0 and now + duration > ft.start[b]:
             ft.start[b] = now + duration
-        ft.reachable[b] = reachable
     else:
         ft.start[b] = now + duration
+    if cfg.tracks_reachability:
+        ft.reachable[b] = reachable
     if created:
         i = ft.broker_hash[b] & (ft.meta[META_BINS] - 1)
         ft.bins[i, ft.bin_len[i]] = b
@@ -705,16 +714,15 @@ def fault_table_remove(ft, b):
 
 @njit(**_NO_RC)
 def answers_probe(model, b, t):
-    """``brokers.BrokerModel.answers_probe``: a detector probe fails while the broker is dead, hung or
-    cut off."""
+    """``latency.BrokerModel.answers_probe``: a detector probe fails while the broker's process is dead
+    (:func:`broker_process_down`) or its window's kind fails probes (``fault_kinds.Probe``: hung, cut off)."""
     wi = model.window_ints
     for j in range(model.window_offsets[b], model.window_offsets[b + 1]):
         if not (wi[j, W_START] <= t < wi[j, W_END]):
             continue
-        kind = wi[j, W_KIND]
-        if kind == bm.FAULT_OUTAGE or kind == bm.FAULT_HANG or kind == bm.FAULT_PARTITION:
-            return False
-        if kind == bm.FAULT_FLAPPING and (t - wi[j, W_START]) % wi[j, W_PERIOD] < wi[j, W_DOWN]:
+        if wi[j, W_PROBE] == Probe.FAILS or broker_process_down(
+            wi[j, W_START], wi[j, W_CYCLE], wi[j, W_CYCLE_DOWN], t
+        ):
             return False
     return True
 
@@ -796,71 +804,72 @@ def pick_one_at_least(ft, worst, now, t):
     return items[worst_increment_and_get(worst, t) % half]
 
 
-# ---- the broker model: brokers.attempt_outcome ---------------------------------------------------------
+# ---- the broker model: latency.attempt_outcome ---------------------------------------------------------
+
+# the rules other modules define once, compiled here as they are (one definition for both engines)
+broker_answer = njit(**_NO_RC)(bm.answer)  # the decision chain of the open model
+broker_spike = njit(**_NO_RC)(bm.spike_ms)  # a spike's size at a level
+broker_process_down = njit(**_NO_RC)(process_down)  # fault_kinds: is the broker's process dead
+is_result_kind = njit(**_NO_RC)(is_send_result)  # outcomes: SEND_OK or a not-OK store status
 
 
 @njit(**_NO_RC)
 def base_latency(model, b, key):
-    """``brokers.base_latency_ms``: a lognormal body (Box-Muller) plus a Pareto spike."""
+    """``latency.base_latency_ms``: a lognormal body (Box-Muller) plus a Pareto spike."""
     par = model.params
     u1 = uniform(key, bm.STREAM_LATENCY_A)
     u2 = uniform(key, bm.STREAM_LATENCY_B)
     z = np.sqrt(-2.0 * np.log(1.0 - u1)) * np.cos(2.0 * np.pi * u2)
     latency = par[b, P_MEDIAN] * np.exp(par[b, P_SIGMA] * z)
     if uniform(key, bm.STREAM_SPIKE) < par[b, P_SPIKE_PROBABILITY]:
-        e = -np.log(1.0 - uniform(key, bm.STREAM_SPIKE_SIZE)) / par[b, P_SPIKE_ALPHA]
-        latency += par[b, P_SPIKE_SCALE] * np.exp(min(e, _MAX_SPIKE_EXPONENT))
+        u = uniform(key, bm.STREAM_SPIKE_SIZE)
+        latency += broker_spike(u, par[b, P_SPIKE_SCALE], par[b, P_SPIKE_ALPHA], par[b, P_SPIKE_MAX])
     return min(latency, _MAX_LATENCY_MS)
 
 
 @njit(**_NO_RC)
 def attempt_outcome(model, b, key, start, timeout):
-    """(OutcomeKind, latency, response code, stored, store ms, late ms, late code) of one attempt
-    (``brokers.attempt_outcome``; late ms -1: no late answer); the reference adds TIMEOUT_OVERSHOOT_MS to a
-    timeout's latency when it makes the Outcome, so a timeout costs ``timeout + 1`` here."""
-    if timeout < 0:
-        timeout = 0
-    conn = model.connect_ms[b]  # not capped by the timeout: the connect comes first
-    factor = 1.0
+    """``latency.attempt_outcome``: (OutcomeKind, latency, response code, stored, store ms, late ms, late
+    code, exact us) of one attempt (late ms -1: no late answer; exact us: the answer's unrounded latency),
+    decided by the decision chain both engines run, :func:`broker_answer` (``latency.answer`` compiled),
+    from the window active at ``start`` (its kind's row resolved: ``W_EFFECT``; the process down:
+    :func:`broker_process_down`; a paused one holds the request until ``W_END``). The reference adds
+    TIMEOUT_OVERSHOOT_MS to a timeout's latency when it makes the Outcome: so does this, a timeout costs
+    ``timeout + 1`` here."""
     wi, wf = model.window_ints, model.window_floats
+    effect, factor, rate, burst_kind, burst_code, held = Effect.NONE, 1.0, 0.0, 0, 0, 0
     for j in range(model.window_offsets[b], model.window_offsets[b + 1]):
-        if not (wi[j, W_START] <= start < wi[j, W_END]):
-            continue
-        kind = wi[j, W_KIND]
-        down = kind == bm.FAULT_OUTAGE or (
-            kind == bm.FAULT_FLAPPING and (start - wi[j, W_START]) % wi[j, W_PERIOD] < wi[j, W_DOWN]
-        )
-        if down:  # the process is dead: connection refused, fast
-            return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0, -1, 0
-        if kind == bm.FAULT_PARTITION:  # nothing answers: the connect times out
-            return OutcomeKind.REMOTING_CONNECT, model.connect_timeout_ms[b], 0, False, 0, -1, 0
-        if kind == bm.FAULT_HANG:  # the broker accepts the request and never answers
-            return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, False, 0, -1, 0
-        if kind == bm.FAULT_SLOWDOWN:
-            factor *= wf[j, WF_FACTOR]
-        elif kind == bm.FAULT_ERROR_BURST and uniform(key, bm.STREAM_BURST) < wf[j, WF_RATE]:
-            natural = np.rint(base_latency(model, b, key))
-            lat_b = np.int64(min(natural, np.float64(timeout)))
-            burst = wi[j, W_BURST_KIND]
-            if burst == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
-                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(natural), -1, 0
-            if burst == OutcomeKind.REMOTING_CONNECT:
-                return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0, -1, 0
-            return burst, lat_b, wi[j, W_BURST_CODE], is_result_kind(burst), lat_b, -1, 0
-    u = uniform(key, bm.STREAM_ERROR)
-    lat_r = np.rint(base_latency(model, b, key) * factor)  # compared as floats: exact, and never overflows
-    for e in range(model.error_cum.shape[1]):
-        if u < model.error_cum[b, e]:
-            kind = model.error_kind[b, e]
-            if kind == OutcomeKind.REMOTING_TIMEOUT:  # stored, the reply lost
-                return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(lat_r), -1, 0
-            if kind == OutcomeKind.REMOTING_CONNECT:
-                return OutcomeKind.REMOTING_CONNECT, conn, 0, False, 0, -1, 0
-            answered = np.int64(min(lat_r, np.float64(timeout)))
-            return kind, answered, model.error_code[b, e], is_result_kind(kind), answered, -1, 0
-    if lat_r >= timeout:  # the call gives up at its timeout; the broker stores it when it gets there
-        return OutcomeKind.REMOTING_TIMEOUT, timeout + 1, 0, True, np.int64(lat_r), np.int64(lat_r), 0
-    return OutcomeKind.OK, np.int64(lat_r), 0, True, np.int64(lat_r), -1, 0
+        if wi[j, W_START] <= start < wi[j, W_END]:
+            if broker_process_down(wi[j, W_START], wi[j, W_CYCLE], wi[j, W_CYCLE_DOWN], start):
+                effect = Effect.PROCESS_DOWN
+            else:
+                effect = wi[j, W_EFFECT]
+                if effect == Effect.PAUSED:
+                    held = wi[j, W_END] - start
+            factor, rate = wf[j, WF_FACTOR], wf[j, WF_RATE]
+            burst_kind, burst_code = wi[j, W_BURST_KIND], wi[j, W_BURST_CODE]
+            break
+    burst_draw = uniform(key, bm.STREAM_BURST) if effect == Effect.ERROR_BURST else 1.0
+    kind, lat, code, stored, store_ms, late_ms, late_code, exact_us = broker_answer(
+        effect,
+        factor,
+        rate,
+        burst_kind,
+        burst_code,
+        burst_draw,
+        uniform(key, bm.STREAM_ERROR),
+        base_latency(model, b, key),
+        model.error_cum[b],
+        model.error_kind[b],
+        model.error_code[b],
+        model.connect_ms[b],
+        model.connect_timeout_ms[b],
+        timeout,
+        held,
+    )
+    if kind == OutcomeKind.REMOTING_TIMEOUT:
+        lat += TIMEOUT_OVERSHOOT_MS
+    return kind, lat, code, stored, store_ms, late_ms, late_code, exact_us
 
 
 @njit(**_NO_RC)
@@ -872,19 +881,23 @@ def store_none(fl, s):
 
 
 @njit(**_NO_RC)
-def through_store(tables, fl, s, b, start, timeout, kind, lat, code, stored, store_ms, late_ms, late_code):
+def through_store(
+    tables, fl, s, b, start, timeout, kind, lat, code, stored, store_ms, late_ms, late_code, exact_us
+):
     """The closed-loop store's part of a call the broker model answered (``reference.ProducerSimulation
     .transport_for``): an answer with a latency (``broker_store.carries_load``) goes through broker ``b``'s
     trajectory (:func:`rocketsim.engine.compiled_store.trajectory_answer`) and becomes
     :func:`rocketsim.engine.compiled_store.closed_outcome`; its store columns go to ``fl`` (a rejection's
     remark is its Fate's, ``FL_ST_BUSY``, whatever the message's properties: :func:`refused_as_illegal`
-    leaves it alone). Returns the call's (kind, latency, code, stored, store ms, late ms, late code)."""
+    leaves it alone). Returns the call's (kind, latency, code, stored, store ms, late ms, late code, exact
+    us: ``queue.closed_outcome``'s, the network's unrounded time plus the store's)."""
     store_none(fl, s)
     if not (kind == OutcomeKind.OK or (kind == OutcomeKind.REMOTING_TIMEOUT and late_ms >= 0)):
-        return kind, lat, code, stored, store_ms, late_ms, late_code
+        return kind, lat, code, stored, store_ms, late_ms, late_code, exact_us
     answer = trajectory_answer(tables, b, start, tables.wire[s])
     fate, answer_us, stored_us, depth, service, period, size = answer
     pc_code = np.int64(tables.params[b, SP_PC_CODE])
+    exact_us = (exact_us if exact_us >= 0 else store_ms * 1000) + answer_us - start * 1000
     kind, lat, code, stored, store_ms, late_ms, late_code = closed_outcome(
         store_ms, start, timeout, fate, answer_us, stored_us, pc_code
     )
@@ -895,12 +908,12 @@ def through_store(tables, fl, s, b, start, timeout, kind, lat, code, stored, sto
         fl[s, FL_ST_BUSY] = fate
         fl[s, FL_ST_PERIOD] = period
         fl[s, FL_ST_SIZE] = size
-    return kind, lat, code, stored, store_ms, late_ms, late_code
+    return kind, lat, code, stored, store_ms, late_ms, late_code, exact_us
 
 
 @njit(**_NO_RC)
 def refused_as_illegal(kind, code, stored, late_ms, late_code):
-    """``brokers.refused_as_illegal`` of a call to a broker that refuses the message's properties: only
+    """``latency.refused_as_illegal`` of a call to a broker that refuses the message's properties: only
     what the broker would store reaches the check; that is stored nothing, a SendResult becomes
     MESSAGE_ILLEGAL and a late answer the refusal. Everything else (a flow-control rejection included)
     stands. Returns the call's (kind, code, stored, late code)."""
@@ -911,12 +924,6 @@ def refused_as_illegal(kind, code, stored, late_ms, late_code):
     if late_ms >= 0:
         return kind, code, False, np.int64(bm.MESSAGE_ILLEGAL)
     return kind, code, False, late_code
-
-
-@njit(**_NO_RC)
-def is_result_kind(kind):
-    """SEND_OK or a not-OK store status: a SendResult (its Status is the kind's value)."""
-    return kind <= OutcomeKind.SLAVE_NOT_AVAILABLE
 
 
 @njit(**_NO_RC)
@@ -941,47 +948,47 @@ def oneway_caller_sees(rules, kind):
 
 
 @njit(**_NO_RC)
-def _select_5(inst, ix, ft, i, t, last, now, reset, cfg):
+def _select_by_filters(inst, ix, ft, i, t, last, now, reset, cfg):
     """5.x: the available-and-not-last filter, then the reachable-and-not-last one, then round robin."""
     qb, qq, nq = inst.queue_broker, inst.queue_id, inst.n_queues[i]
-    line5 = cfg.line5
+    signed = cfg.index_start_signed
     if cfg.fault_on:
         if reset:
             reset_index(ix, i, t)
         for _ in range(nq):
-            p = increment_and_get(ix, i, t, line5) % nq
+            p = increment_and_get(ix, i, t, signed) % nq
             b = qb[i, p]
             if is_available(ft, b, now) and b != last:
                 return p, b, qq[i, p]
         for _ in range(nq):
-            p = increment_and_get(ix, i, t, line5) % nq
+            p = increment_and_get(ix, i, t, signed) % nq
             b = qb[i, p]
             if ((not ft.exists[b]) or ft.reachable[b]) and b != last:
                 return p, b, qq[i, p]
     else:
         for _ in range(nq):
-            p = increment_and_get(ix, i, t, line5) % nq
+            p = increment_and_get(ix, i, t, signed) % nq
             if qb[i, p] != last:
                 return p, qb[i, p], qq[i, p]
-    p = increment_and_get(ix, i, t, line5) % nq
+    p = increment_and_get(ix, i, t, signed) % nq
     return p, qb[i, p], qq[i, p]
 
 
 @njit(**_NO_RC)
-def _select_4_9(inst, ix, routes, ft, worst, i, t, last, now, cfg):
+def _select_available(inst, ix, routes, ft, worst, i, t, last, now, cfg):
     """4.9: round robin over available brokers, else ``pickOneAtLeast`` (4.9.7 rewrites the slot)."""
     qb, qq, nq = inst.queue_broker, inst.queue_id, inst.n_queues[i]
-    line5 = cfg.line5
+    signed = cfg.index_start_signed
     if not cfg.fault_on:
         if last >= 0:
             for _ in range(nq):
-                p = increment_and_get(ix, i, t, line5) % nq
+                p = increment_and_get(ix, i, t, signed) % nq
                 if qb[i, p] != last:
                     return p, qb[i, p], qq[i, p]
-        p = increment_and_get(ix, i, t, line5) % nq
+        p = increment_and_get(ix, i, t, signed) % nq
         return p, qb[i, p], qq[i, p]
     # one incrementAndGet, then a local `index++` (which may wrap) per probe; lastBrokerName is ignored
-    index = increment_and_get(ix, i, t, line5)
+    index = increment_and_get(ix, i, t, signed)
     for _ in range(nq):
         p = java_rem(java_abs(index), nq)
         index = int32(index + 1)
@@ -992,10 +999,10 @@ def _select_4_9(inst, ix, routes, ft, worst, i, t, last, now, cfg):
     not_best = pick_one_at_least(ft, worst, now, t)
     wqn = routes.write_queue_nums[inst.route_version[i], not_best] if not_best >= 0 else -1
     if wqn > 0:
-        p = increment_and_get(ix, i, t, line5) % nq
+        p = increment_and_get(ix, i, t, signed) % nq
         if not_best < 0:
             return p, qb[i, p], qq[i, p]
-        qid = increment_and_get(ix, i, t, line5) % wqn
+        qid = increment_and_get(ix, i, t, signed) % wqn
         if cfg.rewrites_cached_queue:  # 4.9.7: the cached MessageQueue is rewritten in place
             qb[i, p] = not_best
             qq[i, p] = qid
@@ -1003,7 +1010,7 @@ def _select_4_9(inst, ix, routes, ft, worst, i, t, last, now, cfg):
         return NO_BROKER, not_best, qid
     if not_best >= 0:
         fault_table_remove(ft, not_best)
-    p = increment_and_get(ix, i, t, line5) % nq
+    p = increment_and_get(ix, i, t, signed) % nq
     return p, qb[i, p], qq[i, p]
 
 
@@ -1011,9 +1018,9 @@ def _select_4_9(inst, ix, routes, ft, worst, i, t, last, now, cfg):
 def select_queue(cfg, routes, inst, ix, ft, worst, i, t, last, now, reset):
     """(slot, broker, queue id) for instance ``i`` on thread ``t``; slot -1 is a MessageQueue made on the
     spot (4.9.8's pickOneAtLeast)."""
-    if cfg.line5:
-        return _select_5(inst, ix, ft, i, t, last, now, reset, cfg)
-    return _select_4_9(inst, ix, routes, ft, worst, i, t, last, now, cfg)
+    if cfg.uses_queue_filters:
+        return _select_by_filters(inst, ix, ft, i, t, last, now, reset, cfg)
+    return _select_available(inst, ix, routes, ft, worst, i, t, last, now, cfg)
 
 
 # ---- the event heap: rows (time, event, counter, payload), smallest (time, event, counter) first -------
@@ -1292,9 +1299,10 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
     """Ask the broker model for the call's outcome and push its completion (a oneway caller waits only
     for the write: at once unless the write failed)."""
     key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
-    kind, lat, code, stored, store_ms, late_ms, late_code = attempt_outcome(inp.model, b, key, now, timeout)
+    answer = attempt_outcome(inp.model, b, key, now, timeout)
+    kind, lat, code, stored, store_ms, late_ms, late_code, exact_us = answer
     if inp.store.params.shape[0] > 0:
-        kind, lat, code, stored, store_ms, late_ms, late_code = through_store(
+        kind, lat, code, stored, store_ms, late_ms, late_code, exact_us = through_store(
             inp.store,
             state.in_flight,
             s,
@@ -1308,10 +1316,13 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
             store_ms,
             late_ms,
             late_code,
+            exact_us,
         )
     if stored and properties_illegal(inp.sends, s, q):
         kind, code, stored, _ = refused_as_illegal(kind, code, stored, late_ms, late_code)
+        exact_us = -1
     fl = state.in_flight
+    fl[s, FL_EXACT_US] = exact_us if kind != OutcomeKind.REMOTING_TIMEOUT else -1
     fl[s, FL_SLOT] = slot
     fl[s, FL_BROKER] = b
     fl[s, FL_QUEUE_ID] = q
@@ -1388,6 +1399,8 @@ def record_attempt(fl, att, st, ft, res, s, attempt, latency, target, now):
     att.st_service[n] = fl[s, FL_ST_SERVICE]
     att.st_period[n] = fl[s, FL_ST_PERIOD]
     att.st_size[n] = fl[s, FL_ST_SIZE]
+    att.start_us[n] = fl[s, FL_CALL_START] * 1000
+    att.latency_us[n] = fl[s, FL_EXACT_US]
     st[ST_ATTEMPTS] = n + 1
     res.n_sent[s] += 1
     res.broker[s] = fl[s, FL_BROKER]
@@ -1442,6 +1455,7 @@ def deliver_ordered_oneway(inp, state, s, now):
     no retry; a failure it sees is thrown raw. Returns the thread's free time."""
     fl, res = state.in_flight, state.outcomes
     kind = fl[s, FL_KIND]
+    fl[s, FL_EXACT_US] = -1  # the caller saw the write only
     record_attempt(
         state.in_flight,
         state.attempts,
@@ -1491,6 +1505,16 @@ def client_pool_take(cp, fl, pool, s):
 
 
 @njit(**_NO_RC)
+def client_pool_full(cp, pool, capacity):
+    """``reference.ClientPool.full``: no thread of ``pool`` idle and ``capacity`` sends waiting."""
+    for j in range(cp.size[pool]):
+        if cp.idle[pool, j]:
+            return False
+    waiting = (cp.tail[pool] - cp.head[pool]) % cp.fifo.shape[1]
+    return waiting >= capacity
+
+
+@njit(**_NO_RC)
 def client_pool_release(cp, fl, heap, st, s, now):
     """``reference.ProducerSimulation.run``'s ``release``: send ``s`` stops running on its pool thread,
     which takes the send that waited longest (a DELIVER now) or idles."""
@@ -1517,9 +1541,10 @@ def is_thrown(cfg, kind, refused):
     hands to a callback: 4.9 connect failures, interrupts and refusals, client errors (5.x completes a
     refusal's future exceptionally: a callback)."""
     if refused != REF_NONE:
-        return not cfg.line5
+        return not cfg.remoting_completes_futures
     return kind == OutcomeKind.CLIENT_ERROR or (
-        not cfg.line5 and (kind == OutcomeKind.REMOTING_CONNECT or kind == OutcomeKind.INTERRUPTED)
+        not cfg.remoting_completes_futures
+        and (kind == OutcomeKind.REMOTING_CONNECT or kind == OutcomeKind.INTERRUPTED)
     )
 
 
@@ -1605,9 +1630,10 @@ def async_call(inp, state, s, attempt, now, req_timeout):
     store_ms = 0
     late_ms = -1
     late_code = 0
+    exact_us = -1
     if inp.store.params.shape[0] > 0:
         store_none(fl, s)
-    if not cfg.line5 and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime, nothing sent
+    if cfg.invoke_async_checks_budget and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime
         refused, kind, lat = REF_NO_BUDGET, OutcomeKind.TOO_MANY_REQUESTS, 0
     else:
         grant = now
@@ -1623,19 +1649,33 @@ def async_call(inp, state, s, attempt, now, req_timeout):
             start = grant
             key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
             timeout = req_timeout - (grant - now)
-            kind, lat, code, stored, store_ms, late_ms, late_code = attempt_outcome(
-                inp.model, b, key, grant, timeout
-            )
+            answer = attempt_outcome(inp.model, b, key, grant, timeout)
+            kind, lat, code, stored, store_ms, late_ms, late_code, exact_us = answer
             if inp.store.params.shape[0] > 0:
-                kind, lat, code, stored, store_ms, late_ms, late_code = through_store(
-                    inp.store, fl, s, b, grant, timeout, kind, lat, code, stored, store_ms, late_ms, late_code
+                kind, lat, code, stored, store_ms, late_ms, late_code, exact_us = through_store(
+                    inp.store,
+                    fl,
+                    s,
+                    b,
+                    grant,
+                    timeout,
+                    kind,
+                    lat,
+                    code,
+                    stored,
+                    store_ms,
+                    late_ms,
+                    late_code,
+                    exact_us,
                 )
             if stored and properties_illegal(inp.sends, s, q):
                 kind, code, stored, late_code = refused_as_illegal(kind, code, stored, late_ms, late_code)
+                exact_us = -1
     fl[s, FL_REFUSED] = refused
     fl[s, FL_CALL_START] = start
     fl[s, FL_STORED] = stored
     fl[s, FL_STORE_MS] = store_ms
+    fl[s, FL_EXACT_US] = -1
     if is_thrown(cfg, kind, refused):
         fl[s, FL_KIND], fl[s, FL_LATENCY], fl[s, FL_CODE] = kind, lat, code
         if start + lat <= now:
@@ -1652,6 +1692,7 @@ def async_call(inp, state, s, attempt, now, req_timeout):
             code = late_code
             kind = OutcomeKind.OK if late_code == 0 else OutcomeKind.BROKER_ERROR
     fl[s, FL_KIND], fl[s, FL_LATENCY], fl[s, FL_CODE] = kind, lat, code
+    fl[s, FL_EXACT_US] = exact_us if kind != OutcomeKind.REMOTING_TIMEOUT else -1
     fl[s, FL_FIRE] = fire
     if fl[s, FL_IN_SYNC]:
         if start > now:  # sendDefaultImpl's update comes when the permit is granted
@@ -1724,7 +1765,6 @@ def async_event(inp, state, s, now, phase):
     selects again, avoiding the broker; a selector send keeps its queue), or the callback's end."""
     cfg, fl, res, rules, ft = inp.config, state.in_flight, state.outcomes, inp.rules, state.fault_table
     att, st, heap, cp, inst = state.attempts, state.counters, state.heap, state.client_pools, state.instances
-    v5 = cfg.line5
     plain = inp.sends.kind[s] == SendKind.ASYNC
     n_t = inp.threads.value.shape[0]
     if phase == PH_START:  # executor.submit
@@ -1738,6 +1778,9 @@ def async_event(inp, state, s, now, phase):
             # the request keeps the queue for every retry (read once: a 4.9.7 rewrite does not move it)
             fl[s, FL_BROKER] = inst.queue_broker[i, p]
             fl[s, FL_QUEUE_ID] = inst.queue_id[i, p]
+        if client_pool_full(cp, POOL_EXECUTOR, cfg.executor_queue):  # executor.submit throws
+            fail(res, s, Failure.EXECUTOR_REJECTED, now)
+            return
         if client_pool_take(cp, fl, POOL_EXECUTOR, s) < 0:
             fl[s, FL_PHASE] = PH_EXEC  # waits for an executor thread
             return
@@ -1746,7 +1789,7 @@ def async_event(inp, state, s, now, phase):
         dispatch_update(cfg, rules, ft, fl, inst, s, now)
         async_dispatched(plain, fl, cp, state.semaphore, heap, st, s, now)
         return
-    on_event_loop = v5 and fl[s, FL_KIND] == OutcomeKind.REMOTING_CONNECT
+    on_event_loop = cfg.remoting_completes_futures and fl[s, FL_KIND] == OutcomeKind.REMOTING_CONNECT
     if phase == PH_CALLBACK and not on_event_loop and client_pool_take(cp, fl, POOL_CALLBACK, s) < 0:
         return  # waits for a callback thread
     # one call site of async_call: LLVM then inlines it, sparing the copy of every array of ``inp`` and
@@ -1816,7 +1859,7 @@ def async_event(inp, state, s, now, phase):
                 aux = req_timeout
         else:  # the callback: a response, the response-table scan, or a failed request
             # 4.9 measures from the ResponseFuture (after the permit), 5.x from sendMessageAsync's start
-            elapsed = t - (call_begin if v5 else start)
+            elapsed = t - (call_begin if cfg.async_latency_from_call_begin else start)
             if is_result_kind(kind):
                 record_outcome(ft, Site.ASYNC_CALLBACK, Catch.RESULT, b, elapsed, t, cfg, rules)
                 record_attempt(fl, att, st, ft, res, s, attempt, lat, b, t)
@@ -1831,14 +1874,17 @@ def async_event(inp, state, s, now, phase):
                 failure = Failure.ASYNC_SEND_REQUEST
             elif kind == OutcomeKind.REMOTING_TIMEOUT:  # the text: the cost (5.x), the call's timeout (4.9)
                 failure = Failure.ASYNC_WAIT_TIMEOUT
-                aux = (t - call_begin) if v5 else req_timeout - (start - call_begin)
+                aux = (
+                    (t - call_begin) if cfg.wait_timeout_reports_cost else req_timeout - (start - call_begin)
+                )
             else:  # operationFail's last branch; a RemotingTooMuchRequestException is not retried
                 need_retry = refused != REF_TOO_FAST and refused != REF_NO_BUDGET
         record_attempt(fl, att, st, ft, res, s, attempt, lat, b, t)
         cur_times = fl[s, FL_CUR_TIMES] + 1
         fl[s, FL_CUR_TIMES] = cur_times
         remaining = req_timeout - (t - call_begin)
-        if not (need_retry and cur_times <= cfg.async_retries and (not v5 or remaining > 0)):
+        budget_ok = remaining > 0 or not cfg.async_retry_needs_budget
+        if not (need_retry and cur_times <= cfg.async_retries and budget_ok):
             fail(res, s, failure, t)  # onException
             res.aux[s] = aux
             if fl[s, FL_IN_SYNC]:  # a chain that failed synchronously returns to sendDefaultImpl only now
@@ -1875,6 +1921,7 @@ def deliver_oneway(inp, state, s, now):
     """A oneway call completed (written, or failed to be written): one attempt, no retry."""
     fl, res = state.in_flight, state.outcomes
     kind = fl[s, FL_KIND]
+    fl[s, FL_EXACT_US] = -1  # the caller saw the write only
     failed = oneway_caller_sees(inp.rules, kind)
     latency = now - fl[s, FL_BEGIN]
     target = call_target(state, s)
@@ -1982,7 +2029,7 @@ def send_default_impl_step(inp, state, s, now):
     exhausted = False
     done = times >= cfg.times_total
     if not done:
-        reset = cfg.line5 and times > 0  # resetIndex on every retry
+        reset = cfg.resets_index_on_retry and times > 0
         inst, ix, ft, worst = state.instances, state.indexes, state.fault_table, state.worst
         th, last = state.send_thread[s], fl[s, FL_LAST_BROKER]
         p, b, q = select_queue(cfg, inp.routes, inst, ix, ft, worst, fl[s, FL_INSTANCE], th, last, now, reset)
@@ -2131,6 +2178,8 @@ def take_attempts(att, n_a, gid, lo, hi, label_keys, out, label, off):
             out.st_service[j] = att.st_service[k]
             out.st_period[j] = att.st_period[k]
             out.st_size[j] = att.st_size[k]
+            out.start_us[j] = att.start_us[k]
+            out.latency_us[j] = att.latency_us[k]
             kind = att.kind[k]
             key = kind * 4294967296 + (att.code[k] if kind == OutcomeKind.BROKER_ERROR else 0)
             label[j] = -1
@@ -2155,6 +2204,8 @@ def take_attempts(att, n_a, gid, lo, hi, label_keys, out, label, off):
             att.st_service[kept] = att.st_service[k]
             att.st_period[kept] = att.st_period[k]
             att.st_size[kept] = att.st_size[k]
+            att.start_us[kept] = att.start_us[k]
+            att.latency_us[kept] = att.latency_us[k]
             kept += 1
     for s in range(n_s, 0, -1):
         off[s] = off[s - 1]
@@ -2172,6 +2223,8 @@ def unsupported(sc: Scenario, messages: pa.Table) -> str | None:
     producers = pc.min_max(messages.column("producer")).as_py()
     if producers["min"] != producers["max"]:
         return "messages of several producers"
+    if sc.producers.send_cpu_us > 0:
+        return "the client's CPU per send (producers.send_cpu_us): the readable engine's host model"
     seq = np.asarray(messages.column("seq"), np.int64)
     if not np.all(seq[1:] > seq[:-1]):
         seq = np.sort(seq)
@@ -2215,8 +2268,8 @@ def _grown(arrays: NamedTuple, n: int) -> NamedTuple:
 def _client_thread_bits(sc: Scenario) -> list[int]:
     """``rng.part_bits`` of the client's own threads, in :func:`client_thread`'s order."""
     p = sc.producers
-    names = [executor_thread(j + 1) for j in range(p.async_sender_threads)]
-    names += [callback_thread(j + 1) for j in range(p.callback_executor_threads)]
+    names = [executor_thread(j + 1) for j in range(p.executor_threads)]
+    names += [callback_thread(j + 1) for j in range(p.callback_threads)]
     return [rng.part_bits(name) for name in [*names, IO_THREAD]]
 
 
@@ -2618,23 +2671,19 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
     elif failure == Failure.NO_ROUTE_SELECT:
         err = no_route_select(key[1], version)
     elif failure == Failure.REMOTING:
-        what = {
-            OutcomeKind.REMOTING_CONNECT: "connect",
-            OutcomeKind.REMOTING_TIMEOUT: "timeout",
-            OutcomeKind.REMOTING_SEND_REQUEST: "send_request",
-        }[key[1]]
-        err = remoting_exception(what, brokers[key[2]], key[3])
+        err = remoting_exception(OutcomeKind(key[1]), brokers[key[2]], key[3])
     elif failure == Failure.ASYNC_SEND_REQUEST:
         err = ClientError("send request failed", version.faq_url)
     elif failure == Failure.ASYNC_WAIT_TIMEOUT:  # key[1]: the cost (5.x) or the timeout (4.9)
-        v5 = version.fault_line == LINE_5
-        err = ClientError(wait_response_timeout_text(v5, key[1], key[1]), version.faq_url)
+        err = ClientError(wait_response_timeout_text(version.line, key[1], key[1]), version.faq_url)
     elif failure == Failure.ASYNC_UNKNOWN:
-        err = ClientError(unknown_reason_text(version.fault_line == LINE_5), version.faq_url)
+        err = ClientError(version.line.unknown_reason_text, version.faq_url)
     elif failure == Failure.ASYNC_TOO_MANY:
         err = invoke_async_timeout_error(brokers[key[1]])
     elif failure == Failure.ASYNC_CALL_TIMEOUT:
         err = async_call_timeout_error(selector=key[1] == 0)
+    elif failure == Failure.EXECUTOR_REJECTED:
+        err = executor_rejected_error(version)
     elif failure == Failure.ASYNC_TOO_FAST:
         err = invoke_too_fast_error()
     elif failure == Failure.ASYNC_SEMAPHORE:
@@ -2710,6 +2759,8 @@ def engine_output(prep: Prepared, plan: Plan, ko: KernelOut, sc: Scenario) -> En
         a_isolated_until=a.isolated_until,
         a_stored=a.stored,
         a_stored_ts=a.stored_ts,
+        a_start_us=a.start_us,
+        a_latency_us=a.latency_us,
         att_off=ko.att_off,
         status=ko.sends.status,
         error=s_text,

@@ -212,6 +212,11 @@ class GrpcProducerSimulation(ProducerSimulation):
             self.state, self._route_endpoints, self._answers_heartbeat, self._would_answer_heartbeat
         )
 
+    def executor_queue_bound(self) -> int | None:
+        """None: the gRPC clients' async sends queue without a bound (no ``LinkedBlockingQueue(50000)``:
+        rocketmq-clients java/client ClientImpl's callback executor has an unbounded queue, Python awaits)."""
+        return None
+
     def _start_of(self, topic: str) -> int:
         """The topic's random start, drawn from the seed in the client's range."""
         c = self.grpc.client

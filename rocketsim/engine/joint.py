@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from rocketsim.broker.queue import StoreCluster
+from rocketsim.client.host import HostCores
 from rocketsim.engine.plan import SimOutput, prepare
 from rocketsim.engine.reference import ProducerSimulation, engine_output, producer_tables, sends_of
 from rocketsim.scenario import Scenario
@@ -35,9 +36,11 @@ class JointRun:
 def simulate_joint(messages: Mapping[int, pa.Table], sc: Scenario) -> JointRun:
     """Simulate the producers' messages (producer -> its rows, schema ``MESSAGES`` without run_id) together
     against the closed-loop brokers."""
-    stores = StoreCluster.from_scenario(sc)
+    host = HostCores(sc.producers.processors) if sc.producers.shared_host else None
+    stores = StoreCluster.from_scenario(sc, host)
     runs = {}
     answers: dict = {}
+    starts: dict = {}
     heap: list[tuple[int, int, int, Iterator[tuple[int, int]]]] = []
     for p in sorted(messages):
         if messages[p].num_rows == 0:
@@ -45,10 +48,11 @@ def simulate_joint(messages: Mapping[int, pa.Table], sc: Scenario) -> JointRun:
         prep = prepare(messages[p], sc)
         sends = sends_of(prep)
         done: list = []
-        sim = ProducerSimulation(sc, p, stores)
+        sim = ProducerSimulation(sc, p, stores, host)
         steps = sim.stepper(sends, done)
         runs[p] = (prep, sends, done)
         answers[p] = sim.store_answers
+        starts[p] = sim.start_us
         first = next(steps, None)
         if first is not None:
             heapq.heappush(heap, (first[0], first[1], p, steps))
@@ -61,7 +65,7 @@ def simulate_joint(messages: Mapping[int, pa.Table], sc: Scenario) -> JointRun:
             heapq.heapreplace(heap, (following[0], following[1], p, steps))
     outputs = {p: SimOutput.empty() for p in messages}
     for p, (prep, sends, done) in runs.items():
-        out, ranks = engine_output(sc, len(sends), done, answers[p])
+        out, ranks = engine_output(sc, len(sends), done, answers[p], starts[p])
         out.texts = [stores.fill_sizes(t) for t in out.texts]
         outputs[p] = producer_tables(prep, out, ranks)
     return JointRun(outputs, stores)

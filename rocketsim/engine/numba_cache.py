@@ -8,8 +8,9 @@ minute each) and left a new directory in the user-wide cache. And a compiled fun
 functions and freezes the constants it reads from other modules, which the stamp of its own file does
 not cover.
 
-:class:`EngineCacheLocator` answers for every ``njit(cache=True)`` function of ``rocketsim.engine``
-when ``NUMBA_CACHE_DIR`` is set (``make``, ``spark-submit.sh`` and the tests set it): one directory,
+:class:`EngineCacheLocator` answers for every ``njit(cache=True)`` function of the package (the engine's,
+and the rules of other core modules it compiles as they are, e.g. ``broker.latency.answer``) when
+``NUMBA_CACHE_DIR`` is set (``make``, ``spark-submit.sh`` and the tests set it): one directory,
 ``<NUMBA_CACHE_DIR>/rocketsim-engine``, whatever the path of the source, and one stamp, the hash of every
 core source (every ``.py`` of the package outside its outer layers), read from the checkout or from the zip
 alike. :func:`install` puts it first in numba's list of locators; without ``NUMBA_CACHE_DIR`` numba's own
@@ -80,7 +81,7 @@ class EngineCacheLocator(caching._CacheLocator):
 
     @classmethod
     def from_function(cls, py_func: Any, py_file: str) -> EngineCacheLocator | None:
-        if not config.CACHE_DIR or not py_func.__module__.startswith("rocketsim.engine."):
+        if not config.CACHE_DIR or not py_func.__module__.startswith("rocketsim."):
             return None
         return cls(py_func, py_file)
 

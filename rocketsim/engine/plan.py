@@ -17,8 +17,8 @@ they run the per-producer event loop. Everything else is here, once:
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
 from typing import NamedTuple
@@ -29,17 +29,9 @@ import pyarrow.compute as pc
 
 from rocketsim.broker import latency as bm
 from rocketsim.broker import store
+from rocketsim.broker.fault_kinds import RouteDrop
 from rocketsim.broker.queue import BUSY_KINDS
-from rocketsim.client.fault import (
-    DETECT_INTERVAL_MS,
-    DETECT_PERIOD_MS,
-    FAULT_UPDATES,
-    ISOLATION_LATENCY_MS,
-    FaultArrays,
-    Site,
-    counts_writable_queues_only,
-    rewrites_cached_queue,
-)
+from rocketsim.client.fault import DETECT_INTERVAL_MS, DETECT_PERIOD_MS, FaultArrays, Site, fault_updates
 from rocketsim.client.outcomes import CATCH_OF_KIND, ONEWAY_SEES, Catch, OutcomeKind
 from rocketsim.client.route import (
     PERM_READ,
@@ -54,7 +46,6 @@ from rocketsim.client.route import (
     route_versions,
 )
 from rocketsim.client.send import Outcome, SendConfig
-from rocketsim.client.versions import LINE_5
 from rocketsim.errors import MQClientError, RocketSimError
 from rocketsim.format import codec
 from rocketsim.format.compression import (
@@ -100,6 +91,14 @@ ONEWAY_SENT = Status.ONEWAY_SENT.name
 REJECTED = Status.REJECTED.name
 
 
+class Event(IntEnum):
+    """The event loops' heap order at equal times (both engines: a heap of ``(time, event, push counter)``):
+    call completions and callbacks (DELIVER) before send starts (START), then the order of the pushes."""
+
+    DELIVER = 0
+    START = 1
+
+
 class SendKind(IntEnum):
     """How a prepared send is made."""
 
@@ -142,36 +141,26 @@ class SimChunk:
 
 # ---- the broker model's answer as the send loop's Outcome ----------------------------------------
 
-_KIND_TO_OUTCOME: dict[int, Callable[[bm.AttemptOutcome], Outcome]] = {
-    OutcomeKind.OK: lambda o: Outcome.ok(o.latency_ms),
-    OutcomeKind.FLUSH_DISK_TIMEOUT: lambda o: Outcome.not_ok("FLUSH_DISK_TIMEOUT", o.latency_ms),
-    OutcomeKind.FLUSH_SLAVE_TIMEOUT: lambda o: Outcome.not_ok("FLUSH_SLAVE_TIMEOUT", o.latency_ms),
-    OutcomeKind.SLAVE_NOT_AVAILABLE: lambda o: Outcome.not_ok("SLAVE_NOT_AVAILABLE", o.latency_ms),
-    OutcomeKind.REMOTING_CONNECT: lambda o: Outcome.remoting_error("connect", o.latency_ms),
-    OutcomeKind.REMOTING_TIMEOUT: lambda o: Outcome.remoting_error(
-        "timeout", o.latency_ms + TIMEOUT_OVERSHOOT_MS
-    ),
-    OutcomeKind.REMOTING_SEND_REQUEST: lambda o: Outcome.remoting_error("send_request", o.latency_ms),
-    OutcomeKind.BROKER_ERROR: lambda o: Outcome.broker_error(
-        o.response_code, o.latency_ms, o.remark or bm.broker_remark(o.response_code)
-    ),
-    OutcomeKind.CLIENT_ERROR: lambda o: Outcome.client_error(o.latency_ms),
-    OutcomeKind.INTERRUPTED: lambda o: Outcome.interrupted(o.latency_ms),
-    OutcomeKind.TOO_MANY_REQUESTS: lambda o: Outcome.remoting_error("too_many_requests", o.latency_ms),
-}
-
 
 def to_outcome(o: bm.AttemptOutcome) -> Outcome:
-    """The broker model's answer as the send loop's :class:`rocketsim.client.send.Outcome`."""
-    outcome = _KIND_TO_OUTCOME[o.kind](o)
+    """The broker model's answer as the send loop's :class:`rocketsim.client.send.Outcome` (the same kind;
+    a timeout waits :data:`TIMEOUT_OVERSHOOT_MS` past it, a broker error carries its remark; the answer's
+    microseconds, ``exact_us``, go with the answer: a timeout's to its late answer)."""
+    late = None
     if o.late_ms >= 0:  # a timeout whose answer still comes
-        late = (
-            Outcome.ok(o.late_ms)
-            if o.late_code == 0
-            else Outcome.broker_error(o.late_code, o.late_ms, o.remark or bm.broker_remark(o.late_code))
-        )
-        outcome = replace(outcome, late=late)
-    return replace(outcome, stored=True, store_ms=o.store_ms) if o.stored else outcome
+        code = o.late_code
+        kind = OutcomeKind.OK if code == 0 else OutcomeKind.BROKER_ERROR
+        remark = (o.remark or bm.broker_remark(code)) if code else ""
+        late = Outcome(kind, o.late_ms, code, remark, latency_us=o.exact_us)
+    if o.kind == OutcomeKind.REMOTING_TIMEOUT:
+        latency, code, remark, exact = o.latency_ms + TIMEOUT_OVERSHOOT_MS, 0, "", -1
+    elif o.kind == OutcomeKind.BROKER_ERROR:
+        latency, code, exact = o.latency_ms, o.response_code, o.exact_us
+        remark = o.remark or bm.broker_remark(code)
+    else:
+        latency, code, remark, exact = o.latency_ms, 0, "", o.exact_us
+    store_ms = o.store_ms if o.stored else 0
+    return Outcome(OutcomeKind(o.kind), latency, code, remark, o.stored, store_ms, late, exact)
 
 
 # ---- the cluster as routes ----------------------------------------------------------------------
@@ -189,16 +178,18 @@ def cluster_route(sc: Scenario) -> TopicRouteData:
 
 
 def route_timeline(sc: Scenario) -> RouteTimeline:
-    """The name server's view of each broker per fault kind, and the producer's polls of it.
+    """The name server's view of each broker, as each fault kind's ``route`` column says
+    (:class:`rocketsim.broker.fault_kinds.RouteDrop`), and the producer's polls of it.
 
-    * ``outage`` and the down phases of ``flapping``: the process dies, its channel to the name server
-      closes, the name server drops it at once (``BrokerHousekeepingService.onChannelClose`` ->
+    * ``AT_ONCE``: over each interval the broker's process is dead its channel to the name server is
+      closed: the name server drops it at once (``BrokerHousekeepingService.onChannelClose`` ->
       ``RouteInfoManager.onChannelDestroy``) and has it again when it restarts (its start-time
       registration);
-    * ``hang``: the channel stays open and the broker stops registering: the name server's idle handler
-      drops it 120 s (``route.broker_expire_ms``) after its last registration (0, 10 s, then every
-      ``route.heartbeat_interval_ms`` (registerNameServerPeriod) from 10 s), unless it is back first;
-    * ``partition`` (producers cut off from the broker, not the name server): the route is untouched.
+    * ``AFTER_HEARTBEAT_TIMEOUT``: the channel stays open and the broker stops registering: the name
+      server's idle handler drops it 120 s (``route.broker_expire_ms``) after its last registration (0,
+      10 s, then every ``route.heartbeat_interval_ms`` (registerNameServerPeriod) from 10 s), unless it is
+      back first;
+    * ``UNTOUCHED``: the route is (e.g. a partition cuts producers off from the broker, not the name server).
 
     Producers poll every ``route.poll_interval_ms`` (10 ms after they start); the name server's scan
     timers are upstream's of the broker's release (``cluster.broker_version``).
@@ -213,11 +204,14 @@ def route_timeline(sc: Scenario) -> RouteTimeline:
     )
     outages = []
     horizon = horizon_ms(sc)
-    for b in sc.cluster.brokers:
-        for start, end in model.down_intervals(b, horizon):
-            outages.append(BrokerOutage(b, start, end, drop_immediately=True))
-        for w in model.faults[model.index(b)]:
-            if w.kind == bm.FAULT_HANG:
+    for b, windows in zip(model.brokers, model.faults, strict=True):
+        for w in windows:
+            drop = w.rule.route
+            if drop == RouteDrop.AT_ONCE:
+                outages += [
+                    BrokerOutage(b, t0, t1, drop_immediately=True) for t0, t1 in w.down_intervals(horizon)
+                ]
+            elif drop == RouteDrop.AFTER_HEARTBEAT_TIMEOUT:
                 outages.append(BrokerOutage(b, refresh.last_registration_at_or_before(w.start_ms), w.end_ms))
     return RouteTimeline(cluster_route(sc), tuple(outages), refresh)
 
@@ -225,9 +219,12 @@ def route_timeline(sc: Scenario) -> RouteTimeline:
 def horizon_ms(sc: Scenario) -> int:
     """A time safely after every send of the scenario (for route change lists)."""
     wl = sc.workload
-    per_producer_rate = wl.rate_per_s / sc.producers.count
-    n = -(-wl.total_messages() // sc.producers.count)
-    arrivals_ms = int(n / per_producer_rate * 1000 * 1.5) + 60_000
+    if wl.rate_steps:
+        arrivals_ms = int(wl.span_s * 1000 * 1.5) + 60_000
+    else:
+        per_producer_rate = wl.rate_per_s / sc.producers.count
+        n = -(-wl.total_messages() // sc.producers.count)
+        arrivals_ms = int(n / per_producer_rate * 1000 * 1.5) + 60_000
     faults_ms = max((int(f.end_s * 1000) for f in sc.faults), default=0)
     return max(arrivals_ms, faults_ms) + 600_000
 
@@ -246,10 +243,21 @@ def route_version_at(starts: list[int], now: int) -> int:
 
 
 class Config(NamedTuple):
-    """The producer settings and line rules the kernel branches on."""
+    """The producer settings and client-line behaviours the kernel branches on: each line behaviour is a
+    column of the version's row of :data:`rocketsim.client.versions.REMOTING_LINES`, by its name (never a
+    version or a line number)."""
 
-    line5: bool  # the 5.x MQFaultStrategy (QueueFilters, reachability, extend-only fault items)
+    index_start_signed: bool  # ThreadLocalIndex's first value is nextInt() (else Math.abs of it)
+    resets_index_on_retry: bool  # sendDefaultImpl resets the index on every retry
+    uses_queue_filters: bool  # the 5.x selection: QueueFilters, no pickOneAtLeast
     rewrites_cached_queue: bool  # 4.9.7: the fallback rewrites the cached MessageQueue in place
+    isolation_only_extends: bool  # a fault item's start only moves forward
+    tracks_reachability: bool  # updateFaultItem sets the item's reachableFlag
+    remoting_completes_futures: bool  # invokeAsync hands connect failures, refusals to the callback
+    invoke_async_checks_budget: bool  # 4.9 invokeAsync refuses a request with no time left
+    async_latency_from_call_begin: bool  # callbacks measure from sendMessageAsync's beginStartTime
+    async_retry_needs_budget: bool  # onExceptionImpl retries only with time left
+    wait_timeout_reports_cost: bool  # the "wait response timeout" text: the cost, not the timeout
     fault_on: bool  # sendLatencyFaultEnable
     timeout_ms: int  # sendMsgTimeout
     times_total: int  # 1 + retryTimesWhenSendFailed
@@ -261,6 +269,7 @@ class Config(NamedTuple):
     scan_first_ms: int  # the response-table scan: first run (ClientVersion.response_scan_first_ms)
     scan_period_ms: int  # and period
     executor_threads: int  # the async sender executor's threads (producers.async_sender_threads)
+    executor_queue: int  # its queue's bound (producers.async_sender_queue): a full one rejects
     callback_threads: int  # the callback executor's threads (producers.callback_executor_threads)
     async_permits: int  # the async semaphore's permits (producers.async_semaphore_permits)
     detector: bool  # the 5.x detector runs (start_detector_enable)
@@ -269,7 +278,7 @@ class Config(NamedTuple):
 
 
 class FaultRules(NamedTuple):
-    """The line's rules as arrays: :data:`rocketsim.client.fault.FAULT_UPDATES` at ``sendDefaultImpl``, the
+    """The line's rules as arrays: its cells of :data:`rocketsim.client.fault.FAULT_UPDATES`, the
     retry codes, what a oneway caller sees."""
 
     retry_codes: np.ndarray  # retryResponseCodes
@@ -293,22 +302,25 @@ class Routes(NamedTuple):
 
 
 # column layout of Model's arrays
-P_MEDIAN, P_SIGMA, P_SPIKE_PROBABILITY, P_SPIKE_SCALE, P_SPIKE_ALPHA = range(5)
-W_KIND, W_START, W_END, W_PERIOD, W_DOWN, W_BURST_KIND, W_BURST_CODE = range(7)
+P_MEDIAN, P_SIGMA, P_SPIKE_PROBABILITY, P_SPIKE_SCALE, P_SPIKE_ALPHA, P_SPIKE_MAX = range(6)
+# a fault window's columns: its span, its kind's row resolved (fault_kinds.FAULT_KINDS: what an attempt
+# meets while the process lives, Effect; the process's down pattern, fault_kinds.down_cycle; the probe while
+# it lives, Probe) and its burst's error
+W_START, W_END, W_EFFECT, W_CYCLE, W_CYCLE_DOWN, W_PROBE, W_BURST_KIND, W_BURST_CODE = range(8)
 WF_FACTOR, WF_RATE = range(2)
 
 
 class Model(NamedTuple):
     """:class:`rocketsim.broker.latency.BrokerModel` as arrays (per broker, then its fault windows)."""
 
-    params: np.ndarray  # [B, 5] float: P_* columns
+    params: np.ndarray  # [B, 6] float: P_* columns
     connect_ms: np.ndarray  # [B] a refused connection's latency
     connect_timeout_ms: np.ndarray  # [B] a connect nothing answers (partition): CONNECT_TIMEOUT_MILLIS
     error_cum: np.ndarray  # [B, E] cumulative probabilities of the error mix
     error_kind: np.ndarray  # [B, E] OutcomeKind
     error_code: np.ndarray  # [B, E] response code
     window_offsets: np.ndarray  # [B + 1] broker b's windows are rows offsets[b]:offsets[b + 1]
-    window_ints: np.ndarray  # [W, 7] W_* columns
+    window_ints: np.ndarray  # [W, 8] W_* columns
     window_floats: np.ndarray  # [W, 2] WF_* columns
 
 
@@ -344,23 +356,33 @@ def plan_for(sc: Scenario) -> Plan:
 
 def _config(sc: Scenario) -> Config:
     p = sc.producers
-    line = p.version.fault_line
+    line = p.version.line
     cfg = SendConfig.from_settings(p)
     return Config(
-        line5=line == LINE_5,
-        rewrites_cached_queue=rewrites_cached_queue(line),
+        index_start_signed=line.index_start_signed,
+        resets_index_on_retry=line.resets_index_on_retry,
+        uses_queue_filters=line.uses_queue_filters,
+        rewrites_cached_queue=line.rewrites_cached_queue,
+        isolation_only_extends=line.isolation_only_extends,
+        tracks_reachability=line.tracks_reachability,
+        remoting_completes_futures=line.remoting_completes_futures,
+        invoke_async_checks_budget=line.invoke_async_checks_budget,
+        async_latency_from_call_begin=line.async_latency_from_call_begin,
+        async_retry_needs_budget=line.async_retry_needs_budget,
+        wait_timeout_reports_cost=line.wait_timeout_reports_cost,
         fault_on=bool(p.send_latency_fault_enable),
         timeout_ms=cfg.send_msg_timeout_ms,
         times_total=cfg.times_total,
         async_retries=cfg.retry_times_when_send_async_failed,
-        max_timeout_per_request_ms=cfg.max_timeout_per_request if line == LINE_5 else -1,
+        max_timeout_per_request_ms=cfg.max_timeout_per_request,
         retry_another_broker=bool(cfg.retry_another_broker_when_not_store_ok),
-        isolation_latency_ms=ISOLATION_LATENCY_MS[line],
+        isolation_latency_ms=line.isolation_latency_ms,
         pool=p.sender_model == "pool",
         scan_first_ms=p.version.response_scan_first_ms,
         scan_period_ms=p.version.response_scan_period_ms,
-        executor_threads=p.async_sender_threads,
-        callback_threads=p.callback_executor_threads,
+        executor_threads=p.executor_threads,
+        executor_queue=p.async_sender_queue,
+        callback_threads=p.callback_threads,
         async_permits=p.async_semaphore_permits,
         detector=start_detector_enable(sc),
         detect_period_ms=DETECT_PERIOD_MS,
@@ -374,9 +396,9 @@ def start_detector_enable(sc: Scenario) -> bool:
 
 
 def _fault_rules(sc: Scenario) -> FaultRules:
-    line = sc.producers.version.fault_line
+    line = sc.producers.version.line
     arrays = FaultArrays.default(line)
-    cells = FAULT_UPDATES[line]
+    cells = fault_updates(line)
     isolation = np.zeros((len(Site), len(Catch)), np.bool_)
     reachable = np.zeros((len(Site), len(Catch)), np.bool_)
     detector = start_detector_enable(sc)
@@ -398,7 +420,7 @@ def _fault_rules(sc: Scenario) -> FaultRules:
 
 def _routes(sc: Scenario, brokers: tuple[str, ...]) -> Routes:
     bidx = {b: k for k, b in enumerate(brokers)}
-    writable_only = counts_writable_queues_only(sc.producers.version.fault_line)
+    writable_only = sc.producers.version.line.counts_writable_queues_only
     versions = producer_route_versions(sc)
     lists = [build_queue_list("T", route) for _, route in versions]
     max_q = max(1, max(len(slots) for slots, _, _ in lists))
@@ -432,12 +454,27 @@ def _model(sc: Scenario) -> Model:
     floats: list[list[float]] = []
     for k, windows in enumerate(bmod.faults):
         for w in windows:
-            ints.append([w.kind, w.start_ms, w.end_ms, w.period_ms, w.down_ms, w.burst_kind, w.burst_code])
+            rule = w.rule
+            ints.append(
+                [
+                    w.start_ms,
+                    w.end_ms,
+                    w.live_effect,
+                    w.cycle_ms,
+                    w.dead_ms,
+                    rule.probe,
+                    w.burst_kind,
+                    w.burst_code,
+                ]
+            )
             floats.append([w.factor, w.rate])
         offsets[k + 1] = len(ints)
     return Model(
         params=np.array(
-            [[q.median_ms, q.sigma, q.spike_probability, q.spike_scale_ms, q.spike_alpha] for q in params],
+            [
+                [q.median_ms, q.sigma, q.spike_probability, q.spike_scale_ms, q.spike_alpha, q.spike_max_ms]
+                for q in params
+            ],
             np.float64,
         ),
         connect_ms=np.array([int(round(q.connect_refused_ms)) for q in params], np.int64),
@@ -446,7 +483,7 @@ def _model(sc: Scenario) -> Model:
         error_kind=np.array([q.error_kind for q in params], np.int64),
         error_code=np.array([q.error_code for q in params], np.int64),
         window_offsets=offsets,
-        window_ints=np.array(ints, np.int64).reshape(-1, 7),
+        window_ints=np.array(ints, np.int64).reshape(-1, 8),
         window_floats=np.array(floats, np.float64).reshape(-1, 2),
     )
 
@@ -853,6 +890,8 @@ class EngineOutput:
     a_isolated_until: np.ndarray
     a_stored: np.ndarray  # the broker stored the request (whatever the client saw)
     a_stored_ts: np.ndarray  # when (meaningless where not stored)
+    a_start_us: np.ndarray  # the attempt's start in microseconds (a_start x 1000 but for the client's CPU)
+    a_latency_us: np.ndarray  # its answer's latency in microseconds before rounding (-1: none, whole ms)
     att_off: np.ndarray  # send s has attempts att_off[s]:att_off[s + 1]
     status: np.ndarray  # Status
     error: np.ndarray  # index into texts, -1: none
@@ -917,6 +956,22 @@ def _attempts_table(prep: Prepared, out: EngineOutput) -> pa.Table:
     )
 
 
+def answer_sub_ms(out: EngineOutput) -> np.ndarray:
+    """Per send, what its last attempt's answer adds to the whole-ms latency in microseconds: the answer's
+    own microseconds (``a_start_us + a_latency_us``) against the whole ms the send loop took it at
+    (``a_start + a_latency``), where that answer ended the send (it ended no sooner); else 0."""
+    n = out.status.size
+    last = out.att_off[1:] - 1
+    has = out.att_off[1:] > out.att_off[:-1]
+    k = np.where(has, last, 0)
+    if out.a_send.size == 0:
+        return np.zeros(n, np.int64)
+    lat_us, start_us = out.a_latency_us[k], out.a_start_us[k]
+    answer_ms = out.a_start[k] + out.a_latency[k]
+    ended = has & (lat_us >= 0) & (out.end >= answer_ms)
+    return np.where(ended, start_us + lat_us - answer_ms * 1000, 0).astype(np.int64)
+
+
 def _results_table(prep: Prepared, out: EngineOutput, uniq: pa.Array | None = None) -> pa.Table:
     rows = prep.send_of_row
     n = rows.size
@@ -971,6 +1026,7 @@ def _results_table(prep: Prepared, out: EngineOutput, uniq: pa.Array | None = No
             "end_ts_ms": pa.array(end),
             "queue_wait_ms": pa.array(begin - prep.born),
             "latency_ms": pa.array(end - begin),
+            "latency_us": pa.array((end - begin) * 1000 + per_row(answer_sub_ms(out), 0)),
             "wire_bytes": pa.array(prep.row_wire.astype(np.int32)),
             "compressed": pa.array(prep.compressed),
             "sys_flag": pa.array(prep.sys_flag.astype(np.int32)),

@@ -39,7 +39,6 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from enum import IntEnum
 from typing import Protocol
 
 import numpy as np
@@ -47,8 +46,10 @@ import pyarrow as pa
 
 from rocketsim.broker import latency as bm
 from rocketsim.broker import store
-from rocketsim.broker.queue import StoreAnswer, StoreCluster, carries_load, closed_outcome
+from rocketsim.broker.queue import BrokerStore, StoreAnswer, StoreCluster, carries_load, closed_outcome
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
+from rocketsim.client.host import HostCores
+from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
     IO_THREAD,
@@ -73,6 +74,7 @@ from rocketsim.client.send import (
 from rocketsim.engine.plan import (
     NO_ISOLATION,
     EngineOutput,
+    Event,
     Prepared,
     SendKind,
     SimChunk,
@@ -97,13 +99,6 @@ from rocketsim.scenario import Scenario
 __all__ = ["ProducerSimulation", "Send", "engine_output", "producer_tables", "sends_of", "simulate_producer"]
 
 ORDERED_MODES = {SendKind.ORDERED: "sync", SendKind.ORDERED_ASYNC: "async", SendKind.ORDERED_ONEWAY: "oneway"}
-
-
-class Event(IntEnum):
-    """Heap order at equal times: call completions before send starts."""
-
-    DELIVER = 0
-    START = 1
 
 
 @dataclass(frozen=True)
@@ -153,14 +148,22 @@ def sends_of(prep: Prepared) -> list[Send]:
 class ProducerSimulation:
     """The state of one producer instance: strategy, route cache, indexes, clock, and the event loop."""
 
-    def __init__(self, sc: Scenario, producer: int, stores: StoreCluster | None = None) -> None:
+    def __init__(
+        self, sc: Scenario, producer: int, stores: StoreCluster | None = None, host: HostCores | None = None
+    ) -> None:
         self.sc = sc
         self.producer = producer
         self.stores = stores  # the closed-loop brokers every producer of the run shares (None: open)
         self.store_answers: dict[tuple[int, int], StoreAnswer] = {}  # (send, attempt) -> the store's
+        # the cores the client's CPU work runs on: the producer's host (shared: joint's, with others)
+        self.host = host if host is not None else HostCores(sc.producers.processors)
+        self.cpu_us = sc.producers.send_cpu_us
+        self.call_us: dict[int, float] = {}  # send index -> when its next request starts (us), if known
+        self.start_us: dict[tuple[int, int], int] = {}  # (send, attempt) -> its request's start (us)
+        self.conn_free_us: dict[str, float] = {}  # broker -> when its connection's I/O thread is free
         p = sc.producers
         self.version = p.version
-        self.line = self.version.fault_line
+        self.line = self.version.line
         self.cfg = SendConfig.from_settings(p)
         self.model = bm.BrokerModel.from_scenario(sc)
         self.versions = producer_route_versions(sc)
@@ -212,16 +215,46 @@ class ProducerSimulation:
     # -- the transport: the broker model, keyed by (seed, producer, seq, attempt) --
     def transport_for(self, s: Send) -> Callable[[int, str, int, int, int], Outcome]:
         def transport(attempt: int, broker: str, queue_id: int, start_ms: int, timeout_ms: int) -> Outcome:
+            start_us = self.request_start_us(s, start_ms)
+            self.start_us[(s.index, attempt)] = start_us
             answer = self.model.attempt(self.producer, s.seq, attempt, broker, start_ms, timeout_ms)
             if self.stores is not None and carries_load(answer):
-                offered = self.stores.store(broker).offer(start_ms, s.wire)
+                broker_store = self.stores.store(broker)
+                offered = broker_store.offer_us(self.read_by_broker(broker_store, broker, start_us), s.wire)
                 self.store_answers[(s.index, attempt)] = offered
-                answer = closed_outcome(answer, offered, start_ms, timeout_ms)
+                answer = closed_outcome(answer, offered, start_ms, timeout_ms, start_us)
             if store.properties_illegal(s.props_base, s.props_qid, s.props_chars, queue_id):
                 answer = bm.refused_as_illegal(answer)
             return to_outcome(answer)
 
         return transport
+
+    def request_start_us(self, s: Send, start_ms: int) -> int:
+        """When ``s``'s request starting at ``start_ms`` starts in microseconds: when its thread finished
+        the send's CPU work, if that is the ms, else the ms itself."""
+        at = self.call_us.pop(s.index, None)
+        return int(at) if at is not None and int(at // 1000) == start_ms else start_ms * 1000
+
+    def read_by_broker(self, broker_store: BrokerStore, broker: str, arrival_us: int) -> int:
+        """When the broker has read a request of this producer's connection that arrived at ``arrival_us``
+        (``store.io_us`` on the connection's I/O thread, one request after another; a paused process reads
+        nothing until it continues)."""
+        params = broker_store.params
+        ready = params.held_until(arrival_us)
+        if params.io_us <= 0:
+            return ready
+        start = max(ready, self.conn_free_us.get(broker, 0.0))
+        done = broker_store.run_cpu(start, params.io_us)
+        self.conn_free_us[broker] = done
+        return int(done)
+
+    def executor_queue_bound(self) -> int | None:
+        """The async sender executor's queue bound (``producers.async_sender_queue``; None: unbounded)."""
+        return self.sc.producers.async_sender_queue
+
+    def cpu_done(self, ready_us: float) -> float:
+        """When the client's CPU work of one send (``send_cpu_us``) ready at ``ready_us`` ends."""
+        return self.host.run(ready_us, self.cpu_us)
 
     def steps(self, s: Send, begin: int) -> Generator:
         tp = self.publish_info(s.topic, begin)
@@ -251,8 +284,10 @@ class ProducerSimulation:
         counter = itertools.count()
         p = self.sc.producers
         pools = {
-            Pool.EXECUTOR: ClientPool([executor_thread(j + 1) for j in range(p.async_sender_threads)]),
-            Pool.CALLBACK: ClientPool([callback_thread(j + 1) for j in range(p.callback_executor_threads)]),
+            Pool.EXECUTOR: ClientPool(
+                [executor_thread(j + 1) for j in range(p.executor_threads)], self.executor_queue_bound()
+            ),
+            Pool.CALLBACK: ClientPool([callback_thread(j + 1) for j in range(p.callback_threads)]),
         }
         holding: dict[int, tuple[ClientPool, int]] = {}  # send index -> the pool thread it runs on
 
@@ -277,13 +312,29 @@ class ProducerSimulation:
             waiter = pool.release(j, now)
             if waiter is not None:  # it runs on the freed thread, as an event of its own
                 holding[waiter[0].index] = (pool, j)
-                push(now, Event.DELIVER, (*waiter, Resume(now, pool.names[j])))
+                at = run_on(waiter[0], pool, j, now)
+                push(at, Event.DELIVER, (*waiter, Resume(at, pool.names[j])))
+
+        def run_on(s: Send, pool: ClientPool, j: int, now: int) -> int:
+            """``s`` runs on thread ``j`` of ``pool`` from ``now``: the ms it goes on at, once the executor's
+            thread has done the send's CPU work (callbacks take none)."""
+            if pool is not pools[Pool.EXECUTOR] or self.cpu_us <= 0:
+                return now
+            done = self.cpu_done(max(now * 1000.0, pool.free_us[j]))
+            pool.free_us[j] = self.call_us[s.index] = done
+            return int(done // 1000)
 
         def take(s: Send, gen: Generator, pool: ClientPool, now: int) -> Resume | None:
+            if pool.full():  # executor.submit: RejectedExecutionException, in the caller's thread
+                return Resume(now, None, rejected=True)
             j = pool.take((s, gen))
             if j is None:
                 return None  # waits for a thread (release hands it one)
             holding[s.index] = (pool, j)
+            at = run_on(s, pool, j, now)
+            if at > now:  # the thread goes on with the send once it has done its CPU work
+                push(at, Event.DELIVER, (s, gen, Resume(at, pool.names[j])))
+                return None
             return Resume(now, pool.names[j])
 
         def advance(s: Send, gen: Generator, value: Outcome | Resume | None, now: int) -> None:
@@ -330,12 +381,21 @@ class ProducerSimulation:
             yield heap[0][0], heap[0][1]
             t, kind, _, payload = heapq.heappop(heap)
             self.strategy.advance_to(t)
+            if self.cpu_us > 0:
+                self.host.advance(t * 1000.0)
             if kind == Event.START:
                 s = senders.take(payload, t)
-                gen = self.steps(s, t)
+                begin = t
+                if s.waits and self.cpu_us > 0:  # SYNC, ONEWAY: the caller's thread does the CPU work first
+                    self.call_us[s.index] = cpu_end = self.cpu_done(t * 1000.0)
+                    begin = int(cpu_end // 1000)
+                gen = self.steps(s, begin)
                 if not s.waits:
                     senders.free(s, t)  # the caller's thread does not wait for an async send
-                advance(s, gen, None, t)
+                if begin > t:
+                    push(begin, Event.DELIVER, (s, gen, None))
+                else:
+                    advance(s, gen, None, t)
                 senders.taken(t)
                 continue
             s, gen, value = payload  # type: ignore[misc]
@@ -354,14 +414,21 @@ class ClientPool:
     tasks as ``ThreadPoolExecutor`` does: a new worker per task up to the core size, then idle workers
     take tasks in the order they became idle. A task goes to the idle thread that became idle earliest
     (ties: the lowest number; at first threads 1..n in order), else waits (FIFO) for the first thread to
-    become free. A send holds its thread from when it runs until it waits for a callback or ends: a 4.9
-    connect failure, thrown synchronously, keeps it busy. Approximation of the JVM's scheduling: with
-    short tasks this is the round robin every recorded trace shows."""
+    become free; with every thread busy and ``capacity`` tasks waiting it is refused (the async sender
+    executor's ``LinkedBlockingQueue(50000)``). A send holds its thread from when it runs until it waits
+    for a callback or ends: a 4.9 connect failure, thrown synchronously, keeps it busy. Approximation of
+    the JVM's scheduling: with short tasks this is the round robin every recorded trace shows."""
 
-    def __init__(self, names: list[ThreadKey]) -> None:
+    def __init__(self, names: list[ThreadKey], capacity: int | None = None) -> None:
         self.names = names
+        self.capacity = capacity  # the queue's (LinkedBlockingQueue) bound; None: unbounded
+        self.free_us = [0.0] * len(names)  # when each thread's CPU work (the client's send_cpu_us) ends
         self._idle = [(-1, j) for j in range(len(names))]  # a heap of (idle since, thread)
         self._waiting: deque[tuple[Send, Generator]] = deque()
+
+    def full(self) -> bool:
+        """No thread idle and the queue at its bound: ``execute`` throws RejectedExecutionException."""
+        return not self._idle and self.capacity is not None and len(self._waiting) >= self.capacity
 
     def take(self, task: tuple[Send, Generator]) -> int | None:
         """The thread that runs ``task`` now, or None: it waits for one."""
@@ -506,9 +573,11 @@ def engine_output(
     n_sends: int,
     done: list[tuple[Send, SendRecord]],
     store_answers: Mapping[tuple[int, int], StoreAnswer] | None = None,
+    start_us: Mapping[tuple[int, int], int] | None = None,
 ) -> tuple[EngineOutput, np.ndarray]:
     """The records as an :class:`EngineOutput`, and each attempt's rank in completion order;
-    ``store_answers``: the closed-loop store's answer per (send, attempt) (its attempt columns)."""
+    ``store_answers``: the closed-loop store's answer per (send, attempt) (its attempt columns);
+    ``start_us``: each request's start in microseconds where the client's CPU moved it off its ms."""
     brokers = _Interned(list(sc.cluster.brokers))
     labels, texts = _Interned(), _Interned()
     by_send: list[tuple[int, SendRecord, int] | None] = [None] * n_sends
@@ -532,6 +601,8 @@ def engine_output(
             "busy",
             "depth",
             "service",
+            "start_us",
+            "latency_us",
         )
     }
     ranks: list[int] = []
@@ -553,11 +624,15 @@ def engine_output(
             cols["broker"].append(brokers(a.broker))
             cols["qid"].append(a.queue_id)
             cols["label"].append(labels(o.label))
-            cols["code"].append(o.response_code if o.kind == "broker" else 0)
-            cols["has_code"].append(o.kind == "broker")
+            cols["code"].append(o.response_code if o.kind == OutcomeKind.BROKER_ERROR else 0)
+            cols["has_code"].append(o.kind == OutcomeKind.BROKER_ERROR)
             cols["iso"].append(NO_ISOLATION if a.isolated_until_ms is None else a.isolated_until_ms)
             cols["stored"].append(o.stored)
             cols["stored_ts"].append(a.start_ms + o.store_ms if o.stored else 0)
+            cols["start_us"].append(
+                start_us.get((s, a.index), a.start_ms * 1000) if start_us else a.start_ms * 1000
+            )
+            cols["latency_us"].append(-1 if record.mode == "oneway" else o.latency_us)
             ans = store_answers.get((s, a.index)) if store_answers is not None else None
             cols["busy"].append(-1 if ans is None or ans.busy_kind is None else int(ans.fate))
             cols["depth"].append(-1 if ans is None else ans.queue_depth)
@@ -599,6 +674,8 @@ def engine_output(
         a_isolated_until=ints(cols["iso"]),
         a_stored=np.array(cols["stored"], bool),
         a_stored_ts=ints(cols["stored_ts"]),
+        a_start_us=ints(cols["start_us"]),
+        a_latency_us=ints(cols["latency_us"]),
         att_off=ints(att_off),
         status=ints(per_send["status"]),
         error=ints(per_send["error"]),
@@ -623,8 +700,9 @@ def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
     producer = one_producer(messages)
     prep = prepare(messages, sc)
     sends = sends_of(prep)
-    done = ProducerSimulation(sc, producer).run(sends)
-    out, ranks = engine_output(sc, len(sends), done)
+    sim = ProducerSimulation(sc, producer)
+    done = sim.run(sends)
+    out, ranks = engine_output(sc, len(sends), done, start_us=sim.start_us)
     return producer_tables(prep, out, ranks)
 
 

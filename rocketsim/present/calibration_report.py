@@ -116,8 +116,12 @@ def windows_figure(lf: LatencyFit) -> Figure:
     return fig
 
 
-def _table(df: pd.DataFrame) -> str:
+def html_table(df: pd.DataFrame) -> str:
+    """``df`` as an HTML table (numbers to 6 significant digits, NaN as "-")."""
+
     def cell(v: object) -> str:
+        if v is None:
+            return "-"
         if isinstance(v, float):
             return "-" if math.isnan(v) else f"{v:,.6g}"
         return html.escape(str(v))
@@ -190,7 +194,7 @@ def _latency_section(lf: LatencyFit, k: int, out: Path) -> list[str]:
         if fig is not None:
             fig.savefig(out / f"{name}.png")
             parts.append(f'<figure><img src="{name}.png" alt="{html.escape(f.source)}"></figure>')
-        parts.append(f"<p class='muted'>{html.escape(f.note)}</p>" + _table(f.quantiles))
+        parts.append(f"<p class='muted'>{html.escape(f.note)}</p>" + html_table(f.quantiles))
         if f.buckets is not None:
             f.buckets.to_csv(out / f"{name}_buckets.csv", index=False)
         f.quantiles.to_csv(out / f"{name}_quantiles.csv", index=False)
@@ -214,7 +218,7 @@ def write_report(cal: Calibration, sources: list[str], fragment: str, out_dir: s
         "<h1>rocketsim calibration</h1>",
         "<p>Inputs: " + ", ".join(html.escape(s) for s in sources) + "</p>",
         "<h2>Fitted values</h2>",
-        _table(est),
+        html_table(est),
     ]
     if cal.notes:
         parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in cal.notes) + "</ul>")
@@ -226,13 +230,13 @@ def write_report(cal: Calibration, sources: list[str], fragment: str, out_dir: s
             "<p class='muted'>Gates: |rel_err| <= 10% at p50-p99, <= 25% at p99.9, max |ΔCDF| <= 0.01; "
             "G² with df = buckets - 1 - free parameters (p-values are ~0 at these sizes: read the effect "
             "sizes).</p>",
-            _table(inputs),
+            html_table(inputs),
         ]
     for k, lf in enumerate(cal.latency):
         parts += _latency_section(lf, k, out)
     for name, df in cal.tables.items():
         df.to_csv(out / f"{name}.csv", index=False)
-        parts += [f"<h2>{html.escape(name.capitalize())}</h2>", _table(df)]
+        parts += [f"<h2>{html.escape(name.capitalize())}</h2>", html_table(df)]
     parts += ["<h2>Scenario fragment</h2>", f"<pre>{html.escape(fragment)}</pre>", "</body></html>"]
     page = out / "index.html"
     page.write_text("\n".join(parts), encoding="utf-8")

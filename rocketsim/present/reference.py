@@ -198,7 +198,9 @@ def scenario_keys(cls: type = Scenario, prefix: str = "") -> Iterator[Key | tupl
             yield section, _join(meanings.get(f.name, ""), _docstring(sub))
             yield from scenario_keys(sub, f"{section}.")
             continue
-        yield Key(path, _type_name(tp), _shown(_default(f)), _rule(f.metadata), meanings.get(f.name, ""))
+        default = _default(f)
+        shown = f"({f.metadata['unset']})" if default is None and "unset" in f.metadata else _shown(default)
+        yield Key(path, _type_name(tp), shown, _rule(f.metadata), meanings.get(f.name, ""))
 
 
 def _section(tp: object) -> tuple[str, type] | None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketsim.broker.fault_kinds import FAULT_KINDS
 from rocketsim.client.grpc_versions import GRPC, GrpcClient, parse_grpc_version
 from rocketsim.client.versions import (
     BACK_PRESSURE_MIN_SEND_NUM,
@@ -26,6 +27,7 @@ from rocketsim.client.versions import (
 )
 from rocketsim.errors import ConfigError
 from rocketsim.javaint import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
+from rocketsim.scenario import schedule
 
 
 class ScenarioError(ConfigError):
@@ -38,7 +40,6 @@ CLIENT_FAMILIES = (REMOTING, GRPC)  # producers.client_family
 PROXY_MODES = ("cluster", "local")  # proxy.mode: rocketsim.broker.proxy
 SENDER_MODELS = ("pool", "partitioned")
 MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
-FAULT_KINDS = ("outage", "hang", "slowdown", "flapping", "error_burst", "partition", "store_stall")
 COUPLINGS = ("open", "joint", "iterative")  # brokers.coupling: rocketsim.broker.queue
 STORE_MODES = (
     "async",
@@ -236,13 +237,41 @@ class ProducerConfig:
     # NettySystemConfig.connectTimeoutMillis (com.rocketmq.remoting.client.connect.timeout): how long a
     # connect to a host that never answers waits (a partition)
     connect_timeout_ms: int = field(default=3000, metadata=_between(0, MAX_LATENCY_MS))
+    # Runtime.availableProcessors() of the producers' host: the async sender executor's and the callback
+    # executor's threads (unless set below), and the cores the client's own CPU work (send_cpu_us) runs on
+    processors: int = field(default=4, metadata=_between(1, 1024))
     # the client's own threads of an ASYNC send (their ThreadLocalIndex is what selects): the async
-    # sender executor (DefaultMQProducerImpl: availableProcessors() threads) and the callback executor
-    # (ClientConfig.clientCallbackExecutorThreads: availableProcessors()), upstream sized by the client
-    # host's processors; here a setting (the machine running the simulation does not decide)
-    async_sender_threads: int = field(default=4, metadata=_between(1, 1024))
-    # ClientConfig.clientCallbackExecutorThreads: the threads that run async callbacks
-    callback_executor_threads: int = field(default=4, metadata=_between(1, 1024))
+    # sender executor (DefaultMQProducerImpl: availableProcessors() threads; None: processors)
+    async_sender_threads: int | None = field(
+        default=None, metadata={**_between(1, 1024), "unset": "processors"}
+    )
+    # ClientConfig.clientCallbackExecutorThreads (availableProcessors(); None: processors): the threads
+    # that run async callbacks
+    callback_executor_threads: int | None = field(
+        default=None, metadata={**_between(1, 1024), "unset": "processors"}
+    )
+    # DefaultMQProducerImpl's asyncSenderThreadPoolQueue = new LinkedBlockingQueue<>(50000): ASYNC sends
+    # waiting for an executor thread; a send that finds it full fails at once ("executor rejected ")
+    async_sender_queue: int = field(default=50_000, metadata=_between(1, JAVA_INT_MAX))
+    # the client's CPU per send, microseconds: sendDefaultImpl, the request's encoding and the response's
+    # handling, on the thread that sends (ASYNC: an executor thread; SYNC, ONEWAY: the caller's), one of
+    # the host's `processors` at a time. 0: free (no client capacity). Calibrated from a run's CPU
+    # (docs/calibration.md); the real 4.9.8 client spent ~17 us (docs/validation.md)
+    send_cpu_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    # every producer instance runs in one process on one host of `processors` cores (as one application
+    # with several DefaultMQProducer instances), sharing them with the brokers whose
+    # store.on_producer_host is true; needs brokers.coupling = "joint"
+    shared_host: bool = False
+
+    @property
+    def executor_threads(self) -> int:
+        """The async sender executor's threads."""
+        return self.async_sender_threads or self.processors
+
+    @property
+    def callback_threads(self) -> int:
+        """The callback executor's threads."""
+        return self.callback_executor_threads or self.processors
 
     @property
     def version(self) -> ClientVersion:
@@ -336,15 +365,28 @@ class WorkloadConfig:
     hot_share: float = field(default=0.0, metadata=_rule("must be >= 0 and < 1", lambda v: 0 <= v < 1))
     # how many producers share workload.hot_share
     hot_producers: int = field(default=1, metadata=_between(1, 100_000))
+    # an open-loop rate schedule, [[rate msg/s, seconds], ...] for all producers together: each step
+    # sends round(rate x seconds) messages, the schedule's j-th to producer j % count (as the real-broker
+    # harness does); it replaces rate_per_s and duration_s, and gives the messages
+    # (rocketsim.scenario.schedule)
+    rate_steps: tuple[tuple[float, ...], ...] = ()
 
     def total_messages(self) -> int:
+        if self.rate_steps:
+            return schedule.total_messages(self.rate_steps)
         return self.messages if self.messages > 0 else int(round(self.duration_s * self.rate_per_s))
 
     @property
     def span_s(self) -> float:
         """The simulated span the messages are born over, s from the scenario's start (nominal: the
-        arrivals are drawn)."""
+        arrivals are drawn; a rate schedule's steps end to end)."""
+        if self.rate_steps:
+            return sum(secs for _, secs in self.rate_steps)
         return self.messages / self.rate_per_s if self.messages > 0 else self.duration_s
+
+    def mean_rate_per_s(self) -> float:
+        """Messages per second over the whole span, all producers together."""
+        return self.total_messages() / self.span_s if self.rate_steps else self.rate_per_s
 
 
 @dataclass(frozen=True)
@@ -360,6 +402,8 @@ class LatencyConfig:
     # the spikes' scale (their smallest size)
     spike_scale_ms: float = field(default=50.0, metadata=_gt_le(0, MAX_LATENCY_MS))
     spike_alpha: float = field(default=1.5, metadata=_ge(0.1))  # smaller: (1 - u) ** (1 / a) underflows
+    # the largest spike (a truncated Pareto: a tail that ends, as a VM's scheduling delays do); 0: none
+    spike_max_ms: float = field(default=0.0, metadata=_between(0, MAX_LATENCY_MS))
     # a refused connection fails fast
     connect_refused_ms: float = field(default=1.0, metadata=_between(0, MAX_LATENCY_MS))
 
@@ -390,6 +434,13 @@ class StoreConfig:
     sync_flush_ms: float = field(default=1.0, metadata=_between(0, MAX_LATENCY_MS))
     # what a SYNC_MASTER wait (HAService) adds to an answer, ms
     sync_replica_ms: float = field(default=1.0, metadata=_between(0, MAX_LATENCY_MS))
+    # the broker's CPU per request on the client connection's I/O thread before the send queue
+    # (NettyDecoder, processRequestCommand's flow control), microseconds: one FIFO per producer instance's
+    # connection, where requests wait (in the socket) while it is busy. 0: none
+    io_us: float = field(default=0.0, metadata=_between(0, 1e9))
+    # the broker's process runs on the producers' host (producers.shared_host): its reads and appends take
+    # that host's processors too
+    on_producer_host: bool = False
 
 
 @dataclass(frozen=True)

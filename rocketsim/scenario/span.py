@@ -32,7 +32,7 @@ def fault_text(f: FaultConfig) -> str:
 
 def _sent(sc: Scenario) -> str:
     wl = sc.workload
-    return f"{wl.total_messages():,} messages at {wl.rate_per_s:,g} msg/s"
+    return f"{wl.total_messages():,} messages at {wl.mean_rate_per_s():,g} msg/s"
 
 
 def header_lines(sc: Scenario) -> list[str]:
@@ -96,7 +96,7 @@ def _busiest_sync_sends(sc: Scenario) -> tuple[float, float, float]:
     share = max(hot, rest) * sync
     brokers = sc.cluster.brokers
     mean_ms = sum(mean_attempt_ms(sc.broker_model(b).latency, p.send_msg_timeout_ms) for b in brokers)
-    return share, wl.rate_per_s * share, mean_ms / len(brokers)
+    return share, wl.mean_rate_per_s() * share, mean_ms / len(brokers)
 
 
 def queued_span_s(sc: Scenario) -> float:

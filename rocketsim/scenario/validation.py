@@ -14,6 +14,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
+from rocketsim.broker.fault_kinds import FAULT_KINDS, Answer, Store
 from rocketsim.client.versions import parse_broker_version
 from rocketsim.errors import ConfigError
 from rocketsim.scenario.config import (
@@ -177,6 +178,34 @@ def _check_cross_fields(sc: Scenario) -> None:
     _check_delays_and_topics(sc)
     _check_consumer_groups(sc)
     _check_faults(sc)
+    _check_host(sc)
+
+
+def _check_host(sc: Scenario) -> None:
+    """A shared host needs the joint loop; a broker on it needs it shared; a spike maximum above the
+    spikes' scale."""
+    if sc.producers.shared_host and sc.coupling != "joint":
+        _fail(
+            "producers.shared_host",
+            "must be false unless brokers.coupling is joint (one loop for the host's producers and brokers)",
+            True,
+        )
+    for name, model in sc.brokers.items():
+        if model.store.on_producer_host and not sc.producers.shared_host:
+            _fail(f"brokers.{name}.store.on_producer_host", "needs producers.shared_host = true", True)
+        if model.store.io_us > 0 and sc.coupling == "iterative":
+            _fail(
+                f"brokers.{name}.store.io_us",
+                "needs brokers.coupling = joint (the iterative rounds do not model a connection's reads)",
+                model.store.io_us,
+            )
+        lat = model.latency
+        if 0 < lat.spike_max_ms <= lat.spike_scale_ms:
+            _fail(
+                f"brokers.{name}.latency.spike_max_ms",
+                f"must be 0 (none) or above spike_scale_ms ({lat.spike_scale_ms:g})",
+                lat.spike_max_ms,
+            )
 
 
 def _check_cluster(sc: Scenario) -> None:
@@ -224,6 +253,31 @@ def _check_versions(sc: Scenario) -> None:
         _fail("producers.group", "must not be blank", sc.producers.group)
 
 
+def _check_rate_steps(sc: Scenario) -> None:
+    """Each step a [rate > 0, seconds > 0] pair, the schedule within a year; with a schedule, no other
+    count or rate of messages (it gives them) and no hot spot (the sends go round the producers)."""
+    wl = sc.workload
+    for i, step in enumerate(wl.rate_steps):
+        if len(step) != 2 or not all(math.isfinite(x) and x > 0 for x in step):
+            _fail(f"workload.rate_steps[{i}]", "must be [rate msg/s > 0, seconds > 0]", list(step))
+    if sum(secs for _, secs in wl.rate_steps) > MAX_SCENARIO_S:
+        _fail(
+            "workload.rate_steps", f"must last at most {MAX_SCENARIO_S} s", [list(s) for s in wl.rate_steps]
+        )
+    if wl.messages > 0 and wl.messages != wl.total_messages():
+        _fail(
+            "workload.messages",
+            f"must be 0 or the schedule's {wl.total_messages()} with workload.rate_steps",
+            wl.messages,
+        )
+    if wl.hot_share > 0:
+        _fail(
+            "workload.hot_share",
+            "must be 0 with workload.rate_steps (sends go round the producers)",
+            wl.hot_share,
+        )
+
+
 def _check_grpc_family(sc: Scenario) -> None:
     """What the gRPC clients cannot do (no oneway send, no batch), what is not modelled for them (the
     closed-loop store), and the Python client's whole-second timeout."""
@@ -248,6 +302,19 @@ def _check_grpc_family(sc: Scenario) -> None:
             "must be open with client_family grpc (the closed-loop store is not modelled for it)",
             sc.coupling,
         )
+    for i, fault in enumerate(sc.faults):
+        if FAULT_KINDS[fault.kind].answer == Answer.PAUSED:
+            _fail(
+                f"faults[{i}].kind",
+                "must not be paused with client_family grpc (not modelled for it)",
+                fault.kind,
+            )
+    if sc.producers.send_cpu_us > 0:
+        _fail(
+            "producers.send_cpu_us",
+            "must be 0 with client_family grpc (the client's CPU per send is modelled for remoting only)",
+            sc.producers.send_cpu_us,
+        )
     if client.whole_second_timeout and sc.producers.request_timeout_ms % 1000:
         rule = f"must be whole seconds with {client.name} (its request_timeout is an int of seconds)"
         _fail("producers.request_timeout_ms", rule, sc.producers.request_timeout_ms)
@@ -256,6 +323,8 @@ def _check_grpc_family(sc: Scenario) -> None:
 def _check_workload_volume(sc: Scenario) -> None:
     """Body sizes, topics, the hot spot, and a message count that fits a Java int and a year."""
     wl = sc.workload
+    if wl.rate_steps:
+        _check_rate_steps(sc)
     if wl.body_size.min > wl.body_size.max:
         _fail(
             "workload.body_size.min",
@@ -282,7 +351,7 @@ def _check_workload_volume(sc: Scenario) -> None:
             f"must give at most {JAVA_INT_MAX} messages",
             wl.total_messages(),
         )
-    if wl.messages > 0 and wl.messages / wl.rate_per_s > MAX_SCENARIO_S:  # else duration_s bounds it
+    if not wl.rate_steps and wl.messages > 0 and wl.messages / wl.rate_per_s > MAX_SCENARIO_S:
         _fail(
             "workload.rate_per_s",
             f"must send workload.messages ({wl.total_messages()}) within {MAX_SCENARIO_S} s",
@@ -334,16 +403,24 @@ def _check_faults(sc: Scenario) -> None:
             _fail(f"{where}.broker", "must name a broker of cluster.brokers", fault.broker)
         if fault.end_s <= fault.start_s:
             _fail(f"{where}.end_s", f"must be after start_s ({fault.start_s})", fault.end_s)
-        if fault.kind in ("flapping", "store_stall") and fault.down_s >= fault.period_s:
+        rule = FAULT_KINDS[fault.kind]  # the kind's row: what it acts on
+        if rule.periodic and fault.down_s >= fault.period_s:
             _fail(f"{where}.down_s", f"must be shorter than period_s ({fault.period_s})", fault.down_s)
-        if fault.kind == "store_stall" and sc.coupling == "open":
+        if not rule.open_model_sees and sc.coupling == "open":
             _fail(
                 f"{where}.kind",
-                "store_stall needs a closed-loop store (brokers.coupling = joint or iterative)",
+                f"{fault.kind} needs a closed-loop store (brokers.coupling = joint or iterative)",
+                fault.kind,
+            )
+        if rule.store == Store.DEFERS and sc.coupling == "iterative":
+            _fail(
+                f"{where}.kind",
+                f"{fault.kind} with a closed-loop store needs brokers.coupling = joint (iterative rounds do "
+                "not model requests held in the socket)",
                 fault.kind,
             )
         cycles = (fault.end_s - fault.start_s) / fault.period_s
-        if fault.kind in ("flapping", "store_stall") and cycles > MAX_FLAP_CYCLES:
+        if rule.periodic and cycles > MAX_FLAP_CYCLES:
             _fail(
                 f"{where}.period_s",
                 f"must give at most {MAX_FLAP_CYCLES} flapping cycles between start_s and end_s "

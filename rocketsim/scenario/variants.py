@@ -63,6 +63,10 @@ SEND_ONLY_PRODUCER_SETTINGS = (
     "start_detector_enable",
     "async_sender_threads",
     "callback_executor_threads",
+    "processors",
+    "async_sender_queue",
+    "send_cpu_us",
+    "shared_host",
 )
 
 

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from rocketsim import rng
 from rocketsim.format.codec import decimal_lengths
-from rocketsim.scenario import MESSAGE_TYPES, SEND_MODES, Scenario
+from rocketsim.scenario import MESSAGE_TYPES, SEND_MODES, Scenario, schedule
 from rocketsim.tables.schemas import MESSAGES, without_run_id
 
 WORKLOAD_SALT = 0x5EED_0F_3E55A6E5  # keeps workload draws apart from the broker model's
@@ -59,6 +59,9 @@ def producer_shares(sc: Scenario) -> list[ProducerShare]:
     ``hot_producers`` and the rest over the others."""
     wl = sc.workload
     total = wl.total_messages()
+    if wl.rate_steps:  # the schedule's sends go round the producers (scenario.schedule)
+        counts = schedule.producer_messages(wl.rate_steps, sc.producers.count)
+        return [ProducerShare(p, n, wl.mean_rate_per_s() / sc.producers.count) for p, n in enumerate(counts)]
     count = sc.producers.count
     if wl.hot_share <= 0:
         rate = wl.rate_per_s / count
@@ -349,7 +352,11 @@ def _arrival_chunks(
     sc: Scenario, share: ProducerShare, chunk_rows: int, batch_rows: int, mean_gap: float
 ) -> Iterator[tuple[int, int, np.ndarray]]:
     """The born times of seqs ``lo..hi - 1``, ``batch_rows`` at a time: exponential gaps (poisson) or a
-    fixed gap (uniform), summed a chunk of ``chunk_rows`` at a time from the clock the chunk before left."""
+    fixed gap (uniform), summed a chunk of ``chunk_rows`` at a time from the clock the chunk before left;
+    with ``workload.rate_steps``, the schedule's due times (:func:`rocketsim.scenario.schedule.due_ms`)."""
+    if sc.workload.rate_steps:
+        yield from _scheduled_chunks(sc, share, chunk_rows, batch_rows)
+        return
     clock = 0.0
     for lo in range(0, share.messages, chunk_rows):
         hi = min(lo + chunk_rows, share.messages)
@@ -363,6 +370,26 @@ def _arrival_chunks(
         times = clock + np.cumsum(gaps)
         clock = float(times[-1])
         born = np.floor(times).astype(np.int64)
+        for at in range(lo, hi, batch_rows):
+            yield at, min(at + batch_rows, hi), born[at - lo : min(at + batch_rows, hi) - lo]
+
+
+def _scheduled_chunks(
+    sc: Scenario, share: ProducerShare, chunk_rows: int, batch_rows: int
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """:func:`_arrival_chunks` of a rate schedule: each send's due time, whole ms."""
+    wl = sc.workload
+
+    def draws(producer: int, seqs: np.ndarray, which: int) -> np.ndarray:
+        keys = rng.draw_keys(sc.seed ^ WORKLOAD_SALT, producer, seqs, np.full(seqs.size, which, np.int64))
+        return rng.uniforms(keys, S_GAP)
+
+    poisson = draws if wl.arrival == "poisson" else None
+    for lo in range(0, share.messages, chunk_rows):
+        hi = min(lo + chunk_rows, share.messages)
+        seqs = np.arange(lo, hi, dtype=np.int64)
+        born = np.floor(schedule.due_ms(wl.rate_steps, sc.producers.count, share.producer, seqs, poisson))
+        born = born.astype(np.int64)
         for at in range(lo, hi, batch_rows):
             yield at, min(at + batch_rows, hi), born[at - lo : min(at + batch_rows, hi) - lo]
 

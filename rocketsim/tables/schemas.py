@@ -145,6 +145,8 @@ SEND_RESULTS = pa.schema(
         # send_ts_ms - born_ts_ms: waiting for a sender thread (OMB's publish delay)
         pa.field("queue_wait_ms", pa.int64(), nullable=False),
         pa.field("latency_ms", pa.int64(), nullable=False),  # send call duration, all attempts
+        # latency_ms in microseconds: the last answer's own sub-ms time kept (the decisions are whole ms)
+        pa.field("latency_us", pa.int64(), nullable=False),
         # bytes of its request on the wire
         pa.field("wire_bytes", pa.int32(), nullable=False),
         # whether the client compressed the body

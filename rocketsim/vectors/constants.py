@@ -61,7 +61,7 @@ def _compression_types(version: ClientVersion) -> list[dict[str, Any]]:
 
 
 def _fault_arrays(version: ClientVersion) -> Any:
-    return attr("fault", "FaultArrays").default(version.fault_line)
+    return attr("fault", "FaultArrays").default(version.line)
 
 
 # per_version key -> resolver(version) giving the value in the JSON's shape (sets as sorted lists).

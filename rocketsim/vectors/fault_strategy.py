@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from rocketsim.client.fault import (
-    LINE_5,
     Detector,
     FaultArrays,
     FaultStrategy,
@@ -31,7 +30,7 @@ from rocketsim.client.fault import (
 )
 from rocketsim.client.route import BrokerData, QueueData, TopicPublishInfo, TopicRouteData, topic_publish_info
 from rocketsim.client.send import AttemptRecord, Outcome, SendConfig, SendRecord, send_sync
-from rocketsim.client.versions import ClientVersion, parse_version
+from rocketsim.client.versions import ClientVersion, RemotingLine, parse_version
 from rocketsim.errors import RocketSimError
 from rocketsim.vectors import Result, failed, passed
 
@@ -49,12 +48,11 @@ class ReplayMismatch(RocketSimError):
     """The loop asked for something the recording does not have (an extra attempt, another probe)."""
 
 
-def line_and_version(upstream: str) -> tuple[str, ClientVersion]:
-    if upstream.startswith("develop"):
-        return LINE_5, parse_version("5.x")
-    text = upstream.removeprefix("rocketmq-all-")
+def line_and_version(upstream: str) -> tuple[RemotingLine, ClientVersion]:
+    """The client line and version of a recording's ``upstream`` (``develop``: 5.x)."""
+    text = "5.x" if upstream.startswith("develop") else upstream.removeprefix("rocketmq-all-")
     version = parse_version(text)
-    return version.fault_line, version
+    return version.line, version
 
 
 def queue_datas_route(queue_datas: list[dict[str, Any]]) -> TopicRouteData:
@@ -123,7 +121,7 @@ class _Scenario:
         self.route = queue_datas_route(header["route_initial_queueDatas"])
         self.updates = {u["before_send_index"]: u["queueDatas"] for u in header["route_updates"]}
         detector = None
-        if self.line == LINE_5:
+        if self.line.has_fault_detector:
             detector = Detector(
                 cfg["first_detector_tick_at"],
                 self._resolve,

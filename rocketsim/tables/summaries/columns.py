@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim.broker import store
-from rocketsim.client.send import NOT_OK_STATUSES
+from rocketsim.client.outcomes import NOT_OK_STATUSES
 from rocketsim.engine.plan import ONEWAY_SENT
 from rocketsim.tables.grouping import Groups, bools, ints, string_codes, window_index
 from rocketsim.tables.summaries.aggregates import (

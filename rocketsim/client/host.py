@@ -1,0 +1,73 @@
+"""The client host's processors: where the client's own CPU work runs (``producers.send_cpu_us``, on the
+thread that sends), and, on a shared host (``producers.shared_host``), the co-located brokers' reads and
+appends too.
+
+A host of ``processors`` cores runs each piece of CPU work, from when it is ready, at the earliest time a
+core has room for it (no preemption: the pieces are microseconds). Work is placed when it is decided,
+which is not always in time order (a broker decides an append when the request arrives, for when a send
+thread gets to it), so a core keeps its busy intervals and later work may take a gap before earlier
+placed work. A producer's threads together thus do at most ``processors`` sends' work at once: its maximum
+rate is ``processors / send_cpu_us`` whatever its threads, and past it its queues grow (the async sender
+executor's 50,000, the sender threads' backlog). Times are microseconds from the scenario's start (floats:
+the work need not be whole microseconds).
+"""
+
+from __future__ import annotations
+
+import bisect
+
+
+class HostCores:
+    """The cores of one host and the intervals each is busy."""
+
+    def __init__(self, processors: int) -> None:
+        if processors < 1:
+            raise ValueError(f"a host needs at least one processor, got {processors}")
+        self.processors = processors
+        self._starts: list[list[float]] = [[] for _ in range(processors)]  # per core, sorted
+        self._ends: list[list[float]] = [[] for _ in range(processors)]
+
+    def run(self, ready_us: float, work_us: float) -> float:
+        """Place ``work_us`` of CPU ready at ``ready_us`` on the core with room for it the earliest (ties:
+        the lowest core); when it ends."""
+        if work_us <= 0:
+            return ready_us
+        best, best_at, best_i = -1, 0.0, 0
+        for c in range(self.processors):
+            at, i = self._room(c, ready_us, work_us)
+            if best < 0 or at < best_at:
+                best, best_at, best_i = c, at, i
+        self._place(best, best_i, best_at, best_at + work_us)
+        return best_at + work_us
+
+    def advance(self, now_us: float) -> None:
+        """Nothing is ready before ``now_us`` any more: forget the intervals that ended by then."""
+        for c in range(self.processors):
+            k = bisect.bisect_right(self._ends[c], now_us)
+            if k:
+                del self._starts[c][:k], self._ends[c][:k]
+
+    def _room(self, c: int, ready: float, work: float) -> tuple[float, int]:
+        """The earliest start >= ``ready`` where core ``c`` is free for ``work``, and the index its
+        interval goes at."""
+        starts, ends = self._starts[c], self._ends[c]
+        i = bisect.bisect_right(ends, ready)
+        at = ready
+        while i < len(starts) and starts[i] < at + work:
+            at = max(at, ends[i])
+            i += 1
+        return at, i
+
+    def _place(self, c: int, i: int, start: float, end: float) -> None:
+        starts, ends = self._starts[c], self._ends[c]
+        if i > 0 and ends[i - 1] == start:  # back to back: one interval
+            if i < len(starts) and starts[i] == end:
+                ends[i - 1] = ends[i]
+                del starts[i], ends[i]
+            else:
+                ends[i - 1] = end
+        elif i < len(starts) and starts[i] == end:
+            starts[i] = start
+        else:
+            starts.insert(i, start)
+            ends.insert(i, end)

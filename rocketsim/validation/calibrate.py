@@ -1,0 +1,108 @@
+"""Calibration from measured runs: what :mod:`rocketsim.calibration` reads out of the harness's files.
+
+From the runs named to calibrate from:
+
+* the network round trip (``brokers.default.latency.*``): the OK sends' latency histogram of the run
+  with the lowest peak rate, less the CPU the model itself spends on a send (at low load a send's latency
+  is the round trip and that CPU; the queueing of higher rates is the model's own);
+* the host's capacity (``store.append_us`` and the client's CPU per send, see docs/validation.md): the
+  completion rate of the last step of a run whose latency kept growing through that step (a saturation
+  figure), split between the client and the broker by the CPU each used (``cpu.json``);
+* the broker's store times and send queue (``store.log``, report only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from rocketsim.calibration.calibrate import (
+    DEFAULT_REQUEST_BYTES,
+    KIB,
+    Calibration,
+    Options,
+    calibrate,
+    host_part,
+)
+from rocketsim.calibration.measurements import Binned, CpuUse, Measurements, Throughput, View
+from rocketsim.validation.measured import MeasuredRun
+
+GROWTH = 1.5  # a step is saturated when its OK latency p50 ends at least this many times where it began
+
+
+def latency_measurements(runs: Sequence[MeasuredRun], less_us: float = 0.0) -> Measurements:
+    """The OK latency histogram of the run with the lowest peak rate (client view), ``less_us`` taken
+    off every edge (what the model adds to the round trip itself)."""
+    with_hist = [r for r in runs if r.ok_hist is not None]
+    if not with_hist:
+        return Measurements()
+    run = min(with_hist, key=lambda r: max(rate for rate, _ in r.meta.steps))
+    edges, counts = run.ok_hist  # type: ignore[misc]
+    edges = np.maximum(edges - less_us / 1000.0, 0.0)
+    k = int(np.argmax(edges[1:] > 0))  # the first bin whose upper edge the shift left above 0
+    counts = np.concatenate([[counts[: k + 1].sum()], counts[k + 1 :]])  # the bins folded onto 0 in it
+    edges = np.concatenate([[0.0], edges[k + 1 :]])
+    note = f"OK sends of {run.name} (peak {max(rate for rate, _ in run.meta.steps):,.0f} msg/s)"
+    if less_us:
+        note += f", less the model's own CPU per send ({less_us:.3g} us)"
+    return Measurements(
+        binned=(Binned(run.name, View.CLIENT, tuple(edges[:-1]), tuple(edges[1:]), tuple(counts), note=note),)
+    )
+
+
+def saturation(run: MeasuredRun) -> Throughput | None:
+    """The OK completions per second within ``run``'s last step if its latency kept growing through it
+    (saturated: the step's last second's OK p50 at least :data:`GROWTH` times its first's)."""
+    if not run.step_completions:
+        return None
+    frame = run.per_second
+    start = sum(s for _, s in run.meta.steps[:-1])
+    p50 = frame[frame["second"] >= int(start)]["ok_latency_p50_ms"].to_numpy(float)
+    if p50.size < 2 or not np.isfinite(p50[[0, -1]]).all() or p50[-1] < GROWTH * p50[0]:
+        return None
+    rate = run.step_completions[-1]
+    note = (
+        f"{run.name}: last step ({run.meta.steps[-1][0]:,.0f} msg/s) completed {rate:,.0f}/s, "
+        f"OK p50 {p50[0]:.3g} -> {p50[-1]:.3g} ms"
+    )
+    return Throughput(run.name, rate, saturated=True, note=note)
+
+
+def cpu_use(run: MeasuredRun) -> CpuUse | None:
+    """The driver's and the broker's CPU seconds of ``run`` (``cpu.json``) on the host they shared."""
+    cpu = run.cpu
+    if "broker_cpu_s" not in cpu or "driver_cpu_s_in_window" not in cpu:
+        return None
+    nproc = int(cpu["nproc"]) if cpu.get("nproc") else None
+    return CpuUse(run.name, cpu["driver_cpu_s_in_window"], cpu["broker_cpu_s"], nproc, note="cpu.json")
+
+
+def measurements(runs: Sequence[MeasuredRun], request_bytes: float | None = None) -> Measurements:
+    """Everything the calibration runs give: for a saturated run its completion rate (at
+    ``request_bytes`` a send) and the CPU its client and broker spent, and the low-load latency less the
+    CPU a send costs both at that rate (:func:`rocketsim.calibration.calibrate.host_part`)."""
+    out = Measurements()
+    for run in runs:
+        sat = saturation(run)
+        cpu = cpu_use(run) if sat is not None else None
+        if sat is not None:
+            out += Measurements(throughputs=(replace(sat, request_bytes=request_bytes),))
+        if cpu is not None:
+            out += Measurements(cpu=(cpu,))
+    return out + latency_measurements(runs, cpu_per_send_us(out, request_bytes))
+
+
+def cpu_per_send_us(ms: Measurements, request_bytes: float | None) -> float:
+    """The CPU the host part puts on one send (the client's, the broker's read and append), 0 without it."""
+    values = {e.key: e.value for e in host_part(ms, Options()).estimates}
+    if not values:
+        return 0.0
+    append = values["brokers.default.store.append_us"] * (request_bytes or DEFAULT_REQUEST_BYTES) / KIB
+    return values["producers.send_cpu_us"] + values["brokers.default.store.io_us"] + append
+
+
+def calibrate_runs(runs: Sequence[MeasuredRun], request_bytes: float | None = None) -> Calibration:
+    """:func:`rocketsim.calibration.calibrate.calibrate` over :func:`measurements`."""
+    return calibrate(measurements(runs, request_bytes), Options())

@@ -1,0 +1,99 @@
+"""A measured run as a rocketsim scenario: its exact schedule, its client settings, the harness's
+cluster, and the values calibration found.
+
+The harness (``/realbroker/harness``, see docs/validation.md): one 4.9.8 broker (``broker-a``, 4.9.8
+defaults: ``sendMessageThreadPoolNums`` = min(cores, 4), send queue 10,000, 200 ms in the queue) and
+``producers`` unmodified 4.9.8 ``DefaultMQProducer`` instances in one driver process; send ``i`` goes to
+producer ``i % producers``; bodies of ``size`` bytes to ``BenchTopic`` (auto-created: 4 queues); sync
+sends run on a pool of ``threads`` sender threads fed in due order, async sends are submitted by one
+dispatcher thread at their due time. The driver and the broker share one host of ``nproc`` processors
+(``cpu.json``): ``producers.shared_host`` and ``store.on_producer_host``. Every value calibration found
+is set by its dotted key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim.scenario.workload import generate
+from rocketsim.validation.measured import MeasuredRun
+
+BROKER = "broker-a"
+CLIENT_VERSION = "4.9.8"
+TOPIC = "BenchTopic"
+TOPIC_QUEUES = 4  # DefaultMQProducer.defaultTopicQueueNums: the auto-created topic's queues
+BROKER_SEND_THREADS_MAX = 4  # BrokerConfig.sendMessageThreadPoolNums = min(availableProcessors, 4)
+
+
+def run_mapping(run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1) -> dict[str, Any]:
+    """The scenario of ``run`` as a raw mapping (what a TOML file would hold), ``values`` set over it."""
+    meta = run.meta
+    processors = int(run.cpu.get("nproc", BROKER_SEND_THREADS_MAX))
+    raw: dict[str, Any] = {
+        "name": run.name,
+        "seed": seed,
+        "cluster": {
+            "brokers": [BROKER],
+            "write_queues": TOPIC_QUEUES,
+            "read_queues": TOPIC_QUEUES,
+            "broker_version": CLIENT_VERSION,
+        },
+        "producers": {
+            "count": meta.producers,
+            "threads": meta.threads if meta.mode == "sync" else 1,
+            "processors": processors,
+            "shared_host": True,  # the driver's producers in one process, on the broker's host
+            "client_version": CLIENT_VERSION,
+            "send_mode": {meta.mode: 1.0},
+            "send_msg_timeout_ms": meta.timeout_ms,
+            "retry_times_when_send_failed": meta.retries,
+            "retry_times_when_send_async_failed": meta.retries,
+        },
+        "workload": {
+            "messages": meta.n,
+            "rate_steps": [[rate, secs] for rate, secs in meta.steps],
+            "arrival": "uniform",
+            "topics": [TOPIC],
+            "tags": [],
+            "keys": False,
+            "body_size": {"distribution": "fixed", "median": meta.size, "min": meta.size, "max": meta.size},
+            "message_types": {"normal": 1.0},
+        },
+        "brokers": {
+            "coupling": "joint",
+            "default": {
+                "errors": {},
+                "store": {"send_threads": min(processors, BROKER_SEND_THREADS_MAX), "on_producer_host": True},
+            },
+        },
+    }
+    if run.fault is not None:
+        stop, cont = run.fault
+        raw["faults"] = [{"broker": BROKER, "kind": "paused", "start_s": stop, "end_s": cont}]
+    for key, value in values.items():
+        set_dotted(raw, key, value)
+    return raw
+
+
+def request_bytes(run: MeasuredRun) -> int:
+    """The bytes of one of ``run``'s requests as rocketsim counts them (body and properties)."""
+    raw = run_mapping(run, {})
+    raw["workload"].update(rate_steps=[[1.0, 1.0]], messages=0)
+    m = generate(scenario_from_mapping(raw))
+    return int(m["body_size"][0].as_py() + m["properties_size"][0].as_py())
+
+
+def run_scenario(run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1) -> Scenario:
+    """:func:`run_mapping` validated into a :class:`rocketsim.scenario.Scenario`."""
+    return scenario_from_mapping(run_mapping(run, values, seed=seed))
+
+
+def set_dotted(raw: dict[str, Any], key: str, value: object) -> None:
+    """Set ``a.b.c`` in a nested mapping, making the tables on the way."""
+    *path, last = key.split(".")
+    node = raw
+    for part in path:
+        node = node.setdefault(part, {})
+    node[last] = value

@@ -1,0 +1,240 @@
+"""The validation command's parts (docs/validation.md): the harness's outcome classes from rocketsim's own
+texts, the run folders of tests/data/realbroker read back, the figures both sides are reduced to, and the
+report."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rocketsim.client.send import (
+    ClientError,
+    MQBrokerError,
+    RemotingTooMuchRequestError,
+    async_call_timeout_error,
+    invoke_async_timeout_error,
+    send_failed_error,
+)
+from rocketsim.client.versions import parse_version
+from rocketsim.engine.plan import error_text
+from rocketsim.errors import MeasurementError
+from rocketsim.validation.classes import outcome_class
+from rocketsim.validation.compare import measured_metrics, per_second
+from rocketsim.validation.measured import parse_steps, stored_copies
+from rocketsim.warehouse.measured_runs import read_run, run_folders
+
+DATA = Path(__file__).parent / "data" / "realbroker"
+V = parse_version("4.9.8")
+FAQ = V.faq_url
+
+
+def klass(err: BaseException) -> str:
+    return outcome_class("FAILED", error_text(err))
+
+
+def test_the_harness_classes_of_rocketsims_own_texts() -> None:
+    # the harness's pack.py files a send by the broker's tag in the remark first, then by the client's texts
+    overload = MQBrokerError(2, "[OVERLOAD]system busy, start flow control for a while", "broker-a", FAQ)
+    swept = MQBrokerError(
+        2,
+        "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 203ms, "
+        "size of queue: 9660",
+        "broker-a",
+        FAQ,
+    )
+    assert klass(overload) == "OVERLOAD" and klass(swept) == "TIMEOUT_CLEAN_QUEUE"
+    # DefaultMQProducerImpl.send(msg, callback, timeout): executor.submit's RejectedExecutionException
+    assert klass(ClientError("executor rejected ", FAQ)) == "executor_rejected"
+    assert klass(invoke_async_timeout_error("broker-a")) == "invokeAsync_timeout"
+    assert klass(async_call_timeout_error(False)) == "async_call_timeout"
+    assert (
+        klass(RemotingTooMuchRequestError("sendDefaultImpl call timeout")) == "sendDefaultImpl_call_timeout"
+    )
+    failed = send_failed_error(3, 3004, "BenchTopic", ["broker-a"] * 3, None, V)
+    assert klass(failed) == "send_times_still_failed"
+    assert outcome_class("SEND_OK", None) == "SEND_OK"
+    assert outcome_class("FLUSH_DISK_TIMEOUT", None) == "FLUSH_DISK_TIMEOUT"
+    # anything else: the simple class and the start of the remark, commas made safe as the harness does
+    other = klass(MQBrokerError(14, "service not available, now, really", "broker-a", FAQ))
+    assert other == "MQBrokerException:service not available; now; really"
+
+
+def test_every_class_the_runs_recorded_is_one_rocketsim_can_name() -> None:
+    names = {"SEND_OK", "OVERLOAD", "TIMEOUT_CLEAN_QUEUE", "executor_rejected", "invokeAsync_timeout"}
+    names |= {"sendDefaultImpl_call_timeout", "send_times_still_failed"}
+    seen = {c for p in run_folders([str(DATA)]) for c in read_run(p).outcomes}
+    assert seen <= names
+
+
+def test_the_runs_read_back_as_the_harness_summarised_them() -> None:
+    runs = {p.name: read_run(p) for p in run_folders([str(DATA)])}
+    assert len(runs) == 6
+    c = runs["c_overload_async_p2_72000"]
+    assert c.meta.steps == ((10000.0, 5.0), (72000.0, 20.0)) and c.meta.producers == 2
+    assert c.meta.mode == "async" and c.meta.timeout_ms == 3000 and c.meta.retries == 2
+    assert sum(c.outcomes.values()) == c.meta.n == 1_490_000
+    assert c.ok_share == pytest.approx(0.4804, abs=5e-5)  # summary.txt: 48% OK
+    assert c.ok_latency_ms["p50"] == 2392.643 and c.ok_latency_ms["p99"] == 4748.118
+    f = runs["f_stop5s_sync"]
+    assert f.fault == (5.009, 10.013) and f.meta.threads == 16 and f.meta.mode == "sync"
+    ramp = runs["b_ramp_async_p1"]
+    assert ramp.step_completions[-1] == 68787.3 and len(ramp.meta.steps) == 6
+    edges, counts = runs["a_low_async"].ok_hist
+    assert edges.size == counts.size + 1 and counts.sum() == 10_000
+
+
+def test_stored_copies_come_from_the_runs_pagecachert_windows() -> None:
+    runs = {p.name: read_run(p) for p in run_folders([str(DATA)])}
+    # 14,517 puts in the window less 2,000 warm-up sends: the 12,500 sends and 17 more copies
+    f = measured_metrics(runs["f_stop5s_sync"])
+    assert (f.stored, f.duplicates, f.failed_but_stored) == (12_517, 17, 16)
+    c = measured_metrics(runs["c_overload_async_p2_72000"])
+    assert (c.stored, c.duplicates, c.failed_but_stored) == (1_218_788, 0, 1_218_788 - 715_797)
+    # a_low_async's window holds 3,100 puts more than its 10,000 single-RPC sends: not the run's alone
+    low = runs["a_low_async"]
+    assert low.stored.copies is None and "outside" in low.stored.note
+    assert measured_metrics(low).duplicates is None
+
+
+def test_stored_copies_refuse_a_window_that_cannot_be_the_runs() -> None:
+    meta = read_run(DATA / "f_stop5s_sync").meta
+    line = (
+        "2026-11-27 15:32:18 INFO StoreStatsService - [PAGECACHERT] TotalPut {n}, PutMessageDistributeTime "
+        "[<=0ms]:{n} [0~10ms]:0 [10~50ms]:0 [50~100ms]:0 [100~200ms]:0 [200~500ms]:0 [500ms~1s]:0 "
+        "[1~2s]:0 [2~3s]:0 [3~4s]:0 [4~5s]:0 [5~10s]:0 [10s~]:0 "
+    )
+    ok = stored_copies(line.format(n=14_500), "store.log", meta, ok=12_500, rpcs=12_600)
+    assert ok.copies == 12_500
+    assert stored_copies(line.format(n=14_000), "store.log", meta, ok=12_500, rpcs=12_600).copies is None
+    assert stored_copies(line.format(n=15_000), "store.log", meta, ok=12_500, rpcs=12_600).copies is None
+
+
+def test_a_bad_run_folder_names_the_file(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("meta.json", "outcomes.csv", "summary.json", "per_second.csv"):
+        (run / name).write_text((DATA / "a_low_sync" / name).read_text())
+    meta = json.loads((run / "meta.json").read_text())
+    meta["steps"] = "500:x"
+    (run / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(MeasurementError, match=r"meta\.json: expected steps as rate:seconds"):
+        read_run(run)
+    (run / "summary.json").unlink()
+    with pytest.raises(MeasurementError, match=r"summary\.json: expected this file"):
+        read_run(run)
+    with pytest.raises(MeasurementError, match="expected a harness run folder"):
+        run_folders([str(tmp_path / "nothing")])
+    assert parse_steps("10000:5,72000:20", "x") == ((10000.0, 5.0), (72000.0, 20.0))
+
+
+def test_per_second_figures_are_the_harness_columns() -> None:
+    second = np.array([0, 0, 0, 1, 1, 2])
+    classes = np.array(["SEND_OK", "SEND_OK", "OVERLOAD", "SEND_OK", "executor_rejected", "OVERLOAD"], object)
+    latency = np.array([1.0, 3.0, 9.0, 2.0, 0.5, 7.0])
+    frame = per_second(second, classes, latency)
+    assert frame["scheduled"].tolist() == [3, 2, 1] and frame["ok"].tolist() == [2, 1, 0]
+    assert frame["err_OVERLOAD"].tolist() == [1, 0, 1] and frame["err_executor_rejected"].tolist() == [
+        0,
+        1,
+        0,
+    ]
+    # percentiles of the OK sends only, linear interpolation as the harness's analyze.py
+    assert frame["ok_latency_p50_ms"].tolist()[:2] == [2.0, 2.0] and math.isnan(frame["ok_latency_p50_ms"][2])
+    assert frame["ok_latency_p99_ms"][0] == pytest.approx(np.percentile([1.0, 3.0], 99))
+
+
+def test_the_host_part_splits_the_saturated_hosts_cpu_between_client_and_broker() -> None:
+    from rocketsim.calibration.calibrate import BROKER_IO_SHARE, Options, calibrate
+    from rocketsim.calibration.formats import detect_format, parse_input
+    from rocketsim.calibration.measurements import Measurements, Throughput
+
+    text = (DATA / "b_ramp_async_p1" / "cpu.json").read_text()
+    assert detect_format(text, "cpu.json") == "cpu"
+    (cpu,) = parse_input(text, "cpu.json").cpu
+    assert (cpu.client_cpu_s, cpu.broker_cpu_s, cpu.shared_processors) == (37.26, 27.31, 2)
+    sat = Throughput("ramp", 68_787.3, saturated=True, request_bytes=1075.0)
+    cal = calibrate(Measurements(throughputs=(sat,), cpu=(cpu,)), Options())
+    values = cal.values()
+    per_send_us = 2 * 1e6 / 68_787.3  # the host's two processors at the rate it sustained
+    client = per_send_us * 37.26 / (37.26 + 27.31)
+    assert values["producers.send_cpu_us"] == pytest.approx(client)
+    broker = per_send_us - client
+    assert values["brokers.default.store.io_us"] == pytest.approx(broker * BROKER_IO_SHARE)
+    assert values["brokers.default.store.append_us"] == pytest.approx(
+        broker * (1 - BROKER_IO_SHARE) * 1024 / 1075
+    )
+    # the store part leaves append_us to it; without the CPU figures it is the store part's again
+    assert [e.key for e in cal.estimates].count("brokers.default.store.append_us") == 1
+    alone = calibrate(Measurements(throughputs=(sat,)), Options()).values()
+    assert alone["brokers.default.store.append_us"] == pytest.approx(1e6 * 1024 / (68_787.3 * 1075))
+    assert "producers.send_cpu_us" not in alone
+
+
+def test_a_cpu_file_without_the_brokers_seconds_names_itself() -> None:
+    from rocketsim.calibration.formats import parse_input
+
+    with pytest.raises(
+        MeasurementError, match=r"cpu\.json line 1: expected a JSON object with \"broker_cpu_s\""
+    ):
+        parse_input('{"driver_cpu_s_in_window": 3.0}', "cpu.json", "cpu")
+    with pytest.raises(MeasurementError, match=r"cpu\.json line 1: expected the broker's CPU seconds > 0"):
+        parse_input('{"broker_cpu_s": -1, "driver_cpu_s_in_window": 3.0}', "cpu.json", "cpu")
+
+
+def test_the_report_draws_each_run_and_tabulates_both_sides(tmp_path: Path) -> None:
+    from rocketsim.present.validation_report import write_report
+    from rocketsim.validation.compare import Metrics, RunComparison
+
+    run = read_run(DATA / "c_overload_async_p2_72000")
+    measured = measured_metrics(run)
+    frame = measured.per_second.copy()
+    frame["ok"] = frame["ok"] * 0.9
+    simulated = Metrics(
+        run.meta.n,
+        0.43,
+        {"p50": 2000.0, "p90": 3000.0, "p99": 4000.0, "p999": 4500.0, "max": 5000.0},
+        {"SEND_OK": 640_000, "executor_rejected": 300_000, "invokeAsync_timeout": 550_000},
+        per_second=frame,
+    )
+    cmp = RunComparison(run.name, measured, simulated, notes=("a note",))
+    table = cmp.table().set_index("figure")
+    assert table.loc["outcome invokeAsync_timeout", "measured"] == 510_811
+    assert table.loc["outcome invokeAsync_timeout", "sim/meas - 1"] == pytest.approx(550_000 / 510_811 - 1)
+    assert cmp.classes()[:3] == ["SEND_OK", "invokeAsync_timeout", "executor_rejected"]
+    page = write_report([cmp], tmp_path)
+    html = page.read_text()
+    assert run.name in html and "a note" in html and "48.0% / 43.0%" in html
+    png = (tmp_path / f"{run.name}.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+    assert json.loads(json.dumps(cmp.to_json()))["measured"]["outcomes"]["invokeAsync_timeout"] == 510_811
+
+
+@pytest.mark.slow
+def test_the_command_on_the_shipped_runs_meets_the_low_rate_and_pause_targets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the issue's criteria that the small runs can check in seconds (calibrated from a_low_async and
+    # b_ramp_async_p1 only): a_low_sync's p50 and p99 within 25%; f_stop5s_sync (the broker stopped 5 s by
+    # SIGSTOP) fails 16 +- 3 sends. Its 17 stored duplicates are not reproduced (docs/validation.md).
+    from rocketsim.validation.__main__ import main
+
+    runs = [DATA / n for n in ("a_low_async", "b_ramp_async_p1", "a_low_sync", "f_stop5s_sync")]
+    out = tmp_path / "v.json"
+    argv = [*map(str, runs), "--calibrate-from", "a_low_async", "--calibrate-from", "b_ramp_async_p1"]
+    assert main([*argv, "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert set(doc) == {"a_low_sync", "f_stop5s_sync"}  # the calibration runs are not simulated
+    low = doc["a_low_sync"]
+    for key in ("ok_p50_ms", "ok_p99_ms"):
+        assert low["simulated"][key] == pytest.approx(low["measured"][key], rel=0.25)
+    stop = doc["f_stop5s_sync"]
+    failed = {
+        side: sum(n for c, n in stop[side]["outcomes"].items() if c != "SEND_OK")
+        for side in ("measured", "simulated")
+    }
+    assert failed["measured"] == 16 and abs(failed["simulated"] - 16) <= 3
+    assert "a_low_sync: OK 100.0% / 100.0%" in capsys.readouterr().out

@@ -47,6 +47,7 @@ PUBLIC_MODULES = {
     "rocketsim.summaries": "rocketsim.tables.summaries",
     "rocketsim.reconcile": "rocketsim.tables.reconcile",
     "rocketsim.grouping": "rocketsim.tables.grouping",
+    "rocketsim.simulate": "rocketsim.engine",
 }
 
 

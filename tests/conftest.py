@@ -1,4 +1,5 @@
-"""Shared fixtures: one SparkSession for the whole run, requested only by Spark tests."""
+"""Shared fixtures: one SparkSession for the whole run, requested only by Spark tests, and the mixed
+scenario the stage's tests share."""
 
 from __future__ import annotations
 
@@ -12,6 +13,38 @@ DATA = Path(__file__).parent / "data"
 # One numba cache for the test processes, the Spark workers and the jobs the tests start
 # (spark-submit.sh and the Makefile use the same directory), so the send loop compiles once.
 os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(__file__).resolve().parents[1] / "build" / "numba-cache"))
+
+
+# Everything the stage handles, small: three brokers, async and oneway sends, ordered, delay, transactional
+# and batch messages, invalid ones, broker errors (lost replies: halves stored twice) and an outage.
+MIXED = {
+    "name": "stage",
+    "seed": 11,
+    "cluster": {"brokers": ["broker-a", "broker-b", "broker-c"], "write_queues": 4},
+    "producers": {
+        "count": 4,
+        "threads": 2,
+        "client_version": "4.9.8",
+        "send_latency_fault_enable": True,
+        "send_mode": {"sync": 0.8, "async": 0.1, "oneway": 0.1},
+    },
+    "workload": {
+        "messages": 2000,
+        "rate_per_s": 400.0,
+        "message_types": {"normal": 0.6, "ordered": 0.1, "delay": 0.1, "transaction": 0.1, "batch": 0.1},
+        "invalid": {"bad_topic": 0.01, "oversize_body": 0.01},
+    },
+    "brokers": {"default": {"errors": {"system_error": 0.01, "remoting_timeout": 0.005}}},
+    "faults": [{"broker": "broker-b", "kind": "outage", "start_s": 1, "end_s": 3}],
+}
+
+
+@pytest.fixture(scope="session")
+def mixed() -> object:
+    """:data:`MIXED` as a scenario."""
+    from rocketsim.scenario import scenario_from_mapping
+
+    return scenario_from_mapping(MIXED)
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from broker_reference import broker_side_tables
 from read_back import broker_side_checks
 from sample_runs import RUNS, assert_rows, assert_same, broker_step, by_producer, run_tables, scenario_of
 
-from rocketsim import simulate
+from rocketsim import engine
 from rocketsim.broker import side as broker_side
 from rocketsim.broker import store
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
@@ -261,7 +261,7 @@ def test_broker_side_tables_equal_the_reference(run_id: str) -> None:
     per producer give the references' rows."""
     sc, window_ms = scenario_of(run_id), RUNS[run_id][1]
     messages = workload.generate(sc)
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     log, results = broker_step(messages, out.attempts, out.results, sc)
     local = core_broker_side(messages, out.attempts, results, log, sc, window_ms)
     txns = local["transactions"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rocketsim import simulate
+from rocketsim import engine
 from rocketsim.scenario import ScenarioError, load_scenario, scenario_from_mapping, span, workload
 from rocketsim.scenario.effective import check_text
 
@@ -129,7 +129,7 @@ def test_sender_threads_that_would_queue_are_warned_and_the_advice_keeps_up() ->
     assert span.thread_advice(fixed) is None
 
     def wait_p99(s: object) -> float:
-        out = simulate.simulate(workload.generate(s), s)
+        out = engine.simulate(workload.generate(s), s)
         return float(np.percentile(out.results.column("queue_wait_ms").to_numpy(), 99))
 
     assert wait_p99(sc) > 100 and wait_p99(fixed) < 10

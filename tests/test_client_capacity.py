@@ -20,10 +20,9 @@ import numpy as np
 import pytest
 
 from rocketsim.client.host import HostCores
-from rocketsim.engine import compiled, reference
+from rocketsim.engine import compiled, reference, simulate
 from rocketsim.scenario import Scenario, scenario_from_mapping
 from rocketsim.scenario.workload import generate
-from rocketsim.simulate import simulate
 
 # common/src/main/java/org/apache/rocketmq/common/help/FAQUrl.java, attachDefaultURL: the text, then
 # "\nFor more information, please visit the url, " + DEFAULT_FAQ_URL (4.9.8: http://rocketmq.apache.org/docs/

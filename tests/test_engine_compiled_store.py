@@ -16,7 +16,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rocketsim import stage
 from rocketsim.broker import latency as bm
 from rocketsim.broker import store
 from rocketsim.broker.queue import (
@@ -34,6 +33,7 @@ from rocketsim.engine import compiled, iterative
 from rocketsim.engine import compiled_store as cs
 from rocketsim.engine.iterative import ArrivalWork, Trajectory
 from rocketsim.scenario import Scenario, StoreConfig, scenario_from_mapping, workload
+from rocketsim.stage import tables as stage
 
 STALL = Stall(1_500_000, 9_000_000, 3_000_000, 1_400_000)
 

@@ -167,21 +167,21 @@ def grpc_scenario(**producers: Any) -> dict[str, Any]:
 
 
 def test_the_facade_runs_a_grpc_scenario_on_the_grpc_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rocketsim import simulate
+    from rocketsim import engine
     from rocketsim.engine import ENGINE_VARIABLE
     from rocketsim.engine.plan import SimulationError
 
     sc = scenario_from_mapping(grpc_scenario())
     messages = stage.producer_messages(sc, workload.producer_shares(sc)[0])
     monkeypatch.delenv(ENGINE_VARIABLE, raising=False)
-    out = simulate.simulate_producer(messages, sc)
+    out = engine.simulate_producer(messages, sc)
     assert out.results.equals(simulate_producer(messages, sc).results)
     assert not any(out.results.column("compressed").to_pylist())  # Encoding.IDENTITY, forwarded as sent
-    chunks = list(simulate.simulate_chunks(messages.to_batches(max_chunksize=64), sc))
+    chunks = list(engine.simulate_chunks(messages.to_batches(max_chunksize=64), sc))
     assert pa.concat_tables([c.results for c in chunks]).equals(out.results)
     monkeypatch.setenv(ENGINE_VARIABLE, "compiled")
     with pytest.raises(SimulationError, match="does not cover producers.client_family = grpc"):
-        simulate.simulate_producer(messages, sc)
+        engine.simulate_producer(messages, sc)
 
 
 @pytest.mark.parametrize(

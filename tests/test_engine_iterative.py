@@ -19,7 +19,7 @@ from test_engine_compiled_store import STALL, random_work
 from test_engine_compiled_store import params as cs_params
 from test_engine_joint import CAPACITY, busy, messages, scenario
 
-from rocketsim import simulate, stage
+from rocketsim import engine
 from rocketsim.broker.queue import BrokerStore
 from rocketsim.engine.iterative import (
     MAX_ROUNDS,
@@ -37,6 +37,7 @@ from rocketsim.engine.iterative import (
 )
 from rocketsim.engine.joint import simulate_joint
 from rocketsim.scenario import Scenario, load_scenario, workload
+from rocketsim.stage import tables as stage
 
 
 def by_producer(sc: Scenario) -> dict[int, pa.Table]:
@@ -46,14 +47,14 @@ def by_producer(sc: Scenario) -> dict[int, pa.Table]:
     }
 
 
-def joined(outputs: dict[int, simulate.SimOutput]) -> simulate.SimOutput:
-    return simulate.SimOutput(
+def joined(outputs: dict[int, engine.SimOutput]) -> engine.SimOutput:
+    return engine.SimOutput(
         pa.concat_tables([o.attempts for o in outputs.values()]),
         pa.concat_tables([o.results for o in outputs.values()]),
     )
 
 
-def percentiles(out: simulate.SimOutput, broker: str) -> np.ndarray:
+def percentiles(out: engine.SimOutput, broker: str) -> np.ndarray:
     a = out.attempts.filter(pc.equal(out.attempts.column("broker"), broker))
     return np.percentile(np.asarray(a.column("latency_ms")), [50, 99, 99.9])
 

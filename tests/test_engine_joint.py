@@ -13,8 +13,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from rocketsim import simulate, stage
+from rocketsim import engine
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
+from rocketsim.stage import tables as stage
 
 CAPACITY = 400  # msg/s of the four brokers: 10 ms per ~1 KiB append each
 
@@ -42,16 +43,16 @@ def messages(sc: Scenario) -> pa.Table:
 
 
 @cache
-def run(rate: float, coupling: str = "joint") -> simulate.SimOutput:
+def run(rate: float, coupling: str = "joint") -> engine.SimOutput:
     sc = scenario(rate, coupling)
-    return simulate.simulate(messages(sc), sc)
+    return engine.simulate(messages(sc), sc)
 
 
-def p99(out: simulate.SimOutput) -> float:
+def p99(out: engine.SimOutput) -> float:
     return float(np.percentile(np.asarray(out.results.column("latency_ms")), 99))
 
 
-def busy(out: simulate.SimOutput) -> int:
+def busy(out: engine.SimOutput) -> int:
     return pc.sum(pc.equal(out.attempts.column("outcome"), "broker:2")).as_py() or 0
 
 
@@ -79,7 +80,7 @@ def test_past_capacity_the_sweeper_sheds_load_with_upstreams_text() -> None:
 
 def test_same_inputs_same_tables() -> None:
     sc = scenario(1.2 * CAPACITY)
-    a, b = simulate.simulate(messages(sc), sc), run(1.2 * CAPACITY)
+    a, b = engine.simulate(messages(sc), sc), run(1.2 * CAPACITY)
     assert a.attempts.equals(b.attempts) and a.results.equals(b.results)
 
 
@@ -88,7 +89,7 @@ def test_a_request_the_client_gave_up_on_is_still_stored() -> None:
     # would be a duplicate (docs/design.md §4: a timed-out request may still be stored). SYNC: an ASYNC
     # answer that comes after the timeout still counts until the response-table scan
     sc = scenario(1.2 * CAPACITY, send_msg_timeout_ms=150, send_mode={"sync": 1.0})
-    out = simulate.simulate(messages(sc), sc)
+    out = engine.simulate(messages(sc), sc)
     a = out.attempts
     late = a.filter(pc.and_(pc.equal(a.column("outcome"), "remoting:timeout"), a.column("stored")))
     assert late.num_rows > 0
@@ -101,5 +102,5 @@ def test_a_request_the_client_gave_up_on_is_still_stored() -> None:
 def test_the_compiled_engine_refuses_coupled_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ROCKETSIM_ENGINE", "compiled")
     sc = scenario(0.5 * CAPACITY)
-    with pytest.raises(simulate.SimulationError, match="brokers.coupling = joint"):
-        simulate.simulate_producer(stage.producer_messages(sc, workload.producer_shares(sc)[0]), sc)
+    with pytest.raises(engine.SimulationError, match="brokers.coupling = joint"):
+        engine.simulate_producer(stage.producer_messages(sc, workload.producer_shares(sc)[0]), sc)

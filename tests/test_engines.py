@@ -23,11 +23,10 @@ from rocketsim.broker import latency as bm
 from rocketsim.client.fault import FaultStrategy, Reachable, Site, fault_updates
 from rocketsim.client.outcomes import Catch, OutcomeKind
 from rocketsim.client.versions import parse_version
-from rocketsim.engine import ENGINE_VARIABLE, compiled, reference
+from rocketsim.engine import ENGINE_VARIABLE, compiled, reference, simulate, simulate_producer
 from rocketsim.engine.plan import SimOutput, SimulationError, batch_aligned, prepare
 from rocketsim.errors import ConfigError
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
-from rocketsim.simulate import simulate, simulate_producer
 
 VERSIONS = ("4.9.7", "4.9.8", "5.3.3")
 BROKERS4 = ("broker-a", "broker-b", "broker-c", "broker-d")

@@ -87,6 +87,24 @@ def test_take_rows_equals_take_over_many_batches() -> None:
         got = grouping.take_rows(table, rows)
         assert got.equals(table.take(pa.array(rows, pa.int64())))
         assert all(c.num_chunks <= 1 for c in got.columns)
+    # long runs of consecutive rows (whole batches in another order, runs across a batch boundary):
+    # sliced from their batches rather than taken, the same rows
+    schema = pa.schema([pa.field("i", pa.int64()), pa.field("s", pa.string())])
+    parts = ((0, 300), (300, 0), (300, 500), (800, 200))
+    big = pa.Table.from_batches(
+        [
+            pa.record_batch([np.arange(lo, lo + n), [f"v{x}" for x in range(n)]], schema=schema)
+            for lo, n in parts
+        ]
+    )
+    for rows in (
+        np.concatenate([np.arange(800, 1000), np.arange(0, 300), np.arange(300, 800)]),
+        np.concatenate([np.arange(250, 400), np.arange(900, 1000)]),
+        np.arange(1000)[::-1].reshape(10, 100)[:, ::-1].ravel(),  # runs of 100 from the last
+    ):
+        got = grouping.take_rows(big, rows)
+        assert got.equals(big.take(pa.array(rows, pa.int64())))
+        assert all(c.num_chunks <= 1 for c in got.columns)
     single = pa.Table.from_batches(batches[2:3])
     assert grouping.take_rows(single, np.array([3, 0])).equals(single.take([3, 0]))
     with pytest.raises(IndexError):

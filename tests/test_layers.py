@@ -10,6 +10,8 @@
 * No import cycle among the package's modules (imports under ``if TYPE_CHECKING:`` do not count: they
   are types, not dependencies at run time).
 * No module takes another module's ``_private`` names (``from x import _y`` or ``x._y``).
+* The warehouse holds no stage logic: it implements the stage's protocols with files, and imports of the
+  stage only its graph, plan and protocols (no task function, no engine).
 * pyspark only in ``spark/`` (and ``jobs/``, ``bench/``); matplotlib only in ``present/``; no deltalake,
   Parquet, file-system or file-writing calls in the core (reading its inputs is allowed where named
   below).
@@ -229,6 +231,25 @@ def test_no_module_takes_another_modules_private_names(graph: dict[str, list[Imp
                 and aliases[node.value.id] != module
             ):
                 bad.append(f"{module}:{node.lineno} uses {aliases[node.value.id]}.{node.attr}")
+    assert not bad, "\n".join(bad)
+
+
+# what the warehouse may import of the stage: what it implements and names, never a task's body
+WAREHOUSE_STAGE_MODULES = ("rocketsim.stage.graph", "rocketsim.stage.plan", "rocketsim.stage.protocols")
+
+
+def test_the_warehouse_holds_no_stage_logic(graph: dict[str, list[Import]]) -> None:
+    known = set(graph)
+    bad = []
+    for module, edges in graph.items():
+        if layer(module) != "warehouse":
+            continue
+        for imp in edges:
+            target = _internal(imp.target, known) or imp.target
+            engine = target == "rocketsim.engine" or target.startswith("rocketsim.engine.")
+            stage = target == "rocketsim.stage" or target.startswith("rocketsim.stage.")
+            if engine or (stage and target not in WAREHOUSE_STAGE_MODULES):
+                bad.append(f"{module}:{imp.line} imports {target}")
     assert not bad, "\n".join(bad)
 
 

@@ -17,7 +17,7 @@ from broker_reference import broker_side_tables
 from read_back import run_checks
 from sample_runs import assert_rows
 
-from rocketsim import simulate
+from rocketsim import engine
 from rocketsim.broker import store
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.spark import pipeline
@@ -25,6 +25,7 @@ from rocketsim.spark import run as spark_run
 from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.read import read_spark
 from rocketsim.spark.run import StageReport
+from rocketsim.stage import graph
 from rocketsim.tables import schemas
 from rocketsim.tables.reconcile import ReconciliationError
 from rocketsim.tables.schemas import TABLES
@@ -113,7 +114,7 @@ def _by(t: pa.Table, keys: tuple[str, ...]) -> pa.Table:
 def test_the_stage_equals_the_core_called_here(two_runs: Path, scenario: Scenario) -> None:
     """The core functions called directly, on one machine: the committed tables are theirs."""
     messages = workload.generate(scenario)
-    out = simulate.simulate(messages, scenario)
+    out = engine.simulate(messages, scenario)
     log = store.with_offsets(store.log_records(messages, out.attempts, out.results, scenario), scenario)
     local = {"messages": messages, "send_attempts": out.attempts, "commit_log": log}
     for table, want in local.items():
@@ -129,7 +130,7 @@ def test_the_stage_equals_the_core_called_here(two_runs: Path, scenario: Scenari
         assert stored.column(name).equals(pointed.column(name)), name
 
 
-RUN_TABLES = [t for t in schemas.written_by(*schemas.RUN_STAGES) if t.keys]  # runs: wall-clock metadata
+RUN_TABLES = [schemas.TABLES[t] for t in graph.RUN_TABLES if schemas.TABLES[t].keys]  # runs: wall clock
 
 
 @pytest.mark.parametrize("table", [t.name for t in RUN_TABLES])
@@ -160,7 +161,7 @@ def test_tables_reconcile(two_runs: Path) -> None:
 def test_every_table_of_the_run_is_written_by_the_one_pass_and_equals_the_references(
     two_runs: Path, scenario: Scenario
 ) -> None:
-    written = [t.name for t in schemas.written_by(*schemas.RUN_STAGES) if t.stage != schemas.RUNS_ROW]
+    written = list(graph.written(graph.STAGES))
     assert all("r1" in list_runs(str(two_runs), t) for t in written)
     messages, attempts, results, log = (
         read_arrow(str(two_runs), t, "r1").drop_columns(["run_id"])

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from rocketsim import stage
 from rocketsim.broker import side as broker_side
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
+from rocketsim.stage import tables as stage
 from rocketsim.tables import reconcile, summaries
 from rocketsim.tables.reconcile import ReconciliationError
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from rocketsim import simulate
+from rocketsim import engine
 from rocketsim.engine import compiled, reference
 from rocketsim.scenario import INVALID_KINDS, Scenario, scenario_from_mapping, workload
 
@@ -44,19 +44,19 @@ def _scenario(invalid: dict[str, float], messages: int = 30) -> Scenario:
     )
 
 
-def _simulate(messages: pa.Table, sc: Scenario, *, fast: bool) -> simulate.SimOutput:
+def _simulate(messages: pa.Table, sc: Scenario, *, fast: bool) -> engine.SimOutput:
     """One producer: ``fast``, the compiled engine where it covers the input (else the reference)."""
     if fast and compiled.supports(sc, messages):
         return compiled.simulate_producer(messages, sc)
     return reference.simulate_producer(messages, sc)
 
 
-def _per_producer(messages: pa.Table, sc: Scenario, *, fast: bool) -> simulate.SimOutput:
+def _per_producer(messages: pa.Table, sc: Scenario, *, fast: bool) -> engine.SimOutput:
     outs = [
         _simulate(messages.filter(pc.equal(messages.column("producer"), p)), sc, fast=fast)
         for p in range(sc.producers.count)
     ]
-    return simulate.SimOutput(
+    return engine.SimOutput(
         pa.concat_tables([o.attempts for o in outs]), pa.concat_tables([o.results for o in outs])
     )
 

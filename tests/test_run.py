@@ -11,13 +11,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from conftest import MIXED
 
-from rocketsim import stage
 from rocketsim.engine.iterative import simulate_iterative
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.spark import delta_sink, pipeline
 from rocketsim.spark import run as spark_run
 from rocketsim.spark.cli import JobArgs
+from rocketsim.stage.graph import RUN_TABLES
+from rocketsim.stage.tables import producer_messages
 from rocketsim.tables import schemas
 from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.files import write_parquet
@@ -26,31 +28,10 @@ from rocketsim.warehouse.read import MissingRunError, read_arrow
 
 pytestmark = pytest.mark.spark
 
-MIXED = {
-    "name": "stage",
-    "seed": 11,
-    "cluster": {"brokers": ["broker-a", "broker-b", "broker-c"], "write_queues": 4},
-    "producers": {
-        "count": 4,
-        "threads": 2,
-        "client_version": "4.9.8",
-        "send_latency_fault_enable": True,
-        "send_mode": {"sync": 0.8, "async": 0.1, "oneway": 0.1},
-    },
-    "workload": {
-        "messages": 2000,
-        "rate_per_s": 400.0,
-        "message_types": {"normal": 0.6, "ordered": 0.1, "delay": 0.1, "transaction": 0.1, "batch": 0.1},
-        "invalid": {"bad_topic": 0.01, "oversize_body": 0.01},
-    },
-    "brokers": {"default": {"errors": {"system_error": 0.01, "remoting_timeout": 0.005}}},
-    "faults": [{"broker": "broker-b", "kind": "outage", "start_s": 1, "end_s": 3}],
-}
-
 
 @pytest.fixture(scope="module")
-def scenario() -> Scenario:
-    return scenario_from_mapping(MIXED)
+def scenario(mixed: Scenario) -> Scenario:
+    return mixed
 
 
 def test_hot_producer_with_half_the_traffic_completes(spark, tmp_path: Path) -> None:
@@ -61,7 +42,7 @@ def test_hot_producer_with_half_the_traffic_completes(spark, tmp_path: Path) -> 
     spark_run.publish_stage(spark, str(tmp_path), "hot", "test", report)
     assert report.rows("messages") == 6000 == report.rows("send_results")
     assert report.rows("send_attempts") == report.counts["send_results.attempts"]
-    written = [t for t in schemas.written_by(*schemas.RUN_STAGES) if t.stage != schemas.RUNS_ROW]
+    written = [t for t in RUN_TABLES if schemas.TABLES[t].stage != schemas.RUNS_ROW]
     assert "one result per message" in report.checks and len(report.reports) == len(written)
     per_producer = read_arrow(str(tmp_path), "messages", "hot", columns=["producer"]).column("producer")
     assert np.bincount(per_producer.to_numpy()).tolist() == [3000, 1000, 1000, 1000]
@@ -168,7 +149,7 @@ def test_iterative_coupling_on_spark_is_partition_invariant_and_equals_the_one_p
     for run_id, parts in (("p1", 1), ("p4", 4)):
         args = JobArgs("inline", str(tmp_path), run_id, (), parts, 1000, quiet=True)
         pipeline.run_pipeline(spark, args, sc)
-    for t in schemas.written_by(*schemas.RUN_STAGES):
+    for t in (schemas.TABLES[n] for n in RUN_TABLES):
         keys = list(t.keys)
         one, four = (read_arrow(str(tmp_path), t.name, r).drop_columns(["run_id"]) for r in ("p1", "p4"))
         if t.name == "runs":
@@ -177,7 +158,7 @@ def test_iterative_coupling_on_spark_is_partition_invariant_and_equals_the_one_p
             one, four = (x.sort_by([(k, "ascending") for k in keys]) for x in (one, four))
         assert one.equals(four), t.name
     (row,) = read_arrow(str(tmp_path), "runs", "p1").to_pylist()
-    by_producer = {s.producer: stage.producer_messages(sc, s) for s in workload.producer_shares(sc)}
+    by_producer = {s.producer: producer_messages(sc, s) for s in workload.producer_shares(sc)}
     local = simulate_iterative(by_producer, sc)
     assert (row["coupling_rounds"], row["coupling_residual"]) == (local.rounds, local.residual)
     assert local.rounds > 1

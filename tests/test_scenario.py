@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from rocketsim.client.versions import AsyncBackpressure
+from rocketsim.engine import simulate_producer
 from rocketsim.scenario import (
     Scenario,
     ScenarioError,
@@ -19,7 +20,6 @@ from rocketsim.scenario import (
     scenario_from_mapping,
     workload,
 )
-from rocketsim.simulate import simulate_producer
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "conf" / "scenarios").glob("*.toml"))

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from rocketsim import simulate
+from rocketsim import engine
 from rocketsim.engine import compiled
 from rocketsim.engine import reference as engine_reference
 from rocketsim.scenario import ScenarioError, scenario_from_mapping, workload
@@ -302,7 +302,7 @@ def test_sweep_has_many_cases() -> None:
 def test_every_extreme_value_is_refused_or_runs() -> None:
     """One test (not 400 parametrized ones) so the whole sweep costs a few seconds."""
     warm = scenario_from_mapping(BASE)  # compile the kernels first: the time limit is for the model
-    simulate.simulate(workload.generate(warm), warm)
+    engine.simulate(workload.generate(warm), warm)
     problems: list[str] = []
     accepted = 0
     for label, raw in SWEEP:
@@ -317,7 +317,7 @@ def test_every_extreme_value_is_refused_or_runs() -> None:
             with _time_limit(10), warnings.catch_warnings():
                 warnings.simplefilter("error", RuntimeWarning)  # numpy overflow: a value out of range
                 messages = workload.generate(sc)
-                results = simulate.simulate(messages, sc).results  # the compiled path where it applies
+                results = engine.simulate(messages, sc).results  # the compiled path where it applies
                 first = messages.filter(pc.equal(messages.column("producer"), 0))
                 reference = engine_reference.simulate_producer(first, sc).results
         except Exception as exc:  # noqa: BLE001 - every escape is a finding

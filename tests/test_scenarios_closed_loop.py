@@ -19,27 +19,28 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import simulate, stage
+from rocketsim import engine
 from rocketsim.scenario import load_scenario, workload
+from rocketsim.stage import tables as stage
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @cache
-def run(name: str, *overrides: str) -> simulate.SimOutput:
+def run(name: str, *overrides: str) -> engine.SimOutput:
     sc = load_scenario(ROOT / "conf" / "scenarios" / f"{name}.toml", ["brokers.coupling=joint", *overrides])
     m = pa.concat_tables([stage.producer_messages(sc, s) for s in workload.producer_shares(sc)])
-    return simulate.simulate(m, sc)
+    return engine.simulate(m, sc)
 
 
-def busy(out: simulate.SimOutput, kind: str, broker: str | None = None) -> int:
+def busy(out: engine.SimOutput, kind: str, broker: str | None = None) -> int:
     a = out.attempts
     if broker is not None:
         a = a.filter(pc.equal(a.column("broker"), broker))
     return pc.sum(pc.equal(a.column("busy_kind"), kind)).as_py() or 0
 
 
-def failed(out: simulate.SimOutput) -> int:
+def failed(out: engine.SimOutput) -> int:
     return pc.sum(pc.equal(out.results.column("status"), "FAILED")).as_py() or 0
 
 

@@ -11,9 +11,8 @@ import pytest
 from rocketsim.broker import store
 from rocketsim.client.fault import Site
 from rocketsim.client.outcomes import Catch
-from rocketsim.engine import reference
+from rocketsim.engine import reference, simulate, simulate_producer
 from rocketsim.scenario import load_scenario, scenario_from_mapping, workload
-from rocketsim.simulate import simulate, simulate_producer
 
 
 def _one_producer(raw: dict):

@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sample_runs import broker_step, message_keys
 
-from rocketsim import simulate
+from rocketsim import engine
 from rocketsim.broker import store
 from rocketsim.broker.store import (
     ATTEMPT_COLUMNS,
@@ -102,7 +102,7 @@ def records_run(request: pytest.FixtureRequest) -> tuple[Scenario, pa.Table, pa.
     """(scenario, messages, store records) of a small simulated run with every message type."""
     sc = _scenario(*request.param)
     messages = workload.generate(sc)
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     records = store.store_records(store.stored_copies(messages, out.attempts, out.results), sc)
     return sc, messages, records
 
@@ -240,7 +240,7 @@ def test_offsets_are_dense_and_the_commit_log_is_a_running_sum(
     records_run: tuple[Scenario, pa.Table, pa.Table],
 ) -> None:
     sc, messages, _ = records_run
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     log = store.log_records(messages, out.attempts, out.results, sc)
     committed = store.with_offsets(log, sc).to_pandas()
     keys = list(store.STORE_ORDER)
@@ -367,7 +367,7 @@ def test_the_brokers_release_decides_the_stored_record(client: str) -> None:
     sizes differ by what the broker writes, whatever the client; so do the commit-log offsets."""
     sc = _scenario(client)
     messages = workload.generate(sc)
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     copies = store.stored_copies(messages, out.attempts, out.results)
     old, new = (store.store_records(copies, _with_broker(sc, b)) for b in ("4.9.8", "5.3.3"))
     rows = old.to_pylist()
@@ -656,7 +656,7 @@ def _mixed(version: str, **workload_: Any) -> Scenario:
 
 def _simulated(sc: Scenario) -> Run:
     messages = workload.generate(sc)
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     return sc, messages, out.attempts, out.results
 
 
@@ -969,7 +969,7 @@ def step_run() -> tuple[Scenario, pa.Table, pa.Table, pd.DataFrame, pd.DataFrame
     producer's records (store.log_records), then store.number_broker once per broker."""
     sc = scenario_from_mapping(BROKER_STEP)
     messages = workload.generate(sc)
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     committed, completed = broker_step(messages, out.attempts, out.results, sc)
     assert completed.num_rows == messages.num_rows
     return sc, messages, out.attempts, committed.to_pandas(), completed.to_pandas()
@@ -980,7 +980,7 @@ def test_pointed_records_fed_in_parts_complete_results_as_the_whole(step_run: tu
     results a part at a time, in any order: each result gets the columns of the record it points at
     (the record with is_result, MessageDecoder.createMessageId of its store host and offset)."""
     sc, messages, attempts, committed, results = step_run
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     log = store.log_records(messages, attempts, out.results, sc)
     b = sc.cluster.brokers[0]
     mine = log.filter(pc.equal(log.column("broker"), b))
@@ -1087,7 +1087,7 @@ def test_broker_step_delay_messages_wait_in_the_schedule_topic(step_run: tuple) 
 
 def test_broker_step_refuses_results_and_records_that_do_not_pair_up(step_run: tuple) -> None:
     sc, messages, attempts, _, _ = step_run
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     numbered = store.with_offsets(store.log_records(messages, attempts, out.results, sc), sc)
     own = pc.is_in(message_keys(out.results), value_set=message_keys(numbered.filter(numbered["is_result"])))
     results = out.results.filter(own)
@@ -1109,7 +1109,7 @@ def test_broker_step_refuses_results_and_records_that_do_not_pair_up(step_run: t
 def test_pointed_brokers_tag_records_and_results(step_run: tuple) -> None:
     sc, messages, attempts, _, _ = step_run
     one = messages.filter(pc.equal(messages.column("producer"), 1))
-    out = simulate.simulate(one, sc)
+    out = engine.simulate(one, sc)
     log = store.log_records(one, out.attempts, out.results, sc)
     log_broker, result_broker = store.pointed_brokers(out.results, log, sc.cluster.brokers)
     brokers = np.array(sc.cluster.brokers)
@@ -1117,10 +1117,18 @@ def test_pointed_brokers_tag_records_and_results(step_run: tuple) -> None:
     statuses = np.array(out.results.column("status").to_pylist())
     assert (result_broker[np.isin(statuses, ["FAILED", "REJECTED"])] == -1).all()
     assert (result_broker >= 0).sum() == pc.sum(log.column("is_result")).as_py() > 0
-    with pytest.raises(AssertionError, match="seq order"):
+    with pytest.raises(AssertionError, match=r"\(producer, seq\) order"):
         store.pointed_brokers(
             out.results.take(pa.array(range(out.results.num_rows - 1, -1, -1))), log, brokers
         )
+    # whole producers one after another (a producer task's gathered small producers): each one's tags
+    two = messages.filter(pc.is_in(messages.column("producer"), pa.array([0, 1], pa.int32())))
+    both = engine.simulate(two, sc)
+    both_log = store.log_records(two, both.attempts, both.results, sc)
+    _, both_results = store.pointed_brokers(both.results, both_log, sc.cluster.brokers)
+    first = both.results.num_rows - out.results.num_rows  # producer 0's, then producer 1's
+    assert both_results[first:].tolist() == result_broker.tolist()
+    assert (both_results[:first] >= 0).sum() > 0
 
 
 def test_broker_indexes_refuse_unknown_brokers() -> None:
@@ -1144,7 +1152,7 @@ def test_delay_levels_above_the_maximum_are_stored_clamped_to_18(
         }
     )
     messages = workload.generate(sc)
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     records = store.store_records(store.stored_copies(messages, out.attempts, out.results), sc)
     hosts = store.store_hosts(sc.cluster.brokers)
     rows = records.to_pylist()
@@ -1174,7 +1182,7 @@ def test_delay_levels_above_the_maximum_are_stored_clamped_to_18(
 
 def _slow_a(
     version: str, message_types: dict[str, float] | None = None, **producers: object
-) -> tuple[Scenario, pa.Table, simulate.SimOutput]:
+) -> tuple[Scenario, pa.Table, engine.SimOutput]:
     """broker-a answers after 1.5 s, broker-b after 2 ms; one producer, 40 messages a second apart."""
     sc = scenario_from_mapping(
         {
@@ -1188,7 +1196,7 @@ def _slow_a(
         }
     )
     messages = workload.generate(sc)
-    return sc, messages, simulate.simulate(messages, sc)
+    return sc, messages, engine.simulate(messages, sc)
 
 
 def test_timeout_then_retry_makes_a_duplicate() -> None:
@@ -1250,7 +1258,7 @@ def test_oneway_to_a_hung_broker_is_lost() -> None:
         }
     )
     messages = workload.generate(sc)
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     assert set(out.results.column("status").to_pylist()) == {"ONEWAY_SENT"}
     assert not any(out.attempts.column("stored").to_pylist())
     counts = store.stored_copy_counts(messages, out.attempts, out.results)

@@ -22,7 +22,7 @@ import pytest
 from sample_runs import BASE as SAMPLE_BASE
 from sample_runs import RUNS, assert_rows, assert_same, by_producer, deep_update, run_tables, scenario_of
 
-from rocketsim import simulate
+from rocketsim import engine
 from rocketsim.broker import store
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.tables import schemas, summaries
@@ -567,7 +567,7 @@ def assert_reference_tables(
 
 def _simulated(sc: Scenario) -> tuple[pa.Table, pa.Table, pa.Table]:
     messages = workload.generate(sc)
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     return out.attempts, out.results, messages
 
 
@@ -859,7 +859,7 @@ def test_run_summary_counts_duplicates_lost_and_failed_but_stored_per_scope(vers
         }
     )
     messages = workload.generate(sc)
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     copies = store.stored_copy_counts(messages, out.attempts, out.results)
     want_all = store.delivery_counts(copies)
     if version == "5.3.3":
@@ -982,12 +982,12 @@ def test_producer_fold_of_chunks_equals_the_whole_producer(rows: int) -> None:
         }
     )
     messages = workload.generate(sc)
-    whole = simulate.simulate(messages, sc)
+    whole = engine.simulate(messages, sc)
     expected = summaries.producer_aggregates(whole.attempts, whole.results, 1000, messages=messages)
     fold = summaries.ProducerFold(1000)
     chunks = [messages.slice(at, rows) for at in range(0, messages.num_rows, rows)]
     kept = []
-    for c in simulate.simulate_chunks(chunks, sc):
+    for c in engine.simulate_chunks(chunks, sc):
         fold.add(c.attempts, c.results, c.messages, c.later_start_ms)
         kept.append(fold._intervals.kept)  # the attempts whose isolation piece is not settled yet
     got, want = summaries.merge([fold.result()]), summaries.merge([expected])
@@ -1011,7 +1011,7 @@ def test_run_summary_when_no_send_reaches_any_broker() -> None:
         }
     )
     messages = workload.generate(sc)
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     assert out.attempts.num_rows == 0
     tables = summaries.summary_tables(
         summaries.merge(core_summaries(out.attempts, out.results, 1000, messages=messages))

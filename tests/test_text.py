@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow.compute as pc
 import pytest
 
-from rocketsim import simulate
+from rocketsim import engine
 from rocketsim.present import text
 from rocketsim.scenario import scenario_from_mapping, workload
 from rocketsim.tables import summaries
@@ -30,7 +30,7 @@ HANG = {
 def run() -> tuple:
     sc = scenario_from_mapping(HANG)
     messages = workload.generate(sc)
-    out = simulate.simulate(messages, sc)
+    out = engine.simulate(messages, sc)
     aggregates = summaries.producer_aggregates(
         out.attempts, out.results, 1000, messages=messages, faults=summaries.fault_spans(sc.faults)
     )

@@ -1,9 +1,9 @@
-"""The files a stage's tasks write and the driver's step after them (:mod:`rocketsim.warehouse.stage_files`),
-without Spark: the one pass's files equal the local oracle (the core functions called directly on the
-whole run), a re-run task rewrites the same bytes, the stages that read committed files (simulate,
-broker side, summarize) give the same tables as the one pass, a comparison's producer step writes only
-its variants' aggregates, the work refuses what the stage does not do, and a task reads files another
-writer made (string_view columns) as the table's types."""
+"""The stage's protocols as files (:mod:`rocketsim.warehouse.stage_files`), without Spark: the stage's
+tasks over files write the tables they write in memory, one file per table and task, named by the task;
+a re-run task rewrites the same bytes; the stages that read committed files (simulate, broker side,
+summarize) give the same tables as the one pass, a task reading files of many producers reads each row
+group once; the work refuses what the stage does not do; a task reads files another writer made
+(string_view columns) as the table's types; its memory does not grow with its producer."""
 
 from __future__ import annotations
 
@@ -14,45 +14,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from conftest import MIXED
 
-from rocketsim import simulate, stage
-from rocketsim.broker import side as broker_side
-from rocketsim.broker import store
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
-from rocketsim.tables import schemas, summaries
+from rocketsim.stage import memory
+from rocketsim.stage.graph import STAGES, tables_read
+from rocketsim.stage.producer import producer_task
+from rocketsim.tables import schemas
 from rocketsim.tables.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
-from rocketsim.warehouse import stage_files
+from rocketsim.warehouse import files, stage_files
 from rocketsim.warehouse.files import IpcGroupsSink, ipc_group_source, write_parquet
 from rocketsim.warehouse.read import FileRange
-from rocketsim.warehouse.stage_files import STAGES, StageWork
+from rocketsim.warehouse.stage_files import BROKER_RESULTS_ROW_GROUP, CommittedFiles, StageWork
 
-MIXED = {
-    "name": "stage",
-    "seed": 11,
-    "cluster": {"brokers": ["broker-a", "broker-b", "broker-c"], "write_queues": 4},
-    "producers": {
-        "count": 4,
-        "threads": 2,
-        "client_version": "4.9.8",
-        "send_latency_fault_enable": True,
-        "send_mode": {"sync": 0.8, "async": 0.1, "oneway": 0.1},
-    },
-    "workload": {
-        "messages": 2000,
-        "rate_per_s": 400.0,
-        "message_types": {"normal": 0.6, "ordered": 0.1, "delay": 0.1, "transaction": 0.1, "batch": 0.1},
-        "invalid": {"bad_topic": 0.01, "oversize_body": 0.01},
-    },
-    "brokers": {"default": {"errors": {"system_error": 0.01, "remoting_timeout": 0.005}}},
-    "faults": [{"broker": "broker-b", "kind": "outage", "start_s": 1, "end_s": 3}],
-}
 WINDOW_MS = 1000
-TABLES = ("messages", "send_attempts", "send_results", "commit_log")
+MESSAGES_DATA = schemas.data_schema(schemas.MESSAGES)
 
 
 @pytest.fixture(scope="module")
-def scenario() -> Scenario:
-    return scenario_from_mapping(MIXED)
+def scenario(mixed: Scenario) -> Scenario:
+    return mixed
 
 
 def _work(
@@ -67,29 +48,18 @@ def _work(
 
 
 def _read(folder: str) -> pa.Table:
-    files = sorted(Path(folder).glob("part-*.parquet"))
-    return pa.concat_tables([pq.read_table(f) for f in files])
+    return pa.concat_tables([pq.read_table(f) for f in sorted(Path(folder).glob("part-*.parquet"))])
 
 
-def _by(t: pa.Table, *keys: str) -> pa.Table:
-    return t.sort_by([(k, "ascending") for k in keys])
+def _by_keys(t: pa.Table, name: str) -> pa.Table:
+    return t.sort_by([(k, "ascending") for k in schemas.TABLES[name].keys])
 
 
-def _run(scenario: Scenario, work: StageWork) -> dict[str, int]:
-    """Every task of the stage, then the driver's step; returns the summed counts."""
-    shares = workload.producer_shares(scenario)
-    counts = [stage_files.write_producer_files(scenario, share, work) for share in shares]
-    producers = [s.producer for s in shares]
-    brokers = list(range(len(scenario.cluster.brokers)))
-    if work.has_brokers:
-        counts += [stage_files.write_broker_files(scenario, b, producers, work) for b in brokers]
-    finished = stage_files.finish_stage(scenario, work, producers, brokers)
-    assert not Path(work.scratch).exists()
-    total: dict[str, int] = {}
-    for part in [*counts, finished.counts]:
-        for k, v in part.items():
-            total[k] = total.get(k, 0) + v
-    return total
+def _run(scenario: Scenario, work: StageWork, tasks: int = 1) -> dict[str, int]:
+    """Every task of the stage over the files of ``work``, then the driver's step; the summed counts."""
+    counts, _ = memory.run_stage(scenario, work.plan, work.io(), tasks)
+    assert not Path(work.scratch).exists()  # the driver's step deletes the scratch folder
+    return counts
 
 
 def _committed(work: StageWork) -> dict[str, list[FileRange]]:
@@ -100,181 +70,140 @@ def _committed(work: StageWork) -> dict[str, list[FileRange]]:
     }
 
 
-@pytest.mark.parametrize("chunk_rows", [None, 13, 97], ids=["whole", "chunks-of-13", "chunks-of-97"])
-def test_one_pass_files_equal_the_local_oracle(
-    scenario: Scenario, tmp_path: Path, chunk_rows: int | None
+@pytest.mark.parametrize(("tasks", "chunk_rows"), [(1, None), (3, 97)])
+def test_the_files_hold_what_the_tasks_make_in_memory(
+    scenario: Scenario, tmp_path: Path, tasks: int, chunk_rows: int | None
 ) -> None:
-    """Every table of the one pass equals the core's of the whole run, whether a producer task simulates
-    its messages whole or a few at a time (chunks that cut retries, in-flight sends of its other thread
-    and ASYNC sends waiting for answers; never a batch)."""
+    """The one pass over files: every table's files hold the rows the same tasks make in memory (whose
+    tables are the local oracle's: tests/test_stage.py), one file per table and task, and the counts."""
     work = _work(tmp_path, chunk_rows=chunk_rows)
-    counts = _run(scenario, work)
+    counts = _run(scenario, work, tasks)
+    io = memory.memory_io()
+    want_counts, _ = memory.run_stage(scenario, work.plan, io, tasks)
+    assert counts == want_counts
+    for name, folder in work.tables.items():
+        assert _by_keys(_read(folder), name).equals(_by_keys(io.tables.table(name), name)), name
+    assert sorted(p.name for p in Path(work.tables["send_attempts"]).iterdir()) == [
+        stage_files.PRODUCER_PART.format(i) for i in range(tasks)
+    ]
+    assert sorted(p.name for p in Path(work.tables["commit_log"]).iterdir()) == [
+        stage_files.BROKER_PART.format(b) for b in range(3)
+    ]
+    assert [p.name for p in Path(work.tables["run_summary"]).iterdir()] == [stage_files.DRIVER_PART]
 
-    messages = workload.generate(scenario)
-    out = simulate.simulate(messages, scenario)
-    log = store.with_offsets(store.log_records(messages, out.attempts, out.results, scenario), scenario)
 
-    assert _by(_read(work.tables["messages"]), "producer", "seq").equals(_by(messages, "producer", "seq"))
-    assert _read(work.tables["send_attempts"]).cast(out.attempts.schema).equals(out.attempts)
-    assert _by(_read(work.tables["commit_log"]), "broker", "commit_log_offset").equals(
-        _by(log, "broker", "commit_log_offset")
-    )
-    results = _by(_read(work.tables["send_results"]), "producer", "seq")
-    assert results.num_rows == messages.num_rows
-    assert results.select(out.results.column_names).cast(out.results.schema).equals(out.results)
-    # each result carries the columns of the record it points at, or nulls when none
-    pointed = _by(log.filter(log.column("is_result")), "producer", "seq")
-    stored = results.filter(pc.is_valid(results.column("commit_log_offset")))
-    assert stored.num_rows == pointed.num_rows > 0
-    for name in store.RESULT_STORE_COLUMNS:
-        assert stored.column(name).equals(pointed.column(name)), name
-    failed = results.filter(pc.is_null(results.column("commit_log_offset")))
-    # and a oneway request the broker did not store (the caller never knows): lost
-    assert set(failed.column("status").to_pylist()) <= {"FAILED", "REJECTED", "ONEWAY_SENT"}
-    lost = failed.filter(pc.equal(failed.column("status"), "ONEWAY_SENT")).select(["producer", "seq"])
-    stored_attempts = out.attempts.filter(out.attempts.column("stored")).select(["producer", "seq"])
-    assert not set(map(tuple, lost.to_pandas().values)) & set(map(tuple, stored_attempts.to_pandas().values))
-    assert failed.num_rows > 0
-
-    # the summary tables: the core's of the whole run at once
-    whole = summaries.summary_tables(
-        summaries.producer_aggregates(
-            out.attempts,
-            out.results,
-            WINDOW_MS,
-            messages=messages,
-            faults=summaries.fault_spans(scenario.faults),
-        )
-    )
-    assert whole["fault_windows"].num_rows > 0  # the scenario has a fault
-    for name, table in whole.items():
-        assert _read(work.tables[name]).equals(table), name
-    # the broker side: the core's of the whole commit log at once
-    assert (
-        _read(work.tables["broker_storage"])
-        .sort_by([(k, "ascending") for k in schemas.TABLES["broker_storage"].keys])
-        .equals(broker_side.broker_storage(log, WINDOW_MS))
-    )
-    txns = _read(work.tables["transactions"])
-    other_halves = pc.sum(
-        pc.and_(pc.equal(log.column("store_topic"), store.HALF_TOPIC), pc.invert(log.column("is_result")))
-    ).as_py()
-    transactional = pc.sum(pc.equal(messages.column("message_type"), "transaction")).as_py()
-    assert txns.num_rows == transactional + other_halves > 0
-    assert txns.column("half_queue_offset").null_count < txns.num_rows
-    load = _read(work.tables["consumer_load"])
-    assert pc.sum(load.column("messages")).as_py() > 0
-    assert counts["messages.made"] == counts["send_results.made"] == messages.num_rows
-    assert counts["commit_log.made"] == log.num_rows
+def test_many_small_producers_write_one_file_per_table_and_task(tmp_path: Path) -> None:
+    """300 producers of a few messages over 2 tasks: one file per table and task; a broker's
+    send_results file in (producer, seq) order in small row groups (readers of one producer skip the
+    others'); the rows those of the same run in one task."""
+    sc = scenario_from_mapping({**MIXED, "producers": {**MIXED["producers"], "count": 300}})
+    work = _work(tmp_path / "two")
+    _run(sc, work, tasks=2)
+    for table in ("messages", "send_attempts"):
+        assert len(list(Path(work.tables[table]).iterdir())) == 2
+    for path in Path(work.tables["send_results"]).glob("part-b*.parquet"):
+        part = pq.read_table(path)
+        keys = (part.column("producer").to_numpy().astype(np.int64) << 40) | part.column("seq").to_numpy()
+        assert (np.diff(keys) > 0).all()
+        meta = pq.ParquetFile(path).metadata
+        assert all(meta.row_group(g).num_rows <= BROKER_RESULTS_ROW_GROUP for g in range(meta.num_row_groups))
+    one = _work(tmp_path / "one")
+    _run(sc, one, tasks=1)
+    for name in one.tables:
+        assert _by_keys(_read(work.tables[name]), name).equals(_by_keys(_read(one.tables[name]), name)), name
 
 
 def test_rewriting_a_task_gives_the_same_bytes(scenario: Scenario, tmp_path: Path) -> None:
-    """Spark may run a task twice: the second run replaces each file by an identical one."""
+    """Spark may run a task twice: the second run replaces each file by an identical one, named by the
+    task's bin."""
     work = _work(tmp_path)
-    share = workload.producer_shares(scenario)[1]
-    stage_files.write_producer_files(scenario, share, work)
+    shares = workload.producer_shares(scenario)[1:3]
+    producer_task(scenario, work.plan, work.io(), 1, shares)
     first = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    stage_files.write_producer_files(scenario, share, work)
+    producer_task(scenario, work.plan, work.io(), 1, shares)
     second = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     assert first.keys() == second.keys() and all(first[p] == second[p] for p in first)
     assert not [p for p in first if p.name.endswith(".tmp")]
-    assert {p.name for p in first} >= {"aggregates-p000001.bin", "log-p000001.arrow", "part-p000001.parquet"}
+    names = {p.name for p in first}
+    assert names >= {"aggregates-p000001.bin", "log-p000001.arrow", "part-p000001.parquet"}
+    assert len(list(Path(work.tables["messages"]).iterdir())) == 1
 
 
 def test_messages_read_back_give_the_same_files(scenario: Scenario, tmp_path: Path) -> None:
     """The staged jobs: generate writes messages; simulate reads them from files that hold several
-    producers each (as another writer may leave them) and writes the same tables as one pass."""
+    producers each, interleaved (as another writer may leave them), and writes the same tables as one
+    pass."""
     generated = _work(tmp_path / "gen", (GENERATE,))
-    _run(scenario, generated)
+    _run(scenario, generated, tasks=2)
     assert sorted(p.name for p in Path(generated.tables["messages"]).iterdir()) == [
-        f"part-p{p:06d}.parquet" for p in range(4)
+        f"part-p{t:06d}.parquet" for t in range(2)
     ]
     mixed = tmp_path / "mixed"
     mixed.mkdir()
-    everything = _by(_read(generated.tables["messages"]), "seq", "producer")  # producers interleaved
-    write_parquet(everything.slice(0, 900), str(mixed / "a.parquet"))
-    write_parquet(everything.slice(900), str(mixed / "b.parquet"))
-    files = {"messages": [FileRange(str(mixed / n), 0, 3) for n in ("a.parquet", "b.parquet")]}
-    simulated = _work(tmp_path / "sim", (SIMULATE,), files)
-    counts = _run(scenario, simulated)
+    everything = _read(generated.tables["messages"]).sort_by(
+        [("seq", "ascending"), ("producer", "ascending")]
+    )
+    write_parquet(everything.slice(0, 900), str(mixed / "a.parquet"), row_group_size=200)
+    write_parquet(everything.slice(900), str(mixed / "b.parquet"), row_group_size=200)
+    inputs = {"messages": [FileRange(str(mixed / n), 0, 3) for n in ("a.parquet", "b.parquet")]}
+    simulated = _work(tmp_path / "sim", (SIMULATE,), inputs, chunk_rows=400)
+    counts = _run(scenario, simulated, tasks=3)
     assert counts["messages.read"] == counts["messages.keys"] == 2000
     one_pass = _work(tmp_path / "one")
     _run(scenario, one_pass)
-    for table in TABLES[1:]:
+    for table in ("send_attempts", "send_results", "commit_log"):
         a, b = _read(simulated.tables[table]), _read(one_pass.tables[table])
-        keys = ("broker", "commit_log_offset") if table == "commit_log" else ("producer", "seq")
-        assert _by(a, *keys).equals(_by(b, *keys)), table
-    empty = stage_files.read_producer_messages([str(mixed / "a.parquet")], 99)
-    assert empty.num_rows == 0 and empty.schema.equals(stage_files.MESSAGES_DATA)
+        assert _by_keys(a, table).equals(_by_keys(b, table)), table
 
 
 def test_the_broker_side_and_the_summaries_of_committed_files_equal_the_one_pass(
     scenario: Scenario, tmp_path: Path
 ) -> None:
-    """jobs/broker_side.py and jobs/summarize.py: the tasks read the committed tables back."""
+    """jobs/broker_side.py and jobs/summarize.py: the tasks read the committed tables' files back."""
     one_pass = _work(tmp_path / "one")
-    _run(scenario, one_pass)
+    _run(scenario, one_pass, tasks=2)
     committed = _committed(one_pass)
     for stages in ((BROKER_SIDE,), (SUMMARIZE,), (BROKER_SIDE, SUMMARIZE)):
-        again = _work(
-            tmp_path / "-".join(stages), stages, {t: committed[t] for t in stage_files.tables_read(stages)}
-        )
-        counts = _run(scenario, again)
+        inputs = {t: committed[t] for t in tables_read(stages)}
+        again = _work(tmp_path / "-".join(stages), stages, inputs)
+        counts = _run(scenario, again, tasks=3)
         for table in again.tables:
-            keys = [(k, "ascending") for k in schemas.TABLES[table].keys]
-            assert (
-                _read(again.tables[table]).sort_by(keys).equals(_read(one_pass.tables[table]).sort_by(keys))
-            ), (
-                stages,
-                table,
-            )
+            assert _by_keys(_read(again.tables[table]), table).equals(
+                _by_keys(_read(one_pass.tables[table]), table)
+            ), (stages, table)
         if SUMMARIZE in stages:
             assert counts["send_attempts.read"] == _read(one_pass.tables["send_attempts"]).num_rows
         if BROKER_SIDE in stages:
             assert counts["commit_log.read"] == _read(one_pass.tables["commit_log"]).num_rows
 
 
-def test_a_comparison_task_writes_each_variants_aggregates(scenario: Scenario, tmp_path: Path) -> None:
-    """Messages once, every variant of the signature simulated on them: only aggregates, by variant."""
-    share = workload.producer_shares(scenario)[2]
-    variants = {
-        "on": scenario,
-        "off": scenario_from_mapping(
-            {**MIXED, "producers": {**MIXED["producers"], "send_latency_fault_enable": False}}
-        ),
-    }
-    counts = stage_files.write_variant_aggregates(variants, share, WINDOW_MS, str(tmp_path), 3)
-    (written,) = tmp_path.iterdir()
-    assert written.name == stage_files.SCRATCH_VARIANT_AGGREGATES.format(3, 2)
-    got = stage_files.merge_aggregates([str(written)])
-    messages = stage.producer_messages(scenario, share)
-    parts = []
-    for name, sc in variants.items():
-        out = simulate.simulate(messages, sc)
-        parts.append(
-            summaries.producer_aggregates(
-                out.attempts,
-                out.results,
-                WINDOW_MS,
-                {"variant": name},
-                messages=messages,
-                faults=summaries.fault_spans(sc.faults),
-            )
-        )
-    want = summaries.merge(parts)
-    for name, table in want.tables().items():
-        assert got.tables()[name].equals(table), name
-    assert counts["messages"] == 2 * share.messages
-    other = scenario_from_mapping({**MIXED, "producers": {**MIXED["producers"], "client_version": "5.3.3"}})
-    with pytest.raises(ValueError, match="do not share their messages"):
-        stage.variant_aggregates({"a": scenario, "b": other}, share, WINDOW_MS)
+def test_a_producer_task_reads_each_row_group_of_many_producers_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files that hold many producers each (a producer task's): asked for its producers in order, a task
+    reads every row group that may hold them once, not once per producer, and gets each one's rows."""
+    sc = scenario_from_mapping({**MIXED, "producers": {**MIXED["producers"], "count": 50}})
+    messages = workload.generate(sc)
+    path = tmp_path / "m.parquet"
+    pq.write_table(messages, path, row_group_size=300)
+    reads: list[int] = []
+    real = files.read_row_group
+
+    def counted(uri: str, group: int, *args: object) -> pa.Table:
+        reads.append(group)
+        return real(uri, group, *args)
+
+    monkeypatch.setattr(stage_files, "read_row_group", counted)
+    committed = CommittedFiles({"messages": [FileRange(str(path), 0, 49)]})
+    for p in range(50):
+        got = committed.producer_rows("messages", p, MESSAGES_DATA)
+        assert got.equals(messages.filter(pc.equal(messages.column("producer"), p))), p
+    assert sorted(reads) == list(range(pq.ParquetFile(path).num_row_groups))
 
 
 def test_stage_work_refuses_what_the_stage_does_not_do(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="contiguous part"):
         StageWork((GENERATE, BROKER_SIDE), {}, str(tmp_path))
-    with pytest.raises(ValueError, match="contiguous part"):
-        StageWork(("runs_row",), {}, str(tmp_path))
     with pytest.raises(ValueError, match="write \\['messages'\\], given folders of \\['runs'\\]"):
         StageWork((GENERATE,), {"runs": str(tmp_path)}, str(tmp_path))
     with pytest.raises(ValueError, match="read the committed \\['send_attempts', 'send_results'\\]"):
@@ -284,39 +213,42 @@ def test_stage_work_refuses_what_the_stage_does_not_do(tmp_path: Path) -> None:
             str(tmp_path),
             inputs={"messages": []},
         )
-    assert stage_files.tables_read(STAGES) == ()
-    assert stage_files.tables_read((SIMULATE,)) == ("messages",)
-    assert stage_files.tables_read((BROKER_SIDE,)) == ("messages", "send_results", "commit_log")
 
 
 def test_files_of_another_writer_with_string_views_read_the_same(
     scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """delta-rs rewrites a file (a DELETE) with string_view columns: a task reads it as the table's
-    types, its producer's rows only, row groups skipped by their statistics."""
+    types, its producer's rows only, the row groups that cannot hold it skipped by their statistics."""
     messages = workload.generate(scenario)
     views = pa.schema(
         [f.with_type(pa.string_view()) if pa.types.is_string(f.type) else f for f in messages.schema]
     )
     path = tmp_path / "views.parquet"
-    pq.write_table(_by(messages, "producer", "seq").cast(views), path, row_group_size=200)
+    pq.write_table(_by_keys(messages, "messages").cast(views), path, row_group_size=200)
     read_groups: list[int] = []
-    read_row_groups = pq.ParquetFile.read_row_groups
+    read_row_group = pq.ParquetFile.read_row_group
 
-    def spy(self: pq.ParquetFile, groups: list[int], *args: object, **kwargs: object) -> pa.Table:
-        read_groups.extend(groups)
-        return read_row_groups(self, groups, *args, **kwargs)
+    def spy(self: pq.ParquetFile, group: int, *args: object, **kwargs: object) -> pa.Table:
+        read_groups.append(group)
+        return read_row_group(self, group, *args, **kwargs)
 
-    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
-    got = stage_files.read_producer_messages([str(path)], 2)
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", spy)
+    committed = CommittedFiles({"messages": [FileRange(str(path), None, None)]})
+    got = committed.producer_rows("messages", 2, MESSAGES_DATA)
     assert 0 < len(read_groups) < pq.ParquetFile(path).num_row_groups
     assert got.equals(messages.filter(pc.equal(messages.column("producer"), 2)))
-    transactional = stage_files.read_producer_rows(
-        [str(path)], stage_files.MESSAGES_DATA, 2, filters=[("message_type", "=", "transaction")]
+    where = {"message_type": "transaction"}
+    transactional = CommittedFiles({"messages": [FileRange(str(path), None, None)]}).producer_rows(
+        "messages", 2, MESSAGES_DATA, where
     )
     assert transactional.num_rows > 0 and set(transactional.column("message_type").to_pylist()) == {
         "transaction"
     }
+    halves = CommittedFiles({"messages": [FileRange(str(path), None, None)]}).rows(
+        "messages", MESSAGES_DATA, where
+    )
+    assert halves.num_rows == pc.sum(pc.equal(messages.column("message_type"), "transaction")).as_py()
 
 
 _PEAK_RSS = """
@@ -325,17 +257,19 @@ from pathlib import Path
 from rocketsim.tables import schemas
 from rocketsim.scenario import workload
 from rocketsim.scenario import load_scenario
-from rocketsim.warehouse import stage_files
+from rocketsim.stage.graph import STAGES
+from rocketsim.stage.producer import producer_task
+from rocketsim.warehouse.stage_files import StageWork
 n, chunk = int(sys.argv[1]), int(sys.argv[2])
 sc = load_scenario(
     "conf/scenarios/steady.toml", [f"workload.messages={n}", "producers.count=1", "producers.threads=16"]
 )
 root = Path(tempfile.mkdtemp())
-tables = {t.name: str(root / t.name) for t in schemas.written_by(*stage_files.STAGES)}
-work = stage_files.StageWork(stage_files.STAGES, tables, str(root / "scratch"), 10_000, {}, chunk_rows=chunk)
+tables = {t.name: str(root / t.name) for t in schemas.written_by(*STAGES)}
+work = StageWork(STAGES, tables, str(root / "scratch"), 10_000, {}, chunk_rows=chunk)
 for d in work.all():
     Path(d).mkdir(parents=True)
-stage_files.write_producer_files(sc, workload.producer_shares(sc)[0], work)
+producer_task(sc, work.plan, work.io(), 0, workload.producer_shares(sc))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
 

@@ -12,8 +12,8 @@ columns of ``runs`` and the ``write_id`` bookkeeping column of the run-level com
 ``--out FILE`` writes them as JSON; ``--compare FILE`` prints the tables whose digest differs from
 FILE's and exits 1 if any does.
 
-The digest only reads the job's command line and the Delta tables, so it survives any rewrite of the
-code between two runs of it.
+The digest only reads the job's command line and the Delta tables (which tables a run has: the stage
+graph's), so it survives any rewrite of the code between two runs of it.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pyarrow as pa
 from deltalake import DeltaTable
+
+from rocketsim.stage.graph import RUN_TABLES
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ("steady", "broker_outage", "brownout", "flapping", "hung_broker")
@@ -59,22 +61,7 @@ MIXED = (
 # loop on a smaller run of two of them
 CLOSED_LOOP = ("cascade", "overload_retry", "store_stall", "capacity_steady")
 JOINT = {"cascade": 4_000, "store_stall": 4_000}
-TABLES = (
-    "messages",
-    "send_attempts",
-    "send_results",
-    "commit_log",
-    "broker_windows",
-    "producer_windows",
-    "queue_windows",
-    "isolation_intervals",
-    "run_summary",
-    "fault_windows",
-    "broker_storage",
-    "transactions",
-    "consumer_load",
-    "runs",
-)
+TABLES = RUN_TABLES  # every table of a run (the stage graph)
 RUNS_WALL_CLOCK = ("started_at", "wall_time_s", "code_version")
 
 

@@ -8,7 +8,7 @@ with :mod:`rocketsim.scenario.workload`, warms up the compiled engine (numba com
 timed), then reports, per mode:
 
 * the send loop itself, streamed as a producer task runs it (:func:`rocketsim.engine.compiled
-  .run_prepared_chunks` over chunks of ``stage_files.CHUNK_ROWS`` messages prepared beforehand: event
+  .run_prepared_chunks` over chunks of ``rocketsim.stage.plan.CHUNK_ROWS`` messages prepared beforehand: event
   loop, selection, fault table, retries, broker model, rows taken out of the ring) in attempts/s and
   messages/s -- the >= 1M attempts/s per core target of docs/design.md §7;
 * the whole compiled engine as a producer task runs it (:func:`rocketsim.engine.compiled.simulate_chunks`
@@ -37,7 +37,7 @@ import pyarrow as pa
 from rocketsim.engine import compiled, reference
 from rocketsim.engine.plan import SimOutput, batch_aligned, prepare
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
-from rocketsim.warehouse.stage_files import CHUNK_ROWS
+from rocketsim.stage.plan import CHUNK_ROWS
 
 TARGET_ATTEMPTS_PER_S = 1_000_000
 BROKERS = tuple(f"broker-{c}" for c in "abcdefgh")

@@ -23,8 +23,8 @@ from rocketsim.spark.pipeline import (
     run_simulate,
     run_summarize,
 )
+from rocketsim.stage.graph import tables_read
 from rocketsim.tables.schemas import BROKER_SIDE, SIMULATE, SUMMARIZE
-from rocketsim.warehouse.stage_files import tables_read
 
 ALL = "all"
 

@@ -1,4 +1,6 @@
-"""One producer in simulated time: the send engine, chosen here and nowhere else.
+"""The send engine, chosen here and nowhere else: any producers' messages in, their ``send_attempts`` and
+``send_results`` rows out, over Arrow (:func:`simulate`; one producer: :func:`simulate_producer`, a chunk
+at a time: :func:`simulate_chunks`; producers coupled through closed-loop brokers: :func:`simulate_coupled`).
 
 Two implementations give the same tables: :mod:`rocketsim.engine.reference` (the readable event loop over
 :mod:`rocketsim.client.send` and :mod:`rocketsim.client.fault`; every input) and
@@ -18,13 +20,16 @@ but ``compiled`` (which does not cover it: a ``SimulationError``).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from rocketsim.broker.queue import JOINT, OPEN
+from rocketsim.broker.queue import ITERATIVE, JOINT, OPEN
 from rocketsim.engine import compiled, grpc, iterative, joint, reference
 from rocketsim.engine.choice import COMPILED, ENGINE_VARIABLE, ENGINES, REFERENCE, chosen
+from rocketsim.engine.iterative import IterativeRun
+from rocketsim.engine.joint import JointRun
 from rocketsim.engine.plan import (
     SimChunk,
     SimOutput,
@@ -41,8 +46,16 @@ __all__ = [
     "ENGINES",
     "ENGINE_VARIABLE",
     "REFERENCE",
+    "IterativeRun",
+    "JointRun",
+    "SimChunk",
+    "SimOutput",
+    "SimulationError",
     "chosen",
+    "coupled_run",
+    "simulate",
     "simulate_chunks",
+    "simulate_coupled",
     "simulate_producer",
 ]
 
@@ -102,3 +115,37 @@ def simulate_chunks(chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario) -
         return iter(slice_output(messages, simulate_producer(messages, sc), chunk_cuts(messages, ends)))
     parts = [messages.slice(a, b - a) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
     return reference.simulate_chunks(parts, sc)
+
+
+def simulate(messages: pa.Table, sc: Scenario) -> SimOutput:
+    """Simulate any producers' messages, outputs in (producer, seq) order: each producer separately, or
+    all of them together against the closed-loop brokers when ``brokers.coupling`` is not ``open``."""
+    if messages.num_rows == 0:
+        return SimOutput.empty()
+    producer_col = messages.column("producer")
+    by_producer = {
+        p: messages.filter(pc.equal(producer_col, p)) for p in sorted(pc.unique(producer_col).to_pylist())
+    }
+    if sc.coupling != OPEN:
+        outs = list(simulate_coupled(by_producer, sc).values())
+    else:
+        outs = [simulate_producer(m, sc) for m in by_producer.values()]
+    return SimOutput(
+        pa.concat_tables([o.attempts for o in outs]), pa.concat_tables([o.results for o in outs])
+    )
+
+
+def simulate_coupled(messages: Mapping[int, pa.Table], sc: Scenario) -> dict[int, SimOutput]:
+    """Every producer of a run (producer -> its messages) against the closed-loop brokers they share
+    (``brokers.coupling`` joint: :func:`rocketsim.engine.joint.simulate_joint`; iterative:
+    :func:`rocketsim.engine.iterative.simulate_iterative`); outputs by producer."""
+    return coupled_run(messages, sc).outputs
+
+
+def coupled_run(messages: Mapping[int, pa.Table], sc: Scenario) -> JointRun | IterativeRun:
+    """:func:`simulate_coupled` with what the coupling reports (the iterative rounds and residual)."""
+    if sc.coupling == JOINT:
+        return joint.simulate_joint(messages, sc)
+    if sc.coupling == ITERATIVE:
+        return iterative.simulate_iterative(messages, sc)
+    raise SimulationError(f"simulate_coupled needs brokers.coupling joint or iterative, got {sc.coupling}")

@@ -17,9 +17,10 @@ import pandas as pd
 import pyarrow as pa
 from matplotlib.figure import Figure
 
-from rocketsim import simulate, stage
+from rocketsim import engine
 from rocketsim.present import plots, timeline
 from rocketsim.scenario import Scenario, load_scenario, workload
+from rocketsim.stage.tables import producer_messages
 from rocketsim.tables import schemas, summaries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,8 +51,8 @@ PANELS = (
 
 def summary_of(sc: Scenario, window_ms: int = WINDOW_MS) -> dict[str, pa.Table]:
     """The summary tables of one whole run of ``sc``, simulated here (``window_ms`` windows)."""
-    messages = pa.concat_tables([stage.producer_messages(sc, s) for s in workload.producer_shares(sc)])
-    out = simulate.simulate(messages, sc)
+    messages = pa.concat_tables([producer_messages(sc, s) for s in workload.producer_shares(sc)])
+    out = engine.simulate(messages, sc)
     return summaries.summary_tables(
         summaries.producer_aggregates(
             out.attempts, out.results, window_ms, messages=messages, faults=summaries.fault_spans(sc.faults)

@@ -18,9 +18,10 @@ import pandas as pd
 import pyarrow as pa
 from matplotlib.figure import Figure
 
-from rocketsim import simulate, stage
+from rocketsim import engine
 from rocketsim.present import plots, timeline
 from rocketsim.scenario import Scenario, load_scenario, workload
+from rocketsim.stage.tables import producer_messages
 from rocketsim.tables import summaries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,14 +49,14 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 RECOVERED = 1.5  # a window is back to normal when its send p99 is within 1.5x the pre-fault p99
 
 
-def run_once(sc: Scenario) -> tuple[pa.Table, simulate.SimOutput]:
+def run_once(sc: Scenario) -> tuple[pa.Table, engine.SimOutput]:
     """Every producer's messages of ``sc`` and their simulation, here (the engine the scenario's client
     family takes)."""
-    messages = pa.concat_tables([stage.producer_messages(sc, s) for s in workload.producer_shares(sc)])
-    return messages, simulate.simulate(messages, sc)
+    messages = pa.concat_tables([producer_messages(sc, s) for s in workload.producer_shares(sc)])
+    return messages, engine.simulate(messages, sc)
 
 
-def send_windows(out: simulate.SimOutput) -> pd.DataFrame:
+def send_windows(out: engine.SimOutput) -> pd.DataFrame:
     """Per window of send start: the send p99 (ms), retries per second, and the sick broker's share of
     the attempts (%)."""
     r = out.results.select(["send_ts_ms", "latency_ms", "status"]).to_pandas()
@@ -92,9 +93,7 @@ def time_to_recover_s(
     return None if rest.empty else float(rest["w"].iloc[0] * WINDOW_MS - fault_end_ms) / 1000
 
 
-def numbers(
-    sc: Scenario, messages: pa.Table, out: simulate.SimOutput, per: pd.DataFrame
-) -> dict[str, object]:
+def numbers(sc: Scenario, messages: pa.Table, out: engine.SimOutput, per: pd.DataFrame) -> dict[str, object]:
     """One variant's row: the run's failures, retries, p99 and duplicates (run_summary), the send p99 and
     the sick broker's share during the fault, and the times to adapt and recover."""
     aggregates = summaries.producer_aggregates(out.attempts, out.results, WINDOW_MS, messages=messages)

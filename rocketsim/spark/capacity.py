@@ -1,7 +1,7 @@
 """A capacity sweep in ONE Spark job (``jobs/capacity.py``): the scenario at each cluster size
 (:mod:`rocketsim.scenario.capacity`), the sizes as grouping keys of the summaries.
 
-Each size is a variant run whole in one task (:func:`rocketsim.stage.whole_run_aggregates`: with
+Each size is a variant run whole in one task (:func:`rocketsim.stage.sweeps.whole_run_task`: with
 closed-loop brokers its producers are coupled, so one producer alone is not the run; the variants are
 what spreads over executors). Only the variants' summary aggregates, keyed by variant, leave the tasks (a
 file each in a scratch folder); the driver merges them, computes the ``capacity`` table (one row per
@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from rocketsim import __version__, stage
+from rocketsim import __version__
 from rocketsim.present import plots, text
 from rocketsim.scenario import Scenario, capacity
 from rocketsim.spark import pipeline
@@ -29,13 +29,13 @@ from rocketsim.spark.cli import CapacityArgs, JobArgs, chart_file
 from rocketsim.spark.delta_sink import publish_run
 from rocketsim.spark.launch import PublishedRunError
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
+from rocketsim.stage.driver import merge_aggregates
+from rocketsim.stage.plan import balanced_bins
+from rocketsim.stage.protocols import WHOLE_RUN_AGGREGATES, scratch_key
+from rocketsim.stage.sweeps import whole_run_task
 from rocketsim.tables import summaries
 from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
-from rocketsim.warehouse.stage_files import (
-    merge_aggregates,
-    whole_run_aggregate_files,
-    write_whole_run_aggregates,
-)
+from rocketsim.warehouse.stage_files import ScratchFolder
 
 CAPACITY_JOB = "capacity"
 
@@ -102,7 +102,7 @@ def _run_sizes(
         n: capacity.Coupling(scenarios[n].coupling, done[i].get("rounds"), done[i].get("residual"))
         for i, n in enumerate(names)
     }
-    files = whole_run_aggregate_files(scratch, len(names))
+    keys = [scratch_key(WHOLE_RUN_AGGREGATES, i) for i in range(len(names))]
     again = {
         i: exact
         for i, n in enumerate(names)
@@ -115,9 +115,9 @@ def _run_sizes(
         )
         _whole_runs(spark, args, list(again.values()), rerun, scratch, len(names))
         for k, i in enumerate(again):
-            files[i] = whole_run_aggregate_files(scratch, len(names) + k + 1)[-1]
+            keys[i] = scratch_key(WHOLE_RUN_AGGREGATES, len(names) + k)
             couplings[names[i]] = dataclasses.replace(couplings[names[i]], coupling="joint")
-    return merge_aggregates(files), couplings
+    return merge_aggregates(ScratchFolder(scratch), keys), couplings
 
 
 def _whole_runs(
@@ -132,10 +132,10 @@ def _whole_runs(
     partitions = args.partitions or spark.sparkContext.defaultParallelism
 
     def work(i: int) -> dict[str, int]:
-        return write_whole_run_aggregates(scs[i], names[i], first + i, args.window_ms, scratch)
+        return whole_run_task(scs[i], names[i], first + i, args.window_ms, ScratchFolder(scratch))
 
     weights = [sc.workload.total_messages() * len(sc.cluster.brokers) for sc in scs]
-    done = map_bins(spark, stage.balanced_bins(weights, partitions), work)
+    done = map_bins(spark, balanced_bins(weights, partitions), work)
     if len(done) != len(scs):
         raise RuntimeError(f"capacity: {len(done)} of {len(scs)} cluster sizes reported")
     return done

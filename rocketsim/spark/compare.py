@@ -4,7 +4,7 @@ The variants are just another dimension of the run's producer step: variants tha
 (the same :func:`rocketsim.scenario.variants.message_signature`: a variant cannot change what is sent, and
 most change only how it is sent) form a group, and one Spark task per bin of (group, producer) pairs
 (longest first onto the least loaded bin) generates the producer's messages once and simulates every
-variant of the group on them (:func:`rocketsim.stage.variant_aggregates`). A variant with closed-loop
+variant of the group on them (:func:`rocketsim.stage.sweeps.variant_task`). A variant with closed-loop
 brokers (``brokers.coupling`` joint or iterative) couples its producers, so it is one step of its own,
 run whole as a capacity sweep's sizes are. Only the producer's summary
 aggregates, keyed by variant, leave the task (a file in a scratch folder); nothing per message is
@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from rocketsim import __version__, stage
+from rocketsim import __version__
 from rocketsim.broker.queue import OPEN
 from rocketsim.present import text
 from rocketsim.scenario import Scenario, variants, workload
@@ -37,15 +37,11 @@ from rocketsim.spark import pipeline
 from rocketsim.spark.cli import CompareArgs, JobArgs
 from rocketsim.spark.delta_sink import publish_run
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
+from rocketsim.stage.plan import balanced_bins
+from rocketsim.stage.sweeps import merged_sweep, variant_task, whole_run_task
 from rocketsim.tables import summaries
 from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
-from rocketsim.warehouse.stage_files import (
-    merge_aggregates,
-    variant_aggregate_files,
-    whole_run_aggregate_files,
-    write_variant_aggregates,
-    write_whole_run_aggregates,
-)
+from rocketsim.warehouse.stage_files import ScratchFolder
 
 COMPARE_JOB = "compare"
 
@@ -62,7 +58,7 @@ def simulate_variants(
 ) -> summaries.SummaryAggregates:
     """Every variant's producers, one task per bin of steps: a (message-signature group, producer) pair
     of the open-loop variants, or a whole coupled variant (closed-loop brokers: its producers are
-    simulated together, :func:`rocketsim.stage.whole_run_aggregates`); their summary aggregates, keyed by
+    simulated together, :func:`rocketsim.stage.sweeps.whole_run_task`); their summary aggregates, keyed by
     variant, merged."""
     coupled = [n for n, sc in scenarios.items() if sc.coupling != OPEN]
     groups = variants.signature_groups({n: sc for n, sc in scenarios.items() if n not in coupled})
@@ -70,19 +66,19 @@ def simulate_variants(
     pairs = [(g, share) for g in range(len(groups)) for share in shares]
 
     def work(i: int) -> dict[str, int]:
+        store = ScratchFolder(scratch)
         if i >= len(pairs):
             name = coupled[i - len(pairs)]
-            return write_whole_run_aggregates(scenarios[name], name, i - len(pairs), window_ms, scratch)
+            return whole_run_task(scenarios[name], name, i - len(pairs), window_ms, store)
         g, share = pairs[i]
-        return write_variant_aggregates({n: scenarios[n] for n in groups[g]}, share, window_ms, scratch, g)
+        return variant_task({n: scenarios[n] for n in groups[g]}, share, window_ms, store, g)
 
     total = next(iter(scenarios.values())).workload.total_messages()
     weights = [s.messages * len(groups[g]) for g, s in pairs] + [total] * len(coupled)
-    done = map_bins(spark, stage.balanced_bins(weights, partitions), work)
+    done = map_bins(spark, balanced_bins(weights, partitions), work)
     if len(done) != len(weights):
         raise RuntimeError(f"comparison: {len(done)} of {len(weights)} steps reported")
-    files = variant_aggregate_files(scratch, [[s.producer for s in shares]] * len(groups))
-    return merge_aggregates(files + whole_run_aggregate_files(scratch, len(coupled)))
+    return merged_sweep(ScratchFolder(scratch), [[s.producer for s in shares]] * len(groups), len(coupled))
 
 
 def run_compare(

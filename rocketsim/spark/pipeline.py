@@ -31,10 +31,11 @@ from rocketsim.scenario import Scenario, span
 from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.delta_sink import publish_staged
 from rocketsim.spark.run import StageReport, publish_stage, run_stage, write_stage
+from rocketsim.stage.graph import RUN_TABLES, STAGES
 from rocketsim.tables import schemas
 from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
-from rocketsim.warehouse.stage_files import STAGES, write_driver_table
+from rocketsim.warehouse.stage_files import write_driver_table
 
 PIPELINE_JOB = "pipeline"
 
@@ -197,7 +198,7 @@ def print_summary(args: JobArgs, summary_tables: Mapping[str, pa.Table]) -> None
     ``fault_windows`` rows, and where every table of the run is."""
     print(text.run_summary_text(args.run_id, summary_tables["run_summary"].to_pylist()))
     print(text.fault_windows_text(summary_tables["fault_windows"].to_pylist()))
-    names = [t.name for t in schemas.written_by(*schemas.RUN_STAGES)]
+    names = RUN_TABLES
     print(
         f"  {text.plural(len(names), 'table')}: {Path(args.warehouse).resolve()}/{{{','.join(names)}}} "
         f"(run_id={args.run_id})"

@@ -1,22 +1,22 @@
 """A run's stage on Spark: Spark schedules, the tasks write Parquet, the driver merges and publishes.
 
-The stage is plain core functions (:mod:`rocketsim.stage`) and the files its tasks write
-(:mod:`rocketsim.warehouse.stage_files`); this module only decides where they run and where their output
-goes. Two Spark jobs whose rows are only counts (no message row passes through the JVM, and no Spark
-job reads a table):
+The stage is core functions (:mod:`rocketsim.stage`) over file-backed sinks and sources
+(:class:`rocketsim.warehouse.stage_files.StageWork`); this module only decides where they run and hands
+them those. Two Spark jobs whose rows are only counts (no message row passes through the JVM, and no
+Spark job reads a table):
 
-1. one task per bin of producers (:func:`rocketsim.stage.producer_bins`: longest first onto the least
-   loaded bin) runs :func:`~rocketsim.warehouse.stage_files.write_producer_files` for each of them;
-2. one task per broker runs :func:`~rocketsim.warehouse.stage_files.write_broker_files`.
+1. one task per bin of producers (:func:`rocketsim.stage.plan.stage_bins`: longest first onto the least
+   loaded bin; every producer in one when ``brokers.coupling`` is joint) runs
+   :func:`rocketsim.stage.producer.producer_task`;
+2. one task per broker runs :func:`rocketsim.stage.broker.broker_task`.
 
-Closed-loop brokers (``brokers.coupling``): ``joint`` gives every producer one task (the exact event
-loop); ``iterative`` first runs its rounds (:func:`iterate_rounds`: Spark jobs of producer tasks, the
-driver merging their arrival work between them), and step 1 then simulates against the last round's
-trajectories.
+``brokers.coupling = iterative`` first runs its rounds (:func:`rocketsim.stage.coupled.iterate_rounds`,
+each round a Spark job of :func:`~rocketsim.stage.coupled.round_task`), and step 1 then simulates
+against the last round's trajectories.
 
 The tasks write straight into the tables' staging folders (``<table>/_staging/<write id>``, shared
 storage on a cluster) and their small aggregates into a scratch folder beside them; the driver merges
-those into the summary tables and ``consumer_load`` (:func:`~rocketsim.warehouse.stage_files.finish_stage`)
+those into the summary tables and ``consumer_load`` (:func:`rocketsim.stage.driver.finish_stage`)
 and commits each table's files as one write of the table
 (:func:`rocketsim.spark.delta_sink.publish_staged`: a ``deltalake`` transaction, or delta-spark when the
 session has it), in registry order, invisible to readers; then reconciles the run from the tasks' counts
@@ -25,13 +25,13 @@ run-level commit (:func:`rocketsim.spark.delta_sink.publish_run`): readers see t
 commit and the new one, whole, from it on (:func:`write_stage` stops before it, for a job that adds a
 table of its own, such as the pipeline's ``runs`` row).
 
-One stage, every job (:func:`run_stage`'s ``stages``, a contiguous part of generate, simulate, broker
-side, summarize): ``jobs/pipeline.py`` runs all four in one pass; ``jobs/generate.py`` only generates;
-``jobs/simulate.py`` reads each producer's messages back from the files of the run's committed
-``messages``; ``jobs/broker_side.py`` and ``jobs/summarize.py`` read what they need of the committed
-tables the same way (the driver hands the tasks the files, with the producer or broker range of each
-from the Delta log's statistics, so executors need no deltalake). The tables are the same, row for
-row, for any split of the work (the tests compare them).
+One stage, every job (:func:`run_stage`'s ``stages``, a contiguous part of the stage graph's
+:data:`rocketsim.stage.graph.STAGES`): ``jobs/pipeline.py`` runs all four in one pass;
+``jobs/generate.py`` only generates; ``jobs/simulate.py`` reads each producer's messages back from the
+files of the run's committed ``messages``; ``jobs/broker_side.py`` and ``jobs/summarize.py`` read what
+they need of the committed tables the same way (the driver hands the tasks the files, with the producer
+or broker range of each from the Delta log's statistics, so executors need no deltalake). The tables are
+the same, row for row, for any split of the work (the tests compare them).
 
 The limit: a producer is simulated serially in one task (its fault table and clock are one state), so
 one producer's rows must fit in a Python worker's memory (about 1 KiB per message at peak) and the
@@ -40,6 +40,9 @@ largest producer bounds the stage's time; brokers are numbered one task each.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import gc
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,29 +50,22 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from rocketsim import stage
-from rocketsim.broker.queue import ITERATIVE, JOINT
-from rocketsim.engine import iterative
+from rocketsim.broker.queue import ITERATIVE
 from rocketsim.scenario import Scenario, workload
 from rocketsim.spark.delta_sink import publish_run, publish_staged
 from rocketsim.spark.progress import step
+from rocketsim.stage.broker import broker_task
+from rocketsim.stage.coupled import iterate_rounds, round_task
+from rocketsim.stage.driver import finish_stage
+from rocketsim.stage.graph import INPUT_COLUMNS, STAGES, derived_tables, tables_read, written
+from rocketsim.stage.plan import stage_bins
+from rocketsim.stage.producer import producer_task
 from rocketsim.tables import reconcile, schemas
 from rocketsim.tables.schemas import SIMULATE
 from rocketsim.warehouse.delta import WriteReport
 from rocketsim.warehouse.paths import check_run_id, delete_dir, make_dir, new_write_id, staging_path
 from rocketsim.warehouse.read import current_write, run_file_ranges, run_rows
-from rocketsim.warehouse.stage_files import (
-    INPUT_COLUMNS,
-    STAGES,
-    CoupledProducers,
-    IterativeRound,
-    StageWork,
-    derived_tables,
-    finish_stage,
-    tables_read,
-    write_broker_files,
-    write_producer_files,
-)
+from rocketsim.warehouse.stage_files import StageWork
 
 SCRATCH_SUFFIX = "-scratch"
 COUNTS = pa.schema(
@@ -169,15 +165,11 @@ def write_stage(
     there (:class:`rocketsim.warehouse.read.MissingRunError` before anything is written)."""
     check_run_id(run_id)
     stages = tuple(stages)
-    tables = [t.name for t in schemas.written_by(*stages)]
+    tables = list(written(stages))
     reads = tables_read(stages)
     published = {f"{t}.published": current_write(warehouse, t, run_id).rows for t in reads}
     inputs = {t: tuple(run_file_ranges(warehouse, t, run_id, INPUT_COLUMNS[t])) for t in reads}
     committed = {f"{t}.rows": run_rows(warehouse, t, run_id) for t in reads}
-    shares = workload.producer_shares(sc)
-    by_producer = {s.producer: s for s in shares}
-    producers = sorted(by_producer)
-    brokers = list(range(len(sc.cluster.brokers)))
     write_ids = {t: new_write_id() for t in tables}
     work = StageWork(
         stages,
@@ -188,37 +180,10 @@ def write_stage(
     )
     for d in work.all():
         make_dir(d)
-
-    # closed-loop brokers, joint: every producer in one task, simulated together (CoupledProducers)
-    coupled: CoupledProducers | IterativeRound | None = None
-    if sc.coupling == JOINT and work.runs(SIMULATE):
-        coupled = CoupledProducers(sc, shares, work)
-    bins = [producers] if coupled is not None else stage.producer_bins(shares, partitions)
-    rounds = left = None
-
-    def producer_work(p: int) -> dict[str, int]:
-        return write_producer_files(sc, by_producer[p], work, coupled)
-
-    def broker_work(b: int) -> dict[str, int]:
-        return write_broker_files(sc, b, producers, work)
-
     try:
-        t0 = time.monotonic()
-        if sc.coupling == ITERATIVE and work.runs(SIMULATE):  # the rounds, then the last one's rows
-            coupled, rounds, left = iterate_rounds(spark, sc, by_producer, work, bins)
-        messages = sum(s.messages for s in shares)
-        per_producer = map_bins(spark, bins, producer_work, f"producer tasks, {messages:,} messages")
-        t1 = time.monotonic()
-        per_broker = (
-            map_bins(spark, [[b] for b in brokers], broker_work, "broker tasks") if work.has_brokers else {}
-        )
+        ran = run_tasks(spark, sc, work, partitions)
         t2 = time.monotonic()
-        if len(per_producer) != len(shares) or (work.has_brokers and len(per_broker) != len(brokers)):
-            raise RuntimeError(
-                f"stage: {len(per_producer)} of {len(shares)} producers and {len(per_broker)} of "
-                f"{len(brokers)} brokers reported; nothing committed"
-            )
-        finished = finish_stage(sc, work, producers, brokers)
+        finished = finish_stage(sc, work.plan, work.io(), ran.producer_tasks, ran.brokers)
         t3 = time.monotonic()
         reports = tuple(
             publish_staged(spark, warehouse, t, run_id, schemas.TABLES[t].schema, write_ids[t])
@@ -229,7 +194,7 @@ def write_stage(
             delete_dir(d)  # best effort: vacuum_orphans removes what a killed driver leaves
         raise
     t4 = time.monotonic()
-    counts = reconcile.add_counts([*per_producer.values(), *per_broker.values()])
+    counts = reconcile.add_counts(ran.counts)
     counts |= finished.counts | committed | published | {f"{r.table}.rows": r.rows for r in reports}
     checks = reconcile.check(counts, run_id, complete=stages == STAGES)
     return StageReport(
@@ -238,41 +203,98 @@ def write_stage(
         checks=checks,
         reports=reports,
         summary_tables=finished.summary_tables,
-        producers_s=t1 - t0,
-        brokers_s=t2 - t1,
+        producers_s=ran.producers_s,
+        brokers_s=ran.brokers_s,
         driver_s=t3 - t2,
         commit_s=t4 - t3,
-        rounds=rounds,
-        residual=left,
+        rounds=ran.rounds,
+        residual=ran.residual,
     )
 
 
-def iterate_rounds(
-    spark: SparkSession,
-    sc: Scenario,
-    shares: Mapping[int, workload.ProducerShare],
-    work: StageWork,
-    bins: Sequence[Sequence[int]],
-    max_rounds: int = iterative.MAX_ROUNDS,
-) -> tuple[IterativeRound, int, int]:
-    """``brokers.coupling = iterative`` across executors (the rounds of
-    :func:`rocketsim.engine.iterative.simulate_iterative`, spread out): per round the driver writes the
-    brokers' trajectories, one Spark task per bin simulates its producers against them and writes their
-    arrival work, the driver merges it, checks the residual and replays the next trajectories. Returns
-    the last round (its producer tasks are then the stage's normal ones: the same simulation against the
-    same trajectories, writing rows), the rounds and the residual. Deterministic and partition-invariant:
-    a producer depends only on the trajectories, and the merge is a sum."""
-    previous: iterative.ArrivalWork | None = None
-    trajs = iterative.trajectories(sc, None)
-    producers = sorted(shares)
-    number = 0
-    while True:
-        number += 1
-        rnd = IterativeRound(sc, work, number)
-        rnd.write_trajectories(trajs)
-        map_bins(spark, bins, lambda p, rnd=rnd: rnd.write_work(shares[p]), f"round {number}: producer tasks")
-        merged = rnd.merged_work(producers)
-        last, left = iterative.converged(previous, merged, number, max_rounds)
-        if last:
-            return rnd, number, left
-        previous, trajs = merged, iterative.trajectories(sc, merged)
+@dataclass(frozen=True)
+class TasksRun:
+    """What the stage's tasks reported (each task's counts) and how long they took."""
+
+    counts: list[dict[str, int]]
+    producer_tasks: int
+    brokers: list[int]
+    producers_s: float
+    brokers_s: float
+    rounds: int | None
+    residual: int | None
+
+
+def run_tasks(spark: SparkSession, sc: Scenario, work: StageWork, partitions: int) -> TasksRun:
+    """The stage's tasks on Spark: the iterative rounds (``brokers.coupling = iterative``), one producer
+    task per bin (:func:`rocketsim.stage.plan.stage_bins`), one broker task per broker; each task given
+    the files of ``work``. RuntimeError when a task did not report."""
+    plan = work.plan
+    shares = workload.producer_shares(sc)
+    by_producer = {s.producer: s for s in shares}
+    bins = [[by_producer[p] for p in b] for b in stage_bins(sc, plan, shares, partitions)]
+    brokers = list(range(len(sc.cluster.brokers)))
+    tasks = [[i] for i in range(len(bins))]
+    rounds = left = None
+
+    def run_round(number: int) -> None:
+        map_bins(
+            spark,
+            tasks,
+            lambda i: round_task(sc, plan, work.io(), i, bins[i], number),
+            f"round {number}: producer tasks",
+        )
+
+    t0 = time.monotonic()
+    if sc.coupling == ITERATIVE and plan.runs(SIMULATE):  # the rounds, then the last one's rows
+        rounds, left = iterate_rounds(sc, work.io().scratch, run_round, len(bins))
+    per_task = map_bins(
+        spark,
+        tasks,
+        lambda i: in_worker(
+            lambda: producer_task(sc, plan, work.io(), i, bins[i], rounds, release=give_back_unused)
+        ),
+        f"producer tasks, {sum(s.messages for s in shares):,} messages",
+    )
+    t1 = time.monotonic()
+    per_broker: dict[int, dict[str, int]] = {}
+    if plan.has_brokers:
+        per_broker = map_bins(
+            spark,
+            [[b] for b in brokers],
+            lambda b: in_worker(lambda: broker_task(sc, plan, work.io(), b, len(bins))),
+            "broker tasks",
+        )
+    t2 = time.monotonic()
+    if len(per_task) != len(bins) or (plan.has_brokers and len(per_broker) != len(brokers)):
+        raise RuntimeError(
+            f"stage: {len(per_task)} of {len(bins)} producer tasks and {len(per_broker)} of "
+            f"{len(brokers)} brokers reported; nothing committed"
+        )
+    counts = [*per_task.values(), *per_broker.values()]
+    return TasksRun(counts, len(bins), brokers, t1 - t0, t2 - t1, rounds, left)
+
+
+def in_worker(task: Callable[[], Mapping[str, int]]) -> Mapping[str, int]:
+    """A task's body, then what it freed given back to the system (:func:`give_back_memory`)."""
+    try:
+        return task()
+    finally:
+        give_back_memory()
+
+
+def give_back_memory() -> None:
+    """What a task freed given back to the system (:func:`give_back_unused`), its cycles collected first.
+    A Python worker runs many tasks one after another: without this it carries the freed-but-kept memory
+    of a producer task (~0.6 GB) into the broker task after it."""
+    gc.collect()  # Python's garbage collector (not a Spark collect): frees the task's cycles first
+    give_back_unused()
+
+
+def give_back_unused() -> None:
+    """Arrow's pool's unused memory and glibc's free heap (``malloc_trim``; elsewhere nothing) given back
+    to the system: milliseconds, so a producer task does it between its producers (their peaks do not
+    pile up on what the last one left)."""
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)

@@ -81,6 +81,30 @@ def take_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
     )
 
 
+# rows per run of consecutive rows (on average) from which take_from_batches slices rather than takes
+RUN_ROWS = 64
+
+
+def _slices(
+    batches: Callable[[list[int]], list[pa.RecordBatch]],
+    starts: np.ndarray,
+    rows: np.ndarray,
+    batch: np.ndarray,
+    runs: np.ndarray,
+    schema: pa.Schema,
+) -> pa.Table:
+    """:func:`take_from_batches` of rows in runs (``runs``: where each starts) as a slice of its batch
+    each, in the order of ``rows``."""
+    which = np.unique(batch[runs]).tolist()
+    got = dict(zip(which, batches(which), strict=True))
+    ends = [*runs[1:].tolist(), len(rows)]
+    pieces = [
+        got[int(batch[at])].slice(int(rows[at] - starts[batch[at]]), end - at)
+        for at, end in zip(runs.tolist(), ends, strict=True)
+    ]
+    return pa.Table.from_batches(pieces, schema=schema).combine_chunks()
+
+
 def take_from_batches(
     batches: Callable[[list[int]], list[pa.RecordBatch]],
     sizes: Sequence[int],
@@ -89,13 +113,17 @@ def take_from_batches(
 ) -> pa.Table:
     """Rows ``rows`` (one chunk a column, in that order) of the record batches of ``sizes`` rows each, in
     order, given by ``batches`` (the batches of the indices given, only those the rows are in): each
-    batch's rows taken from it alone, then put back in the order of ``rows``. What it costs follows
-    ``rows``, not the batches."""
+    batch's rows taken from it alone, then put back in the order of ``rows``; rows that come in long runs
+    of consecutive rows of one batch (e.g. whole batches in another order) as slices of their batches,
+    in order. What it costs follows ``rows``, not the batches."""
     rows = np.asarray(rows, np.int64)
     starts = np.cumsum([0, *sizes])
     if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= starts[-1]):
         raise IndexError(f"take_from_batches: a row outside 0..{starts[-1] - 1}")
     batch = np.searchsorted(starts, rows, "right") - 1
+    runs = np.flatnonzero(np.concatenate([[True], (np.diff(rows) != 1) | (np.diff(batch) != 0)]))
+    if len(rows) and len(runs) * RUN_ROWS <= len(rows):
+        return _slices(batches, starts, rows, batch, runs, schema)
     by_batch = np.argsort(batch, kind="stable")
     in_batch = batch[by_batch]
     local = rows[by_batch] - starts[in_batch]

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from rocketsim.broker import store
 from rocketsim.engine.plan import ONEWAY_SENT
 from rocketsim.errors import RocketSimError
+from rocketsim.stage.graph import STAGES, written
 from rocketsim.tables import schemas
 from rocketsim.tables.grouping import pack_keys, string_codes
 
@@ -105,7 +106,7 @@ FAULT_RULES = tuple(
     for end in ("fewest", "most")
 )
 # the tables the whole run writes (and must reconcile, every rule of them)
-RUN_TABLES = tuple(t.name for t in schemas.written_by(*schemas.RUN_STAGES) if t.stage != schemas.RUNS_ROW)
+RUN_TABLES = written(STAGES)
 
 
 def table_rules(table: str) -> tuple[Rule, ...]:

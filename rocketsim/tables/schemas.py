@@ -681,17 +681,17 @@ CONSUMER_LOAD = pa.schema(
 # ---- the table registry -----------------------------------------------------------------------------
 
 # The stages that write tables, and where each one is (a new table is a row below plus the stage's code).
-# The first four are parts of one stage (rocketsim.stage, rocketsim.warehouse.stage_files, scheduled by
-# rocketsim.spark.run): jobs/pipeline.py runs them in one pass, the other jobs one at a time.
-GENERATE = "generate"  # producer tasks (rocketsim.stage.producer_messages)
-SIMULATE = "simulate"  # producer and broker tasks (rocketsim.stage.producer_tables, broker_tables)
+# A run's stages and what each reads are the stage graph (rocketsim.stage.graph): the first four are parts
+# of one stage (rocketsim.stage, scheduled by rocketsim.spark.run), which jobs/pipeline.py runs in one pass
+# and the other jobs one at a time.
+GENERATE = "generate"  # producer tasks (rocketsim.stage.producer)
+SIMULATE = "simulate"  # producer and broker tasks (rocketsim.stage.producer, rocketsim.stage.broker)
 BROKER_SIDE = "broker_side"  # broker and producer tasks, the driver's consumer_load (rocketsim.broker.side)
 SUMMARIZE = "summarize"  # producer tasks' aggregates, merged by the driver (rocketsim.tables.summaries)
 RUNS_ROW = "runs_row"  # the driver, once a run is complete (rocketsim.spark.pipeline.write_runs_row)
 COMPARE = "compare"  # a comparison of variants (rocketsim.spark.compare)
 CAPACITY_SWEEP = "capacity"  # a capacity sweep (rocketsim.spark.capacity)
 PUBLISH = "publish"  # the run-level commit of any job that writes a run (rocketsim.warehouse.run_commit)
-RUN_STAGES = (GENERATE, SIMULATE, BROKER_SIDE, SUMMARIZE, RUNS_ROW)  # what jobs/pipeline.py writes
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,10 @@ import sys
 import time
 from collections.abc import Sequence
 
+from rocketsim.engine import simulate
 from rocketsim.errors import RocketSimError
 from rocketsim.present.validation_report import write_report
 from rocketsim.scenario.workload import generate
-from rocketsim.simulate import simulate
 from rocketsim.spark.cli import OneLineArgumentParser  # argparse with one-line errors; imports no pyspark
 from rocketsim.validation.calibrate import calibrate_runs
 from rocketsim.validation.compare import RunComparison, measured_metrics, simulated_metrics

@@ -3,8 +3,8 @@
 * :mod:`~rocketsim.warehouse.paths`: table paths and file systems (local paths or URIs), run partitions,
   staging folders, write ids;
 * :mod:`~rocketsim.warehouse.files`: Parquet, Arrow IPC and byte files written atomically;
-* :mod:`~rocketsim.warehouse.stage_files`: the files a run's stage tasks write (over :mod:`rocketsim.stage`)
-  and the driver's merge of their aggregates;
+* :mod:`~rocketsim.warehouse.stage_files`: the stage's sinks and sources (:mod:`rocketsim.stage.protocols`)
+  as files: each table's part per task, the scratch folder, the committed files a stage reads;
 * :mod:`~rocketsim.warehouse.delta`: staged files -> one ``deltalake`` commit per table and job (a
   write of the table, in its own ``write_id`` partition);
 * :mod:`~rocketsim.warehouse.run_commit`: the run-level commit (``run_commits``): a job's writes become

@@ -321,6 +321,38 @@ def read_parquet(uris: Sequence[str], schema: pa.Schema, filters: Sequence[tuple
     return pa.concat_tables(parts)
 
 
+def row_group_ranges(uri: str, column: str) -> list[tuple[int, object, object]]:
+    """Each row group with rows of a Parquet file, with the min and max of ``column`` its footer gives
+    (None, None: unknown)."""
+    fs, path = filesystem(uri)
+    with fs.open_input_file(path) as handle:
+        metadata = pq.ParquetFile(handle).metadata
+    index = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    out = []
+    for g in range(metadata.num_row_groups):
+        row_group = metadata.row_group(g)
+        if row_group.num_rows == 0:
+            continue
+        stats = row_group.column(index[column]).statistics if column in index else None
+        known = stats is not None and stats.has_min_max
+        out.append((g, stats.min if known else None, stats.max if known else None))
+    return out
+
+
+def read_row_group(uri: str, group: int, schema: pa.Schema, extra: Sequence[str] = ()) -> pa.Table:
+    """Row group ``group`` of a Parquet file: the columns of ``schema`` cast to it, then the ``extra``
+    columns (string views read as strings: :func:`read_parquet`)."""
+    fs, path = filesystem(uri)
+    with fs.open_input_file(path) as handle:
+        read = pq.ParquetFile(handle).read_row_group(group, columns=[*schema.names, *extra])
+    return pa.table(
+        {
+            **{f.name: read.column(f.name).cast(f.type) for f in schema},
+            **{n: _without_views(read.column(n)) for n in extra},
+        }
+    )
+
+
 def _without_views(column: pa.ChunkedArray) -> pa.ChunkedArray:
     return column.cast(pa.string()) if pa.types.is_string_view(column.type) else column
 

@@ -14,7 +14,7 @@ from rocketsim.broker.store.commit_log import broker_indexes, with_offsets
 from rocketsim.broker.store.copies import result_keys
 from rocketsim.broker.store.hosts import offset_msg_ids, store_hosts
 from rocketsim.scenario import Scenario
-from rocketsim.tables.grouping import bools, ints, string_codes
+from rocketsim.tables.grouping import bools, string_codes
 from rocketsim.tables.schemas import COMMIT_LOG, SEND_RESULTS, data_schema, is_broker_side
 
 RESULTS_DATA = data_schema(SEND_RESULTS)
@@ -31,19 +31,19 @@ _POINTED_NULLABLE = tuple(n for n in _POINTED_NUMBERS if data_schema(COMMIT_LOG)
 def pointed_brokers(
     results: pa.Table, log: pa.Table, brokers: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """For one producer's ``results`` (in seq order) and its commit-log records (:func:`log_records`):
-    (each record's place in ``brokers``, each result's broker: that of the record it points at
-    (``is_result``), -1 when it points at none)."""
-    seq = ints(results, "seq")
-    if len(seq) > 1 and not (seq[1:] > seq[:-1]).all():
-        raise AssertionError("pointed_brokers needs one producer's results in increasing seq order")
+    """For some producers' ``results`` (in (producer, seq) order) and their commit-log records
+    (:func:`log_records`): (each record's place in ``brokers``, each result's broker: that of the record
+    it points at (``is_result``), -1 when it points at none)."""
+    key = result_keys(results)
+    if len(key) > 1 and not (key[1:] > key[:-1]).all():
+        raise AssertionError("pointed_brokers needs results in increasing (producer, seq) order")
     log_broker = broker_indexes(log.column("broker"), brokers)
     is_result = bools(log.column("is_result"))
-    pointed_seq = ints(log, "seq")[is_result]
-    at = np.searchsorted(seq, pointed_seq)
-    if len(at) and (at.max() >= len(seq) or not (seq[at] == pointed_seq).all()):
+    pointed = result_keys(log)[is_result]
+    at = np.searchsorted(key, pointed)
+    if len(at) and (at.max() >= len(key) or not (key[at] == pointed).all()):
         raise AssertionError("a commit-log record points at no result")
-    result_broker = np.full(len(seq), -1, np.int64)
+    result_broker = np.full(len(key), -1, np.int64)
     result_broker[at] = log_broker[is_result]
     return log_broker, result_broker
 

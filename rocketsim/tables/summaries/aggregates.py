@@ -75,14 +75,7 @@ RESULT_COLUMNS = (
     "wire_bytes",
     "broker",
 )
-SUMMARY_TABLES = (
-    "isolation_intervals",
-    "broker_windows",
-    "queue_windows",
-    "producer_windows",
-    "run_summary",
-    "fault_windows",
-)
+SUMMARY_TABLES = tuple(t.name for t in schemas.written_by(schemas.SUMMARIZE))  # what summary_tables makes
 # a result's counts by how its send ended (run_summary's and fault_windows' message columns)
 STATUS_COLUMNS = ("ok", "failed", "rejected", *schemas.MESSAGE_STATUS_COLUMNS)
 

@@ -91,7 +91,7 @@ def producer_aggregates(
 
 class ProducerFold:
     """:func:`producer_aggregates` of whole producers given a part of their rows at a time (a producer
-    task's chunks: rows of whole messages in seq order, :func:`rocketsim.stage.producer_chunks`): the
+    task's chunks: rows of whole messages in seq order, :func:`rocketsim.stage.tables.producer_chunks`): the
     tables that add up are made per part and merged, ``producer_windows`` from its :class:`WindowParts`,
     and the ``intervals`` by an :class:`IntervalFold` (an attempt's piece ends at the next attempt's
     end, maybe in a later part: it keeps only the attempts not yet settled)."""

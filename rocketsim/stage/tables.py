@@ -1,48 +1,28 @@
-"""The stage of a run as plain functions over Arrow: what a producer task and a broker task compute.
+"""What one producer task and one broker task compute, as plain dataclasses over Arrow.
 
-Every scheduler (the run's stage in :mod:`rocketsim.spark.run`, the delta-spark path, the comparison in
-:mod:`rocketsim.spark.compare`) calls these, and only decides where they run and where their output goes
-(:mod:`rocketsim.warehouse.stage_files` writes the run's files). One pass (docs/design.md §6):
-
-1. a producer task, per producer, a chunk of its messages at a time (:func:`producer_message_chunks`,
-   or read back from the ``messages`` table), :func:`producer_chunks` (:func:`producer_tables` for a
-   whole producer): the simulation (:func:`rocketsim.simulate.simulate_chunks`)
-   and the commit-log records its stored attempts make (:func:`rocketsim.broker.store.log_records`), each
-   record and each result tagged with the broker that holds it (and the results of its transactional
-   messages with another stored half, for that half's broker); beside its rows, the producer's
-   mergeable summary aggregates (:meth:`ProducerTables.summary_aggregates`, folded chunk by chunk with
-   :class:`rocketsim.tables.summaries.ProducerFold`) and the ``transactions``
-   rows of its transactional messages whose result points at no half
-   (:meth:`ProducerTables.unstored_transactions`);
-2. a broker task, per broker, once every producer is done: :func:`broker_tables` over that broker's
-   records from every producer and the results pointing at them (:func:`rocketsim.broker.store.number_broker`:
-   offsets need all of a broker's records, which is why this is a second step), then its
-   ``broker_storage`` rows, the ``transactions`` rows of every half it holds and what consumers of its queues
-   get (:meth:`BrokerTables.storage`, :meth:`BrokerTables.stored_transactions`,
-   :meth:`BrokerTables.deliveries`);
-3. the driver merges the small parts (:func:`rocketsim.tables.summaries.merge`,
-   :func:`rocketsim.tables.summaries.summary_tables`, :func:`rocketsim.broker.side.consumer_load`).
-
-What a task computes is a dataclass (:class:`ProducerTables`, :class:`BrokerTables`) with the rows and
-the outputs derived from them; a comparison's producer task is :func:`variant_aggregates` (messages
-generated once per message signature, each variant simulated on them, only aggregates out).
+A producer's messages (:func:`producer_message_chunks`) -> :func:`producer_chunks` (a chunk at a time)
+or :func:`with_records` (whole producers): the simulation (:func:`rocketsim.engine.simulate_chunks`)
+and the commit-log records its stored attempts make (:func:`rocketsim.broker.store.log_records`), each
+record and result tagged with the broker that holds it (:class:`ProducerTables`, with what is derived
+from them: summary aggregates, the ``transactions`` rows of unstored halves). One broker's records from
+every producer -> :func:`broker_tables`, or a :class:`BrokerFold` fed a part at a time: numbered, with
+the broker side derived from them (:class:`BrokerTables`). The tasks that write them:
+:mod:`rocketsim.stage.producer`, :mod:`rocketsim.stage.broker`.
 """
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim import simulate
+from rocketsim import engine
 from rocketsim.broker import side as broker_side
 from rocketsim.broker import store
-from rocketsim.broker.queue import OPEN
-from rocketsim.scenario import Scenario, variants, workload
+from rocketsim.scenario import Scenario, workload
 from rocketsim.tables import schemas, summaries
 from rocketsim.tables.summaries import SummaryAggregates
 
@@ -51,7 +31,8 @@ MESSAGES_DATA = schemas.data_schema(schemas.MESSAGES)
 
 @dataclass(frozen=True)
 class ProducerTables:
-    """What one producer task computes: the producer's rows, in (producer, seq[, attempt]) order."""
+    """What a producer task computes of one producer, or of a few whole ones: their rows, in (producer,
+    seq[, attempt]) order."""
 
     messages: pa.Table  # MESSAGES without run_id
     attempts: pa.Table  # SEND_ATTEMPTS without run_id
@@ -150,36 +131,35 @@ def producer_message_chunks(
         yield pa.Table.from_batches([batch], schema=MESSAGES_DATA)
 
 
-def producer_tables(
-    sc: Scenario, messages: pa.Table, out: simulate.SimOutput | None = None
-) -> ProducerTables:
-    """One producer's messages -> its attempts, results and commit-log records (step 1 of the module
-    docstring); ``out``: its simulation when already made (:func:`rocketsim.simulate.simulate_coupled`)."""
+def producer_tables(sc: Scenario, messages: pa.Table, out: engine.SimOutput | None = None) -> ProducerTables:
+    """One producer's messages -> its attempts, results and commit-log records; ``out``: its simulation
+    when already made (:func:`rocketsim.engine.simulate_coupled`)."""
     producers = messages.column("producer").unique().to_pylist()
     if len(producers) > 1:
         raise ValueError(f"producer_tables takes one producer's messages, got producers {sorted(producers)}")
     if out is None:
-        out = simulate.simulate(messages, sc)
-    return _with_records(sc, messages, out.attempts, out.results)
+        out = engine.simulate(messages, sc)
+    return with_records(sc, messages, out.attempts, out.results)
 
 
 def producer_chunks(sc: Scenario, chunks: Iterable[pa.Table | pa.RecordBatch]) -> Iterator[ProducerTables]:
     """:func:`producer_tables` a chunk at a time: one producer's messages given in chunks (seq order) ->
-    its rows in chunks of consecutive messages (:func:`rocketsim.simulate.simulate_chunks`), each with its
+    its rows in chunks of consecutive messages (:func:`rocketsim.engine.simulate_chunks`), each with its
     records; each chunk's methods give that chunk's part of the producer's (rows of whole messages)."""
     made = False
-    for c in simulate.simulate_chunks(chunks, sc):
+    for c in engine.simulate_chunks(chunks, sc):
         made = True
-        yield _with_records(sc, c.messages, c.attempts, c.results, c.later_start_ms)
+        yield with_records(sc, c.messages, c.attempts, c.results, c.later_start_ms)
     if not made:  # no message: the producer's (empty) rows all the same
-        none = simulate.SimOutput.empty()
-        yield _with_records(sc, MESSAGES_DATA.empty_table(), none.attempts, none.results)
+        none = engine.SimOutput.empty()
+        yield with_records(sc, MESSAGES_DATA.empty_table(), none.attempts, none.results)
 
 
-def _with_records(
+def with_records(
     sc: Scenario, messages: pa.Table, attempts: pa.Table, results: pa.Table, later_start_ms: int | None = None
 ) -> ProducerTables:
-    """Rows of whole messages of one producer, with the commit-log records they make and their brokers."""
+    """Rows of whole messages (of one producer, or of whole producers one after another: (producer, seq)
+    order), with the commit-log records they make and their brokers."""
     log = store.log_records(messages, attempts, results, sc)
     log_broker, result_broker = store.pointed_brokers(results, log, tuple(sc.cluster.brokers))
     return ProducerTables(
@@ -237,94 +217,7 @@ def broker_tables(
     sc: Scenario, broker: int, log: pa.Table, results: pa.Table, other_half_results: pa.Table | None = None
 ) -> BrokerTables:
     """One broker's records from every producer and the results pointing at them -> its numbered commit
-    log and those results completed (step 2 of the module docstring); ``other_half_results``: the
+    log and those results completed; ``other_half_results``: the
     producers' :meth:`ProducerTables.other_half_results` of this broker."""
     commit_log, completed = store.number_broker(log, results, sc)
     return BrokerTables(broker, commit_log, completed, other_half_results)
-
-
-def variant_aggregates(
-    scenarios: Mapping[str, Scenario], share: workload.ProducerShare, window_ms: int
-) -> SummaryAggregates:
-    """A comparison's producer task: one producer's messages, generated once for ``scenarios`` (variants
-    of one message signature, :func:`rocketsim.scenario.variants.message_signature`), simulated under each;
-    the summary aggregates of every variant, keyed by its name (``variant``), merged."""
-    names = list(scenarios)
-    if not names:
-        raise ValueError("variant_aggregates needs at least one variant")
-    first = variants.message_signature(scenarios[names[0]])
-    if any(variants.message_signature(scenarios[n]) != first for n in names[1:]):
-        raise ValueError(f"variants {names} do not share their messages (different message signatures)")
-    messages = producer_messages(scenarios[names[0]], share)
-    parts = []
-    for name in names:
-        out = simulate.simulate(messages, scenarios[name])
-        parts.append(
-            summaries.producer_aggregates(
-                out.attempts,
-                out.results,
-                window_ms,
-                {"variant": name},
-                messages=messages,
-                faults=summaries.fault_spans(scenarios[name].faults),
-            )
-        )
-    return summaries.merge(parts)
-
-
-@dataclass(frozen=True)
-class WholeRun:
-    """A variant run whole (:func:`whole_run_aggregates`): its summary aggregates, and the iterative
-    coupling's rounds and last residual (None unless ``brokers.coupling = iterative``)."""
-
-    aggregates: SummaryAggregates
-    rounds: int | None = None
-    residual: int | None = None
-
-
-def whole_run_aggregates(sc: Scenario, variant: str, window_ms: int) -> WholeRun:
-    """A capacity sweep's task: every producer of one variant generated and simulated together (with
-    closed-loop brokers they are coupled: the variant's run is whole), its summary aggregates keyed by its
-    name (``variant``), and the coupling's rounds and residual."""
-    shares = workload.producer_shares(sc)
-    messages = pa.concat_tables([producer_messages(sc, s) for s in shares])
-    rounds = residual = None
-    if sc.coupling == OPEN or not messages.num_rows:
-        out = simulate.simulate(messages, sc)
-    else:
-        producers = sorted(pc.unique(messages.column("producer")).to_pylist())  # as simulate.simulate
-        by_producer = {p: messages.filter(pc.equal(messages.column("producer"), p)) for p in producers}
-        run = simulate.coupled_run(by_producer, sc)
-        outs = [run.outputs[p] for p in sorted(run.outputs)]
-        out = simulate.SimOutput(
-            pa.concat_tables([o.attempts for o in outs]), pa.concat_tables([o.results for o in outs])
-        )
-        rounds, residual = getattr(run, "rounds", None), getattr(run, "residual", None)
-    aggregates = summaries.producer_aggregates(
-        out.attempts,
-        out.results,
-        window_ms,
-        {"variant": variant},
-        messages=messages,
-        faults=summaries.fault_spans(sc.faults),
-    )
-    return WholeRun(aggregates, rounds, residual)
-
-
-def balanced_bins(weights: Sequence[int], bins: int) -> list[list[int]]:
-    """Items ``0..len(weights)-1`` spread over at most ``bins`` bins: heaviest first, each onto the least
-    loaded bin (LPT), so one heavy item gets a bin of its own. Deterministic; each bin sorted."""
-    bins = max(1, min(bins, len(weights)))
-    heap = [(0, b) for b in range(bins)]
-    out: list[list[int]] = [[] for _ in range(bins)]
-    for item in sorted(range(len(weights)), key=lambda i: (-weights[i], i)):
-        load, b = heapq.heappop(heap)
-        out[b].append(item)
-        heapq.heappush(heap, (load + max(weights[item], 1), b))
-    return [sorted(b) for b in out if b]
-
-
-def producer_bins(shares: Sequence[workload.ProducerShare], bins: int) -> list[list[int]]:
-    """Producers spread over ``bins`` tasks by their message counts (:func:`balanced_bins`)."""
-    by_index = balanced_bins([s.messages for s in shares], bins)
-    return [sorted(shares[i].producer for i in b) for b in by_index]

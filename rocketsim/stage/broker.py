@@ -1,0 +1,138 @@
+"""A broker task: one broker's part of the stage, once every producer task is done.
+
+With the simulation: that broker's records from every producer task numbered and the results pointing
+at them completed a chunk at a time (:func:`rocketsim.broker.store.numbered_chunks`,
+:class:`rocketsim.broker.store.PointedRecords`: offsets need all of a broker's records, which is why
+this is a second step), written as its ``commit_log`` and ``send_results`` parts (the results in
+(producer, seq) order: readers of one producer skip the others' row groups); without it, its committed
+records read back. Then its broker side (:class:`rocketsim.stage.tables.BrokerFold` keeps what it
+reads): ``broker_storage``, the ``transactions`` rows of the halves it holds, and what consumers of
+its queues get (into the scratch store, for the driver's ``consumer_load``). Returns its counts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from rocketsim.broker import side as broker_side
+from rocketsim.broker import store
+from rocketsim.scenario import Scenario
+from rocketsim.stage.inputs import RESULTS_DATA, columns
+from rocketsim.stage.plan import StagePlan
+from rocketsim.stage.producer import RESULTS_CORE
+from rocketsim.stage.protocols import (
+    BROKER,
+    DELIVERIES,
+    LOG,
+    OTHER_HALVES,
+    RESULTS,
+    RowSource,
+    StageIO,
+    Task,
+    scratch_key,
+    write_through,
+    write_whole,
+)
+from rocketsim.stage.tables import BrokerFold, BrokerTables
+from rocketsim.tables import reconcile, schemas
+from rocketsim.tables.grouping import pack_keys
+from rocketsim.tables.schemas import BROKER_SIDE, SIMULATE
+
+COMMIT_LOG_DATA = schemas.data_schema(schemas.COMMIT_LOG)
+_LOG_READ = tuple(n for n in COMMIT_LOG_DATA.names if n != "offset_msg_id")
+
+
+def broker_task(sc: Scenario, plan: StagePlan, io: StageIO, b: int, producer_tasks: int) -> dict[str, int]:
+    """Broker ``b``'s part of the stage (the module docstring), after the ``producer_tasks`` producer
+    tasks; returns its counts."""
+    if plan.runs(SIMULATE):
+        n = len(sc.cluster.brokers)
+        tasks = range(producer_tasks)
+        log = io.scratch.group_source([scratch_key(LOG, t) for t in tasks], b, store.LOG_COLUMNS, n)
+        results = io.scratch.group_source([scratch_key(RESULTS, t) for t in tasks], b, RESULTS_CORE, n)
+        keys = [scratch_key(OTHER_HALVES, t) for t in tasks]
+        other = io.scratch.group_source(keys, b, broker_side.HALF_RESULTS, n)()
+        out, counts = _numbered(sc, plan, io, b, log, results, other)
+    elif plan.runs(BROKER_SIDE):
+        out = _read_broker(sc, io, b)
+        counts = reconcile.log_counts(out.commit_log, "read")
+    else:
+        raise ValueError(f"stages {plan.stages} have no broker tasks")
+    if plan.runs(BROKER_SIDE):
+        storage = out.storage(plan.window_ms)
+        txns = out.stored_transactions(sc)
+        for table, rows in (("broker_storage", storage), ("transactions", txns)):
+            write_whole(io.tables.sink(table, Task(BROKER, b), rows.schema), rows)
+        io.scratch.put_table(scratch_key(DELIVERIES, b), out.deliveries(txns))
+        counts |= reconcile.storage_counts(storage) | reconcile.transaction_counts(txns)
+    return counts
+
+
+def _numbered(
+    sc: Scenario, plan: StagePlan, io: StageIO, b: int, log: RowSource, results: RowSource, other: pa.Table
+) -> tuple[BrokerTables, dict[str, int]]:
+    """A broker's records numbered and the results pointing at them completed, a chunk at a time, each
+    chunk written and counted and what its broker side reads of them folded (:class:`BrokerFold`).
+    ``log`` and ``results`` give the records when asked (files mapped anew for each chunk, only what that
+    chunk's rows are in, let go after: the pages a task touched do not stay in its memory)."""
+    log_sink = io.tables.sink("commit_log", Task(BROKER, b), COMMIT_LOG_DATA)
+    results_sink = io.tables.sink("send_results", Task(BROKER, b), RESULTS_DATA)
+    fold = BrokerFold(b, other)
+    parts = [reconcile.log_counts(COMMIT_LOG_DATA.empty_table())]
+    pointed = store.PointedRecords(sc.cluster.brokers)
+
+    def body() -> None:
+        for part in store.numbered_chunks(log, sc, plan.chunk_rows):
+            log_sink.write(part)
+            parts.append(reconcile.log_counts(part))
+            fold.add_log(part)
+            pointed.add(part)
+        total = results.num_rows
+        if pointed.rows != total:
+            raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
+        parts.append(reconcile.stored_result_counts(RESULTS_DATA.empty_table()))
+        order = _producer_order(results)
+        for at in range(0, total, plan.chunk_rows):
+            if order is None:
+                chunk = results.slice(at, plan.chunk_rows)
+            else:
+                chunk = results.take(order[at : at + plan.chunk_rows], RESULTS_CORE.names)
+            completed = pointed.attach(chunk)
+            results_sink.write(completed)
+            parts.append(reconcile.stored_result_counts(completed))
+            fold.add_results(completed)
+
+    write_through([log_sink, results_sink], body)
+    return fold.tables(), reconcile.add_counts(parts)
+
+
+def _producer_order(results: RowSource) -> np.ndarray | None:
+    """The row order that sorts ``results`` by (producer, seq); None when they come in it (the producer
+    tasks' parts one after another, each in that order, are when each task holds a range of producers)."""
+    if results.num_rows < 2:
+        return None
+    keys = results.take(np.arange(results.num_rows), ["producer", "seq"])
+    packed = pack_keys([np.asarray(keys.column(k).to_numpy(), np.int64) for k in ("producer", "seq")])
+    if packed is None:
+        raise AssertionError("send_results keys do not fit an int64")
+    if (packed[1:] > packed[:-1]).all():
+        return None
+    return np.argsort(packed, kind="stable")
+
+
+def _read_broker(sc: Scenario, io: StageIO, b: int) -> BrokerTables:
+    """A broker's committed commit-log records, and the committed results that point at halves (of any
+    broker: a result's files are not by broker, so each broker task reads the few columns it needs of
+    every result) or failed (a failed send may have left halves: its timed-out attempts the broker stored
+    anyway); :func:`rocketsim.broker.side.stored_transactions` pairs them with its own halves."""
+    name = sc.cluster.brokers[b]
+    log = io.committed.rows("commit_log", columns(COMMIT_LOG_DATA, _LOG_READ), {"broker": name})
+    schema = columns(RESULTS_DATA, broker_side.HALF_RESULT_COLUMNS)
+    results = pa.concat_tables(
+        [
+            io.committed.rows("send_results", schema, {"store_topic": store.HALF_TOPIC}),
+            io.committed.rows("send_results", schema, {"status": "FAILED"}),
+        ]
+    )
+    return BrokerTables(b, log, results)

@@ -1,0 +1,108 @@
+"""Producers coupled through closed-loop brokers (``brokers.coupling``) in the stage.
+
+``joint``: every producer in one task, simulated together once (:class:`JointProducers`). ``iterative``
+(:mod:`rocketsim.engine.iterative`): rounds before the stage's producer tasks (:func:`iterate_rounds`):
+the driver puts the brokers' trajectories of a round into the scratch store, each producer task
+simulates its producers against them and hands on their arrival work (:func:`round_task`), the driver
+merges it (:func:`merged_round_work`: sums, any order, so any split of the producers gives the same)
+and replays the next trajectories until a fixed point; the producer tasks then simulate against the
+last round's (:class:`IterativeRound`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import pyarrow as pa
+
+from rocketsim import engine
+from rocketsim.engine import iterative
+from rocketsim.scenario import Scenario, workload
+from rocketsim.stage.inputs import input_messages
+from rocketsim.stage.plan import StagePlan
+from rocketsim.stage.protocols import ROUND_WORK, TRAJECTORIES, Scratch, StageIO, scratch_key
+
+
+class JointProducers:
+    """``brokers.coupling = joint``: the producers of a run simulated together, once, where the first of
+    them is asked for (``messages``: every producer's, asked then), each output kept until its producer's
+    turn."""
+
+    def __init__(self, sc: Scenario, messages: Callable[[], Mapping[int, pa.Table]]) -> None:
+        self.sc, self._messages = sc, messages
+        self._outputs: dict[int, engine.SimOutput] | None = None
+
+    def output(self, producer: int, messages: pa.Table) -> engine.SimOutput:
+        """The producer's simulation (``messages``: unused, every producer's are given at the first call)."""
+        if self._outputs is None:
+            self._outputs = engine.simulate_coupled(self._messages(), self.sc)
+        return self._outputs.pop(producer)
+
+
+class IterativeRound:
+    """Round ``number`` of ``brokers.coupling = iterative`` as a producer task sees it: the brokers'
+    trajectories the driver put in the scratch store, mapped once (not copied: the engines read its
+    pages)."""
+
+    def __init__(self, sc: Scenario, scratch: Scratch, number: int) -> None:
+        self.sc, self.number = sc, number
+        self._trajectories = iterative.trajectories_from_bytes(
+            sc, scratch.map_bytes(scratch_key(TRAJECTORIES, number))
+        )
+
+    def simulate(self, producer: int, messages: pa.Table) -> tuple[engine.SimOutput, iterative.ArrivalWork]:
+        return iterative.simulate_round(messages, self.sc, producer, self._trajectories)
+
+    def output(self, producer: int, messages: pa.Table) -> engine.SimOutput:
+        """The producer's simulation against this round's trajectories (the last round's: its rows)."""
+        return self.simulate(producer, messages)[0]
+
+
+def round_task(
+    sc: Scenario,
+    plan: StagePlan,
+    io: StageIO,
+    task: int,
+    shares: Sequence[workload.ProducerShare],
+    number: int,
+) -> dict[str, int]:
+    """A producer task's part of round ``number``: its producers simulated against the round's
+    trajectories, their arrival work merged and handed on; its counts."""
+    rnd = IterativeRound(sc, io.scratch, number)
+    works = [rnd.simulate(s.producer, input_messages(sc, plan, io.committed, s))[1] for s in shares]
+    merged = iterative.arrival_work(works)
+    io.scratch.put_table(scratch_key(ROUND_WORK, number, task), iterative.work_table(merged))
+    return {"round.requests": merged.requests}
+
+
+def merged_round_work(scratch: Scratch, number: int, tasks: int) -> iterative.ArrivalWork:
+    """Every producer task's arrival work of round ``number``, merged (sums: any order)."""
+    keys = [scratch_key(ROUND_WORK, number, t) for t in range(tasks)]
+    return iterative.arrival_work([iterative.work_from_table(scratch.get_table(k)) for k in keys])
+
+
+def iterate_rounds(
+    sc: Scenario,
+    scratch: Scratch,
+    run_round: Callable[[int], object],
+    tasks: int,
+    max_rounds: int = iterative.MAX_ROUNDS,
+) -> tuple[int, int]:
+    """The driver's side of the rounds (those of :func:`rocketsim.engine.iterative.simulate_iterative`,
+    spread over ``tasks`` producer tasks): per round it puts the trajectories in the scratch store,
+    ``run_round(number)`` runs :func:`round_task` of every producer task, and it merges their work,
+    checks the residual and replays the next trajectories. Returns the last round (the producer tasks
+    then simulate against it, :class:`IterativeRound`) and its residual. Deterministic and
+    partition-invariant: a producer depends only on the trajectories, and the merge is a sum."""
+    previous: iterative.ArrivalWork | None = None
+    trajs = iterative.trajectories(sc, None)
+    number = 0
+    while True:
+        number += 1
+        scratch.put_bytes(scratch_key(TRAJECTORIES, number), iterative.trajectories_to_bytes(trajs))
+        run_round(number)
+        merged = merged_round_work(scratch, number, tasks)
+        last, left = iterative.converged(previous, merged, number, max_rounds)
+        if last:
+            return number, left
+        previous, trajs = merged, iterative.trajectories(sc, merged)

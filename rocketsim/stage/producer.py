@@ -1,0 +1,371 @@
+"""A producer task: a bin of producers' part of the stage, written through the stage's sinks.
+
+Each producer's messages (generated, or its committed ones) are simulated a chunk of
+:attr:`~rocketsim.stage.plan.StagePlan.chunk_rows` messages at a time
+(:func:`rocketsim.stage.tables.producer_chunks`; coupled producers: whole), and each chunk's rows go to
+the task's parts: ``messages``, ``send_attempts``, the ``send_results`` rows that point at no record,
+the ``transactions`` rows of messages whose result points at no half, and, grouped by broker for the
+broker tasks, the commit-log records, the results pointing at them and the results of messages with
+another stored half. Its summary aggregates are folded chunk by chunk
+(:class:`rocketsim.tables.summaries.ProducerFold`). Producers smaller than a chunk are simulated whole
+and gathered into groups of about :data:`GATHER_ROWS` messages: one part of each table per task, and
+the per-chunk work done once for many small producers. The task's aggregates, merged, go to the
+scratch store; it returns its counts (:mod:`rocketsim.tables.reconcile`). A job without the
+simulation only generates, or reads back what it needs of the committed tables
+(:mod:`rocketsim.stage.inputs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import pyarrow as pa
+
+from rocketsim import engine
+from rocketsim.broker import side as broker_side
+from rocketsim.broker import store
+from rocketsim.broker.queue import ITERATIVE, JOINT
+from rocketsim.scenario import Scenario, workload
+from rocketsim.stage.coupled import IterativeRound, JointProducers
+from rocketsim.stage.inputs import (
+    ATTEMPTS_DATA,
+    RESULTS_DATA,
+    CommittedInputs,
+    committed_inputs,
+    concat_inputs,
+    input_messages,
+    read_producer_rows,
+)
+from rocketsim.stage.plan import StagePlan
+from rocketsim.stage.protocols import (
+    AGGREGATES,
+    LOG,
+    OTHER_HALVES,
+    PRODUCER,
+    RESULTS,
+    StageIO,
+    Task,
+    scratch_key,
+    write_through,
+)
+from rocketsim.stage.tables import MESSAGES_DATA, ProducerTables, producer_chunks, producer_message_chunks
+from rocketsim.stage.tables import with_records as tables_with_records
+from rocketsim.tables import reconcile, schemas, summaries
+from rocketsim.tables.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
+
+RESULTS_CORE = schemas.without_run_id(schemas.SEND_RESULTS)  # what the simulation returns
+# small producers are gathered into groups of about this many messages: enough to spread what a group
+# costs whatever its size (a row group, a fold, the counts: milliseconds) over many producers, and far
+# below a chunk, so that one chunk (or one coupled producer) is what bounds a task's memory
+GATHER_ROWS = 1 << 14
+Coupling = JointProducers | IterativeRound
+
+
+def producer_task(
+    sc: Scenario,
+    plan: StagePlan,
+    io: StageIO,
+    task: int,
+    shares: Sequence[workload.ProducerShare],
+    last_round: int | None = None,
+    release: Callable[[], object] = lambda: None,
+) -> dict[str, int]:
+    """Producer task ``task``: its producers' (``shares``, in producer order) part of the stage (the
+    module docstring); returns its counts. ``last_round``: ``brokers.coupling = iterative``'s last round
+    (:func:`rocketsim.stage.coupled.iterate_rounds`), which the simulation runs against. ``release``:
+    called once a group's or a large producer's rows are written (a worker gives back the memory they
+    took, so the next one starts from as little)."""
+    gathered = _Gathered(min(plan.chunk_rows, GATHER_ROWS), release)
+    if plan.runs(SIMULATE):
+        return _simulated(sc, plan, io, task, shares, _coupling(sc, plan, io, shares, last_round), gathered)
+    if plan.runs(GENERATE):  # the stages are contiguous: generate alone
+        return _generated(sc, plan, io, task, shares, gathered)
+    return _read_back(sc, plan, io, task, shares, gathered)
+
+
+def _coupling(
+    sc: Scenario,
+    plan: StagePlan,
+    io: StageIO,
+    shares: Sequence[workload.ProducerShare],
+    last_round: int | None,
+) -> Coupling | None:
+    """How the producers' simulation is made when the brokers couple them (None: each alone)."""
+    if sc.coupling == JOINT:
+        return JointProducers(
+            sc, lambda: {s.producer: input_messages(sc, plan, io.committed, s) for s in shares}
+        )
+    if sc.coupling == ITERATIVE:
+        if last_round is None:
+            raise ValueError("brokers.coupling = iterative: the producer task needs the last round")
+        return IterativeRound(sc, io.scratch, last_round)
+    return None
+
+
+class _Gathered:
+    """Whole producers' parts gathered into groups of at most ``rows`` rows (a larger part: alone).
+    ``release`` is called by :meth:`settle` once a group was taken (written) since the last call."""
+
+    def __init__(self, rows: int, release: Callable[[], object]) -> None:
+        self.limit, self.release, self.parts, self.rows = rows, release, [], 0
+        self.taken = False
+
+    def add(self, part: object, rows: int) -> list[list]:
+        """Keep ``part``; the groups to write now, in order: those gathered before it when it would take
+        them past the limit, and its own once it reaches the limit (nothing is kept longer than needed)."""
+        full = [self.take()] if self.parts and self.rows + rows > self.limit else []
+        self.parts.append(part)
+        self.rows += rows
+        return [*full, self.take()] if self.rows >= self.limit else full
+
+    def take(self) -> list:
+        parts, self.parts, self.rows = self.parts, [], 0
+        self.taken = self.taken or bool(parts)
+        return parts
+
+    def settle(self) -> None:
+        """Between producers, once what a written group held is let go: ``release``, if one was."""
+        if self.taken:
+            self.taken = False
+            self.release()
+
+
+class ProducerSinks:
+    """A simulating producer task's parts: ``messages`` (when it generates them), ``send_attempts``, the
+    ``send_results`` rows that point at no record, whole, and the ``transactions`` rows of messages whose
+    result points at no half (with the broker side); for the broker tasks, grouped by broker, its records,
+    the results pointing at them and the results of messages with another stored half."""
+
+    def __init__(self, sc: Scenario, plan: StagePlan, io: StageIO, task: int) -> None:
+        brokers, t = len(sc.cluster.brokers), Task(PRODUCER, task)
+        self.messages = io.tables.sink("messages", t, MESSAGES_DATA) if plan.runs(GENERATE) else None
+        self.attempts = io.tables.sink("send_attempts", t, ATTEMPTS_DATA)
+        self.unstored = io.tables.sink("send_results", t, RESULTS_DATA)
+        self.transactions = io.tables.sink("transactions", t, None) if plan.runs(BROKER_SIDE) else None
+        self.results = io.scratch.grouped_sink(scratch_key(RESULTS, task), RESULTS_CORE, brokers)
+        self.log = io.scratch.grouped_sink(scratch_key(LOG, task), store.LOG_COLUMNS, brokers)
+        self.other = io.scratch.grouped_sink(
+            scratch_key(OTHER_HALVES, task), broker_side.HALF_RESULTS, brokers
+        )
+
+    def all(self) -> list:
+        sinks = (self.messages, self.attempts, self.unstored, self.transactions, self.results, self.log)
+        return [s for s in (*sinks, self.other) if s is not None]
+
+    def write(self, tables: ProducerTables) -> None:
+        self.attempts.write(tables.attempts)
+        self.unstored.write(tables.unstored_results())
+        rows, brokers = tables.stored_result_rows()
+        self.results.write(tables.results, brokers, rows)
+        self.log.write(tables.log, tables.log_broker)
+        self.other.write(*tables.other_half_results())
+
+
+class _Simulated:
+    """What a simulating producer task keeps while it runs: its sinks, counts and aggregates."""
+
+    def __init__(self, sc: Scenario, plan: StagePlan, io: StageIO, task: int) -> None:
+        self.sc, self.plan = sc, plan
+        self.sinks = ProducerSinks(sc, plan, io, task)
+        self.counts: list[dict[str, int]] = []
+        self.aggregates: list[summaries.SummaryAggregates] = []
+        if self.sinks.messages is not None:  # its names, were there no message
+            self.counts.append(reconcile.message_counts(MESSAGES_DATA.empty_table()))
+
+    def messages(self, messages: pa.Table) -> None:
+        """Messages: generated ones written and counted, committed ones counted."""
+        if self.sinks.messages is None:
+            self.counts.append(reconcile.message_counts(messages, "read"))
+            return
+        self.sinks.messages.write(messages)
+        self.counts.append(reconcile.message_counts(messages))
+
+    def rows(self, chunks: Iterator[ProducerTables]) -> None:
+        """Rows of whole producers (one producer a chunk at a time, or several whole): written, counted,
+        and folded into their summary aggregates."""
+        fold = None
+        if self.plan.runs(SUMMARIZE):
+            fold = summaries.ProducerFold(self.plan.window_ms, faults=summaries.fault_spans(self.sc.faults))
+        for tables in chunks:
+            self.sinks.write(tables)
+            self.counts.append(
+                reconcile.attempt_counts(tables.attempts) | reconcile.result_counts(tables.results)
+            )
+            if fold is not None:
+                copies = tables.result_copies()
+                fold.add(tables.attempts, tables.results, tables.messages, tables.later_start_ms, copies)
+            if self.sinks.transactions is not None:
+                txns = tables.unstored_transactions(self.sc)
+                self.sinks.transactions.write(txns)
+                self.counts.append(reconcile.transaction_counts(txns))
+        if fold is not None:
+            self.aggregates.append(fold.result())
+
+
+def _simulated(
+    sc: Scenario,
+    plan: StagePlan,
+    io: StageIO,
+    task: int,
+    shares: Sequence[workload.ProducerShare],
+    coupling: Coupling | None,
+    gathered: _Gathered,
+) -> dict[str, int]:
+    """A producer task that simulates: a producer larger than a chunk streams a chunk at a time, the
+    others are simulated whole and gathered (a coupled producer is simulated whole whatever its size)."""
+    state = _Simulated(sc, plan, io, task)
+
+    def write(group: list[tuple[pa.Table, engine.SimOutput]]) -> None:
+        if group:
+            messages = pa.concat_tables([MESSAGES_DATA.empty_table(), *(m for m, _ in group)])
+            state.messages(messages)
+            state.rows(iter([_whole_producers(sc, messages, [o for _, o in group])]))
+
+    def whole(share: workload.ProducerShare) -> None:  # its rows let go when it returns, unless kept
+        messages = input_messages(sc, plan, io.committed, share)
+        out = _simulate_whole(sc, messages) if coupling is None else coupling.output(share.producer, messages)
+        for group in gathered.add((messages, out), messages.num_rows):
+            write(group)
+
+    def body() -> None:
+        for share in shares:
+            if coupling is None and share.messages > plan.chunk_rows:
+                write(gathered.take())
+                state.rows(producer_chunks(sc, _generated_chunks(sc, plan, io, share, state)))
+                gathered.taken = True
+            else:
+                whole(share)
+            gathered.settle()
+        write(gathered.take())
+
+    write_through(state.sinks.all(), body)
+    if state.aggregates:
+        io.scratch.put_bytes(scratch_key(AGGREGATES, task), summaries.merge(state.aggregates).to_bytes())
+    return reconcile.add_counts(state.counts)
+
+
+def _generated_chunks(
+    sc: Scenario, plan: StagePlan, io: StageIO, share: workload.ProducerShare, state: _Simulated
+) -> Iterator[pa.Table]:
+    """A large producer's messages a chunk at a time: generated (and written and counted), or its
+    committed ones (read whole, and counted) cut into chunks."""
+    if plan.runs(GENERATE):
+        for messages in producer_message_chunks(sc, share, plan.chunk_rows):
+            state.messages(messages)
+            yield from _cut(messages, plan.chunk_rows)
+        return
+    messages = read_producer_rows(io.committed, "messages", share.producer, MESSAGES_DATA)
+    state.messages(messages)
+    yield from _cut(messages, plan.chunk_rows)
+
+
+def _cut(table: pa.Table, rows: int) -> Iterator[pa.Table]:
+    for at in range(0, table.num_rows, rows):
+        yield table.slice(at, rows)
+
+
+def _simulate_whole(sc: Scenario, messages: pa.Table) -> engine.SimOutput:
+    """One producer's messages simulated whole (:func:`rocketsim.engine.simulate_chunks` of one chunk)."""
+    chunks = list(engine.simulate_chunks([messages], sc)) if messages.num_rows else []
+    if not chunks:
+        return engine.SimOutput.empty()
+    return engine.SimOutput(
+        pa.concat_tables([c.attempts for c in chunks]), pa.concat_tables([c.results for c in chunks])
+    )
+
+
+def _whole_producers(sc: Scenario, messages: pa.Table, outs: Sequence[engine.SimOutput]) -> ProducerTables:
+    """Whole producers' messages and simulations (in producer order) as one :class:`ProducerTables`."""
+    none = engine.SimOutput.empty()
+    return tables_with_records(
+        sc,
+        messages,
+        pa.concat_tables([none.attempts, *(o.attempts for o in outs)]),
+        pa.concat_tables([none.results, *(o.results for o in outs)]),
+    )
+
+
+def _generated(
+    sc: Scenario,
+    plan: StagePlan,
+    io: StageIO,
+    task: int,
+    shares: Sequence[workload.ProducerShare],
+    gathered: _Gathered,
+) -> dict[str, int]:
+    """A task that only generates: its producers' messages written a chunk at a time (small producers
+    gathered); their counts."""
+    sink = io.tables.sink("messages", Task(PRODUCER, task), MESSAGES_DATA)
+    counts = [reconcile.message_counts(MESSAGES_DATA.empty_table())]
+
+    def write(group: list[pa.Table]) -> None:
+        if group:
+            messages = pa.concat_tables(group)
+            sink.write(messages)
+            counts.append(reconcile.message_counts(messages))
+
+    def body() -> None:
+        for share in shares:
+            for messages in producer_message_chunks(sc, share, plan.chunk_rows):
+                for group in gathered.add(messages, messages.num_rows):
+                    write(group)
+            gathered.settle()
+        write(gathered.take())
+
+    write_through([sink], body)
+    return reconcile.add_counts(counts)
+
+
+def _read_back(
+    sc: Scenario,
+    plan: StagePlan,
+    io: StageIO,
+    task: int,
+    shares: Sequence[workload.ProducerShare],
+    gathered: _Gathered,
+) -> dict[str, int]:
+    """A task after the simulation (summaries, the broker side): what it needs of its producers' committed
+    rows, a few whole producers at a time -> their summary aggregates and the ``transactions`` rows of
+    their transactional messages whose result points at no half."""
+    transactions = (
+        io.tables.sink("transactions", Task(PRODUCER, task), None) if plan.runs(BROKER_SIDE) else None
+    )
+    counts: list[dict[str, int]] = []
+    aggregates: list[summaries.SummaryAggregates] = []
+
+    def write(group: list[CommittedInputs]) -> None:
+        if not group:
+            return
+        rows = concat_inputs(group)
+        counts.append(rows.counts(plan))
+        if plan.runs(SUMMARIZE):
+            aggregates.append(
+                summaries.producer_aggregates(
+                    rows.attempts,
+                    rows.results,
+                    plan.window_ms,
+                    messages=rows.messages,
+                    faults=summaries.fault_spans(sc.faults),
+                )
+            )
+        if transactions is not None:
+            halves = broker_side.result_halves(rows.results)
+            txns = broker_side.unstored_transactions(rows.messages, rows.results, halves, sc)
+            transactions.write(txns)
+            counts.append(reconcile.transaction_counts(txns))
+
+    def add(share: workload.ProducerShare) -> None:  # its rows let go when it returns, unless kept
+        got = committed_inputs(plan, io.committed, share.producer)
+        for group in gathered.add(got, got.rows):
+            write(group)
+
+    def body() -> None:
+        for share in shares:
+            add(share)
+            gathered.settle()
+        write(gathered.take())
+
+    write_through([] if transactions is None else [transactions], body)
+    if aggregates:
+        io.scratch.put_bytes(scratch_key(AGGREGATES, task), summaries.merge(aggregates).to_bytes())
+    return reconcile.add_counts(counts)

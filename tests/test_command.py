@@ -134,6 +134,10 @@ def test_the_docs_page_names_every_command() -> None:
         (["report", "--run-id", "nosuchrun"], "error: "),
         (["vacuum"], "error: --warehouse 'warehouse' does not exist: nothing to vacuum"),
         (["calibrate", "--out", "f.toml"], "rocketsim calibrate: error: give at least one --input"),
+        (
+            ["validate", "nosuch", "--calibrate-from", "a_low_async"],
+            "rocketsim validate: error: nosuch: expected a harness run folder",
+        ),
         (["replay", "--base", str(STEADY)], "rocketsim replay: error: give at least one of --latency"),
     ],
 )

@@ -220,7 +220,7 @@ def test_the_command_on_the_shipped_runs_meets_the_low_rate_and_pause_targets(
     # the criteria that the small runs can check in seconds (calibrated from a_low_async and
     # b_ramp_async_p1 only): a_low_sync's p50 and p99 within 25%; f_stop5s_sync (the broker stopped 5 s by
     # SIGSTOP) fails 16 +- 3 sends. Its 17 stored duplicates are not reproduced (docs/validation.md).
-    from rocketsim.validation.__main__ import main
+    from rocketsim.command.validate import main
 
     runs = [DATA / n for n in ("a_low_async", "b_ramp_async_p1", "a_low_sync", "f_stop5s_sync")]
     out = tmp_path / "v.json"

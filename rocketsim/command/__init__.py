@@ -67,6 +67,12 @@ COMMANDS = (
         "rocketsim.command.calibrate:command",
     ),
     Command(
+        "validate",
+        FIT,
+        "the model against runs of a real broker: calibrate from some, simulate and compare the others",
+        "rocketsim.command.validate:command",
+    ),
+    Command(
         "report",
         RESULTS,
         "a self-contained HTML page of a run: its summary tables and charts",

@@ -1,107 +1,10 @@
-"""Validate rocketsim against measured runs of the real-broker harness.
-
-    python -m rocketsim.validation RUN_DIR [RUN_DIR ...] --calibrate-from NAME [--calibrate-from NAME]
-        [--json FILE] [--report DIR] [--seed N] [--include-calibration-runs]
-
-Each RUN_DIR is a run folder (meta.json, outcomes.csv, summary.json, per_second.csv, ...) or a folder of
-them. The runs named by --calibrate-from calibrate the model; every other run (with
---include-calibration-runs, those too) is then simulated on its exact schedule and reported beside its
-measurement.
-"""
+"""``python -m rocketsim.validation``: ``rocketsim validate`` (:mod:`rocketsim.command.validate`)."""
 
 from __future__ import annotations
 
-import json
 import sys
-import time
-from collections.abc import Sequence
 
-from rocketsim.engine import simulate
-from rocketsim.errors import RocketSimError
-from rocketsim.present.validation_report import write_report
-from rocketsim.scenario.workload import generate
-from rocketsim.spark.cli import OneLineArgumentParser  # argparse with one-line errors; imports no pyspark
-from rocketsim.validation.calibrate import calibrate_runs
-from rocketsim.validation.compare import RunComparison, measured_metrics, simulated_metrics
-from rocketsim.validation.measured import MeasuredRun
-from rocketsim.validation.scenario import request_bytes, run_scenario
-from rocketsim.warehouse.calibration_inputs import write_text
-from rocketsim.warehouse.measured_runs import read_run, run_folders
-
-PROG = "python -m rocketsim.validation"
-
-
-def parser() -> OneLineArgumentParser:
-    p = OneLineArgumentParser(prog=PROG, description=__doc__.strip().splitlines()[0])
-    p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="a harness run folder, or a folder of them")
-    p.add_argument(
-        "--calibrate-from", action="append", required=True, metavar="NAME", help="a run to calibrate from"
-    )
-    p.add_argument("--json", default="", metavar="FILE", help='per run {"measured": ..., "simulated": ...}')
-    p.add_argument("--report", default="", metavar="DIR", help="where to write the HTML report and charts")
-    p.add_argument("--seed", type=int, default=1, help="the simulation's seed (default 1)")
-    p.add_argument(
-        "--include-calibration-runs", action="store_true", help="simulate the calibration runs too"
-    )
-    return p
-
-
-def simulate_run(run: MeasuredRun, values: dict[str, float], seed: int, calibration: bool) -> RunComparison:
-    """Simulate ``run``'s schedule with the calibrated ``values`` and compare it with its measurement."""
-    sc = run_scenario(run, values, seed=seed)
-    messages = generate(sc)
-    out = simulate(messages, sc)
-    simulated = simulated_metrics(messages, out.attempts, out.results)
-    notes = () if run.stored.copies is not None else (f"stored copies not measured: {run.stored.note}",)
-    return RunComparison(run.name, measured_metrics(run), simulated, calibration, notes)
-
-
-def _line(c: RunComparison) -> str:
-    m, s = c.measured, c.simulated
-    return (
-        f"{c.name}{' (calibration)' if c.calibration else ''}: OK {m.ok_share:.1%} / {s.ok_share:.1%}, "
-        f"p50 {m.ok_latency_ms['p50']:.3g} / {s.ok_latency_ms['p50']:.3g} ms, "
-        f"p99 {m.ok_latency_ms['p99']:.3g} / {s.ok_latency_ms['p99']:.3g} ms"
-    )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    try:
-        runs = [read_run(p) for p in run_folders(args.runs)]
-        names = {r.name for r in runs}
-        unknown = [n for n in args.calibrate_from if n not in names]
-        if unknown:
-            raise RocketSimError(
-                f"--calibrate-from {unknown[0]}: no such run among {', '.join(sorted(names))}"
-            )
-        chosen = [r for r in runs if r.name in args.calibrate_from]
-        cal = calibrate_runs(chosen, request_bytes(chosen[0]))
-    except (RocketSimError, ValueError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
-    values = cal.values()
-    for key, value in values.items():
-        print(f"calibrated {key} = {value:.6g}")
-    comparisons = []
-    for run in runs:
-        if run.name in args.calibrate_from and not args.include_calibration_runs:
-            continue
-        t0 = time.monotonic()
-        c = simulate_run(run, values, args.seed, run.name in args.calibrate_from)
-        comparisons.append(c)
-        print(f"{_line(c)}  [{run.meta.n:,} sends, {time.monotonic() - t0:.0f} s]  (measured / simulated)")
-    if args.json:
-        doc = {c.name: {**c.to_json(), "calibration": c.calibration} for c in comparisons}
-        print(f"json: {write_text(args.json, json.dumps(doc, indent=2) + chr(10)).resolve()}")
-    if args.report:
-        header = [
-            f"Calibrated from {', '.join(args.calibrate_from)}: "
-            + ", ".join(f"{k} = {v:.6g}" for k, v in values.items())
-        ]
-        print(f"report: {write_report(comparisons, args.report, header).resolve()}")
-    return 0
-
+from rocketsim.command.validate import main
 
 if __name__ == "__main__":
     sys.exit(main())

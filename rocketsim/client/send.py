@@ -472,6 +472,7 @@ class SendRecord:
 
 Steps = Generator[Call | Step, Outcome | Resume, SendRecord]
 AttemptHook = Callable[[AttemptRecord], None] | None
+RealCost = Callable[[int, int], int] | None  # (attempt, the simulated costTime) -> the real client's
 
 
 def run_steps(steps: Steps, transport: Transport) -> SendRecord:
@@ -570,9 +571,12 @@ def sync_send_steps(
     *,
     thread: ThreadKey = 0,
     on_attempt: AttemptHook = None,
+    real_cost: RealCost = None,
 ) -> Steps:
     """``sendDefaultImpl(SYNC)`` for the strategy's line. ``on_attempt`` sees each attempt as soon as its
-    flow is decided, before the next selection (the vectors' ``table`` is taken there).
+    flow is decided, before the next selection (the vectors' ``table`` is taken there). ``real_cost``
+    (replay only) gives the ``costTime`` the real client measured before an attempt where its recording
+    notes one (its clock also ran while it selected; the simulated client takes no time).
 
     Each outcome makes the ``updateFaultItem`` call of :data:`rocketsim.client.fault.FAULT_UPDATES`
     (``Site.SEND_DEFAULT_IMPL``, by the clause that catches it).
@@ -612,7 +616,7 @@ def sync_send_steps(
         brokers_sent[times] = broker
         begin_prev = now
         cost = begin_prev - begin_ms
-        if timeout < cost:
+        if timeout < (cost if real_cost is None else real_cost(times, cost)):
             call_timeout = True
             done(
                 AttemptRecord(
@@ -706,11 +710,13 @@ def send_sync(
     *,
     thread: ThreadKey = 0,
     on_attempt: AttemptHook = None,
+    real_cost: RealCost = None,
 ) -> SendRecord:
     """One SYNC send, start to end."""
-    return run_steps(
-        sync_send_steps(strategy, tp, cfg, topic, begin_ms, thread=thread, on_attempt=on_attempt), transport
+    steps = sync_send_steps(
+        strategy, tp, cfg, topic, begin_ms, thread=thread, on_attempt=on_attempt, real_cost=real_cost
     )
+    return run_steps(steps, transport)
 
 
 # ---- ASYNC --------------------------------------------------------------------------------------------

@@ -1209,3 +1209,30 @@ def test_batch_aligned_chunks_hold_whole_batches(sizes: list[int]) -> None:
         end, start = a.column("batch_id")[a.num_rows - 1].as_py(), b.column("batch_id")[0].as_py()
         assert end is None or end != start
     assert any(c.column("batch_id").null_count < c.num_rows for c in chunks)
+
+
+# ---- every client line: one tag per row of versions.REMOTING_LINES besides VERSIONS ---------------------
+
+# clients.md A.1's lines (R4.3 4.3.2, R4.7 4.7.1, R4.8 4.8.0, R5.0 5.0.0, 5.1.0's overflow edge, R5.1.3,
+# R5.1.4, R5.2, R5.3.0, R5.3.1, R5.3.2): both engines decide every send alike
+OTHER_LINES = ("4.3.2", "4.7.1", "4.8.0", "5.0.0", "5.1.0", "5.1.3", "5.1.4", "5.2.0", "5.3.0", "5.3.1", "5.3.2")
+
+
+@pytest.mark.parametrize("fault", [True, False], ids=["fault-on", "fault-off"])
+@pytest.mark.parametrize("version", OTHER_LINES)
+def test_every_line(version: str, fault: bool) -> None:
+    # retries after isolating errors: 4.3-4.7 stick to the failed broker and go through pickOneAtLeast's
+    # shuffle and slot rewrite, 5.1.3 skips the last broker, 5.1.4 keeps an erroring broker out
+    out = check(
+        scenario(
+            version,
+            fault=fault,
+            threads=3,
+            messages=800,
+            rate=6.0,
+            faults=(OUTAGE, SLOWDOWN),
+            errors=EVERY_ERROR,
+        )
+    )
+    assert len(set(out.attempts.column("outcome").to_pylist())) == 9
+    assert (out.attempts.column("fault_isolated_until_ms").null_count < out.attempts.num_rows) == fault

@@ -248,6 +248,12 @@ class Config(NamedTuple):
     version or a line number)."""
 
     index_start_signed: bool  # ThreadLocalIndex's first value is nextInt() (else Math.abs of it)
+    index_wrap: int  # versions.IndexWrap: how ThreadLocalIndex steps past Integer.MAX_VALUE
+    ticks_per_candidate: bool  # selectOneMessageQueue(last): a tick per candidate (else one, 4.3-4.7)
+    latency_scan_broker: int  # versions.ScanBroker: the 4.x latency scan's clause about the last broker
+    latency_scan_keeps_sign: bool  # 5.1.0-5.1.3: `index++ % size` (a negative one: round robin)
+    shuffles_before_pick: bool  # pickOneAtLeast shuffles first (4.3-4.8)
+    availability_needs_reachable: bool  # 5.1.4: isAvailable needs the reachable flag
     resets_index_on_retry: bool  # sendDefaultImpl resets the index on every retry
     uses_queue_filters: bool  # the 5.x selection: QueueFilters, no pickOneAtLeast
     rewrites_cached_queue: bool  # 4.9.7: the fallback rewrites the cached MessageQueue in place
@@ -360,6 +366,12 @@ def _config(sc: Scenario) -> Config:
     cfg = SendConfig.from_settings(p)
     return Config(
         index_start_signed=line.index_start_signed,
+        index_wrap=int(line.index_wrap),
+        ticks_per_candidate=line.ticks_per_candidate,
+        latency_scan_broker=int(line.latency_scan_broker),
+        latency_scan_keeps_sign=line.latency_scan_keeps_sign,
+        shuffles_before_pick=line.shuffles_before_pick,
+        availability_needs_reachable=line.availability_needs_reachable,
         resets_index_on_retry=line.resets_index_on_retry,
         uses_queue_filters=line.uses_queue_filters,
         rewrites_cached_queue=line.rewrites_cached_queue,

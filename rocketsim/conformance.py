@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from rocketsim.vectors import Result, fault_strategy
+from rocketsim.vectors import Result, async_replay, fault_strategy
 
 # file name -> checker module (under rocketsim.vectors) that knows its format
 CHECKERS: dict[str, str] = {
@@ -38,6 +38,7 @@ CHECKERS: dict[str, str] = {
     "real_client_async_4_9.jsonl": "async_replay",
     "real_client_oneway_4_9.jsonl": "async_replay",
     "real_client_async_5_x.jsonl": "async_replay",
+    **{name: "async_replay" for name in async_replay.FILES},
 }
 
 

@@ -297,11 +297,11 @@ class RemotingLine:
     # sendMessageAsync catches what invokeAsync throws and retries it (``catch (Exception ex)``) [AR-3];
     # else a first attempt's synchronous failure propagates to sendDefaultImpl [AR-1/2]
     async_catches_invoke_failure: bool
-    # operationFail does not retry a RemotingTooMuchRequestException (``needRetry = !(..)``) [AR-3b]
-    async_stops_on_too_much_request: bool
     # the scan's "wait response timeout" text: ", cost=" + the time since beginStartTime; else
     # " " + timeoutMillis + "ms"
     wait_timeout_reports_cost: bool
+    # processSendResponse's MQBrokerException names the broker's address (`` BROKER: addr``, 4.8.0+)
+    broker_error_names_address: bool
     unknown_reason_text: str  # operationFail's last branch: "unknown reason" ("unknow reseaon" in 4.9)
     response_scan_first_ms: int  # ClientVersion.response_scan_first_ms
     response_scan_period_ms: int  # ClientVersion.response_scan_period_ms
@@ -352,8 +352,8 @@ _R4_9_7 = RemotingLine(
     async_retry_needs_budget=False,
     async_retry_gets_budget=True,
     async_catches_invoke_failure=True,
-    async_stops_on_too_much_request=False,
     wait_timeout_reports_cost=False,
+    broker_error_names_address=True,
     unknown_reason_text="unknow reseaon",
     response_scan_first_ms=3000,
     response_scan_period_ms=1000,
@@ -379,6 +379,7 @@ _R4_3 = replace(  # R4.9.7 with TLI-1, TPI-1, LAT-1, PK-1 and AR-1
     shuffles_before_pick=True,
     async_retry_gets_budget=False,
     async_catches_invoke_failure=False,
+    broker_error_names_address=False,
 )
 _R4_7 = replace(_R4_3, name=LINE_4_7, since=(4, 7, 0), async_retry_gets_budget=True)  # AR-2
 _R5_0 = replace(  # R4.9.7's strategy in the 5.x API: its messages, its broker, async backpressure (FAQUrl
@@ -436,7 +437,6 @@ _R5_3_0 = replace(  # + SYSTEM_BUSY retried; getAndCreateChannelAsync; AR-3b
     retries_system_busy=True,
     remoting_completes_futures=True,
     unknown_reason_text="unknown reason",
-    async_stops_on_too_much_request=True,
 )
 _R5_3_1 = replace(_R5_3_0, name=LINE_5_3_1, since=(5, 3, 1), retries_go_away=True)  # RC-4
 _R5_3_2 = replace(_R5_3_1, name=LINE_5_3_2, since=(5, 3, 2), async_retry_needs_budget=True)  # AR-4
@@ -454,6 +454,7 @@ REMOTING_LINES = (
         index_wrap=IndexWrap.ABS,
         latency_scan_broker=ScanBroker.ANY,
         ticks_per_candidate=True,
+        broker_error_names_address=True,
     ),  # TLI-2 (the Math.abs bug), TPI-2, LAT-2; still PK-1
     _R4_9_7,
     replace(  # = R4.9.7 with LAT-3: no mutation, writable queue datas only
@@ -551,13 +552,6 @@ class ClientVersion:
     def retries_go_away(self) -> bool:
         """``DefaultMQProducer.retryResponseCodes`` holds GO_AWAY (5.3.1 and later)."""
         return self.line.retries_go_away
-
-    @property
-    def closed_connection_fails_at_once(self) -> bool:
-        """A connection the server closes fails a pending SYNC request at once (5.1.3 and later:
-        ``NettyRemotingClient`` fails the channel's response futures, apache/rocketmq #5866); before, the
-        caller waits its whole timeout. A fact inside R5.1.3 (5.1.1 and 5.1.2 wait)."""
-        return self.at_least("5.1.3")
 
     @property
     def oneway_connects_synchronously(self) -> bool:

@@ -2750,7 +2750,7 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
             remark = sweep_remark(Fate(fate), period, str(size))
         else:
             remark = REMARKS[Fate(fate)]
-        err = MQBrokerError(code, remark, brokers[broker], version.faq_url)
+        err = MQBrokerError(code, remark, brokers[broker], version)
     elif failure == Failure.CALL_TIMEOUT:
         err = RemotingTooMuchRequestError("sendDefaultImpl call timeout")
     elif failure == Failure.NO_ROUTE:

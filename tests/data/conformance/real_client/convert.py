@@ -22,6 +22,11 @@ ARCHIVES = {
     "4.9.8-oneway.tar.xz": "real_client_oneway_4_9.jsonl",
     "5.3.3-async.tar.xz": "real_client_async_5_x.jsonl",
 }
+# every other tag's ASYNC and ONEWAY traces (README "More client tags")
+OTHER_TAGS = ("4.3.2", "4.5.2", "4.7.1", "4.8.0", "5.0.0", "5.1.0", "5.1.3", "5.1.4", "5.2.0", "5.3.0", "5.3.1", "5.3.2")
+for _tag in OTHER_TAGS:
+    for _mode in ("async", "oneway"):
+        ARCHIVES[f"{_tag}-{_mode}.tar.xz"] = f"real_client_{_mode}_{_tag.replace('.', '_')}.jsonl"
 FLUSH_CODES = {10: "FLUSH_DISK_TIMEOUT", 11: "FLUSH_SLAVE_TIMEOUT", 12: "SLAVE_NOT_AVAILABLE"}
 
 
@@ -66,7 +71,10 @@ def convert_scenario(folder: Path) -> list[dict[str, Any]]:
     driver = [json.loads(x) for x in (folder / "driver.jsonl").read_text().splitlines() if x.strip()]
     broker = [json.loads(x) for x in (folder / "broker.jsonl").read_text().splitlines() if x.strip()]
     version, mode, sc = meta["version"], meta["mode"], meta["id"]
-    v5 = version.startswith("5")
+    # the 5.1.4+ strategy (reachable flags, resetIndex) logs reset_index with each selection
+    v5 = any("reset_index" in e for e in driver if e["ev"] == "select")
+    # a closed channel fails its requests at once (NettyRemotingClient, apache/rocketmq #5866) from 5.1.3
+    fails_fast = tuple(int(x) for x in version.split(".")) >= (5, 1, 3)
     names = {f"127.0.0.1:{b['port']}": b["name"] for b in cluster["brokers"]}
     start = next(e for e in driver if e["ev"] == "start")
     route = next(e for e in driver if e["ev"] == "route")
@@ -141,11 +149,15 @@ def convert_scenario(folder: Path) -> list[dict[str, Any]]:
             th = _thread(e["thread"])
             threads[th] = e["thread"]
             k = awaiting_update.pop(th, e["msg"])
-            u = lft.pop(e["thread"])
-            assert u["broker"] == e["broker"] and u["latency_ms"] == e["latency_ms"]
-            after = e["faults_after"][e["broker"]]
+            u = lft.pop(e["thread"], None)
+            if u is None:  # latency fault tolerance off: updateFaultItem returned at once
+                u = {"now": e["now"], "duration_ms": None}
+                t = e["now"]
+            else:
+                assert u["broker"] == e["broker"] and u["latency_ms"] == e["latency_ms"]
+                after = e["faults_after"][e["broker"]]
+                t = u["now"] if v5 else after["start_ts"] - u["duration_ms"]
             duration = u["duration_ms"]
-            t = u["now"] if v5 else after["start_ts"] - duration
             upd = [e["broker"], e["latency_ms"], e["isolation"]]
             if v5:
                 upd.append(e["reachable"])
@@ -184,7 +196,7 @@ def convert_scenario(folder: Path) -> list[dict[str, Any]]:
     _order_concurrent_updates(steps)
     requests = _requests(broker, attempts)
     _sources(steps, requests)
-    _sends(steps, attempts, requests, broker, mode, v5, names, results)
+    _sends(steps, attempts, requests, broker, mode, v5, fails_fast, names, results)
     for n, step in enumerate(steps):
         step["type"] = "step"
         step["sc"] = sc
@@ -258,6 +270,8 @@ def _order_concurrent_updates(steps: list[dict[str, Any]]) -> None:
     snapshot is of a later state; the next update's is checked)."""
     for u in [s for s in steps if s["what"] == "update"]:
         broker, latency = u["upd"][0], u["upd"][1]
+        if u["upd"][-1] is None:  # fault tolerance off: no table write to place
+            continue
         shown = next(row[1] for row in u["table"] if row[0] == broker)
         if shown == latency:
             continue
@@ -322,6 +336,7 @@ def _sends(
     broker: list[dict[str, Any]],
     mode: str,
     v5: bool,
+    fails_fast: bool,
     names: dict[str, str],
     results: dict[int, dict[str, Any]],
 ) -> None:
@@ -365,7 +380,7 @@ def _sends(
                 code = res["res"]["responseCode"]
                 remark = res["res"]["message"].split("DESC: ", 1)[1].rsplit(" BROKER: ", 1)[0]
                 send["out"] = [f"broker:{code}", latency, remark]
-            elif v5 and (r["node"], r["opaque"]) in closed:  # 5.3.3 channelInactive -> failFast
+            elif fails_fast and (r["node"], r["opaque"]) in closed:  # channelInactive -> failFast
                 send["out"] = ["remoting:send_request", latency]
             else:  # no answer: the response-table scan
                 send["out"] = ["remoting:timeout", latency]

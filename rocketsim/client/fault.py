@@ -132,6 +132,30 @@ FAULT_UPDATES: dict[str, dict[Site, dict[Catch, FaultUpdateRule]]] = {
 }
 
 
+# 4.3-4.8: CS-1's calls, but sendMessageAsync catches nothing (clients.md AR-1/2): what invokeAsync throws
+# leaves through sendDefaultImpl's catch (a first request) or onExceptionImpl's (a retry)
+FAULT_UPDATES["CS-1/uncaught"] = {
+    site: dict(cells)
+    for site, cells in FAULT_UPDATES["CS-1"].items()
+    if site != Site.SEND_MESSAGE_ASYNC_CATCH
+}
+# 5.1.4 and 5.2.0: CS-2's calls, with invokeAsync still throwing what fails synchronously (a connect
+# failure, a refused permit, an interrupt): sendMessageAsync's catch (Exception ex) makes
+# updateFaultItem(brokerName, cost, true, false) (5.2.0 MQClientAPIImpl.sendMessageAsync)
+FAULT_UPDATES["CS-2/thrown"] = {
+    **_copy(FAULT_UPDATES["CS-2"]),
+    # an interrupt is thrown too, so it never reaches the callback
+    Site.ASYNC_CALLBACK: {
+        c: r for c, r in FAULT_UPDATES["CS-2"][Site.ASYNC_CALLBACK].items() if c != Catch.INTERRUPTED
+    },
+    Site.SEND_MESSAGE_ASYNC_CATCH: {
+        Catch.REMOTING: (True, Reachable.NO),
+        Catch.CLIENT: (True, Reachable.NO),
+        Catch.INTERRUPTED: (True, Reachable.NO),
+    },
+}
+
+
 def fault_updates(line: RemotingLine | str) -> dict[Site, dict[Catch, FaultUpdateRule]]:
     """The ``updateFaultItem`` calls of ``line`` (its cells of :data:`FAULT_UPDATES`)."""
     return FAULT_UPDATES[remoting_line(line).fault_updates]

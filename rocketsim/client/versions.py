@@ -379,6 +379,7 @@ _R4_3 = replace(  # R4.9.7 with TLI-1, TPI-1, LAT-1, PK-1 and AR-1
     shuffles_before_pick=True,
     async_retry_gets_budget=False,
     async_catches_invoke_failure=False,
+    fault_updates="CS-1/uncaught",
     broker_error_names_address=False,
 )
 _R4_7 = replace(_R4_3, name=LINE_4_7, since=(4, 7, 0), async_retry_gets_budget=True)  # AR-2
@@ -416,7 +417,7 @@ _R5_1_4 = replace(  # the RIP-63 strategy (QueueFilters, reachability, the detec
     tracks_reachability=True,
     has_fault_detector=True,
     availability_needs_reachable=True,
-    fault_updates="CS-2",
+    fault_updates="CS-2/thrown",
     faq_url=FAQ_URL_5,
     invoke_async_checks_budget=False,
     response_scan_first_ms=3100,
@@ -436,6 +437,7 @@ _R5_3_0 = replace(  # + SYSTEM_BUSY retried; getAndCreateChannelAsync; AR-3b
     since=(5, 3, 0),
     retries_system_busy=True,
     remoting_completes_futures=True,
+    fault_updates="CS-2",
     unknown_reason_text="unknown reason",
 )
 _R5_3_1 = replace(_R5_3_0, name=LINE_5_3_1, since=(5, 3, 1), retries_go_away=True)  # RC-4

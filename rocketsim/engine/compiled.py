@@ -109,6 +109,7 @@ from rocketsim.client.fault import Site
 from rocketsim.client.outcomes import Catch, OutcomeKind, is_send_result
 from rocketsim.client.send import (
     IO_THREAD,
+    RETRY_CONNECT_FAILURE_LATENCY_MS,
     ClientError,
     MQBrokerError,
     RemotingTooMuchRequestError,
@@ -1938,7 +1939,38 @@ def async_event(inp, state, s, now, phase):
         need_retry = True
         failure = Failure.ASYNC_UNKNOWN
         aux = 0
-        if is_thrown(cfg, kind, refused):  # out of invokeAsync, caught by sendMessageAsync
+        thrown = is_thrown(cfg, kind, refused)
+        if thrown and not cfg.async_catches_invoke_failure and attempt == 0:
+            # 4.3-4.8 (send.async_send_steps): out of sendKernelImpl: sendSelectImpl throws it to the
+            # runnable's onException; sendDefaultImpl's catch updates, then "Send [1] times"
+            if plain:
+                target = first_target(fl, inst, s)
+                elapsed = t - fl[s, FL_SELECT_MS]
+                record_outcome(ft, Site.SEND_DEFAULT_IMPL, catch, target, elapsed, t, cfg, rules)
+            record_attempt(fl, att, st, ft, res, s, attempt, lat, b, t)
+            if plain:
+                fail(res, s, Failure.ASYNC_SEND_FAILED, t)
+                res.aux[s] = target
+                res.cost[s] = t - res.kernel_start[s]
+            else:
+                failure, aux = async_thrown_failure(kind, refused)
+                fail(res, s, failure, t)
+                res.aux[s] = req_timeout if refused == REF_SEMAPHORE else aux
+            client_pool_release(cp, fl, heap, st, s, t)
+            return
+        if thrown and not cfg.async_catches_invoke_failure:
+            # 4.3-4.8 onExceptionImpl's catch around a retry: a RemotingException isolates the broker that
+            # failed before (3000 ms) and retries; "too much request" and an interrupt end the send
+            failure, aux = async_thrown_failure(kind, refused)
+            if refused == REF_SEMAPHORE:
+                aux = req_timeout
+            too_much = refused == REF_NO_BUDGET or refused == REF_TOO_FAST  # noqa: SIM109 - numba
+            need_retry = not (too_much or kind == OutcomeKind.INTERRUPTED or kind == OutcomeKind.CLIENT_ERROR)
+            if need_retry and cfg.fault_on:
+                fault_table_update(
+                    ft, fl[s, FL_LAST_BROKER], RETRY_CONNECT_FAILURE_LATENCY_MS, True, t, True, cfg, rules
+                )
+        elif thrown:  # out of invokeAsync, caught by sendMessageAsync
             record_outcome(ft, Site.SEND_MESSAGE_ASYNC_CATCH, catch, b, t - call_begin, t, cfg, rules)
             failure, aux = async_thrown_failure(kind, refused)
             if refused == REF_SEMAPHORE:
@@ -1982,8 +2014,12 @@ def async_event(inp, state, s, now, phase):
             _, nb, _ = select_queue(
                 cfg, inp.routes, inst, state.indexes, ft, state.worst, fl[s, FL_INSTANCE], th, b, t, False
             )
+            fl[s, FL_LAST_BROKER] = b
             fl[s, FL_BROKER] = nb
-        call_attempt, call_timeout = attempt + 1, remaining
+        else:
+            fl[s, FL_LAST_BROKER] = b
+        # 4.3-4.6: the retry goes out with timeoutMillis 0
+        call_attempt, call_timeout = attempt + 1, remaining if cfg.async_retry_gets_budget else 0
 
 
 @njit(**_NO_RC)

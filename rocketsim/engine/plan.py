@@ -263,6 +263,8 @@ class Config(NamedTuple):
     invoke_async_checks_budget: bool  # 4.9 invokeAsync refuses a request with no time left
     async_latency_from_call_begin: bool  # callbacks measure from sendMessageAsync's beginStartTime
     async_retry_needs_budget: bool  # onExceptionImpl retries only with time left
+    async_retry_gets_budget: bool  # a retry gets the time left (else 0, 4.3-4.6)
+    async_catches_invoke_failure: bool  # sendMessageAsync catches invokeAsync's failures (4.9.3+)
     wait_timeout_reports_cost: bool  # the "wait response timeout" text: the cost, not the timeout
     fault_on: bool  # sendLatencyFaultEnable
     timeout_ms: int  # sendMsgTimeout
@@ -381,6 +383,8 @@ def _config(sc: Scenario) -> Config:
         invoke_async_checks_budget=line.invoke_async_checks_budget,
         async_latency_from_call_begin=line.async_latency_from_call_begin,
         async_retry_needs_budget=line.async_retry_needs_budget,
+        async_retry_gets_budget=line.async_retry_gets_budget,
+        async_catches_invoke_failure=line.async_catches_invoke_failure,
         wait_timeout_reports_cost=line.wait_timeout_reports_cost,
         fault_on=bool(p.send_latency_fault_enable),
         timeout_ms=cfg.send_msg_timeout_ms,

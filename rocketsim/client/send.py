@@ -821,8 +821,11 @@ def semaphore_timeout_error(timeout_ms: int) -> RemotingTimeoutError:
     )
 
 
-def invoke_async_timeout_error(broker: str) -> RemotingTooMuchRequestError:
-    """4.9 ``NettyRemotingClient.invokeAsync`` with no time left (``timeoutMillis < costTime``)."""
+def invoke_async_timeout_error(broker: str, line: RemotingLine) -> RemotingTooMuchRequestError:
+    """4.x ``NettyRemotingClient.invokeAsync`` with no time left (``timeoutMillis < costTime``); the text
+    names the address from 4.9.3 (the line's ``invoke_async_timeout_names_address``)."""
+    if not line.invoke_async_timeout_names_address:
+        return RemotingTooMuchRequestError("invokeAsync call timeout")
     return RemotingTooMuchRequestError(f"invokeAsync call the addr[{broker}] timeout")
 
 
@@ -966,7 +969,7 @@ def async_send_steps(
         refused: Failure | None = None  # the client gave up before sending anything
         wait_timeout = None
         if line.invoke_async_checks_budget and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime
-            refused = invoke_async_timeout_error(broker)
+            refused = invoke_async_timeout_error(broker, line)
             outcome, start = Outcome.remoting_error("too_many_requests", 0), now
         else:
             grant = now if semaphore is None else semaphore.try_acquire(now, req_timeout)

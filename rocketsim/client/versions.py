@@ -302,6 +302,9 @@ class RemotingLine:
     wait_timeout_reports_cost: bool
     # processSendResponse's MQBrokerException names the broker's address (`` BROKER: addr``, 4.8.0+)
     broker_error_names_address: bool
+    # invokeAsync's "no time left" text names the address (``invokeAsync call the addr[..] timeout``,
+    # 4.9.3+); before: "invokeAsync call timeout"
+    invoke_async_timeout_names_address: bool
     unknown_reason_text: str  # operationFail's last branch: "unknown reason" ("unknow reseaon" in 4.9)
     response_scan_first_ms: int  # ClientVersion.response_scan_first_ms
     response_scan_period_ms: int  # ClientVersion.response_scan_period_ms
@@ -354,6 +357,7 @@ _R4_9_7 = RemotingLine(
     async_catches_invoke_failure=True,
     wait_timeout_reports_cost=False,
     broker_error_names_address=True,
+    invoke_async_timeout_names_address=True,
     unknown_reason_text="unknow reseaon",
     response_scan_first_ms=3000,
     response_scan_period_ms=1000,
@@ -381,6 +385,7 @@ _R4_3 = replace(  # R4.9.7 with TLI-1, TPI-1, LAT-1, PK-1 and AR-1
     async_catches_invoke_failure=False,
     fault_updates="CS-1/uncaught",
     broker_error_names_address=False,
+    invoke_async_timeout_names_address=False,
 )
 _R4_7 = replace(_R4_3, name=LINE_4_7, since=(4, 7, 0), async_retry_gets_budget=True)  # AR-2
 _R5_0 = replace(  # R4.9.7's strategy in the 5.x API: its messages, its broker, async backpressure (FAQUrl
@@ -419,7 +424,6 @@ _R5_1_4 = replace(  # the RIP-63 strategy (QueueFilters, reachability, the detec
     availability_needs_reachable=True,
     fault_updates="CS-2/thrown",
     faq_url=FAQ_URL_5,
-    invoke_async_checks_budget=False,
     response_scan_first_ms=3100,
     response_scan_period_ms=1100,
 )
@@ -437,6 +441,7 @@ _R5_3_0 = replace(  # + SYSTEM_BUSY retried; getAndCreateChannelAsync; AR-3b
     since=(5, 3, 0),
     retries_system_busy=True,
     remoting_completes_futures=True,
+    invoke_async_checks_budget=False,
     fault_updates="CS-2",
     unknown_reason_text="unknown reason",
 )

@@ -2802,7 +2802,7 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
     elif failure == Failure.ASYNC_UNKNOWN:
         err = ClientError(version.line.unknown_reason_text, version.faq_url)
     elif failure == Failure.ASYNC_TOO_MANY:
-        err = invoke_async_timeout_error(brokers[key[1]])
+        err = invoke_async_timeout_error(brokers[key[1]], version.line)
     elif failure == Failure.ASYNC_CALL_TIMEOUT:
         err = async_call_timeout_error(selector=key[1] == 0)
     elif failure == Failure.EXECUTOR_REJECTED:

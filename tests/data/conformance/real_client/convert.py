@@ -23,7 +23,32 @@ ARCHIVES = {
     "5.3.3-async.tar.xz": "real_client_async_5_x.jsonl",
 }
 # every other tag's ASYNC and ONEWAY traces (README "More client tags")
-OTHER_TAGS = ("4.3.2", "4.5.2", "4.7.1", "4.8.0", "5.0.0", "5.1.0", "5.1.3", "5.1.4", "5.2.0", "5.3.0", "5.3.1", "5.3.2")
+OTHER_TAGS = (
+    "4.3.2",
+    "4.5.2",
+    "4.7.1",
+    "4.8.0",
+    "5.0.0",
+    "5.1.0",
+    "5.1.3",
+    "5.1.4",
+    "5.2.0",
+    "5.3.0",
+    "5.3.1",
+    "5.3.2",
+)
+# scenarios this conversion cannot express yet (listed, not silently dropped; the runner replays the rest):
+# 4.3.2 retries sent with timeout 0 (AR-1) whose scan-time failures the step format does not place;
+# 4.5.2 R30's concurrent overwrite of an isolation by an equal latency; 5.1.3 ONEWAY R25's write to a
+# closed channel (no request reaches the broker); 5.3.0/5.3.1's second onException (the missing return in
+# invokeAsync) on the Netty selector thread
+NOT_CONVERTED = {
+    "4.3.2-async.tar.xz": {"R22", "R23", "R25", "R34", "R35"},
+    "4.5.2-async.tar.xz": {"R30"},
+    "5.1.3-oneway.tar.xz": {"R25"},
+    "5.3.0-async.tar.xz": {"R22", "R23", "R34"},
+    "5.3.1-async.tar.xz": {"R22", "R23", "R34"},
+}
 for _tag in OTHER_TAGS:
     for _mode in ("async", "oneway"):
         ARCHIVES[f"{_tag}-{_mode}.tar.xz"] = f"real_client_{_mode}_{_tag.replace('.', '_')}.jsonl"
@@ -197,6 +222,8 @@ def convert_scenario(folder: Path) -> list[dict[str, Any]]:
     requests = _requests(broker, attempts)
     _sources(steps, requests)
     _sends(steps, attempts, requests, broker, mode, v5, fails_fast, names, results)
+    _move_early_updates(steps)
+    _drop_torn_tables(steps)
     for n, step in enumerate(steps):
         step["type"] = "step"
         step["sc"] = sc
@@ -289,6 +316,36 @@ def _order_concurrent_updates(steps: list[dict[str, Any]]) -> None:
         s.pop("_lft_now", None)
 
 
+def _drop_torn_tables(steps: list[dict[str, Any]]) -> None:
+    """A snapshot taken while another thread was inside ``updateFaultItem`` may show an item half
+    written (its new start, its old latency: no update ever wrote that pair); such an update keeps no
+    table to compare (4.x items: ``[name, latency, start]``, start = the update's time + duration)."""
+    written = {
+        (u["upd"][0], u["upd"][1], u["t"] + u["upd"][-1])
+        for u in steps
+        if u["what"] == "update" and u["upd"][-1] is not None
+    }
+    for u in steps:
+        rows = u.get("table") if u["what"] == "update" else None
+        if rows and len(rows[0]) == 3 and any(row[2] and tuple(row) not in written for row in rows):
+            del u["table"]
+
+
+def _move_early_updates(steps: list[dict[str, Any]]) -> None:
+    """An update logged after another thread's steps whose clock reads are later than its own write
+    happened before them (a selection there already saw it): it goes just before the first of them,
+    without a table to compare (its snapshot, taken after the call returned, may show their writes)."""
+    for u in [s for s in steps if s["what"] == "update"]:
+        at = steps.index(u)
+        j = at
+        while j > 0 and steps[j - 1]["th"] != u["th"] and (steps[j - 1]["t"] or 0) > u["t"]:
+            j -= 1
+        if j < at:
+            steps.remove(u)
+            steps.insert(j, u)
+            u.pop("table", None)
+
+
 def _requests(
     broker: list[dict[str, Any]], attempts: dict[int, list[dict[str, Any]]]
 ) -> dict[tuple[int, int], dict[str, Any]]:
@@ -352,8 +409,14 @@ def _sends(
         for a in atts:
             select, send = a["select"], a["send"]
             after = mine[mine.index(send) + 1 :]
-            update = next(s for s in after if s["what"] == "update")
+            nxt = next((s for s in after if s["what"] in ("update", "select", "result")), None)
+            update = nxt if nxt is not None and nxt["what"] == "update" else None
             r = requests.get((k, select["i"]))
+            if update is None and r is None:  # refused before the wire, no update (4.x "too much request")
+                send["t"] = nxt["t"]  # type: ignore[index]
+                continue
+            if update is None:
+                update = next(s for s in after if s["what"] == "update")
             if mode == "oneway":
                 assert r is not None
                 send["request"] = [r["node"], r["queue_id"]]
@@ -434,6 +497,9 @@ def main(argv: list[str] | None = None) -> int:
             tar.extractall(tmp, filter="data")
             (top,) = Path(tmp).iterdir()
             for folder in sorted(top.iterdir()):
+                if folder.name.split("_")[0] in NOT_CONVERTED.get(archive, ()):
+                    print(f"{archive}: {folder.name} not converted (NOT_CONVERTED)")
+                    continue
                 lines += convert_scenario(folder)
         text = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
         (out_dir / out).write_text(text, encoding="utf-8")

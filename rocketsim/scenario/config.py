@@ -133,7 +133,8 @@ class ProducerConfig:
     # how the application's sender threads take the sends: "pool" (the next message goes to the idle
     # thread that became idle earliest) or "partitioned" (message seq to thread seq % threads)
     sender_model: str = field(default="pool", metadata=_one_of(SENDER_MODELS))
-    # the RocketMQ client release whose behaviour the producers follow (4.3.2 ... 5.3.3)
+    # the RocketMQ client release whose behaviour the producers follow: any from 4.3.0 to 5.3.3, each
+    # mapped to its behaviour line (docs/versions.md; the runs row records both)
     client_version: str = "4.9.8"
     # share of messages sent sync, async and oneway
     send_mode: Mapping[str, float] = field(

@@ -15,6 +15,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+from rocketsim.vectors.fault_strategy import REAL_CLIENT_TAGS
+
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent
 ARCHIVES = {
@@ -23,25 +25,13 @@ ARCHIVES = {
     "5.3.3-async.tar.xz": "real_client_async_5_x.jsonl",
 }
 # every other tag's ASYNC and ONEWAY traces (README "More client tags")
-OTHER_TAGS = (
-    "4.3.2",
-    "4.5.2",
-    "4.7.1",
-    "4.8.0",
-    "5.0.0",
-    "5.1.0",
-    "5.1.3",
-    "5.1.4",
-    "5.2.0",
-    "5.3.0",
-    "5.3.1",
-    "5.3.2",
-)
+OTHER_TAGS = REAL_CLIENT_TAGS  # every other tag (README "More client tags")
 # scenarios this conversion cannot express yet (listed, not silently dropped; the runner replays the rest):
-# 4.3.2 retries sent with timeout 0 (AR-1) whose scan-time failures the step format does not place;
-# 4.5.2 R30's concurrent overwrite of an isolation by an equal latency; 5.1.3 ONEWAY R25's write to a
-# closed channel (no request reaches the broker); 5.3.0/5.3.1's second onException (the missing return in
-# invokeAsync) on the Netty selector thread
+# 4.3.2's drops and closes (4.3.2 runs an async send and its callbacks on the one callbackExecutor thread,
+# so the driver's log files a retry's callback under the next send); 4.5.2 R30 (an update overwritten
+# by another thread's that the log does not show); 5.1.3 ONEWAY R25 (a write to a closed channel: no
+# request reaches the broker); 5.3.0/5.3.1's drops (a second onException, the missing return in
+# invokeAsync, on the Netty selector thread)
 NOT_CONVERTED = {
     "4.3.2-async.tar.xz": {"R22", "R23", "R25", "R34", "R35"},
     "4.5.2-async.tar.xz": {"R30"},

@@ -49,7 +49,7 @@ def test_the_harness_classes_of_rocketsims_own_texts() -> None:
     assert klass(overload) == "OVERLOAD" and klass(swept) == "TIMEOUT_CLEAN_QUEUE"
     # DefaultMQProducerImpl.send(msg, callback, timeout): executor.submit's RejectedExecutionException
     assert klass(ClientError("executor rejected ", FAQ)) == "executor_rejected"
-    assert klass(invoke_async_timeout_error("broker-a")) == "invokeAsync_timeout"
+    assert klass(invoke_async_timeout_error("broker-a", V.line)) == "invokeAsync_timeout"
     assert klass(async_call_timeout_error(False)) == "async_call_timeout"
     assert (
         klass(RemotingTooMuchRequestError("sendDefaultImpl call timeout")) == "sendDefaultImpl_call_timeout"

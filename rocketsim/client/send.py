@@ -968,7 +968,7 @@ def async_send_steps(
         now = call_begin = (yield Step(Action.SEND, now, thread)).now_ms  # sendMessageAsync's beginStartTime
         refused: Failure | None = None  # the client gave up before sending anything
         wait_timeout = None
-        if line.invoke_async_checks_budget and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime
+        if req_timeout < 0:  # invokeAsync: timeoutMillis < costTime (every line; 5.3.0+ through the future)
             refused = invoke_async_timeout_error(broker, line)
             outcome, start = Outcome.remoting_error("too_many_requests", 0), now
         else:

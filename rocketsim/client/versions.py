@@ -284,9 +284,6 @@ class RemotingLine:
     # the connect future's listener) and a oneway failure is dropped; else (4.9 getAndCreateChannel) they
     # are thrown in the caller's thread
     remoting_completes_futures: bool
-    # invokeAsync refuses a request with no time left (``timeoutMillis < costTime``:
-    # RemotingTooMuchRequestException "invokeAsync call the addr[..] timeout")
-    invoke_async_checks_budget: bool
     # the callbacks' updateFaultItem latency is measured from sendMessageAsync's beginStartTime
     # (operationSucceed / operationFail); else from the ResponseFuture (after the permit) [AR-3, 5.2.0]
     async_latency_from_call_begin: bool
@@ -350,7 +347,6 @@ _R4_9_7 = RemotingLine(
     retries_go_away=False,
     has_max_timeout_per_request=False,
     remoting_completes_futures=False,
-    invoke_async_checks_budget=True,
     async_latency_from_call_begin=False,
     async_retry_needs_budget=False,
     async_retry_gets_budget=True,
@@ -441,7 +437,6 @@ _R5_3_0 = replace(  # + SYSTEM_BUSY retried; getAndCreateChannelAsync; AR-3b
     since=(5, 3, 0),
     retries_system_busy=True,
     remoting_completes_futures=True,
-    invoke_async_checks_budget=False,
     fault_updates="CS-2",
     unknown_reason_text="unknown reason",
 )

@@ -1720,7 +1720,7 @@ def async_call(inp, state, s, attempt, now, req_timeout):
     exact_us = -1
     if inp.store.params.shape[0] > 0:
         store_none(fl, s)
-    if cfg.invoke_async_checks_budget and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime
+    if req_timeout < 0:  # invokeAsync: timeoutMillis < costTime (every line; 5.3.0+ through the future)
         refused, kind, lat = REF_NO_BUDGET, OutcomeKind.TOO_MANY_REQUESTS, 0
     else:
         grant = now

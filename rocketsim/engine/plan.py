@@ -260,7 +260,6 @@ class Config(NamedTuple):
     isolation_only_extends: bool  # a fault item's start only moves forward
     tracks_reachability: bool  # updateFaultItem sets the item's reachableFlag
     remoting_completes_futures: bool  # invokeAsync hands connect failures, refusals to the callback
-    invoke_async_checks_budget: bool  # 4.9 invokeAsync refuses a request with no time left
     async_latency_from_call_begin: bool  # callbacks measure from sendMessageAsync's beginStartTime
     async_retry_needs_budget: bool  # onExceptionImpl retries only with time left
     async_retry_gets_budget: bool  # a retry gets the time left (else 0, 4.3-4.6)
@@ -380,7 +379,6 @@ def _config(sc: Scenario) -> Config:
         isolation_only_extends=line.isolation_only_extends,
         tracks_reachability=line.tracks_reachability,
         remoting_completes_futures=line.remoting_completes_futures,
-        invoke_async_checks_budget=line.invoke_async_checks_budget,
         async_latency_from_call_begin=line.async_latency_from_call_begin,
         async_retry_needs_budget=line.async_retry_needs_budget,
         async_retry_gets_budget=line.async_retry_gets_budget,

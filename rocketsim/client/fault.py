@@ -1,7 +1,7 @@
 """Latency-fault tolerance and queue selection of the RocketMQ producer, for each client line.
 
 A line is a row of :data:`rocketsim.client.versions.REMOTING_LINES` (``ClientVersion.line``), given by
-itself or its name (``'4.9.7'``, ``'4.9.8'``, ``'5'``); what differs between lines is asked of its named
+itself or its name (``'R4.3'`` ... ``'R5.3.3'``); what differs between lines is asked of its named
 columns (``line.uses_queue_filters``, ``line.isolation_only_extends``, ...), never of its name. Upstream
 classes:
 ``MQFaultStrategy``, ``LatencyFaultToleranceImpl`` (+ ``FaultItem``),

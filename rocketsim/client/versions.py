@@ -1,7 +1,7 @@
 """Client and broker versions, and every behaviour that differs between them, as named properties.
 
-A ``client_version`` is a real version string ("4.9.7", "4.9.8", "5.3.3"). The conformance vectors also
-use "5.x" for the upstream ``develop`` branch (newer than every 5.3.x tag), which parses here as 5.99.0.
+A ``client_version`` is a real release from 4.3.0 to 5.3.3 ("4.3.2", "4.9.8", "5.3.3"); the conformance
+vectors also use "5.x" for the upstream ``develop`` branch (newer than every 5.3.x tag), parsed as 5.99.0.
 
 Ask the version what it does (``version.retries_system_busy``, ``version.line.uses_queue_filters``), never
 its number: a version comparison is written once, here. What differs between the client's behaviour lines
@@ -13,7 +13,8 @@ a 5.3.3 broker; a broker release's behaviours are the rows of :data:`BROKER_LINE
 
 Adding a client line: a row of :data:`REMOTING_LINES` (its first tag and each column read against that
 tag's code; :data:`rocketsim.client.fault.FAULT_UPDATES` names its ``updateFaultItem`` calls by
-``fault_updates``, a new set only if they differ), and :func:`parse_version` accepting its tags.
+``fault_updates``, a new set only if they differ); a tag of the supported range takes the row whose
+``since`` is the latest at or before it.
 """
 
 from __future__ import annotations
@@ -536,8 +537,7 @@ class ClientVersion:
     # -- fault strategy and send loop --
     @property
     def fault_line(self) -> str:
-        """The name of its line (which MQFaultStrategy applies): '4.9.7' (route-mutation quirk), '4.9.8'
-        or '5'."""
+        """The name of its line (its row of :data:`REMOTING_LINES`): 'R4.3' ... 'R5.3.3'."""
         return self.line.name
 
     @property

@@ -1,15 +1,16 @@
 # The README's two commands: `make run` (the main job on local Spark) and `make test` (the suite).
-# Both create .venv and install on first use.
+# Both create .venv and install on first use (the install puts the rocketsim command in .venv/bin).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+ROCKETSIM := $(VENV)/bin/rocketsim
 STAMP  := $(VENV)/.installed-stamp
 SCENARIO ?= conf/scenarios/steady.toml
 ARGS ?=
 # numba's cache of the compiled send loop: the same directory as spark-submit.sh's and the tests'.
 export NUMBA_CACHE_DIR ?= $(CURDIR)/build/numba-cache
 
-.PHONY: run test lint bench bench-core bench-send check-java conformance cluster-test clean compare report
+.PHONY: run test lint bench bench-core bench-send check-java conformance clean compare report
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,7 +25,7 @@ $(STAMP): pyproject.toml constraints.txt
 # engine_* are the directories of the path-keyed cache before it).
 WARM := $(NUMBA_CACHE_DIR)/.warm-stamp
 CORE_SOURCES := $(shell find rocketsim -name '*.py' -not -path 'rocketsim/warehouse/*' -not -path 'rocketsim/present/*' \
-	-not -path 'rocketsim/spark/*' -not -path 'rocketsim/bench/*')
+	-not -path 'rocketsim/spark/*' -not -path 'rocketsim/command/*' -not -path 'rocketsim/bench/*')
 $(WARM): $(STAMP) $(CORE_SOURCES)
 	@rm -rf $(NUMBA_CACHE_DIR)/engine_*
 	@$(PY) -m rocketsim.engine.warm
@@ -44,18 +45,18 @@ test: $(WARM) check-java
 	ROCKETSIM_ENGINE=reference $(PY) -m pytest -q $(ENGINE_TESTS)
 
 run: $(WARM) check-java
-	./spark-submit.sh jobs/pipeline.py --scenario $(SCENARIO) $(ARGS)
+	$(ROCKETSIM) run --scenario $(SCENARIO) $(ARGS)
 
 # One scenario under two variants (fault strategy off / on) in one Spark job -> comparisons tables.
 COMPARE_SCENARIO ?= conf/scenarios/brownout.toml
 compare: $(WARM) check-java
-	./spark-submit.sh jobs/compare.py --scenario $(COMPARE_SCENARIO) \
+	$(ROCKETSIM) compare --scenario $(COMPARE_SCENARIO) \
 	    --variant fault_off:producers.send_latency_fault_enable=false \
 	    --variant fault_on:producers.send_latency_fault_enable=true $(ARGS)
 
 # A self-contained HTML page of the most recent run (or ARGS="--run-id ID") -> reports/<run id>.html
 report: $(STAMP)
-	$(PY) jobs/report.py $(ARGS)
+	$(ROCKETSIM) report $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check rocketsim jobs tests

@@ -8,22 +8,14 @@ from __future__ import annotations
 
 import sys
 
+from rocketsim.command.jobs import run_stage_job
 from rocketsim.spark.cli import parse_job_args
-from rocketsim.spark.launch import run_job
-from rocketsim.spark.pipeline import run_broker_side
-from rocketsim.tables.schemas import BROKER_SIDE
-from rocketsim.warehouse.stage_files import tables_read
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, scenario = parse_job_args(argv, "jobs/broker_side.py", __doc__)
+    args, scenario = parse_job_args(argv, "jobs/broker_side.py", __doc__)  # exits 2 before Spark on bad input
     # claims the run id, starts Spark, runs; one line on stderr for any failure
-    return run_job(
-        "broker_side",
-        args,
-        lambda spark: run_broker_side(spark, args, scenario),
-        reads=tables_read((BROKER_SIDE,)),
-    )
+    return run_stage_job("broker-side", args, scenario)
 
 
 if __name__ == "__main__":

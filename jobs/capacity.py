@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import sys
 
-from rocketsim.spark.capacity import run_capacity
+from rocketsim.command.jobs import capacity_job
 from rocketsim.spark.cli import parse_capacity_args
-from rocketsim.spark.launch import run_job
 
 
 def main(argv: list[str] | None = None) -> int:
     args, base, scenarios = parse_capacity_args(argv, "jobs/capacity.py", __doc__)  # exits 2 before Spark
-    return run_job("capacity", args, lambda spark: run_capacity(spark, args, base, scenarios))
+    return capacity_job(args, base, scenarios)
 
 
 if __name__ == "__main__":

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import sys
 
+from rocketsim.command.jobs import compare_job
 from rocketsim.spark.cli import parse_compare_args
-from rocketsim.spark.compare import run_compare
-from rocketsim.spark.launch import run_job
 
 
 def main(argv: list[str] | None = None) -> int:
     args, base, scenarios = parse_compare_args(argv, "jobs/compare.py", __doc__)  # exits 2 before Spark
     # claims the comparison's run id, starts Spark, runs; one line on stderr for any failure
-    return run_job("compare", args, lambda spark: run_compare(spark, args, base, scenarios))
+    return compare_job(args, base, scenarios)
 
 
 if __name__ == "__main__":

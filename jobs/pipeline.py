@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import sys
 
+from rocketsim.command.jobs import ALL, run_stage_job
 from rocketsim.spark.cli import parse_job_args
-from rocketsim.spark.launch import run_job
-from rocketsim.spark.pipeline import run_pipeline
 
 
 def main(argv: list[str] | None = None) -> int:
     args, scenario = parse_job_args(argv, "jobs/pipeline.py", __doc__)  # exits 2 before Spark on bad input
     # claims the run id, starts Spark, runs; one line on stderr for any failure
-    return run_job("pipeline", args, lambda spark: run_pipeline(spark, args, scenario))
+    return run_stage_job(ALL, args, scenario)
 
 
 if __name__ == "__main__":

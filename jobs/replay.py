@@ -4,138 +4,16 @@ timeline, write it as a scenario on your own cluster and workload, and optionall
 python jobs/replay.py --base conf/scenarios/steady.toml --latency p99.json [--errors codes.json]
     [--up up.csv] [--broker-map 10.0.0.5:5557=broker-a ...] [--baseline-s 0:300] [--name NAME]
     [--out FILE] [--error-code system_busy]
-./spark-submit.sh jobs/replay.py ... --run [--warehouse DIR] [--run-id ID]   (runs it with jobs/pipeline.py)
+./spark-submit.sh jobs/replay.py ... --run [--warehouse DIR] [--run-id ID]   (runs it with jobs/pipeline.py's
+    run_job, so spark-submit.sh checks it in plain Python first)
+(the same as ``rocketsim replay``: rocketsim/command/replay.py)
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from rocketsim.errors import RocketSimError
-from rocketsim.replay.scenario_text import replay_text
-from rocketsim.replay.series import ERRORS, LATENCY, UP, read_series
-from rocketsim.replay.timeline import RESPONSE_CODES, Replay, replay
-from rocketsim.scenario import load_scenario
-from rocketsim.spark.cli import OneLineArgumentParser
-
-
-def parse(argv: list[str] | None) -> argparse.Namespace:
-    p = OneLineArgumentParser(prog="jobs/replay.py", description=__doc__.splitlines()[0])
-    p.add_argument("--base", required=True, help="the scenario whose cluster, producers and workload to use")
-    for kind, what in (
-        (LATENCY, "per-broker send latency: a quantile (ms), or histogram buckets by le"),
-        (ERRORS, "per-broker requests by response_code (rates), or an error ratio (see --error-code)"),
-        (UP, "per-broker up (1 running, 0 down)"),
-    ):
-        p.add_argument(f"--{kind}", action="append", default=[], metavar="FILE", help=f"{what} (repeatable)")
-    p.add_argument(
-        "--broker-map",
-        action="append",
-        default=[],
-        metavar="SERIES=BROKER",
-        help="the scenario broker of a series' broker label (repeatable)",
-    )
-    p.add_argument(
-        "--baseline-s",
-        default="",
-        metavar="START:END",
-        help="the quiet period, seconds from the first sample (default: the whole span)",
-    )
-    p.add_argument(
-        "--error-code",
-        default="system_busy",
-        choices=sorted(set(RESPONSE_CODES.values())),
-        help="the error an error-ratio series counts (system_busy)",
-    )
-    p.add_argument("--name", default="", help="the scenario's name (default <base name>-replay)")
-    p.add_argument("--out", default="", help="the scenario file to write (default <name>.toml)")
-    p.add_argument("--run", action="store_true", help="run the scenario through jobs/pipeline.py")
-    p.add_argument("--warehouse", default="warehouse", help="with --run: the warehouse (./warehouse)")
-    p.add_argument("--run-id", default="", help="with --run: the run id (default <name>-s<seed>)")
-    ns = p.parse_args(argv)
-    if not (ns.latency or ns.errors or ns.up):
-        p.error("give at least one of --latency, --errors, --up")
-    try:
-        ns.mapping = dict(_pair(item, "=", "--broker-map") for item in ns.broker_map)
-        ns.baseline = None
-        if ns.baseline_s:
-            start, end = (float(x) for x in _pair(ns.baseline_s, ":", "--baseline-s"))
-            if not 0 <= start < end:
-                raise ValueError(
-                    f"--baseline-s must be START:END with 0 <= START < END, got {ns.baseline_s!r}"
-                )
-            ns.baseline = (start, end)
-    except ValueError as exc:
-        p.error(str(exc))
-    return ns
-
-
-def _pair(text: str, sep: str, option: str) -> tuple[str, str]:
-    left, found, right = text.partition(sep)
-    if not found or not left.strip() or not right.strip():
-        raise ValueError(f"{option} must look like A{sep}B, got {text!r}")
-    return left.strip(), right.strip()
-
-
-def _report(result: Replay, out: Path) -> None:
-    print(f"incident: {result.windows} windows of 10 s; the series' resolution {result.resolution_s:g} s")
-    for f in result.faults:
-        print(f"  fault  {f.describe()}")
-    for line in result.left_out:
-        print(f"  left out: {line}")
-    for line in result.notes:
-        print(f"  note: {line}")
-    print(f"scenario: {out}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    ns = parse(argv)
-    try:
-        base = load_scenario(ns.base)
-        series = [
-            s
-            for kind in (LATENCY, ERRORS, UP)
-            for path in getattr(ns, kind)
-            for s in read_series(Path(path).read_text(encoding="utf-8"), path, kind)
-        ]
-        result = replay(
-            series,
-            base.cluster.brokers,
-            broker_map=ns.mapping,
-            baseline_s=ns.baseline,
-            error_code=ns.error_code,
-            closed_loop=base.coupling != "open",
-        )
-        name = ns.name or f"{base.name}-replay"
-        files = [str(p) for k in (LATENCY, ERRORS, UP) for p in getattr(ns, k)]
-        header = [
-            f"{name}: the incident of {', '.join(files)}",
-            f"replayed on {ns.base} (jobs/replay.py); left to the model: {len(result.left_out)} item(s)",
-            *(f"  left out: {line}" for line in result.left_out),
-        ]
-        text, _ = replay_text(base.source_text, name, header, result.faults)
-        out = Path(ns.out or f"{name}.toml")
-        out.write_text(text, encoding="utf-8")
-    except (RocketSimError, OSError, UnicodeDecodeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    _report(result, out)
-    if not ns.run:
-        return 0
-    return _run(out, ns)
-
-
-def _run(scenario: Path, ns: argparse.Namespace) -> int:
-    """The written scenario through the pipeline job (jobs/pipeline.py's own steps)."""
-    from rocketsim.spark.cli import scenario_job_args
-    from rocketsim.spark.launch import run_job
-    from rocketsim.spark.pipeline import run_pipeline
-
-    args, sc = scenario_job_args(str(scenario), ns.warehouse, ns.run_id)
-    return run_job("pipeline", args, lambda spark: run_pipeline(spark, args, sc))
-
+from rocketsim.command.replay import main
 
 if __name__ == "__main__":
     sys.exit(main())

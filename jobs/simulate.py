@@ -5,19 +5,14 @@ from __future__ import annotations
 
 import sys
 
+from rocketsim.command.jobs import run_stage_job
 from rocketsim.spark.cli import parse_job_args
-from rocketsim.spark.launch import run_job
-from rocketsim.spark.pipeline import run_simulate
-from rocketsim.tables.schemas import SIMULATE
-from rocketsim.warehouse.stage_files import tables_read
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, scenario = parse_job_args(argv, "jobs/simulate.py", __doc__)
+    args, scenario = parse_job_args(argv, "jobs/simulate.py", __doc__)  # exits 2 before Spark on bad input
     # claims the run id, starts Spark, runs; one line on stderr for any failure
-    return run_job(
-        "simulate", args, lambda spark: run_simulate(spark, args, scenario), reads=tables_read((SIMULATE,))
-    )
+    return run_stage_job("simulate", args, scenario)
 
 
 if __name__ == "__main__":

@@ -7,22 +7,14 @@ from __future__ import annotations
 
 import sys
 
+from rocketsim.command.jobs import run_stage_job
 from rocketsim.spark.cli import parse_job_args
-from rocketsim.spark.launch import run_job
-from rocketsim.spark.pipeline import print_summary, run_summarize
-from rocketsim.tables.schemas import SUMMARIZE
-from rocketsim.warehouse.stage_files import tables_read
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, scenario = parse_job_args(argv, "jobs/summarize.py", __doc__)
+    args, scenario = parse_job_args(argv, "jobs/summarize.py", __doc__)  # exits 2 before Spark on bad input
     # claims the run id, starts Spark, runs; one line on stderr for any failure
-    return run_job(
-        "summarize",
-        args,
-        lambda spark: print_summary(args, run_summarize(spark, args, scenario)["run_summary"]),
-        reads=tables_read((SUMMARIZE,)),
-    )
+    return run_stage_job("summarize", args, scenario)
 
 
 if __name__ == "__main__":

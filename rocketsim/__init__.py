@@ -22,7 +22,8 @@ from types import ModuleType
 
 __version__ = "0.1.0"
 
-# the module names of docs/design.md §3 (and the other names the core had at its top level) -> where they are
+# the flat module names users know (docs/design.md §3, the module map, and the other names the core had at
+# its top level) -> where they are
 PUBLIC_MODULES = {
     "rocketsim.message": "rocketsim.format.message",
     "rocketsim.codec": "rocketsim.format.codec",

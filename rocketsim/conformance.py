@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rocketsim.vectors import Result, async_replay, fault_strategy
 
-# file name -> checker module (under rocketsim.vectors) that knows its format
+# file (its path under the vectors folder) -> checker module (under rocketsim.vectors) that knows its format
 CHECKERS: dict[str, str] = {
     "properties.json": "properties",
     "encode_message.json": "encode_message",
@@ -39,14 +39,18 @@ CHECKERS: dict[str, str] = {
     "real_client_oneway_4_9.jsonl": "async_replay",
     "real_client_async_5_x.jsonl": "async_replay",
     **{name: "async_replay" for name in async_replay.FILES},
+    # the gRPC family: the real rocketmq-python-client 5.1.2 against a scripted Proxy (grpc/README.md)
+    "grpc/grpc_python_5_1_2.jsonl": "grpc_send",
+    # the same client and oracle, scenarios this project added (grpc/oracle/grpc_python_probes_set.json)
+    "grpc/grpc_python_5_1_2_probes.jsonl": "grpc_send",
 }
 
 
 def run_dir(directory: Path) -> Iterator[Result]:
-    """Yield the result of every vector in every recognised file of ``directory``."""
-    for path in sorted(directory.iterdir()):
-        module_name = CHECKERS.get(path.name)
-        if module_name is None:
+    """Yield the result of every vector in every recognised file of ``directory`` (``CHECKERS``' paths)."""
+    for name, module_name in sorted(CHECKERS.items()):
+        path = directory / name
+        if not path.is_file():
             continue
         module = importlib.import_module(f"rocketsim.vectors.{module_name}")
         yield from module.run(path)

@@ -49,3 +49,9 @@ class MeasurementError(RocketSimError, ValueError):
         self.reason = reason
         where = f"{source} line {line}" if line > 0 else source
         super().__init__(f"{where}: {reason}")
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's text, or its type's name if it has none (deltalake's errors carry a
+    native trace after their first line)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 from rocketsim import simulate
 from rocketsim.broker import side as broker_side
 from rocketsim.broker import store
+from rocketsim.broker.queue import OPEN
 from rocketsim.scenario import Scenario, variants, workload
 from rocketsim.tables import schemas, summaries
 from rocketsim.tables.summaries import SummaryAggregates
@@ -82,10 +83,14 @@ class ProducerTables:
         copies = store.log_copies(self.results, self.log)
         return store.result_copies(self.messages, self.attempts, self.results) if copies is None else copies
 
-    def summary_aggregates(self, window_ms: int) -> SummaryAggregates:
+    def summary_aggregates(
+        self, window_ms: int, faults: Sequence[summaries.FaultSpan] = ()
+    ) -> SummaryAggregates:
         """The producer's mergeable summary aggregates
-        (:func:`rocketsim.tables.summaries.producer_aggregates`)."""
-        return summaries.producer_aggregates(self.attempts, self.results, window_ms, messages=self.messages)
+        (:func:`rocketsim.tables.summaries.producer_aggregates`; ``faults``: the scenario's)."""
+        return summaries.producer_aggregates(
+            self.attempts, self.results, window_ms, messages=self.messages, faults=faults
+        )
 
     def other_half_results(self) -> tuple[pa.Table, np.ndarray]:
         """The results of its transactional messages with a stored half the result does not point at,
@@ -256,22 +261,54 @@ def variant_aggregates(
         out = simulate.simulate(messages, scenarios[name])
         parts.append(
             summaries.producer_aggregates(
-                out.attempts, out.results, window_ms, {"variant": name}, messages=messages
+                out.attempts,
+                out.results,
+                window_ms,
+                {"variant": name},
+                messages=messages,
+                faults=summaries.fault_spans(scenarios[name].faults),
             )
         )
     return summaries.merge(parts)
 
 
-def whole_run_aggregates(sc: Scenario, variant: str, window_ms: int) -> SummaryAggregates:
+@dataclass(frozen=True)
+class WholeRun:
+    """A variant run whole (:func:`whole_run_aggregates`): its summary aggregates, and the iterative
+    coupling's rounds and last residual (None unless ``brokers.coupling = iterative``)."""
+
+    aggregates: SummaryAggregates
+    rounds: int | None = None
+    residual: int | None = None
+
+
+def whole_run_aggregates(sc: Scenario, variant: str, window_ms: int) -> WholeRun:
     """A capacity sweep's task: every producer of one variant generated and simulated together (with
     closed-loop brokers they are coupled: the variant's run is whole), its summary aggregates keyed by its
-    name (``variant``)."""
+    name (``variant``), and the coupling's rounds and residual."""
     shares = workload.producer_shares(sc)
     messages = pa.concat_tables([producer_messages(sc, s) for s in shares])
-    out = simulate.simulate(messages, sc)
-    return summaries.producer_aggregates(
-        out.attempts, out.results, window_ms, {"variant": variant}, messages=messages
+    rounds = residual = None
+    if sc.coupling == OPEN or not messages.num_rows:
+        out = simulate.simulate(messages, sc)
+    else:
+        producers = sorted(pc.unique(messages.column("producer")).to_pylist())  # as simulate.simulate
+        by_producer = {p: messages.filter(pc.equal(messages.column("producer"), p)) for p in producers}
+        run = simulate.coupled_run(by_producer, sc)
+        outs = [run.outputs[p] for p in sorted(run.outputs)]
+        out = simulate.SimOutput(
+            pa.concat_tables([o.attempts for o in outs]), pa.concat_tables([o.results for o in outs])
+        )
+        rounds, residual = getattr(run, "rounds", None), getattr(run, "residual", None)
+    aggregates = summaries.producer_aggregates(
+        out.attempts,
+        out.results,
+        window_ms,
+        {"variant": variant},
+        messages=messages,
+        faults=summaries.fault_spans(sc.faults),
     )
+    return WholeRun(aggregates, rounds, residual)
 
 
 def balanced_bins(weights: Sequence[int], bins: int) -> list[list[int]]:

@@ -104,9 +104,18 @@ SENT_STATUSES = ("SEND_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_
 def outcome_column(outcome: str) -> str:
     """The column counting an attempt of this outcome."""
     exact = {"ok": "ok", "remoting:timeout": "failed_timeout", "remoting:connect": "failed_connect"}
+    # the gRPC family: the Proxy's status (stored but not OK: the persistence timeouts), the RPC's failure
+    exact |= {
+        "proxy:OK": "ok",
+        "grpc:DEADLINE_EXCEEDED": "failed_timeout",
+        "proxy:PROXY_TIMEOUT": "failed_timeout",
+    }
+    exact |= {"grpc:UNAVAILABLE": "failed_connect"}
+    stored = ("MASTER_PERSISTENCE_TIMEOUT", "SLAVE_PERSISTENCE_TIMEOUT", "HA_NOT_AVAILABLE")
+    exact |= {f"proxy:{code}": "not_store_ok" for code in stored}
     if outcome in exact:
         return exact[outcome]
-    if outcome.startswith("broker:"):
+    if outcome.startswith(("broker:", "proxy:")):
         return "failed_broker_error"
     return "not_store_ok" if outcome.startswith("status:") else "failed_other"
 
@@ -183,9 +192,14 @@ class Run:
 
 
 def summary_tables(
-    attempts: pd.DataFrame, results: pd.DataFrame, messages: pd.DataFrame, window_ms: int
+    attempts: pd.DataFrame,
+    results: pd.DataFrame,
+    messages: pd.DataFrame,
+    window_ms: int,
+    faults: Sequence[tuple[str, str, int, int]] = (),
 ) -> dict[str, list[dict]]:
-    """Every summary table of one run (``send_attempts``, ``send_results`` and ``messages`` columns)."""
+    """Every summary table of one run (``send_attempts``, ``send_results`` and ``messages`` columns;
+    ``faults``: the scenario's, as (broker, kind, start_ms, end_ms))."""
     run = Run.of(attempts, results, messages, window_ms)
     return {
         "isolation_intervals": run.intervals.to_dict("records"),
@@ -193,6 +207,7 @@ def summary_tables(
         "queue_windows": queue_windows(run),
         "producer_windows": producer_windows(run),
         "run_summary": run_summary(run),
+        "fault_windows": fault_windows(run, faults),
     }
 
 
@@ -281,15 +296,34 @@ def queue_windows(run: Run) -> list[dict]:
     return rows
 
 
+def _statuses(results: pd.DataFrame) -> dict:
+    """How a group of results' sends ended: SEND_OK, FAILED, REJECTED, a not-OK store status, oneway."""
+    status = results["status"]
+    return {
+        k: int(status.isin(s).sum())
+        for k, s in (
+            ("ok", ["SEND_OK"]),
+            ("failed", ["FAILED"]),
+            ("rejected", ["REJECTED"]),
+            ("not_ok_status", ["FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"]),
+            ("oneway", ["ONEWAY_SENT"]),
+        )
+    }
+
+
+def _attempt_latency(attempts: pd.DataFrame) -> dict:
+    """The percentiles and maximum of some attempts' latency (``attempt_latency_*``)."""
+    names = schemas.ATTEMPT_LATENCY_COLUMNS
+    latency = attempts["latency_ms"]
+    return percentiles(latency, names[:-1], LATENCY_QUANTILES) | {names[-1]: max(latency, default=None)}
+
+
 def _message_columns(results: pd.DataFrame) -> dict:
     """What a group of results counts: statuses, attempts, retries, latency and queue wait."""
-    status, attempts = results["status"], results["attempts"]
+    attempts = results["attempts"]
     wait = results["queue_wait_ms"]
     return {
-        **{
-            k: int((status == s).sum())
-            for k, s in (("ok", "SEND_OK"), ("failed", "FAILED"), ("rejected", "REJECTED"))
-        },
+        **_statuses(results),
         "attempts": int(attempts.sum()),
         "retries": int((attempts - 1).clip(lower=0).sum()),
         "retry_budget_exhausted": int(results["retry_budget_exhausted"].sum()),
@@ -340,6 +374,9 @@ def run_summary(run: Run) -> list[dict]:
         sends = a if everything else a[a["broker"] == scope]
         isolations = run.intervals if everything else run.intervals[run.intervals["broker"] == scope]
         row = {"scope": scope, "messages": len(msgs), "duration_ms": duration} | _message_columns(msgs)
+        if not everything:  # a send may try several brokers: a broker's latency is its attempts'
+            row |= dict.fromkeys([*schemas.LATENCY_PERCENTILE_COLUMNS, "latency_max_ms"])
+        row |= _attempt_latency(sends)
         share = 1.0 if everything else ratio(len(msgs), len(stored))
         row["share"] = 0.0 if share is None else share
         row["error_rate"] = ratio(row["failed"] + row["rejected"], len(msgs))
@@ -351,4 +388,49 @@ def run_summary(run: Run) -> list[dict]:
         clipped = (isolations["end_ms"].clip(upper=run_end) - isolations["start_ms"]).clip(lower=0)
         row |= {"isolations": len(isolations), "isolated_ms": int(clipped.sum())}
         rows.append(row | _busy(sends))
+    return rows
+
+
+def fault_windows(run: Run, faults: Sequence[tuple[str, str, int, int]]) -> list[dict]:
+    """Per fault (broker, kind, start_ms, end_ms), per period ("during": attempts that started, messages
+    whose send began, in [start, end); "outside": the rest) and scope ("all", every broker with an
+    attempt): the attempts (by failure class, share of the period's, latency), the messages (statuses,
+    send latency on "all"; a broker: those whose last attempt went to it), delivery outcomes, the
+    isolations that began in the period and their producer-ms within it, the part of the run's span in
+    the period."""
+    a, r, iv = run.a, run.r, run.intervals
+    first, last = int(r["born_ts_ms"].min()), int(r["end_ts_ms"].max())
+    rows = []
+    for fault, (broker_hit, kind, start, end) in enumerate(faults):
+        during_span = max(0, min(end, last) - max(start, first))
+        a_in = (a["start_ts_ms"] >= start) & (a["start_ts_ms"] < end)
+        r_in = (r["send_ts_ms"] >= start) & (r["send_ts_ms"] < end)
+        i_in = (iv["start_ms"] >= start) & (iv["start_ms"] < end)
+        i_end = iv["end_ms"].clip(upper=last)
+        inside = (i_end.clip(upper=end) - iv["start_ms"].clip(lower=start)).clip(lower=0)
+        total = (i_end - iv["start_ms"]).clip(lower=0)
+        for period, mask_a, mask_r, mask_i, span, ms in (
+            ("during", a_in, r_in, i_in, during_span, inside),
+            ("outside", ~a_in, ~r_in, ~i_in, last - first - during_span, total - inside),
+        ):
+            period_a = a[mask_a]
+            for scope in ["all", *sorted(set(a["broker"]))]:
+                everything = scope == "all"
+                sends = period_a if everything else period_a[period_a["broker"] == scope]
+                msgs = r[mask_r] if everything else r[mask_r & (r["broker"] == scope)]
+                mine = np.ones(len(iv), bool) if everything else (iv["broker"] == scope).to_numpy()
+                row = {"fault": fault, "fault_broker": broker_hit, "fault_kind": kind}
+                row |= {"fault_start_ms": start, "fault_end_ms": end, "period": period, "scope": scope}
+                row |= {"period_ms": span, "sends": len(sends)}
+                row |= {c: int((sends["kind"] == c).sum()) for c in schemas.OUTCOME_COLUMNS if c != "ok"}
+                row["attempt_error_rate"] = ratio(int((sends["kind"] != "ok").sum()), len(sends))
+                row["share"] = ratio(len(sends), len(period_a))
+                row |= _attempt_latency(sends) | {"messages": len(msgs)} | _statuses(msgs)
+                row["error_rate"] = ratio(row["failed"] + row["rejected"], len(msgs))
+                latency = msgs["latency_ms"] if everything else msgs["latency_ms"].iloc[:0]
+                row |= percentiles(latency, schemas.LATENCY_PERCENTILE_COLUMNS, LATENCY_QUANTILES)
+                row["latency_max_ms"] = max(latency, default=None)
+                row["isolations"] = int((mask_i.to_numpy() & mine).sum())
+                row["isolated_ms"] = int(ms[mine].sum())
+                rows.append(row | _sums(msgs, schemas.DELIVERY_COLUMNS) | _busy(sends))
     return rows

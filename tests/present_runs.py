@@ -51,4 +51,5 @@ def small_run(brokers: int = 4, closed: bool = False) -> RunData:
         intervals=tables["isolation_intervals"],
         scenario=sc,
         faults=fault_spans(sc),
+        fault_windows=tables["fault_windows"],
     )

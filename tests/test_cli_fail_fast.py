@@ -76,7 +76,7 @@ CASES = [
     Case(
         "unknown-key",
         ("--set", "producers.cuont=3"),
-        "ScenarioError: producers.cuont is not a known key (expected one of ",
+        "ScenarioError: producers.cuont is not a known key (did you mean producers.count?), got 3",
     ),
     Case(
         "wrong-type",
@@ -153,7 +153,8 @@ CASES = [
     Case(
         "control-character",
         ("--set", "producers.group=grp\x07"),
-        "ScenarioError: producers.group must not contain control characters, got 'grp\\x07'",
+        # the value as TOML spells it (a basic string: \u0007)
+        'ScenarioError: producers.group must not contain control characters, got "grp\\u0007"',
     ),
     Case(
         "not-utf8",
@@ -185,11 +186,42 @@ CASES = [
         "ScenarioError: --warehouse must be a folder this job can write (/sys, where it would be created): ",
     ),
     Case(
+        "warehouse-unknown-scheme",
+        ("--warehouse", "nosuch://x"),
+        "ScenarioError: --warehouse must be a folder or a URI of file://, s3://, gs://, hdfs://, abfs://, "
+        "abfss://, got 'nosuch://x'",
+    ),
+    Case(
+        "warehouse-uri-without-path",
+        ("--warehouse", "file://"),
+        "ScenarioError: --warehouse must name a folder after its scheme, got 'file://'",
+    ),
+    Case(
+        "deeply-nested-toml",  # tomllib recurses per level: this was a RecursionError trace
+        (),
+        "ScenarioError: scenario file 'bad.toml' nests tables or arrays too deeply for a scenario",
+        "name = 'deep'\nx = " + "{a = " * 2000 + "1" + "}" * 2000 + "\n",
+    ),
+    Case(
         "window-too-small",  # 100 messages at a very low rate, in 1 ms windows, 4 brokers x 4 queues
         ("--window-ms", "1", "--set", "workload.rate_per_s=0.001", "--set", "workload.messages=100"),
         "ScenarioError: --window-ms must be >= 101 for this scenario (a span of about 100,009 s over 16 "
         "queues would give 100,009,001 windows and 1,600,144,016 queue_windows rows; at most 1,000,000 "
         "and 20,000,000), got 1",
+    ),
+    Case(  # one producer on one thread: its 1M sync sends of ~2.4 ms take ~2,370 s, not the arrivals' 100 s
+        "window-too-small-for-queued-sends",
+        ("--window-ms", "1", "--set", "producers.count=1", "--set", "producers.threads=1")
+        + ("--set", "workload.messages=1000000", "--set", "workload.rate_per_s=10000"),
+        "ScenarioError: --window-ms must be >= 3 for this scenario (a span of about 2,377 s (the sends queue "
+        "on producers.threads) over 16 queues would give 2,376,965 windows and 38,031,440 queue_windows "
+        "rows; at most 1,000,000 and 20,000,000), got 1",
+    ),
+    Case(  # steady.toml sends for 100 s: a fault from 200 s would change nothing (it read "100% SEND_OK")
+        "fault-after-the-span",
+        ("--set", "faults=[{broker='broker-b', kind='outage', start_s=200.0, end_s=300.0}]"),
+        "ScenarioError: faults[0].start_s must be before the simulated span ends at 100.0 s (400,000 "
+        "messages at 4,000 msg/s), got 200: the fault would change nothing",
     ),
     Case(
         "window-beyond-a-year",

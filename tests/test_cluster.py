@@ -1,4 +1,6 @@
-"""Cluster proof: a standalone master and worker on 127.0.0.1 run a job submitted by ./spark-submit.sh.
+"""Cluster proof: a standalone master and worker on 127.0.0.1 run a job submitted by ./spark-submit.sh,
+and the same job run by the ``rocketsim`` command with ``--master`` (its driver here, the tasks in the
+worker's executor with the package it ships).
 
 Uses pyspark's own ``bin/spark-class`` (no Spark download). The job is the real pipeline on a small
 broker-outage scenario, submitted from another working directory.
@@ -12,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -133,12 +136,19 @@ def standalone(tmp_path: Path) -> Iterator[tuple[str, int, Path]]:
             _stop(proc)
 
 
-def test_pipeline_runs_on_standalone_cluster(standalone: tuple[str, int, Path], tmp_path: Path) -> None:
+@pytest.mark.parametrize("via", ["spark-submit.sh", "rocketsim"])
+def test_pipeline_runs_on_standalone_cluster(
+    standalone: tuple[str, int, Path], tmp_path: Path, via: str
+) -> None:
     master_url, webui, work = standalone
     warehouse = tmp_path / "warehouse"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    entry = [str(ROOT / "spark-submit.sh")]
+    if via == "rocketsim":  # the command: its options first, the job's after, in any order
+        entry = [sys.executable, "-m", "rocketsim", "run"]
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     cmd = [
-        str(ROOT / "spark-submit.sh"),
+        *entry,
         "--master",
         master_url,
         "--conf",
@@ -151,7 +161,7 @@ def test_pipeline_runs_on_standalone_cluster(standalone: tuple[str, int, Path], 
         "spark.driver.bindAddress=127.0.0.1",
         "--driver-memory",
         "1g",
-        "jobs/pipeline.py",
+        *(["jobs/pipeline.py"] if via == "spark-submit.sh" else []),
         "--scenario",
         "conf/scenarios/broker_outage.toml",
         "--warehouse",
@@ -160,6 +170,8 @@ def test_pipeline_runs_on_standalone_cluster(standalone: tuple[str, int, Path], 
         "cluster-1",
         "--set",
         "workload.messages=3000",
+        "--set",
+        "workload.rate_per_s=40",  # over the outage from 60 s
         "--set",
         "producers.count=2",
         "--partitions",

@@ -15,6 +15,7 @@ VECTORS = Path(__file__).parent / "data" / "conformance"
 
 @pytest.mark.parametrize("file_name", sorted(CHECKERS))
 def test_vector_file_passes(file_name: str, tmp_path: Path) -> None:
+    (tmp_path / file_name).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / file_name).symlink_to(VECTORS / file_name)
     results = list(run_dir(tmp_path))
     failures = [f"{r.vector_id}: {r.detail}" for r in results if r.status == "failed"]
@@ -89,3 +90,22 @@ def test_async_replay_notices_a_retry_on_the_wrong_thread(tmp_path: Path) -> Non
     (tmp_path / "real_client_async_4_9.jsonl").write_text("\n".join(moved) + "\n")
     failures = {r.vector_id: r.detail for r in run_dir(tmp_path) if r.status == "failed"}
     assert "R22/k=3" in failures and "on thread 'C2', recorded 'E1'" in failures["R22/k=3"]
+
+
+def test_grpc_replay_notices_a_reply_the_client_would_answer_differently(tmp_path: Path) -> None:
+    # G07 send 1: the Proxy answers TOO_MANY_REQUESTS and the Python client (PY producer.py
+    # __check_send_retry_condition) stops at once. Scripted as INTERNAL_SERVER_ERROR instead, the model
+    # retries, which the recording does not show: the replay fails there, and at every later send of G07
+    # (the retry's pick moved the round robin on), nowhere else.
+    name = "grpc/grpc_python_5_1_2.jsonl"
+    text = (VECTORS / name).read_text()
+    broken = text.replace(
+        '{"code": "TOO_MANY_REQUESTS", "message": "flow limit"}', '{"code": "INTERNAL_SERVER_ERROR"}', 1
+    )
+    assert broken != text
+    (tmp_path / "grpc").mkdir()
+    (tmp_path / name).write_text(broken)
+    failures = {r.vector_id: r.detail for r in run_dir(tmp_path) if r.status == "failed"}
+    assert "G07/send=1" in failures and "G07/send=0" not in failures
+    assert all(v.startswith("G07/") for v in failures), failures
+    assert failures["G07/send=1"].startswith("picks:")  # a second pick, for the retry

@@ -23,7 +23,7 @@ from rocketsim.warehouse.delta import WriteReport, commit_run
 from rocketsim.warehouse.paths import DeltaSinkError, table_path
 from rocketsim.warehouse.read import list_runs, read_arrow
 from rocketsim.warehouse.run_commit import TableWrite, publish_writes
-from rocketsim.warehouse.vacuum import vacuum_orphans
+from rocketsim.warehouse.vacuum import vacuum
 
 pytestmark = pytest.mark.spark
 
@@ -208,14 +208,18 @@ def test_crash_before_commit_leaves_table_unchanged_then_vacuum(spark: SparkSess
         ignore_nullable=True,
     )
 
-    assert vacuum_orphans(warehouse, TABLE) == []  # younger than the safety age: kept
-    assert set(vacuum_orphans(warehouse, TABLE, min_age_s=0, dry_run=True)) == orphans
-    assert set(vacuum_orphans(warehouse, TABLE, min_age_s=0)) == orphans
+    assert _orphans_vacuumed(warehouse) == []  # younger than the safety age: kept
+    assert set(_orphans_vacuumed(warehouse, min_age_s=0, dry_run=True)) == orphans
+    assert set(_orphans_vacuumed(warehouse, min_age_s=0)) == orphans
     assert not any((Path(uri) / p).exists() for p in orphans)
     assert DeltaTable(uri).version() == version
     assert sort(read_arrow(warehouse, TABLE)).equals(before)
     assert DeltaTable(uri, version=version - 2).to_pyarrow_table().num_rows == 60  # tombstones kept
-    assert vacuum_orphans(warehouse, TABLE, min_age_s=0) == []
+    assert _orphans_vacuumed(warehouse, min_age_s=0) == []
+
+
+def _orphans_vacuumed(warehouse: str, **options: object) -> list[str]:
+    return vacuum(warehouse, [TABLE], **options).tables[0].files  # type: ignore[arg-type]
 
 
 def test_log_stats_match_the_data(spark: SparkSession, warehouse: str) -> None:

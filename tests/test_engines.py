@@ -721,7 +721,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     version = draw(st.sampled_from(["4.8.0", *VERSIONS, "5.2.0"]))
     n_brokers = draw(st.integers(1, 5))
     brokers = tuple(f"broker-{c}" for c in "abcde"[:n_brokers])
-    kinds = st.sampled_from(["outage", "hang", "slowdown", "flapping", "error_burst", "partition"])
+    kinds = st.sampled_from(["outage", "hang", "slowdown", "flapping", "error_burst", "partition", "paused"])
     faults = []
     for b in draw(st.lists(st.sampled_from(brokers), max_size=2, unique=True)):
         start = draw(st.floats(0.0, 60.0))

@@ -138,7 +138,14 @@ def test_the_table_is_what_the_model_says() -> None:
         "slowdown": Effect.SLOWER,
         "error_burst": Effect.ERROR_BURST,
         "partition": Effect.CONNECT_TIMES_OUT,
+        "paused": Effect.PAUSED,
     }
+    # kill -STOP: the route and the probe see a hang; the closed-loop store takes the held requests later
+    assert (acts["paused"]["route"], acts["paused"]["probe"]) == (
+        RouteDrop.AFTER_HEARTBEAT_TIMEOUT,
+        Probe.FAILS,
+    )
+    assert acts["paused"]["store"] == Store.DEFERS
     with pytest.raises(ValueError, match="needs a process that dies"):
         FaultKind(route=RouteDrop.AT_ONCE)  # dropped at once over no interval: refused, not ignored
 

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import runpy
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tiny_runs import claim_held_elsewhere
 
+from rocketsim.scenario import load_scenario, workload
 from rocketsim.spark import launch
 from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.session import PREFLIGHT_ENV, PREFLIGHT_OK
@@ -26,7 +27,7 @@ from rocketsim.warehouse.delta import commit_written
 from rocketsim.warehouse.files import write_parquet
 from rocketsim.warehouse.paths import new_write_id, staging_path
 from rocketsim.warehouse.read import read_arrow
-from rocketsim.warehouse.run_commit import TableWrite, publish_writes
+from rocketsim.warehouse.run_commit import TableWrite, publish_writes, remove_superseded
 
 ROOT = Path(__file__).resolve().parents[1]
 STEADY = ROOT / "conf" / "scenarios" / "steady.toml"
@@ -66,20 +67,7 @@ def test_two_jobs_on_one_run_id_the_second_fails_fast_naming_the_first(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     wh = tmp_path / "wh"
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time; from rocketsim.warehouse.claims import acquire; "
-            "acquire(sys.argv[1], 'r1', 'jobs/pipeline.py'); print('held', flush=True); time.sleep(120)",
-            str(wh),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with claim_held_elsewhere(wh, "r1") as holder:  # SIGKILLed after: dies without releasing its claim
         for job in ("pipeline", "summarize", "compare"):
             extra = (
                 ("--variant", "a:producers.threads=1", "--variant", "b:producers.threads=2", "--run-id", "r1")
@@ -94,9 +82,6 @@ def test_two_jobs_on_one_run_id_the_second_fails_fast_naming_the_first(
             ), lines
         code, _ = _job("pipeline", wh, "r2", capsys)  # another run id: no conflict
         assert code == PREFLIGHT_OK
-    finally:
-        holder.send_signal(signal.SIGKILL)  # dies without releasing its claim
-        holder.wait()
     assert Path(claim_path(wh, "r1")).exists()
     code, err = _job("pipeline", wh, "r1", capsys)  # the dead job's claim is taken over
     assert code == PREFLIGHT_OK, err
@@ -121,13 +106,19 @@ def test_a_job_reading_a_run_that_is_not_there_says_so_before_spark(
     )
 
 
-def _publish_messages(wh: Path, run_id: str) -> None:
+def _publish_messages(wh: Path, run_id: str, rows: int = 0) -> None:
+    """A run whose only table is ``messages`` (``rows`` of them, from the workload generator)."""
     write_id = new_write_id()
     staging = staging_path(str(wh), "messages", write_id)
     Path(staging).mkdir(parents=True)
-    write_parquet(schemas.data_schema(schemas.MESSAGES).empty_table(), f"{staging}/part-p000000.parquet")
+    data = schemas.data_schema(schemas.MESSAGES).empty_table()
+    if rows:
+        sc = load_scenario(STEADY, [f"workload.messages={rows}", "producers.count=1"])
+        data = workload.generate(sc).select(data.schema.names).cast(data.schema)
+    write_parquet(data, f"{staging}/part-p000000.parquet")
     report = commit_written(str(wh), "messages", run_id, schemas.MESSAGES, write_id)
     publish_writes(str(wh), run_id, "test", [TableWrite("messages", report.write_id, report.rows)])
+    remove_superseded(str(wh), run_id, ["messages"])
 
 
 class _Session:
@@ -208,7 +199,48 @@ def test_a_damaged_delta_log_is_named_in_one_line(tmp_path: Path) -> None:
     assert known
     assert line.startswith(f"error: the Delta log of table messages ({wh}/messages) cannot be read: ")
     assert line.endswith(
-        "restore that table's _delta_log from a backup, or move the table away (the other tables are "
-        "unaffected); nothing of this job is visible in run r1"
+        "restore that table's _delta_log from a backup (jobs/vacuum.py leaves a damaged table alone, and "
+        "refuses a warehouse whose run_commits is damaged); nothing of this job is visible in run r1"
     )
-    assert "\n" not in line
+    assert "\n" not in line and "move" not in line  # moving run_commits away made vacuum destroy every run
+
+
+def test_through_spark_submit_the_line_goes_to_its_error_file_and_the_trace_to_sparks_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """spark-submit.sh sets ROCKETSIM_ERROR_FILE (the driver's own stderr reaches the JVM's stdout there)
+    and ROCKETSIM_SPARK_LOG (where the JVM's stderr, Spark's logging, goes): the one line goes to the
+    first, naming the second, and an unknown error's trace goes to the log, not to the user."""
+    errors, log = tmp_path / "error", tmp_path / "spark.log"
+    monkeypatch.setenv(launch.ERROR_FILE_ENV, str(errors))
+    monkeypatch.setenv(launch.SPARK_LOG_ENV, str(log))
+    code, lines = _fail_after_start(ZeroDivisionError("division by zero"), tmp_path, monkeypatch, capsys)
+    assert code == 1 and lines == []
+    assert errors.read_text().splitlines() == [
+        "error: the job failed with ZeroDivisionError: division by zero (nothing of this job is visible in "
+        f"run r1) (its trace is in Spark's log {log})"
+    ]
+    assert "Traceback" in log.read_text() and log.read_text().rstrip().endswith("division by zero")
+    errors.unlink()
+    code, _ = _fail_after_start(OSError(errno.ENOSPC, "No space left"), tmp_path, monkeypatch, capsys)
+    (line,) = errors.read_text().splitlines()
+    assert code == 1 and line.startswith("error: the disk is full") and line.endswith(f"(Spark's log: {log})")
+
+
+def test_a_job_reading_a_run_whose_run_commits_lost_a_commit_says_so_before_spark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Probe case 12: jobs/summarize.py after the run's last run_commits commit was lost ended in an
+    IndexError after Spark started: run_commits names the writes the rerun replaced (and removed)."""
+    wh = tmp_path / "wh"
+    for _ in range(2):  # the run, then a rerun (which removes the first writes)
+        _publish_messages(wh, "r1", rows=3)
+    sorted((wh / "run_commits" / "_delta_log").glob("*.json"))[-1].unlink()
+    code, err = _job("simulate", wh, "r1", capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert re.fullmatch(
+        r"DamagedRunError: run 'r1' of table messages does not match run_commits: the table's log holds 0 "
+        r"of the 3 rows of its write \S+ \(the table lost commits or files, or run_commits is an older copy "
+        r"than the tables\): restore the table from a backup, or rerun run r1\n",
+        err,
+    ), err

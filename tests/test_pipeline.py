@@ -28,6 +28,7 @@ from rocketsim.spark.run import StageReport
 from rocketsim.tables import schemas
 from rocketsim.tables.reconcile import ReconciliationError
 from rocketsim.tables.schemas import TABLES
+from rocketsim.tables.summaries.faults import fault_spans
 from rocketsim.warehouse import stage_files
 from rocketsim.warehouse.read import list_runs, read_arrow
 from tests.analysis import summary_tables
@@ -165,8 +166,11 @@ def test_every_table_of_the_run_is_written_by_the_one_pass_and_equals_the_refere
         read_arrow(str(two_runs), t, "r1").drop_columns(["run_id"])
         for t in ("messages", "send_attempts", "send_results", "commit_log")
     )
+    spans = [
+        (f.broker, f.kind, f.start_ms, f.end_ms) for f in fault_spans(scenario.faults)
+    ]  # the reference's
     expected = {
-        **summary_tables(attempts.to_pandas(), results.to_pandas(), messages.to_pandas(), 1000),
+        **summary_tables(attempts.to_pandas(), results.to_pandas(), messages.to_pandas(), 1000, spans),
         **broker_side_tables(log, messages, results, scenario, 1000),
     }
     assert set(expected) | {"messages", "send_attempts", "send_results", "commit_log"} == set(written)
@@ -197,7 +201,7 @@ def test_reconcile_fails_loudly_when_a_task_drops_a_row(
             table = table.slice(1)
         written(sink, table)
 
-    def in_process(spark, bins, work):  # noqa: ANN001, ANN202 - the tasks, here: monkeypatch reaches them
+    def in_process(spark, bins, work, what="tasks"):  # noqa: ANN001, ANN202 - the tasks, here: monkeypatch reaches them
         return {item: dict(work(item)) for b in bins for item in b}
 
     monkeypatch.setattr(stage_files.ParquetSink, "write", dropping)

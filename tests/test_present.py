@@ -319,4 +319,31 @@ def test_the_report_summary_has_a_column_per_scope() -> None:
         "broker-c",
         "broker-d",
     ]
-    assert "<td>p99 (ms)</td>" in page and "<td>messages</td><td>3,000</td>" in page
+    assert "<td>messages</td><td>3,000</td>" in page
+    # the send call's latency on the whole run only; a broker's, every attempt sent to it (broker-b's
+    # 600 ms answers during its slowdown: they were left out when its figure was its stored results')
+    summary = run.summary.set_index("scope")
+    send = re.search(r"<tr><td>send p99 \(ms\)</td>(.*?)</tr>", page).group(1)
+    assert re.findall(r"<td>(.*?)</td>", send)[1:] == ["-"] * 4
+    attempt = re.findall(
+        r"<td>(.*?)</td>", re.search(r"<tr><td>attempt p99 \(ms\)</td>(.*?)</tr>", page).group(1)
+    )
+    assert (
+        attempt[2] == f"{summary.loc['broker-b', 'attempt_latency_p99_ms']:,.2f}"
+        and float(attempt[2].replace(",", "")) > 500
+    )
+    for label in ("duplicate copies", "failed attempts: timeout", "stored, not-OK status"):
+        assert f"<td>{label}</td>" in page, label
+
+
+def test_the_report_shows_each_fault_against_the_rest_of_the_run() -> None:
+    """The fault-window view: per fault, a table of scope x period (during, outside)."""
+    run = present_runs.small_run()
+    page = report.render_page(run, [], "here")
+    assert "<h2>During each fault</h2>" in page
+    assert "<h3>fault 0: slowdown broker-b, 2-5 s</h3>" in page
+    fw = run.fault_windows.set_index(["scope", "period"])
+    during, outside = fw.loc[("broker-b", "during")], fw.loc[("broker-b", "outside")]
+    assert during.attempt_latency_p99_ms > 10 * outside.attempt_latency_p99_ms
+    row = f"<tr><td>broker-b</td><td>during</td><td>{int(during.sends):,}</td>"
+    assert row in page

@@ -69,8 +69,11 @@ def broker_tables(sc: Scenario, producers: list[stage.ProducerTables], lose: int
     return out
 
 
-def run_counts(sc: Scenario, producers: list[stage.ProducerTables], brokers: list) -> dict[str, int]:
-    """What the tasks and the driver of the one pass count, with every table committed as made."""
+def run_counts(
+    sc: Scenario, producers: list[stage.ProducerTables], brokers: list, blind: int | None = None
+) -> dict[str, int]:
+    """What the tasks and the driver of the one pass count, with every table committed as made;
+    ``blind``: a producer whose task did not split its rows at the faults."""
     parts = []
     for t in producers:
         parts.append(
@@ -90,7 +93,10 @@ def run_counts(sc: Scenario, producers: list[stage.ProducerTables], brokers: lis
             | reconcile.transaction_counts(txns)
         )
     counts = reconcile.add_counts(parts)
-    merged = summaries.merge(t.summary_aggregates(WINDOW_MS) for t in producers)
+    faults = summaries.fault_spans(sc.faults)
+    merged = summaries.merge(
+        t.summary_aggregates(WINDOW_MS, () if i == blind else faults) for i, t in enumerate(producers)
+    )
     made = {**summaries.summary_tables(merged), "consumer_load": broker_side.consumer_load(deliveries, sc)}
     for name, table in made.items():
         counts |= reconcile.table_counts(name, table)
@@ -113,6 +119,7 @@ def test_every_rule_holds_on_a_whole_run(counts: dict[str, int]) -> None:
     } <= set(checks)
     for table in reconcile.RUN_TABLES:
         assert f"{table} rows committed = rows made" in checks, table
+    assert {r.name for r in reconcile.FAULT_RULES} <= set(checks)
     assert all(x == y for x, y in checks.values())
     # the run is not trivial: every rule counts something
     for name in (
@@ -147,6 +154,16 @@ def test_a_broker_that_lost_a_producers_records_breaks_the_broker_side_rules(
         "commit_log rows committed = rows made",
         "commit_log rows are distinct (broker, commit_log_offset)",
     }
+
+
+def test_fault_windows_that_miss_a_producers_rows_break_their_rules(
+    scenario: Scenario, producers: list[stage.ProducerTables]
+) -> None:
+    """A producer task that did not split its attempts and messages at the faults: each fault's periods
+    no longer add up to the run."""
+    blind = run_counts(scenario, producers, broker_tables(scenario, producers), blind=1)
+    broken = {rule for rule, (x, y) in reconcile.checks(blind).items() if x != y}
+    assert broken == {r.name for r in reconcile.FAULT_RULES}
 
 
 def test_a_missing_result_row_fails_loudly_naming_the_rules(counts: dict[str, int]) -> None:

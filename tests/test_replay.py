@@ -340,6 +340,19 @@ def test_the_scenario_keeps_the_base_text_and_replaces_its_faults() -> None:
         replay_text(base, "x", [], (Fault("broker-z", "outage", 0.0, 10.0),))
 
 
+def test_a_base_shorter_than_the_incident_runs_as_long_as_it_at_its_own_rate() -> None:
+    """A fault after the simulated span would change nothing (the run refuses it): the replay's run lasts
+    the incident's span, the base's rate kept; a base long enough keeps its length."""
+    base = 'name = "small"\n[cluster]\nbrokers = ["broker-a"]\n'
+    base += "[workload]\nmessages = 6000  # mine\nrate_per_s = 20.0\n"
+    late = (Fault("broker-a", "slowdown", 440.0, 500.0, factor=6.0),)
+    text, sc = replay_text(base, "x", [], late, span_s=900.0)
+    assert (sc.workload.span_s, sc.workload.rate_per_s, sc.workload.messages) == (900.0, 20.0, 0)
+    assert "messages = 6000" not in text and "rate_per_s = 20.0" in text
+    _, kept = replay_text(base, "x", [], late[:0], span_s=100.0)
+    assert kept.workload.span_s == 300.0 and kept.workload.messages == 6000
+
+
 def _job():  # noqa: ANN202 - the module of jobs/replay.py
     import importlib.util
 

@@ -91,6 +91,43 @@ def test_defaults_are_default_mq_producer_defaults() -> None:
     assert (two.producers.executor_threads, two.producers.callback_threads) == (2, 3)
 
 
+@pytest.mark.parametrize(
+    ("coupling", "producers", "store", "line"),
+    [
+        (
+            "iterative",
+            {"shared_host": True},
+            {},
+            "producers.shared_host must be false unless brokers.coupling is joint (one loop for the host's "
+            "producers and brokers), got true",
+        ),
+        (
+            "joint",
+            {},
+            {"on_producer_host": True},
+            "brokers.default.store.on_producer_host needs producers.shared_host = true, got true",
+        ),
+        (
+            "iterative",
+            {},
+            {"io_us": 20.0},
+            "brokers.default.store.io_us needs brokers.coupling = joint (the iterative rounds do not model a "
+            "connection's reads), got 20.0",
+        ),
+    ],
+)
+def test_the_hosts_settings_are_refused_where_the_loop_cannot_run_them(
+    coupling: str, producers: dict, store: dict, line: str
+) -> None:
+    raw = {"producers": producers, "brokers": {"coupling": coupling, "default": {"store": store}}}
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_mapping(raw)
+    assert str(info.value) == line
+    raw["brokers"]["coupling"] = "joint"  # the joint loop runs them all (a broker on a shared host)
+    raw["producers"] = {"shared_host": True}
+    scenario_from_mapping(raw)
+
+
 @pytest.mark.parametrize(("version", "send_num"), [("5.2.0", 10_000), ("5.3.3", 10_000), ("5.x", 1024)])
 def test_async_backpressure_settings_default_to_the_versions(version: str, send_num: int) -> None:
     # DefaultMQProducer field initialisers: enableBackpressureForAsyncMode = false,
@@ -282,6 +319,19 @@ def test_bad_toml_and_missing_file(tmp_path: Path) -> None:
         load_scenario(tmp_path / "missing.toml")
 
 
+def test_a_byte_order_mark_is_accepted_and_deep_nesting_refused(tmp_path: Path) -> None:
+    marked = tmp_path / "bom.toml"  # some Windows editors start UTF-8 files with EF BB BF
+    marked.write_bytes(b"\xef\xbb\xbfname = 'bom'\nseed = 5\n")
+    sc = load_scenario(marked)
+    assert (sc.name, sc.seed) == ("bom", 5) and not sc.source_text.startswith("\ufeff")
+    deep = "{a = " * 2000 + "1" + "}" * 2000
+    (tmp_path / "deep.toml").write_text(f"x = {deep}\n")
+    with pytest.raises(ScenarioError, match="nests tables or arrays too deeply"):
+        load_scenario(tmp_path / "deep.toml")
+    with pytest.raises(ScenarioError, match="--set x nests tables or arrays too deeply"):
+        parse_override(f"x={deep}")
+
+
 def test_bad_override_is_a_scenario_error() -> None:
     with pytest.raises(ScenarioError, match="must look like key.path=value"):
         parse_override("seed")
@@ -312,3 +362,28 @@ def test_job_fails_fast_with_exit_2_and_leaves_no_trace(tmp_path: Path) -> None:
 
 def test_run_id_defaults_to_name_and_seed() -> None:
     assert Scenario(name="brownout", seed=11).run_id == "brownout-s11"
+
+
+@pytest.mark.parametrize(
+    ("extra", "line"),
+    [
+        (
+            {"faults": [{"broker": "broker-a", "kind": "paused", "start_s": 1.0, "end_s": 2.0}]},
+            "faults[0].kind must not be paused with client_family grpc (not modelled for it), got 'paused'",
+        ),
+        (
+            {"producers": {"send_cpu_us": 5.0}},
+            "producers.send_cpu_us must be 0 with client_family grpc (the client's CPU per send is modelled "
+            "for remoting only), got 5.0",
+        ),
+    ],
+)
+def test_the_client_capacity_and_pause_models_are_refused_for_grpc(extra: dict, line: str) -> None:
+    grpc = {"client_family": "grpc", "client_version": "java-5.2.1"}
+    raw = {**extra, "producers": {**grpc, **extra.get("producers", {})}}
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_mapping(raw)
+    assert str(info.value) == line
+    scenario_from_mapping(
+        {**raw, "producers": {**raw["producers"], "client_family": "remoting", "client_version": "5.3.3"}}
+    )

@@ -140,8 +140,11 @@ def test_the_derived_outputs_are_the_core_functions_of_the_rows(scenario: Scenar
         pa.concat_tables([t.results for t in tables]),
         1000,
         messages=pa.concat_tables([t.messages for t in tables]),
+        faults=summaries.fault_spans(scenario.faults),
     )
-    merged = summaries.merge(t.summary_aggregates(1000) for t in tables)
+    merged = summaries.merge(
+        t.summary_aggregates(1000, summaries.fault_spans(scenario.faults)) for t in tables
+    )
     assert summaries.summary_tables(merged) == summaries.summary_tables(whole)
     unstored = [t.unstored_transactions(scenario) for t in tables]
     stored, deliveries, storage = [], [], []

@@ -38,6 +38,7 @@ KEYS = {
     "queue_windows": ["broker", "queue_id", "window_start_ms"],
     "producer_windows": ["producer", "window_start_ms"],
     "run_summary": ["scope"],
+    "fault_windows": ["fault", "period", "scope"],
 }
 
 # (producer, seq, attempt, start, latency, broker, queue, outcome, fault_isolated_until_ms, wire_bytes)
@@ -138,6 +139,7 @@ def edge_tables(rows_a: list[tuple], rows_r: list[tuple]) -> tuple[pa.Table, pa.
         "error": pa.nulls(n, pa.string()),
         "brokers_sent": pa.nulls(n, pa.list_(pa.string())),
         "end_ts_ms": pa.array(send + lat),
+        "latency_us": pa.array(lat * 1000),
         "queue_wait_ms": pa.array(send - born),
         "compressed": pa.array([False] * n),
         "sys_flag": pa.array([0] * n, pa.int32()),
@@ -177,14 +179,18 @@ def core_summaries(
     *,
     variant: str | None = None,
     messages: pa.Table | None = None,
+    faults: Sequence[summaries.FaultSpan] = (),
 ) -> list[summaries.SummaryAggregates]:
     """One aggregate per producer, as the producer tasks make them (``messages``: the results' own, or
-    none in a batch)."""
+    none in a batch; ``faults``: the scenario's)."""
     keys = {"variant": variant} if variant is not None else None
     messages = unbatched_messages(results) if messages is None else messages
     a, r, m = by_producer(attempts), by_producer(results), by_producer(messages)
     empty = attempts.schema.empty_table()
-    return [summaries.producer_aggregates(a.get(p, empty), r[p], window_ms, keys, messages=m[p]) for p in r]
+    return [
+        summaries.producer_aggregates(a.get(p, empty), r[p], window_ms, keys, messages=m[p], faults=faults)
+        for p in r
+    ]
 
 
 def core_tables(attempts: pa.Table, results: pa.Table, window_ms: int) -> dict[str, pa.Table]:
@@ -192,10 +198,14 @@ def core_tables(attempts: pa.Table, results: pa.Table, window_ms: int) -> dict[s
 
 
 def core_tables_of(
-    attempts: pa.Table, results: pa.Table, messages: pa.Table, window_ms: int
+    attempts: pa.Table,
+    results: pa.Table,
+    messages: pa.Table,
+    window_ms: int,
+    faults: Sequence[summaries.FaultSpan] = (),
 ) -> dict[str, pa.Table]:
     return summaries.summary_tables(
-        summaries.merge(core_summaries(attempts, results, window_ms, messages=messages))
+        summaries.merge(core_summaries(attempts, results, window_ms, messages=messages, faults=faults))
     )
 
 
@@ -437,24 +447,39 @@ def test_run_summary_hand_computed(summary: pa.Table) -> None:
 
 
 def test_run_summary_percentiles_are_numpys(summary: pa.Table) -> None:
-    """Message latency and queue wait per scope of the fixed tables: numpy's percentiles (linear between
-    the closest ranks) and max."""
+    """Latency and queue wait per scope of the fixed tables: numpy's percentiles (linear between the
+    closest ranks) and max. The send call's latency on "all" only; a broker's latency is that of every
+    attempt sent to it, the failed and timed-out ones included (they were left out when a broker's
+    figure was its stored results' send latency: broker b's p99 read 1 ms less)."""
     rows = {r["scope"]: r for r in summary.to_pylist()}  # 3 rows
-    local = results_pandas()
+    local, attempts = results_pandas(), attempts_pandas()
     stored = local[~local.status.isin(["FAILED", "REJECTED"]) & local.broker.notna()]
+    attempt_names = schemas.ATTEMPT_LATENCY_COLUMNS
+    have = [rows["all"][c] for c in summaries.PERCENTILE_COLUMNS]
+    np.testing.assert_allclose(have, np.percentile(local.latency_ms, QS), rtol=1e-12)
+    assert rows["all"]["latency_max_ms"] == local.latency_ms.max()
+    for scope, sent in [
+        ("all", attempts),
+        ("a", attempts[attempts.broker == "a"]),
+        ("b", attempts[attempts.broker == "b"]),
+    ]:
+        np.testing.assert_allclose(
+            [rows[scope][c] for c in attempt_names[:-1]], np.percentile(sent.latency_ms, QS), rtol=1e-12
+        )
+        assert rows[scope][attempt_names[-1]] == sent.latency_ms.max(), scope
+        if scope != "all":
+            assert (sent.outcome != "ok").any(), scope  # failed attempts count
+            assert all(rows[scope][c] is None for c in (*summaries.PERCENTILE_COLUMNS, "latency_max_ms"))
     for scope, g in [
         ("all", local),
         ("a", stored[stored.broker == "a"]),
         ("b", stored[stored.broker == "b"]),
     ]:
-        have = [rows[scope][c] for c in summaries.PERCENTILE_COLUMNS]
-        np.testing.assert_allclose(have, np.percentile(g.latency_ms, QS), rtol=1e-12, err_msg=scope)
         np.testing.assert_allclose(
             [rows[scope]["queue_wait_p50_ms"], rows[scope]["queue_wait_p99_ms"]],
             np.percentile(g.queue_wait_ms, [50, 99]),
             rtol=1e-12,
         )
-        assert rows[scope]["latency_max_ms"] == g.latency_ms.max()
 
 
 @pytest.mark.spark
@@ -524,10 +549,17 @@ def with_keys(table: pa.Table, **keys: str) -> pa.Table:
 
 
 def assert_reference_tables(
-    got: Mapping[str, pa.Table], attempts: pa.Table, results: pa.Table, messages: pa.Table, window_ms: int
+    got: Mapping[str, pa.Table],
+    attempts: pa.Table,
+    results: pa.Table,
+    messages: pa.Table,
+    window_ms: int,
+    faults: Sequence[summaries.FaultSpan] = (),
 ) -> None:
-    """Every summary table equals :func:`analysis.summary_tables` of the same rows."""
-    want = analysis.summary_tables(attempts.to_pandas(), results.to_pandas(), messages.to_pandas(), window_ms)
+    """Every summary table equals :func:`analysis.summary_tables` of the same rows (and faults)."""
+    spans = [(f.broker, f.kind, f.start_ms, f.end_ms) for f in faults]
+    a, r, m = attempts.to_pandas(), results.to_pandas(), messages.to_pandas()
+    want = analysis.summary_tables(a, r, m, window_ms, spans)
     assert set(got) == set(want) == set(summaries.SUMMARY_TABLES)
     for name, table in got.items():
         assert_rows(table, want[name], KEYS[name], name)
@@ -545,16 +577,21 @@ def local_run(request: pytest.FixtureRequest) -> tuple[pa.Table, pa.Table, pa.Ta
     return (*_simulated(scenario_of(request.param)), RUNS[request.param][1], request.param)
 
 
+def faults_of(run_id: str) -> tuple[summaries.FaultSpan, ...]:
+    return summaries.fault_spans(scenario_of(run_id).faults)
+
+
 def test_summary_tables_equal_the_reference(local_run: tuple) -> None:
     """The sample runs, simulated here: every table and column, the per-producer aggregates merged in a
     shuffled order."""
     attempts, results, messages, window_ms, run_id = local_run
-    aggs = core_summaries(attempts, results, window_ms, messages=messages)
+    faults = faults_of(run_id)
+    aggs = core_summaries(attempts, results, window_ms, messages=messages, faults=faults)
     got = summaries.summary_tables(merged_in_shuffled_order(aggs, seed=len(run_id)))
     assert all(got[name].num_rows > 0 for name in summaries.SUMMARY_TABLES)
     (every,) = got["run_summary"].filter(pc.equal(got["run_summary"].column("scope"), "all")).to_pylist()
     assert every["lost"] > 0 and every["failed_but_stored"] > 0 and every["isolations"] > 0
-    assert_reference_tables(got, attempts, results, messages, window_ms)
+    assert_reference_tables(got, attempts, results, messages, window_ms, faults)
 
 
 def _total(table: pa.Table, name: str) -> int:
@@ -592,9 +629,10 @@ def test_windows_add_up_to_the_run(local_run: tuple) -> None:
 def test_any_split_of_the_producers_merges_to_the_whole(local_run: tuple) -> None:
     """Aggregates of any grouping of whole producers, merged in any order, give the tables of all the
     producers aggregated at once."""
-    attempts, results, messages, window_ms, _ = local_run
+    attempts, results, messages, window_ms, run_id = local_run
+    faults = faults_of(run_id)
     whole = summaries.summary_tables(
-        summaries.producer_aggregates(attempts, results, window_ms, messages=messages)
+        summaries.producer_aggregates(attempts, results, window_ms, messages=messages, faults=faults)
     )
     producers = sorted(pc.unique(results.column("producer")).to_pylist())
     rng = random.Random(len(producers))
@@ -608,7 +646,7 @@ def test_any_split_of_the_producers_merges_to_the_whole(local_run: tuple) -> Non
 
         aggs = [
             summaries.producer_aggregates(
-                of(attempts, g), of(results, g), window_ms, messages=of(messages, g)
+                of(attempts, g), of(results, g), window_ms, messages=of(messages, g), faults=faults
             )
             for g in groups.values()
         ]
@@ -635,8 +673,8 @@ def test_the_one_pass_summary_tables_equal_the_core_and_the_reference(sample_run
     merged in another order = the reference."""
     attempts, results, messages = run_tables(sample_runs, run_id, "send_attempts", "send_results", "messages")
     results = results.select(schemas.without_run_id(schemas.SEND_RESULTS).names)  # as the simulator gives
-    window_ms = RUNS[run_id][1]
-    aggs = core_summaries(attempts, results, window_ms, messages=messages)
+    window_ms, faults = RUNS[run_id][1], faults_of(run_id)
+    aggs = core_summaries(attempts, results, window_ms, messages=messages, faults=faults)
     local = summaries.summary_tables(merged_in_shuffled_order(aggs, seed=len(run_id)))
     assert set(local) == set(summaries.SUMMARY_TABLES)
     for name in summaries.SUMMARY_TABLES:
@@ -644,7 +682,7 @@ def test_the_one_pass_summary_tables_equal_the_core_and_the_reference(sample_run
         assert local[name].schema == schemas.data_schema(schemas.TABLES[name].schema), name
         assert local[name].num_rows > 0, name
         assert_same(local[name], committed, KEYS[name])
-    assert_reference_tables(local, attempts, results, messages, window_ms)
+    assert_reference_tables(local, attempts, results, messages, window_ms, faults)
 
 
 @pytest.mark.spark
@@ -675,7 +713,14 @@ def test_merge_order_does_not_matter(sample_runs: Path) -> None:
 VARIANTS = {
     "fault_off": {"producers": {"send_latency_fault_enable": False}},
     "fault_on": {},
-    "line5": {"producers": {"client_version": "5.3.3"}, "workload": {"messages": 1200}},
+    "line5": {
+        "producers": {"client_version": "5.3.3"},
+        "workload": {"messages": 1200},
+        "faults": [  # a variant's own fault timeline: its own fault_windows rows
+            {"broker": "broker-a", "kind": "hang", "start_s": 1, "end_s": 2},
+            {"broker": "broker-c", "kind": "slowdown", "start_s": 1.5, "end_s": 3, "factor": 20.0},
+        ],
+    },
 }
 
 
@@ -696,15 +741,19 @@ def test_comparison_keys_equal_the_reference_per_variant() -> None:
         sc = scenario_from_mapping(
             {"name": "cmp", **deep_update(deep_update(SAMPLE_BASE, RUNS["mixed-498"][0]), over)}
         )
-        runs[name] = attempts, results, messages = _simulated(sc)
-        aggs += core_summaries(attempts, results, window_ms, variant=name, messages=messages)
+        faults = summaries.fault_spans(sc.faults)
+        runs[name] = (*_simulated(sc), window_ms, faults)
+        attempts, results, messages = runs[name][:3]
+        aggs += core_summaries(attempts, results, window_ms, variant=name, messages=messages, faults=faults)
     got = summaries.summary_tables(merged_in_shuffled_order(aggs, 7))
     for name, table in got.items():
         assert table.column_names[0] == "variant"
         if name != "isolation_intervals":  # fault_off isolates nothing
             assert set(table.column("variant").to_pylist()) == set(VARIANTS), name
+    line5 = _variant(got, "line5")["fault_windows"]
+    assert set(line5.column("fault_kind").to_pylist()) == {"hang", "slowdown"}
     for variant, run in runs.items():
-        assert_reference_tables(_variant(got, variant), *run, window_ms)
+        assert_reference_tables(_variant(got, variant), *run)
 
 
 # ---- hand-made edge cases ----------------------------------------------------------------------------
@@ -946,3 +995,27 @@ def test_producer_fold_of_chunks_equals_the_whole_producer(rows: int) -> None:
     assert want.intervals.num_rows > 0 and want.producer_windows.num_rows > 1
     for name in summaries.AGGREGATE_TABLES:
         assert getattr(got, name).equals(getattr(want, name)), name
+
+
+def test_run_summary_when_no_send_reaches_any_broker() -> None:
+    """Every broker in outage for the whole run: no attempt, so no broker is known to the summaries; the
+    run's 'all' rows are still made (this crashed with ArrowIndexError: an index into no broker names)."""
+    sc = scenario_from_mapping(
+        {
+            "cluster": {"brokers": ["broker-a", "broker-b"]},
+            "producers": {"count": 2, "client_version": "4.9.8", "send_latency_fault_enable": True},
+            "workload": {"messages": 40, "rate_per_s": 100.0},
+            "faults": [
+                {"broker": b, "kind": "outage", "start_s": 0, "end_s": 100} for b in ("broker-a", "broker-b")
+            ],
+        }
+    )
+    messages = workload.generate(sc)
+    out = simulate.simulate(messages, sc)
+    assert out.attempts.num_rows == 0
+    tables = summaries.summary_tables(
+        summaries.merge(core_summaries(out.attempts, out.results, 1000, messages=messages))
+    )
+    rows = tables["run_summary"].to_pylist()
+    assert [r["scope"] for r in rows] == ["all"]
+    assert rows[0]["messages"] == 40 and rows[0]["failed"] == 40 and rows[0]["sends"] == 0

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from rocketsim.present.text import comparison_text
 from rocketsim.scenario import ScenarioError, workload
 from rocketsim.scenario.variants import (
     COMPARED_METRICS,
@@ -23,7 +24,6 @@ from rocketsim.scenario.variants import (
     sweep_variants,
 )
 from rocketsim.spark.cli import parse_compare_args
-from rocketsim.spark.compare import format_comparison
 from rocketsim.tables import schemas
 
 BROWNOUT = str(Path(__file__).resolve().parents[1] / "conf" / "scenarios" / "brownout.toml")
@@ -235,6 +235,8 @@ def test_compare_args_default_ids_baseline_and_sweep() -> None:
             BROWNOUT,
             "--set",
             "workload.messages=100",
+            "--set",
+            "workload.rate_per_s=0.5",  # the 100 messages over brownout.toml's fault
             "--sweep",
             "producers.client_version=4.9.8,5.3.3",
         ]
@@ -244,26 +246,48 @@ def test_compare_args_default_ids_baseline_and_sweep() -> None:
     assert list(scenarios) == ["client_version=4.9.8", "client_version=5.3.3"]
 
 
-def test_format_comparison_puts_variants_side_by_side_with_deltas() -> None:
+def test_the_printed_comparison_puts_variants_side_by_side_with_honest_changes() -> None:
+    """Send latency named as such, a broker's latency its attempts', delivery outcomes and failures by
+    class shown; a change from a zero or near-zero baseline as it is (it read "+98529.8%"), a rate's in
+    percentage points."""
     rows = [
-        ("all", "messages", "off", 1000.0, 0.0),
-        ("all", "messages", "on", 1000.0, 0.0),
-        ("all", "latency_p99_ms", "off", 200.0, 0.0),
-        ("all", "latency_p99_ms", "on", 150.0, -25.0),
-        ("broker-b", "sends", "off", 250.0, 0.0),
-        ("broker-b", "sends", "on", 200.0, -20.0),
+        ("all", "messages", "off", 1000.0),
+        ("all", "messages", "on", 1000.0),
+        ("all", "latency_p99_ms", "off", 200.0),
+        ("all", "latency_p99_ms", "on", 150.0),
+        ("all", "queue_gini", "off", 0.00016),
+        ("all", "queue_gini", "on", 0.062),
+        ("all", "isolations", "off", 0.0),
+        ("all", "isolations", "on", 28.0),
+        ("all", "duplicates", "off", 3.0),
+        ("all", "duplicates", "on", 5.0),
+        ("all", "failed_timeout", "off", 15.0),
+        ("all", "failed_timeout", "on", 6.0),
+        ("all", "attempt_error_rate", "off", 0.05),
+        ("all", "attempt_error_rate", "on", 0.02),
+        ("broker-b", "sends", "off", 250.0),
+        ("broker-b", "sends", "on", 200.0),
+        ("broker-b", "attempt_latency_p99_ms", "off", 3001.0),
+        ("broker-b", "attempt_latency_p99_ms", "on", 3001.0),
     ]
-    table = pa.Table.from_pylist(
-        [{"scope": s, "metric": m, "variant": v, "value": x, "delta_pct": d} for s, m, v, x, d in rows]
-    )
-    text = format_comparison(table, ["off", "on"], "off", "cmp-1")
+    table = [{"scope": s, "metric": m, "variant": v, "value": x} for s, m, v, x in rows]
+    text = comparison_text(table, ["off", "on"], "off", "cmp-1")
     lines = text.splitlines()
-    assert "comparison cmp-1" in lines[1] and "deltas vs off" in lines[1]
+    assert "comparison cmp-1" in lines[1] and "changes vs off" in lines[1]
     assert lines[2].split() == ["metric", "off", "(baseline)", "on"]
-    p99 = next(line for line in lines if line.strip().startswith("latency_p99_ms"))
-    assert p99.split() == ["latency_p99_ms", "200.0", "150.0", "(-25.0%)"]
-    sends = next(line for line in lines if line.strip().startswith("broker-b sends"))
-    assert sends.split() == ["broker-b", "sends", "250", "200", "(-20.0%)"]
+
+    def line(label: str) -> list[str]:
+        return next(x for x in lines if x.strip().startswith(label)).split()
+
+    assert line("send p99 (ms)") == ["send", "p99", "(ms)", "200.0", "150.0", "(-25.0%)"]
+    assert line("queue Gini") == ["queue", "Gini", "0.000", "0.062", "(+0.062)"]
+    assert line("isolations") == ["isolations", "0", "28", "(+28)"]
+    assert line("duplicate copies") == ["duplicate", "copies", "3", "5", "(+66.7%)"]
+    assert line("timeout") == ["timeout", "15", "6", "(-60.0%)"]
+    assert line("failed attempts") == ["failed", "attempts", "5.00%", "2.00%", "(-3.00", "pp)"]
+    assert line("broker-b attempts") == ["broker-b", "attempts", "250", "200", "(-20.0%)"]
+    assert line("broker-b attempt p99 (ms)")[-3:] == ["3,001.0", "3,001.0", "(+0.0%)"]
+    assert "%)" not in line("lost (told sent, not stored)")  # no such metric: "-"
 
 
 def test_analysis_core_modules_import_no_pyspark() -> None:

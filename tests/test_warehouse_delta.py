@@ -20,7 +20,7 @@ from rocketsim.warehouse.files import write_parquet
 from rocketsim.warehouse.paths import DeltaSinkError, check_run_id, new_write_id, partition_dir, staging_path
 from rocketsim.warehouse.read import run_file_ranges
 from rocketsim.warehouse.run_commit import TableWrite, publish_writes, remove_superseded
-from rocketsim.warehouse.vacuum import vacuum_orphans
+from rocketsim.warehouse.vacuum import vacuum
 
 SCHEMA = schemas.ISOLATION_INTERVALS
 DATA = schemas.data_schema(SCHEMA)
@@ -116,8 +116,8 @@ def test_orphans_of_a_crash_before_the_commit_are_vacuumed(tmp_path: Path) -> No
     abandoned = _stage(wh, [_rows([3])])  # a write that never got as far as moving its files
     orphans = {f.path for f in staged.files}
     assert read_arrow(wh, "isolation_intervals", "r1").column("producer").to_pylist() == [1]
-    assert vacuum_orphans(wh, "isolation_intervals") == []  # too young
-    removed = vacuum_orphans(wh, "isolation_intervals", min_age_s=0)
+    assert vacuum(wh, ["isolation_intervals"]).tables[0].files == []  # too young
+    removed = vacuum(wh, ["isolation_intervals"], min_age_s=0).tables[0].files
     assert set(removed) == orphans | {f"_staging/{abandoned}"}
     assert read_arrow(wh, "isolation_intervals", "r1").column("producer").to_pylist() == [1]
 

@@ -6,18 +6,15 @@ unpublished writes of dead jobs, not those of a live one."""
 
 from __future__ import annotations
 
-import signal
+import contextlib
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from tiny_runs import POINTS, TABLES, Killed, job, killed_at, visible
 
-from rocketsim.tables import schemas
-from rocketsim.warehouse import delta
-from rocketsim.warehouse.delta import CRASH_AT_ENV, CRASH_STAGES, commit_written
-from rocketsim.warehouse.files import write_parquet
-from rocketsim.warehouse.paths import new_write_id, staging_path, table_path
+from rocketsim.warehouse.claims import claimed
+from rocketsim.warehouse.paths import table_path
 from rocketsim.warehouse.read import (
     MissingRunError,
     list_runs,
@@ -26,79 +23,23 @@ from rocketsim.warehouse.read import (
     run_file_uris,
     run_rows,
 )
-from rocketsim.warehouse.run_commit import (
-    RUN_COMMITS_TABLE,
-    TableWrite,
-    current_writes,
-    publish_writes,
-    remove_superseded,
-    superseded_writes,
-)
-from rocketsim.warehouse.vacuum import retire_orphan_writes
+from rocketsim.warehouse.run_commit import RUN_COMMITS_TABLE, current_writes, superseded_writes
+from rocketsim.warehouse.vacuum import vacuum
 
-TABLES = ("isolation_intervals", "consumer_load", "run_summary")  # three tables of a "run"
-
-
-class Killed(BaseException):
-    """What the crash hook's SIGKILL does here: the job stops at that point."""
-
-
-def _rows(table: str, n: int, seed: int) -> pa.Table:
-    """n rows of a registry table, values derived from ``seed`` (so two runs differ)."""
-    schema = schemas.data_schema(schemas.TABLES[table].schema)
-    cols = {}
-    for f in schema:
-        if pa.types.is_integer(f.type) or pa.types.is_floating(f.type):
-            cols[f.name] = pa.array([seed * 1000 + i for i in range(n)], f.type)
-        elif pa.types.is_string(f.type):
-            cols[f.name] = pa.array([f"{f.name}-{seed}-{i}" for i in range(n)], f.type)
-        else:
-            raise AssertionError(f.type)
-    return pa.table(cols, schema=schema)
-
-
-def job(
-    warehouse: str, run_id: str, seed: int, tables: tuple[str, ...] = TABLES, dropped: tuple = ()
-) -> None:
-    """What every job does (rocketsim.spark.run): each table's write committed, then the run-level
-    commit, then the superseded writes removed."""
-    written = []
-    for table in tables:
-        write_id = new_write_id()
-        staging = staging_path(warehouse, table, write_id)
-        Path(staging).mkdir(parents=True)
-        write_parquet(_rows(table, 3 + seed % 4, seed), f"{staging}/part-p000000.parquet")
-        report = commit_written(warehouse, table, run_id, schemas.TABLES[table].schema, write_id)
-        written.append(TableWrite(table, report.write_id, report.rows))
-    publish_writes(warehouse, run_id, "test", written, dropped)
-    remove_superseded(warehouse, run_id, [*tables, *dropped])
-
-
-def visible(warehouse: str) -> dict[str, dict[str, list]]:
-    """Every complete run's rows of every table, as the readers give them."""
-    return {
-        t: {r: sorted(map(str, read_arrow(warehouse, t, r).to_pylist())) for r in list_runs(warehouse, t)}
-        for t in TABLES
-    }
+BEFORE_PUBLISHING = [p for p in POINTS if p != f"{RUN_COMMITS_TABLE}:committed"]
 
 
 @pytest.fixture
-def kill_at(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
-    def fake_kill(pid: int, sig: int) -> None:
-        assert sig == signal.SIGKILL
-        raise Killed
+def kill_at():  # noqa: ANN201
+    """``kill_at(point)``: the next job stops at ``point`` ("": nowhere)."""
+    with contextlib.ExitStack() as stack:
 
-    monkeypatch.setattr(delta.os, "kill", fake_kill)
+        def arm(point: str) -> None:
+            stack.close()
+            if point:
+                stack.enter_context(killed_at(point))
 
-    def arm(point: str) -> None:
-        monkeypatch.setenv(CRASH_AT_ENV, point)
-
-    return arm
-
-
-POINTS = [f"{t}:{s}" for t in TABLES for s in CRASH_STAGES] + [
-    f"{RUN_COMMITS_TABLE}:{s}" for s in ("written", "staged", "before_commit")
-]
+        yield arm
 
 
 def test_a_rerun_killed_anywhere_before_its_run_level_commit_leaves_the_old_run_whole(
@@ -108,7 +49,7 @@ def test_a_rerun_killed_anywhere_before_its_run_level_commit_leaves_the_old_run_
     job(wh, "r1", seed=1)
     job(wh, "other", seed=2)
     before = visible(wh)
-    for i, point in enumerate(POINTS):
+    for i, point in enumerate(BEFORE_PUBLISHING):
         kill_at(point)
         with pytest.raises(Killed):
             job(wh, "r1", seed=10 + i)  # other content: a mix would show
@@ -117,12 +58,11 @@ def test_a_rerun_killed_anywhere_before_its_run_level_commit_leaves_the_old_run_
         assert list_runs(wh) == ["other", "r1"]
     # the dead reruns' committed writes are in the tables, unpublished; vacuum removes them
     assert superseded_writes(wh, "isolation_intervals", "r1")
-    assert retire_orphan_writes(wh, "isolation_intervals", min_age_s=3600) == []  # too young
-    assert (
-        retire_orphan_writes(wh, "isolation_intervals", min_age_s=0, busy_runs={"r1"}) == []
-    )  # a live job's
+    assert all(t.writes == [] for t in vacuum(wh, min_age_s=3600).tables)  # too young
+    with claimed(wh, "r1", "test"):  # a live job's
+        assert all(t.writes == [] for t in vacuum(wh, min_age_s=0).tables)
+    vacuum(wh, min_age_s=0)
     for table in TABLES:
-        retire_orphan_writes(wh, table, min_age_s=0)
         assert superseded_writes(wh, table) == {}
     assert visible(wh) == before
 

@@ -138,8 +138,15 @@ def test_one_pass_files_equal_the_local_oracle(
 
     # the summary tables: the core's of the whole run at once
     whole = summaries.summary_tables(
-        summaries.producer_aggregates(out.attempts, out.results, WINDOW_MS, messages=messages)
+        summaries.producer_aggregates(
+            out.attempts,
+            out.results,
+            WINDOW_MS,
+            messages=messages,
+            faults=summaries.fault_spans(scenario.faults),
+        )
     )
+    assert whole["fault_windows"].num_rows > 0  # the scenario has a fault
     for name, table in whole.items():
         assert _read(work.tables[name]).equals(table), name
     # the broker side: the core's of the whole commit log at once
@@ -246,7 +253,12 @@ def test_a_comparison_task_writes_each_variants_aggregates(scenario: Scenario, t
         out = simulate.simulate(messages, sc)
         parts.append(
             summaries.producer_aggregates(
-                out.attempts, out.results, WINDOW_MS, {"variant": name}, messages=messages
+                out.attempts,
+                out.results,
+                WINDOW_MS,
+                {"variant": name},
+                messages=messages,
+                faults=summaries.fault_spans(sc.faults),
             )
         )
     want = summaries.merge(parts)

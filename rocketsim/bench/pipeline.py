@@ -45,6 +45,8 @@ from pathlib import Path
 
 import psutil
 
+from rocketsim.scenario import load_scenario
+
 ROOT = Path(__file__).resolve().parents[2]
 SUBMIT = str(ROOT / "spark-submit.sh")
 FLOOR = str(Path(__file__).with_name("floor.py"))
@@ -82,7 +84,8 @@ class Case:
     target: float | None = PIPELINE_TARGET  # None: a cost to state, not a bound (the coupled model)
 
     def argv(self, warehouse: Path, master: str) -> list[str]:
-        sets = [a for o in (f"workload.messages={self.messages}", *self.overrides) for a in ("--set", o)]
+        overrides = (f"workload.messages={self.messages}", *self.overrides, *self.span_kept())
+        sets = [a for o in overrides for a in ("--set", o)]
         extra = FAULT_OFF_ON if self.job == "compare" else ()
         return [
             SUBMIT,
@@ -98,6 +101,14 @@ class Case:
             *sets,
             *extra,
         ]
+
+    def span_kept(self) -> tuple[str, ...]:
+        """A rate that keeps the scenario file's span when its messages would end sooner (a small size):
+        its faults stay in the run (a run refuses a fault after its span)."""
+        wl = load_scenario(self.scenario).workload
+        if self.messages / wl.rate_per_s >= wl.span_s:
+            return ()
+        return (f"workload.rate_per_s={self.messages / wl.span_s:.6g}",)
 
 
 @dataclass

@@ -112,3 +112,14 @@ def outcome_label(kind: int, code: int = 0) -> str:
     if kind == OutcomeKind.BROKER_ERROR:
         return f"broker:{code}"
     return _LABELS[OutcomeKind(kind)]
+
+
+# the SendStatus names of a SendResult that is not SEND_OK (the message was stored)
+NOT_OK_STATUSES = tuple(
+    send_status(k)
+    for k in (
+        OutcomeKind.FLUSH_DISK_TIMEOUT,
+        OutcomeKind.FLUSH_SLAVE_TIMEOUT,
+        OutcomeKind.SLAVE_NOT_AVAILABLE,
+    )
+)

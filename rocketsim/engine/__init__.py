@@ -10,7 +10,9 @@ engine (:mod:`rocketsim.engine.joint`, the exact oracle); ``iterative`` rounds c
 round (:func:`rocketsim.engine.iterative.simulate_round`). ``ROCKETSIM_ENGINE`` picks one otherwise:
 ``reference``, ``compiled`` (an input it does not cover is a ``SimulationError``), or unset/empty: the
 compiled engine where it supports the input, else the reference.
-Any other value is a ``ConfigError``.
+Any other value is a ``ConfigError``. The gRPC client family (``producers.client_family = "grpc"``)
+runs on :mod:`rocketsim.engine.grpc`, the readable engine's loop with the gRPC hooks, whatever the choice
+but ``compiled`` (which does not cover it: a ``SimulationError``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 
 from rocketsim.broker.queue import JOINT, OPEN
-from rocketsim.engine import compiled, iterative, joint, reference
+from rocketsim.engine import compiled, grpc, iterative, joint, reference
 from rocketsim.engine.choice import COMPILED, ENGINE_VARIABLE, ENGINES, REFERENCE, chosen
 from rocketsim.engine.plan import (
     SimChunk,
@@ -45,10 +47,21 @@ __all__ = [
 ]
 
 
+def _refuse_compiled(name: str | None) -> None:
+    if name == COMPILED:
+        raise SimulationError(
+            "the compiled engine does not cover producers.client_family = grpc (it runs on the readable "
+            "engine: unset ROCKETSIM_ENGINE)"
+        )
+
+
 def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
     """Simulate one producer's messages (schema ``MESSAGES`` without run_id, any row order) with the engine
     ``ROCKETSIM_ENGINE`` names, else the compiled one where it supports them, else the reference."""
     name = chosen()
+    if sc.producers.grpc_client is not None:
+        _refuse_compiled(name)
+        return grpc.simulate_producer(messages, sc)
     if sc.coupling != OPEN:  # the closed-loop store (this producer alone on it)
         if name == COMPILED and sc.coupling == JOINT:
             raise SimulationError(f"the compiled engine does not cover brokers.coupling = {sc.coupling}")
@@ -70,6 +83,9 @@ def simulate_chunks(chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario) -
     engine :func:`simulate_producer` would use: the compiled one streams the chunks (a producer's memory is
     bounded whatever its size); the reference and the closed-loop store run whole, then cut."""
     name = chosen()
+    if sc.producers.grpc_client is not None:
+        _refuse_compiled(name)
+        return grpc.simulate_chunks(chunks, sc)
     if sc.coupling == OPEN and name != REFERENCE:
         it = iter(chunks)
         first = next(it, None)

@@ -306,6 +306,17 @@ class _TrajectoryStore:
         self.requests.append((self.broker, arrival_ms, wire_bytes))
         return self.trajectory.answer(arrival_ms, wire_bytes)
 
+    @property
+    def params(self) -> StoreParams:
+        return self.trajectory.params
+
+    def offer_us(self, arrival_us: int, wire_bytes: int) -> StoreAnswer:
+        """:meth:`offer` at its whole ms (the rounds work in ms)."""
+        return self.offer(arrival_us // 1000, wire_bytes)
+
+    def run_cpu(self, ready_us: float, work_us: float) -> float:
+        return ready_us + work_us  # no shared host in the rounds (producers.shared_host needs joint)
+
 
 class _TrajectoryCluster:
     def __init__(self, trajectories: Sequence[Trajectory], brokers: tuple[str, ...]) -> None:

@@ -33,7 +33,7 @@ CACHE_SUBDIR = "rocketsim-engine"
 # the package's layers above the core (docs/design.md §2) and its developer tools: the compiled code reads
 # none of them; every other source is the core the compiled code is made of (its own, the constants and
 # rules it reads)
-OUTSIDE_CORE = ("warehouse", "present", "spark", "bench")
+OUTSIDE_CORE = ("warehouse", "present", "spark", "command", "bench")
 
 
 def core_sources(root: Traversable | None = None, prefix: str = "") -> Iterator[tuple[str, Traversable]]:

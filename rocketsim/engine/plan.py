@@ -220,7 +220,7 @@ def horizon_ms(sc: Scenario) -> int:
     """A time safely after every send of the scenario (for route change lists)."""
     wl = sc.workload
     if wl.rate_steps:
-        arrivals_ms = int(wl.arrivals_s() * 1000 * 1.5) + 60_000
+        arrivals_ms = int(wl.span_s * 1000 * 1.5) + 60_000
     else:
         per_producer_rate = wl.rate_per_s / sc.producers.count
         n = -(-wl.total_messages() // sc.producers.count)
@@ -770,7 +770,7 @@ def prepare(messages: pa.Table, sc: Scenario, topics: list[str] | None = None) -
     mode, _ = _codes(messages.column("send_mode"), MODES)
 
     # sizes and flags: a batch element's body is never compressed
-    compress = (body >= p.compress_msg_body_over_howmuch) & ~is_batch
+    compress = (body >= p.compress_msg_body_over_howmuch) & ~is_batch & p.compresses_bodies  # gRPC: as sent
     sent_body = body.copy()
     if compress.any():
         model = compression_model(p.compress_type, p.compress_level)

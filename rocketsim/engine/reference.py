@@ -249,6 +249,10 @@ class ProducerSimulation:
         self.conn_free_us[broker] = done
         return int(done)
 
+    def executor_queue_bound(self) -> int | None:
+        """The async sender executor's queue bound (``producers.async_sender_queue``; None: unbounded)."""
+        return self.sc.producers.async_sender_queue
+
     def cpu_done(self, ready_us: float) -> float:
         """When the client's CPU work of one send (``send_cpu_us``) ready at ``ready_us`` ends."""
         return self.host.run(ready_us, self.cpu_us)
@@ -282,7 +286,7 @@ class ProducerSimulation:
         p = self.sc.producers
         pools = {
             Pool.EXECUTOR: ClientPool(
-                [executor_thread(j + 1) for j in range(p.executor_threads)], p.async_sender_queue
+                [executor_thread(j + 1) for j in range(p.executor_threads)], self.executor_queue_bound()
             ),
             Pool.CALLBACK: ClientPool([callback_thread(j + 1) for j in range(p.callback_threads)]),
         }

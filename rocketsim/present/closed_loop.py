@@ -1,5 +1,5 @@
-"""The README's comparison of the shipped closed-loop scenarios (``cascade``, ``store_stall``,
-``overload_retry``): each scenario under the variants its question names, simulated in this process with
+"""The comparison of the shipped closed-loop scenarios (``cascade``, ``store_stall``, ``overload_retry``;
+docs/closed-loop.md): each scenario under the variants its question names, simulated in this process with
 the exact coupling (``brokers.coupling = joint``), summarised (:mod:`rocketsim.tables.summaries`) and charted.
 
 ``python -m rocketsim.present.closed_loop [OUT_DIR]`` writes ``closed_loop_<scenario>.png`` (per broker
@@ -53,7 +53,9 @@ def summary_of(sc: Scenario, window_ms: int = WINDOW_MS) -> dict[str, pa.Table]:
     messages = pa.concat_tables([stage.producer_messages(sc, s) for s in workload.producer_shares(sc)])
     out = simulate.simulate(messages, sc)
     return summaries.summary_tables(
-        summaries.producer_aggregates(out.attempts, out.results, window_ms, messages=messages)
+        summaries.producer_aggregates(
+            out.attempts, out.results, window_ms, messages=messages, faults=summaries.fault_spans(sc.faults)
+        )
     )
 
 

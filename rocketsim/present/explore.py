@@ -17,7 +17,7 @@ from rocketsim.present.timeline import FaultSpan, Timeline, fault_spans, produce
 from rocketsim.scenario import Scenario, ScenarioError
 from rocketsim.scenario.variants import scenario_of_run
 from rocketsim.tables import schemas
-from rocketsim.warehouse.read import is_table, list_runs, read_pandas
+from rocketsim.warehouse.read import is_table, list_runs, read_pandas, read_run
 
 
 def find_warehouse(path: str | os.PathLike[str] = "warehouse") -> str:
@@ -29,11 +29,15 @@ def find_warehouse(path: str | os.PathLike[str] = "warehouse") -> str:
     return str(parent) if parent.is_dir() else str(p)
 
 
-def _read(warehouse: str, table: str, run_id: str) -> pd.DataFrame:
-    """The run's rows of ``table``; an empty frame with the declared columns if the table is absent."""
-    if not is_table(warehouse, table):
-        return schemas.TABLES[table].schema.empty_table().to_pandas()
-    return read_pandas(warehouse, table, run_id)
+def _empty(table: str) -> pd.DataFrame:
+    return schemas.TABLES[table].schema.empty_table().to_pandas()
+
+
+def _read(warehouse: str, run_id: str, tables: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """The run's rows of ``tables`` as one version of ``run_commits`` names them (never one table of a
+    rerun beside one of the run it replaced); an empty frame with the declared columns for a table the
+    run does not hold."""
+    return {t: rows.to_pandas() for t, rows in read_run(warehouse, run_id, tables).items()}
 
 
 def latest_run(warehouse: str, table: str = "run_summary") -> str:
@@ -56,10 +60,8 @@ def latest_comparison(warehouse: str) -> str:
     return latest_run(warehouse, "comparisons")
 
 
-def _runs_row(warehouse: str, run_id: str) -> dict | None:
-    if not is_table(warehouse, "runs"):
-        return None
-    rows = read_pandas(warehouse, "runs", run_id).to_dict("records")
+def _runs_row(runs: pd.DataFrame) -> dict | None:
+    rows = runs.to_dict("records")
     return rows[0] if rows else None
 
 
@@ -86,6 +88,10 @@ class RunData:
     runs_row: dict | None = None
     scenario: Scenario | None = None
     faults: list[FaultSpan] = field(default_factory=list)
+    storage: pd.DataFrame = field(default_factory=pd.DataFrame)  # broker_storage (empty: not run)
+    consumer_load: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # fault_windows (empty: a run without faults, or written before the table)
+    fault_windows: pd.DataFrame = field(default_factory=lambda: _empty("fault_windows"))
 
     @property
     def span_ms(self) -> int:
@@ -105,23 +111,40 @@ class RunData:
         return sorted(s for s in self.summary.scope.unique() if s != "all")
 
 
+RUN_TABLES = (
+    "run_summary",
+    "fault_windows",
+    "broker_windows",
+    "queue_windows",
+    "producer_windows",
+    "isolation_intervals",
+    "runs",
+    "broker_storage",
+    "consumer_load",
+)
+
+
 def load_run(warehouse: str, run_id: str) -> RunData:
-    """Read a run's summary tables (small: per window, per queue, per interval; no per-message rows)."""
-    summary = _read(warehouse, "run_summary", run_id)
-    if summary.empty:
+    """Read a run's summary and broker-side tables (small: per window, per queue, per interval; no
+    per-message rows), all as one version of ``run_commits`` names them."""
+    t = _read(warehouse, run_id, RUN_TABLES)
+    if t["run_summary"].empty:
         raise FileNotFoundError(f"run {run_id!r} has no run_summary rows in {Path(warehouse).resolve()}")
-    row = _runs_row(warehouse, run_id)
+    row = _runs_row(t["runs"])
     sc = scenario_of(row)
     return RunData(
         run_id=run_id,
-        summary=summary,
-        broker_windows=_read(warehouse, "broker_windows", run_id),
-        queue_windows=_read(warehouse, "queue_windows", run_id),
-        producer_windows=_read(warehouse, "producer_windows", run_id),
-        intervals=_read(warehouse, "isolation_intervals", run_id),
+        summary=t["run_summary"],
+        broker_windows=t["broker_windows"],
+        queue_windows=t["queue_windows"],
+        producer_windows=t["producer_windows"],
+        intervals=t["isolation_intervals"],
         runs_row=row,
         scenario=sc,
         faults=fault_spans(sc) if sc is not None else [],
+        storage=t["broker_storage"],
+        consumer_load=t["consumer_load"],
+        fault_windows=t["fault_windows"],
     )
 
 
@@ -148,18 +171,18 @@ class ComparisonData:
 
 def load_comparison(warehouse: str, run_id: str) -> ComparisonData:
     """Read a comparison written by ``jobs/compare.py``."""
-    rows = _read(warehouse, "comparisons", run_id)
+    t = _read(warehouse, run_id, ("comparisons", "comparison_windows", "runs"))
+    rows, windows = t["comparisons"], t["comparison_windows"]
     if rows.empty:
         raise FileNotFoundError(
             f"comparison {run_id!r} has no rows in {Path(warehouse).resolve()}/comparisons"
         )
-    windows = _read(warehouse, "comparison_windows", run_id)
     firsts = rows.drop_duplicates("variant")
     overrides = {r.variant: list(r.overrides) for r in firsts.itertuples()}
     baseline = str(rows.baseline.iloc[0])
     # the baseline first, then the others in name order (the table keeps no order)
     variants = [baseline, *sorted(v for v in overrides if v != baseline)]
-    row = _runs_row(warehouse, run_id)
+    row = _runs_row(t["runs"])
     faults: dict[str, list[FaultSpan]] = {}
     for v in variants:
         sc = scenario_of(row, overrides[v])

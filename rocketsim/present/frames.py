@@ -7,27 +7,58 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-# run_summary column -> readable header (units in the name), in display order
+from rocketsim.present.text import COMPARED_OVERALL, FAILURE_CLASSES
+
+# run_summary column -> readable header (units in the name), in display order: the send call's latency
+# ("send", the whole run's) apart from the attempts' ("attempt", every attempt sent to the scope)
 SUMMARY_COLUMNS = {
     "messages": "messages",
     "share": "share of stored",
     "ok": "SEND_OK",
+    "not_ok_status": "stored, not-OK status",
+    "oneway": "oneway (no answer)",
     "failed": "failed",
     "rejected": "rejected",
     "sends": "attempts sent",
     "retries": "retries",
     "retry_budget_exhausted": "lost retry budget",
     "attempt_error_rate": "failed attempts",
-    "latency_p50_ms": "p50 (ms)",
-    "latency_p99_ms": "p99 (ms)",
-    "latency_p999_ms": "p99.9 (ms)",
-    "latency_max_ms": "max (ms)",
+    **{c: f"failed attempts: {label}" for c, label in FAILURE_CLASSES},
+    "latency_p50_ms": "send p50 (ms)",
+    "latency_p99_ms": "send p99 (ms)",
+    "latency_p999_ms": "send p99.9 (ms)",
+    "latency_max_ms": "send max (ms)",
+    "attempt_latency_p50_ms": "attempt p50 (ms)",
+    "attempt_latency_p99_ms": "attempt p99 (ms)",
+    "attempt_latency_p999_ms": "attempt p99.9 (ms)",
+    "attempt_latency_max_ms": "attempt max (ms)",
     "queue_wait_p99_ms": "publish delay p99 (ms)",
     "publish_rate_per_s": "publish rate (msg/s)",
+    "duplicates": "duplicate copies",
+    "lost": "lost (told sent, not stored)",
+    "failed_but_stored": "failed but stored",
     "queue_skew": "queue max/mean",
     "queue_gini": "queue Gini",
     "isolations": "isolations",
     "isolated_ms": "isolated (producer-s)",
+}
+# fault_windows column -> readable header, in display order (rows: scope and period)
+FAULT_WINDOW_COLUMNS = {
+    "sends": "attempts",
+    "share": "share of attempts",
+    "attempt_error_rate": "failed attempts",
+    **{c: f"failed: {label}" for c, label in FAILURE_CLASSES},
+    "attempt_latency_p50_ms": "attempt p50 (ms)",
+    "attempt_latency_p99_ms": "attempt p99 (ms)",
+    "attempt_latency_p999_ms": "attempt p99.9 (ms)",
+    "messages": "messages",
+    "failed": "failed messages",
+    "error_rate": "failed share",
+    "latency_p99_ms": "send p99 (ms)",
+    "isolations": "isolations",
+    "duplicates": "duplicate copies",
+    "lost": "lost",
+    "failed_but_stored": "failed but stored",
 }
 
 
@@ -40,11 +71,29 @@ def summary_frame(summary: pd.DataFrame) -> pd.DataFrame:
     out = df[cols].copy()
     if "isolated_ms" in out:
         out["isolated_ms"] = out["isolated_ms"] / 1000.0
-    for c in ("share", "attempt_error_rate"):
-        if c in out:
-            out[c] = out[c].map(lambda v: "-" if pd.isna(v) else f"{v:.2%}")
+    _as_percent(out, ("share", "attempt_error_rate"))
     out.index.name = "scope"
     return out.rename(columns=SUMMARY_COLUMNS)
+
+
+def _as_percent(df: pd.DataFrame, columns: Sequence[str]) -> None:
+    for c in columns:
+        if c in df:
+            df[c] = df[c].map(lambda v: "-" if pd.isna(v) else f"{v:.2%}")
+
+
+def fault_window_frames(fault_windows: pd.DataFrame) -> list[tuple[dict, pd.DataFrame]]:
+    """Per fault of ``fault_windows`` (one run's): its "all" row during it, and its figures as a readable
+    table: a row per scope ("all", the fault's broker, the others) and period, headers with units."""
+    out = []
+    for _, d in fault_windows.groupby("fault", sort=True):
+        order = (d["scope"] != "all").astype(int) * (1 + (d["scope"] != d["fault_broker"]).astype(int))
+        d = d.assign(_order=order).sort_values(["_order", "scope", "period"])
+        head = d[(d["scope"] == "all") & (d["period"] == "during")].iloc[0].to_dict()
+        table = d.set_index(["scope", "period"])[[c for c in FAULT_WINDOW_COLUMNS if c in d.columns]].copy()
+        _as_percent(table, ("share", "attempt_error_rate", "error_rate"))
+        out.append((head, table.rename(columns=FAULT_WINDOW_COLUMNS)))
+    return out
 
 
 def comparison_frame(
@@ -69,25 +118,9 @@ def comparison_frame(
     return out
 
 
-# the run_summary metrics a comparison shows first (every metric is in the comparisons table)
-KEY_METRICS = (
-    "messages",
-    "ok",
-    "failed",
-    "attempts",
-    "retries",
-    "retry_budget_exhausted",
-    "latency_p50_ms",
-    "latency_p99_ms",
-    "latency_p999_ms",
-    "latency_max_ms",
-    "queue_wait_p99_ms",
-    "publish_rate_per_s",
-    "attempt_error_rate",
-    "isolations",
-    "isolated_ms",
-    "queue_gini",
-)
+# the run_summary metrics a comparison shows first, as the printed comparison (every metric is in the
+# comparisons table)
+KEY_METRICS = tuple(metric for metric, _ in COMPARED_OVERALL)
 
 
 def comparison_by_broker(rows: pd.DataFrame, variants: Sequence[str], metric: str = "sends") -> pd.DataFrame:

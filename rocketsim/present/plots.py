@@ -562,13 +562,16 @@ def variant_broker_sends(rows: pd.DataFrame, variants: Sequence[str], baseline: 
 
 def capacity_chart(rows: pd.DataFrame) -> Figure:
     """A capacity sweep (the ``capacity`` table): send-latency p99 and the failed share of sends per
-    cluster size, with the target and the bound; the smallest size meeting both is marked."""
+    cluster size, with the target and the bound (green: meets both, red: does not, grey: not known, the
+    size did not converge); the smallest size meeting both is marked."""
     fig = Figure(figsize=(9, 6), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
     d = rows.sort_values(["brokers", "write_queues"]).reset_index(drop=True)
     x = np.arange(len(d))
-    ok = d["meets_target"].to_numpy(bool)
-    colors = np.where(ok, "tab:green", "tab:red")
+    meets = d["meets_target"]
+    colors = np.where(
+        meets.isna(), "tab:gray", np.where(meets.fillna(False).astype(bool), "tab:green", "tab:red")
+    )
     top.bar(x, d["latency_p99_ms"].astype(float), color=colors)
     bottom.bar(x, d["failure_rate"].astype(float) * 100, color=colors)
     if len(d):
@@ -586,5 +589,5 @@ def capacity_chart(rows: pd.DataFrame) -> Figure:
         ax.grid(True, axis="y", alpha=0.3)
         zero_floor(ax)
         ax.legend(loc="upper right", fontsize=8)
-    fig.suptitle("Capacity sweep: green meets the p99 target and the failure bound")
+    fig.suptitle("Capacity sweep: green meets the p99 target and the failure bound (grey: not converged)")
     return fig

@@ -17,10 +17,9 @@ from matplotlib.figure import Figure
 
 from rocketsim import __version__
 from rocketsim.omb.measured import OmbRun
-from rocketsim.present import frames, plots, plots_storage
+from rocketsim.present import frames, plots, plots_storage, text
 from rocketsim.present import omb as omb_plots
 from rocketsim.present.explore import RunData, load_run
-from rocketsim.warehouse.read import read_pandas
 
 # the page never scrolls sideways: images shrink to its width, a table wider than it scrolls in its box
 _CSS = """
@@ -80,6 +79,23 @@ def _meta(run: RunData) -> str:
     return f'<table class="meta">{rows}</table>'
 
 
+def fault_section(run: RunData) -> list[str]:
+    """During each fault against the rest of the run (``fault_windows``): a table per fault."""
+    parts = ["<h2>During each fault</h2>"]
+    if run.fault_windows.empty:
+        return [*parts, '<p class="muted">The run has no fault (or was written before fault_windows).</p>']
+    parts.append(
+        '<p class="muted">Per fault, its window against the rest of the run: the attempts that started in '
+        "it (latency and failed share of every attempt, failed ones included; share: of the period's "
+        "attempts) and the messages whose send began in it (a broker's: those whose last attempt went to "
+        'it; "send p99" is the send call, on "all" only).</p>'
+    )
+    for head, table in frames.fault_window_frames(run.fault_windows):
+        parts.append(f"<h3>{html.escape(text.fault_heading(head))}</h3>")
+        parts.append(f'<div class="wide">{_table(table.reset_index().set_index("scope"))}</div>')
+    return parts
+
+
 class Chart(NamedTuple):
     """One chart of the report: its figure, or None with the caption saying why the run has none."""
 
@@ -133,20 +149,15 @@ def figures(run: RunData) -> list[Chart]:
     ]
 
 
-def storage_figures(warehouse: str, run: RunData) -> list[Chart]:
+def storage_figures(run: RunData) -> list[Chart]:
     """The broker-side chart (commit log, stored queues, consumer load) if the run has its tables."""
-    try:
-        storage = read_pandas(warehouse, "broker_storage", run.run_id)
-        load = read_pandas(warehouse, "consumer_load", run.run_id)
-    except Exception:  # a warehouse without the broker-side tables: the report goes without the chart
-        return []
-    if storage.empty:
+    if run.storage.empty:
         return []
     return [
         Chart(
             "broker_storage",
             "Commit-log growth per broker, records per stored queue, and messages per consumer.",
-            plots_storage.storage_and_consumers(storage, load, run.timeline),
+            plots_storage.storage_and_consumers(run.storage, run.consumer_load, run.timeline),
         )
     ]
 
@@ -192,10 +203,13 @@ def render_page(run: RunData, charts: Sequence[Chart], source: str, extra: Seque
         "<h2>Run</h2>",
         _meta(run),
         "<h2>Summary</h2>",
-        '<p class="muted">A column per scope (the whole run, then each broker). Latency is the send call '
-        '(all attempts); "attempts sent" and "failed attempts" count attempts to that broker; "isolated" is '
-        "producer-seconds of latency-fault isolation within the run.</p>",
+        '<p class="muted">A column per scope (the whole run, then each broker). "send" latency is the send '
+        "call of every message (all its attempts, failed sends included), for the whole run only: a send "
+        'may try several brokers. "attempt" latency, "attempts sent" and "failed attempts" are every '
+        "attempt sent to the scope, failed and timed-out ones included. The messages' statuses add up to "
+        'the messages; "isolated" is producer-seconds of latency-fault isolation within the run.</p>',
         f'<div class="wide">{_table(frames.summary_frame(run.summary).T.rename_axis("metric"))}</div>',
+        *fault_section(run),
         "<h2>Charts</h2>",
         *[_chart_html(c) for c in charts],
         *extra,
@@ -212,7 +226,7 @@ def render_report(
     """The report of ``run_id`` as one HTML document (figures embedded as base64 PNG); ``measured``:
     OMB results to put the run beside (:func:`omb_section`)."""
     run = load_run(os.fspath(warehouse), run_id)
-    charts = figures(run) + storage_figures(os.fspath(warehouse), run)
+    charts = figures(run) + storage_figures(run)
     extra = omb_section(warehouse, run_id, measured) if measured else []
     return render_page(run, charts, str(Path(warehouse).resolve()), extra)
 
@@ -223,8 +237,10 @@ def write_report(
     out: str | os.PathLike[str],
     measured: list[OmbRun] | None = None,
 ) -> Path:
-    """Write the report of ``run_id`` to ``out`` (folders made as needed)."""
+    """Write the report of ``run_id`` to ``out`` (folders made as needed, once the report is made: a run
+    that cannot be read leaves nothing behind)."""
+    page = render_report(warehouse, run_id, measured)
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(warehouse, run_id, measured), encoding="utf-8")
+    path.write_text(page, encoding="utf-8")
     return path

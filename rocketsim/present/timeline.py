@@ -65,10 +65,7 @@ class FaultSpan:
 
 def fault_spans(sc: Scenario) -> list[FaultSpan]:
     """The scenario's fault timeline, in start order."""
-    spans = [
-        FaultSpan(f.broker, f.kind, int(round(f.start_s * 1000)), int(round(f.end_s * 1000)))
-        for f in sc.faults
-    ]
+    spans = [FaultSpan(f.broker, f.kind, f.start_ms, f.end_ms) for f in sc.faults]
     return sorted(spans, key=lambda s: (s.start_ms, s.broker))
 
 

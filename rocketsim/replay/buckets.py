@@ -8,7 +8,9 @@ shape. So: the shape ``sigma`` and location ``mu_0`` are fitted to the baseline 
 together, each window's ``mu_t`` with that ``sigma`` to its own counts (maximum likelihood of grouped
 data: a bucket ``(a, b]`` has probability ``Phi((ln b - mu) / sigma) - Phi((ln a - mu) / sigma)``), and
 the window's factor is ``exp(mu_t - mu_0)``. Rates serve as counts (the likelihood's maximum does not
-depend on their scale). The log-likelihood is concave in ``mu``, so a golden-section search finds it.
+depend on their scale). The log-likelihood is concave in ``mu``, so a bounded scalar search finds it;
+the bucket probabilities are calibration's (:func:`rocketsim.calibration.fit.interval_probs`, the one
+definition of a grouped latency likelihood).
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 
-_PHI = np.vectorize(lambda z: 0.5 * math.erfc(-z / math.sqrt(2.0)), otypes=[np.float64])
+from rocketsim.calibration.fit import interval_probs
+from rocketsim.calibration.model import LatencyDistribution
+
 DEFAULT_SIGMA = 0.5  # LatencyConfig.sigma: when the baseline cannot tell the shape (one bucket)
-_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
 def bucket_counts(cumulative: np.ndarray) -> np.ndarray:
@@ -30,28 +34,15 @@ def bucket_counts(cumulative: np.ndarray) -> np.ndarray:
 
 def log_likelihood(edges: np.ndarray, counts: np.ndarray, mu: float, sigma: float) -> float:
     """Grouped-data log-likelihood of a lognormal: buckets ``(edges[j-1], edges[j]]``, the first from 0."""
-    logs = np.log(np.where(edges > 0, edges, np.nan))
-    upper = np.where(np.isinf(edges), 1.0, np.where(edges > 0, _PHI((logs - mu) / sigma), 0.0))
-    lower = np.concatenate([[0.0], upper[:-1]])
-    p = np.maximum(upper - lower, 1e-300)
+    lower = np.concatenate([[0.0], edges[:-1]])
+    p = np.maximum(interval_probs(LatencyDistribution(math.exp(mu), sigma), lower, edges), 1e-300)
     used = counts > 0
     return float(np.sum(counts[used] * np.log(p[used])))
 
 
-def _golden_max(f, low: float, high: float, iterations: int = 80) -> float:  # noqa: ANN001
-    a, b = low, high
-    c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
-    fc, fd = f(c), f(d)
-    for _ in range(iterations):
-        if fc >= fd:
-            b, d, fd = d, c, fc
-            c = b - _GOLDEN * (b - a)
-            fc = f(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + _GOLDEN * (b - a)
-            fd = f(d)
-    return (a + b) / 2.0
+def _argmax(f, low: float, high: float) -> float:  # noqa: ANN001
+    """The maximum of a unimodal ``f`` on ``[low, high]``."""
+    return float(minimize_scalar(lambda x: -f(x), bounds=(low, high), method="bounded").x)
 
 
 def _mu_range(edges: np.ndarray, sigma: float) -> tuple[float, float]:
@@ -63,11 +54,11 @@ def fit_mu(edges: np.ndarray, counts: np.ndarray, sigma: float) -> float:
     """The location of the lognormal with shape ``sigma`` that best explains ``counts``; NaN for none."""
     if counts.sum() <= 0:
         return math.nan
-    return _golden_max(lambda mu: log_likelihood(edges, counts, mu, sigma), *_mu_range(edges, sigma))
+    return _argmax(lambda mu: log_likelihood(edges, counts, mu, sigma), *_mu_range(edges, sigma))
 
 
 def fit_lognormal(edges: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
-    """(mu, sigma) of grouped counts: sigma by golden-section search on the profile likelihood."""
+    """(mu, sigma) of grouped counts: sigma by a bounded search on the profile likelihood."""
     if (counts > 0).sum() < 2:
         return fit_mu(edges, counts, DEFAULT_SIGMA), DEFAULT_SIGMA
 
@@ -75,7 +66,7 @@ def fit_lognormal(edges: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
         sigma = math.exp(log_sigma)
         return log_likelihood(edges, counts, fit_mu(edges, counts, sigma), sigma)
 
-    sigma = math.exp(_golden_max(profile, math.log(0.02), math.log(5.0), iterations=40))
+    sigma = math.exp(_argmax(profile, math.log(0.02), math.log(5.0)))
     return fit_mu(edges, counts, sigma), sigma
 
 

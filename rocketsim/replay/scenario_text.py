@@ -4,7 +4,9 @@ brokers, comments and all), its own fault timeline replaced by the incident's, u
 The base text is kept line for line but for its ``[[faults]]`` tables (each runs to the next table
 header) and its top-level ``name``; the new name goes first, the incident's faults last. The result is
 loaded back (:func:`rocketsim.scenario.scenario_from_mapping`) so a file that would not run is never
-written: a ``ScenarioError`` names the key.
+written: a ``ScenarioError`` names the key. A base whose simulated span ends before the incident does is
+lengthened to the incident's span at its own rate (its ``workload.messages`` / ``duration_s`` line
+replaced by ``duration_s``): a fault after the span would change nothing, and the run would refuse it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from rocketsim.scenario import Scenario, ScenarioError, scenario_from_mapping
 _HEADER = re.compile(r"^\s*\[")
 _FAULTS = re.compile(r"^\s*\[\[\s*faults\s*\]\]\s*(#.*)?$")
 _NAME = re.compile(r"^\s*name\s*=")
+_WORKLOAD = re.compile(r"^\s*\[\s*workload\s*\]\s*(#.*)?$")
+_LENGTH = re.compile(r"^\s*(messages|duration_s)\s*=")
 
 
 def toml_value(value: object) -> str:
@@ -58,11 +62,33 @@ def _without_faults_and_name(base_text: str) -> list[str]:
     return out
 
 
+def _with_span(lines: list[str], span_s: float) -> list[str]:
+    """``lines`` with the ``[workload]`` table's length set to ``duration_s = span_s``."""
+    out: list[str] = []
+    in_workload = found = False
+    for line in lines:
+        if _HEADER.match(line):
+            in_workload = bool(_WORKLOAD.match(line))
+            if in_workload:
+                found = True
+                out += [
+                    line,
+                    f"duration_s = {toml_value(float(span_s))}  # the incident's span (rocketsim replay)",
+                ]
+                continue
+        if in_workload and _LENGTH.match(line):
+            continue
+        out.append(line)
+    if not found:
+        out += ["", "[workload]", f"duration_s = {toml_value(float(span_s))}  # the incident's span"]
+    return out
+
+
 def replay_text(
-    base_text: str, name: str, header: Sequence[str], faults: Sequence[Fault]
+    base_text: str, name: str, header: Sequence[str], faults: Sequence[Fault], span_s: float = 0.0
 ) -> tuple[str, Scenario]:
     """The scenario text of the replay and the scenario it loads to; ``header``: comment lines that say
-    where it comes from."""
+    where it comes from; ``span_s``: the incident's span (the run is made at least that long)."""
     kept = _without_faults_and_name(base_text)
     try:
         left = tomllib.loads("\n".join(kept))
@@ -70,6 +96,8 @@ def replay_text(
         raise ScenarioError(f"the base scenario is not valid TOML: {exc}") from None
     if "faults" in left:
         raise ScenarioError("the base scenario's faults must be written as [[faults]] tables to be replaced")
+    if span_s > scenario_from_mapping(left).workload.span_s:
+        kept = _with_span(kept, span_s)
     parts = [*(f"# {h}" for h in header), f"name = {toml_value(name)}", *kept]
     if faults:
         parts += ["", "# the incident's fault timeline (seconds from the first sample)", faults_toml(faults)]

@@ -24,6 +24,7 @@ from rocketsim.scenario.config import (
     BACKPRESSURE_SETTINGS,
     BODY_DISTRIBUTIONS,
     BROKER_ERRORS,
+    CLIENT_FAMILIES,
     COMPRESS_TYPES,
     COUPLINGS,
     FAULT_KINDS,
@@ -41,6 +42,8 @@ from rocketsim.scenario.config import (
     MAX_WINDOW_MS,
     MAX_WINDOWS,
     MESSAGE_TYPES,
+    PROXY_MODES,
+    REMOTING,
     SEND_MODES,
     SENDER_MODELS,
     STORE_MODES,
@@ -53,6 +56,7 @@ from rocketsim.scenario.config import (
     FaultConfig,
     LatencyConfig,
     ProducerConfig,
+    ProxyConfig,
     RouteConfig,
     Scenario,
     ScenarioError,
@@ -68,6 +72,7 @@ __all__ = [
     "BACKPRESSURE_SETTINGS",
     "BODY_DISTRIBUTIONS",
     "BROKER_ERRORS",
+    "CLIENT_FAMILIES",
     "COMPRESS_TYPES",
     "COUPLINGS",
     "FAULT_KINDS",
@@ -85,6 +90,8 @@ __all__ = [
     "MAX_WINDOWS",
     "MAX_WINDOW_MS",
     "MESSAGE_TYPES",
+    "PROXY_MODES",
+    "REMOTING",
     "SENDER_MODELS",
     "SEND_MODES",
     "STORE_MODES",
@@ -97,6 +104,7 @@ __all__ = [
     "FaultConfig",
     "LatencyConfig",
     "ProducerConfig",
+    "ProxyConfig",
     "RouteConfig",
     "Scenario",
     "ScenarioError",
@@ -127,7 +135,7 @@ def _read_scenario_text(p: Path) -> str:
     except OSError as exc:
         raise ScenarioError(f"scenario file {str(p)!r} cannot be read: {exc.strerror}") from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a leading byte order mark (some editors write one) is dropped
     except UnicodeDecodeError as exc:
         bad = f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
         raise ScenarioError(f"scenario file {str(p)!r} must be UTF-8 text, got {bad}") from None
@@ -141,6 +149,10 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scena
         raw = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, ValueError) as exc:  # ValueError: an integer beyond 4300 digits
         raise ScenarioError(f"scenario file {str(p)!r} is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested inline tables and arrays recursively
+        raise ScenarioError(
+            f"scenario file {str(p)!r} nests tables or arrays too deeply for a scenario"
+        ) from None
     raw.setdefault("name", p.stem)
     raw = apply_overrides(raw, overrides or [])
     return scenario_from_mapping(raw, source_text=text)

@@ -6,15 +6,19 @@ with upstream's default and the rule a given value must meet (in its metadata, r
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from rocketsim.broker.fault_kinds import FAULT_KINDS
+from rocketsim.client.grpc_versions import GRPC, GrpcClient, parse_grpc_version
 from rocketsim.client.versions import (
     BACK_PRESSURE_MIN_SEND_NUM,
     BACK_PRESSURE_MIN_SEND_SIZE,
+    V5_3_3,
     AsyncBackpressure,
     BrokerVersion,
     ClientVersion,
@@ -31,6 +35,9 @@ class ScenarioError(ConfigError):
 
 
 SEND_MODES = ("sync", "async", "oneway")
+REMOTING = "remoting"
+CLIENT_FAMILIES = (REMOTING, GRPC)  # producers.client_family
+PROXY_MODES = ("cluster", "local")  # proxy.mode: rocketsim.broker.proxy
 SENDER_MODELS = ("pool", "partitioned")
 MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
 COUPLINGS = ("open", "joint", "iterative")  # brokers.coupling: rocketsim.broker.queue
@@ -95,6 +102,33 @@ MAX_QUEUE_WINDOW_ROWS = 20_000_000
 MAX_SCENARIO_BYTES = 16 << 20  # a scenario file is a few KiB; more is a mistake (or /dev/zero)
 
 
+def toml_value(value: Any) -> str:
+    """``value`` as a scenario file spells it: ``true``, ``[1, 2]``, ``{ sync = 1.0 }``, ``'text'`` (a
+    literal string; a basic one when it holds a quote, a backslash or a control character); ``nothing``
+    for None (TOML has no null)."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        plain = not any(c in value for c in "'\\") and all(c >= " " and c != "\x7f" for c in value)
+        return f"'{value}'" if plain else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, Mapping):
+        items = ", ".join(f"{_toml_key(k)} = {toml_value(v)}" for k, v in value.items())
+        return f"{{ {items} }}" if items else "{}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _toml_key(key: Any) -> str:
+    text = str(key)
+    bare = text and all(c.isascii() and (c.isalnum() or c in "-_") for c in text)
+    return text if bare else json.dumps(text, ensure_ascii=False)
+
+
 def _one_of(options: tuple[str, ...]) -> dict[str, Any]:
     return _rule(f"must be one of {', '.join(options)}", lambda v: v in options)
 
@@ -133,9 +167,17 @@ class ProducerConfig:
     # how the application's sender threads take the sends: "pool" (the next message goes to the idle
     # thread that became idle earliest) or "partitioned" (message seq to thread seq % threads)
     sender_model: str = field(default="pool", metadata=_one_of(SENDER_MODELS))
-    # the RocketMQ client release whose behaviour the producers follow: any from 4.3.0 to 5.3.3, each
-    # mapped to its behaviour line (docs/versions.md; the runs row records both)
+    # which client: "remoting" (the RocketMQ client, talking to the brokers) or "grpc"
+    # (apache/rocketmq-clients, through a Proxy: docs/grpc.md)
+    client_family: str = field(default=REMOTING, metadata=_one_of(CLIENT_FAMILIES))
+    # the client release whose behaviour the producers follow: remoting any from 4.3.0 to 5.3.3, each
+    # mapped to its behaviour line (docs/versions.md; the runs row records both); grpc a rocketmq-clients
+    # tag, java-5.2.1 or python-5.1.2
     client_version: str = "4.9.8"
+    # grpc: each attempt's own deadline (ClientConfiguration requestTimeout, 3 s in both clients)
+    request_timeout_ms: int = field(default=3000, metadata=_between(1, MAX_LATENCY_MS))
+    # grpc: the Java client's own maxAttempts (ProducerBuilder.setMaxAttempts); Python takes the Proxy's
+    max_attempts: int = field(default=3, metadata=_between(1, 64))
     # share of messages sent sync, async and oneway
     send_mode: Mapping[str, float] = field(
         default_factory=lambda: {"sync": 1.0}, metadata={"keys": SEND_MODES, "weights": True}
@@ -234,7 +276,23 @@ class ProducerConfig:
 
     @property
     def version(self) -> ClientVersion:
+        """The remoting client whose messages the brokers receive: the producers' own, or for the gRPC
+        family the Proxy's (a 5.3.3 Proxy sends with its embedded 5.3.3 remoting client)."""
+        if self.client_family == GRPC:
+            return V5_3_3
         return parse_version(self.client_version)
+
+    @property
+    def grpc_client(self) -> GrpcClient | None:
+        """The gRPC client release (:mod:`rocketsim.client.grpc_versions`); None for the remoting family."""
+        return parse_grpc_version(self.client_version) if self.client_family == GRPC else None
+
+    @property
+    def compresses_bodies(self) -> bool:
+        """Whether a large body is compressed on its way to the broker: by the remoting client
+        (``compress_msg_body_over_howmuch``); the gRPC clients send ``Encoding.IDENTITY`` and the Proxy
+        forwards the body as it came."""
+        return self.client_family != GRPC
 
     @property
     def async_backpressure(self) -> AsyncBackpressure | None:
@@ -319,15 +377,17 @@ class WorkloadConfig:
             return schedule.total_messages(self.rate_steps)
         return self.messages if self.messages > 0 else int(round(self.duration_s * self.rate_per_s))
 
-    def arrivals_s(self) -> float:
-        """How long the producers' sends keep coming, in seconds."""
+    @property
+    def span_s(self) -> float:
+        """The simulated span the messages are born over, s from the scenario's start (nominal: the
+        arrivals are drawn; a rate schedule's steps end to end)."""
         if self.rate_steps:
             return sum(secs for _, secs in self.rate_steps)
         return self.messages / self.rate_per_s if self.messages > 0 else self.duration_s
 
     def mean_rate_per_s(self) -> float:
         """Messages per second over the whole span, all producers together."""
-        return self.total_messages() / self.arrivals_s() if self.rate_steps else self.rate_per_s
+        return self.total_messages() / self.span_s if self.rate_steps else self.rate_per_s
 
 
 @dataclass(frozen=True)
@@ -418,6 +478,16 @@ class FaultConfig:
     error: str = field(default="system_busy", metadata=_one_of(BROKER_ERRORS))  # error_burst
     rate: float = field(default=0.5, metadata=_between(0, 1))  # error_burst: probability per attempt
 
+    @property
+    def start_ms(self) -> int:
+        """``start_s`` in whole ms (the model runs in whole milliseconds)."""
+        return int(round(self.start_s * 1000))
+
+    @property
+    def end_ms(self) -> int:
+        """``end_s`` in whole ms."""
+        return int(round(self.end_s * 1000))
+
 
 @dataclass(frozen=True)
 class RouteConfig:
@@ -482,6 +552,30 @@ class ConsumersConfig:
 
 
 @dataclass(frozen=True)
+class ProxyConfig:
+    """The 5.x Proxy between gRPC producers and the brokers (``ProxyConfig`` names, 5.3.3 defaults; read with
+    producers.client_family = "grpc" only: docs/grpc.md)."""
+
+    # cluster: one access point in front of every broker; local: a Proxy inside each broker's process
+    mode: str = field(default="cluster", metadata=_one_of(PROXY_MODES))
+    # grpcClientProducerMaxAttempts: the maxAttempts it pushes (the Python client takes it)
+    grpc_client_producer_max_attempts: int = field(default=3, metadata=_between(1, 64))
+    # grpcClientProducerBackoffInitialMillis: the pushed backoff's first delay (the Java client's wait
+    # before retrying a throttled attempt)
+    grpc_client_producer_backoff_initial_millis: int = field(default=10, metadata=_between(0, MAX_LATENCY_MS))
+    # grpcClientProducerBackoffMaxMillis: the pushed backoff's longest delay
+    grpc_client_producer_backoff_max_millis: int = field(default=1000, metadata=_between(0, MAX_LATENCY_MS))
+    # grpcClientProducerBackoffMultiplier: each delay is the previous one times this
+    grpc_client_producer_backoff_multiplier: int = field(default=2, metadata=_between(1, 1000))
+    # MessagingProcessor.DEFAULT_TIMEOUT_MILLS: how long the Proxy waits for its broker
+    broker_timeout_ms: int = field(default=2000, metadata=_between(1, MAX_LATENCY_MS))
+    # topicRouteServiceCacheRefreshSeconds, in ms: how stale the Proxy's route may be
+    route_refresh_ms: int = field(default=20_000, metadata=_between(1, MAX_LATENCY_MS))
+    # the client <-> Proxy hop (network and the Proxy's own work), added to the broker's latency
+    hop_ms: int = field(default=1, metadata=_between(0, 60_000))
+
+
+@dataclass(frozen=True)
 class Scenario:
     """A whole, validated scenario."""
 
@@ -499,6 +593,7 @@ class Scenario:
     route: RouteConfig = field(default_factory=RouteConfig)
     transactions: TransactionConfig = field(default_factory=TransactionConfig)
     consumers: ConsumersConfig = field(default_factory=ConsumersConfig)
+    proxy: ProxyConfig = field(default_factory=ProxyConfig)
     # brokers.coupling in the file (the brokers table holds it beside the per-broker sections)
     broker_coupling: str = field(default="open", metadata=_one_of(COUPLINGS))
     source_text: str = field(default="", compare=False, repr=False)
@@ -515,6 +610,15 @@ class Scenario:
         if self.cluster.broker_version is None:
             return self.producers.version.broker
         return parse_broker_version(self.cluster.broker_version)
+
+    @property
+    def client_summary(self) -> str:
+        """The producers' client in a few words (a run's banner): its release and the fault strategy, or
+        its gRPC release and the Proxy's mode."""
+        p = self.producers
+        if p.grpc_client is not None:
+            return f"client {p.client_version} (gRPC through a {self.proxy.mode}-mode Proxy)"
+        return f"client {p.client_version}, fault strategy {'on' if p.send_latency_fault_enable else 'off'}"
 
     def broker_model(self, broker: str) -> BrokerModelConfig:
         """The model of ``broker``: its own section if any, else ``default``, else built-in defaults."""

@@ -22,6 +22,8 @@ def parse_override(item: str) -> tuple[str, Any]:
         value = tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         value = text
+    except RecursionError:
+        raise ScenarioError(f"--set {key} nests tables or arrays too deeply for a scenario") from None
     except ValueError as exc:  # an integer literal beyond Python's 4300 digits
         raise ScenarioError(f"--set {key} must be a TOML value, got {text[:40]!r}...: {exc}") from None
     return key, value

@@ -7,13 +7,14 @@ value; and the check of a run's summary window.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import types
 import typing
 from collections.abc import Mapping
 from typing import Any
 
-from rocketsim.broker.fault_kinds import FAULT_KINDS, Store
+from rocketsim.broker.fault_kinds import FAULT_KINDS, Answer, Store
 from rocketsim.client.versions import parse_broker_version
 from rocketsim.errors import ConfigError
 from rocketsim.scenario.config import (
@@ -31,7 +32,9 @@ from rocketsim.scenario.config import (
     ProducerConfig,
     Scenario,
     ScenarioError,
+    toml_value,
 )
+from rocketsim.scenario.span import queued_span_s
 
 # characters a string value may not hold (the text keys may hold newlines and tabs)
 _CONTROL = {chr(c) for c in range(32)} | {chr(c) for c in range(0x7F, 0xA0)}
@@ -39,7 +42,33 @@ _TEXT_KEYS = ("description",)  # strings that may hold newlines and tabs
 
 
 def _fail(path: str, rule: str, value: Any) -> typing.NoReturn:
-    raise ScenarioError(f"{path} {rule}, got {value!r}")
+    raise ScenarioError(f"{path} {rule}, got {toml_value(value)}")
+
+
+def _unknown_key(where: str, known: typing.Iterable[str], value: Any) -> typing.NoReturn:
+    """An unknown key: the known ones it is close to ("did you mean ...?", :mod:`difflib`), else every
+    known one."""
+    parent, _, key = where.rpartition(".")
+    names = sorted(known)
+    close = [f"{parent}.{c}" if parent else c for c in difflib.get_close_matches(key, names, n=3, cutoff=0.6)]
+    if not close and not parent:  # a section's key written at the top: threads for producers.threads
+        inner = _section_keys()
+        close = [inner[c] for c in difflib.get_close_matches(key, sorted(inner), n=3, cutoff=0.8)]
+    if close:
+        _fail(where, f"is not a known key (did you mean {' or '.join(close)}?)", value)
+    _fail(where, f"is not a known key (expected one of {', '.join(names)})", value)
+
+
+def _section_keys() -> dict[str, str]:
+    """The keys of the scenario's sections by name: ``threads`` -> ``producers.threads`` (the first
+    section holding a name), and ``coupling`` -> ``brokers.coupling``."""
+    out: dict[str, str] = {"coupling": "brokers.coupling"}
+    for f in dataclasses.fields(Scenario):
+        tp = typing.get_type_hints(Scenario)[f.name]
+        if dataclasses.is_dataclass(tp):
+            for inner in dataclasses.fields(tp):
+                out.setdefault(inner.name, f"{f.name}.{inner.name}")
+    return out
 
 
 def _type_name(tp: Any) -> str:
@@ -70,7 +99,7 @@ def _convert(tp: Any, value: Any, path: str, meta: Mapping[str, Any]) -> Any:
         out: dict[str, Any] = {}
         for k, v in value.items():
             if allowed is not None and k not in allowed:
-                _fail(f"{path}.{k}", f"is not a known key (expected one of {', '.join(allowed)})", v)
+                _unknown_key(f"{path}.{k}", allowed, v)
             out[k] = _convert(val_tp, v, f"{path}.{k}", {})
             if (meta.get("weights") or meta.get("fractions")) and (not math.isfinite(out[k]) or out[k] < 0):
                 _fail(f"{path}.{k}", "must be a finite number >= 0", v)
@@ -122,8 +151,8 @@ def _build(cls: Any, raw: Mapping[str, Any], path: str) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "source_text"}
     for key in raw:
         if key not in fields:
-            where = f"{path}.{key}" if path else key
-            _fail(where, f"is not a known key (expected one of {', '.join(sorted(fields))})", raw[key])
+            # broker_coupling is brokers.coupling in a file: the user never writes it
+            _unknown_key(f"{path}.{key}" if path else key, set(fields) - {"broker_coupling"}, raw[key])
     kwargs = {}
     for name, f in fields.items():
         where = f"{path}.{name}" if path else name
@@ -138,6 +167,7 @@ def _check_cross_fields(sc: Scenario) -> None:
     """The rules between fields, in this order (the first broken one is reported)."""
     _check_cluster(sc)
     _check_versions(sc)
+    _check_grpc_family(sc)
     _check_workload_volume(sc)
     if sc.producers.compress_type == "ZLIB" and not -1 <= sc.producers.compress_level <= 9:
         _fail(
@@ -163,6 +193,12 @@ def _check_host(sc: Scenario) -> None:
     for name, model in sc.brokers.items():
         if model.store.on_producer_host and not sc.producers.shared_host:
             _fail(f"brokers.{name}.store.on_producer_host", "needs producers.shared_host = true", True)
+        if model.store.io_us > 0 and sc.coupling == "iterative":
+            _fail(
+                f"brokers.{name}.store.io_us",
+                "needs brokers.coupling = joint (the iterative rounds do not model a connection's reads)",
+                model.store.io_us,
+            )
         lat = model.latency
         if 0 < lat.spike_max_ms <= lat.spike_scale_ms:
             _fail(
@@ -196,6 +232,7 @@ def _check_versions(sc: Scenario) -> None:
     """The client and broker versions parse, the client's settings exist in its version; a group name."""
     try:
         sc.producers.version  # noqa: B018 - parse to validate
+        sc.producers.grpc_client  # noqa: B018
     except ConfigError as exc:
         _fail(
             "producers.client_version",
@@ -239,6 +276,48 @@ def _check_rate_steps(sc: Scenario) -> None:
             "must be 0 with workload.rate_steps (sends go round the producers)",
             wl.hot_share,
         )
+
+
+def _check_grpc_family(sc: Scenario) -> None:
+    """What the gRPC clients cannot do (no oneway send, no batch), what is not modelled for them (the
+    closed-loop store), and the Python client's whole-second timeout."""
+    client = sc.producers.grpc_client
+    if client is None:
+        return
+    if sc.producers.send_mode.get("oneway", 0) > 0:
+        _fail(
+            "producers.send_mode.oneway",
+            "must be 0 with client_family grpc (no gRPC client sends oneway)",
+            sc.producers.send_mode["oneway"],
+        )
+    if sc.workload.message_types.get("batch", 0) > 0:
+        _fail(
+            "workload.message_types.batch",
+            "must be 0 with client_family grpc (no gRPC client sends batches)",
+            sc.workload.message_types["batch"],
+        )
+    if sc.coupling != "open":
+        _fail(
+            "brokers.coupling",
+            "must be open with client_family grpc (the closed-loop store is not modelled for it)",
+            sc.coupling,
+        )
+    for i, fault in enumerate(sc.faults):
+        if FAULT_KINDS[fault.kind].answer == Answer.PAUSED:
+            _fail(
+                f"faults[{i}].kind",
+                "must not be paused with client_family grpc (not modelled for it)",
+                fault.kind,
+            )
+    if sc.producers.send_cpu_us > 0:
+        _fail(
+            "producers.send_cpu_us",
+            "must be 0 with client_family grpc (the client's CPU per send is modelled for remoting only)",
+            sc.producers.send_cpu_us,
+        )
+    if client.whole_second_timeout and sc.producers.request_timeout_ms % 1000:
+        rule = f"must be whole seconds with {client.name} (its request_timeout is an int of seconds)"
+        _fail("producers.request_timeout_ms", rule, sc.producers.request_timeout_ms)
 
 
 def _check_workload_volume(sc: Scenario) -> None:
@@ -396,12 +475,15 @@ def scenario_from_mapping(raw: Mapping[str, Any], source_text: str = "") -> Scen
 
 def check_window(sc: Scenario, window_ms: int, *, option: str = "--window-ms") -> None:
     """The summary window of a run of ``sc``: between 1 ms and a year, and few enough windows over the
-    run's span (arrivals, plus every attempt's timeout) that ``broker_windows`` and ``queue_windows``
-    stay a sane size (:data:`MAX_WINDOWS`, :data:`MAX_QUEUE_WINDOW_ROWS`)."""
+    run's span (arrivals, or the time queued sync sends take when the sender threads cannot keep up, plus
+    every attempt's timeout) that ``broker_windows`` and ``queue_windows`` stay a sane size
+    (:data:`MAX_WINDOWS`, :data:`MAX_QUEUE_WINDOW_ROWS`)."""
     if not 1 <= window_ms <= MAX_WINDOW_MS:
         _fail(option, f"must be between 1 and {MAX_WINDOW_MS} (one year)", window_ms)
     wl, pr = sc.workload, sc.producers
-    arrivals_s = wl.arrivals_s()
+    queued_s = queued_span_s(sc)
+    arrivals_s = max(wl.span_s, queued_s)
+    why = " (the sends queue on producers.threads)" if queued_s > wl.span_s else ""
     sends_ms = pr.send_msg_timeout_ms * (
         1 + max(pr.retry_times_when_send_failed, pr.retry_times_when_send_async_failed)
     )
@@ -412,7 +494,7 @@ def check_window(sc: Scenario, window_ms: int, *, option: str = "--window-ms") -
         least = max(math.ceil(span_ms / MAX_WINDOWS), math.ceil(span_ms * queues / MAX_QUEUE_WINDOW_ROWS))
         _fail(
             option,
-            f"must be >= {least} for this scenario (a span of about {span_ms / 1000:,.0f} s over "
+            f"must be >= {least} for this scenario (a span of about {span_ms / 1000:,.0f} s{why} over "
             f"{queues} queues would give {windows:,} windows and {windows * queues:,} queue_windows rows; "
             f"at most {MAX_WINDOWS:,} and {MAX_QUEUE_WINDOW_ROWS:,})",
             window_ms,

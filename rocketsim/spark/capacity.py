@@ -12,18 +12,22 @@ run-level commit), prints the answer and writes the chart (:func:`rocketsim.pres
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from rocketsim import __version__, stage
-from rocketsim.present import plots
+from rocketsim.present import plots, text
 from rocketsim.scenario import Scenario, capacity
 from rocketsim.spark import pipeline
-from rocketsim.spark.cli import CapacityArgs, JobArgs
+from rocketsim.spark.cli import CapacityArgs, JobArgs, chart_file
 from rocketsim.spark.delta_sink import publish_run
+from rocketsim.spark.launch import PublishedRunError
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
 from rocketsim.tables import summaries
 from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
@@ -39,11 +43,12 @@ CAPACITY_JOB = "capacity"
 def run_capacity(
     spark: SparkSession, args: CapacityArgs, base: Scenario, scenarios: dict[str, Scenario]
 ) -> pa.Table:
-    """Run every cluster size, write the ``capacity`` table and a ``runs`` row, print the answer and write
-    the chart; returns the capacity rows (one per size)."""
+    """Run every cluster size (a size whose iterative rounds did not converge again with the exact joint
+    loop, when small enough), write the ``capacity`` table and a ``runs`` row, print the table and the
+    answer and write the chart; returns the capacity rows (one per size)."""
     started = datetime.now(UTC)
     t = time.monotonic()
-    say = (lambda text: None) if args.quiet else (lambda text: print(text, flush=True))
+    say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
     names = list(scenarios)
     total = base.workload.total_messages()
     say(
@@ -51,24 +56,21 @@ def run_capacity(
         f"{base.coupling}) over {', '.join(names)}: target p99 <= {args.target_p99_ms:g} ms, failures <= "
         f"{args.max_failure_rate:.3%} -> {args.warehouse} run_id={args.run_id}"
     )
-    partitions = args.partitions or spark.sparkContext.defaultParallelism
+    pipeline.say_scenario(args.quiet, base)
     scratch = staging_path(args.warehouse, "capacity", new_write_id() + SCRATCH_SUFFIX)
     make_dir(scratch)
-
-    def work(i: int) -> dict[str, int]:
-        return write_whole_run_aggregates(scenarios[names[i]], names[i], i, args.window_ms, scratch)
-
     try:
-        weights = [sc.workload.total_messages() * len(sc.cluster.brokers) for sc in scenarios.values()]
-        done = map_bins(spark, stage.balanced_bins(weights, partitions), work)
-        if len(done) != len(names):
-            raise RuntimeError(f"capacity: {len(done)} of {len(names)} cluster sizes reported")
-        merged = merge_aggregates(whole_run_aggregate_files(scratch, len(names)))
+        merged, couplings = _run_sizes(spark, args, scenarios, scratch, say)
     finally:
         delete_dir(scratch)
     tables = summaries.summary_tables(merged)
     rows = capacity.capacity_table(
-        tables["run_summary"], tables["broker_windows"], scenarios, args.target_p99_ms, args.max_failure_rate
+        tables["run_summary"],
+        tables["broker_windows"],
+        scenarios,
+        args.target_p99_ms,
+        args.max_failure_rate,
+        couplings,
     )
     rep_c = pipeline.publish_rows(spark, args.warehouse, "capacity", args.run_id, rows)
     job = JobArgs(args.scenario_path, args.warehouse, args.run_id, args.overrides, quiet=True)
@@ -77,25 +79,108 @@ def run_capacity(
         spark, job, base, total * len(names), attempts, started, time.monotonic() - t
     )
     publish_run(spark, args.warehouse, args.run_id, CAPACITY_JOB, [rep_c, rep_r])
-    chart = plots.save_figure(plots.capacity_chart(rows.to_pandas()), *_split(args.chart))
+    chart = _write_chart(rows, chart_file(args.chart))
     say(f"[capacity] {rows.num_rows} sizes -> {rep_c.path}; chart -> {chart} ({time.monotonic() - t:.1f} s)")
     print(format_capacity(rows))
     print(capacity.answer(rows))
     return rows
 
 
-def _split(path: str) -> tuple[str, str]:
-    head, _, tail = path.rpartition("/")
-    return head or ".", tail.removesuffix(".png")
+def _run_sizes(
+    spark: SparkSession,
+    args: CapacityArgs,
+    scenarios: dict[str, Scenario],
+    scratch: str,
+    say: Callable[[str], None],
+) -> tuple[summaries.SummaryAggregates, dict[str, capacity.Coupling]]:
+    """Every size whole, one task each; the sizes whose iterative rounds did not converge run again with
+    the joint loop (:func:`rocketsim.scenario.capacity.exact_rerun`), their aggregates replacing the
+    iterative ones. The sizes' aggregates merged, and how each was coupled."""
+    names = list(scenarios)
+    done = _whole_runs(spark, args, [scenarios[n] for n in names], names, scratch, 0)
+    couplings = {
+        n: capacity.Coupling(scenarios[n].coupling, done[i].get("rounds"), done[i].get("residual"))
+        for i, n in enumerate(names)
+    }
+    files = whole_run_aggregate_files(scratch, len(names))
+    again = {
+        i: exact
+        for i, n in enumerate(names)
+        if not couplings[n].converged and (exact := capacity.exact_rerun(scenarios[n])) is not None
+    }
+    if again:
+        rerun = [names[i] for i in again]
+        say(
+            f"[capacity] {', '.join(rerun)}: iterative rounds did not converge; run again with the joint loop"
+        )
+        _whole_runs(spark, args, list(again.values()), rerun, scratch, len(names))
+        for k, i in enumerate(again):
+            files[i] = whole_run_aggregate_files(scratch, len(names) + k + 1)[-1]
+            couplings[names[i]] = dataclasses.replace(couplings[names[i]], coupling="joint")
+    return merge_aggregates(files), couplings
+
+
+def _whole_runs(
+    spark: SparkSession,
+    args: CapacityArgs,
+    scs: list[Scenario],
+    names: list[str],
+    scratch: str,
+    first: int,
+) -> dict[int, dict[str, int]]:
+    """Each scenario run whole in a task of its own (aggregates numbered from ``first``); their counts."""
+    partitions = args.partitions or spark.sparkContext.defaultParallelism
+
+    def work(i: int) -> dict[str, int]:
+        return write_whole_run_aggregates(scs[i], names[i], first + i, args.window_ms, scratch)
+
+    weights = [sc.workload.total_messages() * len(sc.cluster.brokers) for sc in scs]
+    done = map_bins(spark, stage.balanced_bins(weights, partitions), work)
+    if len(done) != len(scs):
+        raise RuntimeError(f"capacity: {len(done)} of {len(scs)} cluster sizes reported")
+    return done
+
+
+def _write_chart(rows: pa.Table, path: str) -> str:
+    """The chart of the sweep at ``path`` (checked before Spark started: :func:`rocketsim.spark.cli.
+    check_chart`); a failure now is a :class:`PublishedRunError` (the sweep is published by then)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    fig = plots.capacity_chart(rows.to_pandas())
+    try:
+        return str(plots.save_figure(fig, folder, name.removesuffix(".png")))
+    except OSError as exc:
+        raise PublishedRunError(f"the chart could not be written to {path}: {exc.strerror or exc}") from exc
 
 
 def format_capacity(rows: pa.Table) -> str:
-    """The sweep as a small text table."""
-    lines = [f"{'size':<18} {'p99 ms':>10} {'failed':>9} {'busy':>8} {'max util':>9}  meets"]
+    """The sweep as a small text table: per size its p99, failed share, flow-control rejections, the
+    writers' peak load (offered vs capacity) and backlog, the client's wait, the coupling (rounds and
+    residual of an iterative run) and whether it meets both bounds."""
+    head = ["size", "p99 ms", "failed", "busy", "writer load", "backlog", "wait p99", "coupling", "rounds"]
+    table = [[*head, "residual", "meets"]]
     for r in rows.to_pylist():
-        util = "-" if r["max_utilisation"] is None else f"{r['max_utilisation']:.0%}"
-        p99 = "-" if r["latency_p99_ms"] is None else f"{r['latency_p99_ms']:,.1f}"
-        failed = "-" if r["failure_rate"] is None else f"{r['failure_rate']:.3%}"
-        mark = "yes" + (" <- smallest" if r["smallest"] else "") if r["meets_target"] else "no"
-        lines.append(f"{r['variant']:<18} {p99:>10} {failed:>9} {r['busy_rejections']:>8,} {util:>9}  {mark}")
-    return "\n".join(lines)
+        load = "-" if r["peak_writer_load"] is None else f"{r['peak_writer_load']:.0%}"
+        meets = {True: "yes", False: "no", None: "unknown"}[r["meets_target"]]
+        rounds, residual = r["coupling_rounds"], r["coupling_residual"]
+        table.append(
+            [
+                r["variant"],
+                text.ms(r["latency_p99_ms"]),
+                text.pct(r["failure_rate"], 3),
+                f"{r['busy_rejections']:,}",
+                load,
+                "-" if r["peak_queue_depth"] is None else f"{r['peak_queue_depth']:,}",
+                text.ms(r["queue_wait_p99_ms"]),
+                r["coupling"] + ("" if rounds is None or not residual else " (again)"),
+                "-" if rounds is None else f"{rounds:,}",
+                "-" if residual is None else f"{residual:,}",
+                meets + (" <- smallest" if r["smallest"] else ""),
+            ]
+        )
+    notes = [
+        "  (writer load: the busiest broker window's appends over what its writer can do, above 100% a "
+        "backlog builds; backlog: the deepest send queue a request found; wait: sends waiting for a sender "
+        "thread; coupling: joint (again) when the iterative rounds did not converge, the rounds and "
+        "residual the iterative run's)"
+    ]
+    return "\n".join([*text.text_table(table, ""), *notes])

@@ -10,12 +10,22 @@ argparse's usage error on one line). Nothing here starts Spark; the jobs call ``
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rocketsim.scenario import JAVA_INT_MAX, Scenario, ScenarioError, capacity, check_window, load_scenario
+from rocketsim.scenario import (
+    JAVA_INT_MAX,
+    Scenario,
+    ScenarioError,
+    capacity,
+    check_window,
+    effective,
+    load_scenario,
+    span,
+)
 from rocketsim.scenario.variants import Variant, build_scenarios, combine, parse_variants, sweep_variants
 from rocketsim.warehouse.paths import unwritable
 
@@ -70,7 +80,12 @@ class CapacityArgs:
 
 
 class OneLineArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (exit code 2), like a bad scenario."""
+    """argparse, but a usage error is one line on stderr (exit code 2), like a bad scenario; a description
+    and an epilog are shown as written (their examples keep their lines)."""
+
+    def __init__(self, *args: typing.Any, **kwargs: typing.Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> typing.NoReturn:
         print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
@@ -78,11 +93,18 @@ class OneLineArgumentParser(argparse.ArgumentParser):
 
 
 def shared_parser(
-    prog: str, description: str | None, *, run_id_help: str, set_help: str, window_help: str, quiet_help: str
+    prog: str,
+    description: str | None,
+    *,
+    run_id_help: str,
+    set_help: str,
+    window_help: str,
+    quiet_help: str,
+    epilog: str | None = None,
 ) -> OneLineArgumentParser:
     """A parser with the options every job shares: --scenario, --warehouse, --run-id, --set,
-    --partitions, --window-ms, --quiet."""
-    p = OneLineArgumentParser(prog=prog, description=description)
+    --partitions, --window-ms, --quiet (``epilog``: what the help shows after them)."""
+    p = OneLineArgumentParser(prog=prog, description=description, epilog=epilog)
     p.add_argument("--scenario", required=True, help="scenario TOML file, e.g. conf/scenarios/steady.toml")
     p.add_argument(
         "--warehouse", default="warehouse", help="folder of the Delta tables (default ./warehouse)"
@@ -97,7 +119,33 @@ def shared_parser(
     )
     p.add_argument("--window-ms", type=int, default=10_000, help=window_help)
     p.add_argument("--quiet", action="store_true", help=quiet_help)
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="print the effective scenario (every default filled in, each value's source: the file, "
+        "--set or the default), its span and faults, and exit without starting Spark",
+    )
+    p.add_argument(
+        "--allow-late-faults",
+        action="store_true",
+        help="run even when a fault starts after the simulated span ends (it changes nothing; refused "
+        "otherwise)",
+    )
     return p
+
+
+def check_span(ns: argparse.Namespace, sc: Scenario, where: str = "") -> None:
+    """A fault that starts after the simulated span ends is refused, unless --allow-late-faults
+    (:func:`rocketsim.scenario.span.check_faults_in_span`)."""
+    if not ns.allow_late_faults:
+        span.check_faults_in_span(sc, where)
+
+
+def exit_if_checked(ns: argparse.Namespace, sc: Scenario, *more: str) -> None:
+    """With --check: print the effective scenario (and ``more`` lines), exit 0 before Spark starts."""
+    if ns.check:
+        print("\n".join([effective.check_text(sc, ns.overrides), *more]))
+        raise SystemExit(0)
 
 
 def check_shared(ns: argparse.Namespace, sc: Scenario) -> None:
@@ -142,7 +190,9 @@ def one_line_errors(parse: Callable[[], T]) -> T:
         raise SystemExit(2) from None
 
 
-def parse_job_args(argv: list[str] | None, prog: str, description: str | None) -> tuple[JobArgs, Scenario]:
+def parse_job_args(
+    argv: list[str] | None, prog: str, description: str | None, epilog: str | None = None
+) -> tuple[JobArgs, Scenario]:
     """Parse and validate a run's job before Spark starts; bad input exits with code 2 and one line."""
     p = shared_parser(
         prog,
@@ -151,13 +201,16 @@ def parse_job_args(argv: list[str] | None, prog: str, description: str | None) -
         set_help="override a scenario key by dotted path, e.g. --set workload.messages=200000",
         window_help="window of the summary tables (ms)",
         quiet_help="print only the final summary",
+        epilog=epilog,
     )
     ns = p.parse_args(argv)
 
     def parse() -> tuple[JobArgs, Scenario]:
         sc = load_scenario(ns.scenario, ns.overrides)
         check_shared(ns, sc)
+        check_span(ns, sc)
         run_id = checked_run_id(ns.run_id, sc.run_id, sc.name, "run")
+        exit_if_checked(ns, sc)
         args = JobArgs(
             ns.scenario, ns.warehouse, run_id, tuple(ns.overrides), ns.partitions or 0, ns.window_ms, ns.quiet
         )
@@ -174,7 +227,10 @@ def scenario_job_args(scenario_path: str, warehouse: str, run_id: str = "") -> t
 
 
 def parse_compare_args(
-    argv: list[str] | None, prog: str = "jobs/compare.py", description: str | None = None
+    argv: list[str] | None,
+    prog: str = "jobs/compare.py",
+    description: str | None = None,
+    epilog: str | None = None,
 ) -> tuple[CompareArgs, Scenario, dict[str, Scenario]]:
     """Parse and validate every variant before Spark starts; bad input exits with code 2 and one line."""
     p = shared_parser(
@@ -184,6 +240,7 @@ def parse_compare_args(
         set_help="override a scenario key for every variant, e.g. --set workload.messages=200000",
         window_help="window of comparison_windows (ms)",
         quiet_help="print only the comparison table",
+        epilog=epilog,
     )
     p.add_argument(
         "--variant",
@@ -214,7 +271,17 @@ def parse_compare_args(
         if baseline not in names:
             raise ScenarioError(f"--baseline must name a variant ({', '.join(names)}), got {baseline!r}")
         check_shared(ns, base)
+        check_span(ns, base)
+        for name, sc in scenarios.items():  # a variant may move its faults
+            check_span(ns, sc, f"variant {name}: ")
         run_id = checked_run_id(ns.run_id, f"{base.run_id}-compare", base.name, "comparison")
+        exit_if_checked(
+            ns,
+            base,
+            "",
+            "# the variants, each the scenario above with its overrides:",
+            *(f"#   {v.name}: {v.describe()}" for v in variants),
+        )
         args = CompareArgs(
             scenario_path=ns.scenario,
             variants=tuple(variants),
@@ -240,8 +307,28 @@ def _sizes(text: str, option: str) -> list[int]:
         ) from None
 
 
+def chart_file(chart: str) -> str:
+    """The PNG ``--chart`` names: the path itself, ``.png`` added if it has no such suffix."""
+    return chart if chart.endswith(".png") else f"{chart}.png"
+
+
+def check_chart(chart: str) -> None:
+    """``--chart`` must name a PNG file the job can write (its folder, or the nearest existing parent of
+    one to create, writable), not a folder: checked before Spark, since the chart is written after the
+    sweep is published."""
+    path = chart_file(chart)
+    if not chart.strip() or os.path.isdir(chart) or os.path.isdir(path):
+        raise ScenarioError(f"--chart must name a PNG file, not a folder, got {chart!r}")
+    why = unwritable(os.path.dirname(os.path.abspath(path)))
+    if why is not None:
+        raise ScenarioError(f"--chart's folder {why}, got {chart!r}")
+
+
 def parse_capacity_args(
-    argv: list[str] | None, prog: str = "jobs/capacity.py", description: str | None = None
+    argv: list[str] | None,
+    prog: str = "jobs/capacity.py",
+    description: str | None = None,
+    epilog: str | None = None,
 ) -> tuple[CapacityArgs, Scenario, dict[str, Scenario]]:
     """Parse and validate a capacity sweep before Spark starts; bad input exits with code 2 and one line."""
     p = shared_parser(
@@ -251,6 +338,7 @@ def parse_capacity_args(
         set_help="override a scenario key for every cluster size, e.g. --set workload.rate_per_s=600",
         window_help="window of the summaries (ms)",
         quiet_help="print only the answer",
+        epilog=epilog,
     )
     axis = p.add_mutually_exclusive_group(required=True)
     axis.add_argument("--brokers", help="the numbers of brokers to try, e.g. 3,4,5,6")
@@ -278,7 +366,17 @@ def parse_capacity_args(
             variants = capacity.size_variants(base, capacity.QUEUES, sizes)
         base, scenarios = build_scenarios(ns.scenario, ns.overrides, variants)
         check_shared(ns, base)
+        check_span(ns, base)
+        capacity.check_closed_loop(base)
         run_id = checked_run_id(ns.run_id, f"{base.run_id}-capacity", base.name, "sweep")
+        check_chart(ns.chart or f"capacity-{run_id}.png")
+        exit_if_checked(
+            ns,
+            base,
+            "",
+            "# the sizes, each the scenario above with its override:",
+            *(f"#   {v.name}: {v.describe()}" for v in variants),
+        )
         args = CapacityArgs(
             scenario_path=ns.scenario,
             variants=tuple(variants),

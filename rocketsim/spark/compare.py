@@ -15,16 +15,15 @@ and writes, each as one commit:
   variant's value, with the delta and the delta in percent (long format,
   :func:`rocketsim.scenario.variants.comparison_table`);
 * ``comparison_windows``: ``broker_windows`` of every variant (the timelines side by side);
+* ``comparison_fault_windows``: ``fault_windows`` of every variant (each fault against the rest);
 * a ``runs`` row for the comparison (the base scenario, its overrides, counts, wall time);
 
-and makes the three the comparison's in one run-level commit (:func:`rocketsim.spark.delta_sink.publish_run`).
+and makes the four the comparison's in one run-level commit (:func:`rocketsim.spark.delta_sink.publish_run`).
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -32,13 +31,13 @@ from pyspark.sql import SparkSession
 
 from rocketsim import __version__, stage
 from rocketsim.broker.queue import OPEN
-from rocketsim.present.frames import KEY_METRICS
+from rocketsim.present import text
 from rocketsim.scenario import Scenario, variants, workload
 from rocketsim.spark import pipeline
 from rocketsim.spark.cli import CompareArgs, JobArgs
 from rocketsim.spark.delta_sink import publish_run
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
-from rocketsim.tables import schemas, summaries
+from rocketsim.tables import summaries
 from rocketsim.warehouse.paths import delete_dir, make_dir, new_write_id, staging_path
 from rocketsim.warehouse.stage_files import (
     merge_aggregates,
@@ -49,10 +48,6 @@ from rocketsim.warehouse.stage_files import (
 )
 
 COMPARE_JOB = "compare"
-# what the printed table shows (all of them are in the comparisons table)
-SHOWN_OVERALL = KEY_METRICS
-SHOWN_PER_BROKER = ("sends", "share", "latency_p99_ms")
-_INTEGER_METRICS = frozenset(f.name for f in schemas.RUN_SUMMARY if pa.types.is_integer(f.type))
 
 
 class ComparisonError(RuntimeError):
@@ -103,8 +98,9 @@ def run_compare(
         f"rocketsim {__version__}: comparing {len(scenarios)} variants of {base.name} (seed {base.seed}, "
         f"{total:,} messages each, baseline {args.baseline}) -> {args.warehouse} run_id={args.run_id}"
     )
+    pipeline.say_scenario(args.quiet, base)
     for v in args.variants:
-        say(f"  {v.name}: {v.describe()}")
+        say(f"  variant {v.name}: {v.describe()}")
     partitions = args.partitions or spark.sparkContext.defaultParallelism
     scratch = staging_path(args.warehouse, "comparisons", new_write_id() + SCRATCH_SUFFIX)
     make_dir(scratch)
@@ -124,12 +120,19 @@ def run_compare(
     rep_w = pipeline.publish_rows(
         spark, args.warehouse, "comparison_windows", args.run_id, tables["broker_windows"]
     )
+    rep_f = pipeline.publish_rows(
+        spark, args.warehouse, "comparison_fault_windows", args.run_id, tables["fault_windows"]
+    )
     attempts_total = int(sum(_overall(rows, "attempts").values()))
     job = JobArgs(args.scenario_path, args.warehouse, args.run_id, args.overrides, quiet=True)
     rep_r = pipeline.write_runs_row(spark, job, base, total, attempts_total, started, time.monotonic() - t)
-    publish_run(spark, args.warehouse, args.run_id, COMPARE_JOB, [rep_c, rep_w, rep_r])
+    publish_run(spark, args.warehouse, args.run_id, COMPARE_JOB, [rep_c, rep_w, rep_f, rep_r])
     say(f"[compare] {rep_c.rows:,} comparison rows -> {rep_c.path} ({time.monotonic() - t:.1f} s)")
-    print(format_comparison(rows, [v.name for v in args.variants], args.baseline, args.run_id))
+    names = [v.name for v in args.variants]
+    print(text.comparison_text(rows.to_pylist(), names, args.baseline, args.run_id))
+    print(text.fault_windows_text(tables["fault_windows"].to_pylist(), scopes="fault"))
+    if tables["fault_windows"].num_rows:
+        print("    (every broker's: the comparison_fault_windows table)")
     say(f"done in {time.monotonic() - t:.1f} s")
     return rows
 
@@ -138,58 +141,3 @@ def _overall(rows: pa.Table, metric: str) -> dict[str, float]:
     return {
         r["variant"]: r["value"] for r in rows.to_pylist() if r["scope"] == "all" and r["metric"] == metric
     }
-
-
-# ---- the printed table --------------------------------------------------------------------------
-
-
-def _fmt(metric: str, value: float | None) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if metric in _INTEGER_METRICS:
-        return f"{value:,.0f}"
-    if metric in ("share", "error_rate", "attempt_error_rate"):
-        return f"{value:.2%}"
-    return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
-
-
-def _cell(metric: str, value: float | None, pct: float | None, is_base: bool) -> str:
-    text = _fmt(metric, value)
-    if is_base or value is None:
-        return text
-    return f"{text} ({pct:+.1f}%)" if pct is not None and math.isfinite(pct) else f"{text} (n/a)"
-
-
-def format_comparison(rows: pa.Table, variants: Sequence[str], baseline: str, run_id: str) -> str:
-    """The readable side-by-side table: metric rows, one column per variant, deltas vs the baseline."""
-    by_key = {(r["scope"], r["metric"], r["variant"]): r for r in rows.to_pylist()}
-    scopes = sorted({r[0] for r in by_key if r[0] != "all"})
-    table: list[list[str]] = [["metric", *[f"{v} (baseline)" if v == baseline else v for v in variants]]]
-
-    def add(scope: str, metric: str, label: str) -> None:
-        cells = []
-        for v in variants:
-            r = by_key.get((scope, metric, v))
-            cells.append(_cell(metric, r and r["value"], r and r["delta_pct"], v == baseline) if r else "-")
-        table.append([label, *cells])
-
-    for m in SHOWN_OVERALL:
-        add("all", m, m)
-    for m in SHOWN_PER_BROKER:
-        for s in scopes:
-            add(s, m, f"{s} {m}")
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    lines = [
-        f"\ncomparison {run_id}: each variant on the same messages and fault timeline, deltas vs {baseline}"
-    ]
-    for i, row in enumerate(table):
-        lines.append(
-            "  "
-            + "  ".join(
-                c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths, strict=True))
-            )
-        )
-        if i == 0:
-            lines.append("  " + "  ".join("-" * w for w in widths))
-    lines.append("  (all metrics of every scope: the comparisons table; timelines: comparison_windows)")
-    return "\n".join(lines)

@@ -218,7 +218,7 @@ def stage_run(
 ) -> StagedRun:
     """Write the run's Parquet files with Spark and move them into the partition; no commit.
 
-    A crash after this leaves orphans that no Delta reader sees (``vacuum_orphans`` removes them).
+    A crash after this leaves orphans that no Delta reader sees (``jobs/vacuum.py`` removes them).
     """
     check_run_id(run_id)
     started = time.monotonic()

@@ -1,22 +1,30 @@
 """A job's life around its Spark work, the same for every job that writes a run (``jobs/pipeline.py``,
-``generate.py``, ``simulate.py``, ``broker_side.py``, ``summarize.py``, ``compare.py``).
+``generate.py``, ``simulate.py``, ``broker_side.py``, ``summarize.py``, ``compare.py``, ``capacity.py``).
 
 After its command line and scenario were checked (:mod:`rocketsim.spark.cli`: exit 2 and one line):
 
 1. the job claims its run id in the warehouse (:mod:`rocketsim.warehouse.claims`): a second job on a
    run id being written fails here, naming the first (when it started, its host and pid), exit 2;
-2. a job that reads a run's tables checks they are there, complete (exit 2 and one line saying which
-   is missing: e.g. ``jobs/summarize.py`` on a run id with no data);
+2. a job that reads a run's tables checks they are there, complete and as ``run_commits`` recorded
+   them (exit 2 and one line saying which is missing or damaged: e.g. ``jobs/summarize.py`` on a run
+   id with no data);
 3. Spark starts and the job runs; the claim is released however the job ends;
-4. an error after Spark started ends the job with exit 1 and one line on stderr saying what happened
-   and what the user can do (a full disk, a damaged Delta log, a missing file, a run that does not
-   reconcile, ...), with no trace; an error it does not know prints the same kind of line, then the
-   trace (a bug to report). Nothing the job wrote is visible then (:mod:`rocketsim.warehouse.run_commit`).
+4. an error after Spark started ends the job with exit 1 and one line saying what happened and what
+   the user can do (a full disk, a damaged Delta log, a missing file, a run that does not reconcile,
+   ...), with no trace; an error it does not know prints the same kind of line, and its trace goes to
+   Spark's log. Nothing the job wrote is visible then (:mod:`rocketsim.warehouse.run_commit`), unless
+   the error came after its run-level commit (:class:`PublishedRunError`: the line says so).
+
+The one line goes to stderr. Through ``./spark-submit.sh`` (where a Python driver's stderr reaches the
+JVM's stdout, and the JVM's stderr carries Spark's logging) it goes to the file
+``ROCKETSIM_ERROR_FILE`` names, which the script prints on stderr once the JVM ended; Spark's logging
+goes to the file ``ROCKETSIM_SPARK_LOG`` names, which the line names.
 """
 
 from __future__ import annotations
 
 import errno
+import os
 import re
 import sys
 import traceback
@@ -25,17 +33,29 @@ from collections.abc import Callable, Sequence
 from deltalake.exceptions import DeltaError
 from pyspark.sql import SparkSession
 
+from rocketsim.errors import RocketSimError
+from rocketsim.spark import progress
 from rocketsim.spark.cli import CapacityArgs, CompareArgs, JobArgs
 from rocketsim.spark.session import build_session
+from rocketsim.spark.submit import ERROR_FILE_ENV, SPARK_LOG_ENV
 from rocketsim.tables.reconcile import ReconciliationError
 from rocketsim.warehouse.claims import ClaimError, claimed
 from rocketsim.warehouse.delta import DamagedTableError
 from rocketsim.warehouse.paths import DeltaSinkError
-from rocketsim.warehouse.read import MissingRunError, require_run
+from rocketsim.warehouse.read import DamagedRunError, MissingRunError, require_run
 
-EXIT_REFUSED = 2  # before Spark: bad input, a run id another job writes, missing input tables
+EXIT_REFUSED = 2  # before Spark: bad input, a run id another job writes, missing or damaged input tables
 EXIT_FAILED = 1  # after Spark started
+# ERROR_FILE_ENV: set by spark-submit.sh, where the one line goes; SPARK_LOG_ENV: set by spark-submit.sh
+# and the rocketsim command, the file Spark's logging goes to (rocketsim/spark/submit.py)
 _MAX_DETAIL = 300
+# What stops a job before Spark starts with one line and EXIT_REFUSED: nothing was written.
+_REFUSALS = (ClaimError, MissingRunError, DamagedRunError, DamagedTableError)
+
+
+class PublishedRunError(RocketSimError):
+    """A failure after the job's run-level commit: the run is published, whole; what failed came after
+    (e.g. the capacity chart)."""
 
 
 def run_job(
@@ -55,23 +75,47 @@ def run_job(
             spark = build_session(app_name=f"rocketsim-{job}-{args.run_id}")
             started = True
             try:
-                body(spark)
+                with progress.reporting(spark, f"{job} {args.run_id}", enabled=not args.quiet):
+                    body(spark)
             finally:
                 spark.stop()
-    except (ClaimError, MissingRunError) as exc:
+    except _REFUSALS as exc:
         if started:
             return _failed(exc, args)
-        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        say_error(f"{type(exc).__name__}: {exc}")
         return EXIT_REFUSED
     except Exception as exc:  # noqa: BLE001 - every failure ends with one line
         return _failed(exc, args)
     return 0
 
 
+def say_error(line: str) -> None:
+    """The job's one error line: on stderr, or into the file spark-submit.sh prints on stderr."""
+    target = os.environ.get(ERROR_FILE_ENV)
+    if target:
+        try:
+            with open(target, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+            return
+        except OSError:
+            pass  # then stderr, as without spark-submit.sh
+    print(line, file=sys.stderr, flush=True)
+
+
 def _failed(exc: BaseException, args: JobArgs | CompareArgs | CapacityArgs) -> int:
     line, known = describe_failure(exc, args.warehouse, args.run_id)
-    print(line, file=sys.stderr, flush=True)
-    if not known:
+    log = os.environ.get(SPARK_LOG_ENV)
+    if not known and log:
+        try:
+            with open(log, "a", encoding="utf-8") as handle:
+                traceback.print_exception(exc, file=handle)
+            line += f" (its trace is in Spark's log {log})"
+        except OSError:
+            log = None
+    elif log:
+        line += f" (Spark's log: {log})"
+    say_error(line)
+    if not known and not log:
         traceback.print_exception(exc, file=sys.stderr)
     return EXIT_FAILED
 
@@ -98,9 +142,13 @@ def _detail(exc: BaseException) -> str:
 
 def describe_failure(exc: BaseException, warehouse: str, run_id: str) -> tuple[str, bool]:
     """One line for an error after Spark started: what happened and what to do; and whether it is an
-    error the jobs know (else the caller prints the trace too)."""
+    error the jobs know (else the caller reports the trace too). The advice never costs data: no table
+    is to be moved away or deleted."""
     chain = _chain(exc)
     text = "\n".join(str(e) for e in chain)  # a Spark task's error carries its Python trace as text
+    published = next((e for e in chain if isinstance(e, PublishedRunError)), None)
+    if published is not None:
+        return f"error: {published} (run {run_id} is published, whole)", True
     nothing = f"nothing of this job is visible in run {run_id}"
     if any(isinstance(e, OSError) and e.errno == errno.ENOSPC for e in chain) or "No space left" in text:
         return (
@@ -113,19 +161,14 @@ def describe_failure(exc: BaseException, warehouse: str, run_id: str) -> tuple[s
             return f"ReconciliationError: {e} ({nothing}: its tables are as they were)", True
         if isinstance(e, MissingRunError):
             return f"MissingRunError: {e} (run the job that writes it first)", True
-        if isinstance(e, ClaimError | DeltaSinkError):
-            return f"{type(e).__name__}: {e}", True
+        if isinstance(e, ClaimError | DeltaSinkError | DamagedRunError):
+            return f"{type(e).__name__}: {e} ({nothing})", True
         if isinstance(e, DamagedTableError):
-            return (
-                f"error: {_detail(e)}: restore that table's _delta_log from a backup, or move the table "
-                f"away (the other tables are unaffected); {nothing}",
-                True,
-            )
+            return f"error: {_detail(e)}: {_RESTORE}; {nothing}", True
     if any(isinstance(e, DeltaError) for e in chain) or "_delta_log" in text:
         return (
-            f"error: a Delta table in {warehouse} cannot be read or written ({_detail(exc)}): if a "
-            "table's _delta_log was damaged, restore it from a backup or move that table away "
-            f"(the other tables are unaffected); {nothing}",
+            f"error: a Delta table in {warehouse} cannot be read or written ({_detail(exc)}): {_RESTORE}; "
+            f"{nothing}",
             True,
         )
     missing = ("FileNotFoundException", "FileNotFoundError", "No such file or directory")
@@ -136,3 +179,11 @@ def describe_failure(exc: BaseException, warehouse: str, run_id: str) -> tuple[s
             True,
         )
     return f"error: the job failed with {type(exc).__name__}: {_detail(exc)} ({nothing})", False
+
+
+# What to do about a damaged Delta log. Not "move the table away": a warehouse without its run_commits
+# looks, to a vacuum, like one whose every write is unpublished (jobs/vacuum.py now refuses it).
+_RESTORE = (
+    "restore that table's _delta_log from a backup (jobs/vacuum.py leaves a damaged table alone, and "
+    "refuses a warehouse whose run_commits is damaged)"
+)

@@ -16,7 +16,9 @@ No Spark job reads a table back: Spark only schedules the tasks and collects the
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,7 +26,8 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from rocketsim import __version__
-from rocketsim.scenario import Scenario
+from rocketsim.present import text
+from rocketsim.scenario import Scenario, span
 from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.delta_sink import publish_staged
 from rocketsim.spark.run import StageReport, publish_stage, run_stage, write_stage
@@ -40,9 +43,19 @@ def _partitions(spark: SparkSession, args: JobArgs) -> int:
     return args.partitions or spark.sparkContext.defaultParallelism
 
 
-def _say(args: JobArgs, text: str) -> None:
+def _say(args: JobArgs, line: str) -> None:
     if not args.quiet:
-        print(text, flush=True)
+        print(line, flush=True)
+
+
+def say_scenario(quiet: bool, sc: Scenario) -> None:
+    """The scenario's span, rate and faults (:func:`rocketsim.scenario.span.header_lines`), unless
+    ``quiet``; and its warnings (a fault the span cuts, sender threads that would queue), always, on
+    stderr."""
+    if not quiet:
+        print("\n".join(span.header_lines(sc)), flush=True)
+    for warning in span.warnings(sc):
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
 
 
 # ---- the run's stage: the whole run in one pass, or one part of it --------------------------------
@@ -51,6 +64,10 @@ def _say(args: JobArgs, text: str) -> None:
 def _stage(spark: SparkSession, args: JobArgs, sc: Scenario, stages: tuple[str, ...]) -> StageReport:
     """One part of the run's stage, written, reconciled and published."""
     (job,) = stages
+    _say(
+        args, f"rocketsim {__version__}: {job} of scenario {sc.name} -> {args.warehouse} run_id={args.run_id}"
+    )
+    say_scenario(args.quiet, sc)
     return run_stage(
         spark, sc, args.warehouse, args.run_id, _partitions(spark, args), stages, args.window_ms, job
     )
@@ -108,8 +125,9 @@ def run_one_pass(spark: SparkSession, args: JobArgs, sc: Scenario) -> StageRepor
         args,
         f"[one pass] {rep.rows('messages'):,} messages, {rep.rows('send_attempts'):,} attempts, "
         f"{rep.rows('send_results'):,} results, {rep.rows('commit_log'):,} commit-log records, "
-        f"{len(rep.reports)} tables ({rep.producers_s:.1f} s producer tasks, {rep.brokers_s:.1f} s broker "
-        f"tasks, {rep.driver_s:.1f} s driver merge, {rep.commit_s:.1f} s commits)",
+        f"{text.plural(len(rep.reports), 'table')} ({rep.producers_s:.1f} s producer tasks, "
+        f"{rep.brokers_s:.1f} s broker tasks, {rep.driver_s:.1f} s driver merge, "
+        f"{rep.commit_s:.1f} s commits)",
     )
     _say_rounds(args, rep)
     return rep
@@ -176,40 +194,16 @@ def publish_rows(spark: SparkSession, warehouse: str, table: str, run_id: str, r
         raise
 
 
-def print_summary(args: JobArgs, run_summary: pa.Table) -> None:
-    """The end-of-run summary, from the run's (tiny) ``run_summary`` rows, and where every table of the
-    run is."""
-    rows = run_summary.to_pylist()
-    overall = next(r for r in rows if r["scope"] == "all")
-    brokers = sorted((r for r in rows if r["scope"] != "all"), key=lambda r: r["scope"])
-    msgs = overall["messages"]
+def print_summary(args: JobArgs, summary_tables: Mapping[str, pa.Table]) -> None:
+    """The end-of-run summary and the fault-window view, from the run's (tiny) ``run_summary`` and
+    ``fault_windows`` rows, and where every table of the run is."""
+    print(text.run_summary_text(args.run_id, summary_tables["run_summary"].to_pylist()))
+    print(text.fault_windows_text(summary_tables["fault_windows"].to_pylist()))
+    names = [t.name for t in schemas.written_by(*schemas.RUN_STAGES)]
     print(
-        f"\nrun {args.run_id}: {msgs:,} messages, {overall['ok'] / msgs:.2%} SEND_OK, "
-        f"{overall['failed']:,} failed, {overall['rejected']:,} rejected, {overall['retries']:,} retries"
+        f"  {text.plural(len(names), 'table')}: {Path(args.warehouse).resolve()}/{{{','.join(names)}}} "
+        f"(run_id={args.run_id})"
     )
-    print(
-        f"  send latency p50 {overall['latency_p50_ms']:.1f} ms, p99 {overall['latency_p99_ms']:.1f} ms, "
-        f"p99.9 {overall['latency_p999_ms']:.1f} ms, max {overall['latency_max_ms']} ms"
-    )
-    print(
-        f"  queue wait (publish delay) p99 {overall['queue_wait_p99_ms'] or 0:.1f} ms, "
-        f"{overall['retry_budget_exhausted']:,} send(s) ran out of time with retries left, "
-        f"{overall['isolations']:,} broker isolations ({overall['isolated_ms'] / 1000:,.1f} producer-s)"
-    )
-    print(
-        f"  delivery: {overall['duplicates']:,} duplicate copies stored, {overall['lost']:,} lost "
-        f"(told sent, never stored), {overall['failed_but_stored']:,} failed but stored"
-    )
-    for r in brokers:
-        p99 = "-" if r["latency_p99_ms"] is None else f"{r['latency_p99_ms']:.1f} ms"
-        err = r["attempt_error_rate"] or 0.0
-        gini = "-" if r["queue_gini"] is None else f"{r['queue_gini']:.3f}"
-        print(
-            f"  {r['scope']:<12} {r['share']:6.1%} of stored messages, p99 {p99}, {r['sends']:,} attempts "
-            f"({err:.2%} failed), queue Gini {gini}, {r['isolations']:,} isolations"
-        )
-    names = ",".join(t.name for t in schemas.written_by(*schemas.RUN_STAGES))
-    print(f"  tables: {Path(args.warehouse).resolve()}/{{{names}}} (run_id={args.run_id})")
 
 
 def run_pipeline(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
@@ -219,10 +213,10 @@ def run_pipeline(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
     _say(
         args,
         f"rocketsim {__version__}: scenario {sc.name} (seed {sc.seed}, "
-        f"{sc.workload.total_messages():,} messages, client {sc.producers.client_version}, "
-        f"fault strategy {'on' if sc.producers.send_latency_fault_enable else 'off'}) "
+        f"{sc.workload.total_messages():,} messages, {sc.client_summary}) "
         f"-> {args.warehouse} run_id={args.run_id}",
     )
+    say_scenario(args.quiet, sc)
     rep = run_one_pass(spark, args, sc)
     messages, attempts = rep.rows("messages"), rep.rows("send_attempts")
     _say(
@@ -233,6 +227,7 @@ def run_pipeline(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
     t_runs = time.monotonic()
     runs = write_runs_row(spark, args, sc, messages, attempts, started, t_runs - t, rep.rounds, rep.residual)
     publish_stage(spark, args.warehouse, args.run_id, PIPELINE_JOB, rep, runs)
-    _say(args, f"[runs] 1 row; run {args.run_id} published ({time.monotonic() - t_runs:.1f} s)")
-    print_summary(args, rep.summary_tables["run_summary"])
+    tables = text.plural(len(rep.reports) + 1, "table")
+    _say(args, f"[runs] 1 row; run {args.run_id} published: {tables} ({time.monotonic() - t_runs:.1f} s)")
+    print_summary(args, rep.summary_tables)
     _say(args, f"done in {time.monotonic() - t:.1f} s")

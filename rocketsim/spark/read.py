@@ -19,8 +19,7 @@ from pyspark.sql import functions as F
 
 from rocketsim.spark.session import delta_enabled, spark_schema
 from rocketsim.warehouse.paths import PARTITION_COLUMN, WRITE_COLUMN, check_run_id, table_path
-from rocketsim.warehouse.read import declared_schema
-from rocketsim.warehouse.run_commit import current_write_ids
+from rocketsim.warehouse.read import committed_writes, declared_schema
 
 
 def read_spark(
@@ -31,21 +30,20 @@ def read_spark(
     *,
     arrow_schema: pa.Schema | None = None,
 ) -> DataFrame:
-    """The rows of complete runs of ``table`` (one run, or all), with the declared schema's columns."""
+    """The rows of complete runs of ``table`` (one run, or all), with the declared schema's columns. Each
+    run's write is checked against ``run_commits`` first (:func:`rocketsim.warehouse.read.committed_writes`:
+    a write the log lacks or holds short is an error, never fewer rows)."""
     uri = table_path(warehouse, table)
-    writes = current_write_ids(warehouse, table, None if run_id is None else check_run_id(run_id))
+    writes = committed_writes(warehouse, table, None if run_id is None else check_run_id(run_id))
     if delta_enabled(spark):
         df = spark.read.format("delta").load(uri)
-        return df.where(F.col(WRITE_COLUMN).isin(sorted(writes.values()))).drop(WRITE_COLUMN)
-    dt = DeltaTable(uri)
-    schema = spark_schema(declared_schema(table, dt, arrow_schema))
+        ids = sorted(w.write_id for w, _ in writes.values())
+        return df.where(F.col(WRITE_COLUMN).isin(ids)).drop(WRITE_COLUMN)
+    schema = spark_schema(declared_schema(table, DeltaTable(uri), arrow_schema))
     data_schema = type(schema)([f for f in schema.fields if f.name != PARTITION_COLUMN])
     run_type = schema[PARTITION_COLUMN].dataType
     parts: list[DataFrame] = []
-    for rid, write_id in sorted(writes.items()):
-        files = dt.file_uris(
-            file_pruning_predicate=[(PARTITION_COLUMN, "=", rid), (WRITE_COLUMN, "=", write_id)]
-        )
+    for rid, (_, files) in sorted(writes.items()):
         if not files:
             continue
         df = spark.read.schema(data_schema).parquet(*files)

@@ -52,6 +52,7 @@ from rocketsim.broker.queue import ITERATIVE, JOINT
 from rocketsim.engine import iterative
 from rocketsim.scenario import Scenario, workload
 from rocketsim.spark.delta_sink import publish_run, publish_staged
+from rocketsim.spark.progress import step
 from rocketsim.tables import reconcile, schemas
 from rocketsim.tables.schemas import SIMULATE
 from rocketsim.warehouse.delta import WriteReport
@@ -100,11 +101,15 @@ class StageReport:
 
 
 def map_bins(
-    spark: SparkSession, bins: Sequence[Sequence[int]], work: Callable[[int], Mapping[str, int]]
+    spark: SparkSession,
+    bins: Sequence[Sequence[int]],
+    work: Callable[[int], Mapping[str, int]],
+    what: str = "tasks",
 ) -> dict[int, dict[str, int]]:
     """``work(item)`` for every item of every bin, one Spark task per bin; each item's counts, collected
-    (rows of named counts, never data)."""
+    (rows of named counts, never data). ``what``: the work's name in the progress line and Spark's UI."""
     bins = [list(b) for b in bins]
+    step(spark, what)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -201,9 +206,12 @@ def write_stage(
         t0 = time.monotonic()
         if sc.coupling == ITERATIVE and work.runs(SIMULATE):  # the rounds, then the last one's rows
             coupled, rounds, left = iterate_rounds(spark, sc, by_producer, work, bins)
-        per_producer = map_bins(spark, bins, producer_work)
+        messages = sum(s.messages for s in shares)
+        per_producer = map_bins(spark, bins, producer_work, f"producer tasks, {messages:,} messages")
         t1 = time.monotonic()
-        per_broker = map_bins(spark, [[b] for b in brokers], broker_work) if work.has_brokers else {}
+        per_broker = (
+            map_bins(spark, [[b] for b in brokers], broker_work, "broker tasks") if work.has_brokers else {}
+        )
         t2 = time.monotonic()
         if len(per_producer) != len(shares) or (work.has_brokers and len(per_broker) != len(brokers)):
             raise RuntimeError(
@@ -262,7 +270,7 @@ def iterate_rounds(
         number += 1
         rnd = IterativeRound(sc, work, number)
         rnd.write_trajectories(trajs)
-        map_bins(spark, bins, lambda p, rnd=rnd: rnd.write_work(shares[p]))
+        map_bins(spark, bins, lambda p, rnd=rnd: rnd.write_work(shares[p]), f"round {number}: producer tasks")
         merged = rnd.merged_work(producers)
         last, left = iterative.converged(previous, merged, number, max_rounds)
         if last:

@@ -16,19 +16,19 @@ from pathlib import Path
 import pyarrow as pa
 import pyspark
 from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from rocketsim.spark.submit import DEFAULT_MASTER, PREFLIGHT_ENV, PREFLIGHT_OK, SPARK_LOG_ENV, SUBMIT_ARGS_ENV
+
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 CONF_FILE_NAME = "spark-defaults.conf"
-DEFAULT_MASTER = "local[*]"
-# spark-submit.sh first runs a job in plain Python with this set to "1", so bad arguments or a bad
-# scenario fail with one line before the JVM starts; build_session then ends that dry run with
-# PREFLIGHT_OK instead of starting Spark.
-PREFLIGHT_ENV = "ROCKETSIM_PREFLIGHT_ONLY"
-PREFLIGHT_OK = 75
+# spark-submit.sh first runs a job in plain Python with PREFLIGHT_ENV set to "1", so bad arguments or a
+# bad scenario fail with one line before the JVM starts; build_session then ends that dry run with
+# PREFLIGHT_OK instead of starting Spark (rocketsim/spark/submit.py).
 
 # Settings the pipeline relies on; applied unless the caller or spark-submit chose otherwise.
 REQUIRED_DEFAULTS: Mapping[str, str] = {
@@ -97,6 +97,9 @@ def build_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ or SparkContext._jvm is not None
+    if not submitted and os.environ.get(SUBMIT_ARGS_ENV):
+        _start_jvm()  # the rocketsim command: spark-submit's options, as spark-submit.sh gives them
+        submitted = True
     if submitted:
         # The JVM already runs (spark-submit or an earlier session): its conf is the base layer.
         SparkContext._ensure_initialized()
@@ -125,6 +128,19 @@ def build_session(
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("ROCKETSIM_SPARK_LOG_LEVEL", "WARN"))
     return spark
+
+
+def _start_jvm() -> None:
+    """Start the JVM as spark-submit with the options of ``PYSPARK_SUBMIT_ARGS``
+    (:func:`rocketsim.spark.submit.run_as_driver` sets them), its stderr (Spark's logging) into the log
+    file ``ROCKETSIM_SPARK_LOG`` names, if any."""
+    log = os.environ.get(SPARK_LOG_ENV)
+    if log:
+        with open(log, "ab") as spark_log:  # the JVM holds its own copy
+            gateway = launch_gateway(popen_kwargs={"stderr": spark_log})
+    else:
+        gateway = launch_gateway()
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def delta_enabled(spark: SparkSession) -> bool:

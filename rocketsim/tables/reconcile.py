@@ -93,6 +93,17 @@ RULES = (
     ),
 )
 CONSUMER_LOAD_GROUP = "consumer_load.messages:"  # + the group's name: the messages its consumers get
+# The rules of fault_windows, checked when the run has a fault: each fault's two periods ("all") add up
+# to the run's attempts and messages (the fewest and the most over the faults, each equal to the run's).
+FAULT_RULES = tuple(
+    Rule(
+        f"{what} in fault_windows (each fault's periods, {end}) = {rows}",
+        (f"fault_windows.{what}_{end}",),
+        (rows,),
+    )
+    for what, rows in (("sends", "send_attempts.rows"), ("messages", "messages.rows"))
+    for end in ("fewest", "most")
+)
 # the tables the whole run writes (and must reconcile, every rule of them)
 RUN_TABLES = tuple(t.name for t in schemas.written_by(*schemas.RUN_STAGES) if t.stage != schemas.RUNS_ROW)
 
@@ -127,7 +138,8 @@ def rules_of(quantities: Mapping[str, int]) -> tuple[Rule, ...]:
         )
         for g in groups
     )
-    return (*RULES, *per_group, *(r for t in schemas.TABLES for r in table_rules(t)))
+    faults = tuple(r for r in FAULT_RULES if r.left[0] in quantities)
+    return (*RULES, *per_group, *faults, *(r for t in schemas.TABLES for r in table_rules(t)))
 
 
 def _about_inputs(rule: Rule) -> bool:
@@ -307,6 +319,12 @@ def table_counts(name: str, table: pa.Table) -> dict[str, int]:
     elif name == "run_summary":
         brokers = table.filter(pc.not_equal(table.column("scope"), "all"))
         out["run_summary.stored"] = int(pc.sum(brokers.column("messages")).as_py() or 0)
+    elif name == "fault_windows" and table.num_rows:
+        every = table.filter(pc.equal(table.column("scope"), "all"))
+        for what in ("sends", "messages"):
+            per_fault = every.group_by("fault").aggregate([(what, "sum")]).column(f"{what}_sum")
+            out[f"fault_windows.{what}_fewest"] = int(pc.min(per_fault).as_py())
+            out[f"fault_windows.{what}_most"] = int(pc.max(per_fault).as_py())
     elif name == "consumer_load":
         per_group = table.group_by("consumer_group").aggregate([("messages", "sum")])
         for group, messages in zip(

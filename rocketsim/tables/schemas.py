@@ -76,7 +76,8 @@ SEND_ATTEMPTS = pa.schema(
         pa.field("broker", pa.string(), nullable=False),
         # the queue it was sent to
         pa.field("queue_id", pa.int32(), nullable=False),
-        pa.field("outcome", pa.string(), nullable=False),  # ok|status:*|remoting:*|broker:<code>|client|...
+        # ok|status:*|remoting:*|broker:<code>|client|...; gRPC: ok|proxy:<Code>|grpc:<status> (docs/grpc.md)
+        pa.field("outcome", pa.string(), nullable=False),
         # the broker's answer (ResponseCode; null: none came)
         pa.field("response_code", pa.int32()),
         pa.field("fault_isolated_until_ms", pa.int64()),  # the producer's isolation of this broker, if any
@@ -179,9 +180,16 @@ LATENCY_PERCENTILE_COLUMNS = (
     "latency_p9999_ms",
 )
 _LATENCY_PERCENTILES = [pa.field(name, pa.float64()) for name in LATENCY_PERCENTILE_COLUMNS]
+# the exact percentiles and the maximum of attempt latency
+ATTEMPT_LATENCY_COLUMNS = (*(f"attempt_{n}" for n in LATENCY_PERCENTILE_COLUMNS), "attempt_latency_max_ms")
+_ATTEMPT_LATENCY = [
+    *(pa.field(name, pa.float64()) for name in ATTEMPT_LATENCY_COLUMNS[:-1]),
+    pa.field(ATTEMPT_LATENCY_COLUMNS[-1], pa.int64()),
+]
 
 # attempts by outcome (the rule: rocketsim.tables.summaries.OUTCOME_KINDS): ok, remoting:timeout,
-# remoting:connect, broker:<code>, status:<not SEND_OK>, other
+# remoting:connect, broker:<code>, status:<not SEND_OK>, other; a gRPC attempt's proxy:<Code> and
+# grpc:<status> count in the same columns (docs/grpc.md)
 OUTCOME_COLUMNS = (
     "ok",
     "failed_timeout",
@@ -207,6 +215,14 @@ _QUEUE_SPREAD = [  # of sends over queues; idle queues count as 0; null without 
 # oneway the broker never stored), FAILED messages a broker stored anyway
 DELIVERY_COLUMNS = ("duplicates", "lost", "failed_but_stored")
 _DELIVERY = [pa.field(n, pa.int64(), nullable=False) for n in DELIVERY_COLUMNS]
+# what became of the messages beside ok (SEND_OK), failed and rejected: messages = ok + not_ok_status +
+# oneway + failed + rejected
+MESSAGE_STATUS_COLUMNS = ("not_ok_status", "oneway")
+# messages whose send returned a not-OK store status (FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT,
+# SLAVE_NOT_AVAILABLE): the broker stored them without confirming the flush or the replica
+_NOT_OK_STATUS = [pa.field("not_ok_status", pa.int64(), nullable=False)]
+# ONEWAY_SENT messages: written to the broker, no answer (neither ok nor failed)
+_ONEWAY = [pa.field("oneway", pa.int64(), nullable=False)]
 # attempts the closed-loop store's flow control rejected, by kind (send_attempts.busy_kind, lower-cased);
 # 0 with brokers.coupling open (no store: no flow control)
 BUSY_COLUMNS = (
@@ -305,14 +321,21 @@ RUN_SUMMARY = pa.schema(
         pa.field("failed", pa.int64(), nullable=False),
         # REJECTED messages
         pa.field("rejected", pa.int64(), nullable=False),
+        *_NOT_OK_STATUS,
+        *_ONEWAY,
         # attempts of those messages' sends
         pa.field("attempts", pa.int64(), nullable=False),
         # attempts after each send's first
         pa.field("retries", pa.int64(), nullable=False),
         pa.field("share", pa.float64(), nullable=False),  # of all stored messages (brokers) / 1.0 (all)
+        # the send call (all its attempts) of every message: the "all" row only, null on a broker's (a send
+        # may try several brokers; a broker's latency is attempt_latency_*)
         *_LATENCY_PERCENTILES,
-        # the longest send call
+        # the longest send call ("all" only)
         pa.field("latency_max_ms", pa.int64()),
+        # the latency of every attempt sent to the scope (a broker: to it; "all": to any), failed and
+        # timed-out ones included: broker_windows' latency over the whole run
+        *_ATTEMPT_LATENCY,
         # -- added for analysis (rocketsim.tables.summaries) --
         pa.field("retry_budget_exhausted", pa.int64(), nullable=False),
         *_QUEUE_WAIT,
@@ -328,6 +351,60 @@ RUN_SUMMARY = pa.schema(
         pa.field("isolated_ms", pa.int64(), nullable=False),  # their producer-ms up to the run's end
         *_DELIVERY,  # of the scope's messages
         *_BUSY,  # of the attempts sent to the scope
+    ]
+)
+
+# What happened during each fault of the scenario against the rest of the run (the fault-window view,
+# rocketsim.tables.summaries.fault_windows): one row per fault, period and scope; each fault's two
+# periods add up to the run.
+FAULT_WINDOWS = pa.schema(
+    [
+        RUN_ID,
+        # the fault's place in the scenario's [[faults]] (from 0)
+        pa.field("fault", pa.int32(), nullable=False),
+        # the broker the fault hits
+        pa.field("fault_broker", pa.string(), nullable=False),
+        # its kind (outage, hang, slowdown, ...)
+        pa.field("fault_kind", pa.string(), nullable=False),
+        # its window as the scenario gives it, ms from the scenario's start: [fault_start_ms, fault_end_ms)
+        pa.field("fault_start_ms", pa.int64(), nullable=False),
+        # see fault_start_ms
+        pa.field("fault_end_ms", pa.int64(), nullable=False),
+        # "during": the attempts that started, and the messages whose send began, in the fault's window;
+        # "outside": the rest of the run
+        pa.field("period", pa.string(), nullable=False),
+        # "all" or a broker
+        pa.field("scope", pa.string(), nullable=False),
+        # the part of the run's span (first birth to last send end) in the period, ms: a fault the run's
+        # end cuts covers less than its window, one after it none
+        pa.field("period_ms", pa.int64(), nullable=False),
+        pa.field("sends", pa.int64(), nullable=False),  # attempts of the period sent to the scope
+        *[f for f in _ATTEMPT_OUTCOMES if f.name != "ok"],  # those attempts by failure class
+        pa.field("attempt_error_rate", pa.float64()),  # failed attempts / sends (null without sends)
+        # the scope's share of the period's attempts (the traffic share; null without attempts)
+        pa.field("share", pa.float64()),
+        *_ATTEMPT_LATENCY,  # of those attempts, as run_summary's
+        # messages whose send began in the period ("all": every one; a broker: those whose last attempt
+        # went to it, as broker_windows' delivery columns), and how their sends ended
+        pa.field("messages", pa.int64(), nullable=False),
+        # of those messages, SEND_OK
+        pa.field("ok", pa.int64(), nullable=False),
+        # FAILED
+        pa.field("failed", pa.int64(), nullable=False),
+        # REJECTED
+        pa.field("rejected", pa.int64(), nullable=False),
+        *_NOT_OK_STATUS,
+        *_ONEWAY,
+        pa.field("error_rate", pa.float64()),  # (failed + rejected) / messages (null without messages)
+        *_LATENCY_PERCENTILES,  # of their send calls, as run_summary's: the "all" rows only
+        # the longest send call ("all" only)
+        pa.field("latency_max_ms", pa.int64()),
+        # isolation intervals of the scope's broker (any broker for "all") that began in the period
+        pa.field("isolations", pa.int64(), nullable=False),
+        # producer-ms of isolation within the period (clipped at the run's last send end)
+        pa.field("isolated_ms", pa.int64(), nullable=False),
+        *_DELIVERY,  # of the period's messages
+        *_BUSY,  # of the period's attempts sent to the scope
     ]
 )
 
@@ -389,6 +466,8 @@ COMPARISONS = pa.schema(
 
 # broker_windows of every variant of a comparison
 COMPARISON_WINDOWS = pa.schema([RUN_ID, VARIANT, *[f for f in BROKER_WINDOWS if f.name != "run_id"]])
+# fault_windows of every variant of a comparison (each variant's own faults)
+COMPARISON_FAULT_WINDOWS = pa.schema([RUN_ID, VARIANT, *[f for f in FAULT_WINDOWS if f.name != "run_id"]])
 
 RUNS = pa.schema(
     [
@@ -441,14 +520,39 @@ CAPACITY = pa.schema(
         # as latency_p99_ms, p99.9
         pa.field("latency_p999_ms", pa.float64()),
         pa.field("busy_rejections", pa.int64(), nullable=False),  # the BUSY_COLUMNS summed
-        pa.field("max_utilisation", pa.float64()),  # the busiest broker window's (null: open coupling)
+        # the closed-loop coupling the size's figures come from: iterative, or joint (an iterative run
+        # that did not converge, run again with the exact event loop)
+        pa.field("coupling", pa.string(), nullable=False),
+        # the iterative run's rounds (null: not run iterative)
+        pa.field("coupling_rounds", pa.int64()),
+        # its last round's residual: (broker, ms) buckets whose arrivals still changed (0: a fixed point)
+        pa.field("coupling_residual", pa.int64()),
+        # the figures are a fixed point of the iterative coupling or the exact joint loop's: false when the
+        # iterative run stopped at its round limit and was too large to run again joint (no answer then)
+        pa.field("converged", pa.bool_(), nullable=False),
+        # the busiest broker window's offered load on its commit-log writer: the appends' writer time over
+        # the window (1.0: all the writer can do; above it the appends wait, a backlog builds)
+        pa.field("peak_writer_load", pa.float64()),
+        # that load capped at 1.0: the share of the window the writer was busy
+        pa.field("peak_writer_busy", pa.float64()),
+        # the deepest send queue a request found (the backlog, in requests)
+        pa.field("peak_queue_depth", pa.int64()),
+        # the client: how long sends waited for a sender thread, p99 (run_summary's queue_wait_p99_ms)
+        pa.field("queue_wait_p99_ms", pa.float64()),
+        # the faults' brokers' share of the attempts (null: no fault)
+        pa.field("degraded_share", pa.float64()),
+        # the latency p99 of the attempts sent to them (the slowest of them)
+        pa.field("degraded_p99_ms", pa.float64()),
+        # what limits the size, in words: the brokers' writers, the degraded broker, the client, or none
+        pa.field("limited_by", pa.string(), nullable=False),
         # the --target-p99-ms given
         pa.field("target_p99_ms", pa.float64(), nullable=False),
         # the --max-failure-rate given
         pa.field("max_failure_rate", pa.float64(), nullable=False),
-        # p99 and failure rate both within the targets
-        pa.field("meets_target", pa.bool_(), nullable=False),
-        pa.field("smallest", pa.bool_(), nullable=False),  # the answer: the smallest size meeting both
+        # p99 and failure rate both within the targets (null: not known, the size did not converge)
+        pa.field("meets_target", pa.bool_()),
+        # the answer: the smallest size meeting both, every smaller one known not to
+        pa.field("smallest", pa.bool_(), nullable=False),
     ]
 )
 
@@ -618,6 +722,7 @@ REGISTRY: tuple[TableSpec, ...] = (
     TableSpec("producer_windows", PRODUCER_WINDOWS, ("producer", "window_start_ms"), SUMMARIZE),
     TableSpec("isolation_intervals", ISOLATION_INTERVALS, ("producer", "broker", "start_ms"), SUMMARIZE),
     TableSpec("run_summary", RUN_SUMMARY, ("scope",), SUMMARIZE),
+    TableSpec("fault_windows", FAULT_WINDOWS, ("fault", "period", "scope"), SUMMARIZE),
     TableSpec("commit_log", COMMIT_LOG, ("broker", "commit_log_offset"), SIMULATE),
     TableSpec(
         "broker_storage", BROKER_STORAGE, ("broker", "window_start_ms", "topic", "queue_id"), BROKER_SIDE
@@ -632,6 +737,12 @@ REGISTRY: tuple[TableSpec, ...] = (
     TableSpec("runs", RUNS, (), RUNS_ROW, wall_clock=("started_at", "wall_time_s", "code_version")),
     TableSpec("comparisons", COMPARISONS, ("variant", "scope", "metric"), COMPARE),
     TableSpec("comparison_windows", COMPARISON_WINDOWS, ("variant", "broker", "window_start_ms"), COMPARE),
+    TableSpec(
+        "comparison_fault_windows",
+        COMPARISON_FAULT_WINDOWS,
+        ("variant", "fault", "period", "scope"),
+        COMPARE,
+    ),
     TableSpec("capacity", CAPACITY, ("variant",), CAPACITY_SWEEP),
     TableSpec("run_commits", RUN_COMMITS, ("table",), PUBLISH, wall_clock=("write_id", "committed_at")),
 )

@@ -10,9 +10,11 @@
 * :mod:`~rocketsim.warehouse.run_commit`: the run-level commit (``run_commits``): a job's writes become
   the run's at once, and readers select complete runs only;
 * :mod:`~rocketsim.warehouse.claims`: one writer per run id;
-* :mod:`~rocketsim.warehouse.vacuum`: orphans of killed jobs (files, and unpublished writes);
-* :mod:`~rocketsim.warehouse.read`: the rows of complete runs as Arrow or pandas, a run's files and row
-  counts from the Delta log.
+* :mod:`~rocketsim.warehouse.vacuum`: what killed jobs leave (files, staging folders, unpublished writes,
+  stale claims), and only that;
+* :mod:`~rocketsim.warehouse.read`: the rows of complete runs as Arrow or pandas (several tables of a run
+  as one version of ``run_commits`` names them), checked against what ``run_commits`` recorded; a run's
+  files and row counts from the Delta log.
 
 The readers are reachable from here too (``from rocketsim.warehouse import read_pandas``), imported on
 first use: a stage task imports this package and needs neither deltalake nor pandas.
@@ -20,7 +22,7 @@ first use: a stage task imports this package and needs neither deltalake nor pan
 
 from __future__ import annotations
 
-__all__ = ["list_runs", "list_tables", "read_arrow", "read_pandas"]
+__all__ = ["list_runs", "list_tables", "read_arrow", "read_pandas", "read_run"]
 
 
 def __getattr__(name: str) -> object:

@@ -9,10 +9,13 @@ killed.
 
 A claim whose job is dead is stale and is taken over: on the same host (and boot), when its pid is
 gone or now belongs to a younger process; from another host, when it was not refreshed for
-``ROCKETSIM_CLAIM_STALE_S`` seconds (default :data:`STALE_S`). The takeover itself is serialised by a
+``ROCKETSIM_CLAIM_STALE_S`` seconds (default :data:`STALE_S`). A claim file that cannot be read (empty:
+its creator was killed, or its disk filled, between creating and writing it) is stale once it is older
+than :data:`WRITE_GRACE_S`. The takeover itself is serialised by a
 second exclusive file (``<run id>.json.takeover``), and the taker checks, holding it, that the claim is
 still the stale one it judged before deleting it, so two jobs racing for a dead job's run id cannot
-both win. Claims need a local or POSIX shared file system (NFS with close-to-open consistency); on an
+both win; ``jobs/vacuum.py`` clears stale claims the same way (:func:`clear_stale`).
+Claims need a local or POSIX shared file system (NFS with close-to-open consistency); on an
 object store (``s3://``, ``gs://``) they are not exclusive and two jobs must not be started on one run id.
 """
 
@@ -38,6 +41,7 @@ HEARTBEAT_S = 30.0
 STALE_S = 600.0  # a claim of another host not refreshed for this long belongs to a dead job
 STALE_ENV = "ROCKETSIM_CLAIM_STALE_S"
 TAKEOVER_STALE_S = 60.0  # a takeover lock left by a job killed while taking over
+WRITE_GRACE_S = 10.0  # a claim file unreadable for this long was never written whole: its job is dead
 
 
 class ClaimError(RocketSimError):
@@ -150,16 +154,30 @@ def read_claim(path: str) -> tuple[Claim, float] | None:
 
 
 def _create(path: str, claim: Claim) -> bool:
-    """Create the claim file exclusively; False if it exists."""
+    """Create the claim file exclusively; False if it exists. A claim that cannot be written whole (a
+    full disk) is deleted again: an empty claim file would hold the run id."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
         return False
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(asdict(claim), handle)
-        handle.flush()
-        os.fsync(handle.fileno())
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(asdict(claim), handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
     return True
+
+
+def _unreadable_age(path: str) -> float | None:
+    """How long ago an unreadable claim file was last touched (None: it is gone)."""
+    try:
+        return time.time() - os.stat(path).st_mtime
+    except FileNotFoundError:
+        return None
 
 
 def acquire(warehouse: str | os.PathLike[str], run_id: str, job: str) -> Claim:
@@ -175,6 +193,9 @@ def acquire(warehouse: str | os.PathLike[str], run_id: str, job: str) -> Claim:
             return claim
         held = read_claim(path)
         if held is None:
+            age = _unreadable_age(path)
+            if age is not None and age > WRITE_GRACE_S and _take_over(path, None, claim):
+                return claim  # an empty or damaged claim: its creator died before writing it
             time.sleep(0.05)  # being written by its creator, or just deleted: look again
             continue
         other, refreshed = held
@@ -189,8 +210,9 @@ def acquire(warehouse: str | os.PathLike[str], run_id: str, job: str) -> Claim:
     raise ClaimError(f"run {run_id}: could not claim it, other jobs keep claiming it (claim: {path})")
 
 
-def _take_over(path: str, stale: Claim, claim: Claim) -> bool:
-    """Replace the stale claim by ours, under the takeover lock; False if another job got there first."""
+@contextlib.contextmanager
+def _takeover_lock(path: str) -> Iterator[bool]:
+    """Hold the takeover lock of the claim at ``path`` for the ``with`` block (False: another holds it)."""
     lock = f"{path}.takeover"
     with contextlib.suppress(FileNotFoundError):
         if time.time() - os.stat(lock).st_mtime > TAKEOVER_STALE_S:
@@ -198,16 +220,33 @@ def _take_over(path: str, stale: Claim, claim: Claim) -> bool:
     try:
         fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
-        return False
+        yield False
+        return
     os.close(fd)
     try:
-        now = read_claim(path)
-        if now is None or now[0].token != stale.token:
-            return _create(path, claim)  # it went (or changed) meanwhile: compete for it normally
-        os.unlink(path)
-        return _create(path, claim)
+        yield True
     finally:
         os.unlink(lock)
+
+
+def _still_stale(path: str, stale: Claim | None) -> bool:
+    """Whether the claim at ``path`` is still the stale one judged (None: still unreadable, and old)."""
+    held = read_claim(path)
+    if stale is None:
+        return held is None and (_unreadable_age(path) or 0.0) > WRITE_GRACE_S
+    return held is not None and held[0].token == stale.token
+
+
+def _take_over(path: str, stale: Claim | None, claim: Claim) -> bool:
+    """Replace the stale claim (None: the unreadable one) by ours, under the takeover lock; False if
+    another job got there first."""
+    with _takeover_lock(path) as locked:
+        if not locked:
+            return False
+        if _still_stale(path, stale):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        return _create(path, claim)  # if it changed meanwhile: compete for it normally
 
 
 def release(warehouse: str | os.PathLike[str], claim: Claim) -> None:
@@ -221,17 +260,59 @@ def release(warehouse: str | os.PathLike[str], claim: Claim) -> None:
             os.unlink(path)
 
 
-def live_claims(warehouse: str | os.PathLike[str]) -> dict[str, Claim]:
-    """The claims of jobs that may be alive, by run id (what ``jobs/vacuum.py`` must not touch)."""
+@dataclass(frozen=True)
+class ClaimFile:
+    """A claim file as found: its run id (from its name), the claim (None: unreadable), whether it is
+    stale (and why)."""
+
+    path: str
+    run_id: str
+    claim: Claim | None
+    stale: str | None  # why its job is dead; None: it may be alive
+
+    def describe(self) -> str:
+        if self.claim is not None:
+            return self.claim.describe()
+        return "a job whose claim is being written"
+
+
+def claim_files(warehouse: str | os.PathLike[str]) -> list[ClaimFile]:
+    """Every claim of the warehouse, live or stale (sorted by run id)."""
     folder = _folder(warehouse)
     if not _local(warehouse) or not os.path.isdir(folder):
-        return {}
-    out: dict[str, Claim] = {}
-    for name in os.listdir(folder):
-        held = read_claim(os.path.join(folder, name)) if name.endswith(".json") else None
-        if held is not None and why_stale(*held) is None:
-            out[held[0].run_id] = held[0]
+        return []
+    out: list[ClaimFile] = []
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".json"):
+            continue
+        path = os.path.join(folder, name)
+        held = read_claim(path)
+        if held is not None:
+            out.append(ClaimFile(path, held[0].run_id, held[0], why_stale(*held)))
+            continue
+        age = _unreadable_age(path)
+        if age is not None:
+            stale = f"it is empty or damaged, {age:.0f} s old" if age > WRITE_GRACE_S else None
+            out.append(ClaimFile(path, unquote(name.removesuffix(".json")), None, stale))
     return out
+
+
+def live_claims(warehouse: str | os.PathLike[str]) -> dict[str, ClaimFile]:
+    """The claims of jobs that may be alive, by run id (what ``jobs/vacuum.py`` must not touch)."""
+    return {c.run_id: c for c in claim_files(warehouse) if c.stale is None}
+
+
+def clear_stale(found: ClaimFile) -> bool:
+    """Delete a stale claim (one of :func:`claim_files`) under the takeover lock, if it is still the one
+    judged stale; False if it changed meanwhile (a job took it over) or a taker holds the lock."""
+    if found.stale is None:
+        raise ValueError(f"the claim of run {found.run_id} is not stale")
+    with _takeover_lock(found.path) as locked:
+        if not locked or not _still_stale(found.path, found.claim):
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(found.path)
+        return True
 
 
 @contextlib.contextmanager

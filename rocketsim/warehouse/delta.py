@@ -11,7 +11,7 @@ a partition of its own, so a commit never touches the run's earlier rows. The wr
 project's readers until the run-level commit (:mod:`rocketsim.warehouse.run_commit`) names it; after
 that, :func:`remove_writes` drops the run's superseded writes (a commit of remove actions: no data is
 rewritten). Until its commit a write's files are orphans no reader sees;
-:func:`rocketsim.warehouse.vacuum.vacuum_orphans` deletes them. The delta-spark engine of the sink is
+:func:`rocketsim.warehouse.vacuum.vacuum` deletes them. The delta-spark engine of the sink is
 :mod:`rocketsim.spark.delta_sink`.
 
 Commit conflicts between different writes are resolved by deltalake's own retry (disjoint
@@ -37,7 +37,7 @@ from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction
 
-from rocketsim.errors import RocketSimError
+from rocketsim.errors import RocketSimError, first_line
 from rocketsim.warehouse.paths import (
     PARTITION_COLUMN,
     WRITE_COLUMN,
@@ -146,7 +146,7 @@ def stage_written(
         fs.delete_dir(staging)
         crash_point(table, "staged")
     except BaseException:
-        # Best effort: what is left is invisible anyway and vacuum_orphans would get it later.
+        # Best effort: what is left is invisible anyway and jobs/vacuum.py gets it later.
         with contextlib.suppress(OSError):
             fs.delete_dir(staging)
         for path in moved:
@@ -165,7 +165,7 @@ def stage_written(
 
 
 def discard_staging(warehouse: str | os.PathLike[str], table: str, write_id: str) -> None:
-    """Delete a write's staging folder if it is there (best effort: vacuum_orphans gets leftovers)."""
+    """Delete a write's staging folder if it is there (best effort: jobs/vacuum.py gets leftovers)."""
     fs, staging = filesystem(staging_path(warehouse, table, write_id))
     with contextlib.suppress(OSError):
         fs.delete_dir(staging)
@@ -229,7 +229,9 @@ def open_table(warehouse: str | os.PathLike[str], table: str, **kwargs: object) 
     except TableNotFoundError:
         raise
     except (DeltaError, OSError) as exc:
-        raise DamagedTableError(f"the Delta log of table {table} ({uri}) cannot be read: {exc}") from exc
+        raise DamagedTableError(
+            f"the Delta log of table {table} ({uri}) cannot be read: {first_line(exc)}"
+        ) from exc
 
 
 def delta_schema(arrow_schema: pa.Schema) -> pa.Schema:

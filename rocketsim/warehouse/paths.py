@@ -48,15 +48,28 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     return pafs.LocalFileSystem(), uri
 
 
+# The URI schemes both pyarrow and deltalake open (a warehouse is read and written with both).
+URI_SCHEMES = ("file", "s3", "gs", "hdfs", "abfs", "abfss")
+
+
 def unwritable(warehouse: str) -> str | None:
-    """Why a job could not write the warehouse folder ``warehouse`` (None: it can): empty, a file,
-    under a file, or a folder (or the nearest existing parent of one to create) this process cannot
-    write to (read-only file system, permissions: tried with a probe file, deleted at once). A URI
-    other than ``file://`` is not checked here (its first write is)."""
+    """Why a job could not write the warehouse folder ``warehouse`` (None: it can): empty, a URI of a
+    scheme the warehouse layer cannot open (:data:`URI_SCHEMES`) or without a path, a file, under a
+    file, or a folder (or the nearest existing parent of one to create) this process cannot write to
+    (read-only file system, permissions: tried with a probe file, deleted at once). A URI other than
+    ``file://`` is not written here (its first write is the test)."""
     if not warehouse.strip():
         return "must not be empty"
-    if "://" in warehouse and not warehouse.startswith("file://"):
-        return None
+    if "://" in warehouse:
+        parsed = urlparse(warehouse)
+        if parsed.scheme not in URI_SCHEMES:
+            return f"must be a folder or a URI of {', '.join(s + '://' for s in URI_SCHEMES)}"
+        if not (parsed.netloc + parsed.path).strip("/"):
+            return "must name a folder after its scheme"
+        if parsed.scheme != "file":
+            return None
+        if parsed.netloc not in ("", "localhost"):
+            return "must be a file:// URI of this host (file:///path)"
     path = os.path.abspath(unquote(urlparse(warehouse).path) if "://" in warehouse else warehouse)
     existing = path
     while not os.path.lexists(existing):

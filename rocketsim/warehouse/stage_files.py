@@ -343,7 +343,10 @@ def _producer_files(
     messages = _messages(sc, share, work, counts)
     attempts, results = _read_attempts_results(work, p, counts)
     if work.runs(SUMMARIZE):
-        aggregates = summaries.producer_aggregates(attempts, results, work.window_ms, messages=messages)
+        faults = summaries.fault_spans(sc.faults)
+        aggregates = summaries.producer_aggregates(
+            attempts, results, work.window_ms, messages=messages, faults=faults
+        )
         write_bytes(aggregates.to_bytes(), f"{work.scratch}/{SCRATCH_AGGREGATES.format(p)}")
     if work.runs(BROKER_SIDE):
         txns = broker_side.unstored_transactions(messages, results, broker_side.result_halves(results), sc)
@@ -440,7 +443,8 @@ def _write_simulated(
     and folded into the producer's summary aggregates (:class:`rocketsim.tables.summaries.ProducerFold`)."""
     p = share.producer
     parts: list[dict[str, int]] = []
-    fold = summaries.ProducerFold(work.window_ms) if work.runs(SUMMARIZE) else None
+    faults = summaries.fault_spans(sc.faults)
+    fold = summaries.ProducerFold(work.window_ms, faults=faults) if work.runs(SUMMARIZE) else None
     sinks = _ProducerSinks(sc, p, work)
     try:
         message_chunks = _message_chunks(sc, share, work, sinks, parts)
@@ -711,10 +715,12 @@ def write_whole_run_aggregates(
     sc: Scenario, variant: str, index: int, window_ms: int, scratch: str
 ) -> dict[str, int]:
     """A capacity sweep's task for variant number ``index`` (:func:`rocketsim.stage.whole_run_aggregates`):
-    its aggregates into the scratch folder; its counts."""
-    aggregates = stage.whole_run_aggregates(sc, variant, window_ms)
-    write_bytes(aggregates.to_bytes(), f"{scratch}/{SCRATCH_WHOLE_RUN_AGGREGATES.format(index)}")
-    return {"messages": sc.workload.total_messages()}
+    its aggregates into the scratch folder; its counts (and the iterative coupling's ``rounds`` and
+    ``residual``)."""
+    run = stage.whole_run_aggregates(sc, variant, window_ms)
+    write_bytes(run.aggregates.to_bytes(), f"{scratch}/{SCRATCH_WHOLE_RUN_AGGREGATES.format(index)}")
+    coupling = {"rounds": run.rounds, "residual": run.residual} if run.rounds is not None else {}
+    return {"messages": sc.workload.total_messages(), **coupling}
 
 
 def whole_run_aggregate_files(scratch: str, n: int) -> list[str]:

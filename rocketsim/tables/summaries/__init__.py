@@ -1,5 +1,6 @@
 """The summary tables of a run from small mergeable aggregates: ``isolation_intervals``, ``broker_windows``,
-``queue_windows``, ``producer_windows``, ``run_summary`` (docs/design.md §6, one pass; the broker-side
+``queue_windows``, ``producer_windows``, ``run_summary``, ``fault_windows`` (docs/design.md §6, one pass;
+the broker-side
 tables:
 :mod:`rocketsim.broker.side`).
 
@@ -22,7 +23,7 @@ The parts: :mod:`~rocketsim.tables.summaries.aggregates` (the aggregate tables, 
 :mod:`~rocketsim.tables.summaries.producer` (a producer task's aggregates),
 :mod:`~rocketsim.tables.summaries.intervals`, :mod:`~rocketsim.tables.summaries.windows`, and the
 tables made of merged aggregates: :mod:`~rocketsim.tables.summaries.window_tables`,
-:mod:`~rocketsim.tables.summaries.run_summary`.
+:mod:`~rocketsim.tables.summaries.run_summary`, :mod:`~rocketsim.tables.summaries.faults`.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from rocketsim.tables.summaries.aggregates import (
 )
 from rocketsim.tables.summaries.arithmetic import exact_percentiles, queue_spread
 from rocketsim.tables.summaries.columns import outcome_kind
+from rocketsim.tables.summaries.faults import FaultSpan, fault_spans, fault_window_table
 from rocketsim.tables.summaries.grid import Grid, runs_of
 from rocketsim.tables.summaries.intervals import IntervalFold, isolation_intervals
 from rocketsim.tables.summaries.producer import ProducerFold, producer_aggregates
@@ -78,11 +80,13 @@ __all__ = [
     "QUEUE_WAIT_PERCENTILES",
     "RESULT_COLUMNS",
     "SUMMARY_TABLES",
+    "FaultSpan",
     "IntervalFold",
     "ProducerFold",
     "SummaryAggregates",
     "WindowParts",
     "exact_percentiles",
+    "fault_spans",
     "isolation_intervals",
     "merge",
     "merge_window_parts",
@@ -96,7 +100,7 @@ __all__ = [
 def summary_tables(merged: SummaryAggregates) -> dict[str, pa.Table]:
     """Every summary table of the merged aggregates, with the schemas of :mod:`rocketsim.tables.schemas`
     (without ``run_id``; the key columns first): ``isolation_intervals``, ``broker_windows``,
-    ``queue_windows``, ``producer_windows``, ``run_summary`` (see their functions)."""
+    ``queue_windows``, ``producer_windows``, ``run_summary``, ``fault_windows`` (see their functions)."""
     runs = runs_of(merged)
     grid = Grid.of(merged, runs)
     return {
@@ -105,4 +109,5 @@ def summary_tables(merged: SummaryAggregates) -> dict[str, pa.Table]:
         "queue_windows": queue_windows(merged, runs, grid),
         "producer_windows": producer_window_table(merged, runs, grid),
         "run_summary": run_summary_table(merged, runs, grid),
+        "fault_windows": fault_window_table(merged, runs),
     }

@@ -24,17 +24,27 @@ PERCENTILE_COLUMNS = schemas.LATENCY_PERCENTILE_COLUMNS
 QUEUE_WAIT_PERCENTILES = (0.5, 0.99)
 QUEUE_WAIT_COLUMNS = ("queue_wait_p50_ms", "queue_wait_p99_ms")
 # An attempt's outcome label -> the outcome column counting it: the first row that matches (its label
-# equals the text, or starts with it), else failed_other (client, interrupted, other remoting kinds).
+# equals the text, or starts with it), else failed_other (client, interrupted, other remoting kinds, other
+# gRPC transport failures).
 OUTCOME_KINDS = (
     ("ok", "equals", "ok"),
     ("failed_timeout", "equals", "remoting:timeout"),
     ("failed_connect", "equals", "remoting:connect"),
     ("failed_broker_error", "prefix", "broker:"),
     ("not_store_ok", "prefix", "status:"),
+    # the gRPC family (rocketsim.client.grpc_codes.Reply.label; its OK is "ok"): the Proxy's status, the
+    # RPC's own failure
+    ("failed_timeout", "equals", "grpc:DEADLINE_EXCEEDED"),
+    ("failed_timeout", "equals", "proxy:PROXY_TIMEOUT"),
+    ("failed_connect", "equals", "grpc:UNAVAILABLE"),
+    ("not_store_ok", "equals", "proxy:MASTER_PERSISTENCE_TIMEOUT"),  # stored: SendStatus FLUSH_DISK_TIMEOUT
+    ("not_store_ok", "equals", "proxy:SLAVE_PERSISTENCE_TIMEOUT"),  # FLUSH_SLAVE_TIMEOUT
+    ("not_store_ok", "equals", "proxy:HA_NOT_AVAILABLE"),  # SLAVE_NOT_AVAILABLE
+    ("failed_broker_error", "prefix", "proxy:"),
 )
 OUTCOME_COLUMNS = schemas.OUTCOME_COLUMNS  # the tables' columns, in this order
 OK, FAILED_OTHER = 0, len(OUTCOME_COLUMNS) - 1  # indexes into OUTCOME_COLUMNS
-assert tuple(c for c, _, _ in OUTCOME_KINDS) == OUTCOME_COLUMNS[:-1], "OUTCOME_KINDS follows OUTCOME_COLUMNS"
+assert {c for c, _, _ in OUTCOME_KINDS} == set(OUTCOME_COLUMNS[:-1]), "OUTCOME_KINDS names every column"
 # the columns producer_aggregates reads (a task reading committed files reads only these)
 MESSAGE_COLUMNS = ("producer", "seq", "batch_id")  # what producer_aggregates reads of the messages
 ATTEMPT_COLUMNS = (
@@ -65,7 +75,16 @@ RESULT_COLUMNS = (
     "wire_bytes",
     "broker",
 )
-SUMMARY_TABLES = ("isolation_intervals", "broker_windows", "queue_windows", "producer_windows", "run_summary")
+SUMMARY_TABLES = (
+    "isolation_intervals",
+    "broker_windows",
+    "queue_windows",
+    "producer_windows",
+    "run_summary",
+    "fault_windows",
+)
+# a result's counts by how its send ended (run_summary's and fault_windows' message columns)
+STATUS_COLUMNS = ("ok", "failed", "rejected", *schemas.MESSAGE_STATUS_COLUMNS)
 
 NAME = pa.dictionary(pa.int32(), pa.string())  # broker and key columns of the aggregates
 I64 = pa.int64()
@@ -79,6 +98,8 @@ BUSY_COLUMNS = schemas.BUSY_COLUMNS  # in the order of broker_store.BUSY_KINDS
 # (max -1: none), the writer's time of their appends (us)
 STORE_SUMS = ("store_requests", "queue_depth_sum", "store_service_us")
 _STORE = [*[pa.field(n, I64, nullable=False) for n in STORE_SUMS], pa.field("queue_depth_max", I64)]
+# the cell of a fault-window aggregate: the fault (its place in [[faults]]) and the period (1: during)
+_FAULT_CELL = [pa.field("fault", pa.int32(), nullable=False), pa.field("during", pa.int8(), nullable=False)]
 # one table per field of SummaryAggregates (without the key columns, which come first)
 AGGREGATE_TABLES: dict[str, pa.Schema] = {
     # per (broker, window of attempt start): attempt counts (broker_windows, run_summary's sends)
@@ -137,7 +158,7 @@ AGGREGATE_TABLES: dict[str, pa.Schema] = {
     "result_scopes": pa.schema(
         [
             pa.field("broker", NAME),
-            *[pa.field(n, I64, nullable=False) for n in ("messages", "ok", "failed", "rejected")],
+            *[pa.field(n, I64, nullable=False) for n in ("messages", *STATUS_COLUMNS)],
             *[pa.field(n, I64, nullable=False) for n in ("attempts", "retries", "retry_budget_exhausted")],
             *[pa.field(n, I64, nullable=False) for n in schemas.DELIVERY_COLUMNS],
             pa.field("first_born_ms", I64, nullable=False),
@@ -158,6 +179,42 @@ AGGREGATE_TABLES: dict[str, pa.Schema] = {
             pa.field("count", I64, nullable=False),
         ]
     ),
+    # the scenario's faults (fault_windows): the same rows in every producer's aggregate
+    "fault_spans": pa.schema(
+        [
+            pa.field("fault", pa.int32(), nullable=False),
+            pa.field("fault_broker", NAME, nullable=False),
+            pa.field("fault_kind", NAME, nullable=False),
+            pa.field("fault_start_ms", I64, nullable=False),
+            pa.field("fault_end_ms", I64, nullable=False),
+        ]
+    ),
+    # per (fault, period: 1 during its window, 0 outside, broker): the counts of the attempts that
+    # started in the period
+    "fault_attempt_cells": pa.schema([*_FAULT_CELL, pa.field("broker", NAME, nullable=False), *COUNT_FIELDS]),
+    # their latencies: (value, count) pairs
+    "fault_attempt_latency": pa.schema(
+        [
+            *_FAULT_CELL,
+            pa.field("broker", NAME, nullable=False),
+            pa.field("latency_ms", I64, nullable=False),
+            pa.field("count", I64, nullable=False),
+        ]
+    ),
+    # per (fault, period, the result's broker: its last attempt's, null without one) the messages whose send
+    # began in the period: how their sends ended, their delivery outcomes
+    "fault_results": pa.schema(
+        [
+            *_FAULT_CELL,
+            pa.field("broker", NAME),
+            *[pa.field(n, I64, nullable=False) for n in ("messages", *STATUS_COLUMNS)],
+            *[pa.field(n, I64, nullable=False) for n in schemas.DELIVERY_COLUMNS],
+        ]
+    ),
+    # their send latencies per (fault, period): (value, count) pairs
+    "fault_result_latency": pa.schema(
+        [*_FAULT_CELL, pa.field("latency_ms", I64, nullable=False), pa.field("count", I64, nullable=False)]
+    ),
     # the producers an aggregate covers (merge refuses to count one twice)
     "producers": pa.schema([pa.field("producer", pa.int32(), nullable=False)]),
 }
@@ -176,13 +233,23 @@ MERGE_RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], 
     "delivery_cells": (("broker", "window_start_ms"), schemas.DELIVERY_COLUMNS, (), ()),
     "result_scopes": (
         ("broker",),
-        ("messages", "ok", "failed", "rejected", "attempts", "retries", "retry_budget_exhausted")
+        ("messages", *STATUS_COLUMNS, "attempts", "retries", "retry_budget_exhausted")
         + schemas.DELIVERY_COLUMNS,
         ("first_born_ms",),
         ("last_end_ms",),
     ),
     "result_latency": (("broker", "latency_ms"), ("count",), (), ()),
     "result_queue_wait": (("broker", "queue_wait_ms"), ("count",), (), ()),
+    "fault_spans": (("fault", "fault_broker", "fault_kind", "fault_start_ms", "fault_end_ms"), (), (), ()),
+    "fault_attempt_cells": (("fault", "during", "broker"), tuple(f.name for f in COUNT_FIELDS), (), ()),
+    "fault_attempt_latency": (("fault", "during", "broker", "latency_ms"), ("count",), (), ()),
+    "fault_results": (
+        ("fault", "during", "broker"),
+        ("messages", *STATUS_COLUMNS, *schemas.DELIVERY_COLUMNS),
+        (),
+        (),
+    ),
+    "fault_result_latency": (("fault", "during", "latency_ms"), ("count",), (), ()),
 }
 # tables of whole producers: concatenated, sorted by these columns
 _PRODUCER_ORDER = {
@@ -215,6 +282,11 @@ class SummaryAggregates:
     result_scopes: pa.Table
     result_latency: pa.Table
     result_queue_wait: pa.Table
+    fault_spans: pa.Table
+    fault_attempt_cells: pa.Table
+    fault_attempt_latency: pa.Table
+    fault_results: pa.Table
+    fault_result_latency: pa.Table
     producers: pa.Table
 
     def tables(self) -> dict[str, pa.Table]:

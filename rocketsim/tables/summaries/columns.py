@@ -9,16 +9,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim.broker import store
-from rocketsim.tables.grouping import bools, ints, string_codes, window_index
-from rocketsim.tables.summaries.aggregates import BUSY_COLUMNS, FAILED_OTHER, I64, OUTCOME_KINDS
+from rocketsim.client.outcomes import NOT_OK_STATUSES
+from rocketsim.engine.plan import ONEWAY_SENT
+from rocketsim.tables.grouping import Groups, bools, ints, string_codes, window_index
+from rocketsim.tables.summaries.aggregates import (
+    BUSY_COLUMNS,
+    FAILED_OTHER,
+    I64,
+    OUTCOME_COLUMNS,
+    OUTCOME_KINDS,
+)
 
 
 def outcome_kind(label: str) -> int:
     """The outcome column of an attempt's outcome label (:data:`OUTCOME_KINDS`), as an index into
     :data:`OUTCOME_COLUMNS`."""
-    for kind, (_, how, text) in enumerate(OUTCOME_KINDS):
+    for column, how, text in OUTCOME_KINDS:
         if label == text if how == "equals" else label.startswith(text):
-            return kind
+            return OUTCOME_COLUMNS.index(column)
     return FAILED_OTHER
 
 
@@ -59,6 +67,20 @@ class AttemptColumns:
         service = t.column("store_service_us") if "store_service_us" in names else pa.nulls(self.n, I64)
         self.service = np.asarray(service.fill_null(0).to_numpy(), np.int64)
 
+    def counts(self, cells: Groups, rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The attempt counts (``COUNT_FIELDS``: attempts, by outcome, retries, bytes, by busy kind) per
+        group of ``cells``, which groups the attempts ``rows`` (None: every attempt, in order)."""
+        kind, attempt, wire, busy = (
+            (x if rows is None else x[rows]) for x in (self.kind, self.attempt, self.wire, self.busy)
+        )
+        return {
+            "sends": cells.count(),
+            **{name: cells.sum(kind == k) for k, name in enumerate(OUTCOME_COLUMNS)},
+            "retries": cells.sum(attempt > 0),
+            "bytes": cells.sum(wire),
+            **{name: cells.sum(busy == j) for j, name in enumerate(BUSY_COLUMNS)},
+        }
+
 
 class ResultColumns:
     """Result columns as numpy, read once."""
@@ -70,8 +92,10 @@ class ResultColumns:
         self.delivery = store.delivery_flags(t.column("status"), copies)
         self.producer = ints(t, "producer")
         self.seq = ints(t, "seq")
-        self.window = window_index(ints(t, "send_ts_ms"), window_ms)
-        self.ok, self.failed, self.rejected = _statuses(t)
+        self.send = ints(t, "send_ts_ms")
+        self.window = window_index(self.send, window_ms)
+        self.status = _statuses(t)  # STATUS_COLUMNS -> mask
+        self.ok, self.failed, self.rejected = (self.status[n] for n in ("ok", "failed", "rejected"))
         self.attempts = ints(t, "attempts")
         self.exhausted = bools(t.column("retry_budget_exhausted"))
         self.wire = ints(t, "wire_bytes")
@@ -91,8 +115,16 @@ class ResultColumns:
         return self._orders[name]
 
 
-def _statuses(results: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(SEND_OK, FAILED, REJECTED) masks of the results."""
+def _statuses(results: pa.Table) -> dict[str, np.ndarray]:
+    """Per :data:`STATUS_COLUMNS` name, the mask of the results it counts (by ``status``)."""
     status = results.column("status")
-    ok, failed, rejected = (bools(pc.equal(status, s)) for s in ("SEND_OK", "FAILED", "REJECTED"))
-    return ok, failed, rejected
+    return {
+        name: bools(pc.is_in(status, value_set=pa.array(statuses)))
+        for name, statuses in (
+            ("ok", ["SEND_OK"]),
+            ("failed", ["FAILED"]),
+            ("rejected", ["REJECTED"]),
+            ("not_ok_status", list(NOT_OK_STATUSES)),
+            ("oneway", [ONEWAY_SENT]),
+        )
+    }

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 
 import numpy as np
@@ -14,17 +14,16 @@ from rocketsim.broker import store
 from rocketsim.tables.grouping import Groups, distinct_values, from_codes, regroup
 from rocketsim.tables.summaries.aggregates import (
     AGGREGATE_TABLES,
-    BUSY_COLUMNS,
     MERGE_RULES,
     NAME,
     OK,
-    OUTCOME_COLUMNS,
     SummaryAggregates,
     merge,
     with_keys,
 )
 from rocketsim.tables.summaries.arithmetic import histogram
 from rocketsim.tables.summaries.columns import AttemptColumns, ResultColumns
+from rocketsim.tables.summaries.faults import FaultSpan, fault_parts
 from rocketsim.tables.summaries.intervals import IntervalFold, attempt_intervals
 from rocketsim.tables.summaries.windows import (
     WindowParts,
@@ -52,6 +51,7 @@ def producer_aggregates(
     keys: Mapping[str, str] | None = None,
     *,
     messages: pa.Table,
+    faults: Sequence[FaultSpan] = (),
 ) -> SummaryAggregates:
     """The summary aggregates of whole producers' attempts and results (``send_attempts`` /
     ``send_results`` columns as the simulator returns them; ``run_id`` and store columns are ignored).
@@ -60,6 +60,8 @@ def producer_aggregates(
     columns (the copies the brokers stored of each message, :func:`rocketsim.broker.store.result_copies`).
 
     ``keys``: constant key columns of these rows, e.g. ``{"variant": "fault_on"}`` in a comparison.
+    ``faults``: the scenario's faults (:func:`rocketsim.tables.summaries.fault_spans`), for
+    ``fault_windows``.
     The producer-level parts (``producer_windows``, ``intervals``) are finished here, so merging needs
     every row of a producer in one aggregate.
     """
@@ -73,6 +75,7 @@ def producer_aggregates(
         **_attempt_parts(a, window_ms),
         **_result_parts(r),
         "delivery_cells": _delivery_cells(r, window_ms),
+        **fault_parts(a, r, faults),
         "producer_windows": producer_window_rows(a, r, intervals, window_ms),
         "intervals": intervals,
         "producers": pa.table(
@@ -93,10 +96,12 @@ class ProducerFold:
     and the ``intervals`` by an :class:`IntervalFold` (an attempt's piece ends at the next attempt's
     end, maybe in a later part: it keeps only the attempts not yet settled)."""
 
-    def __init__(self, window_ms: int, keys: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, window_ms: int, keys: Mapping[str, str] | None = None, faults: Sequence[FaultSpan] = ()
+    ) -> None:
         if window_ms <= 0:
             raise ValueError(f"window_ms must be > 0, got {window_ms}")
-        self.window_ms, self.keys = window_ms, dict(keys or {})
+        self.window_ms, self.keys, self.faults = window_ms, dict(keys or {}), tuple(faults)
         self._tables: list[dict[str, pa.Table]] = []
         self._windows: list[WindowParts] = []
         self._intervals = IntervalFold()
@@ -121,6 +126,7 @@ class ProducerFold:
                 **_attempt_parts(a, self.window_ms),
                 **_result_parts(r),
                 "delivery_cells": _delivery_cells(r, self.window_ms),
+                **fault_parts(a, r, self.faults),
             }
         )
         self._windows.append(window_parts(a, r))
@@ -164,11 +170,7 @@ def _attempt_parts(a: AttemptColumns, window_ms: int) -> dict[str, pa.Table]:
         }
     cells = Groups([a.broker, a.window])
     counts = {
-        "sends": cells.count(),
-        **{name: cells.sum(a.kind == k) for k, name in enumerate(OUTCOME_COLUMNS)},
-        "retries": cells.sum(a.attempt > 0),
-        "bytes": cells.sum(a.wire),
-        **{name: cells.sum(a.busy == j) for j, name in enumerate(BUSY_COLUMNS)},
+        **a.counts(cells),
         "store_requests": cells.sum(a.seen),
         "queue_depth_sum": cells.sum(a.depth),
         "store_service_us": cells.sum(a.service),
@@ -217,9 +219,7 @@ def _result_parts(r: ResultColumns) -> dict[str, pa.Table]:
         {
             "broker": from_codes(r.scope[g.first], r.broker_names),
             "messages": g.count(),
-            "ok": g.sum(r.ok),
-            "failed": g.sum(r.failed),
-            "rejected": g.sum(r.rejected),
+            **{name: g.sum(mask) for name, mask in r.status.items()},
             "attempts": g.sum(r.attempts),
             "retries": g.sum(np.maximum(r.attempts - 1, 0)),
             "retry_budget_exhausted": g.sum(r.exhausted),

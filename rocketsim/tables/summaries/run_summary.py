@@ -19,6 +19,7 @@ from rocketsim.tables.summaries.aggregates import (
     PERCENTILES,
     QUEUE_WAIT_COLUMNS,
     QUEUE_WAIT_PERCENTILES,
+    STATUS_COLUMNS,
     SummaryAggregates,
 )
 from rocketsim.tables.summaries.arithmetic import (
@@ -74,8 +75,9 @@ class _Scopes:
 def run_summary_table(merged: SummaryAggregates, runs: Runs, grid: Grid) -> pa.Table:
     """``run_summary``: per run a row "all" and one per broker that
     stored a result or got an attempt. Message columns count the results stored on the broker (all
-    results for "all"), attempt columns the attempts sent to it, isolation columns its intervals
-    (``isolated_ms`` clipped at the run's last send end); rates per second of the run's span."""
+    results for "all"; their send latency on "all" only), attempt columns the attempts sent to it (their
+    latency too), isolation columns its intervals (``isolated_ms`` clipped at the run's last send end);
+    rates per second of the run's span."""
     scopes = _Scopes.of(runs)
     cols, first_born, last_end = _message_columns(merged, runs, scopes)
     cols.update(_histogram_columns(merged, runs, scopes))
@@ -95,7 +97,11 @@ def run_summary_table(merged: SummaryAggregates, runs: Runs, grid: Grid) -> pa.T
         pc.if_else(
             pa.array(scopes.is_all),
             pa.scalar("all"),
-            from_codes(np.maximum(scopes.broker, 0), runs.brokers, dictionary=False),
+            # the 'all' rows are null here (if_else takes 'all'): with no send reaching any broker
+            # there are no broker names at all
+            from_codes(
+                np.where(scopes.is_all, -1, np.maximum(scopes.broker, 0)), runs.brokers, dictionary=False
+            ),
         )
         if scopes.n
         else pa.array([], pa.string())
@@ -112,9 +118,7 @@ def _message_columns(
     src, scope = scopes.all_and_broker(runs.run["result_scopes"], runs.broker["result_scopes"])
     for name in (
         "messages",
-        "ok",
-        "failed",
-        "rejected",
+        *STATUS_COLUMNS,
         "attempts",
         "retries",
         "retry_budget_exhausted",
@@ -131,20 +135,26 @@ def _message_columns(
 
 
 def _histogram_columns(merged: SummaryAggregates, runs: Runs, scopes: _Scopes) -> dict[str, pa.Array]:
-    """The results' latency and queue-wait percentiles and maxima per scope."""
+    """Per scope, the percentiles and maxima of: the send calls' latency ("all" only: a send may try
+    several brokers), the attempts' latency (every attempt sent to the scope) and the results' queue
+    wait."""
     cols: dict[str, pa.Array] = {}
-    for table, column, names, ps, max_name in (
-        ("result_latency", "latency_ms", PERCENTILE_COLUMNS, PERCENTILES, "latency_max_ms"),
+    attempt_names = schemas.ATTEMPT_LATENCY_COLUMNS
+    for table, column, names, ps, max_name, brokers in (
+        ("result_latency", "latency_ms", PERCENTILE_COLUMNS, PERCENTILES, "latency_max_ms", False),
+        ("attempt_latency", "latency_ms", attempt_names[:-1], PERCENTILES, attempt_names[-1], True),
         (
             "result_queue_wait",
             "queue_wait_ms",
             QUEUE_WAIT_COLUMNS,
             QUEUE_WAIT_PERCENTILES,
             "queue_wait_max_ms",
+            True,
         ),
     ):
         h = getattr(merged, table)
-        src, scope = scopes.all_and_broker(runs.run[table], runs.broker[table])
+        broker = runs.broker[table] if brokers else np.full(h.num_rows, -1)
+        src, scope = scopes.all_and_broker(runs.run[table], broker)
         values, counts = ints(h, column)[src], ints(h, "count")[src]
         cols.update(percentile_columns(scope, values, counts, scopes.n, ps, names, max_name))
     return cols

@@ -21,6 +21,7 @@ from rocketsim.errors import ConfigError
 from rocketsim.format.validate import ResponseCode
 from rocketsim.javaint import INT_MAX, INT_MIN
 from rocketsim.rng import SplitMixIntSource
+from rocketsim.scenario import scenario_from_mapping
 
 # clients.md A.1: tag -> line; the tags between two measured ones take the row of the line before them
 TAG_LINES = {
@@ -49,6 +50,15 @@ TAG_LINES = {
 @pytest.mark.parametrize(("tag", "line"), TAG_LINES.items())
 def test_every_tag_maps_to_its_line(tag: str, line: str) -> None:
     assert parse_version(tag).line.name == line
+
+
+def test_the_runs_row_names_the_line() -> None:
+    def line_of(producers: dict) -> str:
+        return scenario_from_mapping({"name": "x", "producers": producers}).producers.client_line
+
+    assert line_of({"client_version": "4.5.2"}) == "R4.3"
+    assert line_of({"client_version": "5.1.2"}) == "R5.1.3"
+    assert line_of({"client_family": "grpc", "client_version": "java-5.2.1"}) == "java-5.2.1"
 
 
 @pytest.mark.parametrize("tag", ["4.2.0", "5.3.4", "6.0.0"])

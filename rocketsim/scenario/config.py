@@ -288,6 +288,13 @@ class ProducerConfig:
         return parse_grpc_version(self.client_version) if self.client_family == GRPC else None
 
     @property
+    def client_line(self) -> str:
+        """The behaviour line the client runs as (the runs row's ``client_line``): a remoting line's id
+        (R4.3 ... R5.3.3) or the gRPC client release's row name."""
+        grpc = self.grpc_client
+        return grpc.name if grpc is not None else self.version.line.name
+
+    @property
     def compresses_bodies(self) -> bool:
         """Whether a large body is compressed on its way to the broker: by the remoting client
         (``compress_msg_body_over_howmuch``); the gRPC clients send ``Encoding.IDENTITY`` and the Proxy

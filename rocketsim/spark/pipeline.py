@@ -168,8 +168,8 @@ def write_runs_row(
         "wall_time_s": wall_s,
         "coupling_rounds": rounds,
         "coupling_residual": residual,
-        "client_version": sc.producers.version.text,
-        "client_line": sc.producers.version.line.name,
+        "client_version": sc.producers.client_version,
+        "client_line": sc.producers.client_line,
     }
     return publish_rows(
         spark,

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from rocketsim.vectors import Result
+from rocketsim.vectors import Result, async_replay, fault_strategy
 
 # file (its path under the vectors folder) -> checker module (under rocketsim.vectors) that knows its format
 CHECKERS: dict[str, str] = {
@@ -32,10 +32,13 @@ CHECKERS: dict[str, str] = {
     "real_client_fault_strategy_4_9.jsonl": "fault_strategy",
     "real_client_fault_strategy_4_9_7.jsonl": "fault_strategy",
     "real_client_fault_strategy_5_x.jsonl": "fault_strategy",
+    # every other tag from 4.3.2 to 5.3.2, and the probes of all 15 tags (fault_strategy.FILES)
+    **{name: "fault_strategy" for name in fault_strategy.FILES if name.startswith("real_client_")},
     # the same client, ASYNC and ONEWAY sends: step-by-step traces (real_client/README.md)
     "real_client_async_4_9.jsonl": "async_replay",
     "real_client_oneway_4_9.jsonl": "async_replay",
     "real_client_async_5_x.jsonl": "async_replay",
+    **{name: "async_replay" for name in async_replay.FILES},
     # the gRPC family: the real rocketmq-python-client 5.1.2 against a scripted Proxy (grpc/README.md)
     "grpc/grpc_python_5_1_2.jsonl": "grpc_send",
     # the same client and oracle, scenarios this project added (grpc/oracle/grpc_python_probes_set.json)

@@ -27,6 +27,7 @@ from rocketsim.engine import ENGINE_VARIABLE, compiled, reference, simulate, sim
 from rocketsim.engine.plan import SimOutput, SimulationError, batch_aligned, prepare
 from rocketsim.errors import ConfigError
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
+from rocketsim.vectors.fault_strategy import REAL_CLIENT_TAGS
 
 VERSIONS = ("4.9.7", "4.9.8", "5.3.3")
 BROKERS4 = ("broker-a", "broker-b", "broker-c", "broker-d")
@@ -818,7 +819,7 @@ def cell_scenario(version: str, modes: dict[str, float], **kw: Any) -> Scenario:
 
 
 @pytest.mark.usefixtures("every_outcome_kind")
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", (*VERSIONS, "4.3.2", "5.2.0"))  # and CS-1/uncaught, CS-2/thrown
 def test_every_fault_update_cell_is_exercised(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: set[tuple[str, Site, Catch]] = set()
     record = FaultStrategy.record_outcome
@@ -1208,3 +1209,55 @@ def test_batch_aligned_chunks_hold_whole_batches(sizes: list[int]) -> None:
         end, start = a.column("batch_id")[a.num_rows - 1].as_py(), b.column("batch_id")[0].as_py()
         assert end is None or end != start
     assert any(c.column("batch_id").null_count < c.num_rows for c in chunks)
+
+
+# ---- every client line: one tag per row of versions.REMOTING_LINES besides VERSIONS ---------------------
+
+# clients.md A.1's lines (R4.3 4.3.2, R4.7 4.7.1, R4.8 4.8.0, R5.0 5.0.0, 5.1.0's overflow edge, R5.1.3,
+# R5.1.4, R5.2, R5.3.0, R5.3.1, R5.3.2): both engines decide every send alike
+OTHER_LINES = tuple(tag for tag in REAL_CLIENT_TAGS if tag != "4.5.2")  # 4.5.2 runs as R4.3 like 4.3.2
+
+
+@pytest.mark.parametrize("fault", [True, False], ids=["fault-on", "fault-off"])
+@pytest.mark.parametrize("version", OTHER_LINES)
+def test_every_line(version: str, fault: bool) -> None:
+    # retries after isolating errors: 4.3-4.7 stick to the failed broker and go through pickOneAtLeast's
+    # shuffle and slot rewrite, 5.1.3 skips the last broker, 5.1.4 keeps an erroring broker out
+    out = check(
+        scenario(
+            version,
+            fault=fault,
+            threads=3,
+            messages=800,
+            rate=6.0,
+            faults=(OUTAGE, SLOWDOWN),
+            errors=EVERY_ERROR,
+        )
+    )
+    assert len(set(out.attempts.column("outcome").to_pylist())) == 9
+    assert (out.attempts.column("fault_isolated_until_ms").null_count < out.attempts.num_rows) == fault
+
+
+@pytest.mark.parametrize("fault", [True, False], ids=["fault-on", "fault-off"])
+@pytest.mark.parametrize("version", OTHER_LINES)
+def test_every_line_async(version: str, fault: bool) -> None:
+    # ASYNC beside ordered sends: 4.3-4.8 end a first request that fails to connect at once ("Send [1]
+    # times") and isolate the previous broker when a retry fails to connect; 4.3-4.6 retry with timeout 0
+    out = check(
+        scenario(
+            version,
+            fault=fault,
+            threads=3,
+            messages=900,
+            rate=6.0,
+            faults=(OUTAGE, SLOWDOWN),
+            errors=EVERY_ERROR,
+            producers={
+                "send_mode": {"sync": 1, "async": 3},
+                "retry_times_when_send_async_failed": 3,
+            },
+            work={"message_types": {"normal": 4, "ordered": 1}},
+        )
+    )
+    n, retried = async_attempts(out)
+    assert n > 300 and retried > 0

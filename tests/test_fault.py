@@ -21,7 +21,7 @@ from rocketsim.client.fault import (
 )
 from rocketsim.client.outcomes import Catch
 from rocketsim.client.route import TopicPublishInfo, TopicRouteData, topic_publish_info
-from rocketsim.client.versions import LINE_4_9_7, LINE_4_9_8, LINE_5, LINES
+from rocketsim.client.versions import LINE_4_9_7, LINE_4_9_8, LINE_5, LINES, remoting_line
 from rocketsim.javaint import INT_MAX, INT_MIN, chm_spread, java_string_hash
 from rocketsim.rng import SplitMixIntSource
 
@@ -250,7 +250,7 @@ _SDI = "this.updateFaultItem(mq.getBrokerName(), endTimestamp - beginTimestampPr
 _RF = "producer.updateFaultItem(brokerName, System.currentTimeMillis() - responseFuture.getBeginTimestamp(), "
 _BS = "producer.updateFaultItem(brokerName, System.currentTimeMillis() - beginStartTime, "
 UPSTREAM_CALLS: dict[str, dict[Site, dict[Catch, str | tuple[str, str]]]] = {
-    "4.9": {
+    "CS-1": {
         Site.SEND_DEFAULT_IMPL: {  # DefaultMQProducerImpl.sendDefaultImpl (4.9.7 = 4.9.8)
             Catch.RESULT: _SDI + "false);",  # :578, after sendKernelImpl returned
             Catch.REMOTING: _SDI + "true);",  # :597 catch (RemotingException e)
@@ -269,7 +269,7 @@ UPSTREAM_CALLS: dict[str, dict[Site, dict[Catch, str | tuple[str, str]]]] = {
             Catch.REMOTING: _RF + "true);",  # :556, response == null (send failed, timeout)
         },
     },
-    "5": {
+    "CS-2": {
         Site.SEND_DEFAULT_IMPL: {  # DefaultMQProducerImpl.sendDefaultImpl at rocketmq-all-5.3.3
             Catch.RESULT: _SDI + "false, true);",  # :791
             Catch.CLIENT: _SDI + "false, true);",  # :810 catch (MQClientException e)
@@ -289,6 +289,26 @@ UPSTREAM_CALLS: dict[str, dict[Site, dict[Catch, str | tuple[str, str]]]] = {
         },
     },
 }
+# 4.3-4.8 (rocketmq-all-4.8.0; 4.3.2 the same calls at other lines): sendDefaultImpl's five calls as 4.9's
+# (:586, :605, :612, :619, :640) and the callback's (:557, :559, :564); sendMessageAsync has no catch (its
+# failures reach sendDefaultImpl's catch, or onExceptionImpl's updateFaultItem(brokerName, 3000, true) on a
+# retry, :616 / :623, which the send loop makes itself)
+UPSTREAM_CALLS["CS-1/uncaught"] = {
+    site: cells for site, cells in UPSTREAM_CALLS["CS-1"].items() if site != Site.SEND_MESSAGE_ASYNC_CATCH
+}
+# 5.1.4 and 5.2.0 (rocketmq-all-5.2.0): sendDefaultImpl's calls as 5.3.3's (:742-:800); sendMessageAsync's
+# catch (Exception ex) takes what invokeAsync throws (:702); the callbacks (:656, :673, :675, :683; 5.1.4
+# measures from responseFuture.getBeginTimestamp(), the same flags) see no interrupt (it is thrown)
+UPSTREAM_CALLS["CS-2/thrown"] = {
+    Site.SEND_DEFAULT_IMPL: UPSTREAM_CALLS["CS-2"][Site.SEND_DEFAULT_IMPL],
+    Site.SEND_MESSAGE_ASYNC_CATCH: {
+        c: "producer.updateFaultItem(brokerName, cost, true, false);"
+        for c in (Catch.REMOTING, Catch.CLIENT, Catch.INTERRUPTED)
+    },
+    Site.ASYNC_CALLBACK: {
+        c: call for c, call in UPSTREAM_CALLS["CS-2"][Site.ASYNC_CALLBACK].items() if c != Catch.INTERRUPTED
+    },
+}
 _ARGS = re.compile(r", (true|false)(?:, (true|false))?\);$")
 
 
@@ -300,7 +320,7 @@ def _parsed(call: str) -> tuple[bool, bool | None]:
 
 @pytest.mark.parametrize("line", LINES)
 def test_fault_updates_are_upstream_calls(line: str) -> None:
-    quoted = UPSTREAM_CALLS["5" if line == LINE_5 else "4.9"]
+    quoted = UPSTREAM_CALLS[remoting_line(line).fault_updates]
     table = fault_updates(line)
     assert {s: set(c) for s, c in table.items()} == {s: set(c) for s, c in quoted.items()}
     for site, cells in table.items():

@@ -161,6 +161,7 @@ def test_iterative_coupling_on_spark_is_partition_invariant_and_equals_the_one_p
     by_producer = {s.producer: producer_messages(sc, s) for s in workload.producer_shares(sc)}
     local = simulate_iterative(by_producer, sc)
     assert (row["coupling_rounds"], row["coupling_residual"]) == (local.rounds, local.residual)
+    assert (row["client_version"], row["client_line"]) == (sc.producers.client_version, "R4.9.8")
     assert local.rounds > 1
     attempts = read_arrow(str(tmp_path), "send_attempts", "p4").drop_columns(["run_id"])
     want = pa.concat_tables([local.outputs[p].attempts for p in sorted(local.outputs)])

@@ -33,7 +33,7 @@ from rocketsim.client.send import (
     send_oneway,
     send_sync,
 )
-from rocketsim.client.versions import parse_version
+from rocketsim.client.versions import LINE_4_9_8, parse_version
 from rocketsim.rng import SplitMixIntSource
 
 Behaviour = Callable[[str, int, int], Outcome]  # (broker, start_ms, timeout_ms) -> Outcome
@@ -372,7 +372,7 @@ def test_5_3_3_oneway_to_a_dead_broker_is_silent() -> None:
 @pytest.mark.parametrize("mode", [send_sync, send_oneway])
 def test_no_writable_queue_is_no_route_info(mode: Callable[..., object]) -> None:
     strategy, _, cfg = _setup("4.9.8", {"broker-a": 1})
-    index = ThreadLocalIndex.shared("4.9.8", SplitMixIntSource(3))
+    index = ThreadLocalIndex.shared(LINE_4_9_8, SplitMixIntSource(3))
     read_only = topic_publish_info("T", TopicRouteData.simple({"broker-a": 4}, perm=4), index)
     rec = mode(strategy, read_only, cfg, "T", 0, _transport({}))
     assert rec.label == "thrown:MQClientException:10005" and rec.attempts == ()

@@ -38,18 +38,18 @@ def klass(err: BaseException) -> str:
 
 def test_the_harness_classes_of_rocketsims_own_texts() -> None:
     # the harness's pack.py files a send by the broker's tag in the remark first, then by the client's texts
-    overload = MQBrokerError(2, "[OVERLOAD]system busy, start flow control for a while", "broker-a", FAQ)
+    overload = MQBrokerError(2, "[OVERLOAD]system busy, start flow control for a while", "broker-a", V)
     swept = MQBrokerError(
         2,
         "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 203ms, "
         "size of queue: 9660",
         "broker-a",
-        FAQ,
+        V,
     )
     assert klass(overload) == "OVERLOAD" and klass(swept) == "TIMEOUT_CLEAN_QUEUE"
     # DefaultMQProducerImpl.send(msg, callback, timeout): executor.submit's RejectedExecutionException
     assert klass(ClientError("executor rejected ", FAQ)) == "executor_rejected"
-    assert klass(invoke_async_timeout_error("broker-a")) == "invokeAsync_timeout"
+    assert klass(invoke_async_timeout_error("broker-a", V.line)) == "invokeAsync_timeout"
     assert klass(async_call_timeout_error(False)) == "async_call_timeout"
     assert (
         klass(RemotingTooMuchRequestError("sendDefaultImpl call timeout")) == "sendDefaultImpl_call_timeout"
@@ -59,7 +59,7 @@ def test_the_harness_classes_of_rocketsims_own_texts() -> None:
     assert outcome_class("SEND_OK", None) == "SEND_OK"
     assert outcome_class("FLUSH_DISK_TIMEOUT", None) == "FLUSH_DISK_TIMEOUT"
     # anything else: the simple class and the start of the remark, commas made safe as the harness does
-    other = klass(MQBrokerError(14, "service not available, now, really", "broker-a", FAQ))
+    other = klass(MQBrokerError(14, "service not available, now, really", "broker-a", V))
     assert other == "MQBrokerException:service not available; now; really"
 
 

@@ -7,13 +7,18 @@ import pytest
 from rocketsim.client.versions import (
     BROKER_4_9_8,
     BROKER_5_3_3,
+    LINE_4_8,
     LINE_4_9_7,
     LINE_4_9_8,
     LINE_5,
+    LINE_5_2,
+    LINE_5_3_0,
+    LINE_5_3_1,
     REMOTING_LINES,
     AsyncBackpressure,
     before,
     parse_version,
+    remoting_line,
     since,
 )
 from rocketsim.errors import ConfigError
@@ -22,12 +27,12 @@ from rocketsim.errors import ConfigError
 @pytest.mark.parametrize(
     ("text", "line", "busy", "go_away", "cap"),
     [
-        ("4.8.0", LINE_4_9_7, False, False, False),
+        ("4.8.0", LINE_4_8, False, False, False),
         ("4.9.7", LINE_4_9_7, False, False, False),
         ("4.9.8", LINE_4_9_8, False, False, False),
-        ("5.2.0", LINE_5, False, False, False),
-        ("5.3.0", LINE_5, True, False, False),
-        ("5.3.1", LINE_5, True, True, False),
+        ("5.2.0", LINE_5_2, False, False, False),
+        ("5.3.0", LINE_5_3_0, True, False, False),
+        ("5.3.1", LINE_5_3_1, True, True, False),
         ("5.3.3", LINE_5, True, True, True),
         ("5.x", LINE_5, True, True, True),
     ],
@@ -40,13 +45,14 @@ def test_send_behaviour_by_version(text: str, line: str, busy: bool, go_away: bo
 
 def test_a_line_is_a_row_of_named_behaviours() -> None:
     # clients.md A.2: 4.9.8 is 4.9.7 with LAT-3 (no MessageQueue mutation, writable queue datas only); the
-    # 5.x line differs in every fault-strategy and remoting column the model has
-    r497, r498, r5 = REMOTING_LINES
+    # 5.3.3 line differs in every fault-strategy and remoting column the model has
+    r497, r498, r5 = (remoting_line(name) for name in (LINE_4_9_7, LINE_4_9_8, LINE_5))
+    assert REMOTING_LINES.index(r498) == REMOTING_LINES.index(r497) + 1
     differ = {f for f in vars(r497) if getattr(r497, f) != getattr(r498, f)}
     assert differ == {"name", "since", "rewrites_cached_queue", "counts_writable_queues_only"}
     assert r5.uses_queue_filters and r5.resets_index_on_retry and r5.tracks_reachability
-    assert not (r497.uses_queue_filters or r497.invoke_async_checks_budget is False)
-    assert [parse_version(t).line for t in ("4.8.0", "4.9.7", "4.9.8", "5.2.0", "5.x")] == [
+    assert not r497.uses_queue_filters
+    assert [parse_version(t).line for t in ("4.9.0", "4.9.7", "4.9.8", "5.3.3", "5.x")] == [
         r497,
         r497,
         r498,
@@ -101,8 +107,8 @@ def test_since_and_before() -> None:
 
 
 def test_unmodelled_versions_are_refused() -> None:
-    with pytest.raises(ConfigError, match="5.2.0 and later"):
-        parse_version("5.1.4")
+    with pytest.raises(ConfigError, match="a release from 4.3.0 to 5.3.3"):
+        parse_version("4.2.9")
 
 
 def test_transaction_check_interval_is_the_broker_versions() -> None:

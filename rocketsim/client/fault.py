@@ -1,7 +1,7 @@
 """Latency-fault tolerance and queue selection of the RocketMQ producer, for each client line.
 
 A line is a row of :data:`rocketsim.client.versions.REMOTING_LINES` (``ClientVersion.line``), given by
-itself or its name (``'4.9.7'``, ``'4.9.8'``, ``'5'``); what differs between lines is asked of its named
+itself or its name (``'R4.3'`` ... ``'R5.3.3'``); what differs between lines is asked of its named
 columns (``line.uses_queue_filters``, ``line.isolation_only_extends``, ...), never of its name. Upstream
 classes:
 ``MQFaultStrategy``, ``LatencyFaultToleranceImpl`` (+ ``FaultItem``),
@@ -35,7 +35,7 @@ from typing import Protocol
 
 from rocketsim.client.outcomes import Catch
 from rocketsim.client.route import QueueSlot, TopicPublishInfo
-from rocketsim.client.versions import RemotingLine, remoting_line
+from rocketsim.client.versions import IndexWrap, RemotingLine, ScanBroker, remoting_line
 from rocketsim.errors import ConfigError, RocketSimError
 from rocketsim.javaint import INT_MAX, POSITIVE_MASK, chm_spread, int32, java_abs, java_rem, java_string_hash
 
@@ -132,6 +132,30 @@ FAULT_UPDATES: dict[str, dict[Site, dict[Catch, FaultUpdateRule]]] = {
 }
 
 
+# 4.3-4.8: CS-1's calls, but sendMessageAsync catches nothing (clients.md AR-1/2): what invokeAsync throws
+# leaves through sendDefaultImpl's catch (a first request) or onExceptionImpl's (a retry)
+FAULT_UPDATES["CS-1/uncaught"] = {
+    site: dict(cells)
+    for site, cells in FAULT_UPDATES["CS-1"].items()
+    if site != Site.SEND_MESSAGE_ASYNC_CATCH
+}
+# 5.1.4 and 5.2.0: CS-2's calls, with invokeAsync still throwing what fails synchronously (a connect
+# failure, a refused permit, an interrupt): sendMessageAsync's catch (Exception ex) makes
+# updateFaultItem(brokerName, cost, true, false) (5.2.0 MQClientAPIImpl.sendMessageAsync)
+FAULT_UPDATES["CS-2/thrown"] = {
+    **_copy(FAULT_UPDATES["CS-2"]),
+    # an interrupt is thrown too, so it never reaches the callback
+    Site.ASYNC_CALLBACK: {
+        c: r for c, r in FAULT_UPDATES["CS-2"][Site.ASYNC_CALLBACK].items() if c != Catch.INTERRUPTED
+    },
+    Site.SEND_MESSAGE_ASYNC_CATCH: {
+        Catch.REMOTING: (True, Reachable.NO),
+        Catch.CLIENT: (True, Reachable.NO),
+        Catch.INTERRUPTED: (True, Reachable.NO),
+    },
+}
+
+
 def fault_updates(line: RemotingLine | str) -> dict[Site, dict[Catch, FaultUpdateRule]]:
     """The ``updateFaultItem`` calls of ``line`` (its cells of :data:`FAULT_UPDATES`)."""
     return FAULT_UPDATES[remoting_line(line).fault_updates]
@@ -199,6 +223,9 @@ class ReplayIntSource:
 class ThreadLocalIndex:
     """``ThreadLocalIndex``: a per-thread counter with a random start.
 
+    4.3-4.7 (``getAndIncrement``): ``Math.abs(index + 1)``, a negative value stored as 0 (wraps to 0);
+    4.8.0 drops that guard, so past ``Integer.MAX_VALUE`` it returns MIN_VALUE, MAX_VALUE, ... (the line's
+    ``index_wrap``).
     4.9: the start is ``Math.abs(nextInt())`` and is stored before the first increment; ``incrementAndGet``
     returns ``Math.abs(++i & 0x7FFFFFFF)``. 5.x: the start is ``nextInt()`` (may be negative), returns
     ``++i & 0x7FFFFFFF``, and ``reset()`` stores ``Math.abs(nextInt(Integer.MAX_VALUE))``. ``++i`` wraps as a
@@ -246,6 +273,7 @@ class ThreadLocalIndex:
             self.on_event(event)
 
     def increment_and_get(self, thread: ThreadKey = 0) -> int:
+        wrap = self.line.index_wrap
         index = self._values.get(thread)
         if index is None:
             drawn = self._source(thread).next_int()
@@ -254,11 +282,19 @@ class ThreadLocalIndex:
                 index = drawn
             else:
                 index = java_abs(drawn)
+                if wrap == IndexWrap.ABS_GUARDED and index < 0:
+                    index = 0
                 self._values[thread] = index
                 self._emit(["set", self.name, index])
-        index = int32(index + 1)
+        if wrap == IndexWrap.MASK:
+            index = int32(index + 1)
+            result = index & POSITIVE_MASK  # Math.abs of a masked value changes nothing
+        else:  # 4.3-4.8: Math.abs(index + 1), 4.8.0 without the guard (MIN_VALUE stays negative)
+            index = java_abs(int32(index + 1))
+            if wrap == IndexWrap.ABS_GUARDED and index < 0:
+                index = 0
+            result = index
         self._values[thread] = index
-        result = index & POSITIVE_MASK  # Math.abs of a masked value changes nothing
         self._emit(["inc", self.name, result])
         return result
 
@@ -305,6 +341,25 @@ class FaultArrays:
             if latency_ms >= self.latency_max[i]:
                 return self.not_available_duration[i]
         return 0
+
+
+class IndexOutOfBounds(RocketSimError):
+    """``List.get`` of a negative index (4.8.0's ``whichItemWorst``, 5.1.0's latency scan): upstream's
+    ``selectOneMessageQueue`` catches it and falls back to round robin."""
+
+
+def shuffle(items: list, source: IntSource) -> None:
+    """``Collections.shuffle``: ``for i = size..2: swap(i - 1, nextInt(i))`` (its own static Random)."""
+    for i in range(len(items), 1, -1):
+        j = source.next_int_bound(i)
+        items[i - 1], items[j] = items[j], items[i - 1]
+
+
+def queue_pos(index: int, n: int) -> int:
+    """``Math.abs(index) % size``, a negative result read as 0 (``if (pos < 0) pos = 0``): the same as
+    ``index % size`` for the non-negative indexes of 4.9+, 0 for 4.8.0's MIN_VALUE."""
+    pos = java_rem(java_abs(index), n)
+    return 0 if pos < 0 else pos
 
 
 # ---- 5. the fault-item table (LatencyFaultToleranceImpl) --------------------------------------------
@@ -368,12 +423,14 @@ class FaultTable:
         detect_interval_ms: int = DETECT_INTERVAL_MS,
         detect_timeout_ms: int = DETECT_TIMEOUT_MS,
         on_event: EventHook = None,
+        shuffle_source: IntSource | None = None,
     ) -> None:
         self.line = remoting_line(line)
         self.which_item_worst = which_item_worst
         self.detect_interval_ms = detect_interval_ms
         self.detect_timeout_ms = detect_timeout_ms
         self.on_event = on_event
+        self.shuffle_source = shuffle_source
         self._items: dict[str, FaultItem] = {}
         self._bins: list[list[str]] = [[] for _ in range(_CHM_INITIAL_BINS)]
         self._size_ctl = _CHM_INITIAL_BINS - (_CHM_INITIAL_BINS >> 2)
@@ -442,8 +499,11 @@ class FaultTable:
             self._insert(item)
 
     def is_available(self, name: str, now: int) -> bool:
+        """``isAvailable``: by time; 5.1.4's ``FaultItem.isAvailable`` also needs ``reachableFlag``."""
         item = self._items.get(name)
-        return True if item is None else item.is_available(now)
+        if item is None:
+            return True
+        return item.is_available(now) and (item.reachable or not self.line.availability_needs_reachable)
 
     def is_reachable(self, name: str) -> bool:
         item = self._items.get(name)
@@ -462,6 +522,8 @@ class FaultTable:
         """4.9 ``pickOneAtLeast``: sort (available first, then latency, then start; stable) and pick
         ``whichItemWorst.incrementAndGet() % half`` among the better half (the first item if half is 0)."""
         items = [self._items[n] for n in self.names()]
+        if self.line.shuffles_before_pick:  # 4.3-4.8: Collections.shuffle, then the stable sort
+            shuffle(items, self._shuffle_source())
         if self.on_event is not None:
             self.on_event(["list_before_sort", [self._row(i, now) for i in items]])
         # Collections.sort is a stable merge sort and compareTo is a consistent order at a fixed `now`
@@ -476,10 +538,18 @@ class FaultTable:
         else:
             if self.which_item_worst is None:
                 raise ConfigError("pickOneAtLeast needs the whichItemWorst index")
-            picked = items[self.which_item_worst.increment_and_get(thread) % half].name
+            at = java_rem(self.which_item_worst.increment_and_get(thread), half)
+            if at < 0:  # 4.8.0's index past Integer.MAX_VALUE: List.get throws
+                raise IndexOutOfBounds(f"pickOneAtLeast: index {at}")
+            picked = items[at].name
         if self.on_event is not None:
             self.on_event(["pickOneAtLeast", picked])
         return picked
+
+    def _shuffle_source(self) -> IntSource:
+        if self.shuffle_source is None:
+            raise ConfigError(f"pickOneAtLeast of {self.line.name} shuffles: it needs a shuffle source")
+        return self.shuffle_source
 
     def _row(self, item: FaultItem, now: int) -> list:
         return [*self.view(item).as_vector_row(self.line), item.is_available(now)]
@@ -652,18 +722,40 @@ class FaultStrategy:
         self, tp: TopicPublishInfo, last: str | None, now: int, thread: ThreadKey
     ) -> QueueSlot:
         if not self.send_latency_fault_enable:
+            if not self.line.ticks_per_candidate:
+                return select_avoiding_broker_one_tick(tp, last, thread)
             return select_avoiding_broker_4_9(tp, last, thread)
+        try:
+            return self._scan_then_pick(tp, last, now, thread)
+        except IndexOutOfBounds:  # upstream's catch (Exception e): log, then round robin
+            return select_plain(tp, thread)
+
+    def _accepts(self, broker: str, last: str | None, now: int) -> bool:
+        """The latency scan's test: available, and the line's clause about the last broker."""
+        rule = self.line.latency_scan_broker
+        if rule == ScanBroker.SAME_AS_LAST and last is not None and broker != last:
+            return False
+        if rule == ScanBroker.NOT_LAST and broker == last:
+            return False
+        return self.table.is_available(broker, now)
+
+    def _scan_then_pick(
+        self, tp: TopicPublishInfo, last: str | None, now: int, thread: ThreadKey
+    ) -> QueueSlot:
         queues = tp.message_queue_list
         n = len(queues)
-        # one incrementAndGet, then a local `index++` (which may wrap) per probe; lastBrokerName is ignored
+        # one incrementAndGet, then a local `index++` (which may wrap) per probe
         index = tp.send_which_queue.increment_and_get(thread)
         for _ in range(n):
-            pos = java_rem(java_abs(index), n)
+            if self.line.latency_scan_keeps_sign:  # 5.1.0+: `index++ % size`, no Math.abs
+                pos = java_rem(index, n)
+                if pos < 0:
+                    raise IndexOutOfBounds(f"selectOneMessageQueue: position {pos}")
+            else:
+                pos = queue_pos(index, n)
             index = int32(index + 1)
-            if pos < 0:
-                pos = 0
             mq = queues[pos]
-            if self.table.is_available(mq.broker_name, now):
+            if self._accepts(mq.broker_name, last, now):
                 return mq
         not_best = self.table.pick_one_at_least(now, thread)
         write_queue_nums = tp.write_queue_nums_by_broker(
@@ -673,7 +765,7 @@ class FaultStrategy:
             mq = select_plain(tp, thread)
             if not_best is None:
                 return mq
-            queue_id = tp.send_which_queue.increment_and_get(thread) % write_queue_nums
+            queue_id = java_rem(tp.send_which_queue.increment_and_get(thread), write_queue_nums)
             if self.line.rewrites_cached_queue:
                 # the quirk: the cached MessageQueue of the route is rewritten in place, so this queue
                 # slot points at `not_best` for every later send until the route changes
@@ -707,9 +799,26 @@ class FaultStrategy:
 
 
 def select_plain(tp: TopicPublishInfo, thread: ThreadKey = 0) -> QueueSlot:
-    """``TopicPublishInfo.selectOneMessageQueue()``: round robin (the index is never negative here)."""
+    """``TopicPublishInfo.selectOneMessageQueue()``: round robin (``Math.abs(index) % size``, pos < 0: 0)."""
     queues = tp.message_queue_list
-    return queues[tp.send_which_queue.increment_and_get(thread) % len(queues)]
+    return queues[queue_pos(tp.send_which_queue.increment_and_get(thread), len(queues))]
+
+
+def select_avoiding_broker_one_tick(
+    tp: TopicPublishInfo, last: str | None, thread: ThreadKey = 0
+) -> QueueSlot:
+    """4.3-4.7 ``selectOneMessageQueue(lastBrokerName)``: one tick, then a local ``index++`` scan of up to
+    ``size`` queues avoiding ``last``; else round robin (one more tick) [clients.md TPI-1]."""
+    if last is None:
+        return select_plain(tp, thread)
+    queues = tp.message_queue_list
+    index = tp.send_which_queue.increment_and_get(thread)
+    for _ in range(len(queues)):
+        mq = queues[queue_pos(index, len(queues))]
+        index = int32(index + 1)
+        if mq.broker_name != last:
+            return mq
+    return select_plain(tp, thread)
 
 
 def select_avoiding_broker_4_9(tp: TopicPublishInfo, last: str | None, thread: ThreadKey = 0) -> QueueSlot:
@@ -718,7 +827,7 @@ def select_avoiding_broker_4_9(tp: TopicPublishInfo, last: str | None, thread: T
         return select_plain(tp, thread)
     queues = tp.message_queue_list
     for _ in range(len(queues)):
-        mq = queues[tp.send_which_queue.increment_and_get(thread) % len(queues)]
+        mq = queues[queue_pos(tp.send_which_queue.increment_and_get(thread), len(queues))]
         if mq.broker_name != last:
             return mq
     return select_plain(tp, thread)
@@ -748,10 +857,12 @@ def new_strategy(
     detect_interval_ms: int = DETECT_INTERVAL_MS,
     detect_timeout_ms: int = DETECT_TIMEOUT_MS,
     on_event: EventHook = None,
+    shuffle_source: IntSource | None = None,
 ) -> FaultStrategy:
-    """A producer's strategy with a fresh table and ``whichItemWorst`` index."""
+    """A producer's strategy with a fresh table and ``whichItemWorst`` index (``shuffle_source``: the
+    draws of ``pickOneAtLeast``'s ``Collections.shuffle``, in the lines that shuffle)."""
     worst = ThreadLocalIndex.shared(line, which_item_worst_source, "whichItemWorst", on_event)
-    table = FaultTable(line, worst, detect_interval_ms, detect_timeout_ms, on_event)
+    table = FaultTable(line, worst, detect_interval_ms, detect_timeout_ms, on_event, shuffle_source)
     return FaultStrategy(
         line,
         table,

@@ -124,10 +124,12 @@ class MQBrokerError(SendError):
 
     java_class = "MQBrokerException"
 
-    def __init__(self, response_code: int, remark: str, broker: str, faq_url: str) -> None:
+    def __init__(self, response_code: int, remark: str, broker: str, version: ClientVersion) -> None:
+        # 4.3-4.7 processSendResponse: new MQBrokerException(code, remark), no " BROKER: " part
+        where = f" BROKER: {broker}" if version.line.broker_error_names_address else ""
         super().__init__(
-            f"CODE: {response_code}  DESC: {remark} BROKER: {broker}"
-            f"\nFor more information, please visit the url, {faq_url}"
+            f"CODE: {response_code}  DESC: {remark}{where}"
+            f"\nFor more information, please visit the url, {version.faq_url}"
         )
         self.response_code = response_code
         self.remark = remark
@@ -472,6 +474,7 @@ class SendRecord:
 
 Steps = Generator[Call | Step, Outcome | Resume, SendRecord]
 AttemptHook = Callable[[AttemptRecord], None] | None
+RealCost = Callable[[int, int], int] | None  # (attempt, the simulated costTime) -> the real client's
 
 
 def run_steps(steps: Steps, transport: Transport) -> SendRecord:
@@ -570,9 +573,12 @@ def sync_send_steps(
     *,
     thread: ThreadKey = 0,
     on_attempt: AttemptHook = None,
+    real_cost: RealCost = None,
 ) -> Steps:
     """``sendDefaultImpl(SYNC)`` for the strategy's line. ``on_attempt`` sees each attempt as soon as its
-    flow is decided, before the next selection (the vectors' ``table`` is taken there).
+    flow is decided, before the next selection (the vectors' ``table`` is taken there). ``real_cost``
+    (replay only) gives the ``costTime`` the real client measured before an attempt where its recording
+    notes one (its clock also ran while it selected; the simulated client takes no time).
 
     Each outcome makes the ``updateFaultItem`` call of :data:`rocketsim.client.fault.FAULT_UPDATES`
     (``Site.SEND_DEFAULT_IMPL``, by the clause that catches it).
@@ -612,7 +618,7 @@ def sync_send_steps(
         brokers_sent[times] = broker
         begin_prev = now
         cost = begin_prev - begin_ms
-        if timeout < cost:
+        if timeout < (cost if real_cost is None else real_cost(times, cost)):
             call_timeout = True
             done(
                 AttemptRecord(
@@ -656,7 +662,7 @@ def sync_send_steps(
             exception = broker_not_exist_error(broker, version)
             flow = "continue:MQClientException"
         elif catch == Catch.BROKER:
-            exception = MQBrokerError(outcome.response_code, outcome.remark, broker, version.faq_url)
+            exception = MQBrokerError(outcome.response_code, outcome.remark, broker, version)
             if outcome.response_code in retry_codes:
                 flow = "continue:MQBrokerException(retry code)"
             elif send_result is not None:
@@ -706,16 +712,20 @@ def send_sync(
     *,
     thread: ThreadKey = 0,
     on_attempt: AttemptHook = None,
+    real_cost: RealCost = None,
 ) -> SendRecord:
     """One SYNC send, start to end."""
-    return run_steps(
-        sync_send_steps(strategy, tp, cfg, topic, begin_ms, thread=thread, on_attempt=on_attempt), transport
+    steps = sync_send_steps(
+        strategy, tp, cfg, topic, begin_ms, thread=thread, on_attempt=on_attempt, real_cost=real_cost
     )
+    return run_steps(steps, transport)
 
 
 # ---- ASYNC --------------------------------------------------------------------------------------------
 
 ASYNC_SEMAPHORE_PERMITS = 65535  # NettySystemConfig.CLIENT_ASYNC_SEMAPHORE_VALUE
+# 4.3-4.8 onExceptionImpl: a retry that fails to connect isolates the previous broker with latency 3000
+RETRY_CONNECT_FAILURE_LATENCY_MS = 3000
 
 
 class AsyncSemaphore:
@@ -811,8 +821,11 @@ def semaphore_timeout_error(timeout_ms: int) -> RemotingTimeoutError:
     )
 
 
-def invoke_async_timeout_error(broker: str) -> RemotingTooMuchRequestError:
-    """4.9 ``NettyRemotingClient.invokeAsync`` with no time left (``timeoutMillis < costTime``)."""
+def invoke_async_timeout_error(broker: str, line: RemotingLine) -> RemotingTooMuchRequestError:
+    """4.x ``NettyRemotingClient.invokeAsync`` with no time left (``timeoutMillis < costTime``); the text
+    names the address from 4.9.3 (the line's ``invoke_async_timeout_names_address``)."""
+    if not line.invoke_async_timeout_names_address:
+        return RemotingTooMuchRequestError("invokeAsync call timeout")
     return RemotingTooMuchRequestError(f"invokeAsync call the addr[{broker}] timeout")
 
 
@@ -955,8 +968,8 @@ def async_send_steps(
         now = call_begin = (yield Step(Action.SEND, now, thread)).now_ms  # sendMessageAsync's beginStartTime
         refused: Failure | None = None  # the client gave up before sending anything
         wait_timeout = None
-        if line.invoke_async_checks_budget and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime
-            refused = invoke_async_timeout_error(broker)
+        if req_timeout < 0:  # invokeAsync: timeoutMillis < costTime (every line; 5.3.0+ through the future)
+            refused = invoke_async_timeout_error(broker, line)
             outcome, start = Outcome.remoting_error("too_many_requests", 0), now
         else:
             grant = now if semaphore is None else semaphore.try_acquire(now, req_timeout)
@@ -1003,7 +1016,37 @@ def async_send_steps(
         elif not line.remoting_completes_futures and kind == OutcomeKind.INTERRUPTED:
             thrown = SendInterruptedError("interrupted")
 
-        if thrown is not None:
+        if thrown is not None and not line.async_catches_invoke_failure and attempt == 0:
+            # 4.3-4.8 [AR-1/2]: sendMessageAsync has no catch; the failure leaves sendKernelImpl
+            if selected is not None:  # sendSelectImpl throws it: the runnable's onException, no update
+                now = (yield Step(Action.RESULT, start + outcome.latency_ms, thread)).now_ms
+                done(attempt_record(start, call_timeout, outcome, None, "callback:onException", now))
+                return record(now, None, thrown, brokers_sent)
+            # sendDefaultImpl's catch: its update, then "Send [1] times" to the runnable's onException
+            go = yield Step(Action.UPDATE, start + outcome.latency_ms, thread, source="sync_failure")
+            now = go.now_ms
+            strategy.advance_to(now)
+            upd = strategy.record_outcome(
+                Site.SEND_DEFAULT_IMPL, outcome.catch, first.broker_name, now - select_ms, now
+            )
+            done(attempt_record(start, call_timeout, outcome, upd, f"throw:{thrown.java_class}", now))
+            err = send_failed_error(1, now - exec_ms, topic, [first.broker_name], thrown, version)
+            now = (yield Step(Action.RESULT, now, thread)).now_ms
+            return record(now, None, err, brokers_sent)
+        if thrown is not None and not line.async_catches_invoke_failure:
+            # 4.3-4.8 onExceptionImpl's own catch around a retry: a RemotingException (not "too much
+            # request") isolates the broker that failed before (updateFaultItem(brokerName, 3000, true))
+            # and retries; RemotingTooMuchRequestException and InterruptedException end the send
+            now = start + outcome.latency_ms
+            upd, error = None, thrown
+            need_retry = not isinstance(
+                thrown, RemotingTooMuchRequestError | SendInterruptedError | ClientError
+            )
+            if need_retry:
+                now = (yield Step(Action.UPDATE, now, thread, source="sync_failure")).now_ms
+                strategy.advance_to(now)
+                upd = strategy.update_fault_item(last, RETRY_CONNECT_FAILURE_LATENCY_MS, True, now)  # type: ignore[arg-type]
+        elif thrown is not None:
             go = yield Step(Action.UPDATE, start + outcome.latency_ms, thread, source="sync_failure")
             now = go.now_ms
             strategy.advance_to(now)
@@ -1042,7 +1085,7 @@ def async_send_steps(
             lat = now - (call_begin if line.async_latency_from_call_begin else start)
             upd = strategy.record_outcome(Site.ASYNC_CALLBACK, outcome.catch, broker, lat, now)
             if kind == OutcomeKind.BROKER_ERROR:
-                error = MQBrokerError(outcome.response_code, outcome.remark, broker, version.faq_url)
+                error = MQBrokerError(outcome.response_code, outcome.remark, broker, version)
                 need_retry = False
             elif kind == OutcomeKind.REMOTING_SEND_REQUEST:
                 error, need_retry = ClientError("send request failed", version.faq_url), True
@@ -1065,7 +1108,8 @@ def async_send_steps(
                 again = strategy.select_one_message_queue(tp, broker, now, False, thread)  # type: ignore[arg-type]
                 if again is not None:
                     broker = again.broker_name
-            req_timeout = remaining
+            # 4.3-4.6 [AR-1]: the retry is sent with timeoutMillis 0 (reaped by the next response scan)
+            req_timeout = remaining if line.async_retry_gets_budget else 0
             attempt += 1
             continue
         done(attempt_record(start, call_timeout, outcome, upd, "callback:onException", now))
@@ -1178,7 +1222,7 @@ def ordered_send_steps(
     elif outcome.catch == Catch.REMOTING:
         error = remoting_exception(outcome.kind, broker, timeout)
     elif outcome.catch == Catch.BROKER:
-        error = MQBrokerError(outcome.response_code, outcome.remark, broker, version.faq_url)
+        error = MQBrokerError(outcome.response_code, outcome.remark, broker, version)
     elif outcome.catch == Catch.CLIENT:
         error = broker_not_exist_error(broker, version)
     else:

@@ -1,7 +1,7 @@
 """Client and broker versions, and every behaviour that differs between them, as named properties.
 
-A ``client_version`` is a real version string ("4.9.7", "4.9.8", "5.3.3"). The conformance vectors also
-use "5.x" for the upstream ``develop`` branch (newer than every 5.3.x tag), which parses here as 5.99.0.
+A ``client_version`` is a real release from 4.3.0 to 5.3.3 ("4.3.2", "4.9.8", "5.3.3"); the conformance
+vectors also use "5.x" for the upstream ``develop`` branch (newer than every 5.3.x tag), parsed as 5.99.0.
 
 Ask the version what it does (``version.retries_system_busy``, ``version.line.uses_queue_filters``), never
 its number: a version comparison is written once, here. What differs between the client's behaviour lines
@@ -13,7 +13,8 @@ a 5.3.3 broker; a broker release's behaviours are the rows of :data:`BROKER_LINE
 
 Adding a client line: a row of :data:`REMOTING_LINES` (its first tag and each column read against that
 tag's code; :data:`rocketsim.client.fault.FAULT_UPDATES` names its ``updateFaultItem`` calls by
-``fault_updates``, a new set only if they differ), and :func:`parse_version` accepting its tags.
+``fault_updates``, a new set only if they differ); a tag of the supported range takes the row whose
+``since`` is the latest at or before it.
 """
 
 from __future__ import annotations
@@ -21,20 +22,34 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from enum import IntEnum
 from functools import cache, cached_property
 
 from rocketsim.errors import ConfigError
 
 _VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 DEVELOP = (5, 99, 0)
+SUPPORTED_FIRST = (4, 3, 0)  # the client releases producers.client_version accepts
+SUPPORTED_LAST = (5, 3, 3)
 
 FAQ_URL_4 = "http://rocketmq.apache.org/docs/faq/"
 FAQ_URL_5 = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 
-# The client lines of the model, by name (the rows of REMOTING_LINES).
-LINE_4_9_7 = "4.9.7"  # 4.8.0-4.9.7: the fallback rewrites the cached MessageQueue (route-mutation quirk)
-LINE_4_9_8 = "4.9.8"  # 4.9.8: the quirk fixed
-LINE_5 = "5"  # 5.2.0 and later: QueueFilters, reachability, the detector
+# The client lines of the model, by name (the rows of REMOTING_LINES; clients.md A.1's line ids).
+LINE_4_3 = "R4.3"  # 4.3.0-4.6.1: the latency retry sticks to the broker that failed
+LINE_4_7 = "R4.7"  # 4.7.0-4.7.1: async retries get the budget left
+LINE_4_8 = "R4.8"  # 4.8.0: one tick per candidate; ThreadLocalIndex's Math.abs bug
+LINE_4_9_7 = "R4.9.7"  # 4.9.0-4.9.7: the fallback rewrites the cached MessageQueue (route-mutation quirk)
+LINE_4_9_8 = "R4.9.8"  # 4.9.8: the quirk fixed
+LINE_5_0 = "R5.0"  # 5.0.0: R4.9.7's strategy in the 5.x API
+LINE_5_1_0 = "R5.1.0"  # 5.1.0: clients.md's R5.0 with its one overflow edge (the latency scan's sign)
+LINE_5_1_3 = "R5.1.3"  # 5.1.1-5.1.3: the latency scan skips the last broker
+LINE_5_1_4 = "R5.1.4"  # 5.1.4: QueueFilters, reachability in isAvailable, 10 s isolation
+LINE_5_2 = "R5.2"  # 5.2.0: isAvailable by time only
+LINE_5_3_0 = "R5.3.0"  # 5.3.0: SYSTEM_BUSY retried
+LINE_5_3_1 = "R5.3.1"  # 5.3.1: GO_AWAY retried
+LINE_5_3_2 = "R5.3.2"  # 5.3.2: async retries only with time left
+LINE_5 = "R5.3.3"  # 5.3.3 (and develop): sendMsgMaxTimeoutPerRequest
 
 # The client API generations, which key the tables of what a line's classes declare (constants, defaults).
 API_4 = "4.x"
@@ -192,6 +207,25 @@ BROKER_5_3_3 = BrokerVersion("5.3.3")
 # ---- client lines -------------------------------------------------------------------------------------
 
 
+class IndexWrap(IntEnum):
+    """How ``ThreadLocalIndex`` steps past ``Integer.MAX_VALUE`` (clients.md A.3.1); both engines read it."""
+
+    MASK = 0  # TLI-3/4/5: ``++index & 0x7FFFFFFF``: MAX, 0, 1, ...
+    ABS_GUARDED = 1  # TLI-1: ``Math.abs(index + 1)``, a negative result stored as 0: MAX, 0, 1, ...
+    ABS = 2  # TLI-2 (4.8.0): ``Math.abs(index + 1)`` unguarded: MAX, MIN_VALUE, MAX, MIN_VALUE, ...
+
+
+class ScanBroker(IntEnum):
+    """Which brokers the latency-mode scan of ``MQFaultStrategy.selectOneMessageQueue`` accepts besides
+    being available (clients.md A.3.3, the 4.x strategy; both engines read it)."""
+
+    ANY = 0  # LAT-2/3: the first available queue
+    SAME_AS_LAST = (
+        1  # LAT-1: on a retry only the broker that just failed (``mq.getBrokerName().equals(last)``)
+    )
+    NOT_LAST = 2  # LAT-4: never the broker that just failed (``!StringUtils.equals(lastBrokerName, ..)``)
+
+
 @dataclass(frozen=True)
 class RemotingLine:
     """A behaviour line of the remoting client: the tags from ``since`` on (to the next row) behave alike.
@@ -209,10 +243,18 @@ class RemotingLine:
     # the first value is nextInt() itself (may be negative) [TLI-4/5]; else Math.abs(nextInt()), stored
     # before the first increment [TLI-3]
     index_start_signed: bool
+    index_wrap: IndexWrap  # how the counter steps past Integer.MAX_VALUE [TLI-1/2/3]
     # ThreadLocalIndex.reset() exists and sendDefaultImpl resets the index on every retry with latency
     # fault tolerance on (``if (times > 0) resetIndex = true``) [TLI-5]
     resets_index_on_retry: bool
     # -- MQFaultStrategy.selectOneMessageQueue [A.3.2-A.3.4] --
+    # selectOneMessageQueue(lastBrokerName) takes one tick per candidate examined [TPI-2/3]; else one tick,
+    # then a local ``index++`` scan [TPI-1]
+    ticks_per_candidate: bool
+    latency_scan_broker: ScanBroker  # the 4.x latency scan's broker clause [LAT-1/2/4]
+    # the 4.x latency scan's position is ``index++ % size`` (5.1.0+, no Math.abs): near Integer.MAX_VALUE
+    # it goes negative, List.get throws and the catch falls back to round robin [LAT-2, 5.1.0]
+    latency_scan_keeps_sign: bool
     # QueueFilters: available-and-not-last, reachable-and-not-last, then round robin; no pickOneAtLeast
     # [LAT-5/6, TPI-3]. Else: the first available queue, then pickOneAtLeast [LAT-2/3, PK-2]
     uses_queue_filters: bool
@@ -220,6 +262,8 @@ class RemotingLine:
     rewrites_cached_queue: bool
     # getWriteQueueNumsByBroker skips queue datas without the write permission [LAT-3]
     counts_writable_queues_only: bool
+    # pickOneAtLeast shuffles the items (Collections.shuffle) before its stable sort [PK-1]
+    shuffles_before_pick: bool
     # -- the fault items [A.3.5, A.3.6] --
     latency_max: tuple[int, ...]  # MQFaultStrategy.latencyMax [FU-1/FU-2]
     not_available_duration: tuple[int, ...]  # MQFaultStrategy.notAvailableDuration
@@ -227,24 +271,38 @@ class RemotingLine:
     isolation_only_extends: bool  # FaultItem's start only moves forward, for a duration > 0 [FU-2]
     tracks_reachability: bool  # updateFaultItem(.., reachable) sets FaultItem.reachableFlag [FU-2, CS-2]
     has_fault_detector: bool  # LatencyFaultToleranceImpl's detector, startDetectorEnable [FU-2]
+    # FaultItem.isAvailable also needs reachableFlag (5.1.4): an item last updated unreachable (any broker
+    # error) stays out of the first filter pass until an update or the detector marks it reachable
+    availability_needs_reachable: bool
     fault_updates: str  # the key of its updateFaultItem calls in rocketsim.client.fault.FAULT_UPDATES
+    # -- sendDefaultImpl [A.3.7, A.3.10] --
+    retries_system_busy: bool  # ClientVersion.retries_system_busy [RC-3]
+    retries_go_away: bool  # ClientVersion.retries_go_away [RC-4]
+    has_max_timeout_per_request: bool  # ClientVersion.has_max_timeout_per_request [A.3.10]
     # -- NettyRemotingClient and the async send [A.3.8, A.3.9] --
     # invokeAsync / invokeOneway connect with getAndCreateChannelAsync and complete a future: a connect
     # failure, a refused permit or an interrupt reaches the callback (a connect failure on the event loop:
     # the connect future's listener) and a oneway failure is dropped; else (4.9 getAndCreateChannel) they
     # are thrown in the caller's thread
     remoting_completes_futures: bool
-    # invokeAsync refuses a request with no time left (``timeoutMillis < costTime``:
-    # RemotingTooMuchRequestException "invokeAsync call the addr[..] timeout")
-    invoke_async_checks_budget: bool
     # the callbacks' updateFaultItem latency is measured from sendMessageAsync's beginStartTime
     # (operationSucceed / operationFail); else from the ResponseFuture (after the permit) [AR-3, 5.2.0]
     async_latency_from_call_begin: bool
     # onExceptionImpl retries only with time left (``timeoutMillis > 0``) [AR-4]
     async_retry_needs_budget: bool
+    # onExceptionImpl's retry is sent with the budget left (``timeoutMillis - cost``); else with 0 [AR-1]
+    async_retry_gets_budget: bool
+    # sendMessageAsync catches what invokeAsync throws and retries it (``catch (Exception ex)``) [AR-3];
+    # else a first attempt's synchronous failure propagates to sendDefaultImpl [AR-1/2]
+    async_catches_invoke_failure: bool
     # the scan's "wait response timeout" text: ", cost=" + the time since beginStartTime; else
     # " " + timeoutMillis + "ms"
     wait_timeout_reports_cost: bool
+    # processSendResponse's MQBrokerException names the broker's address (`` BROKER: addr``, 4.8.0+)
+    broker_error_names_address: bool
+    # invokeAsync's "no time left" text names the address (``invokeAsync call the addr[..] timeout``,
+    # 4.9.3+); before: "invokeAsync call timeout"
+    invoke_async_timeout_names_address: bool
     unknown_reason_text: str  # operationFail's last branch: "unknown reason" ("unknow reseaon" in 4.9)
     response_scan_first_ms: int  # ClientVersion.response_scan_first_ms
     response_scan_period_ms: int  # ClientVersion.response_scan_period_ms
@@ -264,27 +322,39 @@ class RemotingLine:
 
 _R4_9_7 = RemotingLine(
     LINE_4_9_7,
-    (4, 8, 0),  # 4.8.0 is modelled as 4.9.7 (clients.md's R4.8 differs: TLI-2, PK-1, RC-1)
+    (4, 9, 0),  # 4.9.0-4.9.3 differ in pickOneAtLeast's shuffle and the async retry (docs/versions.md)
     api=API_4,
     broker=BROKER_4_9_8,
     faq_url=FAQ_URL_4,
     index_start_signed=False,
+    index_wrap=IndexWrap.MASK,
     resets_index_on_retry=False,
+    ticks_per_candidate=True,
+    latency_scan_broker=ScanBroker.ANY,
+    latency_scan_keeps_sign=False,
     uses_queue_filters=False,
     rewrites_cached_queue=True,
     counts_writable_queues_only=False,
+    shuffles_before_pick=False,
     latency_max=(50, 100, 550, 1000, 2000, 3000, 15000),
     not_available_duration=(0, 0, 30000, 60000, 120000, 180000, 600000),
     isolation_latency_ms=30_000,
     isolation_only_extends=False,
     tracks_reachability=False,
     has_fault_detector=False,
+    availability_needs_reachable=False,
     fault_updates="CS-1",
+    retries_system_busy=False,
+    retries_go_away=False,
+    has_max_timeout_per_request=False,
     remoting_completes_futures=False,
-    invoke_async_checks_budget=True,
     async_latency_from_call_begin=False,
     async_retry_needs_budget=False,
+    async_retry_gets_budget=True,
+    async_catches_invoke_failure=True,
     wait_timeout_reports_cost=False,
+    broker_error_names_address=True,
+    invoke_async_timeout_names_address=True,
     unknown_reason_text="unknow reseaon",
     response_scan_first_ms=3000,
     response_scan_period_ms=1000,
@@ -300,11 +370,95 @@ _R4_9_7 = RemotingLine(
     decoder_has_crc_check_option=False,
     decoder_has_properties_string_option=False,
 )
+_R4_3 = replace(  # R4.9.7 with TLI-1, TPI-1, LAT-1, PK-1 and AR-1
+    _R4_9_7,
+    name=LINE_4_3,
+    since=(4, 3, 0),
+    index_wrap=IndexWrap.ABS_GUARDED,
+    ticks_per_candidate=False,
+    latency_scan_broker=ScanBroker.SAME_AS_LAST,
+    shuffles_before_pick=True,
+    async_retry_gets_budget=False,
+    async_catches_invoke_failure=False,
+    fault_updates="CS-1/uncaught",
+    broker_error_names_address=False,
+    invoke_async_timeout_names_address=False,
+)
+_R4_7 = replace(_R4_3, name=LINE_4_7, since=(4, 7, 0), async_retry_gets_budget=True)  # AR-2
+_R5_0 = replace(  # R4.9.7's strategy in the 5.x API: its messages, its broker, async backpressure (FAQUrl
+    # still 4.x's: 5.1.0 moved it)
+    _R4_9_7,
+    name=LINE_5_0,
+    since=(5, 0, 0),
+    api=API_5,
+    broker=BROKER_5_3_3,
+    index_start_signed=True,
+    has_async_backpressure=True,
+    properties_trailing_separator=True,
+    checks_properties_size_on_encode=False,
+    properties_map_capacity=128,
+    gives_batch_uniq_key=True,
+    checks_inner_multi_dispatch=True,
+    decoder_refuses_unknown_magic=True,
+    decoder_position_spelling="POSITION",
+    decoder_knows_v2_store_format=True,
+    decoder_has_crc_check_option=True,
+    decoder_has_properties_string_option=True,
+)
+_R5_1_4 = replace(  # the RIP-63 strategy (QueueFilters, reachability, the detector, 10 s isolation)
+    _R5_0,
+    name=LINE_5_1_4,
+    since=(5, 1, 4),
+    resets_index_on_retry=True,
+    uses_queue_filters=True,
+    rewrites_cached_queue=False,
+    latency_max=(50, 100, 550, 1800, 3000, 5000, 15000),
+    not_available_duration=(0, 0, 2000, 5000, 6000, 10000, 30000),
+    isolation_latency_ms=10_000,
+    isolation_only_extends=True,
+    tracks_reachability=True,
+    has_fault_detector=True,
+    availability_needs_reachable=True,
+    fault_updates="CS-2/thrown",
+    faq_url=FAQ_URL_5,
+    response_scan_first_ms=3100,
+    response_scan_period_ms=1100,
+)
+_R5_2 = replace(  # isAvailable by time only again; operationSucceed / operationFail
+    _R5_1_4,
+    name=LINE_5_2,
+    since=(5, 2, 0),
+    availability_needs_reachable=False,
+    async_latency_from_call_begin=True,
+    wait_timeout_reports_cost=True,
+)
+_R5_3_0 = replace(  # + SYSTEM_BUSY retried; getAndCreateChannelAsync; AR-3b
+    _R5_2,
+    name=LINE_5_3_0,
+    since=(5, 3, 0),
+    retries_system_busy=True,
+    remoting_completes_futures=True,
+    fault_updates="CS-2",
+    unknown_reason_text="unknown reason",
+)
+_R5_3_1 = replace(_R5_3_0, name=LINE_5_3_1, since=(5, 3, 1), retries_go_away=True)  # RC-4
+_R5_3_2 = replace(_R5_3_1, name=LINE_5_3_2, since=(5, 3, 2), async_retry_needs_budget=True)  # AR-4
 
-# first tag -> its behaviours, in tag order: clients.md A.1's lines as the model has them (4.8.0-4.9.7 as
-# R4.9.7, every 5.x tag from 5.2.0 as R5.3.3 but for the "exists since" facts of ClientVersion). A line
-# added later is a row here (its tags made to parse by parse_version).
+# first tag -> its behaviours, in tag order: clients.md A.1's lines (a tag between two measured tags takes
+# the row of the line before it, docs/versions.md says where that is an approximation). A line added
+# later is a row here (its tags made to parse by parse_version).
 REMOTING_LINES = (
+    _R4_3,
+    _R4_7,
+    replace(
+        _R4_7,
+        name=LINE_4_8,
+        since=(4, 8, 0),
+        index_wrap=IndexWrap.ABS,
+        latency_scan_broker=ScanBroker.ANY,
+        ticks_per_candidate=True,
+        broker_error_names_address=True,
+    ),  # TLI-2 (the Math.abs bug), TPI-2, LAT-2; still PK-1
     _R4_9_7,
     replace(  # = R4.9.7 with LAT-3: no mutation, writable queue datas only
         _R4_9_7,
@@ -313,44 +467,24 @@ REMOTING_LINES = (
         rewrites_cached_queue=False,
         counts_writable_queues_only=True,
     ),
-    RemotingLine(
-        LINE_5,
-        (5, 0, 0),
-        api=API_5,
-        broker=BROKER_5_3_3,
+    _R5_0,
+    replace(_R5_0, name=LINE_5_1_0, since=(5, 1, 0), latency_scan_keeps_sign=True, faq_url=FAQ_URL_5),
+    replace(  # LAT-4: the latency scan skips the last broker; HashedWheelTimer scans the responses
+        _R5_0,
+        latency_scan_keeps_sign=True,
         faq_url=FAQ_URL_5,
-        index_start_signed=True,
-        resets_index_on_retry=True,
-        uses_queue_filters=True,
-        rewrites_cached_queue=False,
-        counts_writable_queues_only=False,
-        latency_max=(50, 100, 550, 1800, 3000, 5000, 15000),
-        not_available_duration=(0, 0, 2000, 5000, 6000, 10000, 30000),
-        isolation_latency_ms=10_000,
-        isolation_only_extends=True,
-        tracks_reachability=True,
-        has_fault_detector=True,
-        fault_updates="CS-2",
-        remoting_completes_futures=True,
-        invoke_async_checks_budget=False,
-        async_latency_from_call_begin=True,
-        async_retry_needs_budget=True,
-        wait_timeout_reports_cost=True,
-        unknown_reason_text="unknown reason",
+        name=LINE_5_1_3,
+        since=(5, 1, 1),
+        latency_scan_broker=ScanBroker.NOT_LAST,
         response_scan_first_ms=3100,
         response_scan_period_ms=1100,
-        has_async_backpressure=True,
-        properties_trailing_separator=True,
-        checks_properties_size_on_encode=False,
-        properties_map_capacity=128,
-        gives_batch_uniq_key=True,
-        checks_inner_multi_dispatch=True,
-        decoder_refuses_unknown_magic=True,
-        decoder_position_spelling="POSITION",
-        decoder_knows_v2_store_format=True,
-        decoder_has_crc_check_option=True,
-        decoder_has_properties_string_option=True,
     ),
+    _R5_1_4,
+    _R5_2,
+    _R5_3_0,
+    _R5_3_1,
+    _R5_3_2,
+    replace(_R5_3_2, name=LINE_5, since=(5, 3, 3), has_max_timeout_per_request=True),  # A.3.10
 )
 LINES = tuple(line.name for line in REMOTING_LINES)
 
@@ -403,8 +537,7 @@ class ClientVersion:
     # -- fault strategy and send loop --
     @property
     def fault_line(self) -> str:
-        """The name of its line (which MQFaultStrategy applies): '4.9.7' (route-mutation quirk), '4.9.8'
-        or '5'."""
+        """The name of its line (its row of :data:`REMOTING_LINES`): 'R4.3' ... 'R5.3.3'."""
         return self.line.name
 
     @property
@@ -415,12 +548,12 @@ class ClientVersion:
     @property
     def retries_system_busy(self) -> bool:
         """``DefaultMQProducer.retryResponseCodes`` holds SYSTEM_BUSY (5.3.0 and later)."""
-        return self.at_least("5.3.0")
+        return self.line.retries_system_busy
 
     @property
     def retries_go_away(self) -> bool:
         """``DefaultMQProducer.retryResponseCodes`` holds GO_AWAY (5.3.1 and later)."""
-        return self.at_least("5.3.1")
+        return self.line.retries_go_away
 
     @property
     def oneway_connects_synchronously(self) -> bool:
@@ -448,7 +581,7 @@ class ClientVersion:
     @property
     def has_max_timeout_per_request(self) -> bool:
         """``sendMsgMaxTimeoutPerRequest`` exists (5.3.3 and later)."""
-        return self.at_least("5.3.3")
+        return self.line.has_max_timeout_per_request
 
     # -- message encoding and properties --
     @property
@@ -610,9 +743,9 @@ def parse_version(text: str) -> ClientVersion:
     if m is None:
         raise ConfigError(f"client_version must look like 4.9.7 or 5.3.3, got {text!r}")
     v = ClientVersion(int(m[1]), int(m[2]), int(m[3]))
-    if not ((4, 8, 0) <= v.tuple < (5, 0, 0) or v.tuple >= (5, 2, 0)):
+    if not (SUPPORTED_FIRST <= v.tuple <= SUPPORTED_LAST):
         raise ConfigError(
-            f"client_version must be in 4.8.0-4.9.8 or 5.2.0 and later (the modelled lines), got {text!r}"
+            f"client_version must be a release from 4.3.0 to 5.3.3 (the modelled lines), got {text!r}"
         )
     return v
 

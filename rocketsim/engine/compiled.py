@@ -109,6 +109,7 @@ from rocketsim.client.fault import Site
 from rocketsim.client.outcomes import Catch, OutcomeKind, is_send_result
 from rocketsim.client.send import (
     IO_THREAD,
+    RETRY_CONNECT_FAILURE_LATENCY_MS,
     ClientError,
     MQBrokerError,
     RemotingTooMuchRequestError,
@@ -127,7 +128,7 @@ from rocketsim.client.send import (
     send_failed_error,
     wait_response_timeout_text,
 )
-from rocketsim.client.versions import ClientVersion
+from rocketsim.client.versions import ClientVersion, IndexWrap, ScanBroker
 from rocketsim.engine import numba_cache
 from rocketsim.engine.compiled_store import (
     SP_PC_CODE,
@@ -242,6 +243,12 @@ STEP_NONE, STEP_SEND = range(2)  # nothing; sendDefaultImpl's next try
 H_TIME, H_EVENT, H_COUNTER, H_PAYLOAD = range(4)
 
 NO_BROKER = -1  # no broker / no lastBrokerName / a MessageQueue made on the spot (slot)
+PICK_FAILED = -2  # pickOneAtLeast threw (List.get of a negative index): selectOneMessageQueue's catch
+# the line's IndexWrap and ScanBroker columns (versions.py) as the kernel's ints
+_WRAP_MASK = int(IndexWrap.MASK)
+_WRAP_ABS_GUARDED = int(IndexWrap.ABS_GUARDED)
+_SCAN_SAME_AS_LAST = int(ScanBroker.SAME_AS_LAST)
+_SCAN_NOT_LAST = int(ScanBroker.NOT_LAST)
 INT_MIN = -2147483648
 _NO_RC = {"cache": True, "_nrt": False}
 _G = np.uint64(rng.GAMMA)
@@ -388,9 +395,10 @@ class Worst(NamedTuple):
 
     is_set: np.ndarray
     value: np.ndarray
-    counter: np.ndarray  # [1]
+    counter: np.ndarray  # [2]: whichItemWorst's draws, the shuffle's draws
     key: np.uint64
     items: np.ndarray  # scratch for pickOneAtLeast's sort
+    shuffle_key: np.uint64  # rng.derive_key(seed, producer, "shuffle"): Collections.shuffle (4.3-4.8)
 
 
 class Instances(NamedTuple):
@@ -557,19 +565,49 @@ def attempt_key(producer_key, seq, attempt):
 
 
 @njit(**_NO_RC)
-def increment_and_get(ix, i, t, signed_start):
-    """``incrementAndGet``: the first value is ``nextInt()`` (``signed_start``, 5.x) or
-    ``Math.abs(nextInt())`` (4.9)."""
+def _next_index(index, wrap):
+    """(stored, returned) after one step of ``ThreadLocalIndex`` (``fault.ThreadLocalIndex``): ``++i &
+    mask`` (IndexWrap.MASK) or ``Math.abs(i + 1)``, a negative value stored as 0 only when guarded."""
+    if wrap == _WRAP_MASK:
+        index = int32(index + 1)
+        return index, index & 0x7FFFFFFF
+    index = java_abs(int32(index + 1))
+    if wrap == _WRAP_ABS_GUARDED and index < 0:
+        index = 0
+    return index, index
+
+
+@njit(**_NO_RC)
+def _start_index(drawn, signed_start, wrap):
+    """The first stored value: ``nextInt()`` (5.x) or ``Math.abs(nextInt())`` (4.3-4.7: negative -> 0)."""
+    if signed_start:
+        return drawn
+    index = java_abs(drawn)
+    if wrap == _WRAP_ABS_GUARDED and index < 0:
+        index = 0
+    return index
+
+
+@njit(**_NO_RC)
+def increment_and_get(ix, i, t, cfg):
+    """``ThreadLocalIndex``'s next value for the line's ``index_start_signed`` and ``index_wrap``."""
     if ix.is_set[i, t]:
         index = ix.value[i, t]
     else:
         ix.counter[i, t] += 1
         drawn = int32(np.int64(mix64(ix.key[i, t] + np.uint64(ix.counter[i, t]) * _G) >> _S32))
-        index = drawn if signed_start else java_abs(drawn)
-    index = int32(index + 1)
-    ix.value[i, t] = index
+        index = _start_index(drawn, cfg.index_start_signed, cfg.index_wrap)
+    stored, result = _next_index(index, cfg.index_wrap)
+    ix.value[i, t] = stored
     ix.is_set[i, t] = True
-    return index & 0x7FFFFFFF
+    return result
+
+
+@njit(**_NO_RC)
+def queue_pos(index, n):
+    """``fault.queue_pos``: ``Math.abs(index) % size``, a negative result read as 0."""
+    pos = java_rem(java_abs(index), n)
+    return 0 if pos < 0 else pos
 
 
 @njit(**_NO_RC)
@@ -582,17 +620,28 @@ def reset_index(ix, i, t):
 
 
 @njit(**_NO_RC)
-def worst_increment_and_get(worst, t):
-    """``whichItemWorst.incrementAndGet()`` (the 4.9 start: ``Math.abs(nextInt())``)."""
+def worst_increment_and_get(worst, t, cfg):
+    """``whichItemWorst.incrementAndGet()`` (one shared source, the line's start and wrap)."""
     if worst.is_set[t]:
         index = worst.value[t]
     else:
         worst.counter[0] += 1
-        index = java_abs(int32(np.int64(mix64(worst.key + np.uint64(worst.counter[0]) * _G) >> _S32)))
-    index = int32(index + 1)
-    worst.value[t] = index
+        drawn = int32(np.int64(mix64(worst.key + np.uint64(worst.counter[0]) * _G) >> _S32))
+        index = _start_index(drawn, cfg.index_start_signed, cfg.index_wrap)
+    stored, result = _next_index(index, cfg.index_wrap)
+    worst.value[t] = stored
     worst.is_set[t] = True
-    return index & 0x7FFFFFFF
+    return result
+
+
+@njit(**_NO_RC)
+def shuffle_items(worst, items, cnt):
+    """``fault.shuffle`` (``Collections.shuffle``): ``nextInt(i)`` draws of the producer's shuffle stream."""
+    for i in range(cnt, 1, -1):
+        worst.counter[1] += 1
+        x = mix64(worst.shuffle_key + np.uint64(worst.counter[1]) * _G) >> _S32
+        j = np.int64((x * np.uint64(i)) >> _S32)
+        items[i - 1], items[j] = items[j], items[i - 1]
 
 
 # ---- the fault table (LatencyFaultToleranceImpl) in ConcurrentHashMap iteration order ------------------
@@ -762,8 +811,11 @@ def detector_advance(inp, state, now):
 
 
 @njit(**_NO_RC)
-def is_available(ft, b, now):
-    return (not ft.exists[b]) or now - ft.start[b] >= 0
+def is_available(ft, b, now, needs_reachable):
+    """``FaultTable.is_available``: by time; 5.1.4 also needs the item's reachable flag."""
+    if not ft.exists[b]:
+        return True
+    return now - ft.start[b] >= 0 and (ft.reachable[b] or not needs_reachable)
 
 
 @njit(**_NO_RC)
@@ -775,14 +827,17 @@ def isolated_until(ft, b, now):
 
 
 @njit(**_NO_RC)
-def pick_one_at_least(ft, worst, now, t):
-    """4.9 ``pickOneAtLeast``: stable sort by (unavailable, latency, start), then the better half."""
+def pick_one_at_least(ft, worst, now, t, cfg):
+    """4.x ``pickOneAtLeast``: (4.3-4.8: shuffle,) stable sort by (unavailable, latency, start), then the
+    better half; PICK_FAILED where upstream's ``List.get`` throws (4.8.0's negative index)."""
     lat, start, items = ft.latency, ft.start, worst.items
     cnt = 0
     for i in range(ft.meta[META_BINS]):
         for j in range(ft.bin_len[i]):
             items[cnt] = ft.bins[i, j]
             cnt += 1
+    if cfg.shuffles_before_pick:
+        shuffle_items(worst, items, cnt)
     for i in range(1, cnt):  # insertion sort: stable like Collections.sort
         x = items[i]
         xa = 0 if now - start[x] >= 0 else 1
@@ -801,7 +856,8 @@ def pick_one_at_least(ft, worst, now, t):
     half = cnt // 2
     if half <= 0:
         return items[0]
-    return items[worst_increment_and_get(worst, t) % half]
+    at = java_rem(worst_increment_and_get(worst, t, cfg), half)
+    return PICK_FAILED if at < 0 else items[at]
 
 
 # ---- the broker model: latency.attempt_outcome ---------------------------------------------------------
@@ -951,67 +1007,98 @@ def oneway_caller_sees(rules, kind):
 def _select_by_filters(inst, ix, ft, i, t, last, now, reset, cfg):
     """5.x: the available-and-not-last filter, then the reachable-and-not-last one, then round robin."""
     qb, qq, nq = inst.queue_broker, inst.queue_id, inst.n_queues[i]
-    signed = cfg.index_start_signed
     if cfg.fault_on:
         if reset:
             reset_index(ix, i, t)
         for _ in range(nq):
-            p = increment_and_get(ix, i, t, signed) % nq
+            p = increment_and_get(ix, i, t, cfg) % nq
             b = qb[i, p]
-            if is_available(ft, b, now) and b != last:
+            if is_available(ft, b, now, cfg.availability_needs_reachable) and b != last:
                 return p, b, qq[i, p]
         for _ in range(nq):
-            p = increment_and_get(ix, i, t, signed) % nq
+            p = increment_and_get(ix, i, t, cfg) % nq
             b = qb[i, p]
             if ((not ft.exists[b]) or ft.reachable[b]) and b != last:
                 return p, b, qq[i, p]
     else:
         for _ in range(nq):
-            p = increment_and_get(ix, i, t, signed) % nq
+            p = increment_and_get(ix, i, t, cfg) % nq
             if qb[i, p] != last:
                 return p, qb[i, p], qq[i, p]
-    p = increment_and_get(ix, i, t, signed) % nq
+    p = increment_and_get(ix, i, t, cfg) % nq
     return p, qb[i, p], qq[i, p]
 
 
 @njit(**_NO_RC)
-def _select_available(inst, ix, routes, ft, worst, i, t, last, now, cfg):
-    """4.9: round robin over available brokers, else ``pickOneAtLeast`` (4.9.7 rewrites the slot)."""
+def _select_plain(inst, ix, i, t, cfg):
+    """``fault.select_plain``: round robin."""
+    p = queue_pos(increment_and_get(ix, i, t, cfg), inst.n_queues[i])
+    return p, inst.queue_broker[i, p], inst.queue_id[i, p]
+
+
+@njit(**_NO_RC)
+def _select_avoiding(inst, ix, i, t, last, cfg):
+    """``selectOneMessageQueue(lastBrokerName)``: a tick per candidate (4.8+), or one tick and a local
+    ``index++`` scan (4.3-4.7, ``fault.select_avoiding_broker_one_tick``); else round robin."""
     qb, qq, nq = inst.queue_broker, inst.queue_id, inst.n_queues[i]
-    signed = cfg.index_start_signed
+    if last >= 0:
+        index = 0 if cfg.ticks_per_candidate else increment_and_get(ix, i, t, cfg)
+        for _ in range(nq):
+            if cfg.ticks_per_candidate:
+                index = increment_and_get(ix, i, t, cfg)
+            p = queue_pos(index, nq)
+            index = int32(index + 1)
+            if qb[i, p] != last:
+                return p, qb[i, p], qq[i, p]
+    return _select_plain(inst, ix, i, t, cfg)
+
+
+@njit(**_NO_RC)
+def _scan_accepts(ft, b, last, now, cfg):
+    """``FaultStrategy._accepts``: available, and the line's clause about the last broker."""
+    if cfg.latency_scan_broker == _SCAN_SAME_AS_LAST and last >= 0 and b != last:
+        return False
+    if cfg.latency_scan_broker == _SCAN_NOT_LAST and b == last:
+        return False
+    return is_available(ft, b, now, cfg.availability_needs_reachable)
+
+
+@njit(**_NO_RC)
+def _select_available(inst, ix, routes, ft, worst, i, t, last, now, cfg):
+    """4.x: round robin over available brokers, else ``pickOneAtLeast`` (4.3-4.9.7, 5.0-5.1.3 rewrite the
+    slot); an index upstream's ``List.get`` refuses falls back to round robin (its catch)."""
+    qb, qq, nq = inst.queue_broker, inst.queue_id, inst.n_queues[i]
     if not cfg.fault_on:
-        if last >= 0:
-            for _ in range(nq):
-                p = increment_and_get(ix, i, t, signed) % nq
-                if qb[i, p] != last:
-                    return p, qb[i, p], qq[i, p]
-        p = increment_and_get(ix, i, t, signed) % nq
-        return p, qb[i, p], qq[i, p]
-    # one incrementAndGet, then a local `index++` (which may wrap) per probe; lastBrokerName is ignored
-    index = increment_and_get(ix, i, t, signed)
+        return _select_avoiding(inst, ix, i, t, last, cfg)
+    # one incrementAndGet, then a local `index++` (which may wrap) per probe
+    index = increment_and_get(ix, i, t, cfg)
     for _ in range(nq):
-        p = java_rem(java_abs(index), nq)
+        if cfg.latency_scan_keeps_sign:  # 5.1.0+: `index++ % size`
+            p = java_rem(index, nq)
+            if p < 0:
+                return _select_plain(inst, ix, i, t, cfg)
+        else:
+            p = queue_pos(index, nq)
         index = int32(index + 1)
-        if p < 0:
-            p = 0
-        if is_available(ft, qb[i, p], now):
+        if _scan_accepts(ft, qb[i, p], last, now, cfg):
             return p, qb[i, p], qq[i, p]
-    not_best = pick_one_at_least(ft, worst, now, t)
+    not_best = pick_one_at_least(ft, worst, now, t, cfg)
+    if not_best == PICK_FAILED:
+        return _select_plain(inst, ix, i, t, cfg)
     wqn = routes.write_queue_nums[inst.route_version[i], not_best] if not_best >= 0 else -1
     if wqn > 0:
-        p = increment_and_get(ix, i, t, signed) % nq
+        p = queue_pos(increment_and_get(ix, i, t, cfg), nq)
         if not_best < 0:
             return p, qb[i, p], qq[i, p]
-        qid = increment_and_get(ix, i, t, signed) % wqn
-        if cfg.rewrites_cached_queue:  # 4.9.7: the cached MessageQueue is rewritten in place
+        qid = java_rem(increment_and_get(ix, i, t, cfg), wqn)
+        if cfg.rewrites_cached_queue:  # the cached MessageQueue is rewritten in place
             qb[i, p] = not_best
             qq[i, p] = qid
             return p, not_best, qid
         return NO_BROKER, not_best, qid
     if not_best >= 0:
         fault_table_remove(ft, not_best)
-    p = increment_and_get(ix, i, t, signed) % nq
-    return p, qb[i, p], qq[i, p]
+    return _select_plain(inst, ix, i, t, cfg)
 
 
 @njit(**_NO_RC)
@@ -1633,7 +1720,7 @@ def async_call(inp, state, s, attempt, now, req_timeout):
     exact_us = -1
     if inp.store.params.shape[0] > 0:
         store_none(fl, s)
-    if cfg.invoke_async_checks_budget and req_timeout < 0:  # 4.9 invokeAsync: timeoutMillis < costTime
+    if req_timeout < 0:  # invokeAsync: timeoutMillis < costTime (every line; 5.3.0+ through the future)
         refused, kind, lat = REF_NO_BUDGET, OutcomeKind.TOO_MANY_REQUESTS, 0
     else:
         grant = now
@@ -1852,7 +1939,38 @@ def async_event(inp, state, s, now, phase):
         need_retry = True
         failure = Failure.ASYNC_UNKNOWN
         aux = 0
-        if is_thrown(cfg, kind, refused):  # out of invokeAsync, caught by sendMessageAsync
+        thrown = is_thrown(cfg, kind, refused)
+        if thrown and not cfg.async_catches_invoke_failure and attempt == 0:
+            # 4.3-4.8 (send.async_send_steps): out of sendKernelImpl: sendSelectImpl throws it to the
+            # runnable's onException; sendDefaultImpl's catch updates, then "Send [1] times"
+            if plain:
+                target = first_target(fl, inst, s)
+                elapsed = t - fl[s, FL_SELECT_MS]
+                record_outcome(ft, Site.SEND_DEFAULT_IMPL, catch, target, elapsed, t, cfg, rules)
+            record_attempt(fl, att, st, ft, res, s, attempt, lat, b, t)
+            if plain:
+                fail(res, s, Failure.ASYNC_SEND_FAILED, t)
+                res.aux[s] = target
+                res.cost[s] = t - res.kernel_start[s]
+            else:
+                failure, aux = async_thrown_failure(kind, refused)
+                fail(res, s, failure, t)
+                res.aux[s] = req_timeout if refused == REF_SEMAPHORE else aux
+            client_pool_release(cp, fl, heap, st, s, t)
+            return
+        if thrown and not cfg.async_catches_invoke_failure:
+            # 4.3-4.8 onExceptionImpl's catch around a retry: a RemotingException isolates the broker that
+            # failed before (3000 ms) and retries; "too much request" and an interrupt end the send
+            failure, aux = async_thrown_failure(kind, refused)
+            if refused == REF_SEMAPHORE:
+                aux = req_timeout
+            too_much = refused == REF_NO_BUDGET or refused == REF_TOO_FAST  # noqa: SIM109 - numba
+            need_retry = not (too_much or kind == OutcomeKind.INTERRUPTED or kind == OutcomeKind.CLIENT_ERROR)
+            if need_retry and cfg.fault_on:
+                fault_table_update(
+                    ft, fl[s, FL_LAST_BROKER], RETRY_CONNECT_FAILURE_LATENCY_MS, True, t, True, cfg, rules
+                )
+        elif thrown:  # out of invokeAsync, caught by sendMessageAsync
             record_outcome(ft, Site.SEND_MESSAGE_ASYNC_CATCH, catch, b, t - call_begin, t, cfg, rules)
             failure, aux = async_thrown_failure(kind, refused)
             if refused == REF_SEMAPHORE:
@@ -1896,8 +2014,12 @@ def async_event(inp, state, s, now, phase):
             _, nb, _ = select_queue(
                 cfg, inp.routes, inst, state.indexes, ft, state.worst, fl[s, FL_INSTANCE], th, b, t, False
             )
+            fl[s, FL_LAST_BROKER] = b
             fl[s, FL_BROKER] = nb
-        call_attempt, call_timeout = attempt + 1, remaining
+        else:
+            fl[s, FL_LAST_BROKER] = b
+        # 4.3-4.6: the retry goes out with timeoutMillis 0
+        call_attempt, call_timeout = attempt + 1, remaining if cfg.async_retry_gets_budget else 0
 
 
 @njit(**_NO_RC)
@@ -2372,9 +2494,10 @@ class _Kernel:
             worst=Worst(
                 np.zeros(n_all, np.bool_),
                 np.zeros(n_all, np.int64),
-                np.zeros(1, np.int64),
+                np.zeros(2, np.int64),
                 keys.worst,
                 np.zeros(n_b, np.int64),
+                np.uint64(rng.derive_key(seed, producer, "shuffle")),
             ),
             instances=Instances(
                 np.zeros((cap_i, max_q), np.int64),
@@ -2663,7 +2786,7 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
             remark = sweep_remark(Fate(fate), period, str(size))
         else:
             remark = REMARKS[Fate(fate)]
-        err = MQBrokerError(code, remark, brokers[broker], version.faq_url)
+        err = MQBrokerError(code, remark, brokers[broker], version)
     elif failure == Failure.CALL_TIMEOUT:
         err = RemotingTooMuchRequestError("sendDefaultImpl call timeout")
     elif failure == Failure.NO_ROUTE:
@@ -2679,7 +2802,7 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
     elif failure == Failure.ASYNC_UNKNOWN:
         err = ClientError(version.line.unknown_reason_text, version.faq_url)
     elif failure == Failure.ASYNC_TOO_MANY:
-        err = invoke_async_timeout_error(brokers[key[1]])
+        err = invoke_async_timeout_error(brokers[key[1]], version.line)
     elif failure == Failure.ASYNC_CALL_TIMEOUT:
         err = async_call_timeout_error(selector=key[1] == 0)
     elif failure == Failure.EXECUTOR_REJECTED:

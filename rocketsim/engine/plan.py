@@ -248,15 +248,22 @@ class Config(NamedTuple):
     version or a line number)."""
 
     index_start_signed: bool  # ThreadLocalIndex's first value is nextInt() (else Math.abs of it)
+    index_wrap: int  # versions.IndexWrap: how ThreadLocalIndex steps past Integer.MAX_VALUE
+    ticks_per_candidate: bool  # selectOneMessageQueue(last): a tick per candidate (else one, 4.3-4.7)
+    latency_scan_broker: int  # versions.ScanBroker: the 4.x latency scan's clause about the last broker
+    latency_scan_keeps_sign: bool  # 5.1.0-5.1.3: `index++ % size` (a negative one: round robin)
+    shuffles_before_pick: bool  # pickOneAtLeast shuffles first (4.3-4.8)
+    availability_needs_reachable: bool  # 5.1.4: isAvailable needs the reachable flag
     resets_index_on_retry: bool  # sendDefaultImpl resets the index on every retry
     uses_queue_filters: bool  # the 5.x selection: QueueFilters, no pickOneAtLeast
     rewrites_cached_queue: bool  # 4.9.7: the fallback rewrites the cached MessageQueue in place
     isolation_only_extends: bool  # a fault item's start only moves forward
     tracks_reachability: bool  # updateFaultItem sets the item's reachableFlag
     remoting_completes_futures: bool  # invokeAsync hands connect failures, refusals to the callback
-    invoke_async_checks_budget: bool  # 4.9 invokeAsync refuses a request with no time left
     async_latency_from_call_begin: bool  # callbacks measure from sendMessageAsync's beginStartTime
     async_retry_needs_budget: bool  # onExceptionImpl retries only with time left
+    async_retry_gets_budget: bool  # a retry gets the time left (else 0, 4.3-4.6)
+    async_catches_invoke_failure: bool  # sendMessageAsync catches invokeAsync's failures (4.9.3+)
     wait_timeout_reports_cost: bool  # the "wait response timeout" text: the cost, not the timeout
     fault_on: bool  # sendLatencyFaultEnable
     timeout_ms: int  # sendMsgTimeout
@@ -360,15 +367,22 @@ def _config(sc: Scenario) -> Config:
     cfg = SendConfig.from_settings(p)
     return Config(
         index_start_signed=line.index_start_signed,
+        index_wrap=int(line.index_wrap),
+        ticks_per_candidate=line.ticks_per_candidate,
+        latency_scan_broker=int(line.latency_scan_broker),
+        latency_scan_keeps_sign=line.latency_scan_keeps_sign,
+        shuffles_before_pick=line.shuffles_before_pick,
+        availability_needs_reachable=line.availability_needs_reachable,
         resets_index_on_retry=line.resets_index_on_retry,
         uses_queue_filters=line.uses_queue_filters,
         rewrites_cached_queue=line.rewrites_cached_queue,
         isolation_only_extends=line.isolation_only_extends,
         tracks_reachability=line.tracks_reachability,
         remoting_completes_futures=line.remoting_completes_futures,
-        invoke_async_checks_budget=line.invoke_async_checks_budget,
         async_latency_from_call_begin=line.async_latency_from_call_begin,
         async_retry_needs_budget=line.async_retry_needs_budget,
+        async_retry_gets_budget=line.async_retry_gets_budget,
+        async_catches_invoke_failure=line.async_catches_invoke_failure,
         wait_timeout_reports_cost=line.wait_timeout_reports_cost,
         fault_on=bool(p.send_latency_fault_enable),
         timeout_ms=cfg.send_msg_timeout_ms,

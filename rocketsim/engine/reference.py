@@ -177,6 +177,7 @@ class ProducerSimulation:
             self.line,
             send_latency_fault_enable=p.send_latency_fault_enable,
             which_item_worst_source=SplitMixIntSource(derive_key(sc.seed, producer, "whichItemWorst")),
+            shuffle_source=SplitMixIntSource(derive_key(sc.seed, producer, "shuffle")),
             start_detector_enable=detecting,
             detector=detector,
         )

@@ -170,8 +170,9 @@ class ProducerConfig:
     # which client: "remoting" (the RocketMQ client, talking to the brokers) or "grpc"
     # (apache/rocketmq-clients, through a Proxy: docs/grpc.md)
     client_family: str = field(default=REMOTING, metadata=_one_of(CLIENT_FAMILIES))
-    # the client release whose behaviour the producers follow: remoting 4.8.0 ... 5.3.3; grpc a
-    # rocketmq-clients tag, java-5.2.1 or python-5.1.2
+    # the client release whose behaviour the producers follow: remoting any from 4.3.0 to 5.3.3, each
+    # mapped to its behaviour line (docs/versions.md; the runs row records both); grpc a rocketmq-clients
+    # tag, java-5.2.1 or python-5.1.2
     client_version: str = "4.9.8"
     # grpc: each attempt's own deadline (ClientConfiguration requestTimeout, 3 s in both clients)
     request_timeout_ms: int = field(default=3000, metadata=_between(1, MAX_LATENCY_MS))
@@ -285,6 +286,13 @@ class ProducerConfig:
     def grpc_client(self) -> GrpcClient | None:
         """The gRPC client release (:mod:`rocketsim.client.grpc_versions`); None for the remoting family."""
         return parse_grpc_version(self.client_version) if self.client_family == GRPC else None
+
+    @property
+    def client_line(self) -> str:
+        """The behaviour line the client runs as (the runs row's ``client_line``): a remoting line's id
+        (R4.3 ... R5.3.3) or the gRPC client release's row name."""
+        grpc = self.grpc_client
+        return grpc.name if grpc is not None else self.version.line.name
 
     @property
     def compresses_bodies(self) -> bool:

@@ -169,6 +169,8 @@ def write_runs_row(
         "wall_time_s": wall_s,
         "coupling_rounds": rounds,
         "coupling_residual": residual,
+        "client_version": sc.producers.client_version,
+        "client_line": sc.producers.client_line,
     }
     return publish_rows(
         spark,

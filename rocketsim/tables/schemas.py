@@ -494,6 +494,11 @@ RUNS = pa.schema(
         pa.field("coupling_rounds", pa.int64()),
         # see coupling_rounds
         pa.field("coupling_residual", pa.int64()),
+        # producers.client_version as run, and the behaviour line it maps to (a remoting line of
+        # rocketsim.client.versions REMOTING_LINES, R4.3 ... R5.3.3, or the gRPC client's row name)
+        pa.field("client_version", pa.string()),
+        # see client_version
+        pa.field("client_line", pa.string()),
     ]
 )
 

@@ -41,10 +41,26 @@ from rocketsim.client.send import (
     oneway_send_steps,
 )
 from rocketsim.errors import RocketSimError
+from rocketsim.rng import SplitMixIntSource
 from rocketsim.vectors import Result, failed, passed
-from rocketsim.vectors.fault_strategy import line_and_version, queue_datas_route, scenario_records
+from rocketsim.vectors.fault_strategy import (
+    REAL_CLIENT_TAGS,
+    line_and_version,
+    queue_datas_route,
+    scenario_records,
+)
 
-FILES = ("real_client_async_4_9.jsonl", "real_client_oneway_4_9.jsonl", "real_client_async_5_x.jsonl")
+FILES = (
+    "real_client_async_4_9.jsonl",
+    "real_client_oneway_4_9.jsonl",
+    "real_client_async_5_x.jsonl",
+    # every other tag (real_client/convert.py OTHER_TAGS)
+    *(
+        f"real_client_{mode}_{tag.replace('.', '_')}.jsonl"
+        for tag in REAL_CLIENT_TAGS
+        for mode in ("async", "oneway")
+    ),
+)
 ACTIONS = {"select": Action.SELECT, "update": Action.UPDATE, "result": Action.RESULT}
 WAITS = (Action.EXECUTE, Action.CALLBACK)
 
@@ -129,7 +145,8 @@ class _Scenario:
         self.worst, self.index = worst, index
         self.strategy = RecordingStrategy(
             self.line,
-            FaultTable(self.line, worst),
+            # Collections.shuffle's draws are not recorded (README); its fault items never tie
+            FaultTable(self.line, worst, shuffle_source=SplitMixIntSource(0)),
             send_latency_fault_enable=cfg["sendLatencyFaultEnable"],
             arrays=FaultArrays(tuple(cfg["latencyMax"]), tuple(cfg["notAvailableDuration"])),
         )

@@ -15,6 +15,7 @@ One :class:`Result` per send (``S03/k=17``) and per scenario end (``S03/end``).
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,8 +33,25 @@ from rocketsim.client.route import BrokerData, QueueData, TopicPublishInfo, Topi
 from rocketsim.client.send import AttemptRecord, Outcome, SendConfig, SendRecord, send_sync
 from rocketsim.client.versions import ClientVersion, RemotingLine, parse_version
 from rocketsim.errors import RocketSimError
+from rocketsim.rng import SplitMixIntSource
 from rocketsim.vectors import Result, failed, passed
 
+# the real client of every other tag (real_client/README.md "More client tags") and the probes of all 15
+REAL_CLIENT_TAGS = (
+    "4.3.2",
+    "4.5.2",
+    "4.7.1",
+    "4.8.0",
+    "5.0.0",
+    "5.1.0",
+    "5.1.3",
+    "5.1.4",
+    "5.2.0",
+    "5.3.0",
+    "5.3.1",
+    "5.3.2",
+)
+PROBE_TAGS = (*REAL_CLIENT_TAGS[:4], "4.9.7", "4.9.8", *REAL_CLIENT_TAGS[4:], "5.3.3")
 FILES = (
     "fault_strategy_4_9.jsonl",
     "fault_strategy_4_9_7.jsonl",
@@ -41,6 +59,8 @@ FILES = (
     "real_client_fault_strategy_4_9.jsonl",
     "real_client_fault_strategy_4_9_7.jsonl",
     "real_client_fault_strategy_5_x.jsonl",
+    *(f"real_client_fault_strategy_{tag.replace('.', '_')}.jsonl" for tag in REAL_CLIENT_TAGS),
+    *(f"real_client_probes_{tag.replace('.', '_')}.jsonl" for tag in PROBE_TAGS),
 )
 
 
@@ -140,6 +160,9 @@ class _Scenario:
             detector=detector,
             detect_interval_ms=cfg.get("detectInterval", 2000),
             detect_timeout_ms=cfg.get("detectTimeout", 200),
+            # Collections.shuffle's static Random is not observable: the recordings carry no draws of it
+            # (their fault items never tie, so any shuffle gives the recorded pick)
+            shuffle_source=SplitMixIntSource(0),
         )
         self.send_cfg = SendConfig(
             version=self.version,
@@ -224,6 +247,11 @@ class _Scenario:
             kind, latency = expected_atts[attempt]["out"]
             return Outcome.from_label(kind, latency)
 
+        noted = noted_costs(send)
+
+        def real_cost(attempt: int, cost: int) -> int:
+            return noted.get((attempt, cost), cost)
+
         try:
             record = send_sync(
                 self.strategy,
@@ -233,6 +261,7 @@ class _Scenario:
                 self.clock,
                 transport,
                 on_attempt=on_attempt,
+                real_cost=real_cost,
             )
         except RocketSimError as exc:  # ReplayMismatch, ReplayExhaustedError
             return diff or f"replay stopped: {exc}", None
@@ -286,6 +315,21 @@ class _Scenario:
             {"b": send.get("ev_before", []), "a": [a.get("ev", []) for a in send["att"]]}
         )
         return _first_diff("detector ticks", expected, self.ticks)
+
+
+_NOTE = re.compile(r"attempt (\d+): call-timeout break with costTime (\d+) \(real (\d+)\)")
+
+
+def noted_costs(send: dict[str, Any]) -> dict[tuple[int, int], int]:
+    """(attempt, restated costTime) -> the real costTime, from a send's ``notes`` (README: a decision
+    within 10 ms of a timing boundary). The restated clock advances only by attempt latencies; where it
+    lands on the boundary (costTime 3000, timeout 3000), the real client's clock (3001) decided."""
+    out: dict[tuple[int, int], int] = {}
+    for note in send.get("notes", []):
+        m = _NOTE.match(note)
+        if m:
+            out[(int(m[1]), int(m[2]))] = int(m[3])
+    return out
 
 
 def _res_json(record: SendRecord) -> dict[str, Any]:

@@ -486,6 +486,9 @@ DEFAULT_COMPARED = (
 )
 
 
+MAX_LABELLED_BARS = 8  # variants whose bars get their change vs the baseline written on them
+
+
 def variant_metrics(
     rows: pd.DataFrame,
     variants: Sequence[str],
@@ -503,7 +506,9 @@ def variant_metrics(
         d = allrows[allrows["metric"] == metric].set_index("variant").reindex(list(variants))
         values = d["value"].astype(float).fillna(0).to_numpy()
         bars = ax.bar(range(len(variants)), values, color=[cmap(i % 10) for i in range(len(variants))])
-        for bar, v, pct in zip(bars, variants, d["delta_pct"].to_numpy(), strict=True):
+        if len(variants) > MAX_LABELLED_BARS:  # a sweep: labels would overlap, the axis says it
+            bars = []
+        for bar, v, pct in zip(bars, variants, d["delta_pct"].to_numpy(), strict=False):
             text = "baseline" if v == baseline else ("n/a" if pd.isna(pct) else f"{pct:+.1f}%")
             ax.annotate(
                 text,
@@ -512,7 +517,8 @@ def variant_metrics(
                 va="bottom",
                 fontsize=8,
             )
-        ax.set_xticks(range(len(variants)), variants, rotation=20, ha="right", fontsize=8)
+        ax.set_xticks(range(len(variants)), variants, rotation=45 if len(variants) > 6 else 20, ha="right",
+                      fontsize=8)  # fmt: skip
         ax.set_ylabel(label)
         ax.set_title(label, fontsize=10)
         ax.margins(y=0.18)
@@ -521,7 +527,8 @@ def variant_metrics(
         ax.set_visible(False)
     handles = [Patch(color=cmap(i % 10), label=v) for i, v in enumerate(variants)]
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(variants), 6), fontsize=8)
-    fig.suptitle(f"Whole-run metrics per variant (labels: change vs {baseline})")
+    labels = f" (labels: change vs {baseline})" if len(variants) <= MAX_LABELLED_BARS else ""
+    fig.suptitle(f"Whole-run metrics per variant{labels}")
     return fig
 
 

@@ -217,6 +217,15 @@ CASES = [
         "on producers.threads) over 16 queues would give 2,376,965 windows and 38,031,440 queue_windows "
         "rows; at most 1,000,000 and 20,000,000), got 1",
     ),
+    Case(  # one producer of steady.toml's 4 threads: 2.9M of its 5M sends wait when the last arrives (a
+        # worker peaked at 4.5 GB running it: docs/benchmarks.md)
+        "queued-sends-beyond-a-worker",
+        ("--set", "producers.count=1", "--set", "workload.messages=5000000"),
+        "ScenarioError: producers.threads must keep up with a producer's sync sends, got 4: its 4,000 "
+        "sends/s of about 2.4 ms each leave about 2,888,482 messages waiting for a thread when the last "
+        "arrives, about 4.2 GiB its task would hold (at most 1.5 GiB); raise producers.threads or "
+        "producers.count, lower workload.rate_per_s, or pass --allow-large-backlog",
+    ),
     Case(  # steady.toml sends for 100 s: a fault from 200 s would change nothing (it read "100% SEND_OK")
         "fault-after-the-span",
         ("--set", "faults=[{broker='broker-b', kind='outage', start_s=200.0, end_s=300.0}]"),

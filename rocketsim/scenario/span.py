@@ -17,6 +17,10 @@ from rocketsim.scenario.config import FaultConfig, LatencyConfig, Scenario, Scen
 # 250 msg/s per producer of ~2.4 ms sends on one thread: busy 60%, a publish delay p99 of 249 ms; on two
 # threads, 30% each: 3 ms); the advice sizes threads to this share
 BUSY_WARNING, BUSY_ADVICE = 0.5, 0.3
+# what a producer task may hold in sends waiting for a sender thread: a worker's 2 GiB less what the task
+# holds besides (its chunk, its tables' parts: about half a GiB)
+QUEUED_BYTES_LIMIT = 3 << 29  # 1.5 GiB
+QUEUED_MESSAGE_OVERHEAD_B = 160  # a held message's columns besides its body (measured: docs/benchmarks.md)
 
 
 def fault_text(f: FaultConfig) -> str:
@@ -105,6 +109,42 @@ def queued_span_s(sc: Scenario) -> float:
     its windows and its tables last that long)."""
     share, _, mean_ms = _busiest_sync_sends(sc)
     return sc.workload.total_messages() * share * mean_ms / 1000.0 / sc.producers.threads
+
+
+def mean_body_bytes(sc: Scenario) -> float:
+    """The mean body size of the workload (the lognormal's mean, capped at its maximum)."""
+    b = sc.workload.body_size
+    if b.distribution == "uniform":
+        return (b.min + b.max) / 2
+    mean = b.median * math.exp(b.sigma**2 / 2) if b.distribution == "lognormal" else b.median
+    return float(min(max(mean, b.min), b.max))
+
+
+def queued_bytes(sc: Scenario) -> tuple[int, float]:
+    """The busiest producer's sync sends still waiting for a sender thread when the last one arrives, and
+    what its task holds for them (bytes): a producer's messages are made in arrival order, so the ones its
+    threads have not reached are held."""
+    share, rate, mean_ms = _busiest_sync_sends(sc)
+    capacity = sc.producers.threads * 1000.0 / mean_ms if mean_ms > 0 else math.inf
+    if rate <= capacity:
+        return 0, 0.0
+    waiting = int(sc.workload.total_messages() * share * (1 - capacity / rate))
+    return waiting, waiting * (mean_body_bytes(sc) + QUEUED_MESSAGE_OVERHEAD_B)
+
+
+def check_queued_bytes(sc: Scenario) -> None:
+    """Refuse a run whose busiest producer would hold more queued sends than a worker can
+    (:data:`QUEUED_BYTES_LIMIT`), saying how many and what keeps up."""
+    waiting, held = queued_bytes(sc)
+    if held > QUEUED_BYTES_LIMIT:
+        _, rate, mean_ms = _busiest_sync_sends(sc)
+        raise ScenarioError(
+            f"producers.threads must keep up with a producer's sync sends, got {sc.producers.threads}: its "
+            f"{rate:,.0f} sends/s of about {mean_ms:.1f} ms each leave about {waiting:,} messages waiting "
+            f"for a thread when the last arrives, about {held / 2**30:.1f} GiB its task would hold (at "
+            f"most {QUEUED_BYTES_LIMIT / 2**30:.1f} GiB); raise producers.threads or producers.count, "
+            "lower workload.rate_per_s, or pass --allow-large-backlog"
+        )
 
 
 def thread_advice(sc: Scenario) -> str | None:

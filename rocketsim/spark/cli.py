@@ -131,14 +131,23 @@ def shared_parser(
         help="run even when a fault starts after the simulated span ends (it changes nothing; refused "
         "otherwise)",
     )
+    p.add_argument(
+        "--allow-large-backlog",
+        action="store_true",
+        help="run even when a producer's sync sends would queue more messages than a worker holds "
+        "(about 1.5 GiB; refused otherwise)",
+    )
     return p
 
 
 def check_span(ns: argparse.Namespace, sc: Scenario, where: str = "") -> None:
     """A fault that starts after the simulated span ends is refused, unless --allow-late-faults
-    (:func:`rocketsim.scenario.span.check_faults_in_span`)."""
+    (:func:`rocketsim.scenario.span.check_faults_in_span`); so is a producer whose queued sync sends
+    would not fit a worker, unless --allow-large-backlog (``span.check_queued_bytes``)."""
     if not ns.allow_late_faults:
         span.check_faults_in_span(sc, where)
+    if not ns.allow_large_backlog:
+        span.check_queued_bytes(sc)
 
 
 def exit_if_checked(ns: argparse.Namespace, sc: Scenario, *more: str) -> None:

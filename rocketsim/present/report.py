@@ -80,7 +80,8 @@ def _meta(run: RunData) -> str:
 
 
 def fault_section(run: RunData) -> list[str]:
-    """During each fault against the rest of the run (``fault_windows``): a table per fault."""
+    """During each fault against the rest of the run (``fault_windows``): a table per fault, a row per
+    figure and a column per scope and period; the report's first section after the run's settings."""
     parts = ["<h2>During each fault</h2>"]
     if run.fault_windows.empty:
         return [*parts, '<p class="muted">The run has no fault (or was written before fault_windows).</p>']
@@ -92,7 +93,9 @@ def fault_section(run: RunData) -> list[str]:
     )
     for head, table in frames.fault_window_frames(run.fault_windows):
         parts.append(f"<h3>{html.escape(text.fault_heading(head))}</h3>")
-        parts.append(f'<div class="wide">{_table(table.reset_index().set_index("scope"))}</div>')
+        by_metric = table.T.rename_axis("metric")  # a column per scope and period, as the summary's
+        by_metric.columns = [f"{scope} {period}" for scope, period in table.index]
+        parts.append(f'<div class="wide">{_table(by_metric)}</div>')
     return parts
 
 
@@ -202,6 +205,7 @@ def render_page(run: RunData, charts: Sequence[Chart], source: str, extra: Seque
         f"from {html.escape(source)}</p>",
         "<h2>Run</h2>",
         _meta(run),
+        *fault_section(run),
         "<h2>Summary</h2>",
         '<p class="muted">A column per scope (the whole run, then each broker). "send" latency is the send '
         "call of every message (all its attempts, failed sends included), for the whole run only: a send "
@@ -209,7 +213,6 @@ def render_page(run: RunData, charts: Sequence[Chart], source: str, extra: Seque
         "attempt sent to the scope, failed and timed-out ones included. The messages' statuses add up to "
         'the messages; "isolated" is producer-seconds of latency-fault isolation within the run.</p>',
         f'<div class="wide">{_table(frames.summary_frame(run.summary).T.rename_axis("metric"))}</div>',
-        *fault_section(run),
         "<h2>Charts</h2>",
         *[_chart_html(c) for c in charts],
         *extra,

@@ -4,7 +4,10 @@ each fault's window against that span, and whether the producers' sender threads
 * :func:`header_lines`: the lines every job prints in its header;
 * :func:`check_faults_in_span`: a fault that starts after the span ends changes nothing (the run reads
   "100% SEND_OK"), so a job refuses it (:class:`~rocketsim.scenario.config.ScenarioError`, exit 2);
-* :func:`warnings`: a fault the span's end cuts, sender threads that would queue a healthy producer.
+* :func:`warnings`: a fault the span's end cuts, sender threads that would queue a healthy producer;
+* :func:`queued_span_s`, :func:`queued_bytes`: how long a producer's queued sync sends take and what its
+  task holds for them (the window check and :func:`check_queued_bytes`, which refuses a run whose queue
+  would not fit a worker).
 """
 
 from __future__ import annotations

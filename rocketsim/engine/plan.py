@@ -757,47 +757,120 @@ def prepare(messages: pa.Table, sc: Scenario, topics: list[str] | None = None) -
     if seq_col.size > 1 and not bool(np.all(seq_col[1:] > seq_col[:-1])):
         messages = messages.sort_by([("seq", "ascending")])
         seq_col = np.asarray(messages.column("seq"), np.int64)
-    n = messages.num_rows
-    producer = int(messages.column("producer")[0].as_py())
     body = np.asarray(messages.column("body_size"), np.int64)
-    comp = np.asarray(messages.column("compressibility"), np.float64)
     props = np.asarray(messages.column("properties_size"), np.int64)
     born = np.asarray(messages.column("born_ts_ms"), np.int64)
-    thread = np.asarray(messages.column("thread"), np.int64)
     is_batch = np.asarray(pc.is_valid(messages.column("batch_id")))
-    batch_id = np.asarray(messages.column("batch_id").fill_null(0), np.int64)
     mtype, _ = _codes(messages.column("message_type"), MESSAGE_TYPES)
     mode, _ = _codes(messages.column("send_mode"), MODES)
-
-    # sizes and flags: a batch element's body is never compressed
-    compress = (body >= p.compress_msg_body_over_howmuch) & ~is_batch & p.compresses_bodies  # gRPC: as sent
-    sent_body = body.copy()
-    if compress.any():
-        model = compression_model(p.compress_type, p.compress_level)
-        sent_body[compress] = model.predict_sizes(body[compress], comp[compress])
-    zflag = compressed_sys_flag(CompressionType[p.compress_type], version=p.version)
     txn = mtype == MESSAGE_TYPES.index("transaction")
-    sys_flag = np.where(compress, zflag, 0) | np.where(txn, MessageSysFlag.TRANSACTION_PREPARED_TYPE, 0)
+    compress, sent_body, sys_flag = _sent_bodies(messages, sc, body, is_batch, txn)
     element = codec.encoded_message_sizes(body, props, version=p.version)
-    batch_props = _batch_request_properties_size(sc)
 
     if topics is None:
         topic_idx, topics = _codes(messages.column("topic"))
     else:
         topic_idx = _growing_codes(messages.column("topic"), topics)
+    reject_text, rejected = _rejected_rows(messages, sc, body, props, topic_idx, topics, is_batch, element)
+    oneway = MODES.index("oneway")
+    eff_mode = np.where(txn | ((mode == oneway) & is_batch), MODES.index("sync"), mode)
+    rows = _send_rows(messages, sc, rejected, is_batch, born, sent_body + props, element)
+    s_row = rows.s_row
+    s_mode = eff_mode[s_row]
+    s_kind, ohash = _send_kinds(messages, mtype, s_mode, is_batch[s_row], s_row)
+    props_base, props_qid, props_chars = store.illegal_properties_parts(
+        messages, p.version, sc.broker_version
+    )
+    return Prepared(
+        messages=messages,
+        producer=int(messages.column("producer")[0].as_py()),
+        topics=topics,
+        rejected=rejected,
+        reject_text=reject_text,
+        send_of_row=rows.send_of_row,
+        row_wire=rows.row_wire,
+        compressed=compress,
+        sys_flag=sys_flag,
+        born=born,
+        s_row=s_row,
+        s_seq=seq_col[s_row],
+        s_born=rows.s_born,
+        s_thread=np.asarray(messages.column("thread"), np.int64)[s_row],
+        s_kind=s_kind,
+        s_mode=s_mode,
+        s_topic=topic_idx[s_row],
+        s_order_hash=ohash[s_row],
+        s_wire=rows.s_wire,
+        s_props_base=props_base[s_row],
+        s_props_qid=props_qid[s_row],
+        s_props_chars=props_chars[s_row],
+        seed=sc.seed,
+        batch_uniq_key=p.version.gives_batch_uniq_key,
+    )
+
+
+def _sent_bodies(
+    messages: pa.Table, sc: Scenario, body: np.ndarray, is_batch: np.ndarray, txn: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which bodies the client compresses (a batch element's never; gRPC: as sent), the body sizes it
+    sends, and each message's sys flag (compression type bits, transaction prepared)."""
+    p = sc.producers
+    comp = np.asarray(messages.column("compressibility"), np.float64)
+    compress = (body >= p.compress_msg_body_over_howmuch) & ~is_batch & p.compresses_bodies
+    sent_body = body.copy()
+    if compress.any():
+        model = compression_model(p.compress_type, p.compress_level)
+        sent_body[compress] = model.predict_sizes(body[compress], comp[compress])
+    zflag = compressed_sys_flag(CompressionType[p.compress_type], version=p.version)
+    sys_flag = np.where(compress, zflag, 0) | np.where(txn, MessageSysFlag.TRANSACTION_PREPARED_TYPE, 0)
+    return compress, sent_body, sys_flag
+
+
+def _rejected_rows(
+    messages: pa.Table,
+    sc: Scenario,
+    body: np.ndarray,
+    props: np.ndarray,
+    topic_idx: np.ndarray,
+    topics: list[str],
+    is_batch: np.ndarray,
+    element: np.ndarray,
+) -> tuple[dict[int, str], np.ndarray]:
+    """The rows the client refuses before sending (row -> its text), and as a mask: each message's own
+    checks, then batches whose encoded body is too big."""
     reject_text = _rejections(messages, sc, body, props, topic_idx, topics)
-    rejected = np.zeros(n, bool)
+    rejected = np.zeros(messages.num_rows, bool)
     if reject_text:
         rejected[np.fromiter(reject_text, np.int64, len(reject_text))] = True
     oversize = _oversize_batches(messages, sc, ~rejected, is_batch, element)
     if oversize:
         reject_text = {**reject_text, **oversize}
         rejected[np.fromiter(oversize, np.int64, len(oversize))] = True
-    ok = ~rejected
-    oneway = MODES.index("oneway")
-    eff_mode = np.where(txn | ((mode == oneway) & is_batch), MODES.index("sync"), mode)
+    return reject_text, rejected
 
-    # sends: every accepted non-batch row, and each batch at its first accepted member
+
+class _SendRows(NamedTuple):
+    s_row: np.ndarray  # each send's leading row
+    send_of_row: np.ndarray  # each row's send, -1 if rejected
+    s_born: np.ndarray  # when the send is made (a batch: when its last member is)
+    s_wire: np.ndarray  # the request's bytes
+    row_wire: np.ndarray  # each row's bytes on the wire (0 if rejected)
+
+
+def _send_rows(
+    messages: pa.Table,
+    sc: Scenario,
+    rejected: np.ndarray,
+    is_batch: np.ndarray,
+    born: np.ndarray,
+    single_wire: np.ndarray,
+    element: np.ndarray,
+) -> _SendRows:
+    """The sends: every accepted non-batch row, and each batch at its first accepted member
+    (``single_wire``: a single message's bytes, ``element``: a batch member's)."""
+    n = messages.num_rows
+    ok = ~rejected
+    batch_id = np.asarray(messages.column("batch_id").fill_null(0), np.int64)
     batch_rows = np.flatnonzero(ok & is_batch)
     _, first, inverse = np.unique(batch_id[batch_rows], return_index=True, return_inverse=True)
     leaders = batch_rows[first]
@@ -807,56 +880,34 @@ def prepare(messages: pa.Table, sc: Scenario, topics: list[str] | None = None) -
     send_of_row[s_row] = np.arange(n_s)
     send_of_row[batch_rows] = send_of_row[leaders][inverse.reshape(-1)]
     s_born = born[s_row].copy()
-    s_wire = (sent_body + props)[s_row]
+    s_wire = single_wire[s_row]
     if batch_rows.size:
         sb = send_of_row[batch_rows]
         np.maximum.at(s_born, sb, born[batch_rows])
         batch_wire = np.zeros(n_s, np.int64)
         np.add.at(batch_wire, sb, element[batch_rows])
-        s_wire = np.where(is_batch[s_row], batch_props + batch_wire, s_wire)
-    row_wire = np.where(rejected, 0, np.where(is_batch, element, sent_body + props))
+        s_wire = np.where(is_batch[s_row], _batch_request_properties_size(sc) + batch_wire, s_wire)
+    row_wire = np.where(rejected, 0, np.where(is_batch, element, single_wire))
+    return _SendRows(s_row, send_of_row, s_born, s_wire, row_wire)
 
-    # ordered sends: SelectMessageQueueByHash over String.hashCode of the key
+
+def _send_kinds(
+    messages: pa.Table, mtype: np.ndarray, s_mode: np.ndarray, s_batch: np.ndarray, s_row: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each send's :class:`SendKind`, and each row's order hash: ordered messages with a key (not in a
+    batch) go through SelectMessageQueueByHash over the key's String.hashCode."""
     okey_idx, okeys = _codes(messages.column("order_key"))
     ohash = np.array([java_string_hash(k) for k in okeys] + [0], np.int64)[okey_idx]
     ordered = (mtype == MESSAGE_TYPES.index("ordered")) & (okey_idx >= 0)
-    s_mode = eff_mode[s_row]
-    s_ordered = ordered[s_row] & ~is_batch[s_row]
+    s_ordered = ordered[s_row] & ~s_batch
     is_async = s_mode == MODES.index("async")
+    oneway = s_mode == MODES.index("oneway")
     s_kind = np.select(
-        [s_ordered & is_async, s_ordered & (s_mode == oneway), s_ordered, is_async, s_mode == oneway],
+        [s_ordered & is_async, s_ordered & oneway, s_ordered, is_async, oneway],
         [SendKind.ORDERED_ASYNC, SendKind.ORDERED_ONEWAY, SendKind.ORDERED, SendKind.ASYNC, SendKind.ONEWAY],
         SendKind.SYNC,
     ).astype(np.int64)
-    props_base, props_qid, props_chars = store.illegal_properties_parts(
-        messages, p.version, sc.broker_version
-    )
-    return Prepared(
-        messages=messages,
-        producer=producer,
-        topics=topics,
-        rejected=rejected,
-        reject_text=reject_text,
-        send_of_row=send_of_row,
-        row_wire=row_wire,
-        compressed=compress,
-        sys_flag=sys_flag,
-        born=born,
-        s_row=s_row,
-        s_seq=seq_col[s_row],
-        s_born=s_born,
-        s_thread=thread[s_row],
-        s_kind=s_kind,
-        s_mode=s_mode,
-        s_topic=topic_idx[s_row],
-        s_order_hash=ohash[s_row],
-        s_wire=s_wire,
-        s_props_base=props_base[s_row],
-        s_props_qid=props_qid[s_row],
-        s_props_chars=props_chars[s_row],
-        seed=sc.seed,
-        batch_uniq_key=p.version.gives_batch_uniq_key,
-    )
+    return s_kind, ohash
 
 
 def one_producer(messages: pa.Table) -> int:

@@ -55,6 +55,7 @@ from rocketsim.client.send import (
     IO_THREAD,
     Action,
     AsyncSemaphore,
+    AttemptRecord,
     Call,
     Outcome,
     Pool,
@@ -281,133 +282,160 @@ class ProducerSimulation:
         """The event loop of :meth:`run`, one event per step: yields the (time, :class:`Event`) of its next
         event before handling it, so a driver of several producers (:mod:`rocketsim.engine.joint`) can
         interleave them in time order; appends to ``done``."""
-        heap: list[tuple[int, int, int, object]] = []
-        counter = itertools.count()
-        p = self.sc.producers
-        pools = {
+        yield from EventLoop(self, sends, done).events()
+
+
+class EventLoop:
+    """One run of :meth:`ProducerSimulation.stepper`: the event heap, the client's pools and which send
+    holds which of their threads, the sender threads; its methods handle the events."""
+
+    def __init__(
+        self, sim: ProducerSimulation, sends: list[Send], done: list[tuple[Send, SendRecord]]
+    ) -> None:
+        self.sim = sim
+        self.done = done
+        self.heap: list[tuple[int, int, int, object]] = []
+        self.counter = itertools.count()
+        p = sim.sc.producers
+        self.pools = {
             Pool.EXECUTOR: ClientPool(
-                [executor_thread(j + 1) for j in range(p.executor_threads)], self.executor_queue_bound()
+                [executor_thread(j + 1) for j in range(p.executor_threads)], sim.executor_queue_bound()
             ),
             Pool.CALLBACK: ClientPool([callback_thread(j + 1) for j in range(p.callback_threads)]),
         }
-        holding: dict[int, tuple[ClientPool, int]] = {}  # send index -> the pool thread it runs on
-
-        def push(t: int, event: Event, payload: object) -> None:
-            heapq.heappush(heap, (t, event, next(counter), payload))
-
-        def push_start(t: int, payload: object) -> None:
-            push(t, Event.START, payload)
-
-        senders: SenderThreads = (
-            PoolSenders(sends, p.threads, push_start)
+        self.holding: dict[int, tuple[ClientPool, int]] = {}  # send index -> the pool thread it runs on
+        self.senders: SenderThreads = (
+            PoolSenders(sends, p.threads, self.push_start)
             if p.sender_model == "pool"
-            else PartitionedSenders(sends, push_start)
+            else PartitionedSenders(sends, self.push_start)
         )
 
-        def release(s: Send, now: int) -> None:
-            """``s`` stops running on its pool thread: the thread takes the next waiting task, or idles."""
-            held = holding.pop(s.index, None)
-            if held is None:
-                return
-            pool, j = held
-            waiter = pool.release(j, now)
-            if waiter is not None:  # it runs on the freed thread, as an event of its own
-                holding[waiter[0].index] = (pool, j)
-                at = run_on(waiter[0], pool, j, now)
-                push(at, Event.DELIVER, (*waiter, Resume(at, pool.names[j])))
+    def push(self, t: int, event: Event, payload: object) -> None:
+        heapq.heappush(self.heap, (t, event, next(self.counter), payload))
 
-        def run_on(s: Send, pool: ClientPool, j: int, now: int) -> int:
-            """``s`` runs on thread ``j`` of ``pool`` from ``now``: the ms it goes on at, once the executor's
-            thread has done the send's CPU work (callbacks take none)."""
-            if pool is not pools[Pool.EXECUTOR] or self.cpu_us <= 0:
-                return now
-            done = self.cpu_done(max(now * 1000.0, pool.free_us[j]))
-            pool.free_us[j] = self.call_us[s.index] = done
-            return int(done // 1000)
+    def push_start(self, t: int, payload: object) -> None:
+        self.push(t, Event.START, payload)
 
-        def take(s: Send, gen: Generator, pool: ClientPool, now: int) -> Resume | None:
-            if pool.full():  # executor.submit: RejectedExecutionException, in the caller's thread
-                return Resume(now, None, rejected=True)
-            j = pool.take((s, gen))
-            if j is None:
-                return None  # waits for a thread (release hands it one)
-            holding[s.index] = (pool, j)
-            at = run_on(s, pool, j, now)
-            if at > now:  # the thread goes on with the send once it has done its CPU work
-                push(at, Event.DELIVER, (s, gen, Resume(at, pool.names[j])))
-                return None
-            return Resume(now, pool.names[j])
-
-        def advance(s: Send, gen: Generator, value: Outcome | Resume | None, now: int) -> None:
-            """Run ``s``'s loop from ``value`` until it waits for something later, or ends."""
-            while True:
-                try:
-                    item = next(gen) if value is None else gen.send(value)
-                except StopIteration as stop:
-                    record: SendRecord = stop.value
-                    done.append((s, record))
-                    release(s, now)
-                    if s.waits:
-                        senders.free(s, record.end_ms)
-                    return
-                if isinstance(item, Call):
-                    outcome = self.transport_for(s)(
-                        item.attempt, item.broker, item.queue_id, item.start_ms, item.timeout_ms
-                    )
-                    if item.mode == "async":  # dispatched: the loop itself waits for the callback
-                        value = outcome
-                        continue
-                    # a oneway caller waits only for the write: over at once unless the write failed
-                    sees = item.mode != "oneway" or oneway_caller_sees(outcome, self.version)
-                    waited = outcome.latency_ms if sees else 0
-                    push(item.start_ms + waited, Event.DELIVER, (s, gen, outcome))
-                    return
-                step: Step = item
-                if step.action == Action.EXECUTE:
-                    value = take(s, gen, pools[Pool.EXECUTOR], now)
-                    if value is None:
-                        return
-                    continue
-                if step.action == Action.CALLBACK:
-                    release(s, now)  # the thread is done with the send until its callback
-                    push(step.at_ms, Event.DELIVER, (s, gen, step.pool))
-                    return
-                if step.at_ms > now:  # e.g. a connect failure thrown after its latency
-                    push(step.at_ms, Event.DELIVER, (s, gen, Resume(step.at_ms, step.thread)))
-                    return
-                value = Resume(now, step.thread)
-
-        senders.begin()
+    def events(self) -> Iterator[tuple[int, int]]:
+        """Handle the events in (time, kind, creation) order, yielding each one's (time, kind) first."""
+        sim, heap = self.sim, self.heap
+        self.senders.begin()
         while heap:
             yield heap[0][0], heap[0][1]
             t, kind, _, payload = heapq.heappop(heap)
-            self.strategy.advance_to(t)
-            if self.cpu_us > 0:
-                self.host.advance(t * 1000.0)
+            sim.strategy.advance_to(t)
+            if sim.cpu_us > 0:
+                sim.host.advance(t * 1000.0)
             if kind == Event.START:
-                s = senders.take(payload, t)
-                begin = t
-                if s.waits and self.cpu_us > 0:  # SYNC, ONEWAY: the caller's thread does the CPU work first
-                    self.call_us[s.index] = cpu_end = self.cpu_done(t * 1000.0)
-                    begin = int(cpu_end // 1000)
-                gen = self.steps(s, begin)
-                if not s.waits:
-                    senders.free(s, t)  # the caller's thread does not wait for an async send
-                if begin > t:
-                    push(begin, Event.DELIVER, (s, gen, None))
-                else:
-                    advance(s, gen, None, t)
-                senders.taken(t)
-                continue
-            s, gen, value = payload  # type: ignore[misc]
-            if isinstance(value, Pool) and value == Pool.IO:  # a 5.x connect listener: on the event loop
-                advance(s, gen, Resume(t, IO_THREAD), t)
-            elif isinstance(value, Pool):  # the callback is a task of the callback executor
-                resume = take(s, gen, pools[Pool.CALLBACK], t)
-                if resume is not None:
-                    advance(s, gen, resume, t)
+                self.start(payload, t)
             else:
-                advance(s, gen, value, t)
+                self.deliver(payload, t)  # type: ignore[arg-type]
+
+    def start(self, payload: object, t: int) -> None:
+        """A sender thread takes its next send at ``t``."""
+        sim = self.sim
+        s = self.senders.take(payload, t)
+        begin = t
+        if s.waits and sim.cpu_us > 0:  # SYNC, ONEWAY: the caller's thread does the CPU work first
+            sim.call_us[s.index] = cpu_end = sim.cpu_done(t * 1000.0)
+            begin = int(cpu_end // 1000)
+        gen = sim.steps(s, begin)
+        if not s.waits:
+            self.senders.free(s, t)  # the caller's thread does not wait for an async send
+        if begin > t:
+            self.push(begin, Event.DELIVER, (s, gen, None))
+        else:
+            self.advance(s, gen, None, t)
+        self.senders.taken(t)
+
+    def deliver(self, payload: tuple[Send, Generator, object], t: int) -> None:
+        """What a send's loop waited for is due at ``t``: an outcome, a time, or a thread of a pool."""
+        s, gen, value = payload
+        if isinstance(value, Pool) and value == Pool.IO:  # a 5.x connect listener: on the event loop
+            self.advance(s, gen, Resume(t, IO_THREAD), t)
+        elif isinstance(value, Pool):  # the callback is a task of the callback executor
+            resume = self.take(s, gen, self.pools[Pool.CALLBACK], t)
+            if resume is not None:
+                self.advance(s, gen, resume, t)
+        else:
+            self.advance(s, gen, value, t)  # type: ignore[arg-type]
+
+    def release(self, s: Send, now: int) -> None:
+        """``s`` stops running on its pool thread: the thread takes the next waiting task, or idles."""
+        held = self.holding.pop(s.index, None)
+        if held is None:
+            return
+        pool, j = held
+        waiter = pool.release(j, now)
+        if waiter is not None:  # it runs on the freed thread, as an event of its own
+            self.holding[waiter[0].index] = (pool, j)
+            at = self.run_on(waiter[0], pool, j, now)
+            self.push(at, Event.DELIVER, (*waiter, Resume(at, pool.names[j])))
+
+    def run_on(self, s: Send, pool: ClientPool, j: int, now: int) -> int:
+        """``s`` runs on thread ``j`` of ``pool`` from ``now``: the ms it goes on at, once the executor's
+        thread has done the send's CPU work (callbacks take none)."""
+        sim = self.sim
+        if pool is not self.pools[Pool.EXECUTOR] or sim.cpu_us <= 0:
+            return now
+        done = sim.cpu_done(max(now * 1000.0, pool.free_us[j]))
+        pool.free_us[j] = sim.call_us[s.index] = done
+        return int(done // 1000)
+
+    def take(self, s: Send, gen: Generator, pool: ClientPool, now: int) -> Resume | None:
+        """``s`` asks ``pool`` for a thread at ``now``: refused (a full executor queue), a thread now, or
+        None: it waits (for a thread, which :meth:`release` hands it, or for the thread's CPU work)."""
+        if pool.full():  # executor.submit: RejectedExecutionException, in the caller's thread
+            return Resume(now, None, rejected=True)
+        j = pool.take((s, gen))
+        if j is None:
+            return None  # waits for a thread (release hands it one)
+        self.holding[s.index] = (pool, j)
+        at = self.run_on(s, pool, j, now)
+        if at > now:  # the thread goes on with the send once it has done its CPU work
+            self.push(at, Event.DELIVER, (s, gen, Resume(at, pool.names[j])))
+            return None
+        return Resume(now, pool.names[j])
+
+    def advance(self, s: Send, gen: Generator, value: Outcome | Resume | None, now: int) -> None:
+        """Run ``s``'s loop from ``value`` until it waits for something later, or ends."""
+        sim = self.sim
+        while True:
+            try:
+                item = next(gen) if value is None else gen.send(value)
+            except StopIteration as stop:
+                record: SendRecord = stop.value
+                self.done.append((s, record))
+                self.release(s, now)
+                if s.waits:
+                    self.senders.free(s, record.end_ms)
+                return
+            if isinstance(item, Call):
+                outcome = sim.transport_for(s)(
+                    item.attempt, item.broker, item.queue_id, item.start_ms, item.timeout_ms
+                )
+                if item.mode == "async":  # dispatched: the loop itself waits for the callback
+                    value = outcome
+                    continue
+                # a oneway caller waits only for the write: over at once unless the write failed
+                sees = item.mode != "oneway" or oneway_caller_sees(outcome, sim.version)
+                waited = outcome.latency_ms if sees else 0
+                self.push(item.start_ms + waited, Event.DELIVER, (s, gen, outcome))
+                return
+            step: Step = item
+            if step.action == Action.EXECUTE:
+                value = self.take(s, gen, self.pools[Pool.EXECUTOR], now)
+                if value is None:
+                    return
+                continue
+            if step.action == Action.CALLBACK:
+                self.release(s, now)  # the thread is done with the send until its callback
+                self.push(step.at_ms, Event.DELIVER, (s, gen, step.pool))
+                return
+            if step.at_ms > now:  # e.g. a connect failure thrown after its latency
+                self.push(step.at_ms, Event.DELIVER, (s, gen, Resume(step.at_ms, step.thread)))
+                return
+            value = Resume(now, step.thread)
 
 
 class ClientPool:
@@ -569,6 +597,28 @@ def _result_status(record: SendRecord) -> tuple[Status, str | None]:
     return Status.ONEWAY_SENT, None
 
 
+ATTEMPT_COLUMNS = (
+    "send",
+    "attempt",
+    "start",
+    "latency",
+    "broker",
+    "qid",
+    "label",
+    "code",
+    "has_code",
+    "iso",
+    "stored",
+    "stored_ts",
+    "busy",
+    "depth",
+    "service",
+    "start_us",
+    "latency_us",
+)
+SEND_COLUMNS = ("status", "error", "broker", "qid", "begin", "end", "exhausted", "n_sent", "thread", "kernel")
+
+
 def engine_output(
     sc: Scenario,
     n_sends: int,
@@ -584,114 +634,130 @@ def engine_output(
     by_send: list[tuple[int, SendRecord, int] | None] = [None] * n_sends
     for rank, (s, record) in enumerate(done):
         by_send[s.index] = (rank, record, s.thread)
-    cols: dict[str, list] = {
-        k: []
-        for k in (
-            "send",
-            "attempt",
-            "start",
-            "latency",
-            "broker",
-            "qid",
-            "label",
-            "code",
-            "has_code",
-            "iso",
-            "stored",
-            "stored_ts",
-            "busy",
-            "depth",
-            "service",
-            "start_us",
-            "latency_us",
-        )
-    }
+    cols: dict[str, list] = {k: [] for k in ATTEMPT_COLUMNS}
+    per_send: dict[str, list] = {k: [] for k in SEND_COLUMNS}
     ranks: list[int] = []
-    names = ("status", "error", "broker", "qid", "begin", "end", "exhausted", "n_sent", "thread")
-    per_send: dict[str, list] = {k: [] for k in (*names, "kernel")}
     att_off = [0]
     for s, entry in enumerate(by_send):
         assert entry is not None, f"send {s} never ended"
         rank, record, thread = entry
         sent = [a for a in record.attempts if a.outcome is not None]
         for a in sent:
-            o = a.outcome
-            assert o is not None
-            cols["send"].append(s)
-            cols["attempt"].append(a.index)
-            cols["start"].append(a.start_ms)
-            # a oneway caller waits for the write only; other modes wait for the broker's answer
-            cols["latency"].append(a.end_ms - a.start_ms if record.mode == "oneway" else o.latency_ms)
-            cols["broker"].append(brokers(a.broker))
-            cols["qid"].append(a.queue_id)
-            cols["label"].append(labels(o.label))
-            cols["code"].append(o.response_code if o.kind == OutcomeKind.BROKER_ERROR else 0)
-            cols["has_code"].append(o.kind == OutcomeKind.BROKER_ERROR)
-            cols["iso"].append(NO_ISOLATION if a.isolated_until_ms is None else a.isolated_until_ms)
-            cols["stored"].append(o.stored)
-            cols["stored_ts"].append(a.start_ms + o.store_ms if o.stored else 0)
-            cols["start_us"].append(
-                start_us.get((s, a.index), a.start_ms * 1000) if start_us else a.start_ms * 1000
-            )
-            cols["latency_us"].append(-1 if record.mode == "oneway" else o.latency_us)
             ans = store_answers.get((s, a.index)) if store_answers is not None else None
-            cols["busy"].append(-1 if ans is None or ans.busy_kind is None else int(ans.fate))
-            cols["depth"].append(-1 if ans is None else ans.queue_depth)
-            cols["service"].append(-1 if ans is None or not ans.stored else ans.service_us)
+            a_start_us = start_us.get((s, a.index), a.start_ms * 1000) if start_us else a.start_ms * 1000
+            _add_attempt_row(cols, s, a, record.mode, a_start_us, ans, brokers, labels)
             ranks.append(rank)
         att_off.append(len(cols["send"]))
-        status, text = _result_status(record)
-        last = sent[-1] if sent else None
-        result = record.result
-        per_send["status"].append(status)
-        per_send["error"].append(texts(text))
-        per_send["broker"].append(
-            brokers(result.broker if result is not None else (last.broker if last else None))
-        )
-        per_send["qid"].append(result.queue_id if result is not None else (last.queue_id if last else -1))
-        per_send["begin"].append(record.begin_ms)
-        per_send["end"].append(record.end_ms)
-        per_send["exhausted"].append(any(a.flow.startswith("break:callTimeout") for a in record.attempts))
-        per_send["n_sent"].append(len(sent))
-        per_send["thread"].append(thread)
-        per_send["kernel"].append(record.begin_ms if record.exec_ms is None else record.exec_ms)
+        _add_send_row(per_send, record, sent, thread, brokers, texts)
+    out = _output_arrays(cols, per_send, att_off, brokers, labels, texts)
+    if store_answers is not None:
+        out.a_store = StoreColumns(_ints(cols["busy"]), _ints(cols["depth"]), _ints(cols["service"]))
+    return out, _ints(ranks)
 
-    def ints(values: list) -> np.ndarray:
-        return np.array(values, np.int64)
 
-    out = EngineOutput(
+def _add_attempt_row(
+    cols: dict[str, list],
+    s: int,
+    a: AttemptRecord,
+    mode: str,
+    start_us: int,
+    ans: StoreAnswer | None,
+    brokers: _Interned,
+    labels: _Interned,
+) -> None:
+    """One sent attempt's row of the attempt columns (``ans``: the closed-loop store's answer to it)."""
+    o = a.outcome
+    assert o is not None
+    cols["send"].append(s)
+    cols["attempt"].append(a.index)
+    cols["start"].append(a.start_ms)
+    # a oneway caller waits for the write only; other modes wait for the broker's answer
+    cols["latency"].append(a.end_ms - a.start_ms if mode == "oneway" else o.latency_ms)
+    cols["broker"].append(brokers(a.broker))
+    cols["qid"].append(a.queue_id)
+    cols["label"].append(labels(o.label))
+    cols["code"].append(o.response_code if o.kind == OutcomeKind.BROKER_ERROR else 0)
+    cols["has_code"].append(o.kind == OutcomeKind.BROKER_ERROR)
+    cols["iso"].append(NO_ISOLATION if a.isolated_until_ms is None else a.isolated_until_ms)
+    cols["stored"].append(o.stored)
+    cols["stored_ts"].append(a.start_ms + o.store_ms if o.stored else 0)
+    cols["start_us"].append(start_us)
+    cols["latency_us"].append(-1 if mode == "oneway" else o.latency_us)
+    cols["busy"].append(-1 if ans is None or ans.busy_kind is None else int(ans.fate))
+    cols["depth"].append(-1 if ans is None else ans.queue_depth)
+    cols["service"].append(-1 if ans is None or not ans.stored else ans.service_us)
+
+
+def _add_send_row(
+    per_send: dict[str, list],
+    record: SendRecord,
+    sent: list[AttemptRecord],
+    thread: int,
+    brokers: _Interned,
+    texts: _Interned,
+) -> None:
+    """One send's row of the per-send columns: how it ended, where (its result's queue, else its last
+    attempt's), and when."""
+    status, text = _result_status(record)
+    last = sent[-1] if sent else None
+    result = record.result
+    per_send["status"].append(status)
+    per_send["error"].append(texts(text))
+    per_send["broker"].append(
+        brokers(result.broker if result is not None else (last.broker if last else None))
+    )
+    per_send["qid"].append(result.queue_id if result is not None else (last.queue_id if last else -1))
+    per_send["begin"].append(record.begin_ms)
+    per_send["end"].append(record.end_ms)
+    per_send["exhausted"].append(any(a.flow.startswith("break:callTimeout") for a in record.attempts))
+    per_send["n_sent"].append(len(sent))
+    per_send["thread"].append(thread)
+    per_send["kernel"].append(record.begin_ms if record.exec_ms is None else record.exec_ms)
+
+
+def _ints(values: list) -> np.ndarray:
+    return np.array(values, np.int64)
+
+
+def _output_arrays(
+    cols: dict[str, list],
+    per_send: dict[str, list],
+    att_off: list[int],
+    brokers: _Interned,
+    labels: _Interned,
+    texts: _Interned,
+) -> EngineOutput:
+    """The columns as the arrays of an :class:`EngineOutput` (no store columns)."""
+    return EngineOutput(
         brokers=brokers.values,
         labels=labels.values,
         texts=texts.values,
-        a_send=ints(cols["send"]),
-        a_attempt=ints(cols["attempt"]),
-        a_start=ints(cols["start"]),
-        a_latency=ints(cols["latency"]),
-        a_broker=ints(cols["broker"]),
-        a_queue_id=ints(cols["qid"]),
-        a_label=ints(cols["label"]),
-        a_code=ints(cols["code"]),
+        a_send=_ints(cols["send"]),
+        a_attempt=_ints(cols["attempt"]),
+        a_start=_ints(cols["start"]),
+        a_latency=_ints(cols["latency"]),
+        a_broker=_ints(cols["broker"]),
+        a_queue_id=_ints(cols["qid"]),
+        a_label=_ints(cols["label"]),
+        a_code=_ints(cols["code"]),
         a_has_code=np.array(cols["has_code"], bool),
-        a_isolated_until=ints(cols["iso"]),
+        a_isolated_until=_ints(cols["iso"]),
         a_stored=np.array(cols["stored"], bool),
-        a_stored_ts=ints(cols["stored_ts"]),
-        a_start_us=ints(cols["start_us"]),
-        a_latency_us=ints(cols["latency_us"]),
-        att_off=ints(att_off),
-        status=ints(per_send["status"]),
-        error=ints(per_send["error"]),
-        broker=ints(per_send["broker"]),
-        queue_id=ints(per_send["qid"]),
-        begin=ints(per_send["begin"]),
-        end=ints(per_send["end"]),
+        a_stored_ts=_ints(cols["stored_ts"]),
+        a_start_us=_ints(cols["start_us"]),
+        a_latency_us=_ints(cols["latency_us"]),
+        att_off=_ints(att_off),
+        status=_ints(per_send["status"]),
+        error=_ints(per_send["error"]),
+        broker=_ints(per_send["broker"]),
+        queue_id=_ints(per_send["qid"]),
+        begin=_ints(per_send["begin"]),
+        end=_ints(per_send["end"]),
         exhausted=np.array(per_send["exhausted"], bool),
-        n_sent=ints(per_send["n_sent"]),
-        thread=ints(per_send["thread"]),
-        kernel_start=ints(per_send["kernel"]),
+        n_sent=_ints(per_send["n_sent"]),
+        thread=_ints(per_send["thread"]),
+        kernel_start=_ints(per_send["kernel"]),
     )
-    if store_answers is not None:
-        out.a_store = StoreColumns(ints(cols["busy"]), ints(cols["depth"]), ints(cols["service"]))
-    return out, ints(ranks)
 
 
 def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:

@@ -1,7 +1,7 @@
 """The fault-kind table (rocketsim.broker.fault_kinds.FAULT_KINDS): every row is honoured, identically, by
 both engines, and a new kind is a row.
 
-The compiled engine reads each window's row through engine/plan.py's window columns and compiles the rule
+The compiled engine reads each window's row through engine/plan's window columns and compiles the rule
 functions themselves (the decision chain ``latency.answer``, ``fault_kinds.process_down``), so a row added
 at run time (no source changed, numba's cache untouched) is honoured by the kernel as it is by the
 readable engine: :func:`test_a_new_kind_is_a_row` adds one.

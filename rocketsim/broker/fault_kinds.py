@@ -151,7 +151,7 @@ _EFFECT_OF_ANSWER = {
     Answer.PAUSED: Effect.PAUSED,
 }
 
-# WARNING: the compiled engine reads this table through engine/plan.py's window columns (W_EFFECT,
+# WARNING: the compiled engine reads this table through engine/plan's window columns (W_EFFECT,
 # W_CYCLE, W_CYCLE_DOWN, W_PROBE: resolved per fault window, so a new row needs no new kernel code) and
 # compiles process_down itself (engine/compiled.py: broker_process_down); engine/reference.py reads it through
 # rocketsim.broker.latency. tests/test_fault_kinds.py runs both engines over every row.

@@ -18,7 +18,7 @@ Answers are :class:`rocketsim.client.outcomes.OutcomeKind` values (small integer
 use them) with a latency and a response code; draws are :mod:`rocketsim.rng`'s.
 """
 
-# Mirrored by engine/compiled.py (attempt_outcome, base_latency, over engine/plan.py's Model arrays; it
+# Mirrored by engine/compiled.py (attempt_outcome, base_latency, over engine/plan's Model arrays; it
 # compiles answer and fault_kinds.process_down themselves: broker_answer, broker_process_down);
 # tests/test_engines.py and tests/test_fault_kinds.py compare them.
 

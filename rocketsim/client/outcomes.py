@@ -44,7 +44,7 @@ class Catch(IntEnum):
     INTERRUPTED = 4  # catch (InterruptedException e)
 
 
-# Both engines read it: send.Outcome.catch, and the compiled kernel through engine/plan.py's FaultRules.
+# Both engines read it: send.Outcome.catch, and the compiled kernel through engine/plan's FaultRules.
 CATCH_OF_KIND: dict[OutcomeKind, Catch] = {
     OutcomeKind.OK: Catch.RESULT,
     OutcomeKind.FLUSH_DISK_TIMEOUT: Catch.RESULT,

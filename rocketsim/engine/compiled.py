@@ -465,7 +465,7 @@ class AttemptRows(NamedTuple):
 
 
 class Inputs(NamedTuple):
-    """What the kernel reads: the sends, their threads, and the scenario's arrays (engine/plan.py)."""
+    """What the kernel reads: the sends, their threads, and the scenario's arrays (engine/plan/)."""
 
     sends: Sends
     threads: Threads

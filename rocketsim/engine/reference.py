@@ -29,7 +29,7 @@ Time and order, per producer instance (its own fault table, route cache and per-
 
 # Mirrored by engine/compiled.py (the numba kernel: same events, same order, same tables, only faster);
 # tests/test_engines.py runs both on the same inputs and compares every table. This one covers every
-# input; the compiled one the cases its ``supports`` accepts. Both read engine/plan.py (prepared sends,
+# input; the compiled one the cases its ``supports`` accepts. Both read engine/plan/ (prepared sends,
 # the scenario's routes and rules, the output tables) and rocketsim.client.fault.FAULT_UPDATES.
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 """``python -m rocketsim.bench digest``: a digest of every table of the shipped scenarios, to prove that a
 change kept the behaviour (or to show exactly which tables it changed).
 
-It runs ``jobs/pipeline.py`` (as ``make run`` does, every table) for each shipped scenario at 20,000
-messages on each client line (4.9.7, 4.9.8, 5.3.3), the same spread over each fault timeline (``-span``:
-a lower rate), a ``mixed`` case that exercises what the shipped
-scenarios do not (async and oneway sends, batches, ordered, delay and transactional messages, invalid
-messages, the 5.x detector), and the closed-loop scenarios (``-closed``: iterative rounds; ``-joint``: the
-exact joint loop on a smaller run), all in one process, then reads every table of every run back with
-``deltalake`` and prints one sha256 per (case, table) over its rows in a canonical order (wall-clock
-columns of ``runs`` and the ``write_id`` bookkeeping column of the run-level commit left out).
-``--out FILE`` writes them as JSON; ``--compare FILE`` prints the tables whose digest differs from
-FILE's and exits 1 if any does.
-
-The digest only reads the job's command line and the Delta tables (which tables a run has: the stage
-graph's), so it survives any rewrite of the code between two runs of it.
+More: docs/reference/modules.md, rocketsim/bench/digest.py.
 """
 
 from __future__ import annotations

@@ -9,22 +9,7 @@ starts it (``./spark-submit.sh --master 'local[2]' ...``):
 
 The cases (``--sizes``, default 400k, 2M and 10M; ``--modes`` sync and async):
 
-- 400k: ``conf/scenarios/steady.toml`` as shipped (what ``make run`` runs); larger N:
-  ``conf/scenarios/brownout.toml`` (a degraded broker) at N messages; async: every send ASYNC;
-- at the largest N, a skewed run (producer 0 sends ``--hot-share`` of the messages) and a run with one
-  producer sending everything (its worker's RSS is the memory bound of a producer's size; one producer
-  runs on one core, so its ratio has no target);
-- ``jobs/compare.py`` at ``--compare-size`` (default 2M), brownout, two variants;
-- the closed-loop model's cost (issue 15): ``conf/scenarios/cascade.toml`` (``brokers.coupling =
-  iterative``) at each of ``--coupled-sizes`` (default none), every producer coupled through the brokers'
-  trajectories; no target, the rounds the run took are printed beside it.
-
-For each size the floor runs first, then each job of that size; with ``--repeat R`` every figure is the
-median of R runs. Besides the ratio it prints the stage breakdown the pipeline reports (producer tasks,
-broker tasks, driver merge, commits, and the rest of the process: JVM, session, workers' start-up), the
-driver's peak RSS (Python + JVM) and the largest Python worker's, sampled every 0.2 s, and the machine.
-Targets (issue 13): pipeline <= 2.0x the floor, compare <= 3.0x, every worker under 2 GiB. The table is
-also written as JSON (``--json``).
+More: docs/reference/modules.md, rocketsim/bench/pipeline.py.
 """
 
 from __future__ import annotations

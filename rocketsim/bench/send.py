@@ -7,16 +7,7 @@ default, each a separate scenario whose every send is of that mode). Generates o
 with :mod:`rocketsim.scenario.workload`, warms up the compiled engine (numba compile or cache load is not
 timed), then reports, per mode:
 
-* the send loop itself, streamed as a producer task runs it (:func:`rocketsim.engine.compiled
-  .run_prepared_chunks` over chunks of ``rocketsim.stage.plan.CHUNK_ROWS`` messages prepared beforehand: event
-  loop, selection, fault table, retries, broker model, rows taken out of the ring) in attempts/s and
-  messages/s -- the >= 1M attempts/s per core target of docs/design.md §7;
-* the whole compiled engine as a producer task runs it (:func:`rocketsim.engine.compiled.simulate_chunks`
-  over the same chunks: messages in, both output tables out);
-* the reference engine (:func:`rocketsim.engine.reference.simulate_producer`) on a small sample, and
-  whether both engines give equal tables on that sample (exit 1 if not).
-
-The process is pinned to one CPU, and both wall and CPU times are printed (the machine may be shared).
+More: docs/reference/modules.md, rocketsim/bench/send.py.
 """
 
 from __future__ import annotations

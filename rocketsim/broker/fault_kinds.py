@@ -4,37 +4,7 @@
 The table is :data:`FAULT_KINDS` (a row per kind, :class:`FaultKind`: a column per thing it acts on, the
 unnamed columns left as they are when the broker is well). What the values mean:
 
-* While the process is dead (:func:`process_down`, the one definition of it) a connect is refused at once
-  (RST, ``connect_refused_ms``: ``RemotingConnectException``), the broker's channel to the name server
-  closes with it (``BrokerHousekeepingService.onChannelClose`` drops it at once, until it registers again
-  when it restarts) and the detector's probe fails; the other columns say what happens while it lives.
-* ``hang``: the kernel accepts connections, the process answers nothing (a request times out, nothing is
-  stored) and stops registering: the name server drops it when its channel has been idle 120 s after the
-  last registration (``RouteInfoManager.onChannelDestroy``).
-* ``partition``: no packet between the producers and the broker, which still talks to the name server: a
-  connect waits ``CONNECT_TIMEOUT_MILLIS`` (``producers.connect_timeout_ms``) and fails. Approximation:
-  every attempt connects anew (upstream's first request on a channel opened before the partition times
-  out instead, and the client then closes the channel, so later ones connect).
-* ``store_stall``: the disk makes no progress for ``down_s`` every ``period_s`` (the closed-loop store,
-  :mod:`rocketsim.broker.queue`); the open model does not see it, so it needs a closed-loop scenario.
-* ``paused``: the process is stopped (``kill -STOP``) and continued at the window's end: the kernel
-  accepts connections and keeps every request in the socket, the process takes none of them (nor
-  registers, nor answers a probe) until it continues, then it processes and stores them all in arrival
-  order and answers them (late answers: a SYNC caller has given up, an ASYNC request still in the response
-  table takes its answer). The closed-loop store sees those requests arrive when it continues.
-
-Who reads it: the broker model's decision chain (:func:`rocketsim.broker.latency.answer`, through each
-window's :attr:`FaultKind.effect`), the route timeline (``engine.plan.route_timeline``,
-:attr:`FaultKind.route`), the detector's probe (``latency.BrokerModel.answers_probe``), the closed-loop store
-(``queue.StoreParams.from_config``, :attr:`FaultKind.store`) and the scenario's validation (the kind names,
-:attr:`FaultKind.periodic`, :attr:`FaultKind.open_model_sees`).
-
-Adding a kind whose behaviours are values the columns have: a row of :data:`FAULT_KINDS` (nothing else;
-``tests/test_fault_kinds.py`` adds one and runs both engines). A new value of a column: here, and the one
-place that column's value acts (:func:`rocketsim.broker.latency.answer` for a connect or an answer: both
-engines run that function; ``engine.plan.route_timeline`` for the name server; ``broker.queue`` for the
-store). A kind that needs a new setting also adds it to ``scenario.FaultConfig`` and to ``engine.plan``'s
-window columns.
+More: docs/reference/modules.md, rocketsim/broker/fault_kinds.py.
 """
 
 from __future__ import annotations

@@ -10,12 +10,7 @@ store) is the table :data:`rocketsim.broker.fault_kinds.FAULT_KINDS`; the decisi
 is never capped by the request timeout: ``createChannel`` waits for the connection before ``invokeSync``
 looks at its timeout.
 
-Every draw comes from a counter-based generator keyed by ``(seed, producer, seq, attempt)``, so an
-attempt's outcome depends only on those keys, the broker, the start time and the timeout: the same inputs
-give the same outcome on any machine, partition or order.
-
-Answers are :class:`rocketsim.client.outcomes.OutcomeKind` values (small integers, so the compiled engine can
-use them) with a latency and a response code; draws are :mod:`rocketsim.rng`'s.
+More: docs/reference/modules.md, rocketsim/broker/latency.py.
 """
 
 # Mirrored by engine/compiled.py (attempt_outcome, base_latency, over engine/plan's Model arrays; it

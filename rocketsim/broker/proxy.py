@@ -3,35 +3,7 @@
 
 What it adds to a gRPC client's attempt:
 
-* **its own queue choice**: the client's pick only names the endpoint; ``SendMessageActivity
-  .SendMessageQueueSelector.select`` picks the broker queue: a FIFO message (one message with a group)
-  ``writeQueues.get(Hashing.consistentHash(group.hashCode(), writeQueues.size()))``, any other
-  ``getWriteSelector().selectOneByPipeline(false)``, which with ``sendLatencyEnable`` false (ProxyConfig's
-  default) is ``MessageQueueSelector.selectOne``: a round robin over the sorted writable master queues
-  shared by every client of the Proxy. One producer of many sees its next pick at an offset the other
-  clients decide: the model draws it uniformly over the queues (keyed by seed, producer, seq, attempt),
-  the long-run share of a shared round robin, which keeps producers independent.
-* **one attempt with its own timeout**: ``ProducerProcessor.sendMessage`` sends once
-  (``MessagingProcessor.DEFAULT_TIMEOUT_MILLS`` = 2 s to the broker), no retry;
-* **its codes** (``PX/grpc/v2/common/ResponseBuilder.buildStatus``): broker SYSTEM_BUSY -> TOO_MANY_REQUESTS,
-  a broker timeout -> PROXY_TIMEOUT, other broker codes and a failed connect -> INTERNAL_SERVER_ERROR;
-  store statuses (``SendMessageActivity.convertToSendMessageResponse``): FLUSH_DISK_TIMEOUT ->
-  MASTER_PERSISTENCE_TIMEOUT, FLUSH_SLAVE_TIMEOUT -> SLAVE_PERSISTENCE_TIMEOUT, SLAVE_NOT_AVAILABLE ->
-  HA_NOT_AVAILABLE (the message is stored all the same);
-* **the settings it pushes** (``GrpcClientSettingsManager.mergeProducerData``): ``backoff_policy`` with
-  ``grpcClientProducerMaxAttempts`` 3 and an exponential backoff 10 ms x2 <= 1 s (``ProxyConfig``).
-
-Two deployments (``proxy.mode``):
-
-* ``cluster`` (ProxyConfig's default): one access point; ``ClusterTopicRouteService.getTopicRouteForProxy``
-  gives every queue the address the client used, so every queue carries the Proxy's endpoint and the
-  client's pick decides nothing. The Proxy is its own process: a broker's fault reaches the client only
-  through the Proxy's answer. The Proxy's route is refreshed every ``topicRouteServiceCacheRefreshSeconds``
-  (20 s), so a broker the name server dropped is still chosen until then.
-* ``local``: a Proxy inside each broker process (``LocalTopicRouteService``): each broker's queues carry
-  its own endpoint, the Proxy picks among its own broker's queues, and the broker's faults are the
-  Proxy's: a dead broker refuses the connection (UNAVAILABLE), a hung one never answers (the client's
-  deadline).
+More: docs/reference/modules.md, rocketsim/broker/proxy.py.
 """
 
 from __future__ import annotations

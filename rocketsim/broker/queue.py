@@ -4,31 +4,7 @@
 drawn independently of load). ``joint`` and ``iterative`` put each attempt the open model answers with a
 latency (SEND_OK, or a slow answer the client times out on) through its broker's :class:`BrokerStore`:
 
-* the request reaches the broker when the attempt starts; the open model's latency is the network round
-  trip, added to what the store takes;
-* admission (``NettyRemotingAbstract.processRequestCommand``, 4.9.8 and 5.3.3): while the page cache is busy
-  ``SendMessageProcessor.rejectRequest()`` answers at once SYSTEM_BUSY ``[REJECTREQUEST]``; a full send
-  queue (``sendThreadPoolQueueCapacity``) makes the executor refuse it: SYSTEM_BUSY ``[OVERLOAD]``;
-* the send executor (``sendMessageThreadPoolNums`` threads over a FIFO ``LinkedBlockingQueue``) takes the
-  request when a thread is free; ``DefaultMessageStore.checkStoreStatus`` answers OS_PAGECACHE_BUSY if the
-  page cache is busy then (``SendMessageProcessor.handlePutMessageResult``: ``[PC_SYNCHRONIZED]``, its
-  code :attr:`rocketsim.client.versions.BrokerVersion.pc_synchronized_code`); else the thread waits for
-  ``putMessageLock`` (one writer: ``CommitLog.asyncPutMessage``) and appends, ``store.append_us`` per KiB;
-* since 4.7.0 the SYNC_FLUSH and SYNC_MASTER waits do not hold the thread: they add latency only;
-* ``BrokerFastFailure.cleanExpiredRequest`` runs at 1000 ms and every 10 ms after: while the page cache is
-  busy it drains the queue (``[PCBUSY_CLEAN_QUEUE]``), then ``cleanExpiredRequestInQueue`` removes each
-  head that waited >= ``waitTimeMillsInSendQueue`` (``[TIMEOUT_CLEAN_QUEUE]``), both SYSTEM_BUSY;
-* the page cache is busy (``DefaultMessageStore.isOSPageCacheBusy``) while one append has held the lock
-  for more than ``osPageCacheBusyTimeOutMills``: only a fault kind whose store column is ``STALLS``
-  (``store_stall``, :data:`rocketsim.broker.fault_kinds.FAULT_KINDS`) does that here (the disk makes no
-  progress for ``down_s``, every ``period_s``; the append in the lock waits it out).
-
-Exact in order: a FIFO request's fate depends only on the requests before it, so :meth:`BrokerStore.offer`
-decides it when it arrives (requests offered in arrival order). The one exception is the sweeper's
-``size of queue``: requests that arrive after it and before the sweep count, so that number is a marker
-in the remark until :meth:`StoreCluster.fill_sizes` replaces it once every arrival is known. Model
-choices: arrival at the attempt's start; within one ms, arrivals before the sweeper's tick; a stall
-hits the append that overlaps it; times in whole microseconds.
+More: docs/reference/modules.md, rocketsim/broker/queue.py.
 """
 
 from __future__ import annotations

@@ -3,23 +3,7 @@ numbered commit log at a time (:func:`rocketsim.broker.store.number_broker`) and
 
 Who computes what (the run's one pass, :mod:`rocketsim.stage`):
 
-* a broker task holds every commit-log record of its broker and the results pointing at them: it makes
-  that broker's :func:`broker_storage` rows (cumulative per queue and per broker: they need the whole
-  broker), the :func:`stored_transactions` rows of the halves stored there, each half its own row (a
-  half's offsets exist only once its broker numbered it; the results of the messages with a half
-  there that their result does not point at come from the producers, :func:`other_half_results`),
-  and :func:`queue_deliveries`, what consumers of each of its queues
-  get (its visible records plus its committed transactions: only stored halves can commit, so a
-  broker's deliveries are complete);
-* a producer task makes the :func:`unstored_transactions` rows of its transactional messages whose
-  result points at no half (each transactional message has one row that is not another half: the
-  result's half or its ``not_stored`` row);
-* the driver adds the brokers' deliveries up and allocates the queues to the consumers
-  (:func:`consumer_load`, :func:`rocketsim.broker.rebalance.allocation`).
-
-Exactness: the tables equal what Spark aggregations computed before (the tests keep those as an
-oracle): windows and file counts divide as doubles (:func:`rocketsim.tables.grouping.spark_window`,
-:func:`~rocketsim.tables.grouping.spark_ceil_div`), sums are integers.
+More: docs/reference/modules.md, rocketsim/broker/side.py.
 """
 
 from __future__ import annotations

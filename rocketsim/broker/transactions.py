@@ -6,35 +6,7 @@
 stored timeout, ``send_attempts.stored``). One row per half, and one per message with no half its
 result points at:
 
-* the half the send result points at (``is_result``): ``DefaultMQProducerImpl.endTransaction`` addresses
-  it alone (``MessageDecoder.decodeMessageId(sendResult.getOffsetMsgId())``: its commit-log offset).
-  Result not SEND_OK (FLUSH_*/SLAVE_NOT_AVAILABLE): the producer does not run the local transaction and
-  ends it with ROLLBACK_MESSAGE at once (``local_state`` ``not_run``). SEND_OK: the producer may crash
-  before ending it (``producer_crash``); otherwise the local transaction returns commit, rollback or
-  unknown (``[transactions] outcome`` weights) and the producer ends it with that state when the send
-  returns (commit/rollback resolve there, unknown is ignored by the broker);
-* any other stored half (a timed-out attempt the broker stored anyway, before a retry stored another;
-  or every half of a send that failed: ``sendMessageInTransaction`` throws ``MQClientException("send
-  message Exception")`` and ends nothing): nobody ends it, so the broker checks it back;
-* unknown, crash or another half: ``TransactionalMessageCheckService`` runs every ``check_interval_ms``
-  (``BrokerConfig.transactionCheckInterval``; by default the broker version's, ``cluster.broker_version``:
-  60 s for a 4.9.8 broker, 30 s for a 5.3.3 broker; ticks at multiples of it in simulated time, the
-  service's fixed delay from its start) and ``TransactionalMessageServiceImpl.check`` checks a half at
-  the first tick with ``tick - born > timeout_ms`` (transactionTimeOut, 6 s; born = the storing request's
-  start, its ``bornTimestamp``) that began after the half was stored (``storeTimestamp >= startTime``:
-  "check it later"). Each check asks the producer group (``checkLocalTransaction``: the crashed
-  instance's peers, or itself restarted), which answers commit, rollback or unknown (``check_outcome``
-  weights), for each half on its own (the answer's ``endTransaction`` carries that half's offset); the
-  first commit/rollback resolves it at that tick. After ``check_max`` checks (transactionCheckMax, 15)
-  the next tick discards it (``needDiscard``): never delivered, like a rollback.
-
-A committed half is written to its real topic and queue and reaches consumers (``delivered``): a second
-committed half of one message is a duplicate delivery. A rolled back or discarded one never does.
-A message with no half its result points at (its send failed or was refused) has a row ``not_stored``
-with null half columns (its other halves, if a broker stored any, are rows of their own). Every draw is
-counter-based on a salt of its own, keyed by (seed, producer, seq, check number) for the result's half
-and by (seed, producer, seq, storing attempt) for another half, so the outcome does not depend on
-partitioning.
+More: docs/reference/modules.md, rocketsim/broker/transactions.py.
 """
 
 from __future__ import annotations

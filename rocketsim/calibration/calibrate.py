@@ -5,18 +5,7 @@ the scenario values it estimates (:class:`Estimate`, keyed by their dotted scena
 parameter, e.g. a client's per-send CPU cost, is a new part and nothing else changes), its notes, its
 tables (for the report) and its latency fits. Today's parts:
 
-* latency (``brokers.<target>.latency.*``): the client view's fit if any input measures it, else the
-  broker view's (5.x ``rpc_latency``: no network time, so the median is low by the round trip); the
-  other views are fitted too, for the report only;
-* errors (``brokers.<target>.errors.*``): each modelled response code's share of send requests, with a
-  Wilson 95% interval;
-* store (``brokers.<target>.store.append_us``): from a saturation figure, ``1e6 / rate`` per KiB of
-  request; the store time (PAGECACHERT) bounds it and is reported;
-* host (``producers.send_cpu_us``, ``brokers.<target>.store.io_us`` and ``append_us``): when the client
-  and the broker shared one host (a :class:`~rocketsim.calibration.measurements.CpuUse` with its
-  processors) and a saturation figure is given, the host's processors over that rate is the CPU one
-  send costs both sides, split between them as their CPU seconds were (this replaces the store part);
-* queue: the send queue's depth and head wait (watermark), against the store's limits (report only).
+More: docs/reference/modules.md, rocketsim/calibration/calibrate.py.
 """
 
 from __future__ import annotations

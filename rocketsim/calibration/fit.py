@@ -10,9 +10,7 @@
   with the model's variance / n, the max as the likelihood of the largest of ``n``,
   ``F(m + r)^n - F(m - r)^n``.
 
-Parameters are optimised on unconstrained scales (log, logit) with L-BFGS-B within the scenario's
-ranges; candidate models (:data:`CANDIDATES`) with fewer free parameters fix the others, and BIC picks
-one. New parameters: give them a :class:`ParamSpec` and a term that reads them.
+More: docs/reference/modules.md, rocketsim/calibration/fit.py.
 """
 
 from __future__ import annotations

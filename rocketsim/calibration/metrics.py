@@ -1,24 +1,7 @@
 """What RocketMQ's Prometheus series mean: series (:mod:`rocketsim.calibration.parse_prometheus`) ->
 measurements.
 
-* 5.x broker ``rocketmq_rpc_latency`` (``_milliseconds`` from OTel 1.29 on, broker 5.1.4+): histogram of
-  the request time in whole ms (``Stopwatch.elapsed(MILLISECONDS)``: truncated), buckets 1, 3, 5, 7, 10,
-  100, 1000, 2000, 3000 by ``request_code`` and ``response_code``. Send requests only
-  (``send_message``, ``send_message_v2``, ``send_batch_message``, ``send_reply_message(_v2)``); the
-  ``success`` series are the broker-view latency, every code's count is the response mix.
-* 5.x client ``rocketmq_send_cost_time`` (``duration.toMillis()``): buckets 1, 5, 10, 20, 50, 200, 500 by
-  ``invocation_status``; the ``success`` series are the client-view latency.
-* 4.x exporter (apache/rocketmq-exporter ``RMQMetricsCollector``): ``rocketmq_brokeruntime_pmdt_*`` gauges
-  hold the last minute's store put counts per PAGECACHERT bucket; ``..._put_latency_99`` / ``_999`` the
-  last minute's p99 / p99.9 store time (ms).
-* ``rocketmq_processor_watermark{processor="send"}`` (5.x; docs name ``rocketmq_thread_pool_wartermark``
-  with ``name``) and the exporter's ``rocketmq_brokeruntime_send_threadpool_queue_size``: send queue depth.
-
-Truncated whole ms: a count under ``le=b`` is a time below ``b + 1`` ms, so bucket ``(b_j-1, b_j]`` is
-``[b_j-1 + 1, b_j + 1)`` of true time. Counters over a range are their increase (resets detected), or the
-sum of the points with ``aggregation="delta"``; one scrape is the count since the broker started. A
-query that drops the metric name (``sum by (le, response_code) (increase(...[1h]))``) is read from an
-instant query only, identified by its labels (``response_code``: rpc, ``invocation_status``: send cost).
+More: docs/reference/modules.md, rocketsim/calibration/metrics.py.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
 """Client-side latency files other than OMB's: RocketMQ's benchmark Producer output, a CSV of latencies,
 and a latency histogram (JSON).
 
-* Benchmark Producer (``example/.../benchmark/Producer.java``, ``distribution/benchmark/producer.sh``):
-  every ``reportInterval`` (10 s) ``Current Time: <yyyy-MM-dd HH:mm:ss,SSS> Send TPS: n Max RT(ms): n
-  Average RT(ms): x Send Failed: n Response Failed: n`` (``|`` between the fields from 5.x on; ``Response
-  Failed`` absent in some lines), and a final ``[Complete] Send Total: n ...``. ``Average RT`` is the mean
-  of whole-ms ``currentTimeMillis`` differences of the window's successes; ``Max RT`` the largest since the
-  start. So it gives a mean over ``Σ TPS x interval`` sends and one maximum, not a distribution.
-* CSV: one latency per row; the column is the only one, or the first named ``latency*``, ``rt*``,
-  ``cost*``, ``elapsed*`` or ``duration*`` (unit from the suffix: ``_us``, ``_ns``, ``_s``, else ms); with a
-  ``status`` column only rows whose status is SEND_OK / OK / success / true / 1 count. Whole-number
-  latencies are taken as whole ms truncated (``[v, v+1)``); others are binned on a fine log grid.
-* Histogram JSON: ``{"edges_ms": [e0, ..., en], "counts": [c1, ..., cn]}`` (or ``"ok"``, as the real-broker
-  harness writes it), counts of ``[e_i, e_i+1)``.
+More: docs/reference/modules.md, rocketsim/calibration/parse_client.py.
 """
 
 from __future__ import annotations

@@ -11,8 +11,7 @@ What is read (field names of ``benchmark-framework/.../TestResult.java``; values
   either, the first step of the quantile map is taken as one send (``100 / p_0``).
 * ``publishRate``: the observed throughput (successes only, all workers summed).
 
-Publish latency is of successful sends only, recorded in µs and clamped at 60 s
-(``WorkerStats``: ``highestTrackableValue = 60 s``), so a value at 60 s means "60 s or more".
+More: docs/reference/modules.md, rocketsim/calibration/parse_omb.py.
 """
 
 from __future__ import annotations

@@ -11,8 +11,7 @@ The queue only names the endpoint: the Proxy chooses the broker queue itself
   walks the queues from there and keeps the first of each broker whose endpoints are not isolated (all of
   them ignoring isolation when every endpoint is); FIFO ``LongMath.mod(sipHash24(group), n)``.
 
-Both filter the route as ``is_writable() and is_master_broker()`` / ``permission.isWritable() &&
-broker.id == MASTER_BROKER_ID``, in route order.
+More: docs/reference/modules.md, rocketsim/client/grpc_balance.py.
 """
 
 from __future__ import annotations

@@ -5,19 +5,7 @@ Per send (Java ``JC/impl/producer/ProducerImpl.send`` / ``send0``, java-5.2.1; P
 ``PY/producer/producer.py`` ``Producer.send`` / ``__send`` / ``__handle_send_response_sync`` /
 ``__check_send_retry_condition``, 5.1.2):
 
-1. the topic's balancer (created on the topic's first send, from a random start); no route: the send
-   fails before any pick;
-2. each attempt's queue: Python picks anew every attempt (next in the round robin, or the FIFO hash);
-   Java takes the candidates once (``takeMessageQueues(isolated, maxAttempts)`` or the FIFO queue) and
-   attempt n uses ``candidates[(n - 1) % size]``;
-3. the message type against the queue's accept types (Java every attempt, Python the first pick), the
-   body against the pushed ``max_body_size`` (Python, every attempt, before the RPC);
-4. the RPC, with the full request timeout as its own deadline (no total budget);
-5. a failure: Java isolates the endpoint; the send ends after ``maxAttempts``; TOO_MANY_REQUESTS ends it
-   (Python) or waits the retry policy's delay (Java); anything else is retried at once.
-
-The loop is a generator: it yields a :class:`GrpcCall` per RPC and receives its
-:class:`rocketsim.client.grpc_codes.Reply`, so an engine can interleave sends in simulated time.
+More: docs/reference/modules.md, rocketsim/client/grpc_send.py.
 """
 
 from __future__ import annotations

@@ -11,10 +11,7 @@ change inside a line ("exists since" a tag) are properties comparing the version
 a client talks to is :attr:`ClientVersion.broker`: a 4.9.x client talks to a 4.9.8 broker, a 5.x client to
 a 5.3.3 broker; a broker release's behaviours are the rows of :data:`BROKER_LINES`.
 
-Adding a client line: a row of :data:`REMOTING_LINES` (its first tag and each column read against that
-tag's code; :data:`rocketsim.client.fault.FAULT_UPDATES` names its ``updateFaultItem`` calls by
-``fault_updates``, a new set only if they differ); a tag of the supported range takes the row whose
-``since`` is the latest at or before it.
+More: docs/reference/modules.md, rocketsim/client/versions.py.
 """
 
 from __future__ import annotations

@@ -7,14 +7,7 @@ Two implementations give the same tables: :mod:`rocketsim.engine.reference` (the
 :mod:`rocketsim.engine.compiled` (numba,
 ~100x faster; the inputs its ``supports`` accepts). Both read :mod:`rocketsim.engine.plan`.
 
-A scenario with closed-loop brokers (``brokers.coupling`` not ``open``): ``joint`` runs on the reference
-engine (:mod:`rocketsim.engine.joint`, the exact oracle); ``iterative`` rounds choose as below, round by
-round (:func:`rocketsim.engine.iterative.simulate_round`). ``ROCKETSIM_ENGINE`` picks one otherwise:
-``reference``, ``compiled`` (an input it does not cover is a ``SimulationError``), or unset/empty: the
-compiled engine where it supports the input, else the reference.
-Any other value is a ``ConfigError``. The gRPC client family (``producers.client_family = "grpc"``)
-runs on :mod:`rocketsim.engine.grpc`, the readable engine's loop with the gRPC hooks, whatever the choice
-but ``compiled`` (which does not cover it: a ``SimulationError``).
+More: docs/reference/modules.md, rocketsim/engine/__init__.py.
 """
 
 from __future__ import annotations

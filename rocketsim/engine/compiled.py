@@ -11,53 +11,7 @@ against the route last looked up); any number of sender threads; route versions 
 route-mutation quirk; retry codes per version, ``retry_another_broker_when_not_store_ok``, the
 call-timeout budget and the 5.3.3+ per-request cap; every fault kind and the error mix of the broker model.
 
-How the reference is mirrored:
-
-* Events: the reference keeps a heap of ``(time, event, counter)`` with call completions (DELIVER)
-  before send starts (START) at equal times and the push counter as the last key; the kernel keeps the
-  same heap with the same pushes in the same order, so the fault table sees the same updates in the same
-  order. A ONEWAY call completes when its request is written (at once unless the write failed).
-* Routes: one TopicPublishInfo "instance" per (topic, cache miss) with its own queue slots (mutable, for
-  4.9.7) and per-thread ``ThreadLocalIndex`` state; a send keeps its instance for all its retries.
-* Threads: a selection on one of the client's threads (an ASYNC send's executor, callback or event-loop
-  thread) uses that thread's ``ThreadLocalIndex`` and ``whichItemWorst``: the kernel numbers them after
-  the sender threads, their draws keyed by their names (``Threads.bits``).
-* Draws: SplitMix64 with uint64 wrap-around, keyed exactly as ``rng.draw_key`` / ``rng.derive_key``;
-  string parts (``sendWhichQueue:<topic>``, ``whichItemWorst``) are hashed in Python and passed in.
-* The fault table is kept in ``ConcurrentHashMap`` iteration order (bins, insertion order, resizes).
-* Rows: the kernel reports attempts and one outcome per send; error texts are made in Python with
-  :mod:`rocketsim.client.send`'s own constructors, and :func:`rocketsim.engine.plan.build_tables` makes the
-  rows.
-
-Streaming (:func:`simulate_chunks`): a producer's sends live in a ring (send ``g`` at slot ``g % capacity``;
-inside the loop a send is its slot), given a prepared chunk at a time (:func:`give_sends`) and taken out
-once ended (:func:`take_attempts`, ``_Kernel.take``), so a producer's memory is its chunks in flight, not
-its size. The loop stops (LOOP_NEED_INPUT) before taking an event at or after the latest born time given:
-a START whose send is not given yet (a thread free with nothing given to it, a thread not seen yet, the
-pool's next send) cannot come earlier, since born times do not decrease in seq order. Such a START waits
-with the push counter it would have had (:func:`resolve_deferred` pushes it once its send is given; a
-thread's first START is numbered by first appearance, below the loop's own counters), so the events come
-in the whole run's order and the tables are the whole run's. A whole run is one chunk given as the last
-(:func:`run_prepared`).
-
-The loop's steps are separate functions, called, not inlined at numba's level (but two, below): numba's
-``inline="always"`` on every step made the loop ~40% faster but its first compile took 150 s and 2.4 GB
-instead of 60 s and 0.6 GB, paid by every fresh checkout and after every change to this file (``make`` warms
-the cache once, at install). Every call passes every array of its arguments as seven separate values (numba
-flattens NamedTuples), so a step that takes ``inp`` and ``state`` and that LLVM does not inline costs a copy
-of ~700 words per call: the small steps take only the arrays they use, the per-send fields are one matrix
-(``FL_*`` columns), and the ASYNC steps run inside one function (:func:`async_event`). Two steps are inlined
-at numba's level into :func:`run_loop`, their only caller, where LLVM left them calls that copy all of ``inp``
-and ``state``: :func:`async_event`, whose ~780-word argument copy was a third of an ASYNC send's time
-(inlined, ~1.4x the ASYNC attempts per second), and :func:`start_send`, once per SYNC or ONEWAY send
-(inlined, ~1.4x the SYNC and ONEWAY attempts per second; the closed-loop store's arrays had made its copy
-larger); neither makes the compile longer, since each body is compiled once either way. Every function of
-the event loop is compiled without the runtime's reference counting (``_nrt=False``): the loop allocates
-nothing (the caller passes every array in), and the atomic incref/decref pairs the runtime would put around
-each array argument cost more than the simulation itself. numba freezes the module-level constants it reads
-(OutcomeKind, SendKind, ...) and the functions it inlines from other modules into the cached machine code;
-the cache's entries are stamped with every core source (:mod:`rocketsim.engine.numba_cache`), so a change
-to any of them compiles the engine again.
+More: docs/reference/modules.md (compiled.py), docs/benchmarks.md ("The compiled engine's loop").
 """
 
 # Mirrored by engine/reference.py (the readable event loop over rocketsim.client.send /

@@ -10,14 +10,7 @@ Mirrors (here -> there; tests/test_engine_compiled_store.py runs both on the sam
   and the sweeper remark's ``size of queue``);
 * :func:`closed_outcome` -> :func:`rocketsim.broker.queue.closed_outcome`.
 
-Both read the same tables: the fates (:class:`rocketsim.broker.queue.Fate`), the remarks
-(``broker_store.REMARKS``, filled in Python from the fate, period and size the kernel reports), the
-sweeper's schedule constants and ``SYSTEM_BUSY``.
-
-The trajectories of every broker reach the kernel as :class:`StoreTables`: the arrays of
-:mod:`rocketsim.engine.trajectory_layout` (the one layout the readable answer reads too) and the
-parameters (numba passes each array of a NamedTuple as separate values to every step, so few arrays cost
-the open model little).
+More: docs/reference/modules.md, rocketsim/engine/compiled_store.py.
 """
 
 from __future__ import annotations

@@ -4,20 +4,7 @@
 overridden (the loop itself is the reference engine's: sender threads, events in time order, the
 records as the same two tables):
 
-* ``steps``: the gRPC send (:func:`rocketsim.client.grpc_send.grpc_send_steps`) instead of
-  ``sendDefaultImpl``: the client's pick names an endpoint, no latency-fault table;
-* ``transport_for``: the Proxy (:mod:`rocketsim.broker.proxy`) in front of the broker model: in cluster
-  mode its own queue choice over its route (refreshed every 20 s) and its 2 s wait for the broker; in
-  local mode the broker's own Proxy, whose process shares the broker's faults;
-* ``strategy``: a :class:`HeartbeatClock` in place of the fault strategy: the client's heartbeats every 10
-  s from 1 s, at which an isolated endpoint that answers rejoins (Java).
-
-Sends: SYNC and ASYNC (a gRPC ``send`` / ``sendAsync``: the same attempts; an async send does not hold its
-thread), ordered messages as FIFO messages (their key the message group), delay and transactional messages
-as normal ones (topics accept every type here). No oneway and no batch: the gRPC clients have neither
-(refused by the scenario). Every attempt's draw is keyed by (seed, producer, seq, attempt), as the
-remoting engines'. This engine has no compiled twin: it runs at the reference engine's speed
-(docs/grpc.md).
+More: docs/reference/modules.md, rocketsim/engine/grpc.py.
 """
 
 from __future__ import annotations

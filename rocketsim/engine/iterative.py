@@ -1,38 +1,6 @@
 """``brokers.coupling = "iterative"``: the closed-loop brokers by rounds to a fixed point, per producer.
 
-Round 0 simulates every producer alone against idle brokers. Each round records every request that
-reaches a broker's store (:func:`rocketsim.broker.queue.carries_load`) as arrival work per (broker, ms):
-a count and a byte sum, integer sums mergeable in any order. From the sum over all producers each
-broker's :class:`Trajectory` is rebuilt: the exact store (:class:`rocketsim.broker.queue.BrokerStore`)
-replayed over those arrivals, with its state (first free send thread, free writer, queue depth, the
-page cache's busy spans) at every ms. The next round simulates every producer again, each request
-answered by :func:`rocketsim.broker.queue.decide` from the trajectory's state at its ms (as if half of that
-ms's other arrivals came before it). The rounds stop when a round's arrivals equal the previous round's
-(the trajectory it was simulated against is the one its arrivals make: a fixed point; residual 0) or
-after ``MAX_ROUNDS``; the last round's rows are the run's, with its round count and residual (the
-(broker, ms) buckets whose arrivals still changed).
-
-Every round is deterministic and each producer depends only on the trajectories, so the result does not
-depend on how producers are spread over tasks: :func:`simulate_iterative` runs the rounds in one process;
-:func:`rocketsim.spark.run.iterate_rounds` spreads them over executors with the same pieces
-(:func:`simulate_round`, :func:`arrival_work`, :func:`converged`, :func:`trajectories`; arrival work and
-trajectories cross processes as :func:`work_table` rows and :func:`trajectories_to_bytes`).
-
-A trajectory keeps per ms with arrivals the state after it and cumulative counts (requests admitted,
-and queued), the state at a ms's middle request only where others of its ms came before it, and per ms
-how many queued requests had left by then (:mod:`rocketsim.engine.trajectory_layout`): about 20 bytes a
-ms with arrivals, none per request. :class:`Trajectories` packs every broker's once; the readable and
-the compiled answers read the same packed arrays, which a producer task maps from the round's file.
-
-Speed: a round's producers run on the compiled engine (:func:`rocketsim.engine.compiled.simulate_round`,
-the trajectories as :class:`rocketsim.engine.compiled_store.StoreTables`), the trajectories are replayed
-compiled (:func:`rocketsim.engine.compiled_store.replay`) and the arrival work is numpy arrays
-(:class:`ArrivalWork`); ``ROCKETSIM_ENGINE=reference`` runs the readable twins.
-
-Against :mod:`rocketsim.engine.joint` (exact) the approximations are: a request does not see the requests
-of its own ms in order, only half of them; a producer sees its own earlier load through the trajectory of
-the previous round; the sweeper's ``size of queue`` counts the trajectory's admissions.
-tests/test_engine_iterative.py states how close it comes.
+More: docs/reference/modules.md, rocketsim/engine/iterative.py.
 """
 
 from __future__ import annotations

@@ -8,13 +8,7 @@ minute each) and left a new directory in the user-wide cache. And a compiled fun
 functions and freezes the constants it reads from other modules, which the stamp of its own file does
 not cover.
 
-:class:`EngineCacheLocator` answers for every ``njit(cache=True)`` function of the package (the engine's,
-and the rules of other core modules it compiles as they are, e.g. ``broker.latency.answer``) when
-``NUMBA_CACHE_DIR`` is set (``make``, ``spark-submit.sh`` and the tests set it): one directory,
-``<NUMBA_CACHE_DIR>/rocketsim-engine``, whatever the path of the source, and one stamp, the hash of every
-core source (every ``.py`` of the package outside its outer layers), read from the checkout or from the zip
-alike. :func:`install` puts it first in numba's list of locators; without ``NUMBA_CACHE_DIR`` numba's own
-locators apply.
+More: docs/reference/modules.md, rocketsim/engine/numba_cache.py.
 """
 
 from __future__ import annotations

@@ -5,26 +5,7 @@ The queue choice, fault table and retry loop are :mod:`rocketsim.client.fault` a
 send loops are generators); the answers come from :mod:`rocketsim.broker.latency`; this module drives them.
 Time and order, per producer instance (its own fault table, route cache and per-thread queue indexes):
 
-* Sender threads (``producers.sender_model``, :class:`PoolSenders` or :class:`PartitionedSenders`): a
-  pool's next send (by born time) goes to the thread idle the longest; partitioned threads take
-  ``seq % threads`` in seq order. A sync or oneway send starts at ``max(born, thread free)``, so queueing
-  delay is an outcome; an async send is submitted when a thread takes it and the thread moves on at
-  once. The thread that selects decides the ``ThreadLocalIndex``.
-* The client's pools (:class:`ClientPool`): an ASYNC send runs on an async-sender executor thread (its
-  first selection), its callbacks on the callback executor's threads (their retries' selections), a 5.x
-  connect failure's on the event loop (``send.IO_THREAD``); a send holds its pool thread until it waits
-  for a callback or ends (a 4.9 connect failure, thrown synchronously, keeps it busy), the next task
-  waits for a free thread. The loops' :class:`rocketsim.client.send.Step` say where.
-* Every call is an event at its end time; events are handled in time order (calls ending before sends
-  starting at the same ms, then by creation order), so the fault table sees updates in the order the
-  client would, across threads and overlapping async sends.
-* The route a producer sees changes only at its 30 s polls after the name server dropped or re-added a
-  broker (:mod:`rocketsim.client.route`); each change builds a new TopicPublishInfo with a new index.
-* Ordered messages go through the selector (``send.ordered_send_steps``: SelectMessageQueueByHash; SYNC
-  makes one attempt, ASYNC retries to the same queue, ONEWAY returns after the write); batches are one
-  send of a ``MessageBatch`` (never compressed): every member gets the batch's outcome, and its attempts
-  are counted (and its attempt rows keyed) on the first member; invalid messages are not sent: they
-  become ``REJECTED`` results with the client's own error text.
+More: docs/reference/modules.md, rocketsim/engine/reference.py.
 """
 
 # Mirrored by engine/compiled.py (the numba kernel: same events, same order, same tables, only faster);

@@ -4,24 +4,7 @@
 
 Per broker (``columns``, what a replay gives):
 
-* ``snap``: ``N_SNAP_COLUMNS`` rows over the n ms with arrivals (ascending): ``C_MS`` the ms; after its
-  requests ``C_THREAD`` the first free send thread and ``C_WRITER`` the free writer, as us after the ms
-  began (0: free by then; a later ms arrives after that, and ``decide`` only takes ``max(arrival,
-  free)``); ``C_ADMITTED`` the requests the queue took up to it and ``C_QUEUED`` those of them that left
-  the queue after their arrival (cumulative counts: "how many before t" is one lookup);
-* ``leave``: two rows over the distinct ms by whose start queued requests had left (the leave us rounded
-  up): ``L_MS`` and ``L_LEFT``, how many had left by then (cumulative). Nothing changes the store between
-  arrivals, so a request at ms t meets the state after the last snapshot i before t: its thread and
-  writer, and ``C_QUEUED[i] - left(t)`` requests in the queue;
-* ``mid``: ``N_MID_COLUMNS`` rows over the ms whose middle request has others before it (3 or more
-  requests; with 1 or 2 the middle one is the first, which meets the state above): ``M_MS``, and the
-  state at that request, ``M_THREAD``, ``M_WRITER`` (us after the ms began, 0: free) and ``M_DEPTH``;
-* ``busy``: the page cache's busy [from, to) ms spans.
-
-Packed (:func:`pack`): every broker's ``snap``, ``mid`` and ``leave`` in one ``data`` array, int32 where
-every value fits (else int64), and ``head`` (int64): per broker ``N_HEAD`` entries (``H_*``: offsets and
-lengths), then the busy spans and the ``store_stall`` quads ((start, end, period, stall) us). As bytes
-(:func:`to_bytes`): a 64-byte header, ``head``, ``data``; :func:`from_buffer` views them without a copy.
+More: docs/reference/modules.md, rocketsim/engine/trajectory_layout.py.
 """
 
 from __future__ import annotations

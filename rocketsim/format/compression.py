@@ -9,12 +9,7 @@ Upstream behaviour (``DefaultMQProducerImpl.tryToCompressMessage`` and ``sendKer
   (``UtilAll.compress``) and set only ``COMPRESSED_FLAG``;
 * on decode, type bits 8-10 of the sys flag pick the decompressor; 0 means ZLIB (older writers), 4..7 fail.
 
-Byte-exactness: ZLIB is a plain zlib stream (``java.util.zip.Deflater`` through ``DeflaterOutputStream``),
-equal to :func:`zlib.compress` when both link the same zlib (1.2.13 for the vectors). LZ4 is the frame
-lz4-java's ``LZ4FrameOutputStream`` writes: 4 MB blocks, independent blocks, no checksums, no content size,
-the level ignored. ZSTD is what zstd-jni's ``ZstdOutputStream(level)`` writes after ``write``, ``flush``,
-``close``: a frame without content size or checksum whose data blocks end with an empty last block. ZSTD
-bytes depend on the libzstd version, so only round trips are guaranteed.
+More: docs/reference/modules.md, rocketsim/format/compression.py.
 """
 
 from __future__ import annotations

@@ -7,13 +7,7 @@ its *bucket*: values below 2**18 alone, above that ranges of 2**k values (``Abst
 ``getBucketIndex``, ``lowestEquivalentValue``, ``highestEquivalentValue``, ``medianEquivalentValue``).
 What OMB writes is read off the buckets:
 
-* ``getValueAtPercentile(p)``: the rank ``max(1, ceil(nextAfter(p, -inf) * n / 100))``, the first bucket
-  whose cumulative count reaches it, its highest equivalent value (its lowest for ``p == 0``);
-* ``getMean()``: the sum, in ascending bucket order and in doubles, of each bucket's median equivalent
-  value times its count, over ``n``; ``0.0`` when empty (so are the percentiles and the max);
-* ``getMaxValue()``: the highest equivalent value of the largest value recorded;
-* ``percentiles(100)`` (``PercentileIterator``, 100 ticks per half distance to 100 %): the keys of the
-  ``aggregated*Quantiles`` maps: the percentile a bucket actually reaches, ``100 * cumulative / n``.
+More: docs/reference/modules.md, rocketsim/omb/hdr.py.
 """
 
 from __future__ import annotations

@@ -2,23 +2,7 @@
 
 OMB counts as its RocketMQ driver and ``WorkloadGenerator.printAndCollectStats`` do, and so does this:
 
-* a send is *published* when a SendResult came back, whatever its status: the driver's
-  ``SendCallback.onSuccess`` completes the future for any ``SendResult``
-  (``driver-rocketmq/.../RocketMQBenchmarkProducer.sendAsync``). rocketsim's statuses of that kind are
-  :data:`rocketsim.broker.store.SENT_STATUSES` (``SEND_OK``, the three stored-but-not-OK statuses, and a
-  oneway written); ``FAILED`` and ``REJECTED`` (``onException``) are errors;
-* a send is counted in the window in which it *ended*: ``WorkerStats.recordProducerSuccess`` runs in the
-  callback, and ``getPeriodStats`` takes what was recorded since the last 10 s tick. Windows here are
-  10 s of simulated time from the scenario's start (OMB's are 10 s of wall time, a little more);
-* publish latency is the send call (``send_results.latency_ms``: every attempt), publish delay the wait
-  between the message's intended send time and the start of its send (``queue_wait_ms``: born ->
-  a sender thread takes it; OMB: ``rateLimiter.acquire()`` -> ``sendAsync``); both in microseconds,
-  clamped to 60 s, of published sends only;
-* percentiles are HdrHistogram's over every producer's sends of the window together
-  (:mod:`rocketsim.omb.hdr`), never averaged; rates are counts over the window's seconds.
-
-rocketsim has no consumer: ``consumeRate``, ``backlog`` and ``endToEnd*`` are zeros (arrays as long as
-the others, so ``bin/create_charts.py`` can take their ``max``) and ``{}``.
+More: docs/reference/modules.md, rocketsim/omb/result.py.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """The time axis every chart of a run shares: the window-coverage rule, the fault windows, series styles.
 
-* Coverage. A summary window is ``[window_start_ms, window_start_ms + window_ms)`` on the scenario's
-  clock; the run covers scenario time 0 to its end (``run_summary.duration_ms``: the arrival clock starts
-  at 0, so its first birth is one arrival gap after it), so the run's end cuts its last window short.
-  :func:`covered_windows` draws each window at the centre of the part the run covers and
-  :func:`per_covered` scales a per-window quantity (a count, a writer's busy time) to that part, so a
-  cut window does not look like a drop in rate; a window covered less than :data:`MIN_COVERED` of its
-  length is left out (a rate over a sliver of time is noise).
-* Marks. :meth:`Timeline.mark` draws each fault window of the scenario the one way (a band behind the
-  data, dashed edges over it) on every time axis, and a hatched band where producers begin to stop (the
-  workload ending: the total rate falls from there for want of senders); :func:`legend` names each
-  (a fault's kind, broker and span) once per figure, below it.
-* Styles. :func:`series_styles` gives series that may coincide (brokers with the same p99, p99.9 equal to
-  the max) a marker each and draws the first ones wider, so a later line never hides an earlier one.
+More: docs/reference/modules.md, rocketsim/present/timeline.py.
 """
 
 from __future__ import annotations

@@ -2,23 +2,7 @@
 
 Two formats, told apart by their first character (``{``: JSON):
 
-* a **Prometheus HTTP API range query** (``/api/v1/query_range``): ``{"status": "success", "data":
-  {"resultType": "matrix", "result": [{"metric": {labels}, "values": [[unix_s, "value"], ...]}]}}``;
-  values are strings (``"NaN"``, ``"+Inf"`` allowed). An instant query (``"vector"``) has one point per
-  series and is refused;
-* a **Grafana CSV** (panel -> Inspect -> Data -> Download CSV): a header of quoted display names
-  (``"Time","broker-a",...``), the delimiter of the browser's locale (``,`` ``;`` or a tab, or given by a
-  first line ``sep=;`` when downloaded for Excel), ``\\r\\n`` lines, empty cells for nulls, times as epoch
-  ms or as formatted dates, values raw or formatted with a unit (``"12.3 ms"``, ``"1.2 s"``, ``"5%"``).
-  Series joined by time give one header; otherwise one block per series, separated by blank lines. The
-  older ``Series,Time,Value`` layout is read too. A header naming a label set (``{node_id="broker-a",
-  le="10"}``) gives its labels.
-
-The caller says what a file holds (:data:`KINDS`): ``latency`` (a quantile per broker, or histogram
-buckets by ``le``), ``errors`` (requests by ``response_code``, or an error ratio per broker), ``up``.
-Metric names are checked against what RocketMQ's brokers and exporters publish (an unknown one is an
-error); expressions (``histogram_quantile(...)``, ``rate(...)``) carry no name and are taken as the kind
-says. Every error is a :class:`SeriesError` naming the file, the line or field, and what was expected.
+More: docs/reference/modules.md, rocketsim/replay/series.py.
 """
 
 from __future__ import annotations

@@ -1,32 +1,6 @@
 """An incident's per-broker series -> rocketsim's fault timeline (calibration.md §4.2), on a 10 s grid.
 
-1. **Normalise**: each series to its scenario broker (an exact name, ``broker_map``, or the one scenario
-   broker its identity contains, e.g. ``broker-a:5557``); raw counters to rates (a reset restarts them).
-2. **Resample** onto 10 s windows from the first sample: a sample stands for the step before it (a
-   ``rate(...[1m])`` scraped every 60 s fills six windows with one value); the effective resolution is
-   the largest step. Several series of one broker are summed (rates: buckets, requests by code) or
-   averaged (levels: a quantile, a ratio; ``up``: the least).
-3. **Baseline** per broker: the median over ``baseline`` (seconds from the first sample), else over the
-   whole span (robust while the incident covers less than half of it).
-4. **Signals** per window: the slowdown ``q_t / q_0`` of a latency quantile, or ``exp(mu_t - mu_0)``
-   from histogram buckets (a lognormal's location fitted to each window's bucket counts with the shape of
-   the baseline: :mod:`rocketsim.replay.buckets`); error ratios per response code; request rate; ``up``.
-5. **Segment** with hysteresis: a slowdown from 1.5x until below 1.2x; an error burst while a code's ratio
-   is over ``max(10 e_0, 1e-3)``; down while ``up`` is 0 (outage), or while the broker answers almost
-   nothing (requests under 5 % of its baseline: a hang when ``up`` says it runs, else an outage; with
-   latency alone, no value after its first). Pieces at most one window apart join; a fault lasts at least two
-   windows; its level is the median over its windows. Three or more outages at a steady period make one
-   ``flapping`` fault.
-6. **Map** to ``FaultConfig`` (times from the first sample, on the 10 s grid): slowdown ``factor``,
-   error burst ``rate = (e - e_0) / (1 - e_0)`` of the code, outage, hang, flapping. rocketsim's faults
-   of one broker must not overlap: a down window wins over an error burst, which wins over a slowdown.
-
-Left out (listed in :attr:`Replay.left_out`), because the model makes them from the incident's *load*:
-a slowdown of a broker whose request rate rose while another broker was down (traffic moved there after
-a route change: the producers' route polls and fault isolation do that); ``system_busy`` bursts when the
-base scenario's brokers are closed-loop (their flow control answers SYSTEM_BUSY under load); and
-retries, which follow from the client's settings (error ratios are per request, as ``error_burst.rate``
-is per attempt). Response codes the broker model has no fault for are listed too.
+More: docs/reference/modules.md, rocketsim/replay/timeline.py.
 """
 
 from __future__ import annotations

@@ -7,14 +7,7 @@ the base overrides (``--set``), and a variant that changes them is refused.
 
 Syntax (command line):
 
-* ``--variant NAME:KEY=VALUE`` (repeat the same NAME to add overrides; ``--variant NAME`` alone is the
-  scenario as it is), e.g. ``fault_on:producers.send_latency_fault_enable=true``;
-* ``--sweep KEY=V1,V2,V3`` (repeatable): the grid of every combination, named ``client_version=5.3.3``
-  or ``client_version=5.3.3+retry_times_when_send_failed=4``. With both, each variant is crossed with
-  each sweep point (``fault_on+client_version=5.3.3``).
-
-A comparison's ``comparisons`` table is a reshape of the variants' ``run_summary`` rows
-(:func:`comparison_table`).
+More: docs/reference/modules.md, rocketsim/scenario/variants.py.
 """
 
 from __future__ import annotations

@@ -11,14 +11,7 @@ aggregates, keyed by variant, leave the task (a file in a scratch folder); nothi
 written. The driver merges them (:func:`rocketsim.tables.summaries.merge`, every table computed per variant)
 and writes, each as one commit:
 
-* ``comparisons``: every ``run_summary`` metric of every variant and scope, next to the baseline
-  variant's value, with the delta and the delta in percent (long format,
-  :func:`rocketsim.scenario.variants.comparison_table`);
-* ``comparison_windows``: ``broker_windows`` of every variant (the timelines side by side);
-* ``comparison_fault_windows``: ``fault_windows`` of every variant (each fault against the rest);
-* a ``runs`` row for the comparison (the base scenario, its overrides, counts, wall time);
-
-and makes the four the comparison's in one run-level commit (:func:`rocketsim.spark.delta_sink.publish_run`).
+More: docs/reference/modules.md, rocketsim/spark/compare.py.
 """
 
 from __future__ import annotations

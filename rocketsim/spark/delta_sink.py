@@ -11,8 +11,7 @@ for a DataFrame. Table writes have two engines:
   ``spark.read.parquet`` and written the same way, then their staging folder is deleted. Delta itself
   enforces the non-nullable columns there.
 
-The run-level commit is the same for both (``run_commits`` is always written with ``deltalake``); the
-superseded writes are removed by the engine that writes the tables.
+More: docs/reference/modules.md, rocketsim/spark/delta_sink.py.
 """
 
 from __future__ import annotations

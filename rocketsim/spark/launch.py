@@ -3,22 +3,7 @@
 
 After its command line and scenario were checked (:mod:`rocketsim.spark.cli`: exit 2 and one line):
 
-1. the job claims its run id in the warehouse (:mod:`rocketsim.warehouse.claims`): a second job on a
-   run id being written fails here, naming the first (when it started, its host and pid), exit 2;
-2. a job that reads a run's tables checks they are there, complete and as ``run_commits`` recorded
-   them (exit 2 and one line saying which is missing or damaged: e.g. ``jobs/summarize.py`` on a run
-   id with no data);
-3. Spark starts and the job runs; the claim is released however the job ends;
-4. an error after Spark started ends the job with exit 1 and one line saying what happened and what
-   the user can do (a full disk, a damaged Delta log, a missing file, a run that does not reconcile,
-   ...), with no trace; an error it does not know prints the same kind of line, and its trace goes to
-   Spark's log. Nothing the job wrote is visible then (:mod:`rocketsim.warehouse.run_commit`), unless
-   the error came after its run-level commit (:class:`PublishedRunError`: the line says so).
-
-The one line goes to stderr. Through ``./spark-submit.sh`` (where a Python driver's stderr reaches the
-JVM's stdout, and the JVM's stderr carries Spark's logging) it goes to the file
-``ROCKETSIM_ERROR_FILE`` names, which the script prints on stderr once the JVM ended; Spark's logging
-goes to the file ``ROCKETSIM_SPARK_LOG`` names, which the line names.
+More: docs/reference/modules.md, rocketsim/spark/launch.py.
 """
 
 from __future__ import annotations

@@ -10,32 +10,7 @@ Spark job reads a table):
    :func:`rocketsim.stage.producer.producer_task`;
 2. one task per broker runs :func:`rocketsim.stage.broker.broker_task`.
 
-``brokers.coupling = iterative`` first runs its rounds (:func:`rocketsim.stage.coupled.iterate_rounds`,
-each round a Spark job of :func:`~rocketsim.stage.coupled.round_task`), and step 1 then simulates
-against the last round's trajectories.
-
-The tasks write straight into the tables' staging folders (``<table>/_staging/<write id>``, shared
-storage on a cluster) and their small aggregates into a scratch folder beside them; the driver merges
-those into the summary tables and ``consumer_load`` (:func:`rocketsim.stage.driver.finish_stage`)
-and commits each table's files as one write of the table
-(:func:`rocketsim.spark.delta_sink.publish_staged`: a ``deltalake`` transaction, or delta-spark when the
-session has it), in registry order, invisible to readers; then reconciles the run from the tasks' counts
-and the commits' reports (:mod:`rocketsim.tables.reconcile`), and only then makes the writes the run's in one
-run-level commit (:func:`rocketsim.spark.delta_sink.publish_run`): readers see the old run until that
-commit and the new one, whole, from it on (:func:`write_stage` stops before it, for a job that adds a
-table of its own, such as the pipeline's ``runs`` row).
-
-One stage, every job (:func:`run_stage`'s ``stages``, a contiguous part of the stage graph's
-:data:`rocketsim.stage.graph.STAGES`): ``jobs/pipeline.py`` runs all four in one pass;
-``jobs/generate.py`` only generates; ``jobs/simulate.py`` reads each producer's messages back from the
-files of the run's committed ``messages``; ``jobs/broker_side.py`` and ``jobs/summarize.py`` read what
-they need of the committed tables the same way (the driver hands the tasks the files, with the producer
-or broker range of each from the Delta log's statistics, so executors need no deltalake). The tables are
-the same, row for row, for any split of the work (the tests compare them).
-
-The limit: a producer is simulated serially in one task (its fault table and clock are one state), so
-one producer's rows must fit in a Python worker's memory (about 1 KiB per message at peak) and the
-largest producer bounds the stage's time; brokers are numbered one task each.
+More: docs/reference/modules.md, rocketsim/spark/run.py.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """A producer task: a bin of producers' part of the stage, written through the stage's sinks.
 
-Each producer's messages (generated, or its committed ones) are simulated a chunk of
-:attr:`~rocketsim.stage.plan.StagePlan.chunk_rows` messages at a time
-(:func:`rocketsim.stage.tables.producer_chunks`; coupled producers: whole), and each chunk's rows go to
-the task's parts: ``messages``, ``send_attempts``, the ``send_results`` rows that point at no record,
-the ``transactions`` rows of messages whose result points at no half, and, grouped by broker for the
-broker tasks, the commit-log records, the results pointing at them and the results of messages with
-another stored half. Its summary aggregates are folded chunk by chunk
-(:class:`rocketsim.tables.summaries.ProducerFold`). Producers smaller than a chunk are simulated whole
-and gathered into groups of about :data:`GATHER_ROWS` messages: one part of each table per task, and
-the per-chunk work done once for many small producers. The task's aggregates, merged, go to the
-scratch store; it returns its counts (:mod:`rocketsim.tables.reconcile`). A job without the
-simulation only generates, or reads back what it needs of the committed tables
-(:mod:`rocketsim.stage.inputs`).
+More: docs/reference/modules.md, rocketsim/stage/producer.py.
 """
 
 from __future__ import annotations

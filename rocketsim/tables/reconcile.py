@@ -3,24 +3,7 @@ report, the tables the driver made and the commits' reports. No table is read ba
 
 Every rule compares two quantities (or sums of them), named ``<table>.<what>``:
 
-* ``<table>.rows``: the rows committed: the commit's report (rows in the Parquet footers, or Delta's
-  metrics) for a table the job writes, the Delta log's file statistics for one it only reads;
-* ``<table>.published``: for a table the job only reads, the rows its write committed, as the run-level
-  commit recorded them (``run_commits.rows``): the log's count differs only if the table was changed
-  or its log damaged after the run was written;
-* ``<table>.made``: rows the tasks or the driver made for a table the job writes;
-  ``<table>.read``: rows the tasks read of a committed table;
-* ``<table>.keys``: distinct keys (the registry's) in those rows. Each task counts its own rows, and a
-  task holds whole producers (messages, attempts, results, the transactions it makes) or whole brokers
-  (commit log, broker storage, the transactions of its halves), so the tasks' counts add up to the
-  run's;
-* the named counts of :func:`message_counts`, :func:`attempt_counts`, :func:`result_counts`,
-  :func:`stored_result_counts`, :func:`log_counts`, :func:`storage_counts`,
-  :func:`transaction_counts` and :func:`table_counts`.
-
-A job checks every rule whose quantities it has (:func:`check`): the whole run all of them; a job that
-writes some tables (``jobs/simulate.py``, ``jobs/summarize.py``, ...) the rules of what it wrote and
-read. A broken rule fails the run with :class:`ReconciliationError`, naming every broken rule.
+More: docs/reference/modules.md, rocketsim/tables/reconcile.py.
 """
 
 from __future__ import annotations

@@ -11,11 +11,7 @@ makes it (status after its delay, a drop or a delay past the deadline as DEADLIN
 UNAVAILABLE), and connections refused after a scripted close with a refuse window until the gRPC
 channel's next reconnect (:func:`rocketsim.broker.proxy.reconnect_ready_ms`).
 
-Compared per send: the picks (by, index, queue, endpoint), the attempts (endpoint, outcome class, whether
-it reached the Proxy), the result (ok; the queue and endpoint, or the exception, its code and text; for
-``AioRpcError`` the gRPC code only, its details vary run to run), and ``end_transaction`` (the client's
-outcome and the endpoint it went to). Per scenario (``<id>/header``): every topic's start index, the
-random draws, the effective ``max_attempts``. One :class:`Result` per send (``G05/send=2``) and per header.
+More: docs/reference/modules.md, rocketsim/vectors/grpc_send.py.
 """
 
 from __future__ import annotations

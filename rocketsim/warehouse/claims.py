@@ -7,16 +7,7 @@ holder (:class:`ClaimError`). While the job runs, a thread refreshes the claim's
 every :data:`HEARTBEAT_S`; the job deletes its claim when it ends, however it ends, short of being
 killed.
 
-A claim whose job is dead is stale and is taken over: on the same host (and boot), when its pid is
-gone or now belongs to a younger process; from another host, when it was not refreshed for
-``ROCKETSIM_CLAIM_STALE_S`` seconds (default :data:`STALE_S`). A claim file that cannot be read (empty:
-its creator was killed, or its disk filled, between creating and writing it) is stale once it is older
-than :data:`WRITE_GRACE_S`. The takeover itself is serialised by a
-second exclusive file (``<run id>.json.takeover``), and the taker checks, holding it, that the claim is
-still the stale one it judged before deleting it, so two jobs racing for a dead job's run id cannot
-both win; ``jobs/vacuum.py`` clears stale claims the same way (:func:`clear_stale`).
-Claims need a local or POSIX shared file system (NFS with close-to-open consistency); on an
-object store (``s3://``, ``gs://``) they are not exclusive and two jobs must not be started on one run id.
+More: docs/reference/modules.md, rocketsim/warehouse/claims.py.
 """
 
 from __future__ import annotations

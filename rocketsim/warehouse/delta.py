@@ -1,21 +1,6 @@
 """The deltalake half of the sink: files staged by any writer -> one Delta commit per table and run.
 
-A write's Parquet files wait in ``<table>/_staging/<write_id>/`` (written by a stage's tasks with
-pyarrow, or by Spark), hidden from Delta readers and from vacuum. :func:`stage_written` moves them into
-``<table>/run_id=<id>/write_id=<write id>/<write id>-part-*.parquet``, reads only their footers for
-the file statistics and refuses a file that breaks the declared schema (types, and nulls in a
-non-nullable column);
-:func:`commit_run` commits them in ONE ``deltalake`` transaction as the partition
-``(run_id, write_id)`` of the table (``DeltaTable.create_write_transaction``): every write of a table is
-a partition of its own, so a commit never touches the run's earlier rows. The write is invisible to the
-project's readers until the run-level commit (:mod:`rocketsim.warehouse.run_commit`) names it; after
-that, :func:`remove_writes` drops the run's superseded writes (a commit of remove actions: no data is
-rewritten). Until its commit a write's files are orphans no reader sees;
-:func:`rocketsim.warehouse.vacuum.vacuum` deletes them. The delta-spark engine of the sink is
-:mod:`rocketsim.spark.delta_sink`.
-
-Commit conflicts between different writes are resolved by deltalake's own retry (disjoint
-partitions); anything else that fails the commit is retried here on a freshly loaded snapshot.
+More: docs/reference/modules.md, rocketsim/warehouse/delta.py.
 """
 
 from __future__ import annotations

@@ -6,32 +6,7 @@ table ``run_commits`` (one row per table of a run: the table, its current ``writ
 it committed) says which write of each table the run holds. A job that writes a run (every job: the
 pipeline, the staged jobs, a comparison, ``write_run`` of the sink):
 
-1. commits each table's write as its own partition (:func:`rocketsim.warehouse.delta.commit_run`): no
-   earlier row changes, and no reader sees the new ones;
-2. reconciles what it wrote;
-3. publishes (:func:`publish_writes`): ONE commit of ``run_commits`` replaces the run's rows there by the
-   new set (the tables it wrote point at their new writes; tables made from what it rewrote, which it
-   does not write itself, are dropped from the run; the others keep theirs). From that commit on,
-   readers see the new run, whole; before it, the old one, whole;
-4. removes the run's superseded writes from the tables (:func:`rocketsim.warehouse.delta.remove_writes`:
-   remove actions only, no data rewritten).
-
-A job killed before step 3 leaves the old run whole and nothing of the new one visible (its writes are
-orphans: :func:`rocketsim.warehouse.vacuum.vacuum` removes them); killed after it, the new
-run is whole and its superseded writes wait for the next run or ``jobs/vacuum.py``.
-
-After step 3 the job also writes the run's publication record, ``<warehouse>/_published/<run id>.json``
-(which ``run_commits`` write it committed, and the writes it names): a witness outside ``run_commits``,
-so that a ``run_commits`` that lost commits (a damaged or deleted log file, a restored old copy) is told
-from one that never had them. ``jobs/vacuum.py`` refuses such a warehouse
-(:func:`rocketsim.warehouse.vacuum.check_run_commits`) instead of taking the writes it forgot for garbage.
-
-Every reader of the project (:mod:`rocketsim.warehouse.read`, :func:`rocketsim.spark.read.read_spark`,
-the report, the notebooks, the jobs reading a run's committed tables) selects the rows whose
-``write_id`` ``run_commits`` names. An outside reader does the same (docs/tables.md's query)::
-
-    SELECT * FROM delta_scan('<warehouse>/send_results')
-    WHERE write_id IN (SELECT write_id FROM delta_scan('<warehouse>/run_commits'))
+More: docs/reference/modules.md, rocketsim/warehouse/run_commit.py.
 """
 
 from __future__ import annotations

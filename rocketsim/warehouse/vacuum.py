@@ -7,21 +7,7 @@ these two), committed writes no complete run names (killed before its run-level 
 by a rerun killed before removing them), and its claim. :func:`vacuum` deletes the first two, removes
 the third from the tables (a commit of remove actions) and clears stale claims, under these rules:
 
-* a write is garbage only if ``run_commits`` is sound and does not name it: ``run_commits`` must be
-  readable, present wherever a table holds a committed write, and not behind the tables (every run's
-  publication record agrees with it, every write it names is in its table with the rows it recorded).
-  Otherwise nothing is removed at all (:class:`VacuumRefused`), or, when one table is damaged, no
-  unpublished write anywhere (that table may be the sign of a ``run_commits`` that lost commits);
-* nothing of a run a live job claims is touched, and no staging folder made after the earliest live
-  claim began (a staging folder does not say its run);
-* nothing younger than ``min_age_s`` (files by modification time, writes by their write id's time):
-  writers that take no claim (``write_run`` of the sink in a notebook) are protected by that alone;
-* a table whose log cannot be read, or that lacks a write ``run_commits`` names or holds it short (rows
-  deleted by hand), is reported and left alone; the other tables are still vacuumed;
-* a file of ``run_commits`` no log entry mentions that is newer than its run's logged commit is kept with
-  every write it names, until a later commit of that run supersedes it: it is either a job killed just
-  before its run-level commit or a commit whose log entry was lost after the job was killed before
-  writing its publication record, and nothing on disk tells the two apart.
+More: docs/reference/modules.md, rocketsim/warehouse/vacuum.py.
 """
 
 from __future__ import annotations

@@ -1,37 +1,6 @@
 """What a broker stores: what a stored attempt becomes in the broker's store (pure, vectorised).
 
-An attempt the broker wrote has ``stored`` set in ``send_attempts`` (:func:`is_stored_outcome`): ``ok``
-and ``status:*`` answers, and requests the client gave up on that the broker processed anyway (a slow
-answer past the timeout, a lost reply), written at ``stored_ts_ms``; a retry of such a request stores the
-message again (:func:`stored_copy_counts`: duplicates, lost and failed-but-stored messages). This package
-says what was written, following the broker's release (``Scenario.broker_version``: by default the one of
-the client's line, a 4.9.x client talks to a 4.9.8 broker, a 5.x client to a 5.3.3 broker;
-``SendMessageProcessor``, ``CommitLog``/``HookUtils``, ``TransactionalMessageBridge``,
-``MessageExtEncoder``). The broker re-encodes every stored properties string with its own release's
-``MessageDecoder`` (``string2messageProperties``, then ``messageProperties2String``): the stored string
-ends with ``\\x02`` or not, and lists its entries in the HashMap order, of the broker's release
-(``BrokerVersion.properties_trailing_separator`` / ``properties_map_capacity``), whatever the client sent
-(each kind of record: :mod:`rocketsim.broker.store.properties`).
-
-Record sizes come from :func:`rocketsim.format.codec.store_sizes` (the exact ``calMsgLength``), stored
-bodies are what the client sent (compressed where it compressed). Brokers get IPv4 store hosts
-``10.1.0.N:10911`` by their place in ``cluster.brokers``; the offset message id is
-``createMessageId(store host, offset)``.
-
-Approximations: the client's properties are the workload's (``WAIT``, ``TAGS``, ``KEYS``, ``UNIQ_KEY``,
-``DELAY``, ``TRAN_MSG``, ``PGROUP``); commit-log offsets are a running sum of record sizes, without the
-blank filler a broker writes at the end of each 1 GiB file; what a broker writes later (the scheduled
-delivery of a delay message, a committed transaction's final message, op-half and check-back records)
-is not in the commit log here.
-
-The broker step of the stage (:func:`number_broker`): one broker's records, from every producer, numbered
-in its write order (:func:`with_offsets`), and the ``send_results`` rows that point at them completed
-with the record's columns (:func:`attach_store_columns`, :data:`RESULT_STORE_COLUMNS`).
-
-The parts: :mod:`~rocketsim.broker.store.layout` (names, sizes, columns, store files),
-:mod:`~rocketsim.broker.store.hosts`, :mod:`~rocketsim.broker.store.properties` (the scalar reference),
-:mod:`~rocketsim.broker.store.records` (the vectorised path), :mod:`~rocketsim.broker.store.copies`,
-:mod:`~rocketsim.broker.store.commit_log`, :mod:`~rocketsim.broker.store.broker_step`.
+More: docs/reference/modules.md, rocketsim/broker/store/__init__.py.
 """
 
 from __future__ import annotations

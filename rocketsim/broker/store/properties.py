@@ -1,19 +1,7 @@
 """The scalar reference: the property maps a stored copy carries, as client and broker build them,
 and the exact size of the record the broker writes for it (``codec.store_size``).
 
-* normal and ordered messages: the request's properties plus ``CLUSTER=DefaultCluster``; a 4.9.8 broker
-  leaves ``WAIT=true`` out of the stored string (it saves 9 bytes), a 5.x broker keeps it;
-* delay messages (transaction type NOT or COMMIT, level > 0):
-  :func:`rocketsim.format.message.broker_delay_transform` (level clamped to the table's maximum, 18),
-  stored in ``SCHEDULE_TOPIC_XXXX`` queue level - 1 with ``REAL_TOPIC``/``REAL_QID``; the properties
-  string is rebuilt from the whole map, so ``WAIT`` is back; delivery at store time + the level's delay;
-* transactional half messages: ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0 with ``REAL_TOPIC``/``REAL_QID`` (5.x
-  also ``__transactionId__`` = UNIQ_KEY), transaction bits reset to NOT_TYPE (``TRAN_MSG=true`` stays in
-  the properties: that is what marks it prepared), string rebuilt (``WAIT`` back);
-* batch elements (``encodeBatch``): one record per element, the element's own properties as the client
-  encoded them, a ``\\x02`` when they do not end with one (a 4.9 client's), then the batch request's
-  (``WAIT=true``, a 5.x client's ``UNIQ_KEY``, ``CLUSTER``) as the broker encodes them; the body is the
-  element's (never compressed).
+More: docs/reference/modules.md, rocketsim/broker/store/properties.py.
 """
 
 from __future__ import annotations

@@ -5,26 +5,7 @@ Everything here follows ``org.apache.rocketmq.common.message.MessageDecoder``, `
 quirks: Java strings are UTF-16 (a lone surrogate is written as ``?``), lengths are Java ``short``/``byte``
 values that overflow, and the properties parser silently drops what it cannot read.
 
-Decoders have two modes. ``mode="strict"`` (default) accepts only bytes the encoder of ``version`` could have
-written, so anything that decodes re-encodes to the same bytes; everything else raises ``DecodeError`` with
-what is wrong and where. ``mode="java"`` does what the Java decoder of ``version`` does, edge for edge
-(malformed UTF-8 becomes U+FFFD, header fields are ignored, unreadable property segments are dropped, a
-store record's empty body or properties stay None, 5.x reads the V2 store format, ``decodes`` returns the
-records before the first bad one) and raises ``JavaDecodeError`` where Java throws or where its ``decode``
-catches an exception and returns null. Where strict deliberately differs (``b""`` / ``{}`` for zero-length
-store sections; V1 records only), the function says so. Decoders raise nothing but ``DecodeError`` whatever
-the bytes (asking for a flag the version's decoder lacks is a ``ConfigError``).
-Encoders raise ``JavaEncodeError`` (an ``EncodeError``) where Java throws.
-
-The size functions return ``len(encode(...))`` without building bytes; the vectorised ones do it for
-columns of lengths (numpy / pyarrow) at tens of millions of rows per second.
-
-The parts: :mod:`~rocketsim.format.codec.errors` (what Java throws, the two modes),
-:mod:`~rocketsim.format.codec.java_text`, :mod:`~rocketsim.format.codec.properties`,
-:mod:`~rocketsim.format.codec.batch` (batch elements), :mod:`~rocketsim.format.codec.message_id` (hosts,
-offset ids, CRC), :mod:`~rocketsim.format.codec.store_format` and
-:mod:`~rocketsim.format.codec.store_decode` (commit-log records), :mod:`~rocketsim.format.codec.uniq_id`
-(``UNIQ_KEY``), :mod:`~rocketsim.format.codec.sizes` (vectorised sizes).
+More: docs/reference/modules.md, rocketsim/format/codec/__init__.py.
 """
 
 from __future__ import annotations

@@ -11,19 +11,7 @@ tables:
 * the driver calls :func:`merge` (associative, any order gives the same value) and
   :func:`summary_tables`.
 
-Exactness. The tables equal, bit for bit and nulls included, what Spark aggregations over the
-committed attempts and results computed before (the tests keep those as an oracle and compare both ways
-on the same runs): every float is computed with Spark's expression in Spark's order of operations
-(:mod:`rocketsim.tables.summaries.arithmetic`). Sums and counts are integers and so exact in any order;
-merged tables are sorted by their keys, so the order of the aggregates does not matter. A comparison
-tags each producer's aggregates with its key columns (``keys={"variant": name}``): every table is then
-computed per key and carries the key columns first. ``run_id`` is the scheduler's.
-
-The parts: :mod:`~rocketsim.tables.summaries.aggregates` (the aggregate tables, their bytes, merge),
-:mod:`~rocketsim.tables.summaries.producer` (a producer task's aggregates),
-:mod:`~rocketsim.tables.summaries.intervals`, :mod:`~rocketsim.tables.summaries.windows`, and the
-tables made of merged aggregates: :mod:`~rocketsim.tables.summaries.window_tables`,
-:mod:`~rocketsim.tables.summaries.run_summary`, :mod:`~rocketsim.tables.summaries.faults`.
+More: docs/reference/modules.md, rocketsim/tables/summaries/__init__.py.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ More: docs/reference/modules.md (compiled.py), docs/benchmarks.md ("The compiled
 # rocketsim.client.fault, which
 # covers every input); tests/test_engines.py runs both on the same inputs and compares every table.
 # What mirrors what, here -> there:
-#   run_loop, start_send, deliver_*, send_default_impl_step -> reference.ProducerSimulation.run and the
+#   run_loop, start_send, deliver_*, send_default_impl_step -> reference.EventLoop (of .run) and the
 #       send.sync_send_steps / oneway_send_steps / ordered_send_steps / async_send_steps generators
 #       (async_event, async_call: async_send_steps, with ``selected`` for a selector send;
 #       semaphore_*: send.AsyncSemaphore; scan_fired: send.ResponseScan; client_pool_*:
@@ -1557,7 +1557,7 @@ def client_pool_full(cp, pool, capacity):
 
 @njit(**_NO_RC)
 def client_pool_release(cp, fl, heap, st, s, now):
-    """``reference.ProducerSimulation.run``'s ``release``: send ``s`` stops running on its pool thread,
+    """``reference.EventLoop.release``: send ``s`` stops running on its pool thread,
     which takes the send that waited longest (a DELIVER now) or idles."""
     pool = fl[s, FL_POOL]
     if pool < 0:

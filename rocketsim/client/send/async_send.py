@@ -289,9 +289,8 @@ class _AsyncSend:
     def begin(self) -> StepsTo[SendRecord | None]:
         """The executor task: its ``timeout > costTime`` check, the route, the first selection."""
         now, version = self.now, self.version
-        timeout = self.cfg.send_msg_timeout_ms - (
-            now - self.begin_ms
-        )  # sendDefaultImpl(.., timeout - costTime)
+        # sendDefaultImpl(.., timeout - costTime)
+        timeout = self.cfg.send_msg_timeout_ms - (now - self.begin_ms)
         if not timeout > 0:  # the executor task's `timeout > costTime` check
             now = (yield Step(Action.RESULT, now, self.thread)).now_ms
             return self.record(now, None, async_call_timeout_error(self.selected is not None), ())
@@ -337,9 +336,8 @@ class _AsyncSend:
         self.now = now
         self.wait_timeout = None
         refused: Failure | None = None
-        if (
-            self.req_timeout < 0
-        ):  # invokeAsync: timeoutMillis < costTime (every line; 5.3.0+ through the future)
+        # invokeAsync: timeoutMillis < costTime (every line; 5.3.0+ through the future)
+        if self.req_timeout < 0:
             refused = invoke_async_timeout_error(self.broker, self.line)
             outcome, start = Outcome.remoting_error("too_many_requests", 0), now
         else:

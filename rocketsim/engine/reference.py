@@ -48,6 +48,7 @@ from rocketsim.broker import latency as bm
 from rocketsim.broker import store
 from rocketsim.broker.queue import BrokerStore, StoreAnswer, StoreCluster, carries_load, closed_outcome
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
+from rocketsim.client.heap import ClientHeap, client_heap
 from rocketsim.client.host import HostCores
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
@@ -149,7 +150,12 @@ class ProducerSimulation:
     """The state of one producer instance: strategy, route cache, indexes, clock, and the event loop."""
 
     def __init__(
-        self, sc: Scenario, producer: int, stores: StoreCluster | None = None, host: HostCores | None = None
+        self,
+        sc: Scenario,
+        producer: int,
+        stores: StoreCluster | None = None,
+        host: HostCores | None = None,
+        heap: ClientHeap | None = None,
     ) -> None:
         self.sc = sc
         self.producer = producer
@@ -158,6 +164,9 @@ class ProducerSimulation:
         # the cores the client's CPU work runs on: the producer's host (shared: joint's, with others)
         self.host = host if host is not None else HostCores(sc.producers.processors)
         self.cpu_us = sc.producers.send_cpu_us
+        # the client process's heap (producers.heap_mb; shared: joint's, with the host's other producers)
+        self.heap = heap if heap is not None else client_heap(sc, self.host)
+        self.held: dict[int, int] = {}  # send index -> the heap's epoch when it was handed to the client
         self.call_us: dict[int, float] = {}  # send index -> when its next request starts (us), if known
         self.start_us: dict[tuple[int, int], int] = {}  # (send, attempt) -> its request's start (us)
         self.conn_free_us: dict[str, float] = {}  # broker -> when its connection's I/O thread is free
@@ -254,7 +263,10 @@ class ProducerSimulation:
         return self.sc.producers.async_sender_queue
 
     def cpu_done(self, ready_us: float) -> float:
-        """When the client's CPU work of one send (``send_cpu_us``) ready at ``ready_us`` ends."""
+        """When the client's CPU work of one send (``send_cpu_us``) ready at ``ready_us`` ends (after a
+        young collection its allocation starts, if any)."""
+        if self.heap is not None:
+            self.heap.allocate(ready_us)
         return self.host.run(ready_us, self.cpu_us)
 
     def steps(self, s: Send, begin: int) -> Generator:
@@ -346,6 +358,8 @@ class ProducerSimulation:
                 except StopIteration as stop:
                     record: SendRecord = stop.value
                     done.append((s, record))
+                    if self.heap is not None:
+                        self.heap.release(self.held.pop(s.index))
                     release(s, now)
                     if s.waits:
                         senders.free(s, record.end_ms)
@@ -386,6 +400,8 @@ class ProducerSimulation:
                 self.host.advance(t * 1000.0)
             if kind == Event.START:
                 s = senders.take(payload, t)
+                if self.heap is not None:
+                    self.held[s.index] = self.heap.hold()
                 begin = t
                 if s.waits and self.cpu_us > 0:  # SYNC, ONEWAY: the caller's thread does the CPU work first
                     self.call_us[s.index] = cpu_end = self.cpu_done(t * 1000.0)

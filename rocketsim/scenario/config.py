@@ -263,6 +263,19 @@ class ProducerConfig:
     # with several DefaultMQProducer instances), sharing them with the brokers whose
     # store.on_producer_host is true; needs brokers.coupling = "joint"
     shared_host: bool = False
+    # the client JVM's heap (-Xmx), MB: its young collections pause the host's cores, more often and
+    # longer as pending sends fill it (rocketsim.client.heap; one heap for every producer of a shared
+    # host). 0: no collections. Needs send_cpu_us > 0
+    heap_mb: float = field(default=0.0, metadata=_between(0, 1e7))
+    # what one send allocates (short-lived), KiB: heap_mb x G1MaxNewSizePercent / the sends between two
+    # collections of a run with no backlog (calibrated from the client's GC counts)
+    heap_alloc_kib: float = field(default=8.0, metadata=_between(0, 1e6))
+    # what a send holds until it ends (Message, body, request, ResponseFuture), KiB
+    heap_pending_kib: float = field(default=2.0, metadata=_between(0, 1e6))
+    # a young collection's fixed pause, microseconds (calibrated from a low-rate run's GC time per count)
+    heap_pause_us: float = field(default=3000.0, metadata=_between(0, 1e8))
+    # a young collection's pause per KiB it copies (the pending sends still in the young generation), us
+    heap_copy_us_per_kib: float = field(default=0.5, metadata=_between(0, 1e6))
 
     @property
     def executor_threads(self) -> int:

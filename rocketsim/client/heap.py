@@ -87,8 +87,7 @@ class ClientHeap:
         cap = int(young_kib / SURVIVOR_RATIO / p.pending_kib) if p.pending_kib > 0 else 0
         copied = self.pending_young + min(self.pending - self.pending_young, cap)
         pause = p.pause_us + p.copy_us_per_kib * copied * p.pending_kib
-        start = min(self.cores.run(at_us, pause) - pause for _ in range(self.cores.processors))
-        self.pauses.append((start, pause))
+        self.pauses.append((self.cores.stop_all(at_us, pause), pause))
         self.pending_young = 0
         self.allocated_kib = 0.0
         self.epoch += 1

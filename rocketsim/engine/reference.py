@@ -49,7 +49,7 @@ from rocketsim.broker import store
 from rocketsim.broker.queue import BrokerStore, StoreAnswer, StoreCluster, carries_load, closed_outcome
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.heap import ClientHeap, client_heap
-from rocketsim.client.host import HostCores
+from rocketsim.client.host import HostCores, host_stalls
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
@@ -167,6 +167,7 @@ class ProducerSimulation:
         # the client process's heap (producers.heap_mb; shared: joint's, with the host's other producers)
         self.heap = heap if heap is not None else client_heap(sc, self.host)
         self.held: dict[int, int] = {}  # send index -> the heap's epoch when it was handed to the client
+        self.stalls = host_stalls(sc, producer)
         self.call_us: dict[int, float] = {}  # send index -> when its next request starts (us), if known
         self.start_us: dict[tuple[int, int], int] = {}  # (send, attempt) -> its request's start (us)
         self.conn_free_us: dict[str, float] = {}  # broker -> when its connection's I/O thread is free
@@ -262,12 +263,15 @@ class ProducerSimulation:
         """The async sender executor's queue bound (``producers.async_sender_queue``; None: unbounded)."""
         return self.sc.producers.async_sender_queue
 
-    def cpu_done(self, ready_us: float) -> float:
-        """When the client's CPU work of one send (``send_cpu_us``) ready at ``ready_us`` ends (after a
-        young collection its allocation starts, if any)."""
+    def cpu_done(self, s: Send, ready_us: float) -> float:
+        """When the client's CPU work of send ``s`` (``send_cpu_us``) ready at ``ready_us`` ends (after a
+        young collection its allocation starts, if any; a stall of the host may follow it)."""
         if self.heap is not None:
             self.heap.allocate(ready_us)
-        return self.host.run(ready_us, self.cpu_us)
+        done = self.host.run(ready_us, self.cpu_us)
+        if self.stalls is not None:
+            self.stalls.after_send(self.host, s.seq, done)
+        return done
 
     def steps(self, s: Send, begin: int) -> Generator:
         tp = self.publish_info(s.topic, begin)
@@ -333,7 +337,7 @@ class ProducerSimulation:
             thread has done the send's CPU work (callbacks take none)."""
             if pool is not pools[Pool.EXECUTOR] or self.cpu_us <= 0:
                 return now
-            done = self.cpu_done(max(now * 1000.0, pool.free_us[j]))
+            done = self.cpu_done(s, max(now * 1000.0, pool.free_us[j]))
             pool.free_us[j] = self.call_us[s.index] = done
             return int(done // 1000)
 
@@ -404,7 +408,7 @@ class ProducerSimulation:
                     self.held[s.index] = self.heap.hold()
                 begin = t
                 if s.waits and self.cpu_us > 0:  # SYNC, ONEWAY: the caller's thread does the CPU work first
-                    self.call_us[s.index] = cpu_end = self.cpu_done(t * 1000.0)
+                    self.call_us[s.index] = cpu_end = self.cpu_done(s, t * 1000.0)
                     begin = int(cpu_end // 1000)
                 gen = self.steps(s, begin)
                 if not s.waits:

@@ -276,6 +276,12 @@ class ProducerConfig:
     heap_pause_us: float = field(default=3000.0, metadata=_between(0, 1e8))
     # a young collection's pause per KiB it copies (the pending sends still in the young generation), us
     heap_copy_us_per_kib: float = field(default=0.5, metadata=_between(0, 1e6))
+    # the host stalls (every core does something else) after one send in host_stall_every on average, for
+    # an exponential time of mean host_stall_ms: the variable service that makes a host's latency grow
+    # with its load (rocketsim.client.host.HostStalls; fitted to latency at rising rates). 0: never.
+    # Needs send_cpu_us > 0
+    host_stall_every: float = field(default=0.0, metadata=_between(0, 1e12))
+    host_stall_ms: float = field(default=0.0, metadata=_between(0, 1e5))
 
     @property
     def executor_threads(self) -> int:

@@ -196,6 +196,9 @@ def _check_host(sc: Scenario) -> None:
             "needs producers.send_cpu_us > 0 (the host its collections pause)",
             sc.producers.heap_mb,
         )
+    if sc.producers.host_stall_every > 0 and sc.producers.send_cpu_us <= 0:
+        rule = "needs producers.send_cpu_us > 0 (the host that stalls)"
+        _fail("producers.host_stall_every", rule, sc.producers.host_stall_every)
     for name, model in sc.brokers.items():
         if model.store.on_producer_host and not sc.producers.shared_host:
             _fail(f"brokers.{name}.store.on_producer_host", "needs producers.shared_host = true", True)

@@ -72,6 +72,8 @@ SEND_ONLY_PRODUCER_SETTINGS = (
     "heap_pending_kib",
     "heap_pause_us",
     "heap_copy_us_per_kib",
+    "host_stall_every",
+    "host_stall_ms",
 )
 
 

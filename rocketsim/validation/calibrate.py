@@ -12,6 +12,10 @@ From the runs named to calibrate from:
   driver's collector counts and times (``meta.json``'s ``driver_gc``) of the lowest-rate run (a pause
   with nothing to copy) and of the run with the most sends (what a send allocates, and what a KiB of
   pending sends costs to copy, the pending sends from the per-second rate and OK latency by Little's law);
+* the host's stalls (``producers.host_stall_*``, :mod:`rocketsim.calibration.stalls`): fitted to the
+  OK latency p50 / p90 / p99 of each step of the saturated run, at its load relative to its saturation
+  rate; the CPU a send costs is then what the host does between stalls (times 1 - their share), so its
+  saturation rate stays the measured one;
 * the broker's store times and send queue (``store.log``, report only).
 """
 
@@ -31,6 +35,7 @@ from rocketsim.calibration.calibrate import (
     host_part,
 )
 from rocketsim.calibration.measurements import Binned, CpuUse, Measurements, Throughput, View
+from rocketsim.calibration.stalls import StepLatency, fit_stalls
 from rocketsim.client.heap import KIB_PER_MB, YOUNG_MAX_SHARE
 from rocketsim.validation.measured import MeasuredRun
 
@@ -144,3 +149,35 @@ def heap_values(runs: Sequence[MeasuredRun], heap_mb: float, pending_kib: float)
         "producers.heap_alloc_kib": YOUNG_MAX_SHARE * heap_mb * KIB_PER_MB / per_collection,
         "producers.heap_copy_us_per_kib": copy,
     }
+
+
+CPU_KEYS = ("producers.send_cpu_us", "brokers.default.store.io_us", "brokers.default.store.append_us")
+STEP_QUANTILES = ("ok_latency_p50_ms", "ok_latency_p90_ms", "ok_latency_p99_ms")
+
+
+def step_latencies(run: MeasuredRun, saturation_per_s: float) -> list[StepLatency]:
+    """Each step of ``run``: its load relative to ``saturation_per_s`` and the median over its seconds of
+    the OK latency p50, p90 and p99."""
+    frame, at, out = run.per_second, 0.0, []
+    for rate, secs in run.meta.steps:
+        rows = frame[(frame["second"] >= at) & (frame["second"] < at + secs)]
+        quantiles = tuple(float(np.nanmedian(rows[c].to_numpy(float))) for c in STEP_QUANTILES)
+        out.append(StepLatency(rate / saturation_per_s, secs, quantiles))  # type: ignore[arg-type]
+        at += secs
+    return out
+
+
+def stall_values(runs: Sequence[MeasuredRun], values: dict[str, float]) -> dict[str, float]:
+    """``producers.host_stall_*`` fitted to the saturated run among ``runs`` (empty without one), and the
+    CPU values of ``values`` times 1 - the stalls' share (so the saturation rate stays the measured one)."""
+    saturated = [(r, sat) for r in runs if (sat := saturation(r)) is not None]
+    if not saturated or not all(k in values for k in CPU_KEYS):
+        return {}
+    run, sat = saturated[0]
+    fit = fit_stalls(
+        step_latencies(run, sat.msgs_per_s), values.get("brokers.default.latency.median_ms", 0.0)
+    )
+    out = {k: values[k] * (1.0 - fit.share) for k in CPU_KEYS}
+    out["producers.host_stall_every"] = fit.every(sat.msgs_per_s)
+    out["producers.host_stall_ms"] = fit.mean_ms
+    return out

@@ -281,6 +281,7 @@ class ProducerConfig:
     # with its load (rocketsim.client.host.HostStalls; fitted to latency at rising rates). 0: never.
     # Needs send_cpu_us > 0
     host_stall_every: float = field(default=0.0, metadata=_between(0, 1e12))
+    # the stalls' mean length, ms (exponential)
     host_stall_ms: float = field(default=0.0, metadata=_between(0, 1e5))
 
     @property

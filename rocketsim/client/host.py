@@ -15,6 +15,11 @@ the work need not be whole microseconds).
 from __future__ import annotations
 
 import bisect
+import math
+from dataclasses import dataclass
+
+from rocketsim.rng import derive_key, uniform
+from rocketsim.scenario import Scenario
 
 
 class HostCores:
@@ -39,6 +44,11 @@ class HostCores:
                 best, best_at, best_i = c, at, i
         self._place(best, best_i, best_at, best_at + work_us)
         return best_at + work_us
+
+    def stop_all(self, at_us: float, length_us: float) -> float:
+        """Every core does something else for ``length_us`` from its first room at or after ``at_us`` (a
+        stop-the-world pause, a stall of the host); when the first of them starts."""
+        return min(self.run(at_us, length_us) for _ in range(self.processors)) - length_us
 
     def advance(self, now_us: float) -> None:
         """Nothing is ready before ``now_us`` any more: forget the intervals that ended by then."""
@@ -71,3 +81,33 @@ class HostCores:
         else:
             starts.insert(i, start)
             ends.insert(i, end)
+
+
+@dataclass(frozen=True)
+class HostStalls:
+    """``producers.host_stall_every`` and ``host_stall_ms``: after one send in ``every`` (on average; which
+    ones is drawn from the seed and the send) the host stalls: every core does something else for an
+    exponential time of mean ``mean_us`` (a JVM's collection, the scheduler's other threads). Stalls tied
+    to the work, not the clock: the more a host does, the more it stalls, so its latency grows with its load
+    as a queue of variable service does (Pollaczek-Khinchine), fitted to a run's latency at rising rates
+    (:mod:`rocketsim.calibration.stalls`)."""
+
+    every: float
+    mean_us: float
+    key: int
+
+    def after_send(self, cores: HostCores, seq: int, at_us: float) -> None:
+        """Send ``seq``'s work ended at ``at_us``: the stall after it, if it has one."""
+        k = derive_key(self.key, seq)
+        if uniform(k, 0) * self.every < 1.0:
+            cores.stop_all(at_us, -self.mean_us * math.log(1.0 - uniform(k, 1)))
+
+
+def host_stalls(sc: Scenario, producer: int) -> HostStalls | None:
+    """The stalls after ``producer``'s sends in ``sc`` (None: ``producers.host_stall_every`` is 0)."""
+    p = sc.producers
+    if p.host_stall_every <= 0 or p.host_stall_ms <= 0:
+        return None
+    return HostStalls(
+        p.host_stall_every, p.host_stall_ms * 1000.0, derive_key(sc.seed, producer, "hostStall")
+    )

@@ -23,10 +23,10 @@ from rocketsim.errors import RocketSimError
 from rocketsim.present.validation_report import write_report
 from rocketsim.scenario.workload import generate
 from rocketsim.spark.cli import OneLineArgumentParser  # argparse with one-line errors; imports no pyspark
-from rocketsim.validation.calibrate import calibrate_runs
+from rocketsim.validation.calibrate import calibrate_runs, heap_values, stall_values
 from rocketsim.validation.compare import RunComparison, measured_metrics, simulated_metrics
 from rocketsim.validation.measured import MeasuredRun
-from rocketsim.validation.scenario import request_bytes, run_scenario
+from rocketsim.validation.scenario import DRIVER_HEAP_MB, pending_kib, request_bytes, run_scenario
 from rocketsim.warehouse.calibration_inputs import write_text
 from rocketsim.warehouse.measured_runs import read_run, run_folders
 
@@ -92,6 +92,9 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG, epilog: str | None
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     values = cal.values()
+    if values.get("producers.send_cpu_us", 0) > 0:  # the collections and stalls take the host's cores
+        values.update(heap_values(chosen, DRIVER_HEAP_MB, pending_kib(chosen[0])))
+        values.update(stall_values(chosen, values))
     for key, value in values.items():
         print(f"calibrated {key} = {value:.6g}")
     comparisons = []

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from rocketsim.broker.queue import StoreCluster
+from rocketsim.client.heap import client_heap
 from rocketsim.client.host import HostCores
 from rocketsim.engine.plan import SimOutput, prepare
 from rocketsim.engine.reference import ProducerSimulation, engine_output, producer_tables, sends_of
@@ -37,6 +38,7 @@ def simulate_joint(messages: Mapping[int, pa.Table], sc: Scenario) -> JointRun:
     """Simulate the producers' messages (producer -> its rows, schema ``MESSAGES`` without run_id) together
     against the closed-loop brokers."""
     host = HostCores(sc.producers.processors) if sc.producers.shared_host else None
+    jvm = client_heap(sc, host) if host is not None else None  # one process: one heap
     stores = StoreCluster.from_scenario(sc, host)
     runs = {}
     answers: dict = {}
@@ -48,7 +50,7 @@ def simulate_joint(messages: Mapping[int, pa.Table], sc: Scenario) -> JointRun:
         prep = prepare(messages[p], sc)
         sends = sends_of(prep)
         done: list = []
-        sim = ProducerSimulation(sc, p, stores, host)
+        sim = ProducerSimulation(sc, p, stores, host, jvm)
         steps = sim.stepper(sends, done)
         runs[p] = (prep, sends, done)
         answers[p] = sim.store_answers

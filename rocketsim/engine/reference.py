@@ -29,7 +29,8 @@ from rocketsim.broker import latency as bm
 from rocketsim.broker import store
 from rocketsim.broker.queue import BrokerStore, StoreAnswer, StoreCluster, carries_load, closed_outcome
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
-from rocketsim.client.host import HostCores
+from rocketsim.client.heap import ClientHeap, client_heap
+from rocketsim.client.host import HostCores, host_stalls
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
@@ -131,7 +132,12 @@ class ProducerSimulation:
     """The state of one producer instance: strategy, route cache, indexes, clock, and the event loop."""
 
     def __init__(
-        self, sc: Scenario, producer: int, stores: StoreCluster | None = None, host: HostCores | None = None
+        self,
+        sc: Scenario,
+        producer: int,
+        stores: StoreCluster | None = None,
+        host: HostCores | None = None,
+        heap: ClientHeap | None = None,
     ) -> None:
         self.sc = sc
         self.producer = producer
@@ -140,6 +146,10 @@ class ProducerSimulation:
         # the cores the client's CPU work runs on: the producer's host (shared: joint's, with others)
         self.host = host if host is not None else HostCores(sc.producers.processors)
         self.cpu_us = sc.producers.send_cpu_us
+        # the client process's heap (producers.heap_mb; shared: joint's, with the host's other producers)
+        self.heap = heap if heap is not None else client_heap(sc, self.host)
+        self.held: dict[int, int] = {}  # send index -> the heap's epoch when it was handed to the client
+        self.stalls = host_stalls(sc, producer)
         self.call_us: dict[int, float] = {}  # send index -> when its next request starts (us), if known
         self.start_us: dict[tuple[int, int], int] = {}  # (send, attempt) -> its request's start (us)
         self.conn_free_us: dict[str, float] = {}  # broker -> when its connection's I/O thread is free
@@ -235,9 +245,15 @@ class ProducerSimulation:
         """The async sender executor's queue bound (``producers.async_sender_queue``; None: unbounded)."""
         return self.sc.producers.async_sender_queue
 
-    def cpu_done(self, ready_us: float) -> float:
-        """When the client's CPU work of one send (``send_cpu_us``) ready at ``ready_us`` ends."""
-        return self.host.run(ready_us, self.cpu_us)
+    def cpu_done(self, s: Send, ready_us: float) -> float:
+        """When the client's CPU work of send ``s`` (``send_cpu_us``) ready at ``ready_us`` ends (after a
+        young collection its allocation starts, if any; a stall of the host may follow it)."""
+        if self.heap is not None:
+            self.heap.allocate(ready_us)
+        done = self.host.run(ready_us, self.cpu_us)
+        if self.stalls is not None:
+            self.stalls.after_send(self.host, s.seq, done)
+        return done
 
     def steps(self, s: Send, begin: int) -> Generator:
         tp = self.publish_info(s.topic, begin)
@@ -316,9 +332,11 @@ class EventLoop:
         """A sender thread takes its next send at ``t``."""
         sim = self.sim
         s = self.senders.take(payload, t)
+        if sim.heap is not None:
+            sim.held[s.index] = sim.heap.hold()
         begin = t
         if s.waits and sim.cpu_us > 0:  # SYNC, ONEWAY: the caller's thread does the CPU work first
-            sim.call_us[s.index] = cpu_end = sim.cpu_done(t * 1000.0)
+            sim.call_us[s.index] = cpu_end = sim.cpu_done(s, t * 1000.0)
             begin = int(cpu_end // 1000)
         gen = sim.steps(s, begin)
         if not s.waits:
@@ -359,7 +377,7 @@ class EventLoop:
         sim = self.sim
         if pool is not self.pools[Pool.EXECUTOR] or sim.cpu_us <= 0:
             return now
-        done = sim.cpu_done(max(now * 1000.0, pool.free_us[j]))
+        done = sim.cpu_done(s, max(now * 1000.0, pool.free_us[j]))
         pool.free_us[j] = sim.call_us[s.index] = done
         return int(done // 1000)
 
@@ -387,6 +405,8 @@ class EventLoop:
             except StopIteration as stop:
                 record: SendRecord = stop.value
                 self.done.append((s, record))
+                if sim.heap is not None:
+                    sim.heap.release(sim.held.pop(s.index))
                 self.release(s, now)
                 if s.waits:
                     self.senders.free(s, record.end_ms)

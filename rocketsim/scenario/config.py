@@ -263,6 +263,26 @@ class ProducerConfig:
     # with several DefaultMQProducer instances), sharing them with the brokers whose
     # store.on_producer_host is true; needs brokers.coupling = "joint"
     shared_host: bool = False
+    # the client JVM's heap (-Xmx), MB: its young collections pause the host's cores, more often and
+    # longer as pending sends fill it (rocketsim.client.heap; one heap for every producer of a shared
+    # host). 0: no collections. Needs send_cpu_us > 0
+    heap_mb: float = field(default=0.0, metadata=_between(0, 1e7))
+    # what one send allocates (short-lived), KiB: heap_mb x G1MaxNewSizePercent / the sends between two
+    # collections of a run with no backlog (calibrated from the client's GC counts)
+    heap_alloc_kib: float = field(default=8.0, metadata=_between(0, 1e6))
+    # what a send holds until it ends (Message, body, request, ResponseFuture), KiB
+    heap_pending_kib: float = field(default=2.0, metadata=_between(0, 1e6))
+    # a young collection's fixed pause, microseconds (calibrated from a low-rate run's GC time per count)
+    heap_pause_us: float = field(default=3000.0, metadata=_between(0, 1e8))
+    # a young collection's pause per KiB it copies (the pending sends still in the young generation), us
+    heap_copy_us_per_kib: float = field(default=0.5, metadata=_between(0, 1e6))
+    # the host stalls (every core does something else) after one send in host_stall_every on average, for
+    # an exponential time of mean host_stall_ms: the variable service that makes a host's latency grow
+    # with its load (rocketsim.client.host.HostStalls; fitted to latency at rising rates). 0: never.
+    # Needs send_cpu_us > 0
+    host_stall_every: float = field(default=0.0, metadata=_between(0, 1e12))
+    # the stalls' mean length, ms (exponential)
+    host_stall_ms: float = field(default=0.0, metadata=_between(0, 1e5))
 
     @property
     def executor_threads(self) -> int:

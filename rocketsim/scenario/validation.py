@@ -190,6 +190,15 @@ def _check_host(sc: Scenario) -> None:
             "must be false unless brokers.coupling is joint (one loop for the host's producers and brokers)",
             True,
         )
+    if sc.producers.heap_mb > 0 and sc.producers.send_cpu_us <= 0:
+        _fail(
+            "producers.heap_mb",
+            "needs producers.send_cpu_us > 0 (the host its collections pause)",
+            sc.producers.heap_mb,
+        )
+    if sc.producers.host_stall_every > 0 and sc.producers.send_cpu_us <= 0:
+        rule = "needs producers.send_cpu_us > 0 (the host that stalls)"
+        _fail("producers.host_stall_every", rule, sc.producers.host_stall_every)
     for name, model in sc.brokers.items():
         if model.store.on_producer_host and not sc.producers.shared_host:
             _fail(f"brokers.{name}.store.on_producer_host", "needs producers.shared_host = true", True)

@@ -60,6 +60,13 @@ SEND_ONLY_PRODUCER_SETTINGS = (
     "async_sender_queue",
     "send_cpu_us",
     "shared_host",
+    "heap_mb",
+    "heap_alloc_kib",
+    "heap_pending_kib",
+    "heap_pause_us",
+    "heap_copy_us_per_kib",
+    "host_stall_every",
+    "host_stall_ms",
 )
 
 

@@ -8,6 +8,14 @@ From the runs named to calibrate from:
 * the host's capacity (``store.append_us`` and the client's CPU per send, see docs/validation.md): the
   completion rate of the last step of a run whose latency kept growing through that step (a saturation
   figure), split between the client and the broker by the CPU each used (``cpu.json``);
+* the client JVM's young collections (``producers.heap_*``, :mod:`rocketsim.client.heap`): from the
+  driver's collector counts and times (``meta.json``'s ``driver_gc``) of the lowest-rate run (a pause
+  with nothing to copy) and of the run with the most sends (what a send allocates, and what a KiB of
+  pending sends costs to copy, the pending sends from the per-second rate and OK latency by Little's law);
+* the host's stalls (``producers.host_stall_*``, :mod:`rocketsim.calibration.stalls`): fitted to the
+  OK latency p50 / p90 / p99 of each step of the saturated run, at its load relative to its saturation
+  rate; the CPU a send costs is then what the host does between stalls (times 1 - their share), so its
+  saturation rate stays the measured one;
 * the broker's store times and send queue (``store.log``, report only).
 """
 
@@ -27,6 +35,8 @@ from rocketsim.calibration.calibrate import (
     host_part,
 )
 from rocketsim.calibration.measurements import Binned, CpuUse, Measurements, Throughput, View
+from rocketsim.calibration.stalls import StepLatency, fit_stalls
+from rocketsim.client.heap import KIB_PER_MB, YOUNG_MAX_SHARE
 from rocketsim.validation.measured import MeasuredRun
 
 GROWTH = 1.5  # a step is saturated when its OK latency p50 ends at least this many times where it began
@@ -106,3 +116,68 @@ def cpu_per_send_us(ms: Measurements, request_bytes: float | None) -> float:
 def calibrate_runs(runs: Sequence[MeasuredRun], request_bytes: float | None = None) -> Calibration:
     """:func:`rocketsim.calibration.calibrate.calibrate` over :func:`measurements`."""
     return calibrate(measurements(runs, request_bytes), Options())
+
+
+def heap_values(runs: Sequence[MeasuredRun], heap_mb: float, pending_kib: float) -> dict[str, float]:
+    """``producers.heap_*`` of a client JVM of ``heap_mb`` whose pending sends hold ``pending_kib`` each,
+    from the young collections of ``runs`` (empty without two runs that recorded them):
+
+    * ``heap_pause_us``: the lowest-rate run's collection time per collection (it had nothing to copy);
+    * ``heap_alloc_kib``: the young generation at its largest (G1MaxNewSizePercent of the heap) over the
+      sends between two collections of the run with the most sends;
+    * ``heap_copy_us_per_kib``: that run's collection time beyond the fixed pauses, over the KiB its
+      collections copied: per second, its collections (sends / sends per collection) times its pending
+      sends (rate x OK latency p50, Little's law) times ``pending_kib``."""
+    gc_runs = [r for r in runs if r.meta.young_gc is not None and r.meta.young_gc[0] > 0]
+    if len(gc_runs) < 2:
+        return {}
+    low = min(gc_runs, key=lambda r: max(rate for rate, _ in r.meta.steps))
+    big = max(gc_runs, key=lambda r: r.meta.n)
+    count, ms = low.meta.young_gc  # type: ignore[misc]
+    pause_us = ms * 1000.0 / count
+    count, ms = big.meta.young_gc  # type: ignore[misc]
+    per_collection = (big.meta.n + big.meta.warmup_ok) / count
+    frame = big.per_second
+    rate = frame["scheduled"].to_numpy(float)
+    pending = rate * np.nan_to_num(frame["ok_latency_p50_ms"].to_numpy(float)) / 1000.0
+    copied_kib = float((rate / per_collection * pending).sum()) * pending_kib
+    copy = max(0.0, ms * 1000.0 - count * pause_us) / copied_kib if copied_kib > 0 else 0.0
+    return {
+        "producers.heap_mb": heap_mb,
+        "producers.heap_pending_kib": pending_kib,
+        "producers.heap_pause_us": pause_us,
+        "producers.heap_alloc_kib": YOUNG_MAX_SHARE * heap_mb * KIB_PER_MB / per_collection,
+        "producers.heap_copy_us_per_kib": copy,
+    }
+
+
+CPU_KEYS = ("producers.send_cpu_us", "brokers.default.store.io_us", "brokers.default.store.append_us")
+STEP_QUANTILES = ("ok_latency_p50_ms", "ok_latency_p90_ms", "ok_latency_p99_ms")
+
+
+def step_latencies(run: MeasuredRun, saturation_per_s: float) -> list[StepLatency]:
+    """Each step of ``run``: its load relative to ``saturation_per_s`` and the median over its seconds of
+    the OK latency p50, p90 and p99."""
+    frame, at, out = run.per_second, 0.0, []
+    for rate, secs in run.meta.steps:
+        rows = frame[(frame["second"] >= at) & (frame["second"] < at + secs)]
+        quantiles = tuple(float(np.nanmedian(rows[c].to_numpy(float))) for c in STEP_QUANTILES)
+        out.append(StepLatency(rate / saturation_per_s, secs, quantiles))  # type: ignore[arg-type]
+        at += secs
+    return out
+
+
+def stall_values(runs: Sequence[MeasuredRun], values: dict[str, float]) -> dict[str, float]:
+    """``producers.host_stall_*`` fitted to the saturated run among ``runs`` (empty without one), and the
+    CPU values of ``values`` times 1 - the stalls' share (so the saturation rate stays the measured one)."""
+    saturated = [(r, sat) for r in runs if (sat := saturation(r)) is not None]
+    if not saturated or not all(k in values for k in CPU_KEYS):
+        return {}
+    run, sat = saturated[0]
+    fit = fit_stalls(
+        step_latencies(run, sat.msgs_per_s), values.get("brokers.default.latency.median_ms", 0.0)
+    )
+    out = {k: values[k] * (1.0 - fit.share) for k in CPU_KEYS}
+    out["producers.host_stall_every"] = fit.every(sat.msgs_per_s)
+    out["producers.host_stall_ms"] = fit.mean_ms
+    return out

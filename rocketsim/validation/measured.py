@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -39,6 +40,7 @@ class RunMeta:
     retries: int
     n: int
     warmup_ok: int = 0
+    young_gc: tuple[int, float] | None = None  # the driver JVM's young collections: (count, total ms)
 
     @property
     def duration_s(self) -> float:
@@ -118,7 +120,17 @@ def parse_meta(text: str, source: str) -> RunMeta:
         whole("retries", 0),
         whole("n", 1),
         whole("warmup_ok", 0),
+        young_collections(raw.get("driver_gc")),
     )
+
+
+def young_collections(gc: object) -> tuple[int, float] | None:
+    """The ``count=N ms=M`` of the driver's young-generation collector (``driver_gc``), if recorded."""
+    if not isinstance(gc, dict):
+        return None
+    text = next((str(v) for k, v in gc.items() if "Young" in str(k)), None)
+    m = re.fullmatch(r"\s*count=(\d+)\s+ms=(\d+(?:\.\d+)?)\s*", text or "")
+    return (int(m[1]), float(m[2])) if m else None
 
 
 def parse_outcomes(text: str, source: str) -> dict[str, int]:

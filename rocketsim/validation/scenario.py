@@ -25,6 +25,15 @@ CLIENT_VERSION = "4.9.8"
 TOPIC = "BenchTopic"
 TOPIC_QUEUES = 4  # DefaultMQProducer.defaultTopicQueueNums: the auto-created topic's queues
 BROKER_SEND_THREADS_MAX = 4  # BrokerConfig.sendMessageThreadPoolNums = min(availableProcessors, 4)
+DRIVER_HEAP_MB = 1024  # the harness's run_load.sh: java -Xmx${DRIVER_HEAP:-1g} -XX:+UseG1GC
+# what a pending async send holds besides its body (an estimate): the Message and its properties, the
+# executor's task, the RemotingCommand and its extFields, the ResponseFuture and the callback
+PENDING_OBJECTS_KIB = 2.0
+
+
+def pending_kib(run: MeasuredRun) -> float:
+    """The heap one of ``run``'s pending sends holds, KiB: its request's bytes and the objects around them."""
+    return request_bytes(run) / 1024.0 + PENDING_OBJECTS_KIB
 
 
 def run_mapping(run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1) -> dict[str, Any]:

@@ -1,0 +1,120 @@
+"""The client JVM's young collections (``producers.heap_mb``, rocketsim.client.heap): a backlog of pending
+sends makes them more frequent and longer, so a client past its capacity does less and less useful work.
+
+G1's sizing (JDK 17, src/hotspot/share/gc/g1/g1_globals.hpp and gc_globals.hpp): ``G1NewSizePercent`` 5,
+``G1MaxNewSizePercent`` 60, ``G1ReservePercent`` 10, ``SurvivorRatio`` 8. The harness's driver ran with
+``-Xmx1g -XX:+UseG1GC`` and recorded its collectors' counts and times (``meta.json``'s ``driver_gc``):
+23 young collections (148 ms) for the 1.55 M sends of ``b_ramp_async_p1``, 283 (7,861 ms) for the
+1.49 M of the overloaded ``c_overload_async_p2_72000``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rocketsim.client.heap import ClientHeap, HeapParams
+from rocketsim.client.host import HostCores
+from rocketsim.engine import reference
+from rocketsim.scenario import ScenarioError, scenario_from_mapping
+from rocketsim.scenario.workload import generate
+from rocketsim.validation.calibrate import heap_values
+from rocketsim.warehouse.measured_runs import read_run
+
+RUNS = "tests/data/realbroker/"
+
+
+def heap(heap_kib: float = 10_000.0) -> ClientHeap:
+    return ClientHeap(HeapParams(heap_kib, 10.0, 2.0, 1000.0, 0.5), HostCores(2))
+
+
+def collections_within(h: ClientHeap, sends: int) -> int:
+    for i in range(sends):
+        h.allocate(i * 100.0)
+    return len(h.pauses)
+
+
+def test_a_young_collection_comes_when_the_sends_have_allocated_the_young_generation() -> None:
+    h = heap()  # young at most 60% of 10,000 KiB: 600 sends of 10 KiB
+    assert collections_within(h, 1200) == 2
+    start, pause = h.pauses[0]
+    assert start == pytest.approx(59_900.0) and pause == 1000.0  # nothing pending: nothing to copy
+    # the pause is on every core: work ready during it waits for its end
+    assert h.cores.run(60_000.0, 10.0) == pytest.approx(start + pause + 10.0)
+    assert h.cores.run(60_000.0, 10.0) == pytest.approx(start + pause + 10.0)
+
+
+def test_pending_sends_shrink_the_young_generation_and_are_copied() -> None:
+    idle, busy = heap(), heap()
+    for _ in range(3000):  # 6,000 KiB held: the young generation is 9,000 - 6,000 = 3,000 KiB
+        busy.hold()
+    assert collections_within(idle, 3000) == 5
+    assert collections_within(busy, 3000) == 10  # twice as often
+    # the first copies the 3,000 pending sends allocated since the start (6,000 KiB at 0.5 us)
+    assert busy.pauses[0][1] == pytest.approx(1000.0 + 0.5 * 3000 * 2.0)
+    # later ones: only what fits the survivor space (young / 8 = 375 KiB: 187 sends) of the older ones
+    assert busy.pauses[1][1] == pytest.approx(1000.0 + 0.5 * 187 * 2.0)
+
+
+def test_a_released_send_is_no_longer_copied() -> None:
+    h = heap()
+    epochs = [h.hold() for _ in range(100)]
+    for e in epochs[:60]:
+        h.release(e)
+    h.collect(0.0, h.params.young_kib(h.pending))
+    assert h.pauses[0][1] == pytest.approx(1000.0 + 0.5 * 40 * 2.0)
+
+
+def overloaded(heap_mb: float) -> np.ndarray:
+    """OK answers per 250 ms of a producer offered 24,000 async sends/s for 2 s where 2 processors at
+    100 us a send do 20,000/s."""
+    sc = scenario_from_mapping(
+        {
+            "name": "heap",
+            "seed": 5,
+            "cluster": {"brokers": ["broker-a"]},
+            "producers": {
+                "count": 1,
+                "send_mode": {"async": 1},
+                "processors": 2,
+                "send_cpu_us": 100.0,
+                "heap_mb": heap_mb,
+                "heap_alloc_kib": 8.0,
+                "heap_pending_kib": 2.0,
+                "heap_pause_us": 3000.0,
+                "heap_copy_us_per_kib": 0.5,
+            },
+            "workload": {"rate_steps": [[24_000.0, 2.0]], "arrival": "uniform", "tags": [], "keys": False},
+            "brokers": {"default": {"latency": {"median_ms": 0.3, "sigma": 0.1, "spike_probability": 0.0}}},
+        }
+    )
+    r = reference.simulate_producer(generate(sc), sc).results
+    ok = np.asarray(r["status"]) == "SEND_OK"
+    return np.bincount(np.asarray(r["end_ts_ms"])[ok] // 250, minlength=8)[:8]
+
+
+def test_past_its_capacity_a_client_with_a_small_heap_does_less_and_less() -> None:
+    plateau = overloaded(0.0)  # no collections: the host's 20,000/s, whatever the backlog
+    assert plateau[1:] == pytest.approx(5000, abs=50)
+    falling = overloaded(20.0)  # the backlog fills a 20 MB heap: collections take over the host
+    assert falling[1] > 0.8 * plateau[1]
+    assert falling[-1] < 0.75 * falling[1]
+    assert np.all(np.diff(falling[1:]) <= 50)  # goodput only falls
+
+
+def test_heap_needs_the_clients_cpu() -> None:
+    raw: dict[str, Any] = {"name": "h", "producers": {"heap_mb": 64.0}}
+    with pytest.raises(ScenarioError, match=r"producers.heap_mb needs producers.send_cpu_us > 0"):
+        scenario_from_mapping(raw)
+
+
+def test_calibration_reads_the_drivers_young_collections() -> None:
+    runs = [read_run(RUNS + "a_low_async"), read_run(RUNS + "b_ramp_async_p1")]
+    values = heap_values(runs, 1024.0, 2.0)
+    assert values["producers.heap_pause_us"] == pytest.approx(3000.0)  # a_low: 2 collections, 6 ms
+    # the ramp: 1,552,000 sends (with the warm-up) in 23 collections, 60% of 1 GiB between two
+    assert values["producers.heap_alloc_kib"] == pytest.approx(0.6 * 1024 * 1024 / (1_552_000 / 23))
+    assert 0.1 < values["producers.heap_copy_us_per_kib"] < 5.0
+    assert heap_values(runs[:1], 1024.0, 2.0) == {}

@@ -1,0 +1,104 @@
+"""The host's stalls (``producers.host_stall_*``, rocketsim.client.host.HostStalls) and their fit to latency
+against load (rocketsim.calibration.stalls): what makes the measured 4.9.8 host's latency grow with its
+load far below its saturation rate (``b_ramp_async_p1``: OK p50 0.5 ms at 44% of it, 10 ms at 73%, 25 ms
+at 87%), as a queue of variable service does (Pollaczek-Khinchine)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rocketsim.calibration.stalls import DRAWS, SEED, StepLatency, fit_stalls, fluid_waits, step_quantiles
+from rocketsim.client.host import HostCores, HostStalls
+from rocketsim.engine import reference
+from rocketsim.scenario import scenario_from_mapping
+from rocketsim.scenario.workload import generate
+from rocketsim.validation.calibrate import saturation, stall_values
+from rocketsim.warehouse.measured_runs import read_run
+
+
+def stalled_sends(stalls: HostStalls, sends: int) -> list[int]:
+    """The sends after which ``stalls`` stop both cores of a host (work ready then waits for the stall)."""
+    out = []
+    for seq in range(sends):
+        cores = HostCores(2)
+        stalls.after_send(cores, seq, 0.0)
+        if cores.run(0.0, 1.0) > 1.0 and cores.run(0.0, 1.0) > 1.0:
+            out.append(seq)
+    return out
+
+
+def test_a_stall_stops_every_core_after_one_send_in_every() -> None:
+    hit = stalled_sends(HostStalls(every=10.0, mean_us=1000.0, key=7), 2000)
+    assert 160 <= len(hit) <= 240  # one in 10 on average
+    assert stalled_sends(HostStalls(every=10.0, mean_us=1000.0, key=7), 2000) == hit  # drawn from the key
+    assert stalled_sends(HostStalls(every=10.0, mean_us=1000.0, key=8), 2000) != hit
+
+
+def test_the_fluid_queue_waits_out_a_stall_and_drains_at_what_is_spare() -> None:
+    stalled = np.zeros(100, dtype=bool)
+    stalled[10:20] = True
+    waits = fluid_waits(np.full(100, 0.5), stalled)
+    assert waits[:10] == pytest.approx(0.0)
+    assert waits[10] == pytest.approx(10.5)  # the stall's 10 ms and the half ms of work before it
+    assert waits[19] == pytest.approx(6.0)  # 5 ms of work piled up, 1 ms of stall left
+    assert waits[20] == pytest.approx(4.5) and waits[29] == pytest.approx(0.0)  # drains at 0.5 ms a ms
+
+
+def test_the_fit_finds_the_stalls_that_made_a_schedules_latency() -> None:
+    steps = [StepLatency(load, 6.0, (0.0, 0.0, 0.0)) for load in (0.3, 0.5, 0.7, 0.85)]
+    rng = np.random.default_rng(SEED)
+    draws = (rng.exponential(size=DRAWS), rng.exponential(size=DRAWS))
+    made = step_quantiles(steps, 0.2, 8.0, draws)
+    fit = fit_stalls([StepLatency(s.load, s.seconds, tuple(q)) for s, q in zip(steps, made, strict=True)])
+    assert fit.share == pytest.approx(0.2, rel=0.15) and fit.mean_ms == pytest.approx(8.0, rel=0.15)
+    assert fit.every(50_000.0) == pytest.approx(0.008 * 50_000 / fit.share * fit.mean_ms / 8.0, rel=1e-9)
+
+
+def test_stalls_make_latency_grow_with_load() -> None:
+    def p90_p99(rate: float, every: float) -> tuple[float, float]:
+        sc = scenario_from_mapping(
+            {
+                "name": "stalls",
+                "seed": 2,
+                "cluster": {"brokers": ["broker-a"]},
+                "producers": {
+                    "count": 1,
+                    "send_mode": {"async": 1},
+                    "processors": 2,
+                    "send_cpu_us": 80.0,
+                    "host_stall_every": every,
+                    "host_stall_ms": 5.0,
+                },
+                "workload": {"rate_steps": [[rate, 1.0]], "arrival": "uniform", "tags": [], "keys": False},
+                "brokers": {
+                    "default": {"latency": {"median_ms": 0.3, "sigma": 0.1, "spike_probability": 0.0}}
+                },
+            }
+        )
+        r = reference.simulate_producer(generate(sc), sc).results  # latency from the due time
+        p90, p99 = np.percentile(np.asarray(r["end_ts_ms"]) - np.asarray(r["born_ts_ms"]), [90, 99])
+        return float(p90), float(p99)
+
+    # 25,000 sends/s at most at 80 us on 2 cores; a 5 ms stall every 500 sends takes 20% more
+    light, busy = p90_p99(5_000.0, 500.0), p90_p99(18_000.0, 500.0)
+    assert light[0] == 0.0 and 0.0 < light[1] < busy[1]  # the stalls pass almost unseen at light load
+    assert p90_p99(18_000.0, 0.0)[0] <= 1.0 < 10.0 <= busy[0]  # and make a queue near capacity
+
+
+def test_calibration_fits_the_ramps_stalls_and_keeps_its_saturation_rate() -> None:
+    runs = [read_run("tests/data/realbroker/a_low_async"), read_run("tests/data/realbroker/b_ramp_async_p1")]
+    cpu = {
+        "producers.send_cpu_us": 17.0,
+        "brokers.default.store.io_us": 6.0,
+        "brokers.default.store.append_us": 6.0,
+    }
+    out = stall_values(runs, cpu)
+    share = 1.0 - out["producers.send_cpu_us"] / 17.0
+    assert 0.0 < share <= 0.5
+    assert out["brokers.default.store.io_us"] == pytest.approx(6.0 * (1.0 - share))
+    # the stalls take that share of the two cores at the ramp's saturation rate
+    sat = saturation(runs[1]).msgs_per_s  # type: ignore[union-attr]
+    stall_us_per_send = out["producers.host_stall_ms"] * 1000.0 / out["producers.host_stall_every"]
+    assert stall_us_per_send * sat / 1e6 == pytest.approx(share)
+    assert stall_values(runs[:1], cpu) == {}

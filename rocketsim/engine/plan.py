@@ -31,6 +31,7 @@ from rocketsim.broker import latency as bm
 from rocketsim.broker import store
 from rocketsim.broker.fault_kinds import RouteDrop
 from rocketsim.broker.queue import BUSY_KINDS
+from rocketsim.client import batching
 from rocketsim.client.fault import DETECT_INTERVAL_MS, DETECT_PERIOD_MS, FaultArrays, Site, fault_updates
 from rocketsim.client.outcomes import CATCH_OF_KIND, ONEWAY_SEES, Catch, OutcomeKind
 from rocketsim.client.route import (
@@ -675,6 +676,8 @@ class Prepared:
     # UNIQ_KEY: the run's seed (the producer's process identity) and whether a batch gets a key of its own
     seed: int = 0
     batch_uniq_key: bool = False
+    # autoBatch: per row whether it joined a ProduceAccumulator batch (its UNIQ_KEY made as it was added)
+    auto_member: np.ndarray | None = None
 
     @property
     def n_sends(self) -> int:
@@ -739,6 +742,69 @@ def _oversize_batches(
     return {int(r): texts[g] for r, g in zip(rows.tolist(), inverse.tolist(), strict=True) if g in texts}
 
 
+AUTO_BATCH_ID0 = 1 << 48  # batch ids of the accumulator's batches: past any workload batch id (a seq)
+
+
+def _auto_batches(
+    messages: pa.Table,
+    sc: Scenario,
+    rejected: np.ndarray,
+    is_batch: np.ndarray,
+    mtype: np.ndarray,
+    mode: np.ndarray,
+    topic_idx: np.ndarray,
+    body: np.ndarray,
+) -> batching.AutoBatches | None:
+    """The ``ProduceAccumulator``'s batches of this producer (:mod:`rocketsim.client.batching`), None with
+    autoBatch off: plain ``send(msg[, callback])`` calls (normal and delay messages, sync or async) go
+    through it; accepted async normal messages are batched."""
+    settings = sc.producers.auto_batching
+    if settings is None or not settings.auto_batch:
+        return None
+    plain = (mtype == MESSAGE_TYPES.index("normal")) | (mtype == MESSAGE_TYPES.index("delay"))
+    through = plain & ~is_batch & (mode != MODES.index("oneway"))
+    batchable = (
+        through & ~rejected & (mtype == MESSAGE_TYPES.index("normal")) & (mode == MODES.index("async"))
+    )
+    tag_idx, _ = _codes(messages.column("tags"))
+    key = topic_idx * (int(tag_idx.max(initial=-1)) + 2) + tag_idx + 1
+    return batching.accumulate(
+        np.asarray(messages.column("born_ts_ms"), np.int64), key, body, through, batchable, settings
+    )
+
+
+def _auto_batch_sends(
+    messages: pa.Table,
+    sc: Scenario,
+    auto: batching.AutoBatches,
+    send_of_row: np.ndarray,
+    s_born: np.ndarray,
+    s_wire: np.ndarray,
+    batch_wire: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The accumulator's batch sends: each starts when the accumulator sends it, its request carries the
+    batch's own properties (:func:`rocketsim.client.batching.request_properties_sizes`)."""
+    rows = np.flatnonzero(auto.batch >= 0)
+    if rows.size == 0:
+        return s_born, s_wire
+    member_batch = auto.batch[rows]
+    send_of_batch = np.full(auto.count, -1, np.int64)
+    send_of_batch[member_batch] = send_of_row[rows]
+    live = send_of_batch >= 0  # a batch refused whole (too large) is no send
+    tags = messages.column("tags").take(pa.array(rows))
+    tag_len = np.full(auto.count, -1, np.int64)
+    tag_len[member_batch] = np.asarray(pc.binary_length(tags).fill_null(-1), np.int64)
+    props = batching.request_properties_sizes(
+        member_batch, messages.column("keys").take(pa.array(rows)), tag_len, auto.count, sc.producers.version
+    )
+    s_born = s_born.copy()
+    s_wire = s_wire.copy()
+    sends = send_of_batch[live]
+    s_born[sends] = auto.sent_ms[live]
+    s_wire[sends] = props[live] + batch_wire[sends]
+    return s_born, s_wire
+
+
 def prepare(messages: pa.Table, sc: Scenario, topics: list[str] | None = None) -> Prepared:
     """One producer's messages (any row order) as sends in seq order, rejected rows, sizes and flags.
 
@@ -789,6 +855,19 @@ def prepare(messages: pa.Table, sc: Scenario, topics: list[str] | None = None) -
     rejected = np.zeros(n, bool)
     if reject_text:
         rejected[np.fromiter(reject_text, np.int64, len(reject_text))] = True
+    auto = _auto_batches(messages, sc, rejected, is_batch, mtype, mode, topic_idx, body)
+    if auto is not None:  # the accumulator's batches become batch sends (ids past the workload's)
+        member = auto.batch >= 0
+        batch_id = np.where(member, AUTO_BATCH_ID0 + auto.batch, batch_id)
+        messages = messages.set_column(
+            messages.schema.get_field_index("batch_id"),
+            "batch_id",
+            pa.array(batch_id, mask=~(is_batch | member)),
+        )
+        is_batch = is_batch | member
+        compress &= ~member
+        sent_body = np.where(member, body, sent_body)
+        sys_flag = np.where(member, 0, sys_flag)
     oversize = _oversize_batches(messages, sc, ~rejected, is_batch, element)
     if oversize:
         reject_text = {**reject_text, **oversize}
@@ -814,6 +893,8 @@ def prepare(messages: pa.Table, sc: Scenario, topics: list[str] | None = None) -
         batch_wire = np.zeros(n_s, np.int64)
         np.add.at(batch_wire, sb, element[batch_rows])
         s_wire = np.where(is_batch[s_row], batch_props + batch_wire, s_wire)
+        if auto is not None:
+            s_born, s_wire = _auto_batch_sends(messages, sc, auto, send_of_row, s_born, s_wire, batch_wire)
     row_wire = np.where(rejected, 0, np.where(is_batch, element, sent_body + props))
 
     # ordered sends: SelectMessageQueueByHash over String.hashCode of the key
@@ -856,6 +937,7 @@ def prepare(messages: pa.Table, sc: Scenario, topics: list[str] | None = None) -
         s_props_chars=props_chars[s_row],
         seed=sc.seed,
         batch_uniq_key=p.version.gives_batch_uniq_key,
+        auto_member=None if auto is None else auto.batch >= 0,
     )
 
 
@@ -1114,8 +1196,11 @@ class UniqCalls:
         made = member | (sent & ~is_batch & (out.n_sent[s] > 0))
         seq = np.asarray(m.column("seq"), np.int64)
         time = np.where(member, out.begin[s], out.kernel_start[s])
+        if prep.auto_member is not None:  # sendByAccumulator's setUniqID, as the message is added
+            time = np.where(prep.auto_member, prep.born, time)
         call_row = np.flatnonzero(made) + row0
-        call_time, call_lead, call_seq = time[made], prep.s_seq[s[made]], seq[made]
+        lead = prep.s_seq[s] if prep.auto_member is None else np.where(prep.auto_member, seq, prep.s_seq[s])
+        call_time, call_lead, call_seq = time[made], lead[made], seq[made]
         if self.batch_uniq_key and member.any():
             batches = np.unique(send[member])
             last = np.iinfo(np.int64).max

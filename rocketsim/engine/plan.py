@@ -678,6 +678,8 @@ class Prepared:
     batch_uniq_key: bool = False
     # autoBatch: per row whether it joined a ProduceAccumulator batch (its UNIQ_KEY made as it was added)
     auto_member: np.ndarray | None = None
+    # per send, the body length executeAsyncMessageSend's size semaphore takes (a batch's: its encoding)
+    s_body: np.ndarray | None = None
 
     @property
     def n_sends(self) -> int:
@@ -887,12 +889,14 @@ def prepare(messages: pa.Table, sc: Scenario, topics: list[str] | None = None) -
     send_of_row[batch_rows] = send_of_row[leaders][inverse.reshape(-1)]
     s_born = born[s_row].copy()
     s_wire = (sent_body + props)[s_row]
+    s_body = body[s_row].copy()
     if batch_rows.size:
         sb = send_of_row[batch_rows]
         np.maximum.at(s_born, sb, born[batch_rows])
         batch_wire = np.zeros(n_s, np.int64)
         np.add.at(batch_wire, sb, element[batch_rows])
         s_wire = np.where(is_batch[s_row], batch_props + batch_wire, s_wire)
+        s_body = np.where(is_batch[s_row], batch_wire, s_body)
         if auto is not None:
             s_born, s_wire = _auto_batch_sends(messages, sc, auto, send_of_row, s_born, s_wire, batch_wire)
     row_wire = np.where(rejected, 0, np.where(is_batch, element, sent_body + props))
@@ -938,6 +942,7 @@ def prepare(messages: pa.Table, sc: Scenario, topics: list[str] | None = None) -
         seed=sc.seed,
         batch_uniq_key=p.version.gives_batch_uniq_key,
         auto_member=None if auto is None else auto.batch >= 0,
+        s_body=s_body,
     )
 
 

@@ -47,6 +47,7 @@ import pyarrow as pa
 from rocketsim.broker import latency as bm
 from rocketsim.broker import store
 from rocketsim.broker.queue import BrokerStore, StoreAnswer, StoreCluster, carries_load, closed_outcome
+from rocketsim.client.backpressure import Backpressure, PermitGate
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.host import HostCores
 from rocketsim.client.outcomes import OutcomeKind
@@ -98,6 +99,9 @@ from rocketsim.scenario import Scenario
 
 __all__ = ["ProducerSimulation", "Send", "engine_output", "producer_tables", "sends_of", "simulate_producer"]
 
+EXPIRE = "backpressure:expire"  # DELIVER payloads: a send's wait for a permit reached its deadline,
+PERMIT = "backpressure:permit"  # or a release granted it one
+
 ORDERED_MODES = {SendKind.ORDERED: "sync", SendKind.ORDERED_ASYNC: "async", SendKind.ORDERED_ONEWAY: "oneway"}
 
 
@@ -116,6 +120,7 @@ class Send:
     props_qid: bool = False
     props_chars: int = 0
     wire: int = 0  # the request's bytes (what the closed-loop store appends)
+    body: int = 0  # the body length the backpressure size semaphore takes
 
     @property
     def waits(self) -> bool:
@@ -126,8 +131,8 @@ class Send:
 def sends_of(prep: Prepared) -> list[Send]:
     """The prepared sends, in seq order."""
     return [
-        Send(s, seq, thread, born, SendKind(kind), prep.topics[topic], ohash, base, qid, chars, wire)
-        for s, (seq, thread, born, kind, topic, ohash, base, qid, chars, wire) in enumerate(
+        Send(s, seq, thread, born, SendKind(kind), prep.topics[topic], ohash, base, qid, chars, wire, body)
+        for s, (seq, thread, born, kind, topic, ohash, base, qid, chars, wire, body) in enumerate(
             zip(
                 prep.s_seq.tolist(),
                 prep.s_thread.tolist(),
@@ -139,6 +144,7 @@ def sends_of(prep: Prepared) -> list[Send]:
                 prep.s_props_qid.tolist(),
                 prep.s_props_chars.tolist(),
                 prep.s_wire.tolist(),
+                (prep.s_body if prep.s_body is not None else prep.s_wire).tolist(),
                 strict=True,
             )
         )
@@ -184,6 +190,12 @@ class ProducerSimulation:
         if detector is not None:
             detector.on_tick = self._on_tick
         self.semaphore = AsyncSemaphore(p.async_semaphore_permits)
+        backpressure = p.async_backpressure
+        self.gate = (
+            PermitGate(Backpressure(backpressure), p.send_msg_timeout_ms)
+            if backpressure is not None and backpressure.enable_backpressure_for_async_mode
+            else None
+        )
 
     # -- 5.x detector hooks: resolve through the producer's route, probe the broker model --
     def _on_tick(self, t: int) -> None:
@@ -349,6 +361,9 @@ class ProducerSimulation:
                     release(s, now)
                     if s.waits:
                         senders.free(s, record.end_ms)
+                    if gate is not None:  # BackpressureSendCallBack: permits back before the callback
+                        for waiter in gate.release(s.index, record.end_ms):
+                            push(record.end_ms, Event.DELIVER, (*waiter, PERMIT))
                     return
                 if isinstance(item, Call):
                     outcome = self.transport_for(s)(
@@ -364,6 +379,8 @@ class ProducerSimulation:
                     return
                 step: Step = item
                 if step.action == Action.EXECUTE:
+                    if gate is not None and not gated(s, gen, now):
+                        return
                     value = take(s, gen, pools[Pool.EXECUTOR], now)
                     if value is None:
                         return
@@ -376,6 +393,21 @@ class ProducerSimulation:
                     push(step.at_ms, Event.DELIVER, (s, gen, Resume(step.at_ms, step.thread)))
                     return
                 value = Resume(now, step.thread)
+
+        gate = self.gate
+
+        def gated(s: Send, gen: Generator, now: int) -> bool:
+            """``executeAsyncMessageSend``'s permits for ``s`` at its EXECUTE step: True: taken, go on
+            (its caller's thread is free); False: it waits (an event resumes it) or was refused (ended)."""
+            verdict = gate.acquire(s, gen, now)  # type: ignore[union-attr]
+            if verdict is None:  # waiting: its deadline is an event
+                push(gate.deadline(s), Event.DELIVER, (s, gen, EXPIRE))  # type: ignore[union-attr]
+                return False
+            senders.free(s, now)
+            if verdict is True:
+                return True
+            advance(s, gen, Resume(now, None, refused=verdict), now)
+            return False
 
         senders.begin()
         while heap:
@@ -391,7 +423,9 @@ class ProducerSimulation:
                     self.call_us[s.index] = cpu_end = self.cpu_done(t * 1000.0)
                     begin = int(cpu_end // 1000)
                 gen = self.steps(s, begin)
-                if not s.waits:
+                if gate is not None and not s.waits:
+                    gate.begin(s, t)  # the caller's thread waits for the permits (gated frees it)
+                elif not s.waits:
                     senders.free(s, t)  # the caller's thread does not wait for an async send
                 if begin > t:
                     push(begin, Event.DELIVER, (s, gen, None))
@@ -400,7 +434,12 @@ class ProducerSimulation:
                 senders.taken(t)
                 continue
             s, gen, value = payload  # type: ignore[misc]
-            if isinstance(value, Pool) and value == Pool.IO:  # a 5.x connect listener: on the event loop
+            if value is EXPIRE or value is PERMIT:  # a backpressure wait ended: its deadline, a permit
+                if gate.waiting(s, value is EXPIRE) and gated(s, gen, t):  # type: ignore[union-attr]
+                    resume = take(s, gen, pools[Pool.EXECUTOR], t)
+                    if resume is not None:
+                        advance(s, gen, resume, t)
+            elif isinstance(value, Pool) and value == Pool.IO:  # a 5.x connect listener: on the event loop
                 advance(s, gen, Resume(t, IO_THREAD), t)
             elif isinstance(value, Pool):  # the callback is a task of the callback executor
                 resume = take(s, gen, pools[Pool.CALLBACK], t)

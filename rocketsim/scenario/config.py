@@ -219,8 +219,9 @@ class ProducerConfig:
     # startDetectorEnable (5.x): the detector that probes unreachable brokers
     start_detector_enable: bool = False
     # 5.x DefaultMQProducer async backpressure (None: the client version's default, see
-    # ClientVersion.async_backpressure_defaults). Inert unless enabled, and enabling it is refused: the
-    # semaphores are not modelled. Refused on 4.x, which has no such settings.
+    # ClientVersion.async_backpressure_defaults): an async send takes a permit of each semaphore before it
+    # is queued (waiting up to its timeout) and gives them back when its callback runs
+    # (rocketsim.client.backpressure). Refused on 4.x, which has no such settings.
     enable_backpressure_for_async_mode: bool | None = None
     # backPressureForAsyncSendNum (None: the version's default)
     back_pressure_for_async_send_num: int | None = field(

@@ -440,17 +440,31 @@ def _check_faults(sc: Scenario) -> None:
 
 
 def _check_async_backpressure(producers: ProducerConfig) -> None:
-    """The 5.x backpressure settings: refused on 4.x (no such fields), and enabling them is not modelled."""
+    """The 5.x backpressure settings: refused on 4.x (no such fields) and for the gRPC family; with them on,
+    the async sender executor's queue must hold every permitted send (a rejected one runs inline in the
+    caller's thread, not modelled)."""
     given = [name for name in BACKPRESSURE_SETTINGS if getattr(producers, name) is not None]
     if given and producers.version.async_backpressure_defaults is None:
         raise ScenarioError(
             f"producers.{given[0]} exists only in 5.x clients (DefaultMQProducer 5.0.0 and later), "
             f"not in client_version {producers.client_version}"
         )
-    if producers.enable_backpressure_for_async_mode:
-        raise ScenarioError(
-            "producers.enable_backpressure_for_async_mode = true is not modelled yet (the async send "
-            "semaphores of DefaultMQProducerImpl); leave it false (upstream's default)"
+    if not producers.enable_backpressure_for_async_mode:
+        return
+    if producers.grpc_client is not None:
+        _fail(
+            "producers.enable_backpressure_for_async_mode",
+            "must be false with client_family grpc (a remoting DefaultMQProducer setting)",
+            True,
+        )
+    permits = producers.async_backpressure.back_pressure_for_async_send_num  # type: ignore[union-attr]
+    queue = producers.async_sender_queue
+    if queue is not None and queue < permits:
+        _fail(
+            "producers.async_sender_queue",
+            f"must be at least the backpressure's send permits ({permits}) with "
+            "enable_backpressure_for_async_mode (a rejected send runs in the caller's thread: not modelled)",
+            queue,
         )
 
 

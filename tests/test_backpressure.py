@@ -50,9 +50,8 @@ def test_a_waiter_is_refused_at_its_deadline() -> None:
 def test_a_fair_semaphore_never_grants_more_than_it_has(requests) -> None:
     sem = FairSemaphore(8)
     held: dict[int, int] = {}
-    now = 0
     for key, (n, hold) in enumerate(requests):
-        now += 1
+        now = key + 1
         if sem.try_acquire(key, n, now, now + hold):
             held[key] = n
         if held and hold % 3 == 0:  # some sends end

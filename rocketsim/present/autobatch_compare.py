@@ -15,13 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 from matplotlib.figure import Figure
 
 from rocketsim import engine
 from rocketsim.present import plots, timeline
-from rocketsim.scenario import Scenario, load_scenario, workload
-from rocketsim.stage.tables import producer_messages
+from rocketsim.present.grpc_compare import run_once
+from rocketsim.scenario import Scenario, load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "conf" / "scenarios" / "brownout.toml"
@@ -54,12 +53,6 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "autoBatch on, backpressure on": (*OMB_BATCHING, *BACKPRESSURE),
 }
 QUANTILES = (0.5, 0.99)
-
-
-def run_once(sc: Scenario) -> tuple[pa.Table, engine.SimOutput]:
-    """Every producer's messages of ``sc`` and their simulation, here."""
-    messages = pa.concat_tables([producer_messages(sc, s) for s in workload.producer_shares(sc)])
-    return messages, engine.simulate(messages, sc)
 
 
 def frame(out: engine.SimOutput) -> pd.DataFrame:

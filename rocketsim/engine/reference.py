@@ -24,7 +24,11 @@ Time and order, per producer instance (its own fault table, route cache and per-
   makes one attempt, ASYNC retries to the same queue, ONEWAY returns after the write); batches are one
   send of a ``MessageBatch`` (never compressed): every member gets the batch's outcome, and its attempts
   are counted (and its attempt rows keyed) on the first member; invalid messages are not sent: they
-  become ``REJECTED`` results with the client's own error text.
+  become ``REJECTED`` results with the client's own error text. autoBatch's batches are such batches
+  (:mod:`rocketsim.engine.plan`, :mod:`rocketsim.client.batching`).
+* Async backpressure (:mod:`rocketsim.client.backpressure`, this engine only): an async send's EXECUTE
+  step first takes its permits (:class:`PermitGate`), its caller's thread blocked until it has them or
+  its deadline refuses it; a send gives them back as it ends, which resumes the waiters granted.
 """
 
 # Mirrored by engine/compiled.py (the numba kernel: same events, same order, same tables, only faster);

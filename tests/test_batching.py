@@ -17,6 +17,8 @@ from rocketsim.client.batching import accumulate, guard_sleep_ms
 from rocketsim.client.versions import AutoBatch, parse_version
 from rocketsim.engine import compiled, reference
 from rocketsim.engine.plan import prepare
+from rocketsim.format import codec
+from rocketsim.format.message import MessageConst
 from rocketsim.scenario import ScenarioError, scenario_from_mapping, workload
 
 DEFAULTS = AutoBatch(True, 10, 32 * 1024, 32 * 1024 * 1024)
@@ -194,3 +196,30 @@ def test_auto_batch_off_prepares_as_before() -> None:
     for name in ("s_row", "s_born", "s_wire", "send_of_row", "row_wire", "sys_flag"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     assert a.auto_member is None and pc.all(pc.is_null(a.messages.column("batch_id"))).as_py()
+
+
+def test_a_batch_request_is_its_members_encoded_with_the_batch_properties() -> None:
+    # MessageAccumulation.batch(): new MessageBatch(messages), setKeys(the members' keys as a set),
+    # setTags(the key's tag), setWaitStoreMsgOK, MessageClientIDSetter.setUniqID(batch), body =
+    # MessageDecoder.encodeMessages(messages)
+    sc = scenario(auto_batch=True, batch_max_bytes=8192)
+    prep = prepare(workload.generate(sc), sc)
+    m = prep.messages.to_pandas()
+    version = sc.producers.version
+    m["element"] = codec.encoded_message_sizes(
+        m.body_size.to_numpy(np.int64), m.properties_size.to_numpy(np.int64), version=version
+    )
+    auto = m[prep.auto_member]
+    checked = 0
+    for _, g in list(auto.groupby("batch_id"))[:20]:
+        keys = {k for ks in g["keys"].dropna() for k in ks.split(" ") if k}
+        props = {
+            MessageConst.PROPERTY_KEYS: " ".join(sorted(keys)),
+            MessageConst.PROPERTY_TAGS: g.tags.iloc[0],
+            MessageConst.PROPERTY_WAIT_STORE_MSG_OK: "true",
+            MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: "0" * 32,
+        }
+        send = prep.send_of_row[g.index[0]]
+        assert prep.s_wire[send] == codec.properties_size(props, version=version) + g.element.sum()
+        checked += 1
+    assert checked == 20

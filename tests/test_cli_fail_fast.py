@@ -122,15 +122,16 @@ CASES = [
         "got 9223372036854775808",
     ),
     Case(
-        "unmodelled-backpressure",
-        (
-            "--set",
-            "producers.client_version=5.3.3",
-            "--set",
-            "producers.enable_backpressure_for_async_mode=true",
-        ),
-        "ScenarioError: producers.enable_backpressure_for_async_mode = true is not modelled yet (the async "
-        "send semaphores of DefaultMQProducerImpl); leave it false (upstream's default)",
+        "unmodelled-sync-auto-batch",
+        ("--set", "producers.client_version=5.3.3", "--set", "producers.auto_batch=true"),
+        "ScenarioError: producers.send_mode.sync must be 0 with producers.auto_batch = true (sync sends "
+        "through ProduceAccumulator, whose callers wait on their batch, are not modelled yet), got 1.0",
+    ),
+    Case(
+        "auto-batch-before-5.1.4",
+        ("--set", "producers.auto_batch=true"),
+        "ScenarioError: producers.auto_batch exists only in clients 5.1.4 and later "
+        "(DefaultMQProducer.autoBatch, ProduceAccumulator), not in client_version 4.9.8",
     ),
     Case(
         "missing-file",

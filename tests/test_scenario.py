@@ -168,15 +168,28 @@ def test_async_backpressure_settings_are_refused_on_4x(setting: str) -> None:
     )
 
 
-def test_enabling_async_backpressure_is_refused_until_modelled() -> None:
+def test_async_backpressure_is_refused_for_grpc_and_a_short_executor_queue() -> None:
+    # DefaultMQProducerImpl.executeAsyncMessageSend: with backpressure on, a RejectedExecutionException
+    # runs the send in the caller's thread (not modelled): the queue must hold every permitted send
     with pytest.raises(ScenarioError) as info:
         scenario_from_mapping(
-            {"producers": {"client_version": "5.3.3", "enable_backpressure_for_async_mode": True}}
+            {
+                "producers": {
+                    "client_version": "5.3.3",
+                    "enable_backpressure_for_async_mode": True,
+                    "async_sender_queue": 100,
+                }
+            }
         )
-    assert "\n" not in str(info.value)
-    assert str(info.value).startswith(
-        "producers.enable_backpressure_for_async_mode = true is not modelled yet"
+    assert str(info.value) == (
+        "producers.async_sender_queue must be at least the backpressure's send permits (10000) with "
+        "enable_backpressure_for_async_mode (a rejected send runs in the caller's thread: not modelled), "
+        "got 100"
     )
+    sc = scenario_from_mapping(
+        {"producers": {"client_version": "5.3.3", "enable_backpressure_for_async_mode": True}}
+    )
+    assert sc.producers.async_backpressure.enable_backpressure_for_async_mode
 
 
 def test_overrides_set_nested_keys_and_list_items() -> None:

@@ -304,6 +304,7 @@ class RemotingLine:
     response_scan_first_ms: int  # ClientVersion.response_scan_first_ms
     response_scan_period_ms: int  # ClientVersion.response_scan_period_ms
     has_async_backpressure: bool  # ClientVersion.async_backpressure_defaults [BP-1..4]
+    has_auto_batch: bool  # ClientVersion.auto_batch_defaults [AB-1, AB-2]
     # -- messages: encoding, validators, decoding --
     properties_trailing_separator: bool  # ClientVersion.properties_trailing_separator
     checks_properties_size_on_encode: bool  # ClientVersion.checks_properties_size_on_encode
@@ -356,6 +357,7 @@ _R4_9_7 = RemotingLine(
     response_scan_first_ms=3000,
     response_scan_period_ms=1000,
     has_async_backpressure=False,
+    has_auto_batch=False,
     properties_trailing_separator=False,
     checks_properties_size_on_encode=True,
     properties_map_capacity=16,
@@ -420,6 +422,7 @@ _R5_1_4 = replace(  # the RIP-63 strategy (QueueFilters, reachability, the detec
     faq_url=FAQ_URL_5,
     response_scan_first_ms=3100,
     response_scan_period_ms=1100,
+    has_auto_batch=True,  # ProduceAccumulator (RIP-27)
 )
 _R5_2 = replace(  # isAvailable by time only again; operationSucceed / operationFail
     _R5_1_4,
@@ -659,6 +662,17 @@ class ClientVersion:
         send_num = 1024 if self.tuple > _tuple("5.3.3") else 10_000
         return AsyncBackpressure(False, send_num, 100 * 1024 * 1024)
 
+    @property
+    def auto_batch_defaults(self) -> AutoBatch | None:
+        """``DefaultMQProducer.autoBatch`` and its ``ProduceAccumulator`` (5.1.4 and later; None before),
+        read from client/src/main/java/org/apache/rocketmq/client/producer/ProduceAccumulator.java at
+        rocketmq-all-5.2.0..5.3.3: ``autoBatch = false``, ``holdMs = 10``, ``holdSize = 32 * 1024``,
+        ``totalHoldSize = 32 * 1024 * 1024`` (the same at every tag: AB-1 builds the accumulator in the
+        constructor, AB-2 in ``start()``, which a simulation cannot tell apart)."""
+        if not self.line.has_auto_batch:
+            return None
+        return AutoBatch(False, 10, 32 * 1024, 32 * 1024 * 1024)
+
     # -- validators and FAQ --
     @property
     def checks_inner_multi_dispatch(self) -> bool:
@@ -716,6 +730,22 @@ class AsyncBackpressure:
     back_pressure_for_async_send_num: int
     back_pressure_for_async_send_size: int
 
+
+@dataclass(frozen=True)
+class AutoBatch:
+    """The 5.x producer's autoBatch settings (``DefaultMQProducer.autoBatch``, ``batchMaxDelayMs``,
+    ``batchMaxBytes``, ``totalBatchMaxBytes``; the accumulator's ``holdMs``, ``holdSize`` and
+    ``totalHoldSize``), in snake case."""
+
+    auto_batch: bool
+    batch_max_delay_ms: int
+    batch_max_bytes: int
+    total_batch_max_bytes: int
+
+
+# The ranges ProduceAccumulator.batchMaxDelayMs / batchMaxBytes accept (IllegalArgumentException outside).
+BATCH_MAX_DELAY_MS_MAX = 30_000
+BATCH_MAX_BYTES_MAX = 2 * 1024 * 1024
 
 # The floors DefaultMQProducerImpl applies when it builds the semaphores (5.3.2+ setters apply them too).
 BACK_PRESSURE_MIN_SEND_NUM = 10

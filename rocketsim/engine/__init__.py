@@ -87,12 +87,13 @@ def simulate_chunks(chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario) -
     """One producer's messages given in chunks (seq order) -> its tables in chunks
     (:class:`rocketsim.engine.plan.SimChunk`: concatenated, :func:`simulate_producer`'s tables), with the
     engine :func:`simulate_producer` would use: the compiled one streams the chunks (a producer's memory is
-    bounded whatever its size); the reference and the closed-loop store run whole, then cut."""
+    bounded whatever its size); the reference, the closed-loop store and autoBatch run whole, then cut."""
     name = chosen()
     if sc.producers.grpc_client is not None:
         _refuse_compiled(name)
         return grpc.simulate_chunks(chunks, sc)
-    if sc.coupling == OPEN and name != REFERENCE:
+    whole = sc.coupling != OPEN or holds_across_chunks(sc)
+    if not whole and name != REFERENCE:
         it = iter(chunks)
         first = next(it, None)
         if first is None:
@@ -104,10 +105,17 @@ def simulate_chunks(chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario) -
             return compiled.simulate_chunks(itertools.chain([table], it), sc)
         chunks = itertools.chain([table], it)
     messages, ends = gather_chunks(chunks)
-    if sc.coupling != OPEN and messages.num_rows:  # the closed-loop store: whole, then cut
+    if whole and messages.num_rows:  # the closed-loop store, the accumulator: whole, then cut
         return iter(slice_output(messages, simulate_producer(messages, sc), chunk_cuts(messages, ends)))
     parts = [messages.slice(a, b - a) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
     return reference.simulate_chunks(parts, sc)
+
+
+def holds_across_chunks(sc: Scenario) -> bool:
+    """Whether a producer's sends depend on messages far apart in seq order (autoBatch's accumulator holds
+    messages per topic and tag): its messages are then simulated whole, not streamed in chunks."""
+    settings = sc.producers.auto_batching
+    return settings is not None and settings.auto_batch
 
 
 def simulate(messages: pa.Table, sc: Scenario) -> SimOutput:

@@ -2301,6 +2301,9 @@ def unsupported(sc: Scenario, messages: pa.Table) -> str | None:
         return "messages of several producers"
     if sc.producers.send_cpu_us > 0:
         return "the client's CPU per send (producers.send_cpu_us): the readable engine's host model"
+    backpressure = sc.producers.async_backpressure
+    if backpressure is not None and backpressure.enable_backpressure_for_async_mode:
+        return "async backpressure (producers.enable_backpressure_for_async_mode): client/backpressure.py"
     seq = np.asarray(messages.column("seq"), np.int64)
     if not np.all(seq[1:] > seq[:-1]):
         seq = np.sort(seq)

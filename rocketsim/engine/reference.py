@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -28,16 +28,15 @@ import pyarrow as pa
 from rocketsim.broker import latency as bm
 from rocketsim.broker import store
 from rocketsim.broker.queue import BrokerStore, StoreAnswer, StoreCluster, carries_load, closed_outcome
+from rocketsim.client.backpressure import Backpressure, PermitGate
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.heap import ClientHeap, client_heap
 from rocketsim.client.host import HostCores, host_stalls
-from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
     IO_THREAD,
     Action,
     AsyncSemaphore,
-    AttemptRecord,
     Call,
     Outcome,
     Pool,
@@ -55,18 +54,14 @@ from rocketsim.client.send import (
     sync_send_steps,
 )
 from rocketsim.engine.plan import (
-    NO_ISOLATION,
     EngineOutput,
     Event,
     Prepared,
     SendKind,
     SimChunk,
     SimOutput,
-    Status,
-    StoreColumns,
     build_tables,
     chunk_cuts,
-    error_text,
     gather_chunks,
     one_producer,
     prepare,
@@ -76,10 +71,14 @@ from rocketsim.engine.plan import (
     start_detector_enable,
     to_outcome,
 )
+from rocketsim.engine.reference_rows import engine_output
 from rocketsim.rng import SplitMixIntSource, derive_key
 from rocketsim.scenario import Scenario
 
 __all__ = ["ProducerSimulation", "Send", "engine_output", "producer_tables", "sends_of", "simulate_producer"]
+
+EXPIRE = "backpressure:expire"  # DELIVER payloads: a send's wait for a permit reached its deadline,
+PERMIT = "backpressure:permit"  # or a release granted it one
 
 ORDERED_MODES = {SendKind.ORDERED: "sync", SendKind.ORDERED_ASYNC: "async", SendKind.ORDERED_ONEWAY: "oneway"}
 
@@ -99,6 +98,7 @@ class Send:
     props_qid: bool = False
     props_chars: int = 0
     wire: int = 0  # the request's bytes (what the closed-loop store appends)
+    body: int = 0  # the body length the backpressure size semaphore takes
 
     @property
     def waits(self) -> bool:
@@ -109,8 +109,8 @@ class Send:
 def sends_of(prep: Prepared) -> list[Send]:
     """The prepared sends, in seq order."""
     return [
-        Send(s, seq, thread, born, SendKind(kind), prep.topics[topic], ohash, base, qid, chars, wire)
-        for s, (seq, thread, born, kind, topic, ohash, base, qid, chars, wire) in enumerate(
+        Send(s, seq, thread, born, SendKind(kind), prep.topics[topic], ohash, base, qid, chars, wire, body)
+        for s, (seq, thread, born, kind, topic, ohash, base, qid, chars, wire, body) in enumerate(
             zip(
                 prep.s_seq.tolist(),
                 prep.s_thread.tolist(),
@@ -122,6 +122,7 @@ def sends_of(prep: Prepared) -> list[Send]:
                 prep.s_props_qid.tolist(),
                 prep.s_props_chars.tolist(),
                 prep.s_wire.tolist(),
+                (prep.s_body if prep.s_body is not None else prep.s_wire).tolist(),
                 strict=True,
             )
         )
@@ -176,6 +177,12 @@ class ProducerSimulation:
         if detector is not None:
             detector.on_tick = self._on_tick
         self.semaphore = AsyncSemaphore(p.async_semaphore_permits)
+        backpressure = p.async_backpressure
+        self.gate = (
+            PermitGate(Backpressure(backpressure), p.send_msg_timeout_ms)
+            if backpressure is not None and backpressure.enable_backpressure_for_async_mode
+            else None
+        )
 
     # -- 5.x detector hooks: resolve through the producer's route, probe the broker model --
     def _on_tick(self, t: int) -> None:
@@ -339,7 +346,9 @@ class EventLoop:
             sim.call_us[s.index] = cpu_end = sim.cpu_done(s, t * 1000.0)
             begin = int(cpu_end // 1000)
         gen = sim.steps(s, begin)
-        if not s.waits:
+        if sim.gate is not None and not s.waits:
+            sim.gate.begin(s, t)  # the caller's thread waits for the permits (gated frees it)
+        elif not s.waits:
             self.senders.free(s, t)  # the caller's thread does not wait for an async send
         if begin > t:
             self.push(begin, Event.DELIVER, (s, gen, None))
@@ -350,7 +359,9 @@ class EventLoop:
     def deliver(self, payload: tuple[Send, Generator, object], t: int) -> None:
         """What a send's loop waited for is due at ``t``: an outcome, a time, or a thread of a pool."""
         s, gen, value = payload
-        if isinstance(value, Pool) and value == Pool.IO:  # a 5.x connect listener: on the event loop
+        if value is EXPIRE or value is PERMIT:  # a backpressure wait ended: its deadline, a permit
+            self.permit_wait_ended(s, gen, value is EXPIRE, t)
+        elif isinstance(value, Pool) and value == Pool.IO:  # a 5.x connect listener: on the event loop
             self.advance(s, gen, Resume(t, IO_THREAD), t)
         elif isinstance(value, Pool):  # the callback is a task of the callback executor
             resume = self.take(s, gen, self.pools[Pool.CALLBACK], t)
@@ -358,6 +369,28 @@ class EventLoop:
                 self.advance(s, gen, resume, t)
         else:
             self.advance(s, gen, value, t)  # type: ignore[arg-type]
+
+    def permit_wait_ended(self, s: Send, gen: Generator, expired: bool, t: int) -> None:
+        """``s``'s wait for backpressure permits ended at ``t`` (its deadline, or a release granted it):
+        with its permits it asks the executor for a thread."""
+        if self.sim.gate.waiting(s, expired) and self.gated(s, gen, t):  # type: ignore[union-attr]
+            resume = self.take(s, gen, self.pools[Pool.EXECUTOR], t)
+            if resume is not None:
+                self.advance(s, gen, resume, t)
+
+    def gated(self, s: Send, gen: Generator, now: int) -> bool:
+        """``executeAsyncMessageSend``'s permits for ``s`` at its EXECUTE step: True: taken, go on
+        (its caller's thread is free); False: it waits (an event resumes it) or was refused (ended)."""
+        gate = self.sim.gate
+        verdict = gate.acquire(s, gen, now)  # type: ignore[union-attr]
+        if verdict is None:  # waiting: its deadline is an event
+            self.push(gate.deadline(s), Event.DELIVER, (s, gen, EXPIRE))  # type: ignore[union-attr]
+            return False
+        self.senders.free(s, now)
+        if verdict is True:
+            return True
+        self.advance(s, gen, Resume(now, None, refused=verdict), now)
+        return False
 
     def release(self, s: Send, now: int) -> None:
         """``s`` stops running on its pool thread: the thread takes the next waiting task, or idles."""
@@ -410,6 +443,9 @@ class EventLoop:
                 self.release(s, now)
                 if s.waits:
                     self.senders.free(s, record.end_ms)
+                if sim.gate is not None:  # BackpressureSendCallBack: permits back before the callback
+                    for waiter in sim.gate.release(s.index, record.end_ms):
+                        self.push(record.end_ms, Event.DELIVER, (*waiter, PERMIT))
                 return
             if isinstance(item, Call):
                 outcome = sim.transport_for(s)(
@@ -425,6 +461,8 @@ class EventLoop:
                 return
             step: Step = item
             if step.action == Action.EXECUTE:
+                if sim.gate is not None and not self.gated(s, gen, now):
+                    return
                 value = self.take(s, gen, self.pools[Pool.EXECUTOR], now)
                 if value is None:
                     return
@@ -571,194 +609,6 @@ class PoolSenders:
 
 
 # ---- records -> the engine output ----------------------------------------------------------------
-
-
-class _Interned:
-    """Strings as indexes into a growing list."""
-
-    def __init__(self, values: list[str] | None = None) -> None:
-        self.values: list[str] = list(values or [])
-        self._index = {v: k for k, v in enumerate(self.values)}
-
-    def __call__(self, value: str | None) -> int:
-        if value is None:
-            return -1
-        k = self._index.get(value)
-        if k is None:
-            k = self._index[value] = len(self.values)
-            self.values.append(value)
-        return k
-
-
-def _result_status(record: SendRecord) -> tuple[Status, str | None]:
-    if record.error is not None:
-        return Status.FAILED, error_text(record.error)
-    if record.result is not None:
-        return Status[record.result.status], None
-    return Status.ONEWAY_SENT, None
-
-
-ATTEMPT_COLUMNS = (
-    "send",
-    "attempt",
-    "start",
-    "latency",
-    "broker",
-    "qid",
-    "label",
-    "code",
-    "has_code",
-    "iso",
-    "stored",
-    "stored_ts",
-    "busy",
-    "depth",
-    "service",
-    "start_us",
-    "latency_us",
-)
-SEND_COLUMNS = ("status", "error", "broker", "qid", "begin", "end", "exhausted", "n_sent", "thread", "kernel")
-
-
-def engine_output(
-    sc: Scenario,
-    n_sends: int,
-    done: list[tuple[Send, SendRecord]],
-    store_answers: Mapping[tuple[int, int], StoreAnswer] | None = None,
-    start_us: Mapping[tuple[int, int], int] | None = None,
-) -> tuple[EngineOutput, np.ndarray]:
-    """The records as an :class:`EngineOutput`, and each attempt's rank in completion order;
-    ``store_answers``: the closed-loop store's answer per (send, attempt) (its attempt columns);
-    ``start_us``: each request's start in microseconds where the client's CPU moved it off its ms."""
-    brokers = _Interned(list(sc.cluster.brokers))
-    labels, texts = _Interned(), _Interned()
-    by_send: list[tuple[int, SendRecord, int] | None] = [None] * n_sends
-    for rank, (s, record) in enumerate(done):
-        by_send[s.index] = (rank, record, s.thread)
-    cols: dict[str, list] = {k: [] for k in ATTEMPT_COLUMNS}
-    per_send: dict[str, list] = {k: [] for k in SEND_COLUMNS}
-    ranks: list[int] = []
-    att_off = [0]
-    for s, entry in enumerate(by_send):
-        assert entry is not None, f"send {s} never ended"
-        rank, record, thread = entry
-        sent = [a for a in record.attempts if a.outcome is not None]
-        for a in sent:
-            ans = store_answers.get((s, a.index)) if store_answers is not None else None
-            a_start_us = start_us.get((s, a.index), a.start_ms * 1000) if start_us else a.start_ms * 1000
-            _add_attempt_row(cols, s, a, record.mode, a_start_us, ans, brokers, labels)
-            ranks.append(rank)
-        att_off.append(len(cols["send"]))
-        _add_send_row(per_send, record, sent, thread, brokers, texts)
-    out = _output_arrays(cols, per_send, att_off, brokers, labels, texts)
-    if store_answers is not None:
-        out.a_store = StoreColumns(_ints(cols["busy"]), _ints(cols["depth"]), _ints(cols["service"]))
-    return out, _ints(ranks)
-
-
-def _add_attempt_row(
-    cols: dict[str, list],
-    s: int,
-    a: AttemptRecord,
-    mode: str,
-    start_us: int,
-    ans: StoreAnswer | None,
-    brokers: _Interned,
-    labels: _Interned,
-) -> None:
-    """One sent attempt's row of the attempt columns (``ans``: the closed-loop store's answer to it)."""
-    o = a.outcome
-    assert o is not None
-    cols["send"].append(s)
-    cols["attempt"].append(a.index)
-    cols["start"].append(a.start_ms)
-    # a oneway caller waits for the write only; other modes wait for the broker's answer
-    cols["latency"].append(a.end_ms - a.start_ms if mode == "oneway" else o.latency_ms)
-    cols["broker"].append(brokers(a.broker))
-    cols["qid"].append(a.queue_id)
-    cols["label"].append(labels(o.label))
-    cols["code"].append(o.response_code if o.kind == OutcomeKind.BROKER_ERROR else 0)
-    cols["has_code"].append(o.kind == OutcomeKind.BROKER_ERROR)
-    cols["iso"].append(NO_ISOLATION if a.isolated_until_ms is None else a.isolated_until_ms)
-    cols["stored"].append(o.stored)
-    cols["stored_ts"].append(a.start_ms + o.store_ms if o.stored else 0)
-    cols["start_us"].append(start_us)
-    cols["latency_us"].append(-1 if mode == "oneway" else o.latency_us)
-    cols["busy"].append(-1 if ans is None or ans.busy_kind is None else int(ans.fate))
-    cols["depth"].append(-1 if ans is None else ans.queue_depth)
-    cols["service"].append(-1 if ans is None or not ans.stored else ans.service_us)
-
-
-def _add_send_row(
-    per_send: dict[str, list],
-    record: SendRecord,
-    sent: list[AttemptRecord],
-    thread: int,
-    brokers: _Interned,
-    texts: _Interned,
-) -> None:
-    """One send's row of the per-send columns: how it ended, where (its result's queue, else its last
-    attempt's), and when."""
-    status, text = _result_status(record)
-    last = sent[-1] if sent else None
-    result = record.result
-    per_send["status"].append(status)
-    per_send["error"].append(texts(text))
-    per_send["broker"].append(
-        brokers(result.broker if result is not None else (last.broker if last else None))
-    )
-    per_send["qid"].append(result.queue_id if result is not None else (last.queue_id if last else -1))
-    per_send["begin"].append(record.begin_ms)
-    per_send["end"].append(record.end_ms)
-    per_send["exhausted"].append(any(a.flow.startswith("break:callTimeout") for a in record.attempts))
-    per_send["n_sent"].append(len(sent))
-    per_send["thread"].append(thread)
-    per_send["kernel"].append(record.begin_ms if record.exec_ms is None else record.exec_ms)
-
-
-def _ints(values: list) -> np.ndarray:
-    return np.array(values, np.int64)
-
-
-def _output_arrays(
-    cols: dict[str, list],
-    per_send: dict[str, list],
-    att_off: list[int],
-    brokers: _Interned,
-    labels: _Interned,
-    texts: _Interned,
-) -> EngineOutput:
-    """The columns as the arrays of an :class:`EngineOutput` (no store columns)."""
-    return EngineOutput(
-        brokers=brokers.values,
-        labels=labels.values,
-        texts=texts.values,
-        a_send=_ints(cols["send"]),
-        a_attempt=_ints(cols["attempt"]),
-        a_start=_ints(cols["start"]),
-        a_latency=_ints(cols["latency"]),
-        a_broker=_ints(cols["broker"]),
-        a_queue_id=_ints(cols["qid"]),
-        a_label=_ints(cols["label"]),
-        a_code=_ints(cols["code"]),
-        a_has_code=np.array(cols["has_code"], bool),
-        a_isolated_until=_ints(cols["iso"]),
-        a_stored=np.array(cols["stored"], bool),
-        a_stored_ts=_ints(cols["stored_ts"]),
-        a_start_us=_ints(cols["start_us"]),
-        a_latency_us=_ints(cols["latency_us"]),
-        att_off=_ints(att_off),
-        status=_ints(per_send["status"]),
-        error=_ints(per_send["error"]),
-        broker=_ints(per_send["broker"]),
-        queue_id=_ints(per_send["qid"]),
-        begin=_ints(per_send["begin"]),
-        end=_ints(per_send["end"]),
-        exhausted=np.array(per_send["exhausted"], bool),
-        n_sent=_ints(per_send["n_sent"]),
-        thread=_ints(per_send["thread"]),
-        kernel_start=_ints(per_send["kernel"]),
-    )
 
 
 def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from rocketsim.scenario.config import (
     ARRIVALS,
+    AUTO_BATCH_SETTINGS,
     BACKPRESSURE_SETTINGS,
     BODY_DISTRIBUTIONS,
     BROKER_ERRORS,
@@ -69,6 +70,7 @@ from rocketsim.scenario.validation import check_window, scenario_from_mapping
 
 __all__ = [
     "ARRIVALS",
+    "AUTO_BATCH_SETTINGS",
     "BACKPRESSURE_SETTINGS",
     "BODY_DISTRIBUTIONS",
     "BROKER_ERRORS",

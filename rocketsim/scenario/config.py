@@ -18,8 +18,11 @@ from rocketsim.client.grpc_versions import GRPC, GrpcClient, parse_grpc_version
 from rocketsim.client.versions import (
     BACK_PRESSURE_MIN_SEND_NUM,
     BACK_PRESSURE_MIN_SEND_SIZE,
+    BATCH_MAX_BYTES_MAX,
+    BATCH_MAX_DELAY_MS_MAX,
     V5_3_3,
     AsyncBackpressure,
+    AutoBatch,
     BrokerVersion,
     ClientVersion,
     parse_broker_version,
@@ -216,8 +219,9 @@ class ProducerConfig:
     # startDetectorEnable (5.x): the detector that probes unreachable brokers
     start_detector_enable: bool = False
     # 5.x DefaultMQProducer async backpressure (None: the client version's default, see
-    # ClientVersion.async_backpressure_defaults). Inert unless enabled, and enabling it is refused: the
-    # semaphores are not modelled. Refused on 4.x, which has no such settings.
+    # ClientVersion.async_backpressure_defaults): an async send takes a permit of each semaphore before it
+    # is queued (waiting up to its timeout) and gives them back when its callback runs
+    # (rocketsim.client.backpressure). Refused on 4.x, which has no such settings.
     enable_backpressure_for_async_mode: bool | None = None
     # backPressureForAsyncSendNum (None: the version's default)
     back_pressure_for_async_send_num: int | None = field(
@@ -235,6 +239,16 @@ class ProducerConfig:
             lambda v: v >= BACK_PRESSURE_MIN_SEND_SIZE,
         ),
     )
+    # 5.1.4+ DefaultMQProducer.autoBatch: send(msg) / send(msg, callback) of a plain message held in the
+    # ProduceAccumulator per (topic, tag) and sent as one MessageBatch (rocketsim.client.batching); None:
+    # the version's default (off). Refused on clients before 5.1.4.
+    auto_batch: bool | None = None
+    # batchMaxDelayMs: how long a batch is held at most (None: 10)
+    batch_max_delay_ms: int | None = field(default=None, metadata=_between(1, BATCH_MAX_DELAY_MS_MAX))
+    # batchMaxBytes: a batch is sent once its bodies are over this many bytes (None: 32 KiB)
+    batch_max_bytes: int | None = field(default=None, metadata=_between(1, BATCH_MAX_BYTES_MAX))
+    # totalBatchMaxBytes: bodies the accumulator holds at most before it sends messages alone (None: 32 MiB)
+    total_batch_max_bytes: int | None = field(default=None, metadata=_ge(1))
     # NettySystemConfig.connectTimeoutMillis (com.rocketmq.remoting.client.connect.timeout): how long a
     # connect to a host that never answers waits (a partition)
     connect_timeout_ms: int = field(default=3000, metadata=_between(0, MAX_LATENCY_MS))
@@ -332,6 +346,17 @@ class ProducerConfig:
         }
         return dataclasses.replace(defaults, **given)
 
+    @property
+    def auto_batching(self) -> AutoBatch | None:
+        """The autoBatch settings, the version's defaults where not given; None before 5.1.4."""
+        defaults = self.version.auto_batch_defaults
+        if defaults is None:
+            return None
+        given = {name: getattr(self, name) for name in AUTO_BATCH_SETTINGS if getattr(self, name) is not None}
+        return dataclasses.replace(defaults, **given)
+
+
+AUTO_BATCH_SETTINGS = ("auto_batch", "batch_max_delay_ms", "batch_max_bytes", "total_batch_max_bytes")
 
 BACKPRESSURE_SETTINGS = (
     "enable_backpressure_for_async_mode",

@@ -18,6 +18,7 @@ from rocketsim.broker.fault_kinds import FAULT_KINDS, Answer, Store
 from rocketsim.client.versions import parse_broker_version
 from rocketsim.errors import ConfigError
 from rocketsim.scenario.config import (
+    AUTO_BATCH_SETTINGS,
     BACKPRESSURE_SETTINGS,
     COUPLINGS,
     JAVA_INT_MAX,
@@ -249,6 +250,7 @@ def _check_versions(sc: Scenario) -> None:
             sc.producers.client_version,
         )
     _check_async_backpressure(sc.producers)
+    _check_auto_batch(sc)
     if sc.cluster.broker_version is not None:
         try:
             parse_broker_version(sc.cluster.broker_version)
@@ -447,17 +449,54 @@ def _check_faults(sc: Scenario) -> None:
 
 
 def _check_async_backpressure(producers: ProducerConfig) -> None:
-    """The 5.x backpressure settings: refused on 4.x (no such fields), and enabling them is not modelled."""
+    """The 5.x backpressure settings: refused on 4.x (no such fields) and for the gRPC family; with them on,
+    the async sender executor's queue must hold every permitted send (a rejected one runs inline in the
+    caller's thread, not modelled)."""
     given = [name for name in BACKPRESSURE_SETTINGS if getattr(producers, name) is not None]
     if given and producers.version.async_backpressure_defaults is None:
         raise ScenarioError(
             f"producers.{given[0]} exists only in 5.x clients (DefaultMQProducer 5.0.0 and later), "
             f"not in client_version {producers.client_version}"
         )
-    if producers.enable_backpressure_for_async_mode:
+    if not producers.enable_backpressure_for_async_mode:
+        return
+    if producers.grpc_client is not None:
+        _fail(
+            "producers.enable_backpressure_for_async_mode",
+            "must be false with client_family grpc (a remoting DefaultMQProducer setting)",
+            True,
+        )
+    permits = producers.async_backpressure.back_pressure_for_async_send_num  # type: ignore[union-attr]
+    queue = producers.async_sender_queue
+    if queue is not None and queue < permits:
+        _fail(
+            "producers.async_sender_queue",
+            f"must be at least the backpressure's send permits ({permits}) with "
+            "enable_backpressure_for_async_mode (a rejected send runs in the caller's thread: not modelled)",
+            queue,
+        )
+
+
+def _check_auto_batch(sc: Scenario) -> None:
+    """The 5.1.4+ autoBatch settings: refused before 5.1.4 (no ProduceAccumulator) and for the gRPC
+    family; with sync sends it is not modelled (their callers wait on the batch, holding their threads)."""
+    producers = sc.producers
+    given = [name for name in AUTO_BATCH_SETTINGS if getattr(producers, name) is not None]
+    if given and producers.version.auto_batch_defaults is None:
         raise ScenarioError(
-            "producers.enable_backpressure_for_async_mode = true is not modelled yet (the async send "
-            "semaphores of DefaultMQProducerImpl); leave it false (upstream's default)"
+            f"producers.{given[0]} exists only in clients 5.1.4 and later (DefaultMQProducer.autoBatch, "
+            f"ProduceAccumulator), not in client_version {producers.client_version}"
+        )
+    if not producers.auto_batch:
+        return
+    if producers.grpc_client is not None:
+        _fail("producers.auto_batch", "must be false with client_family grpc (no gRPC client batches)", True)
+    if producers.send_mode.get("sync", 0) > 0 and sc.workload.message_types.get("normal", 0) > 0:
+        _fail(
+            "producers.send_mode.sync",
+            "must be 0 with producers.auto_batch = true (sync sends through ProduceAccumulator, whose "
+            "callers wait on their batch, are not modelled yet)",
+            producers.send_mode["sync"],
         )
 
 

@@ -245,6 +245,8 @@ class _AsyncSend:
         if go.rejected:  # send() threw it in the caller's thread: no task, no request, no callback
             error = executor_rejected_error(self.version)
             return SendRecord("async", self.topic, self.begin_ms, go.now_ms, (), None, error, ())
+        if go.refused is not None:  # executeAsyncMessageSend: no backpressure permit, callback.onException
+            return SendRecord("async", self.topic, self.begin_ms, go.now_ms, (), None, go.refused, ())
         self.now, self.thread = go.now_ms, go.thread
         self.exec_ms = self.now
         end = yield from self.begin()

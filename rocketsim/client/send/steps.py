@@ -15,6 +15,7 @@ from enum import IntEnum
 from typing import TypeVar
 
 from rocketsim.client.fault import ThreadKey
+from rocketsim.client.send.errors import Failure
 from rocketsim.client.send.records import Call, Outcome, SendRecord, Transport
 
 # ---- the client's threads, and the points where a driver interleaves sends ----------------------------
@@ -75,6 +76,7 @@ class Resume:
     now_ms: int
     thread: ThreadKey | None = None
     rejected: bool = False  # EXECUTE: the executor's queue was full (no thread will run the send)
+    refused: Failure | None = None  # EXECUTE: no backpressure permit in time (client/backpressure.py)
 
 
 DEFAULT_POOL_THREADS = {

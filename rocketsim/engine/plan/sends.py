@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim.broker import store
+from rocketsim.client import batching
 from rocketsim.engine.plan.kinds import BATCH_FAILED, MESSAGE_TYPES, MODES, SendKind, SimulationError
 from rocketsim.errors import MQClientError, RocketSimError
 from rocketsim.format import codec
@@ -158,6 +159,10 @@ class Prepared:
     # UNIQ_KEY: the run's seed (the producer's process identity) and whether a batch gets a key of its own
     seed: int = 0
     batch_uniq_key: bool = False
+    # autoBatch: per row whether it joined a ProduceAccumulator batch (its UNIQ_KEY made as it was added)
+    auto_member: np.ndarray | None = None
+    # per send, the body length executeAsyncMessageSend's size semaphore takes (a batch's: its encoding)
+    s_body: np.ndarray | None = None
 
     @property
     def n_sends(self) -> int:
@@ -254,10 +259,17 @@ def prepare(messages: pa.Table, sc: Scenario, topics: list[str] | None = None) -
         topic_idx, topics = _codes(messages.column("topic"))
     else:
         topic_idx = _growing_codes(messages.column("topic"), topics)
-    reject_text, rejected = _rejected_rows(messages, sc, body, props, topic_idx, topics, is_batch, element)
+    reject_text = _rejections(messages, sc, body, props, topic_idx, topics)
+    rejected = _mask(reject_text, messages.num_rows)
+    auto = _auto_batches(messages, sc, rejected, is_batch, mtype, mode, topic_idx, body)
+    if auto is not None:  # the accumulator's batches become batch sends (ids past the workload's)
+        messages, is_batch, compress, sent_body, sys_flag = _join_auto_batches(
+            messages, auto, is_batch, compress, sent_body, sys_flag, body
+        )
+    reject_text, rejected = _refuse_oversize(messages, sc, reject_text, rejected, is_batch, element)
     oneway = MODES.index("oneway")
     eff_mode = np.where(txn | ((mode == oneway) & is_batch), MODES.index("sync"), mode)
-    rows = _send_rows(messages, sc, rejected, is_batch, born, sent_body + props, element)
+    rows = _send_rows(messages, sc, rejected, is_batch, born, sent_body + props, element, body, auto)
     s_row = rows.s_row
     s_mode = eff_mode[s_row]
     s_kind, ohash = _send_kinds(messages, mtype, s_mode, is_batch[s_row], s_row)
@@ -289,6 +301,8 @@ def prepare(messages: pa.Table, sc: Scenario, topics: list[str] | None = None) -
         s_props_chars=props_chars[s_row],
         seed=sc.seed,
         batch_uniq_key=p.version.gives_batch_uniq_key,
+        auto_member=None if auto is None else auto.batch >= 0,
+        s_body=rows.s_body,
     )
 
 
@@ -309,27 +323,120 @@ def _sent_bodies(
     return compress, sent_body, sys_flag
 
 
-def _rejected_rows(
+def _mask(rows: dict[int, str], n: int) -> np.ndarray:
+    """The rows of ``rows`` as a mask of ``n`` rows."""
+    mask = np.zeros(n, bool)
+    if rows:
+        mask[np.fromiter(rows, np.int64, len(rows))] = True
+    return mask
+
+
+def _refuse_oversize(
     messages: pa.Table,
     sc: Scenario,
-    body: np.ndarray,
-    props: np.ndarray,
-    topic_idx: np.ndarray,
-    topics: list[str],
+    reject_text: dict[int, str],
+    rejected: np.ndarray,
     is_batch: np.ndarray,
     element: np.ndarray,
 ) -> tuple[dict[int, str], np.ndarray]:
     """The rows the client refuses before sending (row -> its text), and as a mask: each message's own
-    checks, then batches whose encoded body is too big."""
-    reject_text = _rejections(messages, sc, body, props, topic_idx, topics)
-    rejected = np.zeros(messages.num_rows, bool)
-    if reject_text:
-        rejected[np.fromiter(reject_text, np.int64, len(reject_text))] = True
+    checks (given), then batches whose encoded body is too big."""
     oversize = _oversize_batches(messages, sc, ~rejected, is_batch, element)
     if oversize:
         reject_text = {**reject_text, **oversize}
-        rejected[np.fromiter(oversize, np.int64, len(oversize))] = True
+        rejected = rejected | _mask(oversize, messages.num_rows)
     return reject_text, rejected
+
+
+AUTO_BATCH_ID0 = 1 << 48  # batch ids of the accumulator's batches: past any workload batch id (a seq)
+
+
+def _auto_batches(
+    messages: pa.Table,
+    sc: Scenario,
+    rejected: np.ndarray,
+    is_batch: np.ndarray,
+    mtype: np.ndarray,
+    mode: np.ndarray,
+    topic_idx: np.ndarray,
+    body: np.ndarray,
+) -> batching.AutoBatches | None:
+    """The ``ProduceAccumulator``'s batches of this producer (:mod:`rocketsim.client.batching`), None with
+    autoBatch off: plain ``send(msg[, callback])`` calls (normal and delay messages, sync or async) go
+    through it; accepted async normal messages are batched."""
+    settings = sc.producers.auto_batching
+    if settings is None or not settings.auto_batch:
+        return None
+    plain = (mtype == MESSAGE_TYPES.index("normal")) | (mtype == MESSAGE_TYPES.index("delay"))
+    through = plain & ~is_batch & (mode != MODES.index("oneway"))
+    batchable = (
+        through & ~rejected & (mtype == MESSAGE_TYPES.index("normal")) & (mode == MODES.index("async"))
+    )
+    tag_idx, _ = _codes(messages.column("tags"))
+    key = topic_idx * (int(tag_idx.max(initial=-1)) + 2) + tag_idx + 1
+    return batching.accumulate(
+        np.asarray(messages.column("born_ts_ms"), np.int64), key, body, through, batchable, settings
+    )
+
+
+def _join_auto_batches(
+    messages: pa.Table,
+    auto: batching.AutoBatches,
+    is_batch: np.ndarray,
+    compress: np.ndarray,
+    sent_body: np.ndarray,
+    sys_flag: np.ndarray,
+    body: np.ndarray,
+) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The accumulator's members as batch rows: their batch ids (past the workload's), never compressed,
+    no sys flag."""
+    member = auto.batch >= 0
+    batch_id = np.asarray(messages.column("batch_id").fill_null(0), np.int64)
+    batch_id = np.where(member, AUTO_BATCH_ID0 + auto.batch, batch_id)
+    messages = messages.set_column(
+        messages.schema.get_field_index("batch_id"),
+        "batch_id",
+        pa.array(batch_id, mask=~(is_batch | member)),
+    )
+    return (
+        messages,
+        is_batch | member,
+        compress & ~member,
+        np.where(member, body, sent_body),
+        np.where(member, 0, sys_flag),
+    )
+
+
+def _auto_batch_sends(
+    messages: pa.Table,
+    sc: Scenario,
+    auto: batching.AutoBatches,
+    send_of_row: np.ndarray,
+    s_born: np.ndarray,
+    s_wire: np.ndarray,
+    batch_wire: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The accumulator's batch sends: each starts when the accumulator sends it, its request carries the
+    batch's own properties (:func:`rocketsim.client.batching.request_properties_sizes`)."""
+    rows = np.flatnonzero(auto.batch >= 0)
+    if rows.size == 0:
+        return s_born, s_wire
+    member_batch = auto.batch[rows]
+    send_of_batch = np.full(auto.count, -1, np.int64)
+    send_of_batch[member_batch] = send_of_row[rows]
+    live = send_of_batch >= 0  # a batch refused whole (too large) is no send
+    tags = messages.column("tags").take(pa.array(rows))
+    tag_len = np.full(auto.count, -1, np.int64)
+    tag_len[member_batch] = np.asarray(pc.binary_length(tags).fill_null(-1), np.int64)
+    props = batching.request_properties_sizes(
+        member_batch, messages.column("keys").take(pa.array(rows)), tag_len, auto.count, sc.producers.version
+    )
+    s_born = s_born.copy()
+    s_wire = s_wire.copy()
+    sends = send_of_batch[live]
+    s_born[sends] = auto.sent_ms[live]
+    s_wire[sends] = props[live] + batch_wire[sends]
+    return s_born, s_wire
 
 
 class _SendRows(NamedTuple):
@@ -338,6 +445,7 @@ class _SendRows(NamedTuple):
     s_born: np.ndarray  # when the send is made (a batch: when its last member is)
     s_wire: np.ndarray  # the request's bytes
     row_wire: np.ndarray  # each row's bytes on the wire (0 if rejected)
+    s_body: np.ndarray  # the body length the size semaphore takes (a batch's: its encoding)
 
 
 def _send_rows(
@@ -348,9 +456,12 @@ def _send_rows(
     born: np.ndarray,
     single_wire: np.ndarray,
     element: np.ndarray,
+    body: np.ndarray,
+    auto: batching.AutoBatches | None = None,
 ) -> _SendRows:
     """The sends: every accepted non-batch row, and each batch at its first accepted member
-    (``single_wire``: a single message's bytes, ``element``: a batch member's)."""
+    (``single_wire``: a single message's bytes, ``element``: a batch member's; an autoBatch batch starts
+    when the accumulator sends it)."""
     n = messages.num_rows
     ok = ~rejected
     batch_id = np.asarray(messages.column("batch_id").fill_null(0), np.int64)
@@ -364,14 +475,18 @@ def _send_rows(
     send_of_row[batch_rows] = send_of_row[leaders][inverse.reshape(-1)]
     s_born = born[s_row].copy()
     s_wire = single_wire[s_row]
+    s_body = body[s_row].copy()
     if batch_rows.size:
         sb = send_of_row[batch_rows]
         np.maximum.at(s_born, sb, born[batch_rows])
         batch_wire = np.zeros(n_s, np.int64)
         np.add.at(batch_wire, sb, element[batch_rows])
         s_wire = np.where(is_batch[s_row], _batch_request_properties_size(sc) + batch_wire, s_wire)
+        s_body = np.where(is_batch[s_row], batch_wire, s_body)
+        if auto is not None:
+            s_born, s_wire = _auto_batch_sends(messages, sc, auto, send_of_row, s_born, s_wire, batch_wire)
     row_wire = np.where(rejected, 0, np.where(is_batch, element, single_wire))
-    return _SendRows(s_row, send_of_row, s_born, s_wire, row_wire)
+    return _SendRows(s_row, send_of_row, s_born, s_wire, row_wire, s_body)
 
 
 def _send_kinds(

@@ -274,8 +274,11 @@ class UniqCalls:
         made = member | (sent & ~is_batch & (out.n_sent[s] > 0))
         seq = np.asarray(m.column("seq"), np.int64)
         time = np.where(member, out.begin[s], out.kernel_start[s])
+        if prep.auto_member is not None:  # sendByAccumulator's setUniqID, as the message is added
+            time = np.where(prep.auto_member, prep.born, time)
         call_row = np.flatnonzero(made) + row0
-        call_time, call_lead, call_seq = time[made], prep.s_seq[s[made]], seq[made]
+        lead = prep.s_seq[s] if prep.auto_member is None else np.where(prep.auto_member, seq, prep.s_seq[s])
+        call_time, call_lead, call_seq = time[made], lead[made], seq[made]
         if self.batch_uniq_key and member.any():
             batches = np.unique(send[member])
             last = np.iinfo(np.int64).max

@@ -1,19 +1,6 @@
 """The host's stalls fitted to latency against load (``producers.host_stall_*``).
 
-Near its capacity a real host's latency is far above what a smooth queue of its CPU per send gives: the
-measured 4.9.8 host had an OK p50 of 20-50 ms at 86% of its saturation rate, where an M/G/c queue of the
-calibrated CPU waits well under a millisecond. What a queue's wait needs for that is variable service
-(Pollaczek-Khinchine: the wait grows with the service time's second moment): here, moments when the
-host does no useful work at all (a JVM's collection, the scheduler running other threads), after which
-the backlog they left drains at what the host has spare. Modelled as stalls of every core, starting at
-times tied to the work (one every so many sends, so the busier the host the more it stalls), each of
-an exponential length (``mean``).
-
-The fit: a fluid queue of the host's work at a millisecond grid (``fluid_waits``) driven by a run's
-schedule of rates (relative to the host's saturation rate), against each step's measured OK latency p50,
-p90 and p99 (the median of its seconds'): least squares of the log ratios over the stalls' share of the
-host and their mean length (a grid, then Nelder-Mead; common random numbers, so the same runs give the
-same fit).
+More: docs/reference/modules.md, rocketsim/calibration/stalls.py.
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """Async backpressure (5.x ``enableBackpressureForAsyncMode``): the two fair semaphores an async send takes
 before it is queued, held until its callback, in simulated time.
 
-Upstream (client/src/main/java/org/apache/rocketmq/client/impl/producer/DefaultMQProducerImpl.java,
-rocketmq-all-5.2.0..5.3.3, clients.md A.3.11 BP-3/BP-4):
-
-* ``start()`` builds ``semaphoreAsyncSendNum = new Semaphore(max(backPressureForAsyncSendNum, 10), true)``
-  and ``semaphoreAsyncSendSize = new Semaphore(max(backPressureForAsyncSendSize, 1 MiB), true)`` (fair).
-* ``executeAsyncMessageSend``, in the caller's thread before ``executor.submit``: ``timeout - costTime > 0
-  && semaphoreAsyncSendNum.tryAcquire(timeout - costTime)``, else ``onException(new
-  RemotingTooMuchRequestException("send message tryAcquire semaphoreAsyncNum timeout"))``; then the same
-  for ``semaphoreAsyncSendSize.tryAcquire(msgLen, ...)`` (``msgLen``: the body's length, 1 if null) with
-  "...semaphoreAsyncSize timeout". ``costTime`` is measured from the send's ``beginStartTime``.
-* ``BackpressureSendCallBack.onSuccess/onException`` releases what was acquired (``semaphoreProcessor``)
-  before the user's callback: the permits bound the sends in flight, retries included.
-
-A fair semaphore serves its waiters first come first served: a waiter at the head that needs more
-permits than are free keeps every later one waiting, even one that would fit.
+More: docs/reference/modules.md, rocketsim/client/backpressure.py.
 """
 
 from __future__ import annotations

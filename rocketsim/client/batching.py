@@ -1,26 +1,7 @@
 """autoBatch (5.1.4+): the ``ProduceAccumulator`` that holds plain messages and sends them as one
 ``MessageBatch`` per (topic, tag), decided for one producer's messages before the engines run.
 
-Upstream (client/src/main/java/org/apache/rocketmq/client/producer/, rocketmq-all-5.2.0..5.3.3):
-
-* ``DefaultMQProducer.send(msg)`` / ``send(msg, callback)`` with ``getAutoBatch()`` go through
-  ``sendByAccumulator``; ordered (selector), oneway, transactional and ``MessageBatch`` sends do not.
-  ``canBatch`` first calls ``ProduceAccumulator.tryAddMessage``: below ``totalHoldSize`` it adds the body's
-  length to ``currentlyHoldSize`` (else the message is sent alone), and only then refuses delay messages;
-  ``Validators.checkMessage`` runs after it. A delay or invalid message's body is therefore added and never
-  taken back (a leak: after ``totalHoldSize`` of them nothing is batched any more).
-* ``AggregateKey(msg)``: topic, no queue, ``waitStoreMsgOK`` (always true here) and the tag: one open
-  ``MessageAccumulation`` per key, its ``createTime`` the first add. ``readyToSend``: its bodies are over
-  ``holdSize`` or ``now >= createTime + holdMs``; checked by the adding thread after each add (which then
-  sends the batch, the message included) and by ``GuardForAsyncSendService`` every ``max(1, holdMs / 2)``
-  ms. A sent accumulation is closed; the next add of its key opens a new one.
-* The batch is ``sendDirect(MessageBatch, null, callback)``: one async send of the whole batch; its
-  outcome goes to every member's callback.
-
-Model choices: the guard thread ticks at exact multiples of its sleep from the start (no drift), before
-messages born in the same ms run their adds after it; ``currentlyHoldSize`` gives a sent batch's bytes back
-when it is sent (upstream: at its callback, so the bound is hit later here while batches are in flight).
-Sync sends through the accumulator are not modelled (the scenario refuses them). docs/autobatch.md.
+More: docs/reference/modules.md, rocketsim/client/batching.py.
 """
 
 from __future__ import annotations

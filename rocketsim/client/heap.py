@@ -1,22 +1,7 @@
 """The client JVM's heap and its young collections (``producers.heap_mb``): why a client's capacity falls
 under its own backlog instead of levelling off.
 
-A send the application has handed to the client holds heap until it ends (the ``Message`` and its body,
-the async sender executor's task, the request, the response table's ``ResponseFuture``):
-``heap_pending_kib`` each; every send also allocates ``heap_alloc_kib`` of short-lived objects on the
-thread that sends. G1 (the JDK's default collector) sizes the young generation between
-``G1NewSizePercent`` (5%) and ``G1MaxNewSizePercent`` (60%) of the heap, never into what the old
-generation and ``G1ReservePercent`` (10%) hold, and collects it when it is full: a stop-the-world pause of
-``heap_pause_us`` plus ``heap_copy_us_per_kib`` for every KiB it copies, which is what is still live in
-it: the pending sends allocated since the previous collection, and as many older pending sends as fit the
-survivor space (``SurvivorRatio`` 8: an eighth of the young generation; the rest are promoted).
-Collections run the collector's threads on every core of the host (``ParallelGCThreads`` =
-processors), so the client's work and a co-located broker's wait.
-
-Under a backlog this feeds itself: pending sends fill the old generation, the young generation shrinks,
-collections come more often and copy a full young generation each, the host does less useful work, and
-the backlog grows faster; the answers come later and later until none comes before the client gives up.
-With a backlog of a few sends (the usual case) collections are rare and short. Times in microseconds.
+More: docs/reference/modules.md, rocketsim/client/heap.py.
 """
 
 from __future__ import annotations

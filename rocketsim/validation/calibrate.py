@@ -1,22 +1,6 @@
 """Calibration from measured runs: what :mod:`rocketsim.calibration` reads out of the harness's files.
 
-From the runs named to calibrate from:
-
-* the network round trip (``brokers.default.latency.*``): the OK sends' latency histogram of the run
-  with the lowest peak rate, less the CPU the model itself spends on a send (at low load a send's latency
-  is the round trip and that CPU; the queueing of higher rates is the model's own);
-* the host's capacity (``store.append_us`` and the client's CPU per send, see docs/validation.md): the
-  completion rate of the last step of a run whose latency kept growing through that step (a saturation
-  figure), split between the client and the broker by the CPU each used (``cpu.json``);
-* the client JVM's young collections (``producers.heap_*``, :mod:`rocketsim.client.heap`): from the
-  driver's collector counts and times (``meta.json``'s ``driver_gc``) of the lowest-rate run (a pause
-  with nothing to copy) and of the run with the most sends (what a send allocates, and what a KiB of
-  pending sends costs to copy, the pending sends from the per-second rate and OK latency by Little's law);
-* the host's stalls (``producers.host_stall_*``, :mod:`rocketsim.calibration.stalls`): fitted to the
-  OK latency p50 / p90 / p99 of each step of the saturated run, at its load relative to its saturation
-  rate; the CPU a send costs is then what the host does between stalls (times 1 - their share), so its
-  saturation rate stays the measured one;
-* the broker's store times and send queue (``store.log``, report only).
+More: docs/reference/modules.md, rocketsim/validation/calibrate.py.
 """
 
 from __future__ import annotations

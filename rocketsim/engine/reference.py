@@ -47,6 +47,7 @@ import pyarrow as pa
 from rocketsim.broker import latency as bm
 from rocketsim.broker import store
 from rocketsim.broker.queue import BrokerStore, StoreAnswer, StoreCluster, carries_load, closed_outcome
+from rocketsim.client.connection import Connections
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.host import HostCores
 from rocketsim.client.outcomes import OutcomeKind
@@ -184,6 +185,8 @@ class ProducerSimulation:
         if detector is not None:
             detector.on_tick = self._on_tick
         self.semaphore = AsyncSemaphore(p.async_semaphore_permits)
+        self.connections = Connections(self.version)  # the SYNC requests pending on each broker's channel
+        self.sync_call: dict[int, str] = {}  # send index -> the broker its pending SYNC request went to
 
     # -- 5.x detector hooks: resolve through the producer's route, probe the broker model --
     def _on_tick(self, t: int) -> None:
@@ -360,6 +363,10 @@ class ProducerSimulation:
                     # a oneway caller waits only for the write: over at once unless the write failed
                     sees = item.mode != "oneway" or oneway_caller_sees(outcome, self.version)
                     waited = outcome.latency_ms if sees else 0
+                    if item.mode == "sync":
+                        done_ms = item.start_ms + waited
+                        self.connections.wrote(item.broker, s.index, item.start_ms, done_ms, item.timeout_ms)
+                        self.sync_call[s.index] = item.broker
                     push(item.start_ms + waited, Event.DELIVER, (s, gen, outcome))
                     return
                 step: Step = item
@@ -376,6 +383,23 @@ class ProducerSimulation:
                     push(step.at_ms, Event.DELIVER, (s, gen, Resume(step.at_ms, step.thread)))
                     return
                 value = Resume(now, step.thread)
+
+        def answered(s: Send, outcome: Outcome, now: int) -> None:
+            """``s``'s SYNC request came to ``outcome``: a close it causes fails the others pending on the
+            channel now (their answers, due later, are dropped; :mod:`rocketsim.client.connection`)."""
+            broker = self.sync_call.pop(s.index, None)
+            if broker is None:
+                return
+            failed = self.connections.answered(broker, s.index, outcome.kind, now)
+            if not failed:
+                return
+            gone = {p.send for p in failed}
+            due = [e for e in heap if e[1] == Event.DELIVER and e[3][0].index in gone]  # type: ignore[index]
+            heap[:] = [e for e in heap if not (e[1] == Event.DELIVER and e[3][0].index in gone)]  # type: ignore[index]
+            heapq.heapify(heap)
+            for _, _, _, (other, gen, answer) in sorted(due, key=lambda e: e[2]):  # type: ignore[misc]
+                waited = now - next(p.start_ms for p in failed if p.send == other.index)
+                push(now, Event.DELIVER, (other, gen, failed_fast(answer, waited)))
 
         senders.begin()
         while heap:
@@ -407,7 +431,23 @@ class ProducerSimulation:
                 if resume is not None:
                     advance(s, gen, resume, t)
             else:
+                if isinstance(value, Outcome):
+                    answered(s, value, t)
                 advance(s, gen, value, t)
+
+
+def failed_fast(answer: Outcome, waited_ms: int) -> Outcome:
+    """A pending SYNC request failed by its channel's close after ``waited_ms``: a
+    ``RemotingSendRequestException``; the broker still stores what it was written (``stored``)."""
+    return replace(
+        answer,
+        kind=OutcomeKind.REMOTING_SEND_REQUEST,
+        latency_ms=waited_ms,
+        response_code=0,
+        remark="",
+        late=None,
+        latency_us=-1,
+    )
 
 
 class ClientPool:

@@ -29,8 +29,13 @@ OTHER_TAGS = REAL_CLIENT_TAGS  # every other tag (README "More client tags")
 # scenarios this conversion cannot express yet (listed, not silently dropped; the runner replays the rest):
 # 4.3.2's drops and closes (4.3.2 runs an async send and its callbacks on the one callbackExecutor thread,
 # so the driver's log files a retry's callback under the next send); 4.5.2 R30 (an update overwritten
-# by another thread's that the log does not show); 5.3.0/5.3.1's drops (a second onException, the
-# missing return in invokeAsync, on the Netty selector thread)
+# by another thread's that the log does not show); 5.3.0/5.3.1's drops: a retry with no time left is
+# failed twice (NettyRemotingClient.invokeAsync calls operationFail("invokeAsync call the addr[..]
+# timeout") and, with no return after it, goes on to invokeAsyncImpl -> invoke0, whose own
+# timeoutMillis < costTime check completes the future exceptionally: a second operationFail, on the Netty
+# selector thread, with a CompletionException the "unknown reason" branch may retry). The application's
+# onException runs twice and a second updateFaultItem isolates the broker again; the send loop ends at the
+# first and the replay format has one result per send, so neither is expressed yet.
 NOT_CONVERTED = {
     "4.3.2-async.tar.xz": {"R22", "R23", "R25", "R34", "R35"},
     "4.5.2-async.tar.xz": {"R30"},

@@ -1128,6 +1128,35 @@ def _heap_less(h, a, b):
     return h[a, H_COUNTER] < h[b, H_COUNTER]
 
 
+@njit(inline="always", **_NO_RC)
+def _sift_up(h, i):
+    """Move heap row ``i`` up to its place; returns where it ends."""
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not _heap_less(h, i, parent):
+            break
+        for c in range(4):
+            h[i, c], h[parent, c] = h[parent, c], h[i, c]
+        i = parent
+    return i
+
+
+@njit(inline="always", **_NO_RC)
+def _sift_down(h, i, n):
+    """Move heap row ``i`` down to its place in a heap of ``n`` rows."""
+    while True:
+        m = 2 * i + 1
+        if m >= n:
+            break
+        if m + 1 < n and _heap_less(h, m + 1, m):
+            m += 1
+        if not _heap_less(h, m, i):
+            break
+        for c in range(4):
+            h[i, c], h[m, c] = h[m, c], h[i, c]
+        i = m
+
+
 @njit(**_NO_RC)
 def heap_push(h, st, t, event, payload):
     """Push an event; the push counter (the last key) is ``st[ST_COUNTER]``."""
@@ -1138,13 +1167,7 @@ def heap_push(h, st, t, event, payload):
     h[i, H_PAYLOAD] = payload
     st[ST_HEAP_SIZE] = i + 1
     st[ST_COUNTER] += 1
-    while i > 0:
-        parent = (i - 1) >> 1
-        if not _heap_less(h, i, parent):
-            break
-        for c in range(4):
-            h[i, c], h[parent, c] = h[parent, c], h[i, c]
-        i = parent
+    _sift_up(h, i)
 
 
 @njit(**_NO_RC)
@@ -1157,13 +1180,7 @@ def heap_push_counted(h, st, t, event, payload, counter):
     h[i, H_COUNTER] = counter
     h[i, H_PAYLOAD] = payload
     st[ST_HEAP_SIZE] = i + 1
-    while i > 0:
-        parent = (i - 1) >> 1
-        if not _heap_less(h, i, parent):
-            break
-        for c in range(4):
-            h[i, c], h[parent, c] = h[parent, c], h[i, c]
-        i = parent
+    _sift_up(h, i)
 
 
 @njit(**_NO_RC)
@@ -1175,18 +1192,7 @@ def heap_pop(h, st):
         return
     for c in range(4):
         h[0, c] = h[n, c]
-    i = 0
-    while True:
-        m = 2 * i + 1
-        if m >= n:
-            break
-        if m + 1 < n and _heap_less(h, m + 1, m):
-            m += 1
-        if not _heap_less(h, m, i):
-            break
-        for c in range(4):
-            h[i, c], h[m, c] = h[m, c], h[i, c]
-        i = m
+    _sift_down(h, 0, n)
 
 
 @njit(**_NO_RC)
@@ -1198,24 +1204,8 @@ def heap_remove(h, st, i):
         return
     for c in range(4):
         h[i, c] = h[n, c]
-    while i > 0:
-        parent = (i - 1) >> 1
-        if not _heap_less(h, i, parent):
-            break
-        for c in range(4):
-            h[i, c], h[parent, c] = h[parent, c], h[i, c]
-        i = parent
-    while True:
-        m = 2 * i + 1
-        if m >= n:
-            break
-        if m + 1 < n and _heap_less(h, m + 1, m):
-            m += 1
-        if not _heap_less(h, m, i):
-            break
-        for c in range(4):
-            h[i, c], h[m, c] = h[m, c], h[i, c]
-        i = m
+    if _sift_up(h, i) == i:
+        _sift_down(h, i, n)
 
 
 @njit(**_NO_RC)

@@ -171,7 +171,10 @@ def test_grid(version: str, fault: bool, threads: int) -> None:
         )
     )
     assert pc.sum(out.results.column("retry_budget_exhausted").cast(pa.int64())).as_py() > 0
-    assert len(set(out.attempts.column("outcome").to_pylist())) == 9  # ok, 3 statuses, 3 remoting, 2 broker
+    # ok, 3 statuses, 3 remoting, 2 broker; with several threads a timeout closes the channel they share
+    # (4.9.1+ clientCloseSocketIfTimeout): the others' requests on it fail as send-request errors
+    kinds = set(out.attempts.column("outcome").to_pylist())
+    assert len(kinds) == 9 + (threads > 1) and ("remoting:send_request" in kinds) == (threads > 1)
     assert (out.attempts.column("fault_isolated_until_ms").null_count < out.attempts.num_rows) == fault
 
 
@@ -1234,7 +1237,11 @@ def test_every_line(version: str, fault: bool) -> None:
             errors=EVERY_ERROR,
         )
     )
-    assert len(set(out.attempts.column("outcome").to_pylist())) == 9
+    # 4.9.1+ close the channel the 3 threads share on a timeout: the others' requests on it fail at once
+    # (NettyRemotingClient.invokeSync, clientCloseSocketIfTimeout; NettyRemotingAbstract.failFast)
+    closes = parse_version(version).closes_channel_on_sync_timeout
+    kinds = set(out.attempts.column("outcome").to_pylist())
+    assert len(kinds) == 9 + closes and ("remoting:send_request" in kinds) == closes
     assert (out.attempts.column("fault_isolated_until_ms").null_count < out.attempts.num_rows) == fault
 
 
@@ -1261,3 +1268,33 @@ def test_every_line_async(version: str, fault: bool) -> None:
     )
     n, retried = async_attempts(out)
     assert n > 300 and retried > 0
+
+
+# ---- the channel a producer's threads share (rocketsim.client.connection) ------------------------------
+
+
+@pytest.mark.parametrize("version", ["4.9.0", "4.9.8", "5.1.4", "5.3.3"])
+def test_a_sync_timeout_closes_the_channel_under_the_other_threads(version: str) -> None:
+    # one broker stopped for 5 s (kill -STOP) under 6 sender threads: 4.9.1+ NettyRemotingClient.invokeSync
+    # closes the channel on the first timeout (clientCloseSocketIfTimeout), NettyConnectManageHandler.close
+    # runs NettyRemotingAbstract.failFast: the other threads' requests fail at once
+    # (RemotingSendRequestException) and retry on a new channel, while what they wrote is stored when the
+    # broker continues; 4.9.0 keeps the channel (NettyClientConfig.clientCloseSocketIfTimeout = false)
+    paused = {"broker": "broker-a", "kind": "paused", "start_s": 5.0, "end_s": 10.0}
+    out = check(
+        scenario(version, threads=6, messages=400, rate=40.0, brokers=("broker-a",), faults=(paused,))
+    )
+    a = out.attempts.to_pandas()
+    failed_fast = a[a.outcome == "remoting:send_request"]
+    copies = a[a.stored].groupby("seq").size()
+    if not parse_version(version).closes_channel_on_sync_timeout:
+        assert failed_fast.empty and (copies == 1).all()
+        return
+    # every request the close failed was written before it: the broker stores it (a second copy when a
+    # retry of the same send is stored too), and each failed before its own timeout
+    assert len(failed_fast) >= 5 and failed_fast.stored.all()
+    assert (copies > 1).sum() > 0
+    assert (failed_fast.latency_ms < 3000).all()
+    timed_out = a[a.outcome == "remoting:timeout"]
+    closed_at = (timed_out.start_ts_ms + timed_out.latency_ms).min()
+    assert ((failed_fast.start_ts_ms + failed_fast.latency_ms) >= closed_at).all()

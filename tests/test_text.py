@@ -38,14 +38,15 @@ def run() -> tuple:
 
 
 def test_the_printed_broker_latency_is_every_attempt_sent_to_it(run: tuple) -> None:
-    """The hung broker's timed-out attempts count: its printed p99 is the 3 s timeout (it printed the
-    ~6 ms of the results it stored), as the attempts' percentile says."""
+    """The hung broker's timed-out attempts count: its printed p99 is about the 3 s timeout (it printed the
+    ~6 ms of the results it stored), as the attempts' percentile says. About: a request of another thread
+    on the channel a timeout closed fails just before its own timeout (client.connection)."""
     out, tables = run
     printed = text.run_summary_text("r", tables["run_summary"].to_pylist())
     row = next(line for line in printed.splitlines() if line.strip().startswith("broker-b "))
     attempts = out.attempts.filter(pc.equal(out.attempts.column("broker"), "broker-b"))
     p99 = np.percentile(attempts.column("latency_ms").to_numpy(), 99)
-    assert p99 >= 3000 and text.ms(p99) == row.split()[4]
+    assert p99 > 2900 and text.ms(p99) == row.split()[4]
     assert "per broker: the latency of every attempt sent to it" in printed
 
 

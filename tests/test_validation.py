@@ -213,20 +213,34 @@ def test_the_report_draws_each_run_and_tabulates_both_sides(tmp_path: Path) -> N
     assert json.loads(json.dumps(cmp.to_json()))["measured"]["outcomes"]["invokeAsync_timeout"] == 510_811
 
 
-@pytest.mark.slow
-def test_the_command_on_the_shipped_runs_meets_the_low_rate_and_pause_targets(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # the issue's criteria that the small runs can check in seconds (calibrated from a_low_async and
-    # b_ramp_async_p1 only): a_low_sync's p50 and p99 within 25%; f_stop5s_sync (the broker stopped 5 s by
-    # SIGSTOP) fails 16 +- 3 sends. Its 17 stored duplicates are not reproduced (docs/validation.md).
+@pytest.fixture(scope="module")
+def small_runs_validated(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
+    """The command on the small runs, calibrated from a_low_async and b_ramp_async_p1 only (~20 s): its
+    JSON document and what it printed."""
+    import contextlib
+    import io
+
     from rocketsim.command.validate import main
 
     runs = [DATA / n for n in ("a_low_async", "b_ramp_async_p1", "a_low_sync", "f_stop5s_sync")]
-    out = tmp_path / "v.json"
+    out = tmp_path_factory.mktemp("validation") / "v.json"
     argv = [*map(str, runs), "--calibrate-from", "a_low_async", "--calibrate-from", "b_ramp_async_p1"]
-    assert main([*argv, "--json", str(out)]) == 0
-    doc = json.loads(out.read_text())
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main([*argv, "--json", str(out)]) == 0
+    return json.loads(out.read_text()), printed.getvalue()
+
+
+@pytest.mark.slow
+def test_the_command_on_the_shipped_runs_meets_the_low_rate_and_pause_targets(
+    small_runs_validated: tuple[dict, str],
+) -> None:
+    # the issue's criteria that the small runs can check in seconds: a_low_sync's p50 and p99 within 25%;
+    # f_stop5s_sync (the broker stopped 5 s by SIGSTOP) fails 16 +- 3 sends, and the requests the first
+    # timeouts' closes failed (NettyRemotingClient.invokeSync closes the shared channel,
+    # NettyRemotingAbstract.failFast fails the other threads' requests) are stored when it continues:
+    # duplicates, as the broker stored them
+    doc, printed = small_runs_validated
     assert set(doc) == {"a_low_sync", "f_stop5s_sync"}  # the calibration runs are not simulated
     low = doc["a_low_sync"]
     for key in ("ok_p50_ms", "ok_p99_ms"):
@@ -237,4 +251,20 @@ def test_the_command_on_the_shipped_runs_meets_the_low_rate_and_pause_targets(
         for side in ("measured", "simulated")
     }
     assert failed["measured"] == 16 and abs(failed["simulated"] - 16) <= 3
-    assert "a_low_sync: OK 100.0% / 100.0%" in capsys.readouterr().out
+    assert stop["measured"]["failed_but_stored"] == stop["simulated"]["failed_but_stored"] == 16
+    assert stop["simulated"]["duplicates"] > 0  # 0 before the channel was shared (docs/validation.md)
+    assert "a_low_sync: OK 100.0% / 100.0%" in printed
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="the model stores every request written before its channel closed: 32 copies where the run's "
+    "broker stored 17 of its 29 extra invocations (docs/validation.md, the last section)",
+)
+def test_the_pause_stores_as_many_duplicates_as_the_real_broker(
+    small_runs_validated: tuple[dict, str],
+) -> None:
+    # the issue's criterion: f_stop5s_sync's duplicates stored 17 +- 5
+    stop = small_runs_validated[0]["f_stop5s_sync"]
+    assert stop["measured"]["duplicates"] == 17 and abs(stop["simulated"]["duplicates"] - 17) <= 5

@@ -604,6 +604,28 @@ class ClientVersion:
         """A configurable compression type, written in sys flag bits 8-10 (4.9.4 and later)."""
         return self.at_least("4.9.4")
 
+    # -- the client's connection to a broker (NettyRemotingClient: one channel per broker address) --
+    @property
+    def closes_channel_on_sync_timeout(self) -> bool:
+        """``invokeSync`` closes the channel when a request times out (``clientCloseSocketIfTimeout``: a
+        ``NettySystemConfig`` default ``true`` from 4.9.1; 4.3.x-4.9.0 declare it ``false``). The close
+        runs ``NettyConnectManageHandler.close`` -> ``failFast``: every request pending on the channel,
+        the other threads' too, fails at once with ``RemotingSendRequestException``."""
+        return self.at_least("4.9.1")
+
+    @property
+    def close_on_timeout_needs_time_left(self) -> bool:
+        """5.1.4+ ``invokeSync`` closes on a timeout only when the request had over
+        ``MIN_CLOSE_TIMEOUT_MILLIS`` (100 ms) or a quarter of its timeout left (``shouldClose``), and
+        never writes a request with nothing left (``left <= 0``); before, ``timeoutMillis < costTime``."""
+        return self.at_least("5.1.4")
+
+    @property
+    def fails_fast_on_peer_close(self) -> bool:
+        """``NettyConnectManageHandler.channelInactive`` closes the channel when the peer does, failing
+        its pending requests at once (5.1.3+, apache/rocketmq #5866); before, they wait their timeout."""
+        return self.at_least("5.1.3")
+
     @property
     def gives_batch_uniq_key(self) -> bool:
         """5.x ``DefaultMQProducer.batch()`` gives the batch request its own UNIQ_KEY."""

@@ -59,6 +59,7 @@ from rocketsim.broker import latency as bm
 from rocketsim.broker import store
 from rocketsim.broker.fault_kinds import Effect, Probe, process_down
 from rocketsim.broker.queue import REMARKS, Fate, sweep_remark
+from rocketsim.client.connection import close_rule
 from rocketsim.client.fault import Site
 from rocketsim.client.outcomes import Catch, OutcomeKind, is_send_result
 from rocketsim.client.send import (
@@ -275,7 +276,10 @@ FL_ST_PERIOD = 31  # the sweeper remark's period in queue (ms) (the remark is FL
 FL_ST_SIZE = 32  # and its size of queue
 FL_EXACT_US = 33  # the call's answer's unrounded latency, us (-1: none, or whole ms)
 FL_CALL_START_US = 34  # the call's start in us (FL_CALL_START x 1000 but for the client's CPU)
-N_IN_FLIGHT = 35
+FL_CHANNEL = 35  # SYNC: the broker's channel (its n-th, State.channels) the pending request went out on
+FL_DONE = 36  # SYNC: when its answer is due (its DELIVER's time)
+FL_CALL_TIMEOUT = 37  # SYNC: the timeout the request was given
+N_IN_FLIGHT = 38
 
 
 # ---- the kernel's arguments -------------------------------------------------------------------------
@@ -460,6 +464,7 @@ class State(NamedTuple):
     attempts: AttemptRows
     client_pools: ClientPools
     semaphore: np.ndarray  # the async semaphore's permits held: a heap of release times (ST_SEM_SIZE)
+    channels: np.ndarray  # per broker, its current channel's number (client.connection.Connections)
 
 
 # ---- SplitMix64 and Java int arithmetic: compiled twins of rocketsim.rng and rocketsim.javaint ----------
@@ -821,6 +826,7 @@ broker_answer = njit(**_NO_RC)(bm.answer)  # the decision chain of the open mode
 broker_spike = njit(**_NO_RC)(bm.spike_ms)  # a spike's size at a level
 broker_process_down = njit(**_NO_RC)(process_down)  # fault_kinds: is the broker's process dead
 is_result_kind = njit(**_NO_RC)(is_send_result)  # outcomes: SEND_OK or a not-OK store status
+channel_close_rule = njit(**_NO_RC)(close_rule)  # connection: does a SYNC timeout close the channel
 
 
 @njit(**_NO_RC)
@@ -1076,6 +1082,35 @@ def _heap_less(h, a, b):
     return h[a, H_COUNTER] < h[b, H_COUNTER]
 
 
+@njit(inline="always", **_NO_RC)
+def _sift_up(h, i):
+    """Move heap row ``i`` up to its place; returns where it ends."""
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not _heap_less(h, i, parent):
+            break
+        for c in range(4):
+            h[i, c], h[parent, c] = h[parent, c], h[i, c]
+        i = parent
+    return i
+
+
+@njit(inline="always", **_NO_RC)
+def _sift_down(h, i, n):
+    """Move heap row ``i`` down to its place in a heap of ``n`` rows."""
+    while True:
+        m = 2 * i + 1
+        if m >= n:
+            break
+        if m + 1 < n and _heap_less(h, m + 1, m):
+            m += 1
+        if not _heap_less(h, m, i):
+            break
+        for c in range(4):
+            h[i, c], h[m, c] = h[m, c], h[i, c]
+        i = m
+
+
 @njit(**_NO_RC)
 def heap_push(h, st, t, event, payload):
     """Push an event; the push counter (the last key) is ``st[ST_COUNTER]``."""
@@ -1086,13 +1121,7 @@ def heap_push(h, st, t, event, payload):
     h[i, H_PAYLOAD] = payload
     st[ST_HEAP_SIZE] = i + 1
     st[ST_COUNTER] += 1
-    while i > 0:
-        parent = (i - 1) >> 1
-        if not _heap_less(h, i, parent):
-            break
-        for c in range(4):
-            h[i, c], h[parent, c] = h[parent, c], h[i, c]
-        i = parent
+    _sift_up(h, i)
 
 
 @njit(**_NO_RC)
@@ -1105,13 +1134,7 @@ def heap_push_counted(h, st, t, event, payload, counter):
     h[i, H_COUNTER] = counter
     h[i, H_PAYLOAD] = payload
     st[ST_HEAP_SIZE] = i + 1
-    while i > 0:
-        parent = (i - 1) >> 1
-        if not _heap_less(h, i, parent):
-            break
-        for c in range(4):
-            h[i, c], h[parent, c] = h[parent, c], h[i, c]
-        i = parent
+    _sift_up(h, i)
 
 
 @njit(**_NO_RC)
@@ -1123,18 +1146,20 @@ def heap_pop(h, st):
         return
     for c in range(4):
         h[0, c] = h[n, c]
-    i = 0
-    while True:
-        m = 2 * i + 1
-        if m >= n:
-            break
-        if m + 1 < n and _heap_less(h, m + 1, m):
-            m += 1
-        if not _heap_less(h, m, i):
-            break
-        for c in range(4):
-            h[i, c], h[m, c] = h[m, c], h[i, c]
-        i = m
+    _sift_down(h, 0, n)
+
+
+@njit(**_NO_RC)
+def heap_remove(h, st, i):
+    """Take row ``i`` out of the heap (the last row takes its place and moves up or down)."""
+    n = st[ST_HEAP_SIZE] - 1
+    st[ST_HEAP_SIZE] = n
+    if i == n:
+        return
+    for c in range(4):
+        h[i, c] = h[n, c]
+    if _sift_up(h, i) == i:
+        _sift_down(h, i, n)
 
 
 @njit(**_NO_RC)
@@ -1376,7 +1401,47 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
     done_at = now + lat
     if waited_for_write and not oneway_caller_sees(inp.rules, kind):
         done_at = now
+    if not waited_for_write:  # a SYNC request, pending on the broker's channel until done_at
+        fl[s, FL_CHANNEL] = state.channels[b]
+        fl[s, FL_DONE] = done_at
+        fl[s, FL_CALL_TIMEOUT] = timeout
     heap_push(state.heap, state.counters, done_at, Event.DELIVER, s)
+
+
+@njit(**_NO_RC)
+def conn_answered(inp, state, s, now):
+    """``reference.ProducerSimulation``'s ``answered`` (:class:`rocketsim.client.connection.Connections`):
+    SYNC send ``s``'s request came to its answer at ``now``; a timeout that closes its channel (still the
+    broker's) fails every other SYNC request pending on it whose answer is due later, now: their DELIVERs
+    are taken out of the heap and pushed again at ``now`` (in their push order) as send-request failures."""
+    fl, cfg, h, st = state.in_flight, inp.config, state.heap, state.counters
+    b = fl[s, FL_BROKER]
+    current = state.channels[b]
+    if fl[s, FL_KIND] != OutcomeKind.REMOTING_TIMEOUT or fl[s, FL_CHANNEL] != current:
+        return
+    if not channel_close_rule(cfg.closes_on_sync_timeout, cfg.close_needs_time_left, fl[s, FL_CALL_TIMEOUT]):
+        return
+    state.channels[b] = current + 1
+    while True:  # the pending request pushed first, until none is left
+        at = -1
+        for i in range(st[ST_HEAP_SIZE]):
+            if h[i, H_EVENT] != Event.DELIVER or h[i, H_TIME] <= now:
+                continue
+            o = h[i, H_PAYLOAD]
+            k = inp.sends.kind[o]
+            mine = (k == SendKind.SYNC or k == SendKind.ORDERED) and fl[o, FL_BROKER] == b
+            if mine and fl[o, FL_CHANNEL] == current and (at < 0 or h[i, H_COUNTER] < h[at, H_COUNTER]):
+                at = i
+        if at < 0:
+            return
+        o = h[at, H_PAYLOAD]
+        heap_remove(h, st, at)
+        fl[o, FL_KIND] = OutcomeKind.REMOTING_SEND_REQUEST  # the broker still stores what it was written
+        fl[o, FL_LATENCY] = now - fl[o, FL_CALL_START]
+        fl[o, FL_CODE] = 0
+        fl[o, FL_EXACT_US] = -1
+        fl[o, FL_DONE] = now
+        heap_push(h, st, now, Event.DELIVER, o)
 
 
 @njit(**_NO_RC)
@@ -2200,12 +2265,14 @@ def run_loop(inp, state):
                 phase = fl[s, FL_PHASE]
                 free_at = -1
             elif kind == SendKind.ORDERED:
+                conn_answered(inp, state, s, now)
                 free_at = deliver_ordered(inp, state, s, now)
             elif kind == SendKind.ORDERED_ONEWAY:
                 free_at = deliver_ordered_oneway(inp, state, s, now)
             elif kind == SendKind.ONEWAY:
                 free_at = deliver_oneway(inp, state, s, now)
             else:
+                conn_answered(inp, state, s, now)
                 step, free_at = deliver_sync(inp, state, s, now)
         if step == STEP_SEND:
             free_at = send_default_impl_step(inp, state, s, now)
@@ -2474,6 +2541,7 @@ class _Kernel:
             attempts=_zeros(AttemptRows, capacity + capacity // 4 + 16, _ATTEMPT_DTYPES),  # grown when full
             client_pools=_client_pools(self.plan, capacity),
             semaphore=np.zeros(capacity + 2, np.int64),  # a plain send holds at most one permit at a time
+            channels=np.zeros(n_b, np.int64),
         )
         self.dense_of: dict[int, int] = {}  # thread value -> dense index, in the order first seen
         self.n_given = 0  # sends given

@@ -29,9 +29,11 @@ from rocketsim.broker import latency as bm
 from rocketsim.broker import store
 from rocketsim.broker.queue import BrokerStore, StoreAnswer, StoreCluster, carries_load, closed_outcome
 from rocketsim.client.backpressure import Backpressure, PermitGate
+from rocketsim.client.connection import Connections
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.heap import ClientHeap, client_heap
 from rocketsim.client.host import HostCores, host_stalls
+from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
     IO_THREAD,
@@ -177,6 +179,8 @@ class ProducerSimulation:
         if detector is not None:
             detector.on_tick = self._on_tick
         self.semaphore = AsyncSemaphore(p.async_semaphore_permits)
+        self.connections = Connections(self.version)  # the SYNC requests pending on each broker's channel
+        self.sync_call: dict[int, str] = {}  # send index -> the broker its pending SYNC request went to
         backpressure = p.async_backpressure
         self.gate = (
             PermitGate(Backpressure(backpressure), p.send_msg_timeout_ms)
@@ -368,7 +372,27 @@ class EventLoop:
             if resume is not None:
                 self.advance(s, gen, resume, t)
         else:
+            if isinstance(value, Outcome):
+                self.answered(s, value, t)
             self.advance(s, gen, value, t)  # type: ignore[arg-type]
+
+    def answered(self, s: Send, outcome: Outcome, now: int) -> None:
+        """``s``'s SYNC request came to ``outcome``: a close it causes fails the others pending on the
+        channel now (their answers, due later, are dropped; :mod:`rocketsim.client.connection`)."""
+        sim, heap = self.sim, self.heap
+        broker = sim.sync_call.pop(s.index, None)
+        if broker is None:
+            return
+        failed = sim.connections.answered(broker, s.index, outcome.kind, now)
+        if not failed:
+            return
+        gone = {p.send for p in failed}
+        due = [e for e in heap if e[1] == Event.DELIVER and e[3][0].index in gone]  # type: ignore[index]
+        heap[:] = [e for e in heap if not (e[1] == Event.DELIVER and e[3][0].index in gone)]  # type: ignore[index]
+        heapq.heapify(heap)
+        for _, _, _, (other, gen, answer) in sorted(due, key=lambda e: e[2]):  # type: ignore[misc]
+            waited = now - next(p.start_ms for p in failed if p.send == other.index)
+            self.push(now, Event.DELIVER, (other, gen, failed_fast(answer, waited)))
 
     def permit_wait_ended(self, s: Send, gen: Generator, expired: bool, t: int) -> None:
         """``s``'s wait for backpressure permits ended at ``t`` (its deadline, or a release granted it):
@@ -457,6 +481,10 @@ class EventLoop:
                 # a oneway caller waits only for the write: over at once unless the write failed
                 sees = item.mode != "oneway" or oneway_caller_sees(outcome, sim.version)
                 waited = outcome.latency_ms if sees else 0
+                if item.mode == "sync":
+                    done_ms = item.start_ms + waited
+                    sim.connections.wrote(item.broker, s.index, item.start_ms, done_ms, item.timeout_ms)
+                    sim.sync_call[s.index] = item.broker
                 self.push(item.start_ms + waited, Event.DELIVER, (s, gen, outcome))
                 return
             step: Step = item
@@ -475,6 +503,20 @@ class EventLoop:
                 self.push(step.at_ms, Event.DELIVER, (s, gen, Resume(step.at_ms, step.thread)))
                 return
             value = Resume(now, step.thread)
+
+
+def failed_fast(answer: Outcome, waited_ms: int) -> Outcome:
+    """A pending SYNC request failed by its channel's close after ``waited_ms``: a
+    ``RemotingSendRequestException``; the broker still stores what it was written (``stored``)."""
+    return replace(
+        answer,
+        kind=OutcomeKind.REMOTING_SEND_REQUEST,
+        latency_ms=waited_ms,
+        response_code=0,
+        remark="",
+        late=None,
+        latency_us=-1,
+    )
 
 
 class ClientPool:

@@ -237,7 +237,9 @@ class _Scenario:
             return f"send {step['i']}: recorded a request, no call made" if out is not None else None
         if out is None:
             return f"send {step['i']}: a call to {item.broker}/{item.queue_id}, none recorded"
-        d = _first_diff(f"send {step['i']} request", step.get("request"), [item.broker, item.queue_id])
+        # ``unread``: written to that queue's broker, which closed the connection before reading it
+        wrote = step.get("request", step.get("unread"))
+        d = _first_diff(f"send {step['i']} request", wrote, [item.broker, item.queue_id])
         if d:
             return d
         outcome = Outcome.from_label(out[0], out[1])

@@ -134,6 +134,8 @@ class Config(NamedTuple):
     async_retry_gets_budget: bool  # a retry gets the time left (else 0, 4.3-4.6)
     async_catches_invoke_failure: bool  # sendMessageAsync catches invokeAsync's failures (4.9.3+)
     wait_timeout_reports_cost: bool  # the "wait response timeout" text: the cost, not the timeout
+    closes_on_sync_timeout: bool  # invokeSync closes the channel on a timeout (4.9.1+), failing the others
+    close_needs_time_left: bool  # and only with time left (5.1.4+ shouldClose)
     fault_on: bool  # sendLatencyFaultEnable
     timeout_ms: int  # sendMsgTimeout
     times_total: int  # 1 + retryTimesWhenSendFailed
@@ -253,6 +255,8 @@ def _config(sc: Scenario) -> Config:
         async_retry_gets_budget=line.async_retry_gets_budget,
         async_catches_invoke_failure=line.async_catches_invoke_failure,
         wait_timeout_reports_cost=line.wait_timeout_reports_cost,
+        closes_on_sync_timeout=p.version.closes_channel_on_sync_timeout,
+        close_needs_time_left=p.version.close_on_timeout_needs_time_left,
         fault_on=bool(p.send_latency_fault_enable),
         timeout_ms=cfg.send_msg_timeout_ms,
         times_total=cfg.times_total,

@@ -105,6 +105,23 @@ FAULT_RULES = tuple(
     for what, rows in (("sends", "send_attempts.rows"), ("messages", "messages.rows"))
     for end in ("fewest", "most")
 )
+# The same rules over what the producer tasks simulated (``<table>.made``), checked whenever counted:
+# what a summaries-only run (``--tables summary``) keeps, which commits no message row.
+SIMULATED_RULES = (
+    Rule("one result per message simulated", ("messages.made",), ("send_results.made",)),
+    Rule("attempts simulated = sum of results.attempts", ("send_attempts.made",), ("send_results.attempts",)),
+    Rule("sends in broker_windows = attempts simulated", ("broker_windows.sends",), ("send_attempts.made",)),
+    Rule("sends in queue_windows = attempts simulated", ("queue_windows.sends",), ("send_attempts.made",)),
+    *(
+        Rule(
+            f"{what} in fault_windows (each fault's periods, {end}) = {made}",
+            (f"fault_windows.{what}_{end}",),
+            (made,),
+        )
+        for what, made in (("sends", "send_attempts.made"), ("messages", "messages.made"))
+        for end in ("fewest", "most")
+    ),
+)
 # the tables the whole run writes (and must reconcile, every rule of them)
 RUN_TABLES = written(STAGES)
 
@@ -140,7 +157,8 @@ def rules_of(quantities: Mapping[str, int]) -> tuple[Rule, ...]:
         for g in groups
     )
     faults = tuple(r for r in FAULT_RULES if r.left[0] in quantities)
-    return (*RULES, *per_group, *faults, *(r for t in schemas.TABLES for r in table_rules(t)))
+    tables = (r for t in schemas.TABLES for r in table_rules(t))
+    return (*RULES, *SIMULATED_RULES, *per_group, *faults, *tables)
 
 
 def _about_inputs(rule: Rule) -> bool:

@@ -13,9 +13,12 @@ from conftest import MIXED
 
 from rocketsim import engine
 from rocketsim.scenario import Scenario, load_scenario, scenario_from_mapping
+from rocketsim.spark.cli import JobArgs, parse_job_args
 from rocketsim.stage import graph, memory
 from rocketsim.stage.plan import StagePlan
 from rocketsim.tables import reconcile
+from rocketsim.warehouse.read import NotWrittenError, read_arrow, read_run
+from rocketsim.warehouse.run_commit import run_commits
 
 WINDOW_MS = 1000
 SCENARIOS = Path(__file__).resolve().parents[1] / "conf" / "scenarios"
@@ -127,3 +130,63 @@ def test_the_selection_rules() -> None:
         StagePlan(graph.STAGES, only=("send_results",))
     plan = StagePlan(graph.STAGES, only=graph.SUMMARIES_ONLY)
     assert plan.summaries_only and not plan.has_brokers and "runs" not in plan.tables()
+
+
+# ---- on Spark: the job's run, its runs row, its readers -------------------------------------------------
+
+
+def _job_args(warehouse: Path, run_id: str, partitions: int, tables: tuple[str, ...]) -> JobArgs:
+    return JobArgs("inline", str(warehouse), run_id, (), partitions, WINDOW_MS, quiet=True, tables=tables)
+
+
+@pytest.mark.spark
+def test_a_summaries_only_job_writes_the_summaries_of_a_full_run(spark, tmp_path: Path) -> None:
+    """The pipeline job with --tables summary (1 and 3 partitions) beside the same run with every table:
+    the same summary tables row for row, a runs row saying what it wrote and what it simulated, readers
+    refusing the tables it did not write, and a full run of the same id made summaries-only loses its
+    message rows instead of keeping them beside the new summaries."""
+    sc = scenario_from_mapping(MIXED)
+    from rocketsim.spark import pipeline
+
+    pipeline.run_pipeline(spark, _job_args(tmp_path, "full", 2, graph.RUN_TABLES), sc)
+    for run_id, partitions in (("s1", 1), ("s3", 3), ("full", 2)):  # "full" last: made summaries-only
+        if run_id == "full":
+            want = {t: read_arrow(tmp_path, t, "full").drop_columns(["run_id"]) for t in graph.SUMMARIES_ONLY}
+            full_row = want.pop(graph.RUNS_TABLE).to_pylist()[0]
+            assert read_arrow(tmp_path, "send_results", "full").num_rows == sc.workload.total_messages()
+        pipeline.run_pipeline(spark, _job_args(tmp_path, run_id, partitions, graph.SUMMARIES_ONLY), sc)
+    got = read_run(tmp_path, "s1", graph.SUMMARIES_ONLY)
+    for name, table in want.items():
+        for run_id in ("s1", "s3", "full"):
+            assert read_arrow(tmp_path, name, run_id).drop_columns(["run_id"]).equals(table), (name, run_id)
+    row = got[graph.RUNS_TABLE].to_pylist()[0]
+    assert row["tables"] == list(graph.SUMMARIES_ONLY) and full_row["tables"] == list(graph.RUN_TABLES)
+    assert (row["messages"], row["attempts"]) == (full_row["messages"], full_row["attempts"])
+    for run_id in ("s1", "full"):
+        for name in ("send_results", "commit_log", "consumer_load"):
+            with pytest.raises(NotWrittenError, match=f"run '{run_id}' did not write {name}: it wrote only"):
+                read_arrow(tmp_path, name, run_id)
+        with pytest.raises(NotWrittenError):
+            read_run(tmp_path, run_id, ["run_summary", "send_attempts"])
+    held = set(run_commits(tmp_path, "full").column("table").to_pylist())
+    assert held == set(graph.SUMMARIES_ONLY)
+
+
+def test_the_job_refuses_a_bad_selection_before_spark(capsys: pytest.CaptureFixture) -> None:
+    scenario = str(SCENARIOS / "steady.toml")
+    for argv, says in (
+        (["--tables", "send_results"], "ScenarioError: --tables must be all, summary or a comma-separated"),
+        (["--tables", "summary,commit_log"], "got 'summary,commit_log'"),
+    ):
+        with pytest.raises(SystemExit) as ended:
+            parse_job_args(["--scenario", scenario, *argv], "jobs/pipeline.py", None, whole_run=True)
+        assert ended.value.code == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1
+    args, _ = parse_job_args(
+        ["--scenario", scenario, "--tables", "run_summary"], "jobs/pipeline.py", None, whole_run=True
+    )
+    assert args.tables == ("run_summary", "runs")
+    with pytest.raises(SystemExit) as ended:  # a stage of the run takes no --tables
+        parse_job_args(["--scenario", scenario, "--tables", "summary"], "jobs/generate.py", None)
+    assert ended.value.code == 2 and "--tables" in capsys.readouterr().err

@@ -10,9 +10,10 @@ another stored half. Its summary aggregates are folded chunk by chunk
 (:class:`rocketsim.tables.summaries.ProducerFold`). Producers smaller than a chunk are simulated whole
 and gathered into groups of about :data:`GATHER_ROWS` messages: one part of each table per task, and
 the per-chunk work done once for many small producers. The task's aggregates, merged, go to the
-scratch store; it returns its counts (:mod:`rocketsim.tables.reconcile`). A job without the
-simulation only generates, or reads back what it needs of the committed tables
-(:mod:`rocketsim.stage.inputs`).
+scratch store; it returns its counts (:mod:`rocketsim.tables.reconcile`). A summaries-only run
+(:attr:`~rocketsim.stage.plan.StagePlan.only`) does the same with no sink and no record: each chunk is
+counted and folded, nothing else. A job without the simulation only generates, or reads back what it
+needs of the committed tables (:mod:`rocketsim.stage.inputs`).
 """
 
 from __future__ import annotations

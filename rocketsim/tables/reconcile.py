@@ -107,20 +107,21 @@ FAULT_RULES = tuple(
 )
 # The same rules over what the producer tasks simulated (``<table>.made``), checked whenever counted:
 # what a summaries-only run (``--tables summary``) keeps, which commits no message row.
+SIMULATED_FAULT_RULES = tuple(
+    Rule(
+        f"{what} in fault_windows (each fault's periods, {end}) = {made}",
+        (f"fault_windows.{what}_{end}",),
+        (made,),
+    )
+    for what, made in (("sends", "send_attempts.made"), ("messages", "messages.made"))
+    for end in ("fewest", "most")
+)
 SIMULATED_RULES = (
     Rule("one result per message simulated", ("messages.made",), ("send_results.made",)),
     Rule("attempts simulated = sum of results.attempts", ("send_attempts.made",), ("send_results.attempts",)),
     Rule("sends in broker_windows = attempts simulated", ("broker_windows.sends",), ("send_attempts.made",)),
     Rule("sends in queue_windows = attempts simulated", ("queue_windows.sends",), ("send_attempts.made",)),
-    *(
-        Rule(
-            f"{what} in fault_windows (each fault's periods, {end}) = {made}",
-            (f"fault_windows.{what}_{end}",),
-            (made,),
-        )
-        for what, made in (("sends", "send_attempts.made"), ("messages", "messages.made"))
-        for end in ("fewest", "most")
-    ),
+    *SIMULATED_FAULT_RULES,
 )
 # the tables the whole run writes (and must reconcile, every rule of them)
 RUN_TABLES = written(STAGES)

@@ -170,6 +170,10 @@ def test_a_summaries_only_job_writes_the_summaries_of_a_full_run(spark, tmp_path
             read_run(tmp_path, run_id, ["run_summary", "send_attempts"])
     held = set(run_commits(tmp_path, "full").column("table").to_pylist())
     assert held == set(graph.SUMMARIES_ONLY)
+    from rocketsim.present import explore  # the report shows what there is: no broker-side chart
+
+    run = explore.load_run(str(tmp_path), "s1")
+    assert run.storage.empty and len(run.summary) == len(want["run_summary"])
 
 
 def test_the_job_refuses_a_bad_selection_before_spark(capsys: pytest.CaptureFixture) -> None:

@@ -176,12 +176,13 @@ def _read_named(
     arrow_schema: pa.Schema | None,
     *,
     absent_ok: bool = False,
+    unwritten_ok: bool = False,
 ) -> pa.Table:
     """The rows of the writes of ``table`` that ``pin`` names (of ``run_id``, or every run), checked
     against what ``run_commits`` recorded, cast to the declared schema."""
     writes = pin.of(table)
     held = pin.runs.get(run_id) if run_id is not None else None
-    if held is not None and table not in held and table != RUNS_TABLE:
+    if held is not None and table not in held and table != RUNS_TABLE and not unwritten_ok:
         _check_written(warehouse, table, pin, run_id)
     dt = _open_named(warehouse, table, pin, writes)
     if dt is None and not absent_ok:
@@ -253,14 +254,21 @@ def read_arrow(
     )
 
 
-def read_run(warehouse: str | os.PathLike[str], run_id: str, tables: Sequence[str]) -> dict[str, pa.Table]:
+def read_run(
+    warehouse: str | os.PathLike[str], run_id: str, tables: Sequence[str], *, unwritten_ok: bool = False
+) -> dict[str, pa.Table]:
     """Several tables of one run as ONE version of ``run_commits`` names them (never one table of the
     old run beside one of a rerun published meanwhile), each checked as :func:`read_arrow` does; a table
-    absent from the warehouse and from the run reads empty."""
+    absent from the warehouse and from the run reads empty. A table the run did not write (its ``runs``
+    row's ``tables``) is :class:`NotWrittenError`, or reads empty with ``unwritten_ok`` (a reader that
+    shows what there is, such as the report)."""
     check_run_id(run_id)
 
     def body(pin: Published) -> dict[str, pa.Table]:
-        return {t: _read_named(warehouse, t, pin, run_id, None, None, absent_ok=True) for t in tables}
+        return {
+            t: _read_named(warehouse, t, pin, run_id, None, None, absent_ok=True, unwritten_ok=unwritten_ok)
+            for t in tables
+        }
 
     return _pinned(warehouse, run_id, body)
 

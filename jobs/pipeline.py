@@ -2,7 +2,7 @@
 writing Delta tables.
 
 ./spark-submit.sh jobs/pipeline.py --scenario conf/scenarios/steady.toml [--warehouse DIR]
-    [--run-id ID] [--set key=value ...] [--partitions N]
+    [--run-id ID] [--set key=value ...] [--partitions N] [--tables all|summary|TABLE,...]
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from rocketsim.spark.cli import parse_job_args
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, scenario = parse_job_args(argv, "jobs/pipeline.py", __doc__)  # exits 2 before Spark on bad input
+    # exits 2 before Spark on bad input
+    args, scenario = parse_job_args(argv, "jobs/pipeline.py", __doc__, whole_run=True)
     # claims the run id, starts Spark, runs; one line on stderr for any failure
     return run_stage_job(ALL, args, scenario)
 

@@ -19,6 +19,7 @@ from rocketsim.present import explore, report
 from rocketsim.scenario import load_scenario
 from rocketsim.spark import compare, delta_sink, pipeline
 from rocketsim.spark.cli import JobArgs, parse_compare_args
+from rocketsim.stage.graph import RUN_TABLES
 from rocketsim.warehouse.read import read_pandas
 from tests import analysis
 
@@ -65,7 +66,7 @@ def warehouse(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
     _, attempts = pipeline.run_simulate(spark, args, sc)
     pipeline.run_broker_side(spark, args, sc)  # the storage section of the explore notebook
     pipeline.run_summarize(spark, args, sc)
-    runs = pipeline.write_runs_row(spark, args, sc, messages, attempts, started, 1.0)
+    runs = pipeline.write_runs_row(spark, args, sc, messages, attempts, started, 1.0, tables=RUN_TABLES)
     delta_sink.publish_run(spark, str(wh), RUN_ID, "test", [runs])
 
     cargs, base, scenarios = parse_compare_args(

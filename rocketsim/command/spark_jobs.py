@@ -20,6 +20,8 @@ RUN_EXAMPLES = (
     "rocketsim run --scenario conf/scenarios/steady.toml",
     "rocketsim run --scenario conf/scenarios/brownout.toml --set workload.messages=100000 --run-id b1",
     "rocketsim run --scenario conf/scenarios/steady.toml --stage summarize --window-ms 60000",
+    "rocketsim run --scenario conf/scenarios/steady.toml --tables summary \\\n"
+    "      --set workload.messages=0 --set workload.duration_s=3600",
     "rocketsim run --master spark://spark-master:7077 --executor-memory 4g \\\n"
     "      --scenario conf/scenarios/brownout.toml --warehouse /shared/warehouse --partitions 64",
 )
@@ -57,7 +59,8 @@ def run(argv: Sequence[str] | None = None, prog: str = "rocketsim run") -> int:
     """``rocketsim run``: jobs/pipeline.py, or with --stage the job of one stage; returns the exit code."""
     ns, rest = options.split(argv, prog, (STAGE,))
     epilog = options.help_text(prog, RUN_EXAMPLES, (STAGE,))
-    args, scenario = parse_job_args(rest, prog, RUN_DESCRIPTION, epilog)  # exits 2 before Spark
+    # exits 2 before Spark; --tables is the whole run's
+    args, scenario = parse_job_args(rest, prog, RUN_DESCRIPTION, epilog, whole_run=ns.stage == ALL)
     return options.run_on_spark(ns, RUN_JOBS[ns.stage].job, lambda: run_stage_job(ns.stage, args, scenario))
 
 

@@ -36,8 +36,8 @@ def _empty(table: str) -> pd.DataFrame:
 def _read(warehouse: str, run_id: str, tables: Sequence[str]) -> dict[str, pd.DataFrame]:
     """The run's rows of ``tables`` as one version of ``run_commits`` names them (never one table of a
     rerun beside one of the run it replaced); an empty frame with the declared columns for a table the
-    run does not hold."""
-    return {t: rows.to_pandas() for t, rows in read_run(warehouse, run_id, tables).items()}
+    run does not hold (a summaries-only run's broker side: its charts are left out)."""
+    return {t: rows.to_pandas() for t, rows in read_run(warehouse, run_id, tables, unwritten_ok=True).items()}
 
 
 def latest_run(warehouse: str, table: str = "run_summary") -> str:

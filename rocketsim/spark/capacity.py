@@ -30,6 +30,7 @@ from rocketsim.spark.delta_sink import publish_run
 from rocketsim.spark.launch import PublishedRunError
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
 from rocketsim.stage.driver import merge_aggregates
+from rocketsim.stage.graph import RUNS_TABLE
 from rocketsim.stage.plan import balanced_bins
 from rocketsim.stage.protocols import WHOLE_RUN_AGGREGATES, scratch_key
 from rocketsim.stage.sweeps import whole_run_task
@@ -76,7 +77,14 @@ def run_capacity(
     job = JobArgs(args.scenario_path, args.warehouse, args.run_id, args.overrides, quiet=True)
     attempts = int(sum(r["sends"] for r in tables["run_summary"].to_pylist() if r["scope"] == "all"))
     rep_r = pipeline.write_runs_row(
-        spark, job, base, total * len(names), attempts, started, time.monotonic() - t
+        spark,
+        job,
+        base,
+        total * len(names),
+        attempts,
+        started,
+        time.monotonic() - t,
+        tables=(rep_c.table, RUNS_TABLE),
     )
     publish_run(spark, args.warehouse, args.run_id, CAPACITY_JOB, [rep_c, rep_r])
     chart = _write_chart(rows, chart_file(args.chart))

@@ -27,6 +27,7 @@ from rocketsim.scenario import (
     span,
 )
 from rocketsim.scenario.variants import Variant, build_scenarios, combine, parse_variants, sweep_variants
+from rocketsim.stage.graph import ALL, RUN_TABLES, selected_tables
 from rocketsim.warehouse.paths import unwritable
 
 MAX_RUN_ID = 200
@@ -45,6 +46,7 @@ class JobArgs:
     window_ms: int = 10_000
     quiet: bool = False
     extra: dict[str, str] = field(default_factory=dict)
+    tables: tuple[str, ...] = RUN_TABLES  # what a whole run writes (--tables: selected_tables)
 
 
 @dataclass(frozen=True)
@@ -199,10 +201,23 @@ def one_line_errors(parse: Callable[[], T]) -> T:
         raise SystemExit(2) from None
 
 
+TABLES_HELP = (
+    "what the run writes: all (every table, the default), summary (only the summary tables and the runs "
+    "row: producers fold the simulation without writing messages, attempts, results or the commit log, "
+    "and there is no broker side; for long what-ifs and sweeps) or a comma-separated list of summary tables"
+)
+
+
 def parse_job_args(
-    argv: list[str] | None, prog: str, description: str | None, epilog: str | None = None
+    argv: list[str] | None,
+    prog: str,
+    description: str | None,
+    epilog: str | None = None,
+    *,
+    whole_run: bool = False,
 ) -> tuple[JobArgs, Scenario]:
-    """Parse and validate a run's job before Spark starts; bad input exits with code 2 and one line."""
+    """Parse and validate a run's job before Spark starts; bad input exits with code 2 and one line.
+    ``whole_run``: the job runs every stage (``jobs/pipeline.py``), so it takes ``--tables``."""
     p = shared_parser(
         prog,
         description,
@@ -212,20 +227,38 @@ def parse_job_args(
         quiet_help="print only the final summary",
         epilog=epilog,
     )
+    if whole_run:
+        p.add_argument("--tables", default=ALL, metavar="all|summary|TABLE,...", help=TABLES_HELP)
     ns = p.parse_args(argv)
 
     def parse() -> tuple[JobArgs, Scenario]:
+        tables = _selected(getattr(ns, "tables", ALL))
         sc = load_scenario(ns.scenario, ns.overrides)
         check_shared(ns, sc)
         check_span(ns, sc)
         run_id = checked_run_id(ns.run_id, sc.run_id, sc.name, "run")
         exit_if_checked(ns, sc)
         args = JobArgs(
-            ns.scenario, ns.warehouse, run_id, tuple(ns.overrides), ns.partitions or 0, ns.window_ms, ns.quiet
+            ns.scenario,
+            ns.warehouse,
+            run_id,
+            tuple(ns.overrides),
+            ns.partitions or 0,
+            ns.window_ms,
+            ns.quiet,
+            tables=tables,
         )
         return args, sc
 
     return one_line_errors(parse)
+
+
+def _selected(spec: str) -> tuple[str, ...]:
+    """``--tables`` as the tables the run writes (:func:`rocketsim.stage.graph.selected_tables`)."""
+    try:
+        return selected_tables(spec)
+    except ValueError as exc:
+        raise ScenarioError(str(exc)) from None
 
 
 def scenario_job_args(scenario_path: str, warehouse: str, run_id: str = "") -> tuple[JobArgs, Scenario]:

@@ -30,6 +30,7 @@ from rocketsim.spark import pipeline
 from rocketsim.spark.cli import CompareArgs, JobArgs
 from rocketsim.spark.delta_sink import publish_run
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
+from rocketsim.stage.graph import RUNS_TABLE
 from rocketsim.stage.plan import balanced_bins
 from rocketsim.stage.sweeps import merged_sweep, variant_task, whole_run_task
 from rocketsim.tables import summaries
@@ -114,7 +115,10 @@ def run_compare(
     )
     attempts_total = int(sum(_overall(rows, "attempts").values()))
     job = JobArgs(args.scenario_path, args.warehouse, args.run_id, args.overrides, quiet=True)
-    rep_r = pipeline.write_runs_row(spark, job, base, total, attempts_total, started, time.monotonic() - t)
+    written = (rep_c.table, rep_w.table, rep_f.table, RUNS_TABLE)
+    rep_r = pipeline.write_runs_row(
+        spark, job, base, total, attempts_total, started, time.monotonic() - t, tables=written
+    )
     publish_run(spark, args.warehouse, args.run_id, COMPARE_JOB, [rep_c, rep_w, rep_f, rep_r])
     say(f"[compare] {rep_c.rows:,} comparison rows -> {rep_c.path} ({time.monotonic() - t:.1f} s)")
     names = [v.name for v in args.variants]

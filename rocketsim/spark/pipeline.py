@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -117,17 +117,26 @@ def run_summarize(spark: SparkSession, args: JobArgs, sc: Scenario) -> dict[str,
 
 
 def run_one_pass(spark: SparkSession, args: JobArgs, sc: Scenario) -> StageReport:
-    """Every table of the run but ``runs``, in one pass (generate, simulate, broker side, summarize),
-    committed and reconciled, not yet published (:func:`rocketsim.spark.run.publish_stage`)."""
-    rep = write_stage(
-        spark, sc, args.warehouse, args.run_id, _partitions(spark, args), STAGES, args.window_ms
-    )
+    """Every table of the run but ``runs`` (or a summaries-only run's, ``--tables``), in one pass
+    (generate, simulate, broker side, summarize), committed and reconciled, not yet published
+    (:func:`rocketsim.spark.run.publish_stage`)."""
+    only = () if args.tables == RUN_TABLES else args.tables
+    parts = _partitions(spark, args)
+    rep = write_stage(spark, sc, args.warehouse, args.run_id, parts, STAGES, args.window_ms, only)
+    if only:
+        rows = (
+            f"{rep.simulated('messages'):,} messages and {rep.simulated('send_attempts'):,} attempts "
+            f"simulated and summarized, no row of them written (--tables {', '.join(only)})"
+        )
+    else:
+        rows = (
+            f"{rep.rows('messages'):,} messages, {rep.rows('send_attempts'):,} attempts, "
+            f"{rep.rows('send_results'):,} results, {rep.rows('commit_log'):,} commit-log records"
+        )
     _say(
         args,
-        f"[one pass] {rep.rows('messages'):,} messages, {rep.rows('send_attempts'):,} attempts, "
-        f"{rep.rows('send_results'):,} results, {rep.rows('commit_log'):,} commit-log records, "
-        f"{text.plural(len(rep.reports), 'table')} ({rep.producers_s:.1f} s producer tasks, "
-        f"{rep.brokers_s:.1f} s broker tasks, {rep.driver_s:.1f} s driver merge, "
+        f"[one pass] {rows}, {text.plural(len(rep.reports), 'table')} ({rep.producers_s:.1f} s producer "
+        f"tasks, {rep.brokers_s:.1f} s broker tasks, {rep.driver_s:.1f} s driver merge, "
         f"{rep.commit_s:.1f} s commits)",
     )
     _say_rounds(args, rep)
@@ -153,10 +162,12 @@ def write_runs_row(
     wall_s: float,
     rounds: int | None = None,
     residual: int | None = None,
+    *,
+    tables: Sequence[str],
 ) -> WriteReport:
-    """The run's ``runs`` row: its scenario and overrides, counts, when and how long it ran, and the
-    iterative coupling's rounds and residual (the driver writes it with pyarrow and commits it as a write
-    of the table, for the job to publish)."""
+    """The run's ``runs`` row: its scenario and overrides, counts, when and how long it ran, the
+    iterative coupling's rounds and residual and the ``tables`` it wrote (the driver writes it with
+    pyarrow and commits it as a write of the table, for the job to publish)."""
     row = {
         "scenario_name": sc.name,
         "scenario_text": sc.source_text,
@@ -171,6 +182,7 @@ def write_runs_row(
         "coupling_residual": residual,
         "client_version": sc.producers.client_version,
         "client_line": sc.producers.client_line,
+        "tables": list(tables),
     }
     return publish_rows(
         spark,
@@ -197,10 +209,10 @@ def publish_rows(spark: SparkSession, warehouse: str, table: str, run_id: str, r
 
 def print_summary(args: JobArgs, summary_tables: Mapping[str, pa.Table]) -> None:
     """The end-of-run summary and the fault-window view, from the run's (tiny) ``run_summary`` and
-    ``fault_windows`` rows, and where every table of the run is."""
+    ``fault_windows`` rows, and where every table the run wrote is."""
     print(text.run_summary_text(args.run_id, summary_tables["run_summary"].to_pylist()))
     print(text.fault_windows_text(summary_tables["fault_windows"].to_pylist()))
-    names = RUN_TABLES
+    names = args.tables
     print(
         f"  {text.plural(len(names), 'table')}: {Path(args.warehouse).resolve()}/{{{','.join(names)}}} "
         f"(run_id={args.run_id})"
@@ -219,14 +231,16 @@ def run_pipeline(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
     )
     say_scenario(args.quiet, sc)
     rep = run_one_pass(spark, args, sc)
-    messages, attempts = rep.rows("messages"), rep.rows("send_attempts")
+    messages, attempts = rep.simulated("messages"), rep.simulated("send_attempts")
     _say(
         args,
-        f"[reconcile] {messages:,} messages = {rep.rows('send_results'):,} results; "
+        f"[reconcile] {messages:,} messages = {rep.simulated('send_results'):,} results; "
         f"{attempts:,} attempt rows = sum of attempts; per-broker sums = totals ({len(rep.checks)} rules)",
     )
     t_runs = time.monotonic()
-    runs = write_runs_row(spark, args, sc, messages, attempts, started, t_runs - t, rep.rounds, rep.residual)
+    runs = write_runs_row(
+        spark, args, sc, messages, attempts, started, t_runs - t, rep.rounds, rep.residual, tables=args.tables
+    )
     publish_stage(spark, args.warehouse, args.run_id, PIPELINE_JOB, rep, runs)
     tables = text.plural(len(rep.reports) + 1, "table")
     _say(args, f"[runs] 1 row; run {args.run_id} published: {tables} ({time.monotonic() - t_runs:.1f} s)")

@@ -32,8 +32,8 @@ from rocketsim.spark.progress import step
 from rocketsim.stage.broker import broker_task
 from rocketsim.stage.coupled import iterate_rounds, round_task
 from rocketsim.stage.driver import finish_stage
-from rocketsim.stage.graph import INPUT_COLUMNS, STAGES, derived_tables, tables_read, written
-from rocketsim.stage.plan import stage_bins
+from rocketsim.stage.graph import INPUT_COLUMNS, RUN_TABLES, STAGES, derived_tables, tables_read
+from rocketsim.stage.plan import StagePlan, stage_bins
 from rocketsim.stage.producer import producer_task
 from rocketsim.tables import reconcile, schemas
 from rocketsim.tables.schemas import SIMULATE
@@ -65,10 +65,24 @@ class StageReport:
     commit_s: float
     rounds: int | None = None  # brokers.coupling = iterative: the rounds run (None: not iterative)
     residual: int | None = None  # and the last round's residual (0: a fixed point)
+    only: tuple[str, ...] = ()  # a summaries-only run's tables (StagePlan.only)
 
     def rows(self, table: str) -> int:
         """Rows of ``table`` committed (or, for a table the stage only read, in the run)."""
         return self.counts.get(f"{table}.rows", 0)
+
+    def simulated(self, table: str) -> int:
+        """Rows of ``messages``, ``send_attempts`` or ``send_results`` the run simulated: committed, or
+        made and not written (a summaries-only run)."""
+        return self.counts.get(f"{table}.rows", self.counts.get(f"{table}.made", 0))
+
+    def dropped(self) -> tuple[str, ...]:
+        """The tables of the run its publication drops: those made from what it rewrote
+        (:func:`rocketsim.stage.graph.derived_tables`), and for a summaries-only run every other table
+        (an earlier run of the same id must not leave its rows beside these summaries)."""
+        if not self.only:
+            return derived_tables(self.stages)
+        return tuple(t for t in RUN_TABLES if t not in self.only)
 
 
 def map_bins(
@@ -123,7 +137,7 @@ def publish_stage(
     spark: SparkSession, warehouse: str, run_id: str, job: str, rep: StageReport, *extra: WriteReport
 ) -> None:
     """The run-level commit of a stage's writes (and of ``extra`` writes of the same job)."""
-    publish_run(spark, warehouse, run_id, job, [*rep.reports, *extra], derived_tables(rep.stages))
+    publish_run(spark, warehouse, run_id, job, [*rep.reports, *extra], rep.dropped())
 
 
 def write_stage(
@@ -134,13 +148,15 @@ def write_stage(
     partitions: int,
     stages: Sequence[str] = STAGES,
     window_ms: int = 10_000,
+    only: tuple[str, ...] = (),
 ) -> StageReport:
     """Write, commit (not yet visible) and reconcile the tables of ``stages`` (a contiguous part of
     generate, simulate, broker side, summarize) for one run; the run's tables the stages read must be
-    there (:class:`rocketsim.warehouse.read.MissingRunError` before anything is written)."""
+    there (:class:`rocketsim.warehouse.read.MissingRunError` before anything is written). ``only``: a
+    summaries-only run's tables (:class:`rocketsim.stage.plan.StagePlan`)."""
     check_run_id(run_id)
     stages = tuple(stages)
-    tables = list(written(stages))
+    tables = list(StagePlan(stages, window_ms, only=only).tables())
     reads = tables_read(stages)
     published = {f"{t}.published": current_write(warehouse, t, run_id).rows for t in reads}
     inputs = {t: tuple(run_file_ranges(warehouse, t, run_id, INPUT_COLUMNS[t])) for t in reads}
@@ -152,6 +168,7 @@ def write_stage(
         staging_path(warehouse, tables[0], write_ids[tables[0]] + SCRATCH_SUFFIX),
         window_ms,
         inputs,
+        only=only,
     )
     for d in work.all():
         make_dir(d)
@@ -171,7 +188,7 @@ def write_stage(
     t4 = time.monotonic()
     counts = reconcile.add_counts(ran.counts)
     counts |= finished.counts | committed | published | {f"{r.table}.rows": r.rows for r in reports}
-    checks = reconcile.check(counts, run_id, complete=stages == STAGES)
+    checks = reconcile.check(counts, run_id, complete=stages == STAGES and not only)
     return StageReport(
         stages=stages,
         counts=counts,
@@ -184,6 +201,7 @@ def write_stage(
         commit_s=t4 - t3,
         rounds=ran.rounds,
         residual=ran.residual,
+        only=only,
     )
 
 

@@ -2,7 +2,8 @@
 the producer tasks' summary aggregates merged into the summary tables
 (:func:`rocketsim.tables.summaries.merge`, :func:`~rocketsim.tables.summaries.summary_tables`) and the
 broker tasks' deliveries into ``consumer_load`` (:func:`rocketsim.broker.side.consumer_load`), each
-written whole as the driver's part of its table (small tables); then the scratch store is cleared."""
+written whole as the driver's part of its table (small tables; a summaries-only run: the summary tables
+it selected); then the scratch store is cleared."""
 
 from __future__ import annotations
 
@@ -46,13 +47,15 @@ def finish_stage(
     if plan.runs(SUMMARIZE):
         keys = [scratch_key(AGGREGATES, t) for t in range(producer_tasks)]
         made = summaries.summary_tables(merge_aggregates(io.scratch, keys))
-    if plan.runs(BROKER_SIDE):
+    if plan.runs(BROKER_SIDE) and plan.has_brokers:
         deliveries = [io.scratch.get_table(scratch_key(DELIVERIES, b)) for b in brokers]
         made["consumer_load"] = broker_side.consumer_load(deliveries, sc)
     counts: dict[str, int] = {}
+    writes = plan.tables()  # a summaries-only run's selection may leave some out
     for name, table in made.items():
-        write_whole(io.tables.sink(name, DRIVER_TASK, table.schema), table)
-        counts |= reconcile.table_counts(name, table)
+        if name in writes:
+            write_whole(io.tables.sink(name, DRIVER_TASK, table.schema), table)
+            counts |= reconcile.table_counts(name, table)
     io.scratch.clear()
     return FinishedStage(counts, {n: t for n, t in made.items() if n in summaries.SUMMARY_TABLES})
 

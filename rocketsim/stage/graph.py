@@ -5,6 +5,8 @@ What each stage writes is the table registry's (:func:`rocketsim.tables.schemas.
 the reconciliation, the digest and the Spark jobs read it here instead of listing tables: the stages a
 run's tasks run (:data:`STAGES`), what a job running some of them reads of the run's committed tables
 (:func:`tables_read`) and what other stages made from the tables it rewrites (:func:`derived_tables`).
+A whole run may also write only its summaries (:func:`selected_tables`: ``--tables summary``): the
+summarize stage's tables and ``runs``, folded from the simulation without the per-message tables.
 """
 
 from __future__ import annotations
@@ -48,6 +50,29 @@ def written(stages: Sequence[str]) -> tuple[str, ...]:
 
 
 RUN_TABLES = written(RUN_STAGES)  # every table of a run
+(RUNS_TABLE,) = written((RUNS_ROW,))  # the run's row: what it ran and what it wrote
+# what a summaries-only run writes (--tables summary): the summarize stage's tables and its runs row
+SUMMARIES_ONLY = written((SUMMARIZE, RUNS_ROW))
+ALL, SUMMARY = "all", "summary"  # the named selections of --tables
+
+
+def selected_tables(spec: str) -> tuple[str, ...]:
+    """The tables a whole run writes for ``--tables spec`` (``runs`` always: it records the selection):
+    ``all`` (every table), ``summary`` (:data:`SUMMARIES_ONLY`) or a comma-separated list of those.
+    ValueError naming the rule and the value otherwise: the other tables are per message or made by the
+    broker tasks from the numbered commit logs, which only a run of every table makes."""
+    names = [n.strip() for n in spec.split(",")]
+    if names == [ALL]:
+        return RUN_TABLES
+    if names == [SUMMARY]:
+        return SUMMARIES_ONLY
+    if not set(names) <= set(SUMMARIES_ONLY):
+        summaries = ", ".join(t for t in SUMMARIES_ONLY if t != RUNS_TABLE)
+        raise ValueError(
+            f"--tables must be all, summary or a comma-separated list of summary tables ({summaries}), "
+            f"got {spec!r}"
+        )
+    return tuple(t for t in SUMMARIES_ONLY if t in (*names, RUNS_TABLE))
 
 
 def check_stages(stages: Sequence[str]) -> None:

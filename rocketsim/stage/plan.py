@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from rocketsim.broker.queue import JOINT
 from rocketsim.scenario import Scenario, workload
-from rocketsim.stage.graph import check_stages, tables_read
+from rocketsim.stage.graph import RUNS_TABLE, STAGES, SUMMARIES_ONLY, check_stages, tables_read, written
 from rocketsim.tables.schemas import BROKER_SIDE, SIMULATE
 
 # messages a producer task simulates at a time by default: its memory is bounded by this, whatever the
@@ -21,14 +21,23 @@ CHUNK_ROWS = 1 << 17
 @dataclass(frozen=True)
 class StagePlan:
     """The ``stages`` a stage's tasks run (a contiguous part of :data:`rocketsim.stage.graph.STAGES`),
-    the window of the summary tables and the messages a producer task handles at a time."""
+    the window of the summary tables and the messages a producer task handles at a time. ``only``: a
+    summaries-only run (every stage, ``--tables summary``): the summary tables it writes (of
+    :data:`rocketsim.stage.graph.SUMMARIES_ONLY`); its producer tasks fold the simulation into the
+    aggregates and write no row, and it has no broker task."""
 
     stages: tuple[str, ...]
     window_ms: int = 10_000
     chunk_rows: int = CHUNK_ROWS
+    only: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_stages(self.stages)
+        if self.only and (self.stages != STAGES or not set(self.only) <= set(SUMMARIES_ONLY)):
+            raise ValueError(
+                f"a summaries-only stage runs every stage {STAGES} and writes some of {SUMMARIES_ONLY}, "
+                f"got stages {self.stages} and tables {self.only}"
+            )
         if self.window_ms <= 0:
             raise ValueError(f"window_ms must be > 0, got {self.window_ms}")
         if self.chunk_rows <= 0:
@@ -38,9 +47,17 @@ class StagePlan:
         return stage_name in self.stages
 
     @property
+    def summaries_only(self) -> bool:
+        return bool(self.only)
+
+    def tables(self) -> tuple[str, ...]:
+        """The tables the stage's tasks and driver write: its stages', or a summaries-only run's."""
+        return tuple(t for t in self.only if t != RUNS_TABLE) if self.only else written(self.stages)
+
+    @property
     def has_brokers(self) -> bool:
         """Whether the stage has broker tasks (numbering commit logs, or the broker side)."""
-        return self.runs(SIMULATE) or self.runs(BROKER_SIDE)
+        return not self.summaries_only and (self.runs(SIMULATE) or self.runs(BROKER_SIDE))
 
     def reads(self) -> tuple[str, ...]:
         """The committed tables the tasks read (:func:`rocketsim.stage.graph.tables_read`)."""

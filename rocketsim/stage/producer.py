@@ -36,7 +36,13 @@ from rocketsim.stage.protocols import (
     scratch_key,
     write_through,
 )
-from rocketsim.stage.tables import MESSAGES_DATA, ProducerTables, producer_chunks, producer_message_chunks
+from rocketsim.stage.tables import (
+    MESSAGES_DATA,
+    ProducerTables,
+    producer_chunks,
+    producer_message_chunks,
+    without_records,
+)
 from rocketsim.stage.tables import with_records as tables_with_records
 from rocketsim.tables import reconcile, schemas, summaries
 from rocketsim.tables.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
@@ -154,18 +160,20 @@ class _Simulated:
 
     def __init__(self, sc: Scenario, plan: StagePlan, io: StageIO, task: int) -> None:
         self.sc, self.plan = sc, plan
-        self.sinks = ProducerSinks(sc, plan, io, task)
+        # a summaries-only run writes no row: its chunks are only counted and folded
+        self.sinks = None if plan.summaries_only else ProducerSinks(sc, plan, io, task)
         self.counts: list[dict[str, int]] = []
         self.aggregates: list[summaries.SummaryAggregates] = []
-        if self.sinks.messages is not None:  # its names, were there no message
+        if plan.runs(GENERATE):  # its names, were there no message
             self.counts.append(reconcile.message_counts(MESSAGES_DATA.empty_table()))
 
     def messages(self, messages: pa.Table) -> None:
-        """Messages: generated ones written and counted, committed ones counted."""
-        if self.sinks.messages is None:
+        """Messages: generated ones written (unless summaries only) and counted, committed ones counted."""
+        if not self.plan.runs(GENERATE):
             self.counts.append(reconcile.message_counts(messages, "read"))
             return
-        self.sinks.messages.write(messages)
+        if self.sinks is not None and self.sinks.messages is not None:
+            self.sinks.messages.write(messages)
         self.counts.append(reconcile.message_counts(messages))
 
     def rows(self, chunks: Iterator[ProducerTables]) -> None:
@@ -175,14 +183,15 @@ class _Simulated:
         if self.plan.runs(SUMMARIZE):
             fold = summaries.ProducerFold(self.plan.window_ms, faults=summaries.fault_spans(self.sc.faults))
         for tables in chunks:
-            self.sinks.write(tables)
+            if self.sinks is not None:
+                self.sinks.write(tables)
             self.counts.append(
                 reconcile.attempt_counts(tables.attempts) | reconcile.result_counts(tables.results)
             )
             if fold is not None:
                 copies = tables.result_copies()
                 fold.add(tables.attempts, tables.results, tables.messages, tables.later_start_ms, copies)
-            if self.sinks.transactions is not None:
+            if self.sinks is not None and self.sinks.transactions is not None:
                 txns = tables.unstored_transactions(self.sc)
                 self.sinks.transactions.write(txns)
                 self.counts.append(reconcile.transaction_counts(txns))
@@ -202,12 +211,13 @@ def _simulated(
     """A producer task that simulates: a producer larger than a chunk streams a chunk at a time, the
     others are simulated whole and gathered (a coupled producer is simulated whole whatever its size)."""
     state = _Simulated(sc, plan, io, task)
+    records = not plan.summaries_only
 
     def write(group: list[tuple[pa.Table, engine.SimOutput]]) -> None:
         if group:
             messages = pa.concat_tables([MESSAGES_DATA.empty_table(), *(m for m, _ in group)])
             state.messages(messages)
-            state.rows(iter([_whole_producers(sc, messages, [o for _, o in group])]))
+            state.rows(iter([_whole_producers(sc, messages, [o for _, o in group], records)]))
 
     def whole(share: workload.ProducerShare) -> None:  # its rows let go when it returns, unless kept
         messages = input_messages(sc, plan, io.committed, share)
@@ -219,14 +229,14 @@ def _simulated(
         for share in shares:
             if coupling is None and share.messages > plan.chunk_rows:
                 write(gathered.take())
-                state.rows(producer_chunks(sc, _generated_chunks(sc, plan, io, share, state)))
+                state.rows(producer_chunks(sc, _generated_chunks(sc, plan, io, share, state), records))
                 gathered.taken = True
             else:
                 whole(share)
             gathered.settle()
         write(gathered.take())
 
-    write_through(state.sinks.all(), body)
+    write_through([] if state.sinks is None else state.sinks.all(), body)
     if state.aggregates:
         io.scratch.put_bytes(scratch_key(AGGREGATES, task), summaries.merge(state.aggregates).to_bytes())
     return reconcile.add_counts(state.counts)
@@ -262,10 +272,13 @@ def _simulate_whole(sc: Scenario, messages: pa.Table) -> engine.SimOutput:
     )
 
 
-def _whole_producers(sc: Scenario, messages: pa.Table, outs: Sequence[engine.SimOutput]) -> ProducerTables:
-    """Whole producers' messages and simulations (in producer order) as one :class:`ProducerTables`."""
+def _whole_producers(
+    sc: Scenario, messages: pa.Table, outs: Sequence[engine.SimOutput], records: bool = True
+) -> ProducerTables:
+    """Whole producers' messages and simulations (in producer order) as one :class:`ProducerTables`
+    (``records`` False: without their commit-log records, a summaries-only run's)."""
     none = engine.SimOutput.empty()
-    return tables_with_records(
+    return (tables_with_records if records else without_records)(
         sc,
         messages,
         pa.concat_tables([none.attempts, *(o.attempts for o in outs)]),

@@ -42,6 +42,8 @@ class ProducerTables:
     result_broker: np.ndarray  # per result: the broker of the record it points at, -1 for none
     # a chunk's (producer_chunks): no attempt of a later chunk starts before this; None: not known
     later_start_ms: int | None = None
+    # False: a summaries-only run's (without_records): no record made, ``log`` empty, no result pointing
+    recorded: bool = True
 
     def unstored_results(self) -> pa.Table:
         """The ``send_results`` rows that point at no record (FAILED, REJECTED, unstored oneway), whole:
@@ -60,8 +62,8 @@ class ProducerTables:
 
     def result_copies(self) -> np.ndarray:
         """Per result, the copies of its message the brokers stored
-        (:func:`rocketsim.broker.store.result_copies`), counted from its records."""
-        copies = store.log_copies(self.results, self.log)
+        (:func:`rocketsim.broker.store.result_copies`), counted from its records (if it has them)."""
+        copies = store.log_copies(self.results, self.log) if self.recorded else None
         return store.result_copies(self.messages, self.attempts, self.results) if copies is None else copies
 
     def summary_aggregates(
@@ -142,17 +144,21 @@ def producer_tables(sc: Scenario, messages: pa.Table, out: engine.SimOutput | No
     return with_records(sc, messages, out.attempts, out.results)
 
 
-def producer_chunks(sc: Scenario, chunks: Iterable[pa.Table | pa.RecordBatch]) -> Iterator[ProducerTables]:
+def producer_chunks(
+    sc: Scenario, chunks: Iterable[pa.Table | pa.RecordBatch], records: bool = True
+) -> Iterator[ProducerTables]:
     """:func:`producer_tables` a chunk at a time: one producer's messages given in chunks (seq order) ->
     its rows in chunks of consecutive messages (:func:`rocketsim.engine.simulate_chunks`), each with its
-    records; each chunk's methods give that chunk's part of the producer's (rows of whole messages)."""
+    records (``records`` False: none, :func:`without_records`); each chunk's methods give that chunk's
+    part of the producer's (rows of whole messages)."""
     made = False
+    tables = with_records if records else without_records
     for c in engine.simulate_chunks(chunks, sc):
         made = True
-        yield with_records(sc, c.messages, c.attempts, c.results, c.later_start_ms)
+        yield tables(sc, c.messages, c.attempts, c.results, c.later_start_ms)
     if not made:  # no message: the producer's (empty) rows all the same
         none = engine.SimOutput.empty()
-        yield with_records(sc, MESSAGES_DATA.empty_table(), none.attempts, none.results)
+        yield tables(sc, MESSAGES_DATA.empty_table(), none.attempts, none.results)
 
 
 def with_records(
@@ -170,6 +176,23 @@ def with_records(
         log_broker=log_broker,
         result_broker=result_broker,
         later_start_ms=later_start_ms,
+    )
+
+
+def without_records(
+    sc: Scenario, messages: pa.Table, attempts: pa.Table, results: pa.Table, later_start_ms: int | None = None
+) -> ProducerTables:
+    """:func:`with_records` for a summaries-only run: the rows alone, no commit-log record made (the
+    summaries count stored copies from the attempts, :func:`rocketsim.broker.store.result_copies`)."""
+    return ProducerTables(
+        messages=messages,
+        attempts=attempts,
+        results=results,
+        log=store.LOG_COLUMNS.empty_table(),
+        log_broker=np.zeros(0, np.int64),
+        result_broker=np.full(results.num_rows, -1, np.int64),
+        later_start_ms=later_start_ms,
+        recorded=False,
     )
 
 

@@ -77,16 +77,33 @@ RULES = (
     ),
 )
 CONSUMER_LOAD_GROUP = "consumer_load.messages:"  # + the group's name: the messages its consumers get
-# The rules of fault_windows, checked when the run has a fault: each fault's two periods ("all") add up
-# to the run's attempts and messages (the fewest and the most over the faults, each equal to the run's).
-FAULT_RULES = tuple(
-    Rule(
-        f"{what} in fault_windows (each fault's periods, {end}) = {rows}",
-        (f"fault_windows.{what}_{end}",),
-        (rows,),
+
+
+def fault_rules(rows: str) -> tuple[Rule, ...]:
+    """The rules of fault_windows, checked when the run has a fault: each fault's two periods ("all")
+    add up to the run's attempts and messages (the fewest and the most over the faults, each equal to
+    the run's ``send_attempts.<rows>`` and ``messages.<rows>``)."""
+    return tuple(
+        Rule(
+            f"{what} in fault_windows (each fault's periods, {end}) = {table}.{rows}",
+            (f"fault_windows.{what}_{end}",),
+            (f"{table}.{rows}",),
+        )
+        for what, table in (("sends", "send_attempts"), ("messages", "messages"))
+        for end in ("fewest", "most")
     )
-    for what, rows in (("sends", "send_attempts.rows"), ("messages", "messages.rows"))
-    for end in ("fewest", "most")
+
+
+FAULT_RULES = fault_rules("rows")
+# The same rules over what the producer tasks simulated (``<table>.made``), checked whenever counted:
+# what a summaries-only run (``--tables summary``) keeps, which commits no message row.
+SIMULATED_FAULT_RULES = fault_rules("made")
+SIMULATED_RULES = (
+    Rule("one result per message simulated", ("messages.made",), ("send_results.made",)),
+    Rule("attempts simulated = sum of results.attempts", ("send_attempts.made",), ("send_results.attempts",)),
+    Rule("sends in broker_windows = attempts simulated", ("broker_windows.sends",), ("send_attempts.made",)),
+    Rule("sends in queue_windows = attempts simulated", ("queue_windows.sends",), ("send_attempts.made",)),
+    *SIMULATED_FAULT_RULES,
 )
 # the tables the whole run writes (and must reconcile, every rule of them)
 RUN_TABLES = written(STAGES)
@@ -123,7 +140,8 @@ def rules_of(quantities: Mapping[str, int]) -> tuple[Rule, ...]:
         for g in groups
     )
     faults = tuple(r for r in FAULT_RULES if r.left[0] in quantities)
-    return (*RULES, *per_group, *faults, *(r for t in schemas.TABLES for r in table_rules(t)))
+    tables = (r for t in schemas.TABLES for r in table_rules(t))
+    return (*RULES, *SIMULATED_RULES, *per_group, *faults, *tables)
 
 
 def _about_inputs(rule: Rule) -> bool:

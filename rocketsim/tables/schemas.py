@@ -499,6 +499,9 @@ RUNS = pa.schema(
         pa.field("client_version", pa.string()),
         # see client_version
         pa.field("client_line", pa.string()),
+        # the tables the run wrote (--tables: every table of a run, or a summaries-only run's summary
+        # tables and this row); a reader of another table of the run is told it was not written
+        pa.field("tables", pa.list_(pa.string()), nullable=False),
     ]
 )
 

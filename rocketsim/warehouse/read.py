@@ -30,6 +30,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from rocketsim.errors import RocketSimError, first_line
+from rocketsim.stage.graph import RUNS_TABLE
 from rocketsim.tables.schemas import TABLES
 from rocketsim.warehouse.delta import open_table
 from rocketsim.warehouse.paths import PARTITION_COLUMN, WRITE_COLUMN, check_run_id, filesystem, table_path
@@ -46,6 +47,11 @@ T = TypeVar("T")
 
 class MissingRunError(RocketSimError, FileNotFoundError):
     """A job's input is not there: the table, or the run in it."""
+
+
+class NotWrittenError(MissingRunError):
+    """A complete run that did not write the table asked for: its ``runs`` row lists what it wrote (a
+    summaries-only run, ``--tables summary``, writes no message row)."""
 
 
 class DamagedRunError(RocketSimError):
@@ -170,10 +176,14 @@ def _read_named(
     arrow_schema: pa.Schema | None,
     *,
     absent_ok: bool = False,
+    unwritten_ok: bool = False,
 ) -> pa.Table:
     """The rows of the writes of ``table`` that ``pin`` names (of ``run_id``, or every run), checked
     against what ``run_commits`` recorded, cast to the declared schema."""
     writes = pin.of(table)
+    held = pin.runs.get(run_id) if run_id is not None else None
+    if held is not None and table not in held and table != RUNS_TABLE and not unwritten_ok:
+        _check_written(warehouse, table, pin, run_id)
     dt = _open_named(warehouse, table, pin, writes)
     if dt is None and not absent_ok:
         open_table(warehouse, table)  # raises deltalake's TableNotFoundError, as before
@@ -199,6 +209,20 @@ def _read_named(
     if not (columns and WRITE_COLUMN in columns):
         result = result.drop_columns([WRITE_COLUMN])
     return _cast(result, declared)
+
+
+def _check_written(warehouse: str | os.PathLike[str], table: str, pin: Published, run_id: str) -> None:
+    """:class:`NotWrittenError` if run ``run_id``'s ``runs`` row lists the tables it wrote and ``table``
+    is not one of them (rather than an empty answer that reads as a run of no rows)."""
+    if RUNS_TABLE not in pin.runs[run_id]:
+        return
+    row = _read_named(warehouse, RUNS_TABLE, pin, run_id, ["tables"], None).column("tables").to_pylist()
+    wrote = row[0] if row else None
+    if wrote and table not in wrote:
+        raise NotWrittenError(
+            f"run {run_id!r} did not write {table}: it wrote only {', '.join(wrote)} (a summaries-only "
+            f"run, --tables); run it again with --tables all for {table}"
+        )
 
 
 def _value_counts(column: pa.ChunkedArray) -> tuple[list[str], list[int]]:
@@ -230,14 +254,21 @@ def read_arrow(
     )
 
 
-def read_run(warehouse: str | os.PathLike[str], run_id: str, tables: Sequence[str]) -> dict[str, pa.Table]:
+def read_run(
+    warehouse: str | os.PathLike[str], run_id: str, tables: Sequence[str], *, unwritten_ok: bool = False
+) -> dict[str, pa.Table]:
     """Several tables of one run as ONE version of ``run_commits`` names them (never one table of the
     old run beside one of a rerun published meanwhile), each checked as :func:`read_arrow` does; a table
-    absent from the warehouse and from the run reads empty."""
+    absent from the warehouse and from the run reads empty. A table the run did not write (its ``runs``
+    row's ``tables``) is :class:`NotWrittenError`, or reads empty with ``unwritten_ok`` (a reader that
+    shows what there is, such as the report)."""
     check_run_id(run_id)
 
     def body(pin: Published) -> dict[str, pa.Table]:
-        return {t: _read_named(warehouse, t, pin, run_id, None, None, absent_ok=True) for t in tables}
+        return {
+            t: _read_named(warehouse, t, pin, run_id, None, None, absent_ok=True, unwritten_ok=unwritten_ok)
+            for t in tables
+        }
 
     return _pinned(warehouse, run_id, body)
 

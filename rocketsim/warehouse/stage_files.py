@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim.stage.graph import INPUT_COLUMNS, written
+from rocketsim.stage.graph import INPUT_COLUMNS
 from rocketsim.stage.plan import CHUNK_ROWS, StagePlan
 from rocketsim.stage.protocols import (
     AGGREGATES,
@@ -104,10 +104,11 @@ class StageWork:
     window_ms: int = 10_000
     inputs: Mapping[str, Sequence[FileRange]] = field(default_factory=dict)
     chunk_rows: int = CHUNK_ROWS
+    only: tuple[str, ...] = ()  # a summaries-only run's tables (StagePlan.only)
 
     def __post_init__(self) -> None:
         plan = self.plan  # checks the stages, the window and the chunk
-        wanted = set(written(self.stages))
+        wanted = set(plan.tables())
         if set(self.tables) != wanted:
             raise ValueError(
                 f"stages {self.stages} write {sorted(wanted)}, given folders of {sorted(self.tables)}"
@@ -118,7 +119,7 @@ class StageWork:
 
     @property
     def plan(self) -> StagePlan:
-        return StagePlan(tuple(self.stages), self.window_ms, self.chunk_rows)
+        return StagePlan(tuple(self.stages), self.window_ms, self.chunk_rows, tuple(self.only))
 
     def io(self) -> StageIO:
         """The stage's sinks and sources as these folders and files (one per task: each opens its own)."""

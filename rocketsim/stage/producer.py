@@ -2,7 +2,7 @@
 
 Each producer's messages (generated, or its committed ones) are simulated a chunk of
 :attr:`~rocketsim.stage.plan.StagePlan.chunk_rows` messages at a time
-(:func:`rocketsim.stage.tables.producer_chunks`; coupled producers: whole), and each chunk's rows go to
+(:func:`rocketsim.stage.tables.producer_chunks`; ``joint`` producers: whole), and each chunk's rows go to
 the task's parts: ``messages``, ``send_attempts``, the ``send_results`` rows that point at no record,
 the ``transactions`` rows of messages whose result points at no half, and, grouped by broker for the
 broker tasks, the commit-log records, the results pointing at them and the results of messages with
@@ -17,6 +17,7 @@ simulation only generates, or reads back what it needs of the committed tables
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 
 import pyarrow as pa
@@ -212,7 +213,7 @@ def _simulated(
     gathered: _Gathered,
 ) -> dict[str, int]:
     """A producer task that simulates: a producer larger than a chunk streams a chunk at a time, the
-    others are simulated whole and gathered (a coupled producer is simulated whole whatever its size)."""
+    others are simulated whole and gathered (``joint`` producers are simulated whole whatever their size)."""
     state = _Simulated(sc, plan, io, task)
 
     def write(group: list[tuple[pa.Table, engine.SimOutput]]) -> None:
@@ -229,9 +230,10 @@ def _simulated(
 
     def body() -> None:
         for share in shares:
-            if coupling is None and share.messages > plan.chunk_rows:
+            if not isinstance(coupling, JointProducers) and share.messages > plan.chunk_rows:
                 write(gathered.take())
-                state.rows(producer_chunks(sc, _generated_chunks(sc, plan, io, share, state)))
+                simulate = None if coupling is None else functools.partial(coupling.chunks, share.producer)
+                state.rows(producer_chunks(sc, _generated_chunks(sc, plan, io, share, state), simulate))
                 gathered.taken = True
             else:
                 whole(share)

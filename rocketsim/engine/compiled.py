@@ -186,11 +186,11 @@ numba_cache.install()  # before any njit(cache=True) below: one cache, found by 
 
 __all__ = [
     "KernelOut",
+    "round_requests",
     "run_prepared",
     "simulate_chunks",
     "simulate_covered",
     "simulate_producer",
-    "round_requests",
     "simulate_round",
     "supports",
     "unsupported",

@@ -33,10 +33,6 @@ class JointProducers:
         self.sc, self._messages = sc, messages
         self._outputs: dict[int, engine.SimOutput] | None = None
 
-    def chunks(self, producer: int, chunks: Iterable[pa.Table]) -> Iterator[engine.SimChunk]:
-        """The producer's rows against this round's trajectories, a chunk of messages at a time."""
-        return iterative.round_chunks(chunks, self.sc, producer, self._trajectories)
-
     def output(self, producer: int, messages: pa.Table) -> engine.SimOutput:
         """The producer's simulation (``messages``: unused, every producer's are given at the first call)."""
         if self._outputs is None:

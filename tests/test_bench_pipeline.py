@@ -21,12 +21,14 @@ def test_bench_pipeline_times_the_job_and_the_floor_as_processes(tmp_path: Path)
     flags += ["--coupled-sizes", "3000"]
     done = subprocess.run([*cmd, *flags], capture_output=True, text=True, timeout=600, check=False)
     report = json.loads(out.read_text())
-    row, coupled = report["rows"]
+    row, open_, coupled = report["rows"]
     assert done.returncode == (0 if row["met"] and coupled["met"] else 1), done.stderr[-2000:]
-    # the closed-loop model's cost: cascade.toml's iterative rounds, stated without a target
-    assert (coupled["case"], coupled["messages"], coupled["target"]) == ("cascade iterative", 3000, None)
+    # the closed-loop model's cost: capacity_steady.toml's iterative rounds against its open-loop run
+    assert (open_["case"], open_["target"], open_["against"]) == ("capacity open", None, "floor")
+    assert (coupled["case"], coupled["messages"], coupled["target"]) == ("capacity iterative", 3000, 1.5)
+    assert coupled["ratio"] == pytest.approx(coupled["job_s"] / open_["job_s"], rel=0.02)
     assert coupled["stages_s"]["iterative rounds"] >= 2 and coupled["floor_s"] == row["floor_s"]
-    assert "cascade iterative at 3,000" in done.stdout and "no ratio target: a cost to state" in done.stdout
+    assert "capacity iterative at 3,000" in done.stdout and "target <= 1.5 of capacity open" in done.stdout
     assert (row["case"], row["messages"], row["target"]) == ("brownout sync", 3000, 2.0)
     assert row["floor_s"] > 0 and row["job_s"] > 0
     assert row["ratio"] == pytest.approx(row["job_s"] / row["floor_s"], rel=0.02)

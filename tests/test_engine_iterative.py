@@ -27,6 +27,8 @@ from rocketsim.engine.iterative import (
     Trajectory,
     arrival_work,
     residual,
+    round_chunks,
+    round_work,
     simulate_iterative,
     simulate_round,
     trajectories,
@@ -88,6 +90,37 @@ def test_rounds_are_partition_invariant_and_deterministic() -> None:
         assert whole.outputs[p].attempts.equals(again.outputs[p].attempts)
         assert whole.outputs[p].results.equals(again.outputs[p].results)
     assert (whole.rounds, whole.residual) == (again.rounds, again.residual)
+
+
+@pytest.mark.parametrize("engine_name", ["compiled", "reference"])
+@pytest.mark.parametrize(
+    "producers",
+    [{}, {"client_version": "5.3.3", "send_latency_fault_enable": True, "send_mode": {"sync": 1.0}}],
+)
+def test_round_without_rows_and_streamed_rows_are_the_whole_rounds(
+    monkeypatch: pytest.MonkeyPatch, engine_name: str, producers: dict
+) -> None:
+    """A round that makes no rows (round_work: streamed, no tables) hands on the arrival work the whole
+    round (simulate_round) makes, and the last round's rows a chunk at a time (round_chunks) are the whole
+    round's: against idle brokers and past capacity (SYSTEM_BUSY retried on another broker with 5.3.3),
+    through chunks of 257 messages."""
+    monkeypatch.setenv("ROCKETSIM_ENGINE", engine_name)
+    sc = scenario(1.2 * CAPACITY, "iterative", **producers)
+    msgs = by_producer(sc)
+    trajs = trajectories(sc, None)
+    for _ in range(2):
+        works = []
+        for p, m in msgs.items():
+            out, work = simulate_round(m, sc, p, trajs)
+            assert round_work(m, sc, p, trajs, 257) == work
+            cuts = (m.slice(k, 257) for k in range(0, m.num_rows, 257))
+            chunks = list(round_chunks(cuts, sc, p, trajs))
+            assert len(chunks) > 1
+            assert pa.concat_tables(c.attempts for c in chunks).equals(out.attempts)
+            assert pa.concat_tables(c.results for c in chunks).equals(out.results)
+            works.append(work)
+        trajs = trajectories(sc, arrival_work(works))
+    assert busy(joined({0: out})) > 0
 
 
 def test_residual_counts_changed_buckets() -> None:

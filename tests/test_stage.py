@@ -402,16 +402,18 @@ def _coupled(coupling: str, messages: int) -> Scenario:
 @pytest.mark.parametrize(("coupling", "messages"), [("iterative", 1600), ("joint", 600)])
 def test_coupled_producers_in_tasks_equal_the_engine(coupling: str, messages: int) -> None:
     """brokers.coupling: the iterative rounds spread over 1 or 3 producer tasks, and the joint loop in
-    its one task, give the rows of the engine's coupled run in one process."""
+    its one task, give the rows of the engine's coupled run in one process; so do iterative producers
+    streamed in chunks of 97 messages (the rounds' arrival work and the last pass's rows: joint stays
+    whole)."""
     sc = _coupled(coupling, messages)
     shares = workload.producer_shares(sc)
     out = engine.simulate_coupled({s.producer: tables.producer_messages(sc, s) for s in shares}, sc)
     want = pa.concat_tables([out[p].attempts for p in sorted(out)])
     assert pc.sum(pc.equal(want.column("outcome"), "broker:2")).as_py() > 0  # SYSTEM_BUSY sweeps
-    for tasks in (1, 3):
-        made, _ = _in_memory(sc, tasks=tasks)
+    for tasks, chunk_rows in ((1, 1 << 17), (3, 1 << 17), (3, 97)):
+        made, _ = _in_memory(sc, tasks=tasks, chunk_rows=chunk_rows)
         got = _by_keys(made.table("send_attempts"), "send_attempts")
-        assert got.equals(want.cast(got.schema)), tasks
+        assert got.equals(want.cast(got.schema)), (tasks, chunk_rows)
         if coupling == "joint":
             assert len(made.parts["send_attempts"]) == 1  # every producer in one task
 

@@ -141,6 +141,7 @@ numba_cache.install()  # before any njit(cache=True) below: one cache, found by 
 
 __all__ = [
     "KernelOut",
+    "round_requests",
     "run_prepared",
     "simulate_chunks",
     "simulate_covered",
@@ -2945,11 +2946,7 @@ def simulate_round(messages: pa.Table, sc: Scenario, tables: StoreTables) -> tup
     prep = prepare(messages, sc)
     plan = plan_for(sc)
     ko = run_prepared(prep, sc, tables)
-    a = ko.attempts
-    seen = a.st_depth >= 0
-    wire = np.asarray(prep.s_wire, np.int64)[a.send[seen]]
-    requests = np.stack([a.broker[seen], a.start[seen], wire], axis=1)
-    return build_tables(prep, engine_output(prep, plan, ko, sc)), requests.astype(np.int64)
+    return build_tables(prep, engine_output(prep, plan, ko, sc)), _store_requests(prep, ko)
 
 
 def simulate_producer(messages: pa.Table, sc: Scenario) -> SimOutput:
@@ -2990,8 +2987,8 @@ class _Part:
 class _Stream:
     """One producer's run streamed through the kernel a prepared chunk at a time (:func:`simulate_chunks`)."""
 
-    def __init__(self, sc: Scenario) -> None:
-        self.sc = sc
+    def __init__(self, sc: Scenario, tables: StoreTables | None = None) -> None:
+        self.sc, self.tables = sc, tables
         self.kernel: _Kernel | None = None
         self.topics: list[str] = []
         self.given: deque[_Part] = deque()
@@ -3003,6 +3000,11 @@ class _Stream:
 
     def add(self, table: pa.Table) -> Iterator[SimChunk]:
         """The next chunk of messages (whole batches, seq order): given, run, the chunks that ended out."""
+        self.give(table)
+        yield from self._out()
+
+    def give(self, table: pa.Table) -> None:
+        """The next chunk of messages (whole batches, seq order): checked, prepared, given and run."""
         why = unsupported(self.sc, table)
         seq = np.asarray(table.column("seq"), np.int64)
         producer = int(table.column("producer")[0].as_py())
@@ -3020,7 +3022,7 @@ class _Stream:
         if self.kernel is None:
             n_threads = max(self.sc.producers.threads, int(np.unique(prep.s_thread).size))
             capacity = max(2 * prep.n_sends + RING_SPARE, RING_MIN)
-            self.kernel = _Kernel(self.sc, producer, capacity, n_threads)
+            self.kernel = _Kernel(self.sc, producer, capacity, n_threads, self.tables)
             self.uniq = UniqCalls(prep.batch_uniq_key)
         born = prep.s_born
         latest = int(self.kernel.state.counters[ST_BORN_MAX])
@@ -3031,23 +3033,33 @@ class _Stream:
         self.kernel.give(prep, final=False)
         self.given.append(part)
         self.kernel.run()
-        yield from self._out()
 
     def finish(self) -> Iterator[SimChunk]:
         """Every send given: the run to its end, the rest of its chunks out."""
+        if self.run_out():
+            yield from self._out()
+
+    def run_out(self) -> bool:
+        """Every send given: the run to its end (False: nothing was given)."""
         if self.kernel is None:
-            return
+            return False
         self.kernel.state.counters[ST_FINAL] = 1
         self.kernel.run()
-        yield from self._out()
+        return True
+
+    def taken_parts(self) -> Iterator[tuple[_Part, KernelOut]]:
+        """The given chunks whose sends have all ended, in order, each with its kernel rows (taken out)."""
+        kernel = self.kernel
+        assert kernel is not None
+        low = kernel.ended_below(kernel.taken)
+        while self.given and self.given[0].s1 <= low:
+            p = self.given.popleft()
+            yield p, kernel.take(p.s0, p.s1)
 
     def _out(self) -> Iterator[SimChunk]:
         kernel, uniq = self.kernel, self.uniq
         assert kernel is not None and uniq is not None
-        low = kernel.ended_below(kernel.taken)
-        while self.given and self.given[0].s1 <= low:
-            p = self.given.popleft()
-            ko = kernel.take(p.s0, p.s1)
+        for p, ko in self.taken_parts():
             p.out = engine_output(p.prep, kernel.plan, ko, self.sc)
             p.made, p.time = uniq.add_sends(p.prep, p.out, np.arange(p.prep.n_sends), p.r0)
             p.counter = np.zeros(p.made.size, np.int64)
@@ -3069,14 +3081,42 @@ class _Stream:
             yield sim_chunk(p.prep, p.out, uniq_ids, later)
 
 
-def simulate_chunks(chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario) -> Iterator[SimChunk]:
+def simulate_chunks(
+    chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario, tables: StoreTables | None = None
+) -> Iterator[SimChunk]:
     """:func:`rocketsim.engine.reference.simulate_chunks`, compiled and streamed: the chunks (whole
     batches, :func:`rocketsim.engine.plan.batch_aligned`) are prepared and given to the kernel one at a
     time, and the rows of each come out once its sends have ended and every UNIQ_KEY call before theirs is
     known, so a producer's memory is its chunks in flight, whatever its size. :class:`SimulationError` for
     input :func:`supports` refuses (several producers, seqs out of order or repeated) or born times that
     go back in seq order."""
-    stream = _Stream(sc)
+    stream = _Stream(sc, tables)
     for table in batch_aligned(chunks):
         yield from stream.add(table)
     yield from stream.finish()
+
+
+def round_requests(
+    chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario, tables: StoreTables
+) -> np.ndarray:
+    """One producer's requests that reached a store in an ``iterative`` round against the trajectories
+    ``tables``: :func:`simulate_round`'s second half alone, streamed as :func:`simulate_chunks` streams
+    (the same sends, so the same requests), and no table made (a round hands on only its arrival work).
+    Rows (broker, arrival ms, bytes), in the order the chunks end."""
+    stream = _Stream(sc, tables)
+    parts: list[np.ndarray] = []
+    for table in batch_aligned(chunks):
+        stream.give(table)
+        parts += [_store_requests(p.prep, ko) for p, ko in stream.taken_parts()]
+    if stream.run_out():
+        parts += [_store_requests(p.prep, ko) for p, ko in stream.taken_parts()]
+    return np.concatenate([np.zeros((0, 3), np.int64), *parts])
+
+
+def _store_requests(prep: Prepared, ko: KernelOut) -> np.ndarray:
+    """The requests of ``ko``'s attempts (numbered from ``prep``'s first send) that reached a store:
+    rows (broker, arrival ms, bytes)."""
+    a = ko.attempts
+    seen = a.st_depth >= 0
+    wire = np.asarray(prep.s_wire, np.int64)[a.send[seen]]
+    return np.stack([a.broker[seen], a.start[seen], wire], axis=1).astype(np.int64)

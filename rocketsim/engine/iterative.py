@@ -6,7 +6,8 @@ More: docs/reference/modules.md, rocketsim/engine/iterative.py.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +26,7 @@ from rocketsim.broker.queue import (
 from rocketsim.engine import compiled, compiled_store
 from rocketsim.engine import trajectory_layout as tl
 from rocketsim.engine.choice import COMPILED, REFERENCE, chosen
-from rocketsim.engine.plan import SimOutput, prepare
+from rocketsim.engine.plan import SimChunk, SimOutput, chunk_cuts, gather_chunks, prepare, slice_output
 from rocketsim.engine.reference import ProducerSimulation, engine_output, producer_tables, sends_of
 from rocketsim.scenario import Scenario
 
@@ -39,6 +40,8 @@ __all__ = [
     "Trajectory",
     "arrival_work",
     "converged",
+    "round_chunks",
+    "round_work",
     "simulate_iterative",
     "simulate_round",
     "simulate_round_reference",
@@ -378,6 +381,42 @@ def simulate_round(
         out, requests = compiled.simulate_round(messages, sc, _tables(trajs))
         return out, ArrivalWork.of_requests(requests[:, 0], requests[:, 1], requests[:, 2])
     return simulate_round_reference(messages, sc, producer, trajs)
+
+
+def round_work(
+    messages: pa.Table, sc: Scenario, producer: int, trajs: Sequence[Trajectory], chunk_rows: int
+) -> ArrivalWork:
+    """:func:`simulate_round`'s arrival work alone, what a round that is not the last hands on: the same
+    work, cheaper. The compiled engine streams the messages ``chunk_rows`` at a time and makes no table
+    (:func:`rocketsim.engine.compiled.round_requests`); the readable one: :func:`simulate_round_reference`."""
+    if messages.num_rows == 0:
+        return EMPTY_WORK
+    name = chosen()
+    if name == COMPILED or (name is None and compiled.unsupported(sc, messages) is None):
+        chunks = (messages.slice(k, chunk_rows) for k in range(0, messages.num_rows, chunk_rows))
+        requests = compiled.round_requests(chunks, sc, _tables(trajs))
+        return ArrivalWork.of_requests(requests[:, 0], requests[:, 1], requests[:, 2])
+    return simulate_round_reference(messages, sc, producer, trajs)[1]
+
+
+def round_chunks(
+    chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario, producer: int, trajs: Sequence[Trajectory]
+) -> Iterator[SimChunk]:
+    """:func:`simulate_round`'s tables a chunk at a time (the last round's rows; one producer's messages in
+    chunks, seq order): the compiled engine streams them against the trajectories
+    (:func:`rocketsim.engine.compiled.simulate_chunks`: a producer's memory is its chunks in flight, as in
+    an open run); the readable one simulates whole, then cuts. The engine is told from the first chunk."""
+    it = iter(chunks)
+    first = next(it, None)
+    if first is None:
+        return iter(())
+    table = first if isinstance(first, pa.Table) else pa.Table.from_batches([first])
+    name = chosen()
+    if name == COMPILED or (name is None and compiled.unsupported(sc, table) is None):
+        return compiled.simulate_chunks(itertools.chain([table], it), sc, _tables(trajs))
+    messages, ends = gather_chunks(itertools.chain([table], it))
+    out, _ = simulate_round_reference(messages, sc, producer, trajs)
+    return iter(slice_output(messages, out, chunk_cuts(messages, ends)))
 
 
 def _packed(trajs: Sequence[Trajectory]) -> Trajectories:

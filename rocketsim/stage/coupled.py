@@ -5,13 +5,14 @@
 the driver puts the brokers' trajectories of a round into the scratch store, each producer task
 simulates its producers against them and hands on their arrival work (:func:`round_task`), the driver
 merges it (:func:`merged_round_work`: sums, any order, so any split of the producers gives the same)
-and replays the next trajectories until a fixed point; the producer tasks then simulate against the
-last round's (:class:`IterativeRound`).
+and replays the next trajectories until a fixed point (a round makes no rows: its producers streamed,
+:func:`rocketsim.engine.iterative.round_work`); the producer tasks then simulate against the last round's
+(:class:`IterativeRound`), a chunk at a time as an open-loop producer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -50,12 +51,17 @@ class IterativeRound:
             sc, scratch.map_bytes(scratch_key(TRAJECTORIES, number))
         )
 
-    def simulate(self, producer: int, messages: pa.Table) -> tuple[engine.SimOutput, iterative.ArrivalWork]:
-        return iterative.simulate_round(messages, self.sc, producer, self._trajectories)
+    def work(self, producer: int, messages: pa.Table, chunk_rows: int) -> iterative.ArrivalWork:
+        """The producer's arrival work against this round's trajectories (no rows made)."""
+        return iterative.round_work(messages, self.sc, producer, self._trajectories, chunk_rows)
+
+    def chunks(self, producer: int, chunks: Iterable[pa.Table]) -> Iterator[engine.SimChunk]:
+        """The producer's rows against this round's trajectories, a chunk of messages at a time."""
+        return iterative.round_chunks(chunks, self.sc, producer, self._trajectories)
 
     def output(self, producer: int, messages: pa.Table) -> engine.SimOutput:
         """The producer's simulation against this round's trajectories (the last round's: its rows)."""
-        return self.simulate(producer, messages)[0]
+        return iterative.simulate_round(messages, self.sc, producer, self._trajectories)[0]
 
 
 def round_task(
@@ -69,7 +75,7 @@ def round_task(
     """A producer task's part of round ``number``: its producers simulated against the round's
     trajectories, their arrival work merged and handed on; its counts."""
     rnd = IterativeRound(sc, io.scratch, number)
-    works = [rnd.simulate(s.producer, input_messages(sc, plan, io.committed, s))[1] for s in shares]
+    works = [rnd.work(s.producer, input_messages(sc, plan, io.committed, s), plan.chunk_rows) for s in shares]
     merged = iterative.arrival_work(works)
     io.scratch.put_table(scratch_key(ROUND_WORK, number, task), iterative.work_table(merged))
     return {"round.requests": merged.requests}

@@ -5,6 +5,7 @@ More: docs/reference/modules.md, rocketsim/stage/producer.py.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 
 import pyarrow as pa
@@ -209,7 +210,7 @@ def _simulated(
     gathered: _Gathered,
 ) -> dict[str, int]:
     """A producer task that simulates: a producer larger than a chunk streams a chunk at a time, the
-    others are simulated whole and gathered (a coupled producer is simulated whole whatever its size)."""
+    others are simulated whole and gathered (``joint`` producers are simulated whole whatever their size)."""
     state = _Simulated(sc, plan, io, task)
     records = not plan.summaries_only
 
@@ -227,9 +228,12 @@ def _simulated(
 
     def body() -> None:
         for share in shares:
-            if coupling is None and share.messages > plan.chunk_rows:
+            if not isinstance(coupling, JointProducers) and share.messages > plan.chunk_rows:
                 write(gathered.take())
-                state.rows(producer_chunks(sc, _generated_chunks(sc, plan, io, share, state), records))
+                simulate = None if coupling is None else functools.partial(coupling.chunks, share.producer)
+                state.rows(
+                    producer_chunks(sc, _generated_chunks(sc, plan, io, share, state), records, simulate)
+                )
                 gathered.taken = True
             else:
                 whole(share)

@@ -12,7 +12,7 @@ the broker side derived from them (:class:`BrokerTables`). The tasks that write 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -145,15 +145,20 @@ def producer_tables(sc: Scenario, messages: pa.Table, out: engine.SimOutput | No
 
 
 def producer_chunks(
-    sc: Scenario, chunks: Iterable[pa.Table | pa.RecordBatch], records: bool = True
+    sc: Scenario,
+    chunks: Iterable[pa.Table | pa.RecordBatch],
+    records: bool = True,
+    simulate: Callable[[Iterable[pa.Table | pa.RecordBatch]], Iterator[engine.SimChunk]] | None = None,
 ) -> Iterator[ProducerTables]:
     """:func:`producer_tables` a chunk at a time: one producer's messages given in chunks (seq order) ->
-    its rows in chunks of consecutive messages (:func:`rocketsim.engine.simulate_chunks`), each with its
-    records (``records`` False: none, :func:`without_records`); each chunk's methods give that chunk's
-    part of the producer's (rows of whole messages)."""
+    its rows in chunks of consecutive messages (``simulate``; default
+    :func:`rocketsim.engine.simulate_chunks`; an iterative round's:
+    :meth:`rocketsim.stage.coupled.IterativeRound.chunks`), each with its records (``records`` False:
+    none, :func:`without_records`); each chunk's methods give that chunk's part of the producer's (rows
+    of whole messages)."""
     made = False
     tables = with_records if records else without_records
-    for c in engine.simulate_chunks(chunks, sc):
+    for c in engine.simulate_chunks(chunks, sc) if simulate is None else simulate(chunks):
         made = True
         yield tables(sc, c.messages, c.attempts, c.results, c.later_start_ms)
     if not made:  # no message: the producer's (empty) rows all the same

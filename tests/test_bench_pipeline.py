@@ -27,7 +27,7 @@ def test_bench_pipeline_times_the_job_and_the_floor_as_processes(tmp_path: Path)
     assert (coupled["case"], coupled["messages"], coupled["target"]) == ("cascade iterative", 3000, None)
     assert coupled["stages_s"]["iterative rounds"] >= 2 and coupled["floor_s"] == row["floor_s"]
     assert "cascade iterative at 3,000" in done.stdout and "no ratio target: a cost to state" in done.stdout
-    assert (row["case"], row["messages"], row["target"]) == ("brownout sync", 3000, 2.0)
+    assert (row["case"], row["messages"], row["target"]) == ("brownout sync", 3000, pipeline.PIPELINE_TARGET)
     assert row["floor_s"] > 0 and row["job_s"] > 0
     assert row["ratio"] == pytest.approx(row["job_s"] / row["floor_s"], rel=0.02)
     # the stage breakdown is read off the pipeline's own output: its stages sum to less than the process
@@ -52,3 +52,42 @@ def test_cases_follow_the_sizes_and_modes() -> None:
     argv = big[2].argv(Path("/tmp/wh"), "local[2]")
     assert argv[1:3] == ["--master", "local[2]"] and argv[3].endswith("jobs/pipeline.py")
     assert "workload.messages=10000000" in argv and "producers.count=1" in argv
+
+
+def test_the_large_summaries_only_and_coupled_cases_are_one_flag_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--large adds the 100M case (sync and async) with its floor, the skewed and one-producer cases stay
+    at 10M; --summaries-sizes and --coupled-sizes add their case at their size (issue 30)."""
+    measured: list[tuple[int, list[tuple[str, float | None, tuple[str, ...]]]]] = []
+
+    def fake_measure(cases: list, n: int, work: Path, ns: object) -> list:
+        measured.append((n, [(c.name, c.target, c.job_args) for c in cases]))
+        return []
+
+    monkeypatch.setattr(pipeline, "measure", fake_measure)
+    monkeypatch.setattr(pipeline, "print_table", lambda rows, master: None)
+    flags = ["--sizes", "10000000", "--large", "--compare-size", "0", "--json", "/dev/null"]
+    assert pipeline.main([*flags, "--summaries-sizes", "2000000", "--coupled-sizes", "2000000"]) == 0
+    summaries = ("brownout summaries", pipeline.SUMMARIES_TARGET, pipeline.SUMMARIES_ONLY)
+    assert measured == [
+        (2_000_000, [summaries, ("cascade iterative", None, ())]),
+        (
+            10_000_000,
+            [
+                ("brownout sync", pipeline.PIPELINE_TARGET, ()),
+                ("brownout async", pipeline.PIPELINE_TARGET, ()),
+                ("hot 0.5", pipeline.PIPELINE_TARGET, ()),
+                ("one producer", None, ()),
+            ],
+        ),
+        (
+            pipeline.LARGE,
+            [
+                ("brownout sync", pipeline.PIPELINE_TARGET, ()),
+                ("brownout async", pipeline.PIPELINE_TARGET, ()),
+            ],
+        ),
+    ]
+    argv = pipeline.summaries_case(2_000_000).argv(Path("/tmp/wh"), "local[2]")
+    assert argv[-2:] == ["--tables", "summary"]

@@ -372,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = sorted({*_sizes(ns.sizes), *([LARGE] if ns.large else [])})
     modes = [m for m in ns.modes.split(",") if m]
     coupled, summaries = _sizes(ns.coupled_sizes), _sizes(ns.summaries_sizes)
-    skewed = max((n for n in sizes if n <= SKEW_MAX), default=sizes[-1] if sizes else 0)
+    skewed = max((n for n in sizes if n <= SKEW_MAX), default=0)
     work = Path(tempfile.mkdtemp(prefix="rocketsim-bench-"))
     rows: list[Row] = []
     try:

@@ -81,7 +81,7 @@ def _numbered(
     results_sink = io.tables.sink("send_results", Task(BROKER, b), RESULTS_DATA)
     fold = BrokerFold(b, plan.window_ms, other)
     parts = [reconcile.log_counts(COMMIT_LOG_DATA.empty_table())]
-    pointed = store.PointedOffsets(log, sc.cluster.brokers)
+    pointed = store.PointedOffsets(log, sc.cluster.brokers, plan.chunk_rows)
 
     def body() -> None:
         total = results.num_rows
@@ -93,7 +93,7 @@ def _numbered(
             fold.add_log(part)
             pointed.add(part, rows)
         parts.append(reconcile.stored_result_counts(RESULTS_DATA.empty_table()))
-        order, last = _producer_order(results), -1
+        order, last = _producer_order(results, plan.chunk_rows), -1
         for at in range(0, total, plan.chunk_rows):
             if order is None:
                 rows, chunk = (
@@ -113,20 +113,16 @@ def _numbered(
     return fold, reconcile.add_counts(parts)
 
 
-# results whose producer is read at a time
-_PIECE_ROWS = 1 << 20
-
-
-def _producer_order(results: RowSource) -> np.ndarray | None:
+def _producer_order(results: RowSource, piece: int) -> np.ndarray | None:
     """The row order that sorts ``results`` by producer, keeping each producer's rows in the order given
     (each in seq order: a producer task writes a producer's results in that order, :func:`_after` checks
-    it); None when they come in it (each task holds a range of producers). Read a piece at a time; int32
-    when it fits."""
+    it); None when they come in it (each task holds a range of producers). Read ``piece`` rows at a time;
+    int32 when it fits."""
     total = results.num_rows
     producer = np.empty(total, np.int32)
-    for at in range(0, total, _PIECE_ROWS):
-        piece = results.slice(at, _PIECE_ROWS).column("producer")
-        producer[at : at + len(piece)] = piece.to_numpy()
+    for at in range(0, total, piece):
+        column = results.slice(at, piece).column("producer")
+        producer[at : at + len(column)] = column.to_numpy()
     if (producer[1:] >= producer[:-1]).all():
         return None
     order = np.argsort(producer, kind="stable")

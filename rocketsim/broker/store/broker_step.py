@@ -154,17 +154,15 @@ _RECORD_TAKEN = (
     *(n for n in _POINTED_NUMBERS if n not in OFFSETS),
     *_POINTED_STRINGS,
 )
-# records whose is_result is read at a time
-_PIECE_ROWS = 1 << 20
 
 
-def _pointed_rows(log: LogSource) -> np.ndarray:
-    """The rows of ``log`` that results point at (``is_result``), read :data:`_PIECE_ROWS` at a time."""
+def _pointed_rows(log: LogSource, piece: int) -> np.ndarray:
+    """The rows of ``log`` that results point at (``is_result``), read ``piece`` at a time."""
     total = log.num_rows if hasattr(log, "num_rows") else log().num_rows
     found = [np.zeros(0, np.int64)]
-    for at in range(0, total, _PIECE_ROWS):
-        piece = log_rows(log, np.arange(at, min(at + _PIECE_ROWS, total)), ["is_result"])
-        found.append(at + np.flatnonzero(bools(piece.column("is_result"))))
+    for at in range(0, total, piece):
+        rows = log_rows(log, np.arange(at, min(at + piece, total)), ["is_result"])
+        found.append(at + np.flatnonzero(bools(rows.column("is_result"))))
     return np.concatenate(found)
 
 
@@ -175,11 +173,12 @@ class PointedOffsets:
     with the k-th result as given (both come in (producer, seq) order, producer task after producer task:
     :class:`rocketsim.stage.producer.ProducerSinks`). Kept per result: its record's row in the log and
     the two offsets the numbering gave it (:meth:`add`, a numbered part at a time); :meth:`attach` takes
-    the record's other columns from the log again and checks that each pair is one message."""
+    the record's other columns from the log again and checks that each pair is one message. The log is
+    read ``piece`` records at a time."""
 
-    def __init__(self, log: LogSource, brokers: Sequence[str]) -> None:
+    def __init__(self, log: LogSource, brokers: Sequence[str], piece: int = 1 << 17) -> None:
         self.log, self.brokers, self.numbered = log, list(brokers), 0
-        rows = _pointed_rows(log)
+        rows = _pointed_rows(log, piece)
         fits = not len(rows) or rows[-1] < 1 << 31
         self.rows = rows.astype(np.int32) if fits else rows  # each pointed record's row
         self.offsets = {name: np.zeros(len(rows), np.int64) for name in OFFSETS}

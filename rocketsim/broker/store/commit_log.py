@@ -139,10 +139,6 @@ def with_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
     return parts[0] if parts else _with_offset_columns(log, {})
 
 
-# records whose sort keys are read at a time when a log's write order is made (its memory: a piece's)
-ORDER_PIECE_ROWS = 1 << 20
-
-
 def numbered_chunks(log: LogSource, sc: Scenario, rows: int) -> Iterator[pa.Table]:
     """:func:`numbered_parts` without the rows of ``log`` each part is."""
     for part, _ in numbered_parts(log, sc, rows):
@@ -152,7 +148,7 @@ def numbered_chunks(log: LogSource, sc: Scenario, rows: int) -> Iterator[pa.Tabl
 def numbered_parts(log: LogSource, sc: Scenario, rows: int) -> Iterator[tuple[pa.Table, np.ndarray]]:
     """:func:`with_offsets` of ``log`` in parts of ``rows`` records in write order (concatenated: the
     whole), each with the rows of ``log`` it is. What it keeps across the parts is the write order (an
-    int per record, made from the sort keys read a piece at a time) and each queue's and broker's next
+    int per record, made from the sort keys read ``rows`` at a time) and each queue's and broker's next
     offset: each part's rows are taken from ``log`` when it is made and numbered on from where the last
     part ended. ``log`` may be a function giving the same records each time it is called, best a
     :class:`rocketsim.stage.protocols.RowSource` (a memory-mapped file opened anew: only the rows asked
@@ -161,7 +157,7 @@ def numbered_parts(log: LogSource, sc: Scenario, rows: int) -> Iterator[tuple[pa
     total = keyed.num_rows
     if not total:
         return
-    order = _write_order(keyed, total)
+    order = _write_order(keyed, total, rows)
     del keyed
     offsets = _NextOffsets(list(sc.cluster.brokers))
     for at in range(0, total, rows):
@@ -196,14 +192,14 @@ def _sort_keys(piece: pa.Table) -> list[np.ndarray]:
     return [ts, producer, send_seq, attempt, seq - send_seq, seq]
 
 
-def _write_order(log: pa.Table | Any, total: int) -> np.ndarray | None:
+def _write_order(log: pa.Table | Any, total: int, piece: int) -> np.ndarray | None:
     """The stable row order of :data:`STORE_ORDER` (int32 when it fits); None when the rows are in it
-    already. The keys are read :data:`ORDER_PIECE_ROWS` records at a time, twice (their ranges, then one
+    already. The keys are read ``piece`` records at a time, twice (their ranges, then one
     packed int64 per record), so a whole log's keys are never held at once."""
-    starts = range(0, total, ORDER_PIECE_ROWS)
+    starts = range(0, total, piece)
     ranges = []
     for at in starts:
-        keys = _sort_keys(_range(log, at, min(ORDER_PIECE_ROWS, total - at), STORE_ORDER))
+        keys = _sort_keys(_range(log, at, min(piece, total - at), STORE_ORDER))
         ranges.append([(int(k.min()), int(k.max())) for k in keys])
     low = [min(r[i][0] for r in ranges) for i in range(6)]
     high = [max(r[i][1] for r in ranges) for i in range(6)]
@@ -215,7 +211,7 @@ def _write_order(log: pa.Table | Any, total: int) -> np.ndarray | None:
         return _compact(np.lexsort((seq, attempt, send_seq, producer, ts)))
     packed = np.empty(total, np.int64)
     for at in starts:
-        keys = _sort_keys(_range(log, at, min(ORDER_PIECE_ROWS, total - at), STORE_ORDER))[:5]
+        keys = _sort_keys(_range(log, at, min(piece, total - at), STORE_ORDER))[:5]
         packed[at : at + len(keys[0])] = pack_keys(keys, list(zip(low[:5], spans, strict=True)))
     if (packed[1:] >= packed[:-1]).all():
         return None

@@ -29,7 +29,7 @@ def test_bench_pipeline_times_the_job_and_the_floor_as_processes(tmp_path: Path)
     assert coupled["ratio"] == pytest.approx(coupled["job_s"] / open_["job_s"], rel=0.02)
     assert coupled["stages_s"]["iterative rounds"] >= 2 and coupled["floor_s"] == row["floor_s"]
     assert "capacity iterative at 3,000" in done.stdout and "target <= 1.5 of capacity open" in done.stdout
-    assert (row["case"], row["messages"], row["target"]) == ("brownout sync", 3000, 2.0)
+    assert (row["case"], row["messages"], row["target"]) == ("brownout sync", 3000, pipeline.PIPELINE_TARGET)
     assert row["floor_s"] > 0 and row["job_s"] > 0
     assert row["ratio"] == pytest.approx(row["job_s"] / row["floor_s"], rel=0.02)
     # the stage breakdown is read off the pipeline's own output: its stages sum to less than the process
@@ -54,3 +54,42 @@ def test_cases_follow_the_sizes_and_modes() -> None:
     argv = big[2].argv(Path("/tmp/wh"), "local[2]")
     assert argv[1:3] == ["--master", "local[2]"] and argv[3].endswith("jobs/pipeline.py")
     assert "workload.messages=10000000" in argv and "producers.count=1" in argv
+
+
+def test_the_large_summaries_only_and_coupled_cases_are_one_flag_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--large adds the 100M case (sync and async) with its floor, the skewed and one-producer cases stay
+    at 10M; --coupled-sizes and --summary-sizes add their cases at their size (issue 30)."""
+    measured: list[tuple[int, list[tuple[str, float | None, str]]]] = []
+
+    def fake_measure(cases: list, n: int, work: Path, ns: object) -> list:
+        measured.append((n, [(c.name, c.target, c.tables) for c in cases]))
+        return []
+
+    monkeypatch.setattr(pipeline, "measure", fake_measure)
+    monkeypatch.setattr(pipeline, "print_table", lambda rows, master: None)
+    flags = ["--sizes", "10000000", "--large", "--compare-size", "0", "--json", "/dev/null"]
+    assert pipeline.main([*flags, "--summary-sizes", "2000000", "--coupled-sizes", "2000000"]) == 0
+    assert measured == [
+        (
+            10_000_000,
+            [
+                ("brownout sync", pipeline.PIPELINE_TARGET, ""),
+                ("brownout async", pipeline.PIPELINE_TARGET, ""),
+                ("hot 0.5", pipeline.PIPELINE_TARGET, ""),
+                ("one producer", None, ""),
+            ],
+        ),
+        (
+            pipeline.LARGE,
+            [
+                ("brownout sync", pipeline.PIPELINE_TARGET, ""),
+                ("brownout async", pipeline.PIPELINE_TARGET, ""),
+            ],
+        ),
+        (2_000_000, [("capacity open", None, ""), ("capacity iterative", pipeline.COUPLED_TARGET, "")]),
+        (2_000_000, [("summaries only", None, "summary")]),
+    ]
+    argv = pipeline.summary_case(2_000_000).argv(Path("/tmp/wh"), "local[2]")
+    assert argv[-2:] == ["--tables", "summary"]

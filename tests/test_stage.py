@@ -324,6 +324,19 @@ def test_any_split_into_tasks_and_chunks_gives_the_same_tables_and_counts(
     assert counts == want_counts
 
 
+def test_a_broker_fold_that_adds_its_sums_up_as_it_goes_gives_the_same_tables(
+    scenario: Scenario, one_pass: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker task's fold keeps sums per queue and window and adds them up every FOLD_PARTS parts (a
+    long log): summed every 2 parts of 13 records, the same broker_storage and consumer_load."""
+    monkeypatch.setattr(tables, "FOLD_PARTS", 2)
+    made, counts = _in_memory(scenario, tasks=3, chunk_rows=13)
+    want, want_counts = one_pass
+    for name in ("broker_storage", "consumer_load", "transactions"):
+        assert _by_keys(made.table(name), name).equals(_by_keys(want.table(name), name)), name
+    assert counts == want_counts
+
+
 def test_small_producers_are_gathered_into_one_part_per_task() -> None:
     """60 producers of a few messages over 3 tasks: each table has one part per task (not one per
     producer), holding its producers in order; a broker's ``send_results`` part is in (producer, seq)

@@ -975,18 +975,24 @@ def step_run() -> tuple[Scenario, pa.Table, pa.Table, pd.DataFrame, pd.DataFrame
     return sc, messages, out.attempts, committed.to_pandas(), completed.to_pandas()
 
 
+def _broker_records_and_results(step_run: tuple, broker: str) -> tuple[pa.Table, pa.Table]:
+    """The step run's records of one broker (in (producer, seq, attempt) order) and the results that
+    point at them (in (producer, seq) order), as a broker task gets them."""
+    sc, messages, attempts, _, _ = step_run
+    out = engine.simulate(messages, sc)
+    log = store.log_records(messages, attempts, out.results, sc)
+    mine = log.filter(pc.equal(log.column("broker"), broker))
+    pointed = message_keys(mine.filter(mine.column("is_result")))
+    return mine, out.results.filter(pc.is_in(message_keys(out.results), value_set=pointed))
+
+
 def test_pointed_records_fed_in_parts_complete_results_as_the_whole(step_run: tuple) -> None:
     """A broker task keeps the records results point at a numbered part at a time and completes its
     results a part at a time, in any order: each result gets the columns of the record it points at
     (the record with is_result, MessageDecoder.createMessageId of its store host and offset)."""
-    sc, messages, attempts, committed, results = step_run
-    out = engine.simulate(messages, sc)
-    log = store.log_records(messages, attempts, out.results, sc)
+    sc, _, _, committed, _ = step_run
     b = sc.cluster.brokers[0]
-    mine = log.filter(pc.equal(log.column("broker"), b))
-    own = out.results.filter(
-        pc.is_in(message_keys(out.results), value_set=message_keys(mine.filter(mine.column("is_result"))))
-    )
+    mine, own = _broker_records_and_results(step_run, b)
     pointed = store.PointedRecords(sc.cluster.brokers)
     for part in store.numbered_chunks(mine, sc, 7):
         pointed.add(part)
@@ -1083,6 +1089,27 @@ def test_broker_step_delay_messages_wait_in_the_schedule_topic(step_run: tuple) 
     assert (delay.store_queue_id == level - 1).all()
     assert (delay.deliver_ts_ms == delay.store_ts_ms + level.map(table.level_to_ms)).all()
     assert rows[rows.message_type != "delay"].deliver_ts_ms.isna().all()
+
+
+def test_pointed_offsets_complete_results_as_the_whole_keeping_a_few_ints_a_result(step_run: tuple) -> None:
+    """A broker task pairs its results with the records they point at by place (both come in (producer,
+    seq) order): fed the numbered parts, PointedOffsets completes the results a part at a time, in any
+    order of parts, as attach_store_columns does the whole, and refuses results that do not pair up."""
+    sc = step_run[0]
+    mine, own = _broker_records_and_results(step_run, sc.cluster.brokers[1])
+    pointed = store.PointedOffsets(mine, sc.cluster.brokers)
+    assert pointed.results == own.num_rows > 10
+    with pytest.raises(ValueError, match="before every record was numbered"):
+        pointed.attach(own.slice(0, 1), np.arange(1))
+    for part, rows in store.numbered_parts(mine, sc, 7):
+        pointed.add(part, rows)
+    starts = list(reversed(range(0, own.num_rows, 5)))
+    parts = [pointed.attach(own.slice(at, 5), np.arange(at, min(at + 5, own.num_rows))) for at in starts]
+    got = pa.concat_tables(parts).sort_by([("producer", "ascending"), ("seq", "ascending")])
+    assert got.equals(store.attach_store_columns(own, store.with_offsets(mine, sc), sc))
+    assert pointed.rows.dtype == np.int32 and set(pointed.offsets) == {"queue_offset", "commit_log_offset"}
+    with pytest.raises(AssertionError, match="do not pair up"):
+        pointed.attach(own.slice(1, 3), np.arange(3))
 
 
 def test_broker_step_refuses_results_and_records_that_do_not_pair_up(step_run: tuple) -> None:

@@ -301,6 +301,61 @@ def test_a_producer_task_memory_does_not_grow_with_the_producer() -> None:
     assert per_message < 100, f"{small:,} -> {large:,} bytes: {per_message:.0f} a message"
 
 
+_BROKER_PEAK_RSS = """
+import resource, sys
+from pathlib import Path
+from rocketsim.tables import schemas
+from rocketsim.scenario import load_scenario, workload
+from rocketsim.stage.broker import broker_task
+from rocketsim.stage.graph import STAGES
+from rocketsim.stage.plan import stage_bins
+from rocketsim.stage.producer import producer_task
+from rocketsim.warehouse.stage_files import StageWork
+step, n, chunk, root = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
+sc = load_scenario("conf/scenarios/steady.toml", [f"workload.messages={n}", "producers.count=2"])
+tables = {t.name: str(root / t.name) for t in schemas.written_by(*STAGES)}
+work = StageWork(STAGES, tables, str(root / "scratch"), 10_000, {}, chunk_rows=chunk)
+if step == "producers":
+    for d in work.all():
+        Path(d).mkdir(parents=True)
+    shares = workload.producer_shares(sc)
+    by_producer = {s.producer: s for s in shares}
+    for i, b in enumerate(stage_bins(sc, work.plan, shares, 2)):
+        producer_task(sc, work.plan, work.io(), i, [by_producer[p] for p in b])
+else:
+    counts = broker_task(sc, work.plan, work.io(), 0, 2)
+    print(counts["commit_log.made"], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def _broker_peak_rss(messages: int, chunk_rows: int, root: Path) -> tuple[int, int]:
+    """(records, peak RSS in bytes) of a fresh process running broker task 0 of a steady run of
+    ``messages`` whose producer tasks ran in another process."""
+    import subprocess
+    import sys
+
+    cwd = Path(__file__).resolve().parents[1]
+    for step in ("producers", "broker"):
+        argv = [sys.executable, "-c", _BROKER_PEAK_RSS, step, str(messages), str(chunk_rows), str(root)]
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=True)
+    records, peak = done.stdout.split()[-2:]
+    return int(records), int(peak)
+
+
+@pytest.mark.slow
+def test_a_broker_task_memory_grows_by_a_few_bytes_a_record(tmp_path: Path) -> None:
+    """docs/design.md §7, every worker under 2 GiB: a broker task keeps a few ints a record (the write
+    order, each result's record and its two offsets), not the records: numbered, written and folded a
+    chunk at a time, the results completed from the log mapped again. From 100k to 400k records of
+    broker 0 its peak grows by 50-75 B a record (the few ints and what settles over the first chunks;
+    ~20 B a record from 0.8M to 3.2M records), where it grew by 286 B a record (docs/benchmarks.md)."""
+    small = _broker_peak_rss(400_000, 16_384, tmp_path / "small")
+    large = _broker_peak_rss(1_600_000, 16_384, tmp_path / "large")
+    per_record = (large[1] - small[1]) / (large[0] - small[0])
+    assert large[0] > 3 * small[0] > 250_000
+    assert per_record < 150, f"{small} -> {large} (records, bytes): {per_record:.0f} bytes a record"
+
+
 def test_a_scratch_group_given_whole_taken_or_sliced_gives_the_same_rows(tmp_path: Path) -> None:
     """A broker task reads its group of the producers' scratch files (IpcGroupsSink: one batch per group
     per part) whole, by rows (only the batches holding them mapped) or by a range: the same rows."""

@@ -46,10 +46,12 @@ FAULT_OFF_ON = (
 )
 GIB = 2**30
 CAPACITY = str(ROOT / "conf" / "scenarios" / "capacity_steady.toml")
-PIPELINE_TARGET, COMPARE_TARGET, COUPLED_TARGET, WORKER_LIMIT_GIB = 2.0, 3.0, 1.5, 2.0
+PIPELINE_TARGET, COMPARE_TARGET, COUPLED_TARGET, WORKER_LIMIT_GIB = 1.5, 3.0, 1.5, 2.0
 # summaries-only: an hour at 100,000 msg/s (360M messages) in 10 minutes
 SUMMARY_RATE, HOUR_MESSAGES, HOUR_LIMIT_S = 600_000, 360_000_000, 600.0
 SUMMARY_SETS = ("workload.rate_per_s=100000", "producers.threads=64")
+LARGE = 100_000_000  # --large: the 100M case
+SKEW_MAX = 10_000_000  # the skewed and one-producer cases run at the largest size up to this
 
 # "[one pass] ... (1.2 s producer tasks, 0.3 s broker tasks, 0.1 s driver merge, 0.4 s commits)"
 STAGES = re.compile(
@@ -312,6 +314,11 @@ def measure(cases: list[Case], n: int, work: Path, ns: argparse.Namespace) -> li
     return rows
 
 
+def _sizes(text: str) -> list[int]:
+    """A comma-separated list of message counts (``_`` allowed), in increasing order."""
+    return sorted(int(s.replace("_", "")) for s in text.split(",") if s)
+
+
 def machine() -> str:
     cpu = platform.processor()
     info = Path("/proc/cpuinfo")
@@ -355,6 +362,7 @@ def print_table(rows: list[Row], master: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m rocketsim.bench pipeline", description=__doc__)
     p.add_argument("--sizes", default="400000,2000000,10000000", help="comma-separated message counts")
+    p.add_argument("--large", action="store_true", help=f"also the {LARGE:,}-message case (sync and async)")
     p.add_argument("--modes", default="sync,async", help="send modes of the pipeline cases")
     p.add_argument("--compare-size", type=int, default=2_000_000, help="jobs/compare.py's size (0: none)")
     p.add_argument("--hot-share", type=float, default=0.5, help="the skewed run's share (0: no skewed run)")
@@ -376,14 +384,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--json", default="bench-results/pipeline.json", help="where to write the table as JSON")
     ns = p.parse_args(argv)
-    sizes = sorted(int(s.replace("_", "")) for s in ns.sizes.split(",") if s)
+    sizes = sorted({*_sizes(ns.sizes), *([LARGE] if ns.large else [])})
     modes = [m for m in ns.modes.split(",") if m]
-    coupled = sorted(int(s.replace("_", "")) for s in ns.coupled_sizes.split(",") if s)
+    coupled = _sizes(ns.coupled_sizes)
+    skewed = max((n for n in sizes if n <= SKEW_MAX), default=0)
     work = Path(tempfile.mkdtemp(prefix="rocketsim-bench-"))
     rows: list[Row] = []
     try:
         for n in sizes:
-            cases = cases_for(n, modes, n == sizes[-1], ns.hot_share, ns.one_producer)
+            cases = cases_for(n, modes, n == skewed, ns.hot_share, ns.one_producer)
             if n == ns.compare_size:
                 cases.append(Case("compare 2 variants", "compare", n, BROWNOUT, target=COMPARE_TARGET))
             if n in coupled:

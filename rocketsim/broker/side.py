@@ -42,24 +42,68 @@ BROKER_STORAGE_DATA = schemas.data_schema(schemas.BROKER_STORAGE)
 HALF_RESULTS = pa.schema([schemas.SEND_RESULTS.field(n) for n in HALF_RESULT_COLUMNS])
 
 
+# what broker_storage sums per (broker, store topic, store queue, window): a part's partial sums add up
+STORAGE_PARTIALS = pa.schema(
+    [
+        pa.field("broker", pa.string()),
+        pa.field("topic", pa.string()),
+        pa.field("queue_id", pa.int64()),
+        pa.field("window", pa.int64()),
+        pa.field("messages", pa.int64()),
+        pa.field("store_bytes", pa.int64()),
+        pa.field("index_new", pa.int64()),
+    ]
+)
+
+
 def broker_storage(log: pa.Table, window_ms: int) -> pa.Table:
     """``broker_storage`` rows of the brokers in ``log`` (every numbered commit-log record of each:
     ``commit_log`` columns; see :data:`STORAGE_COLUMNS`): per broker, store-time
     window and stored (topic, queue) with writes in it, the records and bytes written, the consume
     queue's entries and files so far, and the broker's commit-log bytes/files and index entries/files
-    so far (cumulative over its windows)."""
-    schema = BROKER_STORAGE_DATA
+    so far (cumulative over its windows). A broker's log given a part at a time:
+    :func:`storage_partials` of each part, then :func:`storage_of_partials`."""
+    return storage_of_partials([storage_partials(log, window_ms)], window_ms)
+
+
+def storage_partials(log: pa.Table, window_ms: int) -> pa.Table:
+    """Some records' sums per (broker, store topic, store queue, store-time window)
+    (:data:`STORAGE_PARTIALS`): what :func:`broker_storage` adds up, a part of a log at a time."""
     if not log.num_rows:
-        return schema.empty_table()
+        return STORAGE_PARTIALS.empty_table()
     b_code, b_names = string_codes(log.column("broker"))
     t_code, t_names = string_codes(log.column("store_topic"))
     queue = ints(log, "store_queue_id")
     window = window_index(ints(log, "store_ts_ms"), window_ms)
+    g = Groups([b_code, t_code, queue, window])
+    return pa.table(
+        {
+            "broker": from_codes(b_code[g.first], b_names, dictionary=False),
+            "topic": from_codes(t_code[g.first], t_names, dictionary=False),
+            "queue_id": queue[g.first],
+            "window": window[g.first],
+            "messages": g.count(),
+            "store_bytes": g.sum(ints(log, "store_size")),
+            "index_new": g.sum(ints(log, "index_entries")),
+        },
+        schema=STORAGE_PARTIALS,
+    )
+
+
+def storage_of_partials(partials: Sequence[pa.Table], window_ms: int) -> pa.Table:
+    """``broker_storage`` rows from the :func:`storage_partials` of a log's parts (any split, any order:
+    integer sums): per queue's windows in order, the running sums."""
+    parts = pa.concat_tables([STORAGE_PARTIALS.empty_table(), *partials])
+    if not parts.num_rows:
+        return BROKER_STORAGE_DATA.empty_table()
+    b_code, b_names = string_codes(parts.column("broker"))
+    t_code, t_names = string_codes(parts.column("topic"))
+    queue, window = ints(parts, "queue_id"), ints(parts, "window")
     g = Groups([b_code, t_code, queue, window])  # each queue's windows in order
     gb, gt, gq, gw = b_code[g.first], t_code[g.first], queue[g.first], window[g.first]
-    messages = g.count()
-    store_bytes = g.sum(ints(log, "store_size"))
-    index_new = g.sum(ints(log, "index_entries"))
+    messages = g.sum(ints(parts, "messages"))
+    store_bytes = g.sum(ints(parts, "store_bytes"))
+    index_new = g.sum(ints(parts, "index_new"))
     cq_entries = running_sum(Groups([gb, gt, gq]).index, messages)
     per_broker = Groups([gb, gw])  # each broker's windows in order
     bw_bytes = running_sum(Groups([gb[per_broker.first]]).index, per_broker.sum(store_bytes))
@@ -81,7 +125,7 @@ def broker_storage(log: pa.Table, window_ms: int) -> pa.Table:
             "index_entries": index_entries,
             "index_files": np.maximum(spark_ceil_div(index_entries, store.INDEX_ENTRIES_PER_FILE), 1),
         },
-        schema=schema,
+        schema=BROKER_STORAGE_DATA,
     )
     return sort_rows(out, ("broker", "window_start_ms", "topic", "queue_id"))
 
@@ -289,11 +333,18 @@ def queue_deliveries(log: pa.Table, txns: pa.Table) -> pa.Table:
     committed halves (``txns``: the broker's :func:`stored_transactions`; a message's second committed
     half is delivered again), sized as their half. The records are counted :data:`DELIVERY_PART_ROWS`
     at a time, the parts' sums summed."""
-    committed = txns.filter(txns.column("delivered"))
     parts = [
-        _record_deliveries(log.slice(at, DELIVERY_PART_ROWS))
+        record_deliveries(log.slice(at, DELIVERY_PART_ROWS))
         for at in range(0, log.num_rows, DELIVERY_PART_ROWS)
     ]
+    return deliveries_of_parts(parts, txns)
+
+
+def deliveries_of_parts(parts: Sequence[pa.Table], txns: pa.Table) -> pa.Table:
+    """:func:`queue_deliveries` from the :func:`record_deliveries` of a log's parts and its broker's
+    :func:`stored_transactions`."""
+    committed = txns.filter(txns.column("delivered"))
+    parts = list(parts)
     parts.append(
         _regrouped_deliveries(
             pa.table(
@@ -307,10 +358,10 @@ def queue_deliveries(log: pa.Table, txns: pa.Table) -> pa.Table:
             )
         )
     )
-    return _regrouped_deliveries(pa.concat_tables(parts))
+    return _regrouped_deliveries(pa.concat_tables([DELIVERIES.empty_table(), *parts]))
 
 
-def _record_deliveries(log: pa.Table) -> pa.Table:
+def record_deliveries(log: pa.Table) -> pa.Table:
     """:func:`queue_deliveries` of records ``log`` (no committed half): grouped by codes (the topic,
     real or stored, and the broker as codes of their sorted names), the strings made once per queue."""
     (real, stored), topics = joint_codes([log.column("real_topic"), log.column("store_topic")])

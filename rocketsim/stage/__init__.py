@@ -27,7 +27,6 @@ _EXPORTS = {
     "protocols": ("StageIO",),
     "sweeps": ("WholeRun", "variant_aggregates", "whole_run_aggregates"),
     "tables": (
-        "BROKER_SIDE_LOG_COLUMNS",
         "MESSAGES_DATA",
         "BrokerFold",
         "BrokerTables",

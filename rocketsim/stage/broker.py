@@ -36,7 +36,6 @@ from rocketsim.stage.protocols import (
 )
 from rocketsim.stage.tables import BrokerFold, BrokerTables
 from rocketsim.tables import reconcile, schemas
-from rocketsim.tables.grouping import pack_keys
 from rocketsim.tables.schemas import BROKER_SIDE, SIMULATE
 
 COMMIT_LOG_DATA = schemas.data_schema(schemas.COMMIT_LOG)
@@ -71,54 +70,72 @@ def broker_task(sc: Scenario, plan: StagePlan, io: StageIO, b: int, producer_tas
 
 def _numbered(
     sc: Scenario, plan: StagePlan, io: StageIO, b: int, log: RowSource, results: RowSource, other: pa.Table
-) -> tuple[BrokerTables, dict[str, int]]:
+) -> tuple[BrokerFold, dict[str, int]]:
     """A broker's records numbered and the results pointing at them completed, a chunk at a time, each
     chunk written and counted and what its broker side reads of them folded (:class:`BrokerFold`).
     ``log`` and ``results`` give the records when asked (files mapped anew for each chunk, only what that
-    chunk's rows are in, let go after: the pages a task touched do not stay in its memory)."""
+    chunk's rows are in, let go after: the pages a task touched do not stay in its memory). What it keeps
+    across the chunks is a few ints a record (:func:`rocketsim.broker.store.numbered_parts`,
+    :class:`rocketsim.broker.store.PointedOffsets`, :func:`_producer_order`) and the fold's sums."""
     log_sink = io.tables.sink("commit_log", Task(BROKER, b), COMMIT_LOG_DATA)
     results_sink = io.tables.sink("send_results", Task(BROKER, b), RESULTS_DATA)
-    fold = BrokerFold(b, other)
+    fold = BrokerFold(b, plan.window_ms, other)
     parts = [reconcile.log_counts(COMMIT_LOG_DATA.empty_table())]
-    pointed = store.PointedRecords(sc.cluster.brokers)
+    pointed = store.PointedOffsets(log, sc.cluster.brokers, plan.chunk_rows)
 
     def body() -> None:
-        for part in store.numbered_chunks(log, sc, plan.chunk_rows):
+        total = results.num_rows
+        if pointed.results != total:
+            raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
+        for part, rows in store.numbered_parts(log, sc, plan.chunk_rows):
             log_sink.write(part)
             parts.append(reconcile.log_counts(part))
             fold.add_log(part)
-            pointed.add(part)
-        total = results.num_rows
-        if pointed.rows != total:
-            raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
+            pointed.add(part, rows)
         parts.append(reconcile.stored_result_counts(RESULTS_DATA.empty_table()))
-        order = _producer_order(results)
+        order, last = _producer_order(results, plan.chunk_rows), -1
         for at in range(0, total, plan.chunk_rows):
             if order is None:
-                chunk = results.slice(at, plan.chunk_rows)
+                rows, chunk = (
+                    np.arange(at, min(at + plan.chunk_rows, total)),
+                    results.slice(at, plan.chunk_rows),
+                )
             else:
-                chunk = results.take(order[at : at + plan.chunk_rows], RESULTS_CORE.names)
-            completed = pointed.attach(chunk)
+                rows = order[at : at + plan.chunk_rows]
+                chunk = results.take(rows, RESULTS_CORE.names)
+            last = _after(chunk, last)
+            completed = pointed.attach(chunk, rows)
             results_sink.write(completed)
             parts.append(reconcile.stored_result_counts(completed))
             fold.add_results(completed)
 
     write_through([log_sink, results_sink], body)
-    return fold.tables(), reconcile.add_counts(parts)
+    return fold, reconcile.add_counts(parts)
 
 
-def _producer_order(results: RowSource) -> np.ndarray | None:
-    """The row order that sorts ``results`` by (producer, seq); None when they come in it (the producer
-    tasks' parts one after another, each in that order, are when each task holds a range of producers)."""
-    if results.num_rows < 2:
+def _producer_order(results: RowSource, piece: int) -> np.ndarray | None:
+    """The row order that sorts ``results`` by producer, keeping each producer's rows in the order given
+    (each in seq order: a producer task writes a producer's results in that order, :func:`_after` checks
+    it); None when they come in it (each task holds a range of producers). Read ``piece`` rows at a time;
+    int32 when it fits."""
+    total = results.num_rows
+    producer = np.empty(total, np.int32)
+    for at in range(0, total, piece):
+        column = results.slice(at, piece).column("producer")
+        producer[at : at + len(column)] = column.to_numpy()
+    if (producer[1:] >= producer[:-1]).all():
         return None
-    keys = results.take(np.arange(results.num_rows), ["producer", "seq"])
-    packed = pack_keys([np.asarray(keys.column(k).to_numpy(), np.int64) for k in ("producer", "seq")])
-    if packed is None:
-        raise AssertionError("send_results keys do not fit an int64")
-    if (packed[1:] > packed[:-1]).all():
-        return None
-    return np.argsort(packed, kind="stable")
+    order = np.argsort(producer, kind="stable")
+    return order.astype(np.int32) if total < 1 << 31 else order
+
+
+def _after(chunk: pa.Table, last: int) -> int:
+    """The (producer, seq) key of the last of ``chunk``'s results, checking that they come in increasing
+    key order after ``last`` (the previous chunk's)."""
+    keys = store.result_keys(chunk)
+    if len(keys) and (keys[0] <= last or not (keys[1:] > keys[:-1]).all()):
+        raise AssertionError("a producer task's send_results are not in seq order")
+    return int(keys[-1]) if len(keys) else last
 
 
 def _read_broker(sc: Scenario, io: StageIO, b: int) -> BrokerTables:

@@ -24,6 +24,7 @@ from rocketsim.broker import side as broker_side
 from rocketsim.broker import store
 from rocketsim.scenario import Scenario, workload
 from rocketsim.tables import schemas, summaries
+from rocketsim.tables.grouping import regroup
 from rocketsim.tables.summaries import SummaryAggregates
 
 MESSAGES_DATA = schemas.data_schema(schemas.MESSAGES)
@@ -96,8 +97,6 @@ class BrokerTables:
     results: pa.Table  # SEND_RESULTS without run_id, store columns filled
     # broker_side.HALF_RESULT_COLUMNS of the messages with a half here their result does not point at
     other_half_results: pa.Table | None = None
-    # its half records whole, when ``commit_log`` holds only BROKER_SIDE_LOG_COLUMNS (a BrokerFold's)
-    halves: pa.Table | None = None
 
     def storage(self, window_ms: int) -> pa.Table:
         """Its ``broker_storage`` rows (:func:`rocketsim.broker.side.broker_storage`)."""
@@ -109,8 +108,7 @@ class BrokerTables:
         results = self.results.select(list(broker_side.HALF_RESULT_COLUMNS)).cast(broker_side.HALF_RESULTS)
         if self.other_half_results is not None:
             results = pa.concat_tables([results, self.other_half_results.cast(broker_side.HALF_RESULTS)])
-        log = self.commit_log if self.halves is None else self.halves
-        return broker_side.stored_transactions(log, results, sc)
+        return broker_side.stored_transactions(self.commit_log, results, sc)
 
     def deliveries(self, stored_transactions: pa.Table) -> pa.Table:
         """What consumers of each of its queues get (:func:`rocketsim.broker.side.queue_deliveries`), given
@@ -201,44 +199,65 @@ def without_records(
     )
 
 
-# what the broker side reads of every record of a broker's commit log (broker_storage, queue_deliveries)
-BROKER_SIDE_LOG_COLUMNS = (*broker_side.STORAGE_COLUMNS, "real_topic", "real_queue_id")
+# the parts a BrokerFold keeps of each kind of sums before it adds them up
+FOLD_PARTS = 64
 
 
 class BrokerFold:
     """A broker task's broker side fed its numbered commit log and its completed results a part at a time
-    (:func:`rocketsim.broker.store.numbered_chunks`, :class:`rocketsim.broker.store.PointedRecords`): keeps
-    of each
-    record only the columns the broker side reads (:data:`BROKER_SIDE_LOG_COLUMNS`), its halves whole,
-    and the results pointing at its halves; :meth:`tables` gives the :class:`BrokerTables` whose
-    :meth:`BrokerTables.storage`, :meth:`BrokerTables.stored_transactions` and
-    :meth:`BrokerTables.deliveries` are those of the whole."""
+    (:func:`rocketsim.broker.store.numbered_parts`, :class:`rocketsim.broker.store.PointedOffsets`): keeps
+    of the records only their sums per queue and window (:func:`rocketsim.broker.side.storage_partials`)
+    and per queue (:func:`rocketsim.broker.side.record_deliveries`), its halves whole, and the results
+    pointing at its halves, so what it holds grows with the windows and the transactions, not the
+    records. :meth:`storage`, :meth:`stored_transactions` and :meth:`deliveries` are
+    :class:`BrokerTables`' of the whole."""
 
-    def __init__(self, broker: int, other_half_results: pa.Table | None = None) -> None:
-        self.broker, self.other_half_results = broker, other_half_results
-        self._log: list[pa.Table] = []
+    def __init__(self, broker: int, window_ms: int, other_half_results: pa.Table | None = None) -> None:
+        self.broker, self.window_ms, self.other_half_results = broker, window_ms, other_half_results
+        self._storage: list[pa.Table] = []
+        self._deliveries: list[pa.Table] = []
         self._halves: list[pa.Table] = []
         self._results: list[pa.Table] = []
 
     def add_log(self, part: pa.Table) -> None:
-        self._log.append(part.select(list(BROKER_SIDE_LOG_COLUMNS)))
+        self._storage.append(broker_side.storage_partials(part, self.window_ms))
+        self._deliveries.append(broker_side.record_deliveries(part))
         self._halves.append(part.filter(pc.equal(part.column("store_topic"), store.HALF_TOPIC)))
+        if len(self._storage) >= FOLD_PARTS:  # sums of sums: the same tables
+            storage = pa.concat_tables(self._storage)
+            self._storage = [regroup(storage, STORAGE_KEYS, ("messages", "store_bytes", "index_new"), (), ())]
+            deliveries = pa.concat_tables(self._deliveries)
+            self._deliveries = [
+                regroup(deliveries, ("topic", "broker", "queue_id"), ("messages", "bytes"), (), ())
+            ]
 
     def add_results(self, part: pa.Table) -> None:
         at_halves = pc.fill_null(pc.equal(part.column("store_topic"), store.HALF_TOPIC), False)
         self._results.append(part.filter(at_halves).select(list(broker_side.HALF_RESULT_COLUMNS)))
 
-    def tables(self) -> BrokerTables:
+    def storage(self, window_ms: int) -> pa.Table:
+        """Its ``broker_storage`` rows (the window it was made with)."""
+        if window_ms != self.window_ms:
+            raise ValueError(f"BrokerFold summed windows of {self.window_ms} ms, asked for {window_ms}")
+        return broker_side.storage_of_partials(self._storage, window_ms)
+
+    def stored_transactions(self, sc: Scenario) -> pa.Table:
+        """``transactions`` rows of the halves it stores (:meth:`BrokerTables.stored_transactions`)."""
         log_schema = schemas.data_schema(schemas.COMMIT_LOG)
-        narrow = pa.schema([log_schema.field(n) for n in BROKER_SIDE_LOG_COLUMNS])
         half_results = broker_side.HALF_RESULTS
         return BrokerTables(
             self.broker,
-            pa.concat_tables([narrow.empty_table(), *self._log]),
+            pa.concat_tables([log_schema.empty_table(), *self._halves]),
             pa.concat_tables([half_results.empty_table(), *(r.cast(half_results) for r in self._results)]),
             self.other_half_results,
-            pa.concat_tables([log_schema.empty_table(), *self._halves]),
-        )
+        ).stored_transactions(sc)
+
+    def deliveries(self, stored_transactions: pa.Table) -> pa.Table:
+        """What consumers of each of its queues get (:meth:`BrokerTables.deliveries`)."""
+        return broker_side.deliveries_of_parts(self._deliveries, stored_transactions)
+
+
+STORAGE_KEYS = ("broker", "topic", "queue_id", "window")
 
 
 def broker_tables(

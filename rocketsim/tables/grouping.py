@@ -139,14 +139,18 @@ def take_from_batches(
     return gathered.take(pa.array(back))
 
 
-def pack_keys(keys: Sequence[np.ndarray]) -> np.ndarray | None:
-    """One int64 per row that sorts as the row's tuple of ``keys`` (mixed radix over their ranges);
-    None when the ranges do not fit."""
+def pack_keys(
+    keys: Sequence[np.ndarray], ranges: Sequence[tuple[int, int]] | None = None
+) -> np.ndarray | None:
+    """One int64 per row that sorts as the row's tuple of ``keys`` (mixed radix over their ranges:
+    ``ranges``, each key's (lowest value, span), when the rows are some of many packed alike, else their
+    own); None when the ranges do not fit."""
     n = len(keys[0])
     if n == 0:
         return np.zeros(0, np.int64)
-    lows = [int(k.min()) for k in keys]
-    spans = [int(k.max()) - lo + 1 for k, lo in zip(keys, lows, strict=True)]
+    if ranges is None:
+        ranges = [(int(k.min()), int(k.max()) - int(k.min()) + 1) for k in keys]
+    lows, spans = [lo for lo, _ in ranges], [span for _, span in ranges]
     if math.prod(spans) >= 1 << 63:
         return None
     packed = np.zeros(n, np.int64)

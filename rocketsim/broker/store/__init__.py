@@ -8,6 +8,7 @@ from __future__ import annotations
 from rocketsim.broker.store.broker_step import (
     RESULT_STORE_COLUMNS,
     RESULTS_DATA,
+    PointedOffsets,
     PointedRecords,
     attach_store_columns,
     number_broker,
@@ -21,6 +22,7 @@ from rocketsim.broker.store.commit_log import (
     broker_indexes,
     log_records,
     numbered_chunks,
+    numbered_parts,
     with_offsets,
 )
 from rocketsim.broker.store.copies import (
@@ -34,6 +36,7 @@ from rocketsim.broker.store.copies import (
     log_copies,
     result_copies,
     result_copies_by_joins,
+    result_keys,
     stored_copies,
     stored_copy_counts,
 )
@@ -93,6 +96,7 @@ __all__ = [
     "STORE_COLUMNS",
     "STORE_PORT",
     "attach_store_columns",
+    "PointedOffsets",
     "PointedRecords",
     "batch_properties",
     "broker_ordered",
@@ -119,6 +123,7 @@ __all__ = [
     "delivery_flags",
     "result_copies",
     "result_copies_by_joins",
+    "result_keys",
     "log_copies",
     "SENT_STATUSES",
     "STORED_COPIES",
@@ -140,4 +145,5 @@ __all__ = [
     "TRANSACTION_ID",
     "copy_rows",
     "numbered_chunks",
+    "numbered_parts",
 ]

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from rocketsim.broker.store.commit_log import broker_indexes, with_offsets
+from rocketsim.broker.store.commit_log import LogSource, broker_indexes, log_rows, with_offsets
 from rocketsim.broker.store.copies import result_keys
 from rocketsim.broker.store.hosts import offset_msg_ids, store_hosts
 from rocketsim.scenario import Scenario
-from rocketsim.tables.grouping import bools, string_codes
+from rocketsim.tables.grouping import bools, ints, string_codes
 from rocketsim.tables.schemas import COMMIT_LOG, SEND_RESULTS, data_schema, is_broker_side
 
 RESULTS_DATA = data_schema(SEND_RESULTS)
@@ -25,6 +25,7 @@ _POINTED_STRINGS = tuple(
     n for n in RESULT_STORE_COLUMNS if n != "offset_msg_id" and pa.types.is_string(RESULTS_DATA.field(n).type)
 )
 _POINTED_NUMBERS = tuple(n for n in RESULT_STORE_COLUMNS if n not in ("offset_msg_id", *_POINTED_STRINGS))
+OFFSETS = ("queue_offset", "commit_log_offset")
 _POINTED_NULLABLE = tuple(n for n in _POINTED_NUMBERS if data_schema(COMMIT_LOG).field(n).nullable)
 
 
@@ -134,10 +135,89 @@ class PointedRecords:
                 made[name] = pa.array(cols[name][at], RESULTS_DATA.field(name).type, mask=mask)
             hosts = store_hosts(self.brokers)
             made["offset_msg_id"] = offset_msg_ids(cols["broker"][at], cols["commit_log_offset"][at], hosts)
-        for name in RESULT_STORE_COLUMNS:
-            field = RESULTS_DATA.field(name)
-            results = results.append_column(field, made.get(name, pa.array([], field.type)))
-        return results.select(RESULTS_DATA.names).cast(RESULTS_DATA)
+        return _completed(results, made)
+
+
+def _completed(results: pa.Table, made: dict[str, pa.Array]) -> pa.Table:
+    """``results`` with the store columns ``made`` (none: ``results`` is empty) as ``send_results`` rows."""
+    for name in RESULT_STORE_COLUMNS:
+        field = RESULTS_DATA.field(name)
+        results = results.append_column(field, made.get(name, pa.array([], field.type)))
+    return results.select(RESULTS_DATA.names).cast(RESULTS_DATA)
+
+
+# what PointedOffsets takes again of a pointed record (the rest of the store columns are its offsets)
+_RECORD_TAKEN = (
+    "producer",
+    "seq",
+    "broker",
+    *(n for n in _POINTED_NUMBERS if n not in OFFSETS),
+    *_POINTED_STRINGS,
+)
+
+
+def _pointed_rows(log: LogSource, piece: int) -> np.ndarray:
+    """The rows of ``log`` that results point at (``is_result``), read ``piece`` at a time."""
+    total = log.num_rows if hasattr(log, "num_rows") else log().num_rows
+    found = [np.zeros(0, np.int64)]
+    for at in range(0, total, piece):
+        rows = log_rows(log, np.arange(at, min(at + piece, total)), ["is_result"])
+        found.append(at + np.flatnonzero(bools(rows.column("is_result"))))
+    return np.concatenate(found)
+
+
+class PointedOffsets:
+    """A broker task's results completed from its log (a table or a
+    :class:`rocketsim.stage.protocols.RowSource`) with little kept per record: the pointed records
+    (``is_result``) pair with the results by their place, the k-th pointed record of the log as given
+    with the k-th result as given (both come in (producer, seq) order, producer task after producer task:
+    :class:`rocketsim.stage.producer.ProducerSinks`). Kept per result: its record's row in the log and
+    the two offsets the numbering gave it (:meth:`add`, a numbered part at a time); :meth:`attach` takes
+    the record's other columns from the log again and checks that each pair is one message. The log is
+    read ``piece`` records at a time."""
+
+    def __init__(self, log: LogSource, brokers: Sequence[str], piece: int = 1 << 17) -> None:
+        self.log, self.brokers, self.numbered = log, list(brokers), 0
+        rows = _pointed_rows(log, piece)
+        fits = not len(rows) or rows[-1] < 1 << 31
+        self.rows = rows.astype(np.int32) if fits else rows  # each pointed record's row
+        self.offsets = {name: np.zeros(len(rows), np.int64) for name in OFFSETS}
+
+    @property
+    def results(self) -> int:
+        """The results the log's records pair with."""
+        return len(self.rows)
+
+    def add(self, numbered: pa.Table, rows: np.ndarray) -> None:
+        """Keep the offsets of the pointed records of ``numbered`` (a part of :func:`numbered_parts`, the
+        log's rows ``rows``)."""
+        mask = bools(numbered.column("is_result"))
+        rank = np.searchsorted(self.rows, rows[mask])
+        for name in OFFSETS:
+            self.offsets[name][rank] = ints(numbered, name)[mask]
+        self.numbered += len(rank)
+
+    def attach(self, results: pa.Table, rows: np.ndarray) -> pa.Table:
+        """``results`` (the results' rows ``rows``) with the broker-side columns of their records."""
+        if self.numbered != len(self.rows):
+            raise ValueError("PointedOffsets.attach before every record was numbered")
+        if not len(rows):
+            return _completed(results, {})
+        records = log_rows(self.log, self.rows[rows], _RECORD_TAKEN)
+        if not np.array_equal(result_keys(records), result_keys(results)):
+            raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
+        made = {
+            name: records.column(name)
+            for name in (*_POINTED_NUMBERS, *_POINTED_STRINGS)
+            if name not in OFFSETS
+        }
+        for name in OFFSETS:
+            made[name] = pa.array(self.offsets[name][rows])
+        index = broker_indexes(records.column("broker"), self.brokers)
+        made["offset_msg_id"] = offset_msg_ids(
+            index, self.offsets["commit_log_offset"][rows], store_hosts(self.brokers)
+        )
+        return _completed(results, made)
 
 
 def number_broker(log: pa.Table, results: pa.Table, sc: Scenario) -> tuple[pa.Table, pa.Table]:

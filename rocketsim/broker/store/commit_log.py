@@ -5,8 +5,9 @@ the brokers' write order with queue offsets, commit-log offsets and offset messa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -22,9 +23,11 @@ from rocketsim.broker.store.layout import (
 )
 from rocketsim.broker.store.records import count_key_tokens, store_records, utf8_lengths
 from rocketsim.scenario import Scenario
-from rocketsim.tables.grouping import bools, group_codes, ints, pack_keys, take_rows
+from rocketsim.tables.grouping import Groups, bools, ints, pack_keys, string_codes, take_rows
 from rocketsim.tables.schemas import COMMIT_LOG, data_schema
 
+# a log given whole, or as a function giving it (best a RowSource of rocketsim.stage.protocols)
+LogSource = pa.Table | Callable[[], pa.Table]
 # The brokers' write order: store time, then a fixed tie-break (a batch's elements stay together).
 STORE_ORDER = ("store_ts_ms", "producer", "send_seq", "attempt", "seq")
 OFFSET_NAMES = ("queue_offset", "commit_log_offset", "offset_msg_id")
@@ -98,22 +101,6 @@ def _answered_status(attempts: pa.Table, results: pa.Table) -> tuple[np.ndarray,
     }
 
 
-def _store_order(log: pa.Table) -> np.ndarray | None:
-    """The stable row order of :data:`STORE_ORDER`; None when the rows are in it already."""
-    if log.num_rows == 0:
-        return None
-    ts, producer, send_seq, attempt, seq = (ints(log, k) for k in STORE_ORDER)
-    # (send_seq, seq) sorts as (send_seq, seq - send_seq), a batch member's place in its batch (small),
-    # when the difference cannot overflow
-    bound = max(abs(int(f(k))) for k in (send_seq, seq) for f in (np.min, np.max))
-    packed = pack_keys([ts, producer, send_seq, attempt, seq - send_seq]) if bound < 1 << 62 else None
-    if packed is None:
-        return np.lexsort((seq, attempt, send_seq, producer, ts))
-    if (packed[1:] >= packed[:-1]).all():
-        return None
-    return np.argsort(packed, kind="stable")  # the fastest here: a broker's log is runs in near order
-
-
 def _running_sums(groups: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
     """Per row, the sum of ``values`` (None: 1 a row) over the earlier rows of its group (int codes)."""
     n = len(groups)
@@ -149,28 +136,47 @@ def with_offsets(log: pa.Table, sc: Scenario) -> pa.Table:
 
     Any row order in, any mix of producers and brokers (vectorised: one sort, then running sums)."""
     parts = list(numbered_chunks(log, sc, max(log.num_rows, 1)))
-    return parts[0] if parts else _numbered(log, None, sc)
+    return parts[0] if parts else _with_offset_columns(log, {})
 
 
-def numbered_chunks(log: pa.Table | Callable[[], pa.Table], sc: Scenario, rows: int) -> Iterator[pa.Table]:
+def numbered_chunks(log: LogSource, sc: Scenario, rows: int) -> Iterator[pa.Table]:
+    """:func:`numbered_parts` without the rows of ``log`` each part is."""
+    for part, _ in numbered_parts(log, sc, rows):
+        yield part
+
+
+def numbered_parts(log: LogSource, sc: Scenario, rows: int) -> Iterator[tuple[pa.Table, np.ndarray]]:
     """:func:`with_offsets` of ``log`` in parts of ``rows`` records in write order (concatenated: the
-    whole): the order and the offsets are made once for every record from a few columns, each part's
-    rows taken from ``log`` when it is made. ``log`` may be a function giving the same records each time
-    it is called (a memory-mapped file opened anew): called once for the numbering, then each part's rows
-    taken by its ``take(rows, columns)`` (a function without: from what one more call gives), what it
-    gave dropped after, so what it maps is let go (each part's rows are copies)."""
-    opened = log if isinstance(log, pa.Table) else log()
-    total = opened.num_rows
+    whole), each with the rows of ``log`` it is. What it keeps across the parts is the write order (an
+    int per record, made from the sort keys read ``rows`` at a time) and each queue's and broker's next
+    offset: each part's rows are taken from ``log`` when it is made and numbered on from where the last
+    part ended. ``log`` may be a function giving the same records each time it is called, best a
+    :class:`rocketsim.stage.protocols.RowSource` (a memory-mapped file opened anew: only the rows asked
+    for are read, let go after each part)."""
+    keyed = log if isinstance(log, pa.Table) or hasattr(log, "slice") else log()  # read a piece at a time
+    total = keyed.num_rows
     if not total:
         return
-    numbering = _numbering(opened, sc)
-    del opened
+    order = _write_order(keyed, total, rows)
+    del keyed
+    offsets = _NextOffsets(list(sc.cluster.brokers))
     for at in range(0, total, rows):
-        yield _numbered(log, numbering, sc, slice(at, at + rows))
+        taken = np.arange(at, min(at + rows, total)) if order is None else order[at : at + rows]
+        if order is None and isinstance(log, pa.Table):
+            part = log.slice(at, rows)
+        else:  # copies: what a function gave is let go
+            part = log_rows(log, taken, LOG_COLUMNS.names)
+        yield offsets.numbered(part), taken
 
 
-def _taken(log: pa.Table | Callable[[], pa.Table], rows: np.ndarray, columns: Sequence[str]) -> pa.Table:
-    """Rows ``rows`` of ``log`` (a table, or a function giving one, :func:`numbered_chunks`), ``columns``."""
+def _range(log: pa.Table | Any, start: int, length: int, columns: Sequence[str]) -> pa.Table:
+    """Rows ``start`` to ``start + length`` of ``log`` (a table or a RowSource: mapped, not copied),
+    ``columns``."""
+    return log.slice(start, length).select(list(columns))
+
+
+def log_rows(log: LogSource, rows: np.ndarray, columns: Sequence[str]) -> pa.Table:
+    """Rows ``rows`` of ``log`` (:func:`numbered_parts`), ``columns``: copies."""
     take = getattr(log, "take", None) if not isinstance(log, pa.Table) else None
     if take is not None:
         return take(rows, columns)
@@ -178,69 +184,83 @@ def _taken(log: pa.Table | Callable[[], pa.Table], rows: np.ndarray, columns: Se
     return take_rows(table.select(list(columns)), rows)
 
 
-@dataclass(frozen=True)
-class _Numbering:
-    """The write order of a log (None: its own) and, in it, each record's broker and store-topic codes,
-    queue offset and commit-log offset."""
-
-    order: np.ndarray | None
-    broker: np.ndarray
-    topic: np.ndarray
-    topics: pa.Array
-    queue_offset: np.ndarray
-    commit_log_offset: np.ndarray
+def _sort_keys(piece: pa.Table) -> list[np.ndarray]:
+    """The write order's keys of some records (:data:`STORE_ORDER`), (send_seq, seq) as (send_seq, seq -
+    send_seq), a batch member's place in its batch (small), so that they pack; the last, ``seq``, to
+    bound that difference."""
+    ts, producer, send_seq, attempt, seq = (ints(piece, k) for k in STORE_ORDER)
+    return [ts, producer, send_seq, attempt, seq - send_seq, seq]
 
 
-def _numbering(log: pa.Table, sc: Scenario) -> _Numbering:
-    index = broker_indexes(log.column("broker"), list(sc.cluster.brokers))
-    topics = pc.dictionary_encode(log.column("store_topic").combine_chunks())
-    topic = np.asarray(topics.indices, np.int64)
-    size, queue = ints(log, "store_size"), ints(log, "store_queue_id")
-    order = _store_order(log)
-    if order is not None:
-        index, topic, size, queue = index[order], topic[order], size[order], queue[order]
-    return _Numbering(
-        order,
-        index,
-        topic,
-        topics.dictionary,
-        _running_sums(group_codes([index, topic, queue])),
-        _running_sums(index, size),
-    )
+def _write_order(log: pa.Table | Any, total: int, piece: int) -> np.ndarray | None:
+    """The stable row order of :data:`STORE_ORDER` (int32 when it fits); None when the rows are in it
+    already. The keys are read ``piece`` records at a time, twice (their ranges, then one
+    packed int64 per record), so a whole log's keys are never held at once."""
+    starts = range(0, total, piece)
+    ranges = []
+    for at in starts:
+        keys = _sort_keys(_range(log, at, min(piece, total - at), STORE_ORDER))
+        ranges.append([(int(k.min()), int(k.max())) for k in keys])
+    low = [min(r[i][0] for r in ranges) for i in range(6)]
+    high = [max(r[i][1] for r in ranges) for i in range(6)]
+    spans = [h - lo + 1 for lo, h in zip(low[:5], high[:5], strict=True)]
+    # (send_seq, seq - send_seq) stands for (send_seq, seq) while the difference cannot overflow
+    if math.prod(spans) >= 1 << 63 or max(abs(v) for v in (low[2], high[2], low[5], high[5])) >= 1 << 62:
+        whole = _range(log, 0, total, STORE_ORDER)
+        ts, producer, send_seq, attempt, seq = (ints(whole, k) for k in STORE_ORDER)
+        return _compact(np.lexsort((seq, attempt, send_seq, producer, ts)))
+    packed = np.empty(total, np.int64)
+    for at in starts:
+        keys = _sort_keys(_range(log, at, min(piece, total - at), STORE_ORDER))[:5]
+        packed[at : at + len(keys[0])] = pack_keys(keys, list(zip(low[:5], spans, strict=True)))
+    if (packed[1:] >= packed[:-1]).all():
+        return None
+    # a stable argsort, the fastest here: a broker's log is runs in near order
+    return _compact(np.argsort(packed, kind="stable"))
 
 
-def _numbered(
-    log: pa.Table | Callable[[], pa.Table], n: _Numbering | None, sc: Scenario, rows: slice = slice(None)
-) -> pa.Table:
-    """Records ``rows`` (in write order) of ``log`` with their offsets (``n`` None: ``log`` is an empty
-    table); a table in write order is sliced, otherwise the rows are taken (copies)."""
-    schema = data_schema(COMMIT_LOG)
-    if n is None:
-        assert isinstance(log, pa.Table)
-        empty = {name: pa.array([], schema.field(name).type) for name in OFFSET_NAMES}
-        return (
-            pa.table({**{c: log.column(c) for c in log.column_names}, **empty})
-            .select(schema.names)
-            .cast(schema)
+def _compact(order: np.ndarray) -> np.ndarray:
+    """``order`` as int32 when its rows fit (half the memory it keeps)."""
+    return order.astype(np.int32) if len(order) < 1 << 31 else order
+
+
+class _NextOffsets:
+    """Where numbering goes on: the next queue offset of each (broker, store topic, store queue) and the
+    next commit-log offset of each broker; :meth:`numbered` numbers the next part of the write order."""
+
+    def __init__(self, brokers: Sequence[str]) -> None:
+        self.brokers = list(brokers)
+        self.queue: dict[tuple[int, str, int], int] = {}
+        self.log = np.zeros(len(self.brokers), np.int64)
+
+    def numbered(self, part: pa.Table) -> pa.Table:
+        """``part`` (the next records in write order, :data:`LOG_COLUMNS`) with its offsets."""
+        index = broker_indexes(part.column("broker"), self.brokers)
+        topic, topics = string_codes(part.column("store_topic"))
+        queue, size = ints(part, "store_queue_id"), ints(part, "store_size")
+        g = Groups([index, topic, queue])
+        names = topics.to_pylist()
+        keys = [(int(index[f]), names[topic[f]], int(queue[f])) for f in g.first.tolist()]
+        base = np.array([self.queue.get(k, 0) for k in keys], np.int64)
+        for k, b, c in zip(keys, base.tolist(), g.count().tolist(), strict=True):
+            self.queue[k] = b + c
+        commit_log_offset = _running_sums(index, size) + self.log[index]
+        np.add.at(self.log, index, size)
+        hosts = store_hosts(self.brokers)
+        return _with_offset_columns(
+            part,
+            {
+                "queue_offset": pa.array(_running_sums(g.index) + base[g.index]),
+                "commit_log_offset": pa.array(commit_log_offset),
+                "offset_msg_id": offset_msg_ids(index, commit_log_offset, hosts),
+            },
         )
-    brokers = list(sc.cluster.brokers)
-    index = n.broker[rows]
-    start = rows.start or 0
-    if n.order is not None:  # broker and topic rebuilt from their codes: cheaper than taking the strings
-        taken = [c for c in LOG_COLUMNS.names if c not in ("broker", "store_topic")]
-        part = _taken(log, n.order[rows], taken)
-        part = part.append_column("broker", pa.array(brokers, pa.string()).take(pa.array(index)))
-        part = part.append_column("store_topic", n.topics.take(pa.array(n.topic[rows])))
-    elif isinstance(log, pa.Table):
-        part = log.slice(start, len(index))
-    else:
-        part = _taken(log, np.arange(start, start + len(index)), LOG_COLUMNS.names)
-    commit_log_offset = n.commit_log_offset[rows]
-    cols = {
-        "queue_offset": pa.array(n.queue_offset[rows]),
-        "commit_log_offset": pa.array(commit_log_offset),
-        "offset_msg_id": offset_msg_ids(index, commit_log_offset, store_hosts(brokers)),
-    }
+
+
+def _with_offset_columns(part: pa.Table, columns: dict[str, pa.Array]) -> pa.Table:
+    """``part`` (:data:`LOG_COLUMNS`) with :data:`OFFSET_NAMES` (none given: empty, ``part`` empty) as
+    ``commit_log`` rows."""
+    schema = data_schema(COMMIT_LOG)
     for name in OFFSET_NAMES:
-        part = part.append_column(name, cols[name])
+        part = part.append_column(name, columns.get(name, pa.array([], schema.field(name).type)))
     return part.select(schema.names).cast(schema)

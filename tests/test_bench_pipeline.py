@@ -18,7 +18,7 @@ def test_bench_pipeline_times_the_job_and_the_floor_as_processes(tmp_path: Path)
     out = tmp_path / "bench.json"
     cmd = [sys.executable, "-m", "rocketsim.bench", "pipeline", "--sizes", "3000", "--modes", "sync"]
     flags = ["--compare-size", "0", "--hot-share", "0", "--no-one-producer", "--json", str(out)]
-    flags += ["--coupled-sizes", "3000"]
+    flags += ["--coupled-sizes", "3000", "--summary-sizes", ""]
     done = subprocess.run([*cmd, *flags], capture_output=True, text=True, timeout=600, check=False)
     report = json.loads(out.read_text())
     row, open_, coupled = report["rows"]

@@ -1,23 +1,7 @@
 """A producer's connections: one channel per broker that every sender thread shares, and what a close does
 to the requests pending on it.
 
-``NettyRemotingClient`` keeps one channel per broker address (``channelTables``); every thread of the
-producer writes its requests to it and waits on its own ``ResponseFuture``. When a SYNC request times out,
-``invokeSync`` closes that channel if the line says so (``ClientVersion.closes_channel_on_sync_timeout``,
-``close_on_timeout_needs_time_left``); the close runs ``NettyConnectManageHandler.close`` ->
-``NettyRemotingAbstract.failFast``, whose ``requestFail`` fails every other request still pending on the
-channel at once (``RemotingSendRequestException("send request to <addr> failed")``). Their threads retry
-at once on a new channel (``getAndCreateChannel``); what they had written stays in the broker's socket and
-is stored when the broker reads it (a paused broker: when it continues), so a failed-fast send that
-succeeds on a retry is stored twice. A request answered at the same ms as the close keeps its own answer.
-
-The reconnect costs no whole ms in the model: ``createChannel`` connects to a broker whose kernel accepts
-(a live or a paused process) in one network round trip, under a ms on the measured hosts (a refused or
-unanswered connect is the broker model's own answer to the attempt).
-
-Scope: the requests a close fails are the SYNC ones (SYNC and ordered SYNC sends); an ASYNC request pending
-on a channel closed under it is left to its own answer or the response-table scan (a producer mixing
-both modes on a closing line; docs/validation.md). Compiled twin: ``engine.compiled``'s ``conn_*``.
+More: docs/reference/modules.md, rocketsim/client/connection.py.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """Client and broker versions, and every behaviour that differs between them, as named properties.
 
-A ``client_version`` is a real release from 4.3.0 to 5.3.3 ("4.3.2", "4.9.8", "5.3.3"); the conformance
-vectors also use "5.x" for the upstream ``develop`` branch (newer than every 5.3.x tag), parsed as 5.99.0.
-
-Ask the version what it does (``version.retries_system_busy``, ``version.line.uses_queue_filters``), never
-its number: a version comparison is written once, here. What differs between the client's behaviour lines
-(the tags that behave alike, ``clients.md`` A.1) is a table, :data:`REMOTING_LINES`: a row per line, a
-column per behaviour (:class:`RemotingLine`); a version's row is :attr:`ClientVersion.line`. Facts that
-change inside a line ("exists since" a tag) are properties comparing the version once, below. The broker
-a client talks to is :attr:`ClientVersion.broker`: a 4.9.x client talks to a 4.9.8 broker, a 5.x client to
-a 5.3.3 broker; a broker release's behaviours are the rows of :data:`BROKER_LINES`.
+Ask the version what it does (``version.retries_system_busy``), never its number: a version comparison is
+written once, here; what differs between behaviour lines is the table :data:`REMOTING_LINES`.
 
 More: docs/reference/modules.md, rocketsim/client/versions.py.
 """

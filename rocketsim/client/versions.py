@@ -139,6 +139,8 @@ class RemotingLine:
     async_latency_from_call_begin: bool
     # onExceptionImpl retries only with time left (``timeoutMillis > 0``) [AR-4]
     async_retry_needs_budget: bool
+    # invokeAsync fails a request with no time left twice: ClientVersion.fails_late_async_request_twice
+    fails_late_async_request_twice: bool
     # onExceptionImpl's retry is sent with the budget left (``timeoutMillis - cost``); else with 0 [AR-1]
     async_retry_gets_budget: bool
     # sendMessageAsync catches what invokeAsync throws and retries it (``catch (Exception ex)``) [AR-3];
@@ -200,6 +202,7 @@ _R4_9_7 = RemotingLine(
     remoting_completes_futures=False,
     async_latency_from_call_begin=False,
     async_retry_needs_budget=False,
+    fails_late_async_request_twice=False,
     async_retry_gets_budget=True,
     async_catches_invoke_failure=True,
     wait_timeout_reports_cost=False,
@@ -284,12 +287,13 @@ _R5_2 = replace(  # isAvailable by time only again; operationSucceed / operation
     async_latency_from_call_begin=True,
     wait_timeout_reports_cost=True,
 )
-_R5_3_0 = replace(  # + SYSTEM_BUSY retried; getAndCreateChannelAsync; AR-3b
+_R5_3_0 = replace(  # + SYSTEM_BUSY retried; getAndCreateChannelAsync (and its double failure); AR-3b
     _R5_2,
     name=LINE_5_3_0,
     since=(5, 3, 0),
     retries_system_busy=True,
     remoting_completes_futures=True,
+    fails_late_async_request_twice=True,
     fault_updates="CS-2",
     unknown_reason_text="unknown reason",
 )
@@ -429,6 +433,18 @@ class ClientVersion:
         it runs at the end of the tick 1000 ms later: 1100 (derived from ``HashedWheelTimer``; a scan of
         the response table takes far less than a tick)."""
         return self.line.response_scan_period_ms
+
+    @property
+    def fails_late_async_request_twice(self) -> bool:
+        """5.3.0+ ``NettyRemotingClient.invokeAsync``: its connect listener fails a request with no time
+        left (``timeoutMillis < costTime``: ``operationFail(RemotingTooMuchRequestException)``) and, with
+        no ``return`` after it, still calls ``invokeAsyncImpl``, whose ``invoke0`` future fails it again
+        at once (``invokeAsyncImpl call timeout``, or ``invoke too fast`` with no permit) and hands
+        ``operationFail`` a ``CompletionException``. Each failure updates the fault item
+        (``updateFaultItem(b, cost, true, true)``) and runs ``onExceptionImpl``: the first never retries,
+        so the application's ``onException`` runs; the second ("unknown reason") may retry. Reached only
+        where a retry goes out with no time left: 5.3.0-5.3.1 (5.3.2's ``timeoutMillis > 0`` guard)."""
+        return self.line.fails_late_async_request_twice
 
     @property
     def has_max_timeout_per_request(self) -> bool:

@@ -302,27 +302,21 @@ def _order_concurrent_updates(steps: list[dict[str, Any]]) -> None:
         if shown == latency:
             continue
         at = steps.index(u)
-
-        def overwrites(
-            s: dict[str, Any], u: dict[str, Any] = u, broker: str = broker, shown: int = shown
-        ) -> bool:
-            return (
-                s["what"] == "update"
-                and s["th"] != u["th"]
-                and s["upd"][0] == broker
-                and s["upd"][1] == shown
-            )
-
-        v = next((s for s in reversed(steps[:at]) if overwrites(s)), None)
-        if v is None:  # overwritten after it wrote, by an update logged after it
-            next(s for s in steps[at + 1 :] if overwrites(s))
-        else:
+        v = next((s for s in reversed(steps[:at]) if _overwrites(s, u, shown)), None)
+        if v is not None:
             steps.remove(u)
             steps.insert(steps.index(v), u)
+        elif not any(_overwrites(s, u, shown) for s in steps[at + 1 :]):
+            raise ValueError(f"step {at}: no update shows latency {shown} of {u['upd'][0]}")
         u["t"] = u["_lft_now"]
         del u["table"]
     for s in steps:
         s.pop("_lft_now", None)
+
+
+def _overwrites(s: dict[str, Any], u: dict[str, Any], shown: int) -> bool:
+    """Whether ``s`` is another thread's update of ``u``'s broker with the latency ``u``'s table shows."""
+    return s["what"] == "update" and s["th"] != u["th"] and s["upd"][:2] == [u["upd"][0], shown]
 
 
 def _drop_torn_tables(steps: list[dict[str, Any]]) -> None:

@@ -92,6 +92,29 @@ def test_async_replay_notices_a_retry_on_the_wrong_thread(tmp_path: Path) -> Non
     assert "R22/k=3" in failures and "on thread 'C2', recorded 'E1'" in failures["R22/k=3"]
 
 
+def test_async_replay_holds_5_3_0_to_its_second_on_exception(tmp_path: Path) -> None:
+    # 5.3.0 R22 send 3: its retry has no time left, and NettyRemotingClient.invokeAsync fails it twice
+    # (operationFail with no return after it, then invokeAsyncImpl -> NettyRemotingAbstract.invoke0): the
+    # application's onException runs twice. A recording without the second call, or with another text in
+    # it, is not what the model does (ClientVersion.fails_late_async_request_twice).
+    name = "real_client_async_5_3_0.jsonl"
+    lines = (VECTORS / name).read_text().splitlines()
+    second = [
+        i
+        for i, line in enumerate(lines)
+        if '"sc":"R22"' in line and '"k":3,' in line and '"what":"result"' in line
+    ][1]
+    (tmp_path / name).write_text("\n".join(x for i, x in enumerate(lines) if i != second) + "\n")
+    failures = {r.vector_id: r.detail for r in run_dir(tmp_path) if r.status == "failed"}
+    assert list(failures) == ["R22/k=3"] and "did not end" in failures["R22/k=3"]
+    other = [
+        x.replace("unknown reason", "send request failed") if i == second else x for i, x in enumerate(lines)
+    ]
+    (tmp_path / name).write_text("\n".join(other) + "\n")
+    failures = {r.vector_id: r.detail for r in run_dir(tmp_path) if r.status == "failed"}
+    assert list(failures) == ["R22/k=3"] and "send request failed" in failures["R22/k=3"]
+
+
 def test_grpc_replay_notices_a_reply_the_client_would_answer_differently(tmp_path: Path) -> None:
     # G07 send 1: the Proxy answers TOO_MANY_REQUESTS and the Python client (PY producer.py
     # __check_send_retry_condition) stops at once. Scripted as INTERNAL_SERVER_ERROR instead, the model

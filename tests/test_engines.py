@@ -1298,3 +1298,44 @@ def test_a_sync_timeout_closes_the_channel_under_the_other_threads(version: str)
     timed_out = a[a.outcome == "remoting:timeout"]
     closed_at = (timed_out.start_ts_ms + timed_out.latency_ms).min()
     assert ((failed_fast.start_ts_ms + failed_fast.latency_ms) >= closed_at).all()
+
+
+@pytest.mark.parametrize("version", ["5.3.0", "5.3.1", "5.3.2"])
+def test_a_retry_with_no_time_left_fails_twice_on_5_3_0_and_5_3_1(version: str) -> None:
+    # Requests that get no answer fail at the response-table scan, after the budget is gone. 5.3.0/5.3.1
+    # retry anyway (MQClientAPIImpl.onExceptionImpl has no `timeoutMillis > 0` guard before 5.3.2) and
+    # NettyRemotingClient.invokeAsync's listener fails each such retry twice (no `return` after its
+    # operationFail; invokeAsyncImpl -> NettyRemotingAbstract.invoke0 fails it again): the second failure
+    # retries while tries are left, so with 5 retries a send makes 3 refused requests after the scan,
+    # each isolating the broker it selected. The send's row is its first onException, at the scan.
+    out = check(
+        scenario(
+            version,
+            messages=500,
+            errors={"remoting_timeout": 0.05},
+            producers={"send_mode": {"async": 1}, "retry_times_when_send_async_failed": 5},
+        )
+    )
+    att = out.attempts
+    refused = pc.equal(att.column("outcome"), "remoting:too_many_requests")
+    twice = parse_version(version).fails_late_async_request_twice and not version.endswith("2")
+    if not twice:
+        assert not pc.any(refused).as_py()
+        return
+    seqs = set(att.filter(refused).column("seq").to_pylist())
+    assert len(seqs) > 5
+    assert att.filter(refused).column("fault_isolated_until_ms").null_count == 0
+    res = out.results.filter(pc.is_in(out.results.column("seq"), pa.array(sorted(seqs))))
+    assert set(res.column("status").to_pylist()) == {"FAILED"}
+    assert {e.split("\n")[0] for e in res.column("error").to_pylist()} == {
+        "MQClientException: unknown reason"
+    }
+    for seq in sorted(seqs)[:5]:
+        rows = att.filter(pc.equal(att.column("seq"), seq))
+        kinds = rows.column("outcome").to_pylist()
+        assert kinds[1:] == ["remoting:too_many_requests"] * 3, kinds
+        # the refused requests go out, and the send ends (its first onException), when the scan fails its
+        # first request
+        scan = set(rows.column("start_ts_ms").to_pylist()[1:])
+        row = res.filter(pc.equal(res.column("seq"), seq))
+        assert scan == {row.column("end_ts_ms")[0].as_py()} and row.column("attempts")[0].as_py() == 4

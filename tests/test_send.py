@@ -10,6 +10,7 @@ import pytest
 from rocketsim.client.fault import FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.route import TopicPublishInfo, TopicRouteData, topic_publish_info
 from rocketsim.client.send import (
+    IO_THREAD,
     AsyncSemaphore,
     Call,
     ClientError,
@@ -544,3 +545,46 @@ def test_async_retry_keeps_the_first_queue_id(version: str) -> None:
         assert [a.queue_id for a in rec.attempts] == [q0, q0]
         retried += 1
     assert retried == 16
+
+
+@pytest.mark.parametrize(
+    ("version", "retries", "requests", "callbacks"),
+    [("5.3.0", 2, 2, 2), ("5.3.1", 5, 4, 4), ("5.3.2", 2, 1, 1), ("5.2.0", 2, 3, 1)],
+)
+def test_a_retry_with_no_time_left_fails_twice_on_5_3_0_and_5_3_1(
+    version: str, retries: int, requests: int, callbacks: int
+) -> None:
+    # The first request gets no answer: the response-table scan fails it after the budget is gone.
+    # 5.3.0/5.3.1 MQClientAPIImpl.onExceptionImpl still retries (no `timeoutMillis > 0` guard: 5.3.2 adds
+    # it), and NettyRemotingClient.invokeAsync's connect listener fails that retry twice, on the event
+    # loop: operationFail(RemotingTooMuchRequestException) (updateFaultItem, onExceptionImpl: no retry, the
+    # application's onException) and, with no `return` after it, invokeAsyncImpl ->
+    # NettyRemotingAbstract.invoke0's failed future -> operationFail(CompletionException) ("unknown
+    # reason": updateFaultItem again, onExceptionImpl retries while tries are left). 5.2.0's invokeAsync
+    # throws instead: sendMessageAsync's catch retries it, one onException at the end.
+    strategy, tp, cfg = _setup(version, {"broker-a": 2}, fault=True)
+    cfg = replace(cfg, retry_times_when_send_async_failed=retries)
+    updates: list[tuple[str, int, bool]] = []
+    update = strategy.update_fault_item
+
+    def recording(broker: str, latency: int, isolation: bool, now: int, reachable: bool = True):  # noqa: ANN202
+        updates.append((broker, latency, isolation))
+        return update(broker, latency, isolation, now, reachable)
+
+    strategy.update_fault_item = recording  # type: ignore[method-assign]
+    transport = _transport({"broker-a": _hang()})
+    rec = send_async(strategy, tp, cfg, "TopicTest", 500, transport, scan=ResponseScan(3_000, 1_000))
+    assert len(transport.calls) == 1 and len(rec.attempts) == requests
+    refused = rec.attempts[1:]
+    assert all(a.outcome.label == "remoting:too_many_requests" for a in refused)
+    assert 1 + len(rec.again) == callbacks
+    twice = parse_version(version).fails_late_async_request_twice and requests > 1
+    if twice:  # the send's row is the first onException's, at the scan
+        assert rec.end_ms == 5_000 and rec.error.error_message == "unknown reason"
+        assert all(e.error_message == "unknown reason" for e in rec.again)
+        # the dispatch, the scan's failure, then two isolating updates per refused request
+        assert updates[2:] == [("broker-a", 0, True)] * (2 * len(refused))
+        # a retry the second failure makes selects on the event loop, with the loop's own index
+        assert (tp.send_which_queue.value(IO_THREAD) is not None) == (len(refused) > 1)
+    else:
+        assert len(updates) == 2 + len(refused)

@@ -124,3 +124,19 @@ def test_backpressure_is_off_by_default_in_5_3_3() -> None:
     assert parse_version("5.2.0").async_backpressure_defaults == AsyncBackpressure(False, 10_000, 104_857_600)
     assert parse_version("5.x").async_backpressure_defaults == AsyncBackpressure(False, 1024, 104_857_600)
     assert parse_version("4.9.8").async_backpressure_defaults is None  # no such fields in 4.x
+
+
+@pytest.mark.parametrize(
+    ("text", "twice", "reached"),
+    [("4.9.8", False, False), ("5.2.0", False, False), ("5.3.0", True, True), ("5.3.1", True, True)]
+    + [("5.3.2", True, False), ("5.3.3", True, False)],
+)
+def test_a_late_async_request_fails_twice_from_5_3_0(text: str, twice: bool, reached: bool) -> None:
+    # remoting/.../NettyRemotingClient.java invokeAsync at rocketmq-all-5.3.0..5.3.3: the connect listener's
+    # `if (timeoutMillis < costTime) invokeCallback.operationFail(..)` has no return, so
+    # invokeAsyncImpl -> NettyRemotingAbstract.invoke0 fails the request again; 5.2.0 throws
+    # RemotingTooMuchRequestException from invokeAsync instead (one failure). A retry goes out with no time
+    # left only without MQClientAPIImpl.onExceptionImpl's `timeoutMillis > 0` guard (added in 5.3.2).
+    v = parse_version(text)
+    assert v.fails_late_async_request_twice == twice
+    assert (twice and not v.line.async_retry_needs_budget) == reached

@@ -1790,6 +1790,10 @@ def async_call(inp, state, s, attempt, now, req_timeout):
         fl[s, FL_PHASE] = PH_SYNC_FAIL
         heap_push(state.heap, state.counters, start + lat, Event.DELIVER, s)
         return False
+    if refused == REF_NO_BUDGET and cfg.fails_late_async_request_twice and fl[s, FL_POOL] < 0:
+        # sent from the event loop: invokeAsync's listener fails it there at once (send.failed_twice)
+        fl[s, FL_KIND], fl[s, FL_LATENCY], fl[s, FL_CODE] = kind, lat, code
+        return True
     fire = start + lat
     if refused == REF_NONE and kind == OutcomeKind.REMOTING_TIMEOUT:
         fire = scan_fired(cfg, start, req_timeout - (start - now))
@@ -1897,6 +1901,8 @@ def async_event(inp, state, s, now, phase):
         async_dispatched(plain, fl, cp, state.semaphore, heap, st, s, now)
         return
     on_event_loop = cfg.remoting_completes_futures and fl[s, FL_KIND] == OutcomeKind.REMOTING_CONNECT
+    # 5.3.0-5.3.1: a request with no time left fails in invokeAsync's listener, on the loop too
+    on_event_loop |= cfg.fails_late_async_request_twice and fl[s, FL_REFUSED] == REF_NO_BUDGET
     if phase == PH_CALLBACK and not on_event_loop and client_pool_take(cp, fl, POOL_CALLBACK, s) < 0:
         return  # waits for a callback thread
     # one call site of async_call: LLVM then inlines it, sparing the copy of every array of ``inp`` and
@@ -1956,6 +1962,7 @@ def async_event(inp, state, s, now, phase):
             client_pool_release(cp, fl, heap, st, s, t)
             return
         catch = rules.catch_of_kind[kind]
+        elapsed = 0
         need_retry = True
         failure = Failure.ASYNC_UNKNOWN
         aux = 0
@@ -2022,9 +2029,20 @@ def async_event(inp, state, s, now, phase):
         fl[s, FL_CUR_TIMES] = cur_times
         remaining = req_timeout - (t - call_begin)
         budget_ok = remaining > 0 or not cfg.async_retry_needs_budget
+        if refused == REF_NO_BUDGET and cfg.fails_late_async_request_twice and not thrown:
+            # send.failed_twice: onException (the send's result: the first), then invokeAsyncImpl fails
+            # the request again ("unknown reason"): an update, and a retry or onException again
+            if res.end[s] < 0:
+                fail(res, s, failure, t)
+                res.aux[s] = aux
+            record_outcome(ft, Site.ASYNC_CALLBACK, catch, b, elapsed, t, cfg, rules)
+            cur_times += 1
+            fl[s, FL_CUR_TIMES] = cur_times
+            need_retry = True
         if not (need_retry and cur_times <= cfg.async_retries and budget_ok):
-            fail(res, s, failure, t)  # onException
-            res.aux[s] = aux
+            if res.end[s] < 0:  # onException (a send failed twice keeps its first)
+                fail(res, s, failure, t)
+                res.aux[s] = aux
             if fl[s, FL_IN_SYNC]:  # a chain that failed synchronously returns to sendDefaultImpl only now
                 dispatch_update(cfg, rules, ft, fl, inst, s, t)
             client_pool_release(cp, fl, heap, st, s, t)

@@ -101,13 +101,17 @@ def _first_diff(what: str, expected: Any, got: Any) -> str | None:
     return None
 
 
-def _res_json(record: SendRecord) -> dict[str, Any]:
-    """How a send ended, in the vectors' ``res`` form (a message's first line: no FAQ suffix)."""
+def _res_json(record: SendRecord) -> list[dict[str, Any]]:
+    """What the application got, in the vectors' ``res`` form (a message's first line: no FAQ suffix):
+    one per result step (a send whose onException ran again: each call's, :attr:`SendRecord.again`)."""
     if record.result is not None:
-        return {"returned": record.result.status, "mq": [record.result.broker, record.result.queue_id]}
-    err = record.error
-    if err is None:
-        return {"oneway": True}
+        return [{"returned": record.result.status, "mq": [record.result.broker, record.result.queue_id]}]
+    if record.error is None:
+        return [{"oneway": True}]
+    return [_error_json(err) for err in (record.error, *record.again)]
+
+
+def _error_json(err: Exception) -> dict[str, Any]:
     text = getattr(err, "error_message", None) or getattr(err, "message", None) or str(err)
     return {
         "thrown": getattr(err, "java_class", type(err).__name__),
@@ -166,7 +170,7 @@ class _Scenario:
         self.gens: dict[int, Any] = {}
         self.pending: dict[int, Call | Step | None] = {}
         self.records: dict[int, SendRecord] = {}
-        self.expected_res: dict[int, dict[str, Any]] = {}
+        self.expected_res: dict[int, list[dict[str, Any]]] = {}
 
     def _advance(self, k: int, value: Outcome | Resume | None) -> None:
         gen = self.gens[k]
@@ -222,7 +226,7 @@ class _Scenario:
             if d is None and "table" in step:  # absent: a concurrent update came before the snapshot
                 d = _first_diff("update table", step["table"], self.strategy.table.vector_rows())
             return d
-        self.expected_res[k] = step["res"]
+        self.expected_res.setdefault(k, []).append(step["res"])
         self._advance(k, Resume(t, th))
         return None
 

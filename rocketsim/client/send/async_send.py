@@ -41,7 +41,7 @@ from rocketsim.client.send.records import (
     SendResult,
     Transport,
 )
-from rocketsim.client.send.steps import Action, Pool, Resume, Step, Steps, StepsTo, run_steps
+from rocketsim.client.send.steps import IO_THREAD, Action, Pool, Resume, Step, Steps, StepsTo, run_steps
 from rocketsim.client.versions import ClientVersion
 from rocketsim.errors import ConfigError
 
@@ -190,6 +190,7 @@ class _Request:
     call_timeout: int
     outcome: Outcome
     refused: Failure | None  # the client gave up before sending anything
+    no_time_left: bool = False  # refused by invokeAsync's ``timeoutMillis < costTime``
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,9 @@ class _AsyncSend:
         self.attempt = 0
         self.last: str | None = None
         self.wait_timeout: tuple[int, int] | None = None  # (beginStartTime, timeout) of a scan-failed request
+        # 5.3.0-5.3.1's double failure: the first onException's (time, error), the later ones' errors
+        self.first_end: tuple[int, Failure] | None = None
+        self.again: list[Failure] = []
 
     def steps(self) -> Steps:
         go = yield Step(Action.EXECUTE, self.begin_ms, pool=Pool.EXECUTOR)
@@ -262,9 +266,12 @@ class _AsyncSend:
         sent: tuple[str | None, ...],
         upd: FaultUpdate | None = None,
     ) -> SendRecord:
-        attempts = tuple(self.attempts)
+        attempts, again = tuple(self.attempts), ()
+        if self.first_end is not None:  # onException ran more than once: the record is the first's
+            (end, first), again = self.first_end, (*self.again, error)
+            error = first
         return SendRecord(
-            "async", self.topic, self.begin_ms, end, attempts, result, error, sent, upd, self.exec_ms
+            "async", self.topic, self.begin_ms, end, attempts, result, error, sent, upd, self.exec_ms, again
         )
 
     def done(self, req: _Request, upd: FaultUpdate | None, flow: str, t: int) -> None:
@@ -316,6 +323,8 @@ class _AsyncSend:
     def one_request(self) -> StepsTo[SendRecord | None]:
         """A request and what it comes to: the send's record if it ends, None if it is retried."""
         req = yield from self.request()
+        if req.no_time_left and self.version.fails_late_async_request_twice:
+            return (yield from self.failed_twice(req))
         thrown = self.thrown_by_invoke(req)
         # a first request that fails synchronously leaves sendKernelImpl: the broker is unknown (every
         # line), or 4.3-4.8 [AR-1/2], whose sendMessageAsync has no catch
@@ -338,7 +347,7 @@ class _AsyncSend:
         self.now = now
         self.wait_timeout = None
         refused: Failure | None = None
-        # invokeAsync: timeoutMillis < costTime (every line; 5.3.0+ through the future)
+        # invokeAsync: timeoutMillis < costTime (every line; 5.3.0+ in its connect listener)
         if self.req_timeout < 0:
             refused = invoke_async_timeout_error(self.broker, self.line)
             outcome, start = Outcome.remoting_error("too_many_requests", 0), now
@@ -354,7 +363,8 @@ class _AsyncSend:
                 start = grant
                 timeout = self.req_timeout - (grant - now)
                 outcome = yield Call(self.attempt, self.broker, self.queue_id, grant, timeout, "async")
-        return _Request(call_begin, start, self.req_timeout - (start - call_begin), outcome, refused)
+        left = self.req_timeout - (start - call_begin)
+        return _Request(call_begin, start, left, outcome, refused, self.req_timeout < 0)
 
     def thrown_by_invoke(self, req: _Request) -> Failure | None:
         """The failure thrown out of ``invokeAsync`` (caught by ``sendMessageAsync``'s catch), if any."""
@@ -454,6 +464,27 @@ class _AsyncSend:
         upd, now = yield from self.callback_update(req, req.outcome.catch, now)
         error, need_retry = self.callback_error(req)
         return _Failed(error, need_retry, upd, now)
+
+    def failed_twice(self, req: _Request) -> StepsTo[SendRecord | None]:
+        """5.3.0-5.3.1, a request with no time left (:attr:`ClientVersion.fails_late_async_request_twice`),
+        on the Netty event loop (``invokeAsync``'s connect listener; a retry sent from the loop runs it
+        there at once): ``operationFail`` (an update, then ``onExceptionImpl`` without a retry: the
+        application's onException), then ``invokeAsyncImpl``'s own failure of it (``CompletionException``:
+        "unknown reason", retried): an update again, and a retry or onException again."""
+        if self.thread != IO_THREAD:  # sent from a callback thread: the listener is a task of the loop
+            go = yield Step(Action.CALLBACK, req.start, pool=Pool.IO)
+            self.now, self.thread = go.now_ms, go.thread
+        self.strategy.advance_to(self.now)
+        _, now = yield from self.callback_update(req, req.outcome.catch, self.now)
+        self.cur_times += 1  # onExceptionImpl(needRetry = false): RemotingTooMuchRequestException
+        now = (yield Step(Action.RESULT, now, self.thread)).now_ms
+        error = ClientError(self.line.unknown_reason_text, self.version.faq_url)
+        if self.first_end is None:
+            self.first_end = (now, error)
+        else:
+            self.again.append(error)
+        upd, now = yield from self.callback_update(req, req.outcome.catch, now)
+        return (yield from self.on_exception(req, _Failed(error, True, upd, now)))
 
     def callback_update(
         self, req: _Request, catch: Catch, now: int

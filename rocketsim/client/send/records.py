@@ -264,6 +264,9 @@ class SendRecord:
     brokers_sent: tuple[str | None, ...]
     dispatch_update: FaultUpdate | None = None  # ASYNC: sendDefaultImpl's own update after dispatching
     exec_ms: int | None = None  # ASYNC: when an async-sender executor thread ran the send
+    # ASYNC: the errors of the application's later onException calls (the record's error is the first's):
+    # 5.3.0-5.3.1 fail a retry with no time left twice (ClientVersion.fails_late_async_request_twice)
+    again: tuple[Failure, ...] = ()
 
     @property
     def label(self) -> str:

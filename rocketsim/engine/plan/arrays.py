@@ -131,6 +131,7 @@ class Config(NamedTuple):
     remoting_completes_futures: bool  # invokeAsync hands connect failures, refusals to the callback
     async_latency_from_call_begin: bool  # callbacks measure from sendMessageAsync's beginStartTime
     async_retry_needs_budget: bool  # onExceptionImpl retries only with time left
+    fails_late_async_request_twice: bool  # invokeAsync fails a request with no time left twice (5.3.0+)
     async_retry_gets_budget: bool  # a retry gets the time left (else 0, 4.3-4.6)
     async_catches_invoke_failure: bool  # sendMessageAsync catches invokeAsync's failures (4.9.3+)
     wait_timeout_reports_cost: bool  # the "wait response timeout" text: the cost, not the timeout
@@ -252,6 +253,7 @@ def _config(sc: Scenario) -> Config:
         remoting_completes_futures=line.remoting_completes_futures,
         async_latency_from_call_begin=line.async_latency_from_call_begin,
         async_retry_needs_budget=line.async_retry_needs_budget,
+        fails_late_async_request_twice=p.version.fails_late_async_request_twice,
         async_retry_gets_budget=line.async_retry_gets_budget,
         async_catches_invoke_failure=line.async_catches_invoke_failure,
         wait_timeout_reports_cost=line.wait_timeout_reports_cost,

@@ -26,26 +26,26 @@ ARCHIVES = {
 }
 # every other tag's ASYNC and ONEWAY traces (README "More client tags")
 OTHER_TAGS = REAL_CLIENT_TAGS  # every other tag (README "More client tags")
-# scenarios this conversion cannot express yet (listed, not silently dropped; the runner replays the rest):
-# 4.3.2's drops and closes (4.3.2 runs an async send and its callbacks on the one callbackExecutor thread,
-# so the driver's log files a retry's callback under the next send); 4.5.2 R30 (an update overwritten
-# by another thread's that the log does not show); 5.3.0/5.3.1's drops: a retry with no time left is
-# failed twice (NettyRemotingClient.invokeAsync calls operationFail("invokeAsync call the addr[..]
-# timeout") and, with no return after it, goes on to invokeAsyncImpl -> invoke0, whose own
-# timeoutMillis < costTime check completes the future exceptionally: a second operationFail, on the Netty
-# selector thread, with a CompletionException the "unknown reason" branch may retry). The application's
-# onException runs twice and a second updateFaultItem isolates the broker again; the send loop ends at the
-# first and the replay format has one result per send, so neither is expressed yet.
-NOT_CONVERTED = {
-    "4.3.2-async.tar.xz": {"R22", "R23", "R25", "R34", "R35"},
-    "4.5.2-async.tar.xz": {"R30"},
-    "5.3.0-async.tar.xz": {"R22", "R23", "R34"},
-    "5.3.1-async.tar.xz": {"R22", "R23", "R34"},
-}
+# Every scenario converts. Three kinds needed the thread model of the tag's client to say which send an
+# event belongs to (the driver files an event under the send it last began, not the one the client
+# worked for):
+# - 4.3.2 runs an async send on the callback executor (DefaultMQProducerImpl.send(msg, callback,
+#   timeout): getCallbackExecutor().submit; the asyncSenderExecutor came in 4.4.0), which the driver set
+#   to its one thread, so the send and every callback share it: sendDefaultImpl's own update comes once
+#   per send, before any callback of it (that thread is busy until sendKernelImpl returns), and a later
+#   update on it after a select is a callback's (_sources);
+# - 4.5.2 R30: a callback's and the next send's dispatch update of one broker in the same ms, the first
+#   logged showing the second's latency (_order_concurrent_updates);
+# - 5.3.0/5.3.1 fail a retry with no time left twice (NettyRemotingClient.invokeAsync's listener calls
+#   operationFail and, with no return after it, invokeAsyncImpl -> invoke0 fails it again, on the same
+#   event-loop thread: rocketsim.client.versions.ClientVersion.fails_late_async_request_twice). The
+#   update after such a result on the loop is the same send's second failure, and a send has a result
+#   step per onException call.
 for _tag in OTHER_TAGS:
     for _mode in ("async", "oneway"):
         ARCHIVES[f"{_tag}-{_mode}.tar.xz"] = f"real_client_{_mode}_{_tag.replace('.', '_')}.jsonl"
 FLUSH_CODES = {10: "FLUSH_DISK_TIMEOUT", 11: "FLUSH_SLAVE_TIMEOUT", 12: "SLAVE_NOT_AVAILABLE"}
+EVENT_LOOP = "NettyClientSelector_1"  # the client's Netty event loop thread
 
 
 def _int32(x: int) -> int:
@@ -60,7 +60,7 @@ def _thread(name: str) -> str:
         return "C" + name.rsplit("_", 1)[1]
     if name == "main":
         return "A1"
-    if name == "NettyClientSelector_1":  # the Netty event loop (5.3.0+ completes a refused request there)
+    if name == EVENT_LOOP:  # the Netty event loop (5.3.0+ completes a refused request there)
         return name
     raise ValueError(f"unknown thread {name}")
 
@@ -209,9 +209,11 @@ def convert_scenario(folder: Path) -> list[dict[str, Any]]:
                 res = {"returned": status, "mq": [e["mq"]["broker"], e["mq"]["queue"]]}
                 if th != "A1":
                     awaiting_update[th] = k  # onSuccess, then updateFaultItem on the same thread
+            if th == EVENT_LOOP and e.get("cause") == "RemotingTooMuchRequestException":
+                awaiting_update[th] = k  # invokeAsync's listener fails it again on the loop (above)
             step = {"what": "result", "k": k, "t": e["wall_ms"], "th": th, "res": res}
             steps.append(step)
-            results[k] = step
+            results.setdefault(k, step)  # a send's first result (a second: the 5.3.0 double failure)
 
     _order_concurrent_updates(steps)
     requests = _requests(broker, attempts)
@@ -289,7 +291,9 @@ def _order_concurrent_updates(steps: list[dict[str, Any]]) -> None:
     thread updated the same broker may be logged after it although it wrote first: its table snapshot
     (taken after the call returned) then shows the other update's latency, not its own. Such an update
     goes just before the one that overwrote it, at its own clock read, without a table to compare (the
-    snapshot is of a later state; the next update's is checked)."""
+    snapshot is of a later state; the next update's is checked). One logged first may still show the
+    later one's latency (4.5.2 R30: a callback's and the next send's dispatch update of one broker in the
+    same ms, the ``lft_update`` reads in that order): it wrote first and keeps its place, without a table."""
     for u in [s for s in steps if s["what"] == "update"]:
         broker, latency = u["upd"][0], u["upd"][1]
         if u["upd"][-1] is None:  # fault tolerance off: no table write to place
@@ -298,17 +302,21 @@ def _order_concurrent_updates(steps: list[dict[str, Any]]) -> None:
         if shown == latency:
             continue
         at = steps.index(u)
-        v = next(
-            s
-            for s in reversed(steps[:at])
-            if s["what"] == "update" and s["upd"][0] == broker and s["upd"][1] == shown
-        )
-        steps.remove(u)
-        steps.insert(steps.index(v), u)
+        v = next((s for s in reversed(steps[:at]) if _overwrites(s, u, shown)), None)
+        if v is not None:
+            steps.remove(u)
+            steps.insert(steps.index(v), u)
+        elif not any(_overwrites(s, u, shown) for s in steps[at + 1 :]):
+            raise ValueError(f"step {at}: no update shows latency {shown} of {u['upd'][0]}")
         u["t"] = u["_lft_now"]
         del u["table"]
     for s in steps:
         s.pop("_lft_now", None)
+
+
+def _overwrites(s: dict[str, Any], u: dict[str, Any], shown: int) -> bool:
+    """Whether ``s`` is another thread's update of ``u``'s broker with the latency ``u``'s table shows."""
+    return s["what"] == "update" and s["th"] != u["th"] and s["upd"][:2] == [u["upd"][0], shown]
 
 
 def _drop_torn_tables(steps: list[dict[str, Any]]) -> None:
@@ -359,9 +367,11 @@ def _requests(
 def _sources(steps: list[dict[str, Any]], requests: dict[tuple[int, int], dict[str, Any]]) -> None:
     """Each update's call site: ``oneway``; ``sync_failure`` (thrown inside sendMessageAsync before the
     request reached the broker, on the thread that selected the attempt); ``dispatch`` (sendDefaultImpl
-    after sendKernelImpl returned, on the executor); or ``callback``."""
+    after sendKernelImpl returned, on the executor: once per send, before any callback of it, since 4.3.2's
+    callbacks run on that thread too); or ``callback``."""
     last_select: dict[int, dict[str, Any]] = {}
     updated: set[int] = set()  # sends whose last selected attempt has had an update
+    dispatched: set[int] = set()  # sends whose sendDefaultImpl has made its update
     for s in steps:
         k = s["k"]
         if s["what"] == "select":
@@ -374,8 +384,9 @@ def _sources(steps: list[dict[str, Any]], requests: dict[tuple[int, int], dict[s
                 s["src"] = "oneway"
             elif fresh and (k, sel["i"]) not in requests:  # type: ignore[index]
                 s["src"] = "sync_failure"
-            elif fresh and s["th"] == "E1":
+            elif fresh and s["th"] == "E1" and k not in dispatched:
                 s["src"] = "dispatch"
+                dispatched.add(k)
             else:
                 s["src"] = "callback"
             updated.add(k)
@@ -504,9 +515,6 @@ def main(argv: list[str] | None = None) -> int:
             tar.extractall(tmp, filter="data")
             (top,) = Path(tmp).iterdir()
             for folder in sorted(top.iterdir()):
-                if folder.name.split("_")[0] in NOT_CONVERTED.get(archive, ()):
-                    print(f"{archive}: {folder.name} not converted (NOT_CONVERTED)")
-                    continue
                 lines += convert_scenario(folder)
         text = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
         (out_dir / out).write_text(text, encoding="utf-8")

@@ -27,8 +27,9 @@ from rocketsim.scenario import scenario_from_mapping
 TAG_LINES = {
     "4.3.0": "R4.3",
     "4.3.2": "R4.3",
-    "4.5.2": "R4.3",
-    "4.6.1": "R4.3",
+    "4.4.0": "R4.4",  # the async sender executor (DefaultMQProducerImpl.getAsyncSenderExecutor)
+    "4.5.2": "R4.4",
+    "4.6.1": "R4.4",
     "4.7.1": "R4.7",
     "4.8.0": "R4.8",
     "4.9.5": "R4.9.7",
@@ -56,7 +57,7 @@ def test_the_runs_row_names_the_line() -> None:
     def line_of(producers: dict) -> str:
         return scenario_from_mapping({"name": "x", "producers": producers}).producers.client_line
 
-    assert line_of({"client_version": "4.5.2"}) == "R4.3"
+    assert line_of({"client_version": "4.6.0"}) == "R4.4"
     assert line_of({"client_version": "5.1.2"}) == "R5.1.3"
     assert line_of({"client_family": "grpc", "client_version": "java-5.2.1"}) == "java-5.2.1"
 

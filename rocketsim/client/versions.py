@@ -33,7 +33,9 @@ FAQ_URL_4 = "http://rocketmq.apache.org/docs/faq/"
 FAQ_URL_5 = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 
 # The client lines of the model, by name (the rows of REMOTING_LINES; clients.md A.1's line ids).
-LINE_4_3 = "R4.3"  # 4.3.0-4.6.1: the latency retry sticks to the broker that failed
+LINE_4_3 = "R4.3"  # 4.3.0-4.3.2: the latency retry sticks to the broker that failed; async sends on the
+# callback executor
+LINE_4_4 = "R4.4"  # 4.4.0-4.6.1: R4.3 with the async sender executor
 LINE_4_7 = "R4.7"  # 4.7.0-4.7.1: async retries get the budget left
 LINE_4_8 = "R4.8"  # 4.8.0: one tick per candidate; ThreadLocalIndex's Math.abs bug
 LINE_4_9_7 = "R4.9.7"  # 4.9.0-4.9.7: the fallback rewrites the cached MessageQueue (route-mutation quirk)
@@ -139,6 +141,7 @@ class RemotingLine:
     async_latency_from_call_begin: bool
     # onExceptionImpl retries only with time left (``timeoutMillis > 0``) [AR-4]
     async_retry_needs_budget: bool
+    async_sends_on_callback_executor: bool  # ClientVersion.async_sends_on_callback_executor [A.1, 4.3.x]
     # invokeAsync fails a request with no time left twice: ClientVersion.fails_late_async_request_twice
     fails_late_async_request_twice: bool
     # onExceptionImpl's retry is sent with the budget left (``timeoutMillis - cost``); else with 0 [AR-1]
@@ -202,6 +205,7 @@ _R4_9_7 = RemotingLine(
     remoting_completes_futures=False,
     async_latency_from_call_begin=False,
     async_retry_needs_budget=False,
+    async_sends_on_callback_executor=False,
     fails_late_async_request_twice=False,
     async_retry_gets_budget=True,
     async_catches_invoke_failure=True,
@@ -224,10 +228,11 @@ _R4_9_7 = RemotingLine(
     decoder_has_crc_check_option=False,
     decoder_has_properties_string_option=False,
 )
-_R4_3 = replace(  # R4.9.7 with TLI-1, TPI-1, LAT-1, PK-1 and AR-1
+_R4_3 = replace(  # R4.9.7 with TLI-1, TPI-1, LAT-1, PK-1 and AR-1; async sends on the callback executor
     _R4_9_7,
     name=LINE_4_3,
     since=(4, 3, 0),
+    async_sends_on_callback_executor=True,
     index_wrap=IndexWrap.ABS_GUARDED,
     ticks_per_candidate=False,
     latency_scan_broker=ScanBroker.SAME_AS_LAST,
@@ -238,7 +243,8 @@ _R4_3 = replace(  # R4.9.7 with TLI-1, TPI-1, LAT-1, PK-1 and AR-1
     broker_error_names_address=False,
     invoke_async_timeout_names_address=False,
 )
-_R4_7 = replace(_R4_3, name=LINE_4_7, since=(4, 7, 0), async_retry_gets_budget=True)  # AR-2
+_R4_4 = replace(_R4_3, name=LINE_4_4, since=(4, 4, 0), async_sends_on_callback_executor=False)
+_R4_7 = replace(_R4_4, name=LINE_4_7, since=(4, 7, 0), async_retry_gets_budget=True)  # AR-2
 _R5_0 = replace(  # R4.9.7's strategy in the 5.x API: its messages, its broker, async backpressure (FAQUrl
     # still 4.x's: 5.1.0 moved it)
     _R4_9_7,
@@ -305,6 +311,7 @@ _R5_3_2 = replace(_R5_3_1, name=LINE_5_3_2, since=(5, 3, 2), async_retry_needs_b
 # later is a row here (its tags made to parse by parse_version).
 REMOTING_LINES = (
     _R4_3,
+    _R4_4,
     _R4_7,
     replace(
         _R4_7,
@@ -433,6 +440,15 @@ class ClientVersion:
         it runs at the end of the tick 1000 ms later: 1100 (derived from ``HashedWheelTimer``; a scan of
         the response table takes far less than a tick)."""
         return self.line.response_scan_period_ms
+
+    @property
+    def async_sends_on_callback_executor(self) -> bool:
+        """``DefaultMQProducerImpl.send(msg, callback, timeout)`` submits the send to
+        ``getCallbackExecutor()`` (4.3.0-4.3.2): ``NettyRemotingClient``'s ``publicExecutor``,
+        ``Executors.newFixedThreadPool(clientCallbackExecutorThreads)``, whose queue is unbounded, so a
+        send is never rejected, and sends and callbacks take turns on the same threads. 4.4.0 and later
+        submit it to ``getAsyncSenderExecutor()`` (``LinkedBlockingQueue(50000)``: "executor rejected ")."""
+        return self.line.async_sends_on_callback_executor
 
     @property
     def fails_late_async_request_twice(self) -> bool:

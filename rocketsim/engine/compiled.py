@@ -1635,7 +1635,7 @@ def client_pool_release(cp, fl, heap, st, s, now):
         cp.head[pool] = (cp.head[pool] + 1) % cp.fifo.shape[1]
         fl[w, FL_POOL] = pool
         fl[w, FL_POOL_THREAD] = j
-        fl[w, FL_PHASE] = PH_EXEC if pool == POOL_EXECUTOR else PH_CB_RUN
+        fl[w, FL_PHASE] = PH_EXEC if fl[w, FL_PHASE] == PH_EXEC else PH_CB_RUN  # a send, or a callback
         heap_push(heap, st, now, Event.DELIVER, w)
     else:
         cp.idle[pool, j] = True
@@ -1889,10 +1889,12 @@ def async_event(inp, state, s, now, phase):
             # the request keeps the queue for every retry (read once: a 4.9.7 rewrite does not move it)
             fl[s, FL_BROKER] = inst.queue_broker[i, p]
             fl[s, FL_QUEUE_ID] = inst.queue_id[i, p]
-        if client_pool_full(cp, POOL_EXECUTOR, cfg.executor_queue):  # executor.submit throws
+        # 4.3.x: getCallbackExecutor() runs the send (reference.EventLoop's pools)
+        exec_pool = POOL_CALLBACK if cfg.async_sends_on_callback_executor else POOL_EXECUTOR
+        if client_pool_full(cp, exec_pool, cfg.executor_queue):  # executor.submit throws
             fail(res, s, Failure.EXECUTOR_REJECTED, now)
             return
-        if client_pool_take(cp, fl, POOL_EXECUTOR, s) < 0:
+        if client_pool_take(cp, fl, exec_pool, s) < 0:
             fl[s, FL_PHASE] = PH_EXEC  # waits for an executor thread
             return
         phase = PH_EXEC

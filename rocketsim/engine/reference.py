@@ -253,8 +253,8 @@ class ProducerSimulation:
         return int(done)
 
     def executor_queue_bound(self) -> int | None:
-        """The async sender executor's queue bound (``producers.async_sender_queue``; None: unbounded)."""
-        return self.sc.producers.async_sender_queue
+        """The bound of the queue ASYNC sends wait in (``producers.async_queue_bound``; None: unbounded)."""
+        return self.sc.producers.async_queue_bound
 
     def cpu_done(self, s: Send, ready_us: float) -> float:
         """When the client's CPU work of send ``s`` (``send_cpu_us``) ready at ``ready_us`` ends (after a
@@ -305,12 +305,15 @@ class EventLoop:
         self.heap: list[tuple[int, int, int, object]] = []
         self.counter = itertools.count()
         p = sim.sc.producers
-        self.pools = {
-            Pool.EXECUTOR: ClientPool(
+        callbacks = ClientPool([callback_thread(j + 1) for j in range(p.callback_threads)])
+        executor = (  # 4.3.x: getCallbackExecutor(), unbounded (compiled.async_event's exec_pool)
+            callbacks
+            if sim.version.async_sends_on_callback_executor
+            else ClientPool(
                 [executor_thread(j + 1) for j in range(p.executor_threads)], sim.executor_queue_bound()
-            ),
-            Pool.CALLBACK: ClientPool([callback_thread(j + 1) for j in range(p.callback_threads)]),
-        }
+            )
+        )
+        self.pools = {Pool.EXECUTOR: executor, Pool.CALLBACK: callbacks}
         self.holding: dict[int, tuple[ClientPool, int]] = {}  # send index -> the pool thread it runs on
         self.senders: SenderThreads = (
             PoolSenders(sends, p.threads, self.push_start)
@@ -368,7 +371,7 @@ class EventLoop:
         elif isinstance(value, Pool) and value == Pool.IO:  # a 5.x connect listener: on the event loop
             self.advance(s, gen, Resume(t, IO_THREAD), t)
         elif isinstance(value, Pool):  # the callback is a task of the callback executor
-            resume = self.take(s, gen, self.pools[Pool.CALLBACK], t)
+            resume = self.take(s, gen, Pool.CALLBACK, t)
             if resume is not None:
                 self.advance(s, gen, resume, t)
         else:
@@ -398,7 +401,7 @@ class EventLoop:
         """``s``'s wait for backpressure permits ended at ``t`` (its deadline, or a release granted it):
         with its permits it asks the executor for a thread."""
         if self.sim.gate.waiting(s, expired) and self.gated(s, gen, t):  # type: ignore[union-attr]
-            resume = self.take(s, gen, self.pools[Pool.EXECUTOR], t)
+            resume = self.take(s, gen, Pool.EXECUTOR, t)
             if resume is not None:
                 self.advance(s, gen, resume, t)
 
@@ -424,30 +427,33 @@ class EventLoop:
         pool, j = held
         waiter = pool.release(j, now)
         if waiter is not None:  # it runs on the freed thread, as an event of its own
-            self.holding[waiter[0].index] = (pool, j)
-            at = self.run_on(waiter[0], pool, j, now)
-            self.push(at, Event.DELIVER, (*waiter, Resume(at, pool.names[j])))
+            w, gen, task = waiter
+            self.holding[w.index] = (pool, j)
+            at = self.run_on(w, pool, j, now, task)
+            self.push(at, Event.DELIVER, (w, gen, Resume(at, pool.names[j])))
 
-    def run_on(self, s: Send, pool: ClientPool, j: int, now: int) -> int:
-        """``s`` runs on thread ``j`` of ``pool`` from ``now``: the ms it goes on at, once the executor's
-        thread has done the send's CPU work (callbacks take none)."""
+    def run_on(self, s: Send, pool: ClientPool, j: int, now: int, task: Pool) -> int:
+        """``s`` runs ``task`` on thread ``j`` of ``pool`` from ``now``: the ms it goes on at, once the
+        thread has done the send's CPU work (a send's, ``Pool.EXECUTOR``: callbacks take none)."""
         sim = self.sim
-        if pool is not self.pools[Pool.EXECUTOR] or sim.cpu_us <= 0:
+        if task != Pool.EXECUTOR or sim.cpu_us <= 0:
             return now
         done = sim.cpu_done(s, max(now * 1000.0, pool.free_us[j]))
         pool.free_us[j] = sim.call_us[s.index] = done
         return int(done // 1000)
 
-    def take(self, s: Send, gen: Generator, pool: ClientPool, now: int) -> Resume | None:
-        """``s`` asks ``pool`` for a thread at ``now``: refused (a full executor queue), a thread now, or
-        None: it waits (for a thread, which :meth:`release` hands it, or for the thread's CPU work)."""
+    def take(self, s: Send, gen: Generator, task: Pool, now: int) -> Resume | None:
+        """``s`` asks the pool that runs ``task`` (the send: ``Pool.EXECUTOR``, its callback:
+        ``Pool.CALLBACK``; one pool on 4.3.x) for a thread at ``now``: refused (a full executor queue), a
+        thread now, or None: it waits (for a thread, which :meth:`release` hands it, or for its CPU work)."""
+        pool = self.pools[task]
         if pool.full():  # executor.submit: RejectedExecutionException, in the caller's thread
             return Resume(now, None, rejected=True)
-        j = pool.take((s, gen))
+        j = pool.take((s, gen, task))
         if j is None:
             return None  # waits for a thread (release hands it one)
         self.holding[s.index] = (pool, j)
-        at = self.run_on(s, pool, j, now)
+        at = self.run_on(s, pool, j, now, task)
         if at > now:  # the thread goes on with the send once it has done its CPU work
             self.push(at, Event.DELIVER, (s, gen, Resume(at, pool.names[j])))
             return None
@@ -491,7 +497,7 @@ class EventLoop:
             if step.action == Action.EXECUTE:
                 if sim.gate is not None and not self.gated(s, gen, now):
                     return
-                value = self.take(s, gen, self.pools[Pool.EXECUTOR], now)
+                value = self.take(s, gen, Pool.EXECUTOR, now)
                 if value is None:
                     return
                 continue
@@ -525,7 +531,8 @@ class ClientPool:
     take tasks in the order they became idle. A task goes to the idle thread that became idle earliest
     (ties: the lowest number; at first threads 1..n in order), else waits (FIFO) for the first thread to
     become free; with every thread busy and ``capacity`` tasks waiting it is refused (the async sender
-    executor's ``LinkedBlockingQueue(50000)``). A send holds its thread from when it runs until it waits
+    executor's ``LinkedBlockingQueue(50000)``; 4.3.x runs its sends on the callback executor, unbounded).
+    A send holds its thread from when it runs until it waits
     for a callback or ends: a 4.9 connect failure, thrown synchronously, keeps it busy. Approximation of
     the JVM's scheduling: with short tasks this is the round robin every recorded trace shows."""
 
@@ -534,20 +541,20 @@ class ClientPool:
         self.capacity = capacity  # the queue's (LinkedBlockingQueue) bound; None: unbounded
         self.free_us = [0.0] * len(names)  # when each thread's CPU work (the client's send_cpu_us) ends
         self._idle = [(-1, j) for j in range(len(names))]  # a heap of (idle since, thread)
-        self._waiting: deque[tuple[Send, Generator]] = deque()
+        self._waiting: deque[tuple[Send, Generator, Pool]] = deque()  # (send, its loop, its task)
 
     def full(self) -> bool:
         """No thread idle and the queue at its bound: ``execute`` throws RejectedExecutionException."""
         return not self._idle and self.capacity is not None and len(self._waiting) >= self.capacity
 
-    def take(self, task: tuple[Send, Generator]) -> int | None:
+    def take(self, task: tuple[Send, Generator, Pool]) -> int | None:
         """The thread that runs ``task`` now, or None: it waits for one."""
         if self._idle:
             return heapq.heappop(self._idle)[1]
         self._waiting.append(task)
         return None
 
-    def release(self, j: int, now: int) -> tuple[Send, Generator] | None:
+    def release(self, j: int, now: int) -> tuple[Send, Generator, Pool] | None:
         """Thread ``j`` is free at ``now``: the task that waited longest, which it runs now, or None."""
         if self._waiting:
             return self._waiting.popleft()

@@ -256,7 +256,8 @@ class ProducerConfig:
     # executor's threads (unless set below), and the cores the client's own CPU work (send_cpu_us) runs on
     processors: int = field(default=4, metadata=_between(1, 1024))
     # the client's own threads of an ASYNC send (their ThreadLocalIndex is what selects): the async
-    # sender executor (DefaultMQProducerImpl: availableProcessors() threads; None: processors)
+    # sender executor (DefaultMQProducerImpl: availableProcessors() threads; None: processors). Refused on
+    # 4.3.x, which runs ASYNC sends on the callback executor (callback_executor_threads)
     async_sender_threads: int | None = field(
         default=None, metadata={**_between(1, 1024), "unset": "processors"}
     )
@@ -266,7 +267,8 @@ class ProducerConfig:
         default=None, metadata={**_between(1, 1024), "unset": "processors"}
     )
     # DefaultMQProducerImpl's asyncSenderThreadPoolQueue = new LinkedBlockingQueue<>(50000): ASYNC sends
-    # waiting for an executor thread; a send that finds it full fails at once ("executor rejected ")
+    # waiting for an executor thread; a send that finds it full fails at once ("executor rejected ").
+    # 4.3.x has none (its callback executor's queue is unbounded): refused there unless left at 50000
     async_sender_queue: int = field(default=50_000, metadata=_between(1, JAVA_INT_MAX))
     # the client's CPU per send, microseconds: sendDefaultImpl, the request's encoding and the response's
     # handling, on the thread that sends (ASYNC: an executor thread; SYNC, ONEWAY: the caller's), one of
@@ -307,6 +309,15 @@ class ProducerConfig:
     def callback_threads(self) -> int:
         """The callback executor's threads."""
         return self.callback_executor_threads or self.processors
+
+    @property
+    def async_queue_bound(self) -> int | None:
+        """The bound of the queue ASYNC sends wait in for a thread: the async sender executor's
+        (``async_sender_queue``), or None where the version runs them on the callback executor, whose
+        queue is unbounded (4.3.x: ``ClientVersion.async_sends_on_callback_executor``)."""
+        if self.version.async_sends_on_callback_executor:
+            return None
+        return self.async_sender_queue
 
     @property
     def version(self) -> ClientVersion:

@@ -249,6 +249,7 @@ def _check_versions(sc: Scenario) -> None:
             str(exc).split(", got")[0].removeprefix("client_version "),
             sc.producers.client_version,
         )
+    _check_async_sender_executor(sc.producers)
     _check_async_backpressure(sc.producers)
     _check_auto_batch(sc)
     if sc.cluster.broker_version is not None:
@@ -446,6 +447,26 @@ def _check_faults(sc: Scenario) -> None:
                     f"{fault.start_s}-{fault.end_s} s",
                 )
         windows.setdefault(fault.broker, []).append((fault.start_s, fault.end_s, i))
+
+
+def _check_async_sender_executor(producers: ProducerConfig) -> None:
+    """The async sender executor's settings are refused where the client has none (4.3.x runs its ASYNC
+    sends on the callback executor: ``ClientVersion.async_sends_on_callback_executor``): set there, they
+    would size a pool the client does not have (``async_sender_queue``: any value but its default)."""
+    if not producers.version.async_sends_on_callback_executor:
+        return
+    default_queue = {f.name: f.default for f in dataclasses.fields(ProducerConfig)}["async_sender_queue"]
+    for name, unset, value in (
+        ("async_sender_threads", None, producers.async_sender_threads),
+        ("async_sender_queue", default_queue, producers.async_sender_queue),
+    ):
+        if value != unset:
+            _fail(
+                f"producers.{name}",
+                f"must be unset with client_version {producers.client_version} (its ASYNC sends run on the "
+                "callback executor: callback_executor_threads threads, an unbounded queue)",
+                value,
+            )
 
 
 def _check_async_backpressure(producers: ProducerConfig) -> None:

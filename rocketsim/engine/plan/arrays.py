@@ -29,7 +29,7 @@ from rocketsim.client.route import (
 )
 from rocketsim.client.send import SendConfig
 from rocketsim.engine.plan.kinds import to_outcome
-from rocketsim.javaint import chm_spread, java_string_hash
+from rocketsim.javaint import LONG_MAX, chm_spread, java_string_hash
 from rocketsim.scenario import Scenario
 
 # ---- the cluster as routes ----------------------------------------------------------------------
@@ -133,6 +133,7 @@ class Config(NamedTuple):
     async_retry_needs_budget: bool  # onExceptionImpl retries only with time left
     fails_late_async_request_twice: bool  # invokeAsync fails a request with no time left twice (5.3.0+)
     async_retry_gets_budget: bool  # a retry gets the time left (else 0, 4.3-4.6)
+    async_sends_on_callback_executor: bool  # the callback executor runs ASYNC sends (4.3.x; unbounded)
     async_catches_invoke_failure: bool  # sendMessageAsync catches invokeAsync's failures (4.9.3+)
     wait_timeout_reports_cost: bool  # the "wait response timeout" text: the cost, not the timeout
     closes_on_sync_timeout: bool  # invokeSync closes the channel on a timeout (4.9.1+), failing the others
@@ -148,7 +149,8 @@ class Config(NamedTuple):
     scan_first_ms: int  # the response-table scan: first run (ClientVersion.response_scan_first_ms)
     scan_period_ms: int  # and period
     executor_threads: int  # the async sender executor's threads (producers.async_sender_threads)
-    executor_queue: int  # its queue's bound (producers.async_sender_queue): a full one rejects
+    executor_queue: int  # the bound of the queue ASYNC sends wait in (producers.async_queue_bound; unbounded:
+    # Long.MAX_VALUE): a full one rejects
     callback_threads: int  # the callback executor's threads (producers.callback_executor_threads)
     async_permits: int  # the async semaphore's permits (producers.async_semaphore_permits)
     detector: bool  # the 5.x detector runs (start_detector_enable)
@@ -255,6 +257,7 @@ def _config(sc: Scenario) -> Config:
         async_retry_needs_budget=line.async_retry_needs_budget,
         fails_late_async_request_twice=p.version.fails_late_async_request_twice,
         async_retry_gets_budget=line.async_retry_gets_budget,
+        async_sends_on_callback_executor=line.async_sends_on_callback_executor,
         async_catches_invoke_failure=line.async_catches_invoke_failure,
         wait_timeout_reports_cost=line.wait_timeout_reports_cost,
         closes_on_sync_timeout=p.version.closes_channel_on_sync_timeout,
@@ -270,7 +273,7 @@ def _config(sc: Scenario) -> Config:
         scan_first_ms=p.version.response_scan_first_ms,
         scan_period_ms=p.version.response_scan_period_ms,
         executor_threads=p.executor_threads,
-        executor_queue=p.async_sender_queue,
+        executor_queue=LONG_MAX if p.async_queue_bound is None else p.async_queue_bound,
         callback_threads=p.callback_threads,
         async_permits=p.async_semaphore_permits,
         detector=start_detector_enable(sc),

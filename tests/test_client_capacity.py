@@ -21,7 +21,7 @@ import pytest
 
 from rocketsim.client.host import HostCores
 from rocketsim.engine import compiled, reference, simulate
-from rocketsim.scenario import Scenario, scenario_from_mapping
+from rocketsim.scenario import Scenario, ScenarioError, scenario_from_mapping
 from rocketsim.scenario.workload import generate
 
 # common/src/main/java/org/apache/rocketmq/common/help/FAQUrl.java, attachDefaultURL: the text, then
@@ -80,6 +80,95 @@ def test_a_full_async_sender_queue_refuses_the_send_at_once(version: str) -> Non
         assert set(out.attempts["seq"].to_pylist()).isdisjoint(np.flatnonzero(rejected).tolist())
         assert (np.asarray(out.results["latency_ms"])[rejected] == 0).all()
     assert ref.results.equals(fast.results) and ref.attempts.equals(fast.attempts)
+
+
+# 4.3.x: upstream rocketmq-all-4.3.0 .. 4.3.2 DefaultMQProducerImpl.send(Message, SendCallback, long)
+# submits to getCallbackExecutor() (= NettyRemotingClient.getCallbackExecutor: publicExecutor,
+# Executors.newFixedThreadPool(publicThreadNums = clientCallbackExecutorThreads), an unbounded
+# LinkedBlockingQueue; NettyRemotingAbstract.executeInvokeCallback runs the callbacks on it too);
+# rocketmq-all-4.4.0 is the first tag with getAsyncSenderExecutor() and its LinkedBlockingQueue(50000).
+REJECTED_4 = "MQClientException: executor rejected " + FAQ_SUFFIX
+CALL_TIMEOUT = "RemotingTooMuchRequestException: DEFAULT ASYNC send call timeout"
+
+
+def _held_threads(version: str, **producers: Any) -> Scenario:
+    """1,000 ASYNC sends in one ms to a partitioned broker: each holds the thread that runs it for the
+    20 ms connect timeout (4.3-4.8 getAndCreateChannel throws in that thread: "Send [1] times")."""
+    return scenario(
+        {"client_version": version, "send_mode": {"async": 1}, "connect_timeout_ms": 20, **producers},
+        [[1_000_000.0, 0.001]],
+        faults=[{"broker": "broker-a", "kind": "partition", "start_s": 0, "end_s": 10}],
+    )
+
+
+def test_a_4_3_client_past_its_capacity_queues_its_sends_instead_of_rejecting_them() -> None:
+    # one callback thread runs every send in turn: none is rejected, each waits 20 ms longer than the one
+    # before it for the thread, and those still queued when their 3 s budget is spent fail as they start
+    # (the runnable's timeout > costTime check)
+    sc = _held_threads("4.3.2", callback_executor_threads=1)
+    m = generate(sc)
+    ref, fast = reference.simulate_producer(m, sc), compiled.simulate_producer(m, sc)
+    assert ref.results.equals(fast.results) and ref.attempts.equals(fast.attempts)
+    seen = errors(ref.results)
+    assert REJECTED_4 not in seen
+    assert seen[CALL_TIMEOUT] == 850 and sum(seen.values()) == 1000
+    attempts = ref.attempts.sort_by("seq")
+    assert attempts["seq"].to_pylist() == list(range(150))  # the sends a thread took within their budget
+    born = dict(zip(ref.results["seq"].to_pylist(), ref.results["send_ts_ms"].to_pylist(), strict=True))
+    delay = [
+        start - born[seq]
+        for seq, start in zip(attempts["seq"].to_pylist(), attempts["start_ts_ms"].to_pylist(), strict=True)
+    ]
+    assert delay == [20 * k for k in range(150)]  # the publish delay grows with the backlog
+
+
+def test_a_4_5_client_past_its_capacity_rejects_what_its_sender_queue_cannot_hold() -> None:
+    # the same sends to 4.5.2's async sender executor of 1 thread and a queue of 10: 1 runs, 10 wait, 989
+    # are refused at once by executor.submit ("executor rejected ")
+    sc = _held_threads("4.5.2", async_sender_threads=1, async_sender_queue=10)
+    m = generate(sc)
+    ref, fast = reference.simulate_producer(m, sc), compiled.simulate_producer(m, sc)
+    assert ref.results.equals(fast.results) and ref.attempts.equals(fast.attempts)
+    assert errors(ref.results)[REJECTED_4] == 989 and ref.attempts.num_rows == 11
+
+
+def _cpu_overload(version: str, **producers: Any) -> Any:
+    """100,000 ASYNC sends/s for 0.2 s on 2 processors at 50 us a send: the client does 40 a ms (the
+    readable engine: the compiled one has no host model)."""
+    producers = {"client_version": version, "send_mode": {"async": 1}, "processors": 2, **producers}
+    sc = scenario({**producers, "send_cpu_us": 50.0}, [[100_000.0, 0.2]])
+    return simulate(generate(sc), sc)
+
+
+def test_a_4_3_client_overloaded_on_its_cpu_has_a_backlog_where_4_5_rejects() -> None:
+    # 4.5.2's executor queue of 2,000 fills and refuses the rest; 4.3.2 queues all 20,000 on its callback
+    # executor and runs them 40 a ms: the last starts ~300 ms after its send(), and the callbacks wait
+    # behind the sends queued before them on the same 2 threads (FIFO), so they end later still
+    rejected = _cpu_overload("4.5.2", async_sender_queue=2000).results
+    assert (np.asarray(rejected["status"]) != "SEND_OK").sum() == pytest.approx(
+        20_000 - 2000 - 40 * 200, abs=60
+    )
+    assert set(errors(rejected)) == {REJECTED_4}
+    assert np.asarray(rejected["latency_ms"]).max() <= 52
+    out = _cpu_overload("4.3.2")
+    r = out.results.sort_by("seq")
+    assert errors(r) == Counter() and out.attempts.num_rows == 20_000
+    started = np.asarray(out.attempts.sort_by("seq")["start_ts_ms"])
+    delay = started - np.asarray(r["send_ts_ms"])  # the publish delay: send() to the request
+    assert 295 <= delay.max() <= 305 and delay[-100:].min() >= 290  # the backlog grew to the end
+    assert np.asarray(r["latency_ms"]).max() >= delay.max() + 100  # a callback waits behind the sends
+
+
+@pytest.mark.parametrize(("key", "value"), [("async_sender_threads", 2), ("async_sender_queue", 100)])
+def test_the_async_sender_executors_settings_are_refused_on_4_3(key: str, value: int) -> None:
+    # a 4.3.x client has no async sender executor (DefaultMQProducerImpl.send: getCallbackExecutor())
+    with pytest.raises(ScenarioError) as info:
+        _held_threads("4.3.2", **{key: value})
+    assert str(info.value) == (
+        f"producers.{key} must be unset with client_version 4.3.2 (its ASYNC sends run on the callback "
+        f"executor: callback_executor_threads threads, an unbounded queue), got {value}"
+    )
+    assert _held_threads("4.5.2", **{key: value}).producers.version.async_sends_on_callback_executor is False
 
 
 def test_the_clients_cpu_per_send_caps_a_producers_rate_at_its_processors() -> None:

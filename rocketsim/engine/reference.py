@@ -532,9 +532,9 @@ class ClientPool:
     (ties: the lowest number; at first threads 1..n in order), else waits (FIFO) for the first thread to
     become free; with every thread busy and ``capacity`` tasks waiting it is refused (the async sender
     executor's ``LinkedBlockingQueue(50000)``; 4.3.x runs its sends on the callback executor, unbounded).
-    A send holds its thread from when it runs until it waits
-    for a callback or ends: a 4.9 connect failure, thrown synchronously, keeps it busy. Approximation of
-    the JVM's scheduling: with short tasks this is the round robin every recorded trace shows."""
+    A send holds its thread from when it runs until it waits for a callback or ends: a 4.9 connect
+    failure, thrown synchronously, keeps it busy. Approximation of the JVM's scheduling: with short tasks
+    this is the round robin every recorded trace shows."""
 
     def __init__(self, names: list[ThreadKey], capacity: int | None = None) -> None:
         self.names = names

@@ -129,7 +129,9 @@ def async_send_steps(
     submits the send to the async-sender executor (``DefaultMQProducerImpl.send(msg, callback, timeout)``:
     ``executor.submit``; the loop yields ``Step(EXECUTE)`` and the driver answers with the executor thread
     and the time it takes the send, once the thread has done the send's CPU work; or, its queue full,
-    ``rejected``: ``send`` throws "executor rejected " and nothing is sent). That thread checks ``timeout
+    ``rejected``: ``send`` throws "executor rejected " and nothing is sent; 4.3.x submits it to the
+    callback executor, unbounded: ``ClientVersion.async_sends_on_callback_executor``, the driver answers
+    with a callback thread and never rejects). That thread checks ``timeout
     > costTime`` (else ``RemotingTooMuchRequestException("DEFAULT ASYNC send call timeout")``, a selector
     send's ``"call timeout"``) and runs ``sendDefaultImpl(ASYNC, timeout - costTime)``: the first
     selection, the request, and whatever fails synchronously inside ``sendMessageAsync`` (4.9: a connect

@@ -23,7 +23,7 @@ from rocketsim.engine import compiled, reference
 from rocketsim.engine.plan import prepare
 from rocketsim.format import codec
 from rocketsim.format.message import MessageConst
-from rocketsim.scenario import ScenarioError, scenario_from_mapping, workload
+from rocketsim.scenario import ScenarioError, scenario_from_mapping, span, workload
 
 DEFAULTS = AutoBatch(True, 10, 32 * 1024, 32 * 1024 * 1024)
 
@@ -287,3 +287,15 @@ def test_a_batch_request_is_its_members_encoded_with_the_batch_properties() -> N
         assert prep.s_wire[send] == codec.properties_size(props, version=version) + g.element.sum()
         checked += 1
     assert checked == 20
+
+
+def test_sync_callers_beyond_the_sender_threads_are_warned_of() -> None:
+    # each sync caller waits in MessageAccumulation.add for its batch: rate x (hold + send) callers at once;
+    # the model gives each its own thread, so a job says when the producer's threads are fewer
+    raw = {"producers": {"client_version": "5.3.3", "auto_batch": True}, "workload": {"rate_per_s": 2000}}
+    few = scenario_from_mapping({**raw, "producers": {**raw["producers"], "threads": 2}})
+    many = scenario_from_mapping({**raw, "producers": {**raw["producers"], "threads": 64}})
+    assert any("auto_batch with sync sends" in w for w in span.warnings(few))
+    assert not any("auto_batch" in w for w in span.warnings(many))
+    off = scenario_from_mapping({**raw, "producers": {"client_version": "5.3.3", "threads": 2}})
+    assert not any("auto_batch" in w for w in span.warnings(off))

@@ -38,9 +38,16 @@ MODES = ("sync", "async", "oneway")
 
 
 def bench_scenario(
-    messages: int, *, version: str = "4.9.8", threads: int = 4, seed: int = 42, mode: str = "sync"
+    messages: int,
+    *,
+    version: str = "4.9.8",
+    threads: int = 4,
+    seed: int = 42,
+    mode: str = "sync",
+    producers: dict[str, Any] | None = None,
 ) -> Scenario:
-    """The benchmark's scenario: ``messages`` for one producer at 1000/s, every send of ``mode``."""
+    """The benchmark's scenario: ``messages`` for one producer at 1000/s, every send of ``mode``
+    (``producers``: more producer settings, e.g. autoBatch's for ``--features``)."""
     duration_s = messages / 1000.0
     raw: dict[str, Any] = {
         "name": "bench-send",
@@ -52,6 +59,7 @@ def bench_scenario(
             "send_latency_fault_enable": True,
             "threads": threads,
             "send_mode": {mode: 1.0},
+            **(producers or {}),
         },
         "workload": {"messages": messages, "rate_per_s": 1000.0, "topics": ["TopicTest"]},
         "brokers": {
@@ -146,6 +154,11 @@ def main(argv: list[str] | None = None) -> int:
         default="all",
         help="the send mode of every send (all: each in turn)",
     )
+    parser.add_argument(
+        "--features",
+        action="store_true",
+        help="instead: what autoBatch and async backpressure cost on 5.3.3 (rocketsim.bench.features)",
+    )
     args = parser.parse_args(argv)
 
     cmd = "python -m rocketsim.bench send" + ("" if not argv else " " + shlex.join(argv))
@@ -162,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         f"pyarrow {pa.__version__}"
     )
 
+    if args.features:
+        from rocketsim.bench import features  # it builds on this module's scenario
+
+        return features.run(args)
     worst = 0
     for mode in MODES if args.mode == "all" else (args.mode,):
         worst = max(worst, _bench_mode(args, mode))

@@ -1,4 +1,4 @@
-"""``python -m rocketsim.bench send --features``: what autoBatch and async backpressure cost a producer's
+"""``python -m rocketsim.bench features``: what autoBatch and async backpressure cost a producer's
 simulation, against the same producer with both off.
 
 The send benchmark's scenario (:func:`rocketsim.bench.send.bench_scenario`) on a 5.3.3 client (both
@@ -14,12 +14,14 @@ More: docs/benchmarks.md (autoBatch and backpressure), docs/autobatch.md.
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketsim.bench.send import _timed, bench_scenario
+from rocketsim.bench.send import bench_scenario, timed
 from rocketsim.engine import compiled, simulate_chunks
 from rocketsim.engine.plan import SimOutput
 from rocketsim.scenario import Scenario, workload
@@ -54,10 +56,22 @@ def _streamed(chunks: list[pa.Table], sc: Scenario) -> SimOutput:
     return SimOutput(pa.concat_tables(c.attempts for c in out), pa.concat_tables(c.results for c in out))
 
 
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rocketsim.bench features", description=__doc__)
+    parser.add_argument("--messages", type=int, default=400_000, help="messages of the producer (400k)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs, best kept (3)")
+    parser.add_argument("--seed", type=int, default=42)
+    args = parser.parse_args(argv)
+    print("rocketsim autoBatch and backpressure benchmark")
+    print(f"command:  python -m rocketsim.bench features {shlex.join(argv or [])}".rstrip())
+    print(f"machine:  nproc={os.cpu_count()}, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return run(args)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print the table of the variants (``args``: the send benchmark's messages, repeat, seed)."""
+    """Print the table of the variants (``args``: messages, repeat, seed)."""
     print(
-        f"\nfeatures: client 5.3.3, the send scenario above, 64 sender threads, {args.messages:,} messages, "
+        f"scenario: the send benchmark's on client 5.3.3, 64 sender threads, {args.messages:,} messages; "
         f"simulate_chunks (Arrow in, both tables out), best of {args.repeat} (CPU s)"
     )
     print(
@@ -73,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         chunks = [messages.slice(k, CHUNK_ROWS) for k in range(0, messages.num_rows, CHUNK_ROWS)]
         _streamed(chunks[:1], sc)  # warm-up: numba compile or cache load
-        out, _, cpu = _timed(lambda sc=sc, chunks=chunks: _streamed(chunks, sc), args.repeat)
+        out, _, cpu = timed(lambda sc=sc, chunks=chunks: _streamed(chunks, sc), args.repeat)
         n_msg, n_att = messages.num_rows, out.attempts.num_rows  # a batch's attempts: rows of one member
         refused = pc.sum(pc.match_substring(out.results.column("error"), SEMAPHORE)).as_py() or 0
         wait = pc.quantile(out.results.column("queue_wait_ms"), 0.99)[0].as_py()  # the publish delay

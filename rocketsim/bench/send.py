@@ -112,7 +112,7 @@ def _pin_one_cpu() -> str:
     return f"pinned to CPU {cpu}"
 
 
-def _timed(fn: Callable[[], Any], repeat: int) -> tuple[Any, float, float]:
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[Any, float, float]:
     """(result, best wall s, best CPU s) over ``repeat`` runs."""
     best_wall = best_cpu = float("inf")
     result = None
@@ -154,11 +154,6 @@ def main(argv: list[str] | None = None) -> int:
         default="all",
         help="the send mode of every send (all: each in turn)",
     )
-    parser.add_argument(
-        "--features",
-        action="store_true",
-        help="instead: what autoBatch and async backpressure cost on 5.3.3 (rocketsim.bench.features)",
-    )
     args = parser.parse_args(argv)
 
     cmd = "python -m rocketsim.bench send" + ("" if not argv else " " + shlex.join(argv))
@@ -175,10 +170,6 @@ def main(argv: list[str] | None = None) -> int:
         f"pyarrow {pa.__version__}"
     )
 
-    if args.features:
-        from rocketsim.bench import features  # it builds on this module's scenario
-
-        return features.run(args)
     worst = 0
     for mode in MODES if args.mode == "all" else (args.mode,):
         worst = max(worst, _bench_mode(args, mode))
@@ -209,7 +200,7 @@ def _bench_mode(args: argparse.Namespace, mode: str) -> int:
     chunks = list(batch_aligned(cuts))
     topics: list[str] = []
     parts = [prepare(chunk, sc, topics) for chunk in chunks]
-    n_att, wall, cpu = _timed(lambda: compiled.run_prepared_chunks(parts, sc), args.repeat)
+    n_att, wall, cpu = timed(lambda: compiled.run_prepared_chunks(parts, sc), args.repeat)
     n_msg = messages.num_rows
     print(
         f"send loop (compiled.run_prepared_chunks, {len(parts)} chunks of {CHUNK_ROWS:,} messages), "
@@ -217,7 +208,7 @@ def _bench_mode(args: argparse.Namespace, mode: str) -> int:
     )
     print(f"    attempts {n_att:>11,}  {_rate(n_att, wall)} wall  {_rate(n_att, cpu)} CPU")
     print(f"    messages {n_msg:>11,}  {_rate(n_msg, wall)} wall  {_rate(n_msg, cpu)} CPU")
-    out, wall_all, cpu_all = _timed(lambda: _simulate_streamed(chunks, sc), args.repeat)
+    out, wall_all, cpu_all = timed(lambda: _simulate_streamed(chunks, sc), args.repeat)
     print(
         "whole compiled engine (compiled.simulate_chunks over the same chunks: Arrow in, both tables out): "
         f"{wall_all:.3f} s wall, {cpu_all:.3f} s CPU"
@@ -234,7 +225,7 @@ def _bench_mode(args: argparse.Namespace, mode: str) -> int:
     )
 
     sample = messages.slice(0, min(args.sample, n_msg))
-    ref, wall_ref, cpu_ref = _timed(lambda: reference.simulate_producer(sample, sc), 1)
+    ref, wall_ref, cpu_ref = timed(lambda: reference.simulate_producer(sample, sc), 1)
     fast = compiled.simulate_producer(sample, sc)
     same = ref.attempts.equals(fast.attempts) and ref.results.equals(fast.results)
     print(

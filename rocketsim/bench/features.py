@@ -22,12 +22,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketsim.bench.send import bench_scenario, timed
+from rocketsim.client.backpressure import TIMEOUT_TEXTS
 from rocketsim.engine import compiled, simulate_chunks
 from rocketsim.engine.plan import SimOutput
 from rocketsim.scenario import Scenario, workload
 from rocketsim.stage.plan import CHUNK_ROWS
 
-SEMAPHORE = "tryAcquire semaphoreAsync"  # client.backpressure's refusals (NUM_TIMEOUT, SIZE_TIMEOUT)
 OMB_BATCHING = {"auto_batch": True, "batch_max_delay_ms": 10, "batch_max_bytes": 32 * 1024}
 # (label, send mode, producer settings)
 VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         _streamed(chunks[:1], sc)  # warm-up: numba compile or cache load
         out, _, cpu = timed(lambda sc=sc, chunks=chunks: _streamed(chunks, sc), args.repeat)
         n_msg, n_att = messages.num_rows, out.attempts.num_rows  # a batch's attempts: rows of one member
-        refused = pc.sum(pc.match_substring(out.results.column("error"), SEMAPHORE)).as_py() or 0
+        errors = out.results.column("error")
+        refused = sum(pc.sum(pc.ends_with(errors, text)).as_py() or 0 for text in TIMEOUT_TEXTS)
         wait = pc.quantile(out.results.column("queue_wait_ms"), 0.99)[0].as_py()  # the publish delay
         off.setdefault(mode, cpu)
         print(

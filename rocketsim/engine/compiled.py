@@ -59,6 +59,7 @@ from rocketsim.broker import latency as bm
 from rocketsim.broker import store
 from rocketsim.broker.fault_kinds import Effect, Probe, process_down
 from rocketsim.broker.queue import REMARKS, Fate, sweep_remark
+from rocketsim.client import backpressure
 from rocketsim.client.connection import close_rule
 from rocketsim.client.fault import Site
 from rocketsim.client.outcomes import Catch, OutcomeKind, is_send_result
@@ -174,6 +175,7 @@ class Failure(IntEnum):
     ASYNC_SEMAPHORE = 16  # no permit of the async semaphore in time: aux = the timeout in the text
     ASYNC_SEND_FAILED = 17  # a plain ASYNC send's first request: "Send [1] times", aux = broker, cost = ms
     EXECUTOR_REJECTED = 18  # executor.submit refused the send: its queue was full ("executor rejected ")
+    BACKPRESSURE = 19  # no backpressure permit in time: aux = the semaphore (backpressure.TIMEOUT_TEXTS)
 
 
 # the loop's counters, kept in one array so the loop can stop when a buffer is full and go on after
@@ -231,6 +233,8 @@ PH_CALLBACK = 2  # its callback is due: a callback thread (5.x connect failure: 
 PH_CB_RUN = 3  # a callback thread that was busy takes it
 PH_DISPATCH = 4  # a plain send's permit is granted: sendDefaultImpl's own update, then the callback waits
 PH_START = 5  # (not pending) the caller submits it to the async sender executor
+PH_PERMIT_WAIT = 6  # async backpressure: it waits for a permit; its DELIVER is the wait's deadline
+PH_PERMIT = 7  # a release granted it the permit it waited for (not pending: it asks for the next one)
 # why the client sent nothing (FL_REFUSED)
 REF_NONE = 0
 REF_NO_BUDGET = 1  # 4.9 invokeAsync: no time left ("invokeAsync call the addr[..] timeout")
@@ -280,7 +284,9 @@ FL_CALL_START_US = 34  # the call's start in us (FL_CALL_START x 1000 but for th
 FL_CHANNEL = 35  # SYNC: the broker's channel (its n-th, State.channels) the pending request went out on
 FL_DONE = 36  # SYNC: when its answer is due (its DELIVER's time)
 FL_CALL_TIMEOUT = 37  # SYNC: the timeout the request was given
-N_IN_FLIGHT = 38
+FL_BP_HELD = 38  # ASYNC with backpressure: the permits it holds (0 none, 1 a count, 2 and its bytes)
+FL_BP_COUNTER = 39  # and the push counter of its wait's deadline (the reference's first push; 0: none)
+N_IN_FLIGHT = 40
 
 
 # ---- the kernel's arguments -------------------------------------------------------------------------
@@ -301,6 +307,7 @@ class Sends(NamedTuple):
     props_base: np.ndarray  # what the broker checks of the properties (store.illegal_properties_parts)
     props_qid: np.ndarray
     props_chars: np.ndarray
+    body: np.ndarray  # the bytes the backpressure's size semaphore takes (Prepared.s_body)
 
 
 class Threads(NamedTuple):
@@ -449,6 +456,17 @@ class ClientPools(NamedTuple):
     tail: np.ndarray  # [2]
 
 
+class Permits(NamedTuple):
+    """Async backpressure's two fair semaphores (``client.backpressure.Backpressure``; row 0 the count,
+    row 1 the bytes): the permits free, and the sends waiting (a ring per row, FIFO; a waiting send holds
+    its sender thread, so there are fewer than the ring's size)."""
+
+    available: np.ndarray  # [2]
+    fifo: np.ndarray  # [2, sender threads + 1]
+    head: np.ndarray  # [2]
+    tail: np.ndarray  # [2]
+
+
 class State(NamedTuple):
     """What the kernel writes: the producer's state and the output buffers."""
 
@@ -466,6 +484,7 @@ class State(NamedTuple):
     client_pools: ClientPools
     semaphore: np.ndarray  # the async semaphore's permits held: a heap of release times (ST_SEM_SIZE)
     channels: np.ndarray  # per broker, its current channel's number (client.connection.Connections)
+    permits: Permits  # async backpressure's semaphores (Config.backpressure)
 
 
 # ---- SplitMix64 and Java int arithmetic: compiled twins of rocketsim.rng and rocketsim.javaint ----------
@@ -1715,6 +1734,100 @@ def semaphore_hold_until(h, st, release):
         i = parent
 
 
+# ---- async backpressure: client/backpressure.py's PermitGate over arrays (Permits) ---------------------
+
+
+@njit(**_NO_RC)
+def permit_need(sends, s, row):
+    """What send ``s`` takes of semaphore ``row``: one permit of the count, its body's bytes."""
+    return 1 if row == 0 else sends.body[s]
+
+
+@njit(**_NO_RC)
+def permit_unqueue(pm, row, s):
+    """``FairSemaphore.expire``: take ``s`` out of ``row``'s waiters, if it is there."""
+    m = pm.fifo.shape[1]
+    k = pm.head[row]
+    while k != pm.tail[row]:
+        if pm.fifo[row, k] == s:
+            while (k + 1) % m != pm.tail[row]:
+                pm.fifo[row, k] = pm.fifo[row, (k + 1) % m]
+                k = (k + 1) % m
+            pm.tail[row] = k
+            return
+        k = (k + 1) % m
+
+
+@njit(**_NO_RC)
+def permit_gate(sends, fl, pm, heap, st, timeout_ms, s, now, expired):
+    """``PermitGate.acquire`` in ``executeAsyncMessageSend``: the count, then the body's bytes, each waited
+    for until ``beginStartTime + sendMsgTimeout`` (``expired``: that deadline came). Returns 1: both held;
+    0: it waits (its deadline is a DELIVER); -1: refused (FL_BP_HELD is the semaphore it waited for)."""
+    row = fl[s, FL_BP_HELD]
+    if expired:
+        permit_unqueue(pm, row, s)
+        return -1
+    deadline = fl[s, FL_BEGIN] + timeout_ms
+    while row < 2:
+        n = permit_need(sends, s, row)
+        if pm.head[row] == pm.tail[row] and pm.available[row] >= n:
+            pm.available[row] -= n
+            row += 1
+            fl[s, FL_BP_HELD] = row
+            continue
+        if deadline <= now:
+            return -1
+        pm.fifo[row, pm.tail[row]] = s
+        pm.tail[row] = (pm.tail[row] + 1) % pm.fifo.shape[1]
+        fl[s, FL_PHASE] = PH_PERMIT_WAIT
+        if fl[s, FL_BP_COUNTER] == 0:
+            fl[s, FL_BP_COUNTER] = st[ST_COUNTER]
+            heap_push(heap, st, deadline, Event.DELIVER, s)
+        else:  # waits again after a grant: the reference's first deadline push still governs
+            heap_push_counted(heap, st, deadline, Event.DELIVER, s, fl[s, FL_BP_COUNTER])
+            st[ST_COUNTER] += 1
+        return 0
+    return 1
+
+
+@njit(**_NO_RC)
+def permit_give(sends, fl, pm, heap, st, timeout_ms, row, n, now):
+    """``FairSemaphore.release`` of ``n`` permits of ``row`` at ``now``: the waiters it grants, in order,
+    hold them and go on at a DELIVER now (their deadline's DELIVER taken out of the heap); a waiter whose
+    deadline is ``now`` is passed over (its deadline refuses it)."""
+    pm.available[row] += n
+    m = pm.fifo.shape[1]
+    while pm.head[row] != pm.tail[row]:
+        w = pm.fifo[row, pm.head[row]]
+        if fl[w, FL_BEGIN] + timeout_ms <= now:
+            pm.head[row] = (pm.head[row] + 1) % m
+            continue
+        need = permit_need(sends, w, row)
+        if need > pm.available[row]:
+            break
+        pm.head[row] = (pm.head[row] + 1) % m
+        pm.available[row] -= need
+        fl[w, FL_BP_HELD] = row + 1
+        for i in range(st[ST_HEAP_SIZE]):  # its one pending DELIVER: the deadline
+            if heap[i, H_EVENT] == Event.DELIVER and heap[i, H_PAYLOAD] == w:
+                heap_remove(heap, st, i)
+                break
+        fl[w, FL_PHASE] = PH_PERMIT
+        heap_push(heap, st, now, Event.DELIVER, w)
+
+
+@njit(**_NO_RC)
+def permit_release(sends, fl, pm, heap, st, timeout_ms, s, now):
+    """``BackpressureSendCallBack.semaphoreProcessor``: send ``s`` ended at ``now``: its bytes, then its
+    count, back (``PermitGate.release``)."""
+    held = fl[s, FL_BP_HELD]
+    fl[s, FL_BP_HELD] = 0
+    if held == 2:
+        permit_give(sends, fl, pm, heap, st, timeout_ms, 1, sends.body[s], now)
+    if held >= 1:
+        permit_give(sends, fl, pm, heap, st, timeout_ms, 0, 1, now)
+
+
 @njit(**_NO_RC)
 def async_call(inp, state, s, attempt, now, req_timeout):
     """ASYNC send ``s``'s request ``attempt`` from ``sendMessageAsync`` at ``now`` with ``req_timeout``
@@ -1884,11 +1997,27 @@ def async_event(inp, state, s, now, phase):
             nq = inst.n_queues[i]
             if nq == 0:  # "No route info for this topic, T"
                 fail(res, s, Failure.NO_ROUTE_SELECT, now)
+                if cfg.backpressure:  # its caller's thread never reached the permits
+                    thread_free(cfg.pool, inp.threads, inp.sends.born, heap, st, state.send_thread[s], now)
                 return
             p = java_abs(java_rem(inp.sends.order_hash[s], nq))
             # the request keeps the queue for every retry (read once: a 4.9.7 rewrite does not move it)
             fl[s, FL_BROKER] = inst.queue_broker[i, p]
             fl[s, FL_QUEUE_ID] = inst.queue_id[i, p]
+        if cfg.backpressure:
+            phase = PH_PERMIT
+    if phase == PH_PERMIT or phase == PH_PERMIT_WAIT:  # noqa: SIM109 - numba; the caller's thread waits
+        got = permit_gate(
+            inp.sends, fl, state.permits, heap, st, cfg.timeout_ms, s, now, phase == PH_PERMIT_WAIT
+        )
+        if got == 0:
+            return
+        thread_free(cfg.pool, inp.threads, inp.sends.born, heap, st, state.send_thread[s], now)
+        if got < 0:  # RemotingTooMuchRequestException to onException (run_loop gives back what it holds)
+            fail(res, s, Failure.BACKPRESSURE, now)
+            res.aux[s] = fl[s, FL_BP_HELD]
+            return
+    if phase == PH_START or phase == PH_PERMIT:  # noqa: SIM109 - numba
         if client_pool_full(cp, POOL_EXECUTOR, cfg.executor_queue):  # executor.submit throws
             fail(res, s, Failure.EXECUTOR_REJECTED, now)
             return
@@ -2272,7 +2401,8 @@ def run_loop(inp, state):
             state.outcomes.kernel_start[s] = now
             step, free_at = STEP_NONE, -1
             if kind == SendKind.ASYNC or kind == SendKind.ORDERED_ASYNC:
-                thread_free(pool, threads, sends.born, heap, st, th, now)  # the caller's thread goes on
+                if not inp.config.backpressure:  # the caller's thread goes on (else: at the permits)
+                    thread_free(pool, threads, sends.born, heap, st, th, now)
                 phase = PH_START
             else:
                 step, free_at = start_send(inp, state, s, th, i, now)
@@ -2297,6 +2427,9 @@ def run_loop(inp, state):
             free_at = send_default_impl_step(inp, state, s, now)
         if phase >= 0:
             async_event(inp, state, s, now, phase)
+            if fl[s, FL_BP_HELD] > 0 and state.outcomes.end[s] >= 0:  # it ended: its permits back
+                end = state.outcomes.end[s]
+                permit_release(sends, fl, state.permits, heap, st, inp.config.timeout_ms, s, end)
         if free_at >= 0:
             thread_free(pool, threads, sends.born, heap, st, state.send_thread[s], free_at)
         if pool and event == Event.START:
@@ -2387,9 +2520,6 @@ def unsupported(sc: Scenario, messages: pa.Table) -> str | None:
         return "messages of several producers"
     if sc.producers.send_cpu_us > 0:
         return "the client's CPU per send (producers.send_cpu_us): the readable engine's host model"
-    backpressure = sc.producers.async_backpressure
-    if backpressure is not None and backpressure.enable_backpressure_for_async_mode:
-        return "async backpressure (producers.enable_backpressure_for_async_mode): client/backpressure.py"
     seq = np.asarray(messages.column("seq"), np.int64)
     if not np.all(seq[1:] > seq[:-1]):
         seq = np.sort(seq)
@@ -2561,6 +2691,7 @@ class _Kernel:
             client_pools=_client_pools(self.plan, capacity),
             semaphore=np.zeros(capacity + 2, np.int64),  # a plain send holds at most one permit at a time
             channels=np.zeros(n_b, np.int64),
+            permits=_permits(sc, n_t),
         )
         self.dense_of: dict[int, int] = {}  # thread value -> dense index, in the order first seen
         self.n_given = 0  # sends given
@@ -2611,6 +2742,8 @@ class _Kernel:
         )
         if self.closed:
             self.inp.store.wire[(g0 + np.arange(n)) % self.capacity] = prep.s_wire
+        body = prep.s_body if prep.s_body is not None else prep.s_wire
+        sends.body[(g0 + np.arange(n)) % self.capacity] = body
         self.n_given = g0 + n
         if final:
             st.counters[ST_FINAL] = 1
@@ -2757,6 +2890,7 @@ class _Kernel:
         attempts.send[:n_a] = slot_map[attempts.send[:n_a]]
         semaphore = np.zeros(n + 2, np.int64)
         semaphore[: state.semaphore.size] = state.semaphore
+        pm = state.permits
         self.state = state._replace(
             heap=heap,
             send_thread=moved(state.send_thread),
@@ -2764,7 +2898,20 @@ class _Kernel:
             outcomes=SendOutcomes(*(moved(a) for a in state.outcomes)),
             client_pools=cp._replace(fifo=fifo, head=head, tail=tail),
             semaphore=semaphore,
+            permits=pm._replace(fifo=slot_map[pm.fifo]),  # the waiting sends' slots (stale ones unread)
         )
+
+
+def _permits(sc: Scenario, n_threads: int) -> Permits:
+    """Async backpressure's semaphores, all permits free (none, backpressure off)."""
+    settings = sc.producers.async_backpressure
+    on = settings is not None and settings.enable_backpressure_for_async_mode
+    return Permits(
+        available=np.array(backpressure.permits(settings) if on else (0, 0), np.int64),  # type: ignore[arg-type]
+        fifo=np.zeros((2, n_threads + 1), np.int64),
+        head=np.zeros(2, np.int64),
+        tail=np.zeros(2, np.int64),
+    )
 
 
 def _client_pools(plan: Plan, capacity: int) -> ClientPools:
@@ -2851,6 +2998,8 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
         err = async_call_timeout_error(selector=key[1] == 0)
     elif failure == Failure.EXECUTOR_REJECTED:
         err = executor_rejected_error(version)
+    elif failure == Failure.BACKPRESSURE:
+        err = RemotingTooMuchRequestError(backpressure.TIMEOUT_TEXTS[key[1]])
     elif failure == Failure.ASYNC_TOO_FAST:
         err = invoke_too_fast_error()
     elif failure == Failure.ASYNC_SEMAPHORE:

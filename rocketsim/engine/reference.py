@@ -312,6 +312,7 @@ class EventLoop:
             Pool.CALLBACK: ClientPool([callback_thread(j + 1) for j in range(p.callback_threads)]),
         }
         self.holding: dict[int, tuple[ClientPool, int]] = {}  # send index -> the pool thread it runs on
+        self.gate_held: set[int] = set()  # async sends whose caller's thread waits on the backpressure
         self.senders: SenderThreads = (
             PoolSenders(sends, p.threads, self.push_start)
             if p.sender_model == "pool"
@@ -352,6 +353,7 @@ class EventLoop:
         gen = sim.steps(s, begin)
         if sim.gate is not None and not s.waits:
             sim.gate.begin(s, t)  # the caller's thread waits for the permits (gated frees it)
+            self.gate_held.add(s.index)
         elif not s.waits:
             self.senders.free(s, t)  # the caller's thread does not wait for an async send
         if begin > t:
@@ -410,6 +412,7 @@ class EventLoop:
         if verdict is None:  # waiting: its deadline is an event
             self.push(gate.deadline(s), Event.DELIVER, (s, gen, EXPIRE))  # type: ignore[union-attr]
             return False
+        self.gate_held.discard(s.index)
         self.senders.free(s, now)
         if verdict is True:
             return True
@@ -465,7 +468,8 @@ class EventLoop:
                 if sim.heap is not None:
                     sim.heap.release(sim.held.pop(s.index))
                 self.release(s, now)
-                if s.waits:
+                if s.waits or s.index in self.gate_held:  # (an ordered send without a route never
+                    self.gate_held.discard(s.index)  # reaches the backpressure)
                     self.senders.free(s, record.end_ms)
                 if sim.gate is not None:  # BackpressureSendCallBack: permits back before the callback
                     for waiter in sim.gate.release(s.index, record.end_ms):

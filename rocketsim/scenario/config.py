@@ -240,8 +240,9 @@ class ProducerConfig:
         ),
     )
     # 5.1.4+ DefaultMQProducer.autoBatch: send(msg) / send(msg, callback) of a plain message held in the
-    # ProduceAccumulator per (topic, tag) and sent as one MessageBatch (rocketsim.client.batching); None:
-    # the version's default (off). Refused on clients before 5.1.4.
+    # ProduceAccumulator per (topic, tag), sync and async apart, and sent as one MessageBatch (a sync
+    # batch's callers wait for its end) (rocketsim.client.batching); None: the version's default (off).
+    # Refused on clients before 5.1.4.
     auto_batch: bool | None = None
     # batchMaxDelayMs: how long a batch is held at most (None: 10)
     batch_max_delay_ms: int | None = field(default=None, metadata=_between(1, BATCH_MAX_DELAY_MS_MAX))

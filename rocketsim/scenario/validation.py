@@ -479,7 +479,7 @@ def _check_async_backpressure(producers: ProducerConfig) -> None:
 
 def _check_auto_batch(sc: Scenario) -> None:
     """The 5.1.4+ autoBatch settings: refused before 5.1.4 (no ProduceAccumulator) and for the gRPC
-    family; with sync sends it is not modelled (their callers wait on the batch, holding their threads)."""
+    family."""
     producers = sc.producers
     given = [name for name in AUTO_BATCH_SETTINGS if getattr(producers, name) is not None]
     if given and producers.version.auto_batch_defaults is None:
@@ -491,13 +491,6 @@ def _check_auto_batch(sc: Scenario) -> None:
         return
     if producers.grpc_client is not None:
         _fail("producers.auto_batch", "must be false with client_family grpc (no gRPC client batches)", True)
-    if producers.send_mode.get("sync", 0) > 0 and sc.workload.message_types.get("normal", 0) > 0:
-        _fail(
-            "producers.send_mode.sync",
-            "must be 0 with producers.auto_batch = true (sync sends through ProduceAccumulator, whose "
-            "callers wait on their batch, are not modelled yet)",
-            producers.send_mode["sync"],
-        )
 
 
 def scenario_from_mapping(raw: Mapping[str, Any], source_text: str = "") -> Scenario:

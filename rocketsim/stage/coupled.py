@@ -13,6 +13,7 @@ and replays the next trajectories until a fixed point (a round makes no rows: it
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -43,13 +44,16 @@ class JointProducers:
 class IterativeRound:
     """Round ``number`` of ``brokers.coupling = iterative`` as a producer task sees it: the brokers'
     trajectories the driver put in the scratch store, mapped once (not copied: the engines read its
-    pages)."""
+    pages). ``hand_on``: the round makes its rows and hands on its arrival work too (a round that may be
+    the last, :func:`rows_in_round`): :meth:`output` and :meth:`chunks` gather the work, :meth:`put_work`
+    puts it in the scratch store."""
 
-    def __init__(self, sc: Scenario, scratch: Scratch, number: int) -> None:
+    def __init__(self, sc: Scenario, scratch: Scratch, number: int, hand_on: bool = False) -> None:
         self.sc, self.number = sc, number
         self._trajectories = iterative.trajectories_from_bytes(
             sc, scratch.map_bytes(scratch_key(TRAJECTORIES, number))
         )
+        self.works: list[iterative.ArrivalWork] | None = [] if hand_on else None
 
     def work(self, producer: int, messages: pa.Table, chunk_rows: int) -> iterative.ArrivalWork:
         """The producer's arrival work against this round's trajectories (no rows made)."""
@@ -57,11 +61,20 @@ class IterativeRound:
 
     def chunks(self, producer: int, chunks: Iterable[pa.Table]) -> Iterator[engine.SimChunk]:
         """The producer's rows against this round's trajectories, a chunk of messages at a time."""
-        return iterative.round_chunks(chunks, self.sc, producer, self._trajectories)
+        return iterative.round_chunks(chunks, self.sc, producer, self._trajectories, self.works)
 
     def output(self, producer: int, messages: pa.Table) -> engine.SimOutput:
         """The producer's simulation against this round's trajectories (the last round's: its rows)."""
-        return iterative.simulate_round(messages, self.sc, producer, self._trajectories)[0]
+        out, work = iterative.simulate_round(messages, self.sc, producer, self._trajectories)
+        if self.works is not None:
+            self.works.append(work)
+        return out
+
+    def put_work(self, scratch: Scratch, task: int) -> None:
+        """The arrival work gathered (``hand_on``), merged, as producer task ``task``'s of the round."""
+        if self.works is not None:
+            merged = iterative.arrival_work(self.works)
+            scratch.put_table(scratch_key(ROUND_WORK, self.number, task), iterative.work_table(merged))
 
 
 def round_task(
@@ -87,28 +100,49 @@ def merged_round_work(scratch: Scratch, number: int, tasks: int) -> iterative.Ar
     return iterative.arrival_work([iterative.work_from_table(scratch.get_table(k)) for k in keys])
 
 
+def rows_in_round(number: int, max_rounds: int) -> bool:
+    """Whether round ``number`` is run by the stage's producer tasks themselves, making the rows as the
+    pass after the last round would (the same trajectories, so the same rows) and handing on the work:
+    the round limit (the last for sure), and round 2 (where arrivals do not depend on the answers, the
+    first that can be the last: it saves the pass after the rounds; when it is not the last, its rows are
+    made again by a later pass, written over). Round 1 is never the last below the limit."""
+    return number == max_rounds or number == 2
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """What :func:`iterate_rounds` ran: the last round, its residual, and what ``run_round`` returned
+    for it when it made the rows (None: the producer tasks still have to simulate against it)."""
+
+    last: int
+    residual: int
+    rows: object | None
+
+
 def iterate_rounds(
     sc: Scenario,
     scratch: Scratch,
-    run_round: Callable[[int], object],
+    run_round: Callable[[int, bool], object],
     tasks: int,
     max_rounds: int = iterative.MAX_ROUNDS,
-) -> tuple[int, int]:
+) -> Rounds:
     """The driver's side of the rounds (those of :func:`rocketsim.engine.iterative.simulate_iterative`,
     spread over ``tasks`` producer tasks): per round it puts the trajectories in the scratch store,
-    ``run_round(number)`` runs :func:`round_task` of every producer task, and it merges their work,
-    checks the residual and replays the next trajectories. Returns the last round (the producer tasks
-    then simulate against it, :class:`IterativeRound`) and its residual. Deterministic and
-    partition-invariant: a producer depends only on the trajectories, and the merge is a sum."""
+    ``run_round(number, rows)`` runs :func:`round_task` of every producer task (``rows`` False) or the
+    stage's producer tasks against the round (``rows`` True, :func:`rows_in_round`: they hand on the work
+    too, :class:`IterativeRound`), and it merges their work, checks the residual and replays the next
+    trajectories. Deterministic and partition-invariant: a producer depends only on the trajectories,
+    and the merge is a sum."""
     previous: iterative.ArrivalWork | None = None
     trajs = iterative.trajectories(sc, None)
     number = 0
     while True:
         number += 1
         scratch.put_bytes(scratch_key(TRAJECTORIES, number), iterative.trajectories_to_bytes(trajs))
-        run_round(number)
+        rows = rows_in_round(number, max_rounds)
+        ran = run_round(number, rows)
         merged = merged_round_work(scratch, number, tasks)
         last, left = iterative.converged(previous, merged, number, max_rounds)
         if last:
-            return number, left
+            return Rounds(number, left, ran if rows else None)
         previous, trajs = merged, iterative.trajectories(sc, merged)

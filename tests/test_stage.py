@@ -454,9 +454,9 @@ def test_iterative_rounds_that_make_the_rows_give_the_pass_after_the_rounds(
 
     monkeypatch.setattr(memory, "iterate_rounds", counted)
     policies = {
-        "never": lambda number, limit: False,
+        "never": lambda sc, number, limit: False,
         "default": coupled.rows_in_round,
-        "always": lambda number, limit: True,
+        "always": lambda sc, number, limit: True,
     }
     for tasks, chunk_rows in ((1, 1 << 17), (3, 97)):
         made = {}
@@ -472,8 +472,9 @@ def test_iterative_rounds_that_make_the_rows_give_the_pass_after_the_rounds(
             assert got_tables.parts.keys() == want_tables.parts.keys(), name
             for table in got_tables.parts:
                 assert got_tables.table(table).equals(want_tables.table(table)), (name, table)
-    # a fixed point at round 2 (its rows the run's), or later (round 2's rows written over)
+    # a fixed point at round 2 (its rows the run's), or later (round 2's rows written over when always)
     assert ran[-1].last == 2 if not producers else ran[-1].last > 2
+    assert coupled.answers_pace_arrivals(sc) == bool(producers)
 
 
 def test_the_stage_graph_gives_what_each_job_reads_and_drops() -> None:

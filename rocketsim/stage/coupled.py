@@ -102,13 +102,27 @@ def merged_round_work(scratch: Scratch, number: int, tasks: int) -> iterative.Ar
     return iterative.arrival_work([iterative.work_from_table(scratch.get_table(k)) for k in keys])
 
 
-def rows_in_round(number: int, max_rounds: int) -> bool:
-    """Whether round ``number`` is run by the stage's producer tasks themselves, making the rows as the
-    pass after the last round would (the same trajectories, so the same rows) and handing on the work:
-    the round limit (the last for sure), and round 2 (where arrivals do not depend on the answers, the
-    first that can be the last: it saves the pass after the rounds; when it is not the last, its rows are
-    made again by a later pass, written over). Round 1 is never the last below the limit."""
-    return number == max_rounds or number == 2
+def rows_in_round(sc: Scenario, number: int, max_rounds: int) -> bool:
+    """Whether round ``number`` is run by the stage's producer tasks themselves, making the rows the pass
+    after the last round would make (the same trajectories, so the same rows) and handing on the work:
+    the round limit (the last for sure), and round 2, the first that can be the last (round 1 is not,
+    below the limit), where the answers do not pace the arrivals (:func:`answers_pace_arrivals`): then it
+    saves the pass after the rounds. A round that makes rows and is not the last has them written over by
+    a later pass (the same tables either way; only the time differs)."""
+    return number == max_rounds or (number == 2 and not answers_pace_arrivals(sc))
+
+
+def answers_pace_arrivals(sc: Scenario) -> bool:
+    """Whether the answers can move a producer's later requests more than its retries do, so that the
+    rounds rarely stop at 2: a sender thread waits for the answer (SYNC sends; transactional messages,
+    sent SYNC) or the fault strategy steers by its latency. A hint for :func:`rows_in_round` (the shipped
+    closed-loop scenarios with it take 6 to 12 rounds, ``capacity_steady.toml`` without it 2)."""
+    p = sc.producers
+    return (
+        p.send_latency_fault_enable
+        or p.send_mode.get("sync", 0.0) > 0
+        or sc.workload.message_types.get("transaction", 0.0) > 0
+    )
 
 
 @dataclass(frozen=True)
@@ -141,7 +155,7 @@ def iterate_rounds(
     while True:
         number += 1
         scratch.put_bytes(scratch_key(TRAJECTORIES, number), iterative.trajectories_to_bytes(trajs))
-        rows = rows_in_round(number, max_rounds)
+        rows = rows_in_round(sc, number, max_rounds)
         ran = run_round(number, rows)
         merged = merged_round_work(scratch, number, tasks)
         last, left = iterative.converged(previous, merged, number, max_rounds)

@@ -3154,8 +3154,10 @@ class _Part:
 class _Stream:
     """One producer's run streamed through the kernel a prepared chunk at a time (:func:`simulate_chunks`)."""
 
-    def __init__(self, sc: Scenario, tables: StoreTables | None = None) -> None:
-        self.sc, self.tables = sc, tables
+    def __init__(
+        self, sc: Scenario, tables: StoreTables | None = None, requests: list[np.ndarray] | None = None
+    ) -> None:
+        self.sc, self.tables, self.requests = sc, tables, requests
         self.kernel: _Kernel | None = None
         self.topics: list[str] = []
         self.given: deque[_Part] = deque()
@@ -3227,6 +3229,8 @@ class _Stream:
         kernel, uniq = self.kernel, self.uniq
         assert kernel is not None and uniq is not None
         for p, ko in self.taken_parts():
+            if self.requests is not None:
+                self.requests.append(_store_requests(p.prep, ko))
             p.out = engine_output(p.prep, kernel.plan, ko, self.sc)
             p.made, p.time = uniq.add_sends(p.prep, p.out, np.arange(p.prep.n_sends), p.r0)
             p.counter = np.zeros(p.made.size, np.int64)
@@ -3249,15 +3253,19 @@ class _Stream:
 
 
 def simulate_chunks(
-    chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario, tables: StoreTables | None = None
+    chunks: Iterable[pa.Table | pa.RecordBatch],
+    sc: Scenario,
+    tables: StoreTables | None = None,
+    requests: list[np.ndarray] | None = None,
 ) -> Iterator[SimChunk]:
     """:func:`rocketsim.engine.reference.simulate_chunks`, compiled and streamed: the chunks (whole
     batches, :func:`rocketsim.engine.plan.batch_aligned`) are prepared and given to the kernel one at a
     time, and the rows of each come out once its sends have ended and every UNIQ_KEY call before theirs is
     known, so a producer's memory is its chunks in flight, whatever its size. :class:`SimulationError` for
     input :func:`supports` refuses (several producers, seqs out of order or repeated) or born times that
-    go back in seq order."""
-    stream = _Stream(sc, tables)
+    go back in seq order. ``requests``: a list the requests that reached a store are added to as
+    :func:`round_requests` gives them (an ``iterative`` round that makes its rows)."""
+    stream = _Stream(sc, tables, requests)
     for table in batch_aligned(chunks):
         yield from stream.add(table)
     yield from stream.finish()

@@ -1596,7 +1596,7 @@ def scan_fired(cfg, start, timeout):
     return first + (due - first + period - 1) // period * period
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def client_pool_take(cp, fl, pool, s):
     """``reference.ClientPool.take``: the idle thread of ``pool`` idle the longest (ties: the lowest) runs
     send ``s`` now; none idle: ``s`` waits (FIFO) and -1."""
@@ -2108,7 +2108,9 @@ def is_retry_code(rules, code):
     return False
 
 
-@njit(**_NO_RC)
+# deliver_sync and send_default_impl_step (each takes inp and state) and client_pool_take: inlined at numba's
+# level; left to LLVM, SYNC ran at half speed whenever run_loop grew (docs/benchmarks.md)
+@njit(inline="always", **_NO_RC)
 def deliver_sync(inp, state, s, now):
     """A SYNC call completed: sendDefaultImpl's catch clauses. Returns (run the loop step, thread free at)."""
     cfg, fl, res = inp.config, state.in_flight, state.outcomes
@@ -2165,7 +2167,7 @@ def deliver_sync(inp, state, s, now):
     return STEP_SEND, -1
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def send_default_impl_step(inp, state, s, now):
     """sendDefaultImpl's loop from its ``times < timesTotal`` test: select, check the call-timeout budget,
     make the call. Returns the thread's free time when the send ended (-1: a call is under way)."""

@@ -863,7 +863,9 @@ def base_latency(model, b, key):
     return min(latency, _MAX_LATENCY_MS)
 
 
-@njit(**_NO_RC)
+# inlined at numba's level (as publish_info, thread_free, select_queue): a call passes every array of its
+# arguments flattened on the stack, ~80 words here, ~220 for publish_info, ~290 for select_queue
+@njit(inline="always", **_NO_RC)
 def attempt_outcome(model, b, key, start, timeout):
     """``latency.attempt_outcome``: (OutcomeKind, latency, response code, stored, store ms, late ms, late
     code, exact us) of one attempt (late ms -1: no late answer; exact us: the answer's unrounded latency),
@@ -983,7 +985,7 @@ def oneway_caller_sees(rules, kind):
 # ---- queue selection: MQFaultStrategy.selectOneMessageQueue of each line ----------------------------
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def _select_by_filters(inst, ix, ft, i, t, last, now, reset, cfg):
     """5.x: the available-and-not-last filter, then the reachable-and-not-last one, then round robin."""
     qb, qq, nq = inst.queue_broker, inst.queue_id, inst.n_queues[i]
@@ -1043,7 +1045,7 @@ def _scan_accepts(ft, b, last, now, cfg):
     return is_available(ft, b, now, cfg.availability_needs_reachable)
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def _select_available(inst, ix, routes, ft, worst, i, t, last, now, cfg):
     """4.x: round robin over available brokers, else ``pickOneAtLeast`` (4.3-4.9.7, 5.0-5.1.3 rewrite the
     slot); an index upstream's ``List.get`` refuses falls back to round robin (its catch)."""
@@ -1081,10 +1083,11 @@ def _select_available(inst, ix, routes, ft, worst, i, t, last, now, cfg):
     return _select_plain(inst, ix, i, t, cfg)
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def select_queue(cfg, routes, inst, ix, ft, worst, i, t, last, now, reset):
     """(slot, broker, queue id) for instance ``i`` on thread ``t``; slot -1 is a MessageQueue made on the
-    spot (4.9.8's pickOneAtLeast)."""
+    spot (4.9.8's pickOneAtLeast). Inlined at numba's level, with the two selections it chooses between:
+    a call passes its ~290 flattened arguments on the stack, twice an attempt (see the module's notes)."""
     if cfg.uses_queue_filters:
         return _select_by_filters(inst, ix, ft, i, t, last, now, reset, cfg)
     return _select_available(inst, ix, routes, ft, worst, i, t, last, now, cfg)
@@ -1221,7 +1224,7 @@ def pool_take(threads, st, send_thread):
     return s, best
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def thread_free(pool, threads, born_ms, heap, st, th, free_at):
     """Thread ``th`` is free again at ``free_at``: its next send (partitioned), or the pool's."""
     if pool:
@@ -1349,7 +1352,7 @@ def give_sends(
 # ---- the steps of the event loop ----------------------------------------------------------------------
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def publish_info(routes, keys, threads, inst, cache, ix, st, topic, now):
     """The producer's TopicPublishInfo instance of ``topic`` at ``now``: the cached one, or a new one after
     a route change (new slots, new per-thread indexes)."""
@@ -1612,7 +1615,7 @@ def scan_fired(cfg, start, timeout):
     return first + (due - first + period - 1) // period * period
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def client_pool_take(cp, fl, pool, s):
     """``reference.ClientPool.take``: the idle thread of ``pool`` idle the longest (ties: the lowest) runs
     send ``s`` now; none idle: ``s`` waits (FIFO) and -1."""
@@ -2252,7 +2255,9 @@ def is_retry_code(rules, code):
     return False
 
 
-@njit(**_NO_RC)
+# deliver_sync and send_default_impl_step (each takes inp and state) and client_pool_take: inlined at numba's
+# level; left to LLVM, SYNC ran at half speed whenever run_loop grew (docs/benchmarks.md)
+@njit(inline="always", **_NO_RC)
 def deliver_sync(inp, state, s, now):
     """A SYNC call completed: sendDefaultImpl's catch clauses. Returns (run the loop step, thread free at)."""
     cfg, fl, res = inp.config, state.in_flight, state.outcomes
@@ -2309,7 +2314,7 @@ def deliver_sync(inp, state, s, now):
     return STEP_SEND, -1
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def send_default_impl_step(inp, state, s, now):
     """sendDefaultImpl's loop from its ``times < timesTotal`` test: select, check the call-timeout budget,
     make the call. Returns the thread's free time when the send ended (-1: a call is under way)."""

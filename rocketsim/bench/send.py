@@ -30,7 +30,7 @@ from rocketsim.engine.plan import SimOutput, batch_aligned, prepare
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.stage.plan import CHUNK_ROWS
 
-TARGET_ATTEMPTS_PER_S = 1_000_000
+TARGET_ATTEMPTS_PER_S = 2_000_000  # design §7: the send loop of every mode
 BROKERS = tuple(f"broker-{c}" for c in "abcdefgh")
 
 

@@ -2369,6 +2369,8 @@ def unsupported(sc: Scenario, messages: pa.Table) -> str | None:
         return "messages of several producers"
     if sc.producers.send_cpu_us > 0:
         return "the client's CPU per send (producers.send_cpu_us): the readable engine's host model"
+    if sc.producers.connect_ms > 0:
+        return "a new channel's connect time (producers.connect_ms): client/connection.py's connect wait"
     backpressure = sc.producers.async_backpressure
     if backpressure is not None and backpressure.enable_backpressure_for_async_mode:
         return "async backpressure (producers.enable_backpressure_for_async_mode): client/backpressure.py"

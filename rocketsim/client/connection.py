@@ -1,5 +1,5 @@
-"""A producer's connections: one channel per broker that every sender thread shares, and what a close does
-to the requests pending on it.
+"""A producer's connections: one channel per broker that every sender thread shares, what a close does
+to the requests pending on it, and who waits for a new channel's connect (``producers.connect_ms``).
 
 More: docs/reference/modules.md, rocketsim/client/connection.py.
 """

@@ -2525,6 +2525,8 @@ def unsupported(sc: Scenario, messages: pa.Table) -> str | None:
         return "messages of several producers"
     if sc.producers.send_cpu_us > 0:
         return "the client's CPU per send (producers.send_cpu_us): the readable engine's host model"
+    if sc.producers.connect_ms > 0:
+        return "a new channel's connect time (producers.connect_ms): client/connection.py's connect wait"
     seq = np.asarray(messages.column("seq"), np.int64)
     if not np.all(seq[1:] > seq[:-1]):
         seq = np.sort(seq)

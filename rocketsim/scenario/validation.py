@@ -326,6 +326,12 @@ def _check_grpc_family(sc: Scenario) -> None:
             "must be 0 with client_family grpc (the client's CPU per send is modelled for remoting only)",
             sc.producers.send_cpu_us,
         )
+    if sc.producers.connect_ms > 0:
+        _fail(
+            "producers.connect_ms",
+            "must be 0 with client_family grpc (a new channel's connect is modelled for remoting only)",
+            sc.producers.connect_ms,
+        )
     if client.whole_second_timeout and sc.producers.request_timeout_ms % 1000:
         rule = f"must be whole seconds with {client.name} (its request_timeout is an int of seconds)"
         _fail("producers.request_timeout_ms", rule, sc.producers.request_timeout_ms)

@@ -3,21 +3,22 @@
 
 Upstream: client/src/main/java/org/apache/rocketmq/client/impl/producer/DefaultMQProducerImpl.java at
 rocketmq-all-5.2.0..5.3.3 (``start``, ``executeAsyncMessageSend``, ``BackpressureSendCallBack``;
-clients.md A.3.11, BP-3/BP-4). The readable engine models it; the compiled one refuses it (``unsupported``),
-so the engine choice falls back to the readable one.
+clients.md A.3.11, BP-3/BP-4). Both engines model it (the readable ``client.backpressure.PermitGate``, the
+compiled ``permit_*`` twin): every engine test runs on each, and they give the same tables.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketsim.client.backpressure import NUM_TIMEOUT, SIZE_TIMEOUT, FairSemaphore
-from rocketsim.engine import ENGINE_VARIABLE, compiled, simulate_producer
-from rocketsim.engine.plan import SimulationError
+from rocketsim.engine import COMPILED, ENGINE_VARIABLE, REFERENCE, compiled, reference, simulate_producer
+from rocketsim.engine.plan import SimOutput
 from rocketsim.scenario import ScenarioError, scenario_from_mapping, workload
 
 # ---- the fair semaphore -------------------------------------------------------------------------------
@@ -61,9 +62,16 @@ def test_a_fair_semaphore_never_grants_more_than_it_has(requests) -> None:
         assert sum(held.values()) + sem.available == 8 and sem.available >= 0
 
 
-# ---- the engine ---------------------------------------------------------------------------------------
+# ---- the engines --------------------------------------------------------------------------------------
 
 HANG = {"broker": "broker-a", "kind": "hang", "start_s": 0.02, "end_s": 5.0}
+
+
+@pytest.fixture(params=[REFERENCE, COMPILED])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test on each engine (the engine choice reads ROCKETSIM_ENGINE)."""
+    monkeypatch.setenv(ENGINE_VARIABLE, request.param)
+    return request.param
 
 
 def scenario(**producers):
@@ -108,7 +116,7 @@ def with_first_attempts(sc) -> pd.DataFrame:
     return r
 
 
-def test_sends_in_flight_never_exceed_the_count_permits() -> None:
+def test_sends_in_flight_never_exceed_the_count_permits(engine: str) -> None:
     # semaphoreAsyncSendNum.tryAcquire before executor.submit, released by
     # BackpressureSendCallBack.semaphoreProcessor when the callback runs: at most num sends in flight
     sc = scenario(back_pressure_for_async_send_num=10)
@@ -124,7 +132,7 @@ def test_sends_in_flight_never_exceed_the_count_permits() -> None:
     )
 
 
-def test_bytes_in_flight_never_exceed_the_size_permits() -> None:
+def test_bytes_in_flight_never_exceed_the_size_permits(engine: str) -> None:
     # semaphoreAsyncSendSize.tryAcquire(msgLen, ...): msgLen is the body's length
     # (the count's 10000 permits never bind here: the bytes do)
     sc = scenario(back_pressure_for_async_send_size=1024 * 1024)
@@ -136,7 +144,7 @@ def test_bytes_in_flight_never_exceed_the_size_permits() -> None:
     assert not on.error.fillna("").str.endswith(NUM_TIMEOUT).any()
 
 
-def test_a_body_larger_than_the_size_permits_waits_out_its_timeout() -> None:
+def test_a_body_larger_than_the_size_permits_waits_out_its_timeout(engine: str) -> None:
     # tryAcquire(msgLen) of more permits than the semaphore has can only time out; being first in a fair
     # queue, it keeps every later send waiting until then
     sc = scenario_from_mapping(
@@ -164,20 +172,68 @@ def test_a_body_larger_than_the_size_permits_waits_out_its_timeout() -> None:
     assert r.error[too_big].str.endswith(SIZE_TIMEOUT).all()
 
 
-def test_without_backpressure_the_same_sends_are_not_held() -> None:
+def test_without_backpressure_the_same_sends_are_not_held(engine: str) -> None:
     on = with_first_attempts(scenario(back_pressure_for_async_send_num=10))
     off = with_first_attempts(scenario(enable_backpressure_for_async_mode=False))
     assert in_flight_peak(off, np.ones(len(off), np.int64)) > 10
     assert on.queue_wait_ms.max() > off.queue_wait_ms.max()  # the callers' threads waited for permits
 
 
-def test_the_compiled_engine_refuses_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    sc = scenario()
+def same_tables(a: SimOutput, b: SimOutput) -> bool:
+    return a.attempts.equals(b.attempts) and a.results.equals(b.results)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"back_pressure_for_async_send_num": 10},  # the count binds
+        {"back_pressure_for_async_send_size": 1024 * 1024},  # the bytes bind
+        {"back_pressure_for_async_send_num": 10, "sender_model": "partitioned", "send_msg_timeout_ms": 700},
+    ],
+)
+def test_both_engines_give_the_same_tables(settings: dict) -> None:
+    sc = scenario(**settings)
     messages = workload.generate(sc)
-    assert "backpressure" in (compiled.unsupported(sc, messages) or "")
-    monkeypatch.setenv(ENGINE_VARIABLE, "compiled")
-    with pytest.raises(SimulationError):
-        simulate_producer(messages, sc)
+    assert compiled.supports(sc, messages)
+    ref = reference.simulate_producer(messages, sc)
+    assert ref.results.to_pandas().error.fillna("").str.contains("tryAcquire semaphoreAsync").any()
+    assert same_tables(ref, compiled.simulate_producer(messages, sc))
+
+
+def test_both_engines_agree_with_ordered_and_sync_sends_and_a_chunked_run() -> None:
+    # ordered async sends take permits too (send(msg, selector, arg, callback) -> executeAsyncMessageSend);
+    # sync and oneway sends none; the streamed run moves waiting sends when its ring grows
+    sc = scenario_from_mapping(
+        {
+            "seed": 3,
+            "producers": {
+                "client_version": "5.2.0",
+                "count": 1,
+                "threads": 6,
+                "send_mode": {"async": 0.8, "sync": 0.1, "oneway": 0.1},
+                "enable_backpressure_for_async_mode": True,
+                "back_pressure_for_async_send_num": 40,
+                "send_msg_timeout_ms": 800,
+            },
+            "faults": [{"broker": "broker-a", "kind": "hang", "start_s": 0.2, "end_s": 1.5}],
+            "workload": {
+                "messages": 4000,
+                "rate_per_s": 5000,
+                "message_types": {"normal": 0.8, "ordered": 0.2},
+                "body_size": {"distribution": "uniform", "min": 100, "max": 100_000},
+            },
+        }
+    )
+    messages = workload.generate(sc)
+    ref = reference.simulate_producer(messages, sc)
+    assert ref.results.to_pandas().error.fillna("").str.endswith(NUM_TIMEOUT).sum() > 5
+    assert same_tables(ref, compiled.simulate_producer(messages, sc))
+    parts = [messages.slice(k, 150) for k in range(0, messages.num_rows, 150)]
+    chunks = list(compiled.simulate_chunks(parts, sc))
+    streamed = SimOutput(
+        pa.concat_tables([c.attempts for c in chunks]), pa.concat_tables([c.results for c in chunks])
+    )
+    assert same_tables(ref, streamed)
 
 
 def test_settings_it_cannot_run_are_refused() -> None:

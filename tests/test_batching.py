@@ -2,12 +2,16 @@
 engines, and the scenario keys.
 
 Upstream: client/src/main/java/org/apache/rocketmq/client/producer/ProduceAccumulator.java and
-DefaultMQProducer.java at rocketmq-all-5.2.0..5.3.3 (clients.md A.3.12, AB-1/AB-2).
+DefaultMQProducer.java at rocketmq-all-5.2.0..5.3.3 (clients.md A.3.12, AB-1/AB-2); sync sends through the
+accumulator as at rocketmq-all-5.1.4..5.3.3 (``DefaultMQProducer.send(Message)`` -> ``sendByAccumulator``
+-> ``ProduceAccumulator.send(Message, MessageQueue, DefaultMQProducer)`` ->
+``MessageAccumulation.add(Message)``).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
@@ -19,7 +23,7 @@ from rocketsim.engine import compiled, reference
 from rocketsim.engine.plan import prepare
 from rocketsim.format import codec
 from rocketsim.format.message import MessageConst
-from rocketsim.scenario import ScenarioError, scenario_from_mapping, workload
+from rocketsim.scenario import ScenarioError, scenario_from_mapping, span, workload
 
 DEFAULTS = AutoBatch(True, 10, 32 * 1024, 32 * 1024 * 1024)
 
@@ -155,8 +159,10 @@ def test_auto_batch_keys_are_refused_where_upstream_has_none() -> None:
         scenario_from_mapping({"producers": {"client_version": "4.9.8", "auto_batch": True}})
     with pytest.raises(ScenarioError, match="batch_max_bytes must be between 1 and 2097152"):
         scenario(auto_batch=True, batch_max_bytes=3 << 20)
-    with pytest.raises(ScenarioError, match="sync sends through ProduceAccumulator"):
-        scenario_from_mapping({"producers": {"client_version": "5.3.3", "auto_batch": True}})
+    # sync sends through the accumulator are modelled: the default send mode (sync) is accepted
+    assert scenario_from_mapping(
+        {"producers": {"client_version": "5.3.3", "auto_batch": True}}
+    ).producers.auto_batch
 
 
 def test_both_engines_agree_with_auto_batch() -> None:
@@ -187,6 +193,64 @@ def test_a_batch_is_one_send_whose_outcome_every_member_gets() -> None:
     alone = out[(out.batch < 0)]
     assert (alone.queue_wait_ms == 0).all()  # delay, ordered and refused messages are not held
     assert (out.queue_wait_ms[out.batch >= 0] > 0).any()
+
+
+SYNC_AND_ASYNC = {"send_mode": {"async": 0.5, "sync": 0.5}, "threads": 8}
+
+
+@pytest.mark.parametrize("sender_model", ["pool", "partitioned"])
+def test_both_engines_agree_with_sync_sends_through_the_accumulator(sender_model: str) -> None:
+    sc = scenario(auto_batch=True, batch_max_bytes=8192, sender_model=sender_model, **SYNC_AND_ASYNC)
+    messages = workload.generate(sc)
+    assert compiled.supports(sc, messages)
+    ref = reference.simulate_producer(messages, sc)
+    fast = compiled.simulate_producer(messages, sc)
+    assert ref.attempts.equals(fast.attempts) and ref.results.equals(fast.results)
+
+
+def batches_of(sc) -> pd.DataFrame:
+    """The results of ``sc``'s producer (readable engine) with each row's accumulator batch (-1: none)."""
+    messages = workload.generate(sc)
+    prep = prepare(messages, sc)
+    out = reference.simulate_producer(messages, sc).results.to_pandas()
+    out["batch"] = np.where(prep.auto_member, np.asarray(prep.messages.column("batch_id").fill_null(-1)), -1)
+    return out
+
+
+def test_sync_and_async_sends_are_batched_apart() -> None:
+    # ProduceAccumulator.send(Message, DefaultMQProducer) takes getOrCreateSyncSendBatch (syncSendBatchs),
+    # send(Message, SendCallback, DefaultMQProducer) getOrCreateAsyncSendBatch (asyncSendBatchs): two maps of
+    # MessageAccumulation by AggregateKey, so a sync and an async message of one topic and tag never share
+    # a batch; both are held by the same rules (readyToSend: over holdSize, or holdMs after createTime)
+    out = batches_of(scenario(auto_batch=True, batch_max_bytes=8192, **SYNC_AND_ASYNC))
+    members = out[out.batch >= 0]
+    assert set(members.send_mode) == {"sync", "async"}
+    assert (members.groupby("batch").send_mode.nunique() == 1).all()
+    sync = members[members.send_mode == "sync"]
+    assert sync.batch.nunique() < len(sync) / 2  # they are held and joined, as the async ones
+    assert (sync.queue_wait_ms > 0).any() and (sync.send_ts_ms >= sync.born_ts_ms).all()
+
+
+def test_a_sync_batch_is_one_sync_send_whose_end_every_caller_waits_for() -> None:
+    # MessageAccumulation.add(Message): the caller waits on the batch (this.wait()) until readyToSend, then
+    # send() runs defaultMQProducer.sendDirect(messageBatch, mq, null): a SYNC send with
+    # retryTimesWhenSendFailed; notifyAll wakes the other callers, who return sendResults[index] (the
+    # batch's result split per member). Here two sync retries, no async one: only the sync batches retry
+    # (sendDefaultImpl's SYNC loop retries a SYSTEM_BUSY answer)
+    sc = scenario(
+        auto_batch=True,
+        batch_max_bytes=8192,
+        retry_times_when_send_failed=2,
+        retry_times_when_send_async_failed=0,
+        **SYNC_AND_ASYNC,
+    )
+    out = batches_of(sc)
+    members = out[out.batch >= 0]
+    for _, g in members.groupby("batch"):
+        assert g.status.nunique() == 1 and g.end_ts_ms.nunique() == 1 and g.send_ts_ms.nunique() == 1
+    tries = members.groupby("batch").agg(mode=("send_mode", "first"), attempts=("attempts", "sum"))
+    assert tries[tries["mode"] == "sync"].attempts.max() > 1
+    assert tries[tries["mode"] == "async"].attempts.max() == 1
 
 
 def test_auto_batch_off_prepares_as_before() -> None:
@@ -223,3 +287,15 @@ def test_a_batch_request_is_its_members_encoded_with_the_batch_properties() -> N
         assert prep.s_wire[send] == codec.properties_size(props, version=version) + g.element.sum()
         checked += 1
     assert checked == 20
+
+
+def test_sync_callers_beyond_the_sender_threads_are_warned_of() -> None:
+    # each sync caller waits in MessageAccumulation.add for its batch: rate x (hold + send) callers at once;
+    # the model gives each its own thread, so a job says when the producer's threads are fewer
+    raw = {"producers": {"client_version": "5.3.3", "auto_batch": True}, "workload": {"rate_per_s": 2000}}
+    few = scenario_from_mapping({**raw, "producers": {**raw["producers"], "threads": 2}})
+    many = scenario_from_mapping({**raw, "producers": {**raw["producers"], "threads": 64}})
+    assert any("auto_batch with sync sends" in w for w in span.warnings(few))
+    assert not any("auto_batch" in w for w in span.warnings(many))
+    off = scenario_from_mapping({**raw, "producers": {"client_version": "5.3.3", "threads": 2}})
+    assert not any("auto_batch" in w for w in span.warnings(off))

@@ -122,10 +122,17 @@ CASES = [
         "got 9223372036854775808",
     ),
     Case(
-        "unmodelled-sync-auto-batch",
-        ("--set", "producers.client_version=5.3.3", "--set", "producers.auto_batch=true"),
-        "ScenarioError: producers.send_mode.sync must be 0 with producers.auto_batch = true (sync sends "
-        "through ProduceAccumulator, whose callers wait on their batch, are not modelled yet), got 1.0",
+        "grpc-auto-batch",
+        (
+            "--set",
+            "producers.client_family=grpc",
+            "--set",
+            "producers.client_version=java-5.2.1",
+            "--set",
+            "producers.auto_batch=true",
+        ),
+        "ScenarioError: producers.auto_batch must be false with client_family grpc (no gRPC client batches), "
+        "got true",
     ),
     Case(
         "auto-batch-before-5.1.4",

@@ -101,9 +101,9 @@ def test_round_without_rows_and_streamed_rows_are_the_whole_rounds(
     monkeypatch: pytest.MonkeyPatch, engine_name: str, producers: dict
 ) -> None:
     """A round that makes no rows (round_work: streamed, no tables) hands on the arrival work the whole
-    round (simulate_round) makes, and the last round's rows a chunk at a time (round_chunks) are the whole
-    round's: against idle brokers and past capacity (SYSTEM_BUSY retried on another broker with 5.3.3),
-    through chunks of 257 messages."""
+    round (simulate_round) makes, and the last round's rows a chunk at a time (round_chunks, and the work
+    it hands on) are the whole round's: against idle brokers and past capacity (SYSTEM_BUSY retried on
+    another broker with 5.3.3), through chunks of 257 messages."""
     monkeypatch.setenv("ROCKETSIM_ENGINE", engine_name)
     sc = scenario(1.2 * CAPACITY, "iterative", **producers)
     msgs = by_producer(sc)
@@ -114,8 +114,10 @@ def test_round_without_rows_and_streamed_rows_are_the_whole_rounds(
             out, work = simulate_round(m, sc, p, trajs)
             assert round_work(m, sc, p, trajs, 257) == work
             cuts = (m.slice(k, 257) for k in range(0, m.num_rows, 257))
-            chunks = list(round_chunks(cuts, sc, p, trajs))
+            handed: list[ArrivalWork] = []
+            chunks = list(round_chunks(cuts, sc, p, trajs, handed))
             assert len(chunks) > 1
+            assert handed == [work]  # a round that makes its rows hands on the same work
             assert pa.concat_tables(c.attempts for c in chunks).equals(out.attempts)
             assert pa.concat_tables(c.results for c in chunks).equals(out.results)
             works.append(work)

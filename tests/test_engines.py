@@ -1339,3 +1339,48 @@ def test_a_retry_with_no_time_left_fails_twice_on_5_3_0_and_5_3_1(version: str) 
         scan = set(rows.column("start_ts_ms").to_pylist()[1:])
         row = res.filter(pc.equal(res.column("seq"), seq))
         assert scan == {row.column("end_ts_ms")[0].as_py()} and row.column("attempts")[0].as_py() == 4
+
+
+def paused_under_16_threads(connect_ms: int) -> tuple[Scenario, SimOutput]:
+    """f_stop5s_sync's shape in small: 16 SYNC threads at 500/s, the one broker stopped 1-6 s."""
+    paused = {"broker": "broker-a", "kind": "paused", "start_s": 1.0, "end_s": 6.0}
+    sc = scenario(
+        threads=16,
+        messages=2500,
+        rate=500.0,
+        brokers=("broker-a",),
+        faults=(paused,),
+        latency={"median_ms": 1.0, "sigma": 0.3},
+        producers={"connect_ms": connect_ms},
+    )
+    out = simulate_producer(workload.generate(sc), sc)  # the public choice: the readable engine
+    return sc, out
+
+
+def test_requests_wait_for_a_new_channels_connect_and_some_are_never_written() -> None:
+    # rocketmq-all-4.9.8 NettyRemotingClient.invokeSync -> getAndCreateChannel -> createChannel: the first
+    # request after a close starts bootstrap.connect, the others awaitUninterruptibly the same future; then
+    # `if (timeoutMillis < costTime) throw new RemotingTimeoutException("invokeSync call the addr[...]
+    # timeout")`, whose catch closes the new channel (clientCloseSocketIfTimeout) before anything is
+    # written; threads that had taken it fail their write (invokeSyncImpl's listener), threads that check
+    # cw.isOK() after the close get RemotingConnectException. Nothing of theirs reaches the broker.
+    _, instant = paused_under_16_threads(0)
+    sc, out = paused_under_16_threads(3)
+    a0, a = instant.attempts.to_pandas(), out.attempts.to_pandas()
+    assert a0.stored.all()  # a connect in no time: every request is written and stored
+    unwritten = a[~a.stored]
+    kinds = set(unwritten.outcome)
+    assert kinds == {"remoting:connect", "remoting:send_request", "remoting:timeout"}
+    assert (unwritten.latency_ms <= 3).all()  # each failed at the connect's end, having waited for it
+    assert unwritten.stored_ts_ms.isna().all()
+    instant_copies, copies = (int(t[t.stored].groupby("seq").size().sub(1).sum()) for t in (a0, a))
+    assert 0 < copies < instant_copies  # the stored duplicates: 32 and 18 here
+    # the very first request connects too: the broker model answers it from the connect's end
+    first0, first = a0.iloc[0], a.iloc[0]
+    assert first.latency_ms == first0.latency_ms + 3 and first.stored_ts_ms == first0.stored_ts_ms + 3
+    assert out.results.num_rows == instant.results.num_rows == 2500
+    # the compiled engine leaves the connect to the readable one, which the public choice gives it
+    assert "producers.connect_ms" in (compiled.unsupported(sc, workload.generate(sc)) or "")
+    with pytest.raises(SimulationError, match="connect_ms"):
+        compiled.simulate_producer(workload.generate(sc), sc)
+    assert_same(reference.simulate_producer(workload.generate(sc), sc), out)

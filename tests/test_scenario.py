@@ -81,6 +81,7 @@ def test_defaults_are_default_mq_producer_defaults() -> None:
     assert p.retry_another_broker_when_not_store_ok is False
     assert p.threads == 1 and p.sender_model == "pool"
     assert p.connect_timeout_ms == 3000  # NettySystemConfig.connectTimeoutMillis
+    assert p.connect_ms == 0  # a new channel connects in no time unless the scenario says how long
     # DefaultMQProducerImpl's async sender executor and ClientConfig.clientCallbackExecutorThreads are
     # availableProcessors() upstream (rocketmq-all-4.9.8 and 5.3.3, DefaultMQProducerImpl's constructor,
     # NettyClientConfig.clientCallbackExecutorThreads): the host's processors, a fixed default here, never
@@ -388,6 +389,11 @@ def test_run_id_defaults_to_name_and_seed() -> None:
             {"producers": {"send_cpu_us": 5.0}},
             "producers.send_cpu_us must be 0 with client_family grpc (the client's CPU per send is modelled "
             "for remoting only), got 5.0",
+        ),
+        (
+            {"producers": {"connect_ms": 3}},
+            "producers.connect_ms must be 0 with client_family grpc (a new channel's connect is modelled "
+            "for remoting only), got 3",
         ),
     ],
 )

@@ -192,6 +192,7 @@ INT_KEYS = (
     "producers.send_msg_max_timeout_per_request_ms",
     "producers.async_semaphore_permits",
     "producers.connect_timeout_ms",
+    "producers.connect_ms",
     "producers.async_sender_threads",
     "producers.callback_executor_threads",
     "workload.body_size.median",

@@ -4,7 +4,7 @@ belong in ``docs/``). Read off the source with ``ast``; nothing is imported or r
 
 Exempt: ``rocketsim/engine/compiled.py``, the numba twin of the readable engine
 (``rocketsim/engine/reference.py`` and ``rocketsim/client/send/`` are the code to read). Its event loop's
-steps are compiled and cached as one module, two of them inlined at numba's level into ``run_loop`` for
+steps are compiled and cached as one module, some of them inlined at numba's level into ``run_loop`` for
 speed (docs/benchmarks.md, "The compiled engine's loop"), so its functions and its length follow the
 kernel's needs, not the reader's; its docstring is held to the bound like every other.
 """

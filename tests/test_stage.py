@@ -18,7 +18,7 @@ from rocketsim import engine
 from rocketsim.broker import side as broker_side
 from rocketsim.broker import store
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
-from rocketsim.stage import graph, memory, tables
+from rocketsim.stage import coupled, graph, memory, tables
 from rocketsim.stage.plan import StagePlan, balanced_bins, producer_bins
 from rocketsim.stage.protocols import PRODUCER, Task
 from rocketsim.stage.sweeps import merged_sweep, variant_aggregates, variant_task
@@ -400,11 +400,12 @@ def test_a_failing_task_keeps_nothing(scenario: Scenario, monkeypatch: pytest.Mo
     assert all(not parts for parts in io.tables.parts.values()) and not io.scratch.items
 
 
-def _coupled(coupling: str, messages: int) -> Scenario:
-    """Four async producers past the brokers' capacity (10 ms appends): the coupling has work to do."""
+def _coupled(coupling: str, messages: int, **producers: object) -> Scenario:
+    """Four async producers past the brokers' capacity (10 ms appends): the coupling has work to do
+    (``producers``: keys of ``[producers]`` changed)."""
     return scenario_from_mapping(
         {
-            "producers": {"count": 4, "send_mode": {"async": 1.0}, "threads": 32},
+            "producers": {"count": 4, "send_mode": {"async": 1.0}, "threads": 32, **producers},
             "cluster": {"brokers": ["a", "b", "c", "d"]},
             "workload": {"messages": messages, "rate_per_s": 480.0},
             "brokers": {"coupling": coupling, "default": {"store": {"append_us": 10_000 / 1.05}}},
@@ -429,6 +430,51 @@ def test_coupled_producers_in_tasks_equal_the_engine(coupling: str, messages: in
         assert got.equals(want.cast(got.schema)), (tasks, chunk_rows)
         if coupling == "joint":
             assert len(made.parts["send_attempts"]) == 1  # every producer in one task
+
+
+@pytest.mark.parametrize(
+    "producers",
+    [{}, {"client_version": "5.3.3", "send_latency_fault_enable": True, "send_mode": {"sync": 1.0}}],
+)
+def test_iterative_rounds_that_make_the_rows_give_the_pass_after_the_rounds(
+    monkeypatch: pytest.MonkeyPatch, producers: dict
+) -> None:
+    """An iterative round run by the stage's producer tasks (coupled.rows_in_round: its rows made and its
+    work handed on) gives every table and count of the rounds without rows and the pass after them: when
+    it is the last (round 2 of a fixed point, or every round) and when it is not (its rows written over by
+    a later pass: the fault strategy and SYNC sends past capacity take more rounds), in 1 or 3 tasks and
+    streamed in chunks of 97."""
+    sc = _coupled("iterative", 1600, **producers)
+    ran: list[coupled.Rounds] = []
+    iterate = coupled.iterate_rounds
+
+    def counted(*args, **kwargs) -> coupled.Rounds:
+        ran.append(iterate(*args, **kwargs))
+        return ran[-1]
+
+    monkeypatch.setattr(memory, "iterate_rounds", counted)
+    policies = {
+        "never": lambda sc, number, limit: False,
+        "default": coupled.rows_in_round,
+        "always": lambda sc, number, limit: True,
+    }
+    for tasks, chunk_rows in ((1, 1 << 17), (3, 97)):
+        made = {}
+        for name, policy in policies.items():
+            monkeypatch.setattr(coupled, "rows_in_round", policy)
+            made[name] = _in_memory(sc, tasks=tasks, chunk_rows=chunk_rows)
+        assert ran[-3].rows is None and ran[-1].rows is not None  # the pass after the rounds; none
+        assert len({(r.last, r.residual) for r in ran[-3:]}) == 1
+        want_tables, want_counts = made["never"]
+        for name in ("default", "always"):
+            got_tables, got_counts = made[name]
+            assert got_counts == want_counts, name
+            assert got_tables.parts.keys() == want_tables.parts.keys(), name
+            for table in got_tables.parts:
+                assert got_tables.table(table).equals(want_tables.table(table)), (name, table)
+    # a fixed point at round 2 (its rows the run's), or later (round 2's rows written over when always)
+    assert ran[-1].last == 2 if not producers else ran[-1].last > 2
+    assert coupled.answers_pace_arrivals(sc) == bool(producers)
 
 
 def test_the_stage_graph_gives_what_each_job_reads_and_drops() -> None:

@@ -259,8 +259,10 @@ def test_the_command_on_the_shipped_runs_meets_the_low_rate_and_pause_targets(
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="the model stores every request written before its channel closed: 32 copies where the run's "
-    "broker stored 17 of its 29 extra invocations (docs/validation.md, the last section)",
+    reason="with the connect measured on a loopback (producers.connect_ms 1) every retry of the pause is "
+    "still written and stored (32 copies, the broker 17); the budget check after a new channel's connect "
+    "(NettyRemotingClient.invokeSync at 4.9.8) leaves enough unwritten only from a 2-3 ms connect, which no "
+    "measurement of the quiet run gives (docs/validation.md, the last section)",
 )
 def test_the_pause_stores_as_many_duplicates_as_the_real_broker(
     small_runs_validated: tuple[dict, str],

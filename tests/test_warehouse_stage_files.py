@@ -20,6 +20,7 @@ from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.stage import memory
 from rocketsim.stage.graph import STAGES, tables_read
 from rocketsim.stage.producer import producer_task
+from rocketsim.stage.protocols import PRODUCER, Task
 from rocketsim.tables import schemas
 from rocketsim.tables.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
 from rocketsim.warehouse import files, stage_files
@@ -127,6 +128,25 @@ def test_rewriting_a_task_gives_the_same_bytes(scenario: Scenario, tmp_path: Pat
     names = {p.name for p in first}
     assert names >= {"aggregates-p000001.bin", "log-p000001.arrow", "part-p000001.parquet"}
     assert len(list(Path(work.tables["messages"]).iterdir())) == 1
+
+
+def test_a_task_run_again_without_rows_leaves_no_part_of_the_first_run(tmp_path: Path) -> None:
+    """A producer task run again (an iterative round's producer tasks, written over by a later pass) that
+    has no row for a table whose empty part is no file leaves no part of its first run, as files and in
+    memory."""
+    work = _work(tmp_path)
+    task = Task(PRODUCER, 3)
+    rows = pa.table({"x": pa.array([1, 2], pa.int64())})
+    for tables in (stage_files.FileTables(work.tables), memory.MemoryTables()):
+        first = tables.sink("send_results", task, None)
+        first.write(rows)
+        first.close()
+        again = tables.sink("send_results", task, None)
+        again.close()
+        if isinstance(tables, memory.MemoryTables):
+            assert task not in tables.parts["send_results"]
+        else:
+            assert not list(Path(work.tables["send_results"]).iterdir())
 
 
 def test_messages_read_back_give_the_same_files(scenario: Scenario, tmp_path: Path) -> None:
@@ -259,6 +279,7 @@ from rocketsim.scenario import workload
 from rocketsim.scenario import load_scenario
 from rocketsim.stage.graph import STAGES
 from rocketsim.stage.producer import producer_task
+from rocketsim.stage.protocols import PRODUCER, Task
 from rocketsim.warehouse.stage_files import StageWork
 n, chunk = int(sys.argv[1]), int(sys.argv[2])
 sc = load_scenario(
@@ -310,6 +331,7 @@ from rocketsim.stage.broker import broker_task
 from rocketsim.stage.graph import STAGES
 from rocketsim.stage.plan import stage_bins
 from rocketsim.stage.producer import producer_task
+from rocketsim.stage.protocols import PRODUCER, Task
 from rocketsim.warehouse.stage_files import StageWork
 step, n, chunk, root = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 sc = load_scenario("conf/scenarios/steady.toml", [f"workload.messages={n}", "producers.count=2"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHES = ("core", "send", "pipeline", "digest")
+BENCHES = ("core", "send", "features", "pipeline", "digest")
 
 
 def main(argv: list[str]) -> int:

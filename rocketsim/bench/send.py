@@ -30,7 +30,7 @@ from rocketsim.engine.plan import SimOutput, batch_aligned, prepare
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.stage.plan import CHUNK_ROWS
 
-TARGET_ATTEMPTS_PER_S = 1_000_000
+TARGET_ATTEMPTS_PER_S = 2_000_000  # design §7: the send loop of every mode
 BROKERS = tuple(f"broker-{c}" for c in "abcdefgh")
 
 
@@ -38,9 +38,16 @@ MODES = ("sync", "async", "oneway")
 
 
 def bench_scenario(
-    messages: int, *, version: str = "4.9.8", threads: int = 4, seed: int = 42, mode: str = "sync"
+    messages: int,
+    *,
+    version: str = "4.9.8",
+    threads: int = 4,
+    seed: int = 42,
+    mode: str = "sync",
+    producers: dict[str, Any] | None = None,
 ) -> Scenario:
-    """The benchmark's scenario: ``messages`` for one producer at 1000/s, every send of ``mode``."""
+    """The benchmark's scenario: ``messages`` for one producer at 1000/s, every send of ``mode``
+    (``producers``: more producer settings, e.g. autoBatch's for ``--features``)."""
     duration_s = messages / 1000.0
     raw: dict[str, Any] = {
         "name": "bench-send",
@@ -52,6 +59,7 @@ def bench_scenario(
             "send_latency_fault_enable": True,
             "threads": threads,
             "send_mode": {mode: 1.0},
+            **(producers or {}),
         },
         "workload": {"messages": messages, "rate_per_s": 1000.0, "topics": ["TopicTest"]},
         "brokers": {
@@ -104,7 +112,7 @@ def _pin_one_cpu() -> str:
     return f"pinned to CPU {cpu}"
 
 
-def _timed(fn: Callable[[], Any], repeat: int) -> tuple[Any, float, float]:
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[Any, float, float]:
     """(result, best wall s, best CPU s) over ``repeat`` runs."""
     best_wall = best_cpu = float("inf")
     result = None
@@ -192,7 +200,7 @@ def _bench_mode(args: argparse.Namespace, mode: str) -> int:
     chunks = list(batch_aligned(cuts))
     topics: list[str] = []
     parts = [prepare(chunk, sc, topics) for chunk in chunks]
-    n_att, wall, cpu = _timed(lambda: compiled.run_prepared_chunks(parts, sc), args.repeat)
+    n_att, wall, cpu = timed(lambda: compiled.run_prepared_chunks(parts, sc), args.repeat)
     n_msg = messages.num_rows
     print(
         f"send loop (compiled.run_prepared_chunks, {len(parts)} chunks of {CHUNK_ROWS:,} messages), "
@@ -200,7 +208,7 @@ def _bench_mode(args: argparse.Namespace, mode: str) -> int:
     )
     print(f"    attempts {n_att:>11,}  {_rate(n_att, wall)} wall  {_rate(n_att, cpu)} CPU")
     print(f"    messages {n_msg:>11,}  {_rate(n_msg, wall)} wall  {_rate(n_msg, cpu)} CPU")
-    out, wall_all, cpu_all = _timed(lambda: _simulate_streamed(chunks, sc), args.repeat)
+    out, wall_all, cpu_all = timed(lambda: _simulate_streamed(chunks, sc), args.repeat)
     print(
         "whole compiled engine (compiled.simulate_chunks over the same chunks: Arrow in, both tables out): "
         f"{wall_all:.3f} s wall, {cpu_all:.3f} s CPU"
@@ -217,7 +225,7 @@ def _bench_mode(args: argparse.Namespace, mode: str) -> int:
     )
 
     sample = messages.slice(0, min(args.sample, n_msg))
-    ref, wall_ref, cpu_ref = _timed(lambda: reference.simulate_producer(sample, sc), 1)
+    ref, wall_ref, cpu_ref = timed(lambda: reference.simulate_producer(sample, sc), 1)
     fast = compiled.simulate_producer(sample, sc)
     same = ref.attempts.equals(fast.attempts) and ref.results.equals(fast.results)
     print(

@@ -17,10 +17,31 @@ from rocketsim.client.versions import (
     AsyncBackpressure,
 )
 
-__all__ = ["NUM_TIMEOUT", "SIZE_TIMEOUT", "Backpressure", "FairSemaphore", "PermitGate"]
+# Mirrored by engine/compiled.py (``Permits`` and the ``permit_*`` functions: the same semaphores over
+# arrays); both take the permit counts from :func:`permits` and the texts from here.
+
+__all__ = [
+    "NUM_TIMEOUT",
+    "SIZE_TIMEOUT",
+    "TIMEOUT_TEXTS",
+    "Backpressure",
+    "FairSemaphore",
+    "PermitGate",
+    "permits",
+]
 
 NUM_TIMEOUT = "send message tryAcquire semaphoreAsyncNum timeout"
 SIZE_TIMEOUT = "send message tryAcquire semaphoreAsyncSize timeout"
+TIMEOUT_TEXTS = (NUM_TIMEOUT, SIZE_TIMEOUT)  # by the semaphore a send waited for: 0 the count, 1 the bytes
+
+
+def permits(settings: AsyncBackpressure) -> tuple[int, int]:
+    """The two semaphores' permits (``DefaultMQProducerImpl`` 5.x: ``Math.max`` with the floors): (count,
+    bytes)."""
+    return (
+        max(settings.back_pressure_for_async_send_num, BACK_PRESSURE_MIN_SEND_NUM),
+        max(settings.back_pressure_for_async_send_size, BACK_PRESSURE_MIN_SEND_SIZE),
+    )
 
 
 @dataclass
@@ -70,10 +91,9 @@ class Backpressure:
     """The producer's two semaphores and what each send holds of them (keyed by the send's index)."""
 
     def __init__(self, settings: AsyncBackpressure) -> None:
-        self.num = FairSemaphore(max(settings.back_pressure_for_async_send_num, BACK_PRESSURE_MIN_SEND_NUM))
-        self.size = FairSemaphore(
-            max(settings.back_pressure_for_async_send_size, BACK_PRESSURE_MIN_SEND_SIZE)
-        )
+        num, size = permits(settings)
+        self.num = FairSemaphore(num)
+        self.size = FairSemaphore(size)
         self.held: dict[int, tuple[bool, int]] = {}  # send -> (holds a num permit, size permits held)
 
     def acquire_num(self, key: int, now: int, deadline: int) -> bool | None:
@@ -129,7 +149,7 @@ class PermitGate:
         stage = self._stage[key]
         if key in self._expired:
             self._expired.discard(key)
-            return RemotingTooMuchRequestError(NUM_TIMEOUT if stage == 0 else SIZE_TIMEOUT)
+            return RemotingTooMuchRequestError(TIMEOUT_TEXTS[stage])
         if stage == 2:  # granted both while it waited
             return True
         if stage == 0:
@@ -151,18 +171,18 @@ class PermitGate:
 
     def waiting(self, s: Any, expired: bool) -> bool:
         """A wait of ``s`` ended (its deadline, or a permit granted): whether the engine resumes it
-        (a deadline that came after its grant is nothing)."""
+        (a deadline that came after its grant is nothing). At its deadline a send still waiting is refused,
+        also when a release at that ms passed over it (``FairSemaphore.release``)."""
         key = s.index
         if not expired:
             return True
         if key not in self._parked:
             return False
         semaphore = self.bp.num if self._stage[key] == 0 else self.bp.size
-        if semaphore.expire(key):
-            del self._parked[key]
-            self._expired.add(key)
-            return True
-        return False
+        semaphore.expire(key)
+        del self._parked[key]
+        self._expired.add(key)
+        return True
 
     def release(self, key: int, now: int) -> list[tuple]:
         """Send ``key`` ended at ``now``: its permits back; the waiters granted ((send, payload) each)."""

@@ -1,5 +1,5 @@
-"""A producer's connections: one channel per broker that every sender thread shares, and what a close does
-to the requests pending on it.
+"""A producer's connections: one channel per broker that every sender thread shares, what a close does
+to the requests pending on it, and who waits for a new channel's connect (``producers.connect_ms``).
 
 More: docs/reference/modules.md, rocketsim/client/connection.py.
 """
@@ -7,9 +7,11 @@ More: docs/reference/modules.md, rocketsim/client/connection.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import IntEnum
 
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.versions import ClientVersion
+from rocketsim.rng import draw_key, uniform
 
 MIN_CLOSE_TIMEOUT_MILLIS = 100  # 5.1.4+ NettyRemotingClient: a timeout closes only with more left than this
 
@@ -48,13 +50,108 @@ class Pending:
     channel: int
 
 
+# ---- a new channel's connect (producers.connect_ms) ------------------------------------------------------
+
+STREAM_CONNECT_ORDER = 17  # the attempt draw that orders the waiters at a connect's end
+STREAM_CONNECT_RACE = 18  # the attempt draw: did a waiter take the channel before the close, or look after
+
+
+class Fate(IntEnum):
+    """What a SYNC request that waited for its channel's connect comes to at the connect's end."""
+
+    WRITE = 0  # written on the new channel (the broker model answers it from the connect's end)
+    BUDGET = 1  # invokeSync's budget check: the wait used up its timeout; RPC counted, not written
+    WRITE_FAILED = 2  # took the channel before a budget check closed it: "send a request command ... failed"
+    CONNECT_FAILED = 3  # looked at the channel after that close: RemotingConnectException, no RPC
+
+
+def budget_refuses(wait_ms: int, timeout_ms: int, needs_time_left: bool) -> bool:
+    """``invokeSync``'s check after ``getAndCreateChannel``: whether a request given ``timeout_ms`` that
+    waited ``wait_ms`` for the connect throws ``invokeSync call the addr[...] timeout`` before its write.
+    4.3.x-5.1.3: ``timeoutMillis < costTime``; 5.1.4+ (``left``): ``timeoutMillis - costTime <= 0``."""
+    return timeout_ms - wait_ms <= 0 if needs_time_left else timeout_ms < wait_ms
+
+
+def budget_check_closes(version: ClientVersion) -> bool:
+    """Whether that check's ``RemotingTimeoutException`` closes the channel: the catch closes with
+    ``clientCloseSocketIfTimeout`` (4.9.1-5.1.3); 5.1.4+'s ``shouldClose`` needs time left, and none is."""
+    return version.closes_channel_on_sync_timeout and not version.close_on_timeout_needs_time_left
+
+
+def race_draws(seed: int, producer: int, seq: int, attempt: int) -> tuple[float, bool]:
+    """A waiting request's place among the waiters of a connect (lower wakes first) and whether, after a
+    budget check closed the channel, it had already taken the channel: the race between the threads
+    ``awaitUninterruptibly`` wakes at once, drawn from the attempt's key (the same on every partitioning)."""
+    key = draw_key(seed, producer, seq, attempt)
+    return uniform(key, STREAM_CONNECT_ORDER), uniform(key, STREAM_CONNECT_RACE) < 0.5
+
+
+@dataclass
+class Waiter:
+    """A SYNC request waiting for its broker's channel to connect: its send, start and timeout, its place
+    in the race at the connect's end (:func:`race_draws`), and what the engine resumes it with."""
+
+    send: int
+    start_ms: int
+    timeout_ms: int
+    order: float
+    took_channel: bool
+    payload: object = None
+
+
+def settle_connect(waiters: list[Waiter], now: int, version: ClientVersion) -> list[tuple[Waiter, Fate]]:
+    """Each waiter's fate at the connect's end ``now``, in the order they wake (``createChannel``'s
+    ``awaitUninterruptibly`` returns for all at once). Until a budget check closes the channel, each is
+    written or, its budget gone, throws. After the close, a waiter either looks at the channel too late
+    (``cw.isOK()`` false: ``RemotingConnectException``) or had taken it: then its own budget check, else
+    its write, fails."""
+    needs_time_left = version.close_on_timeout_needs_time_left
+    fates: list[tuple[Waiter, Fate]] = []
+    closed = False
+    for w in sorted(waiters, key=lambda w: (w.order, w.send)):
+        refused = budget_refuses(now - w.start_ms, w.timeout_ms, needs_time_left)
+        if closed and not w.took_channel:
+            fates.append((w, Fate.CONNECT_FAILED))
+        elif refused:
+            fates.append((w, Fate.BUDGET))
+            closed = closed or budget_check_closes(version)
+        else:
+            fates.append((w, Fate.WRITE_FAILED if closed else Fate.WRITE))
+    return fates
+
+
 @dataclass
 class Connections:
-    """The SYNC requests pending on each broker's channel of one producer (``channelTables``' channels)."""
+    """The SYNC requests pending on each broker's channel of one producer (``channelTables``' channels), and,
+    with a connect time (``connect_ms``), which channels are connected and who waits for a connect."""
 
     version: ClientVersion
+    connect_ms: int = 0
     pending: dict[str, dict[int, Pending]] = field(default_factory=dict)
     channel: dict[str, int] = field(default_factory=dict)  # broker -> its current channel's number
+    connected: set[str] = field(default_factory=set)  # brokers whose current channel is connected
+    connecting: dict[str, int] = field(default_factory=dict)  # broker -> when its channel's connect ends
+    waiters: dict[str, list[Waiter]] = field(default_factory=dict)  # broker -> requests waiting for it
+
+    def needs_connect(self, broker: str) -> bool:
+        """Whether a SYNC request to the broker now waits for a connect (its channel is not connected)."""
+        return self.connect_ms > 0 and broker not in self.connected
+
+    def wait_for_channel(self, broker: str, waiter: Waiter) -> tuple[int, bool]:
+        """A SYNC request wants the broker's unconnected channel at ``waiter.start_ms``
+        (``getAndCreateChannel``) and waits: when the connect ends, and whether this request starts it."""
+        self.waiters.setdefault(broker, []).append(waiter)
+        if broker in self.connecting:
+            return self.connecting[broker], False
+        self.connecting[broker] = ready = waiter.start_ms + self.connect_ms
+        return ready, True
+
+    def connect_ended(self, broker: str, now: int) -> list[tuple[Waiter, Fate]]:
+        """The broker's channel connected at ``now``: the fates of the requests that waited
+        (:func:`settle_connect`). The channel is the broker's, connected, until a close (:meth:`close`)."""
+        del self.connecting[broker]
+        self.connected.add(broker)
+        return settle_connect(self.waiters.pop(broker, []), now, self.version)
 
     def wrote(self, broker: str, send: int, start_ms: int, done_ms: int, timeout_ms: int) -> None:
         """Send ``send``'s request (given ``timeout_ms``) went out on the broker's current channel at
@@ -65,16 +162,25 @@ class Connections:
     def answered(self, broker: str, send: int, kind: OutcomeKind, now: int) -> list[Pending]:
         """Send ``send``'s request came to ``kind`` at ``now``. A timeout on a closing line closes its
         channel if it is still the broker's (``closeChannel`` leaves a channel already replaced alone):
-        the next request opens a new one, and the requests pending on the closed one whose answer would
-        come later fail now (returned, removed); one answered at ``now`` keeps its answer."""
+        :meth:`close`."""
         waiting = self.pending.get(broker, {})
         mine = waiting.pop(send, None)
         if mine is None or kind != OutcomeKind.REMOTING_TIMEOUT:
             return []
-        current = self.channel.get(broker, 0)
-        if mine.channel != current or not closes_on_timeout(self.version, mine.timeout_ms):
+        if mine.channel != self.channel.get(broker, 0) or not closes_on_timeout(
+            self.version, mine.timeout_ms
+        ):
             return []
+        return self.close(broker, now)
+
+    def close(self, broker: str, now: int) -> list[Pending]:
+        """The client closes the broker's current channel at ``now``: the next request opens a new one, and
+        the requests pending on the closed one whose answer would come later fail now (returned, removed);
+        one answered at ``now`` keeps its answer."""
+        waiting = self.pending.get(broker, {})
+        current = self.channel.get(broker, 0)
         self.channel[broker] = current + 1
+        self.connected.discard(broker)
         failed = [p for p in waiting.values() if p.channel == current and p.done_ms > now]
         for p in failed:
             del waiting[p.send]

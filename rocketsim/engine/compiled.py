@@ -59,6 +59,7 @@ from rocketsim.broker import latency as bm
 from rocketsim.broker import store
 from rocketsim.broker.fault_kinds import Effect, Probe, process_down
 from rocketsim.broker.queue import REMARKS, Fate, sweep_remark
+from rocketsim.client import backpressure
 from rocketsim.client.connection import close_rule
 from rocketsim.client.fault import Site
 from rocketsim.client.outcomes import Catch, OutcomeKind, is_send_result
@@ -174,6 +175,7 @@ class Failure(IntEnum):
     ASYNC_SEMAPHORE = 16  # no permit of the async semaphore in time: aux = the timeout in the text
     ASYNC_SEND_FAILED = 17  # a plain ASYNC send's first request: "Send [1] times", aux = broker, cost = ms
     EXECUTOR_REJECTED = 18  # executor.submit refused the send: its queue was full ("executor rejected ")
+    BACKPRESSURE = 19  # no backpressure permit in time: aux = the semaphore (backpressure.TIMEOUT_TEXTS)
 
 
 # the loop's counters, kept in one array so the loop can stop when a buffer is full and go on after
@@ -231,6 +233,8 @@ PH_CALLBACK = 2  # its callback is due: a callback thread (5.x connect failure: 
 PH_CB_RUN = 3  # a callback thread that was busy takes it
 PH_DISPATCH = 4  # a plain send's permit is granted: sendDefaultImpl's own update, then the callback waits
 PH_START = 5  # (not pending) the caller submits it to the async sender executor
+PH_PERMIT_WAIT = 6  # async backpressure: it waits for a permit; its DELIVER is the wait's deadline
+PH_PERMIT = 7  # a release granted it the permit it waited for (not pending: it asks for the next one)
 # why the client sent nothing (FL_REFUSED)
 REF_NONE = 0
 REF_NO_BUDGET = 1  # 4.9 invokeAsync: no time left ("invokeAsync call the addr[..] timeout")
@@ -280,7 +284,9 @@ FL_CALL_START_US = 34  # the call's start in us (FL_CALL_START x 1000 but for th
 FL_CHANNEL = 35  # SYNC: the broker's channel (its n-th, State.channels) the pending request went out on
 FL_DONE = 36  # SYNC: when its answer is due (its DELIVER's time)
 FL_CALL_TIMEOUT = 37  # SYNC: the timeout the request was given
-N_IN_FLIGHT = 38
+FL_BP_HELD = 38  # ASYNC with backpressure: the permits it holds (0 none, 1 a count, 2 and its bytes)
+FL_BP_COUNTER = 39  # and the push counter of its wait's deadline (the reference's first push; 0: none)
+N_IN_FLIGHT = 40
 
 
 # ---- the kernel's arguments -------------------------------------------------------------------------
@@ -301,6 +307,7 @@ class Sends(NamedTuple):
     props_base: np.ndarray  # what the broker checks of the properties (store.illegal_properties_parts)
     props_qid: np.ndarray
     props_chars: np.ndarray
+    body: np.ndarray  # the bytes the backpressure's size semaphore takes (Prepared.s_body)
 
 
 class Threads(NamedTuple):
@@ -449,6 +456,17 @@ class ClientPools(NamedTuple):
     tail: np.ndarray  # [2]
 
 
+class Permits(NamedTuple):
+    """Async backpressure's two fair semaphores (``client.backpressure.Backpressure``; row 0 the count,
+    row 1 the bytes): the permits free, and the sends waiting (a ring per row, FIFO; a waiting send holds
+    its sender thread, so there are fewer than the ring's size)."""
+
+    available: np.ndarray  # [2]
+    fifo: np.ndarray  # [2, sender threads + 1]
+    head: np.ndarray  # [2]
+    tail: np.ndarray  # [2]
+
+
 class State(NamedTuple):
     """What the kernel writes: the producer's state and the output buffers."""
 
@@ -466,6 +484,7 @@ class State(NamedTuple):
     client_pools: ClientPools
     semaphore: np.ndarray  # the async semaphore's permits held: a heap of release times (ST_SEM_SIZE)
     channels: np.ndarray  # per broker, its current channel's number (client.connection.Connections)
+    permits: Permits  # async backpressure's semaphores (Config.backpressure)
 
 
 # ---- SplitMix64 and Java int arithmetic: compiled twins of rocketsim.rng and rocketsim.javaint ----------
@@ -844,7 +863,9 @@ def base_latency(model, b, key):
     return min(latency, _MAX_LATENCY_MS)
 
 
-@njit(**_NO_RC)
+# inlined at numba's level (as publish_info, thread_free, select_queue): a call passes every array of its
+# arguments flattened on the stack, ~80 words here, ~220 for publish_info, ~290 for select_queue
+@njit(inline="always", **_NO_RC)
 def attempt_outcome(model, b, key, start, timeout):
     """``latency.attempt_outcome``: (OutcomeKind, latency, response code, stored, store ms, late ms, late
     code, exact us) of one attempt (late ms -1: no late answer; exact us: the answer's unrounded latency),
@@ -964,7 +985,7 @@ def oneway_caller_sees(rules, kind):
 # ---- queue selection: MQFaultStrategy.selectOneMessageQueue of each line ----------------------------
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def _select_by_filters(inst, ix, ft, i, t, last, now, reset, cfg):
     """5.x: the available-and-not-last filter, then the reachable-and-not-last one, then round robin."""
     qb, qq, nq = inst.queue_broker, inst.queue_id, inst.n_queues[i]
@@ -1024,7 +1045,7 @@ def _scan_accepts(ft, b, last, now, cfg):
     return is_available(ft, b, now, cfg.availability_needs_reachable)
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def _select_available(inst, ix, routes, ft, worst, i, t, last, now, cfg):
     """4.x: round robin over available brokers, else ``pickOneAtLeast`` (4.3-4.9.7, 5.0-5.1.3 rewrite the
     slot); an index upstream's ``List.get`` refuses falls back to round robin (its catch)."""
@@ -1062,10 +1083,11 @@ def _select_available(inst, ix, routes, ft, worst, i, t, last, now, cfg):
     return _select_plain(inst, ix, i, t, cfg)
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def select_queue(cfg, routes, inst, ix, ft, worst, i, t, last, now, reset):
     """(slot, broker, queue id) for instance ``i`` on thread ``t``; slot -1 is a MessageQueue made on the
-    spot (4.9.8's pickOneAtLeast)."""
+    spot (4.9.8's pickOneAtLeast). Inlined at numba's level, with the two selections it chooses between:
+    a call passes its ~290 flattened arguments on the stack, twice an attempt (see the module's notes)."""
     if cfg.uses_queue_filters:
         return _select_by_filters(inst, ix, ft, i, t, last, now, reset, cfg)
     return _select_available(inst, ix, routes, ft, worst, i, t, last, now, cfg)
@@ -1202,7 +1224,7 @@ def pool_take(threads, st, send_thread):
     return s, best
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def thread_free(pool, threads, born_ms, heap, st, th, free_at):
     """Thread ``th`` is free again at ``free_at``: its next send (partitioned), or the pool's."""
     if pool:
@@ -1330,7 +1352,7 @@ def give_sends(
 # ---- the steps of the event loop ----------------------------------------------------------------------
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def publish_info(routes, keys, threads, inst, cache, ix, st, topic, now):
     """The producer's TopicPublishInfo instance of ``topic`` at ``now``: the cached one, or a new one after
     a route change (new slots, new per-thread indexes)."""
@@ -1593,7 +1615,7 @@ def scan_fired(cfg, start, timeout):
     return first + (due - first + period - 1) // period * period
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def client_pool_take(cp, fl, pool, s):
     """``reference.ClientPool.take``: the idle thread of ``pool`` idle the longest (ties: the lowest) runs
     send ``s`` now; none idle: ``s`` waits (FIFO) and -1."""
@@ -1713,6 +1735,100 @@ def semaphore_hold_until(h, st, release):
             break
         h[i], h[parent] = h[parent], h[i]
         i = parent
+
+
+# ---- async backpressure: client/backpressure.py's PermitGate over arrays (Permits) ---------------------
+
+
+@njit(**_NO_RC)
+def permit_need(sends, s, row):
+    """What send ``s`` takes of semaphore ``row``: one permit of the count, its body's bytes."""
+    return 1 if row == 0 else sends.body[s]
+
+
+@njit(**_NO_RC)
+def permit_unqueue(pm, row, s):
+    """``FairSemaphore.expire``: take ``s`` out of ``row``'s waiters, if it is there."""
+    m = pm.fifo.shape[1]
+    k = pm.head[row]
+    while k != pm.tail[row]:
+        if pm.fifo[row, k] == s:
+            while (k + 1) % m != pm.tail[row]:
+                pm.fifo[row, k] = pm.fifo[row, (k + 1) % m]
+                k = (k + 1) % m
+            pm.tail[row] = k
+            return
+        k = (k + 1) % m
+
+
+@njit(**_NO_RC)
+def permit_gate(sends, fl, pm, heap, st, timeout_ms, s, now, expired):
+    """``PermitGate.acquire`` in ``executeAsyncMessageSend``: the count, then the body's bytes, each waited
+    for until ``beginStartTime + sendMsgTimeout`` (``expired``: that deadline came). Returns 1: both held;
+    0: it waits (its deadline is a DELIVER); -1: refused (FL_BP_HELD is the semaphore it waited for)."""
+    row = fl[s, FL_BP_HELD]
+    if expired:
+        permit_unqueue(pm, row, s)
+        return -1
+    deadline = fl[s, FL_BEGIN] + timeout_ms
+    while row < 2:
+        n = permit_need(sends, s, row)
+        if pm.head[row] == pm.tail[row] and pm.available[row] >= n:
+            pm.available[row] -= n
+            row += 1
+            fl[s, FL_BP_HELD] = row
+            continue
+        if deadline <= now:
+            return -1
+        pm.fifo[row, pm.tail[row]] = s
+        pm.tail[row] = (pm.tail[row] + 1) % pm.fifo.shape[1]
+        fl[s, FL_PHASE] = PH_PERMIT_WAIT
+        if fl[s, FL_BP_COUNTER] == 0:
+            fl[s, FL_BP_COUNTER] = st[ST_COUNTER]
+            heap_push(heap, st, deadline, Event.DELIVER, s)
+        else:  # waits again after a grant: the reference's first deadline push still governs
+            heap_push_counted(heap, st, deadline, Event.DELIVER, s, fl[s, FL_BP_COUNTER])
+            st[ST_COUNTER] += 1
+        return 0
+    return 1
+
+
+@njit(**_NO_RC)
+def permit_give(sends, fl, pm, heap, st, timeout_ms, row, n, now):
+    """``FairSemaphore.release`` of ``n`` permits of ``row`` at ``now``: the waiters it grants, in order,
+    hold them and go on at a DELIVER now (their deadline's DELIVER taken out of the heap); a waiter whose
+    deadline is ``now`` is passed over (its deadline refuses it)."""
+    pm.available[row] += n
+    m = pm.fifo.shape[1]
+    while pm.head[row] != pm.tail[row]:
+        w = pm.fifo[row, pm.head[row]]
+        if fl[w, FL_BEGIN] + timeout_ms <= now:
+            pm.head[row] = (pm.head[row] + 1) % m
+            continue
+        need = permit_need(sends, w, row)
+        if need > pm.available[row]:
+            break
+        pm.head[row] = (pm.head[row] + 1) % m
+        pm.available[row] -= need
+        fl[w, FL_BP_HELD] = row + 1
+        for i in range(st[ST_HEAP_SIZE]):  # its one pending DELIVER: the deadline
+            if heap[i, H_EVENT] == Event.DELIVER and heap[i, H_PAYLOAD] == w:
+                heap_remove(heap, st, i)
+                break
+        fl[w, FL_PHASE] = PH_PERMIT
+        heap_push(heap, st, now, Event.DELIVER, w)
+
+
+@njit(**_NO_RC)
+def permit_release(sends, fl, pm, heap, st, timeout_ms, s, now):
+    """``BackpressureSendCallBack.semaphoreProcessor``: send ``s`` ended at ``now``: its bytes, then its
+    count, back (``PermitGate.release``)."""
+    held = fl[s, FL_BP_HELD]
+    fl[s, FL_BP_HELD] = 0
+    if held == 2:
+        permit_give(sends, fl, pm, heap, st, timeout_ms, 1, sends.body[s], now)
+    if held >= 1:
+        permit_give(sends, fl, pm, heap, st, timeout_ms, 0, 1, now)
 
 
 @njit(**_NO_RC)
@@ -1884,11 +2000,27 @@ def async_event(inp, state, s, now, phase):
             nq = inst.n_queues[i]
             if nq == 0:  # "No route info for this topic, T"
                 fail(res, s, Failure.NO_ROUTE_SELECT, now)
+                if cfg.backpressure:  # its caller's thread never reached the permits
+                    thread_free(cfg.pool, inp.threads, inp.sends.born, heap, st, state.send_thread[s], now)
                 return
             p = java_abs(java_rem(inp.sends.order_hash[s], nq))
             # the request keeps the queue for every retry (read once: a 4.9.7 rewrite does not move it)
             fl[s, FL_BROKER] = inst.queue_broker[i, p]
             fl[s, FL_QUEUE_ID] = inst.queue_id[i, p]
+        if cfg.backpressure:
+            phase = PH_PERMIT
+    if phase == PH_PERMIT or phase == PH_PERMIT_WAIT:  # noqa: SIM109 - numba; the caller's thread waits
+        got = permit_gate(
+            inp.sends, fl, state.permits, heap, st, cfg.timeout_ms, s, now, phase == PH_PERMIT_WAIT
+        )
+        if got == 0:
+            return
+        thread_free(cfg.pool, inp.threads, inp.sends.born, heap, st, state.send_thread[s], now)
+        if got < 0:  # RemotingTooMuchRequestException to onException (run_loop gives back what it holds)
+            fail(res, s, Failure.BACKPRESSURE, now)
+            res.aux[s] = fl[s, FL_BP_HELD]
+            return
+    if phase == PH_START or phase == PH_PERMIT:  # noqa: SIM109 - numba
         # 4.3.x: getCallbackExecutor() runs the send (reference.EventLoop's pools)
         exec_pool = POOL_CALLBACK if cfg.async_sends_on_callback_executor else POOL_EXECUTOR
         if client_pool_full(cp, exec_pool, cfg.executor_queue):  # executor.submit throws
@@ -2125,7 +2257,9 @@ def is_retry_code(rules, code):
     return False
 
 
-@njit(**_NO_RC)
+# deliver_sync and send_default_impl_step (each takes inp and state) and client_pool_take: inlined at numba's
+# level; left to LLVM, SYNC ran at half speed whenever run_loop grew (docs/benchmarks.md)
+@njit(inline="always", **_NO_RC)
 def deliver_sync(inp, state, s, now):
     """A SYNC call completed: sendDefaultImpl's catch clauses. Returns (run the loop step, thread free at)."""
     cfg, fl, res = inp.config, state.in_flight, state.outcomes
@@ -2182,7 +2316,7 @@ def deliver_sync(inp, state, s, now):
     return STEP_SEND, -1
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def send_default_impl_step(inp, state, s, now):
     """sendDefaultImpl's loop from its ``times < timesTotal`` test: select, check the call-timeout budget,
     make the call. Returns the thread's free time when the send ended (-1: a call is under way)."""
@@ -2274,7 +2408,8 @@ def run_loop(inp, state):
             state.outcomes.kernel_start[s] = now
             step, free_at = STEP_NONE, -1
             if kind == SendKind.ASYNC or kind == SendKind.ORDERED_ASYNC:
-                thread_free(pool, threads, sends.born, heap, st, th, now)  # the caller's thread goes on
+                if not inp.config.backpressure:  # the caller's thread goes on (else: at the permits)
+                    thread_free(pool, threads, sends.born, heap, st, th, now)
                 phase = PH_START
             else:
                 step, free_at = start_send(inp, state, s, th, i, now)
@@ -2299,6 +2434,9 @@ def run_loop(inp, state):
             free_at = send_default_impl_step(inp, state, s, now)
         if phase >= 0:
             async_event(inp, state, s, now, phase)
+            if fl[s, FL_BP_HELD] > 0 and state.outcomes.end[s] >= 0:  # it ended: its permits back
+                end = state.outcomes.end[s]
+                permit_release(sends, fl, state.permits, heap, st, inp.config.timeout_ms, s, end)
         if free_at >= 0:
             thread_free(pool, threads, sends.born, heap, st, state.send_thread[s], free_at)
         if pool and event == Event.START:
@@ -2389,9 +2527,8 @@ def unsupported(sc: Scenario, messages: pa.Table) -> str | None:
         return "messages of several producers"
     if sc.producers.send_cpu_us > 0:
         return "the client's CPU per send (producers.send_cpu_us): the readable engine's host model"
-    backpressure = sc.producers.async_backpressure
-    if backpressure is not None and backpressure.enable_backpressure_for_async_mode:
-        return "async backpressure (producers.enable_backpressure_for_async_mode): client/backpressure.py"
+    if sc.producers.connect_ms > 0:
+        return "a new channel's connect time (producers.connect_ms): client/connection.py's connect wait"
     seq = np.asarray(messages.column("seq"), np.int64)
     if not np.all(seq[1:] > seq[:-1]):
         seq = np.sort(seq)
@@ -2563,6 +2700,7 @@ class _Kernel:
             client_pools=_client_pools(self.plan, capacity),
             semaphore=np.zeros(capacity + 2, np.int64),  # a plain send holds at most one permit at a time
             channels=np.zeros(n_b, np.int64),
+            permits=_permits(sc, n_t),
         )
         self.dense_of: dict[int, int] = {}  # thread value -> dense index, in the order first seen
         self.n_given = 0  # sends given
@@ -2613,6 +2751,8 @@ class _Kernel:
         )
         if self.closed:
             self.inp.store.wire[(g0 + np.arange(n)) % self.capacity] = prep.s_wire
+        body = prep.s_body if prep.s_body is not None else prep.s_wire
+        sends.body[(g0 + np.arange(n)) % self.capacity] = body
         self.n_given = g0 + n
         if final:
             st.counters[ST_FINAL] = 1
@@ -2759,6 +2899,7 @@ class _Kernel:
         attempts.send[:n_a] = slot_map[attempts.send[:n_a]]
         semaphore = np.zeros(n + 2, np.int64)
         semaphore[: state.semaphore.size] = state.semaphore
+        pm = state.permits
         self.state = state._replace(
             heap=heap,
             send_thread=moved(state.send_thread),
@@ -2766,7 +2907,20 @@ class _Kernel:
             outcomes=SendOutcomes(*(moved(a) for a in state.outcomes)),
             client_pools=cp._replace(fifo=fifo, head=head, tail=tail),
             semaphore=semaphore,
+            permits=pm._replace(fifo=slot_map[pm.fifo]),  # the waiting sends' slots (stale ones unread)
         )
+
+
+def _permits(sc: Scenario, n_threads: int) -> Permits:
+    """Async backpressure's semaphores, all permits free (none, backpressure off)."""
+    settings = sc.producers.async_backpressure
+    on = settings is not None and settings.enable_backpressure_for_async_mode
+    return Permits(
+        available=np.array(backpressure.permits(settings) if on else (0, 0), np.int64),  # type: ignore[arg-type]
+        fifo=np.zeros((2, n_threads + 1), np.int64),
+        head=np.zeros(2, np.int64),
+        tail=np.zeros(2, np.int64),
+    )
 
 
 def _client_pools(plan: Plan, capacity: int) -> ClientPools:
@@ -2853,6 +3007,8 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
         err = async_call_timeout_error(selector=key[1] == 0)
     elif failure == Failure.EXECUTOR_REJECTED:
         err = executor_rejected_error(version)
+    elif failure == Failure.BACKPRESSURE:
+        err = RemotingTooMuchRequestError(backpressure.TIMEOUT_TEXTS[key[1]])
     elif failure == Failure.ASYNC_TOO_FAST:
         err = invoke_too_fast_error()
     elif failure == Failure.ASYNC_SEMAPHORE:
@@ -3007,8 +3163,10 @@ class _Part:
 class _Stream:
     """One producer's run streamed through the kernel a prepared chunk at a time (:func:`simulate_chunks`)."""
 
-    def __init__(self, sc: Scenario, tables: StoreTables | None = None) -> None:
-        self.sc, self.tables = sc, tables
+    def __init__(
+        self, sc: Scenario, tables: StoreTables | None = None, requests: list[np.ndarray] | None = None
+    ) -> None:
+        self.sc, self.tables, self.requests = sc, tables, requests
         self.kernel: _Kernel | None = None
         self.topics: list[str] = []
         self.given: deque[_Part] = deque()
@@ -3080,6 +3238,8 @@ class _Stream:
         kernel, uniq = self.kernel, self.uniq
         assert kernel is not None and uniq is not None
         for p, ko in self.taken_parts():
+            if self.requests is not None:
+                self.requests.append(_store_requests(p.prep, ko))
             p.out = engine_output(p.prep, kernel.plan, ko, self.sc)
             p.made, p.time = uniq.add_sends(p.prep, p.out, np.arange(p.prep.n_sends), p.r0)
             p.counter = np.zeros(p.made.size, np.int64)
@@ -3102,15 +3262,19 @@ class _Stream:
 
 
 def simulate_chunks(
-    chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario, tables: StoreTables | None = None
+    chunks: Iterable[pa.Table | pa.RecordBatch],
+    sc: Scenario,
+    tables: StoreTables | None = None,
+    requests: list[np.ndarray] | None = None,
 ) -> Iterator[SimChunk]:
     """:func:`rocketsim.engine.reference.simulate_chunks`, compiled and streamed: the chunks (whole
     batches, :func:`rocketsim.engine.plan.batch_aligned`) are prepared and given to the kernel one at a
     time, and the rows of each come out once its sends have ended and every UNIQ_KEY call before theirs is
     known, so a producer's memory is its chunks in flight, whatever its size. :class:`SimulationError` for
     input :func:`supports` refuses (several producers, seqs out of order or repeated) or born times that
-    go back in seq order."""
-    stream = _Stream(sc, tables)
+    go back in seq order. ``requests``: a list the requests that reached a store are added to as
+    :func:`round_requests` gives them (an ``iterative`` round that makes its rows)."""
+    stream = _Stream(sc, tables, requests)
     for table in batch_aligned(chunks):
         yield from stream.add(table)
     yield from stream.finish()

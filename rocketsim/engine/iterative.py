@@ -400,12 +400,18 @@ def round_work(
 
 
 def round_chunks(
-    chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario, producer: int, trajs: Sequence[Trajectory]
+    chunks: Iterable[pa.Table | pa.RecordBatch],
+    sc: Scenario,
+    producer: int,
+    trajs: Sequence[Trajectory],
+    work: list[ArrivalWork] | None = None,
 ) -> Iterator[SimChunk]:
     """:func:`simulate_round`'s tables a chunk at a time (the last round's rows; one producer's messages in
     chunks, seq order): the compiled engine streams them against the trajectories
     (:func:`rocketsim.engine.compiled.simulate_chunks`: a producer's memory is its chunks in flight, as in
-    an open run); the readable one simulates whole, then cuts. The engine is told from the first chunk."""
+    an open run); the readable one simulates whole, then cuts. The engine is told from the first chunk.
+    ``work``: the producer's arrival work (:func:`simulate_round`'s) is added to it once every chunk is
+    out (a round that makes its rows hands it on)."""
     it = iter(chunks)
     first = next(it, None)
     if first is None:
@@ -413,10 +419,25 @@ def round_chunks(
     table = first if isinstance(first, pa.Table) else pa.Table.from_batches([first])
     name = chosen()
     if name == COMPILED or (name is None and compiled.unsupported(sc, table) is None):
-        return compiled.simulate_chunks(itertools.chain([table], it), sc, _tables(trajs))
+        if work is None:
+            return compiled.simulate_chunks(itertools.chain([table], it), sc, _tables(trajs))
+        requests: list[np.ndarray] = []
+        out = compiled.simulate_chunks(itertools.chain([table], it), sc, _tables(trajs), requests)
+        return _then_work(out, requests, work)
     messages, ends = gather_chunks(itertools.chain([table], it))
-    out, _ = simulate_round_reference(messages, sc, producer, trajs)
+    out, made = simulate_round_reference(messages, sc, producer, trajs)
+    if work is not None:
+        work.append(made)
     return iter(slice_output(messages, out, chunk_cuts(messages, ends)))
+
+
+def _then_work(
+    chunks: Iterator[SimChunk], requests: list[np.ndarray], work: list[ArrivalWork]
+) -> Iterator[SimChunk]:
+    """``chunks``, then the arrival work of the ``requests`` they gathered added to ``work``."""
+    yield from chunks
+    cols = np.concatenate([np.zeros((0, 3), np.int64), *requests])
+    work.append(ArrivalWork.of_requests(cols[:, 0], cols[:, 1], cols[:, 2]))
 
 
 def _packed(trajs: Sequence[Trajectory]) -> Trajectories:

@@ -29,7 +29,14 @@ from rocketsim.broker import latency as bm
 from rocketsim.broker import store
 from rocketsim.broker.queue import BrokerStore, StoreAnswer, StoreCluster, carries_load, closed_outcome
 from rocketsim.client.backpressure import Backpressure, PermitGate
-from rocketsim.client.connection import Connections
+from rocketsim.client.connection import (
+    Connections,
+    Fate,
+    Pending,
+    Waiter,
+    budget_check_closes,
+    race_draws,
+)
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.heap import ClientHeap, client_heap
 from rocketsim.client.host import HostCores, host_stalls
@@ -179,7 +186,8 @@ class ProducerSimulation:
         if detector is not None:
             detector.on_tick = self._on_tick
         self.semaphore = AsyncSemaphore(p.async_semaphore_permits)
-        self.connections = Connections(self.version)  # the SYNC requests pending on each broker's channel
+        # the SYNC requests pending on each broker's channel, and who waits for a channel's connect
+        self.connections = Connections(self.version, p.connect_ms)
         self.sync_call: dict[int, str] = {}  # send index -> the broker its pending SYNC request went to
         backpressure = p.async_backpressure
         self.gate = (
@@ -315,6 +323,7 @@ class EventLoop:
         )
         self.pools = {Pool.EXECUTOR: executor, Pool.CALLBACK: callbacks}
         self.holding: dict[int, tuple[ClientPool, int]] = {}  # send index -> the pool thread it runs on
+        self.gate_held: set[int] = set()  # async sends whose caller's thread waits on the backpressure
         self.senders: SenderThreads = (
             PoolSenders(sends, p.threads, self.push_start)
             if p.sender_model == "pool"
@@ -355,6 +364,7 @@ class EventLoop:
         gen = sim.steps(s, begin)
         if sim.gate is not None and not s.waits:
             sim.gate.begin(s, t)  # the caller's thread waits for the permits (gated frees it)
+            self.gate_held.add(s.index)
         elif not s.waits:
             self.senders.free(s, t)  # the caller's thread does not wait for an async send
         if begin > t:
@@ -374,6 +384,8 @@ class EventLoop:
             resume = self.take(s, gen, Pool.CALLBACK, t)
             if resume is not None:
                 self.advance(s, gen, resume, t)
+        elif isinstance(value, ConnectEnd):  # a channel's connect ended: every request waiting for it
+            self.connect_ended(value.broker, t)
         else:
             if isinstance(value, Outcome):
                 self.answered(s, value, t)
@@ -382,13 +394,17 @@ class EventLoop:
     def answered(self, s: Send, outcome: Outcome, now: int) -> None:
         """``s``'s SYNC request came to ``outcome``: a close it causes fails the others pending on the
         channel now (their answers, due later, are dropped; :mod:`rocketsim.client.connection`)."""
-        sim, heap = self.sim, self.heap
+        sim = self.sim
         broker = sim.sync_call.pop(s.index, None)
         if broker is None:
             return
-        failed = sim.connections.answered(broker, s.index, outcome.kind, now)
+        self.fail_fast(sim.connections.answered(broker, s.index, outcome.kind, now), now)
+
+    def fail_fast(self, failed: list[Pending], now: int) -> None:
+        """A close at ``now`` failed the SYNC requests ``failed``: each waited from its start until now."""
         if not failed:
             return
+        heap = self.heap
         gone = {p.send for p in failed}
         due = [e for e in heap if e[1] == Event.DELIVER and e[3][0].index in gone]  # type: ignore[index]
         heap[:] = [e for e in heap if not (e[1] == Event.DELIVER and e[3][0].index in gone)]  # type: ignore[index]
@@ -413,6 +429,7 @@ class EventLoop:
         if verdict is None:  # waiting: its deadline is an event
             self.push(gate.deadline(s), Event.DELIVER, (s, gen, EXPIRE))  # type: ignore[union-attr]
             return False
+        self.gate_held.discard(s.index)
         self.senders.free(s, now)
         if verdict is True:
             return True
@@ -471,11 +488,16 @@ class EventLoop:
                 if sim.heap is not None:
                     sim.heap.release(sim.held.pop(s.index))
                 self.release(s, now)
-                if s.waits:
+                if s.waits or s.index in self.gate_held:  # (an ordered send without a route never
+                    self.gate_held.discard(s.index)  # reaches the backpressure)
                     self.senders.free(s, record.end_ms)
                 if sim.gate is not None:  # BackpressureSendCallBack: permits back before the callback
                     for waiter in sim.gate.release(s.index, record.end_ms):
                         self.push(record.end_ms, Event.DELIVER, (*waiter, PERMIT))
+                return
+            if isinstance(item, Call) and item.mode == "sync":
+                if not self.waits_for_channel(s, gen, item):
+                    self.write_sync(s, gen, item, item.start_ms)
                 return
             if isinstance(item, Call):
                 outcome = sim.transport_for(s)(
@@ -487,10 +509,6 @@ class EventLoop:
                 # a oneway caller waits only for the write: over at once unless the write failed
                 sees = item.mode != "oneway" or oneway_caller_sees(outcome, sim.version)
                 waited = outcome.latency_ms if sees else 0
-                if item.mode == "sync":
-                    done_ms = item.start_ms + waited
-                    sim.connections.wrote(item.broker, s.index, item.start_ms, done_ms, item.timeout_ms)
-                    sim.sync_call[s.index] = item.broker
                 self.push(item.start_ms + waited, Event.DELIVER, (s, gen, outcome))
                 return
             step: Step = item
@@ -509,6 +527,78 @@ class EventLoop:
                 self.push(step.at_ms, Event.DELIVER, (s, gen, Resume(step.at_ms, step.thread)))
                 return
             value = Resume(now, step.thread)
+
+    def waits_for_channel(self, s: Send, gen: Generator, call: Call) -> bool:
+        """Whether ``s``'s SYNC request ``call`` waits for its broker's channel to connect
+        (``getAndCreateChannel``: the first request after a close starts the connect, every request
+        until its end waits for it); the connect's end is an event."""
+        sim = self.sim
+        if not sim.connections.needs_connect(call.broker):
+            return False
+        order, took = race_draws(sim.sc.seed, sim.producer, s.seq, call.attempt)
+        waiter = Waiter(s.index, call.start_ms, call.timeout_ms, order, took, (s, gen, call))
+        ready, starts = sim.connections.wait_for_channel(call.broker, waiter)
+        if starts:
+            self.push(ready, Event.DELIVER, (s, gen, ConnectEnd(call.broker)))
+        return True
+
+    def write_sync(self, s: Send, gen: Generator, call: Call, now: int) -> None:
+        """``s``'s SYNC request ``call`` is written on its broker's channel at ``now`` (its start, or the end
+        of the connect it waited for, which its timeout already paid for): the broker model answers it from
+        then, and it is pending on the channel until its answer."""
+        sim = self.sim
+        wait = now - call.start_ms
+        outcome = sim.transport_for(s)(call.attempt, call.broker, call.queue_id, now, call.timeout_ms - wait)
+        if wait:
+            outcome = after_connect(outcome, wait)
+        done_ms = call.start_ms + outcome.latency_ms
+        sim.connections.wrote(call.broker, s.index, call.start_ms, done_ms, call.timeout_ms - wait)
+        sim.sync_call[s.index] = call.broker
+        self.push(done_ms, Event.DELIVER, (s, gen, outcome))
+
+    def connect_ended(self, broker: str, now: int) -> None:
+        """The broker's new channel connected at ``now``: each request that waited is written, or fails
+        (:func:`rocketsim.client.connection.settle_connect`); a budget check that closes the channel fails
+        the requests written on it first (NettyRemotingClient.invokeSync at 4.9.8)."""
+        sim = self.sim
+        closes = False
+        for waiter, fate in sim.connections.connect_ended(broker, now):
+            s, gen, call = waiter.payload  # type: ignore[misc]
+            if fate == Fate.WRITE:
+                self.write_sync(s, gen, call, now)
+                continue
+            self.push(now, Event.DELIVER, (s, gen, Outcome(UNWRITTEN[fate], now - call.start_ms)))
+            closes = closes or (fate == Fate.BUDGET and budget_check_closes(sim.version))
+        if closes:
+            self.fail_fast(sim.connections.close(broker, now), now)
+
+
+@dataclass(frozen=True)
+class ConnectEnd:
+    """The event of a broker's channel connecting (what its waiting requests are resumed by)."""
+
+    broker: str
+
+
+# what a request that waited for a connect and was not written comes to (RPC counted or not, nothing stored)
+UNWRITTEN = {
+    Fate.BUDGET: OutcomeKind.REMOTING_TIMEOUT,  # "invokeSync call the addr[...] timeout"
+    Fate.WRITE_FAILED: OutcomeKind.REMOTING_SEND_REQUEST,  # "send a request command to channel ... failed"
+    Fate.CONNECT_FAILED: OutcomeKind.REMOTING_CONNECT,  # "connect to ... failed"
+}
+
+
+def after_connect(outcome: Outcome, wait_ms: int) -> Outcome:
+    """The broker model's answer to a request written ``wait_ms`` after it started (the connect it waited
+    for): its latency and store time from the request's start."""
+    late = outcome.late
+    return replace(
+        outcome,
+        latency_ms=outcome.latency_ms + wait_ms,
+        store_ms=outcome.store_ms + wait_ms if outcome.stored else outcome.store_ms,
+        late=None if late is None else after_connect(late, wait_ms),
+        latency_us=outcome.latency_us + wait_ms * 1000 if outcome.latency_us >= 0 else -1,
+    )
 
 
 def failed_fast(answer: Outcome, waited_ms: int) -> Outcome:

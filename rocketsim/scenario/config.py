@@ -240,8 +240,9 @@ class ProducerConfig:
         ),
     )
     # 5.1.4+ DefaultMQProducer.autoBatch: send(msg) / send(msg, callback) of a plain message held in the
-    # ProduceAccumulator per (topic, tag) and sent as one MessageBatch (rocketsim.client.batching); None:
-    # the version's default (off). Refused on clients before 5.1.4.
+    # ProduceAccumulator per (topic, tag), sync and async apart, and sent as one MessageBatch (a sync
+    # batch's callers wait for its end) (rocketsim.client.batching); None: the version's default (off).
+    # Refused on clients before 5.1.4.
     auto_batch: bool | None = None
     # batchMaxDelayMs: how long a batch is held at most (None: 10)
     batch_max_delay_ms: int | None = field(default=None, metadata=_between(1, BATCH_MAX_DELAY_MS_MAX))
@@ -252,6 +253,10 @@ class ProducerConfig:
     # NettySystemConfig.connectTimeoutMillis (com.rocketmq.remoting.client.connect.timeout): how long a
     # connect to a host that never answers waits (a partition)
     connect_timeout_ms: int = field(default=3000, metadata=_between(0, MAX_LATENCY_MS))
+    # how long a new channel's connect takes, ms (NettyRemotingClient.createChannel's bootstrap.connect, a
+    # round trip of the producers' host and network): SYNC requests to a broker wait for it after a close
+    # (docs/validation.md). 0: no time (the model before it)
+    connect_ms: int = field(default=0, metadata=_between(0, MAX_LATENCY_MS))
     # Runtime.availableProcessors() of the producers' host: the async sender executor's and the callback
     # executor's threads (unless set below), and the cores the client's own CPU work (send_cpu_us) runs on
     processors: int = field(default=4, metadata=_between(1, 1024))

@@ -4,7 +4,8 @@ each fault's window against that span, and whether the producers' sender threads
 * :func:`header_lines`: the lines every job prints in its header;
 * :func:`check_faults_in_span`: a fault that starts after the span ends changes nothing (the run reads
   "100% SEND_OK"), so a job refuses it (:class:`~rocketsim.scenario.config.ScenarioError`, exit 2);
-* :func:`warnings`: a fault the span's end cuts, sender threads that would queue a healthy producer;
+* :func:`warnings`: a fault the span's end cuts, sender threads that would queue a healthy producer, sync
+  autoBatch callers that would hold more threads than the producer has;
 * :func:`queued_span_s`, :func:`queued_bytes`: how long a producer's queued sync sends take and what its
   task holds for them (the window check and :func:`check_queued_bytes`, which refuses a run whose queue
   would not fit a worker).
@@ -77,9 +78,7 @@ def warnings(sc: Scenario) -> list[str]:
         for i, f in enumerate(sc.faults)
         if f.start_s < span < f.end_s
     ]
-    threads = thread_advice(sc)
-    if threads is not None:
-        out.append(threads)
+    out += [w for w in (thread_advice(sc), sync_auto_batch_advice(sc)) if w is not None]
     return out
 
 
@@ -172,4 +171,25 @@ def thread_advice(sc: Scenario) -> str | None:
         f"producers.threads = {p.threads}: a producer's {rate:,.0f} sync sends/s of about "
         f"{mean_ms:.1f} ms each keep {busy:.2f} sender threads busy, {busy / p.threads:.0%} "
         f"of each: healthy sends will queue (queue_wait_ms){late}; producers.threads = {advice} keeps up"
+    )
+
+
+def sync_auto_batch_advice(sc: Scenario) -> str | None:
+    """A warning when a producer's sync sends through autoBatch's accumulator would hold more callers at
+    once (each waits for its batch: the hold, then the batch's send) than it has sender threads: upstream
+    its threads then run out and its batches are smaller; the model adds each message when it is born (its
+    caller has a thread of its own: docs/autobatch.md). None otherwise."""
+    p = sc.producers
+    settings = p.auto_batching
+    if settings is None or not settings.auto_batch or sc.workload.message_types.get("normal", 0) <= 0:
+        return None
+    _, rate, mean_ms = _busiest_sync_sends(sc)
+    held = rate * (settings.batch_max_delay_ms + mean_ms) / 1000.0  # callers waiting at once, on average
+    if held <= p.threads:
+        return None
+    return (
+        f"producers.auto_batch with sync sends: a producer's {rate:,.0f} sync sends/s each wait about "
+        f"{settings.batch_max_delay_ms + mean_ms:.0f} ms for their batch, {held:,.0f} callers at once, more "
+        f"than producers.threads = {p.threads}: the model gives each caller a thread of its own (upstream's "
+        f"batches would be smaller and its sends queue); producers.threads = {math.ceil(held)} matches it"
     )

@@ -327,6 +327,12 @@ def _check_grpc_family(sc: Scenario) -> None:
             "must be 0 with client_family grpc (the client's CPU per send is modelled for remoting only)",
             sc.producers.send_cpu_us,
         )
+    if sc.producers.connect_ms > 0:
+        _fail(
+            "producers.connect_ms",
+            "must be 0 with client_family grpc (a new channel's connect is modelled for remoting only)",
+            sc.producers.connect_ms,
+        )
     if client.whole_second_timeout and sc.producers.request_timeout_ms % 1000:
         rule = f"must be whole seconds with {client.name} (its request_timeout is an int of seconds)"
         _fail("producers.request_timeout_ms", rule, sc.producers.request_timeout_ms)
@@ -500,7 +506,7 @@ def _check_async_backpressure(producers: ProducerConfig) -> None:
 
 def _check_auto_batch(sc: Scenario) -> None:
     """The 5.1.4+ autoBatch settings: refused before 5.1.4 (no ProduceAccumulator) and for the gRPC
-    family; with sync sends it is not modelled (their callers wait on the batch, holding their threads)."""
+    family."""
     producers = sc.producers
     given = [name for name in AUTO_BATCH_SETTINGS if getattr(producers, name) is not None]
     if given and producers.version.auto_batch_defaults is None:
@@ -512,13 +518,6 @@ def _check_auto_batch(sc: Scenario) -> None:
         return
     if producers.grpc_client is not None:
         _fail("producers.auto_batch", "must be false with client_family grpc (no gRPC client batches)", True)
-    if producers.send_mode.get("sync", 0) > 0 and sc.workload.message_types.get("normal", 0) > 0:
-        _fail(
-            "producers.send_mode.sync",
-            "must be 0 with producers.auto_batch = true (sync sends through ProduceAccumulator, whose "
-            "callers wait on their batch, are not modelled yet)",
-            producers.send_mode["sync"],
-        )
 
 
 def scenario_from_mapping(raw: Mapping[str, Any], source_text: str = "") -> Scenario:

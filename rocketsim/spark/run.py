@@ -230,25 +230,37 @@ def run_tasks(spark: SparkSession, sc: Scenario, work: StageWork, partitions: in
     tasks = [[i] for i in range(len(bins))]
     rounds = left = None
 
-    def run_round(number: int) -> None:
+    def producer_tasks(last_round: int | None, hand_on: bool = False) -> dict[int, dict[str, int]]:
+        return map_bins(
+            spark,
+            tasks,
+            lambda i: in_worker(
+                lambda: producer_task(
+                    sc, plan, work.io(), i, bins[i], last_round, release=give_back_unused, hand_on=hand_on
+                )
+            ),
+            f"producer tasks, {sum(s.messages for s in shares):,} messages"
+            + (f" (round {last_round})" if hand_on else ""),
+        )
+
+    def run_round(number: int, rows: bool) -> dict[int, dict[str, int]] | None:
+        if rows:  # a round that may be the last: the producer tasks themselves
+            return producer_tasks(number, hand_on=True)
         map_bins(
             spark,
             tasks,
             lambda i: round_task(sc, plan, work.io(), i, bins[i], number),
             f"round {number}: producer tasks",
         )
+        return None
 
     t0 = time.monotonic()
+    per_task = None
     if sc.coupling == ITERATIVE and plan.runs(SIMULATE):  # the rounds, then the last one's rows
-        rounds, left = iterate_rounds(sc, work.io().scratch, run_round, len(bins))
-    per_task = map_bins(
-        spark,
-        tasks,
-        lambda i: in_worker(
-            lambda: producer_task(sc, plan, work.io(), i, bins[i], rounds, release=give_back_unused)
-        ),
-        f"producer tasks, {sum(s.messages for s in shares):,} messages",
-    )
+        ran = iterate_rounds(sc, work.io().scratch, run_round, len(bins))
+        rounds, left, per_task = ran.last, ran.residual, ran.rows
+    if per_task is None:
+        per_task = producer_tasks(rounds)
     t1 = time.monotonic()
     per_broker: dict[int, dict[str, int]] = {}
     if plan.has_brokers:

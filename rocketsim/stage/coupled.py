@@ -7,12 +7,15 @@ simulates its producers against them and hands on their arrival work (:func:`rou
 merges it (:func:`merged_round_work`: sums, any order, so any split of the producers gives the same)
 and replays the next trajectories until a fixed point (a round makes no rows: its producers streamed,
 :func:`rocketsim.engine.iterative.round_work`); the producer tasks then simulate against the last round's
-(:class:`IterativeRound`), a chunk at a time as an open-loop producer.
+(:class:`IterativeRound`), a chunk at a time as an open-loop producer. A round that may be the last
+(:func:`rows_in_round`) is run by those producer tasks themselves, which hand on its work as well: the
+last round's rows are the run's without a pass after it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -43,13 +46,16 @@ class JointProducers:
 class IterativeRound:
     """Round ``number`` of ``brokers.coupling = iterative`` as a producer task sees it: the brokers'
     trajectories the driver put in the scratch store, mapped once (not copied: the engines read its
-    pages)."""
+    pages). ``hand_on``: the round makes its rows and hands on its arrival work too (a round that may be
+    the last, :func:`rows_in_round`): :meth:`output` and :meth:`chunks` gather the work, :meth:`put_work`
+    puts it in the scratch store."""
 
-    def __init__(self, sc: Scenario, scratch: Scratch, number: int) -> None:
+    def __init__(self, sc: Scenario, scratch: Scratch, number: int, hand_on: bool = False) -> None:
         self.sc, self.number = sc, number
         self._trajectories = iterative.trajectories_from_bytes(
             sc, scratch.map_bytes(scratch_key(TRAJECTORIES, number))
         )
+        self.works: list[iterative.ArrivalWork] | None = [] if hand_on else None
 
     def work(self, producer: int, messages: pa.Table, chunk_rows: int) -> iterative.ArrivalWork:
         """The producer's arrival work against this round's trajectories (no rows made)."""
@@ -57,11 +63,20 @@ class IterativeRound:
 
     def chunks(self, producer: int, chunks: Iterable[pa.Table]) -> Iterator[engine.SimChunk]:
         """The producer's rows against this round's trajectories, a chunk of messages at a time."""
-        return iterative.round_chunks(chunks, self.sc, producer, self._trajectories)
+        return iterative.round_chunks(chunks, self.sc, producer, self._trajectories, self.works)
 
     def output(self, producer: int, messages: pa.Table) -> engine.SimOutput:
         """The producer's simulation against this round's trajectories (the last round's: its rows)."""
-        return iterative.simulate_round(messages, self.sc, producer, self._trajectories)[0]
+        out, work = iterative.simulate_round(messages, self.sc, producer, self._trajectories)
+        if self.works is not None:
+            self.works.append(work)
+        return out
+
+    def put_work(self, scratch: Scratch, task: int) -> None:
+        """The arrival work gathered (``hand_on``), merged, as producer task ``task``'s of the round."""
+        if self.works is not None:
+            merged = iterative.arrival_work(self.works)
+            scratch.put_table(scratch_key(ROUND_WORK, self.number, task), iterative.work_table(merged))
 
 
 def round_task(
@@ -87,28 +102,63 @@ def merged_round_work(scratch: Scratch, number: int, tasks: int) -> iterative.Ar
     return iterative.arrival_work([iterative.work_from_table(scratch.get_table(k)) for k in keys])
 
 
+def rows_in_round(sc: Scenario, number: int, max_rounds: int) -> bool:
+    """Whether round ``number`` is run by the stage's producer tasks themselves, making the rows the pass
+    after the last round would make (the same trajectories, so the same rows) and handing on the work:
+    the round limit (the last for sure), and round 2, the first that can be the last (round 1 is not,
+    below the limit), where the answers do not pace the arrivals (:func:`answers_pace_arrivals`): then it
+    saves the pass after the rounds. A round that makes rows and is not the last has them written over by
+    a later pass (the same tables either way; only the time differs)."""
+    return number == max_rounds or (number == 2 and not answers_pace_arrivals(sc))
+
+
+def answers_pace_arrivals(sc: Scenario) -> bool:
+    """Whether the answers can move a producer's later requests more than its retries do, so that the
+    rounds rarely stop at 2: a sender thread waits for the answer (SYNC sends; transactional messages,
+    sent SYNC) or the fault strategy steers by its latency. A hint for :func:`rows_in_round` (the shipped
+    closed-loop scenarios with it take 6 to 12 rounds, ``capacity_steady.toml`` without it 2)."""
+    p = sc.producers
+    return (
+        p.send_latency_fault_enable
+        or p.send_mode.get("sync", 0.0) > 0
+        or sc.workload.message_types.get("transaction", 0.0) > 0
+    )
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """What :func:`iterate_rounds` ran: the last round, its residual, and what ``run_round`` returned
+    for it when it made the rows (None: the producer tasks still have to simulate against it)."""
+
+    last: int
+    residual: int
+    rows: object | None
+
+
 def iterate_rounds(
     sc: Scenario,
     scratch: Scratch,
-    run_round: Callable[[int], object],
+    run_round: Callable[[int, bool], object],
     tasks: int,
     max_rounds: int = iterative.MAX_ROUNDS,
-) -> tuple[int, int]:
+) -> Rounds:
     """The driver's side of the rounds (those of :func:`rocketsim.engine.iterative.simulate_iterative`,
     spread over ``tasks`` producer tasks): per round it puts the trajectories in the scratch store,
-    ``run_round(number)`` runs :func:`round_task` of every producer task, and it merges their work,
-    checks the residual and replays the next trajectories. Returns the last round (the producer tasks
-    then simulate against it, :class:`IterativeRound`) and its residual. Deterministic and
-    partition-invariant: a producer depends only on the trajectories, and the merge is a sum."""
+    ``run_round(number, rows)`` runs :func:`round_task` of every producer task (``rows`` False) or the
+    stage's producer tasks against the round (``rows`` True, :func:`rows_in_round`: they hand on the work
+    too, :class:`IterativeRound`), and it merges their work, checks the residual and replays the next
+    trajectories. Deterministic and partition-invariant: a producer depends only on the trajectories,
+    and the merge is a sum."""
     previous: iterative.ArrivalWork | None = None
     trajs = iterative.trajectories(sc, None)
     number = 0
     while True:
         number += 1
         scratch.put_bytes(scratch_key(TRAJECTORIES, number), iterative.trajectories_to_bytes(trajs))
-        run_round(number)
+        rows = rows_in_round(sc, number, max_rounds)
+        ran = run_round(number, rows)
         merged = merged_round_work(scratch, number, tasks)
         last, left = iterative.converged(previous, merged, number, max_rounds)
         if last:
-            return number, left
+            return Rounds(number, left, ran if rows else None)
         previous, trajs = merged, iterative.trajectories(sc, merged)

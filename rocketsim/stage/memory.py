@@ -37,6 +37,8 @@ class MemorySink:
     def close(self) -> None:
         if self.schema is not None:
             self._parts[self.task] = pa.concat_tables([self.schema.empty_table(), *self._chunks])
+        else:  # no part, not even one an earlier run of the task left
+            self._parts.pop(self.task, None)
 
     def abort(self) -> None:
         self._chunks = []
@@ -162,15 +164,22 @@ def run_stage(
     shares = workload.producer_shares(sc)
     by_producer = {s.producer: s for s in shares}
     bins = [[by_producer[p] for p in b] for b in stage_bins(sc, plan, shares, tasks)]
-    last_round = None
+
+    def producer_tasks(last_round: int | None, hand_on: bool = False) -> list[dict[str, int]]:
+        return [producer_task(sc, plan, io, i, b, last_round, hand_on=hand_on) for i, b in enumerate(bins)]
+
+    def run_round(number: int, rows: bool) -> list[dict[str, int]] | None:
+        if rows:
+            return producer_tasks(number, hand_on=True)
+        for i, b in enumerate(bins):
+            round_task(sc, plan, io, i, b, number)
+        return None
+
     if sc.coupling == ITERATIVE and plan.runs(SIMULATE):
-
-        def run_round(number: int) -> None:
-            for i, b in enumerate(bins):
-                round_task(sc, plan, io, i, b, number)
-
-        last_round, _ = iterate_rounds(sc, io.scratch, run_round, len(bins))
-    counts = [producer_task(sc, plan, io, i, b, last_round) for i, b in enumerate(bins)]
+        rounds = iterate_rounds(sc, io.scratch, run_round, len(bins))
+        counts = rounds.rows if rounds.rows is not None else producer_tasks(rounds.last)
+    else:
+        counts = producer_tasks(None)
     brokers = list(range(len(sc.cluster.brokers)))
     if plan.has_brokers:
         counts += [broker_task(sc, plan, io, b, len(bins)) for b in brokers]

@@ -64,15 +64,21 @@ def producer_task(
     shares: Sequence[workload.ProducerShare],
     last_round: int | None = None,
     release: Callable[[], object] = lambda: None,
+    hand_on: bool = False,
 ) -> dict[str, int]:
     """Producer task ``task``: its producers' (``shares``, in producer order) part of the stage (the
     module docstring); returns its counts. ``last_round``: ``brokers.coupling = iterative``'s last round
-    (:func:`rocketsim.stage.coupled.iterate_rounds`), which the simulation runs against. ``release``:
+    (:func:`rocketsim.stage.coupled.iterate_rounds`), which the simulation runs against; ``hand_on``: a
+    round that may be the last, its arrival work handed on too (:class:`IterativeRound`). ``release``:
     called once a group's or a large producer's rows are written (a worker gives back the memory they
     took, so the next one starts from as little)."""
     gathered = _Gathered(min(plan.chunk_rows, GATHER_ROWS), release)
     if plan.runs(SIMULATE):
-        return _simulated(sc, plan, io, task, shares, _coupling(sc, plan, io, shares, last_round), gathered)
+        coupling = _coupling(sc, plan, io, shares, last_round, hand_on)
+        counts = _simulated(sc, plan, io, task, shares, coupling, gathered)
+        if isinstance(coupling, IterativeRound):
+            coupling.put_work(io.scratch, task)
+        return counts
     if plan.runs(GENERATE):  # the stages are contiguous: generate alone
         return _generated(sc, plan, io, task, shares, gathered)
     return _read_back(sc, plan, io, task, shares, gathered)
@@ -84,6 +90,7 @@ def _coupling(
     io: StageIO,
     shares: Sequence[workload.ProducerShare],
     last_round: int | None,
+    hand_on: bool = False,
 ) -> Coupling | None:
     """How the producers' simulation is made when the brokers couple them (None: each alone)."""
     if sc.coupling == JOINT:
@@ -93,7 +100,7 @@ def _coupling(
     if sc.coupling == ITERATIVE:
         if last_round is None:
             raise ValueError("brokers.coupling = iterative: the producer task needs the last round")
-        return IterativeRound(sc, io.scratch, last_round)
+        return IterativeRound(sc, io.scratch, last_round, hand_on)
     return None
 
 

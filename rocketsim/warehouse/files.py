@@ -14,7 +14,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from rocketsim.tables.grouping import take_from_batches, take_rows
-from rocketsim.warehouse.paths import filesystem
+from rocketsim.warehouse.paths import delete_file, filesystem
 
 # String columns with few distinct values: the only ones worth Parquet dictionary encoding (ids,
 # keys and error texts are nearly unique, and trying a dictionary on them doubles the write time).
@@ -124,7 +124,11 @@ class ParquetSink:
         )
 
     def close(self) -> None:
-        """Finish the file (an empty one if no rows came and ``empty_file``) and rename it into place."""
+        """Finish the file (an empty one if no rows came and ``empty_file``) and rename it into place. No
+        row and no ``empty_file``: no file, not even one an earlier run of the same task left (a task run
+        again, such as an ``iterative`` round's producer task, leaves only what it wrote)."""
+        if self._writer is None and not self.empty_file:
+            delete_file(self.uri)
         if self._writer is None and self.empty_file:
             self._open()
         if self._writer is not None and self._out is not None:

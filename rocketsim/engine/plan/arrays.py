@@ -156,6 +156,7 @@ class Config(NamedTuple):
     detector: bool  # the 5.x detector runs (start_detector_enable)
     detect_period_ms: int  # its ticks: every period from one period after the start (fault.DETECT_PERIOD_MS)
     detect_interval_ms: int  # an item is probed again this long after its last probe
+    backpressure: bool  # enableBackpressureForAsyncMode (5.x): an async send takes permits before submit
 
 
 class FaultRules(NamedTuple):
@@ -239,6 +240,7 @@ def _config(sc: Scenario) -> Config:
     p = sc.producers
     line = p.version.line
     cfg = SendConfig.from_settings(p)
+    bp = p.async_backpressure
     return Config(
         index_start_signed=line.index_start_signed,
         index_wrap=int(line.index_wrap),
@@ -279,6 +281,7 @@ def _config(sc: Scenario) -> Config:
         detector=start_detector_enable(sc),
         detect_period_ms=DETECT_PERIOD_MS,
         detect_interval_ms=DETECT_INTERVAL_MS,
+        backpressure=bp is not None and bp.enable_backpressure_for_async_mode,
     )
 
 

@@ -363,17 +363,17 @@ def _auto_batches(
 ) -> batching.AutoBatches | None:
     """The ``ProduceAccumulator``'s batches of this producer (:mod:`rocketsim.client.batching`), None with
     autoBatch off: plain ``send(msg[, callback])`` calls (normal and delay messages, sync or async) go
-    through it; accepted async normal messages are batched."""
+    through it; accepted normal messages are batched, sync and async ones apart (``syncSendBatchs``,
+    ``asyncSendBatchs``): a sync batch is one SYNC send, whose end every member's caller waits for."""
     settings = sc.producers.auto_batching
     if settings is None or not settings.auto_batch:
         return None
     plain = (mtype == MESSAGE_TYPES.index("normal")) | (mtype == MESSAGE_TYPES.index("delay"))
     through = plain & ~is_batch & (mode != MODES.index("oneway"))
-    batchable = (
-        through & ~rejected & (mtype == MESSAGE_TYPES.index("normal")) & (mode == MODES.index("async"))
-    )
+    batchable = through & ~rejected & (mtype == MESSAGE_TYPES.index("normal"))
     tag_idx, _ = _codes(messages.column("tags"))
-    key = topic_idx * (int(tag_idx.max(initial=-1)) + 2) + tag_idx + 1
+    topic_tag = topic_idx * (int(tag_idx.max(initial=-1)) + 2) + tag_idx + 1
+    key = 2 * topic_tag + (mode == MODES.index("sync"))
     return batching.accumulate(
         np.asarray(messages.column("born_ts_ms"), np.int64), key, body, through, batchable, settings
     )

@@ -213,6 +213,15 @@ def test_the_report_draws_each_run_and_tabulates_both_sides(tmp_path: Path) -> N
     assert json.loads(json.dumps(cmp.to_json()))["measured"]["outcomes"]["invokeAsync_timeout"] == 510_811
 
 
+def _spread_runs() -> list[dict[str, str]]:
+    """The reruns of f_stop5s_sync's settings on the same harness, the published run first."""
+    import csv
+
+    path = DATA.parent / "realbroker-reruns" / "f_stop5s_sync_spread" / "runs.csv"
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
 @pytest.fixture(scope="module")
 def small_runs_validated(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
     """The command on the small runs, calibrated from a_low_async and b_ramp_async_p1 only (~20 s): its
@@ -252,17 +261,20 @@ def test_the_command_on_the_shipped_runs_meets_the_low_rate_and_pause_targets(
     }
     assert failed["measured"] == 16 and abs(failed["simulated"] - 16) <= 3
     assert stop["measured"]["failed_but_stored"] == stop["simulated"]["failed_but_stored"] == 16
-    assert stop["simulated"]["duplicates"] > 0  # 0 before the channel was shared (docs/validation.md)
+    # the real broker stored 10-33 duplicates in five runs of these settings with the client's log at WARN
+    # (tests/data/realbroker-reruns/f_stop5s_sync_spread); the model, 0 before the channel was shared
+    spread = [int(r["stored_duplicates"]) for r in _spread_runs() if r["client_log"] == "WARN"]
+    assert min(spread) <= stop["simulated"]["duplicates"] <= max(spread)
     assert "a_low_sync: OK 100.0% / 100.0%" in printed
 
 
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="with the connect measured on a loopback (producers.connect_ms 1) every retry of the pause is "
-    "still written and stored (32 copies, the broker 17); the budget check after a new channel's connect "
-    "(NettyRemotingClient.invokeSync at 4.9.8) leaves enough unwritten only from a 2-3 ms connect, which no "
-    "measurement of the quiet run gives (docs/validation.md, the last section)",
+    reason="the real system's own count varies: eight reruns of the same settings stored 4-33 duplicates "
+    "(tests/data/realbroker-reruns/f_stop5s_sync_spread), following the connect made during the retries; "
+    "with the connect measured on an idle loopback (producers.connect_ms 1) the model stores 32, inside that "
+    "range but not within 5 of the published run's 17 (docs/validation.md, the last section)",
 )
 def test_the_pause_stores_as_many_duplicates_as_the_real_broker(
     small_runs_validated: tuple[dict, str],

@@ -255,10 +255,13 @@ class IpcGroupSource:
 
     def pieces(self, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The first and the last value of ``column`` and the rows of each batch of the group (non-empty
-        ones), in order: a page or two of each batch read, not the column."""
-        sizes = np.array(self._batch_sizes() if self.local else [self.num_rows], np.int64)
+        ones), in order: a page or two of each batch read, not the column (remote files: each row)."""
+        if not self.local:
+            values = self().column(column).to_numpy()
+            return values, values, np.ones(len(values), np.int64)
+        sizes = np.array(self._batch_sizes(), np.int64)
         which = np.flatnonzero(sizes).tolist()
-        got = self._batches(which, [column]) if self.local else [self().select([column])]
+        got = self._batches(which, [column])
         first = np.array([b.column(0)[0].as_py() for b in got])
         last = np.array([b.column(0)[len(b) - 1].as_py() for b in got])
         return first, last, sizes[which]
@@ -266,7 +269,7 @@ class IpcGroupSource:
     def let_go(self) -> None:
         """Tell the system that the group's pages of the files will not be read again (a hint: they leave
         the page cache first, so the groups other tasks still read stay in it; the files are unchanged)."""
-        if not self.local:
+        if not self.local or not hasattr(os, "posix_fadvise"):  # Linux's; elsewhere nothing
             return
         self._batch_sizes()
         assert self._where is not None

@@ -407,3 +407,38 @@ def test_a_scratch_group_given_whole_taken_or_sliced_gives_the_same_rows(tmp_pat
         for start in range(whole.num_rows + 1):
             for length in (0, 1, 4, whole.num_rows):
                 assert source.slice(start, length).equals(whole.slice(start, length))
+        first, last, sizes = source.pieces("k")  # each non-empty batch's ends and rows
+        ends = np.cumsum(sizes)
+        keys = whole.column("k").to_numpy()
+        assert sizes.sum() == whole.num_rows and (sizes > 0).all()
+        assert (first == keys[ends - sizes]).all() and (last == keys[ends - 1]).all()
+        source.let_go()  # a hint to the page cache: the rows read the same after
+        assert source().equals(whole)
+
+
+@pytest.mark.parametrize("one_producer_a_batch", [True, False])
+def test_a_broker_task_orders_results_by_producer_as_a_sort_would(
+    tmp_path: Path, one_producer_a_batch: bool
+) -> None:
+    """A broker task takes its results producer by producer: from the ends of the scratch batches when
+    each holds one producer (no read of the column), else from the column; either way the stable sort's
+    order (None when they come sorted)."""
+    from rocketsim.stage.broker import _producer_order
+
+    schema = pa.schema([pa.field("producer", pa.int32())])
+    rng = np.random.default_rng(7)
+    uris = []
+    for f, producers in enumerate(([2, 0, 2], [1, 3], [0])):
+        uri = str(tmp_path / f"results-{f}.arrow")
+        sink = IpcGroupsSink(uri, schema, 1)
+        for p in producers:
+            n = int(rng.integers(1, 6))
+            values = [p] * n if one_producer_a_batch else sorted([p, p + 1] * n)
+            sink.write(pa.table({"producer": pa.array(values, pa.int32())}), np.zeros(len(values), np.int64))
+        sink.close()
+        uris.append(uri)
+    source = ipc_group_source(uris, 0, schema, 1)
+    producer = source().column("producer").to_numpy()
+    assert (_producer_order(source, 3) == np.argsort(producer, kind="stable")).all()
+    sorted_source = ipc_group_source(uris[1:2], 0, schema, 1)  # producers 1 then 3
+    assert _producer_order(sorted_source, 3) is None

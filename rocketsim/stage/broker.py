@@ -53,6 +53,8 @@ def broker_task(sc: Scenario, plan: StagePlan, io: StageIO, b: int, producer_tas
         keys = [scratch_key(OTHER_HALVES, t) for t in tasks]
         other = io.scratch.group_source(keys, b, broker_side.HALF_RESULTS, n)()
         out, counts = _numbered(sc, plan, io, b, log, results, other)
+        for source in (log, results):  # read for the last time: the other broker tasks' groups stay cached
+            source.let_go()
     elif plan.runs(BROKER_SIDE):
         out = _read_broker(sc, io, b)
         counts = reconcile.log_counts(out.commit_log, "read")
@@ -116,16 +118,26 @@ def _numbered(
 def _producer_order(results: RowSource, piece: int) -> np.ndarray | None:
     """The row order that sorts ``results`` by producer, keeping each producer's rows in the order given
     (each in seq order: a producer task writes a producer's results in that order, :func:`_after` checks
-    it); None when they come in it (each task holds a range of producers). Read ``piece`` rows at a time;
-    int32 when it fits."""
+    it); None when they come in it (each task holds a range of producers). From the ends of the pieces
+    they are stored in when each holds one producer (a producer larger than a chunk is written a chunk at
+    a time; a piece is in producer order, or :func:`_after` stops the task), else the column read
+    ``piece`` rows at a time; int32 when it fits."""
     total = results.num_rows
-    producer = np.empty(total, np.int32)
-    for at in range(0, total, piece):
-        column = results.slice(at, piece).column("producer")
-        producer[at : at + len(column)] = column.to_numpy()
-    if (producer[1:] >= producer[:-1]).all():
-        return None
-    order = np.argsort(producer, kind="stable")
+    first, last, sizes = results.pieces("producer")
+    if (first == last).all():
+        by = np.argsort(first, kind="stable")
+        if (by[1:] > by[:-1]).all():
+            return None
+        moved = np.cumsum(sizes[by]) - sizes[by] - (np.cumsum(sizes) - sizes)[by]  # each piece's shift
+        order = np.arange(total) - np.repeat(moved, sizes[by])
+    else:
+        producer = np.empty(total, np.int32)
+        for at in range(0, total, piece):
+            column = results.slice(at, piece).column("producer")
+            producer[at : at + len(column)] = column.to_numpy()
+        if (producer[1:] >= producer[:-1]).all():
+            return None
+        order = np.argsort(producer, kind="stable")
     return order.astype(np.int32) if total < 1 << 31 else order
 
 

@@ -86,6 +86,15 @@ class RowSource(Protocol):
 
     def slice(self, start: int, length: int) -> pa.Table: ...
 
+    def pieces(self, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The first and the last value of ``column`` and the rows of each piece of the rows as they are
+        stored (e.g. a file's record batches), in order: their order by it without reading it whole."""
+        ...
+
+    def let_go(self) -> None:
+        """A hint that the rows will not be read again (files: their pages may leave the page cache)."""
+        ...
+
 
 class TableSinks(Protocol):
     """The staged tables of a stage: one part per (table, task); ``schema`` None: the first chunk's."""

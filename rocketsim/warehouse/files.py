@@ -4,6 +4,7 @@ reader (or a task that Spark re-runs and rewrites the same file) never sees a pa
 from __future__ import annotations
 
 import contextlib
+import os
 import uuid
 from collections.abc import Iterator, Sequence
 
@@ -252,6 +253,36 @@ class IpcGroupSource:
         table = pa.Table.from_batches(self._batches(which, self.schema.names), schema=self.schema)
         return table.slice(start - before, length)
 
+    def pieces(self, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The first and the last value of ``column`` and the rows of each batch of the group (non-empty
+        ones), in order: a page or two of each batch read, not the column (remote files: each row)."""
+        if not self.local:
+            values = self().column(column).to_numpy()
+            return values, values, np.ones(len(values), np.int64)
+        sizes = np.array(self._batch_sizes(), np.int64)
+        which = np.flatnonzero(sizes).tolist()
+        got = self._batches(which, [column])
+        first = np.array([b.column(0)[0].as_py() for b in got])
+        last = np.array([b.column(0)[len(b) - 1].as_py() for b in got])
+        return first, last, sizes[which]
+
+    def let_go(self) -> None:
+        """Tell the system that the group's pages of the files will not be read again (a hint: they leave
+        the page cache first, so the groups other tasks still read stay in it; the files are unchanged)."""
+        if not self.local or not hasattr(os, "posix_fadvise"):  # Linux's; elsewhere nothing
+            return
+        self._batch_sizes()
+        assert self._where is not None
+        for i, uri in enumerate(self.uris):
+            mapped = pa.memory_map(filesystem(uri)[1])
+            base = mapped.read_buffer(1).address  # the map's start (a read at 0 of 0 bytes has none)
+            reader = pa.ipc.open_file(mapped)
+            spans = [_body_span(reader.get_batch(k), base) for f, k in self._where if f == i]
+            with open(filesystem(uri)[1], "rb") as handle:
+                for start, end in spans:
+                    if end > start:
+                        os.posix_fadvise(handle.fileno(), start, end - start, os.POSIX_FADV_DONTNEED)
+
     def _batch_sizes(self) -> list[int]:
         """Rows of each batch of the group (the files read once for them)."""
         if self._where is None:
@@ -274,6 +305,18 @@ class IpcGroupSource:
                 readers[i] = pa.ipc.open_file(pa.memory_map(filesystem(self.uris[i])[1]))
             out.append(readers[i].get_batch(k).select(list(columns)))
         return out
+
+
+def _body_span(batch: pa.RecordBatch, base: int) -> tuple[int, int]:
+    """The byte range of a memory-mapped record batch's buffers in its file (``base``: the map's
+    address)."""
+    spans = [
+        (buffer.address - base, buffer.address - base + buffer.size)
+        for column in batch.columns
+        for buffer in column.buffers()  # its children's too
+        if buffer is not None and buffer.size
+    ]
+    return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
 
 
 def _batches(uris: Sequence[str], g: int, groups: int) -> Iterator[pa.RecordBatch]:

@@ -192,7 +192,10 @@ class PointedOffsets:
         """Keep the offsets of the pointed records of ``numbered`` (a part of :func:`numbered_parts`, the
         log's rows ``rows``)."""
         mask = bools(numbered.column("is_result"))
-        rank = np.searchsorted(self.rows, rows[mask])
+        found = np.asarray(rows)[mask].astype(self.rows.dtype)  # one dtype: no copy of self.rows a call
+        by = np.argsort(found)  # sorted keys are searched ~3x faster (each from the last); rows are unique
+        rank = np.empty(len(found), np.int64)
+        rank[by] = np.searchsorted(self.rows, found[by])
         for name in OFFSETS:
             self.offsets[name][rank] = ints(numbered, name)[mask]
         self.numbered += len(rank)

@@ -39,7 +39,7 @@ from rocketsim.client.connection import (
 )
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.heap import ClientHeap, client_heap
-from rocketsim.client.host import HostCores, host_stalls
+from rocketsim.client.host import Host, HostCores, host_stalls
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
@@ -146,7 +146,7 @@ class ProducerSimulation:
         sc: Scenario,
         producer: int,
         stores: StoreCluster | None = None,
-        host: HostCores | None = None,
+        host: Host | None = None,
         heap: ClientHeap | None = None,
     ) -> None:
         self.sc = sc

@@ -312,7 +312,7 @@ class BrokerStore:
                 pc_code=self.params.pc_code,
             )
         if self.cores is not None:  # the append also waits for a core of the shared host (and its share)
-            start, stop = self.cores.place(d.begin, d.end - d.begin)
+            start, stop = self.cores.place(d.begin, d.end - d.begin, ("writer", self.index))
             end = int(round(stop))
             d = d._replace(begin=end - int(round(stop - start)), end=end, answer_us=d.answer_us + end - d.end)
         self.writer_free_us = d.end

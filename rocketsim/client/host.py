@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -27,9 +28,9 @@ class Host(Protocol):
     """Where CPU work of a host runs: :class:`HostCores` (first come, first served) or
     :class:`FairShareHost` (``producers.host_scheduler``)."""
 
-    def run(self, ready_us: float, work_us: float) -> float: ...
+    def run(self, ready_us: float, work_us: float, thread: Hashable = None) -> float: ...
 
-    def place(self, ready_us: float, work_us: float) -> tuple[float, float]: ...
+    def place(self, ready_us: float, work_us: float, thread: Hashable = None) -> tuple[float, float]: ...
 
     def stop_all(self, at_us: float, length_us: float) -> float: ...
 
@@ -46,12 +47,12 @@ class HostCores:
         self._starts: list[list[float]] = [[] for _ in range(processors)]  # per core, sorted
         self._ends: list[list[float]] = [[] for _ in range(processors)]
 
-    def run(self, ready_us: float, work_us: float) -> float:
+    def run(self, ready_us: float, work_us: float, thread: Hashable = None) -> float:
         """Place ``work_us`` of CPU ready at ``ready_us`` on the core with room for it the earliest (ties:
-        the lowest core); when it ends."""
-        return self.place(ready_us, work_us)[1]
+        the lowest core), whichever ``thread`` it is of; when it ends."""
+        return self.place(ready_us, work_us, thread)[1]
 
-    def place(self, ready_us: float, work_us: float) -> tuple[float, float]:
+    def place(self, ready_us: float, work_us: float, thread: Hashable = None) -> tuple[float, float]:
         """:meth:`run`'s work's start and end."""
         if work_us <= 0:
             return ready_us, ready_us
@@ -108,7 +109,8 @@ class FairShareHost:
     Each piece of work runs from when it is ready (its thread is free: the callers keep each thread's
     pieces one after another, the client's executor threads, a connection's I/O thread, the commit-log
     writer) at a speed fixed when it starts: ``processors`` cores shared by the pieces running then, at
-    most one core each. So a process whose work runs on one thread (the broker's appends, one at a time
+    most one core each (a piece's own thread's other pieces, when the caller names it, are not beside
+    it). So a process whose work runs on one thread (the broker's appends, one at a time
     under ``putMessageLock``) has one share of the host, however much work waits for it, while a client
     with a backlog keeps all its executor threads running. A piece booked ahead (the broker decides an
     append when the request arrives, for when the writer is free) sees the host as it runs now as well,
@@ -123,22 +125,29 @@ class FairShareHost:
         self._now = 0.0
         self._starts: list[float] = []  # the pieces' starts, sorted
         self._ends: list[float] = []  # and their ends, sorted
+        self._threads: dict[Hashable, tuple[list[float], list[float]]] = {}  # the same per named thread
         self._stop_starts: list[float] = []  # the host's stops, one after another
         self._stop_ends: list[float] = []
 
-    def run(self, ready_us: float, work_us: float) -> float:
-        """Run ``work_us`` of CPU ready at ``ready_us``; when it ends."""
-        return self.place(ready_us, work_us)[1]
+    def run(self, ready_us: float, work_us: float, thread: Hashable = None) -> float:
+        """Run ``work_us`` of ``thread``'s CPU (None: a thread of its own) ready at ``ready_us``; when it
+        ends."""
+        return self.place(ready_us, work_us, thread)[1]
 
-    def place(self, ready_us: float, work_us: float) -> tuple[float, float]:
+    def place(self, ready_us: float, work_us: float, thread: Hashable = None) -> tuple[float, float]:
         """:meth:`run`'s work's start and end."""
         if work_us <= 0:
             return ready_us, ready_us
         start = self._after_stops(ready_us)
-        beside = max(self._running(start), self._running(self._now))
+        own = self._threads.setdefault(thread, ([], [])) if thread is not None else ([], [])
+        beside = max(
+            _covering(self._starts, self._ends, start) - _covering(*own, start),
+            _covering(self._starts, self._ends, self._now) - _covering(*own, self._now),
+        )
         end = self._over_stops(start, work_us * max(1.0, (beside + 1) / self.processors))
-        bisect.insort(self._starts, start)
-        bisect.insort(self._ends, end)
+        for starts, ends in (self._starts, self._ends), own:
+            bisect.insort(starts, start)
+            bisect.insort(ends, end)
         return start, end
 
     def stop_all(self, at_us: float, length_us: float) -> float:
@@ -153,16 +162,13 @@ class FairShareHost:
         """Nothing is ready before ``now_us`` any more: forget the pieces and stops that ended by then (as
         many of the earliest starts as ends: they are all at or before ``now_us``)."""
         self._now = max(self._now, now_us)
-        k = bisect.bisect_right(self._ends, now_us)
-        if k:
-            del self._starts[:k], self._ends[:k]
+        for starts, ends in ((self._starts, self._ends), *self._threads.values()):
+            k = bisect.bisect_right(ends, now_us)
+            if k:
+                del starts[:k], ends[:k]
         k = bisect.bisect_right(self._stop_ends, now_us)
         if k:
             del self._stop_starts[:k], self._stop_ends[:k]
-
-    def _running(self, at: float) -> int:
-        """How many pieces run at ``at``."""
-        return bisect.bisect_right(self._starts, at) - bisect.bisect_right(self._ends, at)
 
     def _after_stops(self, at: float) -> float:
         """``at``, or the end of the stop it falls in."""
@@ -177,6 +183,11 @@ class FairShareHost:
             end += self._stop_ends[i] - self._stop_starts[i]
             i += 1
         return end
+
+
+def _covering(starts: list[float], ends: list[float], at: float) -> int:
+    """How many of the intervals [start, end) (``starts`` and ``ends`` each sorted) hold ``at``."""
+    return bisect.bisect_right(starts, at) - bisect.bisect_right(ends, at)
 
 
 def shared_host(sc: Scenario) -> Host:

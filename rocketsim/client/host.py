@@ -8,8 +8,9 @@ which is not always in time order (a broker decides an append when the request a
 thread gets to it), so a core keeps its busy intervals and later work may take a gap before earlier
 placed work. A producer's threads together thus do at most ``processors`` sends' work at once: its maximum
 rate is ``processors / send_cpu_us`` whatever its threads, and past it its queues grow (the async sender
-executor's 50,000, the sender threads' backlog). Times are microseconds from the scenario's start (floats:
-the work need not be whole microseconds).
+executor's 50,000, the sender threads' backlog). :class:`FairShareHost` shares the cores between the
+threads instead (``producers.host_scheduler = "fair"``). Times are microseconds from the scenario's
+start (floats: the work need not be whole microseconds).
 """
 
 from __future__ import annotations
@@ -110,9 +111,9 @@ class FairShareHost:
     pieces one after another, the client's executor threads, a connection's I/O thread, the commit-log
     writer) at a speed fixed when it starts: ``processors`` cores shared by the pieces running then, at
     most one core each (a piece's own thread's other pieces, when the caller names it, are not beside
-    it). So a process whose work runs on one thread (the broker's appends, one at a time
-    under ``putMessageLock``) has one share of the host, however much work waits for it, while a client
-    with a backlog keeps all its executor threads running. A piece booked ahead (the broker decides an
+    it). So a process whose work runs on one thread (the broker's appends, one at a time under
+    ``putMessageLock``) has one share of the host, however much work waits for it, while a client with a
+    backlog keeps all its executor threads running. A piece booked ahead (the broker decides an
     append when the request arrives, for when the writer is free) sees the host as it runs now as well,
     since what will run beside it is not decided yet. A stop of the host (:meth:`stop_all`: a collection's
     pause, a stall) holds every piece over it; a piece is not slowed by work placed after it starts (the

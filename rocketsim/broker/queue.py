@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from rocketsim.broker import latency as bm
 from rocketsim.broker.fault_kinds import Store
-from rocketsim.client.host import HostCores
+from rocketsim.client.host import Host
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.versions import BrokerVersion
 from rocketsim.scenario import Scenario, StoreConfig
@@ -253,7 +253,7 @@ class BrokerStore:
     admitted_ms: list[int] = field(default_factory=list)  # arrival ms of each request the queue took
     last_us: int = 0
     served_us: list[tuple[int, int]] = field(default_factory=list)  # [begin, end) of each append
-    cores: HostCores | None = None  # the producers' host when the broker runs on it (its CPU work there)
+    cores: Host | None = None  # the producers' host when the broker runs on it (its CPU work there)
 
     def __post_init__(self) -> None:
         if not self.threads:
@@ -311,9 +311,10 @@ class BrokerStore:
                 left_us=d.taken,
                 pc_code=self.params.pc_code,
             )
-        if self.cores is not None:  # the append also waits for a core of the shared host
-            shift = int(round(self.run_cpu(d.begin, d.end - d.begin))) - d.end
-            d = d._replace(begin=d.begin + shift, end=d.end + shift, answer_us=d.answer_us + shift)
+        if self.cores is not None:  # the append also waits for a core of the shared host (and its share)
+            start, stop = self.cores.place(d.begin, d.end - d.begin, ("writer", self.index))
+            end = int(round(stop))
+            d = d._replace(begin=end - int(round(stop - start)), end=end, answer_us=d.answer_us + end - d.end)
         self.writer_free_us = d.end
         heapq.heapreplace(self.threads, d.end)
         if d.end - d.begin > self.params.busy_timeout_ms * 1000:
@@ -338,7 +339,7 @@ class StoreCluster:
     brokers: tuple[str, ...]
 
     @classmethod
-    def from_scenario(cls, sc: Scenario, host: HostCores | None = None) -> StoreCluster:
+    def from_scenario(cls, sc: Scenario, host: Host | None = None) -> StoreCluster:
         """Every broker's store; those whose ``store.on_producer_host`` is set run on ``host``'s cores."""
         model = bm.BrokerModel.from_scenario(sc)
         version = sc.broker_version

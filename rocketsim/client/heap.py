@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rocketsim.client.host import HostCores
+from rocketsim.client.host import Host
 from rocketsim.scenario import Scenario
 
 KIB_PER_MB = 1024.0
@@ -38,7 +38,7 @@ class ClientHeap:
     """The heap of one client process: its pending sends, what they allocated since the last collection,
     and the collections it runs on the host's cores."""
 
-    def __init__(self, params: HeapParams, cores: HostCores) -> None:
+    def __init__(self, params: HeapParams, cores: Host) -> None:
         self.params = params
         self.cores = cores
         self.epoch = 0  # collections so far
@@ -78,7 +78,7 @@ class ClientHeap:
         self.epoch += 1
 
 
-def client_heap(sc: Scenario, cores: HostCores) -> ClientHeap | None:
+def client_heap(sc: Scenario, cores: Host) -> ClientHeap | None:
     """The heap of a client process of ``sc`` on ``cores`` (None: ``producers.heap_mb`` is 0)."""
     p = sc.producers
     if p.heap_mb <= 0:

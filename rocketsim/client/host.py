@@ -8,18 +8,34 @@ which is not always in time order (a broker decides an append when the request a
 thread gets to it), so a core keeps its busy intervals and later work may take a gap before earlier
 placed work. A producer's threads together thus do at most ``processors`` sends' work at once: its maximum
 rate is ``processors / send_cpu_us`` whatever its threads, and past it its queues grow (the async sender
-executor's 50,000, the sender threads' backlog). Times are microseconds from the scenario's start (floats:
-the work need not be whole microseconds).
+executor's 50,000, the sender threads' backlog). :class:`FairShareHost` shares the cores between the
+threads instead (``producers.host_scheduler = "fair"``). Times are microseconds from the scenario's
+start (floats: the work need not be whole microseconds).
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Protocol
 
 from rocketsim.rng import derive_key, uniform
 from rocketsim.scenario import Scenario
+
+
+class Host(Protocol):
+    """Where CPU work of a host runs: :class:`HostCores` (first come, first served) or
+    :class:`FairShareHost` (``producers.host_scheduler``)."""
+
+    def run(self, ready_us: float, work_us: float, thread: Hashable = None) -> float: ...
+
+    def place(self, ready_us: float, work_us: float, thread: Hashable = None) -> tuple[float, float]: ...
+
+    def stop_all(self, at_us: float, length_us: float) -> float: ...
+
+    def advance(self, now_us: float) -> None: ...
 
 
 class HostCores:
@@ -32,18 +48,22 @@ class HostCores:
         self._starts: list[list[float]] = [[] for _ in range(processors)]  # per core, sorted
         self._ends: list[list[float]] = [[] for _ in range(processors)]
 
-    def run(self, ready_us: float, work_us: float) -> float:
+    def run(self, ready_us: float, work_us: float, thread: Hashable = None) -> float:
         """Place ``work_us`` of CPU ready at ``ready_us`` on the core with room for it the earliest (ties:
-        the lowest core); when it ends."""
+        the lowest core), whichever ``thread`` it is of; when it ends."""
+        return self.place(ready_us, work_us, thread)[1]
+
+    def place(self, ready_us: float, work_us: float, thread: Hashable = None) -> tuple[float, float]:
+        """:meth:`run`'s work's start and end."""
         if work_us <= 0:
-            return ready_us
+            return ready_us, ready_us
         best, best_at, best_i = -1, 0.0, 0
         for c in range(self.processors):
             at, i = self._room(c, ready_us, work_us)
             if best < 0 or at < best_at:
                 best, best_at, best_i = c, at, i
         self._place(best, best_i, best_at, best_at + work_us)
-        return best_at + work_us
+        return best_at, best_at + work_us
 
     def stop_all(self, at_us: float, length_us: float) -> float:
         """Every core does something else for ``length_us`` from its first room at or after ``at_us`` (a
@@ -83,6 +103,101 @@ class HostCores:
             ends.insert(i, end)
 
 
+class FairShareHost:
+    """``producers.host_scheduler = "fair"``: the host's cores shared as Linux's CFS shares them, evenly
+    between the threads that want them, not first come, first served.
+
+    Each piece of work runs from when it is ready (its thread is free: the callers keep each thread's
+    pieces one after another, the client's executor threads, a connection's I/O thread, the commit-log
+    writer) at a speed fixed when it starts: ``processors`` cores shared by the pieces running then, at
+    most one core each (a piece's own thread's other pieces, when the caller names it, are not beside
+    it). So a process whose work runs on one thread (the broker's appends, one at a time under
+    ``putMessageLock``) has one share of the host, however much work waits for it, while a client with a
+    backlog keeps all its executor threads running. A piece booked ahead (the broker decides an
+    append when the request arrives, for when the writer is free) sees the host as it runs now as well,
+    since what will run beside it is not decided yet. A stop of the host (:meth:`stop_all`: a collection's
+    pause, a stall) holds every piece over it; a piece is not slowed by work placed after it starts (the
+    pieces are microseconds)."""
+
+    def __init__(self, processors: int) -> None:
+        if processors < 1:
+            raise ValueError(f"a host needs at least one processor, got {processors}")
+        self.processors = processors
+        self._now = 0.0
+        self._starts: list[float] = []  # the pieces' starts, sorted
+        self._ends: list[float] = []  # and their ends, sorted
+        self._threads: dict[Hashable, tuple[list[float], list[float]]] = {}  # the same per named thread
+        self._stop_starts: list[float] = []  # the host's stops, one after another
+        self._stop_ends: list[float] = []
+
+    def run(self, ready_us: float, work_us: float, thread: Hashable = None) -> float:
+        """Run ``work_us`` of ``thread``'s CPU (None: a thread of its own) ready at ``ready_us``; when it
+        ends."""
+        return self.place(ready_us, work_us, thread)[1]
+
+    def place(self, ready_us: float, work_us: float, thread: Hashable = None) -> tuple[float, float]:
+        """:meth:`run`'s work's start and end."""
+        if work_us <= 0:
+            return ready_us, ready_us
+        start = self._after_stops(ready_us)
+        own = self._threads.setdefault(thread, ([], [])) if thread is not None else ([], [])
+        beside = max(
+            _covering(self._starts, self._ends, start) - _covering(*own, start),
+            _covering(self._starts, self._ends, self._now) - _covering(*own, self._now),
+        )
+        end = self._over_stops(start, work_us * max(1.0, (beside + 1) / self.processors))
+        for starts, ends in (self._starts, self._ends), own:
+            bisect.insort(starts, start)
+            bisect.insort(ends, end)
+        return start, end
+
+    def stop_all(self, at_us: float, length_us: float) -> float:
+        """Every thread of the host stops for ``length_us`` from ``at_us`` (after the stops before it);
+        when it starts."""
+        start = max(at_us, self._stop_ends[-1]) if self._stop_ends else at_us
+        self._stop_starts.append(start)
+        self._stop_ends.append(start + length_us)
+        return start
+
+    def advance(self, now_us: float) -> None:
+        """Nothing is ready before ``now_us`` any more: forget the pieces and stops that ended by then (as
+        many of the earliest starts as ends: they are all at or before ``now_us``)."""
+        self._now = max(self._now, now_us)
+        for starts, ends in ((self._starts, self._ends), *self._threads.values()):
+            k = bisect.bisect_right(ends, now_us)
+            if k:
+                del starts[:k], ends[:k]
+        k = bisect.bisect_right(self._stop_ends, now_us)
+        if k:
+            del self._stop_starts[:k], self._stop_ends[:k]
+
+    def _after_stops(self, at: float) -> float:
+        """``at``, or the end of the stop it falls in."""
+        i = bisect.bisect_right(self._stop_starts, at) - 1
+        return max(at, self._stop_ends[i]) if i >= 0 else at
+
+    def _over_stops(self, start: float, length: float) -> float:
+        """The end of ``length`` of work from ``start``, held by every stop that begins before it ends."""
+        end = start + length
+        i = bisect.bisect_right(self._stop_starts, start)
+        while i < len(self._stop_starts) and self._stop_starts[i] < end:
+            end += self._stop_ends[i] - self._stop_starts[i]
+            i += 1
+        return end
+
+
+def _covering(starts: list[float], ends: list[float], at: float) -> int:
+    """How many of the intervals [start, end) (``starts`` and ``ends`` each sorted) hold ``at``."""
+    return bisect.bisect_right(starts, at) - bisect.bisect_right(ends, at)
+
+
+def shared_host(sc: Scenario) -> Host:
+    """The host of ``sc``'s producers and the brokers on it (``producers.shared_host``), its cores shared
+    as ``producers.host_scheduler`` says."""
+    p = sc.producers
+    return HostCores(p.processors) if p.host_scheduler == "fifo" else FairShareHost(p.processors)
+
+
 @dataclass(frozen=True)
 class HostStalls:
     """``producers.host_stall_every`` and ``host_stall_ms``: after one send in ``every`` (on average; which
@@ -96,7 +211,7 @@ class HostStalls:
     mean_us: float
     key: int
 
-    def after_send(self, cores: HostCores, seq: int, at_us: float) -> None:
+    def after_send(self, cores: Host, seq: int, at_us: float) -> None:
         """Send ``seq``'s work ended at ``at_us``: the stall after it, if it has one."""
         k = derive_key(self.key, seq)
         if uniform(k, 0) * self.every < 1.0:

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from rocketsim.broker.queue import StoreCluster
 from rocketsim.client.heap import client_heap
-from rocketsim.client.host import HostCores
+from rocketsim.client.host import shared_host
 from rocketsim.engine.plan import SimOutput, prepare
 from rocketsim.engine.reference import ProducerSimulation, engine_output, producer_tables, sends_of
 from rocketsim.scenario import Scenario
@@ -37,7 +37,7 @@ class JointRun:
 def simulate_joint(messages: Mapping[int, pa.Table], sc: Scenario) -> JointRun:
     """Simulate the producers' messages (producer -> its rows, schema ``MESSAGES`` without run_id) together
     against the closed-loop brokers."""
-    host = HostCores(sc.producers.processors) if sc.producers.shared_host else None
+    host = shared_host(sc) if sc.producers.shared_host else None
     jvm = client_heap(sc, host) if host is not None else None  # one process: one heap
     stores = StoreCluster.from_scenario(sc, host)
     runs = {}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Hashable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -39,7 +39,7 @@ from rocketsim.client.connection import (
 )
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.heap import ClientHeap, client_heap
-from rocketsim.client.host import HostCores, host_stalls
+from rocketsim.client.host import Host, HostCores, host_stalls
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
@@ -146,7 +146,7 @@ class ProducerSimulation:
         sc: Scenario,
         producer: int,
         stores: StoreCluster | None = None,
-        host: HostCores | None = None,
+        host: Host | None = None,
         heap: ClientHeap | None = None,
     ) -> None:
         self.sc = sc
@@ -264,12 +264,12 @@ class ProducerSimulation:
         """The bound of the queue ASYNC sends wait in (``producers.async_queue_bound``; None: unbounded)."""
         return self.sc.producers.async_queue_bound
 
-    def cpu_done(self, s: Send, ready_us: float) -> float:
-        """When the client's CPU work of send ``s`` (``send_cpu_us``) ready at ``ready_us`` ends (after a
-        young collection its allocation starts, if any; a stall of the host may follow it)."""
+    def cpu_done(self, s: Send, ready_us: float, thread: Hashable) -> float:
+        """When the client's CPU work of send ``s`` (``send_cpu_us``) ready at ``ready_us`` on ``thread``
+        ends (after a young collection its allocation starts, if any; a stall of the host may follow it)."""
         if self.heap is not None:
             self.heap.allocate(ready_us)
-        done = self.host.run(ready_us, self.cpu_us)
+        done = self.host.run(ready_us, self.cpu_us, (self.producer, thread))
         if self.stalls is not None:
             self.stalls.after_send(self.host, s.seq, done)
         return done
@@ -359,7 +359,7 @@ class EventLoop:
             sim.held[s.index] = sim.heap.hold()
         begin = t
         if s.waits and sim.cpu_us > 0:  # SYNC, ONEWAY: the caller's thread does the CPU work first
-            sim.call_us[s.index] = cpu_end = sim.cpu_done(s, t * 1000.0)
+            sim.call_us[s.index] = cpu_end = sim.cpu_done(s, t * 1000.0, ("sender", s.thread))
             begin = int(cpu_end // 1000)
         gen = sim.steps(s, begin)
         if sim.gate is not None and not s.waits:
@@ -455,7 +455,7 @@ class EventLoop:
         sim = self.sim
         if task != Pool.EXECUTOR or sim.cpu_us <= 0:
             return now
-        done = sim.cpu_done(s, max(now * 1000.0, pool.free_us[j]))
+        done = sim.cpu_done(s, max(now * 1000.0, pool.free_us[j]), pool.names[j])
         pool.free_us[j] = sim.call_us[s.index] = done
         return int(done // 1000)
 

@@ -42,6 +42,7 @@ REMOTING = "remoting"
 CLIENT_FAMILIES = (REMOTING, GRPC)  # producers.client_family
 PROXY_MODES = ("cluster", "local")  # proxy.mode: rocketsim.broker.proxy
 SENDER_MODELS = ("pool", "partitioned")
+HOST_SCHEDULERS = ("fifo", "fair")  # producers.host_scheduler (rocketsim.client.host)
 MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
 COUPLINGS = ("open", "joint", "iterative")  # brokers.coupling: rocketsim.broker.queue
 STORE_MODES = (
@@ -284,6 +285,11 @@ class ProducerConfig:
     # with several DefaultMQProducer instances), sharing them with the brokers whose
     # store.on_producer_host is true; needs brokers.coupling = "joint"
     shared_host: bool = False
+    # how the shared host's cores are shared while more threads want them than it has: "fifo", each piece
+    # of work on the core with room for it the earliest, first come, first served; or "fair", evenly
+    # between the threads that want them, as Linux's CFS does (rocketsim.client.host.FairShareHost), so
+    # a broker whose appends run one at a time has one thread's share of a busy host. Needs shared_host
+    host_scheduler: str = field(default="fifo", metadata=_one_of(HOST_SCHEDULERS))
     # the client JVM's heap (-Xmx), MB: its young collections pause the host's cores, more often and
     # longer as pending sends fill it (rocketsim.client.heap; one heap for every producer of a shared
     # host). 0: no collections. Needs send_cpu_us > 0

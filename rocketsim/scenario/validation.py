@@ -191,6 +191,9 @@ def _check_host(sc: Scenario) -> None:
             "must be false unless brokers.coupling is joint (one loop for the host's producers and brokers)",
             True,
         )
+    if sc.producers.host_scheduler != "fifo" and not sc.producers.shared_host:
+        rule = "needs producers.shared_host = true (the host whose cores it shares)"
+        _fail("producers.host_scheduler", rule, sc.producers.host_scheduler)
     if sc.producers.heap_mb > 0 and sc.producers.send_cpu_us <= 0:
         _fail(
             "producers.heap_mb",

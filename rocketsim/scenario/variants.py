@@ -60,6 +60,7 @@ SEND_ONLY_PRODUCER_SETTINGS = (
     "async_sender_queue",
     "send_cpu_us",
     "shared_host",
+    "host_scheduler",
     "heap_mb",
     "heap_alloc_kib",
     "heap_pending_kib",

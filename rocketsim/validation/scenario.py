@@ -7,8 +7,9 @@ defaults: ``sendMessageThreadPoolNums`` = min(cores, 4), send queue 10,000, 200 
 producer ``i % producers``; bodies of ``size`` bytes to ``BenchTopic`` (auto-created: 4 queues); sync
 sends run on a pool of ``threads`` sender threads fed in due order, async sends are submitted by one
 dispatcher thread at their due time. The driver and the broker share one host of ``nproc`` processors
-(``cpu.json``): ``producers.shared_host`` and ``store.on_producer_host``. Every value calibration found
-is set by its dotted key.
+(``cpu.json``): ``producers.shared_host`` and ``store.on_producer_host``, its cores shared evenly
+between the threads that want them (Linux's CFS: ``producers.host_scheduler = "fair"``). Every value
+calibration found is set by its dotted key.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def run_mapping(run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1)
             "threads": meta.threads if meta.mode == "sync" else 1,
             "processors": processors,
             "shared_host": True,  # the driver's producers in one process, on the broker's host
+            "host_scheduler": "fair",  # a Linux host: CFS shares its cores between the runnable threads
             "client_version": CLIENT_VERSION,
             "send_mode": {meta.mode: 1.0},
             "send_msg_timeout_ms": meta.timeout_ms,

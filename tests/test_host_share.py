@@ -1,0 +1,93 @@
+"""How a host shared by the client and a broker (``producers.shared_host``) shares its cores while both want
+them (``producers.host_scheduler``): first come, first served, or fair between runnable threads as Linux's
+CFS does (docs/validation.md, "Under overload").
+
+The threads counted (rocketmq-all-4.9.8): the client's async sender executor, ``availableProcessors()``
+threads per producer (client/.../impl/producer/DefaultMQProducerImpl.java, the constructor's
+``ThreadPoolExecutor``), its callback executor (remoting/.../netty/NettyClientConfig.java,
+``clientCallbackExecutorThreads = availableProcessors()``) and the channel's Netty threads
+(NettyRemotingClient: ``eventLoopGroupWorker`` of 1 thread, ``defaultEventExecutorGroup`` of
+``clientWorkerThreads``); the broker's send threads (common/.../BrokerConfig.java,
+``sendMessageThreadPoolNums = min(availableProcessors(), 4)``) and the channel's Netty threads
+(remoting/.../netty/NettyServerConfig.java: ``serverSelectorThreads = 3``, ``serverWorkerThreads = 8``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from rocketsim.client.host import FairShareHost, HostCores, shared_host
+from rocketsim.engine import simulate
+from rocketsim.scenario import ScenarioError, scenario_from_mapping
+from rocketsim.scenario.workload import generate
+
+
+def test_the_threads_that_want_the_cores_share_them_evenly() -> None:
+    h = FairShareHost(2)
+    assert h.run(0, 10) == 10 and h.run(0, 10) == 10  # two threads on two cores: a core each
+    assert h.run(0, 10) == 15  # a third: two cores between three
+    h.advance(5)
+    assert h.run(100, 10) == 120  # booked ahead: beside what runs now (three pieces), not alone
+    h.advance(200)
+    assert h.stop_all(200, 100) == 200
+    assert h.run(250, 10) == 310  # ready in a stop: from its end
+    assert h.stop_all(400, 50) == 400
+    assert h.run(395, 10) == 455  # a stop begins under it: it holds it
+    h.advance(1000)
+    assert h.run(1000, 10) == 1010  # alone again
+
+
+def _shared(scheduler: str, **store: Any) -> Any:
+    # 50,000 sends/s: the client's 2 executor threads at 20 us a send (1 core), the broker's appends at
+    # ~16 us (0.8 core) one at a time: 1.8 cores of 2. First come, first served, both keep up; fair, the
+    # writer has two thirds of a core beside the two busy executor threads: ~24 us an append, ~41,700/s
+    raw: dict[str, Any] = {
+        "name": "shared",
+        "seed": 5,
+        "cluster": {"brokers": ["broker-a"]},
+        "producers": {
+            "count": 1,
+            "send_mode": {"async": 1},
+            "processors": 2,
+            "send_cpu_us": 20.0,
+            "shared_host": True,
+            "host_scheduler": scheduler,
+        },
+        "workload": {
+            "rate_steps": [[50_000.0, 0.3]],
+            "arrival": "uniform",
+            "tags": [],
+            "keys": False,
+            "body_size": {"distribution": "fixed", "median": 900, "min": 900, "max": 900},
+        },
+        "brokers": {
+            "coupling": "joint",
+            "default": {
+                "latency": {"median_ms": 0.3, "sigma": 0.1, "spike_probability": 0.0},
+                "errors": {},
+                "store": {"append_us": 17.0, "send_threads": 1, "on_producer_host": True, **store},
+            },
+        },
+    }
+    return scenario_from_mapping(raw)
+
+
+def test_a_broker_sharing_the_host_fairly_with_a_busy_client_overflows_its_send_queue() -> None:
+    fifo, fair = _shared("fifo", send_queue_capacity=500), _shared("fair", send_queue_capacity=500)
+    assert isinstance(shared_host(fifo), HostCores)
+    assert isinstance(shared_host(fair), FairShareHost)
+    kinds = {}
+    for sc in (fifo, fair):
+        out = simulate(generate(sc), sc)
+        kinds[sc.producers.host_scheduler] = Counter(k for k in out.attempts["busy_kind"].to_pylist() if k)
+    assert kinds["fifo"] == Counter()  # first come, first served: the broker keeps up
+    assert kinds["fair"]["OVERLOAD"] > 1000  # on its share of the cores it does not: [OVERLOAD]
+
+
+def test_a_fair_host_needs_a_shared_one() -> None:
+    raw = {"producers": {"host_scheduler": "fair"}}
+    with pytest.raises(ScenarioError, match="producers.host_scheduler needs producers.shared_host = true"):
+        scenario_from_mapping(raw)

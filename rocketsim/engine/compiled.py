@@ -9,7 +9,9 @@ three fault lines with ``send_latency_fault_enable`` on and off and the 5.x dete
 (``startDetectorEnable``: its rounds run when an event is taken, as the reference's ``advance_to``,
 against the route last looked up); any number of sender threads; route versions and the 4.9.7
 route-mutation quirk; retry codes per version, ``retry_another_broker_when_not_store_ok``, the
-call-timeout budget and the 5.3.3+ per-request cap; every fault kind and the error mix of the broker model.
+call-timeout budget and the 5.3.3+ per-request cap; every fault kind and the error mix of the broker model;
+the channel each broker's SYNC requests share, its close on a timeout and a new channel's connect
+(``producers.connect_ms``: the requests that wait for it, the budget check after it, the failed writes).
 
 More: docs/reference/modules.md (compiled.py), docs/benchmarks.md ("The compiled engine's loop").
 """
@@ -29,6 +31,9 @@ More: docs/reference/modules.md (compiled.py), docs/benchmarks.md ("The compiled
 #   attempt_outcome, base_latency, answers_probe -> latency.attempt_outcome / base_latency_ms /
 #       BrokerModel.answers_probe (the window's kind read as plan.Model's resolved columns);
 #   oneway_caller_sees -> send.oneway_caller_sees (both read outcomes.ONEWAY_SEES);
+#   make_call / write_call, conn_answered, conn_close, conn_wait, conn_ended -> reference.EventLoop's
+#       write_sync, answered, fail_fast, waits_for_channel, connect_ended over client.connection.Connections
+#       (the rules both run: close_rule, budget_refuses, budget_close_rule, waiter_fate, unwritten_kind);
 #   properties_illegal, refused_as_illegal (make_call, async_call) -> store.properties_illegal +
 #       latency.refused_as_illegal;
 #   through_store, store_none (closed-loop brokers, iterative rounds) -> reference.ProducerSimulation

@@ -1380,6 +1380,9 @@ def test_requests_wait_for_a_new_channels_connect_and_some_are_never_written() -
     # the very first request connects too: the broker model answers it from the connect's end
     first0, first = a0.iloc[0], a.iloc[0]
     assert first.latency_ms == first0.latency_ms + 3 and first.stored_ts_ms == first0.stored_ts_ms + 3
+    # and its send's latency in microseconds counts from its start, the connect included once
+    us0, us = (int(o.results.column("latency_us")[0].as_py()) for o in (instant, out))
+    assert us == us0 + 3000
     assert out.results.num_rows == instant.results.num_rows == 2500
     # both engines model the connect (the public choice runs the compiled one): the same tables
     messages = workload.generate(sc)

@@ -1475,14 +1475,10 @@ def crowded_connect_scenarios(draw: st.DrawFn) -> Scenario:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sc=connect_scenarios())
 def test_random_scenarios_with_a_connect_time(sc: Scenario) -> None:
-    messages = workload.generate(sc)
-    assert compiled.supports(sc, messages)
-    assert_same(reference.simulate_producer(messages, sc), compiled.simulate_producer(messages, sc))
+    check(sc)
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sc=crowded_connect_scenarios())
 def test_random_crowded_connects(sc: Scenario) -> None:
-    messages = workload.generate(sc)
-    assert compiled.supports(sc, messages)
-    assert_same(reference.simulate_producer(messages, sc), compiled.simulate_producer(messages, sc))
+    check(sc)

@@ -1,17 +1,15 @@
 """The compiled send engine (numba): the reference engine's tables, ~100x faster, for the inputs it covers.
 
-It covers every input of one producer with unique seqs (:func:`supports`; ``rocketsim.engine`` runs
-the reference otherwise): SYNC, ONEWAY and ASYNC sends (``send(msg, callback)``: ``sendDefaultImpl`` on
-the async sender executor, ``sendMessageAsync`` / ``onExceptionImpl`` retries on the callbacks, the async
-semaphore, the response-table scan and late answers before it, the client's executor and callback pools,
-``ClientPools``), ordered (selector) sends in every mode, batches, transactional sends, rejected rows; the
-three fault lines with ``send_latency_fault_enable`` on and off and the 5.x detector
-(``startDetectorEnable``: its rounds run when an event is taken, as the reference's ``advance_to``,
-against the route last looked up); any number of sender threads; route versions and the 4.9.7
-route-mutation quirk; retry codes per version, ``retry_another_broker_when_not_store_ok``, the
-call-timeout budget and the 5.3.3+ per-request cap; every fault kind and the error mix of the broker model;
-the channel each broker's SYNC requests share, its close on a timeout and a new channel's connect
-(``producers.connect_ms``: the requests that wait for it, the budget check after it, the failed writes).
+It covers every input of one producer with unique seqs (:func:`supports`; ``rocketsim.engine`` runs the
+reference otherwise): SYNC, ONEWAY and ASYNC sends (``send(msg, callback)``: ``sendDefaultImpl`` on the async
+sender executor, ``sendMessageAsync`` / ``onExceptionImpl`` retries on the callbacks, the async semaphore, the
+response-table scan and late answers before it, the client's executor and callback pools, ``ClientPools``),
+ordered (selector) sends in every mode, batches, transactional sends, rejected rows; the three fault lines
+with ``send_latency_fault_enable`` on and off and the 5.x detector (``startDetectorEnable``: its rounds run
+when an event is taken, as the reference's ``advance_to``, against the route last looked up); any number of
+sender threads; route versions and the 4.9.7 route-mutation quirk; retry codes per version,
+``retry_another_broker_when_not_store_ok``, the call-timeout budget and the 5.3.3+ per-request cap; every
+fault kind and the broker model's error mix; a SYNC channel's close and a new one's connect.
 
 More: docs/reference/modules.md (compiled.py), docs/benchmarks.md ("The compiled engine's loop").
 """

@@ -10,6 +10,7 @@ and each one the compiled engine reads is shown to be read from the table.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocketsim.broker import latency as bm
+from rocketsim.client.connection import budget_check_closes
 from rocketsim.client.fault import FaultStrategy, Reachable, Site, fault_updates
 from rocketsim.client.outcomes import Catch, OutcomeKind
 from rocketsim.client.versions import parse_version
@@ -1378,9 +1380,105 @@ def test_requests_wait_for_a_new_channels_connect_and_some_are_never_written() -
     # the very first request connects too: the broker model answers it from the connect's end
     first0, first = a0.iloc[0], a.iloc[0]
     assert first.latency_ms == first0.latency_ms + 3 and first.stored_ts_ms == first0.stored_ts_ms + 3
+    # and its send's latency in microseconds counts from its start, the connect included once
+    us0, us = (int(o.results.column("latency_us")[0].as_py()) for o in (instant, out))
+    assert us == us0 + 3000
     assert out.results.num_rows == instant.results.num_rows == 2500
-    # the compiled engine leaves the connect to the readable one, which the public choice gives it
-    assert "producers.connect_ms" in (compiled.unsupported(sc, workload.generate(sc)) or "")
-    with pytest.raises(SimulationError, match="connect_ms"):
-        compiled.simulate_producer(workload.generate(sc), sc)
-    assert_same(reference.simulate_producer(workload.generate(sc), sc), out)
+    # both engines model the connect (the public choice runs the compiled one): the same tables
+    messages = workload.generate(sc)
+    assert compiled.supports(sc, messages)
+    assert_same(reference.simulate_producer(messages, sc), compiled.simulate_producer(messages, sc))
+
+
+@pytest.mark.parametrize(
+    ("version", "text"),
+    [
+        ("4.5.2", "RemotingTimeoutException: invokeSync call timeout"),
+        ("4.9.8", "RemotingTimeoutException: invokeSync call the addr[broker-a] timeout"),
+        ("5.3.3", "RemotingTimeoutException: invokeSync call the addr[broker-a] timeout"),
+    ],
+)
+def test_the_budget_check_after_a_connect_throws_invoke_syncs_own_text(version: str, text: str) -> None:
+    # apache/rocketmq remoting NettyRemotingClient.invokeSync: after getAndCreateChannel, `if (timeoutMillis <
+    # costTime) throw new RemotingTimeoutException("invokeSync call timeout")` at rocketmq-all-4.3.2 ..
+    # 4.9.2, "invokeSync call the addr[" + addr + "] timeout" from rocketmq-all-4.9.3 (4.9.8 too); 5.1.2+
+    # name channelRemoteAddr, 5.1.4+ test `left <= 0` (rocketmq-all-5.3.3). A selector send throws it as it
+    # is. A 7 ms connect and a 5 ms timeout: every request that waits for a connect is refused by it.
+    sc = scenario(
+        version,
+        threads=2,
+        messages=60,
+        rate=50.0,
+        brokers=("broker-a",),
+        producers={"connect_ms": 7, "send_msg_timeout_ms": 5},
+        work={"message_types": {"ordered": 1}},
+    )
+    messages = workload.generate(sc)
+    ref, fast = reference.simulate_producer(messages, sc), compiled.simulate_producer(messages, sc)
+    assert_same(ref, fast)
+    res = ref.results.filter(pc.starts_with(ref.results.column("error"), text))
+    refused = ref.attempts.filter(pc.is_in(ref.attempts.column("seq"), res.column("seq")))
+    assert res.num_rows > 0 and set(refused.column("outcome").to_pylist()) == {"remoting:timeout"}
+    assert not pc.any(refused.column("stored")).as_py()  # nothing written
+    # 4.9.1-5.1.3 close the channel on that check, so the next connect is refused again (but for a request
+    # that came late in it); 4.3-4.9.0 (no close on a timeout) and 5.1.4+ (no time left: shouldClose false)
+    # keep the channel the first connect made
+    written = pc.mean(pc.cast(ref.attempts.column("stored"), pa.float64())).as_py()
+    assert (written < 0.2) == budget_check_closes(parse_version(version))
+
+
+@st.composite
+def connect_scenarios(draw: st.DrawFn) -> Scenario:
+    """:func:`scenarios` with a new channel's connect: from 1 ms to past the shorter timeouts drawn."""
+    sc = draw(scenarios())
+    connect_ms = draw(st.sampled_from([1, 2, 4, 7, 31]))
+    return dataclasses.replace(sc, producers=dataclasses.replace(sc.producers, connect_ms=connect_ms))
+
+
+@st.composite
+def crowded_connect_scenarios(draw: st.DrawFn) -> Scenario:
+    """Many SYNC threads at a high rate against a broker that pauses, hangs or goes away for a while:
+    timeouts close the channel, and each new channel's connect has many waiters (the race, the budget
+    checks, the failed writes), on every line's close and budget rules."""
+    brokers = tuple(f"broker-{c}" for c in "abc"[: draw(st.integers(1, 3))])
+    start = draw(st.floats(0.2, 1.0))
+    kind = draw(st.sampled_from(["paused", "hang", "outage"]))
+    return scenario(
+        draw(st.sampled_from(["4.3.2", "4.9.0", "4.9.8", "5.1.3", "5.1.4", "5.3.3"])),
+        fault=draw(st.booleans()),
+        threads=draw(st.integers(4, 24)),
+        messages=draw(st.integers(200, 1200)),
+        rate=draw(st.sampled_from([300.0, 1000.0])),
+        brokers=brokers,
+        faults=(
+            {
+                "broker": brokers[0],
+                "kind": kind,
+                "start_s": start,
+                "end_s": start + draw(st.floats(0.3, 3.0)),
+            },
+        ),
+        latency={"median_ms": 1.0, "sigma": 0.3},
+        errors=draw(st.sampled_from([None, {"remoting_timeout": 0.05}])),
+        seed=draw(st.integers(0, 2**30)),
+        producers={
+            "connect_ms": draw(st.integers(1, 12)),
+            "send_msg_timeout_ms": draw(st.sampled_from([10, 50, 3000])),
+            "retry_times_when_send_failed": draw(st.integers(0, 3)),
+            "sender_model": draw(st.sampled_from(["pool", "partitioned"])),
+            "send_mode": draw(st.sampled_from([{"sync": 1}, {"sync": 3, "oneway": 1, "async": 1}])),
+        },
+        work={"message_types": draw(st.sampled_from([{"normal": 1}, {"normal": 2, "ordered": 1}]))},
+    )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sc=connect_scenarios())
+def test_random_scenarios_with_a_connect_time(sc: Scenario) -> None:
+    check(sc)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sc=crowded_connect_scenarios())
+def test_random_crowded_connects(sc: Scenario) -> None:
+    check(sc)

@@ -54,6 +54,7 @@ class Pending:
 
 STREAM_CONNECT_ORDER = 17  # the attempt draw that orders the waiters at a connect's end
 STREAM_CONNECT_RACE = 18  # the attempt draw: did a waiter take the channel before the close, or look after
+TOOK_CHANNEL_BELOW = 0.5  # that draw below this: it had taken the channel
 
 
 class Fate(IntEnum):
@@ -72,10 +73,28 @@ def budget_refuses(wait_ms: int, timeout_ms: int, needs_time_left: bool) -> bool
     return timeout_ms - wait_ms <= 0 if needs_time_left else timeout_ms < wait_ms
 
 
+def budget_close_rule(closes_on_timeout: bool, needs_time_left: bool) -> bool:
+    """Whether that check's ``RemotingTimeoutException`` closes the channel, for a line that closes on a
+    timeout (``closes_on_timeout``) and needs time left for it (``needs_time_left``): the catch closes with
+    ``clientCloseSocketIfTimeout`` (4.9.1-5.1.3); 5.1.4+'s ``shouldClose`` needs time left, and none is.
+    Both engines run it (the compiled engine compiles it)."""
+    return closes_on_timeout and not needs_time_left
+
+
 def budget_check_closes(version: ClientVersion) -> bool:
-    """Whether that check's ``RemotingTimeoutException`` closes the channel: the catch closes with
-    ``clientCloseSocketIfTimeout`` (4.9.1-5.1.3); 5.1.4+'s ``shouldClose`` needs time left, and none is."""
-    return version.closes_channel_on_sync_timeout and not version.close_on_timeout_needs_time_left
+    """:func:`budget_close_rule` of ``version``."""
+    return budget_close_rule(version.closes_channel_on_sync_timeout, version.close_on_timeout_needs_time_left)
+
+
+def unwritten_kind(fate: Fate) -> OutcomeKind:
+    """What a waiter that was not written comes to (RPC counted or not, nothing stored): the budget check's
+    ``RemotingTimeoutException`` ("invokeSync call the addr[...] timeout"), a failed write's
+    ``RemotingSendRequestException``, a look after the close's ``RemotingConnectException``."""
+    if fate == Fate.BUDGET:
+        return OutcomeKind.REMOTING_TIMEOUT
+    if fate == Fate.WRITE_FAILED:
+        return OutcomeKind.REMOTING_SEND_REQUEST
+    return OutcomeKind.REMOTING_CONNECT
 
 
 def race_draws(seed: int, producer: int, seq: int, attempt: int) -> tuple[float, bool]:
@@ -83,7 +102,19 @@ def race_draws(seed: int, producer: int, seq: int, attempt: int) -> tuple[float,
     budget check closed the channel, it had already taken the channel: the race between the threads
     ``awaitUninterruptibly`` wakes at once, drawn from the attempt's key (the same on every partitioning)."""
     key = draw_key(seed, producer, seq, attempt)
-    return uniform(key, STREAM_CONNECT_ORDER), uniform(key, STREAM_CONNECT_RACE) < 0.5
+    return uniform(key, STREAM_CONNECT_ORDER), uniform(key, STREAM_CONNECT_RACE) < TOOK_CHANNEL_BELOW
+
+
+def waiter_fate(closed: bool, took_channel: bool, refused: bool) -> Fate:
+    """One waiter's fate at the connect's end, in its turn: after a budget check ``closed`` the channel, a
+    waiter that had not ``took_channel`` looks too late (``cw.isOK()`` false: ``RemotingConnectException``);
+    else its own budget check (``refused``: :func:`budget_refuses`) throws, or it writes, which fails on a
+    closed channel. Both engines run it (the compiled engine compiles it)."""
+    if closed and not took_channel:
+        return Fate.CONNECT_FAILED
+    if refused:
+        return Fate.BUDGET
+    return Fate.WRITE_FAILED if closed else Fate.WRITE
 
 
 @dataclass
@@ -104,19 +135,15 @@ def settle_connect(waiters: list[Waiter], now: int, version: ClientVersion) -> l
     ``awaitUninterruptibly`` returns for all at once). Until a budget check closes the channel, each is
     written or, its budget gone, throws. After the close, a waiter either looks at the channel too late
     (``cw.isOK()`` false: ``RemotingConnectException``) or had taken it: then its own budget check, else
-    its write, fails."""
+    its write, fails (:func:`waiter_fate`)."""
     needs_time_left = version.close_on_timeout_needs_time_left
     fates: list[tuple[Waiter, Fate]] = []
     closed = False
     for w in sorted(waiters, key=lambda w: (w.order, w.send)):
         refused = budget_refuses(now - w.start_ms, w.timeout_ms, needs_time_left)
-        if closed and not w.took_channel:
-            fates.append((w, Fate.CONNECT_FAILED))
-        elif refused:
-            fates.append((w, Fate.BUDGET))
-            closed = closed or budget_check_closes(version)
-        else:
-            fates.append((w, Fate.WRITE_FAILED if closed else Fate.WRITE))
+        fate = waiter_fate(closed, w.took_channel, refused)
+        fates.append((w, fate))
+        closed = closed or (fate == Fate.BUDGET and budget_check_closes(version))
     return fates
 
 

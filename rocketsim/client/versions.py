@@ -154,9 +154,10 @@ class RemotingLine:
     wait_timeout_reports_cost: bool
     # processSendResponse's MQBrokerException names the broker's address (`` BROKER: addr``, 4.8.0+)
     broker_error_names_address: bool
-    # invokeAsync's "no time left" text names the address (``invokeAsync call the addr[..] timeout``,
-    # 4.9.3+); before: "invokeAsync call timeout"
-    invoke_async_timeout_names_address: bool
+    # NettyRemotingClient's "no time left" texts name the address (4.9.3+): invokeAsync's ``invokeAsync
+    # call the addr[..] timeout`` and invokeSync's budget check's ``invokeSync call the addr[..] timeout``
+    # (5.1.2+: the channel's remote address); before: "invokeAsync call timeout", "invokeSync call timeout"
+    invoke_timeout_names_address: bool
     unknown_reason_text: str  # operationFail's last branch: "unknown reason" ("unknow reseaon" in 4.9)
     response_scan_first_ms: int  # ClientVersion.response_scan_first_ms
     response_scan_period_ms: int  # ClientVersion.response_scan_period_ms
@@ -211,7 +212,7 @@ _R4_9_7 = RemotingLine(
     async_catches_invoke_failure=True,
     wait_timeout_reports_cost=False,
     broker_error_names_address=True,
-    invoke_async_timeout_names_address=True,
+    invoke_timeout_names_address=True,
     unknown_reason_text="unknow reseaon",
     response_scan_first_ms=3000,
     response_scan_period_ms=1000,
@@ -241,7 +242,7 @@ _R4_3 = replace(  # R4.9.7 with TLI-1, TPI-1, LAT-1, PK-1 and AR-1; async sends 
     async_catches_invoke_failure=False,
     fault_updates="CS-1/uncaught",
     broker_error_names_address=False,
-    invoke_async_timeout_names_address=False,
+    invoke_timeout_names_address=False,
 )
 _R4_4 = replace(_R4_3, name=LINE_4_4, since=(4, 4, 0), async_sends_on_callback_executor=False)
 _R4_7 = replace(_R4_4, name=LINE_4_7, since=(4, 7, 0), async_retry_gets_budget=True)  # AR-2

@@ -1,15 +1,15 @@
 """The compiled send engine (numba): the reference engine's tables, ~100x faster, for the inputs it covers.
 
-It covers every input of one producer with unique seqs (:func:`supports`; ``rocketsim.engine`` runs
-the reference otherwise): SYNC, ONEWAY and ASYNC sends (``send(msg, callback)``: ``sendDefaultImpl`` on
-the async sender executor, ``sendMessageAsync`` / ``onExceptionImpl`` retries on the callbacks, the async
-semaphore, the response-table scan and late answers before it, the client's executor and callback pools,
-``ClientPools``), ordered (selector) sends in every mode, batches, transactional sends, rejected rows; the
-three fault lines with ``send_latency_fault_enable`` on and off and the 5.x detector
-(``startDetectorEnable``: its rounds run when an event is taken, as the reference's ``advance_to``,
-against the route last looked up); any number of sender threads; route versions and the 4.9.7
-route-mutation quirk; retry codes per version, ``retry_another_broker_when_not_store_ok``, the
-call-timeout budget and the 5.3.3+ per-request cap; every fault kind and the error mix of the broker model.
+It covers every input of one producer with unique seqs (:func:`supports`; ``rocketsim.engine`` runs the
+reference otherwise): SYNC, ONEWAY and ASYNC sends (``send(msg, callback)``: ``sendDefaultImpl`` on the async
+sender executor, ``sendMessageAsync`` / ``onExceptionImpl`` retries on the callbacks, the async semaphore, the
+response-table scan and late answers before it, the client's executor and callback pools, ``ClientPools``),
+ordered (selector) sends in every mode, batches, transactional sends, rejected rows; the three fault lines
+with ``send_latency_fault_enable`` on and off and the 5.x detector (``startDetectorEnable``: its rounds run
+when an event is taken, as the reference's ``advance_to``, against the route last looked up); any number of
+sender threads; route versions and the 4.9.7 route-mutation quirk; retry codes per version,
+``retry_another_broker_when_not_store_ok``, the call-timeout budget and the 5.3.3+ per-request cap; every
+fault kind and the broker model's error mix; a SYNC channel's close and a new one's connect.
 
 More: docs/reference/modules.md (compiled.py), docs/benchmarks.md ("The compiled engine's loop").
 """
@@ -29,6 +29,9 @@ More: docs/reference/modules.md (compiled.py), docs/benchmarks.md ("The compiled
 #   attempt_outcome, base_latency, answers_probe -> latency.attempt_outcome / base_latency_ms /
 #       BrokerModel.answers_probe (the window's kind read as plan.Model's resolved columns);
 #   oneway_caller_sees -> send.oneway_caller_sees (both read outcomes.ONEWAY_SEES);
+#   make_call / write_call, conn_answered, conn_close, conn_wait, conn_ended -> reference.EventLoop's
+#       write_sync, answered, fail_fast, waits_for_channel, connect_ended over client.connection.Connections
+#       (the rules both run: close_rule, budget_refuses, budget_close_rule, waiter_fate, unwritten_kind);
 #   properties_illegal, refused_as_illegal (make_call, async_call) -> store.properties_illegal +
 #       latency.refused_as_illegal;
 #   through_store, store_none (closed-loop brokers, iterative rounds) -> reference.ProducerSimulation
@@ -60,7 +63,17 @@ from rocketsim.broker import store
 from rocketsim.broker.fault_kinds import Effect, Probe, process_down
 from rocketsim.broker.queue import REMARKS, Fate, sweep_remark
 from rocketsim.client import backpressure
-from rocketsim.client.connection import close_rule
+from rocketsim.client.connection import (
+    STREAM_CONNECT_ORDER,
+    STREAM_CONNECT_RACE,
+    TOOK_CHANNEL_BELOW,
+    budget_close_rule,
+    budget_refuses,
+    close_rule,
+    unwritten_kind,
+    waiter_fate,
+)
+from rocketsim.client.connection import Fate as WaiterFate
 from rocketsim.client.fault import Site
 from rocketsim.client.outcomes import Catch, OutcomeKind, is_send_result
 from rocketsim.client.send import (
@@ -76,6 +89,7 @@ from rocketsim.client.send import (
     executor_rejected_error,
     executor_thread,
     invoke_async_timeout_error,
+    invoke_sync_timeout_error,
     invoke_too_fast_error,
     no_route_error,
     no_route_select,
@@ -176,6 +190,7 @@ class Failure(IntEnum):
     ASYNC_SEND_FAILED = 17  # a plain ASYNC send's first request: "Send [1] times", aux = broker, cost = ms
     EXECUTOR_REJECTED = 18  # executor.submit refused the send: its queue was full ("executor rejected ")
     BACKPRESSURE = 19  # no backpressure permit in time: aux = the semaphore (backpressure.TIMEOUT_TEXTS)
+    INVOKE_SYNC_TIMEOUT = 20  # an ordered send's invokeSync budget check after a connect: aux = broker
 
 
 # the loop's counters, kept in one array so the loop can stop when a buffer is full and go on after
@@ -286,7 +301,19 @@ FL_DONE = 36  # SYNC: when its answer is due (its DELIVER's time)
 FL_CALL_TIMEOUT = 37  # SYNC: the timeout the request was given
 FL_BP_HELD = 38  # ASYNC with backpressure: the permits it holds (0 none, 1 a count, 2 and its bytes)
 FL_BP_COUNTER = 39  # and the push counter of its wait's deadline (the reference's first push; 0: none)
-N_IN_FLIGHT = 40
+FL_CONNECT = 40  # SYNC: CN_*, its call and its broker's channel's connect (producers.connect_ms)
+FL_NEXT_WAITER = 41  # SYNC, waiting for a connect: the next waiter in wake order (its number; -1: none)
+FL_CALL_ATTEMPT = 42  # SYNC, waiting for a connect: the call's attempt (what its draws are keyed by)
+N_IN_FLIGHT = 43
+# FL_CONNECT: the call was written (or needed no connect); it waits for its broker's channel to connect
+# and started that connect (its DELIVER is the connect's end); it waits; the budget check after the
+# connect refused it (nothing written: invokeSync's own text)
+CN_NONE, CN_STARTS, CN_WAITS, CN_BUDGET = range(4)
+# State.channels, per broker b at b * N_CH + CH_*: its current channel's number, whether that is connected,
+# the first waiter of its connect (a send's number; -1: no connect under way), the producer's connect_ms.
+# One flat array, as before the connect: one more kernel argument can halve the loop (docs/benchmarks.md)
+CH_NUMBER, CH_CONNECTED, CH_WAITERS, CH_CONNECT_MS = range(4)
+N_CH = 4
 
 
 # ---- the kernel's arguments -------------------------------------------------------------------------
@@ -483,7 +510,7 @@ class State(NamedTuple):
     attempts: AttemptRows
     client_pools: ClientPools
     semaphore: np.ndarray  # the async semaphore's permits held: a heap of release times (ST_SEM_SIZE)
-    channels: np.ndarray  # per broker, its current channel's number (client.connection.Connections)
+    channels: np.ndarray  # per broker (CH_*): its channel and its connect (client.connection.Connections)
     permits: Permits  # async backpressure's semaphores (Config.backpressure)
 
 
@@ -847,6 +874,10 @@ broker_spike = njit(**_NO_RC)(bm.spike_ms)  # a spike's size at a level
 broker_process_down = njit(**_NO_RC)(process_down)  # fault_kinds: is the broker's process dead
 is_result_kind = njit(**_NO_RC)(is_send_result)  # outcomes: SEND_OK or a not-OK store status
 channel_close_rule = njit(**_NO_RC)(close_rule)  # connection: does a SYNC timeout close the channel
+conn_budget_refuses = njit(**_NO_RC)(budget_refuses)  # connection: the budget check after a connect
+conn_budget_closes = njit(**_NO_RC)(budget_close_rule)  # connection: does that check close the channel
+conn_waiter_fate = njit(**_NO_RC)(waiter_fate)  # connection: a waiter's fate at the connect's end
+conn_unwritten_kind = njit(**_NO_RC)(unwritten_kind)  # connection: what an unwritten waiter comes to
 
 
 @njit(**_NO_RC)
@@ -1386,9 +1417,30 @@ def publish_info(routes, keys, threads, inst, cache, ix, st, topic, now):
 @njit(**_NO_RC)
 def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write):
     """Ask the broker model for the call's outcome and push its completion (a oneway caller waits only
-    for the write: at once unless the write failed)."""
+    for the write: at once unless the write failed); a SYNC request to a broker whose channel is not
+    connected waits for its connect first (:func:`conn_wait`)."""
+    fl = state.in_flight
+    fl[s, FL_SLOT] = slot
+    fl[s, FL_BROKER] = b
+    fl[s, FL_QUEUE_ID] = q
+    fl[s, FL_CALL_START] = now
+    fl[s, FL_CONNECT] = CN_NONE
+    ch = state.channels
+    if not waited_for_write and ch[b * N_CH + CH_CONNECT_MS] > 0 and ch[b * N_CH + CH_CONNECTED] == 0:
+        conn_wait(inp.keys, inp.sends, fl, ch, state.heap, state.counters, s, attempt, b, now, timeout)
+        return
+    write_call(inp, state, s, attempt, b, q, now, timeout, waited_for_write, 0)
+
+
+# inlined at numba's level into make_call and conn_ended (a call of it would copy inp and state)
+@njit(inline="always", **_NO_RC)
+def write_call(inp, state, s, attempt, b, q, at, timeout, waited_for_write, wait):
+    """The call's request written at ``at``: its start, or ``wait`` ms after it, the end of the connect it
+    waited for, which its ``timeout`` (what is left) already paid for. The broker model answers it from
+    ``at``; its latency and store time count from the call's start (``reference.after_connect``); a SYNC
+    request is pending on the broker's channel until its answer (``reference.EventLoop.write_sync``)."""
     key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
-    answer = attempt_outcome(inp.model, b, key, now, timeout)
+    answer = attempt_outcome(inp.model, b, key, at, timeout)
     kind, lat, code, stored, store_ms, late_ms, late_code, exact_us = answer
     if inp.store.params.shape[0] > 0:
         kind, lat, code, stored, store_ms, late_ms, late_code, exact_us = through_store(
@@ -1396,7 +1448,7 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
             state.in_flight,
             s,
             b,
-            now,
+            at,
             timeout,
             kind,
             lat,
@@ -1411,21 +1463,21 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
         kind, code, stored, _ = refused_as_illegal(kind, code, stored, late_ms, late_code)
         exact_us = -1
     fl = state.in_flight
-    fl[s, FL_EXACT_US] = exact_us if kind != OutcomeKind.REMOTING_TIMEOUT else -1
-    fl[s, FL_SLOT] = slot
-    fl[s, FL_BROKER] = b
-    fl[s, FL_QUEUE_ID] = q
-    fl[s, FL_CALL_START] = now
+    if kind == OutcomeKind.REMOTING_TIMEOUT:
+        exact_us = -1
+    elif exact_us >= 0:
+        exact_us += wait * 1000
+    fl[s, FL_EXACT_US] = exact_us
     fl[s, FL_KIND] = kind
-    fl[s, FL_LATENCY] = lat
+    fl[s, FL_LATENCY] = lat + wait
     fl[s, FL_CODE] = code
     fl[s, FL_STORED] = stored
-    fl[s, FL_STORE_MS] = store_ms
-    done_at = now + lat
+    fl[s, FL_STORE_MS] = store_ms + wait if stored else store_ms
+    done_at = at + lat
     if waited_for_write and not oneway_caller_sees(inp.rules, kind):
-        done_at = now
+        done_at = at
     if not waited_for_write:  # a SYNC request, pending on the broker's channel until done_at
-        fl[s, FL_CHANNEL] = state.channels[b]
+        fl[s, FL_CHANNEL] = state.channels[b * N_CH + CH_NUMBER]
         fl[s, FL_DONE] = done_at
         fl[s, FL_CALL_TIMEOUT] = timeout
     heap_push(state.heap, state.counters, done_at, Event.DELIVER, s)
@@ -1435,23 +1487,32 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
 def conn_answered(inp, state, s, now):
     """``reference.ProducerSimulation``'s ``answered`` (:class:`rocketsim.client.connection.Connections`):
     SYNC send ``s``'s request came to its answer at ``now``; a timeout that closes its channel (still the
-    broker's) fails every other SYNC request pending on it whose answer is due later, now: their DELIVERs
-    are taken out of the heap and pushed again at ``now`` (in their push order) as send-request failures."""
-    fl, cfg, h, st = state.in_flight, inp.config, state.heap, state.counters
+    broker's): :func:`conn_close`."""
+    fl, cfg, ch = state.in_flight, inp.config, state.channels
     b = fl[s, FL_BROKER]
-    current = state.channels[b]
-    if fl[s, FL_KIND] != OutcomeKind.REMOTING_TIMEOUT or fl[s, FL_CHANNEL] != current:
+    if fl[s, FL_KIND] != OutcomeKind.REMOTING_TIMEOUT or fl[s, FL_CHANNEL] != ch[b * N_CH + CH_NUMBER]:
         return
     if not channel_close_rule(cfg.closes_on_sync_timeout, cfg.close_needs_time_left, fl[s, FL_CALL_TIMEOUT]):
         return
-    state.channels[b] = current + 1
+    conn_close(inp.sends.kind, fl, ch, state.heap, state.counters, b, now)
+
+
+@njit(**_NO_RC)
+def conn_close(kinds, fl, ch, h, st, b, now):
+    """``Connections.close``: the client closes broker ``b``'s channel at ``now`` (the next SYNC request
+    connects a new one) and fails every SYNC request pending on it whose answer is due later, now: their
+    DELIVERs are taken out of the heap and pushed again at ``now`` (in their push order) as send-request
+    failures (``reference.EventLoop.fail_fast``)."""
+    current = ch[b * N_CH + CH_NUMBER]
+    ch[b * N_CH + CH_NUMBER] = current + 1
+    ch[b * N_CH + CH_CONNECTED] = 0
     while True:  # the pending request pushed first, until none is left
         at = -1
         for i in range(st[ST_HEAP_SIZE]):
             if h[i, H_EVENT] != Event.DELIVER or h[i, H_TIME] <= now:
                 continue
             o = h[i, H_PAYLOAD]
-            k = inp.sends.kind[o]
+            k = kinds[o]
             mine = (k == SendKind.SYNC or k == SendKind.ORDERED) and fl[o, FL_BROKER] == b
             if mine and fl[o, FL_CHANNEL] == current and (at < 0 or h[i, H_COUNTER] < h[at, H_COUNTER]):
                 at = i
@@ -1465,6 +1526,86 @@ def conn_answered(inp, state, s, now):
         fl[o, FL_EXACT_US] = -1
         fl[o, FL_DONE] = now
         heap_push(h, st, now, Event.DELIVER, o)
+
+
+@njit(**_NO_RC)
+def connect_order(keys, sends, fl, g):
+    """Where waiter ``g`` (a send's number) wakes at its connect's end (:func:`client.connection.race_draws`'s
+    first draw, from its call's attempt key)."""
+    o = g % sends.seq.shape[0]
+    return uniform(attempt_key(keys.producer, sends.seq[o], fl[o, FL_CALL_ATTEMPT]), STREAM_CONNECT_ORDER)
+
+
+@njit(**_NO_RC)
+def conn_wait(keys, sends, fl, ch, heap, st, s, attempt, b, now, timeout):
+    """``reference.EventLoop.waits_for_channel``: SYNC send ``s``'s request waits for broker ``b``'s channel
+    to connect (``getAndCreateChannel``): the first starts the connect (its DELIVER at the connect's end,
+    ``connect_ms`` later), every one until then waits for it, in the list of waiters in wake order
+    (``Connections.connect_ended`` sorts them by (order, send)). Nothing is written yet, nothing pending."""
+    fl[s, FL_CALL_TIMEOUT] = timeout
+    fl[s, FL_CALL_ATTEMPT] = attempt
+    fl[s, FL_CHANNEL] = -1
+    gid = sends.gid[s]
+    mine = connect_order(keys, sends, fl, gid)
+    head = b * N_CH + CH_WAITERS
+    starts = ch[head] < 0
+    prev, w = -1, ch[head]
+    while w >= 0:
+        theirs = connect_order(keys, sends, fl, w)
+        if theirs > mine or (theirs == mine and w > gid):
+            break
+        prev, w = w, fl[w % sends.seq.shape[0], FL_NEXT_WAITER]
+    fl[s, FL_NEXT_WAITER] = w
+    if prev < 0:
+        ch[head] = gid
+    else:
+        fl[prev % sends.seq.shape[0], FL_NEXT_WAITER] = gid
+    if starts:
+        fl[s, FL_CONNECT] = CN_STARTS
+        heap_push(heap, st, now + ch[b * N_CH + CH_CONNECT_MS], Event.DELIVER, s)
+    else:
+        fl[s, FL_CONNECT] = CN_WAITS
+
+
+@njit(**_NO_RC)
+def conn_ended(inp, state, b, now):
+    """``reference.EventLoop.connect_ended``: broker ``b``'s new channel connected at ``now``; each waiter,
+    in wake order, is written (the broker model from ``now``) or fails unwritten at ``now``
+    (:func:`client.connection.waiter_fate`, the race drawn from its attempt key); a budget check that
+    closes the channel fails the requests written on it first (NettyRemotingClient.invokeSync at 4.9.8)."""
+    fl, ch, cfg, sends = state.in_flight, state.channels, inp.config, inp.sends
+    cap = sends.seq.shape[0]
+    ch[b * N_CH + CH_CONNECTED] = 1
+    g = ch[b * N_CH + CH_WAITERS]
+    ch[b * N_CH + CH_WAITERS] = -1
+    closes = conn_budget_closes(cfg.closes_on_sync_timeout, cfg.close_needs_time_left)
+    closed = False
+    while g >= 0:
+        w = g % cap
+        g = fl[w, FL_NEXT_WAITER]
+        wait = now - fl[w, FL_CALL_START]
+        timeout, attempt = fl[w, FL_CALL_TIMEOUT], fl[w, FL_CALL_ATTEMPT]
+        key = attempt_key(inp.keys.producer, sends.seq[w], attempt)
+        took = uniform(key, STREAM_CONNECT_RACE) < TOOK_CHANNEL_BELOW
+        fate = conn_waiter_fate(closed, took, conn_budget_refuses(wait, timeout, cfg.close_needs_time_left))
+        fl[w, FL_CONNECT] = CN_NONE
+        if fate == WaiterFate.WRITE:
+            write_call(inp, state, w, attempt, b, fl[w, FL_QUEUE_ID], now, timeout - wait, False, wait)
+            continue
+        if fate == WaiterFate.BUDGET:
+            fl[w, FL_CONNECT] = CN_BUDGET
+            closed = closed or closes
+        fl[w, FL_KIND] = conn_unwritten_kind(fate)
+        fl[w, FL_LATENCY] = wait
+        fl[w, FL_CODE] = 0
+        fl[w, FL_STORED] = False
+        fl[w, FL_STORE_MS] = 0
+        fl[w, FL_EXACT_US] = -1
+        fl[w, FL_DONE] = now
+        store_none(fl, w)
+        heap_push(state.heap, state.counters, now, Event.DELIVER, w)
+    if closed:
+        conn_close(sends.kind, fl, ch, state.heap, state.counters, b, now)
 
 
 @njit(**_NO_RC)
@@ -1557,6 +1698,9 @@ def deliver_ordered(inp, state, s, now):
     res.end[s] = now
     if is_result_kind(kind):
         res.status[s] = kind
+    elif fl[s, FL_CONNECT] == CN_BUDGET:  # invokeSync's budget check after a connect: its own text
+        fail(res, s, Failure.INVOKE_SYNC_TIMEOUT, now)
+        res.aux[s] = fl[s, FL_BROKER]
     else:
         fail_raw(inp, res, s, kind, code, now)
     return now
@@ -2420,6 +2564,9 @@ def run_loop(inp, state):
             if kind == SendKind.ORDERED_ASYNC or kind == SendKind.ASYNC:  # the caller never waits
                 phase = fl[s, FL_PHASE]
                 free_at = -1
+            elif fl[s, FL_CONNECT] == CN_STARTS:  # a SYNC request's wait: its broker's channel connected
+                conn_ended(inp, state, fl[s, FL_BROKER], now)
+                free_at = -1
             elif kind == SendKind.ORDERED:
                 conn_answered(inp, state, s, now)
                 free_at = deliver_ordered(inp, state, s, now)
@@ -2527,8 +2674,6 @@ def unsupported(sc: Scenario, messages: pa.Table) -> str | None:
         return "messages of several producers"
     if sc.producers.send_cpu_us > 0:
         return "the client's CPU per send (producers.send_cpu_us): the readable engine's host model"
-    if sc.producers.connect_ms > 0:
-        return "a new channel's connect time (producers.connect_ms): client/connection.py's connect wait"
     seq = np.asarray(messages.column("seq"), np.int64)
     if not np.all(seq[1:] > seq[:-1]):
         seq = np.sort(seq)
@@ -2699,7 +2844,7 @@ class _Kernel:
             attempts=_zeros(AttemptRows, capacity + capacity // 4 + 16, _ATTEMPT_DTYPES),  # grown when full
             client_pools=_client_pools(self.plan, capacity),
             semaphore=np.zeros(capacity + 2, np.int64),  # a plain send holds at most one permit at a time
-            channels=np.zeros(n_b, np.int64),
+            channels=_channels(n_b, sc.producers.connect_ms),
             permits=_permits(sc, n_t),
         )
         self.dense_of: dict[int, int] = {}  # thread value -> dense index, in the order first seen
@@ -2911,6 +3056,14 @@ class _Kernel:
         )
 
 
+def _channels(n_b: int, connect_ms: int) -> np.ndarray:
+    """Every broker's channel (``State.channels``): the first, not connected, no connect under way."""
+    ch = np.zeros(n_b * N_CH, np.int64)
+    ch[CH_WAITERS::N_CH] = -1
+    ch[CH_CONNECT_MS::N_CH] = connect_ms
+    return ch
+
+
 def _permits(sc: Scenario, n_threads: int) -> Permits:
     """Async backpressure's semaphores, all permits free (none, backpressure off)."""
     settings = sc.producers.async_backpressure
@@ -3003,6 +3156,8 @@ def _error_text(key: tuple, brokers: tuple[str, ...], version: ClientVersion) ->
         err = ClientError(version.line.unknown_reason_text, version.faq_url)
     elif failure == Failure.ASYNC_TOO_MANY:
         err = invoke_async_timeout_error(brokers[key[1]], version.line)
+    elif failure == Failure.INVOKE_SYNC_TIMEOUT:
+        err = invoke_sync_timeout_error(brokers[key[1]], version.line)
     elif failure == Failure.ASYNC_CALL_TIMEOUT:
         err = async_call_timeout_error(selector=key[1] == 0)
     elif failure == Failure.EXECUTOR_REJECTED:

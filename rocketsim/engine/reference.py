@@ -36,6 +36,7 @@ from rocketsim.client.connection import (
     Waiter,
     budget_check_closes,
     race_draws,
+    unwritten_kind,
 )
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.heap import ClientHeap, client_heap
@@ -548,9 +549,11 @@ class EventLoop:
         then, and it is pending on the channel until its answer."""
         sim = self.sim
         wait = now - call.start_ms
+        begin_us = sim.request_start_us(s, call.start_ms) if wait else 0  # before the connect it waited for
         outcome = sim.transport_for(s)(call.attempt, call.broker, call.queue_id, now, call.timeout_ms - wait)
-        if wait:
+        if wait:  # the attempt's row counts from its start, as its latency does (the broker's from now)
             outcome = after_connect(outcome, wait)
+            sim.start_us[(s.index, call.attempt)] = begin_us
         done_ms = call.start_ms + outcome.latency_ms
         sim.connections.wrote(call.broker, s.index, call.start_ms, done_ms, call.timeout_ms - wait)
         sim.sync_call[s.index] = call.broker
@@ -567,8 +570,10 @@ class EventLoop:
             if fate == Fate.WRITE:
                 self.write_sync(s, gen, call, now)
                 continue
-            self.push(now, Event.DELIVER, (s, gen, Outcome(UNWRITTEN[fate], now - call.start_ms)))
-            closes = closes or (fate == Fate.BUDGET and budget_check_closes(sim.version))
+            budget = fate == Fate.BUDGET  # invokeSync's own text (errors.invoke_sync_timeout_error)
+            unwritten = Outcome(unwritten_kind(fate), now - call.start_ms, budget_check=budget)
+            self.push(now, Event.DELIVER, (s, gen, unwritten))
+            closes = closes or (budget and budget_check_closes(sim.version))
         if closes:
             self.fail_fast(sim.connections.close(broker, now), now)
 
@@ -578,14 +583,6 @@ class ConnectEnd:
     """The event of a broker's channel connecting (what its waiting requests are resumed by)."""
 
     broker: str
-
-
-# what a request that waited for a connect and was not written comes to (RPC counted or not, nothing stored)
-UNWRITTEN = {
-    Fate.BUDGET: OutcomeKind.REMOTING_TIMEOUT,  # "invokeSync call the addr[...] timeout"
-    Fate.WRITE_FAILED: OutcomeKind.REMOTING_SEND_REQUEST,  # "send a request command to channel ... failed"
-    Fate.CONNECT_FAILED: OutcomeKind.REMOTING_CONNECT,  # "connect to ... failed"
-}
 
 
 def after_connect(outcome: Outcome, wait_ms: int) -> Outcome:

@@ -137,6 +137,17 @@ def remoting_exception(kind: OutcomeKind, broker: str, timeout_ms: int) -> SendE
     return invoke_too_fast_error()
 
 
+def sync_remoting_exception(
+    kind: OutcomeKind, broker: str, timeout_ms: int, line: RemotingLine, budget_check: bool
+) -> SendError:
+    """The ``RemotingException`` of a SYNC request's remoting outcome ``kind``: invokeSync's budget check's
+    own (``budget_check``: refused before its write, :func:`invoke_sync_timeout_error`), else
+    :func:`remoting_exception`."""
+    if budget_check:
+        return invoke_sync_timeout_error(broker, line)
+    return remoting_exception(kind, broker, timeout_ms)
+
+
 def _final_code(exc: Failure | None) -> int:
     """The response code ``sendDefaultImpl`` puts on its final MQClientException."""
     if isinstance(exc, MQBrokerError):
@@ -202,7 +213,17 @@ def semaphore_timeout_error(timeout_ms: int) -> RemotingTimeoutError:
 
 def invoke_async_timeout_error(broker: str, line: RemotingLine) -> RemotingTooMuchRequestError:
     """4.x ``NettyRemotingClient.invokeAsync`` with no time left (``timeoutMillis < costTime``); the text
-    names the address from 4.9.3 (the line's ``invoke_async_timeout_names_address``)."""
-    if not line.invoke_async_timeout_names_address:
+    names the address from 4.9.3 (the line's ``invoke_timeout_names_address``)."""
+    if not line.invoke_timeout_names_address:
         return RemotingTooMuchRequestError("invokeAsync call timeout")
     return RemotingTooMuchRequestError(f"invokeAsync call the addr[{broker}] timeout")
+
+
+def invoke_sync_timeout_error(broker: str, line: RemotingLine) -> RemotingTimeoutError:
+    """``NettyRemotingClient.invokeSync``'s budget check after ``getAndCreateChannel`` (4.x ``timeoutMillis <
+    costTime``, 5.1.4+ ``left <= 0``): the wait for the channel's connect used up the request's timeout,
+    nothing was written. The text names the address from 4.9.3 (``invokeSync call the addr[..] timeout``;
+    the line's ``invoke_timeout_names_address``); before: ``invokeSync call timeout``."""
+    if not line.invoke_timeout_names_address:
+        return RemotingTimeoutError("invokeSync call timeout")
+    return RemotingTimeoutError(f"invokeSync call the addr[{broker}] timeout")

@@ -126,6 +126,9 @@ class Outcome:
     # the answer's latency in microseconds before the rounding to whole ms (-1: none, or whole ms): what
     # send_results.latency_us reports beside the whole-ms decisions
     latency_us: int = -1
+    # a SYNC request invokeSync's budget check refused after the connect it waited for (nothing written):
+    # its RemotingTimeoutException has its own text (errors.invoke_sync_timeout_error)
+    budget_check: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", OutcomeKind(self.kind))

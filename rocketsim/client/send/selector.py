@@ -13,7 +13,7 @@ from rocketsim.client.send.errors import (
     SendInterruptedError,
     broker_not_exist_error,
     no_route_select,
-    remoting_exception,
+    sync_remoting_exception,
 )
 from rocketsim.client.send.oneway import oneway_caller_sees
 from rocketsim.client.send.records import (
@@ -110,7 +110,8 @@ def selector_answer(
     if outcome.catch == Catch.RESULT:
         return SendResult(outcome.status, broker, queue_id, 0), None
     if outcome.catch == Catch.REMOTING:
-        return None, remoting_exception(outcome.kind, broker, timeout)
+        error = sync_remoting_exception(outcome.kind, broker, timeout, version.line, outcome.budget_check)
+        return None, error
     if outcome.catch == Catch.BROKER:
         return None, MQBrokerError(outcome.response_code, outcome.remark, broker, version)
     if outcome.catch == Catch.CLIENT:

@@ -19,8 +19,8 @@ from rocketsim.client.send.errors import (
     RemotingTooMuchRequestError,
     SendInterruptedError,
     broker_not_exist_error,
-    remoting_exception,
     send_failed_error,
+    sync_remoting_exception,
 )
 from rocketsim.client.send.records import (
     AttemptHook,
@@ -171,7 +171,9 @@ def attempt_flow(
             return "continue:not_SEND_OK", result, None
         return "return", result, None
     if catch == Catch.REMOTING:
-        error: Failure = remoting_exception(outcome.kind, broker, call.timeout_ms)
+        error: Failure = sync_remoting_exception(
+            outcome.kind, broker, call.timeout_ms, version.line, outcome.budget_check
+        )
         return "continue:RemotingException", send_result, error
     if catch == Catch.CLIENT:
         return "continue:MQClientException", send_result, broker_not_exist_error(broker, version)

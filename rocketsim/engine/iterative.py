@@ -45,6 +45,8 @@ __all__ = [
     "simulate_iterative",
     "simulate_round",
     "simulate_round_reference",
+    "store_params",
+    "replayed",
     "trajectories",
     "trajectories_from_bytes",
     "trajectories_to_bytes",
@@ -303,23 +305,24 @@ class _TrajectoryCluster:
         return ArrivalWork.of_requests(cols[:, 0], cols[:, 1], cols[:, 2])
 
 
-def _params(sc: Scenario) -> list[StoreParams]:
+def store_params(sc: Scenario) -> list[StoreParams]:
+    """Every broker's store parameters, in the cluster's broker order."""
     return [s.params for s in StoreCluster.from_scenario(sc).stores]
 
 
 def trajectories(sc: Scenario, work: ArrivalWork | None) -> Trajectories:
-    """Every broker's trajectory from a round's arrival work (None: idle brokers), replayed by the engine
-    ``ROCKETSIM_ENGINE`` names: the readable :meth:`Trajectory.replay` with ``reference``, else its compiled
-    twin :func:`rocketsim.engine.compiled_store.replay`."""
+    """Every broker's trajectory from a round's arrival work (None: idle brokers), :func:`replayed`."""
     work = EMPTY_WORK if work is None else work
-    out = []
-    for b, p in enumerate(_params(sc)):
-        ms, count, size = work.of_broker(b)
-        if chosen() == REFERENCE:
-            out.append(Trajectory.replay(p, ms, count, size))
-        else:
-            out.append(Trajectory.from_arrays(p, compiled_store.replay(p, ms, count, size)))
-    return Trajectories.of(out)
+    return Trajectories.of([replayed(p, *work.of_broker(b)) for b, p in enumerate(store_params(sc))])
+
+
+def replayed(p: StoreParams, ms: np.ndarray, count: np.ndarray, size: np.ndarray) -> Trajectory:
+    """One broker's trajectory from its arrival work (:meth:`ArrivalWork.of_broker`), replayed by the
+    engine ``ROCKETSIM_ENGINE`` names: the readable :meth:`Trajectory.replay` with ``reference``, else its
+    compiled twin :func:`rocketsim.engine.compiled_store.replay`."""
+    if chosen() == REFERENCE:
+        return Trajectory.replay(p, ms, count, size)
+    return Trajectory.from_arrays(p, tl.compact(compiled_store.replay(p, ms, count, size)))
 
 
 def arrival_work(parts: Sequence[ArrivalWork]) -> ArrivalWork:
@@ -361,7 +364,7 @@ def trajectories_from_bytes(sc: Scenario, data: bytes | np.ndarray) -> Trajector
     (bytes, or a uint8 array such as a file mapped copy-on-write) without a copy."""
     buf = np.frombuffer(bytearray(data), np.uint8) if isinstance(data, bytes) else np.asarray(data)
     brokers, head, arrays = tl.from_buffer(buf)
-    params = _params(sc)
+    params = store_params(sc)
     if brokers != len(params):
         raise ValueError(f"trajectories of {brokers} brokers for {len(params)} brokers")
     return Trajectories(params, head, arrays)

@@ -4,10 +4,10 @@
 (:mod:`rocketsim.engine.iterative`): rounds before the stage's producer tasks (:func:`iterate_rounds`):
 the driver puts the brokers' trajectories of a round into the scratch store, each producer task
 simulates its producers against them and hands on their arrival work (:func:`round_task`), the driver
-merges it (:func:`merged_round_work`: sums, any order, so any split of the producers gives the same)
-and replays the next trajectories until a fixed point (a round makes no rows: its producers streamed,
-:func:`rocketsim.engine.iterative.round_work`); the producer tasks then simulate against the last round's
-(:class:`IterativeRound`), a chunk at a time as an open-loop producer. A round that may be the last
+merges it a broker at a time (:func:`after_round`; sums, any order, so any split of the producers gives
+the same) and replays the next trajectories until a fixed point (a round makes no rows: its producers
+streamed, :func:`rocketsim.engine.iterative.round_work`); the producer tasks then simulate against the last
+round's (:class:`IterativeRound`), a chunk at a time as an open-loop producer. A round that may be the last
 (:func:`rows_in_round`) is run by those producer tasks themselves, which hand on its work as well: the
 last round's rows are the run's without a pass after it.
 """

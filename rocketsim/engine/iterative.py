@@ -387,18 +387,23 @@ def simulate_round(
 
 
 def round_work(
-    messages: pa.Table, sc: Scenario, producer: int, trajs: Sequence[Trajectory], chunk_rows: int
+    chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario, producer: int, trajs: Sequence[Trajectory]
 ) -> ArrivalWork:
-    """:func:`simulate_round`'s arrival work alone, what a round that is not the last hands on: the same
-    work, cheaper. The compiled engine streams the messages ``chunk_rows`` at a time and makes no table
-    (:func:`rocketsim.engine.compiled.round_requests`); the readable one: :func:`simulate_round_reference`."""
-    if messages.num_rows == 0:
+    """:func:`simulate_round`'s arrival work alone, what a round that is not the last hands on (one
+    producer's messages in chunks, seq order): the same work, cheaper. The compiled engine streams the
+    chunks and makes no table (:func:`rocketsim.engine.compiled.round_requests`: a producer's memory is its
+    chunks in flight); the readable one simulates whole (:func:`simulate_round_reference`). The engine is
+    told from the first chunk."""
+    it = iter(chunks)
+    first = next(it, None)
+    if first is None:
         return EMPTY_WORK
+    table = first if isinstance(first, pa.Table) else pa.Table.from_batches([first])
     name = chosen()
-    if name == COMPILED or (name is None and compiled.unsupported(sc, messages) is None):
-        chunks = (messages.slice(k, chunk_rows) for k in range(0, messages.num_rows, chunk_rows))
-        requests = compiled.round_requests(chunks, sc, _tables(trajs))
+    if name == COMPILED or (name is None and compiled.unsupported(sc, table) is None):
+        requests = compiled.round_requests(itertools.chain([table], it), sc, _tables(trajs))
         return ArrivalWork.of_requests(requests[:, 0], requests[:, 1], requests[:, 2])
+    messages, _ = gather_chunks(itertools.chain([table], it))
     return simulate_round_reference(messages, sc, producer, trajs)[1]
 
 

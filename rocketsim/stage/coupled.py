@@ -22,7 +22,7 @@ import pyarrow as pa
 from rocketsim import engine
 from rocketsim.engine import iterative
 from rocketsim.scenario import Scenario, workload
-from rocketsim.stage.inputs import input_messages
+from rocketsim.stage.inputs import input_message_chunks
 from rocketsim.stage.plan import StagePlan
 from rocketsim.stage.protocols import ROUND_WORK, TRAJECTORIES, Scratch, StageIO, scratch_key
 
@@ -57,9 +57,10 @@ class IterativeRound:
         )
         self.works: list[iterative.ArrivalWork] | None = [] if hand_on else None
 
-    def work(self, producer: int, messages: pa.Table, chunk_rows: int) -> iterative.ArrivalWork:
-        """The producer's arrival work against this round's trajectories (no rows made)."""
-        return iterative.round_work(messages, self.sc, producer, self._trajectories, chunk_rows)
+    def work(self, producer: int, chunks: Iterable[pa.Table]) -> iterative.ArrivalWork:
+        """The producer's arrival work against this round's trajectories (no rows made), a chunk of
+        messages at a time."""
+        return iterative.round_work(chunks, self.sc, producer, self._trajectories)
 
     def chunks(self, producer: int, chunks: Iterable[pa.Table]) -> Iterator[engine.SimChunk]:
         """The producer's rows against this round's trajectories, a chunk of messages at a time."""
@@ -89,7 +90,7 @@ def round_task(
     """A producer task's part of round ``number``: its producers simulated against the round's
     trajectories, their arrival work merged and handed on; its counts."""
     rnd = IterativeRound(sc, io.scratch, number)
-    works = [rnd.work(s.producer, input_messages(sc, plan, io.committed, s), plan.chunk_rows) for s in shares]
+    works = [rnd.work(s.producer, input_message_chunks(sc, plan, io.committed, s)) for s in shares]
     merged = iterative.arrival_work(works)
     put_round_work(sc, io.scratch, number, task, merged)
     return {"round.requests": merged.requests}

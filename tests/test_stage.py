@@ -414,6 +414,14 @@ def _coupled(coupling: str, messages: int, **producers: object) -> Scenario:
     )
 
 
+# a fixed point at round 2 (async sends), and past it (SYNC sends and the fault strategy keep moving the
+# arrivals): the producers' keys of _coupled's scenario
+ROUNDS_PRODUCERS = [
+    {},
+    {"client_version": "5.3.3", "send_latency_fault_enable": True, "send_mode": {"sync": 1.0}},
+]
+
+
 @pytest.mark.parametrize(("coupling", "messages"), [("iterative", 1600), ("joint", 600)])
 def test_coupled_producers_in_tasks_equal_the_engine(coupling: str, messages: int) -> None:
     """brokers.coupling: the iterative rounds spread over 1 or 3 producer tasks, and the joint loop in
@@ -433,10 +441,7 @@ def test_coupled_producers_in_tasks_equal_the_engine(coupling: str, messages: in
             assert len(made.parts["send_attempts"]) == 1  # every producer in one task
 
 
-@pytest.mark.parametrize(
-    "producers",
-    [{}, {"client_version": "5.3.3", "send_latency_fault_enable": True, "send_mode": {"sync": 1.0}}],
-)
+@pytest.mark.parametrize("producers", ROUNDS_PRODUCERS)
 def test_iterative_rounds_that_make_the_rows_give_the_pass_after_the_rounds(
     monkeypatch: pytest.MonkeyPatch, producers: dict
 ) -> None:
@@ -478,10 +483,7 @@ def test_iterative_rounds_that_make_the_rows_give_the_pass_after_the_rounds(
     assert coupled.answers_pace_arrivals(sc) == bool(producers)
 
 
-@pytest.mark.parametrize(
-    "producers",
-    [{}, {"client_version": "5.3.3", "send_latency_fault_enable": True, "send_mode": {"sync": 1.0}}],
-)
+@pytest.mark.parametrize("producers", ROUNDS_PRODUCERS)
 def test_the_driver_ends_the_rounds_where_the_one_process_loop_does(
     monkeypatch: pytest.MonkeyPatch, producers: dict
 ) -> None:

@@ -45,6 +45,7 @@ __all__ = [
     "simulate_iterative",
     "simulate_round",
     "simulate_round_reference",
+    "stops",
     "store_params",
     "replayed",
     "trajectories",
@@ -496,7 +497,12 @@ def converged(
     """After round ``rounds`` made ``work`` (the round before made ``previous``): whether it is the last
     (a fixed point, or the round limit), and its residual."""
     left = residual(previous, work)
-    return left == 0 or rounds >= max_rounds, left
+    return stops(left, rounds, max_rounds), left
+
+
+def stops(left: int, rounds: int, max_rounds: int) -> bool:
+    """Whether round ``rounds``, whose residual is ``left``, is the last: a fixed point, or the limit."""
+    return left == 0 or rounds >= max_rounds
 
 
 def simulate_iterative(

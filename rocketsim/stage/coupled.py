@@ -215,6 +215,6 @@ def after_round(
         if number < max_rounds:
             replayed.append(iterative.replayed(params, *work.of_broker(b)))
     left = left or int(number == 1)  # round 1 is never the last below the limit
-    if left == 0 or number >= max_rounds:
+    if iterative.stops(left, number, max_rounds):
         return left, None
     return left, iterative.Trajectories.of(replayed)

@@ -17,6 +17,7 @@ from conftest import MIXED
 from rocketsim import engine
 from rocketsim.broker import side as broker_side
 from rocketsim.broker import store
+from rocketsim.engine import iterative
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.stage import coupled, graph, memory, tables
 from rocketsim.stage.plan import StagePlan, balanced_bins, producer_bins
@@ -413,6 +414,14 @@ def _coupled(coupling: str, messages: int, **producers: object) -> Scenario:
     )
 
 
+# a fixed point at round 2 (async sends), and past it (SYNC sends and the fault strategy keep moving the
+# arrivals): the producers' keys of _coupled's scenario
+ROUNDS_PRODUCERS = [
+    {},
+    {"client_version": "5.3.3", "send_latency_fault_enable": True, "send_mode": {"sync": 1.0}},
+]
+
+
 @pytest.mark.parametrize(("coupling", "messages"), [("iterative", 1600), ("joint", 600)])
 def test_coupled_producers_in_tasks_equal_the_engine(coupling: str, messages: int) -> None:
     """brokers.coupling: the iterative rounds spread over 1 or 3 producer tasks, and the joint loop in
@@ -432,10 +441,7 @@ def test_coupled_producers_in_tasks_equal_the_engine(coupling: str, messages: in
             assert len(made.parts["send_attempts"]) == 1  # every producer in one task
 
 
-@pytest.mark.parametrize(
-    "producers",
-    [{}, {"client_version": "5.3.3", "send_latency_fault_enable": True, "send_mode": {"sync": 1.0}}],
-)
+@pytest.mark.parametrize("producers", ROUNDS_PRODUCERS)
 def test_iterative_rounds_that_make_the_rows_give_the_pass_after_the_rounds(
     monkeypatch: pytest.MonkeyPatch, producers: dict
 ) -> None:
@@ -475,6 +481,42 @@ def test_iterative_rounds_that_make_the_rows_give_the_pass_after_the_rounds(
     # a fixed point at round 2 (its rows the run's), or later (round 2's rows written over when always)
     assert ran[-1].last == 2 if not producers else ran[-1].last > 2
     assert coupled.answers_pace_arrivals(sc) == bool(producers)
+
+
+@pytest.mark.parametrize("producers", ROUNDS_PRODUCERS)
+def test_the_driver_ends_the_rounds_where_the_one_process_loop_does(
+    monkeypatch: pytest.MonkeyPatch, producers: dict
+) -> None:
+    """The driver's side of the rounds (coupled.after_round: a broker's work at a time, merged from the
+    tasks', and no merge at all once every task hands on the work it handed on the round before) ends at
+    the round and residual of the one-process loop (iterative.simulate_iterative, which merges every
+    producer's work whole), in 1 or 3 tasks: at a fixed point in round 2 without merging round 2's work,
+    and past it (the fault strategy and SYNC sends keep moving the arrivals: a residual above 0 at the
+    limit, or a later fixed point)."""
+    sc = _coupled("iterative", 1600, **producers)
+    shares = workload.producer_shares(sc)
+    want = iterative.simulate_iterative({s.producer: tables.producer_messages(sc, s) for s in shares}, sc)
+    ran: list[coupled.Rounds] = []
+    iterate, merge = coupled.iterate_rounds, coupled.broker_round_work
+    merged: list[int] = []
+
+    def counted(*args, **kwargs) -> coupled.Rounds:
+        ran.append(iterate(*args, **kwargs))
+        return ran[-1]
+
+    def merging(sc: Scenario, scratch: object, number: int, tasks: int, broker: int) -> iterative.ArrivalWork:
+        merged.append(number)
+        return merge(sc, scratch, number, tasks, broker)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(memory, "iterate_rounds", counted)
+    monkeypatch.setattr(coupled, "broker_round_work", merging)
+    for tasks in (1, 3):
+        merged.clear()
+        _in_memory(sc, tasks=tasks)
+        assert (ran[-1].last, ran[-1].residual) == (want.rounds, want.residual), tasks
+        if want.residual == 0:  # the last round's work equals the round before's in every task
+            assert want.rounds not in merged
+    assert want.rounds == 2 if not producers else want.rounds > 2
 
 
 def test_the_stage_graph_gives_what_each_job_reads_and_drops() -> None:

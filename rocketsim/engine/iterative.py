@@ -40,11 +40,14 @@ __all__ = [
     "Trajectory",
     "arrival_work",
     "converged",
+    "replayed",
     "round_chunks",
     "round_work",
     "simulate_iterative",
     "simulate_round",
     "simulate_round_reference",
+    "stops",
+    "store_params",
     "trajectories",
     "trajectories_from_bytes",
     "trajectories_to_bytes",
@@ -303,23 +306,24 @@ class _TrajectoryCluster:
         return ArrivalWork.of_requests(cols[:, 0], cols[:, 1], cols[:, 2])
 
 
-def _params(sc: Scenario) -> list[StoreParams]:
+def store_params(sc: Scenario) -> list[StoreParams]:
+    """Every broker's store parameters, in the cluster's broker order."""
     return [s.params for s in StoreCluster.from_scenario(sc).stores]
 
 
 def trajectories(sc: Scenario, work: ArrivalWork | None) -> Trajectories:
-    """Every broker's trajectory from a round's arrival work (None: idle brokers), replayed by the engine
-    ``ROCKETSIM_ENGINE`` names: the readable :meth:`Trajectory.replay` with ``reference``, else its compiled
-    twin :func:`rocketsim.engine.compiled_store.replay`."""
+    """Every broker's trajectory from a round's arrival work (None: idle brokers), :func:`replayed`."""
     work = EMPTY_WORK if work is None else work
-    out = []
-    for b, p in enumerate(_params(sc)):
-        ms, count, size = work.of_broker(b)
-        if chosen() == REFERENCE:
-            out.append(Trajectory.replay(p, ms, count, size))
-        else:
-            out.append(Trajectory.from_arrays(p, compiled_store.replay(p, ms, count, size)))
-    return Trajectories.of(out)
+    return Trajectories.of([replayed(p, *work.of_broker(b)) for b, p in enumerate(store_params(sc))])
+
+
+def replayed(p: StoreParams, ms: np.ndarray, count: np.ndarray, size: np.ndarray) -> Trajectory:
+    """One broker's trajectory from its arrival work (:meth:`ArrivalWork.of_broker`), replayed by the
+    engine ``ROCKETSIM_ENGINE`` names: the readable :meth:`Trajectory.replay` with ``reference``, else its
+    compiled twin :func:`rocketsim.engine.compiled_store.replay`."""
+    if chosen() == REFERENCE:
+        return Trajectory.replay(p, ms, count, size)
+    return Trajectory.from_arrays(p, tl.compact(compiled_store.replay(p, ms, count, size)))
 
 
 def arrival_work(parts: Sequence[ArrivalWork]) -> ArrivalWork:
@@ -361,7 +365,7 @@ def trajectories_from_bytes(sc: Scenario, data: bytes | np.ndarray) -> Trajector
     (bytes, or a uint8 array such as a file mapped copy-on-write) without a copy."""
     buf = np.frombuffer(bytearray(data), np.uint8) if isinstance(data, bytes) else np.asarray(data)
     brokers, head, arrays = tl.from_buffer(buf)
-    params = _params(sc)
+    params = store_params(sc)
     if brokers != len(params):
         raise ValueError(f"trajectories of {brokers} brokers for {len(params)} brokers")
     return Trajectories(params, head, arrays)
@@ -384,18 +388,23 @@ def simulate_round(
 
 
 def round_work(
-    messages: pa.Table, sc: Scenario, producer: int, trajs: Sequence[Trajectory], chunk_rows: int
+    chunks: Iterable[pa.Table | pa.RecordBatch], sc: Scenario, producer: int, trajs: Sequence[Trajectory]
 ) -> ArrivalWork:
-    """:func:`simulate_round`'s arrival work alone, what a round that is not the last hands on: the same
-    work, cheaper. The compiled engine streams the messages ``chunk_rows`` at a time and makes no table
-    (:func:`rocketsim.engine.compiled.round_requests`); the readable one: :func:`simulate_round_reference`."""
-    if messages.num_rows == 0:
+    """:func:`simulate_round`'s arrival work alone, what a round that is not the last hands on (one
+    producer's messages in chunks, seq order): the same work, cheaper. The compiled engine streams the
+    chunks and makes no table (:func:`rocketsim.engine.compiled.round_requests`: a producer's memory is its
+    chunks in flight); the readable one simulates whole (:func:`simulate_round_reference`). The engine is
+    told from the first chunk."""
+    it = iter(chunks)
+    first = next(it, None)
+    if first is None:
         return EMPTY_WORK
+    table = first if isinstance(first, pa.Table) else pa.Table.from_batches([first])
     name = chosen()
-    if name == COMPILED or (name is None and compiled.unsupported(sc, messages) is None):
-        chunks = (messages.slice(k, chunk_rows) for k in range(0, messages.num_rows, chunk_rows))
-        requests = compiled.round_requests(chunks, sc, _tables(trajs))
+    if name == COMPILED or (name is None and compiled.unsupported(sc, table) is None):
+        requests = compiled.round_requests(itertools.chain([table], it), sc, _tables(trajs))
         return ArrivalWork.of_requests(requests[:, 0], requests[:, 1], requests[:, 2])
+    messages, _ = gather_chunks(itertools.chain([table], it))
     return simulate_round_reference(messages, sc, producer, trajs)[1]
 
 
@@ -488,7 +497,12 @@ def converged(
     """After round ``rounds`` made ``work`` (the round before made ``previous``): whether it is the last
     (a fixed point, or the round limit), and its residual."""
     left = residual(previous, work)
-    return left == 0 or rounds >= max_rounds, left
+    return stops(left, rounds, max_rounds), left
+
+
+def stops(left: int, rounds: int, max_rounds: int) -> bool:
+    """Whether round ``rounds``, whose residual is ``left``, is the last: a fixed point, or the limit."""
+    return left == 0 or rounds >= max_rounds
 
 
 def simulate_iterative(

@@ -39,6 +39,7 @@ __all__ = [
     "N_MID_COLUMNS",
     "N_SNAP_COLUMNS",
     "ROWS",
+    "compact",
     "empty_columns",
     "from_buffer",
     "leave_rows",
@@ -79,8 +80,9 @@ def pack(
     """``(head, data)`` of every broker's ``columns`` and ``store_stall`` quads (flat int64)."""
     n = len(columns)
     parts = [np.ravel(c[k]) for c in columns for k in ROWS]
-    fits = all(p.size == 0 or (p.min() >= _INT32.min and p.max() <= _INT32.max) for p in parts)
-    data = np.concatenate(parts).astype(np.int32 if fits else np.int64) if parts else np.zeros(0, np.int32)
+    data = np.empty(sum(p.size for p in parts), np.int32 if all(map(_fits, parts)) else np.int64)
+    if parts:
+        np.concatenate(parts, out=data, casting="unsafe")
     head = [np.zeros(n * N_HEAD, np.int64)]
     at_data, at_head = 0, n * N_HEAD
     for b, (c, st) in enumerate(zip(columns, stalls, strict=True)):
@@ -94,6 +96,17 @@ def pack(
         head += [busy, np.asarray(st, np.int64).ravel()]
         at_head += busy.size + np.size(st)
     return np.concatenate(head), data
+
+
+def _fits(a: np.ndarray) -> bool:
+    return a.dtype == np.int32 or a.size == 0 or (a.min() >= _INT32.min and a.max() <= _INT32.max)
+
+
+def compact(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A broker's ``columns`` in as little memory as they take packed: int32 where every value fits, and
+    no view holding on to a larger array (what a replay gives is cut from arrays sized for its worst case)."""
+    out = {k: columns[k].astype(np.int32 if _fits(columns[k]) else np.int64) for k in ROWS}
+    return {**out, "busy": np.array(columns["busy"], np.int64)}
 
 
 def unpack(head: np.ndarray, data: np.ndarray, b: int) -> dict[str, np.ndarray]:
@@ -110,7 +123,9 @@ def unpack(head: np.ndarray, data: np.ndarray, b: int) -> dict[str, np.ndarray]:
 def to_bytes(head: np.ndarray, data: np.ndarray, brokers: int) -> bytes:
     """The packed arrays as bytes (:func:`from_buffer` reads them)."""
     header = np.asarray([_MAGIC, _VERSION, brokers, head.size, data.size, data.itemsize, 0, 0], np.int64)
-    return header.tobytes() + np.ascontiguousarray(head, np.int64).tobytes() + data.tobytes()
+    return b"".join(
+        [header.tobytes(), np.ascontiguousarray(head, np.int64).data, np.ascontiguousarray(data).data]
+    )
 
 
 def from_buffer(buf: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:

@@ -4,10 +4,10 @@
 (:mod:`rocketsim.engine.iterative`): rounds before the stage's producer tasks (:func:`iterate_rounds`):
 the driver puts the brokers' trajectories of a round into the scratch store, each producer task
 simulates its producers against them and hands on their arrival work (:func:`round_task`), the driver
-merges it (:func:`merged_round_work`: sums, any order, so any split of the producers gives the same)
-and replays the next trajectories until a fixed point (a round makes no rows: its producers streamed,
-:func:`rocketsim.engine.iterative.round_work`); the producer tasks then simulate against the last round's
-(:class:`IterativeRound`), a chunk at a time as an open-loop producer. A round that may be the last
+merges it a broker at a time (:func:`after_round`; sums, any order, so any split of the producers gives
+the same) and replays the next trajectories until a fixed point (a round makes no rows: its producers
+streamed, :func:`rocketsim.engine.iterative.round_work`); the producer tasks then simulate against the last
+round's (:class:`IterativeRound`), a chunk at a time as an open-loop producer. A round that may be the last
 (:func:`rows_in_round`) is run by those producer tasks themselves, which hand on its work as well: the
 last round's rows are the run's without a pass after it.
 """
@@ -22,7 +22,7 @@ import pyarrow as pa
 from rocketsim import engine
 from rocketsim.engine import iterative
 from rocketsim.scenario import Scenario, workload
-from rocketsim.stage.inputs import input_messages
+from rocketsim.stage.inputs import input_message_chunks
 from rocketsim.stage.plan import StagePlan
 from rocketsim.stage.protocols import ROUND_WORK, TRAJECTORIES, Scratch, StageIO, scratch_key
 
@@ -57,9 +57,10 @@ class IterativeRound:
         )
         self.works: list[iterative.ArrivalWork] | None = [] if hand_on else None
 
-    def work(self, producer: int, messages: pa.Table, chunk_rows: int) -> iterative.ArrivalWork:
-        """The producer's arrival work against this round's trajectories (no rows made)."""
-        return iterative.round_work(messages, self.sc, producer, self._trajectories, chunk_rows)
+    def work(self, producer: int, chunks: Iterable[pa.Table]) -> iterative.ArrivalWork:
+        """The producer's arrival work against this round's trajectories (no rows made), a chunk of
+        messages at a time."""
+        return iterative.round_work(chunks, self.sc, producer, self._trajectories)
 
     def chunks(self, producer: int, chunks: Iterable[pa.Table]) -> Iterator[engine.SimChunk]:
         """The producer's rows against this round's trajectories, a chunk of messages at a time."""
@@ -75,8 +76,7 @@ class IterativeRound:
     def put_work(self, scratch: Scratch, task: int) -> None:
         """The arrival work gathered (``hand_on``), merged, as producer task ``task``'s of the round."""
         if self.works is not None:
-            merged = iterative.arrival_work(self.works)
-            scratch.put_table(scratch_key(ROUND_WORK, self.number, task), iterative.work_table(merged))
+            put_round_work(self.sc, scratch, self.number, task, iterative.arrival_work(self.works))
 
 
 def round_task(
@@ -90,16 +90,50 @@ def round_task(
     """A producer task's part of round ``number``: its producers simulated against the round's
     trajectories, their arrival work merged and handed on; its counts."""
     rnd = IterativeRound(sc, io.scratch, number)
-    works = [rnd.work(s.producer, input_messages(sc, plan, io.committed, s), plan.chunk_rows) for s in shares]
+    works = [rnd.work(s.producer, input_message_chunks(sc, plan, io.committed, s)) for s in shares]
     merged = iterative.arrival_work(works)
-    io.scratch.put_table(scratch_key(ROUND_WORK, number, task), iterative.work_table(merged))
+    put_round_work(sc, io.scratch, number, task, merged)
     return {"round.requests": merged.requests}
 
 
-def merged_round_work(scratch: Scratch, number: int, tasks: int) -> iterative.ArrivalWork:
-    """Every producer task's arrival work of round ``number``, merged (sums: any order)."""
-    keys = [scratch_key(ROUND_WORK, number, t) for t in range(tasks)]
-    return iterative.arrival_work([iterative.work_from_table(scratch.get_table(k)) for k in keys])
+def put_round_work(
+    sc: Scenario, scratch: Scratch, number: int, task: int, work: iterative.ArrivalWork
+) -> None:
+    """Producer task ``task``'s arrival work of round ``number``, one group per broker (the driver reads
+    a broker's at a time: :func:`broker_round_work`)."""
+    brokers = len(sc.cluster.brokers)
+    sink = scratch.grouped_sink(scratch_key(ROUND_WORK, number, task), iterative.WORK_SCHEMA, brokers)
+    sink.write(iterative.work_table(work), work.broker)
+    sink.close()
+
+
+def broker_round_work(
+    sc: Scenario, scratch: Scratch, number: int, tasks: int, broker: int
+) -> iterative.ArrivalWork:
+    """Broker ``broker``'s arrival work of round ``number``: every producer task's, merged (sums: any
+    order, so any split of the producers gives the same)."""
+    return iterative.work_from_table(_round_work_rows(sc, scratch, number, range(tasks), broker))
+
+
+def _round_work_rows(
+    sc: Scenario, scratch: Scratch, number: int, tasks: Iterable[int], broker: int
+) -> pa.Table:
+    keys = [scratch_key(ROUND_WORK, number, t) for t in tasks]
+    brokers = len(sc.cluster.brokers)
+    return scratch.group_source(keys, broker, iterative.WORK_SCHEMA, brokers)()
+
+
+def tasks_work_unchanged(sc: Scenario, scratch: Scratch, number: int, tasks: int) -> bool:
+    """Whether every producer task handed on the same arrival work in round ``number`` as in the round
+    before (the tasks hold the same producers each round): then the merged work is the same too, a fixed
+    point found without merging (read a broker and a task at a time, mapped where local)."""
+    return number > 1 and all(
+        _round_work_rows(sc, scratch, number, [t], b).equals(
+            _round_work_rows(sc, scratch, number - 1, [t], b)
+        )
+        for t in range(tasks)
+        for b in range(len(sc.cluster.brokers))
+    )
 
 
 def rows_in_round(sc: Scenario, number: int, max_rounds: int) -> bool:
@@ -146,19 +180,41 @@ def iterate_rounds(
     spread over ``tasks`` producer tasks): per round it puts the trajectories in the scratch store,
     ``run_round(number, rows)`` runs :func:`round_task` of every producer task (``rows`` False) or the
     stage's producer tasks against the round (``rows`` True, :func:`rows_in_round`: they hand on the work
-    too, :class:`IterativeRound`), and it merges their work, checks the residual and replays the next
+    too, :class:`IterativeRound`), and :func:`after_round` checks the residual and replays the next
     trajectories. Deterministic and partition-invariant: a producer depends only on the trajectories,
     and the merge is a sum."""
-    previous: iterative.ArrivalWork | None = None
     trajs = iterative.trajectories(sc, None)
     number = 0
     while True:
         number += 1
         scratch.put_bytes(scratch_key(TRAJECTORIES, number), iterative.trajectories_to_bytes(trajs))
+        del trajs  # the producer tasks read them from the scratch store
         rows = rows_in_round(sc, number, max_rounds)
         ran = run_round(number, rows)
-        merged = merged_round_work(scratch, number, tasks)
-        last, left = iterative.converged(previous, merged, number, max_rounds)
-        if last:
+        left, following = after_round(sc, scratch, number, tasks, max_rounds)
+        if following is None:
             return Rounds(number, left, ran if rows else None)
-        previous, trajs = merged, iterative.trajectories(sc, merged)
+        trajs = following
+
+
+def after_round(
+    sc: Scenario, scratch: Scratch, number: int, tasks: int, max_rounds: int
+) -> tuple[int, iterative.Trajectories | None]:
+    """After round ``number``: its residual (:func:`rocketsim.engine.iterative.converged`) and the next
+    round's trajectories (None: it was the last). A broker at a time (its work merged from the tasks', the
+    round before's merged again for the residual, its trajectory replayed), so the driver holds one
+    broker's work at a time; no merge at all where every task's work is unchanged
+    (:func:`tasks_work_unchanged`: a fixed point)."""
+    if tasks_work_unchanged(sc, scratch, number, tasks):
+        return 0, None
+    left, replayed = 0, []
+    for b, params in enumerate(iterative.store_params(sc)):
+        work = broker_round_work(sc, scratch, number, tasks, b)
+        before = broker_round_work(sc, scratch, number - 1, tasks, b) if number > 1 else None
+        left += work.buckets if before is None else iterative.residual(before, work)
+        if number < max_rounds:
+            replayed.append(iterative.replayed(params, *work.of_broker(b)))
+    left = left or int(number == 1)  # round 1 is never the last below the limit
+    if iterative.stops(left, number, max_rounds):
+        return left, None
+    return left, iterative.Trajectories.of(replayed)

@@ -3,7 +3,7 @@ of its committed attempts and results that the stages after the simulation need,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +13,7 @@ from rocketsim.broker import side as broker_side
 from rocketsim.scenario import Scenario, workload
 from rocketsim.stage.plan import StagePlan
 from rocketsim.stage.protocols import CommittedRows
-from rocketsim.stage.tables import MESSAGES_DATA, producer_messages
+from rocketsim.stage.tables import MESSAGES_DATA, producer_message_chunks, producer_messages
 from rocketsim.tables import reconcile, schemas, summaries
 from rocketsim.tables.grouping import pack_keys
 from rocketsim.tables.schemas import BROKER_SIDE, GENERATE, SUMMARIZE
@@ -60,6 +60,19 @@ def input_messages(
     if plan.runs(GENERATE):
         return producer_messages(sc, share)
     return read_producer_rows(committed, "messages", share.producer, MESSAGES_DATA)
+
+
+def input_message_chunks(
+    sc: Scenario, plan: StagePlan, committed: CommittedRows, share: workload.ProducerShare
+) -> Iterator[pa.Table]:
+    """One producer's messages to simulate, ``plan.chunk_rows`` at a time: generated a chunk at a time, or
+    its committed ones (read whole) cut."""
+    if plan.runs(GENERATE):
+        yield from producer_message_chunks(sc, share, plan.chunk_rows)
+        return
+    messages = read_producer_rows(committed, "messages", share.producer, MESSAGES_DATA)
+    for at in range(0, messages.num_rows, plan.chunk_rows):
+        yield messages.slice(at, plan.chunk_rows)
 
 
 @dataclass(frozen=True)

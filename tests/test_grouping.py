@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from rocketsim.tables import grouping
+from rocketsim.tables.summaries.arithmetic import histogram
 
 
 def test_packed_keys_sort_and_group_as_their_tuples() -> None:
@@ -28,6 +29,39 @@ def test_packed_keys_sort_and_group_as_their_tuples() -> None:
     wide = [np.array([0, 1 << 62, 0]), np.array([1 << 62, 0, 1 << 62])]
     assert grouping.pack_keys(wide) is None
     assert grouping.Groups(wide).index.tolist() == [0, 1, 0]
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_group_sums_counts_and_extremes_equal_plain_python(ordered: bool) -> None:
+    # rows in any order or already by group (the two ways Groups reduces), values past 2**53
+    rng = np.random.default_rng(7)
+    key = np.sort(rng.integers(0, 40, 3_000)) if ordered else rng.integers(0, 40, 3_000)
+    values = rng.integers(-(1 << 60), 1 << 60, 3_000) // 8
+    flags, codes = rng.random(3_000) < 0.3, rng.integers(-1, 4, 3_000)
+    g = grouping.Groups([key])
+    members = [np.flatnonzero(g.index == i) for i in range(g.n)]
+    assert g.sum(values).tolist() == [sum(values[m].tolist()) for m in members]
+    assert g.sum(flags).tolist() == [int(flags[m].sum()) for m in members]
+    assert g.min(values).tolist() == [min(values[m].tolist()) for m in members]
+    assert g.max(values).tolist() == [max(values[m].tolist()) for m in members]
+    assert g.count().tolist() == [len(m) for m in members]
+    by_code = g.code_counts(codes, 3)  # code 3 and -1: not counted
+    assert by_code.tolist() == [[int((codes[m] == j).sum()) for j in range(3)] for m in members]
+    none = grouping.Groups([np.zeros(0, np.int64)])
+    assert none.sum(np.zeros(0, np.int64)).tolist() == none.count().tolist() == []
+    assert none.min(np.zeros(0, np.int64)).tolist() == none.code_counts(np.zeros(0, np.int64), 2).tolist()
+
+
+@pytest.mark.parametrize("span", [5, 50_000, 1 << 40, 1 << 61])
+def test_histograms_count_each_group_and_value_pair(span: int) -> None:
+    # the three ways (counted in place, packed keys sorted, sorted by value then group) give one result
+    rng = np.random.default_rng(span)
+    group, values = rng.integers(0, 30, 5_000), rng.integers(0, span, 5_000) - span // 2
+    pairs = sorted(set(zip(group.tolist(), values.tolist(), strict=True)))
+    got_group, got_value, count = histogram(group, values, 30)
+    assert list(zip(got_group.tolist(), got_value.tolist(), strict=True)) == pairs
+    everyone = list(zip(group.tolist(), values.tolist(), strict=True))
+    assert count.tolist() == [everyone.count(p) for p in pairs]
 
 
 def test_lookups_find_key_tuples() -> None:

@@ -114,6 +114,29 @@ def test_many_small_producers_write_one_file_per_table_and_task(tmp_path: Path) 
         assert _by_keys(_read(work.tables[name]), name).equals(_by_keys(_read(one.tables[name]), name)), name
 
 
+def test_task_files_delta_encode_integers_and_read_back_the_same_rows(
+    scenario: Scenario, tmp_path: Path
+) -> None:
+    """A producer task's Parquet: every integer column DELTA_BINARY_PACKED (smaller and cheaper to write
+    than snappy over plain values) and the few-valued strings dictionary-encoded (that the rows read back
+    are those made in memory: test_the_files_hold_what_the_tasks_make_in_memory)."""
+    work = _work(tmp_path)
+    shares = workload.producer_shares(scenario)[:2]
+    producer_task(scenario, work.plan, work.io(), 0, shares)
+    for table in ("messages", "send_attempts"):
+        path = next(Path(work.tables[table]).glob("part-p*.parquet"))
+        meta = pq.ParquetFile(path).metadata
+        encodings = {
+            meta.schema.column(c).name: meta.row_group(0).column(c).encodings for c in range(meta.num_columns)
+        }
+        schema = pq.read_schema(path)
+        for field in schema:
+            if pa.types.is_integer(field.type):
+                assert "DELTA_BINARY_PACKED" in encodings[field.name], (table, field.name)
+            elif field.name in files.DICTIONARY_COLUMNS:
+                assert "RLE_DICTIONARY" in encodings[field.name], (table, field.name)
+
+
 def test_rewriting_a_task_gives_the_same_bytes(scenario: Scenario, tmp_path: Path) -> None:
     """Spark may run a task twice: the second run replaces each file by an identical one, named by the
     task's bin."""

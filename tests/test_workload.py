@@ -16,6 +16,7 @@ from rocketsim.scenario.workload import (
     generate_producer,
     producer_identity,
     producer_shares,
+    uniq_ids,
 )
 
 MIXED = {
@@ -125,6 +126,20 @@ def test_uniq_ids_are_message_client_id_setter_ids(table: pa.Table) -> None:
         start = codec.month_start_ms(now, "UTC")
         assert row["uniq_msg_id"] == codec.build_uniq_id(ip, pid, loader, now, start, row["seq"])
         assert codec.uniq_id_ip(row["uniq_msg_id"]) == ip
+
+
+def test_uniq_ids_across_a_month_boundary_count_from_each_ids_own_month() -> None:
+    # times on both sides of a UTC month start (and one month alone): each id's time field counts from
+    # the start of its own month, as MessageClientIDSetter's does
+    boundary = codec.next_month_start_ms(EPOCH_MS, "UTC") - EPOCH_MS
+    for times in ([boundary - 2, boundary - 1, boundary, boundary + 5], [boundary - 9, boundary - 1]):
+        seqs = np.arange(70_000, 70_000 + len(times), dtype=np.int64)
+        ids = uniq_ids(9, 2, seqs, np.array(times, np.int64)).to_pylist()
+        ip, pid, loader = producer_identity(9, 2)
+        for got, t, seq in zip(ids, times, seqs.tolist(), strict=True):
+            start = codec.month_start_ms(EPOCH_MS + t, "UTC")
+            assert got == codec.build_uniq_id(ip, pid, loader, EPOCH_MS + t, start, seq)
+    assert uniq_ids(9, 2, np.zeros(0, np.int64), np.zeros(0, np.int64)).to_pylist() == []
 
 
 def test_batches_are_blocks_of_one_topic_and_mode(table: pa.Table) -> None:

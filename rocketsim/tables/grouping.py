@@ -16,6 +16,7 @@ Every function is a handful of numpy passes (a sort at most), never a Python loo
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -192,28 +193,49 @@ class Groups:
         self.first[self.index[::-1]] = np.arange(n - 1, -1, -1)
 
     def count(self) -> np.ndarray:
-        return np.bincount(self.index, minlength=self.n).astype(np.int64)
+        return np.diff(self._runs[1], append=len(self.index)).astype(np.int64)
+
+    @functools.cached_property
+    def _runs(self) -> tuple[np.ndarray | None, np.ndarray]:
+        """The row order that sorts the rows by group (None: they are), and where each group's run of
+        rows starts in it (every group has a row): what the sums below reduce, one pass a column."""
+        index = self.index
+        order = None
+        if not bool((index[1:] >= index[:-1]).all()):
+            # a radix sort when the group numbers fit 16 bits
+            order = np.argsort(index.astype(np.uint16) if self.n <= 1 << 16 else index, kind="stable")
+            index = index[order]
+        return order, np.flatnonzero(first_of_runs(index))
+
+    def _by_group(self, values: np.ndarray, dtype: type | None = None) -> np.ndarray:
+        order = self._runs[0]
+        values = np.asarray(values, dtype) if dtype is not None else np.asarray(values)
+        return values if order is None else values[order]
 
     def sum(self, values: np.ndarray) -> np.ndarray:
-        """Exact int64 sums (through doubles while they are exact)."""
-        if values.dtype == bool:
-            return np.bincount(self.index[values], minlength=self.n).astype(np.int64)
-        values = np.asarray(values, np.int64)
-        if not len(values) or max(int(values.max()), -int(values.min())) * len(values) < 1 << 53:
-            return np.rint(np.bincount(self.index, weights=values, minlength=self.n)).astype(np.int64)
-        out = np.zeros(self.n, np.int64)
-        np.add.at(out, self.index, values)
-        return out
+        """Exact int64 sums."""
+        if not self.n:
+            return np.zeros(0, np.int64)
+        return np.add.reduceat(self._by_group(values, np.int64), self._runs[1])
+
+    def code_counts(self, codes: np.ndarray, k: int) -> np.ndarray:
+        """Per group (rows) and code ``0..k-1`` (columns), the rows with that code: ``sum(codes == j)``
+        for every ``j`` in one pass (codes outside, such as -1 for none, are not counted)."""
+        counted = (codes >= 0) & (codes < k)
+        index = self.index
+        if not counted.all():
+            index, codes = index[counted], codes[counted]
+        return np.bincount(index * k + codes, minlength=self.n * k).reshape(self.n, k).astype(np.int64)
 
     def min(self, values: np.ndarray) -> np.ndarray:
-        out = np.full(self.n, np.iinfo(np.int64).max, np.int64)
-        np.minimum.at(out, self.index, values)
-        return out
+        if not self.n:
+            return np.zeros(0, np.int64)
+        return np.minimum.reduceat(self._by_group(values, np.int64), self._runs[1])
 
     def max(self, values: np.ndarray) -> np.ndarray:
-        out = np.full(self.n, np.iinfo(np.int64).min, np.int64)
-        np.maximum.at(out, self.index, values)
-        return out
+        if not self.n:
+            return np.zeros(0, np.int64)
+        return np.maximum.reduceat(self._by_group(values, np.int64), self._runs[1])
 
 
 def distinct_values(*arrays: np.ndarray) -> np.ndarray:

@@ -27,8 +27,10 @@ def histogram(
     group: np.ndarray, values: np.ndarray, n_groups: int, value_order: Callable[[], np.ndarray] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(group, value, count) of every distinct pair, sorted by group then value: counted in place when
-    the values span a small range, else sorted by value (``value_order()``: the stable order of the
-    values, if the caller keeps one) and then, stably, by group."""
+    the values span a small range, else as (group, value) keys packed in one int64 and sorted (no row
+    order needed: only the pairs and their counts come out), else (keys too wide) sorted by value
+    (``value_order()``: the stable order of the values, if the caller keeps one) and then, stably, by
+    group."""
     if not len(values):
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     lo = int(values.min())
@@ -37,6 +39,10 @@ def histogram(
         counts = np.bincount(group * span + (values - lo), minlength=n_groups * span)
         at = np.flatnonzero(counts)
         return at // span, at % span + lo, counts[at].astype(np.int64)
+    if n_groups * span < 1 << 62:
+        keys = np.sort(np.asarray(group, np.int64) * span + (np.asarray(values, np.int64) - lo))
+        at = np.flatnonzero(first_of_runs(keys))
+        return keys[at] // span, keys[at] % span + lo, np.diff(np.append(at, len(keys))).astype(np.int64)
     order = np.argsort(values, kind="stable") if value_order is None else value_order()
     if n_groups > 1:
         small = np.uint16 if n_groups <= 1 << 16 else np.int64  # radix sort

@@ -4,9 +4,10 @@ and outcome labels as codes), and the outcome column an attempt's outcome label 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from rocketsim.broker import store
 from rocketsim.client.outcomes import NOT_OK_STATUSES
@@ -58,9 +59,9 @@ class AttemptColumns:
         # the closed-loop store's columns (absent in tables written before them: as with coupling open)
         names = t.column_names
         busy = t.column("busy_kind") if "busy_kind" in names else pa.nulls(self.n, pa.string())
-        self.busy = np.full(self.n, -1, np.int64)  # index into BUSY_COLUMNS, -1: not rejected
-        for j, name in enumerate(BUSY_COLUMNS):
-            self.busy[bools(pc.equal(busy, name.removeprefix("busy_").upper()).fill_null(False))] = j
+        labels = [name.removeprefix("busy_").upper() for name in BUSY_COLUMNS]
+        # index into BUSY_COLUMNS, -1: not rejected
+        self.busy = _code_lookup(busy, lambda value: labels.index(value) if value in labels else -1)
         depth = t.column("store_queue_depth") if "store_queue_depth" in names else pa.nulls(self.n, I64)
         self.seen = bools(depth.is_valid())
         self.depth = np.asarray(depth.fill_null(0).to_numpy(), np.int64)
@@ -73,12 +74,14 @@ class AttemptColumns:
         kind, attempt, wire, busy = (
             (x if rows is None else x[rows]) for x in (self.kind, self.attempt, self.wire, self.busy)
         )
+        by_kind = cells.code_counts(kind, len(OUTCOME_COLUMNS))
+        by_busy = cells.code_counts(busy, len(BUSY_COLUMNS))
         return {
             "sends": cells.count(),
-            **{name: cells.sum(kind == k) for k, name in enumerate(OUTCOME_COLUMNS)},
+            **{name: by_kind[:, k] for k, name in enumerate(OUTCOME_COLUMNS)},
             "retries": cells.sum(attempt > 0),
             "bytes": cells.sum(wire),
-            **{name: cells.sum(busy == j) for j, name in enumerate(BUSY_COLUMNS)},
+            **{name: by_busy[:, j] for j, name in enumerate(BUSY_COLUMNS)},
         }
 
 
@@ -115,11 +118,20 @@ class ResultColumns:
         return self._orders[name]
 
 
+def _code_lookup(column: pa.ChunkedArray, value_of: Callable[[str], object]) -> np.ndarray:
+    """``value_of`` each row's string (a null: ``value_of(None)``), computed once per distinct string:
+    one encoding pass over the rows, then a lookup."""
+    codes, names = string_codes(column)
+    lut = np.array([*(value_of(s) for s in names.to_pylist()), value_of(None)])  # code -1: the last
+    return lut[codes]
+
+
 def _statuses(results: pa.Table) -> dict[str, np.ndarray]:
-    """Per :data:`STATUS_COLUMNS` name, the mask of the results it counts (by ``status``)."""
-    status = results.column("status")
+    """Per :data:`STATUS_COLUMNS` name, the mask of the results it counts (by ``status``; null: none)."""
+    codes, names = string_codes(results.column("status"))
+    values = names.to_pylist()
     return {
-        name: bools(pc.is_in(status, value_set=pa.array(statuses)))
+        name: np.array([*(v in statuses for v in values), False])[codes]
         for name, statuses in (
             ("ok", ["SEND_OK"]),
             ("failed", ["FAILED"]),

@@ -114,8 +114,8 @@ def standalone(tmp_path: Path) -> Iterator[tuple[str, int, list[Path]]]:
                 alive = [w for w in _master_state(webui).get("workers", []) if w.get("state") == "ALIVE"]
                 if len(alive) == WORKERS:
                     break
-            except OSError:
-                pass  # master not listening yet
+            except (OSError, ValueError):
+                pass  # master not listening yet, or its UI still attaching /json/ (its page's HTML comes)
             if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
                 logs = "\n".join(p.read_text()[-2000:] for p in tmp_path.glob("*.log"))
                 pytest.fail(f"standalone workers did not register:\n{logs}")

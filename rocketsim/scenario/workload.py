@@ -88,14 +88,11 @@ def _choose(u: np.ndarray, weights: dict[str, float], names: tuple[str, ...]) ->
 _HEX_PAIRS = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint16)
 
 
-def _hex_ids(head: bytes, tail: np.ndarray) -> pa.Array:
-    """Rows of bytes (``head``, the same in every row, then that row of ``tail``) -> uppercase hex strings,
-    built straight into an Arrow string buffer (the head's digits made once, not per row)."""
-    n, width = tail.shape
-    chars = np.empty((n, len(head) + width), np.uint16)
-    chars[:, : len(head)] = _HEX_PAIRS[np.frombuffer(head, np.uint8)]
-    chars[:, len(head) :] = _HEX_PAIRS[tail]  # one gather: each byte becomes its two hex digits
-    offsets = np.arange(0, chars.size * 2 + 1, chars.shape[1] * 2, dtype=np.int32)
+def _hex_ids(raw: np.ndarray) -> pa.Array:
+    """Rows of bytes -> uppercase hex strings, built straight into an Arrow string buffer."""
+    n, width = raw.shape
+    chars = _HEX_PAIRS[raw]  # one gather: each byte becomes its two hex digits
+    offsets = np.arange(0, n * width * 2 + 1, width * 2, dtype=np.int32)
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars))
 
 
@@ -120,22 +117,20 @@ def uniq_ids(seed: int, producer: int, counters: np.ndarray, times_ms: np.ndarra
     seqs, born_ts_ms = np.asarray(counters, np.int64), np.asarray(times_ms, np.int64)
     n = len(seqs)
     ip, pid, loader = producer_identity(seed, producer)
+    raw = np.empty((n, 16), dtype=np.uint8)
+    raw[:, 0:4] = np.frombuffer(ip, np.uint8)
+    raw[:, 4:6] = np.frombuffer(pid.to_bytes(2, "big"), np.uint8)
+    raw[:, 6:10] = np.frombuffer(loader.to_bytes(4, "big"), np.uint8)
     now = born_ts_ms + EPOCH_MS
-    diff = (now - _month_starts(now)).astype(np.uint32)
-    tail = np.empty((n, 6), dtype=np.uint8)
-    tail[:, 0:4] = diff.astype(">u4").view(np.uint8).reshape(n, 4)
-    tail[:, 4:6] = (seqs & 0xFFFF).astype(">u2").view(np.uint8).reshape(n, 2)
-    return _hex_ids(ip + pid.to_bytes(2, "big") + loader.to_bytes(4, "big"), tail)
-
-
-def _month_starts(now: np.ndarray) -> np.ndarray:
-    """The start (ms) of each instant's UTC month: one value when the earliest and the latest instant share
-    a month (the common case: all do, as the month only grows with time), else converted per instant."""
-    if len(now):
-        first, last = np.array([now.min(), now.max()]).astype("datetime64[ms]").astype("datetime64[M]")
-        if first == last:
-            return np.int64(first.astype("datetime64[ms]").astype(np.int64))
-    return now.astype("datetime64[ms]").astype("datetime64[M]").astype("datetime64[ms]").astype(np.int64)
+    months = now.astype("datetime64[ms]").astype("datetime64[M]")
+    if n and months.min() == months.max():  # the common case: one month, one start
+        month_start = np.int64(months[0].astype("datetime64[ms]").astype(np.int64))
+    else:
+        month_start = months.astype("datetime64[ms]").astype(np.int64)
+    diff = (now - month_start).astype(np.uint32)
+    raw[:, 10:14] = diff.astype(">u4").view(np.uint8).reshape(n, 4)
+    raw[:, 14:16] = (seqs & 0xFFFF).astype(">u2").view(np.uint8).reshape(n, 2)
+    return _hex_ids(raw)
 
 
 def _utf8_len(s: str) -> int:

@@ -48,14 +48,17 @@ def test_a_young_collection_comes_when_the_sends_have_allocated_the_young_genera
 
 def test_pending_sends_shrink_the_young_generation_and_are_copied() -> None:
     idle, busy = heap(), heap()
-    for _ in range(3000):  # 6,000 KiB held: the young generation is 9,000 - 6,000 = 3,000 KiB
+    for _ in range(3000):  # 6,000 KiB held, in the young generation until the first collection
         busy.hold()
     assert collections_within(idle, 3000) == 5
-    assert collections_within(busy, 3000) == 10  # twice as often
+    # the first after 600 sends, then the 3,000 promoted or surviving leave 9,000 - 6,000 = 3,000 KiB:
+    # one every 300 sends, twice as often
+    assert collections_within(busy, 3000) == 1 + 8
     # the first copies the 3,000 pending sends allocated since the start (6,000 KiB at 0.5 us)
     assert busy.pauses[0][1] == pytest.approx(1000.0 + 0.5 * 3000 * 2.0)
-    # later ones: only what fits the survivor space (young / 8 = 375 KiB: 187 sends) of the older ones
-    assert busy.pauses[1][1] == pytest.approx(1000.0 + 0.5 * 187 * 2.0)
+    # later ones only the survivor space (young / 8 = 750 KiB: 375 sends; the others were promoted)
+    assert busy.pauses[1][1] == pytest.approx(1000.0 + 0.5 * 375 * 2.0)
+    assert busy.promoted == 3000 - 187 and busy.survivors == 187  # the second's survivor space: 375 KiB
 
 
 def test_a_released_send_is_no_longer_copied() -> None:
@@ -65,6 +68,36 @@ def test_a_released_send_is_no_longer_copied() -> None:
         h.release(e)
     h.collect(0.0, h.params.young_kib(h.pending))
     assert h.pauses[0][1] == pytest.approx(1000.0 + 0.5 * 40 * 2.0)
+
+
+def test_promoted_sends_that_end_stay_in_the_old_generation_until_a_full_collection() -> None:
+    # G1 promotes what outlives the survivor space; once ended it is garbage in the old generation that
+    # only a marking cycle or a full collection frees: a backlog fills the heap with it
+    h = ClientHeap(HeapParams(10_000.0, 10.0, 2.0, 1000.0, 0.5, 0.6), HostCores(2))
+    epochs = [h.hold() for _ in range(4000)]  # 8,000 KiB
+    assert collections_within(h, 600) == 1  # survivor space 375 sends, 3,625 promoted
+    for e in epochs[:3000]:  # the oldest end first: promoted ones, 6,000 KiB of garbage
+        h.release(e)
+    assert (h.promoted, h.survivors, h.old_dead_kib) == (625, 375, 6000.0)
+    assert h.params.young_kib(h.held_kib()) == 1000.0  # 9,000 less the 2,000 live and the 6,000 dead
+    for _ in range(1000):
+        h.hold()
+    collections_within(h, 100)  # 1,375 copied, 62 survive: the heap holds 10,000 KiB, more than 9,500
+    assert h.full_collections == 1
+    young, full = h.pauses[-2:]
+    assert young[1] == pytest.approx(1000.0 + 0.5 * 1375 * 2.0)
+    assert full == (pytest.approx(young[0] + young[1]), pytest.approx(0.6 * 2000 * 2.0))  # the live KiB
+    assert h.held_kib() == 4000.0 and h.old_dead_kib == 0.0  # every live send compacted into the old
+
+
+def test_sends_that_end_young_leave_no_garbage() -> None:
+    h = heap()
+    for _ in range(5):
+        epochs = [h.hold() for _ in range(1000)]
+        for e in epochs:
+            h.release(e)
+        collections_within(h, 600)
+    assert h.old_dead_kib == 0.0 and h.full_collections == 0 and len(h.pauses) == 5
 
 
 def overloaded(heap_mb: float) -> np.ndarray:

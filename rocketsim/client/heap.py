@@ -1,4 +1,4 @@
-"""The client JVM's heap and its young collections (``producers.heap_mb``): why a client's capacity falls
+"""The client JVM's heap and G1's collections (``producers.heap_mb``): why a client's capacity falls
 under its own backlog instead of levelling off.
 
 More: docs/reference/modules.md, rocketsim/client/heap.py.
@@ -25,18 +25,25 @@ class HeapParams:
     heap_kib: float
     alloc_kib: float  # allocated per send
     pending_kib: float  # held by a send until it ends
-    pause_us: float  # a collection's fixed part
-    copy_us_per_kib: float  # per KiB a collection copies
+    pause_us: float  # a young collection's fixed part
+    copy_us_per_kib: float  # per KiB a young collection copies
+    full_us_per_kib: float = 0.0  # per KiB a full collection compacts (what is live)
 
-    def young_kib(self, pending: int) -> float:
-        """The young generation's size while ``pending`` sends hold the old generation."""
-        room = self.heap_kib * (1.0 - RESERVE_SHARE) - pending * self.pending_kib
+    def young_kib(self, held_kib: float) -> float:
+        """The young generation's size while the old generation and the survivors hold ``held_kib``."""
+        room = self.heap_kib * (1.0 - RESERVE_SHARE) - held_kib
         return min(max(room, YOUNG_MIN_SHARE * self.heap_kib), YOUNG_MAX_SHARE * self.heap_kib)
+
+    def is_full(self, held_kib: float) -> bool:
+        """Whether the heap has no room left for even the smallest young generation (G1's to-space
+        exhausted: a full collection follows)."""
+        return held_kib > self.heap_kib * (1.0 - YOUNG_MIN_SHARE)
 
 
 class ClientHeap:
-    """The heap of one client process: its pending sends, what they allocated since the last collection,
-    and the collections it runs on the host's cores."""
+    """The heap of one client process: its pending sends (allocated since the last collection, in the
+    survivor space, promoted to the old generation), the dead sends the old generation still holds, and
+    the collections it runs on the host's cores."""
 
     def __init__(self, params: HeapParams, cores: Host) -> None:
         self.params = params
@@ -44,8 +51,20 @@ class ClientHeap:
         self.epoch = 0  # collections so far
         self.pending = 0  # sends held
         self.pending_young = 0  # of them, those allocated since the last collection
+        self.survivors = 0  # of them, those in the survivor space
+        self.old_dead_kib = 0.0  # promoted sends since ended: garbage only a full collection frees
         self.allocated_kib = 0.0  # since the last collection
         self.pauses: list[tuple[float, float]] = []  # (start, length) of each collection
+        self.full_collections = 0
+
+    @property
+    def promoted(self) -> int:
+        """Pending sends in the old generation."""
+        return self.pending - self.pending_young - self.survivors
+
+    def held_kib(self) -> float:
+        """What the old generation (live and dead) and the survivor space hold."""
+        return (self.pending - self.pending_young) * self.params.pending_kib + self.old_dead_kib
 
     def hold(self) -> int:
         """A send is handed to the client: it holds heap until :meth:`release`; its epoch."""
@@ -54,28 +73,46 @@ class ClientHeap:
         return self.epoch
 
     def release(self, epoch: int) -> None:
-        """The send held since collection ``epoch`` ended."""
-        self.pending -= 1
+        """The send held since collection ``epoch`` ended; the oldest sends end first, so one that
+        outlived a collection is a promoted one while there are any (dead in the old generation)."""
         if epoch == self.epoch:
             self.pending_young -= 1
+        elif self.promoted > 0:
+            self.old_dead_kib += self.params.pending_kib
+        else:
+            self.survivors -= 1
+        self.pending -= 1
 
     def allocate(self, ready_us: float) -> None:
         """A send's work, ready at ``ready_us``, allocates; a full young generation is collected first."""
         self.allocated_kib += self.params.alloc_kib
-        young = self.params.young_kib(self.pending)
+        young = self.params.young_kib(self.held_kib())
         if self.allocated_kib >= young:
             self.collect(ready_us, young)
 
     def collect(self, at_us: float, young_kib: float) -> None:
-        """A young collection at ``at_us``: copy what is live, pause every core, promote the overflow."""
+        """A young collection at ``at_us``: copy what is live in the young generation (the sends allocated
+        since the last one and the survivors), keep what fits the survivor space, promote the rest, pause
+        every core; a full collection follows when the heap is full."""
         p = self.params
         cap = int(young_kib / SURVIVOR_RATIO / p.pending_kib) if p.pending_kib > 0 else 0
-        copied = self.pending_young + min(self.pending - self.pending_young, cap)
+        copied = self.pending_young + self.survivors
         pause = p.pause_us + p.copy_us_per_kib * copied * p.pending_kib
         self.pauses.append((self.cores.stop_all(at_us, pause), pause))
+        self.survivors = min(copied, cap)
         self.pending_young = 0
         self.allocated_kib = 0.0
         self.epoch += 1
+        if p.is_full(self.held_kib()):
+            self.collect_full(at_us)
+
+    def collect_full(self, at_us: float) -> None:
+        """A full collection: compact every live send into the old generation, free the dead ones."""
+        pause = self.params.full_us_per_kib * self.pending * self.params.pending_kib
+        self.pauses.append((self.cores.stop_all(at_us, pause), pause))
+        self.survivors = 0
+        self.old_dead_kib = 0.0
+        self.full_collections += 1
 
 
 def client_heap(sc: Scenario, cores: Host) -> ClientHeap | None:
@@ -84,6 +121,11 @@ def client_heap(sc: Scenario, cores: Host) -> ClientHeap | None:
     if p.heap_mb <= 0:
         return None
     params = HeapParams(
-        p.heap_mb * KIB_PER_MB, p.heap_alloc_kib, p.heap_pending_kib, p.heap_pause_us, p.heap_copy_us_per_kib
+        p.heap_mb * KIB_PER_MB,
+        p.heap_alloc_kib,
+        p.heap_pending_kib,
+        p.heap_pause_us,
+        p.heap_copy_us_per_kib,
+        p.heap_full_us_per_kib,
     )
     return ClientHeap(params, cores)

@@ -43,6 +43,9 @@ CLIENT_FAMILIES = (REMOTING, GRPC)  # producers.client_family
 PROXY_MODES = ("cluster", "local")  # proxy.mode: rocketsim.broker.proxy
 SENDER_MODELS = ("pool", "partitioned")
 HOST_SCHEDULERS = ("fifo", "fair")  # producers.host_scheduler (rocketsim.client.host)
+# G1 (JDK 17, 1 GiB heap, 2 threads): a full collection's CPU per live KiB over a young collection's per KiB
+# it copies, both measured with a backlog of pending sends (tests/data/realbroker-reruns/g1_backlog)
+FULL_GC_PER_COPIED_KIB = 1.22
 MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
 COUPLINGS = ("open", "joint", "iterative")  # brokers.coupling: rocketsim.broker.queue
 STORE_MODES = (
@@ -303,6 +306,11 @@ class ProducerConfig:
     heap_pause_us: float = field(default=3000.0, metadata=_between(0, 1e8))
     # a young collection's pause per KiB it copies (the pending sends still in the young generation), us
     heap_copy_us_per_kib: float = field(default=0.5, metadata=_between(0, 1e6))
+    # a full collection's pause per KiB live (every pending send), us: when the sends promoted to the old
+    # generation, live or since ended, leave no room for the smallest young generation (G1's to-space
+    # exhausted). Measured: G1 on JDK 17 compacting a 1 GiB heap with 2 threads
+    # (tests/data/realbroker-reruns/g1_backlog)
+    heap_full_us_per_kib: float = field(default=0.5 * FULL_GC_PER_COPIED_KIB, metadata=_between(0, 1e6))
     # the host stalls (every core does something else) after one send in host_stall_every on average, for
     # an exponential time of mean host_stall_ms: the variable service that makes a host's latency grow
     # with its load (rocketsim.client.host.HostStalls; fitted to latency at rising rates). 0: never.

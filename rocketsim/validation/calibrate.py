@@ -21,6 +21,7 @@ from rocketsim.calibration.calibrate import (
 from rocketsim.calibration.measurements import Binned, CpuUse, Measurements, Throughput, View
 from rocketsim.calibration.stalls import StepLatency, fit_stalls
 from rocketsim.client.heap import KIB_PER_MB, YOUNG_MAX_SHARE
+from rocketsim.scenario.config import FULL_GC_PER_COPIED_KIB
 from rocketsim.validation.measured import MeasuredRun
 
 GROWTH = 1.5  # a step is saturated when its OK latency p50 ends at least this many times where it began
@@ -111,7 +112,9 @@ def heap_values(runs: Sequence[MeasuredRun], heap_mb: float, pending_kib: float)
       sends between two collections of the run with the most sends;
     * ``heap_copy_us_per_kib``: that run's collection time beyond the fixed pauses, over the KiB its
       collections copied: per second, its collections (sends / sends per collection) times its pending
-      sends (rate x OK latency p50, Little's law) times ``pending_kib``."""
+      sends (rate x OK latency p50, Little's law) times ``pending_kib``;
+    * ``heap_full_us_per_kib``: that copy cost times a full collection's cost per live KiB over a young
+      one's per copied KiB, as measured of G1 (``FULL_GC_PER_COPIED_KIB``): the runs had no full one."""
     gc_runs = [r for r in runs if r.meta.young_gc is not None and r.meta.young_gc[0] > 0]
     if len(gc_runs) < 2:
         return {}
@@ -132,6 +135,7 @@ def heap_values(runs: Sequence[MeasuredRun], heap_mb: float, pending_kib: float)
         "producers.heap_pause_us": pause_us,
         "producers.heap_alloc_kib": YOUNG_MAX_SHARE * heap_mb * KIB_PER_MB / per_collection,
         "producers.heap_copy_us_per_kib": copy,
+        "producers.heap_full_us_per_kib": copy * FULL_GC_PER_COPIED_KIB,
     }
 
 

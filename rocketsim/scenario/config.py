@@ -45,7 +45,7 @@ SENDER_MODELS = ("pool", "partitioned")
 HOST_SCHEDULERS = ("fifo", "fair")  # producers.host_scheduler (rocketsim.client.host)
 # G1 (JDK 17, 1 GiB heap, 2 threads): a full collection's CPU per live KiB over a young collection's per KiB
 # it copies, both measured with a backlog of pending sends (tests/data/realbroker-reruns/g1_backlog)
-FULL_GC_PER_COPIED_KIB = 1.22
+FULL_GC_PER_COPIED_KIB = 1.2
 MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
 COUPLINGS = ("open", "joint", "iterative")  # brokers.coupling: rocketsim.broker.queue
 STORE_MODES = (

@@ -7,7 +7,8 @@
 // growth: (offered - served) / served), up to HOLD pending sends (default unbounded), from HOLD on one
 // ends per send served. Prints one CSV line per collection (from the JVM's own notifications): the sends
 // served so far, the backlog, the collector and its cause, the pause (ms) and the heap's pools before /
-// after (MiB); and at the end the sends served, the wall and the JVM's total collection counts and times.
+// after (MiB); and at the end the sends served, the wall, the JVM's total collection counts and times, and
+// the CPU its threads used by name (the collector's concurrent threads included).
 import com.sun.management.GarbageCollectionNotificationInfo;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
@@ -92,5 +93,27 @@ public class G1Backlog {
         for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans())
             sb.append(" | ").append(gc.getName()).append(" count=").append(gc.getCollectionCount()).append(" ms=").append(gc.getCollectionTime());
         System.out.println(sb + " sink " + (sink & 1));
+        System.out.println(threadCpu());
+    }
+
+    /** CPU seconds (user + system) of the JVM's threads by name, from /proc (Linux): the collector's
+     * stop-the-world workers ("GC Thread#n"), its concurrent marking ("G1 Conc#n", "G1 Main Marker"),
+     * refinement ("G1 Refine#n") and service threads, and the program's own ("main"). */
+    static String threadCpu() throws java.io.IOException {
+        Map<String, Double> cpu = new java.util.TreeMap<>();
+        double tick = 100.0;  // USER_HZ
+        try (java.nio.file.DirectoryStream<java.nio.file.Path> tasks =
+                java.nio.file.Files.newDirectoryStream(java.nio.file.Paths.get("/proc/self/task"))) {
+            for (java.nio.file.Path t : tasks) {
+                String name = new String(java.nio.file.Files.readAllBytes(t.resolve("comm"))).trim();
+                String stat = new String(java.nio.file.Files.readAllBytes(t.resolve("stat")));
+                String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                double s = (Long.parseLong(f[11]) + Long.parseLong(f[12])) / tick;  // utime, stime
+                cpu.merge(name.replaceAll("#\\d+$", "#n"), s, Double::sum);
+            }
+        }
+        StringBuilder sb = new StringBuilder("# thread CPU s:");
+        cpu.forEach((k, v) -> { if (v > 0) sb.append(String.format(" %s=%.2f", k.replace(' ', '_'), v)); });
+        return sb.toString();
     }
 }

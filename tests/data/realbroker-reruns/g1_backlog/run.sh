@@ -8,6 +8,7 @@ OUT=${OUT:-/tmp/g1backlog}
 mkdir -p "$OUT"
 javac -d "$OUT" G1Backlog.java
 for HOLD in "$@"; do
+  rm -f hold_$HOLD.gclog  # else the JVM keeps the last one as hold_$HOLD.gclog.0
   java -Xms1g -Xmx1g -XX:+UseG1GC -XX:ActiveProcessorCount=2 -Xlog:gc,gc+cpu:file=hold_$HOLD.gclog:uptime \
     -cp "$OUT" G1Backlog 1000000 0.44 6.25 "$HOLD" > hold_$HOLD.csv
 done

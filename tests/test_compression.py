@@ -30,6 +30,7 @@ from rocketsim.format.compression import (
     should_compress,
     synthetic_body,
 )
+from rocketsim.format.compression_fits import FITS
 
 ALL_TYPES = list(CompressionType)
 TEXT = b'{"orderId":"ORD-1","status":"PAID","amount":99.95}' * 200
@@ -285,6 +286,21 @@ def test_calibrate_on_given_samples() -> None:
     assert model.predict_sizes(np.array([len(body)]), np.array([c]))[0] == pytest.approx(real, rel=0.01)
     with pytest.raises(ConfigError):
         CompressibilityModel.calibrate(CompressionType.ZLIB, 5, [(b"", 0.5)])
+
+
+@pytest.mark.parametrize("key", sorted(FITS))
+def test_kept_fits_are_what_the_calibration_gives(key: tuple[str, int]) -> None:
+    """The default models' fits kept in rocketsim/format/compression_fits.py are the calibration's on this
+    machine's compressors, to the bit (a build that compresses otherwise fails here: refit the table)."""
+    ctype, level = CompressionType[key[0]], key[1]
+    fitted = CompressibilityModel.calibrate(ctype, level)
+    assert default_model(ctype, level) == fitted, f"refit {key}: {fitted.min_size}, {fitted.coef}"
+
+
+def test_levels_without_a_kept_fit_are_calibrated() -> None:
+    assert (CompressionType.ZLIB.name, 1) not in FITS
+    assert default_model(CompressionType.ZLIB, 1) == CompressibilityModel.calibrate(CompressionType.ZLIB, 1)
+    assert default_model(CompressionType.ZLIB, 1) != default_model(CompressionType.ZLIB, 5)
 
 
 def test_default_model_is_cached() -> None:

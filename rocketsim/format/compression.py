@@ -26,6 +26,7 @@ import zstandard
 
 from rocketsim.client.versions import V4_9_8, ClientVersion
 from rocketsim.errors import ConfigError, DecodeError
+from rocketsim.format.compression_fits import FITS
 from rocketsim.format.validate import DEFAULT_MAX_MESSAGE_SIZE
 
 # MessageSysFlag bits this module reads and writes (same values in 4.9.8 and 5.x)
@@ -481,10 +482,15 @@ def _default_samples(seed: int) -> Iterable[tuple[bytes, float]]:
 def default_model(
     ctype: CompressionType = CompressionType.ZLIB, level: int = DEFAULT_COMPRESS_LEVEL
 ) -> CompressibilityModel:
-    """The model calibrated on the default synthetic grid (computed once per type and level)."""
+    """The model calibrated on the default synthetic grid (once per type and level; the default level's
+    fits are kept, :mod:`rocketsim.format.compression_fits`)."""
     return _default_model(ctype, level)
 
 
 @cache
 def _default_model(ctype: CompressionType, level: int) -> CompressibilityModel:
-    return CompressibilityModel.calibrate(ctype, level)
+    fit = FITS.get((ctype.name, level))  # the calibration's fit, kept (compression_fits)
+    if fit is None:
+        return CompressibilityModel.calibrate(ctype, level)
+    min_size, coef = fit
+    return CompressibilityModel(ctype, level, coef, min_size)

@@ -52,6 +52,9 @@ class Pending:
 
 # ---- a new channel's connect (producers.connect_ms) ------------------------------------------------------
 
+# the CPU of a connect on the connection's I/O thread, us: an idle loopback connect's median, 0.32-0.36 ms
+# (tests/data/realbroker-reruns/connect_time; the kernel's handshake is 0.012 ms of it)
+CONNECT_IO_US = 330.0
 STREAM_CONNECT_ORDER = 17  # the attempt draw that orders the waiters at a connect's end
 STREAM_CONNECT_RACE = 18  # the attempt draw: did a waiter take the channel before the close, or look after
 TOOK_CHANNEL_BELOW = 0.5  # that draw below this: it had taken the channel
@@ -172,6 +175,10 @@ class Connections:
             return self.connecting[broker], False
         self.connecting[broker] = ready = waiter.start_ms + self.connect_ms
         return ready, True
+
+    def connect_later(self, broker: str, ready: int) -> None:
+        """The broker's connect under way ends at ``ready`` (its I/O thread waited for the host's cores)."""
+        self.connecting[broker] = ready
 
     def connect_ended(self, broker: str, now: int) -> list[tuple[Waiter, Fate]]:
         """The broker's channel connected at ``now``: the fates of the requests that waited

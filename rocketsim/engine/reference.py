@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections import deque
 from collections.abc import Callable, Generator, Hashable, Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -30,6 +31,7 @@ from rocketsim.broker import store
 from rocketsim.broker.queue import BrokerStore, StoreAnswer, StoreCluster, carries_load, closed_outcome
 from rocketsim.client.backpressure import Backpressure, PermitGate
 from rocketsim.client.connection import (
+    CONNECT_IO_US,
     Connections,
     Fate,
     Pending,
@@ -41,7 +43,7 @@ from rocketsim.client.connection import (
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.heap import ClientHeap, client_heap
 from rocketsim.client.host import Host, HostCores, host_stalls
-from rocketsim.client.outcomes import OutcomeKind
+from rocketsim.client.outcomes import Catch, OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
     IO_THREAD,
@@ -90,6 +92,8 @@ __all__ = ["ProducerSimulation", "Send", "engine_output", "producer_tables", "se
 EXPIRE = "backpressure:expire"  # DELIVER payloads: a send's wait for a permit reached its deadline,
 PERMIT = "backpressure:permit"  # or a release granted it one
 
+# the catches of sendDefaultImpl that log the exception with its stack trace (log.warn(..., e))
+LOGGED_CATCHES = frozenset({Catch.REMOTING, Catch.CLIENT, Catch.BROKER})
 ORDERED_MODES = {SendKind.ORDERED: "sync", SendKind.ORDERED_ASYNC: "async", SendKind.ORDERED_ONEWAY: "oneway"}
 
 
@@ -157,6 +161,10 @@ class ProducerSimulation:
         # the cores the client's CPU work runs on: the producer's host (shared: joint's, with others)
         self.host = host if host is not None else HostCores(sc.producers.processors)
         self.cpu_us = sc.producers.send_cpu_us
+        # the client's CPU per failed SYNC attempt: on the thread that failed, on the logger's one thread
+        self.failure_us = sc.producers.failure_cpu_us
+        self.failure_log_us = sc.producers.failure_log_cpu_us
+        self.log_free_us = 0.0  # when the client logger's thread has written what it was given
         # the client process's heap (producers.heap_mb; shared: joint's, with the host's other producers)
         self.heap = heap if heap is not None else client_heap(sc, self.host)
         self.held: dict[int, int] = {}  # send index -> the heap's epoch when it was handed to the client
@@ -275,6 +283,33 @@ class ProducerSimulation:
             self.stalls.after_send(self.host, s.seq, done)
         return done
 
+    def failed_attempt(self, s: Send, outcome: Outcome, now: int) -> None:
+        """``s``'s SYNC attempt threw at ``now``: its thread makes the exception and hands its log events to
+        the client's logger (``failure_cpu_us``; ``sendDefaultImpl``'s ``log.warn(..., e)`` in each catch),
+        whose one thread then writes them (``failure_log_cpu_us``), after what it was given before."""
+        if not self.failure_cpu() or outcome.catch not in LOGGED_CATCHES:
+            return
+        logged = self.host.run(now * 1000.0, self.failure_us, (self.producer, ("sender", s.thread)))
+        if self.failure_log_us > 0:
+            ready = max(logged, self.log_free_us)
+            self.log_free_us = self.host.run(ready, self.failure_log_us, (self.producer, "logger"))
+
+    def failure_cpu(self) -> bool:
+        """Whether failed attempts cost the client's host CPU (``producers.failure_*cpu_us``)."""
+        return self.failure_us > 0 or self.failure_log_us > 0
+
+    def connect_done(self, broker: str, start_ms: int) -> int:
+        """When the broker's channel connect started at ``start_ms`` ends: ``connect_ms`` later, or, with the
+        failures' CPU on the host (``failure_*cpu_us``), when the connection's I/O thread has had the
+        connect's CPU (``connection.CONNECT_IO_US``) of the host's cores, its share of them beside the
+        threads that failed and the logger's, if that is later."""
+        connect_ms = self.sc.producers.connect_ms
+        if not self.failure_cpu():
+            return start_ms + connect_ms
+        io = (self.producer, "connect", broker)
+        done_us = self.host.run(start_ms * 1000.0, CONNECT_IO_US, io)
+        return max(start_ms + connect_ms, math.ceil(done_us / 1000.0))
+
     def steps(self, s: Send, begin: int) -> Generator:
         tp = self.publish_info(s.topic, begin)
         if s.kind in ORDERED_MODES:
@@ -345,7 +380,7 @@ class EventLoop:
             yield heap[0][0], heap[0][1]
             t, kind, _, payload = heapq.heappop(heap)
             sim.strategy.advance_to(t)
-            if sim.cpu_us > 0:
+            if sim.cpu_us > 0 or sim.failure_cpu():
                 sim.host.advance(t * 1000.0)
             if kind == Event.START:
                 self.start(payload, t)
@@ -386,7 +421,7 @@ class EventLoop:
             if resume is not None:
                 self.advance(s, gen, resume, t)
         elif isinstance(value, ConnectEnd):  # a channel's connect ended: every request waiting for it
-            self.connect_ended(value.broker, t)
+            self.connect_ended(payload, t)
         else:
             if isinstance(value, Outcome):
                 self.answered(s, value, t)
@@ -396,6 +431,7 @@ class EventLoop:
         """``s``'s SYNC request came to ``outcome``: a close it causes fails the others pending on the
         channel now (their answers, due later, are dropped; :mod:`rocketsim.client.connection`)."""
         sim = self.sim
+        sim.failed_attempt(s, outcome, now)
         broker = sim.sync_call.pop(s.index, None)
         if broker is None:
             return
@@ -540,7 +576,7 @@ class EventLoop:
         waiter = Waiter(s.index, call.start_ms, call.timeout_ms, order, took, (s, gen, call))
         ready, starts = sim.connections.wait_for_channel(call.broker, waiter)
         if starts:
-            self.push(ready, Event.DELIVER, (s, gen, ConnectEnd(call.broker)))
+            self.push(ready, Event.DELIVER, (s, gen, ConnectEnd(call.broker, call.start_ms)))
         return True
 
     def write_sync(self, s: Send, gen: Generator, call: Call, now: int) -> None:
@@ -559,11 +595,21 @@ class EventLoop:
         sim.sync_call[s.index] = call.broker
         self.push(done_ms, Event.DELIVER, (s, gen, outcome))
 
-    def connect_ended(self, broker: str, now: int) -> None:
+    def connect_ended(self, payload: tuple[Send, Generator, ConnectEnd], now: int) -> None:
         """The broker's new channel connected at ``now``: each request that waited is written, or fails
         (:func:`rocketsim.client.connection.settle_connect`); a budget check that closes the channel fails
-        the requests written on it first (NettyRemotingClient.invokeSync at 4.9.8)."""
+        the requests written on it first (NettyRemotingClient.invokeSync at 4.9.8). Its end is decided at
+        ``connect_ms`` (:meth:`ProducerSimulation.connect_done`), once the failures of that time are on
+        the host: a later end is one more event."""
         sim = self.sim
+        s, gen, end = payload
+        broker = end.broker
+        if not end.decided:
+            done = sim.connect_done(broker, end.start_ms)
+            if done > now:
+                sim.connections.connect_later(broker, done)
+                self.push(done, Event.DELIVER, (s, gen, replace(end, decided=True)))
+                return
         closes = False
         for waiter, fate in sim.connections.connect_ended(broker, now):
             s, gen, call = waiter.payload  # type: ignore[misc]
@@ -580,9 +626,13 @@ class EventLoop:
 
 @dataclass(frozen=True)
 class ConnectEnd:
-    """The event of a broker's channel connecting (what its waiting requests are resumed by)."""
+    """The event of a broker's channel connecting (what its waiting requests are resumed by): the connect
+    started at ``start_ms``; ``decided``: its end is known (else it is ``connect_ms`` from its start, at the
+    earliest)."""
 
     broker: str
+    start_ms: int
+    decided: bool = False
 
 
 def after_connect(outcome: Outcome, wait_ms: int) -> Outcome:

@@ -287,8 +287,8 @@ class ProducerSimulation:
         """``s``'s SYNC attempt threw at ``now``: its thread makes the exception and hands its log events to
         the client's logger (``failure_cpu_us``; ``sendDefaultImpl``'s ``log.warn(..., e)`` in each catch),
         whose one thread then writes them (``failure_log_cpu_us``), after what it was given before."""
-        if not self.failure_cpu() or outcome.catch not in LOGGED_CATCHES:
-            return
+        if not self.failure_cpu() or s.kind != SendKind.SYNC or outcome.catch not in LOGGED_CATCHES:
+            return  # (a selector's send, sendSelectImpl, has no catch that logs)
         logged = self.host.run(now * 1000.0, self.failure_us, (self.producer, ("sender", s.thread)))
         if self.failure_log_us > 0:
             ready = max(logged, self.log_free_us)

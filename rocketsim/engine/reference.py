@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 from collections import deque
 from collections.abc import Callable, Generator, Hashable, Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -31,8 +30,9 @@ from rocketsim.broker import store
 from rocketsim.broker.queue import BrokerStore, StoreAnswer, StoreCluster, carries_load, closed_outcome
 from rocketsim.client.backpressure import Backpressure, PermitGate
 from rocketsim.client.connection import (
-    CONNECT_IO_US,
+    LOGGED_CATCHES,
     Connections,
+    FailureCpu,
     Fate,
     Pending,
     Waiter,
@@ -43,7 +43,7 @@ from rocketsim.client.connection import (
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.heap import ClientHeap, client_heap
 from rocketsim.client.host import Host, HostCores, host_stalls
-from rocketsim.client.outcomes import Catch, OutcomeKind
+from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
     IO_THREAD,
@@ -92,8 +92,6 @@ __all__ = ["ProducerSimulation", "Send", "engine_output", "producer_tables", "se
 EXPIRE = "backpressure:expire"  # DELIVER payloads: a send's wait for a permit reached its deadline,
 PERMIT = "backpressure:permit"  # or a release granted it one
 
-# the catches of sendDefaultImpl that log the exception with its stack trace (log.warn(..., e))
-LOGGED_CATCHES = frozenset({Catch.REMOTING, Catch.CLIENT, Catch.BROKER})
 ORDERED_MODES = {SendKind.ORDERED: "sync", SendKind.ORDERED_ASYNC: "async", SendKind.ORDERED_ONEWAY: "oneway"}
 
 
@@ -161,10 +159,6 @@ class ProducerSimulation:
         # the cores the client's CPU work runs on: the producer's host (shared: joint's, with others)
         self.host = host if host is not None else HostCores(sc.producers.processors)
         self.cpu_us = sc.producers.send_cpu_us
-        # the client's CPU per failed SYNC attempt: on the thread that failed, on the logger's one thread
-        self.failure_us = sc.producers.failure_cpu_us
-        self.failure_log_us = sc.producers.failure_log_cpu_us
-        self.log_free_us = 0.0  # when the client logger's thread has written what it was given
         # the client process's heap (producers.heap_mb; shared: joint's, with the host's other producers)
         self.heap = heap if heap is not None else client_heap(sc, self.host)
         self.held: dict[int, int] = {}  # send index -> the heap's epoch when it was handed to the client
@@ -173,6 +167,7 @@ class ProducerSimulation:
         self.start_us: dict[tuple[int, int], int] = {}  # (send, attempt) -> its request's start (us)
         self.conn_free_us: dict[str, float] = {}  # broker -> when its connection's I/O thread is free
         p = sc.producers
+        self.failures = FailureCpu(self.host, producer, p.failure_cpu_us, p.failure_log_cpu_us)
         self.version = p.version
         self.line = self.version.line
         self.cfg = SendConfig.from_settings(p)
@@ -283,33 +278,6 @@ class ProducerSimulation:
             self.stalls.after_send(self.host, s.seq, done)
         return done
 
-    def failed_attempt(self, s: Send, outcome: Outcome, now: int) -> None:
-        """``s``'s SYNC attempt threw at ``now``: its thread makes the exception and hands its log events to
-        the client's logger (``failure_cpu_us``; ``sendDefaultImpl``'s ``log.warn(..., e)`` in each catch),
-        whose one thread then writes them (``failure_log_cpu_us``), after what it was given before."""
-        if not self.failure_cpu() or s.kind != SendKind.SYNC or outcome.catch not in LOGGED_CATCHES:
-            return  # (a selector's send, sendSelectImpl, has no catch that logs)
-        logged = self.host.run(now * 1000.0, self.failure_us, (self.producer, ("sender", s.thread)))
-        if self.failure_log_us > 0:
-            ready = max(logged, self.log_free_us)
-            self.log_free_us = self.host.run(ready, self.failure_log_us, (self.producer, "logger"))
-
-    def failure_cpu(self) -> bool:
-        """Whether failed attempts cost the client's host CPU (``producers.failure_*cpu_us``)."""
-        return self.failure_us > 0 or self.failure_log_us > 0
-
-    def connect_done(self, broker: str, start_ms: int) -> int:
-        """When the broker's channel connect started at ``start_ms`` ends: ``connect_ms`` later, or, with the
-        failures' CPU on the host (``failure_*cpu_us``), when the connection's I/O thread has had the
-        connect's CPU (``connection.CONNECT_IO_US``) of the host's cores, its share of them beside the
-        threads that failed and the logger's, if that is later."""
-        connect_ms = self.sc.producers.connect_ms
-        if not self.failure_cpu():
-            return start_ms + connect_ms
-        io = (self.producer, "connect", broker)
-        done_us = self.host.run(start_ms * 1000.0, CONNECT_IO_US, io)
-        return max(start_ms + connect_ms, math.ceil(done_us / 1000.0))
-
     def steps(self, s: Send, begin: int) -> Generator:
         tp = self.publish_info(s.topic, begin)
         if s.kind in ORDERED_MODES:
@@ -380,7 +348,7 @@ class EventLoop:
             yield heap[0][0], heap[0][1]
             t, kind, _, payload = heapq.heappop(heap)
             sim.strategy.advance_to(t)
-            if sim.cpu_us > 0 or sim.failure_cpu():
+            if sim.cpu_us > 0 or sim.failures.on():
                 sim.host.advance(t * 1000.0)
             if kind == Event.START:
                 self.start(payload, t)
@@ -431,7 +399,8 @@ class EventLoop:
         """``s``'s SYNC request came to ``outcome``: a close it causes fails the others pending on the
         channel now (their answers, due later, are dropped; :mod:`rocketsim.client.connection`)."""
         sim = self.sim
-        sim.failed_attempt(s, outcome, now)
+        if sim.failures.on() and s.kind == SendKind.SYNC and outcome.catch in LOGGED_CATCHES:
+            sim.failures.failed(("sender", s.thread), now)  # sendDefaultImpl's catch logs it
         broker = sim.sync_call.pop(s.index, None)
         if broker is None:
             return
@@ -599,13 +568,12 @@ class EventLoop:
         """The broker's new channel connected at ``now``: each request that waited is written, or fails
         (:func:`rocketsim.client.connection.settle_connect`); a budget check that closes the channel fails
         the requests written on it first (NettyRemotingClient.invokeSync at 4.9.8). Its end is decided at
-        ``connect_ms`` (:meth:`ProducerSimulation.connect_done`), once the failures of that time are on
-        the host: a later end is one more event."""
+        ``connect_ms`` (:meth:`FailureCpu.connect_done`): a later one is one more event."""
         sim = self.sim
         s, gen, end = payload
         broker = end.broker
         if not end.decided:
-            done = sim.connect_done(broker, end.start_ms)
+            done = sim.failures.connect_done(broker, end.start_ms, sim.sc.producers.connect_ms)
             if done > now:
                 sim.connections.connect_later(broker, done)
                 self.push(done, Event.DELIVER, (s, gen, replace(end, decided=True)))
@@ -626,9 +594,8 @@ class EventLoop:
 
 @dataclass(frozen=True)
 class ConnectEnd:
-    """The event of a broker's channel connecting (what its waiting requests are resumed by): the connect
-    started at ``start_ms``; ``decided``: its end is known (else it is ``connect_ms`` from its start, at the
-    earliest)."""
+    """The event of a broker's channel connecting (what its waiting requests are resumed by), the connect
+    started at ``start_ms``; ``decided``: its end is known (else ``connect_ms`` from its start at least)."""
 
     broker: str
     start_ms: int

@@ -1343,8 +1343,9 @@ def test_a_retry_with_no_time_left_fails_twice_on_5_3_0_and_5_3_1(version: str) 
         assert scan == {row.column("end_ts_ms")[0].as_py()} and row.column("attempts")[0].as_py() == 4
 
 
-def paused_under_16_threads(connect_ms: int) -> tuple[Scenario, SimOutput]:
-    """f_stop5s_sync's shape in small: 16 SYNC threads at 500/s, the one broker stopped 1-6 s."""
+def paused_under_16_threads(connect_ms: int, **producers: Any) -> tuple[Scenario, SimOutput]:
+    """f_stop5s_sync's shape in small: 16 SYNC threads at 500/s, the one broker stopped 1-6 s (more
+    ``producers`` settings given)."""
     paused = {"broker": "broker-a", "kind": "paused", "start_s": 1.0, "end_s": 6.0}
     sc = scenario(
         threads=16,
@@ -1353,7 +1354,7 @@ def paused_under_16_threads(connect_ms: int) -> tuple[Scenario, SimOutput]:
         brokers=("broker-a",),
         faults=(paused,),
         latency={"median_ms": 1.0, "sigma": 0.3},
-        producers={"connect_ms": connect_ms},
+        producers={"connect_ms": connect_ms, **producers},
     )
     out = simulate_producer(workload.generate(sc), sc)  # the public choice: the readable engine
     return sc, out
@@ -1388,6 +1389,32 @@ def test_requests_wait_for_a_new_channels_connect_and_some_are_never_written() -
     messages = workload.generate(sc)
     assert compiled.supports(sc, messages)
     assert_same(reference.simulate_producer(messages, sc), compiled.simulate_producer(messages, sc))
+
+
+def test_a_storm_of_failures_slows_the_connect_made_during_it() -> None:
+    # rocketmq-all-4.9.8 DefaultMQProducerImpl.sendDefaultImpl: each catch logs the failed attempt with its
+    # exception (log.warn("sendKernelImpl exception, resend at once ...", e)) before the retry, whose
+    # getAndCreateChannel starts the new channel's connect; the connect ends when the Netty I/O thread has
+    # run it, while the threads that just failed take the host's cores (producers.failure_cpu_us, and
+    # failure_log_cpu_us on the client logger's one thread: ClientLogger's AsyncAppender dispatcher)
+    storm = {"failure_cpu_us": 309.0, "failure_log_cpu_us": 1272.0, "processors": 2}
+    _, quick = paused_under_16_threads(1, processors=2)
+    sc, slow = paused_under_16_threads(1, **storm)
+    a1, a = quick.attempts.to_pandas(), slow.attempts.to_pandas()
+    # those that waited for a connect and were not written failed at its end: later than 1 ms after the
+    # close, some of them (the idle connect is 1 ms)
+    waited = a[~a.stored & a.outcome.isin(["remoting:connect", "remoting:send_request", "remoting:timeout"])]
+    assert (a1[~a1.stored].latency_ms <= 1).all() and (waited.latency_ms > 1).any()
+    copies_quick, copies_slow = (int(t[t.stored].groupby("seq").size().sub(1).sum()) for t in (a1, a))
+    assert copies_slow < copies_quick  # fewer retries written: fewer stored duplicates
+    # the host model is the readable engine's: the compiled engine hands the producer to it
+    messages = workload.generate(sc)
+    assert not compiled.supports(sc, messages)
+    assert_same(reference.simulate_producer(messages, sc), slow)
+    # with no connect to slow, the failures' CPU changes nothing on a host with no other work
+    _, none = paused_under_16_threads(0, processors=2)
+    _, charged = paused_under_16_threads(0, **storm)
+    assert_same(none, charged)
 
 
 @pytest.mark.parametrize(

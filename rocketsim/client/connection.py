@@ -6,10 +6,13 @@ More: docs/reference/modules.md, rocketsim/client/connection.py.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from rocketsim.client.outcomes import OutcomeKind
+from rocketsim.client.host import Host
+from rocketsim.client.outcomes import Catch, OutcomeKind
 from rocketsim.client.versions import ClientVersion
 from rocketsim.rng import draw_key, uniform
 
@@ -52,6 +55,12 @@ class Pending:
 
 # ---- a new channel's connect (producers.connect_ms) ------------------------------------------------------
 
+# the catches of DefaultMQProducerImpl.sendDefaultImpl that log the exception with its stack trace
+# (log.warn("sendKernelImpl exception, resend at once ...", e)): the failures that cost FailureCpu
+LOGGED_CATCHES = frozenset({Catch.REMOTING, Catch.CLIENT, Catch.BROKER})
+# the CPU of a connect on the connection's I/O thread, us: an idle loopback connect's median, 0.32-0.36 ms
+# (tests/data/realbroker-reruns/connect_time; the kernel's handshake is 0.012 ms of it)
+CONNECT_IO_US = 330.0
 STREAM_CONNECT_ORDER = 17  # the attempt draw that orders the waiters at a connect's end
 STREAM_CONNECT_RACE = 18  # the attempt draw: did a waiter take the channel before the close, or look after
 TOOK_CHANNEL_BELOW = 0.5  # that draw below this: it had taken the channel
@@ -173,6 +182,10 @@ class Connections:
         self.connecting[broker] = ready = waiter.start_ms + self.connect_ms
         return ready, True
 
+    def connect_later(self, broker: str, ready: int) -> None:
+        """The broker's connect under way ends at ``ready`` (its I/O thread waited for the host's cores)."""
+        self.connecting[broker] = ready
+
     def connect_ended(self, broker: str, now: int) -> list[tuple[Waiter, Fate]]:
         """The broker's channel connected at ``now``: the fates of the requests that waited
         (:func:`settle_connect`). The channel is the broker's, connected, until a close (:meth:`close`)."""
@@ -212,3 +225,36 @@ class Connections:
         for p in failed:
             del waiting[p.send]
         return failed
+
+
+@dataclass
+class FailureCpu:
+    """The client's CPU per failed SYNC attempt on its host (``producers.failure_cpu_us`` on the thread that
+    failed, ``failure_log_cpu_us`` on the client logger's one thread), and the connect it slows."""
+
+    host: Host
+    producer: int
+    thread_us: float
+    log_us: float
+    log_free_us: float = 0.0  # when the logger's thread has written what it was given
+
+    def on(self) -> bool:
+        """Whether failed attempts cost the host CPU."""
+        return self.thread_us > 0 or self.log_us > 0
+
+    def failed(self, thread: Hashable, now_ms: int) -> None:
+        """An attempt of ``thread`` threw at ``now_ms``: the thread makes the exception and its log events,
+        then the logger's thread writes them, after what it was given before."""
+        logged = self.host.run(now_ms * 1000.0, self.thread_us, (self.producer, thread))
+        if self.log_us > 0:
+            ready = max(logged, self.log_free_us)
+            self.log_free_us = self.host.run(ready, self.log_us, (self.producer, "logger"))
+
+    def connect_done(self, broker: str, start_ms: int, connect_ms: int) -> int:
+        """When the broker's connect started at ``start_ms`` ends: ``connect_ms`` later, or when the
+        connection's I/O thread has had the connect's CPU (:data:`CONNECT_IO_US`) of the host beside the
+        failures' CPU, if that is later."""
+        if not self.on():
+            return start_ms + connect_ms
+        done_us = self.host.run(start_ms * 1000.0, CONNECT_IO_US, (self.producer, "connect", broker))
+        return max(start_ms + connect_ms, math.ceil(done_us / 1000.0))

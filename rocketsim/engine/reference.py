@@ -30,7 +30,9 @@ from rocketsim.broker import store
 from rocketsim.broker.queue import BrokerStore, StoreAnswer, StoreCluster, carries_load, closed_outcome
 from rocketsim.client.backpressure import Backpressure, PermitGate
 from rocketsim.client.connection import (
+    LOGGED_CATCHES,
     Connections,
+    FailureCpu,
     Fate,
     Pending,
     Waiter,
@@ -165,6 +167,7 @@ class ProducerSimulation:
         self.start_us: dict[tuple[int, int], int] = {}  # (send, attempt) -> its request's start (us)
         self.conn_free_us: dict[str, float] = {}  # broker -> when its connection's I/O thread is free
         p = sc.producers
+        self.failures = FailureCpu(self.host, producer, p.failure_cpu_us, p.failure_log_cpu_us)
         self.version = p.version
         self.line = self.version.line
         self.cfg = SendConfig.from_settings(p)
@@ -345,7 +348,7 @@ class EventLoop:
             yield heap[0][0], heap[0][1]
             t, kind, _, payload = heapq.heappop(heap)
             sim.strategy.advance_to(t)
-            if sim.cpu_us > 0:
+            if sim.cpu_us > 0 or sim.failures.on():
                 sim.host.advance(t * 1000.0)
             if kind == Event.START:
                 self.start(payload, t)
@@ -386,7 +389,7 @@ class EventLoop:
             if resume is not None:
                 self.advance(s, gen, resume, t)
         elif isinstance(value, ConnectEnd):  # a channel's connect ended: every request waiting for it
-            self.connect_ended(value.broker, t)
+            self.connect_ended(payload, t)
         else:
             if isinstance(value, Outcome):
                 self.answered(s, value, t)
@@ -396,6 +399,8 @@ class EventLoop:
         """``s``'s SYNC request came to ``outcome``: a close it causes fails the others pending on the
         channel now (their answers, due later, are dropped; :mod:`rocketsim.client.connection`)."""
         sim = self.sim
+        if sim.failures.on() and s.kind == SendKind.SYNC and outcome.catch in LOGGED_CATCHES:
+            sim.failures.failed(("sender", s.thread), now)  # sendDefaultImpl's catch logs it
         broker = sim.sync_call.pop(s.index, None)
         if broker is None:
             return
@@ -540,7 +545,7 @@ class EventLoop:
         waiter = Waiter(s.index, call.start_ms, call.timeout_ms, order, took, (s, gen, call))
         ready, starts = sim.connections.wait_for_channel(call.broker, waiter)
         if starts:
-            self.push(ready, Event.DELIVER, (s, gen, ConnectEnd(call.broker)))
+            self.push(ready, Event.DELIVER, (s, gen, ConnectEnd(call.broker, call.start_ms)))
         return True
 
     def write_sync(self, s: Send, gen: Generator, call: Call, now: int) -> None:
@@ -559,11 +564,20 @@ class EventLoop:
         sim.sync_call[s.index] = call.broker
         self.push(done_ms, Event.DELIVER, (s, gen, outcome))
 
-    def connect_ended(self, broker: str, now: int) -> None:
+    def connect_ended(self, payload: tuple[Send, Generator, ConnectEnd], now: int) -> None:
         """The broker's new channel connected at ``now``: each request that waited is written, or fails
         (:func:`rocketsim.client.connection.settle_connect`); a budget check that closes the channel fails
-        the requests written on it first (NettyRemotingClient.invokeSync at 4.9.8)."""
+        the requests written on it first (NettyRemotingClient.invokeSync at 4.9.8). Its end is decided at
+        ``connect_ms`` (:meth:`FailureCpu.connect_done`): a later one is one more event."""
         sim = self.sim
+        s, gen, end = payload
+        broker = end.broker
+        if not end.decided:
+            done = sim.failures.connect_done(broker, end.start_ms, sim.sc.producers.connect_ms)
+            if done > now:
+                sim.connections.connect_later(broker, done)
+                self.push(done, Event.DELIVER, (s, gen, replace(end, decided=True)))
+                return
         closes = False
         for waiter, fate in sim.connections.connect_ended(broker, now):
             s, gen, call = waiter.payload  # type: ignore[misc]
@@ -580,9 +594,12 @@ class EventLoop:
 
 @dataclass(frozen=True)
 class ConnectEnd:
-    """The event of a broker's channel connecting (what its waiting requests are resumed by)."""
+    """The event of a broker's channel connecting (what its waiting requests are resumed by), the connect
+    started at ``start_ms``; ``decided``: its end is known (else ``connect_ms`` from its start at least)."""
 
     broker: str
+    start_ms: int
+    decided: bool = False
 
 
 def after_connect(outcome: Outcome, wait_ms: int) -> Outcome:

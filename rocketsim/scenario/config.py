@@ -284,6 +284,15 @@ class ProducerConfig:
     # the host's `processors` at a time. 0: free (no client capacity). Calibrated from a run's CPU
     # (docs/calibration.md); the real 4.9.8 client spent ~17 us (docs/validation.md)
     send_cpu_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    # the client's CPU per failed SYNC attempt on the thread that failed, microseconds: the exception
+    # sendDefaultImpl catches, made with its stack trace, and its log events ("resend at once" with the
+    # exception, the message) handed to the client's logger; run on the host's cores from the failure. A new
+    # channel's connect (connect_ms) then ends only when the connection's I/O thread has had the connect's
+    # CPU of the host's cores beside them, so a storm of failures slows it (docs/validation.md). 0: free
+    failure_cpu_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    # and on the client logger's one thread (ClientLogger's AsyncAppender dispatcher: the lines formatted,
+    # the stack trace one line per frame, written to the log file), one failure after another
+    failure_log_cpu_us: float = field(default=0.0, metadata=_between(0, 1e6))
     # every producer instance runs in one process on one host of `processors` cores (as one application
     # with several DefaultMQProducer instances), sharing them with the brokers whose
     # store.on_producer_host is true; needs brokers.coupling = "joint"

@@ -330,6 +330,10 @@ def _check_grpc_family(sc: Scenario) -> None:
             "must be 0 with client_family grpc (the client's CPU per send is modelled for remoting only)",
             sc.producers.send_cpu_us,
         )
+    for key in ("failure_cpu_us", "failure_log_cpu_us"):
+        if getattr(sc.producers, key) > 0:
+            rule = "must be 0 with client_family grpc (a failure's CPU is modelled for remoting only)"
+            _fail(f"producers.{key}", rule, getattr(sc.producers, key))
     if sc.producers.connect_ms > 0:
         _fail(
             "producers.connect_ms",

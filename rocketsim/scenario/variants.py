@@ -59,6 +59,8 @@ SEND_ONLY_PRODUCER_SETTINGS = (
     "processors",
     "async_sender_queue",
     "send_cpu_us",
+    "failure_cpu_us",
+    "failure_log_cpu_us",
     "shared_host",
     "host_scheduler",
     "heap_mb",

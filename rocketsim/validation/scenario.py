@@ -30,6 +30,13 @@ DRIVER_HEAP_MB = 1024  # the harness's run_load.sh: java -Xmx${DRIVER_HEAP:-1g} 
 # producers.connect_ms: a Netty client's connect on a loopback, as measured (a median of 0.6-0.7 ms with 12
 # threads waiting for it; tests/data/realbroker-reruns/connect_time), on the model's ms clock
 CONNECT_MS = 1
+# producers.failure_cpu_us and failure_log_cpu_us: the CPU of one failed sync attempt in a 4.9.8 client on
+# the thread that failed (its exception made at the client's stack depth, its log events) and on the client
+# logger's thread (writing them), the first time in the JVM (as a run's pause's are), 16 threads at once on
+# a 2-core host: medians of six fresh JVMs (tests/data/realbroker-reruns/failure_cpu), per the client's log
+# level; the harness logs at WARN (run_load.sh: -Drocketmq.client.logLevel=WARN)
+FAILURE_CPU_US = {"WARN": (309.0, 1272.0), "INFO": (319.0, 1431.0)}
+CLIENT_LOG_LEVEL = "WARN"
 # what a pending async send holds besides its body (an estimate): the Message and its properties, the
 # executor's task, the RemotingCommand and its extFields, the ResponseFuture and the callback
 PENDING_OBJECTS_KIB = 2.0
@@ -65,6 +72,8 @@ def run_mapping(run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1)
             "retry_times_when_send_failed": meta.retries,
             "retry_times_when_send_async_failed": meta.retries,
             "connect_ms": CONNECT_MS,
+            "failure_cpu_us": FAILURE_CPU_US[CLIENT_LOG_LEVEL][0],
+            "failure_log_cpu_us": FAILURE_CPU_US[CLIENT_LOG_LEVEL][1],
         },
         "workload": {
             "messages": meta.n,

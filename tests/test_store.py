@@ -1107,9 +1107,30 @@ def test_pointed_offsets_complete_results_as_the_whole_keeping_a_few_ints_a_resu
     parts = [pointed.attach(own.slice(at, 5), np.arange(at, min(at + 5, own.num_rows))) for at in starts]
     got = pa.concat_tables(parts).sort_by([("producer", "ascending"), ("seq", "ascending")])
     assert got.equals(store.attach_store_columns(own, store.with_offsets(mine, sc), sc))
-    assert pointed.rows.dtype == np.int32 and set(pointed.offsets) == {"queue_offset", "commit_log_offset"}
+    # what it keeps: the rows no result points at (copies of timed-out requests stored again) and two
+    # offsets a result
+    assert len(pointed.unpointed) == mine.num_rows - own.num_rows
+    assert set(pointed.offsets) == {"queue_offset", "commit_log_offset"}
     with pytest.raises(AssertionError, match="do not pair up"):
         pointed.attach(own.slice(1, 3), np.arange(3))
+    # with records no result points at between the others (a timed-out request a retry stored again)
+    stored = _with_unpointed_copies(mine, np.arange(0, mine.num_rows, 3))
+    pointed = store.PointedOffsets(stored, sc.cluster.brokers)
+    assert len(pointed.unpointed) >= len(range(0, mine.num_rows, 3)) and pointed.results == own.num_rows
+    for part, rows in store.numbered_parts(stored, sc, 7):
+        pointed.add(part, rows)
+    got = pointed.attach(own, np.arange(own.num_rows))
+    assert got.equals(store.attach_store_columns(own, store.with_offsets(stored, sc), sc))
+
+
+def _with_unpointed_copies(log: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``log`` with a copy of each of its rows ``rows`` right after it, pointed at by no result."""
+    every = np.concatenate([np.arange(log.num_rows), rows])
+    order = np.argsort(np.concatenate([np.arange(log.num_rows), rows + 0.5]), kind="stable")
+    pointed = np.concatenate([log["is_result"].to_numpy(zero_copy_only=False), np.zeros(len(rows), bool)])
+    out = log.take(pa.array(every[order]))
+    at = out.schema.get_field_index("is_result")
+    return out.set_column(at, out.schema.field("is_result"), pa.array(pointed[order]))
 
 
 def test_broker_step_refuses_results_and_records_that_do_not_pair_up(step_run: tuple) -> None:

@@ -156,14 +156,15 @@ _RECORD_TAKEN = (
 )
 
 
-def _pointed_rows(log: LogSource, piece: int) -> np.ndarray:
-    """The rows of ``log`` that results point at (``is_result``), read ``piece`` at a time."""
+def _unpointed_rows(log: LogSource, piece: int) -> tuple[np.ndarray, int]:
+    """The rows of ``log`` that no result points at (not ``is_result``: few, the copies of timed-out
+    requests a retry stored again), read ``piece`` at a time, and the rows of ``log``."""
     total = log.num_rows if hasattr(log, "num_rows") else log().num_rows
     found = [np.zeros(0, np.int64)]
     for at in range(0, total, piece):
         rows = log_rows(log, np.arange(at, min(at + piece, total)), ["is_result"])
-        found.append(at + np.flatnonzero(bools(rows.column("is_result"))))
-    return np.concatenate(found)
+        found.append(at + np.flatnonzero(~bools(rows.column("is_result"))))
+    return np.concatenate(found), total
 
 
 class PointedOffsets:
@@ -171,42 +172,50 @@ class PointedOffsets:
     :class:`rocketsim.stage.protocols.RowSource`) with little kept per record: the pointed records
     (``is_result``) pair with the results by their place, the k-th pointed record of the log as given
     with the k-th result as given (both come in (producer, seq) order, producer task after producer task:
-    :class:`rocketsim.stage.producer.ProducerSinks`). Kept per result: its record's row in the log and
-    the two offsets the numbering gave it (:meth:`add`, a numbered part at a time); :meth:`attach` takes
-    the record's other columns from the log again and checks that each pair is one message. The log is
-    read ``piece`` records at a time."""
+    :class:`rocketsim.stage.producer.ProducerSinks`). Kept: the rows no result points at (few: a pointed
+    record's place among the pointed ones is its row less the unpointed rows before it, and back), and
+    per result the two offsets the numbering gave its record (:meth:`add`, a numbered part at a time);
+    :meth:`attach` takes the record's other columns from the log again and checks that each pair is one
+    message. The log is read ``piece`` records at a time."""
 
     def __init__(self, log: LogSource, brokers: Sequence[str], piece: int = 1 << 17) -> None:
         self.log, self.brokers, self.numbered = log, list(brokers), 0
-        rows = _pointed_rows(log, piece)
-        fits = not len(rows) or rows[-1] < 1 << 31
-        self.rows = rows.astype(np.int32) if fits else rows  # each pointed record's row
-        self.offsets = {name: np.zeros(len(rows), np.int64) for name in OFFSETS}
+        self.unpointed, total = _unpointed_rows(log, piece)
+        # per unpointed row, the pointed rows before it: where the pointed places jump a row
+        self._before = self.unpointed - np.arange(len(self.unpointed))
+        # a queue offset is below the log's rows: int32 when they fit (a commit-log offset counts bytes)
+        kept = {"queue_offset": np.int32 if total < 1 << 31 else np.int64, "commit_log_offset": np.int64}
+        self.offsets = {name: np.zeros(total - len(self.unpointed), kept[name]) for name in OFFSETS}
 
     @property
     def results(self) -> int:
         """The results the log's records pair with."""
-        return len(self.rows)
+        return len(self.offsets["queue_offset"])
+
+    def _places(self, rows: np.ndarray) -> np.ndarray:
+        """Each pointed record's place among the pointed records, from its row."""
+        return rows - np.searchsorted(self.unpointed, rows) if len(self.unpointed) else rows
+
+    def _rows(self, places: np.ndarray) -> np.ndarray:
+        """The rows of the pointed records at ``places`` (:meth:`_places` the other way)."""
+        return places + np.searchsorted(self._before, places, "right") if len(self.unpointed) else places
 
     def add(self, numbered: pa.Table, rows: np.ndarray) -> None:
         """Keep the offsets of the pointed records of ``numbered`` (a part of :func:`numbered_parts`, the
         log's rows ``rows``)."""
         mask = bools(numbered.column("is_result"))
-        found = np.asarray(rows)[mask].astype(self.rows.dtype)  # one dtype: no copy of self.rows a call
-        by = np.argsort(found)  # sorted keys are searched ~3x faster (each from the last); rows are unique
-        rank = np.empty(len(found), np.int64)
-        rank[by] = np.searchsorted(self.rows, found[by])
+        place = self._places(np.asarray(rows, np.int64)[mask])
         for name in OFFSETS:
-            self.offsets[name][rank] = ints(numbered, name)[mask]
-        self.numbered += len(rank)
+            self.offsets[name][place] = ints(numbered, name)[mask]
+        self.numbered += len(place)
 
     def attach(self, results: pa.Table, rows: np.ndarray) -> pa.Table:
         """``results`` (the results' rows ``rows``) with the broker-side columns of their records."""
-        if self.numbered != len(self.rows):
+        if self.numbered != self.results:
             raise ValueError("PointedOffsets.attach before every record was numbered")
         if not len(rows):
             return _completed(results, {})
-        records = log_rows(self.log, self.rows[rows], _RECORD_TAKEN)
+        records = log_rows(self.log, self._rows(np.asarray(rows, np.int64)), _RECORD_TAKEN)
         if not np.array_equal(result_keys(records), result_keys(results)):
             raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
         made = {
@@ -215,7 +224,7 @@ class PointedOffsets:
             if name not in OFFSETS
         }
         for name in OFFSETS:
-            made[name] = pa.array(self.offsets[name][rows])
+            made[name] = pa.array(self.offsets[name][rows], RESULTS_DATA.field(name).type)
         index = broker_indexes(records.column("broker"), self.brokers)
         made["offset_msg_id"] = offset_msg_ids(
             index, self.offsets["commit_log_offset"][rows], store_hosts(self.brokers)

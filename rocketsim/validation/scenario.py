@@ -33,10 +33,6 @@ CONNECT_MS = 1
 # what a pending async send holds besides its body (an estimate): the Message and its properties, the
 # executor's task, the RemotingCommand and its extFields, the ResponseFuture and the callback
 PENDING_OBJECTS_KIB = 2.0
-# the broker's answer is encoded and flushed on the connection's own thread (NettyRemotingAbstract's
-# response written with channel.writeAndFlush, run on the channel's event loop), one frame and one write
-# each way: its CPU taken as the request's read's (store.reply_us = REPLY_PER_READ x store.io_us)
-REPLY_PER_READ = 0.5
 
 
 def pending_kib(run: MeasuredRun) -> float:
@@ -93,8 +89,6 @@ def run_mapping(run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1)
         raw["faults"] = [{"broker": BROKER, "kind": "paused", "start_s": stop, "end_s": cont}]
     for key, value in values.items():
         set_dotted(raw, key, value)
-    store = raw["brokers"]["default"]["store"]
-    store.setdefault("reply_us", REPLY_PER_READ * store.get("io_us", 0.0))
     return raw
 
 

@@ -40,7 +40,7 @@ def test_the_threads_that_want_the_cores_share_them_evenly() -> None:
     assert h.run(1000, 10) == 1010  # alone again
 
 
-def _shared(scheduler: str, **store: Any) -> Any:
+def _shared(scheduler: str, producers: dict[str, Any] | None = None, **store: Any) -> Any:
     # 50,000 sends/s: the client's 2 executor threads at 20 us a send (1 core), the broker's appends at
     # ~16 us (0.8 core) one at a time: 1.8 cores of 2. First come, first served, both keep up; fair, the
     # writer has two thirds of a core beside the two busy executor threads: ~24 us an append, ~41,700/s
@@ -55,6 +55,7 @@ def _shared(scheduler: str, **store: Any) -> Any:
             "send_cpu_us": 20.0,
             "shared_host": True,
             "host_scheduler": scheduler,
+            **(producers or {}),
         },
         "workload": {
             "rate_steps": [[50_000.0, 0.3]],
@@ -85,6 +86,34 @@ def test_a_broker_sharing_the_host_fairly_with_a_busy_client_overflows_its_send_
         kinds[sc.producers.host_scheduler] = Counter(k for k in out.attempts["busy_kind"].to_pylist() if k)
     assert kinds["fifo"] == Counter()  # first come, first served: the broker keeps up
     assert kinds["fair"]["OVERLOAD"] > 1000  # on its share of the cores it does not: [OVERLOAD]
+
+
+def test_a_connection_thread_that_cannot_keep_up_leaves_written_requests_unread_past_their_timeout() -> None:
+    # Where a written request waits before the send queue (rocketmq-all-4.9.8): the client writes it once
+    # it holds a semaphoreAsync permit and its ResponseFuture is in responseTable, with no writability check
+    # (NettyRemotingAbstract.invokeAsyncImpl); the broker decodes a channel's requests on the channel's own
+    # thread (NettyRemotingServer: NettyDecoder and NettyServerHandler on defaultEventExecutorGroup) and
+    # writes each answer back on it (processRequestCommand: ctx.writeAndFlush(response)); scanResponseTable
+    # fails a request from its timeout + 1000 ms. Here a request's timeout is 100 ms (the scan's first run
+    # at 3 s); the connection's thread shares 2 cores with the 2 executor threads and the writer: at 4 us a
+    # read it keeps up, at 4 + 400 us a request (store.reply_us, the answer's write) it reads ~2,500 a second
+    fast = {"send_cpu_us": 10.0, "send_msg_timeout_ms": 100, "retry_times_when_send_async_failed": 0}
+    runs = {}
+    for reply_us in (0.0, 400.0):
+        sc = _shared("fair", fast, append_us=4.0, io_us=4.0, reply_us=reply_us)
+        runs[reply_us] = simulate(generate(sc), sc)
+    kept_up, behind = runs[0.0], runs[400.0]
+    assert Counter(kept_up.results["status"].to_pylist()) == Counter({"SEND_OK": 15_000})
+    assert max(kept_up.attempts["latency_ms"].to_pylist()) < 100
+    # the requests wait unread, not in the broker's send queue: no flow-control answer, the queue short
+    assert not any(behind.attempts["busy_kind"].to_pylist())
+    assert max(behind.attempts["store_queue_depth"].to_pylist()) <= 2
+    # those answered before the scan's run past their timeout succeed; the later ones the scan fails
+    # (each holding its permit until then), and the broker stores them all the same
+    outcomes = Counter(behind.attempts["outcome"].to_pylist())
+    assert outcomes["ok"] > 1000 and outcomes["remoting:timeout"] > 3000, outcomes
+    assert sum(outcomes.values()) == 15_000
+    assert all(behind.attempts["stored"].to_pylist())
 
 
 def test_a_fair_host_needs_a_shared_one() -> None:

@@ -115,6 +115,13 @@ def test_defaults_are_default_mq_producer_defaults() -> None:
             "brokers.default.store.io_us needs brokers.coupling = joint (the iterative rounds do not model a "
             "connection's reads), got 20.0",
         ),
+        (
+            "iterative",
+            {},
+            {"reply_us": 5.0},
+            "brokers.default.store.reply_us needs brokers.coupling = joint (the iterative rounds do not "
+            "model a connection's reads), got 5.0",
+        ),
     ],
 )
 def test_the_hosts_settings_are_refused_where_the_loop_cannot_run_them(

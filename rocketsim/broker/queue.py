@@ -109,6 +109,12 @@ class StoreParams:
     # that arrives then waits in its socket and reaches the send queue at the end, in arrival order
     holds: tuple[tuple[int, int], ...] = ()
     io_us: float = 0.0  # store.io_us: its CPU per request on a client connection's I/O thread
+    reply_us: float = 0.0  # store.reply_us: its CPU per answer written back on that thread
+
+    @property
+    def connection_us(self) -> float:
+        """The connection's I/O thread's CPU per request: reading it and writing its answer back."""
+        return self.io_us + self.reply_us
 
     @classmethod
     def from_config(
@@ -134,6 +140,7 @@ class StoreParams:
             stalls,
             holds,
             cfg.io_us,
+            cfg.reply_us,
         )
 
     def held_until(self, t_us: int) -> int:

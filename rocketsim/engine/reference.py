@@ -254,14 +254,16 @@ class ProducerSimulation:
     def read_by_broker(self, broker_store: BrokerStore, broker: str, arrival_us: int) -> int:
         """When the broker has read a request of this producer's connection that arrived at ``arrival_us``
         (``store.io_us`` on the connection's I/O thread, one request after another; a paused process reads
-        nothing until it continues)."""
+        nothing until it continues). The thread also writes each answer back (``store.reply_us``), booked
+        after the request's read in the thread's order: the next read waits for it, so a host that cannot
+        give the thread its share leaves written requests unread in the socket, holding their permits."""
         params = broker_store.params
         ready = params.held_until(arrival_us)
-        if params.io_us <= 0:
+        if params.connection_us <= 0:
             return ready
         start = max(ready, self.conn_free_us.get(broker, 0.0))
         done = broker_store.run_cpu(start, params.io_us)
-        self.conn_free_us[broker] = done
+        self.conn_free_us[broker] = broker_store.run_cpu(done, params.reply_us)
         return int(done)
 
     def executor_queue_bound(self) -> int | None:

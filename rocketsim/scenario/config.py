@@ -530,6 +530,10 @@ class StoreConfig:
     # (NettyDecoder, processRequestCommand's flow control), microseconds: one FIFO per producer instance's
     # connection, where requests wait (in the socket) while it is busy. 0: none
     io_us: float = field(default=0.0, metadata=_between(0, 1e9))
+    # the broker's CPU per request to write its answer back on the same connection's I/O thread (the
+    # answer is encoded and flushed on the channel's own thread, serially with the requests it reads),
+    # microseconds; the thread's reads wait for it. 0: none (the answer's write is free)
+    reply_us: float = field(default=0.0, metadata=_between(0, 1e9))
     # the broker's process runs on the producers' host (producers.shared_host): its reads and appends take
     # that host's processors too
     on_producer_host: bool = False

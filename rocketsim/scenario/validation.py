@@ -206,12 +206,13 @@ def _check_host(sc: Scenario) -> None:
     for name, model in sc.brokers.items():
         if model.store.on_producer_host and not sc.producers.shared_host:
             _fail(f"brokers.{name}.store.on_producer_host", "needs producers.shared_host = true", True)
-        if model.store.io_us > 0 and sc.coupling == "iterative":
-            _fail(
-                f"brokers.{name}.store.io_us",
-                "needs brokers.coupling = joint (the iterative rounds do not model a connection's reads)",
-                model.store.io_us,
-            )
+        for key in ("io_us", "reply_us"):
+            if getattr(model.store, key) > 0 and sc.coupling == "iterative":
+                _fail(
+                    f"brokers.{name}.store.{key}",
+                    "needs brokers.coupling = joint (the iterative rounds do not model a connection's reads)",
+                    getattr(model.store, key),
+                )
         lat = model.latency
         if 0 < lat.spike_max_ms <= lat.spike_scale_ms:
             _fail(

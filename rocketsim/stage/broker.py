@@ -20,7 +20,6 @@ from rocketsim.broker import store
 from rocketsim.scenario import Scenario
 from rocketsim.stage.inputs import RESULTS_DATA, columns
 from rocketsim.stage.plan import StagePlan
-from rocketsim.stage.producer import RESULTS_CORE
 from rocketsim.stage.protocols import (
     BROKER,
     DELIVERIES,
@@ -33,6 +32,13 @@ from rocketsim.stage.protocols import (
     scratch_key,
     write_through,
     write_whole,
+)
+from rocketsim.stage.scratch import (
+    RESULTS_CORE,
+    RESULTS_SCRATCH,
+    broker_log,
+    broker_results,
+    log_scratch_schema,
 )
 from rocketsim.stage.tables import BrokerFold, BrokerTables
 from rocketsim.tables import reconcile, schemas
@@ -48,8 +54,11 @@ def broker_task(sc: Scenario, plan: StagePlan, io: StageIO, b: int, producer_tas
     if plan.runs(SIMULATE):
         n = len(sc.cluster.brokers)
         tasks = range(producer_tasks)
-        log = io.scratch.group_source([scratch_key(LOG, t) for t in tasks], b, store.LOG_COLUMNS, n)
-        results = io.scratch.group_source([scratch_key(RESULTS, t) for t in tasks], b, RESULTS_CORE, n)
+        schema = log_scratch_schema(sc)
+        log_keys = [scratch_key(LOG, t) for t in tasks]
+        log = broker_log(io.scratch.group_source(log_keys, b, schema, n), schema, sc.cluster.brokers[b])
+        keys = [scratch_key(RESULTS, t) for t in tasks]
+        results = broker_results(io.scratch.group_source(keys, b, RESULTS_SCRATCH, n))
         keys = [scratch_key(OTHER_HALVES, t) for t in tasks]
         other = io.scratch.group_source(keys, b, broker_side.HALF_RESULTS, n)()
         out, counts = _numbered(sc, plan, io, b, log, results, other)

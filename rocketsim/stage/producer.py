@@ -12,7 +12,6 @@ import pyarrow as pa
 
 from rocketsim import engine
 from rocketsim.broker import side as broker_side
-from rocketsim.broker import store
 from rocketsim.broker.queue import ITERATIVE, JOINT
 from rocketsim.scenario import Scenario, workload
 from rocketsim.stage.coupled import IterativeRound, JointProducers
@@ -37,6 +36,12 @@ from rocketsim.stage.protocols import (
     scratch_key,
     write_through,
 )
+from rocketsim.stage.scratch import (
+    RESULTS_SCRATCH,
+    log_scratch_schema,
+    scratch_log,
+    scratch_results,
+)
 from rocketsim.stage.tables import (
     MESSAGES_DATA,
     ProducerTables,
@@ -45,10 +50,9 @@ from rocketsim.stage.tables import (
     without_records,
 )
 from rocketsim.stage.tables import with_records as tables_with_records
-from rocketsim.tables import reconcile, schemas, summaries
+from rocketsim.tables import reconcile, summaries
 from rocketsim.tables.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
 
-RESULTS_CORE = schemas.without_run_id(schemas.SEND_RESULTS)  # what the simulation returns
 # small producers are gathered into groups of about this many messages: enough to spread what a group
 # costs whatever its size (a row group, a fold, the counts: milliseconds) over many producers, and far
 # below a chunk, so that one chunk (or one coupled producer) is what bounds a task's memory
@@ -144,8 +148,9 @@ class ProducerSinks:
         self.attempts = io.tables.sink("send_attempts", t, ATTEMPTS_DATA)
         self.unstored = io.tables.sink("send_results", t, RESULTS_DATA)
         self.transactions = io.tables.sink("transactions", t, None) if plan.runs(BROKER_SIDE) else None
-        self.results = io.scratch.grouped_sink(scratch_key(RESULTS, task), RESULTS_CORE, brokers)
-        self.log = io.scratch.grouped_sink(scratch_key(LOG, task), store.LOG_COLUMNS, brokers)
+        self.results = io.scratch.grouped_sink(scratch_key(RESULTS, task), RESULTS_SCRATCH, brokers)
+        self.log_schema = log_scratch_schema(sc)
+        self.log = io.scratch.grouped_sink(scratch_key(LOG, task), self.log_schema, brokers)
         self.other = io.scratch.grouped_sink(
             scratch_key(OTHER_HALVES, task), broker_side.HALF_RESULTS, brokers
         )
@@ -158,8 +163,8 @@ class ProducerSinks:
         self.attempts.write(tables.attempts)
         self.unstored.write(tables.unstored_results())
         rows, brokers = tables.stored_result_rows()
-        self.results.write(tables.results, brokers, rows)
-        self.log.write(tables.log, tables.log_broker)
+        self.results.write(scratch_results(tables.results), brokers, rows)
+        self.log.write(scratch_log(tables.log, self.log_schema), tables.log_broker)
         self.other.write(*tables.other_half_results())
 
 

@@ -1,0 +1,151 @@
+"""What a producer task hands on to the broker tasks, narrower than the rows it stands for.
+
+Each group of the scratch is one broker's (:class:`rocketsim.stage.producer.ProducerSinks`), so the
+records' ``broker`` column is not written: the broker task knows it. Nor are the records' columns only
+delayed and half records fill (:data:`MOVED_COLUMNS`) when the workload sends neither delay nor
+transaction messages (null then), nor the results' columns that are differences of two others
+(:data:`DERIVED_RESULTS`, checked as they are written). :func:`log_scratch_schema` and
+:data:`RESULTS_SCRATCH` are what is written; :class:`FilledRows` gives a broker task the rows with those
+columns back. The scratch is internal: no table changes, and less of it is written, mapped and taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rocketsim.broker import store
+from rocketsim.scenario import Scenario
+from rocketsim.stage.protocols import RowSource
+from rocketsim.tables import schemas
+
+RESULTS_CORE = schemas.without_run_id(schemas.SEND_RESULTS)  # what the simulation returns
+# filled only for delayed and half records (rocketsim.broker.store.store_records), null for the others
+MOVED_COLUMNS = ("real_topic", "real_queue_id", "delay_level", "deliver_ts_ms")
+# the workload's message types whose records are delayed or halves
+_MOVED_TYPES = ("delay", "transaction")
+# results' columns that are one column less another (send_results' definitions)
+DERIVED_RESULTS = {"queue_wait_ms": ("send_ts_ms", "born_ts_ms"), "latency_ms": ("end_ts_ms", "send_ts_ms")}
+RESULTS_SCRATCH = pa.schema([f for f in RESULTS_CORE if f.name not in DERIVED_RESULTS])
+
+
+def log_scratch_schema(sc: Scenario) -> pa.Schema:
+    """The columns of :data:`rocketsim.broker.store.LOG_COLUMNS` a producer task writes to the scratch
+    for ``sc``: all but ``broker``, and but :data:`MOVED_COLUMNS` when ``sc``'s workload has no delay
+    or transaction messages."""
+    left_out = {"broker"}
+    if not any(sc.workload.message_types.get(t, 0) > 0 for t in _MOVED_TYPES):
+        left_out.update(MOVED_COLUMNS)
+    return pa.schema([f for f in store.LOG_COLUMNS if f.name not in left_out])
+
+
+def scratch_log(log: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Records (``LOG_COLUMNS``) as :func:`log_scratch_schema`'s ``schema``; AssertionError when a moved
+    column it leaves out holds a value (the workload's types said it could not)."""
+    for name in MOVED_COLUMNS:
+        if name not in schema.names and log.column(name).null_count != log.num_rows:
+            raise AssertionError(f"a commit-log record has a {name}, which the scratch leaves out")
+    return log.select(schema.names)
+
+
+def scratch_results(results: pa.Table) -> pa.Table:
+    """Results (:data:`RESULTS_CORE`) as :data:`RESULTS_SCRATCH`; AssertionError when a column of
+    :data:`DERIVED_RESULTS` is not the difference it is made from again."""
+    for name, (a, b) in DERIVED_RESULTS.items():
+        made = pc.subtract(results.column(a), results.column(b))
+        if results.num_rows and not pc.all(pc.equal(results.column(name), made)).as_py():
+            raise AssertionError(f"send_results.{name} is not {a} - {b}, which the scratch relies on")
+    return results.select(RESULTS_SCRATCH.names)
+
+
+def broker_log(source: RowSource, schema: pa.Schema, broker: str) -> FilledRows:
+    """Broker ``broker``'s records from the scratch (``source``: rows of :func:`log_scratch_schema`'s
+    ``schema``) as ``LOG_COLUMNS`` rows: its name on every row, the moved columns null."""
+    made = _Repeated(broker, [f for f in store.LOG_COLUMNS if f.name not in schema.names])
+    return FilledRows(source, schema, store.LOG_COLUMNS, lambda rows, name: made.column(rows.num_rows, name))
+
+
+def broker_results(source: RowSource) -> FilledRows:
+    """Results from the scratch (``source``: rows of :data:`RESULTS_SCRATCH`) as :data:`RESULTS_CORE`
+    rows: :data:`DERIVED_RESULTS` made again."""
+
+    def made(rows: pa.Table, name: str) -> pa.ChunkedArray:
+        a, b = DERIVED_RESULTS[name]
+        return pc.subtract(rows.column(a), rows.column(b))
+
+    return FilledRows(source, RESULTS_SCRATCH, RESULTS_CORE, made, DERIVED_RESULTS)
+
+
+class FilledRows:
+    """A :class:`rocketsim.stage.protocols.RowSource` of ``full``'s rows over ``source`` (rows of
+    ``stored``, some of ``full``'s columns): a column ``stored`` has not is ``made(rows, name)`` of the
+    stored columns taken (with those it ``needs``), made only when asked for."""
+
+    def __init__(
+        self,
+        source: RowSource,
+        stored: pa.Schema,
+        full: pa.Schema,
+        made: Callable[[pa.Table, str], pa.Array | pa.ChunkedArray],
+        needs: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        self.source, self.stored, self.full, self.made = source, stored, full, made
+        self.needs = needs or {}
+
+    @property
+    def num_rows(self) -> int:
+        return self.source.num_rows
+
+    def __call__(self) -> pa.Table:
+        return self._filled(self.source(), self.full.names)
+
+    def take(self, rows: np.ndarray, columns: Sequence[str]) -> pa.Table:
+        wanted = set(columns).union(*(self.needs.get(c, ()) for c in columns))
+        return self._filled(self.source.take(rows, [c for c in self.stored.names if c in wanted]), columns)
+
+    def slice(self, start: int, length: int) -> pa.Table:
+        return self._filled(self.source.slice(start, length), self.full.names)
+
+    def pieces(self, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.source.pieces(column)
+
+    def let_go(self) -> None:
+        self.source.let_go()
+
+    def _filled(self, rows: pa.Table, columns: Sequence[str]) -> pa.Table:
+        """``columns`` of ``rows`` (stored columns), those it has not made."""
+        have = set(rows.column_names)
+        return pa.table(
+            {c: rows.column(c) if c in have else self.made(rows, c) for c in columns},
+            schema=pa.schema([self.full.field(c) for c in columns]),
+        )
+
+
+class _Repeated:
+    """Columns of one value a row (a string, or null), made once for the most rows asked so far."""
+
+    def __init__(self, value: str, fields: Sequence[pa.Field]) -> None:
+        self.value, self.fields, self.made = value, list(fields), pa.table({})
+
+    def column(self, rows: int, name: str) -> pa.ChunkedArray:
+        if self.made.num_rows < rows:
+            columns = {f.name: pa.nulls(rows, f.type) for f in self.fields if f.nullable}
+            columns |= {f.name: _repeated(self.value, rows) for f in self.fields if not f.nullable}
+            self.made = pa.table(columns, schema=pa.schema(self.fields))
+        return self.made.column(name).slice(0, rows)
+
+
+def _repeated(value: str, rows: int) -> pa.ChunkedArray:
+    """``value`` on each of ``rows`` rows, as strings made from their buffers (``pa.repeat`` makes one
+    row at a time), in chunks of at most :data:`_PIECE` rows."""
+    data, piece = value.encode(), min(rows, _PIECE)
+    offsets = pa.py_buffer((np.arange(piece + 1, dtype=np.int64) * len(data)).astype(np.int32))
+    one = pa.StringArray.from_buffers(piece, offsets, pa.py_buffer(np.frombuffer(data * piece, np.uint8)))
+    chunks = [one] * (rows // _PIECE) + ([one.slice(0, rows % _PIECE)] if rows % _PIECE else [])
+    return pa.chunked_array(chunks, pa.string())
+
+
+_PIECE = 1 << 20  # rows of a chunk of _repeated: int32 offsets for names of up to 2 KiB

@@ -163,7 +163,7 @@ class ProducerSinks:
         self.attempts.write(tables.attempts)
         self.unstored.write(tables.unstored_results())
         rows, brokers = tables.stored_result_rows()
-        self.results.write(scratch_results(tables.results), brokers, rows)
+        self.results.write(scratch_results(tables.results, rows), brokers, rows)
         self.log.write(scratch_log(tables.log, self.log_schema), tables.log_broker)
         self.other.write(*tables.other_half_results())
 

@@ -4,7 +4,8 @@ Each group of the scratch is one broker's (:class:`rocketsim.stage.producer.Prod
 records' ``broker`` column is not written: the broker task knows it. Nor are the records' columns only
 delayed and half records fill (:data:`MOVED_COLUMNS`) when the workload sends neither delay nor
 transaction messages (null then), nor the results' columns that are differences of two others
-(:data:`DERIVED_RESULTS`, checked as they are written). :func:`log_scratch_schema` and
+(:data:`DERIVED_RESULTS`) or null on every result the scratch holds (:data:`UNSTORED_ERROR`), both
+checked as they are written. :func:`log_scratch_schema` and
 :data:`RESULTS_SCRATCH` are what is written; :class:`FilledRows` gives a broker task the rows with those
 columns back. The scratch is internal: no table changes, and less of it is written, mapped and taken.
 """
@@ -21,6 +22,7 @@ from rocketsim.broker import store
 from rocketsim.scenario import Scenario
 from rocketsim.stage.protocols import RowSource
 from rocketsim.tables import schemas
+from rocketsim.tables.grouping import bools
 
 RESULTS_CORE = schemas.without_run_id(schemas.SEND_RESULTS)  # what the simulation returns
 # filled only for delayed and half records (rocketsim.broker.store.store_records), null for the others
@@ -29,7 +31,9 @@ MOVED_COLUMNS = ("real_topic", "real_queue_id", "delay_level", "deliver_ts_ms")
 _MOVED_TYPES = ("delay", "transaction")
 # results' columns that are one column less another (send_results' definitions)
 DERIVED_RESULTS = {"queue_wait_ms": ("send_ts_ms", "born_ts_ms"), "latency_ms": ("end_ts_ms", "send_ts_ms")}
-RESULTS_SCRATCH = pa.schema([f for f in RESULTS_CORE if f.name not in DERIVED_RESULTS])
+# a FAILED or REJECTED send's text: null on every result that points at a record (those the scratch has)
+UNSTORED_ERROR = "error"
+RESULTS_SCRATCH = pa.schema([f for f in RESULTS_CORE if f.name not in (*DERIVED_RESULTS, UNSTORED_ERROR)])
 
 
 def log_scratch_schema(sc: Scenario) -> pa.Schema:
@@ -51,13 +55,17 @@ def scratch_log(log: pa.Table, schema: pa.Schema) -> pa.Table:
     return log.select(schema.names)
 
 
-def scratch_results(results: pa.Table) -> pa.Table:
-    """Results (:data:`RESULTS_CORE`) as :data:`RESULTS_SCRATCH`; AssertionError when a column of
-    :data:`DERIVED_RESULTS` is not the difference it is made from again."""
+def scratch_results(results: pa.Table, stored: np.ndarray) -> pa.Table:
+    """Results (:data:`RESULTS_CORE`, of which rows ``stored`` point at a record and go to the scratch)
+    as :data:`RESULTS_SCRATCH`; AssertionError when a column of :data:`DERIVED_RESULTS` is not the
+    difference it is made from again, or a stored result has an error."""
     for name, (a, b) in DERIVED_RESULTS.items():
         made = pc.subtract(results.column(a), results.column(b))
         if results.num_rows and not pc.all(pc.equal(results.column(name), made)).as_py():
             raise AssertionError(f"send_results.{name} is not {a} - {b}, which the scratch relies on")
+    error = results.column(UNSTORED_ERROR)
+    if error.null_count != len(error) and bools(error.is_valid())[stored].any():
+        raise AssertionError("a send_results row pointing at a record has an error")
     return results.select(RESULTS_SCRATCH.names)
 
 
@@ -70,9 +78,11 @@ def broker_log(source: RowSource, schema: pa.Schema, broker: str) -> FilledRows:
 
 def broker_results(source: RowSource) -> FilledRows:
     """Results from the scratch (``source``: rows of :data:`RESULTS_SCRATCH`) as :data:`RESULTS_CORE`
-    rows: :data:`DERIVED_RESULTS` made again."""
+    rows: :data:`DERIVED_RESULTS` made again, no error."""
 
-    def made(rows: pa.Table, name: str) -> pa.ChunkedArray:
+    def made(rows: pa.Table, name: str) -> pa.Array | pa.ChunkedArray:
+        if name == UNSTORED_ERROR:
+            return pa.nulls(rows.num_rows, RESULTS_CORE.field(name).type)
         a, b = DERIVED_RESULTS[name]
         return pc.subtract(rows.column(a), rows.column(b))
 

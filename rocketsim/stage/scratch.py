@@ -72,7 +72,7 @@ def scratch_results(results: pa.Table, stored: np.ndarray) -> pa.Table:
 def broker_log(source: RowSource, schema: pa.Schema, broker: str) -> FilledRows:
     """Broker ``broker``'s records from the scratch (``source``: rows of :func:`log_scratch_schema`'s
     ``schema``) as ``LOG_COLUMNS`` rows: its name on every row, the moved columns null."""
-    made = _Repeated(broker, [f for f in store.LOG_COLUMNS if f.name not in schema.names])
+    made = _Constant(broker, [f for f in store.LOG_COLUMNS if f.name not in schema.names])
     return FilledRows(source, schema, store.LOG_COLUMNS, lambda rows, name: made.column(rows.num_rows, name))
 
 
@@ -134,28 +134,33 @@ class FilledRows:
         )
 
 
-class _Repeated:
-    """Columns of one value a row (a string, or null), made once for the most rows asked so far."""
+class _Constant:
+    """The records' columns the scratch leaves out (``fields``), for a number of rows: ``broker`` the
+    broker's name on every row, the others null; made once for the most rows asked so far."""
 
-    def __init__(self, value: str, fields: Sequence[pa.Field]) -> None:
-        self.value, self.fields, self.made = value, list(fields), pa.table({})
+    def __init__(self, broker: str, fields: Sequence[pa.Field]) -> None:
+        self.broker, self.fields = broker, list(fields)
+        self.made: pa.Table | None = None
 
     def column(self, rows: int, name: str) -> pa.ChunkedArray:
-        if self.made.num_rows < rows:
-            columns = {f.name: pa.nulls(rows, f.type) for f in self.fields if f.nullable}
-            columns |= {f.name: _repeated(self.value, rows) for f in self.fields if not f.nullable}
+        if self.made is None or self.made.num_rows < rows:
+            columns = {
+                f.name: _repeated(self.broker, rows) if f.name == "broker" else pa.nulls(rows, f.type)
+                for f in self.fields
+            }
             self.made = pa.table(columns, schema=pa.schema(self.fields))
         return self.made.column(name).slice(0, rows)
 
 
 def _repeated(value: str, rows: int) -> pa.ChunkedArray:
     """``value`` on each of ``rows`` rows, as strings made from their buffers (``pa.repeat`` makes one
-    row at a time), in chunks of at most :data:`_PIECE` rows."""
-    data, piece = value.encode(), min(rows, _PIECE)
+    row at a time), in chunks of at most :data:`_PIECE` rows whose offsets fit an int32."""
+    data = value.encode()
+    piece = max(1, min(rows, _PIECE, ((1 << 31) - 1) // max(len(data), 1)))
     offsets = pa.py_buffer((np.arange(piece + 1, dtype=np.int64) * len(data)).astype(np.int32))
     one = pa.StringArray.from_buffers(piece, offsets, pa.py_buffer(np.frombuffer(data * piece, np.uint8)))
-    chunks = [one] * (rows // _PIECE) + ([one.slice(0, rows % _PIECE)] if rows % _PIECE else [])
+    chunks = [one] * (rows // piece) + ([one.slice(0, rows % piece)] if rows % piece else [])
     return pa.chunked_array(chunks, pa.string())
 
 
-_PIECE = 1 << 20  # rows of a chunk of _repeated: int32 offsets for names of up to 2 KiB
+_PIECE = 1 << 20  # rows of a chunk of _repeated at most

@@ -22,7 +22,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from rocketsim import __version__
-from rocketsim.present import plots, text
+from rocketsim.present import text
 from rocketsim.scenario import Scenario, capacity
 from rocketsim.spark import pipeline
 from rocketsim.spark.cli import CapacityArgs, JobArgs, chart_file
@@ -152,6 +152,8 @@ def _whole_runs(
 def _write_chart(rows: pa.Table, path: str) -> str:
     """The chart of the sweep at ``path`` (checked before Spark started: :func:`rocketsim.spark.cli.
     check_chart`); a failure now is a :class:`PublishedRunError` (the sweep is published by then)."""
+    from rocketsim.present import plots  # matplotlib: imported by the sweep alone, not by every job
+
     folder, name = os.path.split(os.path.abspath(path))
     fig = plots.capacity_chart(rows.to_pandas())
     try:

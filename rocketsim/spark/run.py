@@ -43,9 +43,6 @@ from rocketsim.warehouse.read import current_write, run_file_ranges, run_rows
 from rocketsim.warehouse.stage_files import StageWork
 
 SCRATCH_SUFFIX = "-scratch"
-COUNTS = pa.schema(
-    [pa.field("who", pa.int64()), pa.field("name", pa.string()), pa.field("value", pa.int64())]
-)
 _REPORTED = ""  # the count every item reports, so an item with no counts is still seen
 
 
@@ -92,27 +89,27 @@ def map_bins(
     what: str = "tasks",
 ) -> dict[int, dict[str, int]]:
     """``work(item)`` for every item of every bin, one Spark task per bin; each item's counts, collected
-    (rows of named counts, never data). ``what``: the work's name in the progress line and Spark's UI."""
+    (rows of named counts, never data). ``what``: the work's name in the progress line and Spark's UI.
+
+    Plain RDD tasks (Spark core): a job that only schedules tasks and collects counts needs none of
+    Spark SQL, whose planning, code generation and Arrow set-up cost the JVM seconds of CPU
+    (docs/benchmarks.md)."""
     bins = [list(b) for b in bins]
     step(spark, what)
 
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for b in batch.column(0).to_pylist():
-                for item in bins[b]:
-                    counts = {_REPORTED: 1, **work(item)}
-                    rows = [{"who": item, "name": n, "value": int(v)} for n, v in counts.items()]
-                    yield pa.RecordBatch.from_pylist(rows, COUNTS)
+    def task(numbers: Iterator[int]) -> Iterator[tuple[int, str, int]]:
+        for b in numbers:
+            for item in bins[b]:
+                counts = {_REPORTED: 1, **work(item)}
+                yield from ((item, n, int(v)) for n, v in counts.items())
 
-    rows = spark.range(0, len(bins), 1, numPartitions=max(1, len(bins))).mapInArrow(
-        task, "who long, name string, value long"
-    )
+    rows = spark.sparkContext.parallelize(range(len(bins)), max(1, len(bins))).mapPartitions(task)
     out: dict[int, dict[str, int]] = {}
     # Tiny: one row per (task item, count name), a few dozen per producer or broker; no table rows.
-    for r in rows.collect():
-        counts = out.setdefault(r["who"], {})
-        if r["name"] != _REPORTED:
-            counts[r["name"]] = r["value"]
+    for who, name, value in rows.collect():
+        counts = out.setdefault(who, {})
+        if name != _REPORTED:
+            counts[name] = value
     return out
 
 

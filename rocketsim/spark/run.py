@@ -23,12 +23,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
 
 from rocketsim.broker.queue import ITERATIVE
 from rocketsim.scenario import Scenario, workload
 from rocketsim.spark.delta_sink import publish_run, publish_staged
 from rocketsim.spark.progress import step
+from rocketsim.spark.session import Spark, context_of
 from rocketsim.stage.broker import broker_task
 from rocketsim.stage.coupled import iterate_rounds, round_task
 from rocketsim.stage.driver import finish_stage
@@ -83,7 +83,7 @@ class StageReport:
 
 
 def map_bins(
-    spark: SparkSession,
+    spark: Spark,
     bins: Sequence[Sequence[int]],
     work: Callable[[int], Mapping[str, int]],
     what: str = "tasks",
@@ -103,7 +103,7 @@ def map_bins(
                 counts = {_REPORTED: 1, **work(item)}
                 yield from ((item, n, int(v)) for n, v in counts.items())
 
-    rows = spark.sparkContext.parallelize(range(len(bins)), max(1, len(bins))).mapPartitions(task)
+    rows = context_of(spark).parallelize(range(len(bins)), max(1, len(bins))).mapPartitions(task)
     out: dict[int, dict[str, int]] = {}
     # Tiny: one row per (task item, count name), a few dozen per producer or broker; no table rows.
     for who, name, value in rows.collect():
@@ -114,7 +114,7 @@ def map_bins(
 
 
 def run_stage(
-    spark: SparkSession,
+    spark: Spark,
     sc: Scenario,
     warehouse: str,
     run_id: str,
@@ -131,14 +131,14 @@ def run_stage(
 
 
 def publish_stage(
-    spark: SparkSession, warehouse: str, run_id: str, job: str, rep: StageReport, *extra: WriteReport
+    spark: Spark, warehouse: str, run_id: str, job: str, rep: StageReport, *extra: WriteReport
 ) -> None:
     """The run-level commit of a stage's writes (and of ``extra`` writes of the same job)."""
     publish_run(spark, warehouse, run_id, job, [*rep.reports, *extra], rep.dropped())
 
 
 def write_stage(
-    spark: SparkSession,
+    spark: Spark,
     sc: Scenario,
     warehouse: str,
     run_id: str,
@@ -215,7 +215,7 @@ class TasksRun:
     residual: int | None
 
 
-def run_tasks(spark: SparkSession, sc: Scenario, work: StageWork, partitions: int) -> TasksRun:
+def run_tasks(spark: Spark, sc: Scenario, work: StageWork, partitions: int) -> TasksRun:
     """The stage's tasks on Spark: the iterative rounds (``brokers.coupling = iterative``), one producer
     task per bin (:func:`rocketsim.stage.plan.stage_bins`), one broker task per broker; each task given
     the files of ``work``. RuntimeError when a task did not report."""

@@ -129,7 +129,7 @@ class _Session:
 def _fail_after_start(
     error: BaseException, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> tuple[int, list[str]]:
-    monkeypatch.setattr(launch, "build_session", lambda app_name: _Session())
+    monkeypatch.setattr(launch, "start_spark", lambda app_name: _Session())
 
     def body(spark: object) -> None:
         raise error

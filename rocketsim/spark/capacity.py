@@ -19,16 +19,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
 
 from rocketsim import __version__
-from rocketsim.present import plots, text
+from rocketsim.present import text
 from rocketsim.scenario import Scenario, capacity
 from rocketsim.spark import pipeline
 from rocketsim.spark.cli import CapacityArgs, JobArgs, chart_file
 from rocketsim.spark.delta_sink import publish_run
 from rocketsim.spark.launch import PublishedRunError
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
+from rocketsim.spark.session import Spark, context_of
 from rocketsim.stage.driver import merge_aggregates
 from rocketsim.stage.graph import RUNS_TABLE
 from rocketsim.stage.plan import balanced_bins
@@ -42,7 +42,7 @@ CAPACITY_JOB = "capacity"
 
 
 def run_capacity(
-    spark: SparkSession, args: CapacityArgs, base: Scenario, scenarios: dict[str, Scenario]
+    spark: Spark, args: CapacityArgs, base: Scenario, scenarios: dict[str, Scenario]
 ) -> pa.Table:
     """Run every cluster size (a size whose iterative rounds did not converge again with the exact joint
     loop, when small enough), write the ``capacity`` table and a ``runs`` row, print the table and the
@@ -95,7 +95,7 @@ def run_capacity(
 
 
 def _run_sizes(
-    spark: SparkSession,
+    spark: Spark,
     args: CapacityArgs,
     scenarios: dict[str, Scenario],
     scratch: str,
@@ -129,7 +129,7 @@ def _run_sizes(
 
 
 def _whole_runs(
-    spark: SparkSession,
+    spark: Spark,
     args: CapacityArgs,
     scs: list[Scenario],
     names: list[str],
@@ -137,7 +137,7 @@ def _whole_runs(
     first: int,
 ) -> dict[int, dict[str, int]]:
     """Each scenario run whole in a task of its own (aggregates numbered from ``first``); their counts."""
-    partitions = args.partitions or spark.sparkContext.defaultParallelism
+    partitions = args.partitions or context_of(spark).defaultParallelism
 
     def work(i: int) -> dict[str, int]:
         return whole_run_task(scs[i], names[i], first + i, args.window_ms, ScratchFolder(scratch))
@@ -152,6 +152,8 @@ def _whole_runs(
 def _write_chart(rows: pa.Table, path: str) -> str:
     """The chart of the sweep at ``path`` (checked before Spark started: :func:`rocketsim.spark.cli.
     check_chart`); a failure now is a :class:`PublishedRunError` (the sweep is published by then)."""
+    from rocketsim.present import plots  # matplotlib: imported by the sweep alone, not by every job
+
     folder, name = os.path.split(os.path.abspath(path))
     fig = plots.capacity_chart(rows.to_pandas())
     try:

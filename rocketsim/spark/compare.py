@@ -20,7 +20,6 @@ import time
 from datetime import UTC, datetime
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
 
 from rocketsim import __version__
 from rocketsim.broker.queue import OPEN
@@ -30,6 +29,7 @@ from rocketsim.spark import pipeline
 from rocketsim.spark.cli import CompareArgs, JobArgs
 from rocketsim.spark.delta_sink import publish_run
 from rocketsim.spark.run import SCRATCH_SUFFIX, map_bins
+from rocketsim.spark.session import Spark, context_of
 from rocketsim.stage.graph import RUNS_TABLE
 from rocketsim.stage.plan import balanced_bins
 from rocketsim.stage.sweeps import merged_sweep, variant_task, whole_run_task
@@ -48,7 +48,7 @@ class ComparisonError(RuntimeError):
 
 
 def simulate_variants(
-    spark: SparkSession, scenarios: dict[str, Scenario], window_ms: int, scratch: str, partitions: int
+    spark: Spark, scenarios: dict[str, Scenario], window_ms: int, scratch: str, partitions: int
 ) -> summaries.SummaryAggregates:
     """Every variant's producers, one task per bin of steps: a (message-signature group, producer) pair
     of the open-loop variants, or a whole coupled variant (closed-loop brokers: its producers are
@@ -75,9 +75,7 @@ def simulate_variants(
     return merged_sweep(ScratchFolder(scratch), [[s.producer for s in shares]] * len(groups), len(coupled))
 
 
-def run_compare(
-    spark: SparkSession, args: CompareArgs, base: Scenario, scenarios: dict[str, Scenario]
-) -> pa.Table:
+def run_compare(spark: Spark, args: CompareArgs, base: Scenario, scenarios: dict[str, Scenario]) -> pa.Table:
     """Simulate every variant, write ``comparisons`` + ``comparison_windows`` + a ``runs`` row, print the
     table; returns the comparisons rows (tiny)."""
     started = datetime.now(UTC)
@@ -91,7 +89,7 @@ def run_compare(
     pipeline.say_scenario(args.quiet, base)
     for v in args.variants:
         say(f"  variant {v.name}: {v.describe()}")
-    partitions = args.partitions or spark.sparkContext.defaultParallelism
+    partitions = args.partitions or context_of(spark).defaultParallelism
     scratch = staging_path(args.warehouse, "comparisons", new_write_id() + SCRATCH_SUFFIX)
     make_dir(scratch)
     try:

@@ -25,10 +25,10 @@ from collections.abc import Iterable, Sequence
 import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from rocketsim.spark.session import delta_enabled, spark_schema
+from rocketsim.spark.session import Spark, delta_enabled, session_of, spark_schema
 from rocketsim.warehouse.delta import (
     ENGINE_DELTA_SPARK,
     ENGINE_DELTALAKE,
@@ -88,7 +88,7 @@ def write_run(
 
 
 def publish_run(
-    spark: SparkSession,
+    spark: Spark,
     warehouse: str | os.PathLike[str],
     run_id: str,
     job: str,
@@ -120,7 +120,7 @@ def publish_run(
 
 
 def _remove_superseded(
-    spark: SparkSession,
+    spark: Spark,
     warehouse: str | os.PathLike[str],
     table: str,
     run_id: str,
@@ -139,14 +139,14 @@ def _remove_superseded(
     from delta.tables import DeltaTable as SparkDeltaTable  # needs the Delta jars: only on this path
 
     listed = ", ".join(f"'{w}'" for w in doomed)  # write ids: time and hex digits, no quotes
-    SparkDeltaTable.forPath(spark, uri).delete(
+    SparkDeltaTable.forPath(session_of(spark), uri).delete(
         f"{PARTITION_COLUMN} = '{run_id}' AND {WRITE_COLUMN} IN ({listed})"  # partitions only: no rewrite
     )
     return len(doomed)
 
 
 def publish_staged(
-    spark: SparkSession,
+    spark: Spark,
     warehouse: str | os.PathLike[str],
     table: str,
     run_id: str,
@@ -163,6 +163,7 @@ def publish_staged(
     staging = staging_path(warehouse, table, write_id)
     data = spark_schema(pa.schema([f for f in arrow_schema if f.name != PARTITION_COLUMN]))
     parts = [f"{staging}/{n}" for n in list_files(staging, "part-", ".parquet")]
+    spark = session_of(spark)
     df = spark.read.schema(data).parquet(*parts) if parts else spark.createDataFrame([], data)
     try:
         return write_delta_spark(df, warehouse, table, run_id, arrow_schema, None, write_id=write_id)
@@ -170,7 +171,7 @@ def publish_staged(
         discard_staging(warehouse, table, write_id)
 
 
-def _engine(spark: SparkSession, engine: str | None) -> str:
+def _engine(spark: Spark, engine: str | None) -> str:
     if engine is None:
         return ENGINE_DELTA_SPARK if delta_enabled(spark) else ENGINE_DELTALAKE
     if engine not in (ENGINE_DELTA_SPARK, ENGINE_DELTALAKE):

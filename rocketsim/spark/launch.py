@@ -16,12 +16,11 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from deltalake.exceptions import DeltaError
-from pyspark.sql import SparkSession
 
 from rocketsim.errors import RocketSimError
 from rocketsim.spark import progress
 from rocketsim.spark.cli import CapacityArgs, CompareArgs, JobArgs
-from rocketsim.spark.session import build_session
+from rocketsim.spark.session import Spark, start_spark
 from rocketsim.spark.submit import ERROR_FILE_ENV, SPARK_LOG_ENV
 from rocketsim.tables.reconcile import ReconciliationError
 from rocketsim.warehouse.claims import ClaimError, claimed
@@ -46,7 +45,7 @@ class PublishedRunError(RocketSimError):
 def run_job(
     job: str,
     args: JobArgs | CompareArgs | CapacityArgs,
-    body: Callable[[SparkSession], object],
+    body: Callable[[Spark], object],
     *,
     reads: Sequence[str] = (),
 ) -> int:
@@ -57,7 +56,7 @@ def run_job(
         with claimed(args.warehouse, args.run_id, f"jobs/{job}.py"):
             for table in reads:
                 require_run(args.warehouse, table, args.run_id)
-            spark = build_session(app_name=f"rocketsim-{job}-{args.run_id}")
+            spark = start_spark(app_name=f"rocketsim-{job}-{args.run_id}")
             started = True
             try:
                 with progress.reporting(spark, f"{job} {args.run_id}", enabled=not args.quiet):

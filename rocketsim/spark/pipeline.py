@@ -23,7 +23,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
 
 from rocketsim import __version__
 from rocketsim.present import text
@@ -31,6 +30,7 @@ from rocketsim.scenario import Scenario, span
 from rocketsim.spark.cli import JobArgs
 from rocketsim.spark.delta_sink import publish_staged
 from rocketsim.spark.run import StageReport, publish_stage, run_stage, write_stage
+from rocketsim.spark.session import Spark, context_of
 from rocketsim.stage.graph import RUN_TABLES, STAGES
 from rocketsim.tables import schemas
 from rocketsim.warehouse.delta import WriteReport
@@ -40,8 +40,8 @@ from rocketsim.warehouse.stage_files import write_driver_table
 PIPELINE_JOB = "pipeline"
 
 
-def _partitions(spark: SparkSession, args: JobArgs) -> int:
-    return args.partitions or spark.sparkContext.defaultParallelism
+def _partitions(spark: Spark, args: JobArgs) -> int:
+    return args.partitions or context_of(spark).defaultParallelism
 
 
 def _say(args: JobArgs, line: str) -> None:
@@ -62,7 +62,7 @@ def say_scenario(quiet: bool, sc: Scenario) -> None:
 # ---- the run's stage: the whole run in one pass, or one part of it --------------------------------
 
 
-def _stage(spark: SparkSession, args: JobArgs, sc: Scenario, stages: tuple[str, ...]) -> StageReport:
+def _stage(spark: Spark, args: JobArgs, sc: Scenario, stages: tuple[str, ...]) -> StageReport:
     """One part of the run's stage, written, reconciled and published."""
     (job,) = stages
     _say(
@@ -74,7 +74,7 @@ def _stage(spark: SparkSession, args: JobArgs, sc: Scenario, stages: tuple[str, 
     )
 
 
-def run_generate(spark: SparkSession, args: JobArgs, sc: Scenario) -> int:
+def run_generate(spark: Spark, args: JobArgs, sc: Scenario) -> int:
     """``messages`` of the run (``jobs/generate.py``); returns their count."""
     t = time.monotonic()
     rep = _stage(spark, args, sc, (schemas.GENERATE,))
@@ -83,7 +83,7 @@ def run_generate(spark: SparkSession, args: JobArgs, sc: Scenario) -> int:
     return messages.rows
 
 
-def run_simulate(spark: SparkSession, args: JobArgs, sc: Scenario) -> tuple[int, int]:
+def run_simulate(spark: Spark, args: JobArgs, sc: Scenario) -> tuple[int, int]:
     """``send_attempts``, ``send_results`` and ``commit_log`` from the run's committed ``messages``
     (``jobs/simulate.py``); returns (results, attempts)."""
     t = time.monotonic()
@@ -99,7 +99,7 @@ def run_simulate(spark: SparkSession, args: JobArgs, sc: Scenario) -> tuple[int,
     return rep.rows("send_results"), rep.rows("send_attempts")
 
 
-def run_broker_side(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
+def run_broker_side(spark: Spark, args: JobArgs, sc: Scenario) -> None:
     """``broker_storage``, ``transactions``, ``consumer_load`` from the run's committed commit log,
     messages and results (``jobs/broker_side.py``)."""
     t = time.monotonic()
@@ -107,7 +107,7 @@ def run_broker_side(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
     _say(args, f"[broker side] {', '.join(r.table for r in rep.reports)} ({time.monotonic() - t:.1f} s)")
 
 
-def run_summarize(spark: SparkSession, args: JobArgs, sc: Scenario) -> dict[str, pa.Table]:
+def run_summarize(spark: Spark, args: JobArgs, sc: Scenario) -> dict[str, pa.Table]:
     """The summary tables from the run's committed attempts and results (``jobs/summarize.py``, e.g.
     with another ``--window-ms``); returns them."""
     t = time.monotonic()
@@ -116,7 +116,7 @@ def run_summarize(spark: SparkSession, args: JobArgs, sc: Scenario) -> dict[str,
     return rep.summary_tables
 
 
-def run_one_pass(spark: SparkSession, args: JobArgs, sc: Scenario) -> StageReport:
+def run_one_pass(spark: Spark, args: JobArgs, sc: Scenario) -> StageReport:
     """Every table of the run but ``runs`` (or a summaries-only run's, ``--tables``), in one pass
     (generate, simulate, broker side, summarize), committed and reconciled, not yet published
     (:func:`rocketsim.spark.run.publish_stage`)."""
@@ -153,7 +153,7 @@ def _say_rounds(args: JobArgs, rep: StageReport) -> None:
 
 
 def write_runs_row(
-    spark: SparkSession,
+    spark: Spark,
     args: JobArgs,
     sc: Scenario,
     messages: int,
@@ -193,7 +193,7 @@ def write_runs_row(
     )
 
 
-def publish_rows(spark: SparkSession, warehouse: str, table: str, run_id: str, rows: pa.Table) -> WriteReport:
+def publish_rows(spark: Spark, warehouse: str, table: str, run_id: str, rows: pa.Table) -> WriteReport:
     """``rows`` (a small table the driver made) as the run's one commit of ``table``: written with pyarrow
     into a staging folder, then published (:func:`rocketsim.spark.delta_sink.publish_staged`)."""
     write_id = new_write_id()
@@ -219,7 +219,7 @@ def print_summary(args: JobArgs, summary_tables: Mapping[str, pa.Table]) -> None
     )
 
 
-def run_pipeline(spark: SparkSession, args: JobArgs, sc: Scenario) -> None:
+def run_pipeline(spark: Spark, args: JobArgs, sc: Scenario) -> None:
     """Every table in one pass -> reconciled -> ``runs`` row -> the run published -> printed summary."""
     started = datetime.now(UTC)
     t = time.monotonic()

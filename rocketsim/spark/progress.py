@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 if TYPE_CHECKING:  # the command reads PROGRESS_ENV without starting pyspark
-    from pyspark.sql import SparkSession
+    from rocketsim.spark.session import Spark
 
 PROGRESS_ENV = "ROCKETSIM_PROGRESS"
 EVERY_ENV = "ROCKETSIM_PROGRESS_EVERY_S"
@@ -46,9 +46,11 @@ class _Step:
     what = STARTING
 
 
-def step(spark: SparkSession, what: str) -> None:
+def step(spark: Spark, what: str) -> None:
     """Name the Spark work that follows: in the progress line, and as its description in Spark's UI."""
-    spark.sparkContext.setJobDescription(what)
+    from rocketsim.spark.session import context_of  # pyspark: once Spark runs
+
+    context_of(spark).setJobDescription(what)
     _Step.what = what
 
 
@@ -171,7 +173,7 @@ def _every_s() -> float:
 
 
 @contextlib.contextmanager
-def reporting(spark: SparkSession, title: str, enabled: bool = True) -> Iterator[None]:
+def reporting(spark: Spark, title: str, enabled: bool = True) -> Iterator[None]:
     """The job's progress on stderr while the block runs (module docstring), if :func:`wanted`."""
     if not (enabled and wanted()):
         yield
@@ -179,7 +181,9 @@ def reporting(spark: SparkSession, title: str, enabled: bool = True) -> Iterator
     stream = sys.stderr
     terminal = stream.isatty() and os.environ.get("TERM", "") != "dumb"
     _Step.what = STARTING
-    reporter = Reporter(spark.sparkContext.statusTracker(), title, stream, terminal, _every_s())
+    from rocketsim.spark.session import context_of  # pyspark: once Spark runs
+
+    reporter = Reporter(context_of(spark).statusTracker(), title, stream, terminal, _every_s())
     done = threading.Event()
 
     def loop() -> None:

@@ -23,12 +23,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
 
 from rocketsim.broker.queue import ITERATIVE
 from rocketsim.scenario import Scenario, workload
 from rocketsim.spark.delta_sink import publish_run, publish_staged
 from rocketsim.spark.progress import step
+from rocketsim.spark.session import Spark, context_of
 from rocketsim.stage.broker import broker_task
 from rocketsim.stage.coupled import iterate_rounds, round_task
 from rocketsim.stage.driver import finish_stage
@@ -43,9 +43,6 @@ from rocketsim.warehouse.read import current_write, run_file_ranges, run_rows
 from rocketsim.warehouse.stage_files import StageWork
 
 SCRATCH_SUFFIX = "-scratch"
-COUNTS = pa.schema(
-    [pa.field("who", pa.int64()), pa.field("name", pa.string()), pa.field("value", pa.int64())]
-)
 _REPORTED = ""  # the count every item reports, so an item with no counts is still seen
 
 
@@ -86,38 +83,38 @@ class StageReport:
 
 
 def map_bins(
-    spark: SparkSession,
+    spark: Spark,
     bins: Sequence[Sequence[int]],
     work: Callable[[int], Mapping[str, int]],
     what: str = "tasks",
 ) -> dict[int, dict[str, int]]:
     """``work(item)`` for every item of every bin, one Spark task per bin; each item's counts, collected
-    (rows of named counts, never data). ``what``: the work's name in the progress line and Spark's UI."""
+    (rows of named counts, never data). ``what``: the work's name in the progress line and Spark's UI.
+
+    Plain RDD tasks (Spark core): a job that only schedules tasks and collects counts needs none of
+    Spark SQL, whose planning, code generation and Arrow set-up cost the JVM seconds of CPU
+    (docs/benchmarks.md)."""
     bins = [list(b) for b in bins]
     step(spark, what)
 
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for b in batch.column(0).to_pylist():
-                for item in bins[b]:
-                    counts = {_REPORTED: 1, **work(item)}
-                    rows = [{"who": item, "name": n, "value": int(v)} for n, v in counts.items()]
-                    yield pa.RecordBatch.from_pylist(rows, COUNTS)
+    def task(numbers: Iterator[int]) -> Iterator[tuple[int, str, int]]:
+        for b in numbers:
+            for item in bins[b]:
+                counts = {_REPORTED: 1, **work(item)}
+                yield from ((item, n, int(v)) for n, v in counts.items())
 
-    rows = spark.range(0, len(bins), 1, numPartitions=max(1, len(bins))).mapInArrow(
-        task, "who long, name string, value long"
-    )
+    rows = context_of(spark).parallelize(range(len(bins)), max(1, len(bins))).mapPartitions(task)
     out: dict[int, dict[str, int]] = {}
     # Tiny: one row per (task item, count name), a few dozen per producer or broker; no table rows.
-    for r in rows.collect():
-        counts = out.setdefault(r["who"], {})
-        if r["name"] != _REPORTED:
-            counts[r["name"]] = r["value"]
+    for who, name, value in rows.collect():
+        counts = out.setdefault(who, {})
+        if name != _REPORTED:
+            counts[name] = value
     return out
 
 
 def run_stage(
-    spark: SparkSession,
+    spark: Spark,
     sc: Scenario,
     warehouse: str,
     run_id: str,
@@ -134,14 +131,14 @@ def run_stage(
 
 
 def publish_stage(
-    spark: SparkSession, warehouse: str, run_id: str, job: str, rep: StageReport, *extra: WriteReport
+    spark: Spark, warehouse: str, run_id: str, job: str, rep: StageReport, *extra: WriteReport
 ) -> None:
     """The run-level commit of a stage's writes (and of ``extra`` writes of the same job)."""
     publish_run(spark, warehouse, run_id, job, [*rep.reports, *extra], rep.dropped())
 
 
 def write_stage(
-    spark: SparkSession,
+    spark: Spark,
     sc: Scenario,
     warehouse: str,
     run_id: str,
@@ -218,7 +215,7 @@ class TasksRun:
     residual: int | None
 
 
-def run_tasks(spark: SparkSession, sc: Scenario, work: StageWork, partitions: int) -> TasksRun:
+def run_tasks(spark: Spark, sc: Scenario, work: StageWork, partitions: int) -> TasksRun:
     """The stage's tasks on Spark: the iterative rounds (``brokers.coupling = iterative``), one producer
     task per bin (:func:`rocketsim.stage.plan.stage_bins`), one broker task per broker; each task given
     the files of ``work``. RuntimeError when a task did not report."""

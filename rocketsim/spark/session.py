@@ -1,4 +1,5 @@
-"""Build the SparkSession every job and test uses, and derive Spark schemas from the Arrow ones.
+"""Start the SparkContext every job runs on (and the SparkSession tests and readers use), and derive Spark
+schemas from the Arrow ones.
 
 Precedence of settings, lowest first: ``conf/spark-defaults.conf`` of the repo, whatever spark-submit
 already put in the JVM (``--conf``, ``--master``, ``--properties-file``), then ``extra_conf``, then the
@@ -80,17 +81,58 @@ def read_conf_file(path: Path | None) -> dict[str, str]:
     return conf
 
 
+Spark = SparkSession | SparkContext  # what a job runs on: a job's driver starts only the SparkContext
+
+
 def build_session(
     app_name: str = "rocketsim",
     master: str | None = None,
     extra_conf: Mapping[str, str] | None = None,
     conf_file: str | os.PathLike[str] | None = None,
 ) -> SparkSession:
-    """Create (or return the active) SparkSession with the repo defaults, Arrow on and UTC.
+    """Create (or return the active) SparkSession with the repo defaults, Arrow on and UTC
+    (:func:`start_spark`'s SparkContext, and Spark SQL on it)."""
+    conf = _spark_conf(app_name, master, extra_conf, conf_file)
+    spark = SparkSession.builder.config(conf=conf).getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("ROCKETSIM_SPARK_LOG_LEVEL", "WARN"))
+    return spark
 
-    ``master=None`` keeps the master spark-submit chose, else ``local[*]``. The Delta extension is
-    enabled only when ``io.delta.sql.DeltaSparkSessionExtension`` can be loaded by the driver JVM.
-    """
+
+def start_spark(
+    app_name: str = "rocketsim",
+    master: str | None = None,
+    extra_conf: Mapping[str, str] | None = None,
+    conf_file: str | os.PathLike[str] | None = None,
+) -> SparkContext:
+    """Create (or return the active) SparkContext with the same settings as :func:`build_session`, and no
+    SparkSession: a job's driver only schedules tasks (Spark core), and Spark SQL's session costs the JVM
+    seconds of CPU to start (docs/benchmarks.md). What needs SQL (the delta-spark engine) starts it on
+    this context (:func:`session_of`)."""
+    sc = SparkContext.getOrCreate(_spark_conf(app_name, master, extra_conf, conf_file))
+    sc.setLogLevel(os.environ.get("ROCKETSIM_SPARK_LOG_LEVEL", "WARN"))
+    return sc
+
+
+def context_of(spark: Spark) -> SparkContext:
+    """The SparkContext of a session, or the context itself."""
+    return spark.sparkContext if isinstance(spark, SparkSession) else spark
+
+
+def session_of(spark: Spark) -> SparkSession:
+    """The session itself, or the SparkSession on a context (started on first use, with the context's
+    settings: the ``spark.sql.*`` ones and the Delta extension :func:`_spark_conf` put there)."""
+    return spark if isinstance(spark, SparkSession) else SparkSession.builder.getOrCreate()
+
+
+def _spark_conf(
+    app_name: str,
+    master: str | None,
+    extra_conf: Mapping[str, str] | None,
+    conf_file: str | os.PathLike[str] | None,
+) -> SparkConf:
+    """The conf of a new SparkContext, the JVM started if it does not run yet. ``master=None`` keeps the
+    master spark-submit chose, else ``local[*]``. The Delta extension is enabled only when
+    ``io.delta.sql.DeltaSparkSessionExtension`` can be loaded by the driver JVM."""
     if os.environ.get(PREFLIGHT_ENV) == "1":
         raise SystemExit(PREFLIGHT_OK)  # the job's input is valid; the real run follows in spark-submit
     # Without this, pyspark starts workers with whatever `python3` is on PATH (maybe without pyarrow).
@@ -124,10 +166,7 @@ def build_session(
         if DELTA_EXTENSION not in extensions:
             conf.set("spark.sql.extensions", ",".join([*extensions, DELTA_EXTENSION]))
         conf.setIfMissing("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
-
-    spark = SparkSession.builder.config(conf=conf).getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("ROCKETSIM_SPARK_LOG_LEVEL", "WARN"))
-    return spark
+    return conf
 
 
 def _start_jvm() -> None:
@@ -143,9 +182,13 @@ def _start_jvm() -> None:
     SparkContext._ensure_initialized(gateway=gateway)
 
 
-def delta_enabled(spark: SparkSession) -> bool:
-    """Whether this session runs the delta-spark extension (so ``format("delta")`` works)."""
-    extensions = spark.conf.get("spark.sql.extensions", "") or ""
+def delta_enabled(spark: Spark) -> bool:
+    """Whether this session (or the sessions of this context) runs the delta-spark extension (so
+    ``format("delta")`` works)."""
+    if isinstance(spark, SparkSession):
+        extensions = spark.conf.get("spark.sql.extensions", "") or ""
+    else:
+        extensions = spark.getConf().get("spark.sql.extensions", "") or ""
     return DELTA_EXTENSION in extensions.split(",") and _jvm_class_loadable(DELTA_EXTENSION)
 
 

@@ -19,10 +19,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -41,6 +40,9 @@ from rocketsim.warehouse.run_commit import (
     published,
     run_commits_version,
 )
+
+if TYPE_CHECKING:  # pandas only for read_pandas's callers: not imported by every job's driver
+    import pandas as pd
 
 T = TypeVar("T")
 

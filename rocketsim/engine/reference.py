@@ -40,7 +40,7 @@ from rocketsim.client.connection import (
 )
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.heap import ClientHeap, client_heap
-from rocketsim.client.host import Host, HostCores, host_stalls
+from rocketsim.client.host import Host, HostCores, client_threads, host_stalls
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
@@ -161,6 +161,7 @@ class ProducerSimulation:
         self.heap = heap if heap is not None else client_heap(sc, self.host)
         self.held: dict[int, int] = {}  # send index -> the heap's epoch when it was handed to the client
         self.stalls = host_stalls(sc, producer)
+        self.threads = client_threads(sc, self.host, producer)  # ASYNC: its CPU beside the executor's
         self.call_us: dict[int, float] = {}  # send index -> when its next request starts (us), if known
         self.start_us: dict[tuple[int, int], int] = {}  # (send, attempt) -> its request's start (us)
         self.conn_free_us: dict[str, float] = {}  # broker -> when its connection's I/O thread is free
@@ -234,7 +235,8 @@ class ProducerSimulation:
             answer = self.model.attempt(self.producer, s.seq, attempt, broker, start_ms, timeout_ms)
             if self.stores is not None and carries_load(answer):
                 broker_store = self.stores.store(broker)
-                offered = broker_store.offer_us(self.read_by_broker(broker_store, broker, start_us), s.wire)
+                written = start_us if self.threads is None or s.waits else self.threads.write(start_us)
+                offered = broker_store.offer_us(self.read_by_broker(broker_store, broker, written), s.wire)
                 self.store_answers[(s.index, attempt)] = offered
                 answer = closed_outcome(answer, offered, start_ms, timeout_ms, start_us)
             if store.properties_illegal(s.props_base, s.props_qid, s.props_chars, queue_id):
@@ -273,7 +275,8 @@ class ProducerSimulation:
         ends (after a young collection its allocation starts, if any; a stall of the host may follow it)."""
         if self.heap is not None:
             self.heap.allocate(ready_us)
-        done = self.host.run(ready_us, self.cpu_us, (self.producer, thread))
+        work = self.cpu_us if self.threads is None or s.waits else self.threads.executor_us
+        done = self.host.run(ready_us, work, (self.producer, thread))
         if self.stalls is not None:
             self.stalls.after_send(self.host, s.seq, done)
         return done
@@ -459,6 +462,9 @@ class EventLoop:
         """``s`` runs ``task`` on thread ``j`` of ``pool`` from ``now``: the ms it goes on at, once the
         thread has done the send's CPU work (a send's, ``Pool.EXECUTOR``: callbacks take none)."""
         sim = self.sim
+        if task == Pool.CALLBACK and sim.threads is not None and not s.waits:  # its client CPU's last part
+            pool.free_us[j] = done = sim.threads.callback(now * 1000.0, pool.free_us[j], pool.names[j])
+            return int(done // 1000)
         if task != Pool.EXECUTOR or sim.cpu_us <= 0:
             return now
         done = sim.cpu_done(s, max(now * 1000.0, pool.free_us[j]), pool.names[j])

@@ -164,3 +164,25 @@ def test_the_split_needs_a_shared_host_and_at_most_the_whole() -> None:
         scenario_from_mapping({"producers": {"callback_cpu_share": 0.1}})
     with pytest.raises(ScenarioError, match="producers.netty_write_cpu_share with netty_read_cpu_share"):
         _shared("fair", {"netty_write_cpu_share": 0.6, "netty_read_cpu_share": 0.5})
+
+
+def test_a_send_threads_work_outside_the_lock_leaves_the_writer_less_to_do_alone() -> None:
+    # rocketmq-all-4.9.8 CommitLog.asyncPutMessage: the message is encoded (MessageExtEncoder.encode) before
+    # putMessageLock.lock(); under the lock only MappedFile.appendMessage; SendMessageProcessor's handling
+    # runs on the send thread (sendMessageThreadPoolNums = min(cores, 4)) before it; ReputMessageService
+    # builds the consume queue on its own thread after. The same append_us a request, on a fair 2-core host
+    # beside a busy client: all under the lock, or 60% on the send threads and 15% on the reput thread
+    overload = {}
+    for name, store in (("locked", {}), ("split", {"unlocked_share": 0.6, "reput_share": 0.15})):
+        sc = _shared("fair", send_queue_capacity=500, send_threads=2, **store)
+        out = simulate(generate(sc), sc)
+        overload[name] = Counter(out.attempts["busy_kind"].to_pylist())["OVERLOAD"]
+    assert overload["locked"] > 1000  # the writer alone on its share: its queue overflows
+    assert overload["split"] < overload["locked"] / 2, overload  # the send threads take their part
+
+
+def test_the_brokers_split_needs_its_host_and_at_most_the_whole() -> None:
+    with pytest.raises(ScenarioError, match=r"store.reput_share needs store.on_producer_host = true"):
+        scenario_from_mapping({"brokers": {"default": {"store": {"reput_share": 0.1}}}})
+    with pytest.raises(ScenarioError, match=r"store.unlocked_share with store.reput_share"):
+        _shared("fair", unlocked_share=0.7, reput_share=0.4)

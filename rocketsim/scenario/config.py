@@ -548,6 +548,15 @@ class StoreConfig:
     # answer is encoded and flushed on the channel's own thread, serially with the requests it reads),
     # microseconds; the thread's reads wait for it. 0: none (the answer's write is free)
     reply_us: float = field(default=0.0, metadata=_between(0, 1e9))
+    # the share of append_us a send thread runs before it takes putMessageLock, on its own thread of the
+    # producers' host (SendMessageProcessor's handling, and CommitLog.asyncPutMessage's encoding, outside
+    # the lock at 4.9.8); the rest runs under the lock on the commit-log writer. Measured per thread and
+    # stack on the real broker (docs/validation.md). Needs on_producer_host; 0: all under the lock
+    unlocked_share: float = field(default=0.0, metadata=_between(0, 1))
+    # the share of append_us the ReputMessageService thread runs after each append (the consume queue and
+    # the index, from the commit log), on its own thread of the producers' host; the answer does not wait
+    # for it. Needs on_producer_host; 0: on the writer
+    reput_share: float = field(default=0.0, metadata=_between(0, 1))
     # the broker's process runs on the producers' host (producers.shared_host): its reads and appends take
     # that host's processors too
     on_producer_host: bool = False

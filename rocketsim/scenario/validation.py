@@ -214,6 +214,13 @@ def _check_host(sc: Scenario) -> None:
     for name, model in sc.brokers.items():
         if model.store.on_producer_host and not sc.producers.shared_host:
             _fail(f"brokers.{name}.store.on_producer_host", "needs producers.shared_host = true", True)
+        for key in ("unlocked_share", "reput_share"):
+            if getattr(model.store, key) > 0 and not model.store.on_producer_host:
+                rule = "needs store.on_producer_host = true (the host whose threads run it)"
+                _fail(f"brokers.{name}.store.{key}", rule, getattr(model.store, key))
+        if model.store.unlocked_share + model.store.reput_share > 1:
+            rule = "with store.reput_share must add up to at most 1 (of append_us)"
+            _fail(f"brokers.{name}.store.unlocked_share", rule, model.store.unlocked_share)
         for key in ("io_us", "reply_us"):
             if getattr(model.store, key) > 0 and sc.coupling == "iterative":
                 _fail(

@@ -460,7 +460,8 @@ class EventLoop:
 
     def run_on(self, s: Send, pool: ClientPool, j: int, now: int, task: Pool) -> int:
         """``s`` runs ``task`` on thread ``j`` of ``pool`` from ``now``: the ms it goes on at, once the
-        thread has done the send's CPU work (a send's, ``Pool.EXECUTOR``: callbacks take none)."""
+        thread has done the send's CPU work (a send's, ``Pool.EXECUTOR``; a callback's only with
+        ``producers.callback_cpu_share``: :class:`rocketsim.client.host.ClientThreads`)."""
         sim = self.sim
         if task == Pool.CALLBACK and sim.threads is not None and not s.waits:  # its client CPU's last part
             pool.free_us[j] = done = sim.threads.callback(now * 1000.0, pool.free_us[j], pool.names[j])

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from rocketsim.client.host import FairShareHost, HostCores, shared_host
+from rocketsim.client.host import FairShareHost, HostCores, client_threads, shared_host
 from rocketsim.engine import simulate
 from rocketsim.scenario import ScenarioError, scenario_from_mapping
 from rocketsim.scenario.workload import generate
@@ -120,3 +120,69 @@ def test_a_fair_host_needs_a_shared_one() -> None:
     raw = {"producers": {"host_scheduler": "fair"}}
     with pytest.raises(ScenarioError, match="producers.host_scheduler needs producers.shared_host = true"):
         scenario_from_mapping(raw)
+
+
+def test_an_async_sends_client_cpu_runs_on_its_netty_and_callback_threads_in_order() -> None:
+    # rocketmq-all-4.9.8, one client instance: NettyRemotingClient's one selector event loop
+    # (NettyClientSelector_), the channel's worker of defaultEventExecutorGroup (clientWorkerThreads = 4:
+    # NettyEncoder, NettyDecoder, NettyClientHandler), the public executor that runs async callbacks
+    # (clientCallbackExecutorThreads = availableProcessors(); NettyRemotingAbstract.executeInvokeCallback)
+    # and DefaultMQProducerImpl's async sender executor (AsyncSenderExecutor_)
+    sc = _shared(
+        "fair", {"netty_write_cpu_share": 0.4, "netty_read_cpu_share": 0.2, "callback_cpu_share": 0.1}
+    )
+    threads = client_threads(sc, HostCores(4), 0)
+    assert threads is not None
+    assert threads.executor_us == pytest.approx(6.0)  # 20 us a send: the executor keeps 30%
+    assert threads.executor_us + 2 * threads.write_us + 2 * threads.read_us + threads.callback_us == 20.0
+    assert threads.write(100.0) == 108.0  # the worker's 4 us, then the selector's
+    assert threads.write(100.0) == 112.0  # the next request waits for the selector's previous one
+    assert threads.callback(200.0, 0.0, "cb1") == pytest.approx(206.0)  # selector 2, worker 2, callback 2
+    assert threads.callback(200.0, 300.0, "cb1") == pytest.approx(302.0)  # its thread busy until 300
+    assert client_threads(_shared("fair"), HostCores(4), 0) is None  # no shares: the model before them
+
+
+def test_the_client_threads_the_fair_host_counts_take_the_brokers_share() -> None:
+    # the same client CPU a send (20 us) at 50,000 sends/s on a 2-core host beside the broker's writer
+    # (appends of 17 us one at a time, a send queue of 500): all of it on the 2 executor threads, or 30%
+    # there and the rest on the producer's Netty worker and selector and its 2 callback threads. The host's
+    # work is the same; more client threads have work at once, so the writer's share of the cores is
+    # smaller: its queue overflows more often ([OVERLOAD]), and without the bound holds more
+    split = {"netty_write_cpu_share": 0.4, "netty_read_cpu_share": 0.2, "callback_cpu_share": 0.1}
+    overload, depth = {}, {}
+    for name, producers in (("executor", None), ("split", split)):
+        bounded, unbounded = _shared("fair", producers, send_queue_capacity=500), _shared("fair", producers)
+        out = simulate(generate(bounded), bounded)
+        overload[name] = Counter(out.attempts["busy_kind"].to_pylist())["OVERLOAD"]
+        depth[name] = max(simulate(generate(unbounded), unbounded).attempts["store_queue_depth"].to_pylist())
+    assert overload["split"] > 2 * overload["executor"] > 0, overload
+    assert depth["split"] > 1.5 * depth["executor"], depth
+
+
+def test_the_split_needs_a_shared_host_and_at_most_the_whole() -> None:
+    with pytest.raises(ScenarioError, match="producers.callback_cpu_share needs producers.shared_host"):
+        scenario_from_mapping({"producers": {"callback_cpu_share": 0.1}})
+    with pytest.raises(ScenarioError, match="producers.netty_write_cpu_share with netty_read_cpu_share"):
+        _shared("fair", {"netty_write_cpu_share": 0.6, "netty_read_cpu_share": 0.5})
+
+
+def test_a_send_threads_work_outside_the_lock_leaves_the_writer_less_to_do_alone() -> None:
+    # rocketmq-all-4.9.8 CommitLog.asyncPutMessage: the message is encoded (MessageExtEncoder.encode) before
+    # putMessageLock.lock(); under the lock only MappedFile.appendMessage; SendMessageProcessor's handling
+    # runs on the send thread (sendMessageThreadPoolNums = min(cores, 4)) before it; ReputMessageService
+    # builds the consume queue on its own thread after. The same append_us a request, on a fair 2-core host
+    # beside a busy client: all under the lock, or 60% on the send threads and 15% on the reput thread
+    overload = {}
+    for name, store in (("locked", {}), ("split", {"unlocked_share": 0.6, "reput_share": 0.15})):
+        sc = _shared("fair", send_queue_capacity=500, send_threads=2, **store)
+        out = simulate(generate(sc), sc)
+        overload[name] = Counter(out.attempts["busy_kind"].to_pylist())["OVERLOAD"]
+    assert overload["locked"] > 1000  # the writer alone on its share: its queue overflows
+    assert overload["split"] < overload["locked"] / 2, overload  # the send threads take their part
+
+
+def test_the_brokers_split_needs_its_host_and_at_most_the_whole() -> None:
+    with pytest.raises(ScenarioError, match=r"store.reput_share needs store.on_producer_host = true"):
+        scenario_from_mapping({"brokers": {"default": {"store": {"reput_share": 0.1}}}})
+    with pytest.raises(ScenarioError, match=r"store.unlocked_share with store.reput_share"):
+        _shared("fair", unlocked_share=0.7, reput_share=0.4)

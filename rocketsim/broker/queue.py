@@ -110,6 +110,8 @@ class StoreParams:
     holds: tuple[tuple[int, int], ...] = ()
     io_us: float = 0.0  # store.io_us: its CPU per request on a client connection's I/O thread
     reply_us: float = 0.0  # store.reply_us: its CPU per answer written back on that thread
+    unlocked_share: float = 0.0  # store.unlocked_share: the append's part on the send thread, before the lock
+    reput_share: float = 0.0  # store.reput_share: its part on the reput thread, after it
 
     @property
     def connection_us(self) -> float:
@@ -141,6 +143,8 @@ class StoreParams:
             holds,
             cfg.io_us,
             cfg.reply_us,
+            cfg.unlocked_share,
+            cfg.reput_share,
         )
 
     def held_until(self, t_us: int) -> int:
@@ -261,6 +265,7 @@ class BrokerStore:
     last_us: int = 0
     served_us: list[tuple[int, int]] = field(default_factory=list)  # [begin, end) of each append
     cores: Host | None = None  # the producers' host when the broker runs on it (its CPU work there)
+    reput_free_us: float = 0.0  # when the reput thread's work (store.reput_share) ends
 
     def __post_init__(self) -> None:
         if not self.threads:
@@ -319,9 +324,7 @@ class BrokerStore:
                 pc_code=self.params.pc_code,
             )
         if self.cores is not None:  # the append also waits for a core of the shared host (and its share)
-            start, stop = self.cores.place(d.begin, d.end - d.begin, ("writer", self.index))
-            end = int(round(stop))
-            d = d._replace(begin=end - int(round(stop - start)), end=end, answer_us=d.answer_us + end - d.end)
+            d = self._on_host(d, self.cores)
         self.writer_free_us = d.end
         heapq.heapreplace(self.threads, d.end)
         if d.end - d.begin > self.params.busy_timeout_ms * 1000:
@@ -330,6 +333,20 @@ class BrokerStore:
         return StoreAnswer(
             Fate.SERVED, a, d.answer_us, d.end, queue_depth=depth, left_us=d.taken, service_us=d.end - d.begin
         )
+
+    def _on_host(self, d: Decision, cores: Host) -> Decision:
+        """A served append on the shared host's cores: the send thread's part outside ``putMessageLock``
+        (``unlocked_share``) from when it took the request, the writer's under the lock from when the lock
+        is free, and the reput thread's after it (``reput_share``; the answer does not wait for it)."""
+        p, work, begin = self.params, d.end - d.begin, d.begin
+        unlocked, reput = work * p.unlocked_share, work * p.reput_share
+        if unlocked > 0:  # a send thread of its own (None: not the writer's)
+            begin = max(cores.run(d.taken, unlocked), self.writer_free_us)
+        start, stop = cores.place(begin, work - unlocked - reput, ("writer", self.index))
+        if reput > 0:
+            self.reput_free_us = cores.run(max(stop, self.reput_free_us), reput, ("reput", self.index))
+        end = int(round(stop))
+        return d._replace(begin=end - int(round(stop - start)), end=end, answer_us=d.answer_us + end - d.end)
 
     def queue_size_at(self, idx: int, tick_ms: int) -> int:
         """The sweeper's ``size of queue`` after it removed admitted request ``idx`` at ``tick_ms``: the

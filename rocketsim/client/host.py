@@ -226,3 +226,52 @@ def host_stalls(sc: Scenario, producer: int) -> HostStalls | None:
     return HostStalls(
         p.host_stall_every, p.host_stall_ms * 1000.0, derive_key(sc.seed, producer, "hostStall")
     )
+
+
+@dataclass
+class ClientThreads:
+    """An ASYNC send's client CPU on the threads that run it (``producers.netty_write_cpu_share``,
+    ``netty_read_cpu_share``, ``callback_cpu_share``; the rest of ``send_cpu_us`` on its async sender
+    executor thread): the request's encoding and write on the producer's Netty worker, then its selector
+    (``NettyRemotingClient``: one ``NettyClientSelector_`` event loop, the channel's
+    ``NettyClientWorkerThread_`` of ``clientWorkerThreads``), before it reaches the broker; the answer's
+    read on the selector, then its decoding on the worker (``processResponseCommand``), then the callback
+    on a callback executor thread (``executeInvokeCallback``: the public executor of
+    ``clientCallbackExecutorThreads``). Each thread takes its pieces one after another on the host's cores
+    (a fair host counts it while it has work); the total per send stays ``send_cpu_us``."""
+
+    host: Host
+    producer: int
+    executor_us: float  # on the async sender executor's thread
+    write_us: float  # on the worker, then as much on the selector
+    read_us: float  # on the selector, then as much on the worker
+    callback_us: float
+    free_us: dict[str, float]  # "worker", "selector" -> when the thread's work ends
+
+    def write(self, ready_us: float) -> float:
+        """The request ready at ``ready_us`` (its executor thread done): when it is on the wire."""
+        return self._on("selector", self._on("worker", ready_us, self.write_us), self.write_us)
+
+    def callback(self, ready_us: float, thread_free_us: float, thread: Hashable) -> float:
+        """The answer arrived at ``ready_us``: when its callback on ``thread`` (free from
+        ``thread_free_us``) has ended."""
+        handed = self._on("worker", self._on("selector", ready_us, self.read_us), self.read_us)
+        return self.host.run(max(handed, thread_free_us), self.callback_us, (self.producer, thread))
+
+    def _on(self, name: str, ready_us: float, work_us: float) -> float:
+        if work_us <= 0:
+            return ready_us
+        done = self.host.run(max(ready_us, self.free_us.get(name, 0.0)), work_us, (self.producer, name))
+        self.free_us[name] = done
+        return done
+
+
+def client_threads(sc: Scenario, host: Host, producer: int) -> ClientThreads | None:
+    """How ``producer``'s ASYNC sends' client CPU is split over its threads (None: all on the executor's)."""
+    p = sc.producers
+    shares = (p.netty_write_cpu_share, p.netty_read_cpu_share, p.callback_cpu_share)
+    if p.send_cpu_us <= 0 or not any(shares):
+        return None
+    write, read, callback = (p.send_cpu_us * share for share in shares)
+    executor = p.send_cpu_us - write - read - callback
+    return ClientThreads(host, producer, executor, write / 2, read / 2, callback, {})

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections import deque
 from collections.abc import Callable, Generator, Hashable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -42,7 +40,7 @@ from rocketsim.client.connection import (
 )
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.heap import ClientHeap, client_heap
-from rocketsim.client.host import Host, HostCores, host_stalls
+from rocketsim.client.host import Host, HostCores, client_threads, host_stalls
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
@@ -56,7 +54,6 @@ from rocketsim.client.send import (
     SendConfig,
     SendRecord,
     Step,
-    ThreadKey,
     async_send_steps,
     callback_thread,
     executor_thread,
@@ -83,6 +80,7 @@ from rocketsim.engine.plan import (
     start_detector_enable,
     to_outcome,
 )
+from rocketsim.engine.pools import ClientPool, PartitionedSenders, PoolSenders, SenderThreads
 from rocketsim.engine.reference_rows import engine_output
 from rocketsim.rng import SplitMixIntSource, derive_key
 from rocketsim.scenario import Scenario
@@ -163,6 +161,7 @@ class ProducerSimulation:
         self.heap = heap if heap is not None else client_heap(sc, self.host)
         self.held: dict[int, int] = {}  # send index -> the heap's epoch when it was handed to the client
         self.stalls = host_stalls(sc, producer)
+        self.threads = client_threads(sc, self.host, producer)  # ASYNC: its CPU beside the executor's
         self.call_us: dict[int, float] = {}  # send index -> when its next request starts (us), if known
         self.start_us: dict[tuple[int, int], int] = {}  # (send, attempt) -> its request's start (us)
         self.conn_free_us: dict[str, float] = {}  # broker -> when its connection's I/O thread is free
@@ -236,7 +235,8 @@ class ProducerSimulation:
             answer = self.model.attempt(self.producer, s.seq, attempt, broker, start_ms, timeout_ms)
             if self.stores is not None and carries_load(answer):
                 broker_store = self.stores.store(broker)
-                offered = broker_store.offer_us(self.read_by_broker(broker_store, broker, start_us), s.wire)
+                written = start_us if self.threads is None or s.waits else self.threads.write(start_us)
+                offered = broker_store.offer_us(self.read_by_broker(broker_store, broker, written), s.wire)
                 self.store_answers[(s.index, attempt)] = offered
                 answer = closed_outcome(answer, offered, start_ms, timeout_ms, start_us)
             if store.properties_illegal(s.props_base, s.props_qid, s.props_chars, queue_id):
@@ -275,7 +275,8 @@ class ProducerSimulation:
         ends (after a young collection its allocation starts, if any; a stall of the host may follow it)."""
         if self.heap is not None:
             self.heap.allocate(ready_us)
-        done = self.host.run(ready_us, self.cpu_us, (self.producer, thread))
+        work = self.cpu_us if self.threads is None or s.waits else self.threads.executor_us
+        done = self.host.run(ready_us, work, (self.producer, thread))
         if self.stalls is not None:
             self.stalls.after_send(self.host, s.seq, done)
         return done
@@ -459,8 +460,12 @@ class EventLoop:
 
     def run_on(self, s: Send, pool: ClientPool, j: int, now: int, task: Pool) -> int:
         """``s`` runs ``task`` on thread ``j`` of ``pool`` from ``now``: the ms it goes on at, once the
-        thread has done the send's CPU work (a send's, ``Pool.EXECUTOR``: callbacks take none)."""
+        thread has done the send's CPU work (a send's, ``Pool.EXECUTOR``; a callback's only with
+        ``producers.callback_cpu_share``: :class:`rocketsim.client.host.ClientThreads`)."""
         sim = self.sim
+        if task == Pool.CALLBACK and sim.threads is not None and not s.waits:  # its client CPU's last part
+            pool.free_us[j] = done = sim.threads.callback(now * 1000.0, pool.free_us[j], pool.names[j])
+            return int(done // 1000)
         if task != Pool.EXECUTOR or sim.cpu_us <= 0:
             return now
         done = sim.cpu_done(s, max(now * 1000.0, pool.free_us[j]), pool.names[j])
@@ -629,138 +634,6 @@ def failed_fast(answer: Outcome, waited_ms: int) -> Outcome:
         late=None,
         latency_us=-1,
     )
-
-
-class ClientPool:
-    """One of the client's thread pools (the async sender executor, the callback executor), handing out
-    tasks as ``ThreadPoolExecutor`` does: a new worker per task up to the core size, then idle workers
-    take tasks in the order they became idle. A task goes to the idle thread that became idle earliest
-    (ties: the lowest number; at first threads 1..n in order), else waits (FIFO) for the first thread to
-    become free; with every thread busy and ``capacity`` tasks waiting it is refused (the async sender
-    executor's ``LinkedBlockingQueue(50000)``; 4.3.x runs its sends on the callback executor, unbounded).
-    A send holds its thread from when it runs until it waits for a callback or ends: a 4.9 connect
-    failure, thrown synchronously, keeps it busy. Approximation of the JVM's scheduling: with short tasks
-    this is the round robin every recorded trace shows."""
-
-    def __init__(self, names: list[ThreadKey], capacity: int | None = None) -> None:
-        self.names = names
-        self.capacity = capacity  # the queue's (LinkedBlockingQueue) bound; None: unbounded
-        self.free_us = [0.0] * len(names)  # when each thread's CPU work (the client's send_cpu_us) ends
-        self._idle = [(-1, j) for j in range(len(names))]  # a heap of (idle since, thread)
-        self._waiting: deque[tuple[Send, Generator, Pool]] = deque()  # (send, its loop, its task)
-
-    def full(self) -> bool:
-        """No thread idle and the queue at its bound: ``execute`` throws RejectedExecutionException."""
-        return not self._idle and self.capacity is not None and len(self._waiting) >= self.capacity
-
-    def take(self, task: tuple[Send, Generator, Pool]) -> int | None:
-        """The thread that runs ``task`` now, or None: it waits for one."""
-        if self._idle:
-            return heapq.heappop(self._idle)[1]
-        self._waiting.append(task)
-        return None
-
-    def release(self, j: int, now: int) -> tuple[Send, Generator, Pool] | None:
-        """Thread ``j`` is free at ``now``: the task that waited longest, which it runs now, or None."""
-        if self._waiting:
-            return self._waiting.popleft()
-        heapq.heappush(self._idle, (now, j))
-        return None
-
-
-class SenderThreads(Protocol):
-    """How the application's sender threads take the producer's sends (``producers.sender_model``).
-
-    Upstream has no sender pool: ``DefaultMQProducer.send`` runs in the caller's thread (SYNC for the whole
-    retry loop, ONEWAY until the request is written, ASYNC only to submit it), so which thread sends what
-    is the application's choice; each thread has its own ``sendWhichQueue`` / ``whichItemWorst``
-    (``ThreadLocalIndex``), so the choice changes the queues chosen.
-    """
-
-    def begin(self) -> None:
-        """Push the first START event(s)."""
-
-    def take(self, payload: object, now: int) -> Send:
-        """At a START event: the send that starts now, with the thread that takes it."""
-        ...
-
-    def free(self, s: Send, at: int) -> None:
-        """``s``'s thread is free again at ``at`` (its send ended, or it only submitted an async one)."""
-
-    def taken(self, now: int) -> None:
-        """After a START event was handled."""
-
-
-class PartitionedSenders:
-    """``sender_model = "partitioned"``: message ``seq`` goes to thread ``seq % threads`` (the workload's
-    ``thread`` column); each thread takes its own sends in seq order, each at ``max(born, thread free)``.
-    One slow send delays every send queued behind it on its thread, even while other threads are idle."""
-
-    def __init__(self, sends: list[Send], push: Callable[[int, object], None]) -> None:
-        self._push = push
-        self._per_thread: dict[int, list[Send]] = {}
-        for s in sends:  # already in seq order
-            self._per_thread.setdefault(s.thread, []).append(s)
-        self._cursor = dict.fromkeys(self._per_thread, 0)
-
-    def _schedule(self, th: int, free_at: int) -> None:
-        i = self._cursor[th]
-        if i < len(self._per_thread[th]):
-            self._push(max(self._per_thread[th][i].born_ms, free_at), th)
-
-    def begin(self) -> None:
-        for th in self._per_thread:
-            self._schedule(th, 0)
-
-    def take(self, payload: object, now: int) -> Send:
-        th = payload  # type: ignore[assignment]
-        s = self._per_thread[th][self._cursor[th]]  # type: ignore[index]
-        self._cursor[th] += 1  # type: ignore[index]
-        return s
-
-    def free(self, s: Send, at: int) -> None:
-        self._schedule(s.thread, at)
-
-    def taken(self, now: int) -> None:
-        pass
-
-
-class PoolSenders:
-    """``sender_model = "pool"`` (default): ``threads`` threads share one queue of sends, as an application
-    feeding a ``ThreadPoolExecutor`` does (a new worker per task up to the core size, then idle workers
-    take tasks FIFO): the next send (by born time, then seq) goes to the idle thread that became idle
-    earliest (ties: the lowest id; a thread that never ran first), at ``max(born, now)``; with no thread
-    idle it waits for the first to become free."""
-
-    def __init__(self, sends: list[Send], threads: int, push: Callable[[int, object], None]) -> None:
-        self._push = push
-        self._order = sorted(sends, key=lambda s: (s.born_ms, s.seq))
-        self._next = 0
-        self._idle = [(-1, th) for th in range(threads)]  # (idle since, id), a heap
-        self._pending = False  # a START for the next send is on the heap
-
-    def _dispatch(self, now: int) -> None:
-        if self._pending or self._next >= len(self._order) or not self._idle:
-            return
-        self._push(max(self._order[self._next].born_ms, now), None)
-        self._pending = True
-
-    def begin(self) -> None:
-        self._dispatch(0)
-
-    def take(self, payload: object, now: int) -> Send:
-        self._pending = False
-        _, th = heapq.heappop(self._idle)
-        s = replace(self._order[self._next], thread=th)
-        self._next += 1
-        return s
-
-    def free(self, s: Send, at: int) -> None:
-        heapq.heappush(self._idle, (at, s.thread))
-        self._dispatch(at)
-
-    def taken(self, now: int) -> None:
-        self._dispatch(now)
 
 
 # ---- records -> the engine output ----------------------------------------------------------------

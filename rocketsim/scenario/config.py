@@ -284,6 +284,20 @@ class ProducerConfig:
     # the host's `processors` at a time. 0: free (no client capacity). Calibrated from a run's CPU
     # (docs/calibration.md); the real 4.9.8 client spent ~17 us (docs/validation.md)
     send_cpu_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    # the share of send_cpu_us an ASYNC send runs on the producer's Netty threads before its request
+    # reaches the broker: its encoding on the channel's worker (NettyRemotingClient's
+    # defaultEventExecutorGroup of clientWorkerThreads = 4), then its write on the selector event loop, half
+    # each; the rest of send_cpu_us not in the three shares runs on its async sender executor thread. Each
+    # of these threads is one the shared host counts while it has work. Measured per thread on the real
+    # client (docs/validation.md). Needs shared_host; 0: on the executor thread (the model before them)
+    netty_write_cpu_share: float = field(default=0.0, metadata=_between(0, 1))
+    # the share run on those Netty threads when the answer comes back: its read on the selector, then its
+    # decoding on the worker (processResponseCommand), half each; the callback waits for them. Needs
+    # shared_host; 0: on the executor thread
+    netty_read_cpu_share: float = field(default=0.0, metadata=_between(0, 1))
+    # the share run after that on a callback executor thread (executeInvokeCallback: the public executor of
+    # clientCallbackExecutorThreads); the send ends when it has. Needs shared_host; 0: on the executor thread
+    callback_cpu_share: float = field(default=0.0, metadata=_between(0, 1))
     # the client's CPU per failed SYNC attempt on the thread that failed, microseconds: the exception
     # sendDefaultImpl catches, made with its stack trace, and its log events ("resend at once" with the
     # exception, the message) handed to the client's logger; run on the host's cores from the failure. A new
@@ -534,6 +548,15 @@ class StoreConfig:
     # answer is encoded and flushed on the channel's own thread, serially with the requests it reads),
     # microseconds; the thread's reads wait for it. 0: none (the answer's write is free)
     reply_us: float = field(default=0.0, metadata=_between(0, 1e9))
+    # the share of append_us a send thread runs before it takes putMessageLock, on its own thread of the
+    # producers' host (SendMessageProcessor's handling, and CommitLog.asyncPutMessage's encoding, outside
+    # the lock at 4.9.8); the rest runs under the lock on the commit-log writer. Measured per thread and
+    # stack on the real broker (docs/validation.md). Needs on_producer_host; 0: all under the lock
+    unlocked_share: float = field(default=0.0, metadata=_between(0, 1))
+    # the share of append_us the ReputMessageService thread runs after each append (the consume queue and
+    # the index, from the commit log), on its own thread of the producers' host; the answer does not wait
+    # for it. Needs on_producer_host; 0: on the writer
+    reput_share: float = field(default=0.0, metadata=_between(0, 1))
     # the broker's process runs on the producers' host (producers.shared_host): its reads and appends take
     # that host's processors too
     on_producer_host: bool = False

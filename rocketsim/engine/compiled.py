@@ -22,7 +22,7 @@ More: docs/reference/modules.md (compiled.py), docs/benchmarks.md ("The compiled
 #       send.sync_send_steps / oneway_send_steps / ordered_send_steps / async_send_steps generators
 #       (async_event, async_call: async_send_steps, with ``selected`` for a selector send;
 #       semaphore_*: send.AsyncSemaphore; scan_fired: send.ResponseScan; client_pool_*:
-#       reference.ClientPool; detector_advance, detect_by_one_round: fault.FaultStrategy.advance_to /
+#       pools.ClientPool; detector_advance, detect_by_one_round: fault.FaultStrategy.advance_to /
 #       FaultTable.detect_by_one_round);
 #   select_queue, fault_table_update, fault_table_remove, pick_one_at_least, increment_and_get,
 #       reset_index -> fault.FaultStrategy / FaultTable / ThreadLocalIndex;
@@ -239,7 +239,7 @@ _INV53 = rng.INV_2_53
 _MAX_SPIKE_EXPONENT = bm.MAX_SPIKE_EXPONENT
 _MAX_LATENCY_MS = bm.MAX_LATENCY_MS
 _PROPERTIES_LIMIT = store.PROPERTIES_LIMIT
-# the client's pools an ASYNC send runs on (reference.ClientPool), as rows of ClientPools
+# the client's pools an ASYNC send runs on (pools.ClientPool), as rows of ClientPools
 POOL_EXECUTOR, POOL_CALLBACK = range(2)
 # what an ASYNC send's pending DELIVER means (FL_PHASE)
 PH_EXEC = 0  # an executor thread takes it
@@ -472,7 +472,7 @@ class Inputs(NamedTuple):
 
 class ClientPools(NamedTuple):
     """The client's async sender executor (row POOL_EXECUTOR) and callback executor (row POOL_CALLBACK)
-    of ASYNC sends (``reference.ClientPool``): idle threads since when, and the sends waiting for
+    of ASYNC sends (``pools.ClientPool``): idle threads since when, and the sends waiting for
     a thread (a ring, FIFO)."""
 
     idle: np.ndarray  # [2, N]
@@ -1218,7 +1218,7 @@ def heap_remove(h, st, i):
 
 @njit(**_NO_RC)
 def pool_dispatch(threads, born_ms, heap, st, now):
-    """``reference.PoolSenders._dispatch``: push the START of the pool's next send if a thread is idle
+    """``pools.PoolSenders._dispatch``: push the START of the pool's next send if a thread is idle
     (its send not given yet: the push waits, :func:`resolve_deferred`)."""
     k = st[ST_POOL_NEXT]
     if st[ST_POOL_PENDING] == 1 or (k >= st[ST_GIVEN] and st[ST_FINAL] == 1):
@@ -1240,7 +1240,7 @@ def pool_dispatch(threads, born_ms, heap, st, now):
 
 @njit(**_NO_RC)
 def pool_take(threads, st, send_thread):
-    """``reference.PoolSenders.take``: the next send, taken by the idle thread idle the longest (ties:
+    """``pools.PoolSenders.take``: the next send, taken by the idle thread idle the longest (ties:
     the lowest id). Returns (send, thread)."""
     st[ST_POOL_PENDING] = 0
     best = -1
@@ -1761,7 +1761,7 @@ def scan_fired(cfg, start, timeout):
 
 @njit(inline="always", **_NO_RC)
 def client_pool_take(cp, fl, pool, s):
-    """``reference.ClientPool.take``: the idle thread of ``pool`` idle the longest (ties: the lowest) runs
+    """``pools.ClientPool.take``: the idle thread of ``pool`` idle the longest (ties: the lowest) runs
     send ``s`` now; none idle: ``s`` waits (FIFO) and -1."""
     best = -1
     for j in range(cp.size[pool]):
@@ -1779,7 +1779,7 @@ def client_pool_take(cp, fl, pool, s):
 
 @njit(**_NO_RC)
 def client_pool_full(cp, pool, capacity):
-    """``reference.ClientPool.full``: no thread of ``pool`` idle and ``capacity`` sends waiting."""
+    """``pools.ClientPool.full``: no thread of ``pool`` idle and ``capacity`` sends waiting."""
     for j in range(cp.size[pool]):
         if cp.idle[pool, j]:
             return False

@@ -60,8 +60,10 @@ def scratch_results(results: pa.Table, stored: np.ndarray) -> pa.Table:
     as :data:`RESULTS_SCRATCH`; AssertionError when a column of :data:`DERIVED_RESULTS` is not the
     difference it is made from again, or a stored result has an error."""
     for name, (a, b) in DERIVED_RESULTS.items():
-        made = pc.subtract(results.column(a), results.column(b))
-        if results.num_rows and not pc.all(pc.equal(results.column(name), made)).as_py():
+        kept, made = results.column(name), pc.subtract(results.column(a), results.column(b))
+        same = pc.equal(kept, made)  # null where either is: equal null counts mean the same rows null
+        nulls_agree = same.null_count == kept.null_count == made.null_count
+        if results.num_rows and not (nulls_agree and pc.all(same).as_py()):
             raise AssertionError(f"send_results.{name} is not {a} - {b}, which the scratch relies on")
     error = results.column(UNSTORED_ERROR)
     if error.null_count != len(error) and bools(error.is_valid())[stored].any():

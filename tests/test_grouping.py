@@ -139,6 +139,14 @@ def test_take_rows_equals_take_over_many_batches() -> None:
         got = grouping.take_rows(big, rows)
         assert got.equals(big.take(pa.array(rows, pa.int64())))
         assert all(c.num_chunks <= 1 for c in got.columns)
+    # many rows: each row's batch looked up by blocks of rows, stepped past the batches that start in a
+    # block (batches longer and shorter than a block, empty ones; a block of many tiny ones: the search)
+    sizes = (3000, 0, 1, 700, 2, 5000, 0, *([1] * 9), 4000)
+    wide = pa.Table.from_batches(
+        [pa.record_batch({"i": np.arange(n) + 10 * n}) for n in sizes], pa.schema([("i", pa.int64())])
+    )
+    for rows in (rng.permutation(wide.num_rows), rng.integers(0, wide.num_rows, 4 * wide.num_rows)):
+        assert grouping.take_rows(wide, rows).equals(wide.take(pa.array(rows, pa.int64())))
     single = pa.Table.from_batches(batches[2:3])
     assert grouping.take_rows(single, np.array([3, 0])).equals(single.take([3, 0]))
     with pytest.raises(IndexError):

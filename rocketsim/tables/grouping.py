@@ -106,6 +106,25 @@ def _slices(
     return pa.Table.from_batches(pieces, schema=schema).combine_chunks()
 
 
+# rows per block of the table that finds a row's batch (_batch_of)
+_BLOCK_BITS = 10
+
+
+def _batch_of(starts: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Each row's batch (``starts``: each batch's first row, then the rows of all): a binary search of each
+    row (~15 ns a row over a hundred batches, rows in no order) or, for many rows, the batch of each
+    block's first row looked up and stepped past the batches that start within the block (~4 ns)."""
+    blocks = (int(starts[-1]) >> _BLOCK_BITS) + 1
+    if len(rows) >= 2 * blocks:
+        batch = (np.searchsorted(starts, np.arange(blocks) << _BLOCK_BITS, "right") - 1)[rows >> _BLOCK_BITS]
+        for _ in range(4):  # batches shorter than a block: a step each, a few at most, else the search
+            after = rows >= starts[batch + 1]
+            if not after.any():
+                return batch
+            batch += after
+    return np.searchsorted(starts, rows, "right") - 1
+
+
 def take_from_batches(
     batches: Callable[[list[int]], list[pa.RecordBatch]],
     sizes: Sequence[int],
@@ -121,11 +140,12 @@ def take_from_batches(
     starts = np.cumsum([0, *sizes])
     if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= starts[-1]):
         raise IndexError(f"take_from_batches: a row outside 0..{starts[-1] - 1}")
-    batch = np.searchsorted(starts, rows, "right") - 1
+    batch = _batch_of(starts, rows)
     runs = np.flatnonzero(np.concatenate([[True], (np.diff(rows) != 1) | (np.diff(batch) != 0)]))
     if len(rows) and len(runs) * RUN_ROWS <= len(rows):
         return _slices(batches, starts, rows, batch, runs, schema)
-    by_batch = np.argsort(batch, kind="stable")
+    # stable: numpy sorts 16-bit keys by radix (a few ns a row against ~20 for int64)
+    by_batch = np.argsort(batch.astype(np.uint16) if len(sizes) < 1 << 16 else batch, kind="stable")
     in_batch = batch[by_batch]
     local = rows[by_batch] - starts[in_batch]
     first = np.flatnonzero(first_of_runs(in_batch))

@@ -111,9 +111,9 @@ _BLOCK_BITS = 10
 
 
 def _batch_of(starts: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Each row's batch (``starts``: each batch's first row, then the rows of all): a binary search of each
-    row (~15 ns a row over a hundred batches, rows in no order) or, for many rows, the batch of each
-    block's first row looked up and stepped past the batches that start within the block (~4 ns)."""
+    """Each row's batch (``starts``: each batch's first row, then the rows of all): for many rows, the
+    batch of each block's first row looked up and stepped past the batches that start within the block
+    (a few times cheaper than a binary search of rows in no order, docs/benchmarks.md), else the search."""
     blocks = (int(starts[-1]) >> _BLOCK_BITS) + 1
     if len(rows) >= 2 * blocks:
         batch = (np.searchsorted(starts, np.arange(blocks) << _BLOCK_BITS, "right") - 1)[rows >> _BLOCK_BITS]
@@ -144,7 +144,7 @@ def take_from_batches(
     runs = np.flatnonzero(np.concatenate([[True], (np.diff(rows) != 1) | (np.diff(batch) != 0)]))
     if len(rows) and len(runs) * RUN_ROWS <= len(rows):
         return _slices(batches, starts, rows, batch, runs, schema)
-    # stable: numpy sorts 16-bit keys by radix (a few ns a row against ~20 for int64)
+    # stable: numpy sorts 16-bit keys by radix, not by comparisons as it does int64
     by_batch = np.argsort(batch.astype(np.uint16) if len(sizes) < 1 << 16 else batch, kind="stable")
     in_batch = batch[by_batch]
     local = rows[by_batch] - starts[in_batch]

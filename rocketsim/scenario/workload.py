@@ -85,15 +85,8 @@ def _choose(u: np.ndarray, weights: dict[str, float], names: tuple[str, ...]) ->
     return np.minimum(np.searchsorted(cum, u, side="right"), len(names) - 1)
 
 
+# each byte value's two uppercase hex digits, as one uint16 (the bytes of an Arrow string buffer)
 _HEX_PAIRS = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint16)
-
-
-def _hex_ids(raw: np.ndarray) -> pa.Array:
-    """Rows of bytes -> uppercase hex strings, built straight into an Arrow string buffer."""
-    n, width = raw.shape
-    chars = _HEX_PAIRS[raw]  # one gather: each byte becomes its two hex digits
-    offsets = np.arange(0, n * width * 2 + 1, width * 2, dtype=np.int32)
-    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars))
 
 
 def producer_identity(seed: int, producer: int) -> tuple[bytes, int, int]:
@@ -112,25 +105,33 @@ def uniq_ids(seed: int, producer: int, counters: np.ndarray, times_ms: np.ndarra
     ip (4), pid (2), class-loader hash (4) from :func:`producer_identity`; time (4) = ms since the start of
     the (UTC) month of ``times_ms``; counter (2) = the low 16 bits of ``counters``. The workload's
     messages carry a placeholder (born time, seq); the simulation gives each message the id the client
-    made (:func:`rocketsim.engine.plan.uniq_keys`).
+    made (:func:`rocketsim.engine.plan.uniq_keys`). The head's 20 hex digits are the producer's, the same
+    on every row: made once, only the last 12 per row.
     """
     seqs, born_ts_ms = np.asarray(counters, np.int64), np.asarray(times_ms, np.int64)
     n = len(seqs)
     ip, pid, loader = producer_identity(seed, producer)
-    raw = np.empty((n, 16), dtype=np.uint8)
-    raw[:, 0:4] = np.frombuffer(ip, np.uint8)
-    raw[:, 4:6] = np.frombuffer(pid.to_bytes(2, "big"), np.uint8)
-    raw[:, 6:10] = np.frombuffer(loader.to_bytes(4, "big"), np.uint8)
+    head = np.frombuffer(ip + pid.to_bytes(2, "big") + loader.to_bytes(4, "big"), np.uint8)
     now = born_ts_ms + EPOCH_MS
-    months = now.astype("datetime64[ms]").astype("datetime64[M]")
-    if n and months.min() == months.max():  # the common case: one month, one start
-        month_start = np.int64(months[0].astype("datetime64[ms]").astype(np.int64))
-    else:
-        month_start = months.astype("datetime64[ms]").astype(np.int64)
-    diff = (now - month_start).astype(np.uint32)
-    raw[:, 10:14] = diff.astype(">u4").view(np.uint8).reshape(n, 4)
-    raw[:, 14:16] = (seqs & 0xFFFF).astype(">u2").view(np.uint8).reshape(n, 2)
-    return _hex_ids(raw)
+    tail = np.empty((n, 6), dtype=np.uint8)
+    tail[:, 0:4] = (now - _month_start(now)).astype(np.uint32).astype(">u4").view(np.uint8).reshape(n, 4)
+    tail[:, 4:6] = (seqs & 0xFFFF).astype(">u2").view(np.uint8).reshape(n, 2)
+    chars = np.empty((n, 16), dtype=np.uint16)  # each byte's two hex digits
+    chars[:, :10] = _HEX_PAIRS[head]
+    chars[:, 10:] = _HEX_PAIRS[tail]
+    offsets = np.arange(0, n * 32 + 1, 32, dtype=np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars))
+
+
+def _month_start(now_ms: np.ndarray) -> np.ndarray | np.int64:
+    """The start (ms) of the UTC month of each instant; one number when they all fall in one month (the
+    earliest's and the latest's month the same: months only grow with the instant)."""
+    if not len(now_ms):
+        return np.int64(0)
+    ends = np.array([now_ms.min(), now_ms.max()]).astype("datetime64[ms]").astype("datetime64[M]")
+    if ends[0] == ends[1]:  # the common case: one month, one start
+        return np.int64(ends[0].astype("datetime64[ms]").astype(np.int64))
+    return now_ms.astype("datetime64[ms]").astype("datetime64[M]").astype("datetime64[ms]").astype(np.int64)
 
 
 def _utf8_len(s: str) -> int:

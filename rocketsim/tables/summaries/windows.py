@@ -52,15 +52,16 @@ class WindowParts:
     """``producer_windows`` of some producers before its rows are made: what adds up over any split of
     their rows, per (producer, window index) cell: the sums, the (value, count) histograms of the
     results' latency and queue wait, and the attempts per queue (``queues``: producer, window, broker
-    name, queue, count). :func:`merge_window_parts` adds parts up; :func:`finish_windows` makes the
-    rows."""
+    code into ``brokers``, queue, count). :func:`merge_window_parts` adds parts up; :func:`finish_windows`
+    makes the rows."""
 
     producer: np.ndarray
     window: np.ndarray
     sums: dict[str, np.ndarray]
     latency: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (producer, window, value, count)
     queue_wait: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-    queues: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # broker names as objects
+    queues: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # broker codes (-1: none)
+    brokers: tuple[str, ...]  # the names of the queues' broker codes
 
 
 def window_parts(a: AttemptColumns, r: ResultColumns) -> WindowParts:
@@ -85,10 +86,9 @@ def window_parts(a: AttemptColumns, r: ResultColumns) -> WindowParts:
         group, value, n = histogram(g.index, getattr(r, attr), g.n, partial(r.value_order, attr))
         hists.append((cell_p[group], cell_w[group], value, n))
     per_queue = Groups([a.producer, a.window, a.broker, a.queue])
-    names = np.array([*a.broker_names.to_pylist(), None], object)  # code -1: no broker
     q = per_queue.first
-    queues = (a.producer[q], a.window[q], names[a.broker[q]], a.queue[q], per_queue.count())
-    return WindowParts(cell_p, cell_w, sums, hists[0], hists[1], queues)
+    queues = (a.producer[q], a.window[q], a.broker[q], a.queue[q], per_queue.count())
+    return WindowParts(cell_p, cell_w, sums, hists[0], hists[1], queues, tuple(a.broker_names.to_pylist()))
 
 
 def _busy_per_send(a: AttemptColumns, r: ResultColumns) -> np.ndarray:
@@ -122,13 +122,15 @@ def merge_window_parts(parts: Sequence[WindowParts]) -> WindowParts:
         p, w, v, n = (cat(lambda x, i=i, a=attr: getattr(x, a)[i]) for i in range(4))
         h = Groups([p, w, v])
         hists.append((p[h.first], w[h.first], v[h.first], h.sum(n)))
-    p, w, b, q, n = (cat(lambda x, i=i: x.queues[i]) for i in range(5))
-    names = {name: k for k, name in enumerate(dict.fromkeys(b.tolist()))}
-    code = np.fromiter((names[x] for x in b.tolist()), np.int64, len(b))
-    per_queue = Groups([p, w, code, q])
+    p, w, q, n = (cat(lambda x, i=i: x.queues[i]) for i in (0, 1, 3, 4))
+    brokers = tuple(dict.fromkeys(name for x in parts for name in x.brokers))
+    joint = {name: k for k, name in enumerate(brokers)}
+    # each part's codes as codes into the names of every part (-1, no broker, stays -1: the lut's last)
+    b = cat(lambda x: np.array([*(joint[name] for name in x.brokers), -1], np.int64)[x.queues[2]])
+    per_queue = Groups([p, w, b, q])
     f = per_queue.first
     queues = (p[f], w[f], b[f], q[f], per_queue.sum(n))
-    return WindowParts(producer[g.first], window[g.first], sums, hists[0], hists[1], queues)
+    return WindowParts(producer[g.first], window[g.first], sums, hists[0], hists[1], queues, brokers)
 
 
 def producer_window_rows(

@@ -28,6 +28,7 @@ class HeapParams:
     pause_us: float  # a young collection's fixed part
     copy_us_per_kib: float  # per KiB a young collection copies
     full_us_per_kib: float = 0.0  # per KiB a full collection compacts (what is live)
+    collector_threads: int = 0  # a pause's workers beside the other processes (0: it stops the host)
 
     def young_kib(self, held_kib: float) -> float:
         """The young generation's size while the old generation and the survivors hold ``held_kib``."""
@@ -97,8 +98,7 @@ class ClientHeap:
         p = self.params
         cap = int(young_kib / SURVIVOR_RATIO / p.pending_kib) if p.pending_kib > 0 else 0
         copied = self.pending_young + self.survivors
-        pause = p.pause_us + p.copy_us_per_kib * copied * p.pending_kib
-        self.pauses.append((self.cores.stop_all(at_us, pause), pause))
+        self._pause(at_us, p.pause_us + p.copy_us_per_kib * copied * p.pending_kib)
         self.survivors = min(copied, cap)
         self.pending_young = 0
         self.allocated_kib = 0.0
@@ -108,11 +108,21 @@ class ClientHeap:
 
     def collect_full(self, at_us: float) -> None:
         """A full collection: compact every live send into the old generation, free the dead ones."""
-        pause = self.params.full_us_per_kib * self.pending * self.params.pending_kib
-        self.pauses.append((self.cores.stop_all(at_us, pause), pause))
+        self._pause(at_us, self.params.full_us_per_kib * self.pending * self.params.pending_kib)
         self.survivors = 0
         self.old_dead_kib = 0.0
         self.full_collections += 1
+
+    def _pause(self, at_us: float, pause_us: float) -> None:
+        """A collection's pause of ``pause_us`` (its length with the host to itself) from ``at_us``: every
+        core of the host stops for it, or (``collector_threads``) the client's threads stop while each
+        collector thread does ``pause_us`` of work on the host beside the other processes' threads."""
+        threads = self.params.collector_threads
+        if threads <= 0:
+            self.pauses.append((self.cores.stop_all(at_us, pause_us), pause_us))
+            return
+        start, end = self.cores.stop_client(at_us, pause_us, threads)
+        self.pauses.append((start, end - start))
 
 
 def client_heap(sc: Scenario, cores: Host) -> ClientHeap | None:
@@ -127,5 +137,12 @@ def client_heap(sc: Scenario, cores: Host) -> ClientHeap | None:
         p.heap_pause_us,
         p.heap_copy_us_per_kib,
         p.heap_full_us_per_kib,
+        parallel_gc_threads(p.processors) if p.heap_stops == "client" else 0,
     )
     return ClientHeap(params, cores)
+
+
+def parallel_gc_threads(processors: int) -> int:
+    """G1's stop-the-world workers on ``processors`` (HotSpot's ``ParallelGCThreads`` default,
+    ``WorkerPolicy::calc_parallel_worker_threads``: every processor up to 8, then 5/8 of the rest)."""
+    return processors if processors <= 8 else 8 + (processors - 8) * 5 // 8

@@ -72,6 +72,7 @@ SEND_ONLY_PRODUCER_SETTINGS = (
     "heap_pause_us",
     "heap_copy_us_per_kib",
     "heap_full_us_per_kib",
+    "heap_stops",
     "host_stall_every",
     "host_stall_ms",
 )

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from rocketsim.client.heap import ClientHeap, HeapParams, parallel_gc_threads
+from rocketsim.client.heap import ClientHeap, HeapParams, client_heap, parallel_gc_threads
 from rocketsim.client.host import FairShareHost, HostCores, client_threads, shared_host
 from rocketsim.engine import simulate
 from rocketsim.scenario import ScenarioError, scenario_from_mapping
@@ -231,5 +231,9 @@ def test_a_client_stop_needs_the_fair_host() -> None:
     with pytest.raises(ScenarioError, match='producers.heap_stops needs producers.host_scheduler = "fair"'):
         scenario_from_mapping(raw)
     assert parallel_gc_threads(2) == 2 and parallel_gc_threads(8) == 8 and parallel_gc_threads(16) == 13
+    for stops, threads in ("host", 0), ("client", 2):
+        sc = _shared("fair", {"heap_mb": 64.0, "heap_stops": stops})
+        jvm = client_heap(sc, shared_host(sc))
+        assert jvm is not None and jvm.params.collector_threads == threads
     with pytest.raises(ValueError, match="needs producers.host_scheduler"):
         HostCores(2).stop_client(0.0, 10.0, 2)

@@ -114,14 +114,15 @@ class ClientHeap:
         self.full_collections += 1
 
     def _pause(self, at_us: float, pause_us: float) -> None:
-        """A collection's pause of ``pause_us`` (its length with the host to itself) from ``at_us``: every
-        core of the host stops for it, or (``collector_threads``) the client's threads stop while each
-        collector thread does ``pause_us`` of work on the host beside the other processes' threads."""
+        """A collection's pause of ``pause_us`` from ``at_us``: every core of the host stops for it, or
+        (``collector_threads``) the client's threads stop while its collector threads share ``pause_us`` of
+        CPU on the host beside the other processes' threads (G1's pause CPU per KiB copied, all its workers
+        together, is about the calibrated pause length per KiB: the ramp's pauses had about one core)."""
         threads = self.params.collector_threads
         if threads <= 0:
             self.pauses.append((self.cores.stop_all(at_us, pause_us), pause_us))
             return
-        start, end = self.cores.stop_client(at_us, pause_us, threads)
+        start, end = self.cores.stop_client(at_us, pause_us / threads, threads)
         self.pauses.append((start, end - start))
 
 

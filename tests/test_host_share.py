@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from rocketsim.client.heap import ClientHeap, HeapParams, client_heap, parallel_gc_threads
 from rocketsim.client.host import FairShareHost, HostCores, client_threads, shared_host
 from rocketsim.engine import simulate
 from rocketsim.scenario import ScenarioError, scenario_from_mapping
@@ -186,3 +187,56 @@ def test_the_brokers_split_needs_its_host_and_at_most_the_whole() -> None:
         scenario_from_mapping({"brokers": {"default": {"store": {"reput_share": 0.1}}}})
     with pytest.raises(ScenarioError, match=r"store.unlocked_share with store.reput_share"):
         _shared("fair", unlocked_share=0.7, reput_share=0.4)
+
+
+def test_a_client_stop_holds_the_clients_threads_while_its_collector_shares_the_cores() -> None:
+    # A G1 pause stops the client JVM's threads at a safepoint while its ParallelGCThreads workers (every
+    # processor up to 8: HotSpot's WorkerPolicy::calc_parallel_worker_threads) do the collection; the
+    # broker, another process, runs on beside them (tests/data/realbroker-reruns/threads: the driver's
+    # GC threads runnable beside the broker's send and Netty threads)
+    h = FairShareHost(2)
+    assert h.run(0, 100, ("writer", 0)) == 100  # the broker's writer, alone
+    # two collector threads of 20 us each beside the writer: 2 cores among 3 threads, 30 us
+    assert h.stop_client(10, 20, 2) == (10, 40)
+    assert h.run(20, 10, None) == 40  # a broker read in the pause goes on, beside the writer and collector
+    assert h.run(15, 10, (0, "executor")) == 50  # the client's executor thread waits for the pause's end
+    assert h.stop_client(30, 20, 2) == (40, 70)  # one pause after another, the writer still beside it
+    assert h.run(45, 10, (1, "worker")) == 80  # every producer of the process waits
+    h.advance(100)
+    assert h.run(100, 10, (0, "executor")) == 110
+
+
+def test_a_collection_that_stops_the_client_only_takes_as_long_as_its_share_of_the_cores() -> None:
+    idle, busy = FairShareHost(2), FairShareHost(2)
+    for i in range(2):  # two of the broker's threads busy for the whole collection
+        busy.run(0, 10_000, ("writer", i))
+    pauses = {}
+    for name, host in ("idle", idle), ("busy", busy):
+        h = ClientHeap(HeapParams(10_000.0, 10.0, 2.0, 1000.0, 0.5, collector_threads=2), host)
+        h.collect(100.0, 1000.0)
+        pauses[name] = h.pauses[0]
+    # the pause's 1,000 us of CPU shared by the two collector threads (G1's pause CPU per KiB copied, all
+    # workers together, 0.50 us in tests/data/realbroker-reruns/g1_backlog, is about the calibrated pause
+    # length per KiB, 0.53 us: the ramp's pauses, beside the broker, had about one core)
+    assert pauses["idle"] == (100.0, 500.0)  # a core each
+    assert pauses["busy"] == (100.0, 1000.0)  # 2 cores among 4 threads: twice as long
+    # a pause of the host instead stops the broker's threads with it
+    stop_all = ClientHeap(HeapParams(10_000.0, 10.0, 2.0, 1000.0, 0.5), FairShareHost(2))
+    stop_all.collect(100.0, 1000.0)
+    assert stop_all.cores.run(500.0, 10.0, ("writer", 0)) == 1110.0
+
+
+def test_a_client_stop_needs_the_fair_host() -> None:
+    raw = {
+        "producers": {"shared_host": True, "heap_stops": "client", "send_cpu_us": 10.0},
+        "brokers": {"coupling": "joint"},
+    }
+    with pytest.raises(ScenarioError, match='producers.heap_stops needs producers.host_scheduler = "fair"'):
+        scenario_from_mapping(raw)
+    assert parallel_gc_threads(2) == 2 and parallel_gc_threads(8) == 8 and parallel_gc_threads(16) == 13
+    for stops, threads in ("host", 0), ("client", 2):
+        sc = _shared("fair", {"heap_mb": 64.0, "heap_stops": stops})
+        jvm = client_heap(sc, shared_host(sc))
+        assert jvm is not None and jvm.params.collector_threads == threads
+    with pytest.raises(ValueError, match="needs producers.host_scheduler"):
+        HostCores(2).stop_client(0.0, 10.0, 2)

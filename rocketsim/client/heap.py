@@ -16,6 +16,7 @@ YOUNG_MIN_SHARE = 0.05  # G1NewSizePercent
 YOUNG_MAX_SHARE = 0.60  # G1MaxNewSizePercent
 RESERVE_SHARE = 0.10  # G1ReservePercent
 SURVIVOR_RATIO = 8  # SurvivorRatio: the survivor space is young / 8
+IHOP_SHARE = 0.45  # InitiatingHeapOccupancyPercent: the old generation's share that starts a marking cycle
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class HeapParams:
     pause_us: float  # a young collection's fixed part
     copy_us_per_kib: float  # per KiB a young collection copies
     full_us_per_kib: float = 0.0  # per KiB a full collection compacts (what is live)
+    collector_threads: int = 0  # a pause's workers beside the other processes (0: it stops the host)
+    marking_us: float = 0.0  # a concurrent marking cycle's length (0: none; only full collections free)
 
     def young_kib(self, held_kib: float) -> float:
         """The young generation's size while the old generation and the survivors hold ``held_kib``."""
@@ -52,7 +55,10 @@ class ClientHeap:
         self.pending = 0  # sends held
         self.pending_young = 0  # of them, those allocated since the last collection
         self.survivors = 0  # of them, those in the survivor space
-        self.old_dead_kib = 0.0  # promoted sends since ended: garbage only a full collection frees
+        self.old_dead_kib = 0.0  # promoted sends since ended: garbage a marking cycle or a full one frees
+        self.marking_end_us: float | None = None  # when the marking cycle under way ends
+        self.marked_dead_kib = 0.0  # the garbage it found (dead at its start: G1's snapshot)
+        self.markings = 0
         self.allocated_kib = 0.0  # since the last collection
         self.pauses: list[tuple[float, float]] = []  # (start, length) of each collection
         self.full_collections = 0
@@ -86,6 +92,8 @@ class ClientHeap:
     def allocate(self, ready_us: float) -> None:
         """A send's work, ready at ``ready_us``, allocates; a full young generation is collected first."""
         self.allocated_kib += self.params.alloc_kib
+        if self.params.marking_us > 0:
+            self._mark(ready_us)
         young = self.params.young_kib(self.held_kib())
         if self.allocated_kib >= young:
             self.collect(ready_us, young)
@@ -97,8 +105,7 @@ class ClientHeap:
         p = self.params
         cap = int(young_kib / SURVIVOR_RATIO / p.pending_kib) if p.pending_kib > 0 else 0
         copied = self.pending_young + self.survivors
-        pause = p.pause_us + p.copy_us_per_kib * copied * p.pending_kib
-        self.pauses.append((self.cores.stop_all(at_us, pause), pause))
+        self._pause(at_us, p.pause_us + p.copy_us_per_kib * copied * p.pending_kib)
         self.survivors = min(copied, cap)
         self.pending_young = 0
         self.allocated_kib = 0.0
@@ -108,11 +115,36 @@ class ClientHeap:
 
     def collect_full(self, at_us: float) -> None:
         """A full collection: compact every live send into the old generation, free the dead ones."""
-        pause = self.params.full_us_per_kib * self.pending * self.params.pending_kib
-        self.pauses.append((self.cores.stop_all(at_us, pause), pause))
+        self._pause(at_us, self.params.full_us_per_kib * self.pending * self.params.pending_kib)
         self.survivors = 0
         self.old_dead_kib = 0.0
+        self.marking_end_us = None  # G1 aborts the marking under way
         self.full_collections += 1
+
+    def _mark(self, now_us: float) -> None:
+        """G1's concurrent marking (``marking_us``): once the old generation holds ``IHOP_SHARE`` of the
+        heap a cycle starts; it runs beside the application, and when it ends the mixed collections that
+        follow free the garbage that was dead at its start (their copying is not counted)."""
+        if self.marking_end_us is None:
+            if self.held_kib() >= IHOP_SHARE * self.params.heap_kib:
+                self.marking_end_us = now_us + self.params.marking_us
+                self.marked_dead_kib = self.old_dead_kib
+        elif now_us >= self.marking_end_us:
+            self.old_dead_kib -= min(self.marked_dead_kib, self.old_dead_kib)
+            self.marking_end_us = None
+            self.markings += 1
+
+    def _pause(self, at_us: float, pause_us: float) -> None:
+        """A collection's pause of ``pause_us`` from ``at_us``: every core of the host stops for it, or
+        (``collector_threads``) the client's threads stop while its collector threads share ``pause_us`` of
+        CPU on the host beside the other processes' threads (G1's pause CPU per KiB copied, all its workers
+        together, is about the calibrated pause length per KiB: the ramp's pauses had about one core)."""
+        threads = self.params.collector_threads
+        if threads <= 0:
+            self.pauses.append((self.cores.stop_all(at_us, pause_us), pause_us))
+            return
+        start, end = self.cores.stop_client(at_us, pause_us / threads, threads)
+        self.pauses.append((start, end - start))
 
 
 def client_heap(sc: Scenario, cores: Host) -> ClientHeap | None:
@@ -127,5 +159,13 @@ def client_heap(sc: Scenario, cores: Host) -> ClientHeap | None:
         p.heap_pause_us,
         p.heap_copy_us_per_kib,
         p.heap_full_us_per_kib,
+        parallel_gc_threads(p.processors) if p.heap_stops == "client" else 0,
+        p.heap_marking_ms * 1000.0,
     )
     return ClientHeap(params, cores)
+
+
+def parallel_gc_threads(processors: int) -> int:
+    """G1's stop-the-world workers on ``processors`` (HotSpot's ``ParallelGCThreads`` default,
+    ``WorkerPolicy::calc_parallel_worker_threads``: every processor up to 8, then 5/8 of the rest)."""
+    return processors if processors <= 8 else 8 + (processors - 8) * 5 // 8

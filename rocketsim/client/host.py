@@ -35,7 +35,15 @@ class Host(Protocol):
 
     def stop_all(self, at_us: float, length_us: float) -> float: ...
 
+    def stop_client(self, at_us: float, work_us: float, threads: int) -> tuple[float, float]: ...
+
     def advance(self, now_us: float) -> None: ...
+
+
+def is_client_thread(thread: Hashable) -> bool:
+    """Whether ``thread`` is one of the client process's (the callers name them ``(producer, ...)``; the
+    brokers' are ``None``, ``("writer", i)``, ``("reput", i)``)."""
+    return isinstance(thread, tuple) and bool(thread) and isinstance(thread[0], int)
 
 
 class HostCores:
@@ -69,6 +77,11 @@ class HostCores:
         """Every core does something else for ``length_us`` from its first room at or after ``at_us`` (a
         stop-the-world pause, a stall of the host); when the first of them starts."""
         return min(self.run(at_us, length_us) for _ in range(self.processors)) - length_us
+
+    def stop_client(self, at_us: float, work_us: float, threads: int) -> tuple[float, float]:
+        """Refused: first come, first served places work on cores, not threads, so it cannot stop one
+        process's threads and run the others' (the scenario's check refuses ``heap_stops = "client"``)."""
+        raise ValueError('stopping the client\'s threads alone needs producers.host_scheduler = "fair"')
 
     def advance(self, now_us: float) -> None:
         """Nothing is ready before ``now_us`` any more: forget the intervals that ended by then."""
@@ -116,8 +129,9 @@ class FairShareHost:
     backlog keeps all its executor threads running. A piece booked ahead (the broker decides an
     append when the request arrives, for when the writer is free) sees the host as it runs now as well,
     since what will run beside it is not decided yet. A stop of the host (:meth:`stop_all`: a collection's
-    pause, a stall) holds every piece over it; a piece is not slowed by work placed after it starts (the
-    pieces are microseconds)."""
+    pause, a stall) holds every piece over it; a stop of the client's process (:meth:`stop_client`: a
+    collection's pause run by its collector threads) holds its threads' pieces only. A piece is not slowed
+    by work placed after it starts (the pieces are microseconds)."""
 
     def __init__(self, processors: int) -> None:
         if processors < 1:
@@ -129,6 +143,9 @@ class FairShareHost:
         self._threads: dict[Hashable, tuple[list[float], list[float]]] = {}  # the same per named thread
         self._stop_starts: list[float] = []  # the host's stops, one after another
         self._stop_ends: list[float] = []
+        self._other_starts: list[float] = []  # the pieces of threads not the client's, sorted
+        self._other_ends: list[float] = []
+        self._client_stops: tuple[list[float], list[float]] = ([], [])  # the client's stops (starts, ends)
 
     def run(self, ready_us: float, work_us: float, thread: Hashable = None) -> float:
         """Run ``work_us`` of ``thread``'s CPU (None: a thread of its own) ready at ``ready_us``; when it
@@ -139,14 +156,27 @@ class FairShareHost:
         """:meth:`run`'s work's start and end."""
         if work_us <= 0:
             return ready_us, ready_us
-        start = self._after_stops(ready_us)
+        client = is_client_thread(thread)
+        stops = [(self._stop_starts, self._stop_ends)] + ([self._client_stops] if client else [])
+        start = ready_us
+        for stop in stops:
+            start = _after(*stop, start)
         own = self._threads.setdefault(thread, ([], [])) if thread is not None else ([], [])
+        # while the client is stopped its threads wait: beside a piece of another process run the others'
+        counted = (self._starts, self._ends)
+        if not client and _covering(*self._client_stops, start):
+            counted = (self._other_starts, self._other_ends)
         beside = max(
-            _covering(self._starts, self._ends, start) - _covering(*own, start),
-            _covering(self._starts, self._ends, self._now) - _covering(*own, self._now),
+            _covering(*counted, start) - _covering(*own, start),
+            _covering(*counted, self._now) - _covering(*own, self._now),
         )
-        end = self._over_stops(start, work_us * max(1.0, (beside + 1) / self.processors))
-        for starts, ends in (self._starts, self._ends), own:
+        end = start + work_us * max(1.0, (beside + 1) / self.processors)
+        for stop in stops:
+            end = _over(*stop, start, end)
+        lists = [(self._starts, self._ends), own]
+        if not client:
+            lists.append((self._other_starts, self._other_ends))
+        for starts, ends in lists:
             bisect.insort(starts, start)
             bisect.insort(ends, end)
         return start, end
@@ -159,31 +189,50 @@ class FairShareHost:
         self._stop_ends.append(start + length_us)
         return start
 
+    def stop_client(self, at_us: float, work_us: float, threads: int) -> tuple[float, float]:
+        """The client process stops from ``at_us`` (after its stops before it) while ``threads`` collector
+        threads each do ``work_us`` beside the other processes' running threads (the client's wait); its
+        start and end. The other processes' threads go on, sharing the cores with the collector's."""
+        starts, ends = self._client_stops
+        start = _after(self._stop_starts, self._stop_ends, max(at_us, ends[-1]) if ends else at_us)
+        beside = max(
+            _covering(self._other_starts, self._other_ends, start),
+            _covering(self._other_starts, self._other_ends, self._now),
+        )
+        end = start + work_us * max(1.0, (beside + threads) / self.processors)
+        end = _over(self._stop_starts, self._stop_ends, start, end)
+        for lists in (self._starts, self._ends), (self._other_starts, self._other_ends):
+            for _ in range(threads):  # the collector's threads: beside the others' pieces
+                bisect.insort(lists[0], start)
+                bisect.insort(lists[1], end)
+        starts.append(start)
+        ends.append(end)
+        return start, end
+
     def advance(self, now_us: float) -> None:
         """Nothing is ready before ``now_us`` any more: forget the pieces and stops that ended by then (as
         many of the earliest starts as ends: they are all at or before ``now_us``)."""
         self._now = max(self._now, now_us)
-        for starts, ends in ((self._starts, self._ends), *self._threads.values()):
+        lists = (self._starts, self._ends), (self._other_starts, self._other_ends), *self._threads.values()
+        for starts, ends in (*lists, (self._stop_starts, self._stop_ends), self._client_stops):
             k = bisect.bisect_right(ends, now_us)
             if k:
                 del starts[:k], ends[:k]
-        k = bisect.bisect_right(self._stop_ends, now_us)
-        if k:
-            del self._stop_starts[:k], self._stop_ends[:k]
 
-    def _after_stops(self, at: float) -> float:
-        """``at``, or the end of the stop it falls in."""
-        i = bisect.bisect_right(self._stop_starts, at) - 1
-        return max(at, self._stop_ends[i]) if i >= 0 else at
 
-    def _over_stops(self, start: float, length: float) -> float:
-        """The end of ``length`` of work from ``start``, held by every stop that begins before it ends."""
-        end = start + length
-        i = bisect.bisect_right(self._stop_starts, start)
-        while i < len(self._stop_starts) and self._stop_starts[i] < end:
-            end += self._stop_ends[i] - self._stop_starts[i]
-            i += 1
-        return end
+def _after(stop_starts: list[float], stop_ends: list[float], at: float) -> float:
+    """``at``, or the end of the stop it falls in (``stop_starts``, ``stop_ends``: one after another)."""
+    i = bisect.bisect_right(stop_starts, at) - 1
+    return max(at, stop_ends[i]) if i >= 0 else at
+
+
+def _over(stop_starts: list[float], stop_ends: list[float], start: float, end: float) -> float:
+    """The end of the work from ``start`` to ``end``, held by every stop that begins before it ends."""
+    i = bisect.bisect_right(stop_starts, start)
+    while i < len(stop_starts) and stop_starts[i] < end:
+        end += stop_ends[i] - stop_starts[i]
+        i += 1
+    return end
 
 
 def _covering(starts: list[float], ends: list[float], at: float) -> int:

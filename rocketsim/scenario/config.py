@@ -43,6 +43,7 @@ CLIENT_FAMILIES = (REMOTING, GRPC)  # producers.client_family
 PROXY_MODES = ("cluster", "local")  # proxy.mode: rocketsim.broker.proxy
 SENDER_MODELS = ("pool", "partitioned")
 HOST_SCHEDULERS = ("fifo", "fair")  # producers.host_scheduler (rocketsim.client.host)
+HEAP_STOPS = ("host", "client")  # producers.heap_stops (rocketsim.client.heap)
 # G1 (JDK 17, 1 GiB heap, 2 threads): a full collection's CPU per live KiB over a young collection's per KiB
 # it copies, both measured with a backlog of pending sends (tests/data/realbroker-reruns/g1_backlog)
 FULL_GC_PER_COPIED_KIB = 1.2
@@ -334,6 +335,17 @@ class ProducerConfig:
     # exhausted). Measured: G1 on JDK 17 compacting a 1 GiB heap with 2 threads
     # (tests/data/realbroker-reruns/g1_backlog)
     heap_full_us_per_kib: float = field(default=0.5 * FULL_GC_PER_COPIED_KIB, metadata=_between(0, 1e6))
+    # what a collection's pause stops: "host", every core of the host (the brokers on it too) for the
+    # pause; or "client", the client process's threads only, while its collector threads (G1's
+    # ParallelGCThreads) do the pause's work on the fair host beside the other processes' threads, so the
+    # pause is as long as the share of the cores they get. Needs host_scheduler = "fair" for "client"
+    heap_stops: str = field(default="host", metadata=_one_of(HEAP_STOPS))
+    # G1's concurrent marking cycle, ms: started once the old generation holds 45% of the heap
+    # (InitiatingHeapOccupancyPercent), it frees the promoted sends dead at its start when it ends (the
+    # mixed collections), so a moderate backlog needs no full collection. 0: no marking, only full
+    # collections free the old generation. Measured: G1 on JDK 17 with a backlog of pending sends, the
+    # median of 21 cycles 1.0 s (0.3-2.9 s; tests/data/realbroker-reruns/g1_backlog)
+    heap_marking_ms: float = field(default=0.0, metadata=_between(0, 1e7))
     # the host stalls (every core does something else) after one send in host_stall_every on average, for
     # an exponential time of mean host_stall_ms: the variable service that makes a host's latency grow
     # with its load (rocketsim.client.host.HostStalls; fitted to latency at rising rates). 0: never.

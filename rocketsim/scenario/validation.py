@@ -194,6 +194,9 @@ def _check_host(sc: Scenario) -> None:
     if sc.producers.host_scheduler != "fifo" and not sc.producers.shared_host:
         rule = "needs producers.shared_host = true (the host whose cores it shares)"
         _fail("producers.host_scheduler", rule, sc.producers.host_scheduler)
+    if sc.producers.heap_stops != "host" and sc.producers.host_scheduler != "fair":
+        rule = 'needs producers.host_scheduler = "fair" (a host that tells the processes\' threads apart)'
+        _fail("producers.heap_stops", rule, sc.producers.heap_stops)
     if sc.producers.heap_mb > 0 and sc.producers.send_cpu_us <= 0:
         _fail(
             "producers.heap_mb",

@@ -72,6 +72,8 @@ SEND_ONLY_PRODUCER_SETTINGS = (
     "heap_pause_us",
     "heap_copy_us_per_kib",
     "heap_full_us_per_kib",
+    "heap_stops",
+    "heap_marking_ms",
     "host_stall_every",
     "host_stall_ms",
 )

@@ -137,8 +137,9 @@ def test_an_async_sends_client_cpu_runs_on_its_netty_and_callback_threads_in_ord
     assert threads.executor_us + sum(threads.write_us) + sum(threads.read_us) + threads.callback_us == 20.0
     assert threads.write(100.0) == 108.0  # the worker's 4 us, then the selector's
     assert threads.write(100.0) == 112.0  # the next request waits for the selector's previous one
-    assert threads.callback(200.0, 0.0, "cb1") == pytest.approx(206.0)  # selector 2, worker 2, callback 2
-    assert threads.callback(200.0, 300.0, "cb1") == pytest.approx(302.0)  # its thread busy until 300
+    assert threads.read(200.0) == pytest.approx(204.0)  # the answer: selector 2, worker 2
+    assert threads.callback(204.0, 0.0, "cb1") == pytest.approx(206.0)  # then the callback's 2
+    assert threads.callback(204.0, 300.0, "cb1") == pytest.approx(302.0)  # its thread busy until 300
     assert client_threads(_shared("fair"), HostCores(4), 0) is None  # no shares: the model before them
 
 
@@ -215,7 +216,7 @@ def test_each_netty_leg_runs_mostly_on_the_thread_measured_and_the_submit_on_the
     assert threads.write_us == pytest.approx((6.0, 2.0)) and threads.read_us == pytest.approx((1.0, 3.0))
     assert threads.executor_us == pytest.approx(4.0) and threads.submit_us == pytest.approx(2.0)
     assert threads.write(100.0) == pytest.approx(108.0)  # the worker's 6 us, then the selector's 2
-    assert threads.callback(200.0, 0.0, "cb1") == pytest.approx(206.0)  # selector 1, worker 3, callback 2
+    assert threads.read(200.0) == pytest.approx(204.0)  # selector 1, worker 3
     assert threads.submit(50.0) == pytest.approx(52.0)
     assert other.submit(50.0) == pytest.approx(54.0)  # another producer's send: the same caller, after it
     assert threads.submit(60.0) == pytest.approx(62.0)  # the caller free again

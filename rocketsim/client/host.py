@@ -269,12 +269,16 @@ class ClientThreads:
         worker, selector = self.write_us
         return self._on("selector", self._on("worker", ready_us, worker), selector)
 
-    def callback(self, ready_us: float, thread_free_us: float, thread: Hashable) -> float:
-        """The answer arrived at ``ready_us``: when its callback on ``thread`` (free from
-        ``thread_free_us``) has ended."""
+    def read(self, ready_us: float) -> float:
+        """The answer arrived at ``ready_us``: when its callback is handed to the callback executor (read
+        on the selector, then decoded on the worker)."""
         selector, worker = self.read_us
-        handed = self._on("worker", self._on("selector", ready_us, selector), worker)
-        return self.host.run(max(handed, thread_free_us), self.callback_us, (self.producer, thread))
+        return self._on("worker", self._on("selector", ready_us, selector), worker)
+
+    def callback(self, handed_us: float, thread_free_us: float, thread: Hashable) -> float:
+        """The callback handed over at ``handed_us``: when it has ended on ``thread`` (free from
+        ``thread_free_us``)."""
+        return self.host.run(max(handed_us, thread_free_us), self.callback_us, (self.producer, thread))
 
     def _on(self, name: str, ready_us: float, work_us: float) -> float:
         if work_us <= 0:

@@ -328,6 +328,7 @@ class EventLoop:
         )
         self.pools = {Pool.EXECUTOR: executor, Pool.CALLBACK: callbacks}
         self.holding: dict[int, tuple[ClientPool, int]] = {}  # send index -> the pool thread it runs on
+        self.handed_us: dict[int, float] = {}  # send index -> when its answer's callback was handed over
         self.gate_held: set[int] = set()  # async sends whose caller's thread waits on the backpressure
         self.senders: SenderThreads = (
             PoolSenders(sends, p.threads, self.push_start)
@@ -389,6 +390,8 @@ class EventLoop:
         elif isinstance(value, Pool) and value == Pool.IO:  # a 5.x connect listener: on the event loop
             self.advance(s, gen, Resume(t, IO_THREAD), t)
         elif isinstance(value, Pool):  # the callback is a task of the callback executor
+            if self.read_later(payload, t):
+                return
             resume = self.take(s, gen, Pool.CALLBACK, t)
             if resume is not None:
                 self.advance(s, gen, resume, t)
@@ -459,13 +462,28 @@ class EventLoop:
             at = self.run_on(w, pool, j, now, task)
             self.push(at, Event.DELIVER, (w, gen, Resume(at, pool.names[j])))
 
+    def read_later(self, payload: tuple[Send, Generator, object], t: int) -> bool:
+        """With the client's Netty threads (:class:`rocketsim.client.host.ClientThreads`) an ASYNC send's
+        answer, in at ``t``, is read and decoded before its callback is handed to the callback executor
+        (``processResponseCommand``, ``executeInvokeCallback``): True when that is in a later ms, an event
+        then (the callback's thread is not taken while the answer waits for the Netty threads)."""
+        s, sim = payload[0], self.sim
+        if sim.threads is None or s.waits or s.index in self.handed_us:
+            return False
+        self.handed_us[s.index] = handed = sim.threads.read(t * 1000.0)
+        if int(handed // 1000) <= t:
+            return False
+        self.push(int(handed // 1000), Event.DELIVER, payload)
+        return True
+
     def run_on(self, s: Send, pool: ClientPool, j: int, now: int, task: Pool) -> int:
         """``s`` runs ``task`` on thread ``j`` of ``pool`` from ``now``: the ms it goes on at, once the
         thread has done the send's CPU work (a send's, ``Pool.EXECUTOR``; a callback's only with
         ``producers.callback_cpu_share``: :class:`rocketsim.client.host.ClientThreads`)."""
         sim = self.sim
         if task == Pool.CALLBACK and sim.threads is not None and not s.waits:  # its client CPU's last part
-            pool.free_us[j] = done = sim.threads.callback(now * 1000.0, pool.free_us[j], pool.names[j])
+            handed = max(now * 1000.0, self.handed_us.pop(s.index, 0.0))
+            pool.free_us[j] = done = sim.threads.callback(handed, pool.free_us[j], pool.names[j])
             return int(done // 1000)
         if task != Pool.EXECUTOR or sim.cpu_us <= 0:
             return now

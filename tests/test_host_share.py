@@ -220,6 +220,11 @@ def test_each_netty_leg_runs_mostly_on_the_thread_measured_and_the_submit_on_the
     assert threads.submit(50.0) == pytest.approx(52.0)
     assert other.submit(50.0) == pytest.approx(54.0)  # another producer's send: the same caller, after it
     assert threads.submit(60.0) == pytest.approx(62.0)  # the caller free again
+    for _ in range(10):  # ten requests ready at 200: the worker busy until 264, a flush after each
+        threads.write(200.0)
+    # an answer in at 250 is read at once (NioEventLoop takes what is ready: not behind the flushes the
+    # worker hands over later), then waits for the worker's tasks queued before it
+    assert threads.read(250.0) == pytest.approx(267.0)  # first come, first placed: 270
     default = client_threads(_shared("fair", {"netty_write_cpu_share": 0.4}), HostCores(4), 0)
     assert default is not None and default.write_us == (4.0, 4.0)  # the keys left out: half each
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from rocketsim.rng import derive_key, uniform
@@ -253,7 +253,7 @@ class ClientThreads:
     write_us: tuple[float, float]  # the request's way out: on the worker, then on the selector
     read_us: tuple[float, float]  # the answer's way in: on the selector, then on the worker
     callback_us: float
-    free_us: dict[str, float]  # "worker", "selector" -> when the thread's work ends
+    busy: dict[str, BusyIntervals]  # "worker", "selector" -> the thread's pieces placed
     submit_us: float = 0.0  # on the application's thread that calls send
 
     def submit(self, due_us: float) -> float:
@@ -280,12 +280,52 @@ class ClientThreads:
         ``thread_free_us``)."""
         return self.host.run(max(handed_us, thread_free_us), self.callback_us, (self.producer, thread))
 
+    def advance(self, now_us: float) -> None:
+        """Nothing is ready before ``now_us`` any more: forget the pieces that ended by then."""
+        for busy in self.busy.values():
+            busy.advance(now_us)
+
     def _on(self, name: str, ready_us: float, work_us: float) -> float:
+        """``work_us`` ready at ``ready_us`` on the Netty thread ``name``, in the order the pieces are
+        ready, not the order they are placed in (a request's flush is placed when its executor thread
+        is done, for when the worker hands it over, and an answer read before it does not wait for it)."""
         if work_us <= 0:
             return ready_us
-        done = self.host.run(max(ready_us, self.free_us.get(name, 0.0)), work_us, (self.producer, name))
-        self.free_us[name] = done
-        return done
+        busy = self.busy.setdefault(name, BusyIntervals())
+        start, end = self.host.place(busy.room(ready_us, work_us), work_us, (self.producer, name))
+        busy.add(start, end, work_us)
+        return end
+
+
+@dataclass
+class BusyIntervals:
+    """The pieces one thread has been given (sorted; they do not overlap but by a misestimate), and how
+    much longer than its CPU the last one took on the host (its share)."""
+
+    starts: list[float] = field(default_factory=list)
+    ends: list[float] = field(default_factory=list)
+    stretch: float = 1.0
+
+    def room(self, ready_us: float, work_us: float) -> float:
+        """The earliest start >= ``ready_us`` where the thread is free for ``work_us`` at the last
+        piece's stretch."""
+        length = work_us * self.stretch
+        i = bisect.bisect_right(self.ends, ready_us)
+        at = ready_us
+        while i < len(self.starts) and self.starts[i] < at + length:
+            at = max(at, self.ends[i])
+            i += 1
+        return at
+
+    def add(self, start_us: float, end_us: float, work_us: float) -> None:
+        bisect.insort(self.starts, start_us)
+        bisect.insort(self.ends, end_us)
+        self.stretch = (end_us - start_us) / work_us
+
+    def advance(self, now_us: float) -> None:
+        k = bisect.bisect_right(self.ends, now_us)
+        if k:
+            del self.starts[:k], self.ends[:k]
 
 
 SUBMITTER = "submitter"  # the process's thread that calls send (Host.free_us, a FairShareHost's thread)

@@ -352,6 +352,8 @@ class EventLoop:
             sim.strategy.advance_to(t)
             if sim.cpu_us > 0 or sim.failures.on():
                 sim.host.advance(t * 1000.0)
+            if sim.threads is not None:
+                sim.threads.advance(t * 1000.0)
             if kind == Event.START:
                 self.start(payload, t)
             else:

@@ -225,6 +225,8 @@ def test_each_netty_leg_runs_mostly_on_the_thread_measured_and_the_submit_on_the
     # an answer in at 250 is read at once (NioEventLoop takes what is ready: not behind the flushes the
     # worker hands over later), then waits for the worker's tasks queued before it
     assert threads.read(250.0) == pytest.approx(267.0)  # first come, first placed: 270
+    worker = threads.busy["worker"]  # a backlog is one interval
+    assert worker.starts + worker.ends == pytest.approx([100.0, 201.0, 106.0, 267.0])
     default = client_threads(_shared("fair", {"netty_write_cpu_share": 0.4}), HostCores(4), 0)
     assert default is not None and default.write_us == (4.0, 4.0)  # the keys left out: half each
 

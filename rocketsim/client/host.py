@@ -299,8 +299,8 @@ class ClientThreads:
 
 @dataclass
 class BusyIntervals:
-    """The pieces one thread has been given (sorted; they do not overlap but by a misestimate), and how
-    much longer than its CPU the last one took on the host (its share)."""
+    """When one thread is busy with the pieces it has been given (sorted intervals, apart), and how much
+    longer than its CPU the last piece took on the host (its share)."""
 
     starts: list[float] = field(default_factory=list)
     ends: list[float] = field(default_factory=list)
@@ -318,9 +318,19 @@ class BusyIntervals:
         return at
 
     def add(self, start_us: float, end_us: float, work_us: float) -> None:
-        bisect.insort(self.starts, start_us)
-        bisect.insort(self.ends, end_us)
+        """A piece of ``work_us`` placed over [start, end): one interval with those it touches (a backlog
+        is one interval, so :meth:`room` looks at the gaps only)."""
         self.stretch = (end_us - start_us) / work_us
+        i = bisect.bisect_right(self.starts, start_us)
+        if i > 0 and self.ends[i - 1] >= start_us:
+            i -= 1
+            start_us, end_us = self.starts[i], max(end_us, self.ends[i])
+            del self.starts[i], self.ends[i]
+        while i < len(self.starts) and self.starts[i] <= end_us:
+            end_us = max(end_us, self.ends[i])
+            del self.starts[i], self.ends[i]
+        self.starts.insert(i, start_us)
+        self.ends.insert(i, end_us)
 
     def advance(self, now_us: float) -> None:
         k = bisect.bisect_right(self.ends, now_us)

@@ -293,34 +293,30 @@ class ClientThreads:
             return ready_us
         busy = self.busy.setdefault(name, BusyIntervals())
         start, end = self.host.place(busy.room(ready_us, work_us), work_us, (self.producer, name))
-        busy.add(start, end, work_us)
+        busy.add(start, end)
         return end
 
 
 @dataclass
 class BusyIntervals:
-    """When one thread is busy with the pieces it has been given (sorted intervals, apart), and how much
-    longer than its CPU the last piece took on the host (its share)."""
+    """When one thread is busy with the pieces it has been given (sorted intervals, apart)."""
 
     starts: list[float] = field(default_factory=list)
     ends: list[float] = field(default_factory=list)
-    stretch: float = 1.0
 
     def room(self, ready_us: float, work_us: float) -> float:
-        """The earliest start >= ``ready_us`` where the thread is free for ``work_us`` at the last
-        piece's stretch."""
-        length = work_us * self.stretch
+        """The earliest start >= ``ready_us`` with ``work_us`` free before the next piece (its length on
+        the host may be longer: it then reaches that piece): a flush placed ahead for when the worker
+        hands it over does not hold an answer's read that fits before it."""
         i = bisect.bisect_right(self.ends, ready_us)
         at = ready_us
-        while i < len(self.starts) and self.starts[i] < at + length:
+        while i < len(self.starts) and self.starts[i] < at + work_us:
             at = max(at, self.ends[i])
             i += 1
         return at
 
-    def add(self, start_us: float, end_us: float, work_us: float) -> None:
-        """A piece of ``work_us`` placed over [start, end): one interval with those it touches (a backlog
-        is one interval, so :meth:`room` looks at the gaps only)."""
-        self.stretch = (end_us - start_us) / work_us
+    def add(self, start_us: float, end_us: float) -> None:
+        """A piece placed over [start, end): one interval with those it touches (a backlog is one)."""
         i = bisect.bisect_right(self.starts, start_us)
         if i > 0 and self.ends[i - 1] >= start_us:
             i -= 1

@@ -135,11 +135,12 @@ def test_an_async_sends_client_cpu_runs_on_its_netty_and_callback_threads_in_ord
     threads = client_threads(sc, HostCores(4), 0)
     assert threads is not None
     assert threads.executor_us == pytest.approx(6.0)  # 20 us a send: the executor keeps 30%
-    assert threads.executor_us + 2 * threads.write_us + 2 * threads.read_us + threads.callback_us == 20.0
+    assert threads.executor_us + sum(threads.write_us) + sum(threads.read_us) + threads.callback_us == 20.0
     assert threads.write(100.0) == 108.0  # the worker's 4 us, then the selector's
     assert threads.write(100.0) == 112.0  # the next request waits for the selector's previous one
-    assert threads.callback(200.0, 0.0, "cb1") == pytest.approx(206.0)  # selector 2, worker 2, callback 2
-    assert threads.callback(200.0, 300.0, "cb1") == pytest.approx(302.0)  # its thread busy until 300
+    assert threads.read(200.0) == pytest.approx(204.0)  # the answer: selector 2, worker 2
+    assert threads.callback(204.0, 0.0, "cb1") == pytest.approx(206.0)  # then the callback's 2
+    assert threads.callback(204.0, 300.0, "cb1") == pytest.approx(302.0)  # its thread busy until 300
     assert client_threads(_shared("fair"), HostCores(4), 0) is None  # no shares: the model before them
 
 
@@ -240,3 +241,86 @@ def test_a_client_stop_needs_the_fair_host() -> None:
         assert jvm is not None and jvm.params.collector_threads == threads
     with pytest.raises(ValueError, match="needs producers.host_scheduler"):
         HostCores(2).stop_client(0.0, 10.0, 2)
+
+
+def test_each_netty_leg_runs_mostly_on_the_thread_measured_and_the_submit_on_the_processs_one_caller() -> (
+    None
+):
+    # rocketmq-all-4.9.8 NettyRemotingClient: the channel's pipeline (NettyEncoder, NettyDecoder,
+    # NettyClientHandler) on one NettyClientWorkerThread_ of defaultEventExecutorGroup (clientWorkerThreads =
+    # NettySystemConfig.clientWorkerSize = 4), the socket on the one NettyClientSelector_ event loop
+    # (NioEventLoopGroup(1)): a request is encoded and written on the worker, flushed on the selector; an
+    # answer read on the selector, decoded and handled on the worker. DefaultMQProducerImpl.send(msg,
+    # callback) submits to the async sender executor on the caller's thread: the harness's one dispatcher
+    # for every producer of its process
+    split = {
+        "netty_write_cpu_share": 0.4,
+        "netty_read_cpu_share": 0.2,
+        "callback_cpu_share": 0.1,
+        "netty_write_worker_share": 0.75,
+        "netty_read_selector_share": 0.25,
+        "submit_cpu_share": 0.1,
+    }
+    host = HostCores(4)
+    threads, other = (
+        client_threads(_shared("fair", split), host, 0),
+        client_threads(_shared("fair", split), host, 1),
+    )
+    assert threads is not None and other is not None
+    assert threads.write_us == pytest.approx((6.0, 2.0)) and threads.read_us == pytest.approx((1.0, 3.0))
+    assert threads.executor_us == pytest.approx(4.0) and threads.submit_us == pytest.approx(2.0)
+    assert threads.write(100.0) == pytest.approx(108.0)  # the worker's 6 us, then the selector's 2
+    assert threads.read(200.0) == pytest.approx(204.0)  # selector 1, worker 3
+    assert threads.submit(50.0) == pytest.approx(52.0)
+    assert other.submit(50.0) == pytest.approx(54.0)  # another producer's send: the same caller, after it
+    assert threads.submit(60.0) == pytest.approx(62.0)  # the caller free again
+    for _ in range(10):  # ten requests ready at 200: the worker busy until 264, a flush after each
+        threads.write(200.0)
+    # an answer in at 250 is read at once (NioEventLoop takes what is ready: not behind the flushes the
+    # worker hands over later), then waits for the worker's tasks queued before it
+    assert threads.read(250.0) == pytest.approx(267.0)  # first come, first placed: 270
+    worker = threads.busy["worker"]  # a backlog is one interval
+    assert worker.starts + worker.ends == pytest.approx([100.0, 201.0, 106.0, 267.0])
+    default = client_threads(_shared("fair", {"netty_write_cpu_share": 0.4}), HostCores(4), 0)
+    assert default is not None and default.write_us == (4.0, 4.0)  # the keys left out: half each
+
+
+def test_one_caller_submitting_every_producers_sends_makes_them_late_past_one_thread() -> None:
+    # two producers sharing 50,000 sends/s on the 2-core host at 30 us of client CPU a send (1.5 cores) and
+    # 2 us an append: on the producers' 4 executor threads the host keeps up; with 90% of it on the process's
+    # one caller (27 us a send: 1.35 cores, more than one thread runs) the sends are submitted later and
+    # later (send_ts_ms - born_ts_ms: queue_wait_ms), the same work on one thread
+    waits = {}
+    for share in (0.0, 0.9):
+        producers = {
+            "count": 2,
+            "send_cpu_us": 30.0,
+            "submit_cpu_share": share,
+            "netty_write_cpu_share": 0.05,
+        }
+        sc = _shared("fair", producers, append_us=2.0)
+        waits[share] = simulate(generate(sc), sc).results["queue_wait_ms"].to_pylist()
+    assert max(waits[0.0]) <= 1 and len(waits[0.0]) == 15_000
+    assert max(waits[0.9]) > 50 and sorted(waits[0.9])[7500] > 20, max(waits[0.9])
+
+
+def test_a_connections_read_on_its_selector_and_codec_threads_keeps_up_where_one_thread_does_not() -> None:
+    # rocketmq-all-4.9.8 NettyRemotingServer: a channel's socket is read on one NettyServerNIOSelector_
+    # (serverSelectorThreads = 3), its NettyDecoder and NettyServerHandler run on one
+    # NettyServerCodecThread_ of defaultEventExecutorGroup (serverWorkerThreads = 8): two threads one after
+    # the other. 50,000 requests/s of 24 us each: 1.2 cores, more than one thread can have
+    fast = {"send_cpu_us": 6.0, "send_msg_timeout_ms": 3000}
+    waits = {}
+    for share in (0.0, 0.5):
+        sc = _shared("fair", fast, append_us=2.0, io_us=24.0, codec_share=share)
+        out = simulate(generate(sc), sc)
+        waits[share] = max(out.attempts["latency_ms"].to_pylist())
+    assert waits[0.0] > 100  # one thread: the requests wait unread, more and more
+    assert waits[0.5] < waits[0.0] / 4, waits
+
+
+def test_the_codec_split_needs_the_joint_loop() -> None:
+    with pytest.raises(ScenarioError, match=r"store.codec_share needs brokers.coupling = joint"):
+        scenario_from_mapping(
+            {"brokers": {"coupling": "iterative", "default": {"store": {"codec_share": 0.5}}}}
+        )

@@ -112,6 +112,7 @@ class StoreParams:
     reply_us: float = 0.0  # store.reply_us: its CPU per answer written back on that thread
     unlocked_share: float = 0.0  # store.unlocked_share: the append's part on the send thread, before the lock
     reput_share: float = 0.0  # store.reput_share: its part on the reput thread, after it
+    codec_share: float = 0.0  # store.codec_share: io_us's part on the connection's codec thread
 
     @property
     def connection_us(self) -> float:
@@ -145,6 +146,7 @@ class StoreParams:
             cfg.reply_us,
             cfg.unlocked_share,
             cfg.reput_share,
+            cfg.codec_share,
         )
 
     def held_until(self, t_us: int) -> int:
@@ -289,6 +291,21 @@ class BrokerStore:
         """When ``work_us`` of the broker's CPU ready at ``ready_us`` ends (on the host's cores when it
         shares the producers' host)."""
         return self.cores.run(ready_us, work_us) if self.cores is not None else ready_us + work_us
+
+    def read_request(self, free_us: list[float], ready_us: float) -> float:
+        """When a request of a client connection, in its socket from ``ready_us``, has been read: ``io_us``
+        on the connection's selector thread, then its ``codec_share`` on the connection's codec thread, each
+        one request after another (``free_us``: when each is free, kept per connection by the caller); the
+        answer's write (``reply_us``) follows on the last of them, before its next request."""
+        p = self.params
+        read = p.io_us * (1.0 - p.codec_share)
+        done = self.run_cpu(max(ready_us, free_us[0]), read)
+        last = 0
+        if p.codec_share > 0:
+            free_us[0], last = done, 1
+            done = self.run_cpu(max(done, free_us[1]), p.io_us - read)
+        free_us[last] = self.run_cpu(done, p.reply_us)
+        return done
 
     def offer_us(self, arrival_us: int, wire_bytes: int) -> StoreAnswer:
         """:meth:`offer` at a time in microseconds (a hold defers it to the hold's end)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from rocketsim.rng import derive_key, uniform
@@ -27,7 +27,10 @@ from rocketsim.scenario import Scenario
 
 class Host(Protocol):
     """Where CPU work of a host runs: :class:`HostCores` (first come, first served) or
-    :class:`FairShareHost` (``producers.host_scheduler``)."""
+    :class:`FairShareHost` (``producers.host_scheduler``). ``free_us``: when each thread its callers share
+    (one of the process, not of a producer: the application's dispatcher) is free."""
+
+    free_us: dict[Hashable, float]
 
     def run(self, ready_us: float, work_us: float, thread: Hashable = None) -> float: ...
 
@@ -53,6 +56,7 @@ class HostCores:
         if processors < 1:
             raise ValueError(f"a host needs at least one processor, got {processors}")
         self.processors = processors
+        self.free_us: dict[Hashable, float] = {}  # the process's shared threads (Host.free_us)
         self._starts: list[list[float]] = [[] for _ in range(processors)]  # per core, sorted
         self._ends: list[list[float]] = [[] for _ in range(processors)]
 
@@ -137,6 +141,7 @@ class FairShareHost:
         if processors < 1:
             raise ValueError(f"a host needs at least one processor, got {processors}")
         self.processors = processors
+        self.free_us: dict[Hashable, float] = {}  # the process's shared threads (Host.free_us)
         self._now = 0.0
         self._starts: list[float] = []  # the pieces' starts, sorted
         self._ends: list[float] = []  # and their ends, sorted
@@ -280,47 +285,123 @@ def host_stalls(sc: Scenario, producer: int) -> HostStalls | None:
 @dataclass
 class ClientThreads:
     """An ASYNC send's client CPU on the threads that run it (``producers.netty_write_cpu_share``,
-    ``netty_read_cpu_share``, ``callback_cpu_share``; the rest of ``send_cpu_us`` on its async sender
-    executor thread): the request's encoding and write on the producer's Netty worker, then its selector
-    (``NettyRemotingClient``: one ``NettyClientSelector_`` event loop, the channel's
-    ``NettyClientWorkerThread_`` of ``clientWorkerThreads``), before it reaches the broker; the answer's
-    read on the selector, then its decoding on the worker (``processResponseCommand``), then the callback
-    on a callback executor thread (``executeInvokeCallback``: the public executor of
-    ``clientCallbackExecutorThreads``). Each thread takes its pieces one after another on the host's cores
-    (a fair host counts it while it has work); the total per send stays ``send_cpu_us``."""
+    ``netty_read_cpu_share``, ``callback_cpu_share``, ``submit_cpu_share``; the rest of ``send_cpu_us`` on
+    its async sender executor thread): the submit on the application's thread that calls send (one of the
+    process: ``Host.free_us``), then the executor's part, then the request's encoding and write on the
+    producer's Netty worker, then its flush on the selector (``NettyRemotingClient``: one
+    ``NettyClientSelector_`` event loop, the channel's ``NettyClientWorkerThread_`` of
+    ``clientWorkerThreads``), before it reaches the broker; the answer's read on the selector, then its
+    decoding on the worker (``processResponseCommand``), then the callback on a callback executor thread
+    (``executeInvokeCallback``: the public executor of ``clientCallbackExecutorThreads``). Each thread
+    takes its pieces one after another on the host's cores (a fair host counts it while it has work); the
+    total per send stays ``send_cpu_us``."""
 
     host: Host
     producer: int
     executor_us: float  # on the async sender executor's thread
-    write_us: float  # on the worker, then as much on the selector
-    read_us: float  # on the selector, then as much on the worker
+    write_us: tuple[float, float]  # the request's way out: on the worker, then on the selector
+    read_us: tuple[float, float]  # the answer's way in: on the selector, then on the worker
     callback_us: float
-    free_us: dict[str, float]  # "worker", "selector" -> when the thread's work ends
+    busy: dict[str, BusyIntervals]  # "worker", "selector" -> the thread's pieces placed
+    submit_us: float = 0.0  # on the application's thread that calls send
+
+    def submit(self, due_us: float) -> float:
+        """The send due at ``due_us`` handed to the executor by the application's thread: when."""
+        if self.submit_us <= 0:
+            return due_us
+        done = self.host.run(max(due_us, self.host.free_us.get(SUBMITTER, 0.0)), self.submit_us, SUBMITTER)
+        self.host.free_us[SUBMITTER] = done
+        return done
 
     def write(self, ready_us: float) -> float:
         """The request ready at ``ready_us`` (its executor thread done): when it is on the wire."""
-        return self._on("selector", self._on("worker", ready_us, self.write_us), self.write_us)
+        worker, selector = self.write_us
+        return self._on("selector", self._on("worker", ready_us, worker), selector)
 
-    def callback(self, ready_us: float, thread_free_us: float, thread: Hashable) -> float:
-        """The answer arrived at ``ready_us``: when its callback on ``thread`` (free from
-        ``thread_free_us``) has ended."""
-        handed = self._on("worker", self._on("selector", ready_us, self.read_us), self.read_us)
-        return self.host.run(max(handed, thread_free_us), self.callback_us, (self.producer, thread))
+    def read(self, ready_us: float) -> float:
+        """The answer arrived at ``ready_us``: when its callback is handed to the callback executor (read
+        on the selector, then decoded on the worker)."""
+        selector, worker = self.read_us
+        return self._on("worker", self._on("selector", ready_us, selector), worker)
+
+    def callback(self, handed_us: float, thread_free_us: float, thread: Hashable) -> float:
+        """The callback handed over at ``handed_us``: when it has ended on ``thread`` (free from
+        ``thread_free_us``)."""
+        return self.host.run(max(handed_us, thread_free_us), self.callback_us, (self.producer, thread))
+
+    def advance(self, now_us: float) -> None:
+        """Nothing is ready before ``now_us`` any more: forget the pieces that ended by then."""
+        for busy in self.busy.values():
+            busy.advance(now_us)
 
     def _on(self, name: str, ready_us: float, work_us: float) -> float:
+        """``work_us`` ready at ``ready_us`` on the Netty thread ``name``, in the order the pieces are
+        ready, not the order they are placed in (a request's flush is placed when its executor thread
+        is done, for when the worker hands it over, and an answer read before it does not wait for it)."""
         if work_us <= 0:
             return ready_us
-        done = self.host.run(max(ready_us, self.free_us.get(name, 0.0)), work_us, (self.producer, name))
-        self.free_us[name] = done
-        return done
+        busy = self.busy.setdefault(name, BusyIntervals())
+        start, end = self.host.place(busy.room(ready_us, work_us), work_us, (self.producer, name))
+        busy.add(start, end)
+        return end
+
+
+@dataclass
+class BusyIntervals:
+    """When one thread is busy with the pieces it has been given (sorted intervals, apart)."""
+
+    starts: list[float] = field(default_factory=list)
+    ends: list[float] = field(default_factory=list)
+
+    def room(self, ready_us: float, work_us: float) -> float:
+        """The earliest start >= ``ready_us`` with ``work_us`` free before the next piece (its length on
+        the host may be longer: it then reaches that piece): a flush placed ahead for when the worker
+        hands it over does not hold an answer's read that fits before it."""
+        i = bisect.bisect_right(self.ends, ready_us)
+        at = ready_us
+        while i < len(self.starts) and self.starts[i] < at + work_us:
+            at = max(at, self.ends[i])
+            i += 1
+        return at
+
+    def add(self, start_us: float, end_us: float) -> None:
+        """A piece placed over [start, end): one interval with those it touches (a backlog is one)."""
+        i = bisect.bisect_right(self.starts, start_us)
+        if i > 0 and self.ends[i - 1] >= start_us:
+            i -= 1
+            start_us, end_us = self.starts[i], max(end_us, self.ends[i])
+            del self.starts[i], self.ends[i]
+        while i < len(self.starts) and self.starts[i] <= end_us:
+            end_us = max(end_us, self.ends[i])
+            del self.starts[i], self.ends[i]
+        self.starts.insert(i, start_us)
+        self.ends.insert(i, end_us)
+
+    def advance(self, now_us: float) -> None:
+        k = bisect.bisect_right(self.ends, now_us)
+        if k:
+            del self.starts[:k], self.ends[:k]
+
+
+SUBMITTER = "submitter"  # the process's thread that calls send (Host.free_us, a FairShareHost's thread)
 
 
 def client_threads(sc: Scenario, host: Host, producer: int) -> ClientThreads | None:
     """How ``producer``'s ASYNC sends' client CPU is split over its threads (None: all on the executor's)."""
     p = sc.producers
-    shares = (p.netty_write_cpu_share, p.netty_read_cpu_share, p.callback_cpu_share)
+    shares = (p.netty_write_cpu_share, p.netty_read_cpu_share, p.callback_cpu_share, p.submit_cpu_share)
     if p.send_cpu_us <= 0 or not any(shares):
         return None
-    write, read, callback = (p.send_cpu_us * share for share in shares)
-    executor = p.send_cpu_us - write - read - callback
-    return ClientThreads(host, producer, executor, write / 2, read / 2, callback, {})
+    write, read, callback, submit = (p.send_cpu_us * share for share in shares)
+    executor = p.send_cpu_us - write - read - callback - submit
+    on_worker, on_selector = write * p.netty_write_worker_share, read * p.netty_read_selector_share
+    return ClientThreads(
+        host,
+        producer,
+        executor,
+        (on_worker, write - on_worker),
+        (on_selector, read - on_selector),
+        callback,
+        {},
+        submit,
+    )

@@ -164,7 +164,7 @@ class ProducerSimulation:
         self.threads = client_threads(sc, self.host, producer)  # ASYNC: its CPU beside the executor's
         self.call_us: dict[int, float] = {}  # send index -> when its next request starts (us), if known
         self.start_us: dict[tuple[int, int], int] = {}  # (send, attempt) -> its request's start (us)
-        self.conn_free_us: dict[str, float] = {}  # broker -> when its connection's I/O thread is free
+        self.conn_free_us: dict[str, list[float]] = {}  # broker -> when its connection's threads are free
         p = sc.producers
         self.failures = FailureCpu(self.host, producer, p.failure_cpu_us, p.failure_log_cpu_us)
         self.version = p.version
@@ -254,17 +254,15 @@ class ProducerSimulation:
     def read_by_broker(self, broker_store: BrokerStore, broker: str, arrival_us: int) -> int:
         """When the broker has read a request of this producer's connection that arrived at ``arrival_us``
         (``store.io_us`` on the connection's I/O thread, one request after another; a paused process reads
-        nothing until it continues). The thread also writes each answer back (``store.reply_us``), booked
-        after the request's read in the thread's order: the next read waits for it, so a host that cannot
-        give the thread its share leaves written requests unread in the socket, holding their permits."""
+        nothing until it continues; ``store.codec_share``: its selector thread, then its codec thread). The
+        thread also writes each answer back (``store.reply_us``), booked after the request's read in the
+        thread's order: the next read waits for it, so a host that cannot give the thread its share leaves
+        written requests unread in the socket, holding their permits."""
         params = broker_store.params
         ready = params.held_until(arrival_us)
         if params.connection_us <= 0:
             return ready
-        start = max(ready, self.conn_free_us.get(broker, 0.0))
-        done = broker_store.run_cpu(start, params.io_us)
-        self.conn_free_us[broker] = broker_store.run_cpu(done, params.reply_us)
-        return int(done)
+        return int(broker_store.read_request(self.conn_free_us.setdefault(broker, [0.0, 0.0]), ready))
 
     def executor_queue_bound(self) -> int | None:
         """The bound of the queue ASYNC sends wait in (``producers.async_queue_bound``; None: unbounded)."""
@@ -330,6 +328,7 @@ class EventLoop:
         )
         self.pools = {Pool.EXECUTOR: executor, Pool.CALLBACK: callbacks}
         self.holding: dict[int, tuple[ClientPool, int]] = {}  # send index -> the pool thread it runs on
+        self.handed_us: dict[int, float] = {}  # send index -> when its answer's callback was handed over
         self.gate_held: set[int] = set()  # async sends whose caller's thread waits on the backpressure
         self.senders: SenderThreads = (
             PoolSenders(sends, p.threads, self.push_start)
@@ -353,6 +352,8 @@ class EventLoop:
             sim.strategy.advance_to(t)
             if sim.cpu_us > 0 or sim.failures.on():
                 sim.host.advance(t * 1000.0)
+            if sim.threads is not None:
+                sim.threads.advance(t * 1000.0)
             if kind == Event.START:
                 self.start(payload, t)
             else:
@@ -368,6 +369,9 @@ class EventLoop:
         if s.waits and sim.cpu_us > 0:  # SYNC, ONEWAY: the caller's thread does the CPU work first
             sim.call_us[s.index] = cpu_end = sim.cpu_done(s, t * 1000.0, ("sender", s.thread))
             begin = int(cpu_end // 1000)
+        elif sim.threads is not None and sim.threads.submit_us > 0:  # ASYNC: the caller's submit first
+            sim.call_us[s.index] = submitted = sim.threads.submit(t * 1000.0)
+            begin = int(submitted // 1000)
         gen = sim.steps(s, begin)
         if sim.gate is not None and not s.waits:
             sim.gate.begin(s, t)  # the caller's thread waits for the permits (gated frees it)
@@ -388,6 +392,8 @@ class EventLoop:
         elif isinstance(value, Pool) and value == Pool.IO:  # a 5.x connect listener: on the event loop
             self.advance(s, gen, Resume(t, IO_THREAD), t)
         elif isinstance(value, Pool):  # the callback is a task of the callback executor
+            if self.read_later(payload, t):
+                return
             resume = self.take(s, gen, Pool.CALLBACK, t)
             if resume is not None:
                 self.advance(s, gen, resume, t)
@@ -458,17 +464,34 @@ class EventLoop:
             at = self.run_on(w, pool, j, now, task)
             self.push(at, Event.DELIVER, (w, gen, Resume(at, pool.names[j])))
 
+    def read_later(self, payload: tuple[Send, Generator, object], t: int) -> bool:
+        """With the client's Netty threads (:class:`rocketsim.client.host.ClientThreads`) an ASYNC send's
+        answer, in at ``t``, is read and decoded before its callback is handed to the callback executor
+        (``processResponseCommand``, ``executeInvokeCallback``): True when that is in a later ms, an event
+        then (the callback's thread is not taken while the answer waits for the Netty threads)."""
+        s, sim = payload[0], self.sim
+        if sim.threads is None or s.waits or s.index in self.handed_us:
+            return False
+        self.handed_us[s.index] = handed = sim.threads.read(t * 1000.0)
+        if int(handed // 1000) <= t:
+            return False
+        self.push(int(handed // 1000), Event.DELIVER, payload)
+        return True
+
     def run_on(self, s: Send, pool: ClientPool, j: int, now: int, task: Pool) -> int:
         """``s`` runs ``task`` on thread ``j`` of ``pool`` from ``now``: the ms it goes on at, once the
         thread has done the send's CPU work (a send's, ``Pool.EXECUTOR``; a callback's only with
         ``producers.callback_cpu_share``: :class:`rocketsim.client.host.ClientThreads`)."""
         sim = self.sim
         if task == Pool.CALLBACK and sim.threads is not None and not s.waits:  # its client CPU's last part
-            pool.free_us[j] = done = sim.threads.callback(now * 1000.0, pool.free_us[j], pool.names[j])
+            handed = max(now * 1000.0, self.handed_us.pop(s.index, 0.0))
+            pool.free_us[j] = done = sim.threads.callback(handed, pool.free_us[j], pool.names[j])
             return int(done // 1000)
         if task != Pool.EXECUTOR or sim.cpu_us <= 0:
             return now
-        done = sim.cpu_done(s, max(now * 1000.0, pool.free_us[j]), pool.names[j])
+        done = sim.cpu_done(
+            s, max(now * 1000.0, pool.free_us[j], sim.call_us.pop(s.index, 0.0)), pool.names[j]
+        )
         pool.free_us[j] = sim.call_us[s.index] = done
         return int(done // 1000)
 
@@ -478,6 +501,7 @@ class EventLoop:
         thread now, or None: it waits (for a thread, which :meth:`release` hands it, or for its CPU work)."""
         pool = self.pools[task]
         if pool.full():  # executor.submit: RejectedExecutionException, in the caller's thread
+            self.sim.call_us.pop(s.index, None)
             return Resume(now, None, rejected=True)
         j = pool.take((s, gen, task))
         if j is None:

@@ -299,6 +299,18 @@ class ProducerConfig:
     # the share run after that on a callback executor thread (executeInvokeCallback: the public executor of
     # clientCallbackExecutorThreads); the send ends when it has. Needs shared_host; 0: on the executor thread
     callback_cpu_share: float = field(default=0.0, metadata=_between(0, 1))
+    # of netty_write_cpu_share, the part on the channel's worker (the request's encoding and its write into
+    # the channel); the rest on the selector (the socket's flush). Measured: 0.92 (JFR's samples of the
+    # real client's threads, docs/validation.md); 0.5: half each (the model before it)
+    netty_write_worker_share: float = field(default=0.5, metadata=_between(0, 1))
+    # of netty_read_cpu_share, the part on the selector (the socket's read); the rest on the worker (the
+    # answer's decoding and processResponseCommand). Measured: 0.71; 0.5: half each
+    netty_read_selector_share: float = field(default=0.5, metadata=_between(0, 1))
+    # the share of send_cpu_us an ASYNC send runs on the application's thread that calls send()
+    # (DefaultMQProducerImpl.send's checks and the executor's submit), from its due time, before an executor
+    # thread takes it: one thread for every producer of the shared host, one send after another (the
+    # measured harness's dispatcher, `main`). Needs shared_host; 0: on the executor thread
+    submit_cpu_share: float = field(default=0.0, metadata=_between(0, 1))
     # the client's CPU per failed SYNC attempt on the thread that failed, microseconds: the exception
     # sendDefaultImpl catches, made with its stack trace, and its log events ("resend at once" with the
     # exception, the message) handed to the client's logger; run on the host's cores from the failure. A new
@@ -560,6 +572,13 @@ class StoreConfig:
     # answer is encoded and flushed on the channel's own thread, serially with the requests it reads),
     # microseconds; the thread's reads wait for it. 0: none (the answer's write is free)
     reply_us: float = field(default=0.0, metadata=_between(0, 1e9))
+    # the share of io_us run on the connection's codec thread after its selector thread's read
+    # (NettyRemotingServer: a channel's socket on one NettyServerNIOSelector_ of serverSelectorThreads = 3,
+    # its NettyDecoder and NettyServerHandler on one NettyServerCodecThread_ of serverWorkerThreads = 8): two
+    # threads one after the other per connection, each one request after another; reply_us then runs on the
+    # codec thread (NettyEncoder). Measured: 0.48 (3.2 of 6.6 us a request). 0: one thread (the model
+    # before it)
+    codec_share: float = field(default=0.0, metadata=_between(0, 1))
     # the share of append_us a send thread runs before it takes putMessageLock, on its own thread of the
     # producers' host (SendMessageProcessor's handling, and CommitLog.asyncPutMessage's encoding, outside
     # the lock at 4.9.8); the rest runs under the lock on the commit-log writer. Measured per thread and

@@ -206,13 +206,16 @@ def _check_host(sc: Scenario) -> None:
     if sc.producers.host_stall_every > 0 and sc.producers.send_cpu_us <= 0:
         rule = "needs producers.send_cpu_us > 0 (the host that stalls)"
         _fail("producers.host_stall_every", rule, sc.producers.host_stall_every)
-    shares = ("netty_write_cpu_share", "netty_read_cpu_share", "callback_cpu_share")
+    shares = ("netty_write_cpu_share", "netty_read_cpu_share", "callback_cpu_share", "submit_cpu_share")
     for key in shares:
         if getattr(sc.producers, key) > 0 and not sc.producers.shared_host:
             rule = "needs producers.shared_host = true (the host whose threads run it)"
             _fail(f"producers.{key}", rule, getattr(sc.producers, key))
     if sum(getattr(sc.producers, key) for key in shares) > 1:
-        rule = "with netty_read_cpu_share and callback_cpu_share must add up to at most 1 (of send_cpu_us)"
+        rule = (
+            "with netty_read_cpu_share, callback_cpu_share and submit_cpu_share must add up to at most 1"
+            " (of send_cpu_us)"
+        )
         _fail("producers.netty_write_cpu_share", rule, sc.producers.netty_write_cpu_share)
     for name, model in sc.brokers.items():
         if model.store.on_producer_host and not sc.producers.shared_host:
@@ -224,7 +227,7 @@ def _check_host(sc: Scenario) -> None:
         if model.store.unlocked_share + model.store.reput_share > 1:
             rule = "with store.reput_share must add up to at most 1 (of append_us)"
             _fail(f"brokers.{name}.store.unlocked_share", rule, model.store.unlocked_share)
-        for key in ("io_us", "reply_us"):
+        for key in ("io_us", "reply_us", "codec_share"):
             if getattr(model.store, key) > 0 and sc.coupling == "iterative":
                 _fail(
                     f"brokers.{name}.store.{key}",

@@ -41,7 +41,9 @@ def test_the_threads_that_want_the_cores_share_them_evenly() -> None:
     assert h.run(1000, 10) == 1010  # alone again
 
 
-def _shared(scheduler: str, producers: dict[str, Any] | None = None, **store: Any) -> Any:
+def _shared(
+    scheduler: str, producers: dict[str, Any] | None = None, *, steps: list | None = None, **store: Any
+) -> Any:
     # 50,000 sends/s: the client's 2 executor threads at 20 us a send (1 core), the broker's appends at
     # ~16 us (0.8 core) one at a time: 1.8 cores of 2. First come, first served, both keep up; fair, the
     # writer has two thirds of a core beside the two busy executor threads: ~24 us an append, ~41,700/s
@@ -59,7 +61,7 @@ def _shared(scheduler: str, producers: dict[str, Any] | None = None, **store: An
             **(producers or {}),
         },
         "workload": {
-            "rate_steps": [[50_000.0, 0.3]],
+            "rate_steps": steps or [[50_000.0, 0.3]],
             "arrival": "uniform",
             "tags": [],
             "keys": False,
@@ -324,3 +326,31 @@ def test_the_codec_split_needs_the_joint_loop() -> None:
         scenario_from_mapping(
             {"brokers": {"coupling": "iterative", "default": {"store": {"codec_share": 0.5}}}}
         )
+
+
+def test_an_answer_the_clients_netty_threads_read_after_the_scans_tick_is_the_scans_failure() -> None:
+    # rocketmq-all-4.9.8: NettyRemotingAbstract.processResponseCommand, on the channel's worker after the
+    # selector's read and the decoding, is the only one that takes the ResponseFuture out of responseTable;
+    # scanResponseTable (NettyRemotingClient.start: from 3 s, every 1 s) fails one once begin + timeoutMillis
+    # + 1000 <= now; its callback (MQClientAPIImpl.sendMessageAsync's operationComplete: "wait response
+    # timeout") retries with what is left of the budget, and invokeAsync refuses that at once
+    # (RemotingTooMuchRequestException "invokeAsync call the addr[..] timeout"). Timeout 100 ms, 2,000 sends
+    # in 2.5-3.0 s whose answers' read takes 1.8 ms of CPU each on the producer's selector and worker: the
+    # broker answers each in time, the client reads them up to ~2 s later, racing the ticks at 4 s and 5 s
+    p = {"send_cpu_us": 2000.0, "send_msg_timeout_ms": 100, "netty_read_cpu_share": 0.9}
+    sc = _shared("fair", p, steps=[[20.0, 2.5], [4000.0, 0.5]], append_us=4.0)
+    out = simulate(generate(sc), sc)
+    res, att = out.results.to_pylist(), out.attempts.to_pylist()
+    first = {a["seq"]: a for a in att if a["attempt"] == 0}
+    assert all(a["stored"] and a["stored_ts_ms"] - a["start_ts_ms"] < 100 for a in first.values())
+    failed = [r for r in res if r["status"] == "FAILED"]
+    ok = [r for r in res if r["status"] == "SEND_OK"]
+    assert len(failed) > 300 and len(ok) > 1000, (len(failed), len(ok))
+    for r in failed:  # read past the tick: the scan's failure, then the retries with no budget left
+        assert r["error"] == "RemotingTooMuchRequestException: invokeAsync call the addr[broker-a] timeout"
+        assert first[r["seq"]]["outcome"] == "remoting:timeout" and r["attempts"] == 3
+    for r in ok:  # read before the tick that would fail it (the first at 3 s, then every second)
+        start = first[r["seq"]]["start_ts_ms"]
+        tick = max(3000, 3000 + -(-(start + 1100 - 3000) // 1000) * 1000)
+        assert r["end_ts_ms"] < tick
+    assert sum(r["end_ts_ms"] - first[r["seq"]]["start_ts_ms"] > 1000 for r in ok) > 100  # late, not failed

@@ -23,6 +23,8 @@ from rocketsim.client.send import (
     SendConfig,
     SendFailedError,
     SendInterruptedError,
+    SendRecord,
+    Step,
     async_send_steps,
     callback_thread,
     cap_to_timeout,
@@ -479,6 +481,64 @@ def test_late_async_response_before_the_scan_is_a_success() -> None:
     assert late.attempts[0].end_ms == 5000 and late.attempts[0].outcome.label == "remoting:timeout"
     assert isinstance(late.error, RemotingTooMuchRequestError)
     assert late.error.message == "invokeAsync call the addr[broker-a] timeout"
+
+
+def _read_at(steps, read_ms: int, ticks: list[int]):  # noqa: ANN001, ANN202 - a send generator, and one
+    """``steps`` with its answer read by the client at ``read_ms`` (its Netty threads behind): the scan's
+    tick (``Step.scan_ms``, kept in ``ticks``) fails it if the read is not before it."""
+    item = next(steps)
+    while True:
+        if isinstance(item, Step) and item.scan_ms >= 0:
+            ticks.append(item.scan_ms)
+            scanned = read_ms >= item.scan_ms
+            value = Resume(item.scan_ms if scanned else read_ms, "cb", scanned=scanned)
+        else:
+            value = yield item
+        try:
+            item = steps.send(value)
+        except StopIteration as stop:
+            return stop.value
+
+
+def test_an_answer_the_client_reads_after_the_scan_is_the_scans_failure_and_stored() -> None:
+    # 4.9.8: only NettyRemotingAbstract.processResponseCommand (on the channel's worker, after the
+    # selector's read and the decoding) takes the ResponseFuture out of responseTable; scanResponseTable
+    # (NettyRemotingClient.start: from 3 s, every 1 s) removes one once begin + timeoutMillis + 1000 <= now
+    # and runs its callback: MQClientAPIImpl.sendMessageAsync's operationComplete, no response, isTimeout:
+    # "wait response timeout", onExceptionImpl's retry with timeoutMillis - cost < 0, and
+    # NettyRemotingClient.invokeAsync throws RemotingTooMuchRequestException("invokeAsync call the addr[..]
+    # timeout"). The broker answered (and stored) at 200 ms; the scan's tick for a send at 500 is 5000.
+    stored = replace(Outcome.ok(200), stored=True, store_ms=150)
+    late = replace(Outcome.remoting_error("timeout", 3001), stored=True, store_ms=3500, late=Outcome.ok(3600))
+
+    def send(answer: Outcome, read_ms: int) -> tuple[SendRecord, list[int], list]:
+        strategy, tp, cfg = _setup("4.9.8", {"broker-a": 2})
+        transport, ticks = _transport({"broker-a": lambda b, s, t: answer}), []
+        steps = _read_at(async_send_steps(strategy, tp, cfg, "TopicTest", 500), read_ms, ticks)
+        return run_steps(steps, transport), ticks, transport.calls
+
+    for read_ms, ok in ((4999, True), (5000, False), (7400, False)):
+        rec, ticks, calls = send(stored, read_ms)
+        assert ticks == [5000] and len(calls) == 1
+        first = rec.attempts[0]
+        assert first.outcome.stored and first.start_ms + first.outcome.store_ms == 650
+        if ok:  # read in time: as today, a success (at its read)
+            assert rec.result is not None and rec.end_ms == 4999 and first.outcome == stored
+            continue
+        assert first.end_ms == 5000 and first.outcome.label == "remoting:timeout"
+        assert first.outcome.latency_ms == 3001 and first.outcome.late == stored
+        assert [a.outcome.label for a in rec.attempts[1:]] == ["remoting:too_many_requests"] * 2
+        assert isinstance(rec.error, RemotingTooMuchRequestError)
+        assert rec.error.message == "invokeAsync call the addr[broker-a] timeout"
+    # a late answer (past the timeout, before the scan) read in time is a late success; after the tick, the
+    # scan's failure too
+    rec, ticks, _ = send(late, 4800)
+    assert ticks == [5000] and rec.result is not None and rec.end_ms == 4800
+    rec, ticks, _ = send(late, 5200)
+    assert ticks == [5000] and rec.attempts[0].outcome == late and rec.result is None
+    # no answer (the scan's own failure): nothing to read, no tick handed over
+    rec, ticks, _ = send(Outcome.remoting_error("timeout", 3001), 0)
+    assert ticks == [] and rec.attempts[0].end_ms == 5000
 
 
 def test_late_sync_response_is_a_timeout() -> None:

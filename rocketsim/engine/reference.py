@@ -329,6 +329,8 @@ class EventLoop:
         self.pools = {Pool.EXECUTOR: executor, Pool.CALLBACK: callbacks}
         self.holding: dict[int, tuple[ClientPool, int]] = {}  # send index -> the pool thread it runs on
         self.handed_us: dict[int, float] = {}  # send index -> when its answer's callback was handed over
+        self.scan_ms: dict[int, int] = {}  # send index -> the scan's tick its answer must be read before
+        self.scanned: set[int] = set()  # sends whose answer the scan's tick beat (Resume.scanned)
         self.gate_held: set[int] = set()  # async sends whose caller's thread waits on the backpressure
         self.senders: SenderThreads = (
             PoolSenders(sends, p.threads, self.push_start)
@@ -468,11 +470,17 @@ class EventLoop:
         """With the client's Netty threads (:class:`rocketsim.client.host.ClientThreads`) an ASYNC send's
         answer, in at ``t``, is read and decoded before its callback is handed to the callback executor
         (``processResponseCommand``, ``executeInvokeCallback``): True when that is in a later ms, an event
-        then (the callback's thread is not taken while the answer waits for the Netty threads)."""
+        then (the callback's thread is not taken while the answer waits for the Netty threads). Read at or
+        after the response-table scan's tick (``Step.scan_ms``), the scan has failed the request then."""
         s, sim = payload[0], self.sim
         if sim.threads is None or s.waits or s.index in self.handed_us:
             return False
-        self.handed_us[s.index] = handed = sim.threads.read(t * 1000.0)
+        handed = sim.threads.read(t * 1000.0)
+        scan_ms = self.scan_ms.pop(s.index, -1)
+        if 0 <= scan_ms * 1000 <= handed:  # scanResponseTable failed it first: its callback is handed then
+            self.scanned.add(s.index)
+            handed = scan_ms * 1000.0
+        self.handed_us[s.index] = handed
         if int(handed // 1000) <= t:
             return False
         self.push(int(handed // 1000), Event.DELIVER, payload)
@@ -516,6 +524,9 @@ class EventLoop:
     def advance(self, s: Send, gen: Generator, value: Outcome | Resume | None, now: int) -> None:
         """Run ``s``'s loop from ``value`` until it waits for something later, or ends."""
         sim = self.sim
+        if s.index in self.scanned and isinstance(value, Resume):  # the callback's thread, for the scan's
+            self.scanned.discard(s.index)  # failure
+            value = replace(value, scanned=True)
         while True:
             try:
                 item = next(gen) if value is None else gen.send(value)
@@ -558,6 +569,8 @@ class EventLoop:
                 continue
             if step.action == Action.CALLBACK:
                 self.release(s, now)  # the thread is done with the send until its callback
+                if step.scan_ms >= 0 and sim.threads is not None and not s.waits:
+                    self.scan_ms[s.index] = step.scan_ms
                 self.push(step.at_ms, Event.DELIVER, (s, gen, step.pool))
                 return
             if step.at_ms > now:  # e.g. a connect failure thrown after its latency

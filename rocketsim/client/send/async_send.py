@@ -90,8 +90,9 @@ class ResponseScan:
 
     An async request that gets no answer is failed by the scan once ``begin + timeout + 1000 <= now``,
     so its callback fires up to two seconds after the timeout (sync calls wait exactly the timeout). An
-    answer that arrives before that is taken as any other (``processResponseCommand`` has no timeout
-    check): a late success.
+    answer the client reads before that (``processResponseCommand``, after its Netty threads' read and
+    decoding: the driver's ``Step.scan_ms``) is taken as any other (no timeout check): a late success; one
+    read after it finds no future: the scan's failure, the message stored.
     """
 
     first_ms: int = 3000
@@ -163,9 +164,10 @@ def async_send_steps(
       ``sendDefaultImpl``, whose own ``updateFaultItem(first broker, elapsed, false)`` follows them.
     * A request that gets no answer is failed by the response-table scan (see :class:`ResponseScan`), so a
       retry after it has no budget left: 4.9 still tries and fails at once (``RemotingTooMuchRequestException:
-      invokeAsync call the addr[..] timeout``), 5.x does not retry. An answer that comes after the
-      timeout but before the scan is taken as any answer (``processResponseCommand`` has no timeout
-      check): ``outcome.late``, e.g. a success after 3600 ms, ``updateFaultItem(b, 3600, false)``.
+      invokeAsync call the addr[..] timeout``), 5.x does not retry. An answer read after the timeout but
+      before the scan is taken as any answer (``processResponseCommand`` has no timeout check):
+      ``outcome.late``, e.g. a success after 3600 ms, ``updateFaultItem(b, 3600, false)``; an answer
+      (late or not) read after the scan's tick is the scan's failure (the driver's ``Resume.scanned``).
     * The semaphore (65535 permits): ``tryAcquire(timeout)``; refused with ``RemotingTimeoutException
       ("invokeAsyncImpl tryAcquire semaphore timeout, <t>ms, waiting thread nums: <n>
       semaphoreAsyncValue: <p>")``, or ``RemotingTooMuchRequestException("invokeAsyncImpl invoke too
@@ -442,8 +444,9 @@ class _AsyncSend:
         response-table scan) comes: onSuccess ends the send, anything else goes to onExceptionImpl."""
         yield from self.end_sync_part(req.start)
         outcome, start = req.outcome, req.start
+        scan_ms = self.scan.timeout_fired_ms(start, req.call_timeout) if req.refused is None else -1
         if req.refused is None and outcome.kind == OutcomeKind.REMOTING_TIMEOUT:
-            fired = self.scan.timeout_fired_ms(start, req.call_timeout)
+            fired = scan_ms
             late = outcome.late
             if late is not None and start + late.latency_ms < fired:  # answered before the scan
                 req.outcome = replace(late, stored=outcome.stored, store_ms=outcome.store_ms)
@@ -454,7 +457,11 @@ class _AsyncSend:
             self.semaphore.hold_until(fired)
         kind = req.outcome.kind
         connect_listener = self.line.remoting_completes_futures and kind == OutcomeKind.REMOTING_CONNECT
-        go = yield Step(Action.CALLBACK, fired, pool=Pool.IO if connect_listener else Pool.CALLBACK)
+        pool = Pool.IO if connect_listener else Pool.CALLBACK
+        read_by = scan_ms if req.outcome.is_answer else -1  # the answer is read before the scan's tick, or
+        go = yield Step(Action.CALLBACK, fired, pool=pool, scan_ms=read_by)  # the scan fails it (the driver)
+        if go.scanned:  # the answer comes, the future is gone: "wait response timeout", the message stored
+            req.outcome = outcome.failed_by_scan(req.call_timeout)
         now, self.thread = go.now_ms, go.thread
         self.strategy.advance_to(now)
         if req.outcome.is_result:

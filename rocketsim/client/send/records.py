@@ -22,6 +22,7 @@ from rocketsim.format.validate import ResponseCode
 
 # ---- constants ------------------------------------------------------------------------------------
 
+TIMEOUT_OVERSHOOT_MS = 1  # a RemotingTimeoutException is raised once the wait has passed the timeout
 
 _RETRY_CODES_4_9 = frozenset(
     {
@@ -187,6 +188,22 @@ class Outcome:
     def is_result(self) -> bool:
         """SEND_OK or a not-OK store status: a SendResult."""
         return is_send_result(self.kind)
+
+    @property
+    def is_answer(self) -> bool:
+        """The broker answered (a SendResult or a broker error): the client's Netty threads read it."""
+        return self.is_result or self.kind == OutcomeKind.BROKER_ERROR
+
+    def failed_by_scan(self, timeout_ms: int) -> Outcome:
+        """This answer when the response-table scan failed its request before the client read it: a
+        timeout after ``timeout_ms`` (as the engine makes one), the answer late, the message stored as it
+        was (``NettyRemotingAbstract.scanResponseTable``; the late read finds no future)."""
+        if self.kind == OutcomeKind.REMOTING_TIMEOUT:
+            return self
+        wait = max(timeout_ms, 0) + TIMEOUT_OVERSHOOT_MS
+        return Outcome(
+            OutcomeKind.REMOTING_TIMEOUT, wait, stored=self.stored, store_ms=self.store_ms, late=self
+        )
 
     @property
     def status(self) -> str:

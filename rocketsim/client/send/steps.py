@@ -67,6 +67,9 @@ class Step:
     thread: ThreadKey | None = None
     pool: Pool = Pool.NONE
     source: str = ""
+    # CALLBACK with the broker's answer due at ``at_ms``: the response-table scan's tick that fails the
+    # request if the client has not read the answer before it (-1: no answer to read)
+    scan_ms: int = -1
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class Resume:
     thread: ThreadKey | None = None
     rejected: bool = False  # EXECUTE: the executor's queue was full (no thread will run the send)
     refused: Failure | None = None  # EXECUTE: no backpressure permit in time (client/backpressure.py)
+    scanned: bool = False  # CALLBACK: the scan (``Step.scan_ms``, now) failed the request before its read
 
 
 DEFAULT_POOL_THREADS = {

@@ -13,6 +13,7 @@ import pyarrow as pa
 from rocketsim.broker import latency as bm
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.send import Outcome
+from rocketsim.client.send.records import TIMEOUT_OVERSHOOT_MS
 from rocketsim.errors import RocketSimError
 from rocketsim.tables.schemas import MESSAGES, SEND_ATTEMPTS, SEND_RESULTS, data_schema, without_run_id
 
@@ -20,7 +21,6 @@ ATTEMPTS_SCHEMA = without_run_id(SEND_ATTEMPTS)
 RESULTS_SCHEMA = without_run_id(SEND_RESULTS)
 MESSAGES_SCHEMA = data_schema(MESSAGES)
 
-TIMEOUT_OVERSHOOT_MS = 1  # a RemotingTimeoutException is raised once the wait has passed the timeout
 NO_ISOLATION = np.iinfo(np.int64).min  # "not isolated" in an attempt's isolated-until array (null)
 NO_LATER_ATTEMPT = int(np.iinfo(np.int64).max)  # SimChunk.later_start_ms of a run's last chunk
 BATCH_FAILED = "Failed to initiate the MessageBatch"  # DefaultMQProducer.batch() wraps any member's error

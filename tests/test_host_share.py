@@ -197,7 +197,7 @@ def test_a_client_stop_holds_the_clients_threads_while_its_collector_shares_the_
     # processor up to 8: HotSpot's WorkerPolicy::calc_parallel_worker_threads) do the collection; the
     # broker, another process, runs on beside them (tests/data/realbroker-reruns/threads: the driver's
     # GC threads runnable beside the broker's send and Netty threads)
-    h = FairShareHost(2)
+    h = FairShareHost(2, client_stops=True)
     assert h.run(0, 100, ("writer", 0)) == 100  # the broker's writer, alone
     # two collector threads of 20 us each beside the writer: 2 cores among 3 threads, 30 us
     assert h.stop_client(10, 20, 2) == (10, 40)
@@ -210,7 +210,7 @@ def test_a_client_stop_holds_the_clients_threads_while_its_collector_shares_the_
 
 
 def test_a_collection_that_stops_the_client_only_takes_as_long_as_its_share_of_the_cores() -> None:
-    idle, busy = FairShareHost(2), FairShareHost(2)
+    idle, busy = FairShareHost(2, client_stops=True), FairShareHost(2, client_stops=True)
     for i in range(2):  # two of the broker's threads busy for the whole collection
         busy.run(0, 10_000, ("writer", i))
     pauses = {}

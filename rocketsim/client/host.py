@@ -135,12 +135,15 @@ class FairShareHost:
     since what will run beside it is not decided yet. A stop of the host (:meth:`stop_all`: a collection's
     pause, a stall) holds every piece over it; a stop of the client's process (:meth:`stop_client`: a
     collection's pause run by its collector threads) holds its threads' pieces only. A piece is not slowed
-    by work placed after it starts (the pieces are microseconds)."""
+    by work placed after it starts (the pieces are microseconds). ``client_stops``: whether the client can
+    stop alone (``producers.heap_stops = "client"``): only then are the other processes' pieces kept apart,
+    work every piece would pay for nothing otherwise."""
 
-    def __init__(self, processors: int) -> None:
+    def __init__(self, processors: int, client_stops: bool = False) -> None:
         if processors < 1:
             raise ValueError(f"a host needs at least one processor, got {processors}")
         self.processors = processors
+        self.client_stops = client_stops
         self.free_us: dict[Hashable, float] = {}  # the process's shared threads (Host.free_us)
         self._now = 0.0
         self._starts: list[float] = []  # the pieces' starts, sorted
@@ -179,7 +182,7 @@ class FairShareHost:
         for stop in stops:
             end = _over(*stop, start, end)
         lists = [(self._starts, self._ends), own]
-        if not client:
+        if not client and self.client_stops:
             lists.append((self._other_starts, self._other_ends))
         for starts, ends in lists:
             bisect.insort(starts, start)
@@ -198,6 +201,8 @@ class FairShareHost:
         """The client process stops from ``at_us`` (after its stops before it) while ``threads`` collector
         threads each do ``work_us`` beside the other processes' running threads (the client's wait); its
         start and end. The other processes' threads go on, sharing the cores with the collector's."""
+        if not self.client_stops:
+            raise ValueError("stop_client on a host made without client_stops (its other pieces not kept)")
         starts, ends = self._client_stops
         start = _after(self._stop_starts, self._stop_ends, max(at_us, ends[-1]) if ends else at_us)
         beside = max(
@@ -249,7 +254,9 @@ def shared_host(sc: Scenario) -> Host:
     """The host of ``sc``'s producers and the brokers on it (``producers.shared_host``), its cores shared
     as ``producers.host_scheduler`` says."""
     p = sc.producers
-    return HostCores(p.processors) if p.host_scheduler == "fifo" else FairShareHost(p.processors)
+    if p.host_scheduler == "fifo":
+        return HostCores(p.processors)
+    return FairShareHost(p.processors, client_stops=p.heap_stops == "client")
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,7 @@ class ProducerSinks:
         return [s for s in (*sinks, self.other) if s is not None]
 
     def write(self, tables: ProducerTables) -> None:
-        self.attempts.write(tables.attempts)
+        self.attempts.write(tables.coded_attempts())
         self.unstored.write(tables.unstored_results())
         rows, brokers = tables.stored_result_rows()
         self.results.write(scratch_results(tables.results, rows), brokers, rows)
@@ -203,7 +203,8 @@ class _Simulated:
             )
             if fold is not None:
                 copies = tables.result_copies()
-                fold.add(tables.attempts, tables.results, tables.messages, tables.later_start_ms, copies)
+                attempts, results = tables.coded_attempts(), tables.coded_results()
+                fold.add(attempts, results, tables.messages, tables.later_start_ms, copies)
             if self.sinks is not None and self.sinks.transactions is not None:
                 txns = tables.unstored_transactions(self.sc)
                 self.sinks.transactions.write(txns)

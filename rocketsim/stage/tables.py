@@ -45,6 +45,18 @@ class ProducerTables:
     later_start_ms: int | None = None
     # False: a summaries-only run's (without_records): no record made, ``log`` empty, no result pointing
     recorded: bool = True
+    # ``attempts`` and ``results`` with the engine's string columns as dictionary arrays
+    # (:attr:`rocketsim.engine.SimChunk.coded`), None: not made
+    coded: tuple[pa.Table, pa.Table] | None = None
+
+    def coded_attempts(self) -> pa.Table:
+        """``attempts``, as dictionary arrays the string columns that the engine gave as codes: what a reader
+        of codes (the summary fold, the Parquet writer) takes without encoding them again."""
+        return self.attempts if self.coded is None else self.coded[0]
+
+    def coded_results(self) -> pa.Table:
+        """``results`` as :meth:`coded_attempts` gives ``attempts``."""
+        return self.results if self.coded is None else self.coded[1]
 
     def unstored_results(self) -> pa.Table:
         """The ``send_results`` rows that point at no record (FAILED, REJECTED, unstored oneway), whole:
@@ -158,17 +170,23 @@ def producer_chunks(
     tables = with_records if records else without_records
     for c in engine.simulate_chunks(chunks, sc) if simulate is None else simulate(chunks):
         made = True
-        yield tables(sc, c.messages, c.attempts, c.results, c.later_start_ms)
+        yield tables(sc, c.messages, c.attempts, c.results, c.later_start_ms, c.coded)
     if not made:  # no message: the producer's (empty) rows all the same
         none = engine.SimOutput.empty()
         yield tables(sc, MESSAGES_DATA.empty_table(), none.attempts, none.results)
 
 
 def with_records(
-    sc: Scenario, messages: pa.Table, attempts: pa.Table, results: pa.Table, later_start_ms: int | None = None
+    sc: Scenario,
+    messages: pa.Table,
+    attempts: pa.Table,
+    results: pa.Table,
+    later_start_ms: int | None = None,
+    coded: tuple[pa.Table, pa.Table] | None = None,
 ) -> ProducerTables:
     """Rows of whole messages (of one producer, or of whole producers one after another: (producer, seq)
-    order), with the commit-log records they make and their brokers."""
+    order), with the commit-log records they make and their brokers (``coded``:
+    :attr:`ProducerTables.coded`)."""
     log = store.log_records(messages, attempts, results, sc)
     log_broker, result_broker = store.pointed_brokers(results, log, tuple(sc.cluster.brokers))
     return ProducerTables(
@@ -179,11 +197,17 @@ def with_records(
         log_broker=log_broker,
         result_broker=result_broker,
         later_start_ms=later_start_ms,
+        coded=coded,
     )
 
 
 def without_records(
-    sc: Scenario, messages: pa.Table, attempts: pa.Table, results: pa.Table, later_start_ms: int | None = None
+    sc: Scenario,
+    messages: pa.Table,
+    attempts: pa.Table,
+    results: pa.Table,
+    later_start_ms: int | None = None,
+    coded: tuple[pa.Table, pa.Table] | None = None,
 ) -> ProducerTables:
     """:func:`with_records` for a summaries-only run: the rows alone, no commit-log record made (the
     summaries count stored copies from the attempts, :func:`rocketsim.broker.store.result_copies`)."""
@@ -196,6 +220,7 @@ def without_records(
         result_broker=np.full(results.num_rows, -1, np.int64),
         later_start_ms=later_start_ms,
         recorded=False,
+        coded=coded,
     )
 
 

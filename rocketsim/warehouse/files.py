@@ -3,6 +3,7 @@ reader (or a task that Spark re-runs and rewrites the same file) never sees a pa
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import uuid
@@ -96,6 +97,30 @@ def _parquet_options(schema: pa.Schema) -> dict:
     }
 
 
+ARROW_SCHEMA_KEY = "ARROW:schema"  # where a Parquet file written by Arrow keeps the Arrow schema
+
+
+def _coded_strings(schema: pa.Schema, given: pa.Schema | None) -> pa.Schema:
+    """``schema`` with its string columns that ``given`` has as dictionaries of strings as those."""
+    if given is None:
+        return schema
+
+    def coded(f: pa.Field) -> bool:
+        if f.name not in given.names or not pa.types.is_string(f.type):
+            return False
+        g = given.field(f.name).type
+        return pa.types.is_dictionary(g) and pa.types.is_string(g.value_type)
+
+    return pa.schema(
+        [f.with_type(given.field(f.name).type) if coded(f) else f for f in schema], metadata=schema.metadata
+    )
+
+
+def _stored_schema(schema: pa.Schema) -> str:
+    """The ``ARROW:schema`` value Arrow's Parquet writer stores for ``schema`` (its IPC form in base64)."""
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
 def write_parquet(table: pa.Table, uri: str, row_group_size: int | None = None) -> None:
     """Write ``table`` to ``uri`` atomically (:func:`_parquet_options`; ``row_group_size`` rows per row
     group, default pyarrow's)."""
@@ -113,23 +138,37 @@ class ParquetSink:
     ) -> None:
         self.uri, self.schema, self.empty_file, self.row_group_size = uri, schema, empty_file, row_group_size
         self.rows = 0
+        self._written = schema  # the schema of the arrays written (:func:`_coded_strings`)
         self._out: _AtomicOutput | None = None
         self._writer: pq.ParquetWriter | None = None
 
     def write(self, table: pa.Table) -> None:
+        """A part (its string columns may be dictionary arrays: written as the file's strings, their
+        dictionary taken as is instead of hashing every value again; the first part decides which)."""
         if not table.num_rows:
             return
         if self.schema is None:  # the first part's
             self.schema = table.schema
         if self._writer is None:
-            self._open()
+            self._open(table.schema)
         assert self._writer is not None
-        self._writer.write_table(table.cast(self.schema), row_group_size=self.row_group_size)
+        self._writer.write_table(table.cast(self._written), row_group_size=self.row_group_size)
         self.rows += table.num_rows
 
-    def _open(self) -> None:
+    def _open(self, given: pa.Schema | None = None) -> None:
+        assert self.schema is not None
+        self._written = _coded_strings(self.schema, given)
         self._out = _AtomicOutput(self.uri)
-        self._writer = pq.ParquetWriter(self._out.__enter__(), self.schema, **_parquet_options(self.schema))
+        if self._written.equals(self.schema):
+            self._writer = pq.ParquetWriter(
+                self._out.__enter__(), self.schema, **_parquet_options(self.schema)
+            )
+            return
+        # dictionary arrays written, the file's Arrow schema the table's (strings), as pyarrow stores it
+        self._writer = pq.ParquetWriter(
+            self._out.__enter__(), self._written, store_schema=False, **_parquet_options(self.schema)
+        )
+        self._writer.add_key_value_metadata({ARROW_SCHEMA_KEY: _stored_schema(self.schema)})
 
     def close(self) -> None:
         """Finish the file (an empty one if no rows came and ``empty_file``) and rename it into place. No

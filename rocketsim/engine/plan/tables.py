@@ -80,14 +80,26 @@ class EngineOutput:
     a_store: StoreColumns | None = None  # closed-loop brokers only (None: the store columns are null)
 
 
-def _table(schema: pa.Schema, n: int, columns: dict[str, pa.Array | pa.ChunkedArray]) -> pa.Table:
-    """A table of ``schema``; a column the simulation does not fill is all nulls."""
-    return pa.Table.from_arrays([columns.get(f.name, pa.nulls(n, f.type)) for f in schema], schema=schema)
+# the string columns an engine makes from its codes (brokers, outcome labels, statuses, busy kinds), which
+# its tables also give as dictionary arrays (:attr:`SimChunk.coded`)
+CODED_COLUMNS = ("broker", "outcome", "busy_kind", "status")
+_CODED = pa.dictionary(pa.int32(), pa.string())
 
 
-def _take_str(names: list[str], idx: np.ndarray) -> pa.Array:
-    """``names[idx]`` as a string array, null where ``idx < 0``."""
-    return pc.take(pa.array(names, pa.string()), pa.array(idx, pa.int64(), mask=idx < 0))
+def _coded_table(schema: pa.Schema, n: int, columns: dict[str, pa.Array | pa.ChunkedArray]) -> pa.Table:
+    """A table of ``schema`` but for :data:`CODED_COLUMNS`, kept as dictionary arrays; a column the
+    simulation does not fill is all nulls."""
+    coded = pa.schema([f.with_type(_CODED) if f.name in CODED_COLUMNS else f for f in schema])
+    return pa.Table.from_arrays([columns.get(f.name, pa.nulls(n, f.type)) for f in coded], schema=coded)
+
+
+def _take_str(names: list[str], idx: np.ndarray) -> pa.DictionaryArray:
+    """``names[idx]`` as a dictionary array (its codes: ``idx``), null where ``idx < 0``."""
+    missing = idx < 0
+    codes = np.where(missing, 0, idx).astype(np.int32)
+    return pa.DictionaryArray.from_arrays(
+        pa.array(codes, mask=missing if missing.any() else None), pa.array(names, pa.string())
+    )
 
 
 def _store_columns(st: StoreColumns | None) -> dict[str, pa.Array]:
@@ -105,8 +117,9 @@ def _store_columns(st: StoreColumns | None) -> dict[str, pa.Array]:
 
 
 def _attempts_table(prep: Prepared, out: EngineOutput) -> pa.Table:
+    """The ``send_attempts`` rows, :data:`CODED_COLUMNS` as dictionary arrays (:func:`decoded`)."""
     n_a = out.a_send.size
-    return _table(
+    return _coded_table(
         ATTEMPTS_SCHEMA,
         n_a,
         {
@@ -147,6 +160,7 @@ def answer_sub_ms(out: EngineOutput) -> np.ndarray:
 
 
 def _results_table(prep: Prepared, out: EngineOutput, uniq: pa.Array | None = None) -> pa.Table:
+    """The ``send_results`` rows, :data:`CODED_COLUMNS` as dictionary arrays (:func:`decoded`)."""
     rows = prep.send_of_row
     n = rows.size
     sent = rows >= 0
@@ -172,7 +186,7 @@ def _results_table(prep: Prepared, out: EngineOutput, uniq: pa.Array | None = No
     first = per_row(out.att_off[:-1], 0)
     value_pos = np.repeat(first - offsets[:-1], counts) + np.arange(offsets[-1])
     brokers_sent = pa.ListArray.from_arrays(
-        pa.array(offsets.astype(np.int32)), _take_str(out.brokers, out.a_broker[value_pos])
+        pa.array(offsets.astype(np.int32)), _take_str(out.brokers, out.a_broker[value_pos]).cast(pa.string())
     )
     begin = per_row(out.begin, prep.born)
     end = per_row(out.end, prep.born)
@@ -181,7 +195,7 @@ def _results_table(prep: Prepared, out: EngineOutput, uniq: pa.Array | None = No
     exhausted = per_row(out.exhausted, False)
     thread = per_row(out.thread, -1)
     m = prep.messages
-    return _table(
+    return _coded_table(
         RESULTS_SCHEMA,
         n,
         {
@@ -190,7 +204,7 @@ def _results_table(prep: Prepared, out: EngineOutput, uniq: pa.Array | None = No
             "uniq_msg_id": uniq_keys(prep, out) if uniq is None else uniq,
             "send_mode": m.column("send_mode"),
             "status": _take_str(list(STATUS_NAMES), status),
-            "error": _take_str(texts, err_idx),
+            "error": _take_str(texts, err_idx).cast(pa.string()),
             "attempts": pa.array(counts.astype(np.int32)),
             "brokers_sent": brokers_sent,
             "broker": _take_str(out.brokers, broker),
@@ -305,9 +319,17 @@ class UniqCalls:
         return row[order][mine], counters[mine]
 
 
+def decoded(coded: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A table of :func:`_coded_table` as one of ``schema`` (its dictionary columns as strings)."""
+    return coded.cast(schema)
+
+
 def build_tables(prep: Prepared, out: EngineOutput) -> SimOutput:
     """The ``send_attempts`` and ``send_results`` rows of one producer (results in seq order)."""
-    return SimOutput(_attempts_table(prep, out), _results_table(prep, out))
+    return SimOutput(
+        decoded(_attempts_table(prep, out), ATTEMPTS_SCHEMA),
+        decoded(_results_table(prep, out), RESULTS_SCHEMA),
+    )
 
 
 # ---- chunks: one producer's run in parts ------------------------------------------------------------
@@ -406,8 +428,13 @@ def _later_starts(start: np.ndarray) -> np.ndarray:
 def sim_chunk(prep: Prepared, out: EngineOutput, uniq: pa.Array, later_start_ms: int) -> SimChunk:
     """A :class:`SimChunk` of whole sends: ``prep`` and ``out`` hold its rows and sends only, ``uniq``
     their UNIQ_KEY column (:func:`uniq_column`)."""
+    attempts, results = _attempts_table(prep, out), _results_table(prep, out, uniq)
     return SimChunk(
-        prep.messages, _attempts_table(prep, out), _results_table(prep, out, uniq), later_start_ms
+        prep.messages,
+        decoded(attempts, ATTEMPTS_SCHEMA),
+        decoded(results, RESULTS_SCHEMA),
+        later_start_ms,
+        (attempts, results),
     )
 
 

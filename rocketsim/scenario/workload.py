@@ -37,6 +37,12 @@ RESERVED_PROPERTY = "UNIQ_KEY"  # a system property name putUserProperty refuses
 OVERSIZE_PROPERTY_BYTES = 40_000  # a user property that pushes properties past 32767 bytes
 
 _SCHEMA = without_run_id(MESSAGES)
+# the string columns drawn as indexes into a few names: made as dictionary arrays of those codes
+CODED_COLUMNS = ("topic", "tags", "message_type", "send_mode")
+CODED_SCHEMA = pa.schema(
+    [f.with_type(pa.dictionary(pa.int32(), pa.string())) if f.name in CODED_COLUMNS else f for f in _SCHEMA],
+    metadata=_SCHEMA.metadata,
+)
 
 
 @dataclass(frozen=True)
@@ -144,14 +150,25 @@ CHUNK_ROWS = 1 << 20
 
 
 def generate_producer(
-    sc: Scenario, share: ProducerShare, chunk_rows: int = CHUNK_ROWS, batch_rows: int | None = None
+    sc: Scenario,
+    share: ProducerShare,
+    chunk_rows: int = CHUNK_ROWS,
+    batch_rows: int | None = None,
+    coded: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the producer's messages as record batches (schema ``MESSAGES`` without run_id), in seq order:
     one per ``chunk_rows`` (the arrival clock's chunks), or cut into batches of ``batch_rows`` (the same
-    messages; the clock still summed per chunk)."""
+    messages; the clock still summed per chunk). ``coded``: :data:`CODED_COLUMNS` left as the dictionary
+    arrays they are drawn as (:data:`CODED_SCHEMA`)."""
     mix = _Mix.of(sc, share)
     for lo, hi, born in _arrival_chunks(sc, share, chunk_rows, batch_rows or chunk_rows, mix.mean_gap):
-        yield _messages(sc, share, mix, lo, hi, born)
+        batch = _messages(sc, share, mix, lo, hi, born)
+        yield batch if coded else batch.cast(_SCHEMA)
+
+
+def _coded(names: tuple[str, ...] | list[str], idx: np.ndarray) -> pa.DictionaryArray:
+    """``names[idx]`` as a dictionary array (its codes: ``idx``)."""
+    return pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32)), pa.array(names, pa.string()))
 
 
 @dataclass(frozen=True)
@@ -226,7 +243,7 @@ def _messages(
         is_delay, levels[np.minimum((u(S_DELAY) * len(levels)).astype(np.int64), len(levels) - 1)], 0
     ).astype(np.int32)
     order_idx = np.minimum((u(S_ORDER) * wl.order_keys).astype(np.int64), wl.order_keys - 1)
-    topic_col = pc.take(pa.array(wl.topics, pa.string()), kinds.topic_idx)
+    topic_col = _coded(wl.topics, kinds.topic_idx)
     topic_col, body, reserved, extra_props = _invalid_messages(sc, mix, u, n, topic_col, body)
     key_col = None
     key_len = np.zeros(n, np.int64)
@@ -241,16 +258,16 @@ def _messages(
         "seq": pa.array(seqs),
         "thread": pa.array((seqs % sc.producers.threads).astype(np.int32)),
         "topic": topic_col,
-        "tags": pc.take(pa.array(mix.tags, pa.string()), tag_idx),
+        "tags": _coded(mix.tags, tag_idx),
         "keys": key_col if key_col is not None else pa.nulls(n, pa.string()),
         "uniq_msg_id": uniq_ids(sc.seed, share.producer, seqs, born),
         "body_size": pa.array(body.astype(np.int32)),
         "compressibility": pa.array(np.full(n, wl.compressibility, np.float32)),
         "properties_size": pa.array(props.astype(np.int32)),
         "flag": pa.array(np.zeros(n, np.int32)),
-        "message_type": pc.take(pa.array(MESSAGE_TYPES, pa.string()), kinds.mtype),
+        "message_type": _coded(MESSAGE_TYPES, kinds.mtype),
         "delay_level": pa.array(delay),
-        "send_mode": pc.take(pa.array(SEND_MODES, pa.string()), kinds.mode_idx),
+        "send_mode": _coded(SEND_MODES, kinds.mode_idx),
         "born_ts_ms": pa.array(born),
         "batch_id": pa.array(np.where(in_batch, block_first, 0), mask=~in_batch),
         "batch_size": pa.array(batch_size.astype(np.int32)),
@@ -259,7 +276,7 @@ def _messages(
         ),
         "reserved_property": pa.array(reserved, pa.string()),
     }
-    return pa.RecordBatch.from_pydict(cols, schema=_SCHEMA)
+    return pa.RecordBatch.from_pydict(cols, schema=CODED_SCHEMA)
 
 
 def _kinds(
@@ -311,8 +328,8 @@ def _invalid_messages(
         hit = bad & (kind == j)
         if not hit.any():
             continue
-        if name == "bad_topic":
-            topic_col = pc.if_else(hit, BAD_TOPIC, topic_col)
+        if name == "bad_topic":  # a name apart from the topics: coded again
+            topic_col = pc.if_else(hit, BAD_TOPIC, topic_col.cast(pa.string())).dictionary_encode()
         elif name == "empty_body":
             body = np.where(hit, 0, body)
         elif name == "oversize_body":

@@ -45,8 +45,8 @@ from rocketsim.stage.scratch import (
 from rocketsim.stage.tables import (
     MESSAGES_DATA,
     ProducerTables,
+    coded_message_chunks,
     producer_chunks,
-    producer_message_chunks,
     without_records,
 )
 from rocketsim.stage.tables import with_records as tables_with_records
@@ -180,13 +180,15 @@ class _Simulated:
         if plan.runs(GENERATE):  # its names, were there no message
             self.counts.append(reconcile.message_counts(MESSAGES_DATA.empty_table()))
 
-    def messages(self, messages: pa.Table) -> None:
-        """Messages: generated ones written (unless summaries only) and counted, committed ones counted."""
+    def messages(self, messages: pa.Table, coded: pa.Table | None = None) -> None:
+        """Messages: generated ones written (unless summaries only) and counted, committed ones counted;
+        ``coded``: the same as drawn (:func:`rocketsim.stage.tables.coded_message_chunks`), written
+        instead."""
         if not self.plan.runs(GENERATE):
             self.counts.append(reconcile.message_counts(messages, "read"))
             return
         if self.sinks is not None and self.sinks.messages is not None:
-            self.sinks.messages.write(messages)
+            self.sinks.messages.write(messages if coded is None else coded)
         self.counts.append(reconcile.message_counts(messages))
 
     def rows(self, chunks: Iterator[ProducerTables]) -> None:
@@ -265,8 +267,8 @@ def _generated_chunks(
     """A large producer's messages a chunk at a time: generated (and written and counted), or its
     committed ones (read whole, and counted) cut into chunks."""
     if plan.runs(GENERATE):
-        for messages in producer_message_chunks(sc, share, plan.chunk_rows):
-            state.messages(messages)
+        for messages, coded in coded_message_chunks(sc, share, plan.chunk_rows):
+            state.messages(messages, coded)
             yield from _cut(messages, plan.chunk_rows)
         return
     messages = read_producer_rows(io.committed, "messages", share.producer, MESSAGES_DATA)
@@ -317,14 +319,14 @@ def _generated(
     counts = [reconcile.message_counts(MESSAGES_DATA.empty_table())]
 
     def write(group: list[pa.Table]) -> None:
-        if group:
-            messages = pa.concat_tables(group)
+        if group:  # one dictionary a column for the row group (coded_message_chunks')
+            messages = pa.concat_tables(group).unify_dictionaries()
             sink.write(messages)
             counts.append(reconcile.message_counts(messages))
 
     def body() -> None:
         for share in shares:
-            for messages in producer_message_chunks(sc, share, plan.chunk_rows):
+            for _, messages in coded_message_chunks(sc, share, plan.chunk_rows):
                 for group in gathered.add(messages, messages.num_rows):
                     write(group)
             gathered.settle()

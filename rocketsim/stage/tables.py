@@ -143,6 +143,17 @@ def producer_message_chunks(
         yield pa.Table.from_batches([batch], schema=MESSAGES_DATA)
 
 
+def coded_message_chunks(
+    sc: Scenario, share: workload.ProducerShare, rows: int | None = None
+) -> Iterator[tuple[pa.Table, pa.Table]]:
+    """:func:`producer_message_chunks`, each chunk also as it is drawn, its
+    :data:`rocketsim.scenario.workload.CODED_COLUMNS` dictionary arrays (what the ``messages`` Parquet
+    writer takes without hashing every value)."""
+    for batch in workload.generate_producer(sc, share, batch_rows=rows, coded=True):
+        coded = pa.Table.from_batches([batch])
+        yield coded.cast(MESSAGES_DATA), coded
+
+
 def producer_tables(sc: Scenario, messages: pa.Table, out: engine.SimOutput | None = None) -> ProducerTables:
     """One producer's messages -> its attempts, results and commit-log records; ``out``: its simulation
     when already made (:func:`rocketsim.engine.simulate_coupled`)."""

@@ -1095,6 +1095,10 @@ def joined(chunks: list, exact: bool = False) -> SimOutput:
     for c in chunks:
         seq = c.results.column("seq")
         assert c.messages.column("seq").equals(seq)
+        if c.coded is not None:  # the engine's codes: the same rows, its string columns as dictionaries
+            assert c.coded[0].cast(c.attempts.schema).equals(c.attempts)
+            assert c.coded[1].cast(c.results.schema).equals(c.results)
+            assert pa.types.is_dictionary(c.coded[1].schema.field("status").type)
         if c.attempts.num_rows:
             assert pc.is_in(c.attempts.column("seq"), value_set=seq.combine_chunks()).to_pylist() == [
                 True

@@ -137,6 +137,33 @@ def test_task_files_delta_encode_integers_and_read_back_the_same_rows(
                 assert "RLE_DICTIONARY" in encodings[field.name], (table, field.name)
 
 
+def test_dictionary_columns_write_the_files_strings_write(scenario: Scenario, tmp_path: Path) -> None:
+    # a producer task hands the writer the generator's and the engine's codes as dictionary arrays: the
+    # file must be the one of the strings (Arrow and Parquet schema, metadata, statistics, rows)
+    share = workload.producer_shares(scenario)[0]
+    coded = [
+        pa.Table.from_batches([b])
+        for b in workload.generate_producer(scenario, share, batch_rows=100, coded=True)
+    ]
+    assert len(coded) > 1
+    for name, parts in (("strings", [c.cast(MESSAGES_DATA) for c in coded]), ("codes", coded)):
+        sink = files.ParquetSink(str(tmp_path / f"{name}.parquet"), MESSAGES_DATA)
+        for part in parts:
+            sink.write(part)
+        sink.close()
+    strings, codes = (pq.ParquetFile(tmp_path / f"{n}.parquet") for n in ("strings", "codes"))
+    assert codes.schema_arrow.equals(strings.schema_arrow, check_metadata=True)
+    assert codes.schema == strings.schema
+    assert codes.metadata.metadata == strings.metadata.metadata
+    assert codes.metadata.num_row_groups == strings.metadata.num_row_groups == len(coded)
+    for g in range(strings.metadata.num_row_groups):
+        for c in range(strings.metadata.num_columns):
+            ours, theirs = codes.metadata.row_group(g).column(c), strings.metadata.row_group(g).column(c)
+            assert ours.statistics == theirs.statistics
+            assert ours.encodings == theirs.encodings
+    assert codes.read().equals(strings.read())
+
+
 def test_rewriting_a_task_gives_the_same_bytes(scenario: Scenario, tmp_path: Path) -> None:
     """Spark may run a task twice: the second run replaces each file by an identical one, named by the
     task's bin."""

@@ -11,6 +11,7 @@ from rocketsim.format import codec
 from rocketsim.format.message import MessageConst
 from rocketsim.scenario import scenario_from_mapping
 from rocketsim.scenario.workload import (
+    CODED_COLUMNS,
     EPOCH_MS,
     generate,
     generate_producer,
@@ -84,6 +85,18 @@ def test_same_rows_whatever_the_chunking() -> None:
     chunked = pa.Table.from_batches(list(generate_producer(sc, share, chunk_rows=777)))
     # arrival times are a running float sum: chunking must not change a single value
     assert whole.equals(chunked)
+
+
+def test_coded_messages_are_the_same_rows_as_dictionaries() -> None:
+    # the producer task writes the drawn codes (bad topics among them) and reads the strings
+    sc = scenario_from_mapping(MIXED)
+    share = producer_shares(sc)[1]
+    plain = list(generate_producer(sc, share, batch_rows=2_000))
+    coded = list(generate_producer(sc, share, batch_rows=2_000, coded=True))
+    assert [b.cast(plain[0].schema) for b in coded] == plain
+    assert all(pa.types.is_dictionary(coded[0].schema.field(c).type) for c in CODED_COLUMNS)
+    assert all(pa.types.is_string(plain[0].schema.field(c).type) for c in CODED_COLUMNS)
+    assert "bad topic!" in pa.Table.from_batches(plain).column("topic").to_pylist()
 
 
 def test_other_seed_other_messages(table: pa.Table) -> None:

@@ -13,7 +13,7 @@ the broker side derived from them (:class:`BrokerTables`). The tasks that write 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -181,23 +181,18 @@ def producer_chunks(
     tables = with_records if records else without_records
     for c in engine.simulate_chunks(chunks, sc) if simulate is None else simulate(chunks):
         made = True
-        yield tables(sc, c.messages, c.attempts, c.results, c.later_start_ms, c.coded)
+        made_tables = tables(sc, c.messages, c.attempts, c.results, c.later_start_ms)
+        yield made_tables if c.coded is None else replace(made_tables, coded=c.coded)
     if not made:  # no message: the producer's (empty) rows all the same
         none = engine.SimOutput.empty()
         yield tables(sc, MESSAGES_DATA.empty_table(), none.attempts, none.results)
 
 
 def with_records(
-    sc: Scenario,
-    messages: pa.Table,
-    attempts: pa.Table,
-    results: pa.Table,
-    later_start_ms: int | None = None,
-    coded: tuple[pa.Table, pa.Table] | None = None,
+    sc: Scenario, messages: pa.Table, attempts: pa.Table, results: pa.Table, later_start_ms: int | None = None
 ) -> ProducerTables:
     """Rows of whole messages (of one producer, or of whole producers one after another: (producer, seq)
-    order), with the commit-log records they make and their brokers (``coded``:
-    :attr:`ProducerTables.coded`)."""
+    order), with the commit-log records they make and their brokers."""
     log = store.log_records(messages, attempts, results, sc)
     log_broker, result_broker = store.pointed_brokers(results, log, tuple(sc.cluster.brokers))
     return ProducerTables(
@@ -208,17 +203,11 @@ def with_records(
         log_broker=log_broker,
         result_broker=result_broker,
         later_start_ms=later_start_ms,
-        coded=coded,
     )
 
 
 def without_records(
-    sc: Scenario,
-    messages: pa.Table,
-    attempts: pa.Table,
-    results: pa.Table,
-    later_start_ms: int | None = None,
-    coded: tuple[pa.Table, pa.Table] | None = None,
+    sc: Scenario, messages: pa.Table, attempts: pa.Table, results: pa.Table, later_start_ms: int | None = None
 ) -> ProducerTables:
     """:func:`with_records` for a summaries-only run: the rows alone, no commit-log record made (the
     summaries count stored copies from the attempts, :func:`rocketsim.broker.store.result_copies`)."""
@@ -231,7 +220,6 @@ def without_records(
         result_broker=np.full(results.num_rows, -1, np.int64),
         later_start_ms=later_start_ms,
         recorded=False,
-        coded=coded,
     )
 
 

@@ -94,7 +94,7 @@ class SimChunk:
     # no attempt of a later chunk starts before this (ms; NO_LATER_ATTEMPT: none comes)
     later_start_ms: int = NO_LATER_ATTEMPT
     # ``attempts`` and ``results`` with the string columns the engine made from its codes as dictionary
-    # arrays (the same values; :func:`rocketsim.engine.plan.coded_tables`), so that a reader of codes (the
+    # arrays (the same values; :func:`rocketsim.engine.plan.sim_chunk`), so that a reader of codes (the
     # summary fold, a Parquet writer) does not encode them again; None: not made
     coded: tuple[pa.Table, pa.Table] | None = None
 

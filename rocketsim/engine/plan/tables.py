@@ -93,7 +93,7 @@ def _coded_table(schema: pa.Schema, n: int, columns: dict[str, pa.Array | pa.Chu
     return pa.Table.from_arrays([columns.get(f.name, pa.nulls(n, f.type)) for f in coded], schema=coded)
 
 
-def _take_str(names: list[str], idx: np.ndarray) -> pa.DictionaryArray:
+def _coded_str(names: list[str], idx: np.ndarray) -> pa.DictionaryArray:
     """``names[idx]`` as a dictionary array (its codes: ``idx``), null where ``idx < 0``."""
     missing = idx < 0
     codes = np.where(missing, 0, idx).astype(np.int32)
@@ -110,7 +110,7 @@ def _store_columns(st: StoreColumns | None) -> dict[str, pa.Array]:
     for fate, name in BUSY_KINDS.items():
         names[fate] = name
     return {
-        "busy_kind": _take_str(names, st.busy),
+        "busy_kind": _coded_str(names, st.busy),
         "store_queue_depth": pa.array(st.depth.astype(np.int32), mask=st.depth < 0),
         "store_service_us": pa.array(st.service, mask=st.service < 0),
     }
@@ -128,9 +128,9 @@ def _attempts_table(prep: Prepared, out: EngineOutput) -> pa.Table:
             "attempt": pa.array(out.a_attempt.astype(np.int32, copy=False)),
             "start_ts_ms": pa.array(out.a_start),
             "latency_ms": pa.array(out.a_latency),
-            "broker": _take_str(out.brokers, out.a_broker),
+            "broker": _coded_str(out.brokers, out.a_broker),
             "queue_id": pa.array(out.a_queue_id.astype(np.int32, copy=False)),
-            "outcome": _take_str(out.labels, out.a_label),
+            "outcome": _coded_str(out.labels, out.a_label),
             "response_code": pa.array(out.a_code.astype(np.int32, copy=False), mask=~out.a_has_code),
             "fault_isolated_until_ms": pa.array(
                 out.a_isolated_until, mask=out.a_isolated_until == NO_ISOLATION
@@ -186,7 +186,7 @@ def _results_table(prep: Prepared, out: EngineOutput, uniq: pa.Array | None = No
     first = per_row(out.att_off[:-1], 0)
     value_pos = np.repeat(first - offsets[:-1], counts) + np.arange(offsets[-1])
     brokers_sent = pa.ListArray.from_arrays(
-        pa.array(offsets.astype(np.int32)), _take_str(out.brokers, out.a_broker[value_pos]).cast(pa.string())
+        pa.array(offsets.astype(np.int32)), _coded_str(out.brokers, out.a_broker[value_pos]).cast(pa.string())
     )
     begin = per_row(out.begin, prep.born)
     end = per_row(out.end, prep.born)
@@ -203,11 +203,11 @@ def _results_table(prep: Prepared, out: EngineOutput, uniq: pa.Array | None = No
             "seq": m.column("seq"),
             "uniq_msg_id": uniq_keys(prep, out) if uniq is None else uniq,
             "send_mode": m.column("send_mode"),
-            "status": _take_str(list(STATUS_NAMES), status),
-            "error": _take_str(texts, err_idx).cast(pa.string()),
+            "status": _coded_str(list(STATUS_NAMES), status),
+            "error": _coded_str(texts, err_idx).cast(pa.string()),
             "attempts": pa.array(counts.astype(np.int32)),
             "brokers_sent": brokers_sent,
-            "broker": _take_str(out.brokers, broker),
+            "broker": _coded_str(out.brokers, broker),
             "queue_id": pa.array(qid.astype(np.int32), mask=qid < 0),
             "born_ts_ms": m.column("born_ts_ms"),
             "send_ts_ms": pa.array(begin),

@@ -89,65 +89,75 @@ def _spans_table(spans: Sequence[FaultSpan]) -> pa.Table:
     ).cast(AGGREGATE_TABLES["fault_spans"])
 
 
-def _per_fault(times: np.ndarray, spans: Sequence[FaultSpan]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every row once per fault: (row, fault, during: 1 if its time is in the fault's window)."""
-    n = len(times)
-    row = np.tile(np.arange(n), len(spans))
-    fault = np.repeat(np.array([s.fault for s in spans], np.int64), n)
-    start = np.repeat(np.array([s.start_ms for s in spans], np.int64), n)
-    end = np.repeat(np.array([s.end_ms for s in spans], np.int64), n)
-    t = times[row]
-    return row, fault, ((t >= start) & (t < end)).astype(np.int64)
+def _during(times: np.ndarray, span: FaultSpan) -> np.ndarray:
+    """1 where a row's time is in the fault's window, else 0."""
+    return ((times >= span.start_ms) & (times < span.end_ms)).astype(np.int64)
 
 
-def _cell(fault: np.ndarray, during: np.ndarray, rows: np.ndarray) -> dict[str, pa.Array]:
-    return {"fault": pa.array(fault[rows], pa.int32()), "during": pa.array(during[rows], pa.int8())}
+def _cell(span: FaultSpan, during: np.ndarray, rows: np.ndarray) -> dict[str, pa.Array]:
+    return {
+        "fault": pa.array(np.full(len(rows), span.fault, np.int32)),
+        "during": pa.array(during[rows].astype(np.int8)),
+    }
+
+
+def _fault_attempts(a: AttemptColumns, span: FaultSpan) -> tuple[pa.Table, pa.Table]:
+    """fault_attempt_cells and fault_attempt_latency of one fault."""
+    during = _during(a.start, span)
+    g = Groups([during, a.broker])
+    first = g.first
+    cells = pa.table(
+        {**_cell(span, during, first), "broker": from_codes(a.broker[first], a.broker_names)} | a.counts(g)
+    )
+    group, latency, count = histogram(g.index, a.latency, g.n)
+    at = first[group]
+    latencies = pa.table(
+        {
+            **_cell(span, during, at),
+            "broker": from_codes(a.broker[at], a.broker_names),
+            "latency_ms": latency,
+            "count": count,
+        }
+    )
+    return cells, latencies
+
+
+def _fault_results(r: ResultColumns, span: FaultSpan) -> tuple[pa.Table, pa.Table]:
+    """fault_results and fault_result_latency of one fault."""
+    during = _during(r.send, span)
+    g = Groups([during, r.broker])
+    first = g.first
+    results = pa.table(
+        {
+            **_cell(span, during, first),
+            "broker": from_codes(r.broker[first], r.broker_names),
+            "messages": g.count(),
+            **{name: g.sum(r.status[name]) for name in STATUS_COLUMNS},
+            **{name: g.sum(values) for name, values in r.delivery.items()},
+        }
+    )
+    periods = Groups([during])
+    group, latency, count = histogram(periods.index, r.latency, periods.n)
+    latencies = pa.table({**_cell(span, during, periods.first[group]), "latency_ms": latency, "count": count})
+    return results, latencies
 
 
 def fault_parts(a: AttemptColumns, r: ResultColumns, spans: Sequence[FaultSpan]) -> dict[str, pa.Table]:
     """The fault-window aggregates of some whole messages' attempts ``a`` and results ``r``
     (:data:`FAULT_TABLES`, without key columns): each attempt counted in each fault's period it started in,
-    each message in the period its send began in."""
+    each message in the period its send began in (one fault at a time, the rows in place)."""
     out = {name: AGGREGATE_TABLES[name].empty_table() for name in FAULT_TABLES}
     if not spans:
         return out
     out["fault_spans"] = _spans_table(spans)
-    if a.n:
-        row, fault, during = _per_fault(a.start, spans)
-        g = Groups([fault, during, a.broker[row]])
-        first = g.first
-        out["fault_attempt_cells"] = pa.table(
-            {**_cell(fault, during, first), "broker": from_codes(a.broker[row[first]], a.broker_names)}
-            | a.counts(g, row)
-        )
-        group, latency, count = histogram(g.index, a.latency[row], g.n)
-        at = first[group]
-        out["fault_attempt_latency"] = pa.table(
-            {
-                **_cell(fault, during, at),
-                "broker": from_codes(a.broker[row[at]], a.broker_names),
-                "latency_ms": latency,
-                "count": count,
-            }
-        )
-    if r.n:
-        row, fault, during = _per_fault(r.send, spans)
-        g = Groups([fault, during, r.broker[row]])
-        first = g.first
-        out["fault_results"] = pa.table(
-            {
-                **_cell(fault, during, first),
-                "broker": from_codes(r.broker[row[first]], r.broker_names),
-                "messages": g.count(),
-                **{name: g.sum(r.status[name][row]) for name in STATUS_COLUMNS},
-                **{name: g.sum(values[row]) for name, values in r.delivery.items()},
-            }
-        )
-        periods = Groups([fault, during])
-        group, latency, count = histogram(periods.index, r.latency[row], periods.n)
-        out["fault_result_latency"] = pa.table(
-            {**_cell(fault, during, periods.first[group]), "latency_ms": latency, "count": count}
-        )
+    for names, rows, of in (
+        (("fault_attempt_cells", "fault_attempt_latency"), a.n, lambda s: _fault_attempts(a, s)),
+        (("fault_results", "fault_result_latency"), r.n, lambda s: _fault_results(r, s)),
+    ):
+        if rows:
+            parts = [of(span) for span in spans]
+            for k, name in enumerate(names):
+                out[name] = pa.concat_tables([p[k].cast(AGGREGATE_TABLES[name]) for p in parts])
     return {name: t.cast(AGGREGATE_TABLES[name]) for name, t in out.items()}
 
 

@@ -134,7 +134,7 @@ class ProducerFold:
             }
         )
         self._windows.append(window_parts(a, r, q))
-        self._producers = np.union1d(self._producers, a.producer)
+        self._producers = np.union1d(self._producers, q.producer)  # every attempt's producer has a cell
         self._intervals.add(a, self._intervals.watermark if later_start_ms is None else later_start_ms)
 
     def result(self) -> SummaryAggregates:

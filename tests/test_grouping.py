@@ -64,6 +64,26 @@ def test_histograms_count_each_group_and_value_pair(span: int) -> None:
     assert count.tolist() == [everyone.count(p) for p in pairs]
 
 
+@pytest.mark.parametrize("groups", [3, 400, 70_000])
+def test_histograms_of_low_values_with_spikes(groups: int) -> None:
+    # latencies: most within a few ms of the lowest, a few spikes far above (counted in place below a
+    # cap, the spikes' keys sorted, the two merged by group), and one group past 16 bits
+    rng = np.random.default_rng(groups)
+    n = 20_000
+    group = rng.integers(0, groups, n)
+    values = np.exp(rng.normal(1.2, 0.6, n)).astype(np.int64) + 7
+    spikes = rng.random(n) < 0.02
+    values[spikes] += rng.integers(0, 5_000, int(spikes.sum()))
+    everyone = list(zip(group.tolist(), values.tolist(), strict=True))
+    pairs = sorted(set(everyone))
+    got_group, got_value, count = histogram(group, values, groups)
+    assert list(zip(got_group.tolist(), got_value.tolist(), strict=True)) == pairs
+    counted: dict[tuple[int, int], int] = {}
+    for p in everyone:
+        counted[p] = counted.get(p, 0) + 1
+    assert count.tolist() == [counted[p] for p in pairs]
+
+
 def test_lookups_find_key_tuples() -> None:
     keys = [np.array([0, 0, 1, 2]), np.array([5, 7, 5, 5])]
     got = grouping.joint_lookup(keys, [np.array([1, 0, 2, 3]), np.array([5, 7, 6, 5])])

@@ -33,7 +33,8 @@ def test_packed_keys_sort_and_group_as_their_tuples() -> None:
 
 @pytest.mark.parametrize("ordered", [False, True])
 def test_group_sums_counts_and_extremes_equal_plain_python(ordered: bool) -> None:
-    # rows in any order or already by group (the two ways Groups reduces), values past 2**53
+    # rows in any order or already by group (the ways Groups reduces: sorted runs, or few groups counted
+    # in doubles while exact), values past 2**53 and small ones
     rng = np.random.default_rng(7)
     key = np.sort(rng.integers(0, 40, 3_000)) if ordered else rng.integers(0, 40, 3_000)
     values = rng.integers(-(1 << 60), 1 << 60, 3_000) // 8
@@ -41,6 +42,8 @@ def test_group_sums_counts_and_extremes_equal_plain_python(ordered: bool) -> Non
     g = grouping.Groups([key])
     members = [np.flatnonzero(g.index == i) for i in range(g.n)]
     assert g.sum(values).tolist() == [sum(values[m].tolist()) for m in members]
+    for small in (values >> 20, values >> 12):  # sums below 2**53 (in doubles) and past it
+        assert g.sum(small).tolist() == [sum(small[m].tolist()) for m in members]
     assert g.sum(flags).tolist() == [int(flags[m].sum()) for m in members]
     assert g.min(values).tolist() == [min(values[m].tolist()) for m in members]
     assert g.max(values).tolist() == [max(values[m].tolist()) for m in members]

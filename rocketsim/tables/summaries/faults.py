@@ -22,6 +22,7 @@ from rocketsim.tables.grouping import Groups, from_codes, ints, joint_lookup
 from rocketsim.tables.summaries.aggregates import (
     AGGREGATE_TABLES,
     BUSY_COLUMNS,
+    COUNT_FIELDS,
     OUTCOME_COLUMNS,
     PERCENTILE_COLUMNS,
     PERCENTILES,
@@ -29,6 +30,7 @@ from rocketsim.tables.summaries.aggregates import (
     SummaryAggregates,
 )
 from rocketsim.tables.summaries.arithmetic import arrow_column, histogram, percentile_columns, ratio
+from rocketsim.tables.summaries.cells import QueueCells
 from rocketsim.tables.summaries.columns import AttemptColumns, ResultColumns
 from rocketsim.tables.summaries.grid import Runs, key_columns, output_table
 
@@ -42,6 +44,7 @@ FAULT_TABLES = (
     "fault_result_latency",
 )
 _ATTEMPT_LATENCY = schemas.ATTEMPT_LATENCY_COLUMNS
+COUNT_NAMES = tuple(f.name for f in COUNT_FIELDS)  # fault_attempt_cells' counts
 
 
 class _Fault(Protocol):
@@ -94,27 +97,38 @@ def _during(times: np.ndarray, span: FaultSpan) -> np.ndarray:
     return ((times >= span.start_ms) & (times < span.end_ms)).astype(np.int64)
 
 
-def _cell(span: FaultSpan, during: np.ndarray, rows: np.ndarray) -> dict[str, pa.Array]:
+def _cell(span: FaultSpan, during: np.ndarray) -> dict[str, pa.Array]:
+    """The fault and period columns of rows in the periods ``during``."""
     return {
-        "fault": pa.array(np.full(len(rows), span.fault, np.int32)),
-        "during": pa.array(during[rows].astype(np.int8)),
+        "fault": pa.array(np.full(len(during), span.fault, np.int32)),
+        "during": pa.array(np.asarray(during).astype(np.int8)),
     }
 
 
-def _fault_attempts(a: AttemptColumns, span: FaultSpan) -> tuple[pa.Table, pa.Table]:
-    """fault_attempt_cells and fault_attempt_latency of one fault."""
+def _fault_attempts(a: AttemptColumns, q: QueueCells, span: FaultSpan) -> tuple[pa.Table, pa.Table]:
+    """fault_attempt_cells and fault_attempt_latency of one fault (``q``: the attempts' queue cells).
+    A part whose attempts all started in one period (all but the parts a fault's start or end cuts) is
+    counted per broker from its queue cells."""
     during = _during(a.start, span)
-    g = Groups([during, a.broker])
-    first = g.first
-    cells = pa.table(
-        {**_cell(span, during, first), "broker": from_codes(a.broker[first], a.broker_names)} | a.counts(g)
-    )
-    group, latency, count = histogram(g.index, a.latency, g.n)
-    at = first[group]
+    if during.min() == during.max():
+        brokers = Groups([q.broker])  # of the queue cells
+        f, period = brokers.first, np.full(brokers.n, during[0])
+        counts = {name: brokers.sum(q.counts[name]) for name in COUNT_NAMES}
+        group, latency, count = histogram(brokers.index[q.rows.index], a.latency, brokers.n)
+        at = f[group]
+        keys, at_keys = (period, q.broker[f]), (period[group], q.broker[at])
+    else:
+        g = Groups([during, a.broker])
+        f = g.first
+        counts = a.counts(g)
+        group, latency, count = histogram(g.index, a.latency, g.n)
+        at = f[group]
+        keys, at_keys = (during[f], a.broker[f]), (during[at], a.broker[at])
+    cells = pa.table({**_cell(span, keys[0]), "broker": from_codes(keys[1], a.broker_names)} | counts)
     latencies = pa.table(
         {
-            **_cell(span, during, at),
-            "broker": from_codes(a.broker[at], a.broker_names),
+            **_cell(span, at_keys[0]),
+            "broker": from_codes(at_keys[1], a.broker_names),
             "latency_ms": latency,
             "count": count,
         }
@@ -129,7 +143,7 @@ def _fault_results(r: ResultColumns, span: FaultSpan) -> tuple[pa.Table, pa.Tabl
     first = g.first
     results = pa.table(
         {
-            **_cell(span, during, first),
+            **_cell(span, during[first]),
             "broker": from_codes(r.broker[first], r.broker_names),
             "messages": g.count(),
             **{name: g.sum(r.status[name]) for name in STATUS_COLUMNS},
@@ -138,12 +152,15 @@ def _fault_results(r: ResultColumns, span: FaultSpan) -> tuple[pa.Table, pa.Tabl
     )
     periods = Groups([during])
     group, latency, count = histogram(periods.index, r.latency, periods.n)
-    latencies = pa.table({**_cell(span, during, periods.first[group]), "latency_ms": latency, "count": count})
+    latencies = pa.table({**_cell(span, during[periods.first[group]]), "latency_ms": latency, "count": count})
     return results, latencies
 
 
-def fault_parts(a: AttemptColumns, r: ResultColumns, spans: Sequence[FaultSpan]) -> dict[str, pa.Table]:
-    """The fault-window aggregates of some whole messages' attempts ``a`` and results ``r``
+def fault_parts(
+    a: AttemptColumns, q: QueueCells, r: ResultColumns, spans: Sequence[FaultSpan]
+) -> dict[str, pa.Table]:
+    """The fault-window aggregates of some whole messages' attempts ``a`` (``q``: their queue cells) and
+    results ``r``
     (:data:`FAULT_TABLES`, without key columns): each attempt counted in each fault's period it started in,
     each message in the period its send began in (one fault at a time, the rows in place)."""
     out = {name: AGGREGATE_TABLES[name].empty_table() for name in FAULT_TABLES}
@@ -151,7 +168,7 @@ def fault_parts(a: AttemptColumns, r: ResultColumns, spans: Sequence[FaultSpan])
         return out
     out["fault_spans"] = _spans_table(spans)
     for names, rows, of in (
-        (("fault_attempt_cells", "fault_attempt_latency"), a.n, lambda s: _fault_attempts(a, s)),
+        (("fault_attempt_cells", "fault_attempt_latency"), a.n, lambda s: _fault_attempts(a, q, s)),
         (("fault_results", "fault_result_latency"), r.n, lambda s: _fault_results(r, s)),
     ):
         if rows:

@@ -78,7 +78,7 @@ def producer_aggregates(
         **_attempt_parts(a, q, window_ms),
         **_result_parts(r),
         "delivery_cells": _delivery_cells(r, window_ms),
-        **fault_parts(a, r, faults),
+        **fault_parts(a, q, r, faults),
         "producer_windows": producer_window_rows(a, r, q, intervals, window_ms),
         "intervals": intervals,
         "producers": pa.table(
@@ -130,7 +130,7 @@ class ProducerFold:
                 **_attempt_parts(a, q, self.window_ms),
                 **_result_parts(r),
                 "delivery_cells": _delivery_cells(r, self.window_ms),
-                **fault_parts(a, r, self.faults),
+                **fault_parts(a, q, r, self.faults),
             }
         )
         self._windows.append(window_parts(a, r, q))

@@ -262,6 +262,8 @@ class Groups:
         if not self.n:
             return np.zeros(0, np.int64)
         values = np.asarray(values)
+        if not values.any():  # a column of rare events (busy kinds, losses) is often all zero
+            return np.zeros(self.n, np.int64)
         if self._few and _exact_in_doubles(values):
             return np.bincount(self.index, weights=values, minlength=self.n).astype(np.int64)
         return np.add.reduceat(self._by_group(values, np.int64), self._runs[1])

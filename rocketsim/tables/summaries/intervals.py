@@ -71,18 +71,33 @@ class IntervalFold:
                 self._code[name] = len(self.brokers)
                 self.brokers.append(name)
         remap = np.array([self._code[x] for x in names] + [-1], _I)
+        candidate = a.has_until & (a.until > a.end)
+        rows = self._needed(a.end, a.until, candidate, watermark)
         part = {
-            "producer": a.producer,
-            "broker": remap[a.broker],
-            "end": a.end,
-            "start": a.start,
-            "seq": a.seq,
-            "attempt": a.attempt,
-            "until": a.until,
-            "candidate": a.has_until & (a.until > a.end),
+            "producer": a.producer[rows],
+            "broker": remap[a.broker[rows]],
+            "end": a.end[rows],
+            "start": a.start[rows],
+            "seq": a.seq[rows],
+            "attempt": a.attempt[rows],
+            "until": a.until[rows],
+            "candidate": candidate[rows],
         }
         self._rows = {k: np.concatenate([v, np.asarray(part[k], v.dtype)]) for k, v in self._rows.items()}
         self._settle(watermark)
+
+    def _needed(self, end: np.ndarray, until: np.ndarray, candidate: np.ndarray, w: int) -> np.ndarray:
+        """The rows of a part :meth:`_settle` may read at the watermark ``w``: those that end at or after
+        it, the candidates, and those that end near a candidate that may settle now (its next attempt, as
+        :meth:`_settle` looks for it); the others settle with no piece."""
+        kept = self._rows
+        old = kept["candidate"] & (kept["end"] < w)
+        new = candidate & (end < w)
+        needed = (end >= w) | candidate
+        if old.any() or new.any():
+            lo = np.concatenate([kept["end"][old], end[new]])
+            needed |= _near(end, lo, np.concatenate([kept["until"][old], until[new]]))
+        return np.flatnonzero(needed)
 
     @property
     def kept(self) -> int:

@@ -160,9 +160,8 @@ def fault_parts(
     a: AttemptColumns, q: QueueCells, r: ResultColumns, spans: Sequence[FaultSpan]
 ) -> dict[str, pa.Table]:
     """The fault-window aggregates of some whole messages' attempts ``a`` (``q``: their queue cells) and
-    results ``r``
-    (:data:`FAULT_TABLES`, without key columns): each attempt counted in each fault's period it started in,
-    each message in the period its send began in (one fault at a time, the rows in place)."""
+    results ``r`` (:data:`FAULT_TABLES`, without key columns): each attempt counted in each fault's period
+    it started in, each message in the period its send began in (one fault at a time, the rows in place)."""
     out = {name: AGGREGATE_TABLES[name].empty_table() for name in FAULT_TABLES}
     if not spans:
         return out

@@ -108,9 +108,6 @@ class IntervalFold:
         """Settle what the watermark ``w`` lets: the attempts that end before it, each candidate's piece
         from its pair's next attempt (found among the rows near the candidates only: no sort of the rest)."""
         r = self._rows
-        if not len(r["end"]):
-            self.watermark = max(self.watermark, w)
-            return
         end = r["end"]
         settled = end < w  # a candidate's own rule below; the others: whether they end before w
         ending = np.flatnonzero(r["candidate"] & settled)

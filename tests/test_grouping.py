@@ -33,7 +33,8 @@ def test_packed_keys_sort_and_group_as_their_tuples() -> None:
 
 @pytest.mark.parametrize("ordered", [False, True])
 def test_group_sums_counts_and_extremes_equal_plain_python(ordered: bool) -> None:
-    # rows in any order or already by group (the two ways Groups reduces), values past 2**53
+    # rows in any order or already by group (the ways Groups reduces: sorted runs, or few groups counted
+    # in doubles while exact), values past 2**53 and small ones
     rng = np.random.default_rng(7)
     key = np.sort(rng.integers(0, 40, 3_000)) if ordered else rng.integers(0, 40, 3_000)
     values = rng.integers(-(1 << 60), 1 << 60, 3_000) // 8
@@ -41,6 +42,8 @@ def test_group_sums_counts_and_extremes_equal_plain_python(ordered: bool) -> Non
     g = grouping.Groups([key])
     members = [np.flatnonzero(g.index == i) for i in range(g.n)]
     assert g.sum(values).tolist() == [sum(values[m].tolist()) for m in members]
+    for small in (values >> 20, values >> 12):  # sums below 2**53 (in doubles) and past it
+        assert g.sum(small).tolist() == [sum(small[m].tolist()) for m in members]
     assert g.sum(flags).tolist() == [int(flags[m].sum()) for m in members]
     assert g.min(values).tolist() == [min(values[m].tolist()) for m in members]
     assert g.max(values).tolist() == [max(values[m].tolist()) for m in members]
@@ -62,6 +65,26 @@ def test_histograms_count_each_group_and_value_pair(span: int) -> None:
     assert list(zip(got_group.tolist(), got_value.tolist(), strict=True)) == pairs
     everyone = list(zip(group.tolist(), values.tolist(), strict=True))
     assert count.tolist() == [everyone.count(p) for p in pairs]
+
+
+@pytest.mark.parametrize("groups", [3, 400, 70_000])
+def test_histograms_of_low_values_with_spikes(groups: int) -> None:
+    # latencies: most within a few ms of the lowest, a few spikes far above (counted in place below a
+    # cap, the spikes' keys sorted, the two merged by group), and one group past 16 bits
+    rng = np.random.default_rng(groups)
+    n = 20_000
+    group = rng.integers(0, groups, n)
+    values = np.exp(rng.normal(1.2, 0.6, n)).astype(np.int64) + 7
+    spikes = rng.random(n) < 0.02
+    values[spikes] += rng.integers(0, 5_000, int(spikes.sum()))
+    everyone = list(zip(group.tolist(), values.tolist(), strict=True))
+    pairs = sorted(set(everyone))
+    got_group, got_value, count = histogram(group, values, groups)
+    assert list(zip(got_group.tolist(), got_value.tolist(), strict=True)) == pairs
+    counted: dict[tuple[int, int], int] = {}
+    for p in everyone:
+        counted[p] = counted.get(p, 0) + 1
+    assert count.tolist() == [counted[p] for p in pairs]
 
 
 def test_lookups_find_key_tuples() -> None:

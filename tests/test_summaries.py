@@ -27,6 +27,7 @@ from rocketsim.broker import store
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.tables import schemas, summaries
 from rocketsim.tables.schemas import SEND_ATTEMPTS
+from rocketsim.tables.summaries.columns import AttemptColumns
 from tests import analysis
 
 QS = [50, 75, 95, 99, 99.9, 99.99]
@@ -995,6 +996,31 @@ def test_producer_fold_of_chunks_equals_the_whole_producer(rows: int) -> None:
     assert want.intervals.num_rows > 0 and want.producer_windows.num_rows > 1
     for name in summaries.AGGREGATE_TABLES:
         assert getattr(got, name).equals(getattr(want, name)), name
+
+
+def test_interval_fold_closes_an_interval_left_open_by_a_watermark_past_every_attempt() -> None:
+    # the watermark of the only part is past every attempt's end: every attempt settles then, the
+    # interval stays open (a later attempt could extend it) and must still come out at the end
+    attempts = pa.table(
+        {
+            "producer": [0, 0, 0],
+            "seq": [0, 1, 2],
+            "attempt": [0, 0, 0],
+            "start_ts_ms": [0, 10, 20],
+            "latency_ms": [600, 5, 5],
+            "broker": ["broker-a"] * 3,
+            "queue_id": [0, 0, 0],
+            "outcome": ["ok"] * 3,
+            "fault_isolated_until_ms": pa.array([30_600, None, None], pa.int64()),
+            "wire_bytes": [1, 1, 1],
+        }
+    )
+    fold = summaries.IntervalFold()
+    fold.add(AttemptColumns(attempts, 1000), 1_000_000)
+    assert fold.kept == 0
+    want = [{"producer": 0, "broker": "broker-a", "start_ms": 600, "end_ms": 30_600}]
+    assert summaries.isolation_intervals(attempts).to_pylist() == want
+    assert fold.result().to_pylist() == want
 
 
 def test_run_summary_when_no_send_reaches_any_broker() -> None:

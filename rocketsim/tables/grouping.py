@@ -191,6 +191,18 @@ def group_codes(keys: Sequence[np.ndarray]) -> np.ndarray:
     return np.unique(np.stack(keys), axis=1, return_inverse=True)[1].reshape(-1)
 
 
+# groups few enough that a pass a column (bincount) costs less than sorting the rows by group once
+FEW_GROUPS = 64
+
+
+def _exact_in_doubles(values: np.ndarray) -> bool:
+    """Whether any sum of some of ``values`` (bools or ints) is exact in doubles: below 2**53."""
+    if values.dtype == bool or not len(values):
+        return True
+    top = max(int(values.max()), -int(values.min()))
+    return top < (1 << 53) // len(values)
+
+
 class Groups:
     """Rows grouped by equal ``keys``: group numbers in the sorted order of the key tuples."""
 
@@ -213,7 +225,20 @@ class Groups:
         self.first[self.index[::-1]] = np.arange(n - 1, -1, -1)
 
     def count(self) -> np.ndarray:
+        if self._few:
+            return np.bincount(self.index, minlength=self.n).astype(np.int64)
         return np.diff(self._runs[1], append=len(self.index)).astype(np.int64)
+
+    @functools.cached_property
+    def _sorted(self) -> bool:
+        index = self.index
+        return bool((index[1:] >= index[:-1]).all())
+
+    @functools.cached_property
+    def _few(self) -> bool:
+        """Rows not in group order, in few groups: counts and sums by ``bincount`` (a pass a column)
+        rather than sorting the rows by group first."""
+        return self.n <= FEW_GROUPS and not self._sorted
 
     @functools.cached_property
     def _runs(self) -> tuple[np.ndarray | None, np.ndarray]:
@@ -221,7 +246,7 @@ class Groups:
         rows starts in it (every group has a row): what the sums below reduce, one pass a column."""
         index = self.index
         order = None
-        if not bool((index[1:] >= index[:-1]).all()):
+        if not self._sorted:
             # a radix sort when the group numbers fit 16 bits
             order = np.argsort(index.astype(np.uint16) if self.n <= 1 << 16 else index, kind="stable")
             index = index[order]
@@ -236,6 +261,11 @@ class Groups:
         """Exact int64 sums."""
         if not self.n:
             return np.zeros(0, np.int64)
+        values = np.asarray(values)
+        if not values.any():  # a column of rare events (busy kinds, losses) is often all zero
+            return np.zeros(self.n, np.int64)
+        if self._few and _exact_in_doubles(values):
+            return np.bincount(self.index, weights=values, minlength=self.n).astype(np.int64)
         return np.add.reduceat(self._by_group(values, np.int64), self._runs[1])
 
     def code_counts(self, codes: np.ndarray, k: int) -> np.ndarray:

@@ -27,31 +27,62 @@ def histogram(
     group: np.ndarray, values: np.ndarray, n_groups: int, value_order: Callable[[], np.ndarray] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(group, value, count) of every distinct pair, sorted by group then value: counted in place when
-    the values span a small range, else as (group, value) keys packed in one int64 and sorted (no row
-    order needed: only the pairs and their counts come out), else (keys too wide) sorted by value
-    (``value_order()``: the stable order of the values, if the caller keeps one) and then, stably, by
-    group."""
+    the values span a small range; else the values in the low range counted in place and the few above
+    it as (group, value) keys packed in one int64 and sorted (no row order needed: only the pairs and
+    their counts come out), else (keys too wide) sorted by value (``value_order()``: the stable order of
+    the values, if the caller keeps one) and then, stably, by group."""
     if not len(values):
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     lo = int(values.min())
     span = int(values.max()) - lo + 1
-    if n_groups * span <= max(4 * len(values), 1 << 20):
-        counts = np.bincount(group * span + (values - lo), minlength=n_groups * span)
-        at = np.flatnonzero(counts)
-        return at // span, at % span + lo, counts[at].astype(np.int64)
+    bins = max(2 * len(values), 1 << 16)  # counted in place: about as many as the rows, so cheap
+    if n_groups * span <= bins:
+        return _counted(group, np.asarray(values, np.int64) - lo, n_groups, span, lo)
     if n_groups * span < 1 << 62:
-        keys = np.sort(np.asarray(group, np.int64) * span + (np.asarray(values, np.int64) - lo))
-        at = np.flatnonzero(first_of_runs(keys))
-        return keys[at] // span, keys[at] % span + lo, np.diff(np.append(at, len(keys))).astype(np.int64)
+        return _split(group, np.asarray(values, np.int64) - lo, n_groups, span, lo, bins)
     order = np.argsort(values, kind="stable") if value_order is None else value_order()
     if n_groups > 1:
-        small = np.uint16 if n_groups <= 1 << 16 else np.int64  # radix sort
-        order = order[np.argsort(group[order].astype(small), kind="stable")]
+        order = order[np.argsort(group[order].astype(_radix(n_groups)), kind="stable")]
     g, v = group[order], values[order]
     start = np.ones(len(g), bool)
     start[1:] = (g[1:] != g[:-1]) | (v[1:] != v[:-1])
     at = np.flatnonzero(start)
     return g[at], v[at], np.diff(np.append(at, len(g))).astype(np.int64)
+
+
+def _radix(n_groups: int) -> type:
+    """A key type numpy sorts by radix (stable and fast) when group numbers fit it."""
+    return np.uint16 if n_groups <= 1 << 16 else np.int64
+
+
+def _counted(
+    group: np.ndarray, offset: np.ndarray, n_groups: int, span: int, lo: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`histogram` of values ``lo + offset`` (0 <= offset < span), counted in place."""
+    counts = np.bincount(group * span + offset, minlength=n_groups * span)
+    at = np.flatnonzero(counts)
+    return at // span, at % span + lo, counts[at].astype(np.int64)
+
+
+def _split(
+    group: np.ndarray, offset: np.ndarray, n_groups: int, span: int, lo: int, bins: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`histogram` of values ``lo + offset`` spread wide (latencies: most low, a few spikes): those
+    with offset below ``cap`` (a power of two, ``bins`` in place at most) counted in place, the others'
+    packed (group, offset) keys sorted; both parts sorted by (group, value) and every value of the first
+    below every value of the second, so one stable sort by group merges them."""
+    cap = 1 << max((bins // n_groups).bit_length() - 1, 0)
+    low = offset < cap
+    high = np.flatnonzero(~low)
+    if not len(high):
+        return _counted(group, offset, n_groups, cap, lo)
+    g1, v1, n1 = _counted(group[low], offset[low], n_groups, cap, lo)
+    keys = np.sort(np.asarray(group[high], np.int64) * span + offset[high])
+    at = np.flatnonzero(first_of_runs(keys))
+    g2, v2, n2 = keys[at] // span, keys[at] % span + lo, np.diff(np.append(at, len(keys))).astype(np.int64)
+    g, v, n = np.concatenate([g1, g2]), np.concatenate([v1, v2]), np.concatenate([n1, n2])
+    order = np.argsort(g.astype(_radix(n_groups)), kind="stable")
+    return g[order], v[order], n[order]
 
 
 def exact_percentiles(

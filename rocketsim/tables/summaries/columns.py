@@ -68,19 +68,16 @@ class AttemptColumns:
         service = t.column("store_service_us") if "store_service_us" in names else pa.nulls(self.n, I64)
         self.service = np.asarray(service.fill_null(0).to_numpy(), np.int64)
 
-    def counts(self, cells: Groups, rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    def counts(self, cells: Groups) -> dict[str, np.ndarray]:
         """The attempt counts (``COUNT_FIELDS``: attempts, by outcome, retries, bytes, by busy kind) per
-        group of ``cells``, which groups the attempts ``rows`` (None: every attempt, in order)."""
-        kind, attempt, wire, busy = (
-            (x if rows is None else x[rows]) for x in (self.kind, self.attempt, self.wire, self.busy)
-        )
-        by_kind = cells.code_counts(kind, len(OUTCOME_COLUMNS))
-        by_busy = cells.code_counts(busy, len(BUSY_COLUMNS))
+        group of ``cells``, which groups every attempt, in order."""
+        by_kind = cells.code_counts(self.kind, len(OUTCOME_COLUMNS))
+        by_busy = cells.code_counts(self.busy, len(BUSY_COLUMNS))
         return {
             "sends": cells.count(),
             **{name: by_kind[:, k] for k, name in enumerate(OUTCOME_COLUMNS)},
-            "retries": cells.sum(attempt > 0),
-            "bytes": cells.sum(wire),
+            "retries": cells.sum(self.attempt > 0),
+            "bytes": cells.sum(self.wire),
             **{name: by_busy[:, j] for j, name in enumerate(BUSY_COLUMNS)},
         }
 

@@ -22,6 +22,7 @@ from rocketsim.tables.grouping import Groups, from_codes, ints, joint_lookup
 from rocketsim.tables.summaries.aggregates import (
     AGGREGATE_TABLES,
     BUSY_COLUMNS,
+    COUNT_FIELDS,
     OUTCOME_COLUMNS,
     PERCENTILE_COLUMNS,
     PERCENTILES,
@@ -29,6 +30,7 @@ from rocketsim.tables.summaries.aggregates import (
     SummaryAggregates,
 )
 from rocketsim.tables.summaries.arithmetic import arrow_column, histogram, percentile_columns, ratio
+from rocketsim.tables.summaries.cells import QueueCells
 from rocketsim.tables.summaries.columns import AttemptColumns, ResultColumns
 from rocketsim.tables.summaries.grid import Runs, key_columns, output_table
 
@@ -42,6 +44,7 @@ FAULT_TABLES = (
     "fault_result_latency",
 )
 _ATTEMPT_LATENCY = schemas.ATTEMPT_LATENCY_COLUMNS
+COUNT_NAMES = tuple(f.name for f in COUNT_FIELDS)  # fault_attempt_cells' counts
 
 
 class _Fault(Protocol):
@@ -89,65 +92,88 @@ def _spans_table(spans: Sequence[FaultSpan]) -> pa.Table:
     ).cast(AGGREGATE_TABLES["fault_spans"])
 
 
-def _per_fault(times: np.ndarray, spans: Sequence[FaultSpan]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every row once per fault: (row, fault, during: 1 if its time is in the fault's window)."""
-    n = len(times)
-    row = np.tile(np.arange(n), len(spans))
-    fault = np.repeat(np.array([s.fault for s in spans], np.int64), n)
-    start = np.repeat(np.array([s.start_ms for s in spans], np.int64), n)
-    end = np.repeat(np.array([s.end_ms for s in spans], np.int64), n)
-    t = times[row]
-    return row, fault, ((t >= start) & (t < end)).astype(np.int64)
+def _during(times: np.ndarray, span: FaultSpan) -> np.ndarray:
+    """1 where a row's time is in the fault's window, else 0."""
+    return ((times >= span.start_ms) & (times < span.end_ms)).astype(np.int64)
 
 
-def _cell(fault: np.ndarray, during: np.ndarray, rows: np.ndarray) -> dict[str, pa.Array]:
-    return {"fault": pa.array(fault[rows], pa.int32()), "during": pa.array(during[rows], pa.int8())}
+def _cell(span: FaultSpan, during: np.ndarray) -> dict[str, pa.Array]:
+    """The fault and period columns of rows in the periods ``during``."""
+    return {
+        "fault": pa.array(np.full(len(during), span.fault, np.int32)),
+        "during": pa.array(np.asarray(during).astype(np.int8)),
+    }
 
 
-def fault_parts(a: AttemptColumns, r: ResultColumns, spans: Sequence[FaultSpan]) -> dict[str, pa.Table]:
-    """The fault-window aggregates of some whole messages' attempts ``a`` and results ``r``
-    (:data:`FAULT_TABLES`, without key columns): each attempt counted in each fault's period it started in,
-    each message in the period its send began in."""
+def _fault_attempts(a: AttemptColumns, q: QueueCells, span: FaultSpan) -> tuple[pa.Table, pa.Table]:
+    """fault_attempt_cells and fault_attempt_latency of one fault (``q``: the attempts' queue cells).
+    A part whose attempts all started in one period (all but the parts a fault's start or end cuts) is
+    counted per broker from its queue cells."""
+    during = _during(a.start, span)
+    if during.min() == during.max():
+        brokers = Groups([q.broker])  # of the queue cells
+        f, period = brokers.first, np.full(brokers.n, during[0])
+        counts = {name: brokers.sum(q.counts[name]) for name in COUNT_NAMES}
+        group, latency, count = histogram(brokers.index[q.rows.index], a.latency, brokers.n)
+        at = f[group]
+        keys, at_keys = (period, q.broker[f]), (period[group], q.broker[at])
+    else:
+        g = Groups([during, a.broker])
+        f = g.first
+        counts = a.counts(g)
+        group, latency, count = histogram(g.index, a.latency, g.n)
+        at = f[group]
+        keys, at_keys = (during[f], a.broker[f]), (during[at], a.broker[at])
+    cells = pa.table({**_cell(span, keys[0]), "broker": from_codes(keys[1], a.broker_names)} | counts)
+    latencies = pa.table(
+        {
+            **_cell(span, at_keys[0]),
+            "broker": from_codes(at_keys[1], a.broker_names),
+            "latency_ms": latency,
+            "count": count,
+        }
+    )
+    return cells, latencies
+
+
+def _fault_results(r: ResultColumns, span: FaultSpan) -> tuple[pa.Table, pa.Table]:
+    """fault_results and fault_result_latency of one fault."""
+    during = _during(r.send, span)
+    g = Groups([during, r.broker])
+    first = g.first
+    results = pa.table(
+        {
+            **_cell(span, during[first]),
+            "broker": from_codes(r.broker[first], r.broker_names),
+            "messages": g.count(),
+            **{name: g.sum(r.status[name]) for name in STATUS_COLUMNS},
+            **{name: g.sum(values) for name, values in r.delivery.items()},
+        }
+    )
+    periods = Groups([during])
+    group, latency, count = histogram(periods.index, r.latency, periods.n)
+    latencies = pa.table({**_cell(span, during[periods.first[group]]), "latency_ms": latency, "count": count})
+    return results, latencies
+
+
+def fault_parts(
+    a: AttemptColumns, q: QueueCells, r: ResultColumns, spans: Sequence[FaultSpan]
+) -> dict[str, pa.Table]:
+    """The fault-window aggregates of some whole messages' attempts ``a`` (``q``: their queue cells) and
+    results ``r`` (:data:`FAULT_TABLES`, without key columns): each attempt counted in each fault's period
+    it started in, each message in the period its send began in (one fault at a time, the rows in place)."""
     out = {name: AGGREGATE_TABLES[name].empty_table() for name in FAULT_TABLES}
     if not spans:
         return out
     out["fault_spans"] = _spans_table(spans)
-    if a.n:
-        row, fault, during = _per_fault(a.start, spans)
-        g = Groups([fault, during, a.broker[row]])
-        first = g.first
-        out["fault_attempt_cells"] = pa.table(
-            {**_cell(fault, during, first), "broker": from_codes(a.broker[row[first]], a.broker_names)}
-            | a.counts(g, row)
-        )
-        group, latency, count = histogram(g.index, a.latency[row], g.n)
-        at = first[group]
-        out["fault_attempt_latency"] = pa.table(
-            {
-                **_cell(fault, during, at),
-                "broker": from_codes(a.broker[row[at]], a.broker_names),
-                "latency_ms": latency,
-                "count": count,
-            }
-        )
-    if r.n:
-        row, fault, during = _per_fault(r.send, spans)
-        g = Groups([fault, during, r.broker[row]])
-        first = g.first
-        out["fault_results"] = pa.table(
-            {
-                **_cell(fault, during, first),
-                "broker": from_codes(r.broker[row[first]], r.broker_names),
-                "messages": g.count(),
-                **{name: g.sum(r.status[name][row]) for name in STATUS_COLUMNS},
-                **{name: g.sum(values[row]) for name, values in r.delivery.items()},
-            }
-        )
-        periods = Groups([fault, during])
-        group, latency, count = histogram(periods.index, r.latency[row], periods.n)
-        out["fault_result_latency"] = pa.table(
-            {**_cell(fault, during, periods.first[group]), "latency_ms": latency, "count": count}
-        )
+    for names, rows, of in (
+        (("fault_attempt_cells", "fault_attempt_latency"), a.n, lambda s: _fault_attempts(a, q, s)),
+        (("fault_results", "fault_result_latency"), r.n, lambda s: _fault_results(r, s)),
+    ):
+        if rows:
+            parts = [of(span) for span in spans]
+            for k, name in enumerate(names):
+                out[name] = pa.concat_tables([p[k].cast(AGGREGATE_TABLES[name]) for p in parts])
     return {name: t.cast(AGGREGATE_TABLES[name]) for name, t in out.items()}
 
 

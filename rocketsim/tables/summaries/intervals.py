@@ -71,18 +71,33 @@ class IntervalFold:
                 self._code[name] = len(self.brokers)
                 self.brokers.append(name)
         remap = np.array([self._code[x] for x in names] + [-1], _I)
+        candidate = a.has_until & (a.until > a.end)
+        rows = self._needed(a.end, a.until, candidate, watermark)
         part = {
-            "producer": a.producer,
-            "broker": remap[a.broker],
-            "end": a.end,
-            "start": a.start,
-            "seq": a.seq,
-            "attempt": a.attempt,
-            "until": a.until,
-            "candidate": a.has_until & (a.until > a.end),
+            "producer": a.producer[rows],
+            "broker": remap[a.broker[rows]],
+            "end": a.end[rows],
+            "start": a.start[rows],
+            "seq": a.seq[rows],
+            "attempt": a.attempt[rows],
+            "until": a.until[rows],
+            "candidate": candidate[rows],
         }
         self._rows = {k: np.concatenate([v, np.asarray(part[k], v.dtype)]) for k, v in self._rows.items()}
         self._settle(watermark)
+
+    def _needed(self, end: np.ndarray, until: np.ndarray, candidate: np.ndarray, w: int) -> np.ndarray:
+        """The rows of a part :meth:`_settle` may read at the watermark ``w``: those that end at or after
+        it, the candidates, and those that end near a candidate that may settle now (its next attempt, as
+        :meth:`_settle` looks for it); the others settle with no piece."""
+        kept = self._rows
+        old = kept["candidate"] & (kept["end"] < w)
+        new = candidate & (end < w)
+        needed = (end >= w) | candidate
+        if old.any() or new.any():
+            lo = np.concatenate([kept["end"][old], end[new]])
+            needed |= _near(end, lo, np.concatenate([kept["until"][old], until[new]]))
+        return np.flatnonzero(needed)
 
     @property
     def kept(self) -> int:
@@ -90,21 +105,29 @@ class IntervalFold:
         return len(self._rows["end"])
 
     def _settle(self, w: int) -> None:
+        """Settle what the watermark ``w`` lets: the attempts that end before it, each candidate's piece
+        from its pair's next attempt (found among the rows near the candidates only: no sort of the rest)."""
         r = self._rows
-        if not len(r["end"]):
-            self.watermark = max(self.watermark, w)
-            return
-        pair = Groups([r["producer"], r["broker"]]).index
-        order = _order_by_end(pair, r["end"], r["start"], r["seq"], r["attempt"])
-        r = {k: v[order] for k, v in r.items()}
-        pair = pair[order]
-        end, until, candidate = r["end"], r["until"], r["candidate"]
-        has_next = np.append(pair[1:] == pair[:-1], False)
-        next_end = np.append(end[1:], 0)
-        stop = np.where(has_next, np.minimum(until, next_end), until)
-        settled = (end < w) & (~candidate | (until <= w) | (has_next & (next_end < w)))
-        piece = settled & candidate & (stop > end)
-        self._join(r["producer"][piece], r["broker"][piece], end[piece], stop[piece], w == _NO_MORE)
+        end = r["end"]
+        settled = end < w  # a candidate's own rule below; the others: whether they end before w
+        ending = np.flatnonzero(r["candidate"] & settled)
+        pieces = [np.zeros(0, _I)] * 4  # producer, broker, start, stop
+        if len(ending):
+            near = np.flatnonzero(_near(end, end[ending], r["until"][ending]))
+            s = {k: v[near] for k, v in r.items()}
+            pair = Groups([s["producer"], s["broker"]]).index
+            order = _order_by_end(pair, s["end"], s["start"], s["seq"], s["attempt"])
+            s = {k: v[order] for k, v in s.items()}
+            pair = pair[order]
+            s_end, until, candidate = s["end"], s["until"], s["candidate"]
+            has_next = np.append(pair[1:] == pair[:-1], False)
+            next_end = np.append(s_end[1:], 0)
+            stop = np.where(has_next, np.minimum(until, next_end), until)
+            done = (s_end < w) & (~candidate | (until <= w) | (has_next & (next_end < w)))
+            piece = done & candidate & (stop > s_end)
+            pieces = [s["producer"][piece], s["broker"][piece], s_end[piece], stop[piece]]
+            settled[near[order]] = done
+        self._join(*pieces, w == _NO_MORE)
         self._rows = {k: v[~settled] for k, v in r.items()}
         self.watermark = max(self.watermark, w)
 
@@ -165,6 +188,16 @@ class IntervalFold:
             },
             schema=out_schema,
         )
+
+
+def _near(end: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Whether each ``end`` falls in one of the spans ``[lo, hi]``: a candidate's next attempt (in its
+    pair's order by end) ends within the candidate's ``[end, until]``, or does not cut its piece, so
+    only those rows (and every row between, which ends there too) are needed to find it."""
+    by_lo = np.argsort(lo, kind="stable")
+    starts, reach = lo[by_lo], np.maximum.accumulate(hi[by_lo])
+    at = np.searchsorted(starts, end, "right") - 1
+    return (at >= 0) & (end <= reach[np.maximum(at, 0)])
 
 
 def _order_by_end(

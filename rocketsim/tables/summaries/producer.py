@@ -17,11 +17,13 @@ from rocketsim.tables.summaries.aggregates import (
     MERGE_RULES,
     NAME,
     OK,
+    OUTCOME_COLUMNS,
     SummaryAggregates,
     merge,
     with_keys,
 )
 from rocketsim.tables.summaries.arithmetic import histogram
+from rocketsim.tables.summaries.cells import QueueCells
 from rocketsim.tables.summaries.columns import AttemptColumns, ResultColumns
 from rocketsim.tables.summaries.faults import FaultSpan, fault_parts
 from rocketsim.tables.summaries.intervals import IntervalFold, attempt_intervals
@@ -70,13 +72,14 @@ def producer_aggregates(
         raise ValueError(f"window_ms must be > 0, got {window_ms}")
     copies = store.result_copies(messages, attempts, results)
     a, r = AttemptColumns(attempts, window_ms), ResultColumns(results, window_ms, copies)
+    q = QueueCells.of(a)
     intervals = attempt_intervals(a)
     tables = {
-        **_attempt_parts(a, window_ms),
+        **_attempt_parts(a, q, window_ms),
         **_result_parts(r),
         "delivery_cells": _delivery_cells(r, window_ms),
-        **fault_parts(a, r, faults),
-        "producer_windows": producer_window_rows(a, r, intervals, window_ms),
+        **fault_parts(a, q, r, faults),
+        "producer_windows": producer_window_rows(a, r, q, intervals, window_ms),
         "intervals": intervals,
         "producers": pa.table(
             {"producer": pa.array(distinct_values(a.producer, r.producer).astype(np.int32))}
@@ -121,16 +124,17 @@ class ProducerFold:
         if copies is None:
             copies = store.result_copies(messages, attempts, results)
         a, r = AttemptColumns(attempts, self.window_ms), ResultColumns(results, self.window_ms, copies)
+        q = QueueCells.of(a)
         self._tables.append(
             {
-                **_attempt_parts(a, self.window_ms),
+                **_attempt_parts(a, q, self.window_ms),
                 **_result_parts(r),
                 "delivery_cells": _delivery_cells(r, self.window_ms),
-                **fault_parts(a, r, self.faults),
+                **fault_parts(a, q, r, self.faults),
             }
         )
-        self._windows.append(window_parts(a, r))
-        self._producers = np.union1d(self._producers, a.producer)
+        self._windows.append(window_parts(a, r, q))
+        self._producers = np.union1d(self._producers, q.producer)  # every attempt's producer has a cell
         self._intervals.add(a, self._intervals.watermark if later_start_ms is None else later_start_ms)
 
     def result(self) -> SummaryAggregates:
@@ -162,47 +166,40 @@ class ProducerFold:
         return merge([SummaryAggregates(self.window_ms, tuple(keys), **tables)])
 
 
-def _attempt_parts(a: AttemptColumns, window_ms: int) -> dict[str, pa.Table]:
-    """attempt_cells, attempt_latency, queue_cells."""
+def _attempt_parts(a: AttemptColumns, q: QueueCells, window_ms: int) -> dict[str, pa.Table]:
+    """attempt_cells, attempt_latency, queue_cells (from the attempts' queue cells ``q``)."""
     if not a.n:
         return {
             n: AGGREGATE_TABLES[n].empty_table() for n in ("attempt_cells", "attempt_latency", "queue_cells")
         }
-    cells = Groups([a.broker, a.window])
-    counts = {
-        **a.counts(cells),
-        "store_requests": cells.sum(a.seen),
-        "queue_depth_sum": cells.sum(a.depth),
-        "store_service_us": cells.sum(a.service),
-    }
-    depth_max = np.full(cells.n, -1, np.int64)
-    np.maximum.at(depth_max, cells.index, np.where(a.seen, a.depth, -1))
+    cells = Groups([q.broker, q.window])  # of the queue cells
+    f = cells.first
     attempt_cells = pa.table(
         {
-            "broker": from_codes(a.broker[cells.first], a.broker_names),
-            "window_start_ms": a.window[cells.first] * np.int64(window_ms),
-            **counts,
-            "queue_depth_max": depth_max,
+            "broker": from_codes(q.broker[f], a.broker_names),
+            "window_start_ms": q.window[f] * np.int64(window_ms),
+            **q.sums(cells),
         }
     )
-    cell, latency, n = histogram(cells.index, a.latency, cells.n)
-    row = cells.first[cell]
+    cell, latency, n = histogram(cells.index[q.rows.index], a.latency, cells.n)
+    at = f[cell]
     attempt_latency = pa.table(
         {
-            "broker": from_codes(a.broker[row], a.broker_names),
-            "window_start_ms": a.window[row] * np.int64(window_ms),
+            "broker": from_codes(q.broker[at], a.broker_names),
+            "window_start_ms": q.window[at] * np.int64(window_ms),
             "latency_ms": latency,
             "count": n,
         }
     )
-    qc = Groups([a.broker, a.queue, a.window])
+    qc = Groups([q.broker, q.queue, q.window])
+    f = qc.first
     queue_cells = pa.table(
         {
-            "broker": from_codes(a.broker[qc.first], a.broker_names),
-            "queue_id": pa.array(a.queue[qc.first].astype(np.int32)),
-            "window_start_ms": a.window[qc.first] * np.int64(window_ms),
-            "sends": qc.count(),
-            "ok": qc.sum(a.kind == OK),
+            "broker": from_codes(q.broker[f], a.broker_names),
+            "queue_id": pa.array(q.queue[f].astype(np.int32)),
+            "window_start_ms": q.window[f] * np.int64(window_ms),
+            "sends": qc.sum(q.counts["sends"]),
+            "ok": qc.sum(q.counts[OUTCOME_COLUMNS[OK]]),
         }
     )
     return {"attempt_cells": attempt_cells, "attempt_latency": attempt_latency, "queue_cells": queue_cells}

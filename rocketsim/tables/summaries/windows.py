@@ -31,6 +31,7 @@ from rocketsim.tables.summaries.arithmetic import (
     rate_per_s,
     spread_partials,
 )
+from rocketsim.tables.summaries.cells import QueueCells
 from rocketsim.tables.summaries.columns import AttemptColumns, ResultColumns
 
 _WINDOW_SUMS = (
@@ -64,8 +65,9 @@ class WindowParts:
     brokers: tuple[str, ...]  # the names of the queues' broker codes
 
 
-def window_parts(a: AttemptColumns, r: ResultColumns) -> WindowParts:
-    """The :class:`WindowParts` of some whole messages' results and their attempts."""
+def window_parts(a: AttemptColumns, r: ResultColumns, q: QueueCells) -> WindowParts:
+    """The :class:`WindowParts` of some whole messages' results and their attempts (``q``: their queue
+    cells)."""
     g = Groups([r.producer, r.window])
     sums = {
         "sends": g.count(),
@@ -85,9 +87,7 @@ def window_parts(a: AttemptColumns, r: ResultColumns) -> WindowParts:
     for attr in ("latency", "queue_wait"):
         group, value, n = histogram(g.index, getattr(r, attr), g.n, partial(r.value_order, attr))
         hists.append((cell_p[group], cell_w[group], value, n))
-    per_queue = Groups([a.producer, a.window, a.broker, a.queue])
-    q = per_queue.first
-    queues = (a.producer[q], a.window[q], a.broker[q], a.queue[q], per_queue.count())
+    queues = (q.producer, q.window, q.broker, q.queue, q.counts["sends"])
     return WindowParts(cell_p, cell_w, sums, hists[0], hists[1], queues, tuple(a.broker_names.to_pylist()))
 
 
@@ -134,11 +134,11 @@ def merge_window_parts(parts: Sequence[WindowParts]) -> WindowParts:
 
 
 def producer_window_rows(
-    a: AttemptColumns, r: ResultColumns, intervals: pa.Table, window_ms: int
+    a: AttemptColumns, r: ResultColumns, q: QueueCells, intervals: pa.Table, window_ms: int
 ) -> pa.Table:
     """``producer_windows`` rows of whole producers, with the partials of their queue spread in place of
     it (the run's queue count is known only at the end)."""
-    return finish_windows(window_parts(a, r), intervals, window_ms)
+    return finish_windows(window_parts(a, r, q), intervals, window_ms)
 
 
 def finish_windows(parts: WindowParts, intervals: pa.Table, window_ms: int) -> pa.Table:

@@ -247,11 +247,13 @@ class FairShareHost:
                 del starts[:k], ends[:k]
 
     def _idle_before(self, at: float) -> float:
-        """How long no piece has run just before ``at`` (0: one runs at ``at``)."""
+        """How long no piece has run just before ``at`` (0: one runs at ``at``), up to the end of the
+        engine's current step (past it the host looks idle because nothing is placed there yet)."""
         if _covering(self._starts, self._ends, at):
             return 0.0
         k = bisect.bisect_right(self._ends, at)
-        return at - max(self._last_end, self._ends[k - 1] if k else 0.0)
+        last = max(self._last_end, self._ends[k - 1] if k else 0.0)
+        return max(0.0, min(at, self._now + ENGINE_STEP_US) - last)
 
 
 class CapacityLedger:
@@ -322,6 +324,7 @@ class CapacityLedger:
 
 
 SLOT_US = 1.0  # the capacity ledger's slot (the pieces are microseconds)
+ENGINE_STEP_US = 1000.0  # the engine's clock: what is ready within its current ms is placed in that step
 
 
 def _after(stop_starts: list[float], stop_ends: list[float], at: float) -> float:

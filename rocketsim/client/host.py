@@ -137,13 +137,20 @@ class FairShareHost:
     collection's pause run by its collector threads) holds its threads' pieces only. A piece is not slowed
     by work placed after it starts (the pieces are microseconds). ``client_stops``: whether the client can
     stop alone (``producers.heap_stops = "client"``): only then are the other processes' pieces kept apart,
-    work every piece would pay for nothing otherwise."""
+    work every piece would pay for nothing otherwise. ``conserving`` (``host_scheduler =
+    "fair_conserving"``): a piece's fair share is its least, and it takes the room the cores have beyond
+    it (:class:`CapacityLedger`), so no core idles while a piece runs slower than one (the speed fixed at
+    its start leaves cores idle once the pieces beside it end: docs/validation.md, "A work-conserving
+    fair host")."""
 
-    def __init__(self, processors: int, client_stops: bool = False) -> None:
+    def __init__(self, processors: int, client_stops: bool = False, conserving: bool = False) -> None:
         if processors < 1:
             raise ValueError(f"a host needs at least one processor, got {processors}")
+        if conserving and client_stops:
+            raise ValueError("a work-conserving fair host does not stop the client alone (client_stops)")
         self.processors = processors
         self.client_stops = client_stops
+        self.ledger = CapacityLedger(processors) if conserving else None
         self.free_us: dict[Hashable, float] = {}  # the process's shared threads (Host.free_us)
         self._now = 0.0
         self._starts: list[float] = []  # the pieces' starts, sorted
@@ -154,6 +161,8 @@ class FairShareHost:
         self._other_starts: list[float] = []  # the pieces of threads not the client's, sorted
         self._other_ends: list[float] = []
         self._client_stops: tuple[list[float], list[float]] = ([], [])  # the client's stops (starts, ends)
+        self._host_stops = (self._stop_starts, self._stop_ends)
+        self._last_end = 0.0  # the latest end advance forgot
 
     def run(self, ready_us: float, work_us: float, thread: Hashable = None) -> float:
         """Run ``work_us`` of ``thread``'s CPU (None: a thread of its own) ready at ``ready_us``; when it
@@ -178,9 +187,13 @@ class FairShareHost:
             _covering(*counted, start) - _covering(*own, start),
             _covering(*counted, self._now) - _covering(*own, self._now),
         )
-        end = start + work_us * max(1.0, (beside + 1) / self.processors)
-        for stop in stops:
-            end = _over(*stop, start, end)
+        if self.ledger is not None:
+            share = min(1.0, self.processors / (beside + 1))
+            end = self.ledger.take(start, work_us, share, self._idle_before(start), self._host_stops)
+        else:
+            end = start + work_us * max(1.0, (beside + 1) / self.processors)
+            for stop in stops:
+                end = _over(*stop, start, end)
         lists = [(self._starts, self._ends), own]
         if not client and self.client_stops:
             lists.append((self._other_starts, self._other_ends))
@@ -223,11 +236,95 @@ class FairShareHost:
         """Nothing is ready before ``now_us`` any more: forget the pieces and stops that ended by then (as
         many of the earliest starts as ends: they are all at or before ``now_us``)."""
         self._now = max(self._now, now_us)
+        if self.ledger is not None:
+            self.ledger.advance(now_us)
         lists = (self._starts, self._ends), (self._other_starts, self._other_ends), *self._threads.values()
         for starts, ends in (*lists, (self._stop_starts, self._stop_ends), self._client_stops):
             k = bisect.bisect_right(ends, now_us)
             if k:
+                if ends is self._ends:
+                    self._last_end = max(self._last_end, ends[k - 1])
                 del starts[:k], ends[:k]
+
+    def _idle_before(self, at: float) -> float:
+        """How long no piece has run just before ``at`` (0: one runs at ``at``), up to the end of the
+        engine's current step (past it the host looks idle because nothing is placed there yet)."""
+        if _covering(self._starts, self._ends, at):
+            return 0.0
+        k = bisect.bisect_right(self._ends, at)
+        last = max(self._last_end, self._ends[k - 1] if k else 0.0)
+        return max(0.0, min(at, self._now + ENGINE_STEP_US) - last)
+
+
+class CapacityLedger:
+    """The cores' capacity a time slot (``SLOT_US``) and what the placed pieces take of it: a fluid ledger
+    that later pieces fill, for a work-conserving fair host (``producers.host_scheduler =
+    "fair_conserving"``).
+
+    Exact processor sharing gives each of the ``n`` runnable pieces ``min(1, processors / n)`` of a core
+    and changes every piece's speed when one starts or ends; the engine places pieces as it decides them
+    (mostly in the order of their ready times, some booked ahead) and their ends are returned, so a piece
+    placed later cannot slow one placed before. Each piece thus takes, slot by slot, the room the pieces
+    placed before it leave, up to a core (it speeds up when they end: no core idles while it waits), and
+    at least its fair share (``share``, from the pieces running beside it when it starts, as processor
+    sharing would give it). What that share takes beyond the room is capacity the cores did not have: a
+    debt of the host, paid by the next piece placed before its own work (as the pieces it was taken from
+    would have run longer); the host's idle time forgives it (``processors`` core-us a us). So the cores
+    deliver what they have over a busy stretch. A stop of the host (``stops``: starts, ends) has no room:
+    a piece over it is held."""
+
+    def __init__(self, processors: int) -> None:
+        self.processors = processors
+        self.debt = 0.0  # core-us delivered beyond the cores' capacity, not yet paid back
+        self._first = 0  # the slot self._used[0] is
+        self._used: list[float] = []  # core-us of each slot from self._first the pieces placed take
+
+    def take(
+        self, start: float, work: float, share: float, idle_us: float, stops: tuple[list[float], list[float]]
+    ) -> float:
+        """Place ``work`` core-us from ``start`` at at least ``share`` of a core, after the debt (less the
+        ``idle_us`` the host was idle before ``start``); when it ends."""
+        left = work + max(0.0, self.debt - self.processors * idle_us)
+        self.debt = 0.0
+        cap, t = self.processors * SLOT_US, start
+        while True:
+            t = _after(*stops, t)
+            slot = int(t // SLOT_US)
+            k = self._slot(slot)
+            span = (slot + 1) * SLOT_US - t
+            i = bisect.bisect_right(stops[0], t)
+            if i < len(stops[0]) and stops[0][i] < t + span:
+                span = stops[0][i] - t  # up to the stop that begins in this slot
+            room = max(0.0, cap - self._used[k]) * span / SLOT_US
+            rate = max(share * span, min(span, room))
+            part = min(1.0, left / rate)
+            self.debt += max(0.0, rate - room) * part
+            self._used[k] += rate * part
+            left -= rate * part
+            if left <= 0.0 or part < 1.0:
+                return t + span * part
+            t += span
+
+    def advance(self, now_us: float) -> None:
+        """Nothing is ready before ``now_us``: forget the slots before it."""
+        k = int(now_us // SLOT_US) - self._first
+        if k > 0:
+            del self._used[:k]
+            self._first += k
+
+    def _slot(self, slot: int) -> int:
+        """``slot``'s index in the ledger (made if new)."""
+        k = slot - self._first
+        if k < 0:  # before what advance kept (not expected: nothing is ready then)
+            self._used[:0] = [0.0] * -k
+            self._first, k = slot, 0
+        if k >= len(self._used):
+            self._used.extend([0.0] * (k + 1 - len(self._used)))
+        return k
+
+
+SLOT_US = 1.0  # the capacity ledger's slot (the pieces are microseconds)
+ENGINE_STEP_US = 1000.0  # the engine's clock: what is ready within its current ms is placed in that step
 
 
 def _after(stop_starts: list[float], stop_ends: list[float], at: float) -> float:
@@ -256,7 +353,8 @@ def shared_host(sc: Scenario) -> Host:
     p = sc.producers
     if p.host_scheduler == "fifo":
         return HostCores(p.processors)
-    return FairShareHost(p.processors, client_stops=p.heap_stops == "client")
+    conserving = p.host_scheduler == "fair_conserving"
+    return FairShareHost(p.processors, client_stops=p.heap_stops == "client", conserving=conserving)
 
 
 @dataclass(frozen=True)

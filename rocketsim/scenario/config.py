@@ -42,7 +42,7 @@ REMOTING = "remoting"
 CLIENT_FAMILIES = (REMOTING, GRPC)  # producers.client_family
 PROXY_MODES = ("cluster", "local")  # proxy.mode: rocketsim.broker.proxy
 SENDER_MODELS = ("pool", "partitioned")
-HOST_SCHEDULERS = ("fifo", "fair")  # producers.host_scheduler (rocketsim.client.host)
+HOST_SCHEDULERS = ("fifo", "fair", "fair_conserving")  # producers.host_scheduler (rocketsim.client.host)
 HEAP_STOPS = ("host", "client")  # producers.heap_stops (rocketsim.client.heap)
 # G1 (JDK 17, 1 GiB heap, 2 threads): a full collection's CPU per live KiB over a young collection's per KiB
 # it copies, both measured with a backlog of pending sends (tests/data/realbroker-reruns/g1_backlog)
@@ -327,7 +327,10 @@ class ProducerConfig:
     # how the shared host's cores are shared while more threads want them than it has: "fifo", each piece
     # of work on the core with room for it the earliest, first come, first served; or "fair", evenly
     # between the threads that want them, as Linux's CFS does (rocketsim.client.host.FairShareHost), so
-    # a broker whose appends run one at a time has one thread's share of a busy host. Needs shared_host
+    # a broker whose appends run one at a time has one thread's share of a busy host, each piece at the
+    # speed the pieces running when it starts leave it; or "fair_conserving", the same shares with no core
+    # idle while a piece waits (rocketsim.client.host.CapacityLedger: a piece speeds up when others end).
+    # Needs shared_host
     host_scheduler: str = field(default="fifo", metadata=_one_of(HOST_SCHEDULERS))
     # the client JVM's heap (-Xmx), MB: its young collections pause the host's cores, more often and
     # longer as pending sends fill it (rocketsim.client.heap; one heap for every producer of a shared

@@ -86,18 +86,18 @@ class AsyncSemaphore:
             heapq.heappop(self._releases)
         return len(self._releases) + self.open
 
-    def try_acquire(self, now: int, wait_ms: int) -> int:
+    def try_acquire(self, now: int, wait_ms: int) -> int | None:
         """The time a permit is granted (``now`` if one is free), None if none frees within ``wait_ms``,
         :data:`WAITS` if that depends on releases not yet known (the thread waits: :meth:`wait`)."""
         if not self.waiters and self.in_flight(now) < self.permits:
             return now
         if wait_ms <= 0:
-            return None  # type: ignore[return-value]
+            return None
         if self.open or self.waiters:
             return WAITS
         if self._releases[0] <= now + wait_ms:
             return heapq.heappop(self._releases)
-        return None  # type: ignore[return-value]
+        return None
 
     def hold_until(self, release_ms: int) -> None:
         heapq.heappush(self._releases, release_ms)

@@ -11,6 +11,8 @@ from rocketsim.client.fault import FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.route import TopicPublishInfo, TopicRouteData, topic_publish_info
 from rocketsim.client.send import (
     IO_THREAD,
+    WAITS,
+    Action,
     AsyncSemaphore,
     Call,
     ClientError,
@@ -314,6 +316,37 @@ def test_async_semaphore_bounds_requests_in_flight() -> None:
         isinstance(third.error, ClientError)
         and third.error.error_message == "wait response timeout, cost=1000"
     )
+
+
+def test_async_semaphore_permit_released_by_the_callback_is_waited_for_as_the_driver_says() -> None:
+    # rocketmq-all-4.9.8 NettyRemotingAbstract.executeInvokeCallback: an answer's permit is released in the
+    # callback task's finally (ResponseFuture.release); scanResponseTable releases before the callback;
+    # invokeAsyncImpl's tryAcquire(timeoutMillis) blocks the calling thread (a fair semaphore: in order)
+    strategy, tp, cfg = _setup("4.9.8", {"broker-a": 4})
+    sem = AsyncSemaphore(permits=1, callback_releases=True)
+    first = async_send_steps(strategy, tp, cfg, "T", 0, semaphore=sem)
+    assert isinstance(_next_call(first), Call)
+    step = first.send(Outcome.ok(500))
+    while step.action != Action.CALLBACK:
+        step = first.send(Resume(step.at_ms, "t"))
+    assert step.permit and sem.in_flight(10_000) == 1  # held past the answer: the driver releases it
+    second = async_send_steps(strategy, tp, cfg, "T", 100, semaphore=sem)
+    wait = next(second)
+    while wait.action != Action.PERMIT:
+        wait = second.send(Resume(wait.at_ms, "t"))
+    assert isinstance(wait, Step) and (wait.action, wait.wait_ms) == (Action.PERMIT, 3000)
+    sem.wait("second")
+    assert sem.try_acquire(150, 3000) == WAITS  # one waits already: the next waits behind it
+    assert sem.next_granted(600) is None
+    sem.release_open(700)  # the first's callback ran until 700
+    assert sem.next_granted(650) is None and sem.next_granted(700) == "second"
+    call = second.send(Resume(700))
+    assert isinstance(call, Call) and (call.start_ms, call.timeout_ms) == (700, 2400)
+    sem.wait("third")
+    assert sem.give_up("third") and not sem.give_up("third")  # its timeout: refused once
+    without = AsyncSemaphore(permits=1)  # a callback that costs nothing: released at the answer
+    without.hold_until(500)
+    assert without.try_acquire(100, 3000) == 500
 
 
 # ---- ONEWAY -----------------------------------------------------------------------------------

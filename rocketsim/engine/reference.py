@@ -89,6 +89,8 @@ __all__ = ["ProducerSimulation", "Send", "engine_output", "producer_tables", "se
 
 EXPIRE = "backpressure:expire"  # DELIVER payloads: a send's wait for a permit reached its deadline,
 PERMIT = "backpressure:permit"  # or a release granted it one
+SEM_EXPIRE = "semaphoreAsync:expire"  # a thread's wait in tryAcquire reached its timeout,
+SEM_FREED = "semaphoreAsync:release"  # or a permit is released: the waiting threads take what is free
 
 ORDERED_MODES = {SendKind.ORDERED: "sync", SendKind.ORDERED_ASYNC: "async", SendKind.ORDERED_ONEWAY: "oneway"}
 
@@ -188,7 +190,9 @@ class ProducerSimulation:
         )
         if detector is not None:
             detector.on_tick = self._on_tick
-        self.semaphore = AsyncSemaphore(p.async_semaphore_permits)
+        # with the client's Netty and callback threads an answer's callback runs later than its arrival:
+        # its permit is released then (EventLoop.free_permit)
+        self.semaphore = AsyncSemaphore(p.async_semaphore_permits, callback_releases=self.threads is not None)
         # the SYNC requests pending on each broker's channel, and who waits for a channel's connect
         self.connections = Connections(self.version, p.connect_ms)
         self.sync_call: dict[int, str] = {}  # send index -> the broker its pending SYNC request went to
@@ -332,6 +336,7 @@ class EventLoop:
         self.scan_ms: dict[int, int] = {}  # send index -> the scan's tick its answer must be read before
         self.scanned: set[int] = set()  # sends whose answer the scan's tick beat (Resume.scanned)
         self.gate_held: set[int] = set()  # async sends whose caller's thread waits on the backpressure
+        self.permit_open: set[int] = set()  # sends whose request's permit its callback's end releases
         self.senders: SenderThreads = (
             PoolSenders(sends, p.threads, self.push_start)
             if p.sender_model == "pool"
@@ -391,6 +396,11 @@ class EventLoop:
         s, gen, value = payload
         if value is EXPIRE or value is PERMIT:  # a backpressure wait ended: its deadline, a permit
             self.permit_wait_ended(s, gen, value is EXPIRE, t)
+        elif value is SEM_FREED:
+            self.grant_permits(s, t)
+        elif value is SEM_EXPIRE:
+            if self.sim.semaphore.give_up((s, gen)):
+                self.advance(s, gen, Resume(t, rejected=True), t)  # on the thread it waited on
         elif isinstance(value, Pool) and value == Pool.IO:  # a 5.x connect listener: on the event loop
             self.advance(s, gen, Resume(t, IO_THREAD), t)
         elif isinstance(value, Pool):  # the callback is a task of the callback executor
@@ -466,6 +476,28 @@ class EventLoop:
             at = self.run_on(w, pool, j, now, task)
             self.push(at, Event.DELIVER, (w, gen, Resume(at, pool.names[j])))
 
+    def free_permit(self, s: Send, at: int) -> None:
+        """``s``'s request's permit, held until its callback has run, is released at ``at`` (after the
+        callback, or at the scan's tick before it: :class:`rocketsim.client.send.AsyncSemaphore`)."""
+        if s.index in self.permit_open:
+            self.permit_open.discard(s.index)
+            self.sim.semaphore.release_open(at)
+            self.permit_released(s, at)
+
+    def permit_released(self, s: Send, at: int | None) -> None:
+        """A permit is released at ``at``: an event then if a thread waits for one."""
+        if at is not None and self.sim.semaphore.waiters:
+            self.push(at, Event.DELIVER, (s, None, SEM_FREED))
+
+    def grant_permits(self, s: Send, now: int) -> None:
+        """The threads waiting in tryAcquire take the permits free at ``now``, first come first served
+        (each dispatches its request, holding its permit, before the next is granted)."""
+        semaphore = self.sim.semaphore
+        while (waiter := semaphore.next_granted(now)) is not None:
+            w, gen = waiter  # type: ignore[misc]
+            self.advance(w, gen, Resume(now), now)
+        self.permit_released(s, semaphore.next_release())
+
     def read_later(self, payload: tuple[Send, Generator, object], t: int) -> bool:
         """With the client's Netty threads (:class:`rocketsim.client.host.ClientThreads`) an ASYNC send's
         answer, in at ``t``, is read and decoded before its callback is handed to the callback executor
@@ -480,6 +512,7 @@ class EventLoop:
         if 0 <= scan_ms * 1000 <= handed:  # scanResponseTable failed it first: its callback is handed then
             self.scanned.add(s.index)
             handed = scan_ms * 1000.0
+            self.free_permit(s, scan_ms)  # the scan releases the permit before the callback
         self.handed_us[s.index] = handed
         if int(handed // 1000) <= t:
             return False
@@ -533,6 +566,7 @@ class EventLoop:
             except StopIteration as stop:
                 record: SendRecord = stop.value
                 self.done.append((s, record))
+                self.free_permit(s, now)  # the callback's finally
                 if sim.heap is not None:
                     sim.heap.release(sim.held.pop(s.index))
                 self.release(s, now)
@@ -567,7 +601,17 @@ class EventLoop:
                 if value is None:
                     return
                 continue
+            if step.action == Action.PERMIT:  # tryAcquire: the thread waits for a release or its timeout
+                sim.semaphore.wait((s, gen))
+                self.push(now + step.wait_ms, Event.DELIVER, (s, gen, SEM_EXPIRE))
+                self.permit_released(s, sim.semaphore.next_release())
+                return
             if step.action == Action.CALLBACK:
+                self.free_permit(s, now)  # a retry dispatched in the callback: the callback's finally
+                if step.permit:
+                    self.permit_open.add(s.index)
+                else:  # released at the answer (known now): a thread waiting may take it then
+                    self.permit_released(s, step.at_ms)
                 self.release(s, now)  # the thread is done with the send until its callback
                 if step.scan_ms >= 0 and sim.threads is not None and not s.waits:
                     self.scan_ms[s.index] = step.scan_ms

@@ -20,6 +20,7 @@ from rocketsim.client.fault import ThreadKey
 from rocketsim.client.send.async_send import (
     ASYNC_SEMAPHORE_PERMITS,
     RETRY_CONNECT_FAILURE_LATENCY_MS,
+    WAITS,
     AsyncSemaphore,
     ResponseScan,
     async_send_steps,
@@ -84,6 +85,7 @@ __all__ = [
     "ASYNC_SEMAPHORE_PERMITS",
     "Action",
     "AsyncSemaphore",
+    "WAITS",
     "AttemptHook",
     "AttemptRecord",
     "Call",

@@ -8,6 +8,7 @@ async semaphore (:class:`AsyncSemaphore`) and the response-table scan (:class:`R
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass, replace
 
@@ -52,35 +53,83 @@ ASYNC_SEMAPHORE_PERMITS = 65535  # NettySystemConfig.CLIENT_ASYNC_SEMAPHORE_VALU
 RETRY_CONNECT_FAILURE_LATENCY_MS = 3000
 
 
+WAITS = -1  # AsyncSemaphore.try_acquire: the thread waits for a permit the driver grants (Action.PERMIT)
+
+
 class AsyncSemaphore:
     """``NettyRemotingAbstract.semaphoreAsync`` (fair, 65535 permits) in simulated time.
 
-    Each dispatched request holds a permit until its response (or its timeout scan); an acquisition waits
-    up to the request's timeout for the earliest release. Acquisitions are served in the order they are
-    asked for, which matches upstream's fairness when the driver asks in time order.
+    Each dispatched request holds a permit until its release; an acquisition waits up to the request's
+    timeout for the earliest release. Acquisitions are served in the order they are asked for, which
+    matches upstream's fairness when the driver asks in time order. Where 4.9.8 releases it
+    (``SemaphoreReleaseOnlyOnce`` in the ``ResponseFuture``): an answer's after its callback ran
+    (``executeInvokeCallback``: the callback task's ``finally``), a request the scan fails at the scan's
+    tick before its callback (``scanResponseTable``), a failed write at once (``requestFail``). A callback
+    that costs nothing runs at the answer's arrival, so the release is known when the request is
+    dispatched (:meth:`hold_until`). With ``callback_releases`` the client's threads read the answer and
+    run the callback later: the driver releases an answered request's permit when its callback has run
+    (:meth:`hold_open`, :meth:`release_open`), and a thread that finds none free waits as the driver
+    decides (``try_acquire`` answers :data:`WAITS`; :meth:`wait`, :meth:`next_granted`, :meth:`give_up`).
     """
 
-    def __init__(self, permits: int = ASYNC_SEMAPHORE_PERMITS) -> None:
+    def __init__(self, permits: int = ASYNC_SEMAPHORE_PERMITS, *, callback_releases: bool = False) -> None:
         if permits < 1:
             raise ConfigError(f"async_semaphore_permits must be >= 1, got {permits}")
         self.permits = permits
+        self.callback_releases = callback_releases
         self._releases: list[int] = []
+        self.open = 0  # permits held by answered requests whose callback has not run yet
+        self.waiters: deque[object] = deque()  # the threads waiting in tryAcquire, in the order they came
 
     def in_flight(self, now: int) -> int:
         while self._releases and self._releases[0] <= now:
             heapq.heappop(self._releases)
-        return len(self._releases)
+        return len(self._releases) + self.open
 
     def try_acquire(self, now: int, wait_ms: int) -> int | None:
-        """The time a permit is granted (``now`` if one is free), None if none frees within ``wait_ms``."""
-        if self.in_flight(now) < self.permits:
+        """The time a permit is granted (``now`` if one is free), None if none frees within ``wait_ms``,
+        :data:`WAITS` if that depends on releases not yet known (the thread waits: :meth:`wait`)."""
+        if not self.waiters and self.in_flight(now) < self.permits:
             return now
-        if wait_ms > 0 and self._releases[0] <= now + wait_ms:
+        if wait_ms <= 0:
+            return None
+        if self.open or self.waiters:
+            return WAITS
+        if self._releases[0] <= now + wait_ms:
             return heapq.heappop(self._releases)
         return None
 
     def hold_until(self, release_ms: int) -> None:
         heapq.heappush(self._releases, release_ms)
+
+    def hold_open(self) -> None:
+        """A request holds a permit until the driver says when (:meth:`release_open`)."""
+        self.open += 1
+
+    def release_open(self, at_ms: int) -> None:
+        self.open -= 1
+        heapq.heappush(self._releases, at_ms)
+
+    def next_release(self) -> int | None:
+        """The earliest known release (a waiter may be granted then)."""
+        return self._releases[0] if self._releases else None
+
+    def wait(self, waiter: object) -> None:
+        self.waiters.append(waiter)
+
+    def next_granted(self, now: int) -> object | None:
+        """The first waiting thread, if a permit is free at ``now`` (it then holds it: its request's)."""
+        if self.waiters and self.in_flight(now) < self.permits:
+            return self.waiters.popleft()
+        return None
+
+    def give_up(self, waiter: object) -> bool:
+        """``waiter``'s wait ended with no permit: False if it had one already."""
+        try:
+            self.waiters.remove(waiter)
+        except ValueError:
+            return False
+        return True
 
 
 @dataclass(frozen=True)
@@ -357,6 +406,9 @@ class _AsyncSend:
             outcome, start = Outcome.remoting_error("too_many_requests", 0), now
         else:
             grant = now if self.semaphore is None else self.semaphore.try_acquire(now, self.req_timeout)
+            if grant == WAITS:  # tryAcquire blocks this thread until a permit or the timeout
+                go = yield Step(Action.PERMIT, now, self.thread, wait_ms=self.req_timeout)
+                grant = None if go.rejected else go.now_ms
             if grant is None and self.req_timeout <= 0:
                 refused = invoke_too_fast_error()
                 outcome, start = Outcome.remoting_error("too_many_requests", 0), now
@@ -453,13 +505,13 @@ class _AsyncSend:
                 fired = start + late.latency_ms
         else:
             fired = start + outcome.latency_ms
-        if self.semaphore is not None and req.refused is None:
-            self.semaphore.hold_until(fired)
+        by_callback = self.hold_permit(req, fired)
         kind = req.outcome.kind
         connect_listener = self.line.remoting_completes_futures and kind == OutcomeKind.REMOTING_CONNECT
         pool = Pool.IO if connect_listener else Pool.CALLBACK
         read_by = scan_ms if req.outcome.is_answer else -1  # the answer is read before the scan's tick, or
-        go = yield Step(Action.CALLBACK, fired, pool=pool, scan_ms=read_by)  # the scan fails it (the driver)
+        # the scan fails it (the driver)
+        go = yield Step(Action.CALLBACK, fired, pool=pool, scan_ms=read_by, permit=by_callback)
         if go.scanned:  # the answer comes, the future is gone: "wait response timeout", the message stored
             req.outcome = outcome.failed_by_scan(req.call_timeout)
         now, self.thread = go.now_ms, go.thread
@@ -473,6 +525,17 @@ class _AsyncSend:
         upd, now = yield from self.callback_update(req, req.outcome.catch, now)
         error, need_retry = self.callback_error(req)
         return _Failed(error, need_retry, upd, now)
+
+    def hold_permit(self, req: _Request, fired: int) -> bool:
+        """The dispatched request's permit, held until its callback has run (an answer) or until ``fired``
+        (the scan's tick, a failed write): True when the driver releases it (:class:`AsyncSemaphore`)."""
+        if self.semaphore is None or req.refused is not None:
+            return False
+        if self.semaphore.callback_releases and req.outcome.is_answer:
+            self.semaphore.hold_open()
+            return True
+        self.semaphore.hold_until(fired)
+        return False
 
     def failed_twice(self, req: _Request) -> StepsTo[SendRecord | None]:
         """5.3.0-5.3.1, a request with no time left (:attr:`ClientVersion.fails_late_async_request_twice`),

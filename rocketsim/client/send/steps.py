@@ -44,6 +44,7 @@ class Action(IntEnum):
     RESULT = 3  # the application learns the outcome (return, onSuccess, onException)
     CALLBACK = 4  # wait for the request's callback, due at ``at_ms``, on a thread of ``pool``
     SEND = 5  # MQClientAPIImpl.sendMessageAsync begins (its beginStartTime): then a Call, or a refusal
+    PERMIT = 6  # wait up to ``wait_ms`` for a semaphoreAsync permit whose release the driver decides
 
 
 class Pool(IntEnum):
@@ -70,6 +71,10 @@ class Step:
     # CALLBACK with the broker's answer due at ``at_ms``: the response-table scan's tick that fails the
     # request if the client has not read the answer before it (-1: no answer to read)
     scan_ms: int = -1
+    # CALLBACK: the request holds a semaphoreAsync permit that the driver releases once the callback has
+    # run (AsyncSemaphore.callback_releases); PERMIT: how long the thread waits for one (tryAcquire)
+    permit: bool = False
+    wait_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,7 @@ class Resume:
     rejected: bool = False  # EXECUTE: the executor's queue was full (no thread will run the send)
     refused: Failure | None = None  # EXECUTE: no backpressure permit in time (client/backpressure.py)
     scanned: bool = False  # CALLBACK: the scan (``Step.scan_ms``, now) failed the request before its read
+    # PERMIT: ``rejected`` says no permit came within the wait (then ``now_ms`` is its end)
 
 
 DEFAULT_POOL_THREADS = {

@@ -267,7 +267,8 @@ def _generated_chunks(
     """A large producer's messages a chunk at a time: generated (and written and counted), or its
     committed ones (read whole, and counted) cut into chunks."""
     if plan.runs(GENERATE):
-        for messages, coded in coded_message_chunks(sc, share, plan.chunk_rows):
+        for coded in coded_message_chunks(sc, share, plan.chunk_rows):
+            messages = coded.cast(MESSAGES_DATA)
             state.messages(messages, coded)
             yield from _cut(messages, plan.chunk_rows)
         return
@@ -326,7 +327,7 @@ def _generated(
 
     def body() -> None:
         for share in shares:
-            for _, messages in coded_message_chunks(sc, share, plan.chunk_rows):
+            for messages in coded_message_chunks(sc, share, plan.chunk_rows):  # written as drawn
                 for group in gathered.add(messages, messages.num_rows):
                     write(group)
             gathered.settle()

@@ -145,13 +145,12 @@ def producer_message_chunks(
 
 def coded_message_chunks(
     sc: Scenario, share: workload.ProducerShare, rows: int | None = None
-) -> Iterator[tuple[pa.Table, pa.Table]]:
-    """:func:`producer_message_chunks`, each chunk also as it is drawn, its
+) -> Iterator[pa.Table]:
+    """:func:`producer_message_chunks` as they are drawn, their
     :data:`rocketsim.scenario.workload.CODED_COLUMNS` dictionary arrays (what the ``messages`` Parquet
-    writer takes without hashing every value)."""
+    writer takes without hashing every value; ``.cast(MESSAGES_DATA)``: the strings)."""
     for batch in workload.generate_producer(sc, share, batch_rows=rows, coded=True):
-        coded = pa.Table.from_batches([batch])
-        yield coded.cast(MESSAGES_DATA), coded
+        yield pa.Table.from_batches([batch])
 
 
 def producer_tables(sc: Scenario, messages: pa.Table, out: engine.SimOutput | None = None) -> ProducerTables:

@@ -22,6 +22,7 @@ from rocketsim.broker.fault_kinds import Store
 from rocketsim.client.host import Host
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.versions import BrokerVersion
+from rocketsim.client.wakeups import WakeupLeg, wakeup_leg
 from rocketsim.scenario import Scenario, StoreConfig
 
 SWEEP_FIRST_MS = 1000  # BrokerFastFailure.start: scheduleAtFixedRate(.., 1000, 10, MILLISECONDS)
@@ -113,6 +114,10 @@ class StoreParams:
     unlocked_share: float = 0.0  # store.unlocked_share: the append's part on the send thread, before the lock
     reput_share: float = 0.0  # store.reput_share: its part on the reput thread, after it
     codec_share: float = 0.0  # store.codec_share: io_us's part on the connection's codec thread
+    selector_wakeup_us: float = 0.0  # store.selector_wakeup_us and selector_request_us: the selector's leg
+    selector_request_us: float = 0.0
+    codec_wakeup_us: float = 0.0  # store.codec_wakeup_us and codec_request_us: the codec thread's leg
+    codec_request_us: float = 0.0
 
     @property
     def connection_us(self) -> float:
@@ -147,6 +152,10 @@ class StoreParams:
             cfg.unlocked_share,
             cfg.reput_share,
             cfg.codec_share,
+            cfg.selector_wakeup_us,
+            cfg.selector_request_us,
+            cfg.codec_wakeup_us,
+            cfg.codec_request_us,
         )
 
     def held_until(self, t_us: int) -> int:
@@ -252,6 +261,16 @@ def decide(
 
 
 @dataclass
+class ConnectionThreads:
+    """A client connection's threads at the broker (``NettyRemotingServer``: its socket on one
+    ``NettyServerNIOSelector_``, its decoding on one ``NettyServerCodecThread_``): when each is free, and
+    each as a leg of a cost a wakeup and a cost a request (None: ``io_us``'s constant cost)."""
+
+    free_us: list[float]  # selector, codec
+    legs: tuple[WakeupLeg | None, WakeupLeg | None]
+
+
+@dataclass
 class BrokerStore:
     """One broker's send queue, send threads and commit-log writer (see the module docstring); offer it
     requests in arrival order."""
@@ -292,20 +311,43 @@ class BrokerStore:
         shares the producers' host)."""
         return self.cores.run(ready_us, work_us) if self.cores is not None else ready_us + work_us
 
-    def read_request(self, free_us: list[float], ready_us: float) -> float:
+    def connection(self) -> ConnectionThreads:
+        """A new client connection's threads at this broker (free from the start)."""
+        p = self.params
+        legs = (
+            wakeup_leg(p.selector_wakeup_us, p.selector_request_us),
+            wakeup_leg(p.codec_wakeup_us, p.codec_request_us),
+        )
+        return ConnectionThreads([0.0, 0.0], legs)
+
+    def read_request(self, conn: ConnectionThreads, ready_us: float) -> float:
         """When a request of a client connection, in its socket from ``ready_us``, has been read: ``io_us``
         on the connection's selector thread, then its ``codec_share`` on the connection's codec thread, each
-        one request after another (``free_us``: when each is free, kept per connection by the caller); the
-        answer's write (``reply_us``) follows on the last of them, before its next request."""
+        one request after another (``conn``: the connection's threads, kept per connection by the caller; a
+        thread that is a leg of a cost a wakeup and a cost a request, ``store.selector_wakeup_us`` and
+        ``codec_wakeup_us``, costs those instead); the answer's write (``reply_us``) follows on the last of
+        them, before its next request."""
         p = self.params
         read = p.io_us * (1.0 - p.codec_share)
-        done = self.run_cpu(max(ready_us, free_us[0]), read)
+        done = self._on_thread(conn, 0, ready_us, read)
         last = 0
         if p.codec_share > 0:
-            free_us[0], last = done, 1
-            done = self.run_cpu(max(done, free_us[1]), p.io_us - read)
-        free_us[last] = self.run_cpu(done, p.reply_us)
+            conn.free_us[0], last = done, 1
+            done = self._on_thread(conn, 1, done, p.io_us - read)
+        conn.free_us[last] = self.run_cpu(done, p.reply_us)
         return done
+
+    def _on_thread(self, conn: ConnectionThreads, i: int, ready_us: float, work_us: float) -> float:
+        """``work_us`` ready at ``ready_us`` on the connection's thread ``i`` (0: selector, 1: codec), after
+        its previous piece; or, where the thread is a leg, the leg's cost: when it ends."""
+        leg, joins = conn.legs[i], False
+        if leg is not None:
+            ready_us, work_us, joins = leg.piece(ready_us)
+        at = max(ready_us, conn.free_us[i])
+        start, end = self.cores.place(at, work_us) if self.cores is not None else (at, at + work_us)
+        if leg is not None:
+            leg.placed(start, end, joins)
+        return end
 
     def offer_us(self, arrival_us: int, wire_bytes: int) -> StoreAnswer:
         """:meth:`offer` at a time in microseconds (a hold defers it to the hold's end)."""

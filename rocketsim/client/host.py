@@ -21,6 +21,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from rocketsim.client.wakeups import WakeupLeg, wakeup_leg
 from rocketsim.rng import derive_key, uniform
 from rocketsim.scenario import Scenario
 
@@ -409,6 +410,9 @@ class ClientThreads:
     callback_us: float
     busy: dict[str, BusyIntervals]  # "worker", "selector" -> the thread's pieces placed
     submit_us: float = 0.0  # on the application's thread that calls send
+    # "worker", "selector" -> the thread as a leg of a cost a wakeup and a cost a piece, which replace its
+    # pieces' constant costs (producers.netty_*_wakeup_us: rocketsim.client.wakeups)
+    legs: dict[str, WakeupLeg] = field(default_factory=dict)
 
     def submit(self, due_us: float) -> float:
         """The send due at ``due_us`` handed to the executor by the application's thread: when."""
@@ -445,9 +449,16 @@ class ClientThreads:
         is done, for when the worker hands it over, and an answer read before it does not wait for it)."""
         if work_us <= 0:
             return ready_us
+        leg, joins = self.legs.get(name), False
+        if leg is not None:  # a cost a wakeup and a cost a piece instead of the share's
+            ready_us, work_us, joins = leg.piece(ready_us)
+            if work_us <= 0:
+                return ready_us
         busy = self.busy.setdefault(name, BusyIntervals())
         start, end = self.host.place(busy.room(ready_us, work_us), work_us, (self.producer, name))
         busy.add(start, end)
+        if leg is not None:
+            leg.placed(start, end, joins)
         return end
 
 
@@ -509,4 +520,13 @@ def client_threads(sc: Scenario, host: Host, producer: int) -> ClientThreads | N
         callback,
         {},
         submit,
+        {
+            name: leg
+            for name in ("worker", "selector")
+            if (
+                leg := wakeup_leg(
+                    getattr(p, f"netty_{name}_wakeup_us"), getattr(p, f"netty_{name}_request_us")
+                )
+            )
+        },
     )

@@ -25,7 +25,14 @@ import pyarrow as pa
 
 from rocketsim.broker import latency as bm
 from rocketsim.broker import store
-from rocketsim.broker.queue import BrokerStore, StoreAnswer, StoreCluster, carries_load, closed_outcome
+from rocketsim.broker.queue import (
+    BrokerStore,
+    ConnectionThreads,
+    StoreAnswer,
+    StoreCluster,
+    carries_load,
+    closed_outcome,
+)
 from rocketsim.client.backpressure import Backpressure, PermitGate
 from rocketsim.client.connection import (
     LOGGED_CATCHES,
@@ -166,7 +173,7 @@ class ProducerSimulation:
         self.threads = client_threads(sc, self.host, producer)  # ASYNC: its CPU beside the executor's
         self.call_us: dict[int, float] = {}  # send index -> when its next request starts (us), if known
         self.start_us: dict[tuple[int, int], int] = {}  # (send, attempt) -> its request's start (us)
-        self.conn_free_us: dict[str, list[float]] = {}  # broker -> when its connection's threads are free
+        self.broker_threads: dict[str, ConnectionThreads] = {}  # broker -> its connection's threads there
         p = sc.producers
         self.failures = FailureCpu(self.host, producer, p.failure_cpu_us, p.failure_log_cpu_us)
         self.version = p.version
@@ -266,7 +273,10 @@ class ProducerSimulation:
         ready = params.held_until(arrival_us)
         if params.connection_us <= 0:
             return ready
-        return int(broker_store.read_request(self.conn_free_us.setdefault(broker, [0.0, 0.0]), ready))
+        conn = self.broker_threads.get(broker) or self.broker_threads.setdefault(
+            broker, broker_store.connection()
+        )
+        return int(broker_store.read_request(conn, ready))
 
     def executor_queue_bound(self) -> int | None:
         """The bound of the queue ASYNC sends wait in (``producers.async_queue_bound``; None: unbounded)."""

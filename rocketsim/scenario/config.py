@@ -311,6 +311,18 @@ class ProducerConfig:
     # thread takes it: one thread for every producer of the shared host, one send after another (the
     # measured harness's dispatcher, `main`). Needs shared_host; 0: on the executor thread
     submit_cpu_share: float = field(default=0.0, metadata=_between(0, 1))
+    # the producer's Netty worker as a leg whose CPU a request falls as requests queue on it: a fixed cost
+    # a wakeup, microseconds, plus netty_worker_request_us for each piece (a request's way out, an answer's
+    # way in) the wakeup takes; one wakeup takes every piece queued on the thread when it runs
+    # (rocketsim.client.wakeups; NioEventLoop, NettyRemotingClient's defaultEventExecutorGroup). They
+    # replace the thread's part of netty_write_cpu_share and netty_read_cpu_share; fitted per thread from
+    # the real harness (docs/validation.md). Needs netty_write_cpu_share or netty_read_cpu_share; 0: its
+    # shares' constant cost a send (the model before it)
+    netty_worker_wakeup_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    netty_worker_request_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    # the same for the producer's Netty selector (NettyClientSelector_: the socket's flush and read)
+    netty_selector_wakeup_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    netty_selector_request_us: float = field(default=0.0, metadata=_between(0, 1e6))
     # the client's CPU per failed SYNC attempt on the thread that failed, microseconds: the exception
     # sendDefaultImpl catches, made with its stack trace, and its log events ("resend at once" with the
     # exception, the message) handed to the client's logger; run on the host's cores from the failure. A new
@@ -582,6 +594,17 @@ class StoreConfig:
     # codec thread (NettyEncoder). Measured: 0.48 (3.2 of 6.6 us a request). 0: one thread (the model
     # before it)
     codec_share: float = field(default=0.0, metadata=_between(0, 1))
+    # a connection's selector thread as a leg whose CPU a request falls as requests queue in the socket: a
+    # fixed cost a wakeup, microseconds, plus selector_request_us for each request the wakeup reads; one
+    # wakeup reads every request in the socket when it runs (rocketsim.client.wakeups; NioEventLoop). They
+    # replace the selector's part of io_us; fitted per thread from the real harness (docs/validation.md).
+    # Needs io_us; 0: io_us's constant cost a request (the model before it)
+    selector_wakeup_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    selector_request_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    # the same for the connection's codec thread (NettyServerCodecThread_: NettyDecoder, NettyServerHandler);
+    # they replace codec_share's part of io_us. Needs codec_share
+    codec_wakeup_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    codec_request_us: float = field(default=0.0, metadata=_between(0, 1e6))
     # the share of append_us a send thread runs before it takes putMessageLock, on its own thread of the
     # producers' host (SendMessageProcessor's handling, and CommitLog.asyncPutMessage's encoding, outside
     # the lock at 4.9.8); the rest runs under the lock on the commit-log writer. Measured per thread and

@@ -217,7 +217,23 @@ def _check_host(sc: Scenario) -> None:
             " (of send_cpu_us)"
         )
         _fail("producers.netty_write_cpu_share", rule, sc.producers.netty_write_cpu_share)
+    for thread in ("worker", "selector"):
+        if getattr(sc.producers, f"netty_{thread}_wakeup_us") > 0 and not (
+            sc.producers.netty_write_cpu_share or sc.producers.netty_read_cpu_share
+        ):
+            rule = "needs producers.netty_write_cpu_share or netty_read_cpu_share (the Netty thread's pieces)"
+            _fail(
+                f"producers.netty_{thread}_wakeup_us",
+                rule,
+                getattr(sc.producers, f"netty_{thread}_wakeup_us"),
+            )
     for name, model in sc.brokers.items():
+        if model.store.selector_wakeup_us > 0 and model.store.io_us <= 0:
+            rule = "needs store.io_us > 0 (the connection's reads)"
+            _fail(f"brokers.{name}.store.selector_wakeup_us", rule, model.store.selector_wakeup_us)
+        if model.store.codec_wakeup_us > 0 and model.store.codec_share <= 0:
+            rule = "needs store.codec_share > 0 (the connection's codec thread)"
+            _fail(f"brokers.{name}.store.codec_wakeup_us", rule, model.store.codec_wakeup_us)
         if model.store.on_producer_host and not sc.producers.shared_host:
             _fail(f"brokers.{name}.store.on_producer_host", "needs producers.shared_host = true", True)
         for key in ("unlocked_share", "reput_share"):

@@ -1,0 +1,26 @@
+"""Read the per-thread runs of the real harness (``NAME.summary.json`` and ``NAME.meta.json`` in one folder,
+``tests/data/realbroker-reruns/threads/runs``) for :mod:`rocketsim.calibration.wakeups`; the parsing is the
+core's, the files are read here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rocketsim.calibration.wakeups import ThreadRun, parse_thread_run
+from rocketsim.warehouse.calibration_inputs import read_text
+
+THREAD_RUNS = (
+    Path(__file__).resolve().parents[2] / "tests" / "data" / "realbroker-reruns" / "threads" / "runs"
+)
+LOAD_RUNS = ("lo_20000", "r40_40000", "r50_50000", "st_60000", "ov_72000")  # 20,000-72,000 sends/s
+
+
+def read_thread_runs(folder: str | Path = THREAD_RUNS, names: Sequence[str] = LOAD_RUNS) -> list[ThreadRun]:
+    """The runs ``names`` of ``folder``; a missing or bad file raises ``MeasurementError`` naming it."""
+    out = []
+    for name in names:
+        summary = str(Path(folder) / f"{name}.summary.json")
+        meta = str(Path(folder) / f"{name}.meta.json")
+        out.append(parse_thread_run(name, read_text(summary), read_text(meta), summary))
+    return out

@@ -319,9 +319,11 @@ class ProducerConfig:
     # the real harness (docs/validation.md). Needs netty_write_cpu_share or netty_read_cpu_share; 0: its
     # shares' constant cost a send (the model before it)
     netty_worker_wakeup_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    # the Netty worker's CPU for each piece a wakeup takes, microseconds (with netty_worker_wakeup_us)
     netty_worker_request_us: float = field(default=0.0, metadata=_between(0, 1e6))
     # the same for the producer's Netty selector (NettyClientSelector_: the socket's flush and read)
     netty_selector_wakeup_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    # the Netty selector's CPU for each piece a wakeup takes, microseconds (with netty_selector_wakeup_us)
     netty_selector_request_us: float = field(default=0.0, metadata=_between(0, 1e6))
     # the client's CPU per failed SYNC attempt on the thread that failed, microseconds: the exception
     # sendDefaultImpl catches, made with its stack trace, and its log events ("resend at once" with the
@@ -600,10 +602,12 @@ class StoreConfig:
     # replace the selector's part of io_us; fitted per thread from the real harness (docs/validation.md).
     # Needs io_us; 0: io_us's constant cost a request (the model before it)
     selector_wakeup_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    # the selector's CPU for each request a wakeup reads, microseconds (with selector_wakeup_us)
     selector_request_us: float = field(default=0.0, metadata=_between(0, 1e6))
     # the same for the connection's codec thread (NettyServerCodecThread_: NettyDecoder, NettyServerHandler);
     # they replace codec_share's part of io_us. Needs codec_share
     codec_wakeup_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    # the codec thread's CPU for each request a wakeup takes, microseconds (with codec_wakeup_us)
     codec_request_us: float = field(default=0.0, metadata=_between(0, 1e6))
     # the share of append_us a send thread runs before it takes putMessageLock, on its own thread of the
     # producers' host (SendMessageProcessor's handling, and CommitLog.asyncPutMessage's encoding, outside

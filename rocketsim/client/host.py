@@ -400,7 +400,9 @@ class ClientThreads:
     decoding on the worker (``processResponseCommand``), then the callback on a callback executor thread
     (``executeInvokeCallback``: the public executor of ``clientCallbackExecutorThreads``). Each thread
     takes its pieces one after another on the host's cores (a fair host counts it while it has work); the
-    total per send stays ``send_cpu_us``."""
+    total per send stays ``send_cpu_us``, unless the worker or the selector is a leg of a cost a wakeup and a
+    cost a piece (``legs``, ``producers.netty_*_wakeup_us``: :mod:`rocketsim.client.wakeups`), which then
+    costs those instead of its shares."""
 
     host: Host
     producer: int

@@ -169,7 +169,7 @@ def test_the_fit_recovers_known_constants_from_the_cpu_a_send_they_give() -> Non
         us = {}
         for leg in LEGS:
             lam = np.array([leg.pieces * rate / 2 / 1e6])
-            us[leg.group] = float(leg_cost_us(5.0 + i % 2 * 0, 0.8, leg.pieces, lam, np.array([s]))[0])
+            us[leg.group] = float(leg_cost_us(5.0, 0.8, leg.pieces, lam, np.array([s]))[0])
         runs.append(ThreadRun(f"r{i}", rate, 2, us, {leg.group: s for leg in LEGS}))
     for fit in fit_legs(runs):
         assert fit.wakeup_us == pytest.approx(5.0, rel=0.01)

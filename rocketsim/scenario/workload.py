@@ -253,6 +253,7 @@ def _messages(
     props = _properties_sizes(mix, kinds.mtype, tag_idx, key_len, delay, extra_props)
     in_batch, block_first = kinds.in_batch, kinds.block_first
     batch_size = np.where(in_batch, np.minimum(wl.batch_size, share.messages - block_first), 1)
+    reserved_col = pa.nulls(n, pa.string()) if reserved is None else pa.array(reserved, pa.string())
     cols = {
         "producer": pa.array(np.full(n, share.producer, np.int32)),
         "seq": pa.array(seqs),
@@ -271,12 +272,17 @@ def _messages(
         "born_ts_ms": pa.array(born),
         "batch_id": pa.array(np.where(in_batch, block_first, 0), mask=~in_batch),
         "batch_size": pa.array(batch_size.astype(np.int32)),
-        "order_key": pc.if_else(
-            kinds.mtype == MESSAGE_TYPES.index("ordered"), pc.take(mix.order_names, order_idx), None
-        ),
-        "reserved_property": pa.array(reserved, pa.string()),
+        "order_key": _order_keys(mix, kinds.mtype == MESSAGE_TYPES.index("ordered"), order_idx),
+        "reserved_property": reserved_col,
     }
     return pa.RecordBatch.from_pydict(cols, schema=CODED_SCHEMA)
+
+
+def _order_keys(mix: _Mix, ordered: np.ndarray, order_idx: np.ndarray) -> pa.Array:
+    """The selector's key of each ordered message (null for the others)."""
+    if not ordered.any():
+        return pa.nulls(ordered.size, pa.string())
+    return pc.if_else(ordered, pc.take(mix.order_names, order_idx), None)
 
 
 def _kinds(
@@ -315,10 +321,10 @@ def _invalid_messages(
     n: int,
     topic_col: pa.Array,
     body: np.ndarray,
-) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[pa.Array, np.ndarray, np.ndarray | None, np.ndarray]:
     """Messages made invalid on purpose (``workload.invalid``: which kind, if any): (topics, body sizes,
-    reserved property names (None: none), extra properties bytes)."""
-    reserved: np.ndarray = np.full(n, None, dtype=object)
+    reserved property names (None: none; the array None: no row has one), extra properties bytes)."""
+    reserved: np.ndarray | None = None
     extra_props = np.zeros(n, np.int64)
     if mix.invalid_total <= 0:
         return topic_col, body, reserved, extra_props
@@ -338,7 +344,8 @@ def _invalid_messages(
             # one user property "BIG" whose value makes the whole string too long
             extra_props = np.where(hit, len("BIG") + 2 + OVERSIZE_PROPERTY_BYTES, extra_props)
         elif name == "reserved_property":
-            reserved = np.where(hit, RESERVED_PROPERTY, reserved)
+            before = np.full(n, None, object) if reserved is None else reserved
+            reserved = np.where(hit, RESERVED_PROPERTY, before)
     return topic_col, body, reserved, extra_props
 
 

@@ -180,15 +180,15 @@ class _Simulated:
         if plan.runs(GENERATE):  # its names, were there no message
             self.counts.append(reconcile.message_counts(MESSAGES_DATA.empty_table()))
 
-    def messages(self, messages: pa.Table, coded: pa.Table | None = None) -> None:
-        """Messages: generated ones written (unless summaries only) and counted, committed ones counted;
-        ``coded``: the same as drawn (:func:`rocketsim.stage.tables.coded_message_chunks`), written
-        instead."""
+    def messages(self, messages: pa.Table) -> None:
+        """Messages: generated ones written (unless summaries only) and counted, committed ones counted
+        (their string columns strings, or dictionary arrays as drawn:
+        :func:`rocketsim.stage.tables.coded_message_chunks`)."""
         if not self.plan.runs(GENERATE):
             self.counts.append(reconcile.message_counts(messages, "read"))
             return
         if self.sinks is not None and self.sinks.messages is not None:
-            self.sinks.messages.write(messages if coded is None else coded)
+            self.sinks.messages.write(messages)
         self.counts.append(reconcile.message_counts(messages))
 
     def rows(self, chunks: Iterator[ProducerTables]) -> None:
@@ -266,11 +266,10 @@ def _generated_chunks(
 ) -> Iterator[pa.Table]:
     """A large producer's messages a chunk at a time: generated (and written and counted), or its
     committed ones (read whole, and counted) cut into chunks."""
-    if plan.runs(GENERATE):
+    if plan.runs(GENERATE):  # as drawn: the engine reads their codes and hands on their strings
         for coded in coded_message_chunks(sc, share, plan.chunk_rows):
-            messages = coded.cast(MESSAGES_DATA)
-            state.messages(messages, coded)
-            yield from _cut(messages, plan.chunk_rows)
+            state.messages(coded)
+            yield from _cut(coded, plan.chunk_rows)
         return
     messages = read_producer_rows(io.committed, "messages", share.producer, MESSAGES_DATA)
     state.messages(messages)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from rocketsim import engine
@@ -154,6 +155,8 @@ class ProducerSinks:
         self.other = io.scratch.grouped_sink(
             scratch_key(OTHER_HALVES, task), broker_side.HALF_RESULTS, brokers
         )
+        # only a transactional message has halves: without any, each part of other halves is empty
+        self.halves = sc.workload.message_types.get("transaction", 0) > 0
 
     def all(self) -> list:
         sinks = (self.messages, self.attempts, self.unstored, self.transactions, self.results, self.log)
@@ -165,7 +168,10 @@ class ProducerSinks:
         rows, brokers = tables.stored_result_rows()
         self.results.write(scratch_results(tables.results, rows), brokers, rows)
         self.log.write(scratch_log(tables.log, self.log_schema), tables.log_broker)
-        self.other.write(*tables.other_half_results())
+        if self.halves:
+            self.other.write(*tables.other_half_results())
+        else:
+            self.other.write(broker_side.HALF_RESULTS.empty_table(), np.zeros(0, np.int64))
 
 
 class _Simulated:

@@ -3,6 +3,7 @@ names, and the mirrored definitions that must agree."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
@@ -348,3 +349,66 @@ def test_prepare_a_chunk_at_a_time_gives_the_whole_runs_sends() -> None:
     names = np.array(topics, object)[np.concatenate([p.s_topic for p in parts])]
     assert (names == np.array(whole.topics, object)[whole.s_topic]).all()
     assert sum(len(p.reject_text) for p in parts) == len(whole.reject_text) > 0
+
+
+def test_prepare_reads_the_generators_codes_as_it_reads_their_strings() -> None:
+    """Messages given as drawn (string columns as dictionary arrays, ``generate_producer(coded=True)``), a
+    chunk at a time: the same sends, topic ids, rejections and (string) message rows as the strings give."""
+    import dataclasses
+
+    import numpy as np
+
+    from rocketsim.engine.plan import batch_aligned
+
+    sc = scenario_from_mapping(
+        {
+            "seed": 5,
+            "cluster": {"brokers": ["broker-a"], "write_queues": 2},
+            "producers": {"count": 1, "threads": 2, "send_mode": {"sync": 1, "async": 1, "oneway": 1}},
+            "workload": {
+                "messages": 600,
+                "topics": ["TopicA", "TopicB", "TopicC"],
+                "message_types": {"normal": 0.5, "batch": 0.2, "ordered": 0.2, "transaction": 0.1},
+                "batch_size": 4,
+                "invalid": {"bad_topic": 0.02, "empty_body": 0.02},
+            },
+        }
+    )
+    share = workload.producer_shares(sc)[0]
+    coded = list(workload.generate_producer(sc, share, batch_rows=53, coded=True))
+    strings = list(workload.generate_producer(sc, share, batch_rows=53))
+    assert pa.types.is_dictionary(coded[0].schema.field("topic").type)
+    by_strings: list[str] = []
+    by_codes: list[str] = []
+    plain = [prepare(c, sc, by_strings) for c in batch_aligned(strings)]
+    drawn = [prepare(c, sc, by_codes) for c in batch_aligned(coded)]
+    assert by_codes == by_strings and len(drawn) == len(plain) > 1
+    for a, b in zip(plain, drawn, strict=True):
+        for f in dataclasses.fields(a):
+            x, y = getattr(a, f.name), getattr(b, f.name)
+            if isinstance(x, np.ndarray):
+                assert np.array_equal(x, y), f.name
+            elif isinstance(x, pa.Table):
+                assert x.equals(y, check_metadata=True), f.name
+            else:
+                assert x == y, f.name
+    assert sum(len(p.reject_text) for p in drawn) > 0
+
+
+def test_codes_of_a_dictionary_array_are_those_of_its_strings() -> None:
+    """A dictionary's unused, repeated and null values: the codes (and values) ``pc.dictionary_encode`` of
+    the strings gives, in the order of their first rows."""
+    import numpy as np
+
+    from rocketsim.engine.plan.sends import _codes
+
+    values = pa.array(["z", "a", None, "b", "a"], pa.string())
+    indices = pa.array([3, 1, None, 4, 2, 3, 0, 1], pa.int32())
+    coded = pa.DictionaryArray.from_arrays(indices, values)
+    idx, names = _codes(coded)
+    want_idx, want_names = _codes(coded.cast(pa.string()))
+    assert names == want_names == ["b", "a", "z"]
+    assert np.array_equal(idx, want_idx) and idx.tolist() == [0, 1, -1, 1, -1, 0, 2, 1]
+    assert np.array_equal(
+        _codes(coded, ("a", "b", "c"))[0], _codes(coded.cast(pa.string()), ("a", "b", "c"))[0]
+    )

@@ -228,3 +228,20 @@ def test_counts_of_committed_results_include_their_store_columns(
     whole = reconcile.result_counts(unstored, "read")
     assert whole["send_results.read"] == unstored.num_rows and whole["send_results.with_offset"] == 0
     assert whole["send_results.halves"] == 0  # none points at a record
+
+
+def test_message_counts_of_the_generators_codes_are_those_of_its_strings() -> None:
+    """Messages as drawn (dictionary arrays, two chunks with dictionaries that differ: one holds
+    "transaction" twice, the other not at all) are counted as their strings are."""
+    types = pa.chunked_array(
+        [
+            pa.DictionaryArray.from_arrays(
+                pa.array([0, 1, 2, None, 1], pa.int32()), pa.array(["normal", "transaction", "transaction"])
+            ),
+            pa.DictionaryArray.from_arrays(pa.array([0, 0], pa.int32()), pa.array(["delay"])),
+        ]
+    )
+    coded = pa.table({"producer": pa.array([0] * 7, pa.int32()), "seq": range(7), "message_type": types})
+    strings = coded.set_column(2, "message_type", types.cast(pa.string()))
+    assert reconcile.message_counts(coded) == reconcile.message_counts(strings)
+    assert reconcile.message_counts(coded)["messages.transaction"] == 3

@@ -17,6 +17,7 @@ from rocketsim.scenario.workload import (
     generate_producer,
     producer_identity,
     producer_shares,
+    seq_keys,
     uniq_ids,
 )
 
@@ -208,3 +209,28 @@ def test_delay_levels_of_any_size_are_sized_by_their_decimal_length(level: int, 
     for row, base in zip(rows, one_digit, strict=True):
         assert row["properties_size"] == codec.properties_size(_properties(row, "grp_1"))
         assert row["properties_size"] - base["properties_size"] == digits - 1
+
+
+@pytest.mark.parametrize(
+    ("prefix", "lo", "hi"),
+    [
+        ("k0-", 5_000_000, 5_131_072),  # a chunk of a large producer: made from buffers
+        ("k1-", 999_990, 1_000_020),  # from buffers: six digits, then seven
+        ("k12-", 9_999_990, 10_000_010),  # from buffers: seven digits, then eight (12-byte keys)
+        ("k1-", 99_995, 100_020),  # a key shorter than 8 bytes: joined
+        ("k3-", 99_999_000, 100_000_100),  # past eight digits: joined
+        ("k65535-", 9, 20_000),  # a 7-byte prefix, one digit to five: joined
+        ("kß-", 998, 1001),  # a prefix of 4 bytes, not 3 characters
+        ("", 0, 12),
+        ("k7-", 5, 5),
+    ],
+)
+def test_seq_keys_are_the_prefix_joined_to_each_seq(prefix: str, lo: int, hi: int) -> None:
+    import pyarrow.compute as pc
+
+    want = pc.binary_join_element_wise(
+        prefix, pc.cast(pa.array(np.arange(lo, hi, dtype=np.int64)), pa.string()), ""
+    )
+    got = seq_keys(prefix, lo, hi)
+    got.validate(full=True)
+    assert got.equals(want)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from rocketsim import engine
@@ -154,6 +155,8 @@ class ProducerSinks:
         self.other = io.scratch.grouped_sink(
             scratch_key(OTHER_HALVES, task), broker_side.HALF_RESULTS, brokers
         )
+        # only a transactional message has halves: without any, each part of other halves is empty
+        self.halves = sc.workload.message_types.get("transaction", 0) > 0
 
     def all(self) -> list:
         sinks = (self.messages, self.attempts, self.unstored, self.transactions, self.results, self.log)
@@ -165,7 +168,10 @@ class ProducerSinks:
         rows, brokers = tables.stored_result_rows()
         self.results.write(scratch_results(tables.results, rows), brokers, rows)
         self.log.write(scratch_log(tables.log, self.log_schema), tables.log_broker)
-        self.other.write(*tables.other_half_results())
+        if self.halves:
+            self.other.write(*tables.other_half_results())
+        else:
+            self.other.write(broker_side.HALF_RESULTS.empty_table(), np.zeros(0, np.int64))
 
 
 class _Simulated:
@@ -180,15 +186,15 @@ class _Simulated:
         if plan.runs(GENERATE):  # its names, were there no message
             self.counts.append(reconcile.message_counts(MESSAGES_DATA.empty_table()))
 
-    def messages(self, messages: pa.Table, coded: pa.Table | None = None) -> None:
-        """Messages: generated ones written (unless summaries only) and counted, committed ones counted;
-        ``coded``: the same as drawn (:func:`rocketsim.stage.tables.coded_message_chunks`), written
-        instead."""
+    def messages(self, messages: pa.Table) -> None:
+        """Messages: generated ones written (unless summaries only) and counted, committed ones counted
+        (their string columns strings, or dictionary arrays as drawn:
+        :func:`rocketsim.stage.tables.coded_message_chunks`)."""
         if not self.plan.runs(GENERATE):
             self.counts.append(reconcile.message_counts(messages, "read"))
             return
         if self.sinks is not None and self.sinks.messages is not None:
-            self.sinks.messages.write(messages if coded is None else coded)
+            self.sinks.messages.write(messages)
         self.counts.append(reconcile.message_counts(messages))
 
     def rows(self, chunks: Iterator[ProducerTables]) -> None:
@@ -266,11 +272,10 @@ def _generated_chunks(
 ) -> Iterator[pa.Table]:
     """A large producer's messages a chunk at a time: generated (and written and counted), or its
     committed ones (read whole, and counted) cut into chunks."""
-    if plan.runs(GENERATE):
+    if plan.runs(GENERATE):  # as drawn: the engine reads their codes and hands on their strings
         for coded in coded_message_chunks(sc, share, plan.chunk_rows):
-            messages = coded.cast(MESSAGES_DATA)
-            state.messages(messages, coded)
-            yield from _cut(messages, plan.chunk_rows)
+            state.messages(coded)
+            yield from _cut(coded, plan.chunk_rows)
         return
     messages = read_producer_rows(io.committed, "messages", share.producer, MESSAGES_DATA)
     state.messages(messages)

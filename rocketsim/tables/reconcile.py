@@ -20,7 +20,7 @@ from rocketsim.engine.plan import ONEWAY_SENT
 from rocketsim.errors import RocketSimError
 from rocketsim.stage.graph import STAGES, written
 from rocketsim.tables import schemas
-from rocketsim.tables.grouping import pack_keys, string_codes
+from rocketsim.tables.grouping import bools, pack_keys, string_codes
 
 
 class ReconciliationError(RocketSimError, RuntimeError):
@@ -243,8 +243,22 @@ def message_counts(messages: pa.Table, rows: str = "made") -> dict[str, int]:
     """A producer's messages: rows, keys, and transactional messages."""
     out = _rows("messages", messages, rows)
     if "message_type" in messages.column_names:
-        out["messages.transaction"] = _count(pc.equal(messages.column("message_type"), "transaction"))
+        out["messages.transaction"] = _count_equal(messages.column("message_type"), "transaction")
     return out
+
+
+def _count_equal(column: pa.ChunkedArray, value: str) -> int:
+    """Rows of a string column equal to ``value``; given as dictionary arrays (the generator's codes), counted
+    by their codes (comparing them as strings decodes every row first)."""
+    if not pa.types.is_dictionary(column.type):
+        return _count(pc.equal(column, value))
+    total = 0
+    for chunk in column.chunks:
+        hits = np.flatnonzero(bools(pc.equal(chunk.dictionary, value)))
+        if hits.size:
+            codes = np.asarray(chunk.indices.drop_null(), np.int64)
+            total += int(np.bincount(codes, minlength=len(chunk.dictionary))[hits].sum())
+    return total
 
 
 def attempt_counts(attempts: pa.Table, rows: str = "made") -> dict[str, int]:

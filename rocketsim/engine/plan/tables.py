@@ -24,7 +24,7 @@ from rocketsim.engine.plan.kinds import (
     SimOutput,
     Status,
 )
-from rocketsim.engine.plan.sends import Prepared
+from rocketsim.engine.plan.sends import Prepared, as_strings
 from rocketsim.scenario import workload
 
 # ---- the output: what an engine decided, as the two tables ---------------------------------------
@@ -336,12 +336,13 @@ def build_tables(prep: Prepared, out: EngineOutput) -> SimOutput:
 
 
 def gather_chunks(chunks: Iterable[pa.Table | pa.RecordBatch]) -> tuple[pa.Table, list[int]]:
-    """One producer's messages given in chunks, as one table, and the row where each chunk ends."""
+    """One producer's messages given in chunks, as one table (string columns given as dictionary arrays
+    as strings, :func:`as_strings`), and the row where each chunk ends."""
     tables, ends, n = [], [], 0
     for chunk in chunks:
         table = chunk if isinstance(chunk, pa.Table) else pa.Table.from_batches([chunk])
         if table.num_rows:
-            tables.append(table)
+            tables.append(as_strings(table))
             n += table.num_rows
             ends.append(n)
     if not tables:

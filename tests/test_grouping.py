@@ -174,3 +174,23 @@ def test_take_rows_equals_take_over_many_batches() -> None:
     assert grouping.take_rows(single, np.array([3, 0])).equals(single.take([3, 0]))
     with pytest.raises(IndexError):
         grouping.take_rows(table, np.array([table.num_rows]))
+
+
+def test_string_columns_given_as_codes_compare_count_and_cast_as_the_strings() -> None:
+    """A broker task's string columns may be dictionary arrays (their codes kept to the Parquet writer):
+    ``is_value`` gives the rows the strings give, ``keeping_codes`` casts the rest and keeps the codes,
+    ``single_values_coded`` codes only a column of one value and no null."""
+    strings = pa.chunked_array([["a", None, "b", "a"], ["b", "b"]], pa.string())
+    coded = pa.chunked_array([c.dictionary_encode() for c in strings.chunks])
+    plain = [v == "b" for v in strings.to_pylist()]
+    assert grouping.is_value(strings, "b").tolist() == plain == grouping.is_value(coded, "b").tolist()
+    schema = pa.schema([pa.field("s", pa.string()), pa.field("n", pa.int64())])
+    table = pa.table({"s": coded, "n": pa.array(range(6), pa.int32())})
+    kept = grouping.keeping_codes(table, schema)
+    assert kept.schema.field("s").type == coded.type and kept.schema.field("n").type == pa.int64()
+    assert kept.cast(schema).equals(pa.table({"s": strings, "n": pa.array(range(6), pa.int64())}))
+    one = pa.table({"a": ["x"] * 3, "b": ["x", "y", "x"], "c": ["x", None, "x"]})
+    made = grouping.single_values_coded(one, ["a", "b", "c"])
+    assert pa.types.is_dictionary(made.schema.field("a").type)
+    assert made.schema.field("b").type == made.schema.field("c").type == pa.string()
+    assert made.cast(one.schema).equals(one)

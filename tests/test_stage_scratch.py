@@ -13,10 +13,12 @@ import pyarrow.compute as pc
 import pytest
 from conftest import MIXED
 
+from rocketsim.broker import store
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.stage import tables
 from rocketsim.stage.memory import TableSource
 from rocketsim.stage.scratch import (
+    CODED_LOG,
     MOVED_COLUMNS,
     RESULTS_CORE,
     RESULTS_SCRATCH,
@@ -60,6 +62,25 @@ def test_a_brokers_records_come_back_whole(mixed: Scenario, producer: tables.Pro
         written = scratch_log(records, schema)
         assert written.schema.equals(schema) and written.num_columns < records.num_columns
         _same_rows(broker_log(TableSource(written), schema, name), records)
+
+
+def test_a_brokers_records_taken_as_codes_are_the_same_rows(
+    mixed: Scenario, producer: tables.ProducerTables
+) -> None:
+    """A broker task takes ``broker`` and ``store_topic`` as dictionary arrays (CODED_LOG): the same rows
+    as strings, whatever rows are taken; a slice or the whole still gives strings."""
+    schema = log_scratch_schema(mixed)
+    b = 1
+    records = producer.log.filter(pa.array(producer.log_broker == b))
+    written = TableSource(scratch_log(records, schema))
+    source = broker_log(written, schema, mixed.cluster.brokers[b], CODED_LOG)
+    assert pc.any(pc.equal(records.column("store_topic"), store.HALF_TOPIC)).as_py()  # topics differ
+    rows = np.random.default_rng(5).permutation(records.num_rows)[: records.num_rows // 2]
+    taken = source.take(rows, records.column_names)
+    assert all(pa.types.is_dictionary(taken.schema.field(c).type) for c in CODED_LOG)
+    assert len(taken.column("broker").chunk(0).dictionary) == 1
+    assert taken.cast(records.schema).equals(records.take(pa.array(rows)))
+    assert source.slice(2, 7).equals(records.slice(2, 7))
 
 
 def test_without_delay_or_transaction_messages_the_moved_columns_stay_out(

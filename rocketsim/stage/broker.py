@@ -34,6 +34,7 @@ from rocketsim.stage.protocols import (
     write_whole,
 )
 from rocketsim.stage.scratch import (
+    CODED_LOG,
     RESULTS_CORE,
     RESULTS_SCRATCH,
     broker_log,
@@ -42,9 +43,14 @@ from rocketsim.stage.scratch import (
 )
 from rocketsim.stage.tables import BrokerFold, BrokerTables
 from rocketsim.tables import reconcile, schemas
+from rocketsim.tables.grouping import single_values_coded
 from rocketsim.tables.schemas import BROKER_SIDE, SIMULATE
 
 COMMIT_LOG_DATA = schemas.data_schema(schemas.COMMIT_LOG)
+# string columns often of one value in a part (one message type, one broker, every send SEND_OK and sync):
+# such a part's column is written as a dictionary of that value (rocketsim.tables.grouping)
+SINGLE_LOG = ("message_type",)
+SINGLE_RESULTS = ("broker", "status", "send_mode")
 _LOG_READ = tuple(n for n in COMMIT_LOG_DATA.names if n != "offset_msg_id")
 
 
@@ -56,7 +62,8 @@ def broker_task(sc: Scenario, plan: StagePlan, io: StageIO, b: int, producer_tas
         tasks = range(producer_tasks)
         schema = log_scratch_schema(sc)
         log_keys = [scratch_key(LOG, t) for t in tasks]
-        log = broker_log(io.scratch.group_source(log_keys, b, schema, n), schema, sc.cluster.brokers[b])
+        source = io.scratch.group_source(log_keys, b, schema, n)
+        log = broker_log(source, schema, sc.cluster.brokers[b], coded=CODED_LOG)
         keys = [scratch_key(RESULTS, t) for t in tasks]
         results = broker_results(io.scratch.group_source(keys, b, RESULTS_SCRATCH, n))
         keys = [scratch_key(OTHER_HALVES, t) for t in tasks]
@@ -99,6 +106,7 @@ def _numbered(
         if pointed.results != total:
             raise AssertionError("send_results rows and the commit-log records they point at do not pair up")
         for part, rows in store.numbered_parts(log, sc, plan.chunk_rows):
+            part = single_values_coded(part, SINGLE_LOG)
             log_sink.write(part)
             parts.append(reconcile.log_counts(part))
             fold.add_log(part)
@@ -115,7 +123,7 @@ def _numbered(
                 rows = order[at : at + plan.chunk_rows]
                 chunk = results.take(rows, RESULTS_CORE.names)
             last = _after(chunk, last)
-            completed = pointed.attach(chunk, rows)
+            completed = single_values_coded(pointed.attach(chunk, rows), SINGLE_RESULTS)
             results_sink.write(completed)
             parts.append(reconcile.stored_result_counts(completed))
             fold.add_results(completed)

@@ -71,18 +71,30 @@ def scratch_results(results: pa.Table, stored: np.ndarray) -> pa.Table:
     return results.select(RESULTS_SCRATCH.names)
 
 
-def broker_log(source: RowSource, schema: pa.Schema, broker: str) -> FilledRows:
+# the records' columns a broker task takes as dictionary arrays (broker_log's ``coded``): read by its
+# numbering, its counts, its broker side and the Parquet writer, each of which would encode them again
+CODED_LOG = ("broker", "store_topic")
+
+
+def broker_log(source: RowSource, schema: pa.Schema, broker: str, coded: Sequence[str] = ()) -> FilledRows:
     """Broker ``broker``'s records from the scratch (``source``: rows of :func:`log_scratch_schema`'s
-    ``schema``) as ``LOG_COLUMNS`` rows: its name on every row, the moved columns null."""
+    ``schema``) as ``LOG_COLUMNS`` rows: its name on every row, the moved columns null; the string columns
+    ``coded`` (of :data:`CODED_LOG`) taken as dictionary arrays (:class:`FilledRows`)."""
     made = _Constant(broker, [f for f in store.LOG_COLUMNS if f.name not in schema.names])
-    return FilledRows(source, schema, store.LOG_COLUMNS, lambda rows, name: made.column(rows.num_rows, name))
+
+    def column(rows: pa.Table, name: str, as_codes: bool) -> pa.Array | pa.ChunkedArray:
+        if name == "broker" and as_codes:  # one value: codes 0, no string made or encoded
+            return pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows.num_rows, np.int32)), [broker])
+        return made.column(rows.num_rows, name)
+
+    return FilledRows(source, schema, store.LOG_COLUMNS, column, coded=coded)
 
 
 def broker_results(source: RowSource) -> FilledRows:
     """Results from the scratch (``source``: rows of :data:`RESULTS_SCRATCH`) as :data:`RESULTS_CORE`
     rows: :data:`DERIVED_RESULTS` made again, no error."""
 
-    def made(rows: pa.Table, name: str) -> pa.Array | pa.ChunkedArray:
+    def made(rows: pa.Table, name: str, as_codes: bool) -> pa.Array | pa.ChunkedArray:
         if name == UNSTORED_ERROR:
             return pa.nulls(rows.num_rows, RESULTS_CORE.field(name).type)
         a, b = DERIVED_RESULTS[name]
@@ -93,19 +105,24 @@ def broker_results(source: RowSource) -> FilledRows:
 
 class FilledRows:
     """A :class:`rocketsim.stage.protocols.RowSource` of ``full``'s rows over ``source`` (rows of
-    ``stored``, some of ``full``'s columns): a column ``stored`` has not is ``made(rows, name)`` of the
-    stored columns taken (with those it ``needs``), made only when asked for."""
+    ``stored``, some of ``full``'s columns): a column ``stored`` has not is ``made(rows, name,
+    as_codes)`` of the stored columns taken (with those it ``needs``), made only when asked for.
+    :meth:`take` gives the string columns ``coded`` as dictionary arrays (a stored one encoded once a
+    take; a made one asked ``as_codes``), for readers that would encode them again; a slice or the whole
+    gives strings."""
 
     def __init__(
         self,
         source: RowSource,
         stored: pa.Schema,
         full: pa.Schema,
-        made: Callable[[pa.Table, str], pa.Array | pa.ChunkedArray],
+        made: Callable[[pa.Table, str, bool], pa.Array | pa.ChunkedArray],
         needs: Mapping[str, Sequence[str]] | None = None,
+        coded: Sequence[str] = (),
     ) -> None:
         self.source, self.stored, self.full, self.made = source, stored, full, made
         self.needs = needs or {}
+        self.coded = frozenset(coded)
 
     @property
     def num_rows(self) -> int:
@@ -116,7 +133,9 @@ class FilledRows:
 
     def take(self, rows: np.ndarray, columns: Sequence[str]) -> pa.Table:
         wanted = set(columns).union(*(self.needs.get(c, ()) for c in columns))
-        return self._filled(self.source.take(rows, [c for c in self.stored.names if c in wanted]), columns)
+        return self._filled(
+            self.source.take(rows, [c for c in self.stored.names if c in wanted]), columns, self.coded
+        )
 
     def slice(self, start: int, length: int) -> pa.Table:
         return self._filled(self.source.slice(start, length), self.full.names)
@@ -127,13 +146,22 @@ class FilledRows:
     def let_go(self) -> None:
         self.source.let_go()
 
-    def _filled(self, rows: pa.Table, columns: Sequence[str]) -> pa.Table:
-        """``columns`` of ``rows`` (stored columns), those it has not made."""
+    def _filled(
+        self, rows: pa.Table, columns: Sequence[str], coded: frozenset[str] = frozenset()
+    ) -> pa.Table:
+        """``columns`` of ``rows`` (stored columns), those it has not made; those ``coded`` as dictionary
+        arrays (the others' ``made`` strings)."""
         have = set(rows.column_names)
-        return pa.table(
-            {c: rows.column(c) if c in have else self.made(rows, c) for c in columns},
-            schema=pa.schema([self.full.field(c) for c in columns]),
-        )
+        out = {}
+        for c in columns:
+            if c not in have:
+                out[c] = self.made(rows, c, c in coded)
+            elif c in coded:
+                out[c] = pc.dictionary_encode(rows.column(c).combine_chunks())
+            else:
+                out[c] = rows.column(c)
+        fields = [self.full.field(c) for c in columns]
+        return pa.table(out, schema=pa.schema([f.with_type(out[f.name].type) for f in fields]))
 
 
 class _Constant:

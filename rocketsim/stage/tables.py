@@ -17,14 +17,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from rocketsim import engine
 from rocketsim.broker import side as broker_side
 from rocketsim.broker import store
 from rocketsim.scenario import Scenario, workload
 from rocketsim.tables import schemas, summaries
-from rocketsim.tables.grouping import regroup
+from rocketsim.tables.grouping import is_value, regroup
 from rocketsim.tables.summaries import SummaryAggregates
 
 MESSAGES_DATA = schemas.data_schema(schemas.MESSAGES)
@@ -224,6 +223,7 @@ def without_records(
 
 # the parts a BrokerFold keeps of each kind of sums before it adds them up
 FOLD_PARTS = 64
+_LOG_DATA = schemas.data_schema(schemas.COMMIT_LOG)
 
 
 class BrokerFold:
@@ -245,7 +245,9 @@ class BrokerFold:
     def add_log(self, part: pa.Table) -> None:
         self._storage.append(broker_side.storage_partials(part, self.window_ms))
         self._deliveries.append(broker_side.record_deliveries(part))
-        self._halves.append(part.filter(pc.equal(part.column("store_topic"), store.HALF_TOPIC)))
+        halves = is_value(part.column("store_topic"), store.HALF_TOPIC)  # the part's columns may be codes
+        if halves.any():
+            self._halves.append(part.filter(pa.array(halves)).cast(_LOG_DATA))
         if len(self._storage) >= FOLD_PARTS:  # sums of sums: the same tables
             storage = pa.concat_tables(self._storage)
             self._storage = [regroup(storage, STORAGE_KEYS, ("messages", "store_bytes", "index_new"), (), ())]
@@ -255,8 +257,11 @@ class BrokerFold:
             ]
 
     def add_results(self, part: pa.Table) -> None:
-        at_halves = pc.fill_null(pc.equal(part.column("store_topic"), store.HALF_TOPIC), False)
-        self._results.append(part.filter(at_halves).select(list(broker_side.HALF_RESULT_COLUMNS)))
+        at_halves = is_value(part.column("store_topic"), store.HALF_TOPIC)
+        if at_halves.any():
+            self._results.append(
+                part.filter(pa.array(at_halves)).select(list(broker_side.HALF_RESULT_COLUMNS))
+            )
 
     def storage(self, window_ms: int) -> pa.Table:
         """Its ``broker_storage`` rows (the window it was made with)."""

@@ -58,6 +58,54 @@ def string_codes(*columns: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.A
     return np.concatenate(parts), names
 
 
+def is_value(column: pa.ChunkedArray | pa.Array, value: str) -> np.ndarray:
+    """Per row, whether a string (or dictionary of strings) column is ``value`` (null: False); a dictionary
+    array's few values compared, not its rows."""
+    parts = [np.zeros(0, bool)]
+    for c in _chunks([column]):
+        if not pa.types.is_dictionary(c.type):
+            parts.append(bools(pc.equal(c, value)))
+            continue
+        hit = bools(pc.equal(c.dictionary, value))
+        idx = np.asarray(c.indices.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+        rows = hit[idx] if len(hit) else np.zeros(len(idx), bool)
+        parts.append(rows & bools(c.is_valid()) if c.null_count else rows)
+    return np.concatenate(parts)
+
+
+def keeping_codes(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` (``schema``'s columns) cast to ``schema``, but its string columns given as dictionary
+    arrays of strings kept so (what a reader of codes, e.g. the Parquet writer, takes without encoding
+    every row again)."""
+
+    def coded(name: str) -> bool:
+        t = table.schema.field(name).type
+        return pa.types.is_string(schema.field(name).type) and pa.types.is_dictionary(t)
+
+    kept = {f.name for f in schema if f.name in table.column_names and coded(f.name)}
+    if not kept:
+        return table.select(schema.names).cast(schema)
+    fields = [f.with_type(table.schema.field(f.name).type) if f.name in kept else f for f in schema]
+    return table.select(schema.names).cast(pa.schema(fields, metadata=schema.metadata))
+
+
+def single_values_coded(table: pa.Table, names: Sequence[str]) -> pa.Table:
+    """``table`` with each string column of ``names`` that holds one value on every row (no null) as a
+    dictionary array of that value (codes 0): what the Parquet writer takes without hashing every row
+    (one comparison a row to find it; the file is the same)."""
+    for name in names:
+        column = table.column(name)
+        if not pa.types.is_string(column.type) or not len(column) or column.null_count:
+            continue
+        first = column[0]
+        if pc.all(pc.equal(column, first)).as_py():
+            codes = pa.array(np.zeros(len(column), np.int32))
+            one = pa.DictionaryArray.from_arrays(codes, pa.array([first.as_py()], pa.string()))
+            at = table.schema.get_field_index(name)
+            table = table.set_column(at, table.field(name).with_type(one.type), one)
+    return table
+
+
 def joint_codes(columns: Sequence[pa.ChunkedArray]) -> tuple[list[np.ndarray], pa.Array]:
     """:func:`string_codes` of several columns over one shared set of values, one code array per column."""
     codes, names = string_codes(*columns)

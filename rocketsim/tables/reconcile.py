@@ -20,7 +20,7 @@ from rocketsim.engine.plan import ONEWAY_SENT
 from rocketsim.errors import RocketSimError
 from rocketsim.stage.graph import STAGES, written
 from rocketsim.tables import schemas
-from rocketsim.tables.grouping import bools, pack_keys, string_codes
+from rocketsim.tables.grouping import bools, is_value, pack_keys, string_codes
 
 
 class ReconciliationError(RocketSimError, RuntimeError):
@@ -286,15 +286,13 @@ def result_counts(results: pa.Table, rows: str = "made") -> dict[str, int]:
 def stored_result_counts(results: pa.Table) -> dict[str, int]:
     """Results with their store columns (a broker task's, or committed ones): those with a queue offset,
     the non-oneway ones with one, and those pointing at a half."""
-    offset = pc.is_valid(results.column("queue_offset"))
+    offset = bools(pc.is_valid(results.column("queue_offset")))
+    status = results.column("status")  # strings, or a dictionary array (a broker task's parts)
+    answered = offset & bools(status.is_valid()) & ~is_value(status, ONEWAY_SENT)
     return {
-        "send_results.with_offset": _count(offset),
-        "send_results.answered_with_offset": _count(
-            pc.and_(offset, pc.not_equal(results.column("status"), ONEWAY_SENT))
-        ),
-        "send_results.halves": _count(
-            pc.fill_null(pc.equal(results.column("store_topic"), store.HALF_TOPIC), False)
-        ),
+        "send_results.with_offset": int(offset.sum()),
+        "send_results.answered_with_offset": int(answered.sum()),
+        "send_results.halves": int(is_value(results.column("store_topic"), store.HALF_TOPIC).sum()),
     }
 
 
@@ -304,8 +302,10 @@ def log_counts(log: pa.Table, rows: str = "made") -> dict[str, int]:
     out = _rows("commit_log", log, rows)
     out["commit_log.attempts"] = _count(pc.equal(log.column("seq"), log.column("send_seq")))
     out["commit_log.pointed"] = _count(log.column("is_result"))
-    out["commit_log.visible"] = _count(pc.not_equal(log.column("store_topic"), store.HALF_TOPIC))
-    out["commit_log.halves"] = _count(pc.equal(log.column("store_topic"), store.HALF_TOPIC))
+    topic = log.column("store_topic")  # strings, or a dictionary array (a broker task's parts)
+    halves = int(is_value(topic, store.HALF_TOPIC).sum())
+    out["commit_log.visible"] = len(topic) - topic.null_count - halves
+    out["commit_log.halves"] = halves
     return out
 
 

@@ -14,7 +14,7 @@ from rocketsim.broker.store.commit_log import LogSource, broker_indexes, log_row
 from rocketsim.broker.store.copies import result_keys
 from rocketsim.broker.store.hosts import offset_msg_ids, store_hosts
 from rocketsim.scenario import Scenario
-from rocketsim.tables.grouping import bools, ints, string_codes
+from rocketsim.tables.grouping import bools, ints, keeping_codes, string_codes
 from rocketsim.tables.schemas import COMMIT_LOG, SEND_RESULTS, data_schema, is_broker_side
 
 RESULTS_DATA = data_schema(SEND_RESULTS)
@@ -139,11 +139,13 @@ class PointedRecords:
 
 
 def _completed(results: pa.Table, made: dict[str, pa.Array]) -> pa.Table:
-    """``results`` with the store columns ``made`` (none: ``results`` is empty) as ``send_results`` rows."""
+    """``results`` with the store columns ``made`` (none: ``results`` is empty) as ``send_results`` rows
+    (string columns given as dictionary arrays kept so: :func:`rocketsim.tables.grouping.keeping_codes`)."""
     for name in RESULT_STORE_COLUMNS:
         field = RESULTS_DATA.field(name)
-        results = results.append_column(field, made.get(name, pa.array([], field.type)))
-    return results.select(RESULTS_DATA.names).cast(RESULTS_DATA)
+        column = made.get(name, pa.array([], field.type))
+        results = results.append_column(field.with_type(column.type), column)
+    return keeping_codes(results, RESULTS_DATA)
 
 
 # what PointedOffsets takes again of a pointed record (the rest of the store columns are its offsets)
@@ -162,8 +164,12 @@ def _unpointed_rows(log: LogSource, piece: int) -> tuple[np.ndarray, int]:
     total = log.num_rows if hasattr(log, "num_rows") else log().num_rows
     found = [np.zeros(0, np.int64)]
     for at in range(0, total, piece):
-        rows = log_rows(log, np.arange(at, min(at + piece, total)), ["is_result"])
-        found.append(at + np.flatnonzero(~bools(rows.column("is_result"))))
+        if hasattr(log, "slice"):  # mapped, not copied
+            is_result = log.slice(at, piece).column("is_result")
+        else:
+            rows = np.arange(at, min(at + piece, total))
+            is_result = log_rows(log, rows, ["is_result"]).column("is_result")
+        found.append(at + np.flatnonzero(~bools(is_result)))
     return np.concatenate(found), total
 
 

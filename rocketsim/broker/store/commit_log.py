@@ -23,7 +23,7 @@ from rocketsim.broker.store.layout import (
 )
 from rocketsim.broker.store.records import count_key_tokens, store_records, utf8_lengths
 from rocketsim.scenario import Scenario
-from rocketsim.tables.grouping import Groups, bools, ints, pack_keys, string_codes, take_rows
+from rocketsim.tables.grouping import Groups, bools, ints, keeping_codes, pack_keys, string_codes, take_rows
 from rocketsim.tables.schemas import COMMIT_LOG, data_schema
 
 # a log given whole, or as a function giving it (best a RowSource of rocketsim.stage.protocols)
@@ -121,7 +121,18 @@ def _running_sums(groups: np.ndarray, values: np.ndarray | None = None) -> np.nd
 
 
 def broker_indexes(column: pa.ChunkedArray | pa.Array, brokers: Sequence[str]) -> np.ndarray:
-    """Each row's place in ``brokers``; ValueError for a broker not there."""
+    """Each row's place in ``brokers`` (a dictionary column: its few values looked up); ValueError for a
+    broker not there."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    if chunks and all(pa.types.is_dictionary(c.type) for c in chunks):
+        places = [np.zeros(0, np.int64)]
+        for c in chunks:
+            idx = np.asarray(c.indices.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+            place = broker_indexes(c.dictionary.cast(pa.string()), brokers)
+            if c.null_count:
+                broker_indexes(c.cast(pa.string()), brokers)  # a null: the error below
+            places.append(place[idx] if len(place) else idx)
+        return np.concatenate(places)
     index = pc.index_in(column, value_set=pa.array(brokers, pa.string()))
     if index.null_count:
         missing = column.filter(pc.is_null(index))[0].as_py()
@@ -263,4 +274,4 @@ def _with_offset_columns(part: pa.Table, columns: dict[str, pa.Array]) -> pa.Tab
     schema = data_schema(COMMIT_LOG)
     for name in OFFSET_NAMES:
         part = part.append_column(name, columns.get(name, pa.array([], schema.field(name).type)))
-    return part.select(schema.names).cast(schema)
+    return keeping_codes(part, schema)

@@ -561,3 +561,22 @@ def test_under_dense_stalls_a_fair_host_does_no_more_work_than_its_cores_have(th
     # -0.4% to -1.0% (the fair host's fixed speeds leave a little idle) and -0.4% to +0.7%
     for host in FairShareHost(2), FairShareHost(2, conserving=True):
         assert _busy_threads_under_stalls(host, threads) == pytest.approx(0.995, abs=0.015)
+
+
+def test_a_thread_counts_once_beside_the_others_however_many_of_its_pieces_overlap() -> None:
+    # A Netty thread's piece is placed in the first gap its work fits in before the thread's next piece
+    # (ClientThreads._on, BusyIntervals.room), and on a busy fair host it runs longer than the gap: the
+    # thread's pieces overlap. One thread runs one piece at a time, so beside another thread's piece it
+    # is one thread, as processor sharing has it: two threads on 2 cores, a core each (B ends at 25 us).
+    # Counted per piece, a Netty selector was hundreds of threads at once in an overloaded c_overload cut,
+    # and the process's one submitting thread got 1/4,400 of a core (7.8 ms a 1.8 us submit): its sends
+    # began ~3 s after their due time, up to ~90 s in a longer cut, where the client's 3 s timeout starts
+    # (DefaultMQProducerImpl.send's beginStartTime), so they were answered OK that late
+    h = FairShareHost(2)
+    assert h.run(0, 100, ("a", 0)) == 100  # thread a, alone: a core
+    assert h.run(10, 10, ("a", 0)) == 20  # a's next piece, placed over its first (its own: not beside it)
+    assert _exact_processor_sharing([0.0, 15.0], [100.0, 10.0], 2)[1] == 25.0
+    assert h.run(15, 10, ("b", 0)) == 25  # beside a once (was 30: 3 on 2 cores)
+    ledger = FairShareHost(2, conserving=True)
+    ledger.run(0, 100, ("a", 0)), ledger.run(10, 10, ("a", 0))
+    assert ledger.run(15, 10, ("b", 0)) == pytest.approx(25.0)

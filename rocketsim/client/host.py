@@ -209,13 +209,19 @@ class FairShareHost:
         return [(self._stop_starts, self._stop_ends)] + ([self._client_stops] if client else [])
 
     def _book(self, start: float, end: float, own: tuple[list[float], list[float]], client: bool) -> None:
-        """Count a piece running over [start, end) (and on its thread ``own``) beside the later ones."""
-        lists = [(self._starts, self._ends), own]
+        """Count a piece running over [start, end) on its thread ``own`` beside the later ones: one thread
+        runs one piece at a time, so where the thread's pieces placed before already run (a Netty thread's
+        piece placed in a gap before its next one, and longer on the host than the gap) it is not one more
+        thread beside the others."""
+        lists = [(self._starts, self._ends)]
         if not client and self.client_stops:
             lists.append((self._other_starts, self._other_ends))
-        for starts, ends in lists:
-            bisect.insort(starts, start)
-            bisect.insort(ends, end)
+        for lo, hi in _uncovered(*own, start, end):
+            for starts, ends in lists:
+                bisect.insort(starts, lo)
+                bisect.insort(ends, hi)
+        bisect.insort(own[0], start)
+        bisect.insort(own[1], end)
 
     def _hold(self, stop_start: float, stop_end: float, client_only: bool) -> None:
         """A stop of the host (of the client's threads only: ``client_only``) placed over [stop_start,
@@ -423,6 +429,28 @@ def _held(stops: list[tuple[list[float], list[float]]], start: float, end: float
             total += max(0.0, min(end, stop_ends[i]) - max(start, stop_starts[i]))
             i += 1
     return total
+
+
+def _uncovered(starts: list[float], ends: list[float], lo: float, hi: float) -> list[tuple[float, float]]:
+    """The parts of [lo, hi) that none of the intervals [start, end) (``starts``, ``ends`` each sorted)
+    holds."""
+    depth = _covering(starts, ends, lo)
+    i, j = bisect.bisect_right(starts, lo), bisect.bisect_right(ends, lo)
+    parts, t = [], lo
+    while t < hi:
+        next_start = starts[i] if i < len(starts) else math.inf
+        next_end = ends[j] if j < len(ends) else math.inf
+        edge = min(next_start, next_end, hi)
+        if depth == 0 and edge > t:
+            parts.append((t, edge))
+        if edge >= hi:
+            break
+        if next_start <= next_end:
+            depth, i = depth + 1, i + 1
+        else:
+            depth, j = depth - 1, j + 1
+        t = edge
+    return parts
 
 
 def _covering(starts: list[float], ends: list[float], at: float) -> int:

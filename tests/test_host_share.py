@@ -558,7 +558,7 @@ def test_under_dense_stalls_a_fair_host_does_no_more_work_than_its_cores_have(th
     # stops (2 cores x the time not stopped). Before a stop held the pieces placed over it (booked before
     # it, their ends returned), the fair host did 2.2%, 9.9%, 18.9% more (3, 10, 20 threads) and the
     # work-conserving one 1.4%, 2.3%, 2.4% more (its 1 us slots cut by a stop also counted whole); now
-    # -0.4% to -1.0% (the fair host's fixed speeds leave a little idle) and -0.4% to +0.7%
+    # -0.4% to -0.7% (the fair host's fixed speeds leave a little idle) and -0.4% to +0.7%
     for host in FairShareHost(2), FairShareHost(2, conserving=True):
         assert _busy_threads_under_stalls(host, threads) == pytest.approx(0.995, abs=0.015)
 

@@ -167,6 +167,7 @@ class FairShareHost:
         self._last_end = 0.0  # the latest end advance forgot
         self._pieces: list[Piece] = []  # the pieces placed, for the stops placed after them (_hold)
         self._pieces_kept = PIECES_KEPT  # advance forgets the ended pieces once there are more than this
+        self._resumes: dict[Hashable, float] = {}  # when a named thread's rests a stop held end (_hold)
 
     def run(self, ready_us: float, work_us: float, thread: Hashable = None) -> float:
         """Run ``work_us`` of ``thread``'s CPU (None: a thread of its own) ready at ``ready_us``; when it
@@ -201,7 +202,7 @@ class FairShareHost:
         self._book(start, end, own, client)
         taken = work_us if self.ledger is None else self.ledger.taken
         ran = end - start - _held(stops, start, end)
-        self._pieces.append(Piece(start, end, min(1.0, taken / ran) if ran > 0 else 1.0, client))
+        self._pieces.append(Piece(start, end, min(1.0, taken / ran) if ran > 0 else 1.0, client, thread))
         return start, end
 
     def _stops_of(self, client: bool) -> list[tuple[list[float], list[float]]]:
@@ -228,8 +229,9 @@ class FairShareHost:
         stop_end) holds the pieces placed before it that run over it, as it holds those placed after: the
         work each would have done in it runs after the stop, at the piece's speed (the fair share it had;
         on a work-conserving host, the room the cores have, at least that), on the cores beside the later
-        pieces. (The piece's end was returned when it was placed: its rest runs as a piece of its own,
-        counted beside the others, not on its thread.)"""
+        pieces. (The piece's end was returned when it was placed: its rest runs after the stop as a piece of
+        its own, counted beside the others and beside its thread's later pieces; a thread's rests, one
+        after another.)"""
         held = []
         for p in self._pieces:
             over = min(p.end, stop_end) - max(p.start, stop_start)
@@ -237,7 +239,7 @@ class FairShareHost:
                 held.append((max(p.end, stop_end), over * p.rate, p))
         for ready, work, p in sorted(held, key=lambda h: h[0]):
             stops = self._stops_of(p.client)
-            start = ready
+            start = ready if p.thread is None else max(ready, self._resumes.get(p.thread, ready))
             for stop in stops:
                 start = _after(*stop, start)
             if self.ledger is not None:
@@ -247,7 +249,9 @@ class FairShareHost:
                 for stop in stops:
                     end = _over(*stop, start, end)
             self._book(start, end, ([], []), p.client)
-            self._pieces.append(Piece(start, end, p.rate, p.client))
+            self._pieces.append(Piece(start, end, p.rate, p.client, p.thread))
+            if p.thread is not None:
+                self._resumes[p.thread] = max(end, self._resumes.get(p.thread, end))
 
     def stop_all(self, at_us: float, length_us: float) -> float:
         """Every thread of the host stops for ``length_us`` from ``at_us`` (after the stops before it);
@@ -403,6 +407,7 @@ class Piece:
     end: float
     rate: float
     client: bool
+    thread: Hashable = None
 
 
 def _after(stop_starts: list[float], stop_ends: list[float], at: float) -> float:

@@ -135,7 +135,9 @@ class FairShareHost:
     append when the request arrives, for when the writer is free) sees the host as it runs now as well,
     since what will run beside it is not decided yet. A stop of the host (:meth:`stop_all`: a collection's
     pause, a stall) holds every piece over it; a stop of the client's process (:meth:`stop_client`: a
-    collection's pause run by its collector threads) holds its threads' pieces only. A piece is not slowed
+    collection's pause run by its collector threads) holds its threads' pieces only. A piece placed before
+    a stop over its time (booked ahead) has had its end returned: the stop holds it all the same, its
+    remaining work running on the cores after the stop (:meth:`_hold`). A piece is not slowed
     by work placed after it starts (the pieces are microseconds). ``client_stops``: whether the client can
     stop alone (``producers.heap_stops = "client"``): only then are the other processes' pieces kept apart,
     work every piece would pay for nothing otherwise. ``conserving`` (``host_scheduler =
@@ -164,6 +166,9 @@ class FairShareHost:
         self._client_stops: tuple[list[float], list[float]] = ([], [])  # the client's stops (starts, ends)
         self._host_stops = (self._stop_starts, self._stop_ends)
         self._last_end = 0.0  # the latest end advance forgot
+        self._pieces: list[Piece] = []  # the pieces placed, for the stops placed after them (_hold)
+        self._pieces_kept = PIECES_KEPT  # advance forgets the ended pieces once there are more than this
+        self._resumes: dict[Hashable, float] = {}  # when a named thread's rests a stop held end (_hold)
 
     def run(self, ready_us: float, work_us: float, thread: Hashable = None) -> float:
         """Run ``work_us`` of ``thread``'s CPU (None: a thread of its own) ready at ``ready_us``; when it
@@ -175,7 +180,7 @@ class FairShareHost:
         if work_us <= 0:
             return ready_us, ready_us
         client = is_client_thread(thread)
-        stops = [(self._stop_starts, self._stop_ends)] + ([self._client_stops] if client else [])
+        stops = self._stops_of(client)
         start = ready_us
         for stop in stops:
             start = _after(*stop, start)
@@ -195,13 +200,59 @@ class FairShareHost:
             end = start + work_us * max(1.0, (beside + 1) / self.processors)
             for stop in stops:
                 end = _over(*stop, start, end)
-        lists = [(self._starts, self._ends), own]
+        self._book(start, end, own, client)
+        taken = work_us if self.ledger is None else self.ledger.taken
+        ran = end - start - _held(stops, start, end)
+        self._pieces.append(Piece(start, end, min(1.0, taken / ran) if ran > 0 else 1.0, client, thread))
+        return start, end
+
+    def _stops_of(self, client: bool) -> list[tuple[list[float], list[float]]]:
+        """The stops that hold a piece of a client's thread (``client``) or of another process's."""
+        return [(self._stop_starts, self._stop_ends)] + ([self._client_stops] if client else [])
+
+    def _book(self, start: float, end: float, own: tuple[list[float], list[float]], client: bool) -> None:
+        """Count a piece running over [start, end) on its thread ``own`` beside the later ones: one thread
+        runs one piece at a time, so where the thread's pieces placed before already run (a Netty thread's
+        piece placed in a gap before its next one, and longer on the host than the gap) it is not one more
+        thread beside the others."""
+        lists = [(self._starts, self._ends)]
         if not client and self.client_stops:
             lists.append((self._other_starts, self._other_ends))
-        for starts, ends in lists:
-            bisect.insort(starts, start)
-            bisect.insort(ends, end)
-        return start, end
+        for lo, hi in _uncovered(*own, start, end):
+            for starts, ends in lists:
+                bisect.insort(starts, lo)
+                bisect.insort(ends, hi)
+        bisect.insort(own[0], start)
+        bisect.insort(own[1], end)
+
+    def _hold(self, stop_start: float, stop_end: float, client_only: bool) -> None:
+        """A stop of the host (of the client's threads only: ``client_only``) placed over [stop_start,
+        stop_end) holds the pieces placed before it that run over it, as it holds those placed after: the
+        work each would have done in it runs after the stop, at the piece's speed (the fair share it had;
+        on a work-conserving host, the room the cores have, at least that), on the cores beside the later
+        pieces. (The piece's end was returned when it was placed: its rest runs after the stop as a piece of
+        its own, counted beside the others and beside its thread's later pieces; a thread's rests, one
+        after another.)"""
+        held = []
+        for p in self._pieces:
+            over = min(p.end, stop_end) - max(p.start, stop_start)
+            if over > 0 and (p.client or not client_only):
+                held.append((max(p.end, stop_end), over * p.rate, p))
+        for ready, work, p in sorted(held, key=lambda h: h[0]):
+            stops = self._stops_of(p.client)
+            start = ready if p.thread is None else max(ready, self._resumes.get(p.thread, ready))
+            for stop in stops:
+                start = _after(*stop, start)
+            if self.ledger is not None:
+                end = self.ledger.take(start, work, p.rate, 0.0, self._host_stops, pays_debt=False)
+            else:
+                end = start + work / p.rate
+                for stop in stops:
+                    end = _over(*stop, start, end)
+            self._book(start, end, ([], []), p.client)
+            self._pieces.append(Piece(start, end, p.rate, p.client, p.thread))
+            if p.thread is not None:
+                self._resumes[p.thread] = max(end, self._resumes.get(p.thread, end))
 
     def stop_all(self, at_us: float, length_us: float) -> float:
         """Every thread of the host stops for ``length_us`` from ``at_us`` (after the stops before it);
@@ -209,6 +260,7 @@ class FairShareHost:
         start = max(at_us, self._stop_ends[-1]) if self._stop_ends else at_us
         self._stop_starts.append(start)
         self._stop_ends.append(start + length_us)
+        self._hold(start, start + length_us, client_only=False)
         return start
 
     def stop_client(self, at_us: float, work_us: float, threads: int) -> tuple[float, float]:
@@ -231,6 +283,7 @@ class FairShareHost:
                 bisect.insort(lists[1], end)
         starts.append(start)
         ends.append(end)
+        self._hold(start, end, client_only=True)
         return start, end
 
     def advance(self, now_us: float) -> None:
@@ -246,15 +299,20 @@ class FairShareHost:
                 if ends is self._ends:
                     self._last_end = max(self._last_end, ends[k - 1])
                 del starts[:k], ends[:k]
+        if len(self._pieces) > self._pieces_kept:
+            self._pieces = [p for p in self._pieces if p.end > self._now]
+            self._pieces_kept = max(PIECES_KEPT, 2 * len(self._pieces))
 
     def _idle_before(self, at: float) -> float:
         """How long no piece has run just before ``at`` (0: one runs at ``at``), up to the end of the
-        engine's current step (past it the host looks idle because nothing is placed there yet)."""
+        engine's current step (past it the host looks idle because nothing is placed there yet), the
+        host's stops left out (stopped, its cores did not idle: they forgive no debt)."""
         if _covering(self._starts, self._ends, at):
             return 0.0
         k = bisect.bisect_right(self._ends, at)
         last = max(self._last_end, self._ends[k - 1] if k else 0.0)
-        return max(0.0, min(at, self._now + ENGINE_STEP_US) - last)
+        until = min(at, self._now + ENGINE_STEP_US)
+        return max(0.0, until - last - _held([self._host_stops], last, until))
 
 
 class CapacityLedger:
@@ -272,21 +330,32 @@ class CapacityLedger:
     debt of the host, paid by the next piece placed before its own work (as the pieces it was taken from
     would have run longer); the host's idle time forgives it (``processors`` core-us a us). So the cores
     deliver what they have over a busy stretch. A stop of the host (``stops``: starts, ends) has no room:
-    a piece over it is held."""
+    a piece over it is held, and a slot it cuts has the room of its part outside it."""
 
     def __init__(self, processors: int) -> None:
         self.processors = processors
         self.debt = 0.0  # core-us delivered beyond the cores' capacity, not yet paid back
+        self.taken = 0.0  # what the last piece placed took (its work and the debt it paid)
         self._first = 0  # the slot self._used[0] is
         self._used: list[float] = []  # core-us of each slot from self._first the pieces placed take
 
     def take(
-        self, start: float, work: float, share: float, idle_us: float, stops: tuple[list[float], list[float]]
+        self,
+        start: float,
+        work: float,
+        share: float,
+        idle_us: float,
+        stops: tuple[list[float], list[float]],
+        pays_debt: bool = True,
     ) -> float:
         """Place ``work`` core-us from ``start`` at at least ``share`` of a core, after the debt (less the
-        ``idle_us`` the host was idle before ``start``); when it ends."""
-        left = work + max(0.0, self.debt - self.processors * idle_us)
-        self.debt = 0.0
+        ``idle_us`` the host was idle before ``start``; not with ``pays_debt`` False: the rest of a piece
+        a stop held, which adds to it); when it ends."""
+        left = work
+        if pays_debt:
+            left += max(0.0, self.debt - self.processors * idle_us)
+            self.debt = 0.0
+        self.taken = left  # the work the piece does on the cores, its part of the debt with it
         cap, t = self.processors * SLOT_US, start
         while True:
             t = _after(*stops, t)
@@ -296,7 +365,8 @@ class CapacityLedger:
             i = bisect.bisect_right(stops[0], t)
             if i < len(stops[0]) and stops[0][i] < t + span:
                 span = stops[0][i] - t  # up to the stop that begins in this slot
-            room = max(0.0, cap - self._used[k]) * span / SLOT_US
+            free = SLOT_US - _held([stops], slot * SLOT_US, (slot + 1) * SLOT_US)  # the slot's unstopped part
+            room = max(0.0, cap * free / SLOT_US - self._used[k]) * span / free if free > 0 else 0.0
             rate = max(share * span, min(span, room))
             part = min(1.0, left / rate)
             self.debt += max(0.0, rate - room) * part
@@ -325,7 +395,20 @@ class CapacityLedger:
 
 
 SLOT_US = 1.0  # the capacity ledger's slot (the pieces are microseconds)
+PIECES_KEPT = 4096  # FairShareHost keeps this many placed pieces' records before it forgets the ended
 ENGINE_STEP_US = 1000.0  # the engine's clock: what is ready within its current ms is placed in that step
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A piece of work a :class:`FairShareHost` placed: its span, its speed (core-us of work a us it runs,
+    the stops it was placed after left out) and whether a client's thread runs it."""
+
+    start: float
+    end: float
+    rate: float
+    client: bool
+    thread: Hashable = None
 
 
 def _after(stop_starts: list[float], stop_ends: list[float], at: float) -> float:
@@ -341,6 +424,39 @@ def _over(stop_starts: list[float], stop_ends: list[float], start: float, end: f
         end += stop_ends[i] - stop_starts[i]
         i += 1
     return end
+
+
+def _held(stops: list[tuple[list[float], list[float]]], start: float, end: float) -> float:
+    """How long ``stops`` hold the span [start, end)."""
+    total = 0.0
+    for stop_starts, stop_ends in stops:
+        i = max(0, bisect.bisect_right(stop_ends, start))
+        while i < len(stop_starts) and stop_starts[i] < end:
+            total += max(0.0, min(end, stop_ends[i]) - max(start, stop_starts[i]))
+            i += 1
+    return total
+
+
+def _uncovered(starts: list[float], ends: list[float], lo: float, hi: float) -> list[tuple[float, float]]:
+    """The parts of [lo, hi) that none of the intervals [start, end) (``starts``, ``ends`` each sorted)
+    holds."""
+    depth = _covering(starts, ends, lo)
+    i, j = bisect.bisect_right(starts, lo), bisect.bisect_right(ends, lo)
+    parts, t = [], lo
+    while t < hi:
+        next_start = starts[i] if i < len(starts) else math.inf
+        next_end = ends[j] if j < len(ends) else math.inf
+        edge = min(next_start, next_end, hi)
+        if depth == 0 and edge > t:
+            parts.append((t, edge))
+        if edge >= hi:
+            break
+        if next_start <= next_end:
+            depth, i = depth + 1, i + 1
+        else:
+            depth, j = depth - 1, j + 1
+        t = edge
+    return parts
 
 
 def _covering(starts: list[float], ends: list[float], at: float) -> int:

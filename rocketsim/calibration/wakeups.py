@@ -1,18 +1,14 @@
 """The Netty legs' two constants (a cost a wakeup, a cost a request: :mod:`rocketsim.client.wakeups`) fitted
 to the CPU a send each leg's threads spent in per-thread runs of the real harness at several rates
-(``tests/data/realbroker-reruns/threads``: ``NAME.summary.json`` and ``NAME.meta.json``; the files are read
-in :mod:`rocketsim.warehouse.thread_runs`).
+(``tests/data/realbroker-reruns/threads``, read by :mod:`rocketsim.warehouse.thread_runs`).
 
-How many requests a wakeup takes is what sets the cost a request, and it follows from the leg's own work:
-a wakeup begins with the request that woke it and takes every one queued while it waits for a core and
-runs, i.e. while its thread is runnable. On a host whose threads share the cores (Linux's CFS, the model's
-fair host) a thread with work is runnable ``s`` times its CPU time, ``s`` the thread group's runnable
-threads over the cores it used (both measured per run). So with requests reaching one thread at ``lam`` a
-microsecond a wakeup takes ``n = 1 + lam s (w + n c)`` of them: ``n = (1 + lam s w) / (1 - lam s c)`` (no
-bound once ``lam s c >= 1``: the leg has no room for its requests), and a send costs the leg ``k (c + w /
-n)`` for its ``k`` pieces on it (the client's worker and selector: the request's way out and the answer's
-way in; the broker's selector and codec thread: the request). ``w`` and ``c`` are the least-squares fit of
-that to every run's measured CPU a send, on the log ratio (scipy's ``least_squares``, both >= 0).
+A wakeup takes every request queued while its thread is runnable, ``s`` times its CPU time on a shared
+host (``s``: the thread group's runnable threads over the cores it used, measured per run). With requests
+reaching a thread at ``lam`` a microsecond a wakeup takes ``n = (1 + lam s w) / (1 - lam s c)`` (no bound
+once ``lam s c >= 1``), and a send costs the leg ``k (c + w / n)`` for its ``k`` pieces on it (client
+worker and selector: the request out and the answer in; broker selector and codec: the request). ``w``
+and ``c`` are the least-squares fit of that to every run's CPU a send, on the log ratio (scipy's
+``least_squares``, both >= 0; docs/validation.md has the fit and its errors).
 """
 
 from __future__ import annotations

@@ -1,27 +1,15 @@
 """A Netty thread's leg whose CPU a request falls as requests queue on it: a fixed cost a wakeup plus a
 cost a request, one wakeup serving every request queued on the leg when it runs.
 
-What Netty's loops do with a queue (netty 4.1's ``NioEventLoop.run``: one ``select`` returns every ready
-key, ``processSelectedKeys`` reads what each socket holds and ``runAllTasks`` runs every task queued
-meanwhile; ``AbstractChannel.flush0`` / ``NioSocketChannel.doWrite`` writes every message queued on the
-channel's outbound buffer with one gathering write; the ``DefaultEventExecutor`` a pipeline's handlers
-run on takes its queued tasks one after another without sleeping): the wakeup's own cost (the system
-calls, the selected keys, the hand-offs between the threads) is paid once for what queued while the thread
-was busy or waiting for a core. rocketmq-all-4.9.8 runs its requests through such legs on both sides
-(``NettyRemotingClient``: the selector event loop and the channel's worker of
-``defaultEventExecutorGroup``; ``NettyRemotingServer``: the ``NettyServerNIOSelector_`` and the
-``NettyServerCodecThread_`` that decodes a channel's requests). Measured per thread on the real harness,
-their CPU a request halves from 20,000 to 40,000 sends a second and halves again at 50,000-72,000
-(docs/validation.md, "The Netty legs' cost a wakeup"); :mod:`rocketsim.calibration.wakeups` fits the two
-constants of each leg.
-
-A request ready at or before the time the leg's latest wakeup began is one that wakeup takes (it was in
-the socket, or the task queue, when the thread woke): it costs ``request_us``, after the wakeup's other
-work. A request ready later waits for the next wakeup, which costs ``wakeup_us`` more; that next wakeup
-begins when the thread is free again (and has a core), and takes every request queued by then. So an
-isolated request costs ``wakeup_us + request_us``, a burst of ``n`` queued together ``wakeup_us + n x
-request_us``, and a leg with a backlog spends ever less a request: its thread keeps up where a constant
-cost a request would not.
+That is what Netty's loops do with a queue (netty 4.1 ``NioEventLoop.run``: one ``select``, every ready
+key read, every queued task run; ``NioSocketChannel.doWrite``: one gathering write of the outbound
+buffer), on both sides of rocketmq-all-4.9.8 (``NettyRemotingClient``'s selector and worker;
+``NettyRemotingServer``'s ``NettyServerNIOSelector_`` and ``NettyServerCodecThread_``). Measured per
+thread on the real harness, their CPU a request halves from 20,000 to 40,000 sends a second and again
+at 50,000-72,000 (docs/validation.md, "The Netty legs' cost a wakeup"; :mod:`rocketsim.calibration.wakeups`
+fits the constants). A request ready by the time the leg's latest wakeup began joins it (``request_us``);
+a later one waits for the next wakeup (``wakeup_us`` more), which takes every request queued by then: an
+isolated request costs ``wakeup_us + request_us``, a burst of ``n`` ``wakeup_us + n x request_us``.
 """
 
 from __future__ import annotations

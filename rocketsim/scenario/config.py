@@ -311,13 +311,9 @@ class ProducerConfig:
     # thread takes it: one thread for every producer of the shared host, one send after another (the
     # measured harness's dispatcher, `main`). Needs shared_host; 0: on the executor thread
     submit_cpu_share: float = field(default=0.0, metadata=_between(0, 1))
-    # the producer's Netty worker as a leg whose CPU a request falls as requests queue on it: a fixed cost
-    # a wakeup, microseconds, plus netty_worker_request_us for each piece (a request's way out, an answer's
-    # way in) the wakeup takes; one wakeup takes every piece queued on the thread when it runs
-    # (rocketsim.client.wakeups; NioEventLoop, NettyRemotingClient's defaultEventExecutorGroup). They
-    # replace the thread's part of netty_write_cpu_share and netty_read_cpu_share; fitted per thread from
-    # the real harness (docs/validation.md). Needs netty_write_cpu_share or netty_read_cpu_share; 0: its
-    # shares' constant cost a send (the model before it)
+    # the producer's Netty worker as a leg (rocketsim.client.wakeups): a fixed cost a wakeup, microseconds,
+    # plus netty_worker_request_us a piece (a request out, an answer in), one wakeup taking every piece
+    # queued when it runs; in place of its netty_*_cpu_share part (needed). 0: that constant cost
     netty_worker_wakeup_us: float = field(default=0.0, metadata=_between(0, 1e6))
     # the Netty worker's CPU for each piece a wakeup takes, microseconds (with netty_worker_wakeup_us)
     netty_worker_request_us: float = field(default=0.0, metadata=_between(0, 1e6))
@@ -589,23 +585,18 @@ class StoreConfig:
     # answer is encoded and flushed on the channel's own thread, serially with the requests it reads),
     # microseconds; the thread's reads wait for it. 0: none (the answer's write is free)
     reply_us: float = field(default=0.0, metadata=_between(0, 1e9))
-    # the share of io_us run on the connection's codec thread after its selector thread's read
-    # (NettyRemotingServer: a channel's socket on one NettyServerNIOSelector_ of serverSelectorThreads = 3,
-    # its NettyDecoder and NettyServerHandler on one NettyServerCodecThread_ of serverWorkerThreads = 8): two
-    # threads one after the other per connection, each one request after another; reply_us then runs on the
-    # codec thread (NettyEncoder). Measured: 0.48 (3.2 of 6.6 us a request). 0: one thread (the model
-    # before it)
+    # the share of io_us run on the connection's codec thread after its selector thread's read (a channel's
+    # socket on one NettyServerNIOSelector_ of 3, its NettyDecoder and NettyServerHandler on one
+    # NettyServerCodecThread_ of 8): two threads in turn per connection, each a request after another;
+    # reply_us then runs on the codec thread (NettyEncoder). Measured: 0.48 (3.2 of 6.6 us). 0: one thread
     codec_share: float = field(default=0.0, metadata=_between(0, 1))
-    # a connection's selector thread as a leg whose CPU a request falls as requests queue in the socket: a
-    # fixed cost a wakeup, microseconds, plus selector_request_us for each request the wakeup reads; one
-    # wakeup reads every request in the socket when it runs (rocketsim.client.wakeups; NioEventLoop). They
-    # replace the selector's part of io_us; fitted per thread from the real harness (docs/validation.md).
-    # Needs io_us; 0: io_us's constant cost a request (the model before it)
+    # a connection's selector thread as a leg (rocketsim.client.wakeups): a fixed cost a wakeup,
+    # microseconds, plus selector_request_us a request it reads (every one in the socket when it runs), in
+    # place of its part of io_us (needed); fitted per thread (docs/validation.md). 0: io_us's constant cost
     selector_wakeup_us: float = field(default=0.0, metadata=_between(0, 1e6))
     # the selector's CPU for each request a wakeup reads, microseconds (with selector_wakeup_us)
     selector_request_us: float = field(default=0.0, metadata=_between(0, 1e6))
-    # the same for the connection's codec thread (NettyServerCodecThread_: NettyDecoder, NettyServerHandler);
-    # they replace codec_share's part of io_us. Needs codec_share
+    # the same for the connection's codec thread (NettyServerCodecThread_); they replace codec_share's part
     codec_wakeup_us: float = field(default=0.0, metadata=_between(0, 1e6))
     # the codec thread's CPU for each request a wakeup takes, microseconds (with codec_wakeup_us)
     codec_request_us: float = field(default=0.0, metadata=_between(0, 1e6))

@@ -2597,7 +2597,7 @@ def take_attempts(att, n_a, gid, lo, hi, label_keys, out, label, off):
     order -- a counting sort by send, stable because a send's attempts are recorded in order -- sends
     numbered from ``lo``, each (kind, code) as an index into ``label_keys``, and ``off[s]`` the position of
     send s's first attempt (``off`` is zero on entry); the others stay, in order, at the front of the
-    buffer. Returns how many stay."""
+    buffer. Returns how many stay (-1, nothing moved: ``out`` is not the size of the rows taken)."""
     n_s = hi - lo
     for k in range(n_a):
         g = gid[att.send[k]]
@@ -2605,6 +2605,8 @@ def take_attempts(att, n_a, gid, lo, hi, label_keys, out, label, off):
             off[g - lo + 1] += 1
     for s in range(n_s):
         off[s + 1] += off[s]
+    if off[n_s] != out.send.shape[0]:
+        return -1
     kept = 0
     for k in range(n_a):
         g = gid[att.send[k]]
@@ -2752,6 +2754,40 @@ def _zeros(cls: type, n: int, dtypes: dict[str, type] | None = None) -> NamedTup
     return cls(*(np.zeros(n, dtypes.get(f, np.int64)) for f in cls._fields))
 
 
+def _empty(cls: type, n: int, dtypes: dict[str, type] | None = None) -> NamedTuple:
+    """:func:`_zeros`, not zeroed: for arrays whose every row is written before it is read."""
+    dtypes = dtypes or {}
+    return cls(*(np.empty(n, dtypes.get(f, np.int64)) for f in cls._fields))
+
+
+def _int64s(a: np.ndarray) -> np.ndarray:
+    """``a`` as contiguous int64, copied only when it is not."""
+    return np.ascontiguousarray(a, np.int64)
+
+
+def _ring_slices(lo: int, hi: int, capacity: int) -> tuple[slice, slice]:
+    """The slots of sends ``lo..hi - 1`` in a ring of ``capacity`` slots (``hi - lo <= capacity``), as two
+    slices in send order (the second empty unless they wrap)."""
+    start, n = lo % capacity, hi - lo
+    if start + n <= capacity:
+        return slice(start, start + n), slice(0, 0)
+    return slice(start, capacity), slice(0, start + n - capacity)
+
+
+def _ring_read(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """A copy of ring array ``a``'s values of sends ``lo..hi - 1`` in send order (two slices, no gather)."""
+    first, second = _ring_slices(lo, hi, a.shape[0])
+    return np.concatenate((a[first], a[second]))
+
+
+def _ring_write(a: np.ndarray, lo: int, values: np.ndarray) -> None:
+    """``values`` into ring array ``a`` at the slots of sends ``lo..``."""
+    first, second = _ring_slices(lo, lo + values.shape[0], a.shape[0])
+    k = first.stop - first.start
+    a[first] = values[:k]
+    a[second] = values[k:]
+
+
 _SEND_DTYPES = {"props_qid": np.bool_}
 _OUTCOME_DTYPES = {"status": np.int8, "error": np.int8, "exhausted": np.bool_}
 _ATTEMPT_DTYPES = {"stored": np.bool_}
@@ -2885,21 +2921,20 @@ class _Kernel:
             st.send_thread,
             st.counters,
             g0,
-            prep.s_seq.astype(np.int64),
-            prep.s_born.astype(np.int64),
+            _int64s(prep.s_seq),
+            _int64s(prep.s_born),
             dense,
-            prep.s_kind.astype(np.int64),
-            prep.s_topic.astype(np.int64),
-            prep.s_order_hash.astype(np.int64),
-            prep.s_props_base.astype(np.int64),
-            prep.s_props_qid.astype(np.bool_),
-            prep.s_props_chars.astype(np.int64),
+            _int64s(prep.s_kind),
+            _int64s(prep.s_topic),
+            _int64s(prep.s_order_hash),
+            _int64s(prep.s_props_base),
+            np.ascontiguousarray(prep.s_props_qid, np.bool_),
+            _int64s(prep.s_props_chars),
             pool_order,
         )
         if self.closed:
-            self.inp.store.wire[(g0 + np.arange(n)) % self.capacity] = prep.s_wire
-        body = prep.s_body if prep.s_body is not None else prep.s_wire
-        sends.body[(g0 + np.arange(n)) % self.capacity] = body
+            _ring_write(self.inp.store.wire, g0, prep.s_wire)
+        _ring_write(sends.body, g0, prep.s_body if prep.s_body is not None else prep.s_wire)
         self.n_given = g0 + n
         if final:
             st.counters[ST_FINAL] = 1
@@ -2964,7 +2999,7 @@ class _Kernel:
         """The first send from ``low`` on that has not ended (or the number given)."""
         if low >= self.n_given:
             return low
-        end = self.state.outcomes.end[np.arange(low, self.n_given) % self.capacity]
+        end = _ring_read(self.state.outcomes.end, low, self.n_given)
         open_ = np.flatnonzero(end < 0)
         return low + int(open_[0]) if open_.size else self.n_given
 
@@ -2977,7 +3012,7 @@ class _Kernel:
         now = int(st[ST_NOW])
         if low >= self.n_given:
             return now
-        begin = self.state.in_flight[np.arange(low, self.n_given) % self.capacity, FL_BEGIN]
+        begin = _ring_read(self.state.in_flight[:, FL_BEGIN], low, self.n_given)
         return min(now, int(begin.min()))
 
     def take(self, lo: int, hi: int) -> KernelOut:
@@ -2988,19 +3023,19 @@ class _Kernel:
         st, att = self.state.counters, self.state.attempts
         n_s = hi - lo
         n_a_all = int(st[ST_ATTEMPTS])
-        gid = self.inp.sends.gid
-        slots = np.arange(lo, hi) % self.capacity
-        g = gid[att.send[:n_a_all]]
-        n_a = int(np.count_nonzero((g >= lo) & (g < hi)))
-        attempts = _zeros(AttemptRows, n_a, _OUT_ATTEMPT_DTYPES)
-        label = np.zeros(n_a, np.int64)
+        # a send's attempt rows are its n_sent (record_attempt counts each)
+        sends = SendOutcomes(*(_ring_read(a, lo, hi) for a in self.state.outcomes))
+        n_a = int(sends.n_sent.sum())
+        attempts = _empty(AttemptRows, n_a, _OUT_ATTEMPT_DTYPES)  # take_attempts writes every row
+        label = np.empty(n_a, np.int64)
         att_off = np.zeros(n_s + 1, np.int64)
-        keys = self.plan.label_keys
-        st[ST_ATTEMPTS] = take_attempts(att, n_a_all, gid, lo, hi, keys, attempts, label, att_off)
-        res = self.state.outcomes
-        sends = SendOutcomes(*(a[slots] for a in res))
-        begin = self.state.in_flight[slots, FL_BEGIN]
-        thread = self.inp.threads.value[self.state.send_thread[slots]]
+        keys, gid = self.plan.label_keys, self.inp.sends.gid
+        kept = take_attempts(att, n_a_all, gid, lo, hi, keys, attempts, label, att_off)
+        if kept < 0:
+            raise SimulationError(f"sends {lo}..{hi - 1}: their attempt rows are not the {n_a} n_sent counts")
+        st[ST_ATTEMPTS] = kept
+        begin = _ring_read(self.state.in_flight[:, FL_BEGIN], lo, hi)
+        thread = self.inp.threads.value[_ring_read(self.state.send_thread, lo, hi)]
         self.taken = hi
         return KernelOut(attempts, label, att_off, sends, begin, thread, self.closed)
 

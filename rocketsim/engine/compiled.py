@@ -609,7 +609,7 @@ def increment_and_get(ix, i, t, cfg):
     return result
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def queue_pos(index, n):
     """``fault.queue_pos``: ``Math.abs(index) % size``, a negative result read as 0."""
     pos = java_rem(java_abs(index), n)
@@ -1238,7 +1238,7 @@ def pool_dispatch(threads, born_ms, heap, st, now):
             return
 
 
-@njit(**_NO_RC)
+@njit(inline="always", **_NO_RC)
 def pool_take(threads, st, send_thread):
     """``pools.PoolSenders.take``: the next send, taken by the idle thread idle the longest (ties:
     the lowest id). Returns (send, thread)."""

@@ -1172,6 +1172,19 @@ def test_the_benchmarks_kernel_driver_makes_the_streamed_runs_attempts(modes: di
     assert n_attempts == reference.simulate_producer(m, sc).attempts.num_rows > 0
 
 
+def test_taking_a_chunks_rows_refuses_attempt_rows_its_sends_do_not_count() -> None:
+    # take sizes a chunk's attempt table by its sends' n_sent (a row each, record_attempt): rows that do
+    # not add up to it are refused before take_attempts writes one (the kernel checks no bounds)
+    sc = chunk_scenario({"sync": 1})
+    prep = prepare(workload.generate(sc), sc, [])
+    kernel = compiled._Kernel(sc, prep.producer, prep.n_sends, 3)
+    kernel.give(prep, final=True)
+    kernel.run()
+    kernel.state.outcomes.n_sent[0] += 1
+    with pytest.raises(SimulationError, match="attempt rows"):
+        kernel.take(0, prep.n_sends)
+
+
 def test_a_streamed_run_refuses_born_times_going_back() -> None:
     # a START waiting for a send not given yet is due at its born time at the earliest: the kernel relies
     # on born times not decreasing in seq order (every generated workload's)

@@ -609,6 +609,7 @@ def increment_and_get(ix, i, t, cfg):
     return result
 
 
+# inlined at numba's level: LLVM left it a call, once a probe of the 4.x latency scan (docs/benchmarks.md)
 @njit(inline="always", **_NO_RC)
 def queue_pos(index, n):
     """``fault.queue_pos``: ``Math.abs(index) % size``, a negative result read as 0."""
@@ -1238,6 +1239,7 @@ def pool_dispatch(threads, born_ms, heap, st, now):
             return
 
 
+# inlined at numba's level into run_loop, its only caller: LLVM left it a call copying Threads' ten arrays
 @njit(inline="always", **_NO_RC)
 def pool_take(threads, st, send_thread):
     """``pools.PoolSenders.take``: the next send, taken by the idle thread idle the longest (ties:

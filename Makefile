@@ -37,12 +37,16 @@ check-java:
 	 if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then echo "error: Spark 4 needs Java 17 or newer, found: $$(java -version 2>&1 | head -1)" >&2; exit 1; fi
 
 # The whole suite (the compiled engine where it applies), then the engine suites again on the readable
-# reference engine alone.
+# reference engine alone; each on TEST_PROCESSES processes (pytest-xdist): a file's tests stay in one
+# process (its fixtures made once), handed out in collection order (tests/conftest.py puts the slow and
+# Spark files first). Each process starts its own SparkSession.
 ENGINE_TESTS := tests/test_engines.py tests/test_engine_plan.py tests/test_simulate.py tests/test_send.py \
 	tests/test_fault.py tests/test_conformance.py tests/test_rejected_inputs.py
+TEST_PROCESSES ?= 2
+PARALLEL := -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 test: $(WARM) check-java
-	$(PY) -m pytest -q
-	ROCKETSIM_ENGINE=reference $(PY) -m pytest -q $(ENGINE_TESTS)
+	$(PY) -m pytest -q $(PARALLEL)
+	ROCKETSIM_ENGINE=reference $(PY) -m pytest -q $(PARALLEL) $(ENGINE_TESTS)
 
 run: $(WARM) check-java
 	$(ROCKETSIM) run --scenario $(SCENARIO) $(ARGS)

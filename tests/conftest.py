@@ -1,5 +1,5 @@
 """Shared fixtures: one SparkSession for the whole run, requested only by Spark tests, and the mixed
-scenario the stage's tests share."""
+scenario the stage's tests share; the order in which ``make test``'s two processes take the files."""
 
 from __future__ import annotations
 
@@ -37,6 +37,21 @@ MIXED = {
     "brokers": {"default": {"errors": {"system_error": 0.01, "remoting_timeout": 0.005}}},
     "faults": [{"broker": "broker-b", "kind": "outage", "start_s": 1, "end_s": 3}],
 }
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a process of ``make test`` (pytest-xdist, ``--dist loadfile --no-loadscope-reorder``: a file's
+    tests stay in one process, handed out in collection order): the files with a ``slow`` test first,
+    then those with a ``spark`` test, then the rest, so that the short files even out the two processes'
+    ends. A run in one process keeps the files' order."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    rank: dict[str, int] = {}
+    for item in items:
+        file = item.nodeid.split("::", 1)[0]
+        mine = 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("spark") else 2
+        rank[file] = min(rank.get(file, 2), mine)
+    items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])  # stable: files stay in order
 
 
 @pytest.fixture(scope="session")

@@ -75,10 +75,11 @@ def _master_state(webui_port: int) -> dict[str, object]:
 WORKERS = 2
 
 
-@pytest.fixture()
-def standalone(tmp_path: Path) -> Iterator[tuple[str, int, list[Path]]]:
-    """A master and two 1-core workers bound to 127.0.0.1; yields (master URL, web UI port, each
-    worker's work dir)."""
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int, list[Path]]]:
+    """A master and two 1-core workers bound to 127.0.0.1, started once for the module's runs (each
+    run checks its own application); yields (master URL, web UI port, each worker's work dir)."""
+    tmp_path = tmp_path_factory.mktemp("standalone")
     port, webui = _free_port(), _free_port()
     conf_dir = tmp_path / "spark-conf"  # empty: no site defaults leak in
     works = [tmp_path / f"work-{i}" for i in range(WORKERS)]
@@ -218,6 +219,7 @@ def test_pipeline_runs_on_a_two_worker_standalone_cluster_as_locally(
         "--warehouse",
         str(warehouse),
     ]
+    before = {app["id"] for app in _master_state(webui).get("completedapps", [])}
     # From another CWD: the script must resolve the repo itself.
     done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -228,11 +230,12 @@ def test_pipeline_runs_on_a_two_worker_standalone_cluster_as_locally(
     assert results.num_rows == 3000
     assert_same_run(local_run, warehouse, "cluster-1")
 
-    # The tasks ran in executors both workers launched, not in the driver.
-    apps = _master_state(webui).get("completedapps", [])
-    assert len(apps) == 1
+    # The run was one application, whose tasks ran in executors both workers launched, not in the driver.
+    apps = {app["id"] for app in _master_state(webui).get("completedapps", [])} - before
+    assert len(apps) == 1, apps
+    (app,) = apps
     for work in works:
-        assert list(work.glob("app-*/*/stderr")), f"no executor was launched on the worker of {work.name}"
+        assert list(work.glob(f"{app}/*/stderr")), f"no executor of {app} was launched on {work.name}"
 
 
 def test_spark_submit_usage_and_bad_job() -> None:

@@ -249,7 +249,10 @@ def test_a_wheel_installs_the_rocketsim_console_script(tmp_path: Path) -> None:
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     copy = tmp_path / "src"
     shutil.copytree(
-        ROOT, copy, ignore=shutil.ignore_patterns(".venv", "build", "warehouse", "*.egg-info", ".git")
+        ROOT,
+        copy,
+        # .hypothesis: the other test process may be writing its examples (make test runs two)
+        ignore=shutil.ignore_patterns(".venv", "build", "warehouse", "*.egg-info", ".git", ".hypothesis"),
     )
     built = subprocess.run(
         [*pip, "wheel", "--no-deps", "-w", str(tmp_path / "dist"), str(copy)],

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from rocketsim.client.heap import ClientHeap, HeapParams, client_heap, parallel_gc_threads
-from rocketsim.client.host import FairShareHost, HostCores, client_threads, shared_host
+from rocketsim.client.host import SUBMITTER, FairShareHost, HostCores, client_threads, shared_host
 from rocketsim.engine import simulate
 from rocketsim.scenario import ScenarioError, scenario_from_mapping
 from rocketsim.scenario.workload import generate
@@ -212,6 +212,22 @@ def test_a_client_stop_holds_the_clients_threads_while_its_collector_shares_the_
     assert h.run(45, 10, (1, "worker")) == 85
     h.advance(100)
     assert h.run(100, 10, (0, "executor")) == 110
+
+
+def test_a_client_stop_holds_the_processs_submitting_thread_too() -> None:
+    # The application's thread that calls send (DefaultMQProducerImpl.send with a callback: the checks and
+    # the executor's submit, rocketmq-all-4.9.8) is a thread of the client's JVM, so a collection's pause
+    # stops it at the safepoint as it stops the producers' threads (it was counted as another process's
+    # thread and ran through the pause beside the collector's)
+    h = FairShareHost(2, client_stops=True)
+    assert h.stop_client(10, 20, 2) == (10, 30)  # two collector threads, a core each
+    assert h.run(15, 10, SUBMITTER) == 40  # waits for the pause's end (was 30: 3 threads on 2 cores)
+    # a submit placed before a pause over its time is held by it, not beside the collector (one core: the
+    # collector's 5 us alone, 5-10; was 5-15, sharing the core with the submit as another process's)
+    h = FairShareHost(1, client_stops=True)
+    assert h.run(0, 10, SUBMITTER) == 10
+    assert h.stop_client(5, 5, 1) == (5, 10)
+    assert h.run(10, 10, ("writer", 0)) == 30  # the broker's writer beside the submit's 5 us rest
 
 
 def test_a_collection_that_stops_the_client_only_takes_as_long_as_its_share_of_the_cores() -> None:

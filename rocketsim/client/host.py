@@ -44,10 +44,15 @@ class Host(Protocol):
     def advance(self, now_us: float) -> None: ...
 
 
+SUBMITTER = "submitter"  # the process's thread that calls send (Host.free_us, a FairShareHost's thread)
+
+
 def is_client_thread(thread: Hashable) -> bool:
-    """Whether ``thread`` is one of the client process's (the callers name them ``(producer, ...)``; the
-    brokers' are ``None``, ``("writer", i)``, ``("reput", i)``)."""
-    return isinstance(thread, tuple) and bool(thread) and isinstance(thread[0], int)
+    """Whether ``thread`` is one of the client process's: a producer's (the callers name them ``(producer,
+    ...)``) or the process's one :data:`SUBMITTER` (the application's thread that calls send, a thread of
+    the client's JVM: a collection's pause stops it too); the brokers' are ``None``, ``("writer", i)``,
+    ``("reput", i)``."""
+    return thread == SUBMITTER or (isinstance(thread, tuple) and bool(thread) and isinstance(thread[0], int))
 
 
 class HostCores:
@@ -615,9 +620,6 @@ class BusyIntervals:
         k = bisect.bisect_right(self.ends, now_us)
         if k:
             del self.starts[:k], self.ends[:k]
-
-
-SUBMITTER = "submitter"  # the process's thread that calls send (Host.free_us, a FairShareHost's thread)
 
 
 def client_threads(sc: Scenario, host: Host, producer: int) -> ClientThreads | None:

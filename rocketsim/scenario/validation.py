@@ -33,9 +33,9 @@ from rocketsim.scenario.config import (
     ProducerConfig,
     Scenario,
     ScenarioError,
-    toml_value,
 )
 from rocketsim.scenario.span import queued_span_s
+from rocketsim.scenario.toml_text import toml_value
 
 # characters a string value may not hold (the text keys may hold newlines and tabs)
 _CONTROL = {chr(c) for c in range(32)} | {chr(c) for c in range(0x7F, 0xA0)}

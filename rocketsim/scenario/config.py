@@ -352,7 +352,8 @@ class ProducerConfig:
     # the CPU a send costs the shared host's threads the model has not otherwise (the JVMs' JIT compilers,
     # the collector's threads beside the others, their other threads), microseconds: run after each send's
     # client work on host_other_threads threads of their own, beside every process's threads, neither
-    # process's (a host-wide load, not a stop: rocketsim.client.host.HostOthers). 0: none. Needs shared_host
+    # process's (a host-wide load, not a stop: rocketsim.client.host.HostOthers). 0: none. Needs
+    # shared_host and send_cpu_us > 0
     host_other_cpu_us: float = field(default=0.0, metadata=_between(0, 1e6))
     # the threads that run host_other_cpu_us, each send's on one of them in turn, one piece after another
     host_other_threads: int = field(default=2, metadata=_between(1, 1024))

@@ -23,7 +23,15 @@ import numpy as np
 import pytest
 
 from rocketsim.client.heap import ClientHeap, HeapParams, client_heap, parallel_gc_threads
-from rocketsim.client.host import FairShareHost, HostCores, client_threads, shared_host
+from rocketsim.client.host import (
+    OTHER_THREAD,
+    SUBMITTER,
+    FairShareHost,
+    HostCores,
+    HostOthers,
+    client_threads,
+    shared_host,
+)
 from rocketsim.engine import simulate
 from rocketsim.scenario import ScenarioError, scenario_from_mapping
 from rocketsim.scenario.workload import generate
@@ -212,6 +220,22 @@ def test_a_client_stop_holds_the_clients_threads_while_its_collector_shares_the_
     assert h.run(45, 10, (1, "worker")) == 85
     h.advance(100)
     assert h.run(100, 10, (0, "executor")) == 110
+
+
+def test_a_client_stop_holds_the_processs_submitting_thread_too() -> None:
+    # The application's thread that calls send (DefaultMQProducerImpl.send with a callback: the checks and
+    # the executor's submit, rocketmq-all-4.9.8) is a thread of the client's JVM, so a collection's pause
+    # stops it at the safepoint as it stops the producers' threads (it was counted as another process's
+    # thread and ran through the pause beside the collector's)
+    h = FairShareHost(2, client_stops=True)
+    assert h.stop_client(10, 20, 2) == (10, 30)  # two collector threads, a core each
+    assert h.run(15, 10, SUBMITTER) == 40  # waits for the pause's end (was 30: 3 threads on 2 cores)
+    # a submit placed before a pause over its time is held by it, not beside the collector (one core: the
+    # collector's 5 us alone, 5-10; was 5-15, sharing the core with the submit as another process's)
+    h = FairShareHost(1, client_stops=True)
+    assert h.run(0, 10, SUBMITTER) == 10
+    assert h.stop_client(5, 5, 1) == (5, 10)
+    assert h.run(10, 10, ("writer", 0)) == 30  # the broker's writer beside the submit's 5 us rest
 
 
 def test_a_collection_that_stops_the_client_only_takes_as_long_as_its_share_of_the_cores() -> None:
@@ -580,3 +604,40 @@ def test_a_thread_counts_once_beside_the_others_however_many_of_its_pieces_overl
     ledger = FairShareHost(2, conserving=True)
     ledger.run(0, 100, ("a", 0)), ledger.run(10, 10, ("a", 0))
     assert ledger.run(15, 10, ("b", 0)) == pytest.approx(25.0)
+
+
+def test_the_hosts_other_threads_run_each_sends_share_beside_both_processes() -> None:
+    # The threads the model has not otherwise (tests/data/realbroker-reruns/threads, r40_40000's
+    # summary.txt: the driver's C1/C2 compiler threads 4.06 us a send, its collector's 1.46 + 0.27, its other
+    # threads 2.36; the broker's 2.2 more) run beside both processes' threads: on one core, a broker piece
+    # beside one of them has half the core; a thread's pieces run one after another; a stop of the client
+    # does not hold them (not the client's: the compilers run through a safepoint), a stop of the host does
+    h = FairShareHost(1, client_stops=True)
+    others = HostOthers(10.0, 2)
+    others.after_send(h, 0, 0.0)
+    others.after_send(h, 2, 0.0)  # the same thread (2 % 2): after the first piece
+    assert h.free_us[(OTHER_THREAD, 0)] == 20.0
+    assert h.run(0, 10, ("writer", 0)) == 20  # beside the other thread: half the core
+    h = FairShareHost(1, client_stops=True)
+    assert h.stop_client(0, 10, 1) == (0, 10)
+    others.after_send(h, 1, 0.0)
+    assert h.free_us[(OTHER_THREAD, 1)] == 20.0  # beside the collector's thread, not held by its stop
+    h = FairShareHost(1)
+    h.stop_all(0, 10)
+    others.after_send(h, 1, 0.0)
+    assert h.free_us[(OTHER_THREAD, 1)] == 20.0  # held by the host's stop
+
+
+def test_the_same_cpu_a_send_on_the_hosts_other_threads_takes_the_writers_share() -> None:
+    # 20 us of CPU a send at 50,000 sends/s beside the broker's writer (17 us appends one at a time, a send
+    # queue of 500), on a fair 2-core host: all on the 2 executor threads, or 15 us there and 5 on the
+    # host's other threads. The host's work is the same; one more thread has work at once, so the writer's
+    # share of the cores is smaller and its queue overflows more often ([OVERLOAD])
+    overload = {}
+    for name, producers in ("executor", None), ("others", {"send_cpu_us": 15.0, "host_other_cpu_us": 5.0}):
+        sc = _shared("fair", producers, send_queue_capacity=500)
+        out = simulate(generate(sc), sc)
+        overload[name] = Counter(out.attempts["busy_kind"].to_pylist())["OVERLOAD"]
+    assert overload["others"] > 1.5 * overload["executor"] > 0, overload
+    with pytest.raises(ScenarioError, match="producers.host_other_cpu_us needs producers.shared_host"):
+        scenario_from_mapping({"producers": {"host_other_cpu_us": 5.0, "send_cpu_us": 10.0}})

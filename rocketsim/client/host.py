@@ -44,10 +44,15 @@ class Host(Protocol):
     def advance(self, now_us: float) -> None: ...
 
 
+SUBMITTER = "submitter"  # the process's thread that calls send (Host.free_us, a FairShareHost's thread)
+
+
 def is_client_thread(thread: Hashable) -> bool:
-    """Whether ``thread`` is one of the client process's (the callers name them ``(producer, ...)``; the
-    brokers' are ``None``, ``("writer", i)``, ``("reput", i)``)."""
-    return isinstance(thread, tuple) and bool(thread) and isinstance(thread[0], int)
+    """Whether ``thread`` is one of the client process's: a producer's (the callers name them ``(producer,
+    ...)``) or the process's one :data:`SUBMITTER` (the application's thread that calls send, a thread of
+    the client's JVM: a collection's pause stops it too); the brokers' are ``None``, ``("writer", i)``,
+    ``("reput", i)``."""
+    return thread == SUBMITTER or (isinstance(thread, tuple) and bool(thread) and isinstance(thread[0], int))
 
 
 class HostCores:
@@ -505,6 +510,35 @@ def host_stalls(sc: Scenario, producer: int) -> HostStalls | None:
 
 
 @dataclass
+class HostOthers:
+    """``producers.host_other_cpu_us`` on ``host_other_threads``: the shared host's threads the model has
+    not otherwise, a host-wide load beside both processes' threads (measured per thread,
+    tests/data/realbroker-reruns/threads: the driver's C1 and C2 compiler threads, its G1 threads running
+    beside the others, its and the broker's other threads). Their CPU follows the sends (a compiler
+    compiles the code the sends run, a collector's concurrent threads follow what they allocate), so each
+    send's runs after its client work on one of the threads in turn, one piece after another; on a fair
+    host each thread with work is one more beside every other piece, neither process's (a collection that
+    stops the client does not stop them; a stop of the host does)."""
+
+    us: float
+    threads: int
+
+    def after_send(self, cores: Host, seq: int, at_us: float) -> None:
+        """Send ``seq``'s client work ended at ``at_us``: its share of the other threads' CPU."""
+        thread = (OTHER_THREAD, seq % self.threads)
+        cores.free_us[thread] = cores.run(max(at_us, cores.free_us.get(thread, 0.0)), self.us, thread)
+
+
+OTHER_THREAD = "other"  # HostOthers' threads: (OTHER_THREAD, i), in Host.free_us
+
+
+def host_others(sc: Scenario) -> HostOthers | None:
+    """The other threads' load of ``sc``'s shared host (None: ``producers.host_other_cpu_us`` is 0)."""
+    p = sc.producers
+    return HostOthers(p.host_other_cpu_us, p.host_other_threads) if p.host_other_cpu_us > 0 else None
+
+
+@dataclass
 class ClientThreads:
     """An ASYNC send's client CPU on the threads that run it (``producers.netty_write_cpu_share``,
     ``netty_read_cpu_share``, ``callback_cpu_share``, ``submit_cpu_share``; the rest of ``send_cpu_us`` on
@@ -615,9 +649,6 @@ class BusyIntervals:
         k = bisect.bisect_right(self.ends, now_us)
         if k:
             del self.starts[:k], self.ends[:k]
-
-
-SUBMITTER = "submitter"  # the process's thread that calls send (Host.free_us, a FairShareHost's thread)
 
 
 def client_threads(sc: Scenario, host: Host, producer: int) -> ClientThreads | None:

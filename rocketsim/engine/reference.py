@@ -47,7 +47,7 @@ from rocketsim.client.connection import (
 )
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.heap import ClientHeap, client_heap
-from rocketsim.client.host import Host, HostCores, client_threads, host_stalls
+from rocketsim.client.host import Host, HostCores, client_threads, host_others, host_stalls
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
@@ -170,6 +170,7 @@ class ProducerSimulation:
         self.heap = heap if heap is not None else client_heap(sc, self.host)
         self.held: dict[int, int] = {}  # send index -> the heap's epoch when it was handed to the client
         self.stalls = host_stalls(sc, producer)
+        self.others = host_others(sc)  # the host's other threads' CPU after each send's
         self.threads = client_threads(sc, self.host, producer)  # ASYNC: its CPU beside the executor's
         self.call_us: dict[int, float] = {}  # send index -> when its next request starts (us), if known
         self.start_us: dict[tuple[int, int], int] = {}  # (send, attempt) -> its request's start (us)
@@ -289,6 +290,8 @@ class ProducerSimulation:
             self.heap.allocate(ready_us)
         work = self.cpu_us if self.threads is None or s.waits else self.threads.executor_us
         done = self.host.run(ready_us, work, (self.producer, thread))
+        if self.others is not None:
+            self.others.after_send(self.host, s.seq, done)
         if self.stalls is not None:
             self.stalls.after_send(self.host, s.seq, done)
         return done

@@ -6,8 +6,6 @@ with upstream's default and the rule a given value must meet (in its metadata, r
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -108,33 +106,6 @@ MAX_WINDOW_MS = MAX_SCENARIO_S * 1000
 MAX_WINDOWS = 1_000_000
 MAX_QUEUE_WINDOW_ROWS = 20_000_000
 MAX_SCENARIO_BYTES = 16 << 20  # a scenario file is a few KiB; more is a mistake (or /dev/zero)
-
-
-def toml_value(value: Any) -> str:
-    """``value`` as a scenario file spells it: ``true``, ``[1, 2]``, ``{ sync = 1.0 }``, ``'text'`` (a
-    literal string; a basic one when it holds a quote, a backslash or a control character); ``nothing``
-    for None (TOML has no null)."""
-    if value is None:
-        return "nothing"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        plain = not any(c in value for c in "'\\") and all(c >= " " and c != "\x7f" for c in value)
-        return f"'{value}'" if plain else json.dumps(value, ensure_ascii=False)
-    if isinstance(value, Mapping):
-        items = ", ".join(f"{_toml_key(k)} = {toml_value(v)}" for k, v in value.items())
-        return f"{{ {items} }}" if items else "{}"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-def _toml_key(key: Any) -> str:
-    text = str(key)
-    bare = text and all(c.isascii() and (c.isalnum() or c in "-_") for c in text)
-    return text if bare else json.dumps(text, ensure_ascii=False)
 
 
 def _one_of(options: tuple[str, ...]) -> dict[str, Any]:
@@ -378,6 +349,14 @@ class ProducerConfig:
     host_stall_every: float = field(default=0.0, metadata=_between(0, 1e12))
     # the stalls' mean length, ms (exponential)
     host_stall_ms: float = field(default=0.0, metadata=_between(0, 1e5))
+    # the CPU a send costs the shared host's threads the model has not otherwise (the JVMs' JIT compilers,
+    # the collector's threads beside the others, their other threads), microseconds: run after each send's
+    # client work on host_other_threads threads of their own, beside every process's threads, neither
+    # process's (a host-wide load, not a stop: rocketsim.client.host.HostOthers). 0: none. Needs
+    # shared_host and send_cpu_us > 0
+    host_other_cpu_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    # the threads that run host_other_cpu_us, each send's on one of them in turn, one piece after another
+    host_other_threads: int = field(default=2, metadata=_between(1, 1024))
 
     @property
     def executor_threads(self) -> int:

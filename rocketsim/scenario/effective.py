@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rocketsim.scenario import span
-from rocketsim.scenario.config import Scenario, toml_value
+from rocketsim.scenario.config import Scenario
 from rocketsim.scenario.overrides import parse_override
+from rocketsim.scenario.toml_text import toml_value
 
 FILE, SET, DEFAULT = "file", "--set", "default"
 

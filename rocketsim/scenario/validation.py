@@ -33,9 +33,9 @@ from rocketsim.scenario.config import (
     ProducerConfig,
     Scenario,
     ScenarioError,
-    toml_value,
 )
 from rocketsim.scenario.span import queued_span_s
+from rocketsim.scenario.toml_text import toml_value
 
 # characters a string value may not hold (the text keys may hold newlines and tabs)
 _CONTROL = {chr(c) for c in range(32)} | {chr(c) for c in range(0x7F, 0xA0)}
@@ -206,6 +206,9 @@ def _check_host(sc: Scenario) -> None:
     if sc.producers.host_stall_every > 0 and sc.producers.send_cpu_us <= 0:
         rule = "needs producers.send_cpu_us > 0 (the host that stalls)"
         _fail("producers.host_stall_every", rule, sc.producers.host_stall_every)
+    if sc.producers.host_other_cpu_us > 0 and not (sc.producers.shared_host and sc.producers.send_cpu_us > 0):
+        rule = "needs producers.shared_host = true and send_cpu_us > 0 (the host and the sends it follows)"
+        _fail("producers.host_other_cpu_us", rule, sc.producers.host_other_cpu_us)
     shares = ("netty_write_cpu_share", "netty_read_cpu_share", "callback_cpu_share", "submit_cpu_share")
     for key in shares:
         if getattr(sc.producers, key) > 0 and not sc.producers.shared_host:

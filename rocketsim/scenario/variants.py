@@ -80,6 +80,8 @@ SEND_ONLY_PRODUCER_SETTINGS = (
     "heap_marking_ms",
     "host_stall_every",
     "host_stall_ms",
+    "host_other_cpu_us",
+    "host_other_threads",
 )
 
 

@@ -238,7 +238,7 @@ class IpcGroupsSink:
 def _one_batch(table: pa.Table) -> pa.RecordBatch:
     """``table`` as one record batch (a column with no chunk: empty)."""
     table = table.combine_chunks()
-    columns = [pa.concat_arrays(c.chunks) if c.num_chunks else pa.array([], c.type) for c in table.columns]
+    columns = [c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in table.columns]
     return pa.RecordBatch.from_arrays(columns, schema=table.schema)
 
 

@@ -194,3 +194,34 @@ def test_string_columns_given_as_codes_compare_count_and_cast_as_the_strings() -
     assert pa.types.is_dictionary(made.schema.field("a").type)
     assert made.schema.field("b").type == made.schema.field("c").type == pa.string()
     assert made.cast(one.schema).equals(one)
+
+
+def test_single_values_coded_takes_codes_as_it_takes_strings() -> None:
+    """A column given as a dictionary array (codes of a larger dictionary, in chunks) comes out as the
+    same column given as strings does: one value (``x`` under codes 0 and 2 of two chunks' dictionaries)
+    as the dictionary of that value alone, else (two values, a null, no row) as strings."""
+
+    def codes(values: list[str | None], names: list[str]) -> pa.DictionaryArray:
+        idx = pa.array([names.index(v) if v is not None else None for v in values], pa.int8())
+        return pa.DictionaryArray.from_arrays(idx, pa.array(names))
+
+    rows = {
+        "one": [["x", "x"], ["x"]],
+        "two": [["x", "x"], ["y"]],
+        "null": [["x", None], ["x"]],
+    }
+    strings = pa.table({n: pa.chunked_array(v, pa.string()) for n, v in rows.items()})
+    coded = pa.table(
+        {
+            n: pa.chunked_array([codes(v[0], ["x", "y", "z"]), codes(v[1], ["z", "y", "x"])])
+            for n, v in rows.items()
+        }
+    )
+    names = list(rows)
+    assert grouping.single_values_coded(coded, names).equals(grouping.single_values_coded(strings, names))
+    made = grouping.single_values_coded(coded, names)
+    assert pa.types.is_dictionary(made.schema.field("one").type) and made.column("one").chunk(
+        0
+    ).dictionary.to_pylist() == ["x"]
+    empty = pa.table({"e": pa.chunked_array([codes([], ["x"])])})
+    assert grouping.single_values_coded(empty, ["e"]).schema.field("e").type == pa.string()

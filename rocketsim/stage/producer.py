@@ -39,6 +39,7 @@ from rocketsim.stage.protocols import (
 )
 from rocketsim.stage.scratch import (
     RESULTS_SCRATCH,
+    ScratchCodes,
     log_scratch_schema,
     scratch_log,
     scratch_results,
@@ -152,6 +153,7 @@ class ProducerSinks:
         self.results = io.scratch.grouped_sink(scratch_key(RESULTS, task), RESULTS_SCRATCH, brokers)
         self.log_schema = log_scratch_schema(sc)
         self.log = io.scratch.grouped_sink(scratch_key(LOG, task), self.log_schema, brokers)
+        self.codes = {LOG: ScratchCodes(), RESULTS: ScratchCodes()}  # each scratch file's dictionaries
         self.other = io.scratch.grouped_sink(
             scratch_key(OTHER_HALVES, task), broker_side.HALF_RESULTS, brokers
         )
@@ -165,9 +167,9 @@ class ProducerSinks:
     def write(self, tables: ProducerTables) -> None:
         self.attempts.write(tables.coded_attempts())
         self.unstored.write(tables.unstored_results())
-        rows, brokers = tables.stored_result_rows()
-        self.results.write(scratch_results(tables.results, rows), brokers, rows)
-        self.log.write(scratch_log(tables.log, self.log_schema), tables.log_broker)
+        rows, brokers = tables.stored_result_rows()  # status and broker: the engine's codes, if it gave them
+        self.results.write(scratch_results(tables.coded_results(), rows, self.codes[RESULTS]), brokers, rows)
+        self.log.write(scratch_log(tables.log, self.log_schema, self.codes[LOG]), tables.log_broker)
         if self.halves:
             self.other.write(*tables.other_half_results())
         else:

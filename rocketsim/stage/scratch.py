@@ -5,9 +5,13 @@ records' ``broker`` column is not written: the broker task knows it. Nor are the
 delayed and half records fill (:data:`MOVED_COLUMNS`) when the workload sends neither delay nor
 transaction messages (null then), nor the results' columns that are differences of two others
 (:data:`DERIVED_RESULTS`) or null on every result the scratch holds (:data:`UNSTORED_ERROR`), both
-checked as they are written. :func:`log_scratch_schema` and
-:data:`RESULTS_SCRATCH` are what is written; :class:`FilledRows` gives a broker task the rows with those
-columns back. The scratch is internal: no table changes, and less of it is written, mapped and taken.
+checked as they are written. The string columns of few values (:data:`CODED_SCRATCH`) are written as
+dictionary arrays of one or two bytes a row: one dictionary a file, grown as new values come
+(:class:`ScratchCodes`; the file holds its additions as dictionary deltas). :func:`log_scratch_schema`
+and :data:`RESULTS_SCRATCH` are what is written; :class:`FilledRows` gives a broker task the rows with
+the left-out columns back, the coded ones as dictionary arrays (a take numbers a column's values in the
+order they first come, as :func:`pyarrow.compute.dictionary_encode` of its strings would). The scratch
+is internal: no table changes, and less of it is written, mapped and taken.
 """
 
 from __future__ import annotations
@@ -25,6 +29,16 @@ from rocketsim.tables import schemas
 from rocketsim.tables.grouping import bools
 
 RESULTS_CORE = schemas.without_run_id(schemas.SEND_RESULTS)  # what the simulation returns
+# the string columns of few values written as dictionary arrays, and the width of their codes: the
+# workload's few types and modes, the statuses; the cluster's brokers and the topics (with the delay and
+# half topics) might be more than a byte numbers
+CODED_SCRATCH = {
+    "store_topic": pa.int16(),
+    "message_type": pa.int8(),
+    "send_mode": pa.int8(),
+    "status": pa.int8(),
+    "broker": pa.int16(),
+}
 # filled only for delayed and half records (rocketsim.broker.store.store_records), null for the others
 MOVED_COLUMNS = ("real_topic", "real_queue_id", "delay_level", "deliver_ts_ms")
 # the workload's message types whose records are delayed or halves
@@ -33,32 +47,42 @@ _MOVED_TYPES = ("delay", "transaction")
 DERIVED_RESULTS = {"queue_wait_ms": ("send_ts_ms", "born_ts_ms"), "latency_ms": ("end_ts_ms", "send_ts_ms")}
 # a FAILED or REJECTED send's text: null on every result that points at a record (those the scratch has)
 UNSTORED_ERROR = "error"
-RESULTS_SCRATCH = pa.schema([f for f in RESULTS_CORE if f.name not in (*DERIVED_RESULTS, UNSTORED_ERROR)])
+
+
+def _coded(fields: Sequence[pa.Field]) -> pa.Schema:
+    """``fields`` with those of :data:`CODED_SCRATCH` as dictionary arrays of strings."""
+    coded = {n: pa.dictionary(index, pa.string()) for n, index in CODED_SCRATCH.items()}
+    return pa.schema([f.with_type(coded[f.name]) if f.name in coded else f for f in fields])
+
+
+RESULTS_SCRATCH = _coded([f for f in RESULTS_CORE if f.name not in (*DERIVED_RESULTS, UNSTORED_ERROR)])
 
 
 def log_scratch_schema(sc: Scenario) -> pa.Schema:
     """The columns of :data:`rocketsim.broker.store.LOG_COLUMNS` a producer task writes to the scratch
     for ``sc``: all but ``broker``, and but :data:`MOVED_COLUMNS` when ``sc``'s workload has no delay
-    or transaction messages."""
+    or transaction messages; those of :data:`CODED_SCRATCH` as dictionary arrays."""
     left_out = {"broker"}
     if not any(sc.workload.message_types.get(t, 0) > 0 for t in _MOVED_TYPES):
         left_out.update(MOVED_COLUMNS)
-    return pa.schema([f for f in store.LOG_COLUMNS if f.name not in left_out])
+    return _coded([f for f in store.LOG_COLUMNS if f.name not in left_out])
 
 
-def scratch_log(log: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Records (``LOG_COLUMNS``) as :func:`log_scratch_schema`'s ``schema``; AssertionError when a moved
-    column it leaves out holds a value (the workload's types said it could not)."""
+def scratch_log(log: pa.Table, schema: pa.Schema, codes: ScratchCodes | None = None) -> pa.Table:
+    """Records (``LOG_COLUMNS``) as :func:`log_scratch_schema`'s ``schema`` (``codes``: the file's
+    dictionaries, None: this table's own); AssertionError when a moved column it leaves out holds a
+    value (the workload's types said it could not)."""
     for name in MOVED_COLUMNS:
         if name not in schema.names and log.column(name).null_count != log.num_rows:
             raise AssertionError(f"a commit-log record has a {name}, which the scratch leaves out")
-    return log.select(schema.names)
+    return (codes or ScratchCodes()).coded(log.select(schema.names), schema)
 
 
-def scratch_results(results: pa.Table, stored: np.ndarray) -> pa.Table:
-    """Results (:data:`RESULTS_CORE`, of which rows ``stored`` point at a record and go to the scratch)
-    as :data:`RESULTS_SCRATCH`; AssertionError when a column of :data:`DERIVED_RESULTS` is not the
-    difference it is made from again, or a stored result has an error."""
+def scratch_results(results: pa.Table, stored: np.ndarray, codes: ScratchCodes | None = None) -> pa.Table:
+    """Results (:data:`RESULTS_CORE`, their string columns strings or dictionary arrays; rows ``stored``
+    point at a record and go to the scratch) as :data:`RESULTS_SCRATCH` (``codes`` as
+    :func:`scratch_log`'s); AssertionError when a column of :data:`DERIVED_RESULTS` is not the difference
+    it is made from again, or a stored result has an error."""
     for name, (a, b) in DERIVED_RESULTS.items():
         kept, made = results.column(name), pc.subtract(results.column(a), results.column(b))
         same = pc.equal(kept, made)  # null where either is: equal null counts mean the same rows null
@@ -68,7 +92,65 @@ def scratch_results(results: pa.Table, stored: np.ndarray) -> pa.Table:
     error = results.column(UNSTORED_ERROR)
     if error.null_count != len(error) and bools(error.is_valid())[stored].any():
         raise AssertionError("a send_results row pointing at a record has an error")
-    return results.select(RESULTS_SCRATCH.names)
+    return (codes or ScratchCodes()).coded(results.select(RESULTS_SCRATCH.names), RESULTS_SCRATCH)
+
+
+class ScratchCodes:
+    """The dictionaries of one scratch file's coded columns (:data:`CODED_SCRATCH`): each value numbered
+    as it first comes, so that the dictionary a part is written with starts with the one of the part
+    before (an IPC file holds one dictionary a column; what a part adds is written as a delta)."""
+
+    def __init__(self) -> None:
+        self._numbers: dict[str, dict[str, int]] = {}
+        self._dictionaries: dict[str, pa.Array] = {}
+
+    def coded(self, table: pa.Table, schema: pa.Schema) -> pa.Table:
+        """``table`` (``schema``'s columns, its coded ones strings or dictionary arrays) as ``schema``."""
+        for at, f in enumerate(schema):
+            if pa.types.is_dictionary(f.type):
+                table = table.set_column(at, f, self._codes(f.name, table.column(at), f.type.index_type))
+        return table.cast(schema)
+
+    def _codes(self, name: str, column: pa.ChunkedArray, index: pa.DataType) -> pa.DictionaryArray:
+        """``column``'s values as codes of the file's dictionary of ``name`` (grown by the new ones): a
+        dictionary array's few values looked up, a string column of one value compared, else encoded."""
+        numbers = self._numbers.setdefault(name, {})
+        parts = [np.zeros(0, np.int64)]
+        for chunk in column.chunks:
+            if not pa.types.is_dictionary(chunk.type):
+                if len(chunk) and not chunk.null_count and pc.all(pc.equal(chunk, chunk[0])).as_py():
+                    parts.append(np.full(len(chunk), self._number(numbers, chunk[0].as_py()), np.int64))
+                    continue
+                chunk = pc.dictionary_encode(chunk)
+            lookup = np.array([self._number(numbers, v) for v in chunk.dictionary.to_pylist()], np.int64)
+            idx = np.asarray(chunk.indices.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+            parts.append(lookup[idx] if len(lookup) else idx)
+        if len(numbers) > np.iinfo(index.to_pandas_dtype()).max + 1:
+            raise AssertionError(f"the scratch's {name} has more values than its {index} codes number")
+        if name not in self._dictionaries or len(self._dictionaries[name]) != len(numbers):
+            self._dictionaries[name] = pa.array(list(numbers), pa.string())
+        codes = np.concatenate(parts).astype(index.to_pandas_dtype())
+        mask = ~bools(column.is_valid()) if column.null_count else None
+        return pa.DictionaryArray.from_arrays(pa.array(codes, mask=mask), self._dictionaries[name])
+
+    @staticmethod
+    def _number(numbers: dict[str, int], value: str | None) -> int:
+        if value is None:  # a dictionary of no null value: never here
+            raise AssertionError("a null value in a dictionary")
+        return numbers.setdefault(value, len(numbers))
+
+
+def first_seen_codes(column: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
+    """A dictionary column as :func:`pyarrow.compute.dictionary_encode` of its strings gives it: its
+    values in the order they first come (those it does not use left out), int32 codes."""
+    chunk = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    used = pc.unique(chunk.indices).drop_null()
+    idx = np.asarray(chunk.indices.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+    place = np.zeros(len(chunk.dictionary), np.int32)
+    place[np.asarray(used.to_numpy(), np.int64)] = np.arange(len(used), dtype=np.int32)
+    codes = place[idx] if len(place) else idx.astype(np.int32)
+    mask = ~bools(chunk.is_valid()) if chunk.null_count else None
+    return pa.DictionaryArray.from_arrays(pa.array(codes, mask=mask), chunk.dictionary.take(used))
 
 
 # the records' columns a broker task takes as dictionary arrays (broker_log's ``coded``): read by its
@@ -107,9 +189,10 @@ class FilledRows:
     """A :class:`rocketsim.stage.protocols.RowSource` of ``full``'s rows over ``source`` (rows of
     ``stored``, some of ``full``'s columns): a column ``stored`` has not is ``made(rows, name,
     as_codes)`` of the stored columns taken (with those it ``needs``), made only when asked for.
-    :meth:`take` gives the string columns ``coded`` as dictionary arrays (a stored one encoded once a
-    take; a made one asked ``as_codes``), for readers that would encode them again; a slice or the whole
-    gives strings."""
+    :meth:`take` gives the string columns ``coded`` as dictionary arrays numbered as the take's values first
+    come (:func:`first_seen_codes`; a made one asked ``as_codes``), for readers that would encode them
+    again; a slice, the whole and the other columns of a take give the stored dictionary arrays as they
+    are (:data:`CODED_SCRATCH`: their values those of the strings)."""
 
     def __init__(
         self,
@@ -150,14 +233,18 @@ class FilledRows:
         self, rows: pa.Table, columns: Sequence[str], coded: frozenset[str] = frozenset()
     ) -> pa.Table:
         """``columns`` of ``rows`` (stored columns), those it has not made; those ``coded`` as dictionary
-        arrays (the others' ``made`` strings)."""
+        arrays numbered as their values first come (the others' ``made`` strings)."""
         have = set(rows.column_names)
         out = {}
         for c in columns:
             if c not in have:
                 out[c] = self.made(rows, c, c in coded)
-            elif c in coded:
-                out[c] = pc.dictionary_encode(rows.column(c).combine_chunks())
+            elif c in coded:  # stored as codes of the file's dictionary: numbered as the take's
+                column = rows.column(c)
+                if pa.types.is_dictionary(column.type):
+                    out[c] = first_seen_codes(column)
+                else:
+                    out[c] = pc.dictionary_encode(column.combine_chunks())
             else:
                 out[c] = rows.column(c)
         fields = [self.full.field(c) for c in columns]

@@ -92,18 +92,42 @@ def keeping_codes(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def single_values_coded(table: pa.Table, names: Sequence[str]) -> pa.Table:
     """``table`` with each string column of ``names`` that holds one value on every row (no null) as a
     dictionary array of that value (codes 0): what the Parquet writer takes without hashing every row
-    (one comparison a row to find it; the file is the same)."""
+    (one comparison a row to find it; the file is the same). A column of ``names`` given as a dictionary
+    array is made so too when it holds one value, else given as strings (as the column was)."""
     for name in names:
         column = table.column(name)
-        if not pa.types.is_string(column.type) or not len(column) or column.null_count:
+        if pa.types.is_dictionary(column.type):
+            one = _one_value(column)
+            made = column.cast(pa.string()) if one is None else _single(one, len(column))
+        elif not pa.types.is_string(column.type) or not len(column) or column.null_count:
             continue
-        first = column[0]
-        if pc.all(pc.equal(column, first)).as_py():
-            codes = pa.array(np.zeros(len(column), np.int32))
-            one = pa.DictionaryArray.from_arrays(codes, pa.array([first.as_py()], pa.string()))
-            at = table.schema.get_field_index(name)
-            table = table.set_column(at, table.field(name).with_type(one.type), one)
+        else:
+            first = column[0]
+            if not pc.all(pc.equal(column, first)).as_py():
+                continue
+            made = _single(first.as_py(), len(column))
+        at = table.schema.get_field_index(name)
+        table = table.set_column(at, table.field(name).with_type(made.type), made)
     return table
+
+
+def _single(value: str, rows: int) -> pa.DictionaryArray:
+    """``value`` on each of ``rows`` rows, as a dictionary array of it (codes 0)."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, np.int32)), pa.array([value], pa.string()))
+
+
+def _one_value(column: pa.ChunkedArray | pa.Array) -> str | None:
+    """The value on every row of a dictionary column of strings, None when it has rows of two values, a
+    null or no row (the codes read, not the rows' strings: one code a chunk, or the values of its codes)."""
+    values = set()
+    for c in _chunks([column]):
+        if c.null_count:
+            return None
+        if len(c):
+            low, high = (s.as_py() for s in pc.min_max(c.indices).values())
+            used = pa.array([low]) if low == high else pc.unique(c.indices)
+            values.update(c.dictionary.take(used).to_pylist())
+    return values.pop() if len(values) == 1 else None
 
 
 def joint_codes(columns: Sequence[pa.ChunkedArray]) -> tuple[list[np.ndarray], pa.Array]:

@@ -197,12 +197,14 @@ class IpcGroupsSink:
     """An Arrow IPC file of rows split into ``groups`` groups, written a part at a time: each
     :meth:`write` adds ``groups`` record batches, batch ``g`` holding that part's rows of group ``g`` in
     their order (empty ones included), so the file's batch ``k * groups + g`` is part ``k`` of group
-    ``g`` (:func:`read_ipc_group`). Renamed into place by :meth:`close`."""
+    ``g`` (:func:`read_ipc_group`). Renamed into place by :meth:`close`. A dictionary column holds one
+    dictionary: a part's may add values to the last part's (written as a delta), not change it."""
 
     def __init__(self, uri: str, schema: pa.Schema, groups: int) -> None:
         self.schema, self.groups = schema, groups
         self._out = _AtomicOutput(uri)
-        self._writer = pa.ipc.new_file(self._out.__enter__(), schema)
+        deltas = pa.ipc.IpcWriteOptions(emit_dictionary_deltas=True)
+        self._writer = pa.ipc.new_file(self._out.__enter__(), schema, options=deltas)
         self.parts = 0
 
     def write(self, table: pa.Table, group: np.ndarray, rows: np.ndarray | None = None) -> None:
@@ -214,10 +216,10 @@ class IpcGroupsSink:
         if rows is not None:
             order = np.asarray(rows, np.int64)[order]
         ends = np.cumsum(np.bincount(group, minlength=self.groups))
-        grouped = table.take(pa.array(order)).combine_chunks().cast(self.schema)
+        grouped = _one_batch(table.take(pa.array(order)).combine_chunks().cast(self.schema))
         start = 0
-        for end in ends.tolist():
-            self._writer.write_batch(_one_batch(grouped.slice(start, end - start)))
+        for end in ends.tolist():  # slices of one batch: every group's dictionaries the part's, even empty
+            self._writer.write_batch(grouped.slice(start, end - start))
             start = end
         self.parts += 1
 
@@ -234,10 +236,10 @@ class IpcGroupsSink:
 
 
 def _one_batch(table: pa.Table) -> pa.RecordBatch:
-    batches = table.combine_chunks().to_batches()
-    if not batches:
-        return pa.RecordBatch.from_pylist([], schema=table.schema)
-    return batches[0]
+    """``table`` as one record batch (a column with no chunk: empty)."""
+    table = table.combine_chunks()
+    columns = [c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in table.columns]
+    return pa.RecordBatch.from_arrays(columns, schema=table.schema)
 
 
 def read_ipc_group(uris: Sequence[str], g: int, schema: pa.Schema, groups: int = 0) -> pa.Table:

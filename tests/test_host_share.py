@@ -554,6 +554,33 @@ def test_a_stop_holds_the_pieces_placed_before_it_over_its_time(conserving: bool
     assert h.run(100, 10, ("piece", 2)) == pytest.approx(exact[2])
 
 
+def test_a_held_threads_rests_run_one_after_another_beside_the_others_and_its_own_later_piece() -> None:
+    # Thread a books two pieces of 40 us back to back from 0, b one of 1,000 us; a stall from 20 us for
+    # 80 us is placed after them (HostStalls.after_send: a send's piece ends, a broker's appends are already
+    # booked over it). Processor sharing runs a as one thread with 60 us left at 100 us: c's 10 us from
+    # 100 us runs beside a and b at 2/3 of a core and ends at 115 us. a's two rests, one after another,
+    # are one piece beside c (as separate pieces, two: c ended at 120 us)
+    exact = _exact_processor_sharing_stopped([0.0, 0.0, 100.0], [80.0, 1000.0, 10.0], 2, [(20.0, 80.0)])
+    assert exact[2] == pytest.approx(115.0)
+    h = FairShareHost(2)
+    assert (h.run(0, 40, ("a", 0)), h.run(40, 40, ("a", 0)), h.run(0, 1000, ("b", 0))) == (40, 80, 1000)
+    assert h.stop_all(20, 80) == 20
+    h.advance(100)
+    assert h.run(100, 10, ("c", 0)) == pytest.approx(exact[2])
+    # a's own next piece at 100 us, its ends returned (80 us): processor sharing runs it after a's rest, at
+    # 160 us (a piece of 100 us, a stall from 50 us for 50 us, b beside it). The fair host cannot move
+    # what it returned, so the rest runs beside the later piece and counts beside it (3 threads on 2
+    # cores: 115 us); not counted (a core of its own: 110 us) the piece would end further from 160 us.
+    # So the commit-log writer, its appends booked over each stall, is slowed by its own rests: what
+    # takes b_steady's writer below 60,000 appends a second (docs/validation.md, "b_steady's overflow")
+    exact = _exact_processor_sharing_stopped([0.0, 0.0], [110.0, 1000.0], 2, [(50.0, 50.0)])
+    assert exact[0] == pytest.approx(160.0)
+    h = FairShareHost(2)
+    assert (h.run(0, 100, ("a", 0)), h.run(0, 1000, ("b", 0)), h.stop_all(50, 50)) == (100, 1000, 50)
+    h.advance(100)
+    assert h.run(100, 10, ("a", 0)) == pytest.approx(115.0)
+
+
 def _busy_threads_under_stalls(host: FairShareHost, threads: int, pieces: int = 10_000) -> float:
     """The work ``threads`` threads that always have work do on ``host`` (each piece, exponential of 2 us
     mean, placed when its thread's last ends, in time order, as the engine places them), with a stall

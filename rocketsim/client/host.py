@@ -47,6 +47,13 @@ class Host(Protocol):
 SUBMITTER = "submitter"  # the process's thread that calls send (Host.free_us, a FairShareHost's thread)
 
 
+def run_in_turn(host: Host, thread: Hashable, at_us: float, us: float) -> float:
+    """``us`` of CPU on the process's shared ``thread`` (``Host.free_us``) from ``at_us`` or when its last
+    piece ended, whichever is later: when it ends (kept as the thread's)."""
+    done = host.free_us[thread] = host.run(max(at_us, host.free_us.get(thread, 0.0)), us, thread)
+    return done
+
+
 def is_client_thread(thread: Hashable) -> bool:
     """Whether ``thread`` is one of the client process's: a producer's (the callers name them ``(producer,
     ...)``) or the process's one :data:`SUBMITTER` (the application's thread that calls send, a thread of
@@ -525,8 +532,7 @@ class HostOthers:
 
     def after_send(self, cores: Host, seq: int, at_us: float) -> None:
         """Send ``seq``'s client work ended at ``at_us``: its share of the other threads' CPU."""
-        thread = (OTHER_THREAD, seq % self.threads)
-        cores.free_us[thread] = cores.run(max(at_us, cores.free_us.get(thread, 0.0)), self.us, thread)
+        run_in_turn(cores, (OTHER_THREAD, seq % self.threads), at_us, self.us)
 
 
 OTHER_THREAD = "other"  # HostOthers' threads: (OTHER_THREAD, i), in Host.free_us
@@ -570,9 +576,7 @@ class ClientThreads:
         """The send due at ``due_us`` handed to the executor by the application's thread: when."""
         if self.submit_us <= 0:
             return due_us
-        done = self.host.run(max(due_us, self.host.free_us.get(SUBMITTER, 0.0)), self.submit_us, SUBMITTER)
-        self.host.free_us[SUBMITTER] = done
-        return done
+        return run_in_turn(self.host, SUBMITTER, due_us, self.submit_us)
 
     def write(self, ready_us: float) -> float:
         """The request ready at ``ready_us`` (its executor thread done): when it is on the wire."""

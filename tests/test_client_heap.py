@@ -10,6 +10,7 @@ G1's sizing (JDK 17, src/hotspot/share/gc/g1/g1_globals.hpp and gc_globals.hpp):
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -187,3 +188,70 @@ def test_without_marking_only_a_full_collection_frees_the_old_generation() -> No
     h.allocate(100_000.0)
     h.allocate(200_000.0)
     assert h.old_dead_kib == 6000.0 and h.marking_end_us is None and h.markings == 0
+
+
+# G1's adaptive young sizing (producers.heap_pause_goal_ms; OpenJDK 17u, src/hotspot/share/gc/g1/g1Policy.cpp:
+# young_list_target_lengths, calculate_young_list_target_length and G1YoungLengthPredictor::will_fit; the
+# survival rate first predicted, 0.4, in g1SurvRateGroup.cpp's reset): after each collection the eden is the
+# largest whose predicted copy, (100 / G1ConfidencePercent) x (100 + TargetPLABWastePct) / 100 = 2.2 times
+# the predicted, fits the free regions outside the reserve beside it, and whose predicted pause fits
+# MaxGCPauseMillis; g1_backlog's G1 kept its eden at about half the free heap outside the reserve
+GIB_KIB = 1024.0 * 1024.0
+
+
+def g1(goal_us: float = 200_000.0, **kw: float) -> HeapParams:
+    return HeapParams(GIB_KIB, 10.0, 2.0, 3000.0, 0.5, 0.6, pause_goal_us=goal_us, **kw)
+
+
+def test_g1_sizes_eden_so_that_its_copy_fits_the_free_heap_outside_the_reserve() -> None:
+    p = g1()
+    held = 0.4 * GIB_KIB  # free 60%, outside the 10% reserve 50%
+    young, eden = p.g1_young_kib(held, 0.0, 0.5)
+    assert eden == young == pytest.approx(0.5 * GIB_KIB / (1.0 + 2.2 * 0.5))  # 2.2 x 0.5 E <= 0.5 H - E
+    assert p.young_kib(held) == pytest.approx(0.5 * GIB_KIB)  # the room left: twice as large
+    # with nothing surviving it is the room (at most G1MaxNewSizePercent), as before
+    assert p.g1_young_kib(0.0, 0.0, 0.0)[1] == pytest.approx(0.6 * GIB_KIB)
+    # the pause goal: 3 ms fixed, 0.5 us a KiB of what is copied (the survivors and the eden's share)
+    young, eden = g1(goal_us=23_000.0).g1_young_kib(held, 1000.0, 0.5)
+    assert eden == pytest.approx((23_000.0 - 3000.0 - 0.5 * 1000.0) / (0.5 * 0.5))
+    assert young == pytest.approx(eden + 1000.0)
+
+
+def test_g1_keeps_its_minimum_young_generation_until_no_region_is_free() -> None:
+    p = g1()
+    young, eden = p.g1_young_kib(0.88 * GIB_KIB, 0.0, 0.3)  # nothing outside the reserve: G1NewSizePercent
+    assert young == eden == pytest.approx(0.05 * GIB_KIB)
+    young, eden = p.g1_young_kib(0.98 * GIB_KIB, 0.0, 0.3)  # less free than that: what is free
+    assert young == pytest.approx(0.05 * GIB_KIB) and eden == pytest.approx(0.02 * GIB_KIB)
+    assert p.region_kib == 1024.0  # a 1 GiB heap's regions: 1 MiB
+    assert not p.is_full(GIB_KIB - 1025.0) and p.is_full(GIB_KIB - 1023.0)  # full: no free region left
+    assert not g1(goal_us=0.0).is_full(0.94 * GIB_KIB)  # without the sizing: full past 95%, as before
+
+
+def fifo_backlog(goal_us: float) -> ClientHeap:
+    """A heap of 1 GiB through 400,000 sends of 10 KiB allocated, each pending (2 KiB) until 100,000 later
+    ones have come (a backlog of 200 MiB, the oldest ending first, as an executor's queue serves it)."""
+    h = ClientHeap(g1(goal_us), HostCores(2))
+    held: deque[int] = deque()
+    for i in range(400_000):
+        h.allocate(i * 10.0)
+        held.append(h.hold())
+        if len(held) > 100_000:
+            h.release(held.popleft())
+    return h
+
+
+def test_a_backlog_makes_g1_collect_more_often_with_a_smaller_eden() -> None:
+    room, sized = fifo_backlog(0.0), fifo_backlog(200_000.0)
+    sends = [round(start / 10.0) for start, _ in sized.pauses]
+    # the first eden: 90% of the heap over 1 + 2.2 x 0.4 (the survival rate G1 starts from), 490 MiB
+    assert sends[0] == pytest.approx(0.9 * GIB_KIB / (1.0 + 2.2 * 0.4) / 10.0, abs=1)
+    # it copied every send allocated (2 KiB of 10 still pending): survival 0.7 x 0.4 + 0.3 x 0.2 = 0.34;
+    # the survivor space (young / 8) keeps 61 MiB, 37 MiB are promoted: the next eden is what is free
+    # outside the reserve, (1 GiB - 98 MiB) - 102 MiB, over 1 + 2.2 x 0.34
+    assert sized.survival == pytest.approx(0.2, abs=0.02)
+    free_outside_reserve = 0.9 * GIB_KIB - sends[0] * 2.0
+    assert sends[1] - sends[0] == pytest.approx(free_outside_reserve / (1.0 + 2.2 * 0.34) / 10.0, abs=2)
+    # the room rule takes 60% of the heap until the promoted backlog leaves less: fewer, larger edens
+    assert room.pauses[0][0] / 10.0 == pytest.approx(0.6 * GIB_KIB / 10.0, abs=1)
+    assert len(sized.pauses) >= 1.5 * len(room.pauses)

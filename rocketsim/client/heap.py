@@ -6,6 +6,7 @@ More: docs/reference/modules.md, rocketsim/client/heap.py.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from rocketsim.client.host import Host
@@ -17,6 +18,10 @@ YOUNG_MAX_SHARE = 0.60  # G1MaxNewSizePercent
 RESERVE_SHARE = 0.10  # G1ReservePercent
 SURVIVOR_RATIO = 8  # SurvivorRatio: the survivor space is young / 8
 IHOP_SHARE = 0.45  # InitiatingHeapOccupancyPercent: the old generation's share that starts a marking cycle
+# G1's adaptive young sizing (producers.heap_pause_goal_ms; JDK 17, G1Policy and G1YoungLengthPredictor)
+COPY_SAFETY = (100.0 / 50.0) * (100.0 + 10.0) / 100.0  # G1ConfidencePercent 50, TargetPLABWastePct 10
+INITIAL_SURVIVAL = 0.4  # G1SurvRateGroup::reset: the survival rate predicted before any collection
+SURVIVAL_ALPHA = 0.7  # AbsSeq's decaying average (DEFAULT_ALPHA_VALUE): the weight of the past
 
 
 @dataclass(frozen=True)
@@ -31,15 +36,45 @@ class HeapParams:
     full_us_per_kib: float = 0.0  # per KiB a full collection compacts (what is live)
     collector_threads: int = 0  # a pause's workers beside the other processes (0: it stops the host)
     marking_us: float = 0.0  # a concurrent marking cycle's length (0: none; only full collections free)
+    pause_goal_us: float = 0.0  # G1's MaxGCPauseMillis: its adaptive young sizing (0: the room left)
+
+    @property
+    def region_kib(self) -> float:
+        """G1's region: the heap / 2048 rounded down to a power of two, 1-32 MiB
+        (``HeapRegion::setup_heap_region_size``)."""
+        target = self.heap_kib / 2048.0
+        size = 2.0 ** math.floor(math.log2(target)) if target > 0 else 1.0
+        return min(max(size, KIB_PER_MB), 32 * KIB_PER_MB)
 
     def young_kib(self, held_kib: float) -> float:
         """The young generation's size while the old generation and the survivors hold ``held_kib``."""
         room = self.heap_kib * (1.0 - RESERVE_SHARE) - held_kib
         return min(max(room, YOUNG_MIN_SHARE * self.heap_kib), YOUNG_MAX_SHARE * self.heap_kib)
 
+    def g1_young_kib(self, held_kib: float, survivor_kib: float, survival: float) -> tuple[float, float]:
+        """G1's young generation (its target, its eden) after a collection that left ``held_kib`` in the
+        old generation and the survivor space (``survivor_kib`` of it survivors), ``survival`` the share
+        of eden a collection is predicted to copy (JDK 17 ``G1Policy::young_list_target_lengths`` and
+        ``calculate_young_list_target_length``, ``G1YoungLengthPredictor::will_fit``): the largest eden
+        whose predicted pause fits the goal and whose copy, ``COPY_SAFETY`` times the predicted, fits
+        the free regions outside the reserve beside it; the young generation between G1NewSizePercent
+        and G1MaxNewSizePercent of the heap, at most the free outside the reserve (the minimum wins);
+        eden never more than is free (an allocation that finds no free region starts the collection)."""
+        free = self.heap_kib - held_kib
+        base = max(free - RESERVE_SHARE * self.heap_kib, 0.0)
+        eden = base / (1.0 + COPY_SAFETY * survival)
+        if self.copy_us_per_kib * survival > 0:
+            room_us = self.pause_goal_us - self.pause_us - self.copy_us_per_kib * survivor_kib
+            eden = min(eden, max(room_us, 0.0) / (self.copy_us_per_kib * survival))
+        young = min(eden + survivor_kib, YOUNG_MAX_SHARE * self.heap_kib, base)
+        young = max(young, YOUNG_MIN_SHARE * self.heap_kib, survivor_kib + self.region_kib)
+        return young, max(min(young - survivor_kib, free), 0.0)
+
     def is_full(self, held_kib: float) -> bool:
         """Whether the heap has no room left for even the smallest young generation (G1's to-space
-        exhausted: a full collection follows)."""
+        exhausted: a full collection follows); with the adaptive sizing, no free region left."""
+        if self.pause_goal_us > 0:
+            return held_kib > self.heap_kib - self.region_kib
         return held_kib > self.heap_kib * (1.0 - YOUNG_MIN_SHARE)
 
 
@@ -62,6 +97,12 @@ class ClientHeap:
         self.allocated_kib = 0.0  # since the last collection
         self.pauses: list[tuple[float, float]] = []  # (start, length) of each collection
         self.full_collections = 0
+        self.copied_kib = 0.0  # what the young collections copied
+        self.compacted_kib = 0.0  # what the full collections compacted (live)
+        self.survival = INITIAL_SURVIVAL  # G1's predicted share of eden a collection copies
+        self.young_target_kib = 0.0  # with the adaptive sizing: the young generation, survivors included
+        self.eden_kib = 0.0  # and its eden: a collection once the sends have allocated it
+        self._size_young()
 
     @property
     def promoted(self) -> int:
@@ -94,6 +135,10 @@ class ClientHeap:
         self.allocated_kib += self.params.alloc_kib
         if self.params.marking_us > 0:
             self._mark(ready_us)
+        if self.params.pause_goal_us > 0:
+            if self.allocated_kib >= self.eden_kib:
+                self.collect(ready_us, self.young_target_kib)
+            return
         young = self.params.young_kib(self.held_kib())
         if self.allocated_kib >= young:
             self.collect(ready_us, young)
@@ -105,21 +150,37 @@ class ClientHeap:
         p = self.params
         cap = int(young_kib / SURVIVOR_RATIO / p.pending_kib) if p.pending_kib > 0 else 0
         copied = self.pending_young + self.survivors
+        self.copied_kib += copied * p.pending_kib
         self._pause(at_us, p.pause_us + p.copy_us_per_kib * copied * p.pending_kib)
+        if self.allocated_kib > 0:
+            seen = min(self.pending_young * p.pending_kib / self.allocated_kib, 1.0)
+            self.survival = SURVIVAL_ALPHA * self.survival + (1.0 - SURVIVAL_ALPHA) * seen
         self.survivors = min(copied, cap)
         self.pending_young = 0
         self.allocated_kib = 0.0
         self.epoch += 1
         if p.is_full(self.held_kib()):
             self.collect_full(at_us)
+        else:
+            self._size_young()
 
     def collect_full(self, at_us: float) -> None:
         """A full collection: compact every live send into the old generation, free the dead ones."""
+        self.compacted_kib += self.pending * self.params.pending_kib
         self._pause(at_us, self.params.full_us_per_kib * self.pending * self.params.pending_kib)
         self.survivors = 0
         self.old_dead_kib = 0.0
         self.marking_end_us = None  # G1 aborts the marking under way
         self.full_collections += 1
+        self._size_young()
+
+    def _size_young(self) -> None:
+        """With the adaptive sizing, the young generation and its eden until the next collection."""
+        if self.params.pause_goal_us > 0:
+            survivor_kib = self.survivors * self.params.pending_kib
+            self.young_target_kib, self.eden_kib = self.params.g1_young_kib(
+                self.held_kib(), survivor_kib, self.survival
+            )
 
     def _mark(self, now_us: float) -> None:
         """G1's concurrent marking (``marking_us``): once the old generation holds ``IHOP_SHARE`` of the
@@ -161,6 +222,7 @@ def client_heap(sc: Scenario, cores: Host) -> ClientHeap | None:
         p.heap_full_us_per_kib,
         parallel_gc_threads(p.processors) if p.heap_stops == "client" else 0,
         p.heap_marking_ms * 1000.0,
+        p.heap_pause_goal_ms * 1000.0,
     )
     return ClientHeap(params, cores)
 

@@ -342,6 +342,12 @@ class ProducerConfig:
     # collections free the old generation. Measured: G1 on JDK 17 with a backlog of pending sends, the
     # median of 21 cycles 1.0 s (0.3-2.9 s; tests/data/realbroker-reruns/g1_backlog)
     heap_marking_ms: float = field(default=0.0, metadata=_between(0, 1e7))
+    # G1's pause-time goal (MaxGCPauseMillis; the JVM's default 200), ms: with it the young generation
+    # is sized as G1's adaptive sizing does after each collection, the largest eden whose predicted
+    # pause fits the goal and whose predicted copy (its survival rate, 2.2 times) fits the free heap
+    # outside the 10% reserve, so a backlog that fills the old generation makes collections smaller and
+    # more frequent. 0: the young generation is the room the old generation and the reserve leave
+    heap_pause_goal_ms: float = field(default=0.0, metadata=_between(0, 1e7))
     # the host stalls (every core does something else) after one send in host_stall_every on average, for
     # an exponential time of mean host_stall_ms: the variable service that makes a host's latency grow
     # with its load (rocketsim.client.host.HostStalls; fitted to latency at rising rates). 0: never.

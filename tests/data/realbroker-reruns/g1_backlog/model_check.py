@@ -1,34 +1,77 @@
 """The model's heap (rocketsim.client.heap) driven as G1Backlog drives the JVM's: 1,000,000 sends, 8.9 KiB
 allocated a send, a pending send of 2.65 KiB, the backlog growing 0.44 a send up to HOLD, the oldest
-ending first; its young and full collections and what they copy, to set beside results.txt.
-Run from the project's root: python tests/data/realbroker-reruns/g1_backlog/model_check.py"""
+ending first, a send every 10 us (G1Backlog's 8.7-16.4 s a million sends); its young and full collections,
+what they copy, and the young generation's size by the old generation's, beside G1's own (hold_*.csv).
+Run from the project's root: python tests/data/realbroker-reruns/g1_backlog/model_check.py
 
+Each backlog three ways: the young generation the room the old generation leaves (heap_pause_goal_ms 0),
+G1's adaptive sizing (a 200 ms goal, MaxGCPauseMillis's default), and that with marking cycles of 1.0 s
+(heap_marking_ms, the median of G1's cycles here), at the calibrated costs (3 ms a pause, 0.53 us a KiB
+copied, 0.63 a KiB compacted)."""
+
+import csv
 from collections import deque
+from pathlib import Path
 
 from rocketsim.client.heap import ClientHeap, HeapParams
 from rocketsim.client.host import HostCores
 
+HERE = Path(__file__).parent
 PENDING_KIB = 597 * 1024 / 231_070  # live after a full collection with 231,070 held
-for hold in (50_000, 100_000, 231_070):
-    # pause 0 and 1 us a KiB: a pause's length is the KiB it copied (young) or compacted (full)
-    heap = ClientHeap(HeapParams(1024 * 1024.0, 6.25 + PENDING_KIB, PENDING_KIB, 0.0, 1.0, 1.0), HostCores(2))
+OLD_BANDS = ((0, 300), (300, 600), (600, 800), (800, 1024))  # MiB held in the old generation
+SETTINGS = {"room": (0.0, 0.0), "g1 sizing": (200_000.0, 0.0), "g1 sizing + marking": (200_000.0, 1e6)}
+
+
+def g1_figures(hold: int) -> tuple[int, int, list[float]]:
+    """G1's young and full collections and its mean eden (MiB) by the old generation before them."""
+    with open(HERE / f"hold_{hold}.csv") as f:
+        rows = list(csv.DictReader(x for x in f if not x.startswith("#")))
+    young = [r for r in rows if r["action"] == "end_of_minor_GC"]
+    full = len(rows) - len(young)
+    edens = [
+        [float(r["eden_before"]) for r in young if lo <= float(r["old_before"]) < hi] for lo, hi in OLD_BANDS
+    ]
+    return len(young), full, [sum(e) / len(e) if e else float("nan") for e in edens]
+
+
+def model_figures(hold: int, goal_us: float, marking_us: float) -> tuple[ClientHeap, list[float]]:
+    """The model's heap through the same million sends, and its mean eden by the old generation."""
+    params = HeapParams(1024 * 1024.0, 6.25 + PENDING_KIB, PENDING_KIB, 3000.0, 0.53, 0.63)
+    params = HeapParams(**{**params.__dict__, "marking_us": marking_us, "pause_goal_us": goal_us})
+    heap = ClientHeap(params, HostCores(2))
     held: deque[int] = deque()
     owed = 0.0
-    full_kib = 0.0
+    edens: list[list[float]] = [[] for _ in OLD_BANDS]
     for i in range(1_000_000):
-        fulls = heap.full_collections
-        heap.allocate(float(i))
-        if heap.full_collections > fulls:
-            full_kib += heap.pauses[-1][1]
+        count = len(heap.pauses)
+        old_mib = heap.held_kib() / 1024
+        eden_mib = heap.allocated_kib / 1024
+        heap.allocate(i * 10.0)
+        if len(heap.pauses) > count:
+            band = next(k for k, (lo, hi) in enumerate(OLD_BANDS) if old_mib < hi or k == len(OLD_BANDS) - 1)
+            edens[band].append(eden_mib + params.alloc_kib / 1024)
         owed += 1.44
         while owed >= 1.0:
             held.append(heap.hold())
             owed -= 1.0
         while len(held) > hold:
             heap.release(held.popleft())
-    young = len(heap.pauses) - heap.full_collections
-    copied = sum(p for _, p in heap.pauses) - full_kib
-    print(
-        f"backlog {hold}: {young} young, {heap.full_collections} full; young {copied / 1024:.0f} MiB copied; "
-        f"full {full_kib / 1024:.0f} MiB live"
-    )
+    return heap, [sum(e) / len(e) if e else float("nan") for e in edens]
+
+
+def mib(values: list[float]) -> str:
+    return " ".join(f"{v:4.0f}" for v in values)
+
+
+print(f"eden MiB by old generation MiB {[f'{lo}-{hi}' for lo, hi in OLD_BANDS]}")
+for hold in (50_000, 100_000, 231_070):
+    young, full, edens = g1_figures(hold)
+    print(f"backlog {hold}: G1 {young} young, {full} full; eden {mib(edens)}")
+    for name, (goal, marking) in SETTINGS.items():
+        heap, edens = model_figures(hold, goal, marking)
+        young = len(heap.pauses) - heap.full_collections
+        print(
+            f"  model, {name}: {young} young, {heap.full_collections} full, {heap.markings} markings; young "
+            f"{heap.copied_kib / 1024:.0f} MiB copied; full {heap.compacted_kib / 1024:.0f} MiB live; "
+            f"eden {mib(edens)}"
+        )

@@ -151,6 +151,7 @@ def test_calibration_reads_the_drivers_young_collections() -> None:
     # the ramp: 1,552,000 sends (with the warm-up) in 23 collections, 60% of 1 GiB between two
     assert values["producers.heap_alloc_kib"] == pytest.approx(0.6 * 1024 * 1024 / (1_552_000 / 23))
     assert 0.1 < values["producers.heap_copy_us_per_kib"] < 5.0
+    assert values["producers.heap_pause_goal_ms"] == 200.0  # MaxGCPauseMillis's default: the driver set none
     assert heap_values(runs[:1], 1024.0, 2.0) == {}
 
 

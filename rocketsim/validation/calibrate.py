@@ -24,6 +24,8 @@ from rocketsim.client.heap import KIB_PER_MB, YOUNG_MAX_SHARE
 from rocketsim.scenario.config import FULL_GC_PER_COPIED_KIB
 from rocketsim.validation.measured import MeasuredRun
 
+# MaxGCPauseMillis's default, ms: the harness's driver JVM sets none (run_load.sh: -Xms1g -Xmx1g -XX:+UseG1GC)
+G1_PAUSE_GOAL_MS = 200.0
 GROWTH = 1.5  # a step is saturated when its OK latency p50 ends at least this many times where it began
 
 
@@ -114,7 +116,9 @@ def heap_values(runs: Sequence[MeasuredRun], heap_mb: float, pending_kib: float)
       collections copied: per second, its collections (sends / sends per collection) times its pending
       sends (rate x OK latency p50, Little's law) times ``pending_kib``;
     * ``heap_full_us_per_kib``: that copy cost times a full collection's cost per live KiB over a young
-      one's per copied KiB, as measured of G1 (``FULL_GC_PER_COPIED_KIB``): the runs had no full one."""
+      one's per copied KiB, as measured of G1 (``FULL_GC_PER_COPIED_KIB``): the runs had no full one;
+    * ``heap_pause_goal_ms``: G1's default pause-time goal (``G1_PAUSE_GOAL_MS``), so the young
+      generation is sized as the driver's G1 sized it (its ``-XX:+UseG1GC`` sets no goal)."""
     gc_runs = [r for r in runs if r.meta.young_gc is not None and r.meta.young_gc[0] > 0]
     if len(gc_runs) < 2:
         return {}
@@ -136,6 +140,7 @@ def heap_values(runs: Sequence[MeasuredRun], heap_mb: float, pending_kib: float)
         "producers.heap_alloc_kib": YOUNG_MAX_SHARE * heap_mb * KIB_PER_MB / per_collection,
         "producers.heap_copy_us_per_kib": copy,
         "producers.heap_full_us_per_kib": copy * FULL_GC_PER_COPIED_KIB,
+        "producers.heap_pause_goal_ms": G1_PAUSE_GOAL_MS,
     }
 
 

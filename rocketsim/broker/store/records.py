@@ -210,6 +210,23 @@ def properties_illegal(base: int, with_qid: bool, chars: int, queue_id: int) -> 
     return chars > PROPERTIES_LIMIT or base + digits > PROPERTIES_LIMIT
 
 
+def _moved_topics(
+    topic: pa.ChunkedArray, delayed: np.ndarray, half: np.ndarray
+) -> pa.ChunkedArray | pa.Array:
+    """The topic each record is stored under: the schedule topic for delayed ones, the half topic for
+    halves, else its own (no copy of the strings when no record moves)."""
+    if not (delayed.any() or half.any()):
+        return topic
+    return pc.if_else(pa.array(delayed), SCHEDULE_TOPIC, pc.if_else(pa.array(half), HALF_TOPIC, topic))
+
+
+def _real_topics(topic: pa.ChunkedArray, moved: np.ndarray) -> pa.ChunkedArray | pa.Array:
+    """The topic a moved record (delayed, half) was sent to; null for the others."""
+    if not moved.any():
+        return pa.nulls(len(topic), pa.string())
+    return pc.if_else(pa.array(moved), topic, pa.scalar(None, pa.string()))
+
+
 def store_records(
     table: pa.Table, sc: Scenario, uniq_len: np.ndarray | None = None, key_tokens: np.ndarray | None = None
 ) -> pa.Table:
@@ -244,7 +261,7 @@ def store_records(
     )
     stored_props = base + np.where(moved_props, _digits(queue_id), 0)
 
-    store_topic = pc.if_else(pa.array(delayed), SCHEDULE_TOPIC, pc.if_else(pa.array(half), HALF_TOPIC, topic))
+    store_topic = _moved_topics(topic, delayed, half)
     store_topic_len = np.where(delayed, len(SCHEDULE_TOPIC), np.where(half, len(HALF_TOPIC), topic_len))
     store_q = np.where(delayed, sched_q, np.where(half, 0, queue_id))
     store_flag = np.where(half, sys_flag & ~TRANSACTION_BITS, sys_flag)
@@ -262,7 +279,7 @@ def store_records(
         "store_size": pa.array(sizes.astype(np.int32)),
         "delay_level_stored": pa.array(eff.astype(np.int32), mask=~delayed),
         "deliver_ts_ms": pa.array(store_ts + delay_ms, mask=~delayed),
-        "real_topic": pc.if_else(pa.array(moved), topic, pa.scalar(None, pa.string())),
+        "real_topic": _real_topics(topic, moved),
         "real_queue_id": pa.array(queue_id.astype(np.int32), mask=~moved),
         "index_entries": pa.array((1 + key_tokens).astype(np.int32)),
     }

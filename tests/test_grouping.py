@@ -176,6 +176,22 @@ def test_take_rows_equals_take_over_many_batches() -> None:
         grouping.take_rows(table, np.array([table.num_rows]))
 
 
+def test_take_valid_equals_take_and_refuses_rows_outside() -> None:
+    """take_valid checks the rows once itself and has Arrow's take skip its own check: the same rows as
+    take (a table, a batch, an array; repeats, nulls, strings, none), and a row outside is an IndexError,
+    not memory read past the columns."""
+    rng = np.random.default_rng(5)
+    n = 40
+    values = [f"s{x}" if x % 4 else None for x in rng.integers(0, 9, n)]
+    batch = pa.record_batch({"i": pa.array(rng.integers(0, 1 << 50, n)), "s": pa.array(values, pa.string())})
+    for data in (pa.Table.from_batches([batch, batch]), batch, batch.column(1)):
+        for rows in (rng.permutation(len(data)), rng.integers(0, len(data), 3 * n), np.zeros(0, np.int64)):
+            assert grouping.take_valid(data, rows).equals(data.take(pa.array(rows, pa.int64())))
+        for outside in (np.array([0, len(data)]), np.array([-1, 3])):
+            with pytest.raises(IndexError):
+                grouping.take_valid(data, outside)
+
+
 def test_string_columns_given_as_codes_compare_count_and_cast_as_the_strings() -> None:
     """A broker task's string columns may be dictionary arrays (their codes kept to the Parquet writer):
     ``is_value`` gives the rows the strings give, ``keeping_codes`` casts the rest and keeps the codes,

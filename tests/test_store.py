@@ -41,6 +41,7 @@ from rocketsim.broker.store import (
     is_stored_outcome,
     store_hosts,
 )
+from rocketsim.broker.store.records import count_key_tokens
 from rocketsim.client.versions import V4_9_8, V5_3_3
 from rocketsim.format import codec
 from rocketsim.format.codec import SocketAddress
@@ -324,6 +325,26 @@ def test_index_entries_count_uniq_key_and_each_key() -> None:
     for keys in ([None, "", "a", "k1"], [None, None]):  # no separator at all; no key at all
         out = store.store_records(pa.Table.from_pylist([{**row, "keys": k} for k in keys]), sc)
         assert out.column("index_entries").to_pylist() == [1 if k in (None, "") else 2 for k in keys]
+
+
+def test_key_tokens_of_slices_and_hidden_bytes_are_counted_as_split_does() -> None:
+    """count_key_tokens looks for the separator in the strings' bytes at once: a slice whose separators are
+    all outside it, a null row whose slot holds one (Arrow allows it), chunks and no rows count as split."""
+
+    def split_count(k: str | None) -> int:
+        return 0 if k is None else len([t for t in k.split(" ") if t])
+
+    keys = pa.array(["a b", "c", "", None, "d  e f", "g"])
+    for lo, hi in ((0, 6), (1, 4), (5, 6), (3, 3), (1, 3)):
+        got = count_key_tokens(keys.slice(lo, hi - lo))
+        assert got.tolist() == [split_count(k) for k in keys.to_pylist()[lo:hi]]
+    data = pa.py_buffer(b"x yz")  # row 0 null over "x y", row 1 "z"
+    hidden = pa.StringArray.from_buffers(
+        2, pa.py_buffer(np.array([0, 3, 4], np.int32)), data, pa.py_buffer(np.array([2], np.uint8))
+    )
+    assert hidden.to_pylist() == [None, "z"] and count_key_tokens(hidden).tolist() == [0, 1]
+    chunked = pa.chunked_array([["p q", "r"], [None, "s"]])
+    assert count_key_tokens(chunked).tolist() == [2, 1, 0, 1]
 
 
 def test_the_broker_checks_properties_as_it_stores_them(

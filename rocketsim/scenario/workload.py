@@ -91,8 +91,8 @@ def _choose(u: np.ndarray, weights: dict[str, float], names: tuple[str, ...]) ->
     return np.minimum(np.searchsorted(cum, u, side="right"), len(names) - 1)
 
 
-# each byte value's two uppercase hex digits, as one uint16 (the bytes of an Arrow string buffer)
-_HEX_PAIRS = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint16)
+# each 16-bit value's four uppercase hex digits, as one uint32 (the bytes of an Arrow string buffer)
+_HEX_QUADS = np.frombuffer(b"".join(f"{i:04X}".encode() for i in range(1 << 16)), dtype="<u4")
 # each number below 10,000 as its four decimal digits (leading zeros), as one uint32 (the bytes of a string)
 _DIGIT_QUADS = np.frombuffer(b"".join(f"{i:04d}".encode() for i in range(10_000)), dtype="<u4")
 
@@ -114,19 +114,19 @@ def uniq_ids(seed: int, producer: int, counters: np.ndarray, times_ms: np.ndarra
     the (UTC) month of ``times_ms``; counter (2) = the low 16 bits of ``counters``. The workload's
     messages carry a placeholder (born time, seq); the simulation gives each message the id the client
     made (:func:`rocketsim.engine.plan.uniq_keys`). The head's 20 hex digits are the producer's, the same
-    on every row: made once, only the last 12 per row.
+    on every row: made once; the last 12 per row, four at a time (the time's two halves, the counter).
     """
     seqs, born_ts_ms = np.asarray(counters, np.int64), np.asarray(times_ms, np.int64)
     n = len(seqs)
     ip, pid, loader = producer_identity(seed, producer)
-    head = np.frombuffer(ip + pid.to_bytes(2, "big") + loader.to_bytes(4, "big"), np.uint8)
+    head = (ip + pid.to_bytes(2, "big") + loader.to_bytes(4, "big")).hex().upper().encode()
     now = born_ts_ms + EPOCH_MS
-    tail = np.empty((n, 6), dtype=np.uint8)
-    tail[:, 0:4] = (now - _month_start(now)).astype(np.uint32).astype(">u4").view(np.uint8).reshape(n, 4)
-    tail[:, 4:6] = (seqs & 0xFFFF).astype(">u2").view(np.uint8).reshape(n, 2)
-    chars = np.empty((n, 16), dtype=np.uint16)  # each byte's two hex digits
-    chars[:, :10] = _HEX_PAIRS[head]
-    chars[:, 10:] = _HEX_PAIRS[tail]
+    time = (now - _month_start(now)).astype(np.uint32)
+    chars = np.empty((n, 8), dtype="<u4")  # each row's 32 hex digits, four a word
+    chars[:, :5] = np.frombuffer(head, "<u4")
+    chars[:, 5] = _HEX_QUADS[time >> 16]
+    chars[:, 6] = _HEX_QUADS[time & 0xFFFF]
+    chars[:, 7] = _HEX_QUADS[seqs & 0xFFFF]
     offsets = np.arange(0, n * 32 + 1, 32, dtype=np.int32)
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars))
 

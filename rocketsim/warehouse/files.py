@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from rocketsim.tables.grouping import take_from_batches, take_rows
+from rocketsim.tables.grouping import take_from_batches, take_rows, take_valid
 from rocketsim.warehouse.paths import delete_file, filesystem
 
 # String columns with few distinct values: the only ones worth Parquet dictionary encoding (ids,
@@ -216,7 +216,7 @@ class IpcGroupsSink:
         if rows is not None:
             order = np.asarray(rows, np.int64)[order]
         ends = np.cumsum(np.bincount(group, minlength=self.groups))
-        grouped = _one_batch(table.take(pa.array(order)).combine_chunks().cast(self.schema))
+        grouped = _one_batch(take_valid(table, order).combine_chunks().cast(self.schema))
         start = 0
         for end in ends.tolist():  # slices of one batch: every group's dictionaries the part's, even empty
             self._writer.write_batch(grouped.slice(start, end - start))

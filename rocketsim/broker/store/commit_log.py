@@ -23,7 +23,16 @@ from rocketsim.broker.store.layout import (
 )
 from rocketsim.broker.store.records import count_key_tokens, store_records, utf8_lengths
 from rocketsim.scenario import Scenario
-from rocketsim.tables.grouping import Groups, bools, ints, keeping_codes, pack_keys, string_codes, take_rows
+from rocketsim.tables.grouping import (
+    Groups,
+    bools,
+    ints,
+    keeping_codes,
+    pack_keys,
+    string_codes,
+    take_rows,
+    take_valid,
+)
 from rocketsim.tables.schemas import COMMIT_LOG, data_schema
 
 # a log given whole, or as a function giving it (best a RowSource of rocketsim.stage.protocols)
@@ -42,12 +51,14 @@ def _copies_at(
 ) -> pa.Table:
     """The copies at :func:`copy_rows`' rows, with the columns :func:`store_records` and the log need
     but those of :data:`_NOT_TAKEN` (:func:`log_records` takes their numbers)."""
-    msg, att, res = (pa.array(r) for r in rows)
+    msg, att, res = rows
     att_cols = [c for c in ATTEMPT_COLUMNS if c not in _NOT_TAKEN]
     taken = [
-        messages.select(["producer", "seq", *(c for c in MESSAGE_COLUMNS if c not in _NOT_TAKEN)]).take(msg),
-        attempts.select(["seq", *att_cols]).rename_columns(["send_seq", *att_cols]).take(att),
-        results.select([c for c in RESULT_COLUMNS if c not in _NOT_TAKEN]).take(res),
+        take_valid(
+            messages.select(["producer", "seq", *(c for c in MESSAGE_COLUMNS if c not in _NOT_TAKEN)]), msg
+        ),
+        take_valid(attempts.select(["seq", *att_cols]).rename_columns(["send_seq", *att_cols]), att),
+        take_valid(results.select([c for c in RESULT_COLUMNS if c not in _NOT_TAKEN]), res),
     ]
     return pa.table({name: t.column(name) for t in taken for name in t.column_names})
 

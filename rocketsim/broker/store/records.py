@@ -70,12 +70,21 @@ def utf8_lengths(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(pc.binary_length(column).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
 
 
+def _holds_byte(strings: pa.StringArray, byte: int) -> bool:
+    """Whether ``byte`` is in the characters of ``strings`` (a null row's, if it holds any, count too: a
+    ``True`` too many only costs the caller the slower path), found in its data buffer at once."""
+    if not len(strings) or strings.buffers()[2] is None:
+        return False
+    offsets = np.frombuffer(strings.buffers()[1], np.int32, len(strings) + 1, strings.offset * 4)
+    return bool((np.frombuffer(strings.buffers()[2], np.uint8)[offsets[0] : offsets[-1]] == byte).any())
+
+
 def count_key_tokens(keys: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Per row, how many non-empty keys ``keys.split(" ")`` gives (0 for null)."""
     keys = (keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys).cast(pa.string())
     if keys.null_count == len(keys):
         return np.zeros(len(keys), np.int64)
-    if not pc.any(pc.match_substring(keys, " ")).as_py():  # no separator: a non-empty key is one token
+    if not _holds_byte(keys, ord(" ")):  # no separator: a non-empty key is one token
         return np.asarray(pc.binary_length(keys).fill_null(0).to_numpy(zero_copy_only=False) > 0, np.int64)
     parts = pc.split_pattern(keys.fill_null(""), " ")
     nonempty = np.asarray(
@@ -210,6 +219,23 @@ def properties_illegal(base: int, with_qid: bool, chars: int, queue_id: int) -> 
     return chars > PROPERTIES_LIMIT or base + digits > PROPERTIES_LIMIT
 
 
+def _moved_topics(
+    topic: pa.ChunkedArray, delayed: np.ndarray, half: np.ndarray
+) -> pa.ChunkedArray | pa.Array:
+    """The topic each record is stored under: the schedule topic for delayed ones, the half topic for
+    halves, else its own (no copy of the strings when no record moves)."""
+    if not (delayed.any() or half.any()):
+        return topic
+    return pc.if_else(pa.array(delayed), SCHEDULE_TOPIC, pc.if_else(pa.array(half), HALF_TOPIC, topic))
+
+
+def _real_topics(topic: pa.ChunkedArray, moved: np.ndarray) -> pa.ChunkedArray | pa.Array:
+    """The topic a moved record (delayed, half) was sent to; null for the others."""
+    if not moved.any():
+        return pa.nulls(len(topic), pa.string())
+    return pc.if_else(pa.array(moved), topic, pa.scalar(None, pa.string()))
+
+
 def store_records(
     table: pa.Table, sc: Scenario, uniq_len: np.ndarray | None = None, key_tokens: np.ndarray | None = None
 ) -> pa.Table:
@@ -244,7 +270,7 @@ def store_records(
     )
     stored_props = base + np.where(moved_props, _digits(queue_id), 0)
 
-    store_topic = pc.if_else(pa.array(delayed), SCHEDULE_TOPIC, pc.if_else(pa.array(half), HALF_TOPIC, topic))
+    store_topic = _moved_topics(topic, delayed, half)
     store_topic_len = np.where(delayed, len(SCHEDULE_TOPIC), np.where(half, len(HALF_TOPIC), topic_len))
     store_q = np.where(delayed, sched_q, np.where(half, 0, queue_id))
     store_flag = np.where(half, sys_flag & ~TRANSACTION_BITS, sys_flag)
@@ -262,7 +288,7 @@ def store_records(
         "store_size": pa.array(sizes.astype(np.int32)),
         "delay_level_stored": pa.array(eff.astype(np.int32), mask=~delayed),
         "deliver_ts_ms": pa.array(store_ts + delay_ms, mask=~delayed),
-        "real_topic": pc.if_else(pa.array(moved), topic, pa.scalar(None, pa.string())),
+        "real_topic": _real_topics(topic, moved),
         "real_queue_id": pa.array(queue_id.astype(np.int32), mask=~moved),
         "index_entries": pa.array((1 + key_tokens).astype(np.int32)),
     }

@@ -25,6 +25,7 @@ from rocketsim.scenario.workload import generate
 from rocketsim.spark.cli import OneLineArgumentParser  # argparse with one-line errors; imports no pyspark
 from rocketsim.validation.calibrate import calibrate_runs, heap_values, stall_values
 from rocketsim.validation.compare import RunComparison, measured_metrics, simulated_metrics
+from rocketsim.validation.host_capacity import CapacityFit, capacity_fit, scaled
 from rocketsim.validation.measured import MeasuredRun
 from rocketsim.validation.scenario import DRIVER_HEAP_MB, pending_kib, request_bytes, run_scenario
 from rocketsim.warehouse.calibration_inputs import write_text
@@ -66,6 +67,14 @@ def simulate_run(run: MeasuredRun, values: dict[str, float], seed: int, calibrat
     return RunComparison(run.name, measured_metrics(run), simulated, calibration, notes)
 
 
+def _print_capacity(fit: CapacityFit) -> None:
+    rounds = ", ".join(f"x{r.scale:.4g}: {r.delivered_per_s:,.0f}/s" for r in fit.rounds)
+    print(
+        f"capacity: the CPU a send x{fit.scale:.4g}, the simulated saturated step completing "
+        f"{fit.target_per_s:,.0f}/s as measured (rounds: {rounds})"
+    )
+
+
 def _line(c: RunComparison) -> str:
     m, s = c.measured, c.simulated
     return (
@@ -95,6 +104,10 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG, epilog: str | None
     if values.get("producers.send_cpu_us", 0) > 0:  # the collections and stalls take the host's cores
         values.update(heap_values(chosen, DRIVER_HEAP_MB, pending_kib(chosen[0])))
         values.update(stall_values(chosen, values))
+        fit = capacity_fit(chosen, values, args.seed)
+        if fit is not None:
+            _print_capacity(fit)
+            values = scaled(values, fit.scale)
     for key, value in values.items():
         print(f"calibrated {key} = {value:.6g}")
     comparisons = []

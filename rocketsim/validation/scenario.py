@@ -8,8 +8,8 @@ producer ``i % producers``; bodies of ``size`` bytes to ``BenchTopic`` (auto-cre
 sends run on a pool of ``threads`` sender threads fed in due order, async sends are submitted by one
 dispatcher thread at their due time. The driver and the broker share one host of ``nproc`` processors
 (``cpu.json``): ``producers.shared_host`` and ``store.on_producer_host``, its cores shared evenly
-between the threads that want them (Linux's CFS: ``producers.host_scheduler = "fair"``). Every value
-calibration found is set by its dotted key.
+between the threads that want them and none left idle while one waits (Linux's CFS, work-conserving:
+``producers.host_scheduler = "fair_conserving"``). Every value calibration found is set by its dotted key.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def run_mapping(run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1)
             "threads": meta.threads if meta.mode == "sync" else 1,
             "processors": processors,
             "shared_host": True,  # the driver's producers in one process, on the broker's host
-            "host_scheduler": "fair",  # a Linux host: CFS shares its cores between the runnable threads
+            # a Linux host: CFS shares its cores between the runnable threads and idles none while one waits
+            "host_scheduler": "fair_conserving",
             "client_version": CLIENT_VERSION,
             "send_mode": {meta.mode: 1.0},
             "send_msg_timeout_ms": meta.timeout_ms,

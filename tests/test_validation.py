@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -266,6 +267,12 @@ def test_the_command_on_the_shipped_runs_meets_the_low_rate_and_pause_targets(
     spread = [int(r["stored_duplicates"]) for r in _spread_runs() if r["client_log"] == "WARN"]
     assert min(spread) <= stop["simulated"]["duplicates"] <= max(spread)
     assert "a_low_sync: OK 100.0% / 100.0%" in printed
+    # the CPU a send scaled until the ramp's top rate, simulated, completes the measured 68,787/s
+    # (rocketsim.validation.host_capacity): the rounds printed, the chosen one within 1% of it
+    (line,) = [x for x in printed.splitlines() if x.startswith("capacity: ")]
+    chosen = float(re.search(r"the CPU a send x([0-9.]+),", line).group(1))
+    rounds = {float(a): float(b.replace(",", "")) for a, b in re.findall(r"x([0-9.]+): ([0-9,]+)/s", line)}
+    assert chosen < 1.0 and rounds[chosen] == pytest.approx(68_787, rel=0.01)
 
 
 @pytest.mark.slow

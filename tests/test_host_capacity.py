@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 
 from rocketsim.validation.calibrate import CPU_KEYS
-from rocketsim.validation.host_capacity import LEAD_S, ROUNDS, TOLERANCE, TOP_S, cut_run, fit_scale, scaled
+from rocketsim.validation.host_capacity import (
+    LEAD_S,
+    ROUNDS,
+    TOLERANCE,
+    TOP_S,
+    cut_run,
+    cut_scenario,
+    fit_scale,
+    scaled,
+)
 from rocketsim.warehouse.measured_runs import read_run
 
 DATA = Path(__file__).parent / "data" / "realbroker"
@@ -53,3 +62,6 @@ def test_the_cut_is_the_runs_first_rate_then_its_top_rate() -> None:
     values["brokers.default.store.append_us"] = 2.0
     out = scaled(values, 0.5)
     assert {k: out[k] for k in CPU_KEYS} == {k: values[k] / 2 for k in CPU_KEYS} and out["x"] == 3.0
+    # the rounds run on the work-conserving fair host (the validation's default host is the fair one)
+    sc = cut_scenario(run, {}, seed=1)
+    assert sc.producers.host_scheduler == "fair_conserving" and sc.workload.messages == cut.meta.n

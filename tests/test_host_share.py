@@ -668,3 +668,16 @@ def test_the_same_cpu_a_send_on_the_hosts_other_threads_takes_the_writers_share(
     assert overload["others"] > 1.5 * overload["executor"] > 0, overload
     with pytest.raises(ScenarioError, match="producers.host_other_cpu_us needs producers.shared_host"):
         scenario_from_mapping({"producers": {"host_other_cpu_us": 5.0, "send_cpu_us": 10.0}})
+
+
+@pytest.mark.parametrize("conserving", [False, True])
+def test_a_threads_own_overlapping_pieces_count_once_beside_the_others(conserving: bool) -> None:
+    # a thread's piece placed in a gap before its next one can overlap it on the host: the host counts the
+    # thread once there (FairShareHost._book), so a third piece of it sees no other thread beside it (it
+    # saw -1 and the work-conserving host divided by zero: a sync run of the validation scenario)
+    host = FairShareHost(2, conserving=conserving)
+    host.place(0.0, 100.0, "t")
+    host.place(10.0, 50.0, "t")
+    host.advance(15.0)
+    start, end = host.place(20.0, 10.0, "t")
+    assert start == 20.0 and end == pytest.approx(30.0)

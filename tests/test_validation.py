@@ -283,3 +283,52 @@ def test_the_pause_stores_as_many_duplicates_as_the_real_broker(
     # the criterion: f_stop5s_sync's duplicates stored 17 +- 5
     stop = small_runs_validated[0]["f_stop5s_sync"]
     assert stop["measured"]["duplicates"] == 17 and abs(stop["simulated"]["duplicates"] - 17) <= 5
+
+
+@pytest.mark.parametrize("fit", [False, True])
+def test_the_capacity_rounds_and_their_host_run_with_the_option_only(
+    fit: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the rounds take minutes (tests/test_host_capacity.py checks their search): here they are replaced by
+    # a fit of scale 0.5, and the first simulation is stopped once its scenario is built, to see what the
+    # command hands it: the CPU values scaled and the work-conserving host with --fit-host-capacity, the
+    # calibrated values and the fair host without
+    import rocketsim.command.validate as validate
+    from rocketsim.validation.calibrate import CPU_KEYS
+    from rocketsim.validation.host_capacity import CapacityFit, CapacityRound
+
+    class Simulated(Exception):
+        pass
+
+    fits: list[tuple[list[str], dict[str, float], int]] = []
+    scenarios = []
+
+    def capacity_fit(runs, values, seed):
+        fits.append(([r.name for r in runs], dict(values), seed))
+        return CapacityFit(0.5, 68_787.3, (CapacityRound(1.0, 60_000.0), CapacityRound(0.5, 68_787.3)))
+
+    def run_scenario(*args, **kwargs):
+        scenarios.append(sc := real_run_scenario(*args, **kwargs))
+        return sc
+
+    def simulate(*args):
+        raise Simulated
+
+    real_run_scenario = validate.run_scenario
+    monkeypatch.setattr(validate, "capacity_fit", capacity_fit)
+    monkeypatch.setattr(validate, "run_scenario", run_scenario)
+    monkeypatch.setattr(validate, "simulate", simulate)
+    runs = [str(DATA / n) for n in ("a_low_async", "b_ramp_async_p1", "a_low_sync")]
+    argv = [*runs, "--calibrate-from", "a_low_async", "--calibrate-from", "b_ramp_async_p1", "--seed", "3"]
+    with pytest.raises(Simulated):
+        validate.main([*argv, "--fit-host-capacity"] if fit else argv)
+    (sc,) = scenarios
+    assert sc.name == "a_low_sync"
+    assert sc.producers.host_scheduler == ("fair_conserving" if fit else "fair")
+    if not fit:
+        assert fits == []
+        return
+    ((names, values, seed),) = fits
+    assert names == ["a_low_async", "b_ramp_async_p1"] and seed == 3
+    assert sc.producers.send_cpu_us == pytest.approx(values["producers.send_cpu_us"] * 0.5)
+    assert sc.brokers["default"].store.io_us == pytest.approx(values[CPU_KEYS[1]] * 0.5)

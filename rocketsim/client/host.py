@@ -198,12 +198,13 @@ class FairShareHost:
             start = _after(*stop, start)
         own = self._threads.setdefault(thread, ([], [])) if thread is not None else ([], [])
         # while the client is stopped its threads wait: beside a piece of another process run the others'
+        # (the thread's own pieces count once where they overlap, as _book counts them)
         counted = (self._starts, self._ends)
         if not client and _covering(*self._client_stops, start):
             counted = (self._other_starts, self._other_ends)
         beside = max(
-            _covering(*counted, start) - _covering(*own, start),
-            _covering(*counted, self._now) - _covering(*own, self._now),
+            _covering(*counted, start) - min(1, _covering(*own, start)),
+            _covering(*counted, self._now) - min(1, _covering(*own, self._now)),
         )
         if self.ledger is not None:
             share = min(1.0, self.processors / (beside + 1))

@@ -8,8 +8,9 @@ producer ``i % producers``; bodies of ``size`` bytes to ``BenchTopic`` (auto-cre
 sends run on a pool of ``threads`` sender threads fed in due order, async sends are submitted by one
 dispatcher thread at their due time. The driver and the broker share one host of ``nproc`` processors
 (``cpu.json``): ``producers.shared_host`` and ``store.on_producer_host``, its cores shared evenly
-between the threads that want them (Linux's CFS: ``producers.host_scheduler = "fair"``). Every value
-calibration found is set by its dotted key.
+between the threads that want them (Linux's CFS: ``producers.host_scheduler = "fair"``; the validation's
+``--fit-host-capacity`` sets the work-conserving ``"fair_conserving"``, none idle while one waits). Every
+value calibration found is set by its dotted key.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ CLIENT_LOG_LEVEL = "WARN"
 # what a pending async send holds besides its body (an estimate): the Message and its properties, the
 # executor's task, the RemotingCommand and its extFields, the ResponseFuture and the callback
 PENDING_OBJECTS_KIB = 2.0
+# producers.host_scheduler: a Linux host, CFS sharing its cores between the runnable threads
+HOST_SCHEDULER = "fair"
 
 
 def pending_kib(run: MeasuredRun) -> float:
@@ -47,8 +50,11 @@ def pending_kib(run: MeasuredRun) -> float:
     return request_bytes(run) / 1024.0 + PENDING_OBJECTS_KIB
 
 
-def run_mapping(run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1) -> dict[str, Any]:
-    """The scenario of ``run`` as a raw mapping (what a TOML file would hold), ``values`` set over it."""
+def run_mapping(
+    run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1, host_scheduler: str = HOST_SCHEDULER
+) -> dict[str, Any]:
+    """The scenario of ``run`` as a raw mapping (what a TOML file would hold), ``values`` set over it, its
+    host's cores shared as ``host_scheduler`` says (``producers.host_scheduler``)."""
     meta = run.meta
     processors = int(run.cpu.get("nproc", BROKER_SEND_THREADS_MAX))
     raw: dict[str, Any] = {
@@ -65,7 +71,7 @@ def run_mapping(run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1)
             "threads": meta.threads if meta.mode == "sync" else 1,
             "processors": processors,
             "shared_host": True,  # the driver's producers in one process, on the broker's host
-            "host_scheduler": "fair",  # a Linux host: CFS shares its cores between the runnable threads
+            "host_scheduler": host_scheduler,
             "client_version": CLIENT_VERSION,
             "send_mode": {meta.mode: 1.0},
             "send_msg_timeout_ms": meta.timeout_ms,
@@ -109,9 +115,11 @@ def request_bytes(run: MeasuredRun) -> int:
     return int(m["body_size"][0].as_py() + m["properties_size"][0].as_py())
 
 
-def run_scenario(run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1) -> Scenario:
+def run_scenario(
+    run: MeasuredRun, values: Mapping[str, float], *, seed: int = 1, host_scheduler: str = HOST_SCHEDULER
+) -> Scenario:
     """:func:`run_mapping` validated into a :class:`rocketsim.scenario.Scenario`."""
-    return scenario_from_mapping(run_mapping(run, values, seed=seed))
+    return scenario_from_mapping(run_mapping(run, values, seed=seed, host_scheduler=host_scheduler))
 
 
 def set_dotted(raw: dict[str, Any], key: str, value: object) -> None:

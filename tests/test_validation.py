@@ -275,7 +275,7 @@ def test_the_command_on_the_shipped_runs_meets_the_low_rate_and_pause_targets(
     "(tests/data/realbroker-reruns/f_stop5s_sync_spread), following the connect made during the retries; "
     "with the storm's CPU measured (producers.failure_cpu_us, tests/data/realbroker-reruns/failure_cpu) "
     "slowing that connect to 2-3 ms the model stores 25 at seed 1 (4-25 over seeds 1-8), inside that range "
-    "but not within 5 of the published run's 17 (docs/validation.md, the last section)",
+    "but not within 5 of the published run's 17 (docs/validation.md, \"The storm's own CPU\")",
 )
 def test_the_pause_stores_as_many_duplicates_as_the_real_broker(
     small_runs_validated: tuple[dict, str],

@@ -8,6 +8,8 @@ drops; producers are spread over tasks longest first."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,7 +23,7 @@ from rocketsim.engine import iterative
 from rocketsim.scenario import Scenario, scenario_from_mapping, workload
 from rocketsim.stage import coupled, graph, memory, tables
 from rocketsim.stage.plan import StagePlan, balanced_bins, producer_bins
-from rocketsim.stage.protocols import PRODUCER, Task
+from rocketsim.stage.protocols import PRODUCER, StageIO, Task
 from rocketsim.stage.sweeps import merged_sweep, variant_aggregates, variant_task
 from rocketsim.tables import schemas, summaries
 from rocketsim.tables.schemas import BROKER_SIDE, GENERATE, SIMULATE, SUMMARIZE
@@ -399,6 +401,41 @@ def test_a_failing_task_keeps_nothing(scenario: Scenario, monkeypatch: pytest.Mo
 
         producer_task(scenario, plan, io, 0, shares[:1])
     assert all(not parts for parts in io.tables.parts.values()) and not io.scratch.items
+
+
+class _HeldClear(memory.MemoryScratch):
+    """A scratch store whose clear waits (5 s at most) until the test lets it go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = threading.Event()
+
+    def clear(self) -> None:
+        self.go.wait(5)
+        super().clear()
+
+
+def test_the_driver_clears_the_scratch_store_beside_its_own_work(scenario: Scenario) -> None:
+    """The driver's finish step reads the tasks' parts, then clears the scratch store on a thread of its
+    own: it merges and writes its tables meanwhile and returns before the clear ends;
+    ``scratch_cleared`` waits for it."""
+    from rocketsim.stage.broker import broker_task
+    from rocketsim.stage.driver import finish_stage
+    from rocketsim.stage.producer import producer_task
+
+    scratch = _HeldClear()
+    io = StageIO(memory.MemoryTables(), scratch, memory.MemoryCommitted())
+    plan = StagePlan(graph.STAGES, WINDOW_MS)
+    brokers = list(range(len(scenario.cluster.brokers)))
+    producer_task(scenario, plan, io, 0, workload.producer_shares(scenario))
+    for b in brokers:
+        broker_task(scenario, plan, io, b, 1)
+    finished = finish_stage(scenario, plan, io, 1, brokers)
+    assert scratch.items  # not cleared yet
+    assert io.tables.table("producer_windows").num_rows and io.tables.table("consumer_load").num_rows
+    scratch.go.set()
+    finished.scratch_cleared()
+    assert not scratch.items
 
 
 def _coupled(coupling: str, messages: int, **producers: object) -> Scenario:

@@ -178,6 +178,7 @@ def write_stage(
             publish_staged(spark, warehouse, t, run_id, schemas.TABLES[t].schema, write_ids[t])
             for t in tables
         )
+        finished.scratch_cleared()  # cleared beside the merge and the commits
     except BaseException:
         for d in work.all():
             delete_dir(d)  # best effort: vacuum_orphans removes what a killed driver leaves

@@ -3,11 +3,13 @@ the producer tasks' summary aggregates merged into the summary tables
 (:func:`rocketsim.tables.summaries.merge`, :func:`~rocketsim.tables.summaries.summary_tables`) and the
 broker tasks' deliveries into ``consumer_load`` (:func:`rocketsim.broker.side.consumer_load`), each
 written whole as the driver's part of its table (small tables; a summaries-only run: the summary tables
-it selected); then the scratch store is cleared."""
+it selected). The scratch store (at 100M messages ~20 GB of files, a second or more to delete) is cleared
+on a thread of its own once its parts are read, beside the merge and the commits after it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -36,28 +38,47 @@ class FinishedStage:
 
     counts: dict[str, int]
     summary_tables: dict[str, pa.Table]
+    # waits until the scratch store is cleared (the caller calls it once its own work is done)
+    scratch_cleared: Callable[[], None] = lambda: None
 
 
 def finish_stage(
     sc: Scenario, plan: StagePlan, io: StageIO, producer_tasks: int, brokers: Sequence[int]
 ) -> FinishedStage:
     """The driver's step after the ``producer_tasks`` producer tasks and the ``brokers``' tasks (the
-    module docstring)."""
-    made: dict[str, pa.Table] = {}
+    module docstring); the scratch store is still being cleared when it returns
+    (:attr:`FinishedStage.scratch_cleared`)."""
+    aggregates = deliveries = None
     if plan.runs(SUMMARIZE):
         keys = [scratch_key(AGGREGATES, t) for t in range(producer_tasks)]
-        made = summaries.summary_tables(merge_aggregates(io.scratch, keys))
+        aggregates = [summaries.SummaryAggregates.from_bytes(io.scratch.get_bytes(k)) for k in keys]
     if plan.runs(BROKER_SIDE) and plan.has_brokers:
         deliveries = [io.scratch.get_table(scratch_key(DELIVERIES, b)) for b in brokers]
-        made["consumer_load"] = broker_side.consumer_load(deliveries, sc)
+    clearing = threading.Thread(target=io.scratch.clear, name="scratch-clear")
+    clearing.start()
+    try:
+        made: dict[str, pa.Table] = {}
+        if aggregates is not None:
+            made = summaries.summary_tables(summaries.merge(aggregates))
+        if deliveries is not None:
+            made["consumer_load"] = broker_side.consumer_load(deliveries, sc)
+        counts = _write_made(plan, io, made)
+    except BaseException:
+        clearing.join()
+        raise
+    summary_tables = {n: t for n, t in made.items() if n in summaries.SUMMARY_TABLES}
+    return FinishedStage(counts, summary_tables, clearing.join)
+
+
+def _write_made(plan: StagePlan, io: StageIO, made: dict[str, pa.Table]) -> dict[str, int]:
+    """The driver's tables written whole (those the run writes); their counts."""
     counts: dict[str, int] = {}
     writes = plan.tables()  # a summaries-only run's selection may leave some out
     for name, table in made.items():
         if name in writes:
             write_whole(io.tables.sink(name, DRIVER_TASK, table.schema), table)
             counts |= reconcile.table_counts(name, table)
-    io.scratch.clear()
-    return FinishedStage(counts, {n: t for n, t in made.items() if n in summaries.SUMMARY_TABLES})
+    return counts
 
 
 def merge_aggregates(scratch: Scratch, keys: Sequence[ScratchKey]) -> summaries.SummaryAggregates:

@@ -191,4 +191,5 @@ def run_stage(
     if plan.has_brokers:
         counts += [broker_task(sc, plan, io, b, len(bins)) for b in brokers]
     finished = finish_stage(sc, plan, io, len(bins), brokers)
+    finished.scratch_cleared()
     return reconcile.add_counts([*counts, finished.counts]), finished

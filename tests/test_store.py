@@ -1175,6 +1175,19 @@ def test_broker_step_refuses_results_and_records_that_do_not_pair_up(step_run: t
     )
 
 
+def test_key_positions_are_the_binary_searches() -> None:
+    """``key_positions`` (subtraction where the wanted keys have no gap) gives ``np.searchsorted``'s
+    positions: keys inside, before and after the wanted ones, wanted keys with a gap, none."""
+    from rocketsim.broker.store.copies import key_positions
+
+    wanted = (np.int64(3) << 40) + np.arange(1000, 1200, dtype=np.int64)
+    keys = np.concatenate([[wanted[0] - 5, wanted[0] - 1], wanted[::3], [wanted[-1] + 1, wanted[-1] + 9]])
+    other = (np.int64(2) << 40) + np.arange(5, dtype=np.int64)  # another producer's keys
+    for w in (wanted, np.delete(wanted, 7), wanted[:1], wanted[:0]):
+        for k in (keys, other, np.sort(np.concatenate([keys, other])), keys[:0]):
+            assert np.array_equal(key_positions(w, k), np.searchsorted(w, k))
+
+
 def test_pointed_brokers_tag_records_and_results(step_run: tuple) -> None:
     sc, messages, attempts, _, _ = step_run
     one = messages.filter(pc.equal(messages.column("producer"), 1))

@@ -13,6 +13,7 @@ from rocketsim.scenario import scenario_from_mapping
 from rocketsim.scenario.workload import (
     CODED_COLUMNS,
     EPOCH_MS,
+    SEND_MODES,
     generate,
     generate_producer,
     producer_identity,
@@ -234,3 +235,22 @@ def test_seq_keys_are_the_prefix_joined_to_each_seq(prefix: str, lo: int, hi: in
     got = seq_keys(prefix, lo, hi)
     got.validate(full=True)
     assert got.equals(want)
+
+
+def test_choose_draws_as_the_binary_search_over_the_cumulative_weights() -> None:
+    """``_choose`` (one comparison a bound) draws what ``np.searchsorted`` over the cumulative weights
+    did: weights of one, several and zero names, a draw on a bound exactly."""
+    from rocketsim.scenario.workload import _choose
+
+    u = np.concatenate([np.random.default_rng(5).random(10_000), [0.0, 0.25, 0.5, 0.75, 1 - 1e-12]])
+    for weights in (
+        {"sync": 1.0},
+        {"async": 1.0},
+        {"sync": 0.25, "async": 0.25, "oneway": 0.5},
+        {"sync": 0.5, "oneway": 0.5},
+        {"sync": 0.0, "async": 0.3, "oneway": 0.7},
+    ):
+        w = np.array([weights.get(n, 0.0) for n in SEND_MODES])
+        cum = np.cumsum(w / w.sum())
+        expected = np.minimum(np.searchsorted(cum, u, side="right"), len(SEND_MODES) - 1)
+        assert np.array_equal(_choose(u, weights, SEND_MODES), expected)

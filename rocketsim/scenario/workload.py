@@ -88,7 +88,12 @@ def _choose(u: np.ndarray, weights: dict[str, float], names: tuple[str, ...]) ->
     """Index into ``names`` drawn by ``weights`` (names missing from weights have weight 0)."""
     w = np.array([weights.get(n, 0.0) for n in names], dtype=np.float64)
     cum = np.cumsum(w / w.sum())
-    return np.minimum(np.searchsorted(cum, u, side="right"), len(names) - 1)
+    # np.minimum(np.searchsorted(cum, u, side="right"), len(names) - 1), as one comparison a bound (the
+    # bounds are few): 5-50x quicker than the binary searches
+    idx = np.zeros(len(u), np.intp)
+    for bound in cum[:-1].tolist():
+        idx += u >= bound
+    return idx
 
 
 # each 16-bit value's four uppercase hex digits, as one uint32 (the bytes of an Arrow string buffer)

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from rocketsim.broker.store.commit_log import LogSource, broker_indexes, log_rows, with_offsets
-from rocketsim.broker.store.copies import result_keys
+from rocketsim.broker.store.copies import key_positions, result_keys
 from rocketsim.broker.store.hosts import offset_msg_ids, store_hosts
 from rocketsim.scenario import Scenario
 from rocketsim.tables.grouping import bools, ints, keeping_codes, string_codes
@@ -41,7 +41,7 @@ def pointed_brokers(
     log_broker = broker_indexes(log.column("broker"), brokers)
     is_result = bools(log.column("is_result"))
     pointed = result_keys(log)[is_result]
-    at = np.searchsorted(key, pointed)
+    at = key_positions(key, pointed)
     if len(at) and (at.max() >= len(key) or not (key[at] == pointed).all()):
         raise AssertionError("a commit-log record points at no result")
     result_broker = np.full(len(key), -1, np.int64)

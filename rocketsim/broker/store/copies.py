@@ -124,7 +124,7 @@ def log_copies(results: pa.Table, log: pa.Table) -> np.ndarray | None:
     wanted, keys = result_keys(results), result_keys(log)
     if len(wanted) > 1 and not (wanted[1:] > wanted[:-1]).all():
         return None
-    at = np.searchsorted(wanted, keys)
+    at = key_positions(wanted, keys)
     if len(at) and (at.max() >= len(wanted) or not (wanted[at] == keys).all()):
         return None
     return np.bincount(at, minlength=len(wanted)).astype(np.int64)
@@ -228,3 +228,13 @@ def copy_rows(
 def result_keys(table: pa.Table) -> np.ndarray:
     """One int64 per (producer, seq): producer in the bits above 40."""
     return (ints(table, "producer") << 40) | ints(table, "seq")
+
+
+def key_positions(wanted: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(wanted, keys)`` for strictly increasing ``wanted`` (:func:`result_keys`); keys
+    with no gap between them (a chunk of one producer's results: its seqs one after another) by
+    subtraction, ~10x quicker than the binary searches."""
+    n = len(wanted)
+    if n and int(wanted[-1]) - int(wanted[0]) == n - 1:
+        return np.clip(keys - wanted[0], 0, n)
+    return np.searchsorted(wanted, keys)

@@ -6,7 +6,9 @@ Run from the project's root: python tests/data/realbroker-reruns/g1_backlog/cut_
 [--no-startup]. ~2 minutes of CPU, 1.5 GB. STEPS ``whole``: the run's own schedule, as the validation
 command simulates it, with its whole-run figures too (~5.5 minutes, 5 GB: under the heavy-run lock).
 ``--no-startup`` sizes G1's young generation from the calibrated costs from the start (the model before
-G1's start-up predictions, rocketsim.client.g1_predictions)."""
+G1's start-up predictions, rocketsim.client.g1_predictions). ``--set=KEY=VALUE`` (repeatable) sets a
+scenario key over the calibrated values (e.g. ``--set=producers.heap_stops=client``); ``--run=NAME``
+another run of tests/data/realbroker (``--run=b_steady_async_p2_60000 whole``: ~8 minutes, 6.5 GB)."""
 
 import json
 import sys
@@ -57,7 +59,11 @@ chosen = [read_run(RUNS + "a_low_async"), read_run(RUNS + "b_ramp_async_p1")]
 values = calibrate_runs(chosen, request_bytes(chosen[0])).values()
 values.update(heap_values(chosen, DRIVER_HEAP_MB, pending_kib(chosen[0])))
 values.update(stall_values(chosen, values))
-run = read_run(RUNS + "c_overload_async_p2_72000")
+for key, value in (a[len("--set=") :].split("=", 1) for a in sys.argv[1:] if a.startswith("--set=")):
+    values[key] = value if not value.replace(".", "", 1).isdigit() else float(value)  # type: ignore[assignment]
+    print(f"set {key} = {values[key]}")
+name = next((a[len("--run=") :] for a in sys.argv[1:] if a.startswith("--run=")), "c_overload_async_p2_72000")
+run = read_run(RUNS + name)
 if WHOLE:
     cut, STEPS = run, run.meta.steps
 else:

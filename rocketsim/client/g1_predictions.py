@@ -10,7 +10,8 @@ average plus ``G1ConfidencePercent`` / 100 standard deviations, a multiple of th
 samples), ``utilities/numberSeq.cpp`` (``AbsSeq::add``: the decaying average and variance) and
 ``g1SurvRateGroup.cpp`` (``reset``: the survival rate first predicted, 0.4).
 
-More: docs/validation.md ("G1's start-up predictions").
+More: docs/reference/modules.md (rocketsim/client/heap.py), docs/validation.md ("G1's start-up
+predictions").
 """
 
 from __future__ import annotations

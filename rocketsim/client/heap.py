@@ -63,8 +63,7 @@ class HeapParams:
         ``calculate_young_list_target_length``, ``G1YoungLengthPredictor::will_fit``): the largest eden
         whose predicted pause fits the goal and whose copy, ``COPY_SAFETY`` times the predicted, fits
         the free regions outside the reserve beside it; the young generation between G1NewSizePercent
-        and G1MaxNewSizePercent of the heap, at most the free outside the reserve (the minimum wins);
-        eden never more than is free (an allocation that finds no free region starts the collection)."""
+        and G1MaxNewSizePercent of the heap, within what is free as :meth:`young_within_free` says."""
         free = self.heap_kib - held_kib
         base = max(free - RESERVE_SHARE * self.heap_kib, 0.0)
         eden = base / (1.0 + COPY_SAFETY * survival)
@@ -74,9 +73,25 @@ class HeapParams:
         if per_kib > 0:
             room_us = self.pause_goal_us - costs.fixed_us - costs.copy_us_per_kib * survivor_kib
             eden = min(eden, max(room_us, 0.0) / per_kib)
-        young = min(eden + survivor_kib, YOUNG_MAX_SHARE * self.heap_kib, base)
-        young = max(young, YOUNG_MIN_SHARE * self.heap_kib, survivor_kib + self.region_kib)
-        return young, max(min(young - survivor_kib, free), 0.0)
+        desired = min(eden + survivor_kib, YOUNG_MAX_SHARE * self.heap_kib)
+        desired = max(desired, YOUNG_MIN_SHARE * self.heap_kib, survivor_kib + self.region_kib)
+        young = self.young_within_free(desired, free)
+        return young, max(young - survivor_kib, min(self.region_kib, free))
+
+    def young_within_free(self, desired_kib: float, free_kib: float) -> float:
+        """The young generation (survivors included) G1 targets of the ``desired_kib`` its sizing wants
+        with ``free_kib`` free (JDK 17 ``G1Policy::calculate_young_target_length``): all of it while it
+        leaves the reserve free; else the free outside the reserve and at most the smallest young
+        generation or half the reserve from within it; with no more free than the reserve, at most the
+        free heap. The eden is what the survivors leave of it (at least a region while one is free)."""
+        reserve = RESERVE_SHARE * self.heap_kib
+        into_reserve = min(YOUNG_MIN_SHARE * self.heap_kib, reserve / 2.0)
+        if free_kib >= desired_kib + reserve:
+            return desired_kib
+        if free_kib > reserve:
+            outside = free_kib - reserve
+            return outside + min(desired_kib - outside, into_reserve)
+        return min(free_kib, desired_kib, into_reserve)
 
     def is_full(self, held_kib: float) -> bool:
         """Whether the heap has no room left for even the smallest young generation (G1's to-space

@@ -223,10 +223,29 @@ def test_g1_keeps_its_minimum_young_generation_until_no_region_is_free() -> None
     young, eden = p.g1_young_kib(0.88 * GIB_KIB, 0.0, 0.3)  # nothing outside the reserve: G1NewSizePercent
     assert young == eden == pytest.approx(0.05 * GIB_KIB)
     young, eden = p.g1_young_kib(0.98 * GIB_KIB, 0.0, 0.3)  # less free than that: what is free
-    assert young == pytest.approx(0.05 * GIB_KIB) and eden == pytest.approx(0.02 * GIB_KIB)
+    assert young == eden == pytest.approx(0.02 * GIB_KIB)
     assert p.region_kib == 1024.0  # a 1 GiB heap's regions: 1 MiB
     assert not p.is_full(GIB_KIB - 1025.0) and p.is_full(GIB_KIB - 1023.0)  # full: no free region left
     assert not g1(goal_us=0.0).is_full(0.94 * GIB_KIB)  # without the sizing: full past 95%, as before
+
+
+def test_near_the_reserve_g1_eats_into_it_by_at_most_its_smallest_young_generation() -> None:
+    # JDK 17 G1Policy::calculate_young_target_length: the young generation (survivors included) as
+    # sized while the free heap leaves the reserve (10%) beside it; else the free outside the reserve
+    # and at most min(G1NewSizePercent, half the reserve) = 5% of the heap from within it; with no more
+    # free than the reserve, at most what is free; the eden is what the survivors leave of it
+    p = g1()
+    survivors = 0.01 * GIB_KIB
+    young, eden = p.g1_young_kib(0.7 * GIB_KIB, survivors, 0.3)  # 30% free: 20% outside the reserve
+    assert young == pytest.approx(survivors + 0.2 * GIB_KIB / (1.0 + 2.2 * 0.3))  # as sized
+    young, eden = p.g1_young_kib(0.88 * GIB_KIB, survivors, 0.3)  # 2% outside: the minimum, 5%
+    assert young == pytest.approx(0.05 * GIB_KIB) and eden == pytest.approx(0.04 * GIB_KIB)
+    young, eden = p.g1_young_kib(0.93 * GIB_KIB, survivors, 0.3)  # 7% free, inside the reserve
+    assert young == pytest.approx(0.05 * GIB_KIB) and eden == pytest.approx(0.04 * GIB_KIB)
+    young, eden = p.g1_young_kib(0.97 * GIB_KIB, survivors, 0.3)  # 3% free: the survivors leave 2%
+    assert young == pytest.approx(0.03 * GIB_KIB) and eden == pytest.approx(0.02 * GIB_KIB)
+    young, eden = p.g1_young_kib(0.99 * GIB_KIB - 512.0, 0.02 * GIB_KIB, 0.3)  # survivors over it
+    assert eden == pytest.approx(p.region_kib)  # still one region while one is free
 
 
 def fifo_backlog(goal_us: float) -> ClientHeap:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from rocketsim.client.g1_predictions import G1Analytics, PauseCosts
 from rocketsim.client.host import Host
 from rocketsim.scenario import Scenario
 
@@ -37,6 +38,7 @@ class HeapParams:
     collector_threads: int = 0  # a pause's workers beside the other processes (0: it stops the host)
     marking_us: float = 0.0  # a concurrent marking cycle's length (0: none; only full collections free)
     pause_goal_us: float = 0.0  # G1's MaxGCPauseMillis: its adaptive young sizing (0: the room left)
+    g1_workers: int = 0  # with the sizing, G1's ParallelGCThreads: its start-up predictions (0: none)
 
     @property
     def region_kib(self) -> float:
@@ -51,24 +53,45 @@ class HeapParams:
         room = self.heap_kib * (1.0 - RESERVE_SHARE) - held_kib
         return min(max(room, YOUNG_MIN_SHARE * self.heap_kib), YOUNG_MAX_SHARE * self.heap_kib)
 
-    def g1_young_kib(self, held_kib: float, survivor_kib: float, survival: float) -> tuple[float, float]:
+    def g1_young_kib(
+        self, held_kib: float, survivor_kib: float, survival: float, costs: PauseCosts | None = None
+    ) -> tuple[float, float]:
         """G1's young generation (its target, its eden) after a collection that left ``held_kib`` in the
         old generation and the survivor space (``survivor_kib`` of it survivors), ``survival`` the share
-        of eden a collection is predicted to copy (JDK 17 ``G1Policy::young_list_target_lengths`` and
+        of eden a collection is predicted to copy, ``costs`` G1's predicted pause costs (None: the
+        calibrated ones, nothing per region) (JDK 17 ``G1Policy::young_list_target_lengths`` and
         ``calculate_young_list_target_length``, ``G1YoungLengthPredictor::will_fit``): the largest eden
         whose predicted pause fits the goal and whose copy, ``COPY_SAFETY`` times the predicted, fits
         the free regions outside the reserve beside it; the young generation between G1NewSizePercent
-        and G1MaxNewSizePercent of the heap, at most the free outside the reserve (the minimum wins);
-        eden never more than is free (an allocation that finds no free region starts the collection)."""
+        and G1MaxNewSizePercent of the heap, within what is free as :meth:`young_within_free` says."""
         free = self.heap_kib - held_kib
         base = max(free - RESERVE_SHARE * self.heap_kib, 0.0)
         eden = base / (1.0 + COPY_SAFETY * survival)
-        if self.copy_us_per_kib * survival > 0:
-            room_us = self.pause_goal_us - self.pause_us - self.copy_us_per_kib * survivor_kib
-            eden = min(eden, max(room_us, 0.0) / (self.copy_us_per_kib * survival))
-        young = min(eden + survivor_kib, YOUNG_MAX_SHARE * self.heap_kib, base)
-        young = max(young, YOUNG_MIN_SHARE * self.heap_kib, survivor_kib + self.region_kib)
-        return young, max(min(young - survivor_kib, free), 0.0)
+        if costs is None:
+            costs = PauseCosts(self.pause_us, self.copy_us_per_kib, 0.0, survival)
+        per_kib = costs.copy_us_per_kib * survival + costs.per_region_us / self.region_kib
+        if per_kib > 0:
+            room_us = self.pause_goal_us - costs.fixed_us - costs.copy_us_per_kib * survivor_kib
+            eden = min(eden, max(room_us, 0.0) / per_kib)
+        desired = min(eden + survivor_kib, YOUNG_MAX_SHARE * self.heap_kib)
+        desired = max(desired, YOUNG_MIN_SHARE * self.heap_kib, survivor_kib + self.region_kib)
+        young = self.young_within_free(desired, free)
+        return young, max(young - survivor_kib, min(self.region_kib, free))
+
+    def young_within_free(self, desired_kib: float, free_kib: float) -> float:
+        """The young generation (survivors included) G1 targets of the ``desired_kib`` its sizing wants
+        with ``free_kib`` free (JDK 17 ``G1Policy::calculate_young_target_length``): all of it while it
+        leaves the reserve free; else the free outside the reserve and at most the smallest young
+        generation or half the reserve from within it; with no more free than the reserve, at most the
+        free heap. The eden is what the survivors leave of it (at least a region while one is free)."""
+        reserve = RESERVE_SHARE * self.heap_kib
+        into_reserve = min(YOUNG_MIN_SHARE * self.heap_kib, reserve / 2.0)
+        if free_kib >= desired_kib + reserve:
+            return desired_kib
+        if free_kib > reserve:
+            outside = free_kib - reserve
+            return outside + min(desired_kib - outside, into_reserve)
+        return min(free_kib, desired_kib, into_reserve)
 
     def is_full(self, held_kib: float) -> bool:
         """Whether the heap has no room left for even the smallest young generation (G1's to-space
@@ -100,6 +123,7 @@ class ClientHeap:
         self.copied_kib = 0.0  # what the young collections copied
         self.compacted_kib = 0.0  # what the full collections compacted (live)
         self.survival = INITIAL_SURVIVAL  # G1's predicted share of eden a collection copies
+        self.analytics = G1Analytics(params.g1_workers) if params.g1_workers > 0 else None
         self.young_target_kib = 0.0  # with the adaptive sizing: the young generation, survivors included
         self.eden_kib = 0.0  # and its eden: a collection once the sends have allocated it
         self._size_young()
@@ -155,6 +179,8 @@ class ClientHeap:
         if self.allocated_kib > 0:
             seen = min(self.pending_young * p.pending_kib / self.allocated_kib, 1.0)
             self.survival = SURVIVAL_ALPHA * self.survival + (1.0 - SURVIVAL_ALPHA) * seen
+            if self.analytics is not None:
+                self._report(copied * p.pending_kib, seen)
         self.survivors = min(copied, cap)
         self.pending_young = 0
         self.allocated_kib = 0.0
@@ -174,12 +200,25 @@ class ClientHeap:
         self.full_collections += 1
         self._size_young()
 
+    def _report(self, copied_kib: float, survival: float) -> None:
+        """What the young collection just run cost, as G1 measures it: its wall (the last pause's length,
+        longer than its CPU where its threads shared the cores) split as the calibrated costs split it;
+        nothing per region (the calibrated fixed part holds it)."""
+        p = self.params
+        work = p.pause_us + p.copy_us_per_kib * copied_kib
+        wall_per_work = self.pauses[-1][1] / work if work > 0 else 1.0
+        copy = p.copy_us_per_kib * wall_per_work if copied_kib > 0 else None
+        self.analytics.report(p.pause_us * wall_per_work, copy, 0.0, survival)  # type: ignore[union-attr]
+
     def _size_young(self) -> None:
-        """With the adaptive sizing, the young generation and its eden until the next collection."""
+        """With the adaptive sizing, the young generation and its eden until the next collection: from
+        G1's predictions where it has them (``g1_workers``), else from the calibrated costs."""
         if self.params.pause_goal_us > 0:
             survivor_kib = self.survivors * self.params.pending_kib
+            costs = self.analytics.predicted() if self.analytics is not None else None
+            survival = costs.survival if costs is not None else self.survival
             self.young_target_kib, self.eden_kib = self.params.g1_young_kib(
-                self.held_kib(), survivor_kib, self.survival
+                self.held_kib(), survivor_kib, survival, costs
             )
 
     def _mark(self, now_us: float) -> None:
@@ -223,6 +262,7 @@ def client_heap(sc: Scenario, cores: Host) -> ClientHeap | None:
         parallel_gc_threads(p.processors) if p.heap_stops == "client" else 0,
         p.heap_marking_ms * 1000.0,
         p.heap_pause_goal_ms * 1000.0,
+        parallel_gc_threads(p.processors),
     )
     return ClientHeap(params, cores)
 

@@ -21,7 +21,12 @@ from rocketsim.client.host import HostCores
 
 RUN = Path("tests/data/realbroker/c_overload_async_p2_72000")
 CLASSES = ("OVERLOAD", "TIMEOUT_CLEAN_QUEUE", "invokeAsync_timeout", "executor_rejected")
-SETTINGS = {"room": (0.0, 0.0), "g1 sizing": (200_000.0, 0.0), "g1 sizing + marking 1 s": (200_000.0, 1e6)}
+SETTINGS = {
+    "room": (0.0, 0.0, 0),
+    "g1 sizing": (200_000.0, 0.0, 0),
+    "g1 sizing, start-up predictions": (200_000.0, 0.0, 2),
+    "g1 sizing, start-up predictions + marking 1 s": (200_000.0, 1e6, 2),
+}
 
 
 def sends() -> tuple[np.ndarray, np.ndarray]:
@@ -44,8 +49,10 @@ def sends() -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(due), np.concatenate(end)
 
 
-def replay(goal_us: float, marking_us: float) -> ClientHeap:
-    params = HeapParams(1024 * 1024.0, 9.3237, 3.0498, 3000.0, 0.5278, 0.6333, 0, marking_us, goal_us)
+def replay(goal_us: float, marking_us: float, workers: int) -> ClientHeap:
+    params = HeapParams(
+        1024 * 1024.0, 9.3237, 3.0498, 3000.0, 0.5278, 0.6333, 0, marking_us, goal_us, workers
+    )
     heap = ClientHeap(params, HostCores(2))
     due, end = sends()
     ends: list[tuple[float, int]] = []
@@ -59,8 +66,8 @@ def replay(goal_us: float, marking_us: float) -> ClientHeap:
 
 meta = json.loads((RUN / "meta.json").read_text())
 print(f"{RUN.name}: driver {meta['driver_gc']}")
-for name, (goal, marking) in SETTINGS.items():
-    heap = replay(goal, marking)
+for name, (goal, marking, workers) in SETTINGS.items():
+    heap = replay(goal, marking, workers)
     full = heap.full_collections
     young_ms = sum(p for _, p in heap.pauses) / 1000 - heap.compacted_kib * heap.params.full_us_per_kib / 1000
     print(

@@ -38,15 +38,6 @@ CONNECT_MS = 1
 # level; the harness logs at WARN (run_load.sh: -Drocketmq.client.logLevel=WARN)
 FAILURE_CPU_US = {"WARN": (309.0, 1272.0), "INFO": (319.0, 1431.0)}
 CLIENT_LOG_LEVEL = "WARN"
-# producers.async_failure_cpu_us and async_failure_log_cpu_us: a failed async attempt's onExceptionImpl on
-# its thread (the exception, the retry's queue and WARN line, or onException) and a retry's WARN line on the
-# logger's thread, in a JIT-warm 4.9.8 client under a storm of them: the per-thread runs with failed async
-# sends (tests/data/realbroker-reruns/threads: r50_50000, st_60000, ov_72000), the callback threads' CPU
-# beyond their 1.19 us an OK send (r40_40000) and the response-table scan's thread (ClientHouseKeepingService)
-# over the three attempts a timed-out send makes (2.4, 3.1, 4.0 us), the logger's thread over its two retry
-# lines (1.3, 2.0, 2.0 us): medians; the runs do not split their failures by class, so the executor's
-# rejections (no onExceptionImpl) are counted in too: lower bounds
-ASYNC_FAILURE_CPU_US = (3.1, 2.0)
 # what a pending async send holds besides its body (an estimate): the Message and its properties, the
 # executor's task, the RemotingCommand and its extFields, the ResponseFuture and the callback
 PENDING_OBJECTS_KIB = 2.0
@@ -89,8 +80,6 @@ def run_mapping(
             "connect_ms": CONNECT_MS,
             "failure_cpu_us": FAILURE_CPU_US[CLIENT_LOG_LEVEL][0],
             "failure_log_cpu_us": FAILURE_CPU_US[CLIENT_LOG_LEVEL][1],
-            "async_failure_cpu_us": ASYNC_FAILURE_CPU_US[0],
-            "async_failure_log_cpu_us": ASYNC_FAILURE_CPU_US[1],
         },
         "workload": {
             "messages": meta.n,

@@ -11,7 +11,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from rocketsim.client.host import Host
+from rocketsim.client.host import LOGGER, Host, run_in_turn
 from rocketsim.client.outcomes import Catch, OutcomeKind
 from rocketsim.client.versions import ClientVersion
 from rocketsim.rng import draw_key, uniform
@@ -227,28 +227,54 @@ class Connections:
         return failed
 
 
+# ClientLogger's AsyncAppender: rocketmq.client.logAsyncQueueSize's default, the lines that may wait for its
+# thread; built non-blocking (withAsync(false, queueSize)), it drops a line while that many wait
+LOG_QUEUE = 1024
+
+
 @dataclass
 class FailureCpu:
     """The client's CPU per failed SYNC attempt on its host (``producers.failure_cpu_us`` on the thread that
-    failed, ``failure_log_cpu_us`` on the client logger's one thread), and the connect it slows."""
+    failed, ``failure_log_cpu_us`` on the client logger's one thread), per failed ASYNC attempt that
+    reaches ``onExceptionImpl`` (``async_failure_cpu_us``, ``async_failure_log_cpu_us`` for a retry's WARN
+    line), and the connect it slows. The logger is the process's one thread (:data:`LOGGER`): its lines one
+    after another, a line dropped while :data:`LOG_QUEUE` wait."""
 
     host: Host
     producer: int
     thread_us: float
     log_us: float
-    log_free_us: float = 0.0  # when the logger's thread has written what it was given
+    async_us: float = 0.0
+    async_log_us: float = 0.0
 
     def on(self) -> bool:
-        """Whether failed attempts cost the host CPU."""
+        """Whether failed SYNC attempts cost the host CPU."""
         return self.thread_us > 0 or self.log_us > 0
+
+    def async_on(self) -> bool:
+        """Whether failed ASYNC attempts cost the host CPU."""
+        return self.async_us > 0 or self.async_log_us > 0
 
     def failed(self, thread: Hashable, now_ms: int) -> None:
         """An attempt of ``thread`` threw at ``now_ms``: the thread makes the exception and its log events,
         then the logger's thread writes them, after what it was given before."""
         logged = self.host.run(now_ms * 1000.0, self.thread_us, (self.producer, thread))
-        if self.log_us > 0:
-            ready = max(logged, self.log_free_us)
-            self.log_free_us = self.host.run(ready, self.log_us, (self.producer, "logger"))
+        self.log(logged, self.log_us)
+
+    def failed_async(self, thread: Hashable, ready_us: float, logged: bool) -> float:
+        """``onExceptionImpl`` runs for a failed ASYNC attempt on ``thread`` from ``ready_us`` (``logged``:
+        a retry whose WARN line the logger writes): when the thread is done with it."""
+        done = self.host.run(ready_us, self.async_us, (self.producer, thread))
+        if logged:
+            self.log(done, self.async_log_us)
+        return done
+
+    def log(self, ready_us: float, us: float) -> None:
+        """A line of ``us`` of the logger's CPU handed over at ``ready_us``, dropped if :data:`LOG_QUEUE`
+        lines of that cost wait (``AsyncAppender.append``, not blocking)."""
+        if us <= 0 or self.host.free_us.get(LOGGER, 0.0) - ready_us >= LOG_QUEUE * us:
+            return
+        run_in_turn(self.host, LOGGER, ready_us, us)
 
     def connect_done(self, broker: str, start_ms: int, connect_ms: int) -> int:
         """When the broker's connect started at ``start_ms`` ends: ``connect_ms`` later, or when the

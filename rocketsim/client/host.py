@@ -45,6 +45,7 @@ class Host(Protocol):
 
 
 SUBMITTER = "submitter"  # the process's thread that calls send (Host.free_us, a FairShareHost's thread)
+LOGGER = "logger"  # the client logger's one thread (ClientLogger's AsyncAppender dispatcher), Host.free_us
 
 
 def run_in_turn(host: Host, thread: Hashable, at_us: float, us: float) -> float:
@@ -56,10 +57,12 @@ def run_in_turn(host: Host, thread: Hashable, at_us: float, us: float) -> float:
 
 def is_client_thread(thread: Hashable) -> bool:
     """Whether ``thread`` is one of the client process's: a producer's (the callers name them ``(producer,
-    ...)``) or the process's one :data:`SUBMITTER` (the application's thread that calls send, a thread of
-    the client's JVM: a collection's pause stops it too); the brokers' are ``None``, ``("writer", i)``,
-    ``("reput", i)``."""
-    return thread == SUBMITTER or (isinstance(thread, tuple) and bool(thread) and isinstance(thread[0], int))
+    ...)``), the process's one :data:`SUBMITTER` (the application's thread that calls send, a thread of
+    the client's JVM: a collection's pause stops it too) or its one :data:`LOGGER`; the brokers' are
+    ``None``, ``("writer", i)``, ``("reput", i)``."""
+    if thread in (SUBMITTER, LOGGER):
+        return True
+    return isinstance(thread, tuple) and bool(thread) and isinstance(thread[0], int)
 
 
 class HostCores:

@@ -489,6 +489,13 @@ class ClientVersion:
         """A configurable compression type, written in sys flag bits 8-10 (4.9.4 and later)."""
         return self.at_least("4.9.4")
 
+    @property
+    def async_retry_logs_stack(self) -> bool:
+        """``MQClientAPIImpl.onExceptionImpl`` logs an ASYNC retry at WARN with the failure's stack trace
+        (``log.warn("async send msg by retry {} times. ...", ..., e)``, 4.9.4 and later); before, at INFO
+        without it."""
+        return self.at_least("4.9.4")
+
     # -- the client's connection to a broker (NettyRemotingClient: one channel per broker address) --
     @property
     def closes_channel_on_sync_timeout(self) -> bool:

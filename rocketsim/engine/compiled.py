@@ -2678,8 +2678,9 @@ def unsupported(sc: Scenario, messages: pa.Table) -> str | None:
         return "messages of several producers"
     if sc.producers.send_cpu_us > 0:
         return "the client's CPU per send (producers.send_cpu_us): the readable engine's host model"
-    if sc.producers.failure_cpu_us > 0 or sc.producers.failure_log_cpu_us > 0:
-        return "the client's CPU per failure (producers.failure_*cpu_us): the readable engine's host model"
+    p = sc.producers
+    if max(p.failure_cpu_us, p.failure_log_cpu_us, p.async_failure_cpu_us, p.async_failure_log_cpu_us) > 0:
+        return "the client's CPU per failure (producers.*failure_*cpu_us): the readable engine's host model"
     seq = np.asarray(messages.column("seq"), np.int64)
     if not np.all(seq[1:] > seq[:-1]):
         seq = np.sort(seq)

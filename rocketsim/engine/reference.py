@@ -52,6 +52,7 @@ from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
     IO_THREAD,
+    ON_EXCEPTION,
     Action,
     AsyncSemaphore,
     Call,
@@ -176,7 +177,14 @@ class ProducerSimulation:
         self.start_us: dict[tuple[int, int], int] = {}  # (send, attempt) -> its request's start (us)
         self.broker_threads: dict[str, ConnectionThreads] = {}  # broker -> its connection's threads there
         p = sc.producers
-        self.failures = FailureCpu(self.host, producer, p.failure_cpu_us, p.failure_log_cpu_us)
+        self.failures = FailureCpu(
+            self.host,
+            producer,
+            p.failure_cpu_us,
+            p.failure_log_cpu_us,
+            p.async_failure_cpu_us,
+            p.async_failure_log_cpu_us,
+        )
         self.version = p.version
         self.line = self.version.line
         self.cfg = SendConfig.from_settings(p)
@@ -370,7 +378,7 @@ class EventLoop:
             yield heap[0][0], heap[0][1]
             t, kind, _, payload = heapq.heappop(heap)
             sim.strategy.advance_to(t)
-            if sim.cpu_us > 0 or sim.failures.on():
+            if sim.cpu_us > 0 or sim.failures.on() or sim.failures.async_on():
                 sim.host.advance(t * 1000.0)
             if sim.threads is not None:
                 sim.threads.advance(t * 1000.0)
@@ -633,7 +641,26 @@ class EventLoop:
             if step.at_ms > now:  # e.g. a connect failure thrown after its latency
                 self.push(step.at_ms, Event.DELIVER, (s, gen, Resume(step.at_ms, step.thread)))
                 return
+            if step.source == ON_EXCEPTION and sim.failures.async_on():
+                at = self.on_exception_cpu(s, step, now)
+                if at > now:  # its thread goes on once it has done onExceptionImpl's CPU
+                    self.push(at, Event.DELIVER, (s, gen, Resume(at, step.thread)))
+                    return
             value = Resume(now, step.thread)
+
+    def on_exception_cpu(self, s: Send, step: Step, now: int) -> int:
+        """``onExceptionImpl`` of ``s``'s failed ASYNC attempt at ``now`` (``step``: a retry's SEND, whose
+        WARN line the logger writes where the version logs it, or the RESULT of onException) on the pool
+        thread ``s`` runs on, before that thread's next task (:meth:`FailureCpu.failed_async`): the ms
+        ``s`` goes on at."""
+        sim, held = self.sim, self.holding.get(s.index)
+        logged = step.action == Action.SEND and sim.version.async_retry_logs_stack
+        if held is None:
+            return int(sim.failures.failed_async(step.thread, now * 1000.0, logged) // 1000)
+        pool, j = held
+        ready = max(now * 1000.0, pool.free_us[j])
+        pool.free_us[j] = done = sim.failures.failed_async(pool.names[j], ready, logged)
+        return int(done // 1000)
 
     def waits_for_channel(self, s: Send, gen: Generator, call: Call) -> bool:
         """Whether ``s``'s SYNC request ``call`` waits for its broker's channel to connect

@@ -301,6 +301,16 @@ class ProducerConfig:
     # and on the client logger's one thread (ClientLogger's AsyncAppender dispatcher: the lines formatted,
     # the stack trace one line per frame, written to the log file), one failure after another
     failure_log_cpu_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    # the client's CPU per failed ASYNC attempt that reaches MQClientAPIImpl.onExceptionImpl (invokeAsync's
+    # throw caught by sendMessageAsync, an answer that fails, the response-table scan's timeout),
+    # microseconds, on the thread that runs it (the async sender executor's when invokeAsync threw, else
+    # the callback executor's): the exception made, the retry's queue chosen again and its WARN line
+    # handed to the logger ("async send msg by retry", with the exception, 4.9.4+), or the application's
+    # onException. The thread does it before its next task (docs/validation.md). 0: free
+    async_failure_cpu_us: float = field(default=0.0, metadata=_between(0, 1e6))
+    # and on the client logger's one thread: the retry's WARN line with its stack trace written (4.9.4+);
+    # ClientLogger's AsyncAppender does not block, so a line is dropped while 1,024 wait
+    async_failure_log_cpu_us: float = field(default=0.0, metadata=_between(0, 1e6))
     # every producer instance runs in one process on one host of `processors` cores (as one application
     # with several DefaultMQProducer instances), sharing them with the brokers whose
     # store.on_producer_host is true; needs brokers.coupling = "joint"

@@ -371,7 +371,7 @@ def _check_grpc_family(sc: Scenario) -> None:
             "must be 0 with client_family grpc (the client's CPU per send is modelled for remoting only)",
             sc.producers.send_cpu_us,
         )
-    for key in ("failure_cpu_us", "failure_log_cpu_us"):
+    for key in ("failure_cpu_us", "failure_log_cpu_us", "async_failure_cpu_us", "async_failure_log_cpu_us"):
         if getattr(sc.producers, key) > 0:
             rule = "must be 0 with client_family grpc (a failure's CPU is modelled for remoting only)"
             _fail(f"producers.{key}", rule, getattr(sc.producers, key))

@@ -68,6 +68,8 @@ SEND_ONLY_PRODUCER_SETTINGS = (
     "netty_selector_request_us",
     "failure_cpu_us",
     "failure_log_cpu_us",
+    "async_failure_cpu_us",
+    "async_failure_log_cpu_us",
     "shared_host",
     "host_scheduler",
     "heap_mb",

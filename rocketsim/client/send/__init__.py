@@ -69,6 +69,7 @@ from rocketsim.client.send.selector import ordered_send_steps
 from rocketsim.client.send.steps import (
     DEFAULT_POOL_THREADS,
     IO_THREAD,
+    ON_EXCEPTION,
     Action,
     Pool,
     Resume,
@@ -93,6 +94,7 @@ __all__ = [
     "DEFAULT_POOL_THREADS",
     "Failure",
     "IO_THREAD",
+    "ON_EXCEPTION",
     "MQBrokerError",
     "Outcome",
     "Pool",

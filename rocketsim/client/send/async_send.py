@@ -42,7 +42,17 @@ from rocketsim.client.send.records import (
     SendResult,
     Transport,
 )
-from rocketsim.client.send.steps import IO_THREAD, Action, Pool, Resume, Step, Steps, StepsTo, run_steps
+from rocketsim.client.send.steps import (
+    IO_THREAD,
+    ON_EXCEPTION,
+    Action,
+    Pool,
+    Resume,
+    Step,
+    Steps,
+    StepsTo,
+    run_steps,
+)
 from rocketsim.client.versions import ClientVersion
 from rocketsim.errors import ConfigError
 
@@ -396,7 +406,9 @@ class _AsyncSend:
 
     def request(self) -> StepsTo[_Request]:
         """``sendMessageAsync`` -> ``invokeAsync``: no time left, no permit, or the request sent."""
-        now = call_begin = (yield Step(Action.SEND, self.now, self.thread)).now_ms  # its beginStartTime
+        after = ON_EXCEPTION if self.attempt > 0 else ""  # a retry: onExceptionImpl ran just before
+        begin = yield Step(Action.SEND, self.now, self.thread, source=after)
+        now = call_begin = begin.now_ms  # its beginStartTime
         self.now = now
         self.wait_timeout = None
         refused: Failure | None = None
@@ -604,7 +616,7 @@ class _AsyncSend:
             self.now = now
             return None
         self.done(req, failed.upd, "callback:onException", now)
-        end = now = (yield Step(Action.RESULT, now, self.thread)).now_ms
+        end = now = (yield Step(Action.RESULT, now, self.thread, source=ON_EXCEPTION)).now_ms
         error = failed.error
         if self.wait_timeout is not None:
             # "wait response timeout " + timeoutMillis + "ms" (4.9) / ", cost=" + (now - beginStartTime)

@@ -33,6 +33,9 @@ def callback_thread(n: int) -> str:
 
 
 IO_THREAD = "NettyClientSelector_1"  # the client's one Netty event loop (5.x runs connect listeners on it)
+# Step.source of the steps where MQClientAPIImpl.onExceptionImpl has just run for a failed ASYNC attempt:
+# a retry's sendMessageAsync (its SEND) and the application's onException (its RESULT)
+ON_EXCEPTION = "onExceptionImpl"
 
 
 class Action(IntEnum):
@@ -61,7 +64,8 @@ class Step:
     """A point where a send loop lets its driver interleave other sends (and, replaying a recording, set
     the clock): the loop is about to do ``action`` at ``at_ms`` on ``thread`` (for EXECUTE / CALLBACK: on
     a thread of ``pool`` the driver chooses). ``source`` names an update's call site (``dispatch``,
-    ``callback``, ``sync_failure``, ``oneway``). The driver answers with a :class:`Resume`."""
+    ``callback``, ``sync_failure``, ``oneway``), or :data:`ON_EXCEPTION` after a failed ASYNC attempt.
+    The driver answers with a :class:`Resume`."""
 
     action: Action
     at_ms: int

@@ -51,7 +51,7 @@ def finish_stage(
     aggregates = deliveries = None
     if plan.runs(SUMMARIZE):
         keys = [scratch_key(AGGREGATES, t) for t in range(producer_tasks)]
-        aggregates = [summaries.SummaryAggregates.from_bytes(io.scratch.get_bytes(k)) for k in keys]
+        aggregates = read_aggregates(io.scratch, keys)  # read before the scratch is cleared
     if plan.runs(BROKER_SIDE) and plan.has_brokers:
         deliveries = [io.scratch.get_table(scratch_key(DELIVERIES, b)) for b in brokers]
     clearing = threading.Thread(target=io.scratch.clear, name="scratch-clear")
@@ -81,6 +81,11 @@ def _write_made(plan: StagePlan, io: StageIO, made: dict[str, pa.Table]) -> dict
     return counts
 
 
+def read_aggregates(scratch: Scratch, keys: Sequence[ScratchKey]) -> list[summaries.SummaryAggregates]:
+    """The summary aggregates the tasks put in the scratch store under ``keys``."""
+    return [summaries.SummaryAggregates.from_bytes(scratch.get_bytes(k)) for k in keys]
+
+
 def merge_aggregates(scratch: Scratch, keys: Sequence[ScratchKey]) -> summaries.SummaryAggregates:
     """The summary aggregates the tasks put in the scratch store under ``keys``, merged."""
-    return summaries.merge(summaries.SummaryAggregates.from_bytes(scratch.get_bytes(k)) for k in keys)
+    return summaries.merge(read_aggregates(scratch, keys))

@@ -164,6 +164,48 @@ def test_dictionary_columns_write_the_files_strings_write(scenario: Scenario, tm
     assert codes.read().equals(strings.read())
 
 
+def _dictionary_coded(part: pa.Table) -> pa.Table:
+    """``part`` with its columns the writer dictionary-encodes given as dictionary arrays (as a producer
+    task gives the generator's and the engine's codes)."""
+    for name in files.DICTIONARY_COLUMNS:
+        if name in part.column_names:
+            part = part.set_column(part.schema.get_field_index(name), name, pc.dictionary_encode(part[name]))
+    return part
+
+
+def test_the_writers_batches_leave_the_file_as_pyarrows_default_writes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the sinks give the Parquet writer WRITE_BATCH_ROWS rows at a time (less work a batch than pyarrow's
+    # 1,024); the file must be the one pyarrow's default batches make, byte for byte (columns under ~50 B
+    # a row: their pages end at the writer's row limit either way)
+    sc = scenario_from_mapping({**MIXED, "workload": {**MIXED["workload"], "messages": 20_000}})
+    messages = pa.Table.from_batches(
+        [b for share in workload.producer_shares(sc) for b in workload.generate_producer(sc, share)]
+    ).combine_chunks()
+    parts = [_dictionary_coded(messages.slice(at, 6_000)) for at in range(0, messages.num_rows, 6_000)]
+    assert len(parts) > 2
+    given = []
+    writer = pq.ParquetWriter
+
+    def recording(*args: object, **kwargs: object) -> pq.ParquetWriter:
+        given.append(kwargs.get("write_batch_size"))
+        return writer(*args, **kwargs)
+
+    def write(name: str) -> bytes:
+        sink = files.ParquetSink(str(tmp_path / name), MESSAGES_DATA)
+        for part in parts:
+            sink.write(part)
+        sink.close()
+        return (tmp_path / name).read_bytes()
+
+    monkeypatch.setattr(files.pq, "ParquetWriter", recording)
+    ours = write("ours.parquet")
+    assert given == [files.WRITE_BATCH_ROWS] and files.WRITE_BATCH_ROWS > 1_024
+    monkeypatch.setattr(files, "WRITE_BATCH_ROWS", None)  # pyarrow's default
+    assert write("default.parquet") == ours and given[-1] is None
+
+
 def test_rewriting_a_task_gives_the_same_bytes(scenario: Scenario, tmp_path: Path) -> None:
     """Spark may run a task twice: the second run replaces each file by an identical one, named by the
     task's bin."""

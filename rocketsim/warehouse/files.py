@@ -53,6 +53,12 @@ STATISTICS_COLUMNS = (
     "commit_log_offset",
     "queue_offset",
 )
+# Rows the Parquet writer takes at a time (pyarrow's default 1,024): ~10% less CPU a table, the most in
+# the statistics of dictionary columns (the codes a batch uses are found anew in each). The file is the
+# same byte for byte wherever a column takes under ~50 B a row (its pages end at the writer's 20,000 rows
+# before they reach 1 MiB); a wider column's pages may end later. docs/benchmarks.md, "The Parquet writer's
+# batches".
+WRITE_BATCH_ROWS = 32_768
 
 
 class _AtomicOutput:
@@ -83,10 +89,12 @@ def _parquet_options(schema: pa.Schema) -> dict:
     """snappy; dictionaries and statistics on the columns above; integer columns delta-encoded
     (``DELTA_BINARY_PACKED``: ids, sequence numbers and times that grow row by row pack to a few bits a
     value, so the pages are smaller and cheaper to write than plain values snappy compresses; every Parquet
-    reader of the tables, Spark, delta-rs and pyarrow, reads the encoding)."""
+    reader of the tables, Spark, delta-rs and pyarrow, reads the encoding); :data:`WRITE_BATCH_ROWS` rows
+    given to the writer at a time."""
     names = schema.names
     return {
         "compression": "snappy",
+        "write_batch_size": WRITE_BATCH_ROWS,
         "use_dictionary": [n for n in names if n in DICTIONARY_COLUMNS],
         "write_statistics": [n for n in names if n in STATISTICS_COLUMNS],
         "column_encoding": {

@@ -241,3 +241,50 @@ def test_single_values_coded_takes_codes_as_it_takes_strings() -> None:
     ).dictionary.to_pylist() == ["x"]
     empty = pa.table({"e": pa.chunked_array([codes([], ["x"])])})
     assert grouping.single_values_coded(empty, ["e"]).schema.field("e").type == pa.string()
+
+
+def _dictionary(
+    rows: list[int | None], names: list[str], index: pa.DataType | None = None
+) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(rows, index or pa.int32()), pa.array(names, pa.string()))
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        _dictionary([1, 1, 1, 1], ["sync", "async", "oneway"]),  # one value: its bytes repeated
+        _dictionary([0, 3, 2, 1, 3, 0], ["broker-a", "broker-b", "broker-c", "broker-d"]),  # 8-byte words
+        _dictionary([2, 0, 1, 2], ["TagA", "TagB", "TagC"]),  # 4-byte words
+        _dictionary([0, 1, 1, 0], ["a", "b"]),  # 1-byte words
+        _dictionary([0, 1, 2, 0], ["ok", "timeout", "SEND_OK"]),  # mixed widths: the cast
+        _dictionary([0, 1, 0], ["abcdef", "ghijkl"]),  # six bytes: the cast
+        _dictionary([0, None, 1], ["x", "y"]),  # a null: the cast
+        _dictionary([None, None], ["x"]),  # all null
+        _dictionary([1, 1], ["", "x"]),
+        _dictionary([0, 0], ["", "x"]),  # one empty value
+        _dictionary([0, 1, 1, 2], ["x1", "y1", "z1"], pa.int8()),  # narrow codes: the cast
+        _dictionary([0, 1, 1, 2, 1, 0], ["x1", "y1", "z1"]).slice(2, 3),  # a slice: the cast
+        _dictionary([], ["x"]),
+    ],
+)
+def test_dictionary_strings_are_the_casts_strings(array: pa.DictionaryArray) -> None:
+    """``dictionary_strings`` gives the string array Arrow's cast gives: the same values, nulls and
+    offsets, a valid array, whichever way it is made."""
+    made, cast = grouping.dictionary_strings(array), array.cast(pa.string())
+    made.validate(full=True)
+    assert made.type == pa.string() and made.equals(cast) and made.null_count == cast.null_count
+    if len(array) and not cast.null_count and not array.offset:
+        assert [b.to_pybytes() for b in made.buffers()[1:]] == [b.to_pybytes() for b in cast.buffers()[1:]]
+
+
+def test_as_plain_strings_is_the_tables_cast() -> None:
+    """A table of dictionary columns in chunks (each its own dictionary), other columns and metadata, as
+    a schema of strings: what ``Table.cast`` gives."""
+    codes = pa.chunked_array(
+        [_dictionary([0, 1], ["broker-a", "broker-b"]), _dictionary([0, 0], ["broker-c"])]
+    )
+    table = pa.table({"broker": codes, "n": pa.array([1, 2, 3, 4], pa.int32())})
+    schema = pa.schema([pa.field("broker", pa.string()), pa.field("n", pa.int64())], metadata={"k": "v"})
+    made = grouping.as_plain_strings(table, schema)
+    assert made.equals(table.cast(schema), check_metadata=True)
+    assert made.column("broker").to_pylist() == ["broker-a", "broker-b", "broker-c", "broker-c"]

@@ -89,6 +89,48 @@ def keeping_codes(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return table.select(schema.names).cast(pa.schema(fields, metadata=schema.metadata))
 
 
+def as_plain_strings(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` cast to ``schema``, its dictionary columns of strings that ``schema`` has as strings made
+    by :func:`dictionary_strings` (the same arrays as the cast's, most without Arrow's take of every row)."""
+    columns = []
+    for field, column in zip(schema, table.select(schema.names).columns, strict=True):
+        if pa.types.is_string(field.type) and pa.types.is_dictionary(column.type):
+            column = pa.chunked_array([dictionary_strings(c) for c in column.chunks], pa.string())
+        columns.append(column.cast(field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+# the widths a row's string may have for dictionary_strings to gather the values as numpy words
+_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def dictionary_strings(array: pa.DictionaryArray) -> pa.Array:
+    """A dictionary array of strings as the string array ``array.cast(pa.string())`` gives (its values and
+    offsets; no validity bitmap where no row is null). Made by numpy where every row is one value (its
+    bytes repeated) or the dictionary's values are all of one width of 1, 2, 4 or 8 bytes (the brokers'
+    names: gathered as numpy words), an all-null array as nulls; any other by the cast."""
+    n = len(array)
+    if n and array.null_count == n:
+        return pa.nulls(n, pa.string())
+    values = array.dictionary
+    plain = n and not (array.null_count or values.null_count or array.offset or values.offset)
+    if not plain or array.indices.type != pa.int32() or values.type != pa.string():
+        return array.cast(pa.string())
+    codes = np.frombuffer(array.indices.buffers()[1], np.int32, n)
+    ends = np.frombuffer(values.buffers()[1], np.int32, len(values) + 1)
+    data = np.frombuffer(values.buffers()[2], np.uint8) if ends[-1] else None
+    low, high = int(codes.min()), int(codes.max())
+    width = int(ends[low + 1] - ends[low])
+    if low == high and width and data is not None:
+        body: bytes | np.ndarray = data[ends[low] : ends[low] + width].tobytes() * n
+    elif data is not None and width in _WORDS and (np.diff(ends) == width).all():
+        body = data[ends[0] : ends[-1]].view(_WORDS[width])[codes]
+    else:
+        return array.cast(pa.string())
+    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(body))
+
+
 def single_values_coded(table: pa.Table, names: Sequence[str]) -> pa.Table:
     """``table`` with each string column of ``names`` that holds one value on every row (no null) as a
     dictionary array of that value (codes 0): what the Parquet writer takes without hashing every row

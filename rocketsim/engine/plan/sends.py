@@ -28,6 +28,7 @@ from rocketsim.format.message import Message, MessageSysFlag
 from rocketsim.format.validate import MAX_PROPERTIES_SIZE, check_message, check_properties_size
 from rocketsim.javaint import java_string_hash
 from rocketsim.scenario import Scenario
+from rocketsim.tables.grouping import as_plain_strings
 
 # ---- the messages side: rejections ----------------------------------------------------------------
 
@@ -177,7 +178,7 @@ def as_strings(messages: pa.Table) -> pa.Table:
     if not any(pa.types.is_dictionary(f.type) for f in schema):
         return messages
     plain = [f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in schema]
-    return messages.cast(pa.schema(plain, metadata=schema.metadata))
+    return as_plain_strings(messages, pa.schema(plain, metadata=schema.metadata))
 
 
 def _codes(col: pa.ChunkedArray | pa.Array, names: tuple[str, ...] | None = None) -> tuple[np.ndarray, list]:

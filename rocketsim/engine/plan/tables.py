@@ -26,6 +26,7 @@ from rocketsim.engine.plan.kinds import (
 )
 from rocketsim.engine.plan.sends import Prepared, as_strings
 from rocketsim.scenario import workload
+from rocketsim.tables.grouping import as_plain_strings, dictionary_strings
 
 # ---- the output: what an engine decided, as the two tables ---------------------------------------
 
@@ -188,7 +189,8 @@ def _results_table(prep: Prepared, out: EngineOutput, uniq: pa.Array | None = No
     first = per_row(out.att_off[:-1], 0)
     value_pos = np.repeat(first - offsets[:-1], counts) + np.arange(offsets[-1])
     brokers_sent = pa.ListArray.from_arrays(
-        pa.array(offsets.astype(np.int32)), _coded_str(out.brokers, out.a_broker[value_pos]).cast(pa.string())
+        pa.array(offsets.astype(np.int32)),
+        dictionary_strings(_coded_str(out.brokers, out.a_broker[value_pos])),
     )
     begin = per_row(out.begin, prep.born)
     end = per_row(out.end, prep.born)
@@ -206,7 +208,7 @@ def _results_table(prep: Prepared, out: EngineOutput, uniq: pa.Array | None = No
             "uniq_msg_id": uniq_keys(prep, out) if uniq is None else uniq,
             "send_mode": m.column("send_mode"),
             "status": _coded_str(list(STATUS_NAMES), status),
-            "error": _coded_str(texts, err_idx).cast(pa.string()),
+            "error": dictionary_strings(_coded_str(texts, err_idx)),
             "attempts": pa.array(counts.astype(np.int32)),
             "brokers_sent": brokers_sent,
             "broker": _coded_str(out.brokers, broker),
@@ -323,7 +325,7 @@ class UniqCalls:
 
 def decoded(coded: pa.Table, schema: pa.Schema) -> pa.Table:
     """A table of :func:`_coded_table` as one of ``schema`` (its dictionary columns as strings)."""
-    return coded.cast(schema)
+    return as_plain_strings(coded, schema)
 
 
 def build_tables(prep: Prepared, out: EngineOutput) -> SimOutput:

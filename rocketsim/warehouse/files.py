@@ -56,8 +56,8 @@ STATISTICS_COLUMNS = (
 # Rows the Parquet writer takes at a time (pyarrow's default 1,024): ~10% less CPU a table, the most in
 # the statistics of dictionary columns (the codes a batch uses are found anew in each). The file is the
 # same byte for byte wherever a column takes under ~50 B a row (its pages end at the writer's 20,000 rows
-# before they reach 1 MiB); a wider column's pages may end later. docs/benchmarks.md, "The Parquet writer's
-# batches".
+# before they reach 1 MiB); a wider column's pages may end later. docs/benchmarks.md, "The Parquet writers'
+# batches and the codes made strings".
 WRITE_BATCH_ROWS = 32_768
 
 

@@ -19,6 +19,10 @@ os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(__file__).resolve().parents[1]
 # test processes and their jobs share; on the 2-core host this halves the Spark files' time (e.g.
 # test_delta_sink + test_pipeline 80-102 s -> 46-56 s). What a job computes does not depend on it.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# One BLAS thread a process (read when numpy loads, after this file): ``make test``'s two processes already
+# fill the two cores, and OpenBLAS's threads, waking for scipy's small L-BFGS-B steps, then wait on each
+# other: rocketsim.calibration's fit of 100k csv latencies took 10.2 s with them, 1.2 s without (load ~5).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 # Everything the stage handles, small: three brokers, async and oneway sends, ordered, delay, transactional

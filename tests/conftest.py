@@ -13,6 +13,16 @@ DATA = Path(__file__).parent / "data"
 # One numba cache for the test processes, the Spark workers and the jobs the tests start
 # (spark-submit.sh and the Makefile use the same directory), so the send loop compiles once.
 os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(__file__).resolve().parents[1] / "build" / "numba-cache"))
+# Every Spark driver JVM the tests start (the session's below, and those of the jobs, the command and the
+# benchmark they run as processes: spark-submit reads SPARK_SUBMIT_OPTS) tuned for short jobs: C1 JIT only
+# and the serial GC. The tests' jobs are small, so C2's compiles and G1's threads cost CPU that the two
+# test processes and their jobs share; on the 2-core host this halves the Spark files' time (e.g.
+# test_delta_sink + test_pipeline 80-102 s -> 46-56 s). What a job computes does not depend on it.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# One BLAS thread a process (read when numpy loads, after this file): ``make test``'s two processes already
+# fill the two cores, and OpenBLAS's threads, waking for scipy's small L-BFGS-B steps, then wait on each
+# other: rocketsim.calibration's fit of 100k csv latencies took 10.2 s with them, 1.2 s without (load ~5).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 # Everything the stage handles, small: three brokers, async and oneway sends, ordered, delay, transactional

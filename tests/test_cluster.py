@@ -91,6 +91,8 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_LOCAL_DIRS": str(tmp_path / "local"),
         "SPARK_NO_DAEMONIZE": "1",
+        # the master's and workers' JVMs tuned as the tests' drivers are (tests/conftest.py)
+        "SPARK_DAEMON_JAVA_OPTS": os.environ.get("SPARK_SUBMIT_OPTS", ""),
     }
     master = _start(
         [
@@ -206,6 +208,9 @@ def test_pipeline_runs_on_a_two_worker_standalone_cluster_as_locally(
         master_url,
         "--conf",
         "spark.executor.memory=768m",
+        # conf/spark-defaults.conf's executor options, and the short-job JIT and GC of the tests' drivers
+        "--conf",
+        f"spark.executor.extraJavaOptions=-Duser.timezone=UTC {os.environ.get('SPARK_SUBMIT_OPTS', '')}",
         "--conf",
         f"spark.cores.max={WORKERS}",
         "--conf",

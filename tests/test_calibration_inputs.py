@@ -53,6 +53,25 @@ def test_realbroker_histogram_store_watermark_and_benchmark() -> None:
     assert m.max_ms == 338 and m.mean_ms == pytest.approx(1.43, abs=0.01)  # 4.9.8 lines, no '|'
 
 
+def test_a_brokers_first_minute_logs_an_empty_put_rate() -> None:
+    # StoreStatsService.getPutTps (rocketmq-all-4.9.8, store module) returns "" until its sampling list holds
+    # a snapshot printTPSInterval (60 s) old, so printTps's first [STORETPS] line of a fresh broker has no
+    # numbers; its [PAGECACHERT] line is whole (a harness run made within a minute of ./start.sh)
+    text = (
+        "2026-11-29 10:39:40 INFO StoreStatsService - [STORETPS] put_tps  get_found_tps  get_miss_tps  "
+        "get_transfered_tps \n"
+        "2026-11-29 10:39:40 INFO StoreStatsService - [PAGECACHERT] TotalPut 14500, PutMessageDistributeTime "
+        "[<=0ms]:14044 [0~10ms]:451 [10~50ms]:5 [50~100ms]:0 [100~200ms]:0 [200~500ms]:0 [500ms~1s]:0 "
+        "[1~2s]:0 [2~3s]:0 [3~4s]:0 [4~5s]:0 [5~10s]:0 [10s~]:0 \n"
+        "2026-11-29 10:40:40 INFO StoreStatsService - [STORETPS] put_tps 241.5 get_found_tps 0.0 "
+        "get_miss_tps 0.03 get_transfered_tps 0.0\n"
+    )
+    ms = parse_input(text, "store.log", "store-log")
+    assert ms.binned[0].total == 14_500 and ms.throughputs[0].msgs_per_s == 241.5
+    with pytest.raises(MeasurementError, match="STORETPS"):
+        parse_input("2026 INFO - [STORETPS] put_tps x get_found_tps 0\n", "s.log", "store-log")
+
+
 def test_5x_broker_scrape_rpc_latency_and_response_mix() -> None:
     ms = read("broker_5x_scrape.prom")
     (b,) = ms.binned

@@ -5,8 +5,10 @@
   ``CommitLog.asyncPutMessage`` until its future completes: lock wait, append, sync flush / replica
   wait; not the send queue, not the network). The time is whole ms (``value <= 0`` -> ``[<=0ms]``,
   ``< 10`` -> ``[0~10ms]``, ...), so in true time the buckets are ``[0,1)``, ``[1,10)``, ``[10,50)``, ...
-  ``[STORETPS] put_tps x ...`` is the put rate over the minute; ``findPutMessageEntireTimePX 0.99=x ms``
-  the p99 / p99.9 of the last minute (used only when a file has no PAGECACHERT line).
+  ``[STORETPS] put_tps x ...`` is the put rate over the minute (empty, ``put_tps  get_found_tps``, in a
+  broker's first minute: ``StoreStatsService.getPutTps`` has no sample a minute old yet);
+  ``findPutMessageEntireTimePX 0.99=x ms`` the p99 / p99.9 of the last minute (used only when a file has
+  no PAGECACHERT line).
 * ``watermark.log`` (``BrokerController.printWaterMark``, every 1 s): ``[WATERMARK] Send Queue Size: n
   SlowTimeMills: m``: the send queue's depth and its head's age.
 
@@ -45,7 +47,7 @@ _PAGECACHERT = re.compile(
     r"\[PAGECACHERT\] TotalPut (\d+), PutMessageDistributeTime ((?:\[[^\]]+\]:\d+\s*)+)$"
 )
 _BUCKET = re.compile(r"\[([^\]]+)\]:(\d+)")
-_STORETPS = re.compile(r"\[STORETPS\] put_tps ([0-9.Ee+-]+) ")
+_STORETPS = re.compile(r"\[STORETPS\] put_tps ([0-9.Ee+-]*) get_found_tps")
 _PX = re.compile(r"StoreStatsService - findPutMessageEntireTimePX (0\.99|0\.999)=([0-9.]+)ms")
 _WATERMARK = re.compile(_STAMP + r" - \[WATERMARK\] (.+?) Queue Size: (\d+) SlowTimeMills: (-?\d+)$")
 PAGECACHERT_EXPECTED = (
@@ -73,7 +75,8 @@ def parse_store_log(text: str, source: str) -> Measurements:
             m = _STORETPS.search(line)
             if m is None:
                 fail(source, i, f"expected '[STORETPS] put_tps x get_found_tps ...', got {shown(line)}")
-            rates.append(float(m[1]))
+            if m[1]:  # empty in the broker's first minute (no sample 60 s old): no rate
+                rates.append(float(m[1]))
         elif m := _PX.search(line):
             px.setdefault(float(m[1]), []).append(float(m[2]))
     out = Measurements()

@@ -28,6 +28,9 @@ from rocketsim.validation.measured import parse_steps, stored_copies
 from rocketsim.warehouse.measured_runs import read_run, run_folders
 
 DATA = Path(__file__).parent / "data" / "realbroker"
+# our own runs of the harness's other schedules (run_all.sh's b_ramp_async_p2, b_ramp_sync_t64,
+# f_stop5s_async, a_low_async_r2): tests/data/realbroker-reruns/heldout/README.md
+HELDOUT = DATA.parent / "realbroker-reruns" / "heldout"
 V = parse_version("4.9.8")
 FAQ = V.faq_url
 
@@ -68,6 +71,55 @@ def test_every_class_the_runs_recorded_is_one_rocketsim_can_name() -> None:
     names |= {"sendDefaultImpl_call_timeout", "send_times_still_failed"}
     seen = {c for p in run_folders([str(DATA)]) for c in read_run(p).outcomes}
     assert seen <= names
+
+
+def test_the_harness_other_schedules_read_back_and_build_their_scenarios() -> None:
+    from rocketsim.validation.scenario import run_scenario
+
+    runs = {p.name: read_run(p) for p in run_folders([str(HELDOUT)])}
+    assert set(runs) >= {"a_low_async_r2", "b_ramp_async_p2", "b_ramp_sync_t64", "f_stop5s_async_warm"}
+    # every class they recorded is one rocketsim names the same way (invokeAsyncImpl's "invoke too fast" is
+    # the harness's fallback class: the exception's simple name and its remark)
+    too_fast = "RemotingTooMuchRequestException:invokeAsyncImpl invoke too fast"
+    known = {"SEND_OK", "OVERLOAD", "TIMEOUT_CLEAN_QUEUE", "executor_rejected", "invokeAsync_timeout"}
+    known |= {"async_call_timeout", "sendDefaultImpl_call_timeout", "send_times_still_failed", too_fast}
+    assert {c for r in runs.values() for c in r.outcomes} <= known
+    assert klass(RemotingTooMuchRequestError("invokeAsyncImpl invoke too fast")) == too_fast
+    # sync with 64 sender threads: the pool is the scenario's sender threads, one producer
+    sync = runs["b_ramp_sync_t64"]
+    assert (sync.meta.mode, sync.meta.threads, sync.meta.producers) == ("sync", 64, 1)
+    sc = run_scenario(sync, {})
+    assert sc.producers.threads == 64 and sc.producers.count == 1 and sc.producers.send_mode == {"sync": 1.0}
+    # two producers, seven steps: the async sends are submitted by one dispatcher (one thread a producer)
+    p2 = runs["b_ramp_async_p2"]
+    assert p2.meta.producers == 2 and len(p2.meta.steps) == 7 and p2.meta.steps[-1] == (90000.0, 6.0)
+    sc = run_scenario(p2, {})
+    assert sc.producers.count == 2 and sc.producers.threads == 1 and sc.workload.messages == p2.meta.n
+    # an async run with the broker stopped (kill -STOP) and --drain-ms 12000: the pause from fault.txt via
+    # summary.json, the drain not in meta.json (every send completed within it)
+    stop = runs["f_stop5s_async_warm"]
+    assert stop.meta.mode == "async" and stop.fault == (5.008, 10.012)
+    ((fault),) = run_scenario(stop, {}).faults
+    assert (fault.kind, fault.start_s, fault.end_s) == ("paused", 5.008, 10.012)
+    assert sum(stop.outcomes.values()) == stop.meta.n == 12_500
+
+
+def test_a_pause_is_read_from_fault_txt_when_the_summary_lacks_it(tmp_path: Path) -> None:
+    # run_load.sh writes "STOP <epoch ms>" / "CONT <epoch ms>" to fault.txt; analyze.py places them after
+    # meta.json's t0_epoch_ms in summary.json's "fault", which pack.py copies (the file itself it leaves out)
+    import shutil
+
+    run = tmp_path / "f_stop5s_async"
+    shutil.copytree(HELDOUT / "f_stop5s_async_warm", run)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary.pop("fault") == {"stop_at_s": 5.008, "cont_at_s": 10.012}
+    (run / "summary.json").write_text(json.dumps(summary))
+    assert read_run(run).fault == (5.008, 10.012)  # from fault.txt
+    (run / "fault.txt").write_text("STOP 1795921121333\nCONT soon\n")
+    with pytest.raises(MeasurementError, match=r"fault\.txt line 2: expected 'STOP <epoch ms>'"):
+        read_run(run)
+    (run / "fault.txt").unlink()
+    assert read_run(run).fault is None
 
 
 def test_the_runs_read_back_as_the_harness_summarised_them() -> None:

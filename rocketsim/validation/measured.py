@@ -41,6 +41,7 @@ class RunMeta:
     n: int
     warmup_ok: int = 0
     young_gc: tuple[int, float] | None = None  # the driver JVM's young collections: (count, total ms)
+    t0_epoch_ms: int | None = None  # when the schedule's 0 was (the wall clock, ms): fault.txt's origin
 
     @property
     def duration_s(self) -> float:
@@ -121,7 +122,25 @@ def parse_meta(text: str, source: str) -> RunMeta:
         whole("n", 1),
         whole("warmup_ok", 0),
         young_collections(raw.get("driver_gc")),
+        whole("t0_epoch_ms", 0) if "t0_epoch_ms" in raw else None,
     )
+
+
+def parse_fault(text: str, source: str, t0_epoch_ms: int | None) -> tuple[float, float]:
+    """``fault.txt`` (``run_load.sh``: ``STOP <epoch ms>`` when it sent SIGSTOP, ``CONT <epoch ms>`` when it
+    sent SIGCONT) as (stopped at s, continued at s) after the schedule's 0, as ``analyze.py`` reads it."""
+    if t0_epoch_ms is None:
+        fail(source, 0, "expected meta.json's t0_epoch_ms to place the fault")
+    times: dict[str, int] = {}
+    for i, line in enumerate(text.splitlines(), 1):
+        word, _, value = line.strip().partition(" ")
+        if word in ("STOP", "CONT") and value.strip().isdigit():
+            times[word] = int(value)
+        elif line.strip():
+            fail(source, i, f"expected 'STOP <epoch ms>' or 'CONT <epoch ms>', got {line.strip()[:60]!r}")
+    if set(times) != {"STOP", "CONT"} or times["CONT"] < times["STOP"]:
+        fail(source, 0, "expected a STOP line and a later CONT line")
+    return ((times["STOP"] - t0_epoch_ms) / 1000.0, (times["CONT"] - t0_epoch_ms) / 1000.0)
 
 
 def young_collections(gc: object) -> tuple[int, float] | None:

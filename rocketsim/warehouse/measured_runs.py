@@ -2,7 +2,8 @@
 :class:`rocketsim.validation.measured.MeasuredRun`; the parsing is the core's, the files are read here.
 
 Required: ``meta.json``, ``outcomes.csv``, ``summary.json``, ``per_second.csv``. Read when present:
-``latency_hist.json``, ``cpu.json``, ``broker_runtime.csv``, ``broker_logs/store.log``.
+``latency_hist.json``, ``cpu.json``, ``broker_runtime.csv``, ``broker_logs/store.log``, and ``fault.txt``
+(``run_load.sh``'s pause) when ``summary.json`` has no ``fault``.
 """
 
 from __future__ import annotations
@@ -58,9 +59,16 @@ def read_run(path: str | Path) -> m.MeasuredRun:
         ok_hist=m.parse_histogram(hist, str(folder / "latency_hist.json")) if hist else None,
         cpu=m.parse_cpu(cpu, str(folder / "cpu.json")) if cpu else {},
         stored=stored,
-        fault=summary.fault,
+        fault=summary.fault if summary.fault is not None else fault_file(folder, meta),
         broker_series=m.parse_broker_series(series, str(folder / "broker_runtime.csv")) if series else None,
     )
+
+
+def fault_file(folder: Path, meta: m.RunMeta) -> tuple[float, float] | None:
+    """The pause ``run_load.sh`` wrote to ``fault.txt`` (``pack.py`` leaves the file out and
+    ``analyze.py`` copies it into ``summary.json``; a folder may have the file alone), if any."""
+    path = folder / "fault.txt"
+    return m.parse_fault(read_text(str(path)), str(path), meta.t0_epoch_ms) if path.is_file() else None
 
 
 def run_folders(paths: list[str]) -> list[Path]:

@@ -276,14 +276,15 @@ def _spread_runs() -> list[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def small_runs_validated(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
-    """The command on the small runs, calibrated from a_low_async and b_ramp_async_p1 only (~20 s): its
-    JSON document and what it printed."""
+    """The command on the small runs (and our f_stop5s_async), calibrated from a_low_async and
+    b_ramp_async_p1 only (~20 s): its JSON document and what it printed."""
     import contextlib
     import io
 
     from rocketsim.command.validate import main
 
     runs = [DATA / n for n in ("a_low_async", "b_ramp_async_p1", "a_low_sync", "f_stop5s_sync")]
+    runs.append(HELDOUT / "f_stop5s_async_warm")  # ~2 s more
     out = tmp_path_factory.mktemp("validation") / "v.json"
     argv = [*map(str, runs), "--calibrate-from", "a_low_async", "--calibrate-from", "b_ramp_async_p1"]
     printed = io.StringIO()
@@ -302,7 +303,7 @@ def test_the_command_on_the_shipped_runs_meets_the_low_rate_and_pause_targets(
     # NettyRemotingAbstract.failFast fails the other threads' requests) are stored when it continues:
     # duplicates, as the broker stored them
     doc, printed = small_runs_validated
-    assert set(doc) == {"a_low_sync", "f_stop5s_sync"}  # the calibration runs are not simulated
+    assert set(doc) == {"a_low_sync", "f_stop5s_sync", "f_stop5s_async_warm"}  # not the calibration runs
     low = doc["a_low_sync"]
     for key in ("ok_p50_ms", "ok_p99_ms"):
         assert low["simulated"][key] == pytest.approx(low["measured"][key], rel=0.25)
@@ -318,6 +319,29 @@ def test_the_command_on_the_shipped_runs_meets_the_low_rate_and_pause_targets(
     spread = [int(r["stored_duplicates"]) for r in _spread_runs() if r["client_log"] == "WARN"]
     assert min(spread) <= stop["simulated"]["duplicates"] <= max(spread)
     assert "a_low_sync: OK 100.0% / 100.0%" in printed
+
+
+@pytest.mark.slow
+def test_an_async_pause_fails_what_the_response_scan_removes_before_the_broker_continues(
+    small_runs_validated: tuple[dict, str],
+) -> None:
+    # f_stop5s_async (500/s async, the broker stopped 5 s): every request written in the pause waits in the
+    # stopped broker's socket. NettyRemotingAbstract.scanResponseTable (rocketmq-all-4.9.8; run by
+    # NettyRemotingClient.start every 1 s from 3 s after the start) removes one once begin + timeout + 1000
+    # <= now; MQClientAPIImpl.sendMessageAsync's callback goes to onExceptionImpl, whose retries carry
+    # timeoutMillis - cost < 0, which NettyRemotingClient.invokeAsync refuses after its RPC hook
+    # ("invokeAsync call the addr[..] timeout"): nothing more written. So the failures are the requests
+    # of at most one scan period (which ones: the scan's phase), each stored once when the broker continues,
+    # and the others are answered then
+    stop = small_runs_validated[0]["f_stop5s_async_warm"]
+    assert stop["measured"]["outcomes"] == {"SEND_OK": 12_338, "invokeAsync_timeout": 162}
+    for side in ("measured", "simulated"):
+        outcomes = stop[side]["outcomes"]
+        assert set(outcomes) == {"SEND_OK", "invokeAsync_timeout"}
+        assert 0 < outcomes["invokeAsync_timeout"] <= 500 + 10  # a second of the schedule, and in flight
+        assert stop[side]["failed_but_stored"] == outcomes["invokeAsync_timeout"]
+        assert stop[side]["duplicates"] == 0
+        assert 3000 < stop[side]["ok_p99_ms"] < 5000  # answered when the broker continued
 
 
 @pytest.mark.slow

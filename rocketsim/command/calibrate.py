@@ -13,14 +13,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from rocketsim.calibration.calibrate import Options, calibrate
 from rocketsim.calibration.formats import FORMATS, parse_saturation
-from rocketsim.calibration.fragment import fragment_text, set_lines
 from rocketsim.command.options import examples_text
 from rocketsim.errors import MeasurementError, RocketSimError
-from rocketsim.present.calibration_report import write_report
 from rocketsim.spark.cli import OneLineArgumentParser  # argparse with one-line errors; imports no pyspark
-from rocketsim.warehouse.calibration_inputs import read_inputs, write_text
 
 EXAMPLES = (
     "rocketsim calibrate --input omb:result.json --out calibrated.toml --report calibration/",
@@ -74,6 +70,12 @@ def main(
     args = p.parse_args(argv)
     if not args.input and not args.saturation:
         p.error("give at least one --input (or --saturation)")
+    # the fit (scipy, pandas) and its report (matplotlib) only once the command line is good
+    from rocketsim.calibration.calibrate import Options, calibrate
+    from rocketsim.calibration.fragment import fragment_text, set_lines
+    from rocketsim.present.calibration_report import write_report
+    from rocketsim.warehouse.calibration_inputs import read_inputs, write_text
+
     try:
         measurements, sources = read_inputs(args.input)
         if args.saturation:

@@ -106,3 +106,37 @@ def test_a_bad_scenario_file_is_refused_without_spark_or_numba(tmp_path: Path) -
     seen = imports_of("run", "--scenario", str(bad), cwd=tmp_path)
     assert seen["code"] == 2 and "ScenarioError: cluster.brokers" in seen["stderr"], seen
     assert seen["heavy"] == [], seen
+
+
+@pytest.mark.parametrize(("given", "loaded_with"), [(None, "1"), ("2", "2")])
+def test_calibrate_loads_scipy_with_one_blas_thread_unless_told(
+    given: str | None, loaded_with: str, tmp_path: Path
+) -> None:
+    # scipy's OpenBLAS reads OPENBLAS_NUM_THREADS when scipy loads: the command must set it before then
+    probe = """
+import json, os, sys
+seen = []
+def audit(event, args):
+    if event == "import" and args[0] == "scipy" and not seen:
+        seen.append(os.environ.get("OPENBLAS_NUM_THREADS"))
+sys.addaudithook(audit)
+from rocketsim.command import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "scipy_loaded_with": seen}))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    csv = ROOT / "tests" / "data" / "calibration" / "latencies.csv"
+    argv = ["calibrate", "--input", f"csv:{csv}", "--out", str(tmp_path / "f.toml")]
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *argv],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {"code": 0, "scipy_loaded_with": [loaded_with]}

@@ -10,6 +10,7 @@ histogram, store-log, watermark-log (docs/calibration.md says what each calibrat
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
@@ -41,6 +42,14 @@ def _pairs(items: list[str], option: str, number: bool) -> dict[str, object]:
     return out
 
 
+def one_blas_thread() -> None:
+    """One OpenBLAS thread for scipy's L-BFGS-B, unless ``OPENBLAS_NUM_THREADS`` says otherwise: its BLAS
+    calls are on vectors of a few fitted values, which threads never speed up, and on a busy host the
+    idle threads' spinning slowed the fit up to ~7x (docs/calibration.md). Read when scipy's OpenBLAS
+    loads, so before the fit is first imported (in this process, scipy was not imported before)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def parser(prog: str, epilog: str | None = None) -> OneLineArgumentParser:
     p = OneLineArgumentParser(prog=prog, description=__doc__.splitlines()[0], epilog=epilog)
     p.add_argument("--input", action="append", default=[], metavar="[FORMAT:]PATH", help=", ".join(FORMATS))
@@ -70,6 +79,7 @@ def main(
     args = p.parse_args(argv)
     if not args.input and not args.saturation:
         p.error("give at least one --input (or --saturation)")
+    one_blas_thread()
     # the fit (scipy, pandas) and its report (matplotlib) only once the command line is good
     from rocketsim.calibration.calibrate import Options, calibrate
     from rocketsim.calibration.fragment import fragment_text, set_lines

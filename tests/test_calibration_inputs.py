@@ -265,3 +265,14 @@ def test_a_fitted_value_at_its_bound_stays_in_the_scenarios_range() -> None:
     for spec in SPECS.values():  # exp(log(10.0)), sigma's upper bound, is 10.000000000000002
         for free in spec.bounds():
             assert spec.lower <= spec.from_free(free) <= spec.upper, spec.name
+
+
+def test_a_send_queue_without_its_head_wait_says_so() -> None:
+    # a Prometheus scrape's rocketmq_processor_watermark gauge has the queue's depth, not its head's wait:
+    # the note said "head waited up to nan ms"
+    from rocketsim.calibration.calibrate import Options, queue_part
+
+    (note,) = queue_part(read("broker_5x_scrape.prom"), Options()).notes
+    assert "up to 0 requests" in note and "head wait not measured" in note and "nan" not in note, note
+    (note,) = queue_part(read("realbroker_b_steady_watermark.log"), Options()).notes
+    assert "up to 6,509 requests" in note and "head waited up to 64 ms" in note, note

@@ -256,3 +256,42 @@ def test_a_broker_section_of_its_own() -> None:
     assert "[brokers.broker-x.latency]" in text
     sc = check_fragment(text, "broker-x")  # a section for a broker of the cluster it names
     assert sc.broker_model("broker-x").latency.median_ms == pytest.approx(4.0, rel=0.05)
+
+
+def test_a_few_raw_latencies_fit_where_they_are(tmp_path: Path) -> None:
+    # the shipped CSV (ten sends of 1.3-3.4 ms and one of 14.5 ms) was fitted on its occupied bins alone:
+    # sigma went to its bound, 10.000000000000002, and the job refused its own fragment
+    from rocketsim.calibration.calibrate import Options, calibrate
+
+    cal = calibrate(read("latencies.csv"), Options())
+    values = cal.values()
+    assert 1.7 <= values["brokers.default.latency.median_ms"] <= 2.8
+    assert values["brokers.default.latency.sigma"] < 1.0
+    (b,) = read("latencies.csv").binned
+    assert b.lo[0] == 0.0 and math.isinf(b.hi[-1]) and b.lo[1:] == b.hi[:-1] and b.total == 10
+    whole = parse_input("latency_ms\n2\n1\n3\n2\n14\n", "w.csv", "csv").binned[0]
+    assert list(zip(whole.lo, whole.hi, whole.counts, strict=True)) == [
+        (0.0, 1.0, 0.0), (1.0, 2.0, 1.0), (2.0, 3.0, 2.0), (3.0, 4.0, 1.0), (4.0, 14.0, 0.0),
+        (14.0, 15.0, 1.0), (15.0, math.inf, 0.0),
+    ]  # fmt: skip
+    done = run_job("--input", f"csv:{DATA / 'latencies.csv'}", "--out", str(tmp_path / "f.toml"))
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_fitted_value_at_its_bound_stays_in_the_scenarios_range() -> None:
+    from rocketsim.calibration.fit import SPECS
+
+    for spec in SPECS.values():  # exp(log(10.0)), sigma's upper bound, is 10.000000000000002
+        for free in spec.bounds():
+            assert spec.lower <= spec.from_free(free) <= spec.upper, spec.name
+
+
+def test_a_send_queue_without_its_head_wait_says_so() -> None:
+    # a Prometheus scrape's rocketmq_processor_watermark gauge has the queue's depth, not its head's wait:
+    # the note said "head waited up to nan ms"
+    from rocketsim.calibration.calibrate import Options, queue_part
+
+    (note,) = queue_part(read("broker_5x_scrape.prom"), Options()).notes
+    assert "up to 0 requests" in note and "head wait not measured" in note and "nan" not in note, note
+    (note,) = queue_part(read("realbroker_b_steady_watermark.log"), Options()).notes
+    assert "up to 6,509 requests" in note and "head waited up to 64 ms" in note, note

@@ -140,7 +140,9 @@ def _job_args(warehouse: Path, run_id: str, partitions: int, tables: tuple[str, 
 
 
 @pytest.mark.spark
-def test_a_summaries_only_job_writes_the_summaries_of_a_full_run(spark, tmp_path: Path) -> None:
+def test_a_summaries_only_job_writes_the_summaries_of_a_full_run(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The pipeline job with --tables summary (1 and 3 partitions) beside the same run with every table:
     the same summary tables row for row, a runs row saying what it wrote and what it simulated, readers
     refusing the tables it did not write, and a full run of the same id made summaries-only loses its
@@ -174,6 +176,22 @@ def test_a_summaries_only_job_writes_the_summaries_of_a_full_run(spark, tmp_path
 
     run = explore.load_run(str(tmp_path), "s1")
     assert run.storage.empty and len(run.summary) == len(want["run_summary"])
+    _explore_notebook_runs(tmp_path, "s1", monkeypatch)  # it read broker_storage and stopped
+
+
+def _explore_notebook_runs(warehouse: Path, run_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """notebooks/explore_run.ipynb on ``run_id``: every cell runs, and the broker side has no chart."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    figures = warehouse / "figures"
+    monkeypatch.setenv("ROCKETSIM_WAREHOUSE", str(warehouse))
+    monkeypatch.setenv("ROCKETSIM_RUN_ID", run_id)
+    monkeypatch.setenv("ROCKETSIM_FIGURES", str(figures))
+    nb = nbformat.read(Path(__file__).resolve().parents[1] / "notebooks" / "explore_run.ipynb", 4)
+    NotebookClient(nb, timeout=300, kernel_name="python3").execute()  # raises on a cell's error
+    drawn = {p.stem for p in (figures / run_id).glob("*.png")}
+    assert "latency_percentiles" in drawn and "broker_storage" not in drawn, drawn
 
 
 def test_the_job_refuses_a_bad_selection_before_spark(capsys: pytest.CaptureFixture) -> None:

@@ -283,9 +283,11 @@ def queue_part(ms: Measurements, opts: Options) -> Part:
             }
         )
     worst = max(rows, key=lambda r: r["max_depth"])
+    waited = worst["max_head_wait_ms"]  # nan when its input did not measure it (a Prometheus depth gauge)
+    head = "head wait not measured" if math.isnan(waited) else f"head waited up to {waited:g} ms"
     notes = [
         f"send queue: up to {worst['max_depth']:,.0f} requests (store.send_queue_capacity default "
-        f"{store.send_queue_capacity:,}); head waited up to {worst['max_head_wait_ms']:g} ms "
+        f"{store.send_queue_capacity:,}); {head} "
         f"(store.wait_time_ms_in_send_queue default {store.wait_time_ms_in_send_queue} ms): compare with "
         "broker_windows.queue_depth_* of a closed-loop run"
     ]

@@ -46,7 +46,8 @@ class ParamSpec:
         return math.log(v) if self.scale == "log" else special.logit(v)
 
     def from_free(self, t: float) -> float:
-        return math.exp(t) if self.scale == "log" else float(special.expit(t))
+        value = math.exp(t) if self.scale == "log" else float(special.expit(t))
+        return min(max(value, self.lower), self.upper)  # exp(log(10.0)) is 10.000000000000002
 
     def bounds(self) -> tuple[float, float]:
         return self.to_free(self.lower), self.to_free(self.upper)

@@ -144,29 +144,23 @@ def _csv_columns(line: int, row: list[str], source: str) -> tuple[int, float, in
 
 
 def samples_to_bins(values: np.ndarray, source: str, note: str) -> Binned:
-    """Raw latencies as grouped data: whole ms as ``[v, v+1)``, else ``LOG_BINS`` log-spaced bins."""
-    if np.all(values == np.floor(values)) and values.max() < 1e7:
-        ms, counts = np.unique(values, return_counts=True)
-        return Binned(
-            source,
-            View.CLIENT,
-            tuple(ms),
-            tuple(ms + 1.0),
-            tuple(map(float, counts)),
-            note=note + ", whole ms",
-        )
-    positive = values[values > 0]
-    lo_edge = positive.min() if positive.size else 1e-6
-    edges = np.concatenate([[0.0], np.geomspace(lo_edge * 0.999, values.max() * 1.001, LOG_BINS)])
-    counts, _ = np.histogram(values, bins=edges)
-    keep = counts > 0
+    """Raw latencies as grouped data over all of ``[0, inf)``: whole ms as ``[v, v+1)``, else ``LOG_BINS``
+    log-spaced bins. The bins no sample fell in are kept, with count 0: the samples are every send, so
+    the fit must see where none fell (without them it fitted the occupied bins alone, and 10 samples of
+    1-15 ms gave sigma 10)."""
+    whole = bool(np.all(values == np.floor(values)) and values.max() < 1e7)
+    if whole:
+        ms = np.unique(values)
+        edges = np.unique(np.concatenate([[0.0], ms, ms + 1.0, [np.inf]]))
+        note += ", whole ms"
+    else:
+        positive = values[values > 0]
+        lo_edge = positive.min() if positive.size else 1e-6
+        inner = np.geomspace(lo_edge * 0.999, values.max() * 1.001, LOG_BINS)
+        edges = np.concatenate([[0.0], inner, [np.inf]])
+    counts = np.bincount(np.searchsorted(edges, values, side="right") - 1, minlength=len(edges) - 1)
     return Binned(
-        source,
-        View.CLIENT,
-        tuple(edges[:-1][keep]),
-        tuple(edges[1:][keep]),
-        tuple(map(float, counts[keep])),
-        note=note,
+        source, View.CLIENT, tuple(edges[:-1]), tuple(edges[1:]), tuple(map(float, counts)), note=note
     )
 
 

@@ -10,17 +10,14 @@ histogram, store-log, watermark-log (docs/calibration.md says what each calibrat
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
-from rocketsim.calibration.calibrate import Options, calibrate
 from rocketsim.calibration.formats import FORMATS, parse_saturation
-from rocketsim.calibration.fragment import fragment_text, set_lines
 from rocketsim.command.options import examples_text
 from rocketsim.errors import MeasurementError, RocketSimError
-from rocketsim.present.calibration_report import write_report
 from rocketsim.spark.cli import OneLineArgumentParser  # argparse with one-line errors; imports no pyspark
-from rocketsim.warehouse.calibration_inputs import read_inputs, write_text
 
 EXAMPLES = (
     "rocketsim calibrate --input omb:result.json --out calibrated.toml --report calibration/",
@@ -43,6 +40,14 @@ def _pairs(items: list[str], option: str, number: bool) -> dict[str, object]:
         else:
             out[key.strip()] = value.strip()
     return out
+
+
+def one_blas_thread() -> None:
+    """One OpenBLAS thread for scipy's L-BFGS-B, unless ``OPENBLAS_NUM_THREADS`` says otherwise: its BLAS
+    calls are on vectors of a few fitted values, which threads never speed up, and on a busy host the
+    idle threads' spinning slowed the fit up to ~7x (docs/calibration.md). Read when scipy's OpenBLAS
+    loads, so before the fit is first imported (in this process, scipy was not imported before)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def parser(prog: str, epilog: str | None = None) -> OneLineArgumentParser:
@@ -74,6 +79,13 @@ def main(
     args = p.parse_args(argv)
     if not args.input and not args.saturation:
         p.error("give at least one --input (or --saturation)")
+    one_blas_thread()
+    # the fit (scipy, pandas) and its report (matplotlib) only once the command line is good
+    from rocketsim.calibration.calibrate import Options, calibrate
+    from rocketsim.calibration.fragment import fragment_text, set_lines
+    from rocketsim.present.calibration_report import write_report
+    from rocketsim.warehouse.calibration_inputs import read_inputs, write_text
+
     try:
         measurements, sources = read_inputs(args.input)
         if args.saturation:

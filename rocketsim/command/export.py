@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 
 from rocketsim.command.options import examples_text
 from rocketsim.errors import RocketSimError
+from rocketsim.omb import DEFAULT_DRIVER
 from rocketsim.spark.cli import OneLineArgumentParser
-from rocketsim.warehouse.omb import DEFAULT_DRIVER, run_exports, write_exports
 
 OMB_DESCRIPTION = (
     "Write a run (or each variant of a comparison) as OpenMessaging Benchmark result files (TestResult\n"
@@ -60,6 +60,8 @@ def omb(
 ) -> int:
     """OMB result files of a run (module docstring); returns the exit code."""
     ns = parse(argv, prog, epilog)
+    from rocketsim.warehouse.omb import run_exports, write_exports  # the tables' readers and the engine
+
     try:
         exports = run_exports(
             ns.warehouse,

@@ -9,14 +9,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-import pyarrow as pa
-from deltalake.exceptions import DeltaError
-
 from rocketsim.command.options import examples_text
 from rocketsim.errors import RocketSimError, first_line
-from rocketsim.present.explore import find_warehouse, latest_run
-from rocketsim.present.omb import load_measured
-from rocketsim.present.report import write_report
 from rocketsim.spark.cli import OneLineArgumentParser  # argparse with one-line errors; imports no pyspark
 
 EXAMPLES = (
@@ -41,6 +35,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "jobs/report.py", epilog
         help="an OpenMessaging Benchmark result file to chart the run beside (repeatable)",
     )
     args = p.parse_args(argv)
+    # the readers and charts (deltalake, matplotlib, the engine) only once the command line is good
+    import pyarrow as pa
+    from deltalake.exceptions import DeltaError
+
+    from rocketsim.present.explore import find_warehouse, latest_run
+    from rocketsim.present.omb import load_measured
+    from rocketsim.present.report import write_report
+
     warehouse = find_warehouse(args.warehouse)
     try:
         measured = load_measured(args.omb)  # a bad file stops the job before any work

@@ -100,12 +100,17 @@ def _print_capacity(fit: CapacityFit) -> None:
     )
 
 
+def _ms(value: float) -> str:
+    """A latency as the README's table shows it: three significant digits, thousands written out."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def _line(c: RunComparison) -> str:
     m, s = c.measured, c.simulated
     return (
         f"{c.name}{' (calibration)' if c.calibration else ''}: OK {m.ok_share:.1%} / {s.ok_share:.1%}, "
-        f"p50 {m.ok_latency_ms['p50']:.3g} / {s.ok_latency_ms['p50']:.3g} ms, "
-        f"p99 {m.ok_latency_ms['p99']:.3g} / {s.ok_latency_ms['p99']:.3g} ms"
+        f"p50 {_ms(m.ok_latency_ms['p50'])} / {_ms(s.ok_latency_ms['p50'])} ms, "
+        f"p99 {_ms(m.ok_latency_ms['p99'])} / {_ms(s.ok_latency_ms['p99'])} ms"
     )
 
 

@@ -11,3 +11,5 @@ The warehouse side (reading a run's tables, writing the files) is :mod:`rocketsi
 """
 
 from __future__ import annotations
+
+DEFAULT_DRIVER = "rocketsim"  # OMB's chart lines are labelled by driver: a simulated run says so

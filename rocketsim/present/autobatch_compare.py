@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from rocketsim import engine
-from rocketsim.present import plots, timeline
+from rocketsim.present import figure_args, plots, timeline
 from rocketsim.present.grpc_compare import run_once
 from rocketsim.scenario import Scenario, load_scenario
 
@@ -136,7 +136,7 @@ def markdown(rows: dict[str, dict[str, object]]) -> str:
 
 
 def main(argv: Sequence[str] = ()) -> int:
-    out_dir = Path(argv[0] if argv else "docs")
+    out_dir = figure_args.out_dir(argv, "rocketsim.present.autobatch_compare", __doc__)
     out_dir.mkdir(parents=True, exist_ok=True)
     per: dict[str, pd.DataFrame] = {}
     rows: dict[str, dict[str, object]] = {}

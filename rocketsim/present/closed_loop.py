@@ -18,7 +18,7 @@ import pyarrow as pa
 from matplotlib.figure import Figure
 
 from rocketsim import engine
-from rocketsim.present import plots, timeline
+from rocketsim.present import figure_args, plots, timeline
 from rocketsim.scenario import Scenario, load_scenario, workload
 from rocketsim.stage.tables import producer_messages
 from rocketsim.tables import schemas, summaries
@@ -116,7 +116,7 @@ def markdown(df: pd.DataFrame) -> str:
 
 
 def main(argv: Sequence[str] = ()) -> int:
-    out_dir = Path(argv[0] if argv else "docs")
+    out_dir = figure_args.out_dir(argv, "rocketsim.present.closed_loop", __doc__)
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, variants in VARIANTS.items():
         bw, rs, timelines = run_variants(name, variants)

@@ -44,8 +44,10 @@ def latest_run(warehouse: str, table: str = "run_summary") -> str:
     """The most recent run (by ``runs.started_at``) that has rows in ``table``; else the last run id."""
     have = list_runs(warehouse, table)
     if not have:
+        job = "compare --scenario FILE --variant ..." if table == "comparisons" else "run --scenario FILE"
         raise FileNotFoundError(
-            f"no run in {Path(warehouse).resolve()}/{table}: run `make run` (or jobs/pipeline.py) first"
+            f"no run in {Path(warehouse).resolve()}/{table}: make one with `rocketsim {job}`, or name "
+            "the warehouse that holds one"
         )
     if is_table(warehouse, "runs"):
         runs = read_pandas(warehouse, "runs", columns=["run_id", "started_at"])

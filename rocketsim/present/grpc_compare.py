@@ -19,7 +19,7 @@ import pyarrow as pa
 from matplotlib.figure import Figure
 
 from rocketsim import engine
-from rocketsim.present import plots, timeline
+from rocketsim.present import figure_args, plots, timeline
 from rocketsim.scenario import Scenario, load_scenario, workload
 from rocketsim.stage.tables import producer_messages
 from rocketsim.tables import summaries
@@ -175,7 +175,7 @@ def markdown(rows: dict[str, dict[str, object]]) -> str:
 
 
 def main(argv: Sequence[str] = ()) -> int:
-    out_dir = Path(argv[0] if argv else "docs")
+    out_dir = figure_args.out_dir(argv, "rocketsim.present.grpc_compare", __doc__)
     out_dir.mkdir(parents=True, exist_ok=True)
     per: dict[str, dict[str, pd.DataFrame]] = {}
     spans: dict[str, Sequence[timeline.FaultSpan]] = {}

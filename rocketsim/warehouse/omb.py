@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rocketsim.errors import RocketSimError
+from rocketsim.omb import DEFAULT_DRIVER
 from rocketsim.omb.result import (
     RESULT_COLUMNS,
     PublishFold,
@@ -37,7 +38,6 @@ from rocketsim.warehouse.paths import filesystem, make_dir
 from rocketsim.warehouse.read import MissingRunError, is_table, list_runs, read_arrow, run_file_uris
 
 BATCH_ROWS = 1 << 20
-DEFAULT_DRIVER = "rocketsim"  # OMB's chart lines are labelled by driver: a simulated run says so
 
 
 class ExportMismatchError(RocketSimError):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rocketsim.calibration.other_threads import OTHER_GROUPS
@@ -114,3 +115,82 @@ def test_the_split_reaches_the_scenario_with_the_option_only(
     assert p.netty_write_cpu_share == pytest.approx(0.232, abs=1e-3) and p.host_other_threads == 2
     assert store.codec_share == pytest.approx(0.486, abs=1e-3) and p.host_other_cpu_us > 0
     assert p.submit_cpu_share == 0  # the dispatcher's part stays on the executor's threads
+
+
+# the validation's calibration from a_low_async and b_ramp_async_p1 (`python -m rocketsim.validation`), the
+# values that set the host: the CPU a send (the stalls' share taken off), the stalls and the client's heap
+CALIBRATED = {
+    "producers.send_cpu_us": 12.621,
+    "brokers.default.store.io_us": 4.625,
+    "brokers.default.store.append_us": 4.406,
+    "producers.host_stall_every": 3078.2,
+    "producers.host_stall_ms": 11.086,
+    "producers.heap_mb": 1024,
+    "producers.heap_pending_kib": 3.05,
+    "producers.heap_pause_us": 3000.0,
+    "producers.heap_alloc_kib": 9.324,
+    "producers.heap_copy_us_per_kib": 0.528,
+    "producers.heap_full_us_per_kib": 0.633,
+    "producers.heap_pause_goal_ms": 200.0,
+}
+
+
+def waits_by_thread(
+    split: bool, monkeypatch: pytest.MonkeyPatch
+) -> tuple[dict[str, list[float]], np.ndarray, list]:
+    """c_overload's first 0.4 s at 72,000/s after 0.2 s at 10,000/s: each client Netty thread's pieces'
+    queue waits (us, in the order placed), each send's wait before its first request (ms, in due order)
+    and the failures' error texts."""
+    from dataclasses import replace
+
+    from rocketsim.client import host
+    from rocketsim.engine import simulate
+    from rocketsim.scenario.workload import generate
+    from rocketsim.validation.scenario import request_bytes, run_scenario
+    from rocketsim.warehouse.measured_runs import read_run
+
+    waits: dict[str, list[float]] = {"worker": [], "selector": []}
+    on = host.ClientThreads._on
+
+    def traced(self, name, ready_us, work_us):  # type: ignore[no-untyped-def]
+        if work_us > 0:  # the thread's queue: from ready to when the thread is free for the piece
+            waits[name].append(
+                self.busy.setdefault(name, host.BusyIntervals()).room(ready_us, work_us) - ready_us
+            )
+        return on(self, name, ready_us, work_us)
+
+    monkeypatch.setattr(host.ClientThreads, "_on", traced)
+    run = read_run(DATA / "c_overload_async_p2_72000")
+    steps = ((10_000, 0.2), (72_000, 0.4))
+    cut = replace(run, meta=replace(run.meta, steps=steps, n=int(sum(r * s for r, s in steps))))
+    values = split_values(CALIBRATED, read_thread_split(), request_bytes(run)) if split else CALIBRATED
+    sc = run_scenario(cut, values, seed=1)
+    out = simulate(generate(sc), sc)
+    a, r = out.attempts, out.results
+    first = np.asarray(a["attempt"]) == 0
+    due = dict(zip(r["seq"].to_pylist(), r["born_ts_ms"].to_pylist(), strict=True))
+    seqs = np.asarray(a["seq"])[first]
+    before = np.asarray(a["start_ts_ms"], np.float64)[first] - np.array([due[q] for q in seqs], np.float64)
+    order = np.argsort([due[q] for q in seqs], kind="stable")
+    errors = [e for e in r["error"].to_pylist() if e] if "error" in r.column_names else []
+    return waits, before[order], errors
+
+
+def test_with_the_split_the_backlog_waits_on_the_client_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    # rocketmq-all-4.9.8 NettyRemotingClient.start: NettyEncoder, NettyDecoder and NettyClientHandler on
+    # defaultEventExecutorGroup (a channel's one NettyClientWorkerThread_), so invokeAsyncImpl's
+    # channel.writeAndFlush from the executor's thread, after the permit and the ResponseFuture, queues a
+    # write task on the worker (netty 4.1.65 AbstractChannelHandlerContext.write: a WriteTask, never refused)
+    # and processResponseCommand runs there too, behind it. Measured (ov_72000): the worker the one thread
+    # runnable all the time, the executor threads 0.37-0.41, the broker's threads waiting for requests
+    waits, before, errors = waits_by_thread(True, monkeypatch)
+    late = len(waits["worker"]) * 3 // 4  # the pieces of the last ~0.1 s
+    worker, selector = np.median(waits["worker"][late:]), np.median(waits["selector"][late:])
+    assert worker > 5_000 and worker > 20 * selector  # us
+    assert not any("[OVERLOAD]" in e or "[TIMEOUT_CLEAN_QUEUE]" in e for e in errors)
+    # without the split the executor's thread does all of a send's client CPU: the backlog waits before the
+    # request, in the executor queues, and no Netty thread of the model queues
+    waits_without, before_without, _ = waits_by_thread(False, monkeypatch)
+    assert waits_without == {"worker": [], "selector": []}
+    tail = slice(len(before) * 9 // 10, None)
+    assert np.median(before_without[tail]) > 2 * np.median(before[tail])

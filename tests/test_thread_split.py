@@ -20,6 +20,7 @@ from rocketsim.calibration.thread_split import (
     thread_split,
 )
 from rocketsim.errors import MeasurementError
+from rocketsim.validation.host_capacity import scaled
 from rocketsim.warehouse.thread_runs import read_thread_split
 
 DATA = Path(__file__).parent / "data" / "realbroker"
@@ -69,6 +70,10 @@ def test_split_values_keep_the_cpu_a_send_and_move_the_others_share() -> None:
     assert send + io + append * 2 + out["producers.host_other_cpu_us"] == pytest.approx(18.0)
     assert out["producers.host_other_threads"] == 3 and out["producers.heap_mb"] == 1024.0
     assert out["producers.callback_cpu_share"] == 0.1 and out["brokers.default.store.codec_share"] == 0.5
+    # --fit-host-capacity's rounds scale the whole CPU a send, the other threads' part with it
+    half = scaled(out, 0.5)
+    assert half["producers.host_other_cpu_us"] == 1.8 and half["producers.send_cpu_us"] == pytest.approx(4.0)
+    assert half["producers.callback_cpu_share"] == 0.1 and half["producers.host_other_threads"] == 3
 
 
 def test_a_bad_summary_names_its_file() -> None:

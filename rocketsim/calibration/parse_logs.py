@@ -5,10 +5,8 @@
   ``CommitLog.asyncPutMessage`` until its future completes: lock wait, append, sync flush / replica
   wait; not the send queue, not the network). The time is whole ms (``value <= 0`` -> ``[<=0ms]``,
   ``< 10`` -> ``[0~10ms]``, ...), so in true time the buckets are ``[0,1)``, ``[1,10)``, ``[10,50)``, ...
-  ``[STORETPS] put_tps x ...`` is the put rate over the minute (empty, ``put_tps  get_found_tps``, in a
-  broker's first minute: ``StoreStatsService.getPutTps`` has no sample a minute old yet);
-  ``findPutMessageEntireTimePX 0.99=x ms`` the p99 / p99.9 of the last minute (used only when a file has
-  no PAGECACHERT line).
+  ``[STORETPS] put_tps x ...`` is the put rate over the minute (empty in a broker's first minute);
+  ``findPutMessageEntireTimePX 0.99=x ms`` the p99 / p99.9 of the last minute (without PAGECACHERT).
 * ``watermark.log`` (``BrokerController.printWaterMark``, every 1 s): ``[WATERMARK] Send Queue Size: n
   SlowTimeMills: m``: the send queue's depth and its head's age.
 

@@ -3,13 +3,15 @@ harness. Needs no Spark.
 
     rocketsim validate RUN_DIR [RUN_DIR ...] --calibrate-from NAME [--calibrate-from NAME]
         [--json FILE] [--report DIR] [--seed N] [--include-calibration-runs] [--fit-host-capacity]
+        [--thread-split]
 
 Each RUN_DIR is a run folder (meta.json, outcomes.csv, summary.json, per_second.csv, ...) or a folder of
 them. The runs named by --calibrate-from calibrate the model; every other run (with
 --include-calibration-runs, those too) is then simulated on its exact schedule and reported beside its
 measurement (docs/validation.md). The host is the fair one with the CPU a send from the ramp's CPU figures;
 --fit-host-capacity scales that CPU until the model's work-conserving fair host completes the saturated
-calibration run's rate (rocketsim.validation.host_capacity) and simulates on that host.
+calibration run's rate (rocketsim.validation.host_capacity) and simulates on that host; --thread-split runs
+each send's CPU on the threads the harness's per-thread run measured (rocketsim.calibration.thread_split).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from rocketsim.calibration.thread_split import split_values
 from rocketsim.command.options import examples_text
 from rocketsim.engine import simulate
 from rocketsim.errors import RocketSimError
@@ -39,6 +42,7 @@ from rocketsim.validation.scenario import (
 )
 from rocketsim.warehouse.calibration_inputs import write_text
 from rocketsim.warehouse.measured_runs import read_run, run_folders
+from rocketsim.warehouse.thread_runs import read_thread_split
 
 PROG = "python -m rocketsim.validation"
 EXAMPLES = (
@@ -70,6 +74,15 @@ def parser(prog: str = PROG, epilog: str | None = None) -> OneLineArgumentParser
         f"measured rate (up to {ROUNDS} simulations of ~1.5 min each), and simulate on the work-conserving "
         f'fair host ("{FIT_HOST_SCHEDULER}"; default: "{HOST_SCHEDULER}", the CPU as calibrated). Not the '
         "default: with it two producers keep up at 72,000/s where the real host collapsed "
+        "(docs/validation.md)",
+    )
+    p.add_argument(
+        "--thread-split",
+        action="store_true",
+        help="run each send's CPU on the threads the harness's per-thread run measured (the client's Netty "
+        "worker and selector, its callbacks, the broker's connection, send and reput threads, the JVMs' "
+        "other threads) instead of the executor's thread and the broker's two: the client's Netty worker "
+        "queues under overload, as measured; 2-3 times the CPU on a short run, far more with a backlog "
         "(docs/validation.md)",
     )
     return p
@@ -136,6 +149,8 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG, epilog: str | None
     if values.get("producers.send_cpu_us", 0) > 0:  # the collections and stalls take the host's cores
         values.update(heap_values(chosen, DRIVER_HEAP_MB, pending_kib(chosen[0])))
         values.update(stall_values(chosen, values))
+        if args.thread_split:
+            values = split_values(values, read_thread_split(), request_bytes(chosen[0]))
         fit = capacity_fit(chosen, values, args.seed) if args.fit_host_capacity else None
         if fit is not None:
             _print_capacity(fit)

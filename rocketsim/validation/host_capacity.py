@@ -72,8 +72,13 @@ def delivered_rate(run: MeasuredRun, values: dict[str, float], seed: int) -> flo
 
 
 def scaled(values: dict[str, float], scale: float) -> dict[str, float]:
-    """``values`` with the CPU a send (:data:`CPU_KEYS`) times ``scale``."""
-    return {k: v * scale if k in CPU_KEYS else v for k, v in values.items()}
+    """``values`` with the CPU a send (:data:`CPU_KEYS`, and the other threads' part of it where
+    ``--thread-split`` set one) times ``scale``."""
+    keys = (*CPU_KEYS, OTHER_CPU_KEY)
+    return {k: v * scale if k in keys else v for k, v in values.items()}
+
+
+OTHER_CPU_KEY = "producers.host_other_cpu_us"
 
 
 def fit_scale(delivered: Callable[[float], float], target: float) -> CapacityFit:

@@ -1,6 +1,7 @@
 """Read the per-thread runs of the real harness (``NAME.summary.json`` and ``NAME.meta.json`` in one folder,
-``tests/data/realbroker-reruns/threads/runs``) for :mod:`rocketsim.calibration.wakeups` and
-:mod:`rocketsim.calibration.other_threads`; the parsing is the core's, the files are read here."""
+``tests/data/realbroker-reruns/threads/runs``) for :mod:`rocketsim.calibration.wakeups`,
+:mod:`rocketsim.calibration.other_threads` and :mod:`rocketsim.calibration.thread_split`; the parsing is the
+core's, the files are read here."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rocketsim.calibration.other_threads import other_threads_share
+from rocketsim.calibration.thread_split import ThreadSplit, thread_split
 from rocketsim.calibration.wakeups import ThreadRun, parse_thread_run
 from rocketsim.warehouse.calibration_inputs import read_text
 
@@ -33,3 +35,10 @@ def read_other_threads_share(folder: str | Path = THREAD_RUNS, name: str = OTHER
     (:func:`rocketsim.calibration.other_threads.other_threads_share`)."""
     summary = str(Path(folder) / f"{name}.summary.json")
     return other_threads_share(read_text(summary), summary)
+
+
+def read_thread_split(folder: str | Path = THREAD_RUNS, name: str = OTHER_THREADS_RUN) -> ThreadSplit:
+    """The threads of the run ``name`` as the model's keys (:func:`rocketsim.calibration.thread_split.
+    thread_split`)."""
+    summary = str(Path(folder) / f"{name}.summary.json")
+    return thread_split(read_text(summary), summary)

@@ -60,7 +60,9 @@ values = calibrate_runs(chosen, request_bytes(chosen[0])).values()
 values.update(heap_values(chosen, DRIVER_HEAP_MB, pending_kib(chosen[0])))
 values.update(stall_values(chosen, values))
 for key, value in (a[len("--set=") :].split("=", 1) for a in sys.argv[1:] if a.startswith("--set=")):
-    values[key] = value if not value.replace(".", "", 1).isdigit() else float(value)  # type: ignore[assignment]
+    values[key] = (  # type: ignore[assignment]
+        int(value) if value.isdigit() else float(value) if value.replace(".", "", 1).isdigit() else value
+    )
     print(f"set {key} = {values[key]}")
 name = next((a[len("--run=") :] for a in sys.argv[1:] if a.startswith("--run=")), "c_overload_async_p2_72000")
 run = read_run(RUNS + name)

@@ -60,7 +60,9 @@ def main() -> None:
     values.update(heap_values(chosen, DRIVER_HEAP_MB, pending_kib(chosen[0])))
     values.update(stall_values(chosen, values))
     for key, value in (a[len("--set=") :].split("=", 1) for a in sys.argv[1:] if a.startswith("--set=")):
-        values[key] = float(value) if value.replace(".", "", 1).isdigit() else value  # type: ignore[assignment]
+        values[key] = (  # type: ignore[assignment]
+            int(value) if value.isdigit() else float(value) if value.replace(".", "", 1).isdigit() else value
+        )
         print(f"set {key} = {values[key]}")
     run = read_run(RUNS + NAME)
     cut = replace(run, meta=replace(run.meta, steps=steps, n=int(sum(rate * secs for rate, secs in steps))))

@@ -29,6 +29,8 @@ TOLERANCE = 0.01  # done once the delivered rate is within 1% of the measured on
 # no core while a thread waits (with it the whole runs were measured, docs/validation.md)
 HOST_SCHEDULER = "fair_conserving"
 
+OTHER_CPU_KEY = "producers.host_other_cpu_us"  # --thread-split: the other threads' CPU a send
+
 
 @dataclass(frozen=True)
 class CapacityRound:
@@ -76,9 +78,6 @@ def scaled(values: dict[str, float], scale: float) -> dict[str, float]:
     ``--thread-split`` set one) times ``scale``."""
     keys = (*CPU_KEYS, OTHER_CPU_KEY)
     return {k: v * scale if k in keys else v for k, v in values.items()}
-
-
-OTHER_CPU_KEY = "producers.host_other_cpu_us"
 
 
 def fit_scale(delivered: Callable[[float], float], target: float) -> CapacityFit:

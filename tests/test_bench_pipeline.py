@@ -93,3 +93,18 @@ def test_the_large_summaries_only_and_coupled_cases_are_one_flag_each(
     ]
     argv = pipeline.summary_case(2_000_000).argv(Path("/tmp/wh"), "local[2]")
     assert argv[-2:] == ["--tables", "summary"]
+
+
+def test_a_summaries_only_verdict_gives_its_job_and_rate_not_a_ratio() -> None:
+    # a summaries-only run has no floor (ratio 0): its line said "0.00x" where it meant its rate
+    stages = {"producers": 10.0}
+    summary = pipeline.Row("summaries only", 2_000_000, 0.0, 42.5, 0.0, None, 0, stages, min_rate=100_000)
+    line = pipeline.verdict(summary)
+    assert "0.00x" not in line and "job 42.5 s" in line
+    assert line.startswith("PASS summaries only at 2,000,000:") and "producer tasks 200,000 msg/s" in line
+    slow = pipeline.Row(
+        "summaries only", 2_000_000, 0.0, 42.5, 0.0, None, 0, {"producers": 40.0}, min_rate=100_000
+    )
+    assert pipeline.verdict(slow).startswith("FAIL")
+    floored = pipeline.Row("steady sync", 400_000, 10.0, 14.0, 1.4, 1.6, 28_571)
+    assert "1.40x (target <= 1.6)" in pipeline.verdict(floored)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from validate_scenarios import first_scenario
 
 from rocketsim.calibration.other_threads import OTHER_GROUPS
 from rocketsim.calibration.thread_split import (
@@ -91,28 +92,9 @@ def test_the_split_reaches_the_scenario_with_the_option_only(
     split: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the first simulation is stopped once its scenario is built, to see what the command hands it
-    import rocketsim.command.validate as validate
-
-    class Simulated(Exception):
-        pass
-
-    scenarios = []
-
-    def run_scenario(*args, **kwargs):
-        scenarios.append(sc := real_run_scenario(*args, **kwargs))
-        return sc
-
-    def simulate(*args):
-        raise Simulated
-
-    real_run_scenario = validate.run_scenario
-    monkeypatch.setattr(validate, "run_scenario", run_scenario)
-    monkeypatch.setattr(validate, "simulate", simulate)
     runs = [str(DATA / n) for n in ("a_low_async", "b_ramp_async_p1", "a_low_sync")]
     argv = [*runs, "--calibrate-from", "a_low_async", "--calibrate-from", "b_ramp_async_p1"]
-    with pytest.raises(Simulated):
-        validate.main([*argv, "--thread-split"] if split else argv)
-    (sc,) = scenarios
+    sc = first_scenario(monkeypatch, [*argv, "--thread-split"] if split else argv)
     p, store = sc.producers, sc.brokers["default"].store
     if not split:
         assert p.netty_write_cpu_share == 0 and p.host_other_cpu_us == 0 and store.codec_share == 0

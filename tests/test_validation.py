@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from validate_scenarios import first_scenario
 
 from rocketsim.client.send import (
     ClientError,
@@ -373,32 +374,16 @@ def test_the_capacity_rounds_and_their_host_run_with_the_option_only(
     from rocketsim.validation.calibrate import CPU_KEYS
     from rocketsim.validation.host_capacity import CapacityFit, CapacityRound
 
-    class Simulated(Exception):
-        pass
-
     fits: list[tuple[list[str], dict[str, float], int]] = []
-    scenarios = []
 
     def capacity_fit(runs, values, seed):
         fits.append(([r.name for r in runs], dict(values), seed))
         return CapacityFit(0.5, 68_787.3, (CapacityRound(1.0, 60_000.0), CapacityRound(0.5, 68_787.3)))
 
-    def run_scenario(*args, **kwargs):
-        scenarios.append(sc := real_run_scenario(*args, **kwargs))
-        return sc
-
-    def simulate(*args):
-        raise Simulated
-
-    real_run_scenario = validate.run_scenario
     monkeypatch.setattr(validate, "capacity_fit", capacity_fit)
-    monkeypatch.setattr(validate, "run_scenario", run_scenario)
-    monkeypatch.setattr(validate, "simulate", simulate)
     runs = [str(DATA / n) for n in ("a_low_async", "b_ramp_async_p1", "a_low_sync")]
     argv = [*runs, "--calibrate-from", "a_low_async", "--calibrate-from", "b_ramp_async_p1", "--seed", "3"]
-    with pytest.raises(Simulated):
-        validate.main([*argv, "--fit-host-capacity"] if fit else argv)
-    (sc,) = scenarios
+    sc = first_scenario(monkeypatch, [*argv, "--fit-host-capacity"] if fit else argv)
     assert sc.name == "a_low_sync"
     assert sc.producers.host_scheduler == ("fair_conserving" if fit else "fair")
     if not fit:

@@ -28,15 +28,13 @@ from rocketsim.errors import RocketSimError
 from rocketsim.present.validation_report import write_report
 from rocketsim.scenario.workload import generate
 from rocketsim.spark.cli import OneLineArgumentParser  # argparse with one-line errors; imports no pyspark
-from rocketsim.validation.calibrate import calibrate_runs, heap_values, stall_values
+from rocketsim.validation.calibrate import validation_values
 from rocketsim.validation.compare import RunComparison, measured_metrics, simulated_metrics
 from rocketsim.validation.host_capacity import HOST_SCHEDULER as FIT_HOST_SCHEDULER
 from rocketsim.validation.host_capacity import ROUNDS, CapacityFit, capacity_fit, scaled
 from rocketsim.validation.measured import MeasuredRun
 from rocketsim.validation.scenario import (
-    DRIVER_HEAP_MB,
     HOST_SCHEDULER,
-    pending_kib,
     request_bytes,
     run_scenario,
 )
@@ -139,16 +137,13 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG, epilog: str | None
                 f"--calibrate-from {unknown[0]}: no such run among {', '.join(sorted(names))}"
             )
         chosen = [r for r in runs if r.name in args.calibrate_from]
-        cal = calibrate_runs(chosen, request_bytes(chosen[0]))
+        values = validation_values(chosen)
     except (RocketSimError, ValueError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
-    values = cal.values()
     host_scheduler = FIT_HOST_SCHEDULER if args.fit_host_capacity else HOST_SCHEDULER
     fit = None
-    if values.get("producers.send_cpu_us", 0) > 0:  # the collections and stalls take the host's cores
-        values.update(heap_values(chosen, DRIVER_HEAP_MB, pending_kib(chosen[0])))
-        values.update(stall_values(chosen, values))
+    if values.get("producers.send_cpu_us", 0) > 0:  # the host's cores are the model's
         if args.thread_split:
             values = split_values(values, read_thread_split(), request_bytes(chosen[0]))
         fit = capacity_fit(chosen, values, args.seed) if args.fit_host_capacity else None

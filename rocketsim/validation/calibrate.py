@@ -23,6 +23,7 @@ from rocketsim.calibration.stalls import StepLatency, fit_stalls
 from rocketsim.client.heap import KIB_PER_MB, YOUNG_MAX_SHARE
 from rocketsim.scenario.config import FULL_GC_PER_COPIED_KIB
 from rocketsim.validation.measured import MeasuredRun
+from rocketsim.validation.scenario import DRIVER_HEAP_MB, pending_kib, request_bytes
 
 # MaxGCPauseMillis's default, ms: the harness's driver JVM sets none (run_load.sh: -Xms1g -Xmx1g -XX:+UseG1GC)
 G1_PAUSE_GOAL_MS = 200.0
@@ -174,3 +175,14 @@ def stall_values(runs: Sequence[MeasuredRun], values: dict[str, float]) -> dict[
     out["producers.host_stall_every"] = fit.every(sat.msgs_per_s)
     out["producers.host_stall_ms"] = fit.mean_ms
     return out
+
+
+def validation_values(runs: Sequence[MeasuredRun]) -> dict[str, float]:
+    """What the validation sets from its calibration ``runs`` (``python -m rocketsim.validation``): the
+    calibrated values and, where they found a CPU a send, the harness's client collections and the host's
+    stalls, which take the host's cores."""
+    values = calibrate_runs(runs, request_bytes(runs[0])).values()
+    if values.get("producers.send_cpu_us", 0) > 0:
+        values.update(heap_values(runs, DRIVER_HEAP_MB, pending_kib(runs[0])))
+        values.update(stall_values(runs, values))
+    return values

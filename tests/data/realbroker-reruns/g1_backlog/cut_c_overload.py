@@ -19,12 +19,11 @@ import numpy as np
 import rocketsim.engine.joint as joint
 import rocketsim.engine.reference as reference
 from rocketsim.client import heap as heap_module
-from rocketsim.command.validate import DRIVER_HEAP_MB
 from rocketsim.engine import simulate
 from rocketsim.scenario.workload import generate
-from rocketsim.validation.calibrate import calibrate_runs, heap_values, stall_values
+from rocketsim.validation.calibrate import validation_values
 from rocketsim.validation.compare import due_latency_ms, per_second, result_classes, simulated_metrics
-from rocketsim.validation.scenario import pending_kib, request_bytes, run_scenario
+from rocketsim.validation.scenario import run_scenario
 from rocketsim.warehouse.measured_runs import read_run
 
 RUNS = "tests/data/realbroker/"
@@ -56,9 +55,7 @@ reference.client_heap = recorded  # type: ignore[assignment]
 joint.client_heap = recorded  # type: ignore[assignment]
 
 chosen = [read_run(RUNS + "a_low_async"), read_run(RUNS + "b_ramp_async_p1")]
-values = calibrate_runs(chosen, request_bytes(chosen[0])).values()
-values.update(heap_values(chosen, DRIVER_HEAP_MB, pending_kib(chosen[0])))
-values.update(stall_values(chosen, values))
+values = validation_values(chosen)  # as the command calibrates
 for key, value in (a[len("--set=") :].split("=", 1) for a in sys.argv[1:] if a.startswith("--set=")):
     values[key] = (  # type: ignore[assignment]
         int(value) if value.isdigit() else float(value) if value.replace(".", "", 1).isdigit() else value

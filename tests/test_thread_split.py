@@ -17,12 +17,14 @@ from rocketsim.calibration.thread_split import (
     CLIENT_GROUPS,
     CPU_KEYS,
     ThreadSplit,
+    parse_split_json,
+    split_json,
     split_values,
     thread_split,
 )
 from rocketsim.errors import MeasurementError
 from rocketsim.validation.host_capacity import scaled
-from rocketsim.warehouse.thread_runs import read_thread_split
+from rocketsim.warehouse.thread_runs import derive_thread_split, read_thread_split, shipped_split_path
 
 DATA = Path(__file__).parent / "data" / "realbroker"
 
@@ -32,7 +34,7 @@ def test_the_split_of_the_40000_a_second_run() -> None:
     # callbacks 0.954, and the dispatcher's 2.0 (`main`, in "driver/other"): 13.854 a send; JFR: the worker's
     # way out 144 of 222 samples, the selector's 46 of 725. The broker's selector 3.425, codec 3.239, send
     # threads 4.487, reput 0.801. The other groups runnable 1.96 threads on average
-    s = read_thread_split()
+    s = derive_thread_split()
     write = 4.573 * 144 / 222 + 3.998 * 46 / 725
     assert s.client["producers.netty_write_cpu_share"] == pytest.approx(write / 13.854, abs=1e-3)
     assert s.client["producers.netty_read_cpu_share"] == pytest.approx((8.571 - write) / 13.854, abs=1e-3)
@@ -48,6 +50,26 @@ def test_the_split_of_the_40000_a_second_run() -> None:
     # (with the dispatcher's) is spread over its threads
     worker = write * 0.921 + (8.571 - write) * 0.300
     assert worker > (2.329 + 2.0) / 2 and worker > 8.571 - worker
+
+
+def test_the_package_ships_the_split_as_derived_from_the_run() -> None:
+    # what --thread-split reads (rocketsim/calibration/thread_split.json, package data: an installed wheel
+    # has no tests/data) is the run's split exactly; after a change to the run or to the derivation
+    # `python -m rocketsim.warehouse.thread_runs --write` writes it again
+    derived = derive_thread_split()
+    assert read_thread_split() == derived, "run python -m rocketsim.warehouse.thread_runs --write"
+    assert shipped_split_path().read_text(encoding="utf-8") == split_json(
+        derived, "tests/data/realbroker-reruns/threads/runs/r40_40000.summary.json"
+    )
+
+
+def test_a_bad_shipped_split_names_its_file() -> None:
+    text = split_json(derive_thread_split(), "r.json")
+    assert parse_split_json(text, "s.json") == derive_thread_split()
+    with pytest.raises(MeasurementError, match="s.json: expected a thread split"):
+        parse_split_json(text.replace("rocketsim-thread-split/1", "rocketsim-thread-split/0"), "s.json")
+    with pytest.raises(MeasurementError, match="s.json: expected a thread split"):
+        parse_split_json(json.dumps({**json.loads(text), "other_share": None}), "s.json")
 
 
 def test_split_values_keep_the_cpu_a_send_and_move_the_others_share() -> None:

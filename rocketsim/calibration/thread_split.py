@@ -102,6 +102,42 @@ def thread_split(summary_text: str, source: str) -> ThreadSplit:
     )
 
 
+SHIPPED_FORMAT = "rocketsim-thread-split/1"
+
+
+def split_json(split: ThreadSplit, measured_from: str) -> str:
+    """``split`` as the text of the file the package ships (``rocketsim/calibration/thread_split.json``,
+    read by :func:`rocketsim.warehouse.thread_runs.read_thread_split`), naming the run it was measured from;
+    floats as Python writes them, so a read gives back the same split."""
+    doc = {
+        "format": SHIPPED_FORMAT,
+        "measured_from": measured_from,
+        "client": dict(split.client),
+        "broker_io_share": split.broker_io_share,
+        "broker": dict(split.broker),
+        "other_share": split.other_share,
+        "other_threads": split.other_threads,
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def parse_split_json(text: str, source: str) -> ThreadSplit:
+    """The split :func:`split_json` wrote; a bad file raises :class:`MeasurementError` naming ``source``."""
+    try:
+        doc = json.loads(text)
+        if doc["format"] != SHIPPED_FORMAT:
+            raise ValueError(f"format {doc['format']!r}, not {SHIPPED_FORMAT!r}")
+        return ThreadSplit(
+            client={str(k): float(v) for k, v in doc["client"].items()},
+            broker_io_share=float(doc["broker_io_share"]),
+            broker={str(k): float(v) for k, v in doc["broker"].items()},
+            other_share=float(doc["other_share"]),
+            other_threads=int(doc["other_threads"]),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise MeasurementError(source, 0, f"expected a thread split ({exc!r})") from None
+
+
 CPU_KEYS = ("producers.send_cpu_us", "brokers.default.store.io_us", "brokers.default.store.append_us")
 KIB = 1024.0
 

@@ -23,9 +23,9 @@ from rocketsim.client.send import (
 from rocketsim.client.versions import parse_version
 from rocketsim.engine.plan import error_text
 from rocketsim.errors import MeasurementError
-from rocketsim.validation.classes import outcome_class
-from rocketsim.validation.compare import measured_metrics, per_second
-from rocketsim.validation.measured import parse_steps, stored_copies
+from rocketsim.validation.classes import NOT_DONE, SEND_OK, outcome_class
+from rocketsim.validation.compare import due_latency_ms, measured_metrics, per_second, simulated_metrics
+from rocketsim.validation.measured import parse_meta, parse_steps, stored_copies
 from rocketsim.warehouse.measured_runs import read_run, run_folders
 
 DATA = Path(__file__).parent / "data" / "realbroker"
@@ -61,7 +61,10 @@ def test_the_harness_classes_of_rocketsims_own_texts() -> None:
     failed = send_failed_error(3, 3004, "BenchTopic", ["broker-a"] * 3, None, V)
     assert klass(failed) == "send_times_still_failed"
     assert outcome_class("SEND_OK", None) == "SEND_OK"
-    assert outcome_class("FLUSH_DISK_TIMEOUT", None) == "FLUSH_DISK_TIMEOUT"
+    # a not-OK store status has no exception (LoadDriver.record: err stays null): pack.py's class is the
+    # status, a colon and no remark, as NOT_DONE's is
+    assert outcome_class("FLUSH_DISK_TIMEOUT", None) == "FLUSH_DISK_TIMEOUT:"
+    assert outcome_class("NOT_DONE", None) == NOT_DONE == "NOT_DONE:"
     # anything else: the simple class and the start of the remark, commas made safe as the harness does
     other = klass(MQBrokerError(14, "service not available, now, really", "broker-a", V))
     assert other == "MQBrokerException:service not available; now; really"
@@ -182,6 +185,46 @@ def test_a_bad_run_folder_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(MeasurementError, match="expected a harness run folder"):
         run_folders([str(tmp_path / "nothing")])
     assert parse_steps("10000:5,72000:20", "x") == ((10000.0, 5.0), (72000.0, 20.0))
+
+
+def test_the_driver_counts_the_outcomes_its_drain_and_last_sample_after_the_dispatch() -> None:
+    # LoadDriver.main: after the dispatch it waits for the outcomes --drain-ms at most (8000 by default;
+    # meta.json does not record it), sleeps min(--stats-ms, 1000) + 100 ms for the poller's last sample,
+    # then reads each send's status: one with none is NOT_DONE
+    low = read_run(DATA / "a_low_async").meta
+    assert low.dispatch_end_us == 19_998_086 and low.drain_ms == 8000
+    assert low.counted_at_ms == pytest.approx(19_998.086 + 8000 + 1100)
+    meta = json.loads((DATA / "a_low_async" / "meta.json").read_text())
+    meta["drain_ms"] = 12000  # a driver that records its option
+    assert parse_meta(json.dumps(meta), "m.json").counted_at_ms == pytest.approx(19_998.086 + 12000 + 1100)
+    del meta["dispatch_end_us"]  # the schedule's end stands for the dispatch's
+    assert parse_meta(json.dumps(meta), "m.json").counted_at_ms == pytest.approx(20_000 + 12000 + 1100)
+
+
+def test_a_send_that_ends_after_the_driver_counted_is_not_done() -> None:
+    # the simulated side filed as the harness files its sends: one whose outcome came after the driver read
+    # the statuses is NOT_DONE (pack.py "NOT_DONE:"), not OK, and failed but stored if the broker has it
+    from dataclasses import replace
+
+    from rocketsim.engine import simulate
+    from rocketsim.scenario.workload import generate
+    from rocketsim.validation.scenario import run_scenario
+
+    run = read_run(DATA / "a_low_async")
+    cut = replace(run, meta=replace(run.meta, steps=((500.0, 1.0),), n=500))
+    sc = run_scenario(cut, {}, seed=1)
+    messages = generate(sc)
+    out = simulate(messages, sc)
+    whole = simulated_metrics(messages, out.attempts, out.results)
+    assert whole.outcomes == {SEND_OK: 500} and whole.failed_but_stored == 0 and whole.stored == 500
+    ends = np.asarray(out.results["born_ts_ms"], np.float64) + due_latency_ms(out.results)
+    late = int((ends > 600.0).sum())
+    assert 150 < late < 250  # due 0.6-1 s at 500/s, answered in ~0.3 ms
+    cut_short = simulated_metrics(messages, out.attempts, out.results, counted_at_ms=600.0)
+    assert cut_short.outcomes == {SEND_OK: 500 - late, NOT_DONE: late}
+    assert cut_short.ok_share == pytest.approx((500 - late) / 500)
+    assert cut_short.failed_but_stored == late and cut_short.stored == 500 and cut_short.duplicates == 0
+    assert cut_short.per_second[f"err_{NOT_DONE}"].sum() == late
 
 
 def test_per_second_figures_are_the_harness_columns() -> None:

@@ -98,7 +98,7 @@ def simulate_run(
     sc = run_scenario(run, values, seed=seed, host_scheduler=host_scheduler)
     messages = generate(sc)
     out = simulate(messages, sc)
-    simulated = simulated_metrics(messages, out.attempts, out.results)
+    simulated = simulated_metrics(messages, out.attempts, out.results, run.meta.counted_at_ms)
     notes = () if run.stored.copies is not None else (f"stored copies not measured: {run.stored.note}",)
     return RunComparison(run.name, measured_metrics(run), simulated, calibration, notes)
 

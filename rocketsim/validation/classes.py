@@ -10,6 +10,9 @@ the start of its remark. rocketsim's ``send_results`` carry the same Java texts 
 from __future__ import annotations
 
 SEND_OK = "SEND_OK"
+# pack.py's class of a send the driver had no outcome for when it counted them (status NOT_DONE, no
+# exception: ``exc + ":" + remark`` with both the status and an empty remark)
+NOT_DONE = "NOT_DONE:"
 # the broker's flow-control tags, checked first (the remark of an MQBrokerException)
 BROKER_TAGS = ("OVERLOAD", "TIMEOUT_CLEAN_QUEUE", "PCBUSY_CLEAN_QUEUE", "REJECTREQUEST", "PC_SYNCHRONIZED")
 # the client's own texts, in the harness's order: (text in the message, class)
@@ -29,7 +32,7 @@ def outcome_class(status: str, error: str | None) -> str:
     if status == SEND_OK:
         return SEND_OK
     if not error:
-        return status  # FLUSH_DISK_TIMEOUT, ...: no exception, the status is the class
+        return f"{status}:"  # FLUSH_DISK_TIMEOUT, NOT_DONE: no exception, pack.py's "<status>:" and no remark
     java_class, _, message = error.partition(": ")
     for tag in BROKER_TAGS:
         if f"[{tag}]" in message:

@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 
 from rocketsim.broker import store
-from rocketsim.validation.classes import SEND_OK, outcome_class
+from rocketsim.validation.classes import NOT_DONE, SEND_OK, outcome_class
 from rocketsim.validation.measured import PERCENTILES, MeasuredRun
 
 US_PER_MS = 1000.0
@@ -78,15 +78,21 @@ def measured_metrics(run: MeasuredRun) -> Metrics:
     return Metrics(n, run.ok_share, dict(run.ok_latency_ms), dict(run.outcomes), s, dup, fbs, frame)
 
 
-def simulated_metrics(messages: pa.Table, attempts: pa.Table, results: pa.Table) -> Metrics:
-    """The simulated side: from the run's ``messages``, ``send_attempts`` and ``send_results`` rows."""
-    classes = result_classes(results)
+def simulated_metrics(
+    messages: pa.Table, attempts: pa.Table, results: pa.Table, counted_at_ms: float = math.inf
+) -> Metrics:
+    """The simulated side: from the run's ``messages``, ``send_attempts`` and ``send_results`` rows. A send
+    whose outcome came after ``counted_at_ms`` (the schedule's clock: when the harness's driver read the
+    outcomes, :attr:`rocketsim.validation.measured.RunMeta.counted_at_ms`) is ``NOT_DONE``, as the
+    driver files it: not OK, and failed but stored if the broker has it."""
     latency = due_latency_ms(results)
+    late = np.asarray(results["born_ts_ms"], np.float64) + latency > counted_at_ms
+    classes = np.where(late, NOT_DONE, result_classes(results))
     ok = classes == SEND_OK
     counts = pd.Series(classes).value_counts()
-    copies = store.stored_copy_counts(messages, attempts, results)
-    delivery = store.delivery_counts(copies)
-    stored = int(np.asarray(copies["copies"]).sum())
+    copies = store.result_copies(messages, attempts, results)
+    delivery = store.delivery_flags(results["status"], copies)
+    failed_but_stored = (delivery["failed_but_stored"] > 0) | (late & (copies > 0))
     n = results.num_rows
     frame = per_second(np.asarray(results["born_ts_ms"]) // 1000, classes, latency)
     return Metrics(
@@ -94,9 +100,9 @@ def simulated_metrics(messages: pa.Table, attempts: pa.Table, results: pa.Table)
         float(ok.mean()) if n else math.nan,
         latency_percentiles(latency[ok]),
         {str(k): int(v) for k, v in counts.items()},
-        stored,
-        delivery["duplicates"],
-        delivery["failed_but_stored"],
+        int(copies.sum()),
+        int(delivery["duplicates"].sum()),
+        int(failed_but_stored.sum()),
         frame,
     )
 

@@ -24,6 +24,11 @@ from rocketsim.calibration.reading import fail, load_json, number
 from rocketsim.validation.classes import SEND_OK
 
 MODES = ("sync", "async", "oneway")
+# LoadDriver: --drain-ms's default (meta.json does not record the option; run_all.sh gives f_stop5s_* 12000)
+DRIVER_DRAIN_MS = 8000
+# LoadDriver: after the drain it sleeps min(--stats-ms, 1000) + 100 ms for the poller's last sample
+# (run_load.sh always polls, at the default 1000) before it reads the statuses
+DRIVER_LAST_SAMPLE_MS = 1100
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9))
 
 
@@ -42,10 +47,21 @@ class RunMeta:
     warmup_ok: int = 0
     young_gc: tuple[int, float] | None = None  # the driver JVM's young collections: (count, total ms)
     t0_epoch_ms: int | None = None  # when the schedule's 0 was (the wall clock, ms): fault.txt's origin
+    dispatch_end_us: int | None = None  # when the dispatcher had handed over the last send (schedule's clock)
+    drain_ms: int = DRIVER_DRAIN_MS  # --drain-ms: recorded as drain_ms if the driver writes it
 
     @property
     def duration_s(self) -> float:
         return sum(s for _, s in self.steps)
+
+    @property
+    def counted_at_ms(self) -> float:
+        """When the driver read the sends' outcomes, on the schedule's clock (ms): it waits for them from the
+        dispatch's end for ``drain_ms`` at most, then for the broker poller's last sample; a send with no
+        outcome then is ``NOT_DONE`` (``LoadDriver.main``: the drain, ``poller.stopIt``, the records). The
+        schedule's end stands for the dispatch's when meta.json lacks it."""
+        end_ms = self.duration_s * 1000.0 if self.dispatch_end_us is None else self.dispatch_end_us / 1000.0
+        return end_ms + self.drain_ms + DRIVER_LAST_SAMPLE_MS
 
 
 @dataclass(frozen=True)
@@ -123,6 +139,8 @@ def parse_meta(text: str, source: str) -> RunMeta:
         whole("warmup_ok", 0),
         young_collections(raw.get("driver_gc")),
         whole("t0_epoch_ms", 0) if "t0_epoch_ms" in raw else None,
+        whole("dispatch_end_us", 0) if "dispatch_end_us" in raw else None,
+        whole("drain_ms", 0) if "drain_ms" in raw else DRIVER_DRAIN_MS,
     )
 
 

@@ -3,8 +3,10 @@ scenario (exit 2, one line) never import pyspark or numba, each of which takes m
 (with the engine and Spark's layer, a usage error took ~1 s on two idle cores, ~3 s loaded). Each case
 runs in a fresh interpreter, as a user's command does, and reports the modules it ended with.
 
-``rocketsim validate`` is not here: its options' help names its fit's constants, which live beside the
-engine (rocketsim.validation.host_capacity).
+``rocketsim validate``'s help names its fit's constants: they live in a module of their own
+(rocketsim.validation.hosts), its options in rocketsim.command.validate_options, so that neither its help nor
+a usage error imports the engine. A run whose input tables are missing is refused before Spark's layer
+starts.
 """
 
 from __future__ import annotations
@@ -33,12 +35,12 @@ print(json.dumps({"code": code, "heavy": heavy, "stderr": err.getvalue()}))
 """
 
 
-def imports_of(*argv: str, cwd: Path) -> dict:
-    """``rocketsim ARGV`` in a fresh interpreter: its exit code, stderr, and which of :data:`HEAVY` it
+def imports_of(*argv: str, cwd: Path, heavy: tuple[str, ...] = HEAVY) -> dict:
+    """``rocketsim ARGV`` in a fresh interpreter: its exit code, stderr, and which of ``heavy`` it
     imported."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ROCKETSIM_", "PYSPARK_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    code = PROBE.replace("HEAVY", repr(json.dumps(HEAVY)))
+    code = PROBE.replace("HEAVY", repr(json.dumps(heavy)))
     done = subprocess.run(
         [sys.executable, "-c", code, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
     )
@@ -55,6 +57,8 @@ HELP = [
     ["calibrate", "--help"],
     ["report", "--help"],
     ["export", "omb", "--help"],
+    ["validate", "--help"],
+    ["vacuum", "--help"],
 ]
 USAGE = [
     ["frobnicate"],
@@ -64,6 +68,8 @@ USAGE = [
     ["calibrate", "--out", "x.toml"],
     ["report", "--bogus"],
     ["export", "omb", "--run-id", "r"],
+    ["validate", "runs"],
+    ["replay", "--base", STEADY],
 ]
 
 
@@ -74,6 +80,18 @@ def shown(argv: list[str]) -> str:
 @pytest.mark.parametrize("argv", HELP, ids=shown)
 def test_help_imports_neither_spark_nor_numba(argv: list[str], tmp_path: Path) -> None:
     seen = imports_of(*argv, cwd=tmp_path)
+    assert seen["code"] == 0 and seen["heavy"] == [], seen
+
+
+# the help of a command that takes no scenario: no numerical library either (validate's took ~1 s of CPU with
+# the engine and the report's charts, replay's ~0.5 s with pandas and scipy)
+LIGHT_HELP = [["--help"], ["validate", "--help"], ["replay", "--help"], ["report", "--help"]]
+NUMERICAL = ("numpy", "pandas", "scipy", "pyarrow", "matplotlib", *HEAVY)
+
+
+@pytest.mark.parametrize("argv", LIGHT_HELP, ids=shown)
+def test_help_without_a_scenario_imports_no_numerical_library(argv: list[str], tmp_path: Path) -> None:
+    seen = imports_of(*argv, cwd=tmp_path, heavy=NUMERICAL)
     assert seen["code"] == 0 and seen["heavy"] == [], seen
 
 
@@ -140,3 +158,13 @@ print(json.dumps({"code": code, "scipy_loaded_with": seen}))
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == {"code": 0, "scipy_loaded_with": [loaded_with]}
+
+
+def test_a_run_whose_input_tables_are_missing_is_refused_without_spark(tmp_path: Path) -> None:
+    # --stage summarize reads the run's attempts and results: none in an empty warehouse, so the job is
+    # refused (exit 2, one line) before Spark starts, and pyspark is never imported
+    seen = imports_of(
+        "run", "--scenario", STEADY, "--stage", "summarize", "--warehouse", str(tmp_path), cwd=tmp_path
+    )
+    assert seen["code"] == 2 and seen["stderr"].startswith("MissingRunError: run 'steady-s42' has no"), seen
+    assert seen["stderr"].count("\n") == 1 and seen["heavy"] == [], seen

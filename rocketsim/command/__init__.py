@@ -70,7 +70,7 @@ COMMANDS = (
         "validate",
         FIT,
         "the model against runs of a real broker: calibrate from some, simulate and compare the others",
-        "rocketsim.command.validate:command",
+        "rocketsim.command.validate_options:command",
     ),
     Command(
         "report",

@@ -14,10 +14,10 @@ import os
 import sys
 from collections.abc import Sequence
 
+from rocketsim.arguments import OneLineArgumentParser
 from rocketsim.calibration.formats import FORMATS, parse_saturation
 from rocketsim.command.options import examples_text
 from rocketsim.errors import MeasurementError, RocketSimError
-from rocketsim.spark.cli import OneLineArgumentParser  # argparse with one-line errors; imports no pyspark
 
 EXAMPLES = (
     "rocketsim calibrate --input omb:result.json --out calibrated.toml --report calibration/",

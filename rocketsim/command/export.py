@@ -13,10 +13,10 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 
+from rocketsim.arguments import OneLineArgumentParser
 from rocketsim.command.options import examples_text
 from rocketsim.errors import RocketSimError
 from rocketsim.omb import DEFAULT_DRIVER
-from rocketsim.spark.cli import OneLineArgumentParser
 
 OMB_DESCRIPTION = (
     "Write a run (or each variant of a comparison) as OpenMessaging Benchmark result files (TestResult\n"

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rocketsim.spark.cli import OneLineArgumentParser
+from rocketsim.arguments import OneLineArgumentParser, examples_text
 from rocketsim.spark.progress import PROGRESS_ENV
 from rocketsim.spark.submit import SparkOptions, java_problem, parse_spark_options, run_as_driver
 
@@ -65,11 +65,6 @@ def help_text(prog: str, examples: Sequence[str], extras: Sequence[Extra] = ()) 
     """The part of a Spark job's ``--help`` after its own options: these options, then examples."""
     listed = _parser(prog, extras).format_help().strip("\n")
     return f"{listed}\n\n{examples_text(examples)}"
-
-
-def examples_text(examples: Sequence[str]) -> str:
-    """``examples:`` and each example indented (its continuation lines too)."""
-    return "examples:\n" + "\n".join(f"  {line}" for e in examples for line in e.splitlines())
 
 
 def split(

@@ -13,14 +13,15 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from rocketsim.arguments import OneLineArgumentParser
 from rocketsim.command import options
 from rocketsim.errors import RocketSimError
-from rocketsim.replay.scenario_text import replay_text
-from rocketsim.replay.series import ERRORS, LATENCY, UP, read_series
-from rocketsim.replay.timeline import RESPONSE_CODES, WINDOW_S, Replay, replay
-from rocketsim.scenario import load_scenario
-from rocketsim.spark.cli import OneLineArgumentParser
+from rocketsim.replay.kinds import ERRORS, LATENCY, RESPONSE_CODES, UP
+
+if TYPE_CHECKING:
+    from rocketsim.replay.timeline import Replay
 
 EXAMPLES = (
     "rocketsim replay --base conf/scenarios/steady.toml --latency p99.json --errors codes.json \\\n"
@@ -113,6 +114,12 @@ def main(
     """The incident's scenario written (and run with --run: by ``on_spark``, default in this process as
     spark-submit started it); returns the exit code."""
     ns = parse(argv, prog, epilog)
+    # the series' readers (pandas), the algorithm (scipy) and the scenarios: once the command line parsed
+    from rocketsim.replay.scenario_text import replay_text
+    from rocketsim.replay.series import read_series
+    from rocketsim.replay.timeline import WINDOW_S, replay
+    from rocketsim.scenario import load_scenario
+
     try:
         base = load_scenario(ns.base)
         series = [

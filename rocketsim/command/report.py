@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from rocketsim.arguments import OneLineArgumentParser
 from rocketsim.command.options import examples_text
 from rocketsim.errors import RocketSimError, first_line
-from rocketsim.spark.cli import OneLineArgumentParser  # argparse with one-line errors; imports no pyspark
 
 EXAMPLES = (
     "rocketsim report                      # the most recent run in ./warehouse -> reports/<run id>.html",

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 from deltalake.exceptions import DeltaError
 
+from rocketsim.arguments import OneLineArgumentParser
 from rocketsim.command.options import examples_text
 from rocketsim.errors import RocketSimError, first_line
-from rocketsim.spark.cli import OneLineArgumentParser
 from rocketsim.warehouse.vacuum import Vacuum, VacuumRefused, vacuum
 
 EXAMPLES = (

@@ -12,78 +12,34 @@ measurement (docs/validation.md). The host is the fair one with the CPU a send f
 --fit-host-capacity scales that CPU until the model's work-conserving fair host completes the saturated
 calibration run's rate (rocketsim.validation.host_capacity) and simulates on that host; --thread-split runs
 each send's CPU on the threads the harness's per-thread run measured (rocketsim.calibration.thread_split).
+
+The command line and its help are :mod:`rocketsim.command.validate_options`'s, which imports this module
+only once it parsed one (the engine and the report's charts take seconds to import).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
 from collections.abc import Sequence
 
 from rocketsim.calibration.thread_split import split_values
-from rocketsim.command.options import examples_text
+from rocketsim.command.validate_options import PROG, parse  # the command line: its own module, light
 from rocketsim.engine import simulate
 from rocketsim.errors import RocketSimError
 from rocketsim.present.validation_report import write_report
 from rocketsim.scenario.workload import generate
-from rocketsim.spark.cli import OneLineArgumentParser  # argparse with one-line errors; imports no pyspark
 from rocketsim.validation.calibrate import validation_values
 from rocketsim.validation.compare import RunComparison, measured_metrics, simulated_metrics
-from rocketsim.validation.host_capacity import HOST_SCHEDULER as FIT_HOST_SCHEDULER
-from rocketsim.validation.host_capacity import ROUNDS, CapacityFit, capacity_fit, scaled
+from rocketsim.validation.host_capacity import CapacityFit, capacity_fit, scaled
+from rocketsim.validation.hosts import FIT_HOST_SCHEDULER, HOST_SCHEDULER
 from rocketsim.validation.measured import MeasuredRun
-from rocketsim.validation.scenario import (
-    HOST_SCHEDULER,
-    request_bytes,
-    run_scenario,
-)
+from rocketsim.validation.scenario import request_bytes, run_scenario
 from rocketsim.warehouse.calibration_inputs import write_text
 from rocketsim.warehouse.measured_runs import read_run, run_folders
 from rocketsim.warehouse.thread_runs import read_thread_split
-
-PROG = "python -m rocketsim.validation"
-EXAMPLES = (
-    "rocketsim validate tests/data/realbroker --calibrate-from a_low_async \\\n"
-    "      --calibrate-from b_ramp_async_p1 --json validation.json --report reports/validation",
-)
-
-
-def parser(prog: str = PROG, epilog: str | None = None) -> OneLineArgumentParser:
-    p = OneLineArgumentParser(
-        prog=prog,
-        description="the model against runs of a real broker: calibrate from some, compare the others",
-        epilog=epilog,
-    )
-    p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="a harness run folder, or a folder of them")
-    p.add_argument(
-        "--calibrate-from", action="append", required=True, metavar="NAME", help="a run to calibrate from"
-    )
-    p.add_argument("--json", default="", metavar="FILE", help='per run {"measured": ..., "simulated": ...}')
-    p.add_argument("--report", default="", metavar="DIR", help="where to write the HTML report and charts")
-    p.add_argument("--seed", type=int, default=1, help="the simulation's seed (default 1)")
-    p.add_argument(
-        "--include-calibration-runs", action="store_true", help="simulate the calibration runs too"
-    )
-    p.add_argument(
-        "--fit-host-capacity",
-        action="store_true",
-        help="scale the CPU a send until the saturated calibration run's top rate, simulated, completes its "
-        f"measured rate (up to {ROUNDS} simulations of ~1.5 min each), and simulate on the work-conserving "
-        f'fair host ("{FIT_HOST_SCHEDULER}"; default: "{HOST_SCHEDULER}", the CPU as calibrated). Not the '
-        "default: with it two producers keep up at 72,000/s where the real host collapsed "
-        "(docs/validation.md)",
-    )
-    p.add_argument(
-        "--thread-split",
-        action="store_true",
-        help="run each send's CPU on the threads the harness's per-thread run measured (the client's Netty "
-        "worker and selector, its callbacks, the broker's connection, send and reput threads, the JVMs' "
-        "other threads) instead of the executor's thread and the broker's two: the client's Netty worker "
-        "queues under overload, as measured; 2-3 times the CPU on a short run, far more with a backlog "
-        "(docs/validation.md)",
-    )
-    return p
 
 
 def simulate_run(
@@ -126,8 +82,14 @@ def _line(c: RunComparison) -> str:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = PROG, epilog: str | None = None) -> int:
-    """The validation (module docstring); its exit code (2: bad input, one line)."""
-    args = parser(prog, epilog).parse_args(argv)
+    """The validation (module docstring) of the command line ``argv``; its exit code (2: bad input, one
+    line)."""
+    return run(parse(argv, prog, epilog), prog)
+
+
+def run(args: argparse.Namespace, prog: str = PROG) -> int:
+    """The validation (module docstring) of the parsed command line; its exit code (2: bad input, one
+    line)."""
     try:
         runs = [read_run(p) for p in run_folders(args.runs)]
         names = {r.name for r in runs}
@@ -175,8 +137,3 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG, epilog: str | None
         ]
         print(f"report: {write_report(comparisons, args.report, header).resolve()}")
     return 0
-
-
-def command(argv: Sequence[str], prog: str) -> int:
-    """``rocketsim validate``: :func:`main`, with examples in its help."""
-    return main(argv, prog, examples_text(EXAMPLES))

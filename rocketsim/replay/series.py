@@ -19,9 +19,8 @@ import numpy as np
 import pandas as pd
 
 from rocketsim.errors import RocketSimError
+from rocketsim.replay.kinds import ERRORS, KINDS, LATENCY, UP
 
-LATENCY, ERRORS, UP = "latency", "errors", "up"
-KINDS = (LATENCY, ERRORS, UP)
 # the metric names each kind accepts (calibration.md 2.1-2.4: the 5.x broker's OpenTelemetry names with and
 # without the unit suffix, the 5.x client's, the 4.x exporter's gauges); a series without a name is an
 # expression over them

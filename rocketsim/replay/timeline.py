@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rocketsim.replay import buckets
-from rocketsim.replay.series import ERRORS, LATENCY, UP, Series, SeriesError
+from rocketsim.replay.kinds import ERRORS, LATENCY, RESPONSE_CODES, UP
+from rocketsim.replay.series import Series, SeriesError
 
 WINDOW_S = 10.0
 SLOWDOWN_ENTER, SLOWDOWN_LEAVE = 1.5, 1.2
@@ -21,15 +22,6 @@ COLLAPSE = 0.05  # a request rate under 5 % of the baseline: the broker answers 
 LOAD_ROSE = 1.2  # a request rate 20 % over the baseline: traffic moved to the broker
 MIN_WINDOWS, MAX_GAP = 2, 1
 SUCCESS_CODE = "success"
-# response_code (RemotingHelper: ResponseCode names lower-cased) -> the error an error_burst injects
-RESPONSE_CODES = {
-    "system_busy": "system_busy",
-    "system_error": "system_error",
-    "service_not_available": "service_not_available",
-    "flush_disk_timeout": "flush_disk_timeout",
-    "flush_slave_timeout": "flush_slave_timeout",
-    "slave_not_available": "slave_not_available",
-}
 FLOW_CONTROL_CODES = ("system_busy",)  # what the closed-loop store answers under load by itself
 
 

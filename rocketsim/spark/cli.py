@@ -16,6 +16,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rocketsim.arguments import OneLineArgumentParser
 from rocketsim.scenario import (
     JAVA_INT_MAX,
     Scenario,
@@ -79,19 +80,6 @@ class CapacityArgs:
     partitions: int = 0
     window_ms: int = 10_000
     quiet: bool = False
-
-
-class OneLineArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (exit code 2), like a bad scenario; a description
-    and an epilog are shown as written (their examples keep their lines)."""
-
-    def __init__(self, *args: typing.Any, **kwargs: typing.Any) -> None:
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> typing.NoReturn:
-        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
-        raise SystemExit(2)
 
 
 def shared_parser(

@@ -14,19 +14,21 @@ import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from deltalake.exceptions import DeltaError
 
 from rocketsim.errors import RocketSimError
 from rocketsim.spark import progress
 from rocketsim.spark.cli import CapacityArgs, CompareArgs, JobArgs
-from rocketsim.spark.session import Spark, start_spark
 from rocketsim.spark.submit import ERROR_FILE_ENV, SPARK_LOG_ENV
-from rocketsim.tables.reconcile import ReconciliationError
 from rocketsim.warehouse.claims import ClaimError, claimed
 from rocketsim.warehouse.delta import DamagedTableError
 from rocketsim.warehouse.paths import DeltaSinkError
 from rocketsim.warehouse.read import DamagedRunError, MissingRunError, require_run
+
+if TYPE_CHECKING:
+    from rocketsim.spark.session import Spark
 
 EXIT_REFUSED = 2  # before Spark: bad input, a run id another job writes, missing or damaged input tables
 EXIT_FAILED = 1  # after Spark started
@@ -71,6 +73,14 @@ def run_job(
     except Exception as exc:  # noqa: BLE001 - every failure ends with one line
         return _failed(exc, args)
     return 0
+
+
+def start_spark(app_name: str) -> Spark:
+    """:func:`rocketsim.spark.session.start_spark`, imported here once nothing refused the job: a refusal
+    never imports pyspark."""
+    from rocketsim.spark.session import start_spark as start
+
+    return start(app_name=app_name)
 
 
 def say_error(line: str) -> None:
@@ -128,6 +138,8 @@ def describe_failure(exc: BaseException, warehouse: str, run_id: str) -> tuple[s
     """One line for an error after Spark started: what happened and what to do; and whether it is an
     error the jobs know (else the caller reports the trace too). The advice never costs data: no table
     is to be moved away or deleted."""
+    from rocketsim.tables.reconcile import ReconciliationError  # the engine's modules: loaded by now
+
     chain = _chain(exc)
     text = "\n".join(str(e) for e in chain)  # a Spark task's error carries its Python trace as text
     published = next((e for e in chain if isinstance(e, PublishedRunError)), None)

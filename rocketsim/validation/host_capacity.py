@@ -18,16 +18,15 @@ from rocketsim.scenario.workload import generate
 from rocketsim.validation.calibrate import CPU_KEYS, saturation
 from rocketsim.validation.classes import SEND_OK
 from rocketsim.validation.compare import due_latency_ms, result_classes
+from rocketsim.validation.hosts import FIT_HOST_SCHEDULER, FIT_ROUNDS
 from rocketsim.validation.measured import MeasuredRun
 from rocketsim.validation.scenario import run_scenario
 
 LEAD_S = 1.0  # the cut's first seconds, at the run's first rate (the host and the heap warmed up)
 TOP_S = 3.0  # the cut's seconds at the run's last rate: the completions counted
-ROUNDS = 4  # at most this many simulations
+ROUNDS = FIT_ROUNDS  # at most this many simulations (rocketsim.validation.hosts)
 TOLERANCE = 0.01  # done once the delivered rate is within 1% of the measured one
-# producers.host_scheduler of the rounds and of the runs simulated with their scale: the fair host that idles
-# no core while a thread waits (with it the whole runs were measured, docs/validation.md)
-HOST_SCHEDULER = "fair_conserving"
+HOST_SCHEDULER = FIT_HOST_SCHEDULER  # the rounds' host and the scaled runs' (rocketsim.validation.hosts)
 
 OTHER_CPU_KEY = "producers.host_other_cpu_us"  # --thread-split: the other threads' CPU a send
 

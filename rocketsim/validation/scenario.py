@@ -20,6 +20,7 @@ from typing import Any
 
 from rocketsim.scenario import Scenario, scenario_from_mapping
 from rocketsim.scenario.workload import generate
+from rocketsim.validation.hosts import HOST_SCHEDULER  # producers.host_scheduler: Linux's CFS
 from rocketsim.validation.measured import MeasuredRun
 
 BROKER = "broker-a"
@@ -41,8 +42,6 @@ CLIENT_LOG_LEVEL = "WARN"
 # what a pending async send holds besides its body (an estimate): the Message and its properties, the
 # executor's task, the RemotingCommand and its extFields, the ResponseFuture and the callback
 PENDING_OBJECTS_KIB = 2.0
-# producers.host_scheduler: a Linux host, CFS sharing its cores between the runnable threads
-HOST_SCHEDULER = "fair"
 
 
 def pending_kib(run: MeasuredRun) -> float:

@@ -5,6 +5,7 @@ its usage errors import nothing else (``tests/test_command_imports.py``)."""
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import typing
 from collections.abc import Sequence
@@ -12,11 +13,35 @@ from collections.abc import Sequence
 
 class OneLineArgumentParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (exit code 2), like a bad scenario; a description
-    and an epilog are shown as written (their examples keep their lines)."""
+    and an epilog are shown as written (their examples keep their lines). ``more_usage``: what the usage
+    line ends with besides this parser's options, e.g. ``[--stage STAGE]`` that the command takes off the
+    command line before this parser sees it."""
 
-    def __init__(self, *args: typing.Any, **kwargs: typing.Any) -> None:
+    def __init__(self, *args: typing.Any, more_usage: Sequence[str] = (), **kwargs: typing.Any) -> None:
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kwargs)
+        self.more_usage = tuple(more_usage)
+
+    def format_usage(self) -> str:
+        return self._with_more(super().format_usage())
+
+    def format_help(self) -> str:
+        text, usage = super().format_help(), super().format_usage()
+        return text.replace(usage.rstrip("\n"), self._with_more(usage).rstrip("\n"), 1)
+
+    def _with_more(self, usage: str) -> str:
+        """``usage`` (argparse's, wrapped as argparse wraps it) with :attr:`more_usage` at its end."""
+        if not self.more_usage:
+            return usage
+        lines = usage.rstrip("\n").split("\n")
+        indent = " " * len(f"usage: {self.prog} ")
+        width = shutil.get_terminal_size().columns - 2  # argparse.HelpFormatter's
+        for part in self.more_usage:
+            if len(lines[-1]) + 1 + len(part) <= width:
+                lines[-1] += " " + part
+            else:
+                lines.append(indent + part)
+        return "\n".join(lines) + "\n"
 
     def error(self, message: str) -> typing.NoReturn:
         print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)

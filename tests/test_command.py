@@ -87,6 +87,17 @@ def test_every_command_documents_its_options_with_examples(capsys: pytest.Captur
             assert "--master URL" in text and "--conf KEY=VALUE" in text, c.name
 
 
+def test_the_usage_line_says_what_the_command_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    # the options the command takes off before the job's parser sees them (--stage, spark-submit's) are in
+    # the usage line too, after the job's own
+    for name in SPARK_COMMANDS:
+        usage = help_of(name, capsys).split("\n\n", 1)[0]
+        assert usage.endswith(" [SPARK OPTIONS]") and "[-h]" in usage, usage
+    run = help_of("run", capsys).split("\n\n", 1)[0]
+    assert re.search(r"\[--tables [^]]+\]\s+\[--stage STAGE\] \[SPARK OPTIONS\]$", run), run
+    assert "SPARK OPTIONS" not in help_of("validate", capsys).split("\n\n", 1)[0]
+
+
 def test_run_lists_its_stages(capsys: pytest.CaptureFixture[str]) -> None:
     text = help_of("run", capsys)
     for stage in ("all", "generate", "simulate", "broker-side", "summarize"):
@@ -263,6 +274,7 @@ def test_a_wheel_installs_the_rocketsim_console_script(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         entry_points = next(n for n in zf.namelist() if n.endswith(".dist-info/entry_points.txt"))
         assert "[console_scripts]\nrocketsim = rocketsim.command:entry" in zf.read(entry_points).decode()
+        assert "rocketsim/calibration/thread_split.json" in zf.namelist()  # package data
     target = tmp_path / "site"
     installed = subprocess.run(
         [*pip, "install", "--no-deps", "--target", str(target), str(wheel)], capture_output=True, text=True
@@ -274,6 +286,12 @@ def test_a_wheel_installs_the_rocketsim_console_script(tmp_path: Path) -> None:
     assert done.returncode == 0 and done.stdout.startswith("usage: rocketsim COMMAND"), done.stderr
     which = subprocess.run([str(script), "--version"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert which.stdout.strip() == "rocketsim 0.1.0"
+    # the measured constants --thread-split sets come with the package, read from where it is installed
+    split = "from rocketsim.warehouse.thread_runs import read_thread_split as r; print(r().other_threads)"
+    read = subprocess.run(
+        [sys.executable, "-c", split], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert read.returncode == 0 and read.stdout.strip() == "2", read.stderr[-2000:]
 
 
 # ---- progress ------------------------------------------------------------------------------------------

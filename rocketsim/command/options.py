@@ -17,6 +17,7 @@ from rocketsim.spark.progress import PROGRESS_ENV
 from rocketsim.spark.submit import SparkOptions, java_problem, parse_spark_options, run_as_driver
 
 SPARK_TITLE = "Spark (passed to spark-submit, as ./spark-submit.sh takes them before the job file)"
+SPARK_USAGE = "[SPARK OPTIONS]"  # in a usage line: the options listed under SPARK_TITLE
 SPARK_OPTIONS = (  # (option, metavar, help); anything else: --conf
     ("--master", "URL", "where to run: local[*] (the default), spark://HOST:7077, yarn, k8s://..."),
     ("--conf", "KEY=VALUE", "any Spark property, e.g. spark.executor.memory=4g (repeatable)"),
@@ -59,6 +60,13 @@ def _parser(prog: str, extras: Sequence[Extra]) -> argparse.ArgumentParser:
         action = "append" if option == "--conf" else "store"
         spark.add_argument(option, metavar=metavar, action=action, help=text)
     return p
+
+
+def usage(extras: Sequence[Extra] = ()) -> tuple[str, ...]:
+    """What the usage line of a command that runs on Spark ends with, after its job's options: its own
+    (``[--stage STAGE]``) and spark-submit's, which its help lists under :data:`SPARK_TITLE`."""
+    own = tuple(f"[{e.flag} {e.kwargs.get('metavar', e.flag.lstrip('-').upper())}]" for e in extras)
+    return (*own, SPARK_USAGE)
 
 
 def help_text(prog: str, examples: Sequence[str], extras: Sequence[Extra] = ()) -> str:

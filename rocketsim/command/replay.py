@@ -33,9 +33,14 @@ SparkRunner = Callable[[Callable[[], int]], int]
 
 
 def parse(
-    argv: Sequence[str] | None, prog: str = "jobs/replay.py", epilog: str | None = None
+    argv: Sequence[str] | None,
+    prog: str = "jobs/replay.py",
+    epilog: str | None = None,
+    more_usage: Sequence[str] = (),
 ) -> argparse.Namespace:
-    p = OneLineArgumentParser(prog=prog, description=__doc__.splitlines()[0], epilog=epilog)
+    p = OneLineArgumentParser(
+        prog=prog, description=__doc__.splitlines()[0], epilog=epilog, more_usage=more_usage
+    )
     p.add_argument("--base", required=True, help="the scenario whose cluster, producers and workload to use")
     for kind, what in (
         (LATENCY, "per-broker send latency: a quantile (ms), or histogram buckets by le"),
@@ -110,10 +115,12 @@ def main(
     prog: str = "jobs/replay.py",
     epilog: str | None = None,
     on_spark: SparkRunner | None = None,
+    more_usage: Sequence[str] = (),
 ) -> int:
     """The incident's scenario written (and run with --run: by ``on_spark``, default in this process as
-    spark-submit started it); returns the exit code."""
-    ns = parse(argv, prog, epilog)
+    spark-submit started it); returns the exit code. ``more_usage``: the end of the usage line (the
+    command's spark-submit options)."""
+    ns = parse(argv, prog, epilog, more_usage)
     # the series' readers (pandas), the algorithm (scipy) and the scenarios: once the command line parsed
     from rocketsim.replay.scenario_text import replay_text
     from rocketsim.replay.series import read_series
@@ -169,4 +176,4 @@ def command(argv: Sequence[str], prog: str) -> int:
     process, as ``rocketsim run`` runs it) and examples in its help."""
     ns, rest = options.split(argv, prog)
     epilog = options.help_text(prog, EXAMPLES)
-    return main(rest, prog, epilog, lambda job: options.run_on_spark(ns, "pipeline", job))
+    return main(rest, prog, epilog, lambda job: options.run_on_spark(ns, "pipeline", job), options.usage())

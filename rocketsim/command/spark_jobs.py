@@ -60,7 +60,9 @@ def run(argv: Sequence[str] | None = None, prog: str = "rocketsim run") -> int:
     ns, rest = options.split(argv, prog, (STAGE,))
     epilog = options.help_text(prog, RUN_EXAMPLES, (STAGE,))
     # exits 2 before Spark; --tables is the whole run's
-    args, scenario = parse_job_args(rest, prog, RUN_DESCRIPTION, epilog, whole_run=ns.stage == ALL)
+    args, scenario = parse_job_args(
+        rest, prog, RUN_DESCRIPTION, epilog, whole_run=ns.stage == ALL, more_usage=options.usage((STAGE,))
+    )
     return options.run_on_spark(ns, RUN_JOBS[ns.stage].job, lambda: run_stage_job(ns.stage, args, scenario))
 
 
@@ -68,7 +70,7 @@ def compare(argv: Sequence[str] | None = None, prog: str = "rocketsim compare") 
     """``rocketsim compare``: jobs/compare.py; returns the exit code."""
     ns, rest = options.split(argv, prog)
     epilog = options.help_text(prog, COMPARE_EXAMPLES)
-    args, base, scenarios = parse_compare_args(rest, prog, COMPARE_DESCRIPTION, epilog)
+    args, base, scenarios = parse_compare_args(rest, prog, COMPARE_DESCRIPTION, epilog, options.usage())
     return options.run_on_spark(ns, "compare", lambda: compare_job(args, base, scenarios))
 
 
@@ -76,5 +78,5 @@ def capacity(argv: Sequence[str] | None = None, prog: str = "rocketsim capacity"
     """``rocketsim capacity``: jobs/capacity.py; returns the exit code."""
     ns, rest = options.split(argv, prog)
     epilog = options.help_text(prog, CAPACITY_EXAMPLES)
-    args, base, scenarios = parse_capacity_args(rest, prog, CAPACITY_DESCRIPTION, epilog)
+    args, base, scenarios = parse_capacity_args(rest, prog, CAPACITY_DESCRIPTION, epilog, options.usage())
     return options.run_on_spark(ns, "capacity", lambda: capacity_job(args, base, scenarios))

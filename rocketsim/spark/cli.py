@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rocketsim.arguments import OneLineArgumentParser
@@ -91,10 +91,12 @@ def shared_parser(
     window_help: str,
     quiet_help: str,
     epilog: str | None = None,
+    more_usage: Sequence[str] = (),
 ) -> OneLineArgumentParser:
     """A parser with the options every job shares: --scenario, --warehouse, --run-id, --set,
-    --partitions, --window-ms, --quiet (``epilog``: what the help shows after them)."""
-    p = OneLineArgumentParser(prog=prog, description=description, epilog=epilog)
+    --partitions, --window-ms, --quiet (``epilog``: what the help shows after them; ``more_usage``: what
+    its usage line ends with, the options a command takes off before it parses, e.g. spark-submit's)."""
+    p = OneLineArgumentParser(prog=prog, description=description, epilog=epilog, more_usage=more_usage)
     p.add_argument("--scenario", required=True, help="scenario TOML file, e.g. conf/scenarios/steady.toml")
     p.add_argument(
         "--warehouse", default="warehouse", help="folder of the Delta tables (default ./warehouse)"
@@ -203,6 +205,7 @@ def parse_job_args(
     epilog: str | None = None,
     *,
     whole_run: bool = False,
+    more_usage: Sequence[str] = (),
 ) -> tuple[JobArgs, Scenario]:
     """Parse and validate a run's job before Spark starts; bad input exits with code 2 and one line.
     ``whole_run``: the job runs every stage (``jobs/pipeline.py``), so it takes ``--tables``."""
@@ -214,6 +217,7 @@ def parse_job_args(
         window_help="window of the summary tables (ms)",
         quiet_help="print only the final summary",
         epilog=epilog,
+        more_usage=more_usage,
     )
     if whole_run:
         p.add_argument("--tables", default=ALL, metavar="all|summary|TABLE,...", help=TABLES_HELP)
@@ -261,6 +265,7 @@ def parse_compare_args(
     prog: str = "jobs/compare.py",
     description: str | None = None,
     epilog: str | None = None,
+    more_usage: Sequence[str] = (),
 ) -> tuple[CompareArgs, Scenario, dict[str, Scenario]]:
     """Parse and validate every variant before Spark starts; bad input exits with code 2 and one line."""
     p = shared_parser(
@@ -271,6 +276,7 @@ def parse_compare_args(
         window_help="window of comparison_windows (ms)",
         quiet_help="print only the comparison table",
         epilog=epilog,
+        more_usage=more_usage,
     )
     p.add_argument(
         "--variant",
@@ -359,6 +365,7 @@ def parse_capacity_args(
     prog: str = "jobs/capacity.py",
     description: str | None = None,
     epilog: str | None = None,
+    more_usage: Sequence[str] = (),
 ) -> tuple[CapacityArgs, Scenario, dict[str, Scenario]]:
     """Parse and validate a capacity sweep before Spark starts; bad input exits with code 2 and one line."""
     p = shared_parser(
@@ -369,6 +376,7 @@ def parse_capacity_args(
         window_help="window of the summaries (ms)",
         quiet_help="print only the answer",
         epilog=epilog,
+        more_usage=more_usage,
     )
     axis = p.add_mutually_exclusive_group(required=True)
     axis.add_argument("--brokers", help="the numbers of brokers to try, e.g. 3,4,5,6")

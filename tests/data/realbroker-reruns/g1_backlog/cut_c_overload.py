@@ -20,6 +20,7 @@ import rocketsim.engine.joint as joint
 import rocketsim.engine.reference as reference
 from rocketsim.client import heap as heap_module
 from rocketsim.engine import simulate
+from rocketsim.scenario.overrides import parse_override
 from rocketsim.scenario.workload import generate
 from rocketsim.validation.calibrate import validation_values
 from rocketsim.validation.compare import due_latency_ms, per_second, result_classes, simulated_metrics
@@ -38,6 +39,8 @@ STEPS = (
     )
 )
 STARTUP = "--no-startup" not in sys.argv
+# as the scenario's --set reads them (a TOML value, else a string); a bad one refused before anything runs
+OVERRIDES = [parse_override(a[len("--set=") :]) for a in sys.argv[1:] if a.startswith("--set=")]
 
 heaps: list[heap_module.ClientHeap] = []
 
@@ -56,10 +59,8 @@ joint.client_heap = recorded  # type: ignore[assignment]
 
 chosen = [read_run(RUNS + "a_low_async"), read_run(RUNS + "b_ramp_async_p1")]
 values = validation_values(chosen)  # as the command calibrates
-for key, value in (a[len("--set=") :].split("=", 1) for a in sys.argv[1:] if a.startswith("--set=")):
-    values[key] = (  # type: ignore[assignment]
-        int(value) if value.isdigit() else float(value) if value.replace(".", "", 1).isdigit() else value
-    )
+for key, value in OVERRIDES:
+    values[key] = value  # type: ignore[assignment]
     print(f"set {key} = {values[key]}")
 name = next((a[len("--run=") :] for a in sys.argv[1:] if a.startswith("--run=")), "c_overload_async_p2_72000")
 run = read_run(RUNS + name)

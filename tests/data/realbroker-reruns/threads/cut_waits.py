@@ -15,6 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from rocketsim.engine import simulate
+from rocketsim.scenario.overrides import parse_override
 from rocketsim.scenario.workload import generate
 from rocketsim.validation.calibrate import validation_values
 from rocketsim.validation.compare import due_latency_ms, per_second, result_classes
@@ -48,18 +49,23 @@ def measured_backlog(lead: float) -> dict[int, float]:
     return out
 
 
+def overrides(argv: list[str]) -> list[tuple[str, object]]:
+    """The ``--set=KEY=VALUE`` of ``argv`` as the scenario's ``--set`` reads them (a TOML value, else a
+    string); a bad one refused before anything runs."""
+    return [parse_override(a[len("--set=") :]) for a in argv if a.startswith("--set=")]
+
+
 def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    sets = overrides(sys.argv[1:])
     steps = tuple(
         (int(r), float(s))
         for r, s in (x.split(":") for x in (args[0] if args else "10000:1,72000:5").split(","))
     )
     chosen = [read_run(RUNS + "a_low_async"), read_run(RUNS + "b_ramp_async_p1")]
     values = validation_values(chosen)  # as the command calibrates
-    for key, value in (a[len("--set=") :].split("=", 1) for a in sys.argv[1:] if a.startswith("--set=")):
-        values[key] = (  # type: ignore[assignment]
-            int(value) if value.isdigit() else float(value) if value.replace(".", "", 1).isdigit() else value
-        )
+    for key, value in sets:
+        values[key] = value  # type: ignore[assignment]
         print(f"set {key} = {values[key]}")
     run = read_run(RUNS + NAME)
     cut = replace(run, meta=replace(run.meta, steps=steps, n=int(sum(rate * secs for rate, secs in steps))))

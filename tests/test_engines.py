@@ -570,6 +570,33 @@ def test_async_fault_kinds(kind: str, version: str) -> None:
     )
 
 
+@pytest.mark.parametrize("offset", [0, 500, 1700])
+@pytest.mark.parametrize("version", ["4.9.8", "5.3.3"])
+def test_the_response_scan_ticks_after_the_clients_start(version: str, offset: int) -> None:
+    # the broker stopped 5 s: the requests written meanwhile get no answer until it continues, and
+    # NettyRemotingClient's scanResponseTable fails those whose begin + timeout + 1000 comes first, at its
+    # ticks: response_scan_first_ms after the client's start, then every response_scan_period_ms. With the
+    # client started `offset` ms before the schedule's 0 (producers.response_scan_offset_ms) every failure
+    # ends on a tick of that phase, in both engines, and how many fail is the phase's
+    paused = {"broker": "broker-a", "kind": "paused", "start_s": 2.0, "end_s": 7.0}
+    out = check(
+        scenario(
+            version,
+            fault=False,
+            messages=1000,
+            rate=100.0,
+            brokers=("broker-a",),
+            faults=(paused,),
+            producers={"send_mode": {"async": 1}, "response_scan_offset_ms": offset},
+        )
+    )
+    v = parse_version(version)
+    failed = out.results.filter(pc.equal(out.results.column("status"), "FAILED"))
+    ends = np.asarray(failed.column("end_ts_ms"))
+    assert failed.num_rows > 0
+    assert set((ends - (v.response_scan_first_ms - offset)) % v.response_scan_period_ms) == {0}
+
+
 @pytest.mark.parametrize("model", ["pool", "partitioned"])
 @pytest.mark.parametrize("version", VERSIONS)
 def test_async_on_busy_client_pools(version: str, model: str) -> None:

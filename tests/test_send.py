@@ -595,6 +595,11 @@ def test_response_scan_timer_per_version() -> None:
     strategy, tp, cfg = _setup("5.3.3", {"broker-a": 2})
     rec = send_async(strategy, tp, cfg, "TopicTest", 500, _transport({"broker-a": _hang()}))
     assert rec.end_ms == 5300 and rec.error.error_message == "wait response timeout, cost=4800"
+    # the client started 400 ms before the schedule's 0 (producers.response_scan_offset_ms): the 4.9.8
+    # timer's ticks at 2600, 3600, 4600, ...; the 5.3.3 wheel's at 2700, 3800, 4900, ... on the schedule's
+    # clock
+    assert ResponseScan.for_version(parse_version("4.9.8"), 400).timeout_fired_ms(500, 3000) == 4600
+    assert ResponseScan.for_version(parse_version("5.3.3"), 400).timeout_fired_ms(500, 3000) == 4900
 
 
 @pytest.mark.parametrize("version", ["4.9.8", "5.3.3"])

@@ -227,6 +227,26 @@ def test_a_send_that_ends_after_the_driver_counted_is_not_done() -> None:
     assert cut_short.per_second[f"err_{NOT_DONE}"].sum() == late
 
 
+def test_the_validation_takes_the_scan_timers_expected_phase() -> None:
+    # NettyRemotingClient.start's scanResponseTable timer starts with the client, before the driver's
+    # warm-up, by a time no run file records: the validation's scenario puts its ticks at x.5 s, the middle
+    # of the period (producers.response_scan_offset_ms 500), where a client started at the schedule's 0
+    # ticks on whole seconds, 12 ms before this run's broker continues: nearly the most it can fail
+    from rocketsim.engine import simulate
+    from rocketsim.scenario.workload import generate
+    from rocketsim.validation.scenario import RESPONSE_SCAN_OFFSET_MS, run_scenario
+
+    run = read_run(HELDOUT / "f_stop5s_async_warm")
+    failed_ends = {}
+    for offset in (RESPONSE_SCAN_OFFSET_MS, 0):
+        sc = run_scenario(run, {"producers.response_scan_offset_ms": offset})
+        r = simulate(generate(sc), sc).results
+        failed_ends[offset] = np.asarray(r["end_ts_ms"])[np.asarray(r["status"]) == "FAILED"]
+    assert RESPONSE_SCAN_OFFSET_MS == 500 and run_scenario(run, {}).producers.response_scan_offset_ms == 500
+    assert set(failed_ends[500] % 1000) == {500} and set(failed_ends[0] % 1000) == {0}
+    assert 150 < failed_ends[500].size < 350 < 450 < failed_ends[0].size <= 500
+
+
 def test_per_second_figures_are_the_harness_columns() -> None:
     second = np.array([0, 0, 0, 1, 1, 2])
     classes = np.array(["SEND_OK", "SEND_OK", "OVERLOAD", "SEND_OK", "executor_rejected", "OVERLOAD"], object)

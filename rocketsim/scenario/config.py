@@ -233,6 +233,11 @@ class ProducerConfig:
     # round trip of the producers' host and network): SYNC requests to a broker wait for it after a close
     # (docs/validation.md). 0: no time (the model before it)
     connect_ms: int = field(default=0, metadata=_between(0, MAX_LATENCY_MS))
+    # how long before the schedule's 0 the client started (NettyRemotingClient.start), ms: its
+    # response-table scan (scanResponseTable: first response_scan_first_ms after the start, then every
+    # response_scan_period_ms, docs/versions.md) ticks that much earlier on the schedule's clock, and which
+    # tick fails an unanswered ASYNC request is that phase (docs/validation.md). 0: the client starts at 0
+    response_scan_offset_ms: int = field(default=0, metadata=_between(0, MAX_LATENCY_MS))
     # Runtime.availableProcessors() of the producers' host: the async sender executor's and the callback
     # executor's threads (unless set below), and the cores the client's own CPU work (send_cpu_us) runs on
     processors: int = field(default=4, metadata=_between(1, 1024))

@@ -145,7 +145,8 @@ class AsyncSemaphore:
 @dataclass(frozen=True)
 class ResponseScan:
     """``NettyRemotingClient``'s ``scanResponseTable`` timer: first 3 s after start, then every second
-    (the client starts at simulated 0).
+    (the client starts at simulated 0, or ``producers.response_scan_offset_ms`` before it: the ticks that
+    much earlier).
 
     An async request that gets no answer is failed by the scan once ``begin + timeout + 1000 <= now``,
     so its callback fires up to two seconds after the timeout (sync calls wait exactly the timeout). An
@@ -158,10 +159,12 @@ class ResponseScan:
     period_ms: int = 1000
 
     @classmethod
-    def for_version(cls, version: ClientVersion) -> ResponseScan:
+    def for_version(cls, version: ClientVersion, offset_ms: int = 0) -> ResponseScan:
         """The scan timer of ``version``'s client (4.9.x every 1000 ms from 3000, 5.x every 1100 ms
-        from 3100: :attr:`rocketsim.client.versions.ClientVersion.response_scan_first_ms`)."""
-        return cls(version.response_scan_first_ms, version.response_scan_period_ms)
+        from 3100: :attr:`rocketsim.client.versions.ClientVersion.response_scan_first_ms`), the client
+        started ``offset_ms`` before the schedule's 0. Both engines' ticks (the compiled engine's
+        ``scan_first_ms``, ``scan_period_ms``)."""
+        return cls(version.response_scan_first_ms - offset_ms, version.response_scan_period_ms)
 
     def timeout_fired_ms(self, begin_ms: int, timeout_ms: int) -> int:
         due = begin_ms + timeout_ms + 1000
@@ -287,7 +290,7 @@ class _AsyncSend:
         self.semaphore, self.on_attempt, self.selected = semaphore, on_attempt, selected
         self.version = cfg.version
         self.line = strategy.line
-        self.scan = scan if scan is not None else ResponseScan.for_version(self.version)
+        self.scan = scan or ResponseScan.for_version(self.version, cfg.response_scan_offset_ms)
         self.attempts: list[AttemptRecord] = []
         self.now = self.exec_ms = begin_ms
         self.thread: ThreadKey | None = None

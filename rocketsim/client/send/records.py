@@ -60,6 +60,7 @@ class SendConfig:
     retry_another_broker_when_not_store_ok: bool = False
     send_msg_max_timeout_per_request_ms: int = -1  # 5.3.3+; -1 = off
     retry_response_codes: frozenset[int] | None = None  # None: the version's default set
+    response_scan_offset_ms: int = 0  # the client's start before the schedule's 0 (ResponseScan.for_version)
 
     def __post_init__(self) -> None:
         if self.retry_times_when_send_failed < 0:
@@ -82,6 +83,7 @@ class SendConfig:
             retry_times_when_send_async_failed=settings.retry_times_when_send_async_failed,  # type: ignore[attr-defined]
             retry_another_broker_when_not_store_ok=settings.retry_another_broker_when_not_store_ok,  # type: ignore[attr-defined]
             send_msg_max_timeout_per_request_ms=getattr(settings, "send_msg_max_timeout_per_request_ms", -1),
+            response_scan_offset_ms=getattr(settings, "response_scan_offset_ms", 0),
         )
 
     @property

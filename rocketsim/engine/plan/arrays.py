@@ -27,7 +27,7 @@ from rocketsim.client.route import (
     build_queue_list,
     route_versions,
 )
-from rocketsim.client.send import SendConfig
+from rocketsim.client.send import ResponseScan, SendConfig
 from rocketsim.engine.plan.kinds import to_outcome
 from rocketsim.javaint import LONG_MAX, chm_spread, java_string_hash
 from rocketsim.scenario import Scenario
@@ -146,7 +146,7 @@ class Config(NamedTuple):
     retry_another_broker: bool  # retryAnotherBrokerWhenNotStoreOK
     isolation_latency_ms: int  # what updateFaultItem(.., isolation=true) feeds computeNotAvailableDuration
     pool: bool  # producers.sender_model == "pool" (else "partitioned")
-    scan_first_ms: int  # the response-table scan: first run (ClientVersion.response_scan_first_ms)
+    scan_first_ms: int  # the response-table scan: first run (ResponseScan.for_version: the offset taken off)
     scan_period_ms: int  # and period
     executor_threads: int  # the async sender executor's threads (producers.async_sender_threads)
     executor_queue: int  # the bound of the queue ASYNC sends wait in (producers.async_queue_bound; unbounded:
@@ -240,6 +240,7 @@ def _config(sc: Scenario) -> Config:
     p = sc.producers
     line = p.version.line
     cfg = SendConfig.from_settings(p)
+    scan = ResponseScan.for_version(p.version, cfg.response_scan_offset_ms)  # the reference's ticks
     bp = p.async_backpressure
     return Config(
         index_start_signed=line.index_start_signed,
@@ -272,8 +273,8 @@ def _config(sc: Scenario) -> Config:
         retry_another_broker=bool(cfg.retry_another_broker_when_not_store_ok),
         isolation_latency_ms=line.isolation_latency_ms,
         pool=p.sender_model == "pool",
-        scan_first_ms=p.version.response_scan_first_ms,
-        scan_period_ms=p.version.response_scan_period_ms,
+        scan_first_ms=scan.first_ms,
+        scan_period_ms=scan.period_ms,
         executor_threads=p.executor_threads,
         executor_queue=LONG_MAX if p.async_queue_bound is None else p.async_queue_bound,
         callback_threads=p.callback_threads,

@@ -43,6 +43,7 @@ DISPATCHER_US = 2.0
 # (tests/data/realbroker-reruns/threads/runs/jfr_driver_25000.txt)
 WORKER_WRITE_SHARE = 144 / 222
 SELECTOR_WRITE_SHARE = 46 / 725
+MARKING_GROUP = "driver/gc concurrent"  # the client JVM's G1 concurrent threads (G1 Conc, Refine, ...)
 # JFR's samples of the broker's send threads: MappedFile.appendMessage under putMessageLock 13-18 of 104
 # (docs/validation.md, "Which threads do a send's work")
 SEND_LOCKED_SHARE = 0.15
@@ -58,6 +59,9 @@ class ThreadSplit:
     broker: Mapping[str, float]  # brokers.default.store.* share keys
     other_share: float
     other_threads: int
+    marking_share: float = (
+        0.0  # of other_share: the client JVM's G1 concurrent threads (driver/gc concurrent)
+    )
 
 
 def _group_us(groups: Mapping[str, Mapping[str, float]], names: Mapping[str, str]) -> dict[str, float]:
@@ -72,6 +76,8 @@ def thread_split(summary_text: str, source: str) -> ThreadSplit:
         client = _group_us(summary["groups"], CLIENT_GROUPS)
         broker = _group_us(summary["groups"], BROKER_GROUPS)
         runnable = sum(float(summary["window_means"][g][2]) for g in OTHER_GROUPS)
+        marking = float(summary["groups"].get(MARKING_GROUP, {}).get("us_per_send", 0.0))
+        total = sum(float(g["us_per_send"]) for g in summary["groups"].values())
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise MeasurementError(
             source, 0, f"expected a per-thread run's groups and window means ({exc!r})"
@@ -99,6 +105,7 @@ def thread_split(summary_text: str, source: str) -> ThreadSplit:
         },
         other_share=other_threads_share(summary_text, source),
         other_threads=max(1, round(runnable)),
+        marking_share=marking / total,
     )
 
 
@@ -110,7 +117,10 @@ def split_values(values: Mapping[str, float], split: ThreadSplit, request_bytes:
     """``values`` (the calibrated CPU a send: ``CPU_KEYS``, ``append_us`` a KiB of a ``request_bytes``
     request) with ``split`` set over them: the other threads' share of the three taken off each
     (``producers.host_other_cpu_us``), the broker's part split between ``io_us`` and ``append_us`` as its
-    threads measured, and the share keys. The total a send stays the calibrated one."""
+    threads measured, and the share keys. The total a send stays the calibrated one, except that with a
+    client heap (``producers.heap_mb``) G1's concurrent threads' part (``marking_share``) leaves the other
+    threads for the heap's marking cycles on the host (``producers.heap_marking_on_host``), which cost by
+    the live old generation, not by the send."""
     send, io, append = (values[k] for k in CPU_KEYS)
     append *= request_bytes / KIB
     total = send + io + append
@@ -122,6 +132,9 @@ def split_values(values: Mapping[str, float], split: ThreadSplit, request_bytes:
     out["brokers.default.store.append_us"] = broker * (1.0 - split.broker_io_share) * KIB / request_bytes
     out["producers.host_other_cpu_us"] = total * split.other_share
     out["producers.host_other_threads"] = split.other_threads
+    if values.get("producers.heap_mb", 0) > 0:  # G1's marking on the host as the heap's, not the others'
+        out["producers.host_other_cpu_us"] = total * (split.other_share - split.marking_share)
+        out["producers.heap_marking_on_host"] = True
     out.update(split.client)
     out.update(split.broker)
     return out

@@ -127,3 +127,38 @@ def test_the_key_needs_the_shared_host_and_the_heap() -> None:
     assert client_heap(sc, FairShareHost(2)).params.marking_threads == 1  # type: ignore[union-attr]
     sc = scenario_from_mapping(scenario(shared_host=True, processors=2))
     assert client_heap(sc, FairShareHost(2)).params.marking_threads == 0  # type: ignore[union-attr]
+
+
+def most_held(median_ms: float, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The most sends a producer's heap held at once, 2,000 async sends/s for 1 s answered after
+    ``median_ms``."""
+    from rocketsim.engine import reference
+    from rocketsim.scenario.workload import generate
+
+    most = [0]
+    hold = ClientHeap.hold
+
+    def counted(self: ClientHeap) -> int:
+        epoch = hold(self)
+        most[0] = max(most[0], self.pending)
+        return epoch
+
+    monkeypatch.setattr(ClientHeap, "hold", counted)
+    raw = scenario(send_mode={"async": 1}, processors=2, count=1)
+    raw["brokers"] = {"default": {"latency": {"median_ms": median_ms, "sigma": 0.01, "spike_probability": 0}}}
+    raw["workload"] = {"rate_steps": [[2000.0, 1.0]], "arrival": "uniform", "tags": [], "keys": False}
+    sc = scenario_from_mapping(raw)
+    reference.simulate_producer(generate(sc), sc)
+    return most[0]
+
+
+def test_the_heap_holds_the_sends_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    # what a backlog holds once the client's Netty worker is the thread that queues: the sends written and
+    # not yet answered. rocketmq-all-4.9.8 NettyRemotingAbstract.invokeAsyncImpl takes a semaphoreAsync
+    # permit (clientAsyncSemaphoreValue 65,535) and keeps the ResponseFuture (its request, the callback that
+    # holds the Message) in responseTable until processResponseCommand reads the answer or scanResponseTable
+    # times it out; DefaultMQProducerImpl.send(msg, callback, timeout) submits the send to the async sender
+    # executor first (its queue holds the Message too). The model's heap holds a send from its due time to
+    # its end (EventLoop.start, advance), so every one of these is live: ~2,000/s x 0.3 s in flight
+    assert most_held(300.0, monkeypatch) == pytest.approx(600, rel=0.05)
+    assert most_held(1.0, monkeypatch) < 10

@@ -46,9 +46,7 @@ class Host(Protocol):
 
 SUBMITTER = "submitter"  # the process's thread that calls send (Host.free_us, a FairShareHost's thread)
 LOGGER = "logger"  # the client logger's one thread (ClientLogger's AsyncAppender dispatcher), Host.free_us
-G1_CONCURRENT = (
-    "g1 concurrent"  # the client JVM's G1 marking threads: (G1_CONCURRENT, i) (rocketsim.client.heap)
-)
+G1_CONCURRENT = "g1 concurrent"  # the client JVM's G1 marking threads, (G1_CONCURRENT, i): client.heap
 
 
 def run_in_turn(host: Host, thread: Hashable, at_us: float, us: float) -> float:

@@ -113,20 +113,24 @@ CPU_KEYS = ("producers.send_cpu_us", "brokers.default.store.io_us", "brokers.def
 KIB = 1024.0
 
 
-def split_values(values: Mapping[str, float], split: ThreadSplit, request_bytes: float) -> dict[str, float]:
+def split_values(
+    values: Mapping[str, float], split: ThreadSplit, request_bytes: float, client_stops: bool = True
+) -> dict[str, float | str]:
     """``values`` (the calibrated CPU a send: ``CPU_KEYS``, ``append_us`` a KiB of a ``request_bytes``
     request) with ``split`` set over them: the other threads' share of the three taken off each
     (``producers.host_other_cpu_us``), the broker's part split between ``io_us`` and ``append_us`` as its
     threads measured, and the share keys. The total a send stays the calibrated one, except that with a
     client heap (``producers.heap_mb``) G1's concurrent threads' part (``marking_share``) leaves the other
     threads for the heap's marking cycles on the host (``producers.heap_marking_on_host``), which cost by
-    the live old generation, not by the send."""
+    the live old generation, not by the send; and its collections stop the client's threads only, their
+    collector threads beside the broker's (``producers.heap_stops = "client"``: the driver's JVM, not the
+    host, pauses), unless ``client_stops`` is false (a work-conserving host cannot stop one process)."""
     send, io, append = (values[k] for k in CPU_KEYS)
     append *= request_bytes / KIB
     total = send + io + append
     keep = 1.0 - split.other_share
     broker = (io + append) * keep
-    out = dict(values)
+    out: dict[str, float | str] = dict(values)
     out["producers.send_cpu_us"] = send * keep
     out["brokers.default.store.io_us"] = broker * split.broker_io_share
     out["brokers.default.store.append_us"] = broker * (1.0 - split.broker_io_share) * KIB / request_bytes
@@ -135,6 +139,8 @@ def split_values(values: Mapping[str, float], split: ThreadSplit, request_bytes:
     if values.get("producers.heap_mb", 0) > 0:  # G1's marking on the host as the heap's, not the others'
         out["producers.host_other_cpu_us"] = total * (split.other_share - split.marking_share)
         out["producers.heap_marking_on_host"] = True
+        if client_stops:
+            out["producers.heap_stops"] = "client"
     out.update(split.client)
     out.update(split.broker)
     return out

@@ -145,7 +145,8 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG, epilog: str | None
     fit = None
     if values.get("producers.send_cpu_us", 0) > 0:  # the host's cores are the model's
         if args.thread_split:
-            values = split_values(values, read_thread_split(), request_bytes(chosen[0]))
+            split = read_thread_split()
+            values = split_values(values, split, request_bytes(chosen[0]), not args.fit_host_capacity)
         fit = capacity_fit(chosen, values, args.seed) if args.fit_host_capacity else None
         if fit is not None:
             _print_capacity(fit)
@@ -156,7 +157,7 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG, epilog: str | None
         )
     print(f"host: producers.host_scheduler = {host_scheduler}")
     for key, value in values.items():
-        print(f"calibrated {key} = {value:.6g}")
+        print(f"calibrated {key} = {_value(value)}")
     comparisons = []
     for run in runs:
         if run.name in args.calibrate_from and not args.include_calibration_runs:
@@ -171,7 +172,7 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG, epilog: str | None
     if args.report:
         header = [
             f"Calibrated from {', '.join(args.calibrate_from)}: "
-            + ", ".join(f"{k} = {v:.6g}" for k, v in values.items())
+            + ", ".join(f"{k} = {_value(v)}" for k, v in values.items())
         ]
         print(f"report: {write_report(comparisons, args.report, header).resolve()}")
     return 0
@@ -180,3 +181,8 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG, epilog: str | None
 def command(argv: Sequence[str], prog: str) -> int:
     """``rocketsim validate``: :func:`main`, with examples in its help."""
     return main(argv, prog, examples_text(EXAMPLES))
+
+
+def _value(value: float | str) -> str:
+    """A calibrated value as the command prints it (a number to 6 digits; a choice, ``heap_stops``, as is)."""
+    return value if isinstance(value, str) else f"{value:.6g}"

@@ -59,9 +59,7 @@ class ThreadSplit:
     broker: Mapping[str, float]  # brokers.default.store.* share keys
     other_share: float
     other_threads: int
-    marking_share: float = (
-        0.0  # of other_share: the client JVM's G1 concurrent threads (driver/gc concurrent)
-    )
+    marking_share: float = 0.0  # of other_share: the client JVM's G1 concurrent threads (MARKING_GROUP)
 
 
 def _group_us(groups: Mapping[str, Mapping[str, float]], names: Mapping[str, str]) -> dict[str, float]:

@@ -43,6 +43,7 @@ DISPATCHER_US = 2.0
 # (tests/data/realbroker-reruns/threads/runs/jfr_driver_25000.txt)
 WORKER_WRITE_SHARE = 144 / 222
 SELECTOR_WRITE_SHARE = 46 / 725
+MARKING_GROUP = "driver/gc concurrent"  # the client JVM's G1 concurrent threads (G1 Conc, Refine, ...)
 # JFR's samples of the broker's send threads: MappedFile.appendMessage under putMessageLock 13-18 of 104
 # (docs/validation.md, "Which threads do a send's work")
 SEND_LOCKED_SHARE = 0.15
@@ -58,6 +59,7 @@ class ThreadSplit:
     broker: Mapping[str, float]  # brokers.default.store.* share keys
     other_share: float
     other_threads: int
+    marking_share: float = 0.0  # of other_share: the client JVM's G1 concurrent threads (MARKING_GROUP)
 
 
 def _group_us(groups: Mapping[str, Mapping[str, float]], names: Mapping[str, str]) -> dict[str, float]:
@@ -72,6 +74,8 @@ def thread_split(summary_text: str, source: str) -> ThreadSplit:
         client = _group_us(summary["groups"], CLIENT_GROUPS)
         broker = _group_us(summary["groups"], BROKER_GROUPS)
         runnable = sum(float(summary["window_means"][g][2]) for g in OTHER_GROUPS)
+        marking = float(summary["groups"].get(MARKING_GROUP, {}).get("us_per_send", 0.0))
+        total = sum(float(g["us_per_send"]) for g in summary["groups"].values())
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise MeasurementError(
             source, 0, f"expected a per-thread run's groups and window means ({exc!r})"
@@ -99,6 +103,7 @@ def thread_split(summary_text: str, source: str) -> ThreadSplit:
         },
         other_share=other_threads_share(summary_text, source),
         other_threads=max(1, round(runnable)),
+        marking_share=marking / total,
     )
 
 
@@ -117,6 +122,7 @@ def split_json(split: ThreadSplit, measured_from: str) -> str:
         "broker": dict(split.broker),
         "other_share": split.other_share,
         "other_threads": split.other_threads,
+        "marking_share": split.marking_share,
     }
     return json.dumps(doc, indent=2) + "\n"
 
@@ -133,6 +139,7 @@ def parse_split_json(text: str, source: str) -> ThreadSplit:
             broker={str(k): float(v) for k, v in doc["broker"].items()},
             other_share=float(doc["other_share"]),
             other_threads=int(doc["other_threads"]),
+            marking_share=float(doc["marking_share"]),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise MeasurementError(source, 0, f"expected a thread split ({exc!r})") from None
@@ -142,22 +149,34 @@ CPU_KEYS = ("producers.send_cpu_us", "brokers.default.store.io_us", "brokers.def
 KIB = 1024.0
 
 
-def split_values(values: Mapping[str, float], split: ThreadSplit, request_bytes: float) -> dict[str, float]:
+def split_values(
+    values: Mapping[str, float], split: ThreadSplit, request_bytes: float, client_stops: bool = True
+) -> dict[str, float | str]:
     """``values`` (the calibrated CPU a send: ``CPU_KEYS``, ``append_us`` a KiB of a ``request_bytes``
     request) with ``split`` set over them: the other threads' share of the three taken off each
     (``producers.host_other_cpu_us``), the broker's part split between ``io_us`` and ``append_us`` as its
-    threads measured, and the share keys. The total a send stays the calibrated one."""
+    threads measured, and the share keys. The total a send stays the calibrated one, except that with a
+    client heap (``producers.heap_mb``) G1's concurrent threads' part (``marking_share``) leaves the other
+    threads for the heap's marking cycles on the host (``producers.heap_marking_on_host``), which cost by
+    the live old generation, not by the send; and its collections stop the client's threads only, their
+    collector threads beside the broker's (``producers.heap_stops = "client"``: the driver's JVM, not the
+    host, pauses), unless ``client_stops`` is false (a work-conserving host cannot stop one process)."""
     send, io, append = (values[k] for k in CPU_KEYS)
     append *= request_bytes / KIB
     total = send + io + append
     keep = 1.0 - split.other_share
     broker = (io + append) * keep
-    out = dict(values)
+    out: dict[str, float | str] = dict(values)
     out["producers.send_cpu_us"] = send * keep
     out["brokers.default.store.io_us"] = broker * split.broker_io_share
     out["brokers.default.store.append_us"] = broker * (1.0 - split.broker_io_share) * KIB / request_bytes
     out["producers.host_other_cpu_us"] = total * split.other_share
     out["producers.host_other_threads"] = split.other_threads
+    if values.get("producers.heap_mb", 0) > 0:  # G1's marking on the host as the heap's, not the others'
+        out["producers.host_other_cpu_us"] = total * (split.other_share - split.marking_share)
+        out["producers.heap_marking_on_host"] = True
+        if client_stops:
+            out["producers.heap_stops"] = "client"
     out.update(split.client)
     out.update(split.broker)
     return out

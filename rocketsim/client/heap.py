@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from rocketsim.client.g1_predictions import G1Analytics, PauseCosts
-from rocketsim.client.host import Host
+from rocketsim.client.host import G1_CONCURRENT, Host
 from rocketsim.scenario import Scenario
 
 KIB_PER_MB = 1024.0
@@ -23,6 +23,16 @@ IHOP_SHARE = 0.45  # InitiatingHeapOccupancyPercent: the old generation's share 
 COPY_SAFETY = (100.0 / 50.0) * (100.0 + 10.0) / 100.0  # G1ConfidencePercent 50, TargetPLABWastePct 10
 INITIAL_SURVIVAL = 0.4  # G1SurvRateGroup::reset: the survival rate predicted before any collection
 SURVIVAL_ALPHA = 0.7  # AbsSeq's decaying average (DEFAULT_ALPHA_VALUE): the weight of the past
+# G1's concurrent marking as its threads' CPU (producers.heap_marking_on_host): a cycle's CPU, all its
+# ConcGCThreads together, is a part per cycle (clearing the next bitmap, scanning the root regions, the
+# remembered sets' rebuild: the heap's, not the live set's) and a part per KiB live in the old generation.
+# Measured of the harness's driver JVM (JDK 17, 1 GiB, 2 processors: 1 marking thread) holding a backlog of
+# pending sends (tests/data/realbroker-reruns/g1_backlog, G1_Conc's CPU over the cycles of hold_*.gclog,
+# least squares over the three holds: 0.53, 0.52, 1.41 s for 7, 5, 9 cycles at 129, 259, 560-598 MiB live;
+# the fit gives 0.54, 0.50, 1.41)
+MARKING_CYCLE_US = 55_000.0
+MARKING_US_PER_KIB = 0.168
+MARKING_PIECE_US = 1000.0  # the marking threads' CPU placed on the host one piece at a time (a yield point)
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,7 @@ class HeapParams:
     marking_us: float = 0.0  # a concurrent marking cycle's length (0: none; only full collections free)
     pause_goal_us: float = 0.0  # G1's MaxGCPauseMillis: its adaptive young sizing (0: the room left)
     g1_workers: int = 0  # with the sizing, G1's ParallelGCThreads: its start-up predictions (0: none)
+    marking_threads: int = 0  # G1's ConcGCThreads whose CPU a marking cycle is on the host (0: marking_us)
 
     @property
     def region_kib(self) -> float:
@@ -117,6 +128,9 @@ class ClientHeap:
         self.marking_end_us: float | None = None  # when the marking cycle under way ends
         self.marked_dead_kib = 0.0  # the garbage it found (dead at its start: G1's snapshot)
         self.markings = 0
+        self.marking_left_us: float | None = None  # marking_threads: the cycle under way's CPU not yet placed
+        self.marking_free_us: list[float] = []  # and when each of its threads' last piece ends
+        self.marking_cpu_us = 0.0  # the marking threads' CPU placed so far
         self.allocated_kib = 0.0  # since the last collection
         self.pauses: list[tuple[float, float]] = []  # (start, length) of each collection
         self.full_collections = 0
@@ -157,7 +171,9 @@ class ClientHeap:
     def allocate(self, ready_us: float) -> None:
         """A send's work, ready at ``ready_us``, allocates; a full young generation is collected first."""
         self.allocated_kib += self.params.alloc_kib
-        if self.params.marking_us > 0:
+        if self.params.marking_threads > 0:
+            self._mark_on_host(ready_us)
+        elif self.params.marking_us > 0:
             self._mark(ready_us)
         if self.params.pause_goal_us > 0:
             if self.allocated_kib >= self.eden_kib:
@@ -197,6 +213,7 @@ class ClientHeap:
         self.survivors = 0
         self.old_dead_kib = 0.0
         self.marking_end_us = None  # G1 aborts the marking under way
+        self.marking_left_us = None
         self.full_collections += 1
         self._size_young()
 
@@ -234,6 +251,34 @@ class ClientHeap:
             self.marking_end_us = None
             self.markings += 1
 
+    def _mark_on_host(self, now_us: float) -> None:
+        """G1's concurrent marking as its threads' work (``marking_threads``; JDK 17 ``G1ConcurrentMark``,
+        ``ConcGCThreads``): once the old generation holds ``IHOP_SHARE`` of the heap
+        (``G1Policy::need_to_start_conc_mark``; the adaptive IHOP is not modelled) a cycle starts whose CPU
+        is :data:`MARKING_CYCLE_US` and :data:`MARKING_US_PER_KIB` of the live sends outside the eden; its
+        threads run it on the host in pieces of :data:`MARKING_PIECE_US`, each thread runnable beside the
+        others until its part is done (a client thread: a pause stops it, as a safepoint suspends G1's
+        concurrent threads); the cycle ends when the last piece has ended, and frees the garbage dead at
+        its start (G1's snapshot; the mixed collections that follow, their copying not counted)."""
+        p = self.params
+        if self.marking_left_us is None:
+            if self.held_kib() >= IHOP_SHARE * p.heap_kib:
+                live_kib = (self.pending - self.pending_young) * p.pending_kib
+                self.marking_left_us = MARKING_CYCLE_US + MARKING_US_PER_KIB * live_kib
+                self.marking_free_us = [now_us] * p.marking_threads
+                self.marked_dead_kib = self.old_dead_kib
+            return
+        for i, free in enumerate(self.marking_free_us):
+            if free <= now_us and self.marking_left_us > 0:
+                work = min(MARKING_PIECE_US, self.marking_left_us)
+                self.marking_free_us[i] = self.cores.run(now_us, work, (G1_CONCURRENT, i))
+                self.marking_left_us -= work
+                self.marking_cpu_us += work
+        if self.marking_left_us <= 0 and max(self.marking_free_us) <= now_us:
+            self.old_dead_kib -= min(self.marked_dead_kib, self.old_dead_kib)
+            self.marking_left_us = None
+            self.markings += 1
+
     def _pause(self, at_us: float, pause_us: float) -> None:
         """A collection's pause of ``pause_us`` from ``at_us``: every core of the host stops for it, or
         (``collector_threads``) the client's threads stop while its collector threads share ``pause_us`` of
@@ -263,6 +308,7 @@ def client_heap(sc: Scenario, cores: Host) -> ClientHeap | None:
         p.heap_marking_ms * 1000.0,
         p.heap_pause_goal_ms * 1000.0,
         parallel_gc_threads(p.processors),
+        conc_gc_threads(p.processors) if p.heap_marking_on_host else 0,
     )
     return ClientHeap(params, cores)
 
@@ -271,3 +317,10 @@ def parallel_gc_threads(processors: int) -> int:
     """G1's stop-the-world workers on ``processors`` (HotSpot's ``ParallelGCThreads`` default,
     ``WorkerPolicy::calc_parallel_worker_threads``: every processor up to 8, then 5/8 of the rest)."""
     return processors if processors <= 8 else 8 + (processors - 8) * 5 // 8
+
+
+def conc_gc_threads(processors: int) -> int:
+    """G1's concurrent marking threads on ``processors`` (HotSpot's ``ConcGCThreads`` default,
+    ``G1ConcurrentMark::G1ConcurrentMark``: ``scale_concurrent_worker_threads``, a quarter of
+    ``ParallelGCThreads`` rounded, at least one: one on the harness's 2 processors)."""
+    return max((parallel_gc_threads(processors) + 2) // 4, 1)

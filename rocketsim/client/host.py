@@ -46,6 +46,7 @@ class Host(Protocol):
 
 SUBMITTER = "submitter"  # the process's thread that calls send (Host.free_us, a FairShareHost's thread)
 LOGGER = "logger"  # the client logger's one thread (ClientLogger's AsyncAppender dispatcher), Host.free_us
+G1_CONCURRENT = "g1 concurrent"  # the client JVM's G1 marking threads, (G1_CONCURRENT, i): client.heap
 
 
 def run_in_turn(host: Host, thread: Hashable, at_us: float, us: float) -> float:
@@ -58,11 +59,13 @@ def run_in_turn(host: Host, thread: Hashable, at_us: float, us: float) -> float:
 def is_client_thread(thread: Hashable) -> bool:
     """Whether ``thread`` is one of the client process's: a producer's (the callers name them ``(producer,
     ...)``), the process's one :data:`SUBMITTER` (the application's thread that calls send, a thread of
-    the client's JVM: a collection's pause stops it too) or its one :data:`LOGGER`; the brokers' are
-    ``None``, ``("writer", i)``, ``("reput", i)``."""
+    the client's JVM: a collection's pause stops it too), its one :data:`LOGGER` or its G1 marking threads
+    (``(G1_CONCURRENT, i)``); the brokers' are ``None``, ``("writer", i)``, ``("reput", i)``."""
     if thread in (SUBMITTER, LOGGER):
         return True
-    return isinstance(thread, tuple) and bool(thread) and isinstance(thread[0], int)
+    if not (isinstance(thread, tuple) and thread):
+        return False
+    return isinstance(thread[0], int) or thread[0] == G1_CONCURRENT
 
 
 class HostCores:

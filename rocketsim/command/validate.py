@@ -107,7 +107,8 @@ def run(args: argparse.Namespace, prog: str = PROG) -> int:
     fit = None
     if values.get("producers.send_cpu_us", 0) > 0:  # the host's cores are the model's
         if args.thread_split:
-            values = split_values(values, read_thread_split(), request_bytes(chosen[0]))
+            split = read_thread_split()
+            values = split_values(values, split, request_bytes(chosen[0]), not args.fit_host_capacity)
         fit = capacity_fit(chosen, values, args.seed) if args.fit_host_capacity else None
         if fit is not None:
             _print_capacity(fit)
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace, prog: str = PROG) -> int:
         )
     print(f"host: producers.host_scheduler = {host_scheduler}")
     for key, value in values.items():
-        print(f"calibrated {key} = {value:.6g}")
+        print(f"calibrated {key} = {_value(value)}")
     comparisons = []
     for run in runs:
         if run.name in args.calibrate_from and not args.include_calibration_runs:
@@ -133,7 +134,12 @@ def run(args: argparse.Namespace, prog: str = PROG) -> int:
     if args.report:
         header = [
             f"Calibrated from {', '.join(args.calibrate_from)}: "
-            + ", ".join(f"{k} = {v:.6g}" for k, v in values.items())
+            + ", ".join(f"{k} = {_value(v)}" for k, v in values.items())
         ]
         print(f"report: {write_report(comparisons, args.report, header).resolve()}")
     return 0
+
+
+def _value(value: float | str) -> str:
+    """A calibrated value as the command prints it (a number to 6 digits; a choice, ``heap_stops``, as is)."""
+    return value if isinstance(value, str) else f"{value:.6g}"

@@ -357,6 +357,13 @@ class ProducerConfig:
     # collections free the old generation. Measured: G1 on JDK 17 with a backlog of pending sends, the
     # median of 21 cycles 1.0 s (0.3-2.9 s; tests/data/realbroker-reruns/g1_backlog)
     heap_marking_ms: float = field(default=0.0, metadata=_between(0, 1e7))
+    # G1's concurrent marking cycle as the CPU of its ConcGCThreads on the shared host (a quarter of
+    # ParallelGCThreads, at least one): started at the same 45%, a cycle costs 55 ms and 0.168 us a KiB
+    # live in the old generation (measured of G1 on JDK 17 holding a backlog of pending sends,
+    # tests/data/realbroker-reruns/g1_backlog), run by threads runnable beside every other while it
+    # lasts, so it ends when the host has given them that CPU (heap_marking_ms is then not used).
+    # Needs shared_host and heap_mb > 0 (rocketsim.client.heap)
+    heap_marking_on_host: bool = False
     # G1's pause-time goal (MaxGCPauseMillis; the JVM's default 200), ms: with it the young generation
     # is sized as G1's adaptive sizing does after each collection, the largest eden whose predicted
     # pause fits the goal and whose predicted copy (its survival rate, 2.2 times) fits the free heap

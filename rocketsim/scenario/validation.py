@@ -203,6 +203,9 @@ def _check_host(sc: Scenario) -> None:
             "needs producers.send_cpu_us > 0 (the host its collections pause)",
             sc.producers.heap_mb,
         )
+    if sc.producers.heap_marking_on_host and not (sc.producers.shared_host and sc.producers.heap_mb > 0):
+        rule = "needs producers.shared_host = true and heap_mb > 0 (the heap it marks, the host it runs on)"
+        _fail("producers.heap_marking_on_host", rule, True)
     if sc.producers.host_stall_every > 0 and sc.producers.send_cpu_us <= 0:
         rule = "needs producers.send_cpu_us > 0 (the host that stalls)"
         _fail("producers.host_stall_every", rule, sc.producers.host_stall_every)

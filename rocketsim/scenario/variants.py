@@ -80,6 +80,7 @@ SEND_ONLY_PRODUCER_SETTINGS = (
     "heap_full_us_per_kib",
     "heap_stops",
     "heap_marking_ms",
+    "heap_marking_on_host",
     "heap_pause_goal_ms",
     "host_stall_every",
     "host_stall_ms",

@@ -64,14 +64,20 @@ def replay(goal_us: float, marking_us: float, workers: int) -> ClientHeap:
     return heap
 
 
-meta = json.loads((RUN / "meta.json").read_text())
-print(f"{RUN.name}: driver {meta['driver_gc']}")
-for name, (goal, marking, workers) in SETTINGS.items():
-    heap = replay(goal, marking, workers)
-    full = heap.full_collections
-    young_ms = sum(p for _, p in heap.pauses) / 1000 - heap.compacted_kib * heap.params.full_us_per_kib / 1000
-    print(
-        f"  model, {name}: {len(heap.pauses) - full} young ({young_ms:,.0f} ms), {full} full "
-        f"({heap.compacted_kib * heap.params.full_us_per_kib / 1000:,.0f} ms), {heap.markings} markings; "
-        f"{heap.copied_kib / 1024:,.0f} MiB copied, {heap.compacted_kib / 1024:,.0f} MiB compacted"
-    )
+def main() -> None:
+    meta = json.loads((RUN / "meta.json").read_text())
+    print(f"{RUN.name}: driver {meta['driver_gc']}")
+    for name, (goal, marking, workers) in SETTINGS.items():
+        heap = replay(goal, marking, workers)
+        full = heap.full_collections
+        full_ms = heap.compacted_kib * heap.params.full_us_per_kib / 1000
+        young_ms = sum(p for _, p in heap.pauses) / 1000 - full_ms
+        print(
+            f"  model, {name}: {len(heap.pauses) - full} young ({young_ms:,.0f} ms), {full} full "
+            f"({full_ms:,.0f} ms), {heap.markings} markings; "
+            f"{heap.copied_kib / 1024:,.0f} MiB copied, {heap.compacted_kib / 1024:,.0f} MiB compacted"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""A cut of a measured run simulated as ``python -m rocketsim.validation ... --thread-split`` simulates it
+(the command's calibration from a_low_async and b_ramp_async_p1, ``split_values`` with the per-thread run's
+split, ``run_scenario``, ``simulate``), per second of due time beside the measured per_second.csv: OK
+completions, OK p50 / p99, failures, and per second of the host's clock the client heap's collections
+(young and full), their pause ms, the old generation (live and dead) after the last one, the sends held,
+and G1's concurrent marking (cycles ended, its threads' CPU ms). docs/validation.md, "The collector's
+cost under the in-flight backlog". Run from the project's root:
+python tests/data/realbroker-reruns/g1_backlog/cut_gcload.py [STEPS] [--run=NAME] [--set=KEY=VALUE ...]
+(STEPS default ``10000:1,72000:5`` of c_overload_async_p2_72000; 4-7 minutes of CPU, 2 GB: under the
+heavy-run lock). ``--no-split``: the validation scenario without the thread split."""
+
+import sys
+from collections import defaultdict
+from dataclasses import replace
+
+import numpy as np
+
+import rocketsim.engine.joint as joint
+import rocketsim.engine.reference as reference
+from rocketsim.calibration.thread_split import split_values
+from rocketsim.client import heap as heap_module
+from rocketsim.engine import simulate
+from rocketsim.scenario.workload import generate
+from rocketsim.validation.calibrate import validation_values
+from rocketsim.validation.compare import due_latency_ms, per_second, result_classes
+from rocketsim.validation.scenario import request_bytes, run_scenario
+from rocketsim.warehouse.measured_runs import read_run
+from rocketsim.warehouse.thread_runs import read_thread_split
+
+RUNS = "tests/data/realbroker/"
+heaps: list[heap_module.ClientHeap] = []
+AFTER: dict[tuple[int, int], tuple[float, int]] = {}  # (heap, host second) -> (held MiB, pending) at its last
+_collect = heap_module.ClientHeap.collect
+
+
+def recorded(sc, cores):  # type: ignore[no-untyped-def]
+    h = heap_module.client_heap(sc, cores)
+    if h is not None:
+        heaps.append(h)
+    return h
+
+
+def collect(self, at_us, young_kib):  # type: ignore[no-untyped-def]
+    _collect(self, at_us, young_kib)
+    AFTER[(id(self), int(at_us // 1e6))] = (self.held_kib() / 1024.0, self.pending)
+
+
+def parse_value(value: str) -> object:
+    if value in ("true", "false"):
+        return value == "true"
+    if value.isdigit():
+        return int(value)
+    return float(value) if value.replace(".", "", 1).isdigit() else value
+
+
+def main() -> None:
+    reference.client_heap = recorded  # type: ignore[assignment]
+    joint.client_heap = recorded  # type: ignore[assignment]
+    heap_module.ClientHeap.collect = collect  # type: ignore[method-assign]
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    steps = tuple(
+        (int(r), float(s))
+        for r, s in (x.split(":") for x in (args[0] if args else "10000:1,72000:5").split(","))
+    )
+    chosen = [read_run(RUNS + "a_low_async"), read_run(RUNS + "b_ramp_async_p1")]
+    values = validation_values(chosen)  # as the command calibrates
+    if "--no-split" not in sys.argv:
+        values = split_values(values, read_thread_split(), request_bytes(chosen[0]))
+    for key, value in (a[len("--set=") :].split("=", 1) for a in sys.argv[1:] if a.startswith("--set=")):
+        values[key] = parse_value(value)  # type: ignore[assignment]
+        print(f"set {key} = {values[key]}")
+    name = next(
+        (a[len("--run=") :] for a in sys.argv[1:] if a.startswith("--run=")), "c_overload_async_p2_72000"
+    )
+    run = read_run(RUNS + name)
+    cut = replace(run, meta=replace(run.meta, steps=steps, n=int(sum(rate * secs for rate, secs in steps))))
+    sc = run_scenario(cut, values, seed=1)
+    messages = generate(sc)
+    out = simulate(messages, sc)
+    results = out.results
+    due_ms = np.asarray(results["born_ts_ms"], np.float64)
+    second = (due_ms // 1000).astype(int)
+    classes = result_classes(results)
+    latency = due_latency_ms(results)
+    sim = per_second(second, classes, latency)
+    ok_end = ((due_ms + latency) // 1000).astype(int)[classes == "SEND_OK"]
+    lead = run.meta.steps[0][1] - steps[0][1]
+    measured = run.per_second
+    pauses = defaultdict(list)
+    for h in heaps:
+        for start, length in h.pauses:
+            pauses[int(start // 1e6)].append(length)
+    print(
+        f"{name} cut {steps}: {len(heaps)} heaps, {sum(len(v) for v in pauses.values())} collections "
+        f"({sum(h.full_collections for h in heaps)} full), "
+        f"{sum(sum(v) for v in pauses.values()) / 1000:,.0f} ms of pauses, "
+        f"{sum(h.markings for h in heaps)} marking cycles, "
+        f"{sum(getattr(h, 'marking_cpu_us', 0.0) for h in heaps) / 1000:,.0f} ms of marking CPU"
+    )
+    print(
+        "sec  OK done/meas  p50 sim/meas  p99 sim/meas  failed | host s: collections, pause ms, old MiB, held"
+    )
+    for _, row in sim.iterrows():
+        s = int(row["second"])
+        m = measured[measured["second"] == s + lead].iloc[0]
+        errs = {k[4:]: int(v) for k, v in row.items() if str(k).startswith("err_") and v}
+        olds = [AFTER.get((id(h), s), (np.nan, 0)) for h in heaps]
+        print(
+            f"{s:3d} {int(np.sum(ok_end == s)):6d}/{int(m['ok']):6d} "
+            f"{row['ok_latency_p50_ms']:6.0f}/{m['ok_latency_p50_ms']:6.0f} "
+            f"{row['ok_latency_p99_ms']:6.0f}/{m['ok_latency_p99_ms']:6.0f} {errs} | "
+            f"{len(pauses[s]):3d} {sum(pauses[s]) / 1000:5.0f} "
+            + " ".join(f"{mib:5.0f} {n:6d}" for mib, n in olds)
+        )
+    after = [p for s, v in pauses.items() if s >= len(sim) for p in v]
+    print(f"after the last due second (the drain): {len(after)} collections, {sum(after) / 1000:,.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -63,9 +63,13 @@ class SortedTimes:
     def rank(self, t: float) -> int:
         """How many are at or before ``t`` (a sorted list's ``bisect.bisect_right``)."""
         i = bisect.bisect_right(self._maxes, t)
-        if i == len(self._maxes):
+        n = len(self._maxes)
+        if i == n:
             return self._len
-        return sum(self._counts[:i]) + bisect.bisect_right(self._chunks[i], t)
+        within = bisect.bisect_right(self._chunks[i], t)
+        if 2 * i <= n:  # the chunks before it counted from the front, or the ones from it from the back
+            return sum(self._counts[:i]) + within
+        return self._len - sum(self._counts[i:]) + within
 
     def last_by(self, t: float) -> float | None:
         """The latest at or before ``t`` (None: none is)."""

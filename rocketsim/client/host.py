@@ -21,6 +21,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from rocketsim.client.host_books import PieceLog, RunningPieces
 from rocketsim.client.wakeups import WakeupLeg, wakeup_leg
 from rocketsim.rng import derive_key, uniform
 from rocketsim.scenario import Scenario
@@ -174,17 +175,15 @@ class FairShareHost:
         self.ledger = CapacityLedger(processors) if conserving else None
         self.free_us: dict[Hashable, float] = {}  # the process's shared threads (Host.free_us)
         self._now = 0.0
-        self._starts: list[float] = []  # the pieces' starts, sorted
-        self._ends: list[float] = []  # and their ends, sorted
+        self._running = RunningPieces()  # the pieces' starts and ends, each sorted
         self._threads: dict[Hashable, tuple[list[float], list[float]]] = {}  # the same per named thread
         self._stop_starts: list[float] = []  # the host's stops, one after another
         self._stop_ends: list[float] = []
-        self._other_starts: list[float] = []  # the pieces of threads not the client's, sorted
-        self._other_ends: list[float] = []
+        self._others_running = RunningPieces()  # the pieces of threads not the client's
         self._client_stops: tuple[list[float], list[float]] = ([], [])  # the client's stops (starts, ends)
         self._host_stops = (self._stop_starts, self._stop_ends)
         self._last_end = 0.0  # the latest end advance forgot
-        self._pieces: list[Piece] = []  # the pieces placed, for the stops placed after them (_hold)
+        self._pieces = PieceLog()  # the pieces placed, for the stops placed after them (_hold)
         self._pieces_kept = PIECES_KEPT  # advance forgets the ended pieces once there are more than this
         self._resumes: dict[Hashable, float] = {}  # when a named thread's rests a stop held end (_hold)
 
@@ -205,12 +204,12 @@ class FairShareHost:
         own = self._threads.setdefault(thread, ([], [])) if thread is not None else ([], [])
         # while the client is stopped its threads wait: beside a piece of another process run the others'
         # (the thread's own pieces count once where they overlap, as _book counts them)
-        counted = (self._starts, self._ends)
+        counted = self._running
         if not client and _covering(*self._client_stops, start):
-            counted = (self._other_starts, self._other_ends)
+            counted = self._others_running
         beside = max(
-            _covering(*counted, start) - min(1, _covering(*own, start)),
-            _covering(*counted, self._now) - min(1, _covering(*own, self._now)),
+            counted.covering(start) - min(1, _covering(*own, start)),
+            counted.covering(self._now) - min(1, _covering(*own, self._now)),
         )
         if self.ledger is not None:
             share = min(1.0, self.processors / (beside + 1))
@@ -222,7 +221,7 @@ class FairShareHost:
         self._book(start, end, own, client)
         taken = work_us if self.ledger is None else self.ledger.taken
         ran = end - start - _held(stops, start, end)
-        self._pieces.append(Piece(start, end, min(1.0, taken / ran) if ran > 0 else 1.0, client, thread))
+        self._pieces.append(start, end, min(1.0, taken / ran) if ran > 0 else 1.0, client, thread)
         return start, end
 
     def _stops_of(self, client: bool) -> list[tuple[list[float], list[float]]]:
@@ -234,13 +233,12 @@ class FairShareHost:
         runs one piece at a time, so where the thread's pieces placed before already run (a Netty thread's
         piece placed in a gap before its next one, and longer on the host than the gap) it is not one more
         thread beside the others."""
-        lists = [(self._starts, self._ends)]
+        books = [self._running]
         if not client and self.client_stops:
-            lists.append((self._other_starts, self._other_ends))
+            books.append(self._others_running)
         for lo, hi in _uncovered(*own, start, end):
-            for starts, ends in lists:
-                bisect.insort(starts, lo)
-                bisect.insort(ends, hi)
+            for running in books:
+                running.add(lo, hi)
         bisect.insort(own[0], start)
         bisect.insort(own[1], end)
 
@@ -253,25 +251,25 @@ class FairShareHost:
         its own, counted beside the others and beside its thread's later pieces; a thread's rests, one
         after another.)"""
         held = []
-        for p in self._pieces:
-            over = min(p.end, stop_end) - max(p.start, stop_start)
-            if over > 0 and (p.client or not client_only):
-                held.append((max(p.end, stop_end), over * p.rate, p))
-        for ready, work, p in sorted(held, key=lambda h: h[0]):
-            stops = self._stops_of(p.client)
-            start = ready if p.thread is None else max(ready, self._resumes.get(p.thread, ready))
+        for p_start, p_end, rate, client, thread in self._pieces.over(stop_start, stop_end):
+            over = min(p_end, stop_end) - max(p_start, stop_start)
+            if over > 0 and (client or not client_only):
+                held.append((max(p_end, stop_end), over * rate, rate, client, thread))
+        for ready, work, rate, client, thread in sorted(held, key=lambda h: h[0]):
+            stops = self._stops_of(client)
+            start = ready if thread is None else max(ready, self._resumes.get(thread, ready))
             for stop in stops:
                 start = _after(*stop, start)
             if self.ledger is not None:
-                end = self.ledger.take(start, work, p.rate, 0.0, self._host_stops, pays_debt=False)
+                end = self.ledger.take(start, work, rate, 0.0, self._host_stops, pays_debt=False)
             else:
-                end = start + work / p.rate
+                end = start + work / rate
                 for stop in stops:
                     end = _over(*stop, start, end)
-            self._book(start, end, ([], []), p.client)
-            self._pieces.append(Piece(start, end, p.rate, p.client, p.thread))
-            if p.thread is not None:
-                self._resumes[p.thread] = max(end, self._resumes.get(p.thread, end))
+            self._book(start, end, ([], []), client)
+            self._pieces.append(start, end, rate, client, thread)
+            if thread is not None:
+                self._resumes[thread] = max(end, self._resumes.get(thread, end))
 
     def stop_all(self, at_us: float, length_us: float) -> float:
         """Every thread of the host stops for ``length_us`` from ``at_us`` (after the stops before it);
@@ -290,16 +288,12 @@ class FairShareHost:
             raise ValueError("stop_client on a host made without client_stops (its other pieces not kept)")
         starts, ends = self._client_stops
         start = _after(self._stop_starts, self._stop_ends, max(at_us, ends[-1]) if ends else at_us)
-        beside = max(
-            _covering(self._other_starts, self._other_ends, start),
-            _covering(self._other_starts, self._other_ends, self._now),
-        )
+        beside = max(self._others_running.covering(start), self._others_running.covering(self._now))
         end = start + work_us * max(1.0, (beside + threads) / self.processors)
         end = _over(self._stop_starts, self._stop_ends, start, end)
-        for lists in (self._starts, self._ends), (self._other_starts, self._other_ends):
+        for running in self._running, self._others_running:
             for _ in range(threads):  # the collector's threads: beside the others' pieces
-                bisect.insort(lists[0], start)
-                bisect.insort(lists[1], end)
+                running.add(start, end)
         starts.append(start)
         ends.append(end)
         self._hold(start, end, client_only=True)
@@ -311,25 +305,26 @@ class FairShareHost:
         self._now = max(self._now, now_us)
         if self.ledger is not None:
             self.ledger.advance(now_us)
-        lists = (self._starts, self._ends), (self._other_starts, self._other_ends), *self._threads.values()
-        for starts, ends in (*lists, (self._stop_starts, self._stop_ends), self._client_stops):
+        last = self._running.forget(now_us)
+        if last is not None:
+            self._last_end = max(self._last_end, last)
+        self._others_running.forget(now_us)
+        for starts, ends in (*self._threads.values(), self._host_stops, self._client_stops):
             k = bisect.bisect_right(ends, now_us)
             if k:
-                if ends is self._ends:
-                    self._last_end = max(self._last_end, ends[k - 1])
                 del starts[:k], ends[:k]
         if len(self._pieces) > self._pieces_kept:
-            self._pieces = [p for p in self._pieces if p.end > self._now]
+            self._pieces.forget_ended(self._now)
             self._pieces_kept = max(PIECES_KEPT, 2 * len(self._pieces))
 
     def _idle_before(self, at: float) -> float:
         """How long no piece has run just before ``at`` (0: one runs at ``at``), up to the end of the
         engine's current step (past it the host looks idle because nothing is placed there yet), the
         host's stops left out (stopped, its cores did not idle: they forgive no debt)."""
-        if _covering(self._starts, self._ends, at):
+        if self._running.covering(at):
             return 0.0
-        k = bisect.bisect_right(self._ends, at)
-        last = max(self._last_end, self._ends[k - 1] if k else 0.0)
+        latest = self._running.last_end_by(at)
+        last = max(self._last_end, latest if latest is not None else 0.0)
         until = min(at, self._now + ENGINE_STEP_US)
         return max(0.0, until - last - _held([self._host_stops], last, until))
 
@@ -418,18 +413,6 @@ PIECES_KEPT = 4096  # FairShareHost keeps this many placed pieces' records befor
 ENGINE_STEP_US = 1000.0  # the engine's clock: what is ready within its current ms is placed in that step
 
 
-@dataclass(frozen=True)
-class Piece:
-    """A piece of work a :class:`FairShareHost` placed: its span, its speed (core-us of work a us it runs,
-    the stops it was placed after left out) and whether a client's thread runs it."""
-
-    start: float
-    end: float
-    rate: float
-    client: bool
-    thread: Hashable = None
-
-
 def _after(stop_starts: list[float], stop_ends: list[float], at: float) -> float:
     """``at``, or the end of the stop it falls in (``stop_starts``, ``stop_ends``: one after another)."""
     i = bisect.bisect_right(stop_starts, at) - 1
@@ -459,8 +442,10 @@ def _held(stops: list[tuple[list[float], list[float]]], start: float, end: float
 def _uncovered(starts: list[float], ends: list[float], lo: float, hi: float) -> list[tuple[float, float]]:
     """The parts of [lo, hi) that none of the intervals [start, end) (``starts``, ``ends`` each sorted)
     holds."""
-    depth = _covering(starts, ends, lo)
     i, j = bisect.bisect_right(starts, lo), bisect.bisect_right(ends, lo)
+    depth = i - j  # _covering(starts, ends, lo)
+    if (i == len(starts) or starts[i] >= hi) and (j == len(ends) or ends[j] >= hi):
+        return [(lo, hi)] if depth == 0 and hi > lo else []  # nothing starts or ends inside: the loop's
     parts, t = [], lo
     while t < hi:
         next_start = starts[i] if i < len(starts) else math.inf

@@ -49,8 +49,8 @@ def parser(prog: str = PROG, epilog: str | None = None) -> OneLineArgumentParser
         help="run each send's CPU on the threads the harness's per-thread run measured (the client's Netty "
         "worker and selector, its callbacks, the broker's connection, send and reput threads, the JVMs' "
         "other threads) instead of the executor's thread and the broker's two: the client's Netty worker "
-        "queues under overload, as measured; 2-3 times the CPU on a short run, far more with a backlog "
-        "(docs/validation.md)",
+        "queues under overload, as measured; up to about twice the CPU, the whole overloaded c_overload "
+        "included (docs/validation.md)",
     )
     return p
 

@@ -98,6 +98,7 @@ def test_a_job_reading_a_run_that_is_not_there_says_so_before_spark(
         assert err.splitlines() == [
             f"MissingRunError: run 'nodata' has no {table} ({wh}/{table} is not a Delta table)"
         ]
+        assert not wh.exists()  # refused before its claim: nothing written, not even the folder
     _publish_messages(wh, "half")  # messages only: summarize needs attempts and results too
     code, err = _job("summarize", wh, "half", capsys)
     assert (code, err.splitlines()) == (

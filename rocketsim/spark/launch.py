@@ -22,7 +22,7 @@ from rocketsim.errors import RocketSimError
 from rocketsim.spark import progress
 from rocketsim.spark.cli import CapacityArgs, CompareArgs, JobArgs
 from rocketsim.spark.submit import ERROR_FILE_ENV, SPARK_LOG_ENV
-from rocketsim.warehouse.claims import ClaimError, claimed
+from rocketsim.warehouse.claims import ClaimError, claimed, warehouse_exists
 from rocketsim.warehouse.delta import DamagedTableError
 from rocketsim.warehouse.paths import DeltaSinkError
 from rocketsim.warehouse.read import DamagedRunError, MissingRunError, require_run
@@ -55,6 +55,8 @@ def run_job(
     ``body(spark)``; returns the exit code (module docstring)."""
     started = False
     try:
+        if reads and not warehouse_exists(args.warehouse):  # refused before the claim makes its folder
+            require_run(args.warehouse, reads[0], args.run_id)
         with claimed(args.warehouse, args.run_id, f"jobs/{job}.py"):
             for table in reads:
                 require_run(args.warehouse, table, args.run_id)

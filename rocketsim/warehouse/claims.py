@@ -73,6 +73,12 @@ def _local(warehouse: str | os.PathLike[str]) -> bool:
     return "://" not in base or base.startswith("file://")
 
 
+def warehouse_exists(warehouse: str | os.PathLike[str]) -> bool:
+    """Whether a local warehouse's folder is there (an object store's: taken as there). A job that only
+    reads is refused before it claims a run in a warehouse that is not: the claim would make its folder."""
+    return not _local(warehouse) or os.path.isdir(os.path.dirname(_folder(warehouse)))
+
+
 def _proc_start(pid: int) -> str:
     """Field 22 of ``/proc/<pid>/stat`` (start time in clock ticks since boot); '' if unknown."""
     try:

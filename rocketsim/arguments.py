@@ -5,7 +5,6 @@ its usage errors import nothing else (``tests/test_command_imports.py``)."""
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import typing
 from collections.abc import Sequence
@@ -35,7 +34,7 @@ class OneLineArgumentParser(argparse.ArgumentParser):
             return usage
         lines = usage.rstrip("\n").split("\n")
         indent = " " * len(f"usage: {self.prog} ")
-        width = shutil.get_terminal_size().columns - 2  # argparse.HelpFormatter's
+        width = self._get_formatter()._width  # the width argparse's own formatter wraps the usage to
         for part in self.more_usage:
             if len(lines[-1]) + 1 + len(part) <= width:
                 lines[-1] += " " + part

@@ -345,7 +345,7 @@ def small_runs_validated(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict
     import contextlib
     import io
 
-    from rocketsim.command.validate import main
+    from rocketsim.command.validate_options import main
 
     runs = [DATA / n for n in ("a_low_async", "b_ramp_async_p1", "a_low_sync", "f_stop5s_sync")]
     runs.append(HELDOUT / "f_stop5s_async_warm")  # ~2 s more

@@ -15,6 +15,7 @@ class Simulated(Exception):
 def first_scenario(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> Scenario:
     """Run the command on ``argv`` up to its first simulation; the scenario it built for it."""
     import rocketsim.command.validate as validate
+    from rocketsim.command.validate_options import main
 
     scenarios: list[Scenario] = []
     real_run_scenario = validate.run_scenario
@@ -29,6 +30,6 @@ def first_scenario(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> Scenario
     monkeypatch.setattr(validate, "run_scenario", run_scenario)
     monkeypatch.setattr(validate, "simulate", simulate)
     with pytest.raises(Simulated):
-        validate.main(argv)
+        main(argv)
     (sc,) = scenarios
     return sc

@@ -1,10 +1,6 @@
 """``rocketsim validate`` (and ``python -m rocketsim.validation``): the model against runs of the real-broker
 harness. Needs no Spark.
 
-    rocketsim validate RUN_DIR [RUN_DIR ...] --calibrate-from NAME [--calibrate-from NAME]
-        [--json FILE] [--report DIR] [--seed N] [--include-calibration-runs] [--fit-host-capacity]
-        [--thread-split]
-
 Each RUN_DIR is a run folder (meta.json, outcomes.csv, summary.json, per_second.csv, ...) or a folder of
 them. The runs named by --calibrate-from calibrate the model; every other run (with
 --include-calibration-runs, those too) is then simulated on its exact schedule and reported beside its
@@ -13,8 +9,8 @@ measurement (docs/validation.md). The host is the fair one with the CPU a send f
 calibration run's rate (rocketsim.validation.host_capacity) and simulates on that host; --thread-split runs
 each send's CPU on the threads the harness's per-thread run measured (rocketsim.calibration.thread_split).
 
-The command line and its help are :mod:`rocketsim.command.validate_options`'s, which imports this module
-only once it parsed one (the engine and the report's charts take seconds to import).
+The command line, its help and ``main`` are :mod:`rocketsim.command.validate_options`'s, which imports
+this module only once it parsed one (the engine and the report's charts take seconds to import).
 """
 
 from __future__ import annotations
@@ -23,10 +19,8 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
 
 from rocketsim.calibration.thread_split import split_values
-from rocketsim.command.validate_options import PROG, parse  # the command line: its own module, light
 from rocketsim.engine import simulate
 from rocketsim.errors import RocketSimError
 from rocketsim.present.validation_report import write_report
@@ -81,13 +75,7 @@ def _line(c: RunComparison) -> str:
     )
 
 
-def main(argv: Sequence[str] | None = None, prog: str = PROG, epilog: str | None = None) -> int:
-    """The validation (module docstring) of the command line ``argv``; its exit code (2: bad input, one
-    line)."""
-    return run(parse(argv, prog, epilog), prog)
-
-
-def run(args: argparse.Namespace, prog: str = PROG) -> int:
+def run(args: argparse.Namespace, prog: str) -> int:
     """The validation (module docstring) of the parsed command line; its exit code (2: bad input, one
     line)."""
     try:

@@ -233,10 +233,9 @@ class ProducerConfig:
     # round trip of the producers' host and network): SYNC requests to a broker wait for it after a close
     # (docs/validation.md). 0: no time (the model before it)
     connect_ms: int = field(default=0, metadata=_between(0, MAX_LATENCY_MS))
-    # how long before the schedule's 0 the client started (NettyRemotingClient.start), ms: its
-    # response-table scan (scanResponseTable: first response_scan_first_ms after the start, then every
-    # response_scan_period_ms, docs/versions.md) ticks that much earlier on the schedule's clock, and which
-    # tick fails an unanswered ASYNC request is that phase (docs/validation.md). 0: the client starts at 0
+    # ms the client started (NettyRemotingClient.start) before the schedule's 0: its scanResponseTable
+    # ticks (docs/versions.md) that much earlier, the phase that decides which tick fails an unanswered
+    # ASYNC request (docs/validation.md). 0: the client starts at 0
     response_scan_offset_ms: int = field(default=0, metadata=_between(0, MAX_LATENCY_MS))
     # Runtime.availableProcessors() of the producers' host: the async sender executor's and the callback
     # executor's threads (unless set below), and the cores the client's own CPU work (send_cpu_us) runs on
@@ -341,28 +340,22 @@ class ProducerConfig:
     heap_pause_us: float = field(default=3000.0, metadata=_between(0, 1e8))
     # a young collection's pause per KiB it copies (the pending sends still in the young generation), us
     heap_copy_us_per_kib: float = field(default=0.5, metadata=_between(0, 1e6))
-    # a full collection's pause per KiB live (every pending send), us: when the sends promoted to the old
-    # generation, live or since ended, leave no room for the smallest young generation (G1's to-space
-    # exhausted). Measured: G1 on JDK 17 compacting a 1 GiB heap with 2 threads
-    # (tests/data/realbroker-reruns/g1_backlog)
+    # a full collection's pause per KiB live (every pending send), us: when the promoted sends, live or
+    # ended, leave no room for the smallest young generation (G1's to-space exhausted). Measured: G1 on JDK
+    # 17 compacting a 1 GiB heap with 2 threads (tests/data/realbroker-reruns/g1_backlog)
     heap_full_us_per_kib: float = field(default=0.5 * FULL_GC_PER_COPIED_KIB, metadata=_between(0, 1e6))
     # what a collection's pause stops: "host", every core of the host (the brokers on it too) for the
     # pause; or "client", the client process's threads only, while its collector threads (G1's
     # ParallelGCThreads) do the pause's work on the fair host beside the other processes' threads, so the
     # pause is as long as the share of the cores they get. Needs host_scheduler = "fair" for "client"
     heap_stops: str = field(default="host", metadata=_one_of(HEAP_STOPS))
-    # G1's concurrent marking cycle, ms: started once the old generation holds 45% of the heap
-    # (InitiatingHeapOccupancyPercent), it frees the promoted sends dead at its start when it ends (the
-    # mixed collections), so a moderate backlog needs no full collection. 0: no marking, only full
-    # collections free the old generation. Measured: G1 on JDK 17 with a backlog of pending sends, the
-    # median of 21 cycles 1.0 s (0.3-2.9 s; tests/data/realbroker-reruns/g1_backlog)
+    # G1's concurrent marking cycle, ms: from 45% of the heap in the old generation (IHOP), it frees the
+    # promoted sends dead at its start when it ends (the mixed collections). 0: only full collections free
+    # the old generation. Measured (G1 on JDK 17 with a backlog): the median of 21 cycles 1.0 s (0.3-2.9 s)
     heap_marking_ms: float = field(default=0.0, metadata=_between(0, 1e7))
-    # G1's concurrent marking cycle as the CPU of its ConcGCThreads on the shared host (a quarter of
-    # ParallelGCThreads, at least one): started at the same 45%, a cycle costs 55 ms and 0.168 us a KiB
-    # live in the old generation (measured of G1 on JDK 17 holding a backlog of pending sends,
-    # tests/data/realbroker-reruns/g1_backlog), run by threads runnable beside every other while it
-    # lasts, so it ends when the host has given them that CPU (heap_marking_ms is then not used).
-    # Needs shared_host and heap_mb > 0 (rocketsim.client.heap)
+    # G1's marking cycle as CPU of its ConcGCThreads on the shared host: from the same 45%, 55 ms and
+    # 0.168 us a KiB live in the old generation (G1 on JDK 17 with a backlog, g1_backlog above), ending
+    # when the host gave its threads that CPU (heap_marking_ms unused). Needs shared_host, heap_mb > 0
     heap_marking_on_host: bool = False
     # G1's pause-time goal (MaxGCPauseMillis; the JVM's default 200), ms: with it the young generation
     # is sized as G1's adaptive sizing does after each collection, the largest eden whose predicted

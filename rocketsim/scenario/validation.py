@@ -183,8 +183,8 @@ def _check_cross_fields(sc: Scenario) -> None:
 
 
 def _check_host(sc: Scenario) -> None:
-    """A shared host needs the joint loop; a broker on it needs it shared; a spike maximum above the
-    spikes' scale."""
+    """A shared host needs the joint loop; the client's threads and heap on it what each needs; then the
+    brokers' (:func:`_check_host_brokers`)."""
     if sc.producers.shared_host and sc.coupling != "joint":
         _fail(
             "producers.shared_host",
@@ -233,6 +233,11 @@ def _check_host(sc: Scenario) -> None:
                 rule,
                 getattr(sc.producers, f"netty_{thread}_wakeup_us"),
             )
+    _check_host_brokers(sc)
+
+
+def _check_host_brokers(sc: Scenario) -> None:
+    """A broker's threads on the host: what each share needs; a spike maximum above the spikes' scale."""
     for name, model in sc.brokers.items():
         if model.store.selector_wakeup_us > 0 and model.store.io_us <= 0:
             rule = "needs store.io_us > 0 (the connection's reads)"

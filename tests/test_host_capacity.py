@@ -10,7 +10,6 @@ import pytest
 from rocketsim.validation.calibrate import CPU_KEYS
 from rocketsim.validation.host_capacity import (
     LEAD_S,
-    ROUNDS,
     TOLERANCE,
     TOP_S,
     cut_run,
@@ -18,6 +17,7 @@ from rocketsim.validation.host_capacity import (
     fit_scale,
     scaled,
 )
+from rocketsim.validation.hosts import FIT_ROUNDS
 from rocketsim.warehouse.measured_runs import read_run
 
 DATA = Path(__file__).parent / "data" / "realbroker"
@@ -35,7 +35,7 @@ def test_the_rounds_find_the_scale_at_which_the_host_delivers_the_measured_rate(
 ) -> None:
     delivered = host(22.0, stall_us, delivers, offered=70_000.0)
     fit = fit_scale(delivered, 68_787.0)
-    assert len(fit.rounds) <= ROUNDS and fit.rounds[0].scale == 1.0
+    assert len(fit.rounds) <= FIT_ROUNDS and fit.rounds[0].scale == 1.0
     assert delivered(fit.scale) == pytest.approx(68_787.0, rel=TOLERANCE)
     assert fit_scale(delivered, 68_787.0) == fit  # deterministic
 
@@ -50,7 +50,7 @@ def test_rounds_that_stop_moving_keep_the_best_scale() -> None:
     steps = {1.0: 60_000.0}
     fit = fit_scale(lambda s: steps.get(s, 60_000.0 if s > 0.8 else 69_000.0), 68_787.0)
     assert fit.rounds[-1].delivered_per_s == pytest.approx(69_000.0)
-    assert fit.scale < 0.8 and len(fit.rounds) <= ROUNDS
+    assert fit.scale < 0.8 and len(fit.rounds) <= FIT_ROUNDS
 
 
 def test_the_cut_is_the_runs_first_rate_then_its_top_rate() -> None:

@@ -1,6 +1,6 @@
 """The CPU a send calibrated to what the model's host delivers: the saturated run's top rate simulated, and
 the CPU values scaled until the simulated host completes what the measured one did. The validation runs it
-with ``--fit-host-capacity`` only, on the work-conserving fair host (:data:`HOST_SCHEDULER`).
+with ``--fit-host-capacity`` only, on the work-conserving fair host (``FIT_HOST_SCHEDULER``).
 
 More: docs/reference/modules.md, rocketsim/validation/host_capacity.py.
 """
@@ -24,9 +24,7 @@ from rocketsim.validation.scenario import run_scenario
 
 LEAD_S = 1.0  # the cut's first seconds, at the run's first rate (the host and the heap warmed up)
 TOP_S = 3.0  # the cut's seconds at the run's last rate: the completions counted
-ROUNDS = FIT_ROUNDS  # at most this many simulations (rocketsim.validation.hosts)
 TOLERANCE = 0.01  # done once the delivered rate is within 1% of the measured one
-HOST_SCHEDULER = FIT_HOST_SCHEDULER  # the rounds' host and the scaled runs' (rocketsim.validation.hosts)
 
 OTHER_CPU_KEY = "producers.host_other_cpu_us"  # --thread-split: the other threads' CPU a send
 
@@ -56,8 +54,8 @@ def cut_run(run: MeasuredRun) -> MeasuredRun:
 
 
 def cut_scenario(run: MeasuredRun, values: dict[str, float], seed: int) -> Scenario:
-    """The scenario of ``run``'s cut (:func:`cut_run`) with ``values``, on the host :data:`HOST_SCHEDULER`."""
-    return run_scenario(cut_run(run), values, seed=seed, host_scheduler=HOST_SCHEDULER)
+    """The scenario of ``run``'s cut (:func:`cut_run`) with ``values``, on the host ``FIT_HOST_SCHEDULER``."""
+    return run_scenario(cut_run(run), values, seed=seed, host_scheduler=FIT_HOST_SCHEDULER)
 
 
 def delivered_rate(run: MeasuredRun, values: dict[str, float], seed: int) -> float:
@@ -82,10 +80,10 @@ def scaled(values: dict[str, float], scale: float) -> dict[str, float]:
 def fit_scale(delivered: Callable[[float], float], target: float) -> CapacityFit:
     """The scale of the CPU values at which ``delivered(scale)`` is ``target``: the host's time a send is
     taken as linear in the scale (so ``1 / delivered`` is), a first step by the ratio, then the secant of
-    ``1 / delivered`` through the last two rounds; at most :data:`ROUNDS`, done within :data:`TOLERANCE`."""
+    ``1 / delivered`` through the last two rounds; at most ``FIT_ROUNDS``, done within :data:`TOLERANCE`."""
     rounds: list[CapacityRound] = []
     scale = 1.0
-    for _ in range(ROUNDS):
+    for _ in range(FIT_ROUNDS):
         rounds.append(CapacityRound(scale, delivered(scale)))
         last = rounds[-1]
         if abs(last.delivered_per_s / target - 1.0) <= TOLERANCE:

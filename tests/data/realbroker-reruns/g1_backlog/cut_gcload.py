@@ -95,7 +95,7 @@ def main() -> None:
         f"({sum(h.full_collections for h in heaps)} full), "
         f"{sum(sum(v) for v in pauses.values()) / 1000:,.0f} ms of pauses, "
         f"{sum(h.markings for h in heaps)} marking cycles, "
-        f"{sum(getattr(h, 'marking_cpu_us', 0.0) for h in heaps) / 1000:,.0f} ms of marking CPU"
+        f"{sum(h.marking_cpu_us for h in heaps) / 1000:,.0f} ms of marking CPU"
     )
     print(
         "sec  OK done/meas  p50 sim/meas  p99 sim/meas  failed | host s: collections, pause ms, old MiB, held"

@@ -385,6 +385,34 @@ def test_an_answer_the_clients_netty_threads_read_after_the_scans_tick_is_the_sc
     assert sum(r["end_ts_ms"] - first[r["seq"]]["start_ts_ms"] > 1000 for r in ok) > 100  # late, not failed
 
 
+def test_a_sync_answer_the_clients_netty_threads_read_after_the_timeout_is_a_timeout() -> None:
+    # rocketmq-all-4.9.8: a SYNC request takes the channel's pipeline as an async one does
+    # (NettyRemotingClient's defaultEventExecutorGroup: NettyEncoder, NettyDecoder, NettyClientHandler on
+    # the worker, the socket on the selector); NettyRemotingAbstract.invokeSyncImpl's caller waits in
+    # ResponseFuture.waitResponse(timeoutMillis) for processResponseCommand's putResponse, on the worker
+    # after the read, and throws RemotingTimeoutException if it has not come by then. 64 sender threads,
+    # timeout 30 ms, the answers' read 1.8 ms of CPU each on the selector and the worker: alone, a send
+    # ends after its read; in a burst of 3,000/s the 64 answers in flight wait for each other's reads past
+    # the timeout, though the broker stored each in time
+    p = {
+        "send_mode": {"sync": 1},
+        "threads": 64,
+        "send_cpu_us": 2000.0,
+        "send_msg_timeout_ms": 30,
+        "netty_read_cpu_share": 0.9,
+    }
+    sc = _shared("fair", p, steps=[[20.0, 0.5], [3000.0, 0.5]], append_us=4.0)
+    out = simulate(generate(sc), sc)
+    res, att = out.results.to_pylist(), out.attempts.to_pylist()
+    first = {a["seq"]: a for a in att if a["attempt"] == 0}
+    alone = [r for r in res if first[r["seq"]]["start_ts_ms"] < 500]
+    assert len(alone) == 10 and all(r["status"] == "SEND_OK" for r in alone)
+    assert all(r["end_ts_ms"] - first[r["seq"]]["start_ts_ms"] >= 2 for r in alone)  # the read's 1.8 ms
+    late = [a for a in first.values() if a["outcome"] == "remoting:timeout"]
+    assert len(late) > 1000, len(late)
+    assert all(a["stored"] and a["stored_ts_ms"] - a["start_ts_ms"] < 30 for a in late)
+
+
 def _exact_processor_sharing(ready: list[float], work: list[float], processors: int) -> list[float]:
     """Each piece's end under exact processor sharing (every runnable piece at min(1, processors / n) of
     a core, its speed changing whenever one starts or ends), the pieces known in advance."""

@@ -538,9 +538,10 @@ def host_others(sc: Scenario) -> HostOthers | None:
 
 @dataclass
 class ClientThreads:
-    """An ASYNC send's client CPU on the threads that run it (``producers.netty_write_cpu_share``,
+    """A send's client CPU on the threads that run it (``producers.netty_write_cpu_share``,
     ``netty_read_cpu_share``, ``callback_cpu_share``, ``submit_cpu_share``; the rest of ``send_cpu_us`` on
-    its async sender executor thread): the submit on the application's thread that calls send (one of the
+    its async sender executor thread, or a SYNC send's caller, which also does the callback's part once the
+    worker has woken it): the submit on the application's thread that calls send (one of the
     process: ``Host.free_us``), then the executor's part, then the request's encoding and write on the
     producer's Netty worker, then its flush on the selector (``NettyRemotingClient``: one
     ``NettyClientSelector_`` event loop, the channel's ``NettyClientWorkerThread_`` of
@@ -648,7 +649,8 @@ class BusyIntervals:
 
 
 def client_threads(sc: Scenario, host: Host, producer: int) -> ClientThreads | None:
-    """How ``producer``'s ASYNC sends' client CPU is split over its threads (None: all on the executor's)."""
+    """How ``producer``'s sends' client CPU is split over its threads (None: all on the executor's or the
+    caller's; a oneway send's stays on its caller)."""
     p = sc.producers
     shares = (p.netty_write_cpu_share, p.netty_read_cpu_share, p.callback_cpu_share, p.submit_cpu_share)
     if p.send_cpu_us <= 0 or not any(shares):

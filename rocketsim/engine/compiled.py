@@ -1439,7 +1439,7 @@ def make_call(inp, state, s, attempt, slot, b, q, now, timeout, waited_for_write
 def write_call(inp, state, s, attempt, b, q, at, timeout, waited_for_write, wait):
     """The call's request written at ``at``: its start, or ``wait`` ms after it, the end of the connect it
     waited for, which its ``timeout`` (what is left) already paid for. The broker model answers it from
-    ``at``; its latency and store time count from the call's start (``reference.after_connect``); a SYNC
+    ``at``; its latency and store time count from the call's start (``sync_answers.after_connect``); a SYNC
     request is pending on the broker's channel until its answer (``reference.EventLoop.write_sync``)."""
     key = attempt_key(inp.keys.producer, inp.sends.seq[s], attempt)
     answer = attempt_outcome(inp.model, b, key, at, timeout)

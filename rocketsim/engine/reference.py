@@ -48,7 +48,6 @@ from rocketsim.client.connection import (
 from rocketsim.client.fault import DETECT_PERIOD_MS, Detector, FaultStrategy, ThreadLocalIndex, new_strategy
 from rocketsim.client.heap import ClientHeap, client_heap
 from rocketsim.client.host import Host, HostCores, client_threads, host_others, host_stalls
-from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.route import TopicPublishInfo, topic_publish_info
 from rocketsim.client.send import (
     IO_THREAD,
@@ -90,6 +89,7 @@ from rocketsim.engine.plan import (
 )
 from rocketsim.engine.pools import ClientPool, PartitionedSenders, PoolSenders, SenderThreads
 from rocketsim.engine.reference_rows import engine_output
+from rocketsim.engine.sync_answers import ConnectEnd, after_connect, failed_fast
 from rocketsim.rng import SplitMixIntSource, derive_key
 from rocketsim.scenario import Scenario
 
@@ -172,7 +172,7 @@ class ProducerSimulation:
         self.held: dict[int, int] = {}  # send index -> the heap's epoch when it was handed to the client
         self.stalls = host_stalls(sc, producer)
         self.others = host_others(sc)  # the host's other threads' CPU after each send's
-        self.threads = client_threads(sc, self.host, producer)  # ASYNC: its CPU beside the executor's
+        self.threads = client_threads(sc, self.host, producer)  # its CPU beside the executor's or caller's
         self.call_us: dict[int, float] = {}  # send index -> when its next request starts (us), if known
         self.start_us: dict[tuple[int, int], int] = {}  # (send, attempt) -> its request's start (us)
         self.broker_threads: dict[str, ConnectionThreads] = {}  # broker -> its connection's threads there
@@ -255,7 +255,7 @@ class ProducerSimulation:
             answer = self.model.attempt(self.producer, s.seq, attempt, broker, start_ms, timeout_ms)
             if self.stores is not None and carries_load(answer):
                 broker_store = self.stores.store(broker)
-                written = start_us if self.threads is None or s.waits else self.threads.write(start_us)
+                written = self.threads.write(start_us) if self.split(s) else start_us
                 offered = broker_store.offer_us(self.read_by_broker(broker_store, broker, written), s.wire)
                 self.store_answers[(s.index, attempt)] = offered
                 answer = closed_outcome(answer, offered, start_ms, timeout_ms, start_us)
@@ -264,6 +264,10 @@ class ProducerSimulation:
             return to_outcome(answer)
 
         return transport
+
+    def split(self, s: Send) -> bool:
+        """Whether ``s``'s client CPU is split over the client's threads (a oneway's stays on its caller)."""
+        return self.threads is not None and s.kind not in (SendKind.ONEWAY, SendKind.ORDERED_ONEWAY)
 
     def request_start_us(self, s: Send, start_ms: int) -> int:
         """When ``s``'s request starting at ``start_ms`` starts in microseconds: when its thread finished
@@ -296,7 +300,7 @@ class ProducerSimulation:
         ends (after a young collection its allocation starts, if any; a stall of the host may follow it)."""
         if self.heap is not None:
             self.heap.allocate(ready_us)
-        work = self.cpu_us if self.threads is None or s.waits else self.threads.executor_us
+        work = self.threads.executor_us if self.split(s) else self.cpu_us
         done = self.host.run(ready_us, work, (self.producer, thread))
         if self.others is not None:
             self.others.after_send(self.host, s.seq, done)
@@ -356,6 +360,7 @@ class EventLoop:
         self.handed_us: dict[int, float] = {}  # send index -> when its answer's callback was handed over
         self.scan_ms: dict[int, int] = {}  # send index -> the scan's tick its answer must be read before
         self.scanned: set[int] = set()  # sends whose answer the scan's tick beat (Resume.scanned)
+        self.sync_reads: dict[int, tuple[int, int]] = {}  # SYNC send -> its call's start, timeout (ms)
         self.gate_held: set[int] = set()  # async sends whose caller's thread waits on the backpressure
         self.permit_open: set[int] = set()  # sends whose request's permit its callback's end releases
         self.senders: SenderThreads = (
@@ -433,6 +438,8 @@ class EventLoop:
         elif isinstance(value, ConnectEnd):  # a channel's connect ended: every request waiting for it
             self.connect_ended(payload, t)
         else:
+            if isinstance(value, Outcome) and self.read_sync_later(payload, t):  # type: ignore[arg-type]
+                return
             if isinstance(value, Outcome):
                 self.answered(s, value, t)
             self.advance(s, gen, value, t)  # type: ignore[arg-type]
@@ -538,6 +545,24 @@ class EventLoop:
         if int(handed // 1000) <= t:
             return False
         self.push(int(handed // 1000), Event.DELIVER, payload)
+        return True
+
+    def read_sync_later(self, payload: tuple[Send, Generator, Outcome], t: int) -> bool:
+        """With the client's Netty threads a SYNC answer, in at ``t``, is read on the selector and decoded on
+        the worker, whose ``putResponse`` wakes the caller, which then makes its SendResult
+        (``processSendResponse``: ``callback_cpu_share``): True when that ends in a later ms, an event then
+        (a timeout instead if the read came after it: :meth:`Outcome.read_after`)."""
+        s, gen, outcome = payload
+        call = self.sync_reads.pop(s.index, None)
+        if call is None or not outcome.is_answer:
+            return False
+        (start_ms, timeout_ms), threads = call, self.sim.threads
+        read = threads.read(t * 1000.0)  # type: ignore[union-attr]
+        end = threads.callback(read, 0.0, ("sender", s.thread))  # type: ignore[union-attr]
+        later = outcome.read_after(int(read // 1000) - start_ms, int(end // 1000) - start_ms, timeout_ms)
+        if start_ms + later.latency_ms <= t:
+            return False
+        self.push(start_ms + later.latency_ms, Event.DELIVER, (s, gen, later))
         return True
 
     def run_on(self, s: Send, pool: ClientPool, j: int, now: int, task: Pool) -> int:
@@ -690,6 +715,8 @@ class EventLoop:
         done_ms = call.start_ms + outcome.latency_ms
         sim.connections.wrote(call.broker, s.index, call.start_ms, done_ms, call.timeout_ms - wait)
         sim.sync_call[s.index] = call.broker
+        if sim.split(s):  # its answer is read on the client's Netty threads (read_sync_later)
+            self.sync_reads[s.index] = (call.start_ms, call.timeout_ms)
         self.push(done_ms, Event.DELIVER, (s, gen, outcome))
 
     def connect_ended(self, payload: tuple[Send, Generator, ConnectEnd], now: int) -> None:
@@ -718,43 +745,6 @@ class EventLoop:
             closes = closes or (budget and budget_check_closes(sim.version))
         if closes:
             self.fail_fast(sim.connections.close(broker, now), now)
-
-
-@dataclass(frozen=True)
-class ConnectEnd:
-    """The event of a broker's channel connecting (what its waiting requests are resumed by), the connect
-    started at ``start_ms``; ``decided``: its end is known (else ``connect_ms`` from its start at least)."""
-
-    broker: str
-    start_ms: int
-    decided: bool = False
-
-
-def after_connect(outcome: Outcome, wait_ms: int) -> Outcome:
-    """The broker model's answer to a request written ``wait_ms`` after it started (the connect it waited
-    for): its latency and store time from the request's start."""
-    late = outcome.late
-    return replace(
-        outcome,
-        latency_ms=outcome.latency_ms + wait_ms,
-        store_ms=outcome.store_ms + wait_ms if outcome.stored else outcome.store_ms,
-        late=None if late is None else after_connect(late, wait_ms),
-        latency_us=outcome.latency_us + wait_ms * 1000 if outcome.latency_us >= 0 else -1,
-    )
-
-
-def failed_fast(answer: Outcome, waited_ms: int) -> Outcome:
-    """A pending SYNC request failed by its channel's close after ``waited_ms``: a
-    ``RemotingSendRequestException``; the broker still stores what it was written (``stored``)."""
-    return replace(
-        answer,
-        kind=OutcomeKind.REMOTING_SEND_REQUEST,
-        latency_ms=waited_ms,
-        response_code=0,
-        remark="",
-        late=None,
-        latency_us=-1,
-    )
 
 
 # ---- records -> the engine output ----------------------------------------------------------------

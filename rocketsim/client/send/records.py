@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rocketsim.client.fault import FaultUpdate
 from rocketsim.client.outcomes import (
@@ -197,15 +197,30 @@ class Outcome:
         return self.is_result or self.kind == OutcomeKind.BROKER_ERROR
 
     def failed_by_scan(self, timeout_ms: int) -> Outcome:
-        """This answer when the response-table scan failed its request before the client read it: a
-        timeout after ``timeout_ms`` (as the engine makes one), the answer late, the message stored as it
-        was (``NettyRemotingAbstract.scanResponseTable``; the late read finds no future)."""
+        """This answer when the response-table scan failed its request before the client read it
+        (``NettyRemotingAbstract.scanResponseTable``; the late read finds no future): :meth:`unread`."""
+        return self.unread(timeout_ms)
+
+    def unread(self, timeout_ms: int) -> Outcome:
+        """This answer when the client gave its request up before reading it: a timeout after
+        ``timeout_ms`` (as the engine makes one), the answer late, the message stored as it was."""
         if self.kind == OutcomeKind.REMOTING_TIMEOUT:
             return self
         wait = max(timeout_ms, 0) + TIMEOUT_OVERSHOOT_MS
         return Outcome(
             OutcomeKind.REMOTING_TIMEOUT, wait, stored=self.stored, store_ms=self.store_ms, late=self
         )
+
+    def read_after(self, read_ms: int, end_ms: int, timeout_ms: int) -> Outcome:
+        """This SYNC answer when the client's Netty threads read it ``read_ms`` after the call's start and
+        its caller ends ``end_ms`` after it: a ``RemotingTimeoutException`` after ``timeout_ms`` if the read
+        (``putResponse``, which counts down the caller's latch) came at or after it, the answer late and the
+        message stored as it was (``NettyRemotingAbstract.invokeSyncImpl``: ``waitResponse(timeoutMillis)``
+        gave up first); else the answer at ``end_ms``."""
+        if read_ms >= max(timeout_ms, 0):
+            return self.unread(timeout_ms)
+        later_us = self.latency_us + (end_ms - self.latency_ms) * 1000 if self.latency_us >= 0 else -1
+        return replace(self, latency_ms=end_ms, latency_us=later_us)
 
     @property
     def status(self) -> str:

@@ -159,8 +159,9 @@ def split_values(
     client heap (``producers.heap_mb``) G1's concurrent threads' part (``marking_share``) leaves the other
     threads for the heap's marking cycles on the host (``producers.heap_marking_on_host``), which cost by
     the live old generation, not by the send; and its collections stop the client's threads only, their
-    collector threads beside the broker's (``producers.heap_stops = "client"``: the driver's JVM, not the
-    host, pauses), unless ``client_stops`` is false (a work-conserving host cannot stop one process)."""
+    collector threads beside the broker's as those end and start over the pause (``producers.heap_stops =
+    "client_over"``: the driver's JVM, not the host, pauses), unless ``client_stops`` is false (a
+    work-conserving host cannot stop one process)."""
     send, io, append = (values[k] for k in CPU_KEYS)
     append *= request_bytes / KIB
     total = send + io + append
@@ -176,7 +177,7 @@ def split_values(
         out["producers.host_other_cpu_us"] = total * (split.other_share - split.marking_share)
         out["producers.heap_marking_on_host"] = True
         if client_stops:
-            out["producers.heap_stops"] = "client"
+            out["producers.heap_stops"] = "client_over"
     out.update(split.client)
     out.update(split.broker)
     return out

@@ -304,7 +304,7 @@ def client_heap(sc: Scenario, cores: Host) -> ClientHeap | None:
         p.heap_pause_us,
         p.heap_copy_us_per_kib,
         p.heap_full_us_per_kib,
-        parallel_gc_threads(p.processors) if p.heap_stops == "client" else 0,
+        parallel_gc_threads(p.processors) if p.heap_stops != "host" else 0,
         p.heap_marking_ms * 1000.0,
         p.heap_pause_goal_ms * 1000.0,
         parallel_gc_threads(p.processors),

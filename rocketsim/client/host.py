@@ -158,20 +158,26 @@ class FairShareHost:
     a stop over its time (booked ahead) has had its end returned: the stop holds it all the same, its
     remaining work running on the cores after the stop (:meth:`_hold`). A piece is not slowed
     by work placed after it starts (the pieces are microseconds). ``client_stops``: whether the client can
-    stop alone (``producers.heap_stops = "client"``): only then are the other processes' pieces kept apart,
+    stop alone (``producers.heap_stops`` not "host"): only then are the other processes' pieces kept apart,
     work every piece would pay for nothing otherwise. ``conserving`` (``host_scheduler =
     "fair_conserving"``): a piece's fair share is its least, and it takes the room the cores have beyond
     it (:class:`CapacityLedger`), so no core idles while a piece runs slower than one (the speed fixed at
     its start leaves cores idle once the pieces beside it end: docs/validation.md, "A work-conserving
-    fair host")."""
+    fair host"). ``pause_over`` (``heap_stops = "client_over"``): a client stop's collector threads share
+    the cores with the others' pieces as they end and start over its length (:meth:`_shared_over`)."""
 
-    def __init__(self, processors: int, client_stops: bool = False, conserving: bool = False) -> None:
+    def __init__(
+        self, processors: int, client_stops: bool = False, conserving: bool = False, pause_over: bool = False
+    ) -> None:
         if processors < 1:
             raise ValueError(f"a host needs at least one processor, got {processors}")
         if conserving and client_stops:
             raise ValueError("a work-conserving fair host does not stop the client alone (client_stops)")
+        if pause_over and not client_stops:
+            raise ValueError("pause_over shares the client's stops with the others: it needs client_stops")
         self.processors = processors
         self.client_stops = client_stops
+        self.pause_over = pause_over
         self.ledger = CapacityLedger(processors) if conserving else None
         self.free_us: dict[Hashable, float] = {}  # the process's shared threads (Host.free_us)
         self._now = 0.0
@@ -288,8 +294,11 @@ class FairShareHost:
             raise ValueError("stop_client on a host made without client_stops (its other pieces not kept)")
         starts, ends = self._client_stops
         start = _after(self._stop_starts, self._stop_ends, max(at_us, ends[-1]) if ends else at_us)
-        beside = max(self._others_running.covering(start), self._others_running.covering(self._now))
-        end = start + work_us * max(1.0, (beside + threads) / self.processors)
+        if self.pause_over:
+            end = self._shared_over(start, work_us, threads)
+        else:
+            beside = max(self._others_running.covering(start), self._others_running.covering(self._now))
+            end = start + work_us * max(1.0, (beside + threads) / self.processors)
         end = _over(self._stop_starts, self._stop_ends, start, end)
         for running in self._running, self._others_running:
             for _ in range(threads):  # the collector's threads: beside the others' pieces
@@ -298,6 +307,27 @@ class FairShareHost:
         ends.append(end)
         self._hold(start, end, client_only=True)
         return start, end
+
+    def _shared_over(self, start: float, work_us: float, threads: int) -> float:
+        """When ``threads`` collector threads from ``start`` have each done ``work_us``, sharing the cores
+        with the other processes' pieces booked over that time as they end and start (``pause_over``):
+        processor sharing over the pause, whose threads' tens of milliseconds span many of the others'
+        pieces, where a piece of microseconds keeps the share it started with. (Before the engine's clock,
+        whose ended pieces are forgotten, the share is the one at the clock.)"""
+        books, left = self._others_running, work_us
+        t, others = start, books.covering(max(start, self._now))
+        if self._now > start:
+            speed = min(1.0, self.processors / (others + threads))
+            if left <= speed * (self._now - start):
+                return start + left / speed
+            t, left = self._now, left - speed * (self._now - start)
+        for edge, change in books.changes_after(t):
+            speed = min(1.0, self.processors / (others + threads))
+            if left <= speed * (edge - t):
+                break
+            left -= speed * (edge - t)
+            t, others = edge, max(others + change, 0)
+        return t + left / min(1.0, self.processors / (others + threads))
 
     def advance(self, now_us: float) -> None:
         """Nothing is ready before ``now_us`` any more: forget the pieces and stops that ended by then (as
@@ -475,7 +505,9 @@ def shared_host(sc: Scenario) -> Host:
     if p.host_scheduler == "fifo":
         return HostCores(p.processors)
     conserving = p.host_scheduler == "fair_conserving"
-    return FairShareHost(p.processors, client_stops=p.heap_stops == "client", conserving=conserving)
+    client_stops = p.heap_stops != "host"
+    over = p.heap_stops == "client_over"
+    return FairShareHost(p.processors, client_stops=client_stops, conserving=conserving, pause_over=over)
 
 
 @dataclass(frozen=True)

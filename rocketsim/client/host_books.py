@@ -16,8 +16,9 @@ the chunks' counts summed from the front answer in a few steps.
 from __future__ import annotations
 
 import bisect
+import heapq
 from array import array
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 
 import numpy as np
 
@@ -99,6 +100,15 @@ class SortedTimes:
         for chunk in self._chunks:
             yield from chunk
 
+    def after(self, t: float) -> Iterator[float]:
+        """The times after ``t``, in order."""
+        i = bisect.bisect_right(self._maxes, t)
+        if i < len(self._maxes):
+            chunk = self._chunks[i]
+            yield from chunk[bisect.bisect_right(chunk, t) :]
+            for chunk in self._chunks[i + 1 :]:
+                yield from chunk
+
 
 class RunningPieces:
     """Pieces running over [start, end): how many run at a time; their starts and ends each sorted."""
@@ -114,6 +124,12 @@ class RunningPieces:
     def covering(self, at: float) -> int:
         """How many hold ``at`` (started at or before it, ended after it)."""
         return self.starts.rank(at) - self.ends.rank(at)
+
+    def changes_after(self, at: float) -> Iterator[tuple[float, int]]:
+        """After ``at``, in time order, each start (+1) and end (-1): how :meth:`covering` changes."""
+        starts = ((t, 1) for t in self.starts.after(at))
+        ends = ((t, -1) for t in self.ends.after(at))
+        return heapq.merge(starts, ends)
 
     def forget(self, now: float) -> float | None:
         """Forget those ended at or before ``now`` and as many of the earliest starts (all at or before

@@ -41,7 +41,7 @@ CLIENT_FAMILIES = (REMOTING, GRPC)  # producers.client_family
 PROXY_MODES = ("cluster", "local")  # proxy.mode: rocketsim.broker.proxy
 SENDER_MODELS = ("pool", "partitioned")
 HOST_SCHEDULERS = ("fifo", "fair", "fair_conserving")  # producers.host_scheduler (rocketsim.client.host)
-HEAP_STOPS = ("host", "client")  # producers.heap_stops (rocketsim.client.heap)
+HEAP_STOPS = ("host", "client", "client_over")  # producers.heap_stops (rocketsim.client.heap)
 # G1 (JDK 17, 1 GiB heap, 2 threads): a full collection's CPU per live KiB over a young collection's per KiB
 # it copies, both measured with a backlog of pending sends (tests/data/realbroker-reruns/g1_backlog)
 FULL_GC_PER_COPIED_KIB = 1.2
@@ -344,10 +344,10 @@ class ProducerConfig:
     # ended, leave no room for the smallest young generation (G1's to-space exhausted). Measured: G1 on JDK
     # 17 compacting a 1 GiB heap with 2 threads (tests/data/realbroker-reruns/g1_backlog)
     heap_full_us_per_kib: float = field(default=0.5 * FULL_GC_PER_COPIED_KIB, metadata=_between(0, 1e6))
-    # what a collection's pause stops: "host", every core of the host (the brokers on it too) for the
-    # pause; or "client", the client process's threads only, while its collector threads (G1's
-    # ParallelGCThreads) do the pause's work on the fair host beside the other processes' threads, so the
-    # pause is as long as the share of the cores they get. Needs host_scheduler = "fair" for "client"
+    # what a collection's pause stops: "host", every core of the host (the brokers on it too); "client",
+    # the client process's threads only, its collector threads (ParallelGCThreads) doing the pause's work
+    # beside the others' threads running at its start; "client_over", beside them over its length as
+    # they end and start (processor sharing). Needs host_scheduler = "fair" unless "host"
     heap_stops: str = field(default="host", metadata=_one_of(HEAP_STOPS))
     # G1's concurrent marking cycle, ms: from 45% of the heap in the old generation (IHOP), it frees the
     # promoted sends dead at its start when it ends (the mixed collections). 0: only full collections free

@@ -1,5 +1,6 @@
-"""Where the model's ASYNC sends wait under c_overload's backlog, before or after the executor: a cut simulated
-as ``python -m rocketsim.validation ... --thread-split`` simulates it (``cut_gcload.py``'s setup), traced
+"""Where the model's ASYNC sends wait under c_overload's backlog, before or after the executor: a cut
+simulated as ``python -m rocketsim.validation ... --thread-split`` simulates it (``cut_gcload.py``'s
+setup), traced
 per second of the host's clock for both producers together:
 
 * the executor: the sends in its queues at the second's end, the median and max wait of the sends its
@@ -233,7 +234,8 @@ def main() -> None:
             f"{s:2d} | {sum(x.get('queued', 0) for x in st):6d} {np.median(waits):5.0f} {waits.max():5.0f} "
             f"{int(np.sum(waits > TIMEOUT_MS)):6d} {EXEC_CPU[s] / 1e6:4.2f} {PERMIT_WAIT[s] / 1e6:4.2f} | "
             f"{sum(x.get('permits', 0) for x in st):6d} {sum(x.get('waiting', 0) for x in st):2d} | "
-            f"{len(g):6d} {np.median(g[:, 2]) if len(g) else 0:5.0f}/{np.median(g[:, 3]) if len(g) else 0:5.0f}"
+            f"{len(g):6d} {np.median(g[:, 2]) if len(g) else 0:5.0f}/"
+            f"{np.median(g[:, 3]) if len(g) else 0:5.0f}"
             f" {refused:6d} | {unwritten[s][0]:6d} ({unwritten[s][1]:4.0f} ms) {in_flight:6d} | "
             f"{SCANNED.get(s, 0):6d} | "
             + "/".join(

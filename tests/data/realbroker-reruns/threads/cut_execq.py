@@ -1,7 +1,6 @@
 """Where the model's ASYNC sends wait under c_overload's backlog, before or after the executor: a cut
 simulated as ``python -m rocketsim.validation ... --thread-split`` simulates it (``cut_gcload.py``'s
-setup), traced
-per second of the host's clock for both producers together:
+setup), traced per second of the host's clock for both producers together:
 
 * the executor: the sends in its queues at the second's end, the median and max wait of the sends its
   threads took in the second (their task's ``costTime``), those over the 3 s (``DEFAULT ASYNC send call

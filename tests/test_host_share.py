@@ -26,6 +26,7 @@ from rocketsim.client.heap import ClientHeap, HeapParams, client_heap, parallel_
 from rocketsim.client.host import (
     OTHER_THREAD,
     SUBMITTER,
+    ClientThreads,
     FairShareHost,
     HostCores,
     HostOthers,
@@ -709,3 +710,25 @@ def test_a_threads_own_overlapping_pieces_count_once_beside_the_others(conservin
     host.advance(15.0)
     start, end = host.place(20.0, 10.0, "t")
     assert start == 20.0 and end == pytest.approx(30.0)
+
+
+def test_a_netty_thread_runs_one_piece_at_a_time_however_long_the_host_makes_it() -> None:
+    # rocketmq-all-4.9.8 NettyRemotingClient.start: the encoder, decoder and NettyClientHandler on
+    # defaultEventExecutorGroup (a DefaultEventExecutorGroup of clientWorkerThreads, a channel bound to one
+    # thread), whose tasks (netty 4.1.65 SingleThreadEventExecutor.runAllTasks) run one after another. On a
+    # fair host beside three busy threads a piece of 10 us runs 20 us: placed in a gap of 10 us before the
+    # thread's piece booked ahead, it would run over it, the thread doing two pieces at once (as it did: the
+    # model's worker did ~4 at a time under c_overload's backlog, capacity no thread has); it goes after it
+    host = FairShareHost(2)
+    for k in range(3):
+        host.run(0, 1_000, ("other", k))
+    threads = ClientThreads(host, 0, 0.0, (10.0, 0.0), (0.0, 10.0), 0.0, {})
+    assert threads.write(100.0) == 120.0  # the worker's piece booked ahead: 20 us on its share
+    assert host.span(90.0, 10.0, (0, "worker")) == (90.0, 110.0)  # it would reach the piece at 100
+    assert threads.read(90.0) == 140.0  # the answer's decoding: after the piece booked ahead, not over it
+    busy = threads.busy["worker"]
+    assert busy.starts == [100.0] and busy.ends == [140.0]  # one thread's pieces, one after another
+    # a gap it fits as long as it runs is still taken (an answer's decoding does not wait for a write
+    # booked ahead of it)
+    assert threads.write(200.0) == 220.0
+    assert threads.read(170.0) == 190.0

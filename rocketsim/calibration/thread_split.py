@@ -4,8 +4,10 @@ runs what part of the calibrated CPU a send, from a per-thread run where the hos
 Netty and send threads.
 
 Client (rocketmq-all-4.9.8 ``NettyRemotingClient.start``): the request's way out, the answer's way in and
-the callback as shares of the client's CPU a send (``producers.netty_*_cpu_share``, ``callback_cpu_share``),
-the worker's and the selector's parts from JFR; the rest on the executor threads. Broker
+the callback as shares of the client's threads' CPU a send (``producers.netty_*_cpu_share``,
+``callback_cpu_share``), the worker's and the selector's parts from JFR; the rest on the executor threads. The
+application's thread that calls send (the harness's dispatcher: the checks and the executor's submit) is no
+thread of the sends': its part (``dispatcher_share``) runs beside them with the other threads. Broker
 (``NettyRemotingServer``, ``SendMessageProcessor``, ``ReputMessageService``): the connection threads' share
 (``io_us``, ``store.codec_share``), the append's parts outside the lock and on the reput thread
 (``store.unlocked_share``, ``reput_share``). The threads the model has nowhere else
@@ -60,6 +62,8 @@ class ThreadSplit:
     other_share: float
     other_threads: int
     marking_share: float = 0.0  # of other_share: the client JVM's G1 concurrent threads (MARKING_GROUP)
+    # of the client's CPU a send: the application's thread that calls send (DISPATCHER_US), not the executor's
+    dispatcher_share: float = 0.0
 
 
 def _group_us(groups: Mapping[str, Mapping[str, float]], names: Mapping[str, str]) -> dict[str, float]:
@@ -84,14 +88,14 @@ def thread_split(summary_text: str, source: str) -> ThreadSplit:
         raise MeasurementError(source, 0, "expected every client and broker thread group's CPU above 0")
     write = client["worker"] * WORKER_WRITE_SHARE + client["selector"] * SELECTOR_WRITE_SHARE
     read = client["worker"] + client["selector"] - write
-    client_total = sum(client.values()) + DISPATCHER_US
+    threads_total = sum(client.values())  # the sends' own threads; the dispatcher's beside them
     io = broker["selector"] + broker["codec"]
     append = broker["send"] + broker["reput"]
     return ThreadSplit(
         client={
-            "producers.netty_write_cpu_share": write / client_total,
-            "producers.netty_read_cpu_share": read / client_total,
-            "producers.callback_cpu_share": client["callback"] / client_total,
+            "producers.netty_write_cpu_share": write / threads_total,
+            "producers.netty_read_cpu_share": read / threads_total,
+            "producers.callback_cpu_share": client["callback"] / threads_total,
             "producers.netty_write_worker_share": client["worker"] * WORKER_WRITE_SHARE / write,
             "producers.netty_read_selector_share": client["selector"] * (1 - SELECTOR_WRITE_SHARE) / read,
         },
@@ -104,6 +108,7 @@ def thread_split(summary_text: str, source: str) -> ThreadSplit:
         other_share=other_threads_share(summary_text, source),
         other_threads=max(1, round(runnable)),
         marking_share=marking / total,
+        dispatcher_share=DISPATCHER_US / (threads_total + DISPATCHER_US),
     )
 
 
@@ -123,6 +128,7 @@ def split_json(split: ThreadSplit, measured_from: str) -> str:
         "other_share": split.other_share,
         "other_threads": split.other_threads,
         "marking_share": split.marking_share,
+        "dispatcher_share": split.dispatcher_share,
     }
     return json.dumps(doc, indent=2) + "\n"
 
@@ -140,6 +146,7 @@ def parse_split_json(text: str, source: str) -> ThreadSplit:
             other_share=float(doc["other_share"]),
             other_threads=int(doc["other_threads"]),
             marking_share=float(doc["marking_share"]),
+            dispatcher_share=float(doc["dispatcher_share"]),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise MeasurementError(source, 0, f"expected a thread split ({exc!r})") from None
@@ -161,20 +168,24 @@ def split_values(
     the live old generation, not by the send; and its collections stop the client's threads only, their
     collector threads beside the broker's as those end and start over the pause (``producers.heap_stops =
     "client_over"``: the driver's JVM, not the host, pauses), unless ``client_stops`` is false (a
-    work-conserving host cannot stop one process)."""
+    work-conserving host cannot stop one process). The dispatcher's part of the client's CPU
+    (``dispatcher_share``) runs with the other threads' too: the application calls send on a thread of its
+    own that keeps its schedule (the harness's dispatcher called every send within 22 ms of its due time),
+    not on the executor's threads that take the sends."""
     send, io, append = (values[k] for k in CPU_KEYS)
     append *= request_bytes / KIB
     total = send + io + append
     keep = 1.0 - split.other_share
     broker = (io + append) * keep
     out: dict[str, float | str] = dict(values)
-    out["producers.send_cpu_us"] = send * keep
+    dispatcher = send * keep * split.dispatcher_share
+    out["producers.send_cpu_us"] = send * keep - dispatcher
     out["brokers.default.store.io_us"] = broker * split.broker_io_share
     out["brokers.default.store.append_us"] = broker * (1.0 - split.broker_io_share) * KIB / request_bytes
-    out["producers.host_other_cpu_us"] = total * split.other_share
+    out["producers.host_other_cpu_us"] = total * split.other_share + dispatcher
     out["producers.host_other_threads"] = split.other_threads
     if values.get("producers.heap_mb", 0) > 0:  # G1's marking on the host as the heap's, not the others'
-        out["producers.host_other_cpu_us"] = total * (split.other_share - split.marking_share)
+        out["producers.host_other_cpu_us"] = total * (split.other_share - split.marking_share) + dispatcher
         out["producers.heap_marking_on_host"] = True
         if client_stops:
             out["producers.heap_stops"] = "client_over"

@@ -38,6 +38,8 @@ class Host(Protocol):
 
     def place(self, ready_us: float, work_us: float, thread: Hashable = None) -> tuple[float, float]: ...
 
+    def span(self, ready_us: float, work_us: float, thread: Hashable = None) -> tuple[float, float]: ...
+
     def stop_all(self, at_us: float, length_us: float) -> float: ...
 
     def stop_client(self, at_us: float, work_us: float, threads: int) -> tuple[float, float]: ...
@@ -96,6 +98,11 @@ class HostCores:
                 best, best_at, best_i = c, at, i
         self._place(best, best_i, best_at, best_at + work_us)
         return best_at, best_at + work_us
+
+    def span(self, ready_us: float, work_us: float, thread: Hashable = None) -> tuple[float, float]:
+        """Where :meth:`place` would put the work now (nothing placed): the earliest room on a core."""
+        at = min(self._room(c, ready_us, work_us)[0] for c in range(self.processors))
+        return at, at + work_us
 
     def stop_all(self, at_us: float, length_us: float) -> float:
         """Every core does something else for ``length_us`` from its first room at or after ``at_us`` (a
@@ -204,10 +211,42 @@ class FairShareHost:
             return ready_us, ready_us
         client = is_client_thread(thread)
         stops = self._stops_of(client)
+        own = self._threads.setdefault(thread, ([], [])) if thread is not None else ([], [])
+        start, beside = self._start(ready_us, own, client, stops)
+        if self.ledger is not None:
+            share = min(1.0, self.processors / (beside + 1))
+            end = self.ledger.take(start, work_us, share, self._idle_before(start), self._host_stops)
+        else:
+            end = _fair_end(start, work_us, beside, self.processors, stops)
+        self._book(start, end, own, client)
+        taken = work_us if self.ledger is None else self.ledger.taken
+        ran = end - start - _held(stops, start, end)
+        self._pieces.append(start, end, min(1.0, taken / ran) if ran > 0 else 1.0, client, thread)
+        return start, end
+
+    def span(self, ready_us: float, work_us: float, thread: Hashable = None) -> tuple[float, float]:
+        """Where :meth:`place` would put the work now (nothing placed): its start, and its end at the fair
+        share it would run at (a work-conserving host's ledger ends it no later)."""
+        if work_us <= 0:
+            return ready_us, ready_us
+        client = is_client_thread(thread)
+        stops = self._stops_of(client)
+        own = self._threads.get(thread, ([], [])) if thread is not None else ([], [])
+        start, beside = self._start(ready_us, own, client, stops)
+        return start, _fair_end(start, work_us, beside, self.processors, stops)
+
+    def _start(
+        self,
+        ready_us: float,
+        own: tuple[list[float], list[float]],
+        client: bool,
+        stops: list[tuple[list[float], list[float]]],
+    ) -> tuple[float, int]:
+        """A piece ready at ``ready_us`` on the thread whose pieces are ``own``: its start (after the stops
+        that hold it) and the threads beside it."""
         start = ready_us
         for stop in stops:
             start = _after(*stop, start)
-        own = self._threads.setdefault(thread, ([], [])) if thread is not None else ([], [])
         # while the client is stopped its threads wait: beside a piece of another process run the others'
         # (the thread's own pieces count once where they overlap, as _book counts them)
         counted = self._running
@@ -217,18 +256,7 @@ class FairShareHost:
             counted.covering(start) - min(1, _covering(*own, start)),
             counted.covering(self._now) - min(1, _covering(*own, self._now)),
         )
-        if self.ledger is not None:
-            share = min(1.0, self.processors / (beside + 1))
-            end = self.ledger.take(start, work_us, share, self._idle_before(start), self._host_stops)
-        else:
-            end = start + work_us * max(1.0, (beside + 1) / self.processors)
-            for stop in stops:
-                end = _over(*stop, start, end)
-        self._book(start, end, own, client)
-        taken = work_us if self.ledger is None else self.ledger.taken
-        ran = end - start - _held(stops, start, end)
-        self._pieces.append(start, end, min(1.0, taken / ran) if ran > 0 else 1.0, client, thread)
-        return start, end
+        return start, beside
 
     def _stops_of(self, client: bool) -> list[tuple[list[float], list[float]]]:
         """The stops that hold a piece of a client's thread (``client``) or of another process's."""
@@ -443,6 +471,16 @@ PIECES_KEPT = 4096  # FairShareHost keeps this many placed pieces' records befor
 ENGINE_STEP_US = 1000.0  # the engine's clock: what is ready within its current ms is placed in that step
 
 
+def _fair_end(
+    start: float, work: float, beside: int, processors: int, stops: list[tuple[list[float], list[float]]]
+) -> float:
+    """The end of ``work`` from ``start`` at its fair share beside ``beside`` threads, held by ``stops``."""
+    end = start + work * max(1.0, (beside + 1) / processors)
+    for stop in stops:
+        end = _over(*stop, start, end)
+    return end
+
+
 def _after(stop_starts: list[float], stop_ends: list[float], at: float) -> float:
     """``at``, or the end of the stop it falls in (``stop_starts``, ``stop_ends``: one after another)."""
     i = bisect.bisect_right(stop_starts, at) - 1
@@ -568,6 +606,9 @@ def host_others(sc: Scenario) -> HostOthers | None:
     return HostOthers(p.host_other_cpu_us, p.host_other_threads) if p.host_other_cpu_us > 0 else None
 
 
+GAPS_TRIED = 8  # ClientThreads._on: the gaps between a thread's pieces tried before its last piece's end
+
+
 @dataclass
 class ClientThreads:
     """A send's client CPU on the threads that run it (``producers.netty_write_cpu_share``,
@@ -636,7 +677,17 @@ class ClientThreads:
             if work_us <= 0:
                 return ready_us
         busy = self.busy.setdefault(name, BusyIntervals())
-        start, end = self.host.place(busy.room(ready_us, work_us), work_us, (self.producer, name))
+        thread = (self.producer, name)
+        # the first gap the piece fits as long as it runs on the host (its fair share stretches it): one
+        # thread runs one piece at a time, so a piece never reaches the thread's next one
+        start, end = self.host.span(ready_us, work_us, thread)
+        at = busy.room(ready_us, end - start)
+        for _ in range(GAPS_TRIED):  # (none fits: the last one tried, over the next piece booked ahead)
+            after = busy.reached(*self.host.span(at, work_us, thread))
+            if after is None:
+                break
+            at = busy.room(after, work_us)
+        start, end = self.host.place(at, work_us, thread)
         busy.add(start, end)
         if leg is not None:
             leg.placed(start, end, joins)
@@ -652,14 +703,22 @@ class BusyIntervals:
 
     def room(self, ready_us: float, work_us: float) -> float:
         """The earliest start >= ``ready_us`` with ``work_us`` free before the next piece (its length on
-        the host may be longer: it then reaches that piece): a flush placed ahead for when the worker
-        hands it over does not hold an answer's read that fits before it."""
+        the host may be longer: :meth:`reached` says whether it then reaches that piece): a flush placed
+        ahead for when the worker hands it over does not hold an answer's read that fits before it."""
         i = bisect.bisect_right(self.ends, ready_us)
         at = ready_us
         while i < len(self.starts) and self.starts[i] < at + work_us:
             at = max(at, self.ends[i])
             i += 1
         return at
+
+    def reached(self, start_us: float, end_us: float) -> float | None:
+        """The end of the thread's busy time that a piece over [start, end) would reach (None: it fits
+        before the next one; ``start`` is free, as :meth:`room` finds it)."""
+        i = bisect.bisect_right(self.ends, start_us)
+        if i < len(self.starts) and self.starts[i] < end_us:
+            return self.ends[i]
+        return None
 
     def add(self, start_us: float, end_us: float) -> None:
         """A piece placed over [start, end): one interval with those it touches (a backlog is one)."""

@@ -1,18 +1,16 @@
 """The threads of the real harness as the model's keys (the validation's ``--thread-split``): which thread
 runs what part of the calibrated CPU a send, from a per-thread run where the host kept up
-(``tests/data/realbroker-reruns/threads``, ``NAME.summary.json``'s ``groups``) and JFR's stacks of its
-Netty and send threads.
+(``tests/data/realbroker-reruns/threads``, ``NAME.summary.json``'s ``groups``) and JFR's stacks.
 
 Client (rocketmq-all-4.9.8 ``NettyRemotingClient.start``): the request's way out, the answer's way in and
 the callback as shares of the client's threads' CPU a send (``producers.netty_*_cpu_share``,
-``callback_cpu_share``), the worker's and the selector's parts from JFR; the rest on the executor threads. The
-application's thread that calls send (the harness's dispatcher: the checks and the executor's submit) is no
-thread of the sends': its part (``dispatcher_share``) runs beside them with the other threads. Broker
-(``NettyRemotingServer``, ``SendMessageProcessor``, ``ReputMessageService``): the connection threads' share
-(``io_us``, ``store.codec_share``), the append's parts outside the lock and on the reput thread
-(``store.unlocked_share``, ``reput_share``). The threads the model has nowhere else
+``callback_cpu_share``), the rest on the executor threads; the application's thread that calls send (the
+harness's dispatcher) is no thread of the sends': its part (``dispatcher_share``) runs with the other
+threads. Broker (``NettyRemotingServer``, ``SendMessageProcessor``, ``ReputMessageService``): the
+connection threads' share (``io_us``, ``store.codec_share``), the append's parts outside the lock and on
+the reput thread (``store.unlocked_share``, ``reput_share``). The threads the model has nowhere else
 (:mod:`rocketsim.calibration.other_threads`) on ``host_other_threads``. docs/validation.md, "Which threads
-do a send's work" and "The client's Netty worker as the thread that queues", says what each is.
+do a send's work", says what each is.
 """
 
 from __future__ import annotations

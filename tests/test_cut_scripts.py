@@ -1,6 +1,7 @@
 """The cut scripts of tests/data/realbroker-reruns (``threads/cut_waits.py``, ``threads/cut_worker.py``
-through it, ``g1_backlog/cut_c_overload.py``): their ``--set=KEY=VALUE`` is read by the scenario's own
-``--set`` parser (:func:`rocketsim.scenario.overrides.parse_override`), once, before they calibrate."""
+through it, ``threads/cut_execq.py``, ``g1_backlog/cut_c_overload.py``, ``g1_backlog/cut_gcload.py``):
+their ``--set=KEY=VALUE`` is read by the scenario's own ``--set`` parser
+(:func:`rocketsim.scenario.overrides.parse_override`), once, before they calibrate."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RERUNS = ROOT / "tests" / "data" / "realbroker-reruns"
-SCRIPTS = ("threads/cut_waits.py", "threads/cut_worker.py", "g1_backlog/cut_c_overload.py")
+SCRIPTS = (
+    "threads/cut_waits.py",
+    "threads/cut_worker.py",
+    "threads/cut_execq.py",
+    "g1_backlog/cut_c_overload.py",
+    "g1_backlog/cut_gcload.py",
+)
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

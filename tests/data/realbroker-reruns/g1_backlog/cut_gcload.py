@@ -20,6 +20,7 @@ import rocketsim.engine.reference as reference
 from rocketsim.calibration.thread_split import split_values
 from rocketsim.client import heap as heap_module
 from rocketsim.engine import simulate
+from rocketsim.scenario.overrides import parse_override
 from rocketsim.scenario.workload import generate
 from rocketsim.validation.calibrate import validation_values
 from rocketsim.validation.compare import due_latency_ms, per_second, result_classes
@@ -45,14 +46,6 @@ def collect(self, at_us, young_kib):  # type: ignore[no-untyped-def]
     AFTER[(id(self), int(at_us // 1e6))] = (self.held_kib() / 1024.0, self.pending)
 
 
-def parse_value(value: str) -> object:
-    if value in ("true", "false"):
-        return value == "true"
-    if value.isdigit():
-        return int(value)
-    return float(value) if value.replace(".", "", 1).isdigit() else value
-
-
 def main() -> None:
     reference.client_heap = recorded  # type: ignore[assignment]
     joint.client_heap = recorded  # type: ignore[assignment]
@@ -62,13 +55,14 @@ def main() -> None:
         (int(r), float(s))
         for r, s in (x.split(":") for x in (args[0] if args else "10000:1,72000:5").split(","))
     )
+    overrides = [parse_override(a[len("--set=") :]) for a in sys.argv[1:] if a.startswith("--set=")]
     chosen = [read_run(RUNS + "a_low_async"), read_run(RUNS + "b_ramp_async_p1")]
     values = validation_values(chosen)  # as the command calibrates
     if "--no-split" not in sys.argv:
         values = split_values(values, read_thread_split(), request_bytes(chosen[0]))
-    for key, value in (a[len("--set=") :].split("=", 1) for a in sys.argv[1:] if a.startswith("--set=")):
-        values[key] = parse_value(value)  # type: ignore[assignment]
-        print(f"set {key} = {values[key]}")
+    for key, value in overrides:
+        values[key] = value  # type: ignore[assignment]
+        print(f"set {key} = {value}")
     name = next(
         (a[len("--run=") :] for a in sys.argv[1:] if a.startswith("--run=")), "c_overload_async_p2_72000"
     )

@@ -176,11 +176,12 @@ def main() -> None:
         (int(r), float(s))
         for r, s in (x.split(":") for x in (args[0] if args else "10000:1,72000:10").split(","))
     )
+    overrides = [parse_override(a[len("--set=") :]) for a in sys.argv[1:] if a.startswith("--set=")]
     chosen = [read_run(RUNS + "a_low_async"), read_run(RUNS + "b_ramp_async_p1")]
     values = validation_values(chosen)  # as the command calibrates
     if "--no-split" not in sys.argv:
         values = split_values(values, read_thread_split(), request_bytes(chosen[0]))
-    for key, value in (parse_override(a[len("--set=") :]) for a in sys.argv[1:] if a.startswith("--set=")):
+    for key, value in overrides:
         values[key] = value  # type: ignore[assignment]
         print(f"set {key} = {value}")
     name = next(

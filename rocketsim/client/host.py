@@ -21,7 +21,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from rocketsim.client.host_books import PieceLog, RunningPieces
+from rocketsim.client.host_books import BusyIntervals, PieceLog, RunningPieces
 from rocketsim.client.wakeups import WakeupLeg, wakeup_leg
 from rocketsim.rng import derive_key, uniform
 from rocketsim.scenario import Scenario
@@ -692,51 +692,6 @@ class ClientThreads:
         if leg is not None:
             leg.placed(start, end, joins)
         return end
-
-
-@dataclass
-class BusyIntervals:
-    """When one thread is busy with the pieces it has been given (sorted intervals, apart)."""
-
-    starts: list[float] = field(default_factory=list)
-    ends: list[float] = field(default_factory=list)
-
-    def room(self, ready_us: float, work_us: float) -> float:
-        """The earliest start >= ``ready_us`` with ``work_us`` free before the next piece (its length on
-        the host may be longer: :meth:`reached` says whether it then reaches that piece): a flush placed
-        ahead for when the worker hands it over does not hold an answer's read that fits before it."""
-        i = bisect.bisect_right(self.ends, ready_us)
-        at = ready_us
-        while i < len(self.starts) and self.starts[i] < at + work_us:
-            at = max(at, self.ends[i])
-            i += 1
-        return at
-
-    def reached(self, start_us: float, end_us: float) -> float | None:
-        """The end of the thread's busy time that a piece over [start, end) would reach (None: it fits
-        before the next one; ``start`` is free, as :meth:`room` finds it)."""
-        i = bisect.bisect_right(self.ends, start_us)
-        if i < len(self.starts) and self.starts[i] < end_us:
-            return self.ends[i]
-        return None
-
-    def add(self, start_us: float, end_us: float) -> None:
-        """A piece placed over [start, end): one interval with those it touches (a backlog is one)."""
-        i = bisect.bisect_right(self.starts, start_us)
-        if i > 0 and self.ends[i - 1] >= start_us:
-            i -= 1
-            start_us, end_us = self.starts[i], max(end_us, self.ends[i])
-            del self.starts[i], self.ends[i]
-        while i < len(self.starts) and self.starts[i] <= end_us:
-            end_us = max(end_us, self.ends[i])
-            del self.starts[i], self.ends[i]
-        self.starts.insert(i, start_us)
-        self.ends.insert(i, end_us)
-
-    def advance(self, now_us: float) -> None:
-        k = bisect.bisect_right(self.ends, now_us)
-        if k:
-            del self.starts[:k], self.ends[:k]
 
 
 def client_threads(sc: Scenario, host: Host, producer: int) -> ClientThreads | None:

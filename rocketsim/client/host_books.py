@@ -188,3 +188,90 @@ class PieceLog:
             setattr(self, name, array("d", column.tobytes()))
         self._client = bytearray(np.frombuffer(self._client, np.uint8)[keep].tobytes())
         self._threads = [self._threads[i] for i in keep.tolist()]
+
+
+PASSED_KEPT = 16  # BusyIntervals: the piece lengths whose walks it remembers (the shortest kept)
+
+
+class BusyIntervals:
+    """When one thread is busy with the pieces it has been given (sorted intervals, apart).
+
+    :meth:`room` walks the gaps from a ready time to the first one a piece fits; under a backlog they are
+    many and small (a worker's pieces booked between its flushes placed ahead), and each piece walked them
+    again: most of a ``--thread-split`` run's time. What a walk found stays true while pieces are only
+    added (a gap only shrinks) and those ended before the clock forgotten: from its ready time up to its
+    answer there is no start a piece of its length, or a longer one, fits. ``_passed`` keeps those
+    stretches by length and a later walk jumps over them, so the answers are the plain walk's."""
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+        self._passed: dict[float, tuple[float, float]] = {}  # a length -> [lo, hi): no start fits it
+
+    def room(self, ready_us: float, work_us: float) -> float:
+        """The earliest start >= ``ready_us`` with ``work_us`` free before the next piece (its length on
+        the host may be longer: :meth:`reached` says whether it then reaches that piece): a flush placed
+        ahead for when the worker hands it over does not hold an answer's read that fits before it. A
+        start is ``ready_us`` or the end of a piece: the first of those with room."""
+        at = self._past_passed(ready_us, work_us) if work_us > 0 else ready_us
+        i = bisect.bisect_right(self.ends, at)
+        while i < len(self.starts) and self.starts[i] < at + work_us:
+            at = max(at, self.ends[i])
+            i += 1
+        if at > ready_us and work_us > 0:
+            self._remember(work_us, ready_us, at)
+        return at
+
+    def reached(self, start_us: float, end_us: float) -> float | None:
+        """The end of the thread's busy time that a piece over [start, end) would reach (None: it fits
+        before the next one; ``start`` is free, as :meth:`room` finds it)."""
+        i = bisect.bisect_right(self.ends, start_us)
+        if i < len(self.starts) and self.starts[i] < end_us:
+            return self.ends[i]
+        return None
+
+    def add(self, start_us: float, end_us: float) -> None:
+        """A piece placed over [start, end): one interval with those it touches (a backlog is one)."""
+        i = bisect.bisect_right(self.starts, start_us)
+        if i > 0 and self.ends[i - 1] >= start_us:
+            i -= 1
+            start_us, end_us = self.starts[i], max(end_us, self.ends[i])
+            del self.starts[i], self.ends[i]
+        while i < len(self.starts) and self.starts[i] <= end_us:
+            end_us = max(end_us, self.ends[i])
+            del self.starts[i], self.ends[i]
+        self.starts.insert(i, start_us)
+        self.ends.insert(i, end_us)
+
+    def advance(self, now_us: float) -> None:
+        """Nothing is ready before ``now_us`` any more: forget the pieces that ended by then (the gaps they
+        bound before it are no start for a later piece) and the stretches passed before it."""
+        k = bisect.bisect_right(self.ends, now_us)
+        if k:
+            del self.starts[:k], self.ends[:k]
+        self._passed = {w: span for w, span in self._passed.items() if span[1] > now_us}
+
+    def _past_passed(self, at: float, work_us: float) -> float:
+        """``at`` moved past the stretches walked before for a length at most ``work_us``: none of their
+        starts fits a piece of it (every gap in them was shorter, and has only shrunk since), so the first
+        start with room is at or after their end. (A stretch ends at a piece's end, or inside a piece it
+        was merged into: a start the walk from ``at`` would reach, or pass.)"""
+        moved = True
+        while moved:
+            moved = False
+            for length, (lo, hi) in self._passed.items():
+                if length <= work_us and lo <= at < hi:
+                    at, moved = hi, True
+        return at
+
+    def _remember(self, work_us: float, lo: float, hi: float) -> None:
+        """No start in [lo, hi) fits ``work_us``: kept with what was known of that length (one stretch
+        where they overlap, else the later), the shortest lengths kept (they serve every longer one)."""
+        old = self._passed.get(work_us)
+        if old is not None and lo <= old[1] and hi >= old[0]:
+            lo, hi = min(lo, old[0]), max(hi, old[1])
+        elif old is not None and hi < old[1]:
+            return
+        self._passed[work_us] = (lo, hi)
+        if len(self._passed) > PASSED_KEPT:
+            del self._passed[max(self._passed)]

@@ -169,7 +169,9 @@ def split_values(
     work-conserving host cannot stop one process). The dispatcher's part of the client's CPU
     (``dispatcher_share``) runs with the other threads' too: the application calls send on a thread of its
     own that keeps its schedule (the harness's dispatcher called every send within 22 ms of its due time),
-    not on the executor's threads that take the sends."""
+    not on the executor's threads that take the sends. The fair host counts threads, not pieces, beside a
+    piece (``producers.host_counts = "threads"``): the broker's pieces on their connection and send
+    threads, a held rest on its own thread."""
     send, io, append = (values[k] for k in CPU_KEYS)
     append *= request_bytes / KIB
     total = send + io + append
@@ -182,6 +184,7 @@ def split_values(
     out["brokers.default.store.append_us"] = broker * (1.0 - split.broker_io_share) * KIB / request_bytes
     out["producers.host_other_cpu_us"] = total * split.other_share + dispatcher
     out["producers.host_other_threads"] = split.other_threads
+    out["producers.host_counts"] = "threads"
     if values.get("producers.heap_mb", 0) > 0:  # G1's marking on the host as the heap's, not the others'
         out["producers.host_other_cpu_us"] = total * (split.other_share - split.marking_share) + dispatcher
         out["producers.heap_marking_on_host"] = True

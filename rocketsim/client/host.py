@@ -171,10 +171,17 @@ class FairShareHost:
     it (:class:`CapacityLedger`), so no core idles while a piece runs slower than one (the speed fixed at
     its start leaves cores idle once the pieces beside it end: docs/validation.md, "A work-conserving
     fair host"). ``pause_over`` (``heap_stops = "client_over"``): a client stop's collector threads share
-    the cores with the others' pieces as they end and start over its length (:meth:`_shared_over`)."""
+    the cores with the others' pieces as they end and start over its length (:meth:`_shared_over`).
+    ``count_threads`` (``host_counts = "threads"``): the rest of a piece a stop held runs on its thread, so
+    where it overlaps its thread's later pieces the thread counts once (:meth:`_hold`)."""
 
     def __init__(
-        self, processors: int, client_stops: bool = False, conserving: bool = False, pause_over: bool = False
+        self,
+        processors: int,
+        client_stops: bool = False,
+        conserving: bool = False,
+        pause_over: bool = False,
+        count_threads: bool = False,
     ) -> None:
         if processors < 1:
             raise ValueError(f"a host needs at least one processor, got {processors}")
@@ -185,6 +192,7 @@ class FairShareHost:
         self.processors = processors
         self.client_stops = client_stops
         self.pause_over = pause_over
+        self.count_threads = count_threads
         self.ledger = CapacityLedger(processors) if conserving else None
         self.free_us: dict[Hashable, float] = {}  # the process's shared threads (Host.free_us)
         self._now = 0.0
@@ -283,7 +291,8 @@ class FairShareHost:
         on a work-conserving host, the room the cores have, at least that), on the cores beside the later
         pieces. (The piece's end was returned when it was placed: its rest runs after the stop as a piece of
         its own, counted beside the others and beside its thread's later pieces; a thread's rests, one
-        after another.)"""
+        after another. With ``count_threads`` a named thread's rest is booked as its thread's, so beside its
+        thread's later pieces it is the same runnable thread, not one more.)"""
         held = []
         for p_start, p_end, rate, client, thread in self._pieces.over(stop_start, stop_end):
             over = min(p_end, stop_end) - max(p_start, stop_start)
@@ -300,10 +309,16 @@ class FairShareHost:
                 end = start + work / rate
                 for stop in stops:
                     end = _over(*stop, start, end)
-            self._book(start, end, ([], []), client)
+            self._book(start, end, self._own_rest(thread), client)
             self._pieces.append(start, end, rate, client, thread)
             if thread is not None:
                 self._resumes[thread] = max(end, self._resumes.get(thread, end))
+
+    def _own_rest(self, thread: Hashable) -> tuple[list[float], list[float]]:
+        """The pieces a held rest of ``thread`` is booked with: its thread's (``count_threads``), or none."""
+        if self.count_threads and thread is not None:
+            return self._threads.setdefault(thread, ([], []))
+        return [], []
 
     def stop_all(self, at_us: float, length_us: float) -> float:
         """Every thread of the host stops for ``length_us`` from ``at_us`` (after the stops before it);
@@ -545,7 +560,10 @@ def shared_host(sc: Scenario) -> Host:
     conserving = p.host_scheduler == "fair_conserving"
     client_stops = p.heap_stops != "host"
     over = p.heap_stops == "client_over"
-    return FairShareHost(p.processors, client_stops=client_stops, conserving=conserving, pause_over=over)
+    threads = p.host_counts == "threads"
+    return FairShareHost(
+        p.processors, client_stops=client_stops, conserving=conserving, pause_over=over, count_threads=threads
+    )
 
 
 @dataclass(frozen=True)

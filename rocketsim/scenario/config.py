@@ -42,6 +42,7 @@ PROXY_MODES = ("cluster", "local")  # proxy.mode: rocketsim.broker.proxy
 SENDER_MODELS = ("pool", "partitioned")
 HOST_SCHEDULERS = ("fifo", "fair", "fair_conserving")  # producers.host_scheduler (rocketsim.client.host)
 HEAP_STOPS = ("host", "client", "client_over")  # producers.heap_stops (rocketsim.client.heap)
+HOST_COUNTS = ("pieces", "threads")  # producers.host_counts (rocketsim.client.host.FairShareHost)
 # G1 (JDK 17, 1 GiB heap, 2 threads): a full collection's CPU per live KiB over a young collection's per KiB
 # it copies, both measured with a backlog of pending sends (tests/data/realbroker-reruns/g1_backlog)
 FULL_GC_PER_COPIED_KIB = 1.2
@@ -349,6 +350,12 @@ class ProducerConfig:
     # beside the others' threads running at its start; "client_over", beside them over its length as
     # they end and start (processor sharing). Needs host_scheduler = "fair" unless "host"
     heap_stops: str = field(default="host", metadata=_one_of(HEAP_STOPS))
+    # what a fair host counts as running beside a piece: "pieces", each piece of the brokers' connection
+    # and send threads a thread of its own, and the rest of a piece a stop held one more beside its thread's
+    # next piece; "threads", each of those pieces on its thread (a connection's selector and codec
+    # thread, the send thread that took the request) and a rest on its own thread, so a thread with a queue
+    # of work counts once, as Linux's CFS counts a runnable thread. Needs a fair host_scheduler
+    host_counts: str = field(default="pieces", metadata=_one_of(HOST_COUNTS))
     # G1's concurrent marking cycle, ms: from 45% of the heap in the old generation (IHOP), it frees the
     # promoted sends dead at its start when it ends (the mixed collections). 0: only full collections free
     # the old generation. Measured (G1 on JDK 17 with a backlog): the median of 21 cycles 1.0 s (0.3-2.9 s)

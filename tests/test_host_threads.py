@@ -124,3 +124,47 @@ def test_the_thread_split_counts_threads() -> None:
     values = {"producers.send_cpu_us": 10.0, "brokers.default.store.io_us": 4.0}
     values["brokers.default.store.append_us"] = 2.0
     assert split_values(values, split, 2048.0)["producers.host_counts"] == "threads"
+
+
+def _host_with_slow_others(**kw: Any) -> FairShareHost:
+    """A 2-core host with four of the broker's pieces over [0, 10,000) at a quarter of a core each (placed
+    while the client's threads ran beside them): one core of the two."""
+    h = FairShareHost(2, client_stops=True, **kw)
+    for _ in range(4):
+        h._others_running.add(0.0, 10_000.0)
+        h._pieces.append(0.0, 10_000.0, 0.25, False, ("broker send", 0, 0))
+    return h
+
+
+def test_the_collector_takes_the_cores_the_others_pieces_leave() -> None:
+    # "client_left": the four take the one core they were placed at; the other is the two collector threads'
+    # (half a core each): 3,000 us each by 6,000
+    assert _host_with_slow_others(pause_left=True).stop_client(0.0, 3000.0, 2) == (0.0, 6000.0)
+    # "client_over": a third of a core each beside the four counted as threads: 9,000
+    assert _host_with_slow_others(pause_over=True).stop_client(0.0, 3000.0, 2) == (0.0, 9000.0)
+
+
+def test_the_collector_keeps_at_least_its_fair_share_and_speeds_up_as_the_others_end() -> None:
+    h = FairShareHost(2, client_stops=True, pause_left=True)
+    for end in (1000.0, 20_000.0):  # two pieces at a core each: none left, the fair share (half a core)
+        h._others_running.add(0.0, end)
+        h._pieces.append(0.0, end, 1.0, False, ("other", 0))
+    # half a core each until 1,000 (500 done), then beside one piece at a core: (2 - 1) / 2 = half, at
+    # least 2/3 (the fair share beside one): 2,500 more take 3,750 -> 4,750
+    assert h.stop_client(0.0, 3000.0, 2) == pytest.approx((0.0, 4750.0))
+
+
+def test_the_client_left_pause_reaches_the_host() -> None:
+    mapping = {
+        "producers": {
+            "processors": 2,
+            "send_cpu_us": 10.0,
+            "shared_host": True,
+            "host_scheduler": "fair",
+            "heap_mb": 64.0,
+            "heap_stops": "client_left",
+        },
+        "brokers": {"coupling": "joint"},
+    }
+    host = shared_host(scenario_from_mapping(mapping))
+    assert isinstance(host, FairShareHost) and host.pause_left and not host.pause_over

@@ -164,8 +164,8 @@ def split_values(
     client heap (``producers.heap_mb``) G1's concurrent threads' part (``marking_share``) leaves the other
     threads for the heap's marking cycles on the host (``producers.heap_marking_on_host``), which cost by
     the live old generation, not by the send; and its collections stop the client's threads only, their
-    collector threads beside the broker's as those end and start over the pause (``producers.heap_stops =
-    "client_over"``: the driver's JVM, not the host, pauses), unless ``client_stops`` is false (a
+    collector threads taking the cores the broker's pieces leave over the pause (``producers.heap_stops =
+    "client_left"``: the driver's JVM, not the host, pauses), unless ``client_stops`` is false (a
     work-conserving host cannot stop one process). The dispatcher's part of the client's CPU
     (``dispatcher_share``) runs with the other threads' too: the application calls send on a thread of its
     own that keeps its schedule (the harness's dispatcher called every send within 22 ms of its due time),
@@ -189,7 +189,7 @@ def split_values(
         out["producers.host_other_cpu_us"] = total * (split.other_share - split.marking_share) + dispatcher
         out["producers.heap_marking_on_host"] = True
         if client_stops:
-            out["producers.heap_stops"] = "client_over"
+            out["producers.heap_stops"] = "client_left"
     out.update(split.client)
     out.update(split.broker)
     return out

@@ -16,6 +16,7 @@ start (floats: the work need not be whole microseconds).
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -172,6 +173,8 @@ class FairShareHost:
     its start leaves cores idle once the pieces beside it end: docs/validation.md, "A work-conserving
     fair host"). ``pause_over`` (``heap_stops = "client_over"``): a client stop's collector threads share
     the cores with the others' pieces as they end and start over its length (:meth:`_shared_over`).
+    ``pause_left`` (``heap_stops = "client_left"``): they take the cores the others' pieces leave at the
+    speeds those were placed at, at least their fair share (:meth:`_shared_left`).
     ``count_threads`` (``host_counts = "threads"``): the rest of a piece a stop held runs on its thread, so
     where it overlaps its thread's later pieces the thread counts once (:meth:`_hold`)."""
 
@@ -182,16 +185,18 @@ class FairShareHost:
         conserving: bool = False,
         pause_over: bool = False,
         count_threads: bool = False,
+        pause_left: bool = False,
     ) -> None:
         if processors < 1:
             raise ValueError(f"a host needs at least one processor, got {processors}")
         if conserving and client_stops:
             raise ValueError("a work-conserving fair host does not stop the client alone (client_stops)")
-        if pause_over and not client_stops:
-            raise ValueError("pause_over shares the client's stops with the others: it needs client_stops")
+        if (pause_over or pause_left) and not client_stops:
+            raise ValueError("a pause shared with the others over its length needs client_stops")
         self.processors = processors
         self.client_stops = client_stops
         self.pause_over = pause_over
+        self.pause_left = pause_left
         self.count_threads = count_threads
         self.ledger = CapacityLedger(processors) if conserving else None
         self.free_us: dict[Hashable, float] = {}  # the process's shared threads (Host.free_us)
@@ -337,7 +342,9 @@ class FairShareHost:
             raise ValueError("stop_client on a host made without client_stops (its other pieces not kept)")
         starts, ends = self._client_stops
         start = _after(self._stop_starts, self._stop_ends, max(at_us, ends[-1]) if ends else at_us)
-        if self.pause_over:
+        if self.pause_left:
+            end = self._shared_left(start, work_us, threads)
+        elif self.pause_over:
             end = self._shared_over(start, work_us, threads)
         else:
             beside = max(self._others_running.covering(start), self._others_running.covering(self._now))
@@ -371,6 +378,35 @@ class FairShareHost:
             left -= speed * (edge - t)
             t, others = edge, max(others + change, 0)
         return t + left / min(1.0, self.processors / (others + threads))
+
+    def _shared_left(self, start: float, work_us: float, threads: int) -> float:
+        """When ``threads`` collector threads from ``start`` have each done ``work_us``, taking the cores
+        the other processes' pieces booked over that time leave at the speeds they were placed at
+        (``pause_left``), at least their fair share beside them (``_shared_over``'s count), at most a core
+        each. A piece's speed was fixed when it was placed, by the threads running then (the client's among
+        them, before it stopped): it does no more than that in the pause, and the cores the stopped
+        client's threads had are the collector's, as CFS gives a runnable thread the time the others do
+        not take. (Before the engine's clock, the speeds and count at the clock.)"""
+        lo = max(start, self._now)
+        rate, rate_changes = self._pieces.others_rate(lo)
+        others = self._others_running.covering(lo)
+        changes = heapq.merge(
+            ((t, 0, d) for t, d in self._others_running.changes_after(lo)),
+            ((t, 1, d) for t, d in rate_changes),
+        )
+        t, left = start, work_us
+        for edge, which, change in changes:
+            speed = _collector_speed(self.processors, threads, others, rate)
+            if edge > t:
+                if left <= speed * (edge - t):
+                    break
+                left -= speed * (edge - t)
+                t = edge
+            if which == 0:
+                others = max(others + int(change), 0)
+            else:
+                rate = max(rate + change, 0.0)
+        return t + left / _collector_speed(self.processors, threads, others, rate)
 
     def advance(self, now_us: float) -> None:
         """Nothing is ready before ``now_us`` any more: forget the pieces and stops that ended by then (as
@@ -486,6 +522,13 @@ PIECES_KEPT = 4096  # FairShareHost keeps this many placed pieces' records befor
 ENGINE_STEP_US = 1000.0  # the engine's clock: what is ready within its current ms is placed in that step
 
 
+def _collector_speed(processors: int, threads: int, others: int, others_rate: float) -> float:
+    """A collector thread's speed beside ``others`` threads taking ``others_rate`` cores: the cores they
+    leave shared by the ``threads``, at least the fair share, at most a core (``_shared_left``)."""
+    fair = processors / (others + threads)
+    return min(1.0, max(fair, (processors - others_rate) / threads))
+
+
 def _fair_end(
     start: float, work: float, beside: int, processors: int, stops: list[tuple[list[float], list[float]]]
 ) -> float:
@@ -559,10 +602,14 @@ def shared_host(sc: Scenario) -> Host:
         return HostCores(p.processors)
     conserving = p.host_scheduler == "fair_conserving"
     client_stops = p.heap_stops != "host"
-    over = p.heap_stops == "client_over"
-    threads = p.host_counts == "threads"
+    over, left = p.heap_stops == "client_over", p.heap_stops == "client_left"
     return FairShareHost(
-        p.processors, client_stops=client_stops, conserving=conserving, pause_over=over, count_threads=threads
+        p.processors,
+        client_stops=client_stops,
+        conserving=conserving,
+        pause_over=over,
+        count_threads=p.host_counts == "threads",
+        pause_left=left,
     )
 
 

@@ -41,7 +41,7 @@ CLIENT_FAMILIES = (REMOTING, GRPC)  # producers.client_family
 PROXY_MODES = ("cluster", "local")  # proxy.mode: rocketsim.broker.proxy
 SENDER_MODELS = ("pool", "partitioned")
 HOST_SCHEDULERS = ("fifo", "fair", "fair_conserving")  # producers.host_scheduler (rocketsim.client.host)
-HEAP_STOPS = ("host", "client", "client_over")  # producers.heap_stops (rocketsim.client.heap)
+HEAP_STOPS = ("host", "client", "client_over", "client_left")  # producers.heap_stops (rocketsim.client.heap)
 HOST_COUNTS = ("pieces", "threads")  # producers.host_counts (rocketsim.client.host.FairShareHost)
 # G1 (JDK 17, 1 GiB heap, 2 threads): a full collection's CPU per live KiB over a young collection's per KiB
 # it copies, both measured with a backlog of pending sends (tests/data/realbroker-reruns/g1_backlog)
@@ -348,7 +348,9 @@ class ProducerConfig:
     # what a collection's pause stops: "host", every core of the host (the brokers on it too); "client",
     # the client process's threads only, its collector threads (ParallelGCThreads) doing the pause's work
     # beside the others' threads running at its start; "client_over", beside them over its length as
-    # they end and start (processor sharing). Needs host_scheduler = "fair" unless "host"
+    # they end and start (processor sharing); "client_left", taking the cores the others' pieces leave at
+    # the speeds they were placed at (the stopped client's), at least the fair share. Needs host_scheduler
+    # = "fair" unless "host"
     heap_stops: str = field(default="host", metadata=_one_of(HEAP_STOPS))
     # what a fair host counts as running beside a piece: "pieces", each piece of the brokers' connection
     # and send threads a thread of its own, and the rest of a piece a stop held one more beside its thread's

@@ -31,7 +31,7 @@ KINDS: dict[str, int] = {}
 IDENTS: dict[Hashable, int] = {}
 STARTS, ENDS, KIND, IDENT, REST = array("d"), array("d"), array("i"), array("q"), bytearray()
 PAUSES: list[tuple[float, float, float, int, int]] = []  # start, end, work a thread, threads, records then
-SAMPLES: list[tuple[float, int, int, str]] = []  # start, records then, beside counted, kind
+SAMPLES: list[tuple[float, int, int, int, int]] = []  # start, records then, beside, at start, at the clock
 BESIDE: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # kind -> sum of beside, pieces
 CONTEXT: list[Hashable] = [None]  # the broker's thread running an unnamed piece now
 _state = {"rest": False, "placing": None, "client_pieces": 0}
@@ -89,8 +89,9 @@ def start_of(self, ready_us, own, client, stops):  # type: ignore[no-untyped-def
         BESIDE[kind][0] += beside
         BESIDE[kind][1] += 1
         _state["client_pieces"] += 1
-        if _state["client_pieces"] % SAMPLE == 0:
-            SAMPLES.append((start, len(STARTS), beside, kind))
+        if _state["client_pieces"] % SAMPLE == 0:  # the books a client piece counts: all of them
+            books, now = self._running, self._now
+            SAMPLES.append((start, len(STARTS), beside, books.covering(start), books.covering(now)))
     return start, beside
 
 
@@ -129,19 +130,19 @@ def read_request(self, conn, ready_us):  # type: ignore[no-untyped-def]
         CONTEXT.pop()
 
 
-def run_cpu(self, ready_us, work_us):  # type: ignore[no-untyped-def]
+def run_cpu(self, ready_us, work_us, thread=None):  # type: ignore[no-untyped-def]
     conn = CONTEXT[-1] if len(CONTEXT) > 1 else None
     last = "codec" if self.params.codec_share > 0 else "selector"
-    CONTEXT[0] = (last + " (reply)", self.index, id(conn))
+    CONTEXT[0] = (last, self.index, id(conn))  # the answer's write, on the connection's last thread
     try:
-        return _run_cpu(self, ready_us, work_us)
+        return _run_cpu(self, ready_us, work_us, thread)
     finally:
         CONTEXT[0] = None
 
 
 def on_host(self, d, cores):  # type: ignore[no-untyped-def]
     # which of the send threads takes it: the one free the earliest (BrokerStore.threads' heap)
-    CONTEXT[0] = ("send thread", self.index, None)
+    CONTEXT[0] = ("send thread", self.index, None)  # (which of them: not told apart unnamed)
     try:
         return _on_host(self, d, cores)
     finally:
@@ -164,7 +165,7 @@ def report() -> None:
     )
     print(f"\n{len(starts):,} pieces recorded, {int(rests.sum()):,} of them rests a stop held")
     print("client pauses: the others' pieces booked over each when it was placed, time-averaged over it")
-    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # pieces, rests, threads
     wall_sum = cpu_sum = 0.0
     for start, end, work, threads, n in PAUSES:
         wall = end - start
@@ -176,7 +177,7 @@ def report() -> None:
         over = (e > start) & (s < end) & ~client_kind[k]
         inside = np.minimum(e[over], end) - np.maximum(s[over], start)
         for kind, rest, t in zip(k[over].tolist(), r[over].tolist(), inside.tolist(), strict=True):
-            totals[names[kind] + (" (rest)" if rest else "")][0] += t
+            totals[names[kind]][1 if rest else 0] += t
         # the threads: a thread's pieces over the same time counted once
         for ident in np.unique(idents[:n][over]).tolist():
             mine = over & (idents[:n] == ident)
@@ -186,25 +187,29 @@ def report() -> None:
             for a, b in zip(lo[order].tolist(), hi[order].tolist(), strict=True):
                 covered += max(0.0, b - max(a, reach))
                 reach = max(reach, b)
-            kind = names[int(k[mine][0])]
-            totals["threads: " + kind][1] += covered
+            totals[names[int(k[mine][0])]][2] += covered
     print(
         f"{len(PAUSES)} pauses, {wall_sum / 1e3:,.0f} ms of wall, {cpu_sum / 1e3:,.0f} ms of collector CPU: "
         f"{cpu_sum / wall_sum if wall_sum else 0:.2f} cores while paused"
     )
-    pieces = sum(v[0] for v in totals.values()) / wall_sum if wall_sum else 0.0
-    threads = sum(v[1] for v in totals.values()) / wall_sum if wall_sum else 0.0
-    print(f"beside them on average: {pieces:.2f} pieces, {threads:.2f} threads")
-    for name in sorted(totals, key=lambda n: -(totals[n][0] + totals[n][1])):
-        v = totals[name][0] if not name.startswith("threads: ") else totals[name][1]
-        print(f"  {name:36s} {v / wall_sum:5.2f}")
+    w = wall_sum or 1.0
+    print("  kind                          pieces  rests  threads (time-averaged over the pauses)")
+    print(
+        f"  {'all':28s} {sum(v[0] for v in totals.values()) / w:7.2f} "
+        f"{sum(v[1] for v in totals.values()) / w:6.2f} {sum(v[2] for v in totals.values()) / w:8.2f}"
+    )
+    for name in sorted(totals, key=lambda n: -sum(totals[n][:2])):
+        v = totals[name]
+        print(f"  {name:28s} {v[0] / w:7.2f} {v[1] / w:6.2f} {v[2] / w:8.2f}")
     print("\nclient pieces: threads beside each the host counted (mean over all)")
     for kind, (total, count) in sorted(BESIDE.items()):
         print(f"  {kind:20s} {total / count:6.2f}  ({int(count):,} pieces)")
     print(f"sampled ({len(SAMPLES)}): pieces and threads by kind running at their starts (booked then)")
     by_kind: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     counted = 0.0
-    for start, n, beside, _ in SAMPLES:
+    at_start = at_clock = 0.0
+    for start, n, beside, on_start, on_clock in SAMPLES:
+        at_start, at_clock = at_start + on_start, at_clock + on_clock
         at = (starts[:n] <= start) & (ends[:n] > start)
         counted += beside
         for kind in np.unique(kinds[:n][at]).tolist():
@@ -213,8 +218,10 @@ def report() -> None:
             by_kind[names[kind]][1] += len(np.unique(idents[:n][mine]))
     m = max(1, len(SAMPLES))
     print(
-        f"  counted beside {counted / m:.2f}; running {sum(v[0] for v in by_kind.values()) / m:.2f} pieces "
-        f"of {sum(v[1] for v in by_kind.values()) / m:.2f} threads"
+        f"  counted beside {counted / m:.2f} (the books at its start {at_start / m:.2f}, at the engine's clock "
+        f"{at_clock / m:.2f}, its own thread's among them); running at its start "
+        f"{sum(v[0] for v in by_kind.values()) / m:.2f} pieces of {sum(v[1] for v in by_kind.values()) / m:.2f}"
+        " threads (the collector's left out)"
     )
     for name in sorted(by_kind, key=lambda n: -by_kind[n][0]):
         print(f"  {name:28s} {by_kind[name][0] / m:6.2f} pieces {by_kind[name][1] / m:6.2f} threads")
@@ -230,8 +237,10 @@ def main() -> None:
     queue.BrokerStore.read_request = read_request  # type: ignore[method-assign]
     queue.BrokerStore.run_cpu = run_cpu  # type: ignore[method-assign]
     queue.BrokerStore._on_host = on_host  # type: ignore[method-assign]
-    cut_pauses.main()
-    report()
+    try:
+        cut_pauses.main()
+    finally:
+        report()
 
 
 if __name__ == "__main__":

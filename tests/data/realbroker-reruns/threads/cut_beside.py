@@ -217,11 +217,11 @@ def report() -> None:
             by_kind[names[kind]][0] += int(mine.sum())
             by_kind[names[kind]][1] += len(np.unique(idents[:n][mine]))
     m = max(1, len(SAMPLES))
+    pieces, threads = (sum(v[i] for v in by_kind.values()) / m for i in (0, 1))
     print(
-        f"  counted beside {counted / m:.2f} (the books at its start {at_start / m:.2f}, at the engine's clock "
-        f"{at_clock / m:.2f}, its own thread's among them); running at its start "
-        f"{sum(v[0] for v in by_kind.values()) / m:.2f} pieces of {sum(v[1] for v in by_kind.values()) / m:.2f}"
-        " threads (the collector's left out)"
+        f"  counted beside {counted / m:.2f} (the books at its start {at_start / m:.2f}, at the engine's "
+        f"clock {at_clock / m:.2f}, its own thread's among them); running at its start {pieces:.2f} "
+        f"pieces of {threads:.2f} threads (the collector's left out)"
     )
     for name in sorted(by_kind, key=lambda n: -by_kind[n][0]):
         print(f"  {name:28s} {by_kind[name][0] / m:6.2f} pieces {by_kind[name][1] / m:6.2f} threads")
@@ -239,8 +239,9 @@ def main() -> None:
     queue.BrokerStore._on_host = on_host  # type: ignore[method-assign]
     try:
         cut_pauses.main()
-    finally:
-        report()
+    finally:  # what was recorded, also when cut_gcload's table fails (a cut of part of a second)
+        if len(STARTS):
+            report()
 
 
 if __name__ == "__main__":

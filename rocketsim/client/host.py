@@ -16,13 +16,13 @@ start (floats: the work need not be whole microseconds).
 from __future__ import annotations
 
 import bisect
-import heapq
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from rocketsim.client.host_books import PieceLog, RunningPieces
+from rocketsim.client.pause_share import shared_left, shared_over
 from rocketsim.client.wakeups import WakeupLeg, wakeup_leg
 from rocketsim.rng import derive_key, uniform
 from rocketsim.scenario import Scenario
@@ -172,9 +172,9 @@ class FairShareHost:
     it (:class:`CapacityLedger`), so no core idles while a piece runs slower than one (the speed fixed at
     its start leaves cores idle once the pieces beside it end: docs/validation.md, "A work-conserving
     fair host"). ``pause_over`` (``heap_stops = "client_over"``): a client stop's collector threads share
-    the cores with the others' pieces as they end and start over its length (:meth:`_shared_over`).
-    ``pause_left`` (``heap_stops = "client_left"``): they take the cores the others' pieces leave at the
-    speeds those were placed at, at least their fair share (:meth:`_shared_left`).
+    the cores with the others' pieces as they end and start over its length; ``pause_left`` (``heap_stops
+    = "client_left"``): they take the cores the others' pieces leave at the speeds those were placed at, at
+    least their fair share (:mod:`rocketsim.client.pause_share`).
     ``count_threads`` (``host_counts = "threads"``): the rest of a piece a stop held runs on its thread, so
     where it overlaps its thread's later pieces the thread counts once (:meth:`_hold`)."""
 
@@ -343,9 +343,10 @@ class FairShareHost:
         starts, ends = self._client_stops
         start = _after(self._stop_starts, self._stop_ends, max(at_us, ends[-1]) if ends else at_us)
         if self.pause_left:
-            end = self._shared_left(start, work_us, threads)
+            others, pieces, now = self._others_running, self._pieces, self._now
+            end = shared_left(others, pieces, self.processors, now, start, work_us, threads)
         elif self.pause_over:
-            end = self._shared_over(start, work_us, threads)
+            end = shared_over(self._others_running, self.processors, self._now, start, work_us, threads)
         else:
             beside = max(self._others_running.covering(start), self._others_running.covering(self._now))
             end = start + work_us * max(1.0, (beside + threads) / self.processors)
@@ -357,56 +358,6 @@ class FairShareHost:
         ends.append(end)
         self._hold(start, end, client_only=True)
         return start, end
-
-    def _shared_over(self, start: float, work_us: float, threads: int) -> float:
-        """When ``threads`` collector threads from ``start`` have each done ``work_us``, sharing the cores
-        with the other processes' pieces booked over that time as they end and start (``pause_over``):
-        processor sharing over the pause, whose threads' tens of milliseconds span many of the others'
-        pieces, where a piece of microseconds keeps the share it started with. (Before the engine's clock,
-        whose ended pieces are forgotten, the share is the one at the clock.)"""
-        books, left = self._others_running, work_us
-        t, others = start, books.covering(max(start, self._now))
-        if self._now > start:
-            speed = min(1.0, self.processors / (others + threads))
-            if left <= speed * (self._now - start):
-                return start + left / speed
-            t, left = self._now, left - speed * (self._now - start)
-        for edge, change in books.changes_after(t):
-            speed = min(1.0, self.processors / (others + threads))
-            if left <= speed * (edge - t):
-                break
-            left -= speed * (edge - t)
-            t, others = edge, max(others + change, 0)
-        return t + left / min(1.0, self.processors / (others + threads))
-
-    def _shared_left(self, start: float, work_us: float, threads: int) -> float:
-        """When ``threads`` collector threads from ``start`` have each done ``work_us``, taking the cores
-        the other processes' pieces booked over that time leave at the speeds they were placed at
-        (``pause_left``), at least their fair share beside them (``_shared_over``'s count), at most a core
-        each. A piece's speed was fixed when it was placed, by the threads running then (the client's among
-        them, before it stopped): it does no more than that in the pause, and the cores the stopped
-        client's threads had are the collector's, as CFS gives a runnable thread the time the others do
-        not take. (Before the engine's clock, the speeds and count at the clock.)"""
-        lo = max(start, self._now)
-        rate, rate_changes = self._pieces.others_rate(lo)
-        others = self._others_running.covering(lo)
-        changes = heapq.merge(
-            ((t, 0, d) for t, d in self._others_running.changes_after(lo)),
-            ((t, 1, d) for t, d in rate_changes),
-        )
-        t, left = start, work_us
-        for edge, which, change in changes:
-            speed = _collector_speed(self.processors, threads, others, rate)
-            if edge > t:
-                if left <= speed * (edge - t):
-                    break
-                left -= speed * (edge - t)
-                t = edge
-            if which == 0:
-                others = max(others + int(change), 0)
-            else:
-                rate = max(rate + change, 0.0)
-        return t + left / _collector_speed(self.processors, threads, others, rate)
 
     def advance(self, now_us: float) -> None:
         """Nothing is ready before ``now_us`` any more: forget the pieces and stops that ended by then (as
@@ -520,13 +471,6 @@ class CapacityLedger:
 SLOT_US = 1.0  # the capacity ledger's slot (the pieces are microseconds)
 PIECES_KEPT = 4096  # FairShareHost keeps this many placed pieces' records before it forgets the ended
 ENGINE_STEP_US = 1000.0  # the engine's clock: what is ready within its current ms is placed in that step
-
-
-def _collector_speed(processors: int, threads: int, others: int, others_rate: float) -> float:
-    """A collector thread's speed beside ``others`` threads taking ``others_rate`` cores: the cores they
-    leave shared by the ``threads``, at least the fair share, at most a core (``_shared_left``)."""
-    fair = processors / (others + threads)
-    return min(1.0, max(fair, (processors - others_rate) / threads))
 
 
 def _fair_end(

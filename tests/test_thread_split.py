@@ -113,9 +113,9 @@ def test_with_a_client_heap_its_marking_leaves_the_other_threads_for_its_cycles(
     out = split_values({**values, "producers.heap_mb": 1024.0}, split, 2048.0)
     assert out["producers.host_other_cpu_us"] == pytest.approx(18.0 * 0.19)
     assert out["producers.heap_marking_on_host"] is True
-    # its collections stop the client's JVM, not the host: the broker's threads run beside the collector's,
-    # their share over the pause as they end and start
-    assert out["producers.heap_stops"] == "client_over"
+    # its collections stop the client's JVM, not the host: the collector's threads take the cores the
+    # broker's pieces leave over the pause
+    assert out["producers.heap_stops"] == "client_left"
     conserving = split_values({**values, "producers.heap_mb": 1024.0}, split, 2048.0, client_stops=False)
     assert "producers.heap_stops" not in conserving and conserving["producers.heap_marking_on_host"] is True
     assert out["producers.send_cpu_us"] == pytest.approx(8.0)  # the rest as without it
@@ -145,12 +145,13 @@ def test_the_split_reaches_the_scenario_with_the_option_only(
     p, store = sc.producers, sc.brokers["default"].store
     if not split:
         assert p.netty_write_cpu_share == 0 and p.host_other_cpu_us == 0 and store.codec_share == 0
-        assert not p.heap_marking_on_host and p.heap_stops == "host"
+        assert not p.heap_marking_on_host and p.heap_stops == "host" and p.host_counts == "pieces"
         return
     assert p.netty_write_cpu_share == pytest.approx(0.272, abs=1e-3) and p.host_other_threads == 2
     assert store.codec_share == pytest.approx(0.486, abs=1e-3) and p.host_other_cpu_us > 0
     assert p.heap_marking_on_host  # the validation's client heap: G1's marking on the host
-    assert p.heap_stops == "client_over"  # and its pauses stop the client's JVM only
+    assert p.heap_stops == "client_left"  # and its pauses stop the client's JVM only
+    assert p.host_counts == "threads"  # the fair host counts threads beside a piece, not pieces
     # the dispatcher's part on neither the executor's threads nor a submitting thread: with the others'
     assert p.submit_cpu_share == 0
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import re
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple
@@ -268,6 +268,8 @@ class ConnectionThreads:
 
     free_us: list[float]  # selector, codec
     legs: tuple[WakeupLeg | None, WakeupLeg | None]
+    # the two threads' names on the shared host (BrokerStore.named_threads; None: a thread of its own a piece)
+    names: tuple[Hashable, Hashable] = (None, None)
 
 
 @dataclass
@@ -287,10 +289,18 @@ class BrokerStore:
     served_us: list[tuple[int, int]] = field(default_factory=list)  # [begin, end) of each append
     cores: Host | None = None  # the producers' host when the broker runs on it (its CPU work there)
     reput_free_us: float = 0.0  # when the reput thread's work (store.reput_share) ends
+    # its pieces on the host named by the thread that runs them (producers.host_counts = "threads"): each
+    # connection's selector and codec thread, each send thread; else each piece a thread of its own
+    named_threads: bool = False
+    connections: int = 0  # the client connections made (connection())
+    # named_threads: the send threads' free times with their numbers, as ``threads`` (the one that takes it)
+    send_free: list[tuple[int, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.threads:
             self.threads = [0] * self.params.send_threads
+        if self.named_threads and not self.send_free:
+            self.send_free = [(free, j) for j, free in enumerate(sorted(self.threads))]
 
     def _hold_lock(self, begin_us: int, end_us: int) -> None:
         """An append holds ``putMessageLock`` over [begin, end): the page cache is busy where
@@ -306,19 +316,26 @@ class BrokerStore:
         taken as the previous one's), and take it into the store's state."""
         return self.offer_us(arrival_ms * 1000, wire_bytes)
 
-    def run_cpu(self, ready_us: float, work_us: float) -> float:
+    def run_cpu(self, ready_us: float, work_us: float, thread: Hashable = None) -> float:
         """When ``work_us`` of the broker's CPU ready at ``ready_us`` ends (on the host's cores when it
-        shares the producers' host)."""
-        return self.cores.run(ready_us, work_us) if self.cores is not None else ready_us + work_us
+        shares the producers' host; on ``thread``, None: a thread of its own)."""
+        return self.cores.run(ready_us, work_us, thread) if self.cores is not None else ready_us + work_us
 
     def connection(self) -> ConnectionThreads:
-        """A new client connection's threads at this broker (free from the start)."""
+        """A new client connection's threads at this broker (free from the start). Named
+        (``named_threads``): a selector and a codec thread of its own (rocketmq-all-4.9.8
+        ``NettyServerConfig``: ``serverSelectorThreads`` 3, ``serverWorkerThreads`` 8, a channel bound to
+        one of each; the harness's two connections ran on two of each, the per-thread reruns)."""
         p = self.params
         legs = (
             wakeup_leg(p.selector_wakeup_us, p.selector_request_us),
             wakeup_leg(p.codec_wakeup_us, p.codec_request_us),
         )
-        return ConnectionThreads([0.0, 0.0], legs)
+        k, self.connections = self.connections, self.connections + 1
+        if not self.named_threads:
+            return ConnectionThreads([0.0, 0.0], legs)
+        names = (("broker selector", self.index, k), ("broker codec", self.index, k))
+        return ConnectionThreads([0.0, 0.0], legs, names)
 
     def read_request(self, conn: ConnectionThreads, ready_us: float) -> float:
         """When a request of a client connection, in its socket from ``ready_us``, has been read: ``io_us``
@@ -334,7 +351,7 @@ class BrokerStore:
         if p.codec_share > 0:
             conn.free_us[0], last = done, 1
             done = self._on_thread(conn, 1, done, p.io_us - read)
-        conn.free_us[last] = self.run_cpu(done, p.reply_us)
+        conn.free_us[last] = self.run_cpu(done, p.reply_us, conn.names[last])
         return done
 
     def _on_thread(self, conn: ConnectionThreads, i: int, ready_us: float, work_us: float) -> float:
@@ -344,7 +361,10 @@ class BrokerStore:
         if leg is not None:
             ready_us, work_us, joins = leg.piece(ready_us)
         at = max(ready_us, conn.free_us[i])
-        start, end = self.cores.place(at, work_us) if self.cores is not None else (at, at + work_us)
+        if self.cores is not None:
+            start, end = self.cores.place(at, work_us, conn.names[i])
+        else:
+            start, end = at, at + work_us
         if leg is not None:
             leg.placed(start, end, joins)
         return end
@@ -373,6 +393,8 @@ class BrokerStore:
             heapq.heappush(self.queued, d.taken)
         if d.fate == Fate.PC_SYNCHRONIZED:
             heapq.heapreplace(self.threads, d.taken)
+            if self.send_free:
+                heapq.heapreplace(self.send_free, (d.taken, self.send_free[0][1]))
             return StoreAnswer(
                 d.fate,
                 a,
@@ -386,6 +408,8 @@ class BrokerStore:
             d = self._on_host(d, self.cores)
         self.writer_free_us = d.end
         heapq.heapreplace(self.threads, d.end)
+        if self.send_free:
+            heapq.heapreplace(self.send_free, (d.end, self.send_free[0][1]))
         if d.end - d.begin > self.params.busy_timeout_ms * 1000:
             self._hold_lock(d.begin, d.end)
         self.served_us.append((d.begin, d.end))
@@ -399,8 +423,9 @@ class BrokerStore:
         is free, and the reput thread's after it (``reput_share``; the answer does not wait for it)."""
         p, work, begin = self.params, d.end - d.begin, d.begin
         unlocked, reput = work * p.unlocked_share, work * p.reput_share
-        if unlocked > 0:  # a send thread of its own (None: not the writer's)
-            begin = max(cores.run(d.taken, unlocked), self.writer_free_us)
+        if unlocked > 0:  # on the send thread that took it (named_threads; else a thread of its own a piece)
+            thread = ("broker send", self.index, self.send_free[0][1]) if self.send_free else None
+            begin = max(cores.run(d.taken, unlocked, thread), self.writer_free_us)
         start, stop = cores.place(begin, work - unlocked - reput, ("writer", self.index))
         if reput > 0:
             self.reput_free_us = cores.run(max(stop, self.reput_free_us), reput, ("reput", self.index))
@@ -430,7 +455,9 @@ class StoreCluster:
         for i, b in enumerate(sc.cluster.brokers):
             cfg = sc.broker_model(b).store
             cores = host if cfg.on_producer_host else None
-            stores.append(BrokerStore(StoreParams.from_config(cfg, version, model.faults[i]), i, cores=cores))
+            params = StoreParams.from_config(cfg, version, model.faults[i])
+            named = cores is not None and sc.producers.host_counts == "threads"
+            stores.append(BrokerStore(params, i, cores=cores, named_threads=named))
         return cls(stores, tuple(sc.cluster.brokers))
 
     def store(self, broker: str) -> BrokerStore:

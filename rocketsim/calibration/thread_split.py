@@ -164,12 +164,14 @@ def split_values(
     client heap (``producers.heap_mb``) G1's concurrent threads' part (``marking_share``) leaves the other
     threads for the heap's marking cycles on the host (``producers.heap_marking_on_host``), which cost by
     the live old generation, not by the send; and its collections stop the client's threads only, their
-    collector threads beside the broker's as those end and start over the pause (``producers.heap_stops =
-    "client_over"``: the driver's JVM, not the host, pauses), unless ``client_stops`` is false (a
+    collector threads taking the cores the broker's pieces leave over the pause (``producers.heap_stops =
+    "client_left"``: the driver's JVM, not the host, pauses), unless ``client_stops`` is false (a
     work-conserving host cannot stop one process). The dispatcher's part of the client's CPU
     (``dispatcher_share``) runs with the other threads' too: the application calls send on a thread of its
     own that keeps its schedule (the harness's dispatcher called every send within 22 ms of its due time),
-    not on the executor's threads that take the sends."""
+    not on the executor's threads that take the sends. The fair host counts threads, not pieces, beside a
+    piece (``producers.host_counts = "threads"``): the broker's pieces on their connection and send
+    threads, a held rest on its own thread."""
     send, io, append = (values[k] for k in CPU_KEYS)
     append *= request_bytes / KIB
     total = send + io + append
@@ -182,11 +184,12 @@ def split_values(
     out["brokers.default.store.append_us"] = broker * (1.0 - split.broker_io_share) * KIB / request_bytes
     out["producers.host_other_cpu_us"] = total * split.other_share + dispatcher
     out["producers.host_other_threads"] = split.other_threads
+    out["producers.host_counts"] = "threads"
     if values.get("producers.heap_mb", 0) > 0:  # G1's marking on the host as the heap's, not the others'
         out["producers.host_other_cpu_us"] = total * (split.other_share - split.marking_share) + dispatcher
         out["producers.heap_marking_on_host"] = True
         if client_stops:
-            out["producers.heap_stops"] = "client_over"
+            out["producers.heap_stops"] = "client_left"
     out.update(split.client)
     out.update(split.broker)
     return out

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from rocketsim.client.host_books import BusyIntervals, PieceLog, RunningPieces
+from rocketsim.client.pause_share import shared_left, shared_over
 from rocketsim.client.wakeups import WakeupLeg, wakeup_leg
 from rocketsim.rng import derive_key, uniform
 from rocketsim.scenario import Scenario
@@ -171,20 +172,32 @@ class FairShareHost:
     it (:class:`CapacityLedger`), so no core idles while a piece runs slower than one (the speed fixed at
     its start leaves cores idle once the pieces beside it end: docs/validation.md, "A work-conserving
     fair host"). ``pause_over`` (``heap_stops = "client_over"``): a client stop's collector threads share
-    the cores with the others' pieces as they end and start over its length (:meth:`_shared_over`)."""
+    the cores with the others' pieces as they end and start over its length; ``pause_left`` (``heap_stops
+    = "client_left"``): they take the cores the others' pieces leave at the speeds those were placed at, at
+    least their fair share (:mod:`rocketsim.client.pause_share`).
+    ``count_threads`` (``host_counts = "threads"``): the rest of a piece a stop held runs on its thread, so
+    where it overlaps its thread's later pieces the thread counts once (:meth:`_hold`)."""
 
     def __init__(
-        self, processors: int, client_stops: bool = False, conserving: bool = False, pause_over: bool = False
+        self,
+        processors: int,
+        client_stops: bool = False,
+        conserving: bool = False,
+        pause_over: bool = False,
+        count_threads: bool = False,
+        pause_left: bool = False,
     ) -> None:
         if processors < 1:
             raise ValueError(f"a host needs at least one processor, got {processors}")
         if conserving and client_stops:
             raise ValueError("a work-conserving fair host does not stop the client alone (client_stops)")
-        if pause_over and not client_stops:
-            raise ValueError("pause_over shares the client's stops with the others: it needs client_stops")
+        if (pause_over or pause_left) and not client_stops:
+            raise ValueError("a pause shared with the others over its length needs client_stops")
         self.processors = processors
         self.client_stops = client_stops
         self.pause_over = pause_over
+        self.pause_left = pause_left
+        self.count_threads = count_threads
         self.ledger = CapacityLedger(processors) if conserving else None
         self.free_us: dict[Hashable, float] = {}  # the process's shared threads (Host.free_us)
         self._now = 0.0
@@ -283,7 +296,8 @@ class FairShareHost:
         on a work-conserving host, the room the cores have, at least that), on the cores beside the later
         pieces. (The piece's end was returned when it was placed: its rest runs after the stop as a piece of
         its own, counted beside the others and beside its thread's later pieces; a thread's rests, one
-        after another.)"""
+        after another. With ``count_threads`` a named thread's rest is booked as its thread's, so beside its
+        thread's later pieces it is the same runnable thread, not one more.)"""
         held = []
         for p_start, p_end, rate, client, thread in self._pieces.over(stop_start, stop_end):
             over = min(p_end, stop_end) - max(p_start, stop_start)
@@ -300,10 +314,16 @@ class FairShareHost:
                 end = start + work / rate
                 for stop in stops:
                     end = _over(*stop, start, end)
-            self._book(start, end, ([], []), client)
+            self._book(start, end, self._own_rest(thread), client)
             self._pieces.append(start, end, rate, client, thread)
             if thread is not None:
                 self._resumes[thread] = max(end, self._resumes.get(thread, end))
+
+    def _own_rest(self, thread: Hashable) -> tuple[list[float], list[float]]:
+        """The pieces a held rest of ``thread`` is booked with: its thread's (``count_threads``), or none."""
+        if self.count_threads and thread is not None:
+            return self._threads.setdefault(thread, ([], []))
+        return [], []
 
     def stop_all(self, at_us: float, length_us: float) -> float:
         """Every thread of the host stops for ``length_us`` from ``at_us`` (after the stops before it);
@@ -322,8 +342,11 @@ class FairShareHost:
             raise ValueError("stop_client on a host made without client_stops (its other pieces not kept)")
         starts, ends = self._client_stops
         start = _after(self._stop_starts, self._stop_ends, max(at_us, ends[-1]) if ends else at_us)
-        if self.pause_over:
-            end = self._shared_over(start, work_us, threads)
+        if self.pause_left:
+            others, pieces, now = self._others_running, self._pieces, self._now
+            end = shared_left(others, pieces, self.processors, now, start, work_us, threads)
+        elif self.pause_over:
+            end = shared_over(self._others_running, self.processors, self._now, start, work_us, threads)
         else:
             beside = max(self._others_running.covering(start), self._others_running.covering(self._now))
             end = start + work_us * max(1.0, (beside + threads) / self.processors)
@@ -335,27 +358,6 @@ class FairShareHost:
         ends.append(end)
         self._hold(start, end, client_only=True)
         return start, end
-
-    def _shared_over(self, start: float, work_us: float, threads: int) -> float:
-        """When ``threads`` collector threads from ``start`` have each done ``work_us``, sharing the cores
-        with the other processes' pieces booked over that time as they end and start (``pause_over``):
-        processor sharing over the pause, whose threads' tens of milliseconds span many of the others'
-        pieces, where a piece of microseconds keeps the share it started with. (Before the engine's clock,
-        whose ended pieces are forgotten, the share is the one at the clock.)"""
-        books, left = self._others_running, work_us
-        t, others = start, books.covering(max(start, self._now))
-        if self._now > start:
-            speed = min(1.0, self.processors / (others + threads))
-            if left <= speed * (self._now - start):
-                return start + left / speed
-            t, left = self._now, left - speed * (self._now - start)
-        for edge, change in books.changes_after(t):
-            speed = min(1.0, self.processors / (others + threads))
-            if left <= speed * (edge - t):
-                break
-            left -= speed * (edge - t)
-            t, others = edge, max(others + change, 0)
-        return t + left / min(1.0, self.processors / (others + threads))
 
     def advance(self, now_us: float) -> None:
         """Nothing is ready before ``now_us`` any more: forget the pieces and stops that ended by then (as
@@ -544,8 +546,15 @@ def shared_host(sc: Scenario) -> Host:
         return HostCores(p.processors)
     conserving = p.host_scheduler == "fair_conserving"
     client_stops = p.heap_stops != "host"
-    over = p.heap_stops == "client_over"
-    return FairShareHost(p.processors, client_stops=client_stops, conserving=conserving, pause_over=over)
+    over, left = p.heap_stops == "client_over", p.heap_stops == "client_left"
+    return FairShareHost(
+        p.processors,
+        client_stops=client_stops,
+        conserving=conserving,
+        pause_over=over,
+        count_threads=p.host_counts == "threads",
+        pause_left=left,
+    )
 
 
 @dataclass(frozen=True)

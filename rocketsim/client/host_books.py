@@ -180,6 +180,24 @@ class PieceLog:
         s, e, r, c, th = self._starts, self._ends, self._rates, self._client, self._threads
         return [(s[i], e[i], r[i], bool(c[i]), th[i]) for i in found]
 
+    def others_rate(self, at: float) -> tuple[float, list[tuple[float, float]]]:
+        """The speeds (cores) of the pieces not of a client's thread: their sum at ``at`` (started at or
+        before it, ended after it) and, after it in time order, each change (+speed, -speed)."""
+        if not self._threads:
+            return 0.0, []
+        starts = np.frombuffer(self._starts, np.float64)
+        ends = np.frombuffer(self._ends, np.float64)
+        rates = np.frombuffer(self._rates, np.float64)
+        others = (ends > at) & (np.frombuffer(self._client, np.uint8) == 0)
+        s, e, r = starts[others], ends[others], rates[others]
+        del starts, ends, rates  # the arrays' buffers released: they grow again
+        now = float(r[s <= at].sum())
+        later = s > at
+        times = np.concatenate([s[later], e])
+        deltas = np.concatenate([r[later], -r])
+        order = np.argsort(times, kind="stable")
+        return now, list(zip(times[order].tolist(), deltas[order].tolist(), strict=True))
+
     def forget_ended(self, now: float) -> None:
         """Forget the pieces ended at or before ``now``."""
         keep = np.flatnonzero(np.frombuffer(self._ends, np.float64) > now)

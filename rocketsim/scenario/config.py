@@ -41,16 +41,13 @@ CLIENT_FAMILIES = (REMOTING, GRPC)  # producers.client_family
 PROXY_MODES = ("cluster", "local")  # proxy.mode: rocketsim.broker.proxy
 SENDER_MODELS = ("pool", "partitioned")
 HOST_SCHEDULERS = ("fifo", "fair", "fair_conserving")  # producers.host_scheduler (rocketsim.client.host)
-HEAP_STOPS = ("host", "client", "client_over")  # producers.heap_stops (rocketsim.client.heap)
+HEAP_STOPS = ("host", "client", "client_over", "client_left")  # producers.heap_stops (rocketsim.client.heap)
 # G1 (JDK 17, 1 GiB heap, 2 threads): a full collection's CPU per live KiB over a young collection's per KiB
 # it copies, both measured with a backlog of pending sends (tests/data/realbroker-reruns/g1_backlog)
 FULL_GC_PER_COPIED_KIB = 1.2
 MESSAGE_TYPES = ("normal", "ordered", "delay", "transaction", "batch")
 COUPLINGS = ("open", "joint", "iterative")  # brokers.coupling: rocketsim.broker.queue
-STORE_MODES = (
-    "async",
-    "sync",
-)  # store.flush (ASYNC_FLUSH / SYNC_FLUSH), store.replication (ASYNC / SYNC_MASTER)
+STORE_MODES = ("async", "sync")  # store.flush (ASYNC_ / SYNC_FLUSH), store.replication (ASYNC_ / SYNC_MASTER)
 BROKER_ERRORS = (
     "remoting_timeout",
     "connect_refused",
@@ -345,10 +342,13 @@ class ProducerConfig:
     # 17 compacting a 1 GiB heap with 2 threads (tests/data/realbroker-reruns/g1_backlog)
     heap_full_us_per_kib: float = field(default=0.5 * FULL_GC_PER_COPIED_KIB, metadata=_between(0, 1e6))
     # what a collection's pause stops: "host", every core of the host (the brokers on it too); "client",
-    # the client process's threads only, its collector threads (ParallelGCThreads) doing the pause's work
-    # beside the others' threads running at its start; "client_over", beside them over its length as
-    # they end and start (processor sharing). Needs host_scheduler = "fair" unless "host"
+    # the client's threads only, its collector threads (ParallelGCThreads) beside the others' running at its
+    # start; "client_over", beside them as they end and start over it; "client_left", in the cores the
+    # others' pieces leave at the speeds they were placed at (at least that share). Needs a "fair" host
     heap_stops: str = field(default="host", metadata=_one_of(HEAP_STOPS))
+    # a fair host counts beside a piece the "pieces" (the brokers' a thread each, a held rest one more) or
+    # the "threads" (the brokers' pieces and a held rest on their threads: one with work counts once, as CFS)
+    host_counts: str = field(default="pieces", metadata=_one_of(("pieces", "threads")))
     # G1's concurrent marking cycle, ms: from 45% of the heap in the old generation (IHOP), it frees the
     # promoted sends dead at its start when it ends (the mixed collections). 0: only full collections free
     # the old generation. Measured (G1 on JDK 17 with a backlog): the median of 21 cycles 1.0 s (0.3-2.9 s)

@@ -197,6 +197,9 @@ def _check_host(sc: Scenario) -> None:
     if sc.producers.heap_stops != "host" and sc.producers.host_scheduler != "fair":
         rule = 'needs producers.host_scheduler = "fair" (a host that tells the processes\' threads apart)'
         _fail("producers.heap_stops", rule, sc.producers.heap_stops)
+    if sc.producers.host_counts != "pieces" and sc.producers.host_scheduler == "fifo":
+        rule = "needs a fair producers.host_scheduler (the host that counts the threads beside a piece)"
+        _fail("producers.host_counts", rule, sc.producers.host_counts)
     if sc.producers.heap_mb > 0 and sc.producers.send_cpu_us <= 0:
         _fail(
             "producers.heap_mb",

@@ -79,6 +79,7 @@ SEND_ONLY_PRODUCER_SETTINGS = (
     "heap_copy_us_per_kib",
     "heap_full_us_per_kib",
     "heap_stops",
+    "host_counts",
     "heap_marking_ms",
     "heap_marking_on_host",
     "heap_pause_goal_ms",

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
+from rocketsim.client.stall_lengths import unit_lengths
+
 QUANTILES = (50.0, 90.0, 99.0)
 DRAWS = 65_536  # stalls drawn once (unit exponentials), scaled by the parameters
 MIN_SHARE, MAX_SHARE = 0.005, 0.5  # the stalls take at most half the host's time
@@ -106,3 +108,122 @@ def fit_stalls(steps: Sequence[StepLatency], base_ms: float = 0.0) -> StallFit:
     best = minimize(loss, start, method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-5, "maxiter": 200})
     x = best.x if best.fun <= loss(start) else start
     return StallFit(float(np.clip(x[0], MIN_SHARE, MAX_SHARE)), float(np.exp(x[1])), loss(x))
+
+
+# --fit-stall-shape: the lengths' gamma shape fitted too, against the measured statistic itself
+REPLICAS = 8  # the schedule simulated this many times over, each with its own draws
+SHAPE_MAX_SHARE = 0.9  # the stalls take at most this share of the host's time
+SHAPE_GRID = tuple(
+    (share, mean, shape)
+    for share in (0.2, 0.4, 0.6)
+    for mean in (2.0, 5.0, 12.0)
+    for shape in (0.5, 1.0, 4.0)
+)
+
+
+@dataclass(frozen=True)
+class StallShapeFit:
+    """Stalls whose lengths are a gamma distribution: the ``share`` of the host's time they take at its
+    saturation rate, ``mean_ms`` and ``shape`` (``producers.host_stall_shape``), and the fit's residual."""
+
+    share: float
+    mean_ms: float
+    shape: float
+    loss: float
+
+    def every(self, saturation_per_s: float) -> float:
+        """The sends between two stalls on average at that saturation rate."""
+        return self.mean_ms / 1000.0 * saturation_per_s / self.share
+
+
+@dataclass(frozen=True)
+class ShapeDraws:
+    """The uniforms a shape fit draws once (``gaps``: unit exponentials between stall starts; ``lengths``:
+    uniforms for :func:`rocketsim.client.stall_lengths.unit_lengths`), one row a replica."""
+
+    gaps: np.ndarray
+    lengths: np.ndarray
+
+    @classmethod
+    def drawn(cls, replicas: int = REPLICAS, seed: int = SEED) -> ShapeDraws:
+        rng = np.random.default_rng(seed)
+        return cls(rng.exponential(size=(replicas, DRAWS)), rng.uniform(size=(replicas, DRAWS)))
+
+
+def chained_stalls(starts: np.ndarray, lengths: np.ndarray, size: int) -> np.ndarray:
+    """Which of ``size`` milliseconds are stalled when each stall starts at its start or when the one
+    before it ended, whichever is later (as a fair host chains its stops, ``FairShareHost.stop_all``)."""
+    before = np.concatenate([[0.0], np.cumsum(lengths)[:-1]])
+    begin = np.maximum.accumulate(starts - before) + before  # begin_i = max(start_i, end_{i-1})
+    edges = np.zeros(size + 1)
+    np.add.at(edges, np.minimum(np.round(begin).astype(int), size), 1.0)
+    np.add.at(edges, np.minimum(np.round(begin + lengths).astype(int), size), -1.0)
+    return np.cumsum(edges)[:size] > 0.5
+
+
+def queue_waits(work_per_ms: np.ndarray, stalled: np.ndarray) -> np.ndarray:
+    """:func:`fluid_waits` without the loops: the backlog by Lindley's recursion on the running sum of the
+    work less the host's free time, and the rest of the stall each millisecond is in."""
+    net = np.cumsum(work_per_ms - ~stalled)
+    backlog = net - np.minimum(0.0, np.minimum.accumulate(net))
+    index = np.arange(stalled.size)
+    free_from = np.minimum.accumulate(np.where(stalled, stalled.size, index)[::-1])[::-1]
+    return backlog + np.where(stalled, free_from - index, 0)
+
+
+def shape_quantiles(
+    steps: Sequence[StepLatency], share: float, mean_ms: float, shape: float, draws: ShapeDraws
+) -> np.ndarray:
+    """The fluid queue's wait p50/p90/p99 per step (rows), each the median over the step's seconds (of
+    every replica) of that second's quantile, as the measured runs' per-step figures are: stalls of gamma
+    lengths (``shape``) taking ``share`` of the host's time at its saturation rate."""
+    load = np.concatenate([np.full(int(s.seconds * 1000), s.load) for s in steps])
+    per_second: list[list[np.ndarray]] = [[] for _ in steps]
+    for gaps, uniforms in zip(draws.gaps, draws.lengths, strict=True):
+        starts = np.searchsorted(np.cumsum(load * share / mean_ms), np.cumsum(gaps))
+        n = int(np.searchsorted(starts, load.size))
+        lengths = np.maximum(mean_ms * np.asarray(unit_lengths(uniforms[:n], shape)), 1.0)
+        waits = queue_waits(
+            load * (1.0 - share), chained_stalls(starts[:n].astype(float), lengths, load.size)
+        )
+        at = 0
+        for i, s in enumerate(steps):
+            for second in range(int(s.seconds)):
+                per_second[i].append(
+                    np.percentile(waits[at + second * 1000 : at + (second + 1) * 1000], QUANTILES)
+                )
+            at += int(s.seconds * 1000)
+    return np.array([np.median(np.array(rows), axis=0) for rows in per_second])
+
+
+def fit_stall_shape(
+    steps: Sequence[StepLatency], base_ms: float = 0.0, draws: ShapeDraws | None = None
+) -> StallShapeFit:
+    """The stalls' share, mean length and gamma shape that make :func:`shape_quantiles` (plus ``base_ms``)
+    closest to the measured per-step quantiles (log ratios, 1 ms added to both sides): the best of
+    :data:`SHAPE_GRID`, refined by Nelder-Mead on the share, log mean and log shape."""
+    draws = draws or ShapeDraws.drawn()
+    measured = np.log1p(np.array([s.quantiles_ms for s in steps]))
+
+    def unpack(x: np.ndarray) -> tuple[float, float, float]:
+        return (
+            float(np.clip(x[0], MIN_SHARE, SHAPE_MAX_SHARE)),
+            float(np.exp(x[1])),
+            float(np.exp(np.clip(x[2], -3.0, 6.9))),
+        )
+
+    def loss(x: np.ndarray) -> float:
+        simulated = np.log1p(shape_quantiles(steps, *unpack(x), draws) + base_ms)
+        return float(((simulated - measured) ** 2).sum())
+
+    grid = [np.array([a, np.log(b), np.log(k)]) for a, b, k in SHAPE_GRID]
+    start = min(grid, key=loss)
+    simplex = np.array([start] + [start + d for d in np.diag([0.1, 0.4, 0.5])])
+    best = minimize(
+        loss,
+        start,
+        method="Nelder-Mead",
+        options={"xatol": 1e-3, "fatol": 1e-4, "maxiter": 300, "initial_simplex": simplex},
+    )
+    x = best.x if best.fun <= loss(start) else start
+    return StallShapeFit(*unpack(x), loss(x))

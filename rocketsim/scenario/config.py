@@ -370,6 +370,10 @@ class ProducerConfig:
     host_stall_every: float = field(default=0.0, metadata=_between(0, 1e12))
     # the stalls' mean length, ms (exponential)
     host_stall_ms: float = field(default=0.0, metadata=_between(0, 1e5))
+    # the stalls' lengths as a gamma distribution of mean host_stall_ms and this shape: 1 exponential (a
+    # coefficient of variation of 1), above 1 more alike (1 / sqrt(shape)), below 1 more spread
+    # (rocketsim.calibration.stalls fits it with --fit-stall-shape)
+    host_stall_shape: float = field(default=1.0, metadata=_between(0.05, 1000))
     # the CPU a send costs the shared host's threads the model has not otherwise (the JVMs' JIT compilers,
     # the collector's threads beside the others, their other threads), microseconds: run after each send's
     # client work on host_other_threads threads of their own, beside every process's threads, neither

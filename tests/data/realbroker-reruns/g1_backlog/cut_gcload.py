@@ -57,7 +57,7 @@ def main() -> None:
     )
     overrides = [parse_override(a[len("--set=") :]) for a in sys.argv[1:] if a.startswith("--set=")]
     chosen = [read_run(RUNS + "a_low_async"), read_run(RUNS + "b_ramp_async_p1")]
-    values = validation_values(chosen)  # as the command calibrates
+    values = validation_values(chosen, "--fit-stall-shape" in sys.argv)  # as the command calibrates
     if "--no-split" not in sys.argv:
         values = split_values(values, read_thread_split(), request_bytes(chosen[0]))
     for key, value in overrides:

@@ -5,12 +5,16 @@ at 87%), as a queue of variable service does (Pollaczek-Khinchine)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from scipy.stats import gamma, kstest
 
 from rocketsim.calibration.stalls import DRAWS, SEED, StepLatency, fit_stalls, fluid_waits, step_quantiles
 from rocketsim.client.host import HostCores, HostStalls
 from rocketsim.engine import reference
+from rocketsim.rng import derive_key, uniform
 from rocketsim.scenario import scenario_from_mapping
 from rocketsim.scenario.workload import generate
 from rocketsim.validation.calibrate import saturation, stall_values
@@ -102,3 +106,37 @@ def test_calibration_fits_the_ramps_stalls_and_keeps_its_saturation_rate() -> No
     stall_us_per_send = out["producers.host_stall_ms"] * 1000.0 / out["producers.host_stall_every"]
     assert stall_us_per_send * sat / 1e6 == pytest.approx(share)
     assert stall_values(runs[:1], cpu) == {}
+
+
+class _Stops:
+    """A host that only records the stops asked of it (``Host.stop_all``)."""
+
+    def __init__(self) -> None:
+        self.lengths: list[float] = []
+
+    def stop_all(self, at_us: float, length_us: float) -> float:
+        self.lengths.append(length_us)
+        return at_us
+
+
+def drawn_lengths(stalls: HostStalls, sends: int) -> np.ndarray:
+    host = _Stops()
+    for seq in range(sends):
+        stalls.after_send(host, seq, 0.0)  # type: ignore[arg-type]
+    return np.array(host.lengths)
+
+
+def test_the_engines_stall_lengths_are_the_gamma_distribution_of_their_shape() -> None:
+    lengths = drawn_lengths(HostStalls(every=1.0, mean_us=4000.0, key=11, shape=4.0), 20_000)
+    assert lengths.mean() == pytest.approx(4000.0, rel=0.02)
+    assert lengths.std() / lengths.mean() == pytest.approx(0.5, rel=0.03)  # 1 / sqrt(4)
+    assert kstest(lengths, gamma(a=4.0, scale=1000.0).cdf).pvalue > 0.01
+    spread = drawn_lengths(HostStalls(every=1.0, mean_us=4000.0, key=11, shape=0.5), 20_000)
+    assert spread.std() / spread.mean() == pytest.approx(2.0**0.5, rel=0.05)
+    assert kstest(spread, gamma(a=0.5, scale=8000.0).cdf).pvalue > 0.01
+
+
+def test_shape_one_is_the_exponential_the_stalls_always_drew() -> None:
+    lengths = drawn_lengths(HostStalls(every=1.0, mean_us=4000.0, key=11), 2_000)
+    before = [-4000.0 * math.log(1.0 - uniform(derive_key(11, seq), 1)) for seq in range(2_000)]
+    assert lengths.tolist() == before  # to the bit: every shipped table keeps its stalls

@@ -11,7 +11,20 @@ import numpy as np
 import pytest
 from scipy.stats import gamma, kstest
 
-from rocketsim.calibration.stalls import DRAWS, SEED, StepLatency, fit_stalls, fluid_waits, step_quantiles
+from rocketsim.calibration.stalls import (
+    DRAWS,
+    SEED,
+    STALL_SHAPE,
+    ShapeDraws,
+    StepLatency,
+    chained_stalls,
+    fit_stall_shape,
+    fit_stalls,
+    fluid_waits,
+    queue_waits,
+    shape_quantiles,
+    step_quantiles,
+)
 from rocketsim.client.host import HostCores, HostStalls
 from rocketsim.engine import reference
 from rocketsim.rng import derive_key, uniform
@@ -140,3 +153,28 @@ def test_shape_one_is_the_exponential_the_stalls_always_drew() -> None:
     lengths = drawn_lengths(HostStalls(every=1.0, mean_us=4000.0, key=11), 2_000)
     before = [-4000.0 * math.log(1.0 - uniform(derive_key(11, seq), 1)) for seq in range(2_000)]
     assert lengths.tolist() == before  # to the bit: every shipped table keeps its stalls
+
+
+@pytest.mark.parametrize(("share", "mean_ms"), [(0.3, 15.0), (0.7, 9.0)])
+def test_the_shape_fit_recovers_the_share_and_mean_that_made_a_schedules_latency(
+    share: float, mean_ms: float
+) -> None:
+    steps = [StepLatency(load, 6.0, (0.0, 0.0, 0.0)) for load in (0.15, 0.45, 0.6, 0.75, 0.87, 1.0)]
+    draws = ShapeDraws.drawn(2)
+    made = shape_quantiles(steps, share, mean_ms, STALL_SHAPE, draws)
+    assert made[0][0] < 1.0 < made[-1][0]  # the latency grows with the load
+    measured = [StepLatency(s.load, s.seconds, tuple(q)) for s, q in zip(steps, made, strict=True)]
+    fit = fit_stall_shape(measured, draws=draws)
+    assert fit.share == pytest.approx(share, rel=0.05) and fit.mean_ms == pytest.approx(mean_ms, rel=0.05)
+    assert fit.shape == STALL_SHAPE
+
+
+def test_the_shape_fits_fluid_chains_stalls_and_waits_out_the_part_of_a_millisecond_they_take() -> None:
+    begin, end = chained_stalls(np.array([10.0, 12.0, 40.5]), np.array([5.0, 2.0, 1.0]))
+    assert begin.tolist() == [10.0, 15.0, 40.5] and end.tolist() == [15.0, 17.0, 41.5]  # the second waits
+    waits = queue_waits(np.full(60, 0.5), begin, end)
+    assert waits[9] == pytest.approx(0.0)
+    assert waits[10] == pytest.approx(0.5 + 6.5)  # its own ms's work, the rest of both stalls (to 17)
+    assert waits[16] == pytest.approx(3.5 + 0.5)  # 7 ms of work piled up, half a ms of stall left
+    assert waits[17] == pytest.approx(3.0) and waits[23] == pytest.approx(0.0)  # drains at 0.5 ms a ms
+    assert waits[40] == pytest.approx(1.0)  # half of ms 40 free for its work, the stall from 40.5 to 41.5

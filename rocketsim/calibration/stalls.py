@@ -178,16 +178,19 @@ def stalled_before(begin: np.ndarray, end: np.ndarray, at_ms: np.ndarray) -> np.
 def queue_waits(work_per_ms: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
     """The wait of work arriving in the middle of each millisecond: the backlog by Lindley's recursion on
     the running sum of the work less the host's time outside the stalls (a fraction of a millisecond where
-    a stall covers part of it), and the rest of the stall it arrives in. Continuous in the stalls'
-    times, so a fit's loss is too."""
+    a stall covers part of it), and the rest of the stall it arrives in and of those chained after it.
+    Continuous in the stalls' times, so a fit's loss is too."""
     grid = np.arange(work_per_ms.size + 1, dtype=float)
     free = 1.0 - np.diff(stalled_before(begin, end, grid))
     net = np.cumsum(work_per_ms - free)
     backlog = net - np.minimum(0.0, np.minimum.accumulate(net))
+    if not begin.size:
+        return backlog
     middle = grid[:-1] + 0.5
     k = np.clip(np.searchsorted(begin, middle, side="right") - 1, 0, None)
-    rest = np.where((begin.size > 0) & (middle < end[k]) & (middle >= begin[k]), end[k] - middle, 0.0)
-    return backlog + rest
+    block = np.cumsum(np.concatenate([[True], begin[1:] > end[:-1]])) - 1  # stalls end to end: one block
+    block_end = np.maximum.reduceat(end, np.flatnonzero(np.diff(np.concatenate([[-1], block]))))[block]
+    return backlog + np.where((middle >= begin[k]) & (middle < end[k]), block_end[k] - middle, 0.0)
 
 
 def shape_quantiles(

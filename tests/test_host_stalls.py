@@ -178,3 +178,19 @@ def test_the_shape_fits_fluid_chains_stalls_and_waits_out_the_part_of_a_millisec
     assert waits[16] == pytest.approx(3.5 + 0.5)  # 7 ms of work piled up, half a ms of stall left
     assert waits[17] == pytest.approx(3.0) and waits[23] == pytest.approx(0.0)  # drains at 0.5 ms a ms
     assert waits[40] == pytest.approx(1.0)  # half of ms 40 free for its work, the stall from 40.5 to 41.5
+
+
+def test_the_shape_fit_of_the_ramp_takes_more_of_the_host_in_shorter_stalls() -> None:
+    runs = [read_run("tests/data/realbroker/a_low_async"), read_run("tests/data/realbroker/b_ramp_async_p1")]
+    cpu = {
+        k: 10.0
+        for k in ("producers.send_cpu_us", "brokers.default.store.io_us", "brokers.default.store.append_us")
+    }
+    default, shaped = stall_values(runs, cpu), stall_values(runs, cpu, shape=True)
+    assert "producers.host_stall_shape" not in default and shaped["producers.host_stall_shape"] == STALL_SHAPE
+    share = 1.0 - shaped["producers.send_cpu_us"] / 10.0
+    assert 0.5 < share <= 0.9 and share > 1.0 - default["producers.send_cpu_us"] / 10.0
+    assert shaped["producers.host_stall_ms"] < default["producers.host_stall_ms"]
+    sat = saturation(runs[1]).msgs_per_s  # type: ignore[union-attr]
+    stall_us_per_send = shaped["producers.host_stall_ms"] * 1000.0 / shaped["producers.host_stall_every"]
+    assert stall_us_per_send * sat / 1e6 == pytest.approx(share)  # the saturation rate kept

@@ -113,10 +113,9 @@ def fit_stalls(steps: Sequence[StepLatency], base_ms: float = 0.0) -> StallFit:
 # --fit-stall-shape: the lengths' gamma shape fitted too, against the measured statistic itself
 REPLICAS = 4  # the schedule simulated this many times over, each with its own draws
 SHAPE_MAX_SHARE = 0.9  # the stalls take at most this share of the host's time
-# the lengths' gamma shape: the ramp's per-step quantiles leave it open (best share and mean for each
-# shape, loss: 0.5 2.20, 1 2.07, 2 1.70, 4 1.65, 8 1.58; docs/validation.md), so it is fixed at 4 (a
-# coefficient of variation of 0.5: stalls of a like length, as the ramp's p99 at 22-25 ms from 30,000/s
-# to 40,000/s says of the longest)
+# the lengths' gamma shape: the ramp's per-step quantiles barely tell it (the best share and mean for each
+# shape, loss: 0.5 2.04, 1 2.01, 2 1.96, 4 1.77, 8 1.91; docs/validation.md), so it is fixed at the best
+# of those, 4 (a coefficient of variation of 0.5: stalls of a like length)
 STALL_SHAPE = 4.0
 CANDIDATES_PER_MS = 1.0  # ShapeDraws' candidate starts: at most one stall a ms on average
 MIN_MEAN_MS = 1.0  # so the stalls' rate at the largest share and load, 0.9 x ~1 / 1 ms, is within it

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from rocketsim.client.host_books import BusyIntervals, PieceLog, RunningPieces
 from rocketsim.client.pause_share import shared_left, shared_over
+from rocketsim.client.stall_lengths import EXPONENTIAL, unit_lengths
 from rocketsim.client.wakeups import WakeupLeg, wakeup_leg
 from rocketsim.rng import derive_key, uniform
 from rocketsim.scenario import Scenario
@@ -560,8 +561,9 @@ def shared_host(sc: Scenario) -> Host:
 @dataclass(frozen=True)
 class HostStalls:
     """``producers.host_stall_every`` and ``host_stall_ms``: after one send in ``every`` (on average; which
-    ones is drawn from the seed and the send) the host stalls: every core does something else for an
-    exponential time of mean ``mean_us`` (a JVM's collection, the scheduler's other threads). Stalls tied
+    ones is drawn from the seed and the send) the host stalls: every core does something else for a
+    time of mean ``mean_us``, exponential or of a gamma ``shape`` (a JVM's collection, the scheduler's
+    other threads; :mod:`rocketsim.client.stall_lengths`). Stalls tied
     to the work, not the clock: the more a host does, the more it stalls, so its latency grows with its load
     as a queue of variable service does (Pollaczek-Khinchine), fitted to a run's latency at rising rates
     (:mod:`rocketsim.calibration.stalls`)."""
@@ -569,12 +571,13 @@ class HostStalls:
     every: float
     mean_us: float
     key: int
+    shape: float = EXPONENTIAL  # the lengths' gamma shape (``host_stall_shape``; 1: exponential)
 
     def after_send(self, cores: Host, seq: int, at_us: float) -> None:
         """Send ``seq``'s work ended at ``at_us``: the stall after it, if it has one."""
         k = derive_key(self.key, seq)
         if uniform(k, 0) * self.every < 1.0:
-            cores.stop_all(at_us, -self.mean_us * math.log(1.0 - uniform(k, 1)))
+            cores.stop_all(at_us, self.mean_us * float(unit_lengths(uniform(k, 1), self.shape)))
 
 
 def host_stalls(sc: Scenario, producer: int) -> HostStalls | None:
@@ -582,9 +585,8 @@ def host_stalls(sc: Scenario, producer: int) -> HostStalls | None:
     p = sc.producers
     if p.host_stall_every <= 0 or p.host_stall_ms <= 0:
         return None
-    return HostStalls(
-        p.host_stall_every, p.host_stall_ms * 1000.0, derive_key(sc.seed, producer, "hostStall")
-    )
+    key = derive_key(sc.seed, producer, "hostStall")
+    return HostStalls(p.host_stall_every, p.host_stall_ms * 1000.0, key, p.host_stall_shape)
 
 
 @dataclass

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace, prog: str) -> int:
                 f"--calibrate-from {unknown[0]}: no such run among {', '.join(sorted(names))}"
             )
         chosen = [r for r in runs if r.name in args.calibrate_from]
-        values = validation_values(chosen)
+        values = validation_values(chosen, getattr(args, "fit_stall_shape", False))
     except (RocketSimError, ValueError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2

@@ -52,6 +52,13 @@ def parser(prog: str = PROG, epilog: str | None = None) -> OneLineArgumentParser
         "queues under overload, as measured; up to about twice the CPU, the whole overloaded c_overload "
         "included (docs/validation.md)",
     )
+    p.add_argument(
+        "--fit-stall-shape",
+        action="store_true",
+        help="fit the host's stalls with their lengths' shape too (a gamma distribution, "
+        "producers.host_stall_shape) against the saturated run's per-second quantiles, the stalls' share "
+        "up to 0.9 of the host (default: exponential lengths, at most half the host; docs/validation.md)",
+    )
     return p
 
 

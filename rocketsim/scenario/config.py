@@ -364,12 +364,12 @@ class ProducerConfig:
     # more frequent. 0: the young generation is the room the old generation and the reserve leave
     heap_pause_goal_ms: float = field(default=0.0, metadata=_between(0, 1e7))
     # the host stalls (every core does something else) after one send in host_stall_every on average, for
-    # an exponential time of mean host_stall_ms: the variable service that makes a host's latency grow
-    # with its load (rocketsim.client.host.HostStalls; fitted to latency at rising rates). 0: never.
-    # Needs send_cpu_us > 0
+    # a time of mean host_stall_ms: the variable service that makes a host's latency grow with its load
+    # (rocketsim.client.host.HostStalls; fitted to latency at rising rates). 0: never. Needs send_cpu_us > 0
     host_stall_every: float = field(default=0.0, metadata=_between(0, 1e12))
-    # the stalls' mean length, ms (exponential)
-    host_stall_ms: float = field(default=0.0, metadata=_between(0, 1e5))
+    host_stall_ms: float = field(default=0.0, metadata=_between(0, 1e5))  # the stalls' mean length, ms
+    # their lengths' gamma shape: 1 exponential, above 1 more alike (coefficient of variation 1/sqrt(shape))
+    host_stall_shape: float = field(default=1.0, metadata=_between(0.05, 1000))
     # the CPU a send costs the shared host's threads the model has not otherwise (the JVMs' JIT compilers,
     # the collector's threads beside the others, their other threads), microseconds: run after each send's
     # client work on host_other_threads threads of their own, beside every process's threads, neither

@@ -85,6 +85,7 @@ SEND_ONLY_PRODUCER_SETTINGS = (
     "heap_pause_goal_ms",
     "host_stall_every",
     "host_stall_ms",
+    "host_stall_shape",
     "host_other_cpu_us",
     "host_other_threads",
 )

@@ -19,7 +19,7 @@ from rocketsim.calibration.calibrate import (
     host_part,
 )
 from rocketsim.calibration.measurements import Binned, CpuUse, Measurements, Throughput, View
-from rocketsim.calibration.stalls import StepLatency, fit_stalls
+from rocketsim.calibration.stalls import StepLatency, fit_stall_shape, fit_stalls
 from rocketsim.client.heap import KIB_PER_MB, YOUNG_MAX_SHARE
 from rocketsim.scenario.config import FULL_GC_PER_COPIED_KIB
 from rocketsim.validation.measured import MeasuredRun
@@ -161,28 +161,35 @@ def step_latencies(run: MeasuredRun, saturation_per_s: float) -> list[StepLatenc
     return out
 
 
-def stall_values(runs: Sequence[MeasuredRun], values: dict[str, float]) -> dict[str, float]:
+def stall_values(
+    runs: Sequence[MeasuredRun], values: dict[str, float], shape: bool = False
+) -> dict[str, float]:
     """``producers.host_stall_*`` fitted to the saturated run among ``runs`` (empty without one), and the
-    CPU values of ``values`` times 1 - the stalls' share (so the saturation rate stays the measured one)."""
+    CPU values of ``values`` times 1 - the stalls' share (so the saturation rate stays the measured one).
+    ``shape`` (``--fit-stall-shape``): the lengths' gamma shape fitted too, against the per-second
+    medians (:func:`rocketsim.calibration.stalls.fit_stall_shape`); else exponential lengths
+    (:func:`~rocketsim.calibration.stalls.fit_stalls`)."""
     saturated = [(r, sat) for r in runs if (sat := saturation(r)) is not None]
     if not saturated or not all(k in values for k in CPU_KEYS):
         return {}
     run, sat = saturated[0]
-    fit = fit_stalls(
-        step_latencies(run, sat.msgs_per_s), values.get("brokers.default.latency.median_ms", 0.0)
-    )
+    steps = step_latencies(run, sat.msgs_per_s)
+    base_ms = values.get("brokers.default.latency.median_ms", 0.0)
+    fit = fit_stall_shape(steps, base_ms) if shape else fit_stalls(steps, base_ms)
     out = {k: values[k] * (1.0 - fit.share) for k in CPU_KEYS}
     out["producers.host_stall_every"] = fit.every(sat.msgs_per_s)
     out["producers.host_stall_ms"] = fit.mean_ms
+    if shape:
+        out["producers.host_stall_shape"] = fit.shape  # type: ignore[union-attr]
     return out
 
 
-def validation_values(runs: Sequence[MeasuredRun]) -> dict[str, float]:
+def validation_values(runs: Sequence[MeasuredRun], stall_shape: bool = False) -> dict[str, float]:
     """What the validation sets from its calibration ``runs`` (``python -m rocketsim.validation``): the
     calibrated values and, where they found a CPU a send, the harness's client collections and the host's
-    stalls, which take the host's cores."""
+    stalls, which take the host's cores (``stall_shape``: with their lengths' shape, :func:`stall_values`)."""
     values = calibrate_runs(runs, request_bytes(runs[0])).values()
     if values.get("producers.send_cpu_us", 0) > 0:
         values.update(heap_values(runs, DRIVER_HEAP_MB, pending_kib(runs[0])))
-        values.update(stall_values(runs, values))
+        values.update(stall_values(runs, values, stall_shape))
     return values

@@ -7,7 +7,8 @@ and G1's concurrent marking (cycles ended, its threads' CPU ms). docs/validation
 cost under the in-flight backlog". Run from the project's root:
 python tests/data/realbroker-reruns/g1_backlog/cut_gcload.py [STEPS] [--run=NAME] [--set=KEY=VALUE ...]
 (STEPS default ``10000:1,72000:5`` of c_overload_async_p2_72000; 4-7 minutes of CPU, 2 GB: under the
-heavy-run lock). ``--no-split``: the validation scenario without the thread split."""
+heavy-run lock). ``--no-split``: the validation scenario without the thread split; ``--fit-stall-shape``:
+the command's option."""
 
 import sys
 from collections import defaultdict
@@ -57,7 +58,7 @@ def main() -> None:
     )
     overrides = [parse_override(a[len("--set=") :]) for a in sys.argv[1:] if a.startswith("--set=")]
     chosen = [read_run(RUNS + "a_low_async"), read_run(RUNS + "b_ramp_async_p1")]
-    values = validation_values(chosen)  # as the command calibrates
+    values = validation_values(chosen, "--fit-stall-shape" in sys.argv)  # as the command calibrates
     if "--no-split" not in sys.argv:
         values = split_values(values, read_thread_split(), request_bytes(chosen[0]))
     for key, value in overrides:

@@ -6,7 +6,8 @@ its pieces' time on the host outside the stops (the threads of that kind runnabl
 client's stops; beside them ``run_queue.py``'s measured speeds. docs/validation.md, "`b_steady`'s latency
 below the host's capacity". Run from the project's root (under the heavy-run lock: ~2 minutes of CPU,
 1.1 GB): python tests/data/realbroker-reruns/threads/cut_steady.py [STEPS] [--set=KEY=VALUE ...] (STEPS
-default ``10000:1,60000:4``; ``--run=NAME`` another run of tests/data/realbroker)."""
+default ``10000:1,60000:4``; ``--run=NAME`` another run of tests/data/realbroker; ``--fit-stall-shape``: the
+command's option)."""
 
 import sys
 from collections import defaultdict
@@ -63,8 +64,10 @@ def stop_client(self, at_us, work_us, threads):  # type: ignore[no-untyped-def]
 
 
 def with_split(chosen):  # type: ignore[no-untyped-def]
-    """The command's calibration with ``--thread-split``'s values over it."""
-    return split_values(_validation_values(chosen), read_thread_split(), request_bytes(chosen[0]))
+    """The command's calibration (with ``--fit-stall-shape`` if given) with ``--thread-split``'s values
+    over it."""
+    values = _validation_values(chosen, "--fit-stall-shape" in sys.argv)
+    return split_values(values, read_thread_split(), request_bytes(chosen[0]))
 
 
 def main() -> None:

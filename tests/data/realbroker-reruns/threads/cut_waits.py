@@ -96,7 +96,8 @@ def main() -> None:
     all_stored = np.asarray(attempts["stored_ts_ms"].to_pandas().fillna(np.inf), np.float64) - t0
     backlog_m = measured_backlog(lead)
     print(
-        "sec  OK p50 sim/meas  waits (median ms, OK sends): before the request / start to store / store to"
+        "sec  OK p50 sim/meas  OK p99 sim/meas  waits (median ms, OK sends): before the request / start to"
+        " store / store to"
         " end;  started, not stored at the second's end (measured bound); failures"
     )
     for _, row in sim.iterrows():
@@ -114,6 +115,7 @@ def main() -> None:
         errs = {k[4:]: int(v) for k, v in row.items() if str(k).startswith("err_") and v}
         print(
             f"{s:3d} {row['ok_latency_p50_ms']:6.0f}/{ms['ok_latency_p50_ms']:6.0f}  "
+            f"{row['ok_latency_p99_ms']:6.0f}/{ms['ok_latency_p99_ms']:6.0f}  "
             f"{waits[0]:7.1f} {waits[1]:7.1f} {waits[2]:7.1f}  {unstored:7d} "
             f"({backlog_m.get(s + 1, float('nan')):7.0f})  {errs}"
         )

@@ -19,7 +19,7 @@ from rocketsim.calibration.calibrate import (
     host_part,
 )
 from rocketsim.calibration.measurements import Binned, CpuUse, Measurements, Throughput, View
-from rocketsim.calibration.stalls import StepLatency, fit_stall_shape, fit_stalls
+from rocketsim.calibration.stalls import StallShapeFit, StepLatency, fit_stall_shape, fit_stalls
 from rocketsim.client.heap import KIB_PER_MB, YOUNG_MAX_SHARE
 from rocketsim.scenario.config import FULL_GC_PER_COPIED_KIB
 from rocketsim.validation.measured import MeasuredRun
@@ -179,8 +179,8 @@ def stall_values(
     out = {k: values[k] * (1.0 - fit.share) for k in CPU_KEYS}
     out["producers.host_stall_every"] = fit.every(sat.msgs_per_s)
     out["producers.host_stall_ms"] = fit.mean_ms
-    if shape:
-        out["producers.host_stall_shape"] = fit.shape  # type: ignore[union-attr]
+    if isinstance(fit, StallShapeFit):
+        out["producers.host_stall_shape"] = fit.shape
     return out
 
 

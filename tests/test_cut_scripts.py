@@ -1,5 +1,6 @@
 """The cut scripts of tests/data/realbroker-reruns (``threads/cut_waits.py``, ``threads/cut_worker.py``
-through it, ``threads/cut_execq.py``, ``g1_backlog/cut_c_overload.py``, ``g1_backlog/cut_gcload.py``):
+through it, ``threads/cut_execq.py``, ``threads/cut_steady.py``, ``threads/cut_beside.py``,
+``g1_backlog/cut_c_overload.py``, ``g1_backlog/cut_gcload.py``):
 their ``--set=KEY=VALUE`` is read by the scenario's own ``--set`` parser
 (:func:`rocketsim.scenario.overrides.parse_override`), once, before they calibrate."""
 
@@ -18,16 +19,19 @@ SCRIPTS = (
     "threads/cut_waits.py",
     "threads/cut_worker.py",
     "threads/cut_execq.py",
+    "threads/cut_steady.py",
+    "threads/cut_beside.py",
     "g1_backlog/cut_c_overload.py",
     "g1_backlog/cut_gcload.py",
 )
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_a_bad_set_is_refused_before_the_cut_calibrates(script: str) -> None:
+def test_a_bad_set_is_refused_before_the_cut_calibrates(script: str, tmp_path: Path) -> None:
+    log = [str(tmp_path / "pauses.csv")] if script.endswith("cut_beside.py") else []  # its log comes first
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
-        [sys.executable, str(RERUNS / script), "10000:0.1", "--set=producers.heap_stops"],
+        [sys.executable, str(RERUNS / script), *log, "10000:0.1", "--set=producers.heap_stops"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 1 and done.stdout == "", (done.stdout, done.stderr[-2000:])

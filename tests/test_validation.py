@@ -23,6 +23,7 @@ from rocketsim.client.send import (
 from rocketsim.client.versions import parse_version
 from rocketsim.engine.plan import error_text
 from rocketsim.errors import MeasurementError
+from rocketsim.validation.calibrate import peak_step, saturation, step_latencies
 from rocketsim.validation.classes import NOT_DONE, SEND_OK, outcome_class
 from rocketsim.validation.compare import due_latency_ms, measured_metrics, per_second, simulated_metrics
 from rocketsim.validation.measured import parse_meta, parse_steps, stored_copies
@@ -32,6 +33,7 @@ DATA = Path(__file__).parent / "data" / "realbroker"
 # our own runs of the harness's other schedules (run_all.sh's b_ramp_async_p2, b_ramp_sync_t64,
 # f_stop5s_async, a_low_async_r2): tests/data/realbroker-reruns/heldout/README.md
 HELDOUT = DATA.parent / "realbroker-reruns" / "heldout"
+SECOND_HOST = DATA.parent / "realbroker-reruns" / "second_host" / "runs"
 V = parse_version("4.9.8")
 FAQ = V.faq_url
 
@@ -143,6 +145,22 @@ def test_the_runs_read_back_as_the_harness_summarised_them() -> None:
     assert edges.size == counts.size + 1 and counts.sum() == 10_000
 
 
+def test_the_capacity_is_the_ramps_peak_goodput_not_its_collapse() -> None:
+    # the shipped ramp saturates in its last step: that step's completions, as before
+    ramp = read_run(DATA / "b_ramp_async_p1")
+    assert peak_step(ramp) == 5 and saturation(ramp).msgs_per_s == 68787.3  # type: ignore[union-attr]
+    assert len(step_latencies(ramp, 68787.3)) == 6
+    # the second host's ramp (the same schedule) saturates at 50,000/s and collapses past it: its OK
+    # completions fall to 25,992 and 13,664 a second at 60,000 and 70,000/s (summary.json's per_step;
+    # no send due at 70,000/s was OK); the knee's step is the capacity
+    knee = read_run(SECOND_HOST / "bramp")
+    assert knee.step_completions[3:] == (47768.3, 25991.8, 13663.8)
+    assert peak_step(knee) == 3 and saturation(knee).msgs_per_s == pytest.approx(47768.3)  # type: ignore[union-attr]
+    assert [s.load for s in step_latencies(knee, 47768.3)][-1] == pytest.approx(50000 / 47768.3)
+    # a run whose latency never grew through a step says nothing of the capacity
+    assert saturation(read_run(DATA / "a_low_async")) is None
+
+
 def test_stored_copies_come_from_the_runs_pagecachert_windows() -> None:
     runs = {p.name: read_run(p) for p in run_folders([str(DATA)])}
     # 14,517 puts in the window less 2,000 warm-up sends: the 12,500 sends and 17 more copies
@@ -167,6 +185,10 @@ def test_stored_copies_refuse_a_window_that_cannot_be_the_runs() -> None:
     assert ok.copies == 12_500
     assert stored_copies(line.format(n=14_000), "store.log", meta, ok=12_500, rpcs=12_600).copies is None
     assert stored_copies(line.format(n=15_000), "store.log", meta, ok=12_500, rpcs=12_600).copies is None
+    # a run that ended before its minute's window closed: the broker's on-demand lines alone, no count
+    px = "2026-11-29 22:06:26 INFO AdminBrokerThread_13 - findPutMessageEntireTimePX 0.99=0.00ms cost 1ms\n"
+    early = stored_copies(px * 3, "store.log", meta, ok=12_500, rpcs=12_600)
+    assert early.copies is None and "no [PAGECACHERT] line" in early.note
 
 
 def test_a_bad_run_folder_names_the_file(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 
 from rocketsim.calibration.calibrate import (
     DEFAULT_REQUEST_BYTES,
@@ -51,21 +52,41 @@ def latency_measurements(runs: Sequence[MeasuredRun], less_us: float = 0.0) -> M
 
 
 def saturation(run: MeasuredRun) -> Throughput | None:
-    """The OK completions per second within ``run``'s last step if its latency kept growing through it
-    (saturated: the step's last second's OK p50 at least :data:`GROWTH` times its first's)."""
-    if not run.step_completions:
+    """The ramp's peak goodput, :func:`peak_step`'s OK completions per second; None when no step
+    saturated."""
+    k = peak_step(run)
+    if k is None:
         return None
-    frame = run.per_second
-    start = sum(s for _, s in run.meta.steps[:-1])
-    p50 = frame[frame["second"] >= int(start)]["ok_latency_p50_ms"].to_numpy(float)
-    if p50.size < 2 or not np.isfinite(p50[[0, -1]]).all() or p50[-1] < GROWTH * p50[0]:
-        return None
-    rate = run.step_completions[-1]
+    done = run.step_completions[k]
     note = (
-        f"{run.name}: last step ({run.meta.steps[-1][0]:,.0f} msg/s) completed {rate:,.0f}/s, "
-        f"OK p50 {p50[0]:.3g} -> {p50[-1]:.3g} ms"
+        f"{run.name}: step {k + 1} of {len(run.meta.steps)} ({run.meta.steps[k][0]:,.0f} msg/s) completed "
+        f"{done:,.0f}/s, the most of the steps up to the last whose OK p50 grew {GROWTH:g}x"
     )
-    return Throughput(run.name, rate, saturated=True, note=note)
+    return Throughput(run.name, done, saturated=True, note=note)
+
+
+def peak_step(run: MeasuredRun) -> int | None:
+    """The step of ``run`` with the most OK completions per second among those up to the last whose latency
+    kept growing through it (saturated: the step's last second's OK p50 at least :data:`GROWTH` times its
+    first's); None when no step saturated. Not the last step alone: a ramp taken past its knee collapses
+    (its later steps complete fewer, the last often none), and a short step at the knee may end before
+    its latency has grown that much."""
+    saturated, start = -1, 0.0
+    for k, (_, secs) in enumerate(run.meta.steps):
+        p50 = _step_p50(run.per_second, start, start + secs)
+        start += secs
+        if p50.size >= 2 and np.isfinite(p50[[0, -1]]).all() and p50[-1] >= GROWTH * p50[0]:
+            saturated = k
+    done = [d if d > 0 else 0.0 for d in run.step_completions[: saturated + 1]]
+    if not done or max(done) <= 0:
+        return None
+    return int(np.argmax(done))
+
+
+def _step_p50(frame: pd.DataFrame, start: float, end: float) -> np.ndarray:
+    """The per-second OK p50 of the seconds in [start, end) of the schedule."""
+    seconds = frame["second"]
+    return frame[(seconds >= int(start)) & (seconds < int(end))]["ok_latency_p50_ms"].to_numpy(float)
 
 
 def cpu_use(run: MeasuredRun) -> CpuUse | None:
@@ -150,10 +171,12 @@ STEP_QUANTILES = ("ok_latency_p50_ms", "ok_latency_p90_ms", "ok_latency_p99_ms")
 
 
 def step_latencies(run: MeasuredRun, saturation_per_s: float) -> list[StepLatency]:
-    """Each step of ``run``: its load relative to ``saturation_per_s`` and the median over its seconds of
+    """Each step of ``run`` up to its :func:`peak_step` (the steps after it are the collapse past the knee,
+    not a queue below it): its load relative to ``saturation_per_s`` and the median over its seconds of
     the OK latency p50, p90 and p99."""
     frame, at, out = run.per_second, 0.0, []
-    for rate, secs in run.meta.steps:
+    peak = peak_step(run)
+    for rate, secs in run.meta.steps[: None if peak is None else peak + 1]:
         rows = frame[(frame["second"] >= at) & (frame["second"] < at + secs)]
         quantiles = tuple(float(np.nanmedian(rows[c].to_numpy(float))) for c in STEP_QUANTILES)
         out.append(StepLatency(rate / saturation_per_s, secs, quantiles))  # type: ignore[arg-type]

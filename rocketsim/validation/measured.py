@@ -244,7 +244,10 @@ def stored_copies(store_log: str, source: str, meta: RunMeta, ok: int, rpcs: int
     """The copies the broker stored for the run's sends: every put of the ``[PAGECACHERT]`` windows of the
     run's ``store.log`` (the harness waits for the window holding the run's end to close, and a run starts
     in a window no other run's puts reach) less the warm-up's sends. Refused when the count cannot be the
-    run's alone: fewer copies than OK sends, or more than the RPCs the sends made."""
+    run's alone: fewer copies than OK sends, or more than the RPCs the sends made. A log with no such
+    window (a run that ended before its minute closed: the harness's ``WAIT_PAGECACHERT=0``) has no count."""
+    if "[PAGECACHERT]" not in store_log:
+        return StoredCopies(None, f"{source}: no [PAGECACHERT] line")
     bins = parse_store_log(store_log, source).latency(View.STORE)
     if not bins:
         return StoredCopies(None, f"{source}: no [PAGECACHERT] line")

@@ -2,8 +2,9 @@
 
 usage: python3 sample_threads.py OUT.csv BROKER_PID [--interval 0.5] [--match LoadDriver]
 Writes one row per thread per sample: t (s, the epoch), proc (broker | driver), tid, comm (the thread's
-name as the kernel has it, 15 characters), run_ns and wait_ns (/proc/PID/task/TID/schedstat: time on a
-CPU and time runnable but waiting for one, cumulative), ticks (utime + stime). Runs until the broker
+name as the kernel has it, 15 characters), run_ns, wait_ns and slices (/proc/PID/task/TID/schedstat: time
+on a CPU, time runnable but waiting for one, and the times it was given a CPU, cumulative), ticks (utime +
+stime). Runs until the broker
 is gone or a file OUT.csv.stop exists. The driver is the java process whose command line holds MATCH.
 """
 
@@ -39,13 +40,13 @@ def sample(pid: int, proc: str, t: float, out) -> None:
             with open(base + "/comm") as f:
                 comm = f.read().strip().replace(",", ";")
             with open(base + "/schedstat") as f:
-                run_ns, wait_ns = f.read().split()[:2]
+                run_ns, wait_ns, slices = f.read().split()[:3]
             with open(base + "/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             ticks = int(fields[11]) + int(fields[12])
         except (OSError, ValueError, IndexError):
             continue
-        out.write(f"{t:.3f},{proc},{tid},{comm},{run_ns},{wait_ns},{ticks}\n")
+        out.write(f"{t:.3f},{proc},{tid},{comm},{run_ns},{wait_ns},{ticks},{slices}\n")
 
 
 def main(argv: list[str]) -> None:
@@ -54,7 +55,7 @@ def main(argv: list[str]) -> None:
     match = argv[argv.index("--match") + 1] if "--match" in argv else "LoadDriver"
     driver = None
     with open(out_path, "w") as out:
-        out.write("t,proc,tid,comm,run_ns,wait_ns,ticks\n")
+        out.write("t,proc,tid,comm,run_ns,wait_ns,ticks,slices\n")
         nxt = time.monotonic()
         while os.path.exists(f"/proc/{broker}") and not os.path.exists(out_path + ".stop"):
             t = time.time()

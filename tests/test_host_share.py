@@ -732,3 +732,22 @@ def test_a_netty_thread_runs_one_piece_at_a_time_however_long_the_host_makes_it(
     # booked ahead of it)
     assert threads.write(200.0) == 220.0
     assert threads.read(170.0) == 190.0
+
+
+def test_a_span_is_where_place_would_put_the_piece_and_places_nothing() -> None:
+    # Host.span answers where place would put a piece now and leaves the host as it was: on a fair host no
+    # piece booked and no books made for a thread it has not seen (place makes them); first come, first
+    # served, the earliest room on a core, as place finds it
+    fair = FairShareHost(2)
+    fair.place(0.0, 100.0, "a")
+    fair.place(0.0, 100.0, "b")
+    assert fair.span(10.0, 10.0, "c") == (10.0, 25.0)  # beside two threads on two cores: 2/3 of one
+    assert "c" not in fair._threads
+    assert fair.span(10.0, 10.0, "c") == fair.place(10.0, 10.0, "c") == (10.0, 25.0)
+    assert "c" in fair._threads
+    cores = HostCores(2)
+    cores.place(0.0, 100.0)
+    cores.place(0.0, 50.0)  # on the other core
+    assert cores.span(10.0, 20.0) == cores.span(10.0, 20.0) == (50.0, 70.0)
+    assert cores.place(10.0, 20.0) == (50.0, 70.0)
+    assert cores.span(10.0, 20.0) == (70.0, 90.0)

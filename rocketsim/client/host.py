@@ -93,17 +93,13 @@ class HostCores:
         """:meth:`run`'s work's start and end."""
         if work_us <= 0:
             return ready_us, ready_us
-        best, best_at, best_i = -1, 0.0, 0
-        for c in range(self.processors):
-            at, i = self._room(c, ready_us, work_us)
-            if best < 0 or at < best_at:
-                best, best_at, best_i = c, at, i
-        self._place(best, best_i, best_at, best_at + work_us)
-        return best_at, best_at + work_us
+        at, c, i = self._earliest(ready_us, work_us)
+        self._place(c, i, at, at + work_us)
+        return at, at + work_us
 
     def span(self, ready_us: float, work_us: float, thread: Hashable = None) -> tuple[float, float]:
         """Where :meth:`place` would put the work now (nothing placed): the earliest room on a core."""
-        at = min(self._room(c, ready_us, work_us)[0] for c in range(self.processors))
+        at = self._earliest(ready_us, work_us)[0]
         return at, at + work_us
 
     def stop_all(self, at_us: float, length_us: float) -> float:
@@ -122,6 +118,16 @@ class HostCores:
             k = bisect.bisect_right(self._ends[c], now_us)
             if k:
                 del self._starts[c][:k], self._ends[c][:k]
+
+    def _earliest(self, ready: float, work: float) -> tuple[float, int, int]:
+        """The earliest start >= ``ready`` a core has room for ``work`` at (ties: the lowest core), the
+        core, and the index its interval goes at there."""
+        best, best_at, best_i = -1, 0.0, 0
+        for c in range(self.processors):
+            at, i = self._room(c, ready, work)
+            if best < 0 or at < best_at:
+                best, best_at, best_i = c, at, i
+        return best_at, best, best_i
 
     def _room(self, c: int, ready: float, work: float) -> tuple[float, int]:
         """The earliest start >= ``ready`` where core ``c`` is free for ``work``, and the index its
@@ -223,10 +229,7 @@ class FairShareHost:
         """:meth:`run`'s work's start and end."""
         if work_us <= 0:
             return ready_us, ready_us
-        client = is_client_thread(thread)
-        stops = self._stops_of(client)
-        own = self._threads.setdefault(thread, ([], [])) if thread is not None else ([], [])
-        start, beside = self._start(ready_us, own, client, stops)
+        client, stops, own, start, beside = self._ready(ready_us, thread, keep=True)
         if self.ledger is not None:
             share = min(1.0, self.processors / (beside + 1))
             end = self.ledger.take(start, work_us, share, self._idle_before(start), self._host_stops)
@@ -243,11 +246,23 @@ class FairShareHost:
         share it would run at (a work-conserving host's ledger ends it no later)."""
         if work_us <= 0:
             return ready_us, ready_us
+        _, stops, _, start, beside = self._ready(ready_us, thread, keep=False)
+        return start, _fair_end(start, work_us, beside, self.processors, stops)
+
+    def _ready(
+        self, ready_us: float, thread: Hashable, keep: bool
+    ) -> tuple[bool, list[tuple[list[float], list[float]]], tuple[list[float], list[float]], float, int]:
+        """A piece of ``thread`` ready at ``ready_us``, as :meth:`place` and :meth:`span` see it: whether
+        its thread is the client's, the stops that hold it, its thread's pieces (``keep``: the thread's
+        books made if new, as :meth:`place` books the piece in them; else left unmade, :meth:`span`
+        placing nothing), its start and the threads beside it (:meth:`_start`)."""
         client = is_client_thread(thread)
         stops = self._stops_of(client)
-        own = self._threads.get(thread, ([], [])) if thread is not None else ([], [])
+        own: tuple[list[float], list[float]] = ([], [])
+        if thread is not None:
+            own = self._threads.setdefault(thread, own) if keep else self._threads.get(thread, own)
         start, beside = self._start(ready_us, own, client, stops)
-        return start, _fair_end(start, work_us, beside, self.processors, stops)
+        return client, stops, own, start, beside
 
     def _start(
         self,

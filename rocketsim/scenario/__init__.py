@@ -8,7 +8,8 @@ raises ``ScenarioError`` naming the dotted key path, the rule and the value
 ``--set key=value`` overrides use :func:`apply_overrides` on the raw mapping before validation, so an
 override is checked exactly like a value in the file.
 
-The parts: :mod:`~rocketsim.scenario.config` (the typed sections, their defaults and rules),
+The parts: :mod:`~rocketsim.scenario.config` (the typed sections, their defaults and rules; the brokers' in
+:mod:`~rocketsim.scenario.broker_config`, the rules and limits in :mod:`~rocketsim.scenario.rules`),
 :mod:`~rocketsim.scenario.validation` (a raw mapping -> a :class:`Scenario`),
 :mod:`~rocketsim.scenario.overrides`; this module reads the file.
 """
@@ -19,17 +20,44 @@ import stat
 import tomllib
 from pathlib import Path
 
+from rocketsim.scenario.broker_config import (
+    BROKER_ERRORS,
+    STORE_MODES,
+    BrokerModelConfig,
+    LatencyConfig,
+    StoreConfig,
+)
 from rocketsim.scenario.config import (
     ARRIVALS,
     AUTO_BATCH_SETTINGS,
     BACKPRESSURE_SETTINGS,
     BODY_DISTRIBUTIONS,
-    BROKER_ERRORS,
     CLIENT_FAMILIES,
     COMPRESS_TYPES,
     COUPLINGS,
     FAULT_KINDS,
     INVALID_KINDS,
+    MESSAGE_TYPES,
+    PROXY_MODES,
+    REMOTING,
+    SEND_MODES,
+    SENDER_MODELS,
+    TRANSACTION_STATES,
+    BodySizeConfig,
+    ClusterConfig,
+    ConsumerGroupConfig,
+    ConsumersConfig,
+    FaultConfig,
+    ProducerConfig,
+    ProxyConfig,
+    RouteConfig,
+    Scenario,
+    ScenarioError,
+    TransactionConfig,
+    WorkloadConfig,
+)
+from rocketsim.scenario.overrides import apply_overrides, parse_override
+from rocketsim.scenario.rules import (
     JAVA_INT_MAX,
     JAVA_INT_MIN,
     JAVA_LONG_MAX,
@@ -42,30 +70,7 @@ from rocketsim.scenario.config import (
     MAX_SCENARIO_S,
     MAX_WINDOW_MS,
     MAX_WINDOWS,
-    MESSAGE_TYPES,
-    PROXY_MODES,
-    REMOTING,
-    SEND_MODES,
-    SENDER_MODELS,
-    STORE_MODES,
-    TRANSACTION_STATES,
-    BodySizeConfig,
-    BrokerModelConfig,
-    ClusterConfig,
-    ConsumerGroupConfig,
-    ConsumersConfig,
-    FaultConfig,
-    LatencyConfig,
-    ProducerConfig,
-    ProxyConfig,
-    RouteConfig,
-    Scenario,
-    ScenarioError,
-    StoreConfig,
-    TransactionConfig,
-    WorkloadConfig,
 )
-from rocketsim.scenario.overrides import apply_overrides, parse_override
 from rocketsim.scenario.validation import check_window, scenario_from_mapping
 
 __all__ = [

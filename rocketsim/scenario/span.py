@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 
-from rocketsim.scenario.config import FaultConfig, LatencyConfig, Scenario, ScenarioError
+from rocketsim.scenario.broker_config import LatencyConfig
+from rocketsim.scenario.config import FaultConfig, Scenario, ScenarioError
 
 # a sender thread busy more than this share of the time queues sends noticeably (the default scenario,
 # 250 msg/s per producer of ~2.4 ms sends on one thread: busy 60%, a publish delay p99 of 249 ms; on two

@@ -21,6 +21,11 @@ from rocketsim.scenario.config import (
     AUTO_BATCH_SETTINGS,
     BACKPRESSURE_SETTINGS,
     COUPLINGS,
+    ProducerConfig,
+    Scenario,
+    ScenarioError,
+)
+from rocketsim.scenario.rules import (
     JAVA_INT_MAX,
     JAVA_INT_MIN,
     JAVA_LONG_MAX,
@@ -30,9 +35,6 @@ from rocketsim.scenario.config import (
     MAX_SCENARIO_S,
     MAX_WINDOW_MS,
     MAX_WINDOWS,
-    ProducerConfig,
-    Scenario,
-    ScenarioError,
 )
 from rocketsim.scenario.span import queued_span_s
 from rocketsim.scenario.toml_text import toml_value

@@ -14,33 +14,20 @@ import json
 import sys
 from dataclasses import replace
 
+import cut_setup
 import numpy as np
 
 import rocketsim.engine.joint as joint
 import rocketsim.engine.reference as reference
 from rocketsim.client import heap as heap_module
-from rocketsim.engine import simulate
-from rocketsim.scenario.overrides import parse_override
-from rocketsim.scenario.workload import generate
-from rocketsim.validation.calibrate import validation_values
 from rocketsim.validation.compare import due_latency_ms, per_second, result_classes, simulated_metrics
-from rocketsim.validation.scenario import run_scenario
-from rocketsim.warehouse.measured_runs import read_run
 
-RUNS = "tests/data/realbroker/"
-args = [a for a in sys.argv[1:] if not a.startswith("--")]
+args = cut_setup.positional(sys.argv[1:])
 WHOLE = bool(args) and args[0] == "whole"
-STEPS = (
-    ()
-    if WHOLE
-    else tuple(
-        (int(r), float(s))
-        for r, s in (x.split(":") for x in (args[0] if args else "10000:1,72000:5").split(","))
-    )
-)
+STEPS = () if WHOLE else cut_setup.steps(sys.argv[1:], "10000:1,72000:5")
 STARTUP = "--no-startup" not in sys.argv
 # as the scenario's --set reads them (a TOML value, else a string); a bad one refused before anything runs
-OVERRIDES = [parse_override(a[len("--set=") :]) for a in sys.argv[1:] if a.startswith("--set=")]
+OVERRIDES = cut_setup.overrides(sys.argv[1:])
 
 heaps: list[heap_module.ClientHeap] = []
 
@@ -57,20 +44,14 @@ def recorded(sc, cores):  # type: ignore[no-untyped-def]
 reference.client_heap = recorded  # type: ignore[assignment]
 joint.client_heap = recorded  # type: ignore[assignment]
 
-chosen = [read_run(RUNS + "a_low_async"), read_run(RUNS + "b_ramp_async_p1")]
-values = validation_values(chosen)  # as the command calibrates
-for key, value in OVERRIDES:
-    values[key] = value  # type: ignore[assignment]
-    print(f"set {key} = {values[key]}")
-name = next((a[len("--run=") :] for a in sys.argv[1:] if a.startswith("--run=")), "c_overload_async_p2_72000")
-run = read_run(RUNS + name)
+values = cut_setup.calibrated(OVERRIDES)  # as the command calibrates (no --thread-split)
+name = cut_setup.run_name(sys.argv[1:], "c_overload_async_p2_72000")
+run = cut_setup.read(name)
 if WHOLE:
     cut, STEPS = run, run.meta.steps
 else:
-    cut = replace(run, meta=replace(run.meta, steps=STEPS, n=int(sum(rate * secs for rate, secs in STEPS))))
-sc = run_scenario(cut, values, seed=1)
-messages = generate(sc)
-out = simulate(messages, sc)
+    cut = cut_setup.cut(run, STEPS)
+messages, out = cut_setup.simulated(cut, values)
 results = out.results
 second = (np.asarray(results["born_ts_ms"], np.float64) // 1000).astype(int)
 sim = per_second(second, result_classes(results), due_latency_ms(results))

@@ -12,24 +12,15 @@ the command's option."""
 
 import sys
 from collections import defaultdict
-from dataclasses import replace
 
+import cut_setup
 import numpy as np
 
 import rocketsim.engine.joint as joint
 import rocketsim.engine.reference as reference
-from rocketsim.calibration.thread_split import split_values
 from rocketsim.client import heap as heap_module
-from rocketsim.engine import simulate
-from rocketsim.scenario.overrides import parse_override
-from rocketsim.scenario.workload import generate
-from rocketsim.validation.calibrate import validation_values
 from rocketsim.validation.compare import due_latency_ms, per_second, result_classes
-from rocketsim.validation.scenario import request_bytes, run_scenario
-from rocketsim.warehouse.measured_runs import read_run
-from rocketsim.warehouse.thread_runs import read_thread_split
 
-RUNS = "tests/data/realbroker/"
 heaps: list[heap_module.ClientHeap] = []
 AFTER: dict[tuple[int, int], tuple[float, int]] = {}  # (heap, host second) -> (held MiB, pending) at its last
 _collect = heap_module.ClientHeap.collect
@@ -51,27 +42,14 @@ def main() -> None:
     reference.client_heap = recorded  # type: ignore[assignment]
     joint.client_heap = recorded  # type: ignore[assignment]
     heap_module.ClientHeap.collect = collect  # type: ignore[method-assign]
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    steps = tuple(
-        (int(r), float(s))
-        for r, s in (x.split(":") for x in (args[0] if args else "10000:1,72000:5").split(","))
-    )
-    overrides = [parse_override(a[len("--set=") :]) for a in sys.argv[1:] if a.startswith("--set=")]
-    chosen = [read_run(RUNS + "a_low_async"), read_run(RUNS + "b_ramp_async_p1")]
-    values = validation_values(chosen, "--fit-stall-shape" in sys.argv)  # as the command calibrates
-    if "--no-split" not in sys.argv:
-        values = split_values(values, read_thread_split(), request_bytes(chosen[0]))
-    for key, value in overrides:
-        values[key] = value  # type: ignore[assignment]
-        print(f"set {key} = {value}")
-    name = next(
-        (a[len("--run=") :] for a in sys.argv[1:] if a.startswith("--run=")), "c_overload_async_p2_72000"
-    )
-    run = read_run(RUNS + name)
-    cut = replace(run, meta=replace(run.meta, steps=steps, n=int(sum(rate * secs for rate, secs in steps))))
-    sc = run_scenario(cut, values, seed=1)
-    messages = generate(sc)
-    out = simulate(messages, sc)
+    argv = sys.argv[1:]
+    steps = cut_setup.steps(argv, "10000:1,72000:5")
+    sets = cut_setup.overrides(argv)
+    split = cut_setup.NO_SPLIT not in argv
+    values = cut_setup.calibrated(sets, fit_stall_shape=cut_setup.FIT_STALL_SHAPE in argv, split=split)
+    name = cut_setup.run_name(argv, "c_overload_async_p2_72000")
+    run = cut_setup.read(name)
+    _, out = cut_setup.simulated(cut_setup.cut(run, steps), values)
     results = out.results
     due_ms = np.asarray(results["born_ts_ms"], np.float64)
     second = (due_ms // 1000).astype(int)

@@ -21,26 +21,20 @@ python tests/data/realbroker-reruns/threads/cut_execq.py [STEPS] [--run=NAME] [-
 
 import sys
 from collections import defaultdict
-from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
 import rocketsim.client.send.async_send as async_send
 import rocketsim.engine.reference as reference
-from rocketsim.calibration.thread_split import split_values
 from rocketsim.client import host
 from rocketsim.client.outcomes import OutcomeKind
 from rocketsim.client.send.steps import Pool
-from rocketsim.engine import simulate
-from rocketsim.scenario.overrides import parse_override
-from rocketsim.scenario.workload import generate
-from rocketsim.validation.calibrate import validation_values
 from rocketsim.validation.compare import per_second, result_classes
-from rocketsim.validation.scenario import request_bytes, run_scenario
-from rocketsim.warehouse.measured_runs import read_run
-from rocketsim.warehouse.thread_runs import read_thread_split
 
-RUNS = "tests/data/realbroker/"
+sys.path.insert(0, str(Path(__file__).parents[1] / "g1_backlog"))
+import cut_setup  # noqa: E402
+
 TIMEOUT_MS = 3000
 SAMPLE: dict[tuple[int, int], dict[str, int]] = {}  # (producer, host second) -> the state at its end
 EXEC_WAIT: dict[int, list[int]] = defaultdict(list)  # second the task ran -> its costTime
@@ -171,26 +165,13 @@ def at_ends(starts: np.ndarray, ends: np.ndarray, seconds: int) -> list[tuple[in
 
 def main() -> None:
     patch()
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    steps = tuple(
-        (int(r), float(s))
-        for r, s in (x.split(":") for x in (args[0] if args else "10000:1,72000:10").split(","))
-    )
-    overrides = [parse_override(a[len("--set=") :]) for a in sys.argv[1:] if a.startswith("--set=")]
-    chosen = [read_run(RUNS + "a_low_async"), read_run(RUNS + "b_ramp_async_p1")]
-    values = validation_values(chosen)  # as the command calibrates
-    if "--no-split" not in sys.argv:
-        values = split_values(values, read_thread_split(), request_bytes(chosen[0]))
-    for key, value in overrides:
-        values[key] = value  # type: ignore[assignment]
-        print(f"set {key} = {value}")
-    name = next(
-        (a[len("--run=") :] for a in sys.argv[1:] if a.startswith("--run=")), "c_overload_async_p2_72000"
-    )
-    run = read_run(RUNS + name)
-    cut = replace(run, meta=replace(run.meta, steps=steps, n=int(sum(rate * secs for rate, secs in steps))))
-    sc = run_scenario(cut, values, seed=1)
-    out = simulate(generate(sc), sc)
+    argv = sys.argv[1:]
+    steps = cut_setup.steps(argv, "10000:1,72000:10")
+    sets = cut_setup.overrides(argv)
+    values = cut_setup.calibrated(sets, split=cut_setup.NO_SPLIT not in argv)  # as the command calibrates
+    name = cut_setup.run_name(argv, "c_overload_async_p2_72000")
+    run = cut_setup.read(name)
+    _, out = cut_setup.simulated(cut_setup.cut(run, steps), values)
     results = out.results
     due_ms = np.asarray(results["born_ts_ms"], np.float64)
     classes = result_classes(results)

@@ -14,12 +14,11 @@ from collections import defaultdict
 from collections.abc import Hashable
 from pathlib import Path
 
-from rocketsim.calibration.thread_split import split_values
 from rocketsim.client import host
-from rocketsim.validation.scenario import request_bytes
-from rocketsim.warehouse.thread_runs import read_thread_split
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "g1_backlog"))
+import cut_setup  # noqa: E402
 import cut_waits  # noqa: E402
 
 PIECES: dict[tuple[int, str], list[float]] = defaultdict(lambda: [0.0, 0.0])  # (s, kind) -> CPU, time
@@ -29,7 +28,6 @@ _place, _stop_all, _stop_client = (
     host.FairShareHost.stop_all,
     host.FairShareHost.stop_client,
 )
-_validation_values = cut_waits.validation_values
 
 
 def kind(thread: Hashable) -> str:
@@ -63,26 +61,17 @@ def stop_client(self, at_us, work_us, threads):  # type: ignore[no-untyped-def]
     return start, end
 
 
-def with_split(chosen):  # type: ignore[no-untyped-def]
-    """The command's calibration (with ``--fit-stall-shape`` if given) with ``--thread-split``'s values
-    over it."""
-    values = _validation_values(chosen, "--fit-stall-shape" in sys.argv)
-    return split_values(values, read_thread_split(), request_bytes(chosen[0]))
-
-
 def main() -> None:
     host.FairShareHost.place = place  # type: ignore[method-assign]
     host.FairShareHost.stop_all = stop_all  # type: ignore[method-assign]
     host.FairShareHost.stop_client = stop_client  # type: ignore[method-assign]
-    cut_waits.validation_values = with_split  # type: ignore[assignment]
-    cut_waits.NAME = next(
-        (a[len("--run=") :] for a in sys.argv[1:] if a.startswith("--run=")), "b_steady_async_p2_60000"
+    cut_waits.main(
+        cut_setup.run_name(sys.argv[1:], "b_steady_async_p2_60000"),
+        "10000:1,60000:4",
+        split=True,  # the command's calibration with --thread-split's values over it
+        fit_stall_shape=cut_setup.FIT_STALL_SHAPE in sys.argv,
+        backlog=False,  # c_overload's columns
     )
-    cut_waits.measured_backlog = lambda lead: {}  # c_overload's columns
-    sys.argv = [a for a in sys.argv if not a.startswith("--run=")]
-    if not any(not a.startswith("--") for a in sys.argv[1:]):
-        sys.argv.insert(1, "10000:1,60000:4")
-    cut_waits.main()
     print("host s  kind: threads runnable on average, cores, speed while runnable")
     for s in sorted({k[0] for k in PIECES}):
         kinds = sorted(k for (t, k) in PIECES if t == s)

@@ -10,19 +10,16 @@ Run from the project's root: python tests/data/realbroker-reruns/threads/cut_wai
 
 import csv
 import sys
-from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
-from rocketsim.engine import simulate
-from rocketsim.scenario.overrides import parse_override
-from rocketsim.scenario.workload import generate
-from rocketsim.validation.calibrate import validation_values
 from rocketsim.validation.compare import due_latency_ms, per_second, result_classes
-from rocketsim.validation.scenario import run_scenario
-from rocketsim.warehouse.measured_runs import read_run
 
-RUNS = "tests/data/realbroker/"
+sys.path.insert(0, str(Path(__file__).parents[1] / "g1_backlog"))
+import cut_setup  # noqa: E402
+
+RUNS = cut_setup.RUNS
 NAME = "c_overload_async_p2_72000"
 BYTES_A_MESSAGE = 1199
 
@@ -49,29 +46,23 @@ def measured_backlog(lead: float) -> dict[int, float]:
     return out
 
 
-def overrides(argv: list[str]) -> list[tuple[str, object]]:
-    """The ``--set=KEY=VALUE`` of ``argv`` as the scenario's ``--set`` reads them (a TOML value, else a
-    string); a bad one refused before anything runs."""
-    return [parse_override(a[len("--set=") :]) for a in argv if a.startswith("--set=")]
-
-
-def main() -> None:
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    sets = overrides(sys.argv[1:])
-    steps = tuple(
-        (int(r), float(s))
-        for r, s in (x.split(":") for x in (args[0] if args else "10000:1,72000:5").split(","))
-    )
-    chosen = [read_run(RUNS + "a_low_async"), read_run(RUNS + "b_ramp_async_p1")]
-    values = validation_values(chosen)  # as the command calibrates
-    for key, value in sets:
-        values[key] = value  # type: ignore[assignment]
-        print(f"set {key} = {values[key]}")
-    run = read_run(RUNS + NAME)
-    cut = replace(run, meta=replace(run.meta, steps=steps, n=int(sum(rate * secs for rate, secs in steps))))
-    sc = run_scenario(cut, values, seed=1)
-    messages = generate(sc)
-    out = simulate(messages, sc)
+def main(
+    name: str = NAME,
+    default_steps: str = "10000:1,72000:5",
+    *,
+    split: bool = False,
+    fit_stall_shape: bool = False,
+    backlog: bool = True,
+) -> None:
+    """The table for the measured run ``name`` cut to STEPS (else ``default_steps``), simulated with the
+    command's calibration (``split``, ``fit_stall_shape``: its ``--thread-split``, ``--fit-stall-shape``);
+    ``backlog``: the measured bound beside the model's written backlog (c_overload's columns)."""
+    argv = sys.argv[1:]
+    sets = cut_setup.overrides(argv)
+    steps = cut_setup.steps(argv, default_steps)
+    values = cut_setup.calibrated(sets, fit_stall_shape=fit_stall_shape, split=split)
+    run = cut_setup.read(name)
+    _, out = cut_setup.simulated(cut_setup.cut(run, steps), values)
     results, attempts = out.results, out.attempts
     due_ms = np.asarray(results["born_ts_ms"], np.float64)
     second = (due_ms // 1000).astype(int)
@@ -94,7 +85,7 @@ def main() -> None:
     t0 = float(due_ms.min())
     all_start = np.asarray(attempts["start_ts_ms"], np.float64) - t0
     all_stored = np.asarray(attempts["stored_ts_ms"].to_pandas().fillna(np.inf), np.float64) - t0
-    backlog_m = measured_backlog(lead)
+    backlog_m = measured_backlog(lead) if backlog else {}
     print(
         "sec  OK p50 sim/meas  OK p99 sim/meas  waits (median ms, OK sends): before the request / start to"
         " store / store to"

@@ -85,8 +85,12 @@ def peak_step(run: MeasuredRun) -> int | None:
 
 def _step_p50(frame: pd.DataFrame, start: float, end: float) -> np.ndarray:
     """The per-second OK p50 of the seconds in [start, end) of the schedule."""
-    seconds = frame["second"]
-    return frame[(seconds >= int(start)) & (seconds < int(end))]["ok_latency_p50_ms"].to_numpy(float)
+    return _step_rows(frame, start, end)["ok_latency_p50_ms"].to_numpy(float)
+
+
+def _step_rows(frame: pd.DataFrame, start: float, end: float) -> pd.DataFrame:
+    """The per-second rows of the seconds in [start, end) of the schedule."""
+    return frame[(frame["second"] >= start) & (frame["second"] < end)]
 
 
 def cpu_use(run: MeasuredRun) -> CpuUse | None:
@@ -177,7 +181,7 @@ def step_latencies(run: MeasuredRun, saturation_per_s: float) -> list[StepLatenc
     frame, at, out = run.per_second, 0.0, []
     peak = peak_step(run)
     for rate, secs in run.meta.steps[: None if peak is None else peak + 1]:
-        rows = frame[(frame["second"] >= at) & (frame["second"] < at + secs)]
+        rows = _step_rows(frame, at, at + secs)
         quantiles = tuple(float(np.nanmedian(rows[c].to_numpy(float))) for c in STEP_QUANTILES)
         out.append(StepLatency(rate / saturation_per_s, secs, quantiles))  # type: ignore[arg-type]
         at += secs

@@ -249,8 +249,6 @@ def stored_copies(store_log: str, source: str, meta: RunMeta, ok: int, rpcs: int
     if "[PAGECACHERT]" not in store_log:
         return StoredCopies(None, f"{source}: no [PAGECACHERT] line")
     bins = parse_store_log(store_log, source).latency(View.STORE)
-    if not bins:
-        return StoredCopies(None, f"{source}: no [PAGECACHERT] line")
     copies = int(round(sum(sum(b.counts) for b in bins))) - meta.warmup_ok  # type: ignore[attr-defined]
     if copies < ok or copies > rpcs:
         return StoredCopies(
